@@ -1,0 +1,33 @@
+# flowd — see README.md. The two commands: `make run` and `make test`.
+GO ?= go
+
+.PHONY: run test build generate lint bench test-reliability docker clean
+
+## run: start flowd with a local PostgreSQL in .data (when DATABASE_URL is unset)
+run:
+	scripts/run.sh
+
+## test: run every test against a throwaway PostgreSQL, with the race detector
+test:
+	scripts/test.sh
+
+## build: the static flowd binary in bin/
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o bin/flowd ./cmd/flowd
+
+## generate: regenerate templ components (committed)
+generate:
+	$(GO) tool templ generate
+
+## lint: formatting, vet, and the generated code being current
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) vet ./...
+	$(GO) tool templ generate >/dev/null && git diff --exit-code -- '*_templ.go'
+
+## docker: build the container image (needs a Docker engine)
+docker:
+	docker build -t flowd .
+
+clean:
+	rm -rf bin

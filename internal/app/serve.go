@@ -1,0 +1,82 @@
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flowd/flowd/internal/config"
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/web"
+)
+
+// runServe handles "flowd serve": it migrates (unless told not to), then
+// serves until ctx ends, draining in-flight requests before it returns.
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	addr := fs.String("addr", "", "listen address (default FLOWD_ADDR or :8080)")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	cfg, err := config.Load(getenv, config.Need{Database: true, Secrets: true})
+	if err != nil {
+		return err
+	}
+	if *addr != "" {
+		cfg.Addr = *addr
+	}
+	log := newLogger(stderr, cfg.LogLevel)
+
+	pool, err := database.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := waitForDatabase(ctx, pool, log); err != nil {
+		return err
+	}
+	if cfg.MigrateOnStart {
+		if err := database.Migrate(ctx, pool); err != nil {
+			return err
+		}
+	}
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	srv := web.New(log, cfg, pool, prometheus.NewRegistry())
+	log.Info("serving", "addr", ln.Addr().String(), "base_url", cfg.BaseURL.String())
+	fmt.Fprintf(stdout, "flowd is serving on %s\n  API        %s/api/flows\n  API docs   %s/docs\n  console    %s/console\n  readiness  %s/readyz\n",
+		ln.Addr(), cfg.BaseURL, cfg.BaseURL, cfg.BaseURL, cfg.BaseURL)
+	return srv.Serve(ctx, ln, cfg.ShutdownTimeout)
+}
+
+// waitForDatabase waits up to a minute for a database that is still starting,
+// as it is when flowd and PostgreSQL start together.
+func waitForDatabase(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := pool.Ping(ctx)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) || !database.IsUnavailable(err) {
+			return fmt.Errorf("database: %w", err)
+		}
+		log.Info("waiting for the database", "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	return nil
+}

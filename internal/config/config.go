@@ -1,0 +1,245 @@
+// Package config reads flowd's settings from the environment. Every setting
+// has one name (DATABASE_URL or FLOWD_*); a bad or missing one stops start-up
+// with a single line naming it.
+package config
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config holds every setting of flowd.
+type Config struct {
+	DatabaseURL     string
+	DBMaxConns      int32
+	Addr            string
+	BaseURL         *url.URL
+	LogLevel        string
+	MigrateOnStart  bool
+	ShutdownTimeout time.Duration
+
+	// KeyEncryptionKey encrypts the token-signing keys kept in the database.
+	KeyEncryptionKey []byte
+	// SessionKey signs and encrypts console and consent session cookies.
+	SessionKey []byte
+	// DataKey encrypts personal data (national ids) at rest.
+	DataKey []byte
+
+	Audience          string
+	OIDCIssuer        string
+	OIDCAudience      []string
+	OrgClaim          string
+	TestEID           bool
+	NationalIDFormat  string
+	AllowInsecureURLs bool
+
+	ConsentTTL  time.Duration
+	ConsentAuth string // "oidc" or "none"
+	// Consent relying party; empty issuer means the built-in provider.
+	ConsentOIDCIssuer       string
+	ConsentOIDCClientID     string
+	ConsentOIDCClientSecret string
+	ConsentOIDCScopes       []string
+	ConsentNationalIDClaim  string
+
+	// Console relying party; empty issuer means the built-in provider.
+	ConsoleOIDCIssuer       string
+	ConsoleOIDCClientID     string
+	ConsoleOIDCClientSecret string
+	ConsoleOIDCScopes       []string
+	ConsoleOrgClaim         string
+	ConsoleRolesClaim       string
+
+	WebhookAllowPrivate bool
+	WebhookTimeout      time.Duration
+}
+
+// Getenv looks up one environment variable, as os.Getenv does.
+type Getenv func(string) string
+
+// Load reads the settings. need lists what the calling command requires:
+// serve needs the secrets, migrate only the database.
+func Load(getenv Getenv, need Need) (*Config, error) {
+	r := reader{getenv: getenv}
+	c := &Config{
+		DatabaseURL:     r.str("DATABASE_URL", ""),
+		DBMaxConns:      int32(r.integer("FLOWD_DB_MAX_CONNS", 0, 0, 1000)),
+		Addr:            r.str("FLOWD_ADDR", ":8080"),
+		BaseURL:         r.baseURL("FLOWD_BASE_URL", "http://localhost:8080"),
+		LogLevel:        r.oneOf("FLOWD_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+		MigrateOnStart:  r.boolean("FLOWD_MIGRATE_ON_START", true),
+		ShutdownTimeout: r.duration("FLOWD_SHUTDOWN_TIMEOUT", 20*time.Second),
+
+		Audience:          r.str("FLOWD_AUDIENCE", "flowd"),
+		OIDCIssuer:        r.str("FLOWD_OIDC_ISSUER", ""),
+		OIDCAudience:      r.list("FLOWD_OIDC_AUDIENCE"),
+		OrgClaim:          r.str("FLOWD_ORG_CLAIM", "org_id"),
+		TestEID:           r.boolean("FLOWD_TEST_EID", false),
+		NationalIDFormat:  r.oneOf("FLOWD_NATIONAL_ID_FORMAT", "generic", "generic", "no", "se"),
+		AllowInsecureURLs: r.boolean("FLOWD_ALLOW_INSECURE_URLS", false),
+
+		ConsentTTL:              r.duration("FLOWD_CONSENT_TTL", 30*24*time.Hour),
+		ConsentAuth:             r.oneOf("FLOWD_CONSENT_AUTH", "oidc", "oidc", "none"),
+		ConsentOIDCIssuer:       r.str("FLOWD_CONSENT_OIDC_ISSUER", ""),
+		ConsentOIDCClientID:     r.str("FLOWD_CONSENT_OIDC_CLIENT_ID", ""),
+		ConsentOIDCClientSecret: r.str("FLOWD_CONSENT_OIDC_CLIENT_SECRET", ""),
+		ConsentOIDCScopes:       r.listOr("FLOWD_CONSENT_OIDC_SCOPES", []string{"openid"}),
+		ConsentNationalIDClaim:  r.str("FLOWD_CONSENT_NATIONAL_ID_CLAIM", "pid"),
+
+		ConsoleOIDCIssuer:       r.str("FLOWD_CONSOLE_OIDC_ISSUER", ""),
+		ConsoleOIDCClientID:     r.str("FLOWD_CONSOLE_OIDC_CLIENT_ID", ""),
+		ConsoleOIDCClientSecret: r.str("FLOWD_CONSOLE_OIDC_CLIENT_SECRET", ""),
+		ConsoleOIDCScopes:       r.listOr("FLOWD_CONSOLE_OIDC_SCOPES", []string{"openid", "profile"}),
+		ConsoleOrgClaim:         r.str("FLOWD_CONSOLE_ORG_CLAIM", "org_id"),
+		ConsoleRolesClaim:       r.str("FLOWD_CONSOLE_ROLES_CLAIM", "roles"),
+
+		WebhookAllowPrivate: r.boolean("FLOWD_WEBHOOK_ALLOW_PRIVATE", false),
+		WebhookTimeout:      r.duration("FLOWD_WEBHOOK_TIMEOUT", 10*time.Second),
+	}
+	if need.Database && c.DatabaseURL == "" {
+		r.fail("DATABASE_URL", "is required (a PostgreSQL URL such as postgres://user@host:5432/flowd)")
+	}
+	if need.Secrets {
+		c.KeyEncryptionKey = r.key("FLOWD_KEY_ENCRYPTION_KEY")
+		c.SessionKey = r.key("FLOWD_SESSION_KEY")
+		c.DataKey = r.key("FLOWD_DATA_KEY")
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return c, nil
+}
+
+// Need says which groups of settings a command requires.
+type Need struct {
+	Database bool
+	Secrets  bool
+}
+
+// reader collects the first problem so that start-up reports exactly one line.
+type reader struct {
+	getenv Getenv
+	err    error
+}
+
+func (r *reader) fail(name, format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf("config: %s %s", name, fmt.Sprintf(format, args...))
+	}
+}
+
+func (r *reader) str(name, def string) string {
+	if v := strings.TrimSpace(r.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (r *reader) boolean(name string, def bool) bool {
+	v := r.getenv(name)
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		r.fail(name, "must be true or false, not %q", v)
+	}
+	return b
+}
+
+func (r *reader) integer(name string, def, min, max int) int {
+	v := r.getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < min || n > max {
+		r.fail(name, "must be a whole number from %d to %d, not %q", min, max, v)
+	}
+	return n
+}
+
+func (r *reader) duration(name string, def time.Duration) time.Duration {
+	v := r.getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := parseDuration(v)
+	if err != nil || d <= 0 {
+		r.fail(name, "must be a positive duration such as 30s, 15m, 24h or 30d, not %q", v)
+	}
+	return d
+}
+
+// parseDuration accepts Go durations plus a "d" suffix for days.
+func parseDuration(v string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil {
+			return 0, err
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(v)
+}
+
+func (r *reader) oneOf(name, def string, allowed ...string) string {
+	v := r.str(name, def)
+	for _, a := range allowed {
+		if v == a {
+			return v
+		}
+	}
+	r.fail(name, "must be one of %s, not %q", strings.Join(allowed, ", "), v)
+	return def
+}
+
+func (r *reader) list(name string) []string {
+	return strings.FieldsFunc(r.getenv(name), func(c rune) bool { return c == ',' || c == ' ' })
+}
+
+func (r *reader) listOr(name string, def []string) []string {
+	if l := r.list(name); len(l) > 0 {
+		return l
+	}
+	return def
+}
+
+func (r *reader) baseURL(name, def string) *url.URL {
+	v := strings.TrimRight(r.str(name, def), "/")
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
+		r.fail(name, "must be an absolute http(s) URL without query, not %q", v)
+		u, _ = url.Parse(def)
+	}
+	return u
+}
+
+// key reads a required 32-byte secret, base64 encoded (standard or URL alphabet).
+func (r *reader) key(name string) []byte {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		r.fail(name, "is required: 32 random bytes, base64 encoded (make run generates one; or: openssl rand -base64 32)")
+		return nil
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(v); err == nil {
+			if len(b) != 32 {
+				r.fail(name, "must decode to 32 bytes, not %d", len(b))
+			}
+			return b
+		}
+	}
+	r.fail(name, "must be base64 encoded")
+	return nil
+}
+
+// Secure reports whether cookies must carry the Secure flag.
+func (c *Config) Secure() bool { return c.BaseURL.Scheme == "https" }
+
+// URL joins path to the base URL.
+func (c *Config) URL(path string) string { return c.BaseURL.String() + path }

@@ -1,0 +1,72 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) Getenv { return func(k string) string { return m[k] } }
+
+const key32 = "MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE=" // 32 bytes
+
+func TestLoadDefaults(t *testing.T) {
+	c, err := Load(env(map[string]string{"DATABASE_URL": "postgres://x/y", "FLOWD_KEY_ENCRYPTION_KEY": key32,
+		"FLOWD_SESSION_KEY": key32, "FLOWD_DATA_KEY": key32}), Need{Database: true, Secrets: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != ":8080" || c.BaseURL.String() != "http://localhost:8080" || c.Audience != "flowd" ||
+		c.ConsentTTL != 30*24*time.Hour || c.ConsentAuth != "oidc" || c.NationalIDFormat != "generic" || !c.MigrateOnStart {
+		t.Fatalf("unexpected defaults: %+v", c)
+	}
+	if len(c.SessionKey) != 32 {
+		t.Fatalf("session key is %d bytes", len(c.SessionKey))
+	}
+}
+
+func TestLoadNamesTheBadSetting(t *testing.T) {
+	base := map[string]string{"DATABASE_URL": "postgres://x/y", "FLOWD_KEY_ENCRYPTION_KEY": key32,
+		"FLOWD_SESSION_KEY": key32, "FLOWD_DATA_KEY": key32}
+	tests := []struct {
+		name, key, value string
+	}{
+		{"missing database", "DATABASE_URL", ""},
+		{"bad bool", "FLOWD_TEST_EID", "maybe"},
+		{"bad duration", "FLOWD_CONSENT_TTL", "soon"},
+		{"bad choice", "FLOWD_NATIONAL_ID_FORMAT", "dk"},
+		{"bad base url", "FLOWD_BASE_URL", "localhost"},
+		{"short key", "FLOWD_SESSION_KEY", "c2hvcnQ="},
+		{"missing key", "FLOWD_KEY_ENCRYPTION_KEY", ""},
+		{"bad number", "FLOWD_DB_MAX_CONNS", "-1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := map[string]string{}
+			for k, v := range base {
+				m[k] = v
+			}
+			m[tt.key] = tt.value
+			_, err := Load(env(m), Need{Database: true, Secrets: true})
+			if err == nil {
+				t.Fatalf("%s=%q accepted", tt.key, tt.value)
+			}
+			if !strings.Contains(err.Error(), tt.key) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %q does not name %s on one line", err, tt.key)
+			}
+		})
+	}
+}
+
+func TestLoadWithoutSecretsForMigrate(t *testing.T) {
+	if _, err := Load(env(map[string]string{"DATABASE_URL": "postgres://x/y"}), Need{Database: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDaysDuration(t *testing.T) {
+	c, err := Load(env(map[string]string{"FLOWD_CONSENT_TTL": "7d"}), Need{})
+	if err != nil || c.ConsentTTL != 7*24*time.Hour {
+		t.Fatalf("7d gave %v, %v", c.ConsentTTL, err)
+	}
+}

@@ -1,0 +1,110 @@
+// Package database opens flowd's PostgreSQL pool and owns the two things every
+// module shares about it: running a function in a transaction, and telling a
+// lost database apart from any other failure.
+package database
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/flowd/flowd/internal/apperr"
+)
+
+// Open connects a pool to url. maxConns 0 keeps pgx's default (4 per CPU, at least 4).
+// The connect timeout is short so that a lost database answers 503 quickly
+// instead of holding requests.
+func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	} else if cfg.MaxConns < 8 {
+		cfg.MaxConns = 8
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > 5*time.Second {
+		cfg.ConnConfig.ConnectTimeout = 3 * time.Second
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "flowd"
+	cfg.HealthCheckPeriod = 10 * time.Second
+	cfg.MaxConnIdleTime = 5 * time.Minute
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	return pool, nil
+}
+
+// Beginner starts transactions; *pgxpool.Pool and pgx.Tx both are one.
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// WithTx runs fn in a transaction that commits when fn returns nil and rolls
+// back otherwise. It is the one place flowd begins and commits.
+func WithTx(ctx context.Context, db Beginner, fn func(tx pgx.Tx) error) error {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return Classify(err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return Classify(tx.Commit(ctx))
+}
+
+// IsUnavailable reports whether err means the database cannot be reached
+// (refused, reset, shut down, timed out connecting), as opposed to a bad query.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// Class 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot connect now.
+		return pgErr.Code[:2] == "08" || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+	}
+	if pgconn.SafeToRetry(err) {
+		return true
+	}
+	return errors.Is(err, net.ErrClosed)
+}
+
+// Classify turns an unavailable-database error into an apperr.Unavailable error
+// so that the caller answers 503 with Retry-After; other errors pass unchanged.
+func Classify(err error) error {
+	if err != nil && IsUnavailable(err) {
+		if _, ok := apperr.As(err); ok {
+			return err
+		}
+		return apperr.Wrap(err, apperr.Unavailable, "The service is temporarily unavailable. Try again shortly.")
+	}
+	return err
+}
+
+// IsUniqueViolation reports whether err is a unique constraint violation,
+// optionally of the named constraint.
+func IsUniqueViolation(err error, constraint string) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		return false
+	}
+	return constraint == "" || pgErr.ConstraintName == constraint
+}

@@ -1,0 +1,80 @@
+package database
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/tern/v2/migrate"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/flowd/flowd/migrations"
+)
+
+// versionTable records the applied migrations of migrations/.
+const versionTable = "schema_version"
+
+// migrateLock serializes migrations of several instances starting at once.
+// tern takes a lock of its own, but River's migrations must run under the same one.
+const migrateLock = 7_230_164_001
+
+// Migrate applies flowd's migrations and River's (the webhook job queue) under
+// one advisory lock; running it again, or from two instances at once, is a no-op.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "select pg_advisory_lock($1)", migrateLock); err != nil {
+		return fmt.Errorf("migrate: lock: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "select pg_advisory_unlock($1)", migrateLock) //nolint:errcheck
+
+	m, err := migrate.NewMigrator(ctx, conn.Conn(), versionTable)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if err := m.LoadMigrations(migrations.FS); err != nil {
+		return fmt.Errorf("migrate: load: %w", err)
+	}
+	if err := m.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	river, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	if err != nil {
+		return fmt.Errorf("migrate river: %w", err)
+	}
+	// River's migrations each take a transaction of their own (one adds an enum
+	// value that the next uses); our lock above still keeps instances apart.
+	if _, err := river.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("migrate river: %w", err)
+	}
+	return nil
+}
+
+// MigrationsCurrent reports whether every migration of flowd and River is applied.
+func MigrationsCurrent(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+	var applied int32
+	err := pool.QueryRow(ctx, "select coalesce((select version from "+versionTable+" limit 1), 0)").Scan(&applied)
+	if err != nil {
+		return false, err
+	}
+	want, err := migrate.FindMigrations(migrations.FS)
+	if err != nil {
+		return false, err
+	}
+	if int(applied) != len(want) {
+		return false, nil
+	}
+	river, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	if err != nil {
+		return false, err
+	}
+	res, err := river.Validate(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	return res.OK, nil
+}

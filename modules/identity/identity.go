@@ -1,0 +1,30 @@
+// Package identity knows who is calling: organizations, their API clients, the
+// built-in OAuth 2.0 provider that issues their tokens, and the verification of
+// bearer tokens (built-in or from an external issuer) into a Principal.
+package identity
+
+import (
+	"slices"
+)
+
+// Scopes an API client may hold.
+const (
+	ScopeFlowsRead   = "flows:read"
+	ScopeFlowsWrite  = "flows:write" // create and cancel
+	ScopeFlowsDelete = "flows:delete"
+)
+
+// AllScopes is what a client gets unless created with fewer.
+var AllScopes = []string{ScopeFlowsRead, ScopeFlowsWrite, ScopeFlowsDelete}
+
+// Principal is the verified caller of an API request. The organization always
+// comes from here, never from a request body.
+type Principal struct {
+	OrganizationID string
+	ClientID       string
+	Scopes         []string
+	Sandbox        bool
+}
+
+// HasScope reports whether the principal was granted scope.
+func (p Principal) HasScope(scope string) bool { return slices.Contains(p.Scopes, scope) }

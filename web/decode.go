@@ -1,0 +1,109 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"reflect"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flowd/flowd/internal/apperr"
+)
+
+// decodeJSON reads the request body, a JSON object, into dst, a pointer to a
+// struct with json tags. Unlike json.Decoder it does not stop at the first
+// problem: every unknown field and every field of the wrong type is named in
+// the one 400 it returns. A body that is not application/json is a 415, one
+// over the limit a 413.
+func decodeJSON(c echo.Context, dst any) error {
+	mediaType, _, err := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
+	if err != nil || (mediaType != echo.MIMEApplicationJSON && !strings.HasSuffix(mediaType, "+json")) {
+		return apperr.New(apperr.UnsupportedMediaType, "The request body must be application/json.")
+	}
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var he *echo.HTTPError
+		if errors.As(err, &he) && he.Code == 413 {
+			return apperr.New(apperr.TooLarge, "The request body is larger than 64 KiB.")
+		}
+		return apperr.Wrap(err, apperr.Invalid, "The request body could not be read.")
+	}
+	if !utf8.Valid(body) {
+		return apperr.InvalidFields([]apperr.FieldError{{Field: "", Message: "the body is not valid UTF-8"}})
+	}
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&raw); err != nil || raw == nil {
+		return apperr.InvalidFields([]apperr.FieldError{{Field: "", Message: "the body must be one JSON object"}})
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return apperr.InvalidFields([]apperr.FieldError{{Field: "", Message: "the body must hold nothing after the JSON object"}})
+	}
+
+	v := reflect.ValueOf(dst).Elem()
+	fields := jsonFields(v.Type())
+	var problems apperr.Fields
+	for _, name := range sortedKeys(raw) {
+		i, ok := fields[name]
+		if !ok {
+			problems.Add(name, "unknown field")
+			continue
+		}
+		if err := json.Unmarshal(raw[name], v.Field(i).Addr().Interface()); err != nil {
+			problems.Add(name, "must be %s", describe(v.Field(i).Type()))
+		}
+	}
+	return problems.Err()
+}
+
+// jsonFields maps each JSON name of struct type t to its field index.
+func jsonFields(t reflect.Type) map[string]int {
+	m := make(map[string]int, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		m[name] = i
+	}
+	return m
+}
+
+func describe(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	default:
+		return "an object"
+	}
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // a stable order of field errors
+	return keys
+}

@@ -1,0 +1,54 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flowd/flowd/internal/database"
+)
+
+// readiness remembers that migrations were found current: a running binary's
+// migrations do not change, so the check need not be repeated.
+type readiness struct {
+	migrationsCurrent atomic.Bool
+}
+
+// handleHealthz handles "GET /healthz": the process is up.
+func (s *Server) handleHealthz(c echo.Context) error {
+	return s.writeJSON(c, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// handleReadyz handles "GET /readyz": the database answers and its schema is
+// current, so this instance can take traffic.
+func (s *Server) handleReadyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	checks := map[string]string{"database": "ok", "migrations": "ok"}
+	ready := true
+	if err := s.pool.Ping(ctx); err != nil {
+		checks["database"] = "unreachable"
+		checks["migrations"] = "unknown"
+		ready = false
+	} else if !s.ready.migrationsCurrent.Load() {
+		current, err := database.MigrationsCurrent(ctx, s.pool)
+		switch {
+		case err != nil:
+			checks["migrations"] = "unknown"
+			ready = false
+		case !current:
+			checks["migrations"] = "pending"
+			ready = false
+		default:
+			s.ready.migrationsCurrent.Store(true)
+		}
+	}
+	if !ready {
+		c.Response().Header().Set("Retry-After", "5")
+		return s.writeJSON(c, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "checks": checks})
+	}
+	return s.writeJSON(c, http.StatusOK, map[string]any{"status": "ok", "checks": checks})
+}

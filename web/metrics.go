@@ -1,0 +1,72 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics holds the server's Prometheus instruments, registered on a registry
+// of its own so that several servers can live in one test process.
+type metrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	handler  http.Handler
+}
+
+func newMetrics(reg *prometheus.Registry, pool *pgxpool.Pool) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowd_http_requests_total", Help: "HTTP requests by method, route and status.",
+		}, []string{"method", "route", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "flowd_http_request_duration_seconds", Help: "HTTP request latency by method, route and status.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"method", "route", "status"}),
+	}
+	reg.MustRegister(m.requests, m.latency, poolCollector{pool}, collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+	return m
+}
+
+func (m *metrics) observe(method, route string, status int, elapsed time.Duration) {
+	code := strconv.Itoa(status)
+	m.requests.WithLabelValues(method, route, code).Inc()
+	m.latency.WithLabelValues(method, route, code).Observe(elapsed.Seconds())
+}
+
+// poolCollector reports the database pool's statistics at scrape time.
+type poolCollector struct{ pool *pgxpool.Pool }
+
+var (
+	poolAcquired   = prometheus.NewDesc("flowd_db_pool_acquired_conns", "Connections in use.", nil, nil)
+	poolIdle       = prometheus.NewDesc("flowd_db_pool_idle_conns", "Idle connections.", nil, nil)
+	poolTotal      = prometheus.NewDesc("flowd_db_pool_total_conns", "Open connections.", nil, nil)
+	poolMax        = prometheus.NewDesc("flowd_db_pool_max_conns", "Most connections the pool opens.", nil, nil)
+	poolAcquires   = prometheus.NewDesc("flowd_db_pool_acquires_total", "Connections acquired.", nil, nil)
+	poolEmptyWaits = prometheus.NewDesc("flowd_db_pool_empty_acquires_total", "Acquires that waited for a connection.", nil, nil)
+	poolWait       = prometheus.NewDesc("flowd_db_pool_acquire_seconds_total", "Time spent acquiring connections.", nil, nil)
+)
+
+func (p poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{poolAcquired, poolIdle, poolTotal, poolMax, poolAcquires, poolEmptyWaits, poolWait} {
+		ch <- d
+	}
+}
+
+func (p poolCollector) Collect(ch chan<- prometheus.Metric) {
+	st := p.pool.Stat()
+	ch <- prometheus.MustNewConstMetric(poolAcquired, prometheus.GaugeValue, float64(st.AcquiredConns()))
+	ch <- prometheus.MustNewConstMetric(poolIdle, prometheus.GaugeValue, float64(st.IdleConns()))
+	ch <- prometheus.MustNewConstMetric(poolTotal, prometheus.GaugeValue, float64(st.TotalConns()))
+	ch <- prometheus.MustNewConstMetric(poolMax, prometheus.GaugeValue, float64(st.MaxConns()))
+	ch <- prometheus.MustNewConstMetric(poolAcquires, prometheus.CounterValue, float64(st.AcquireCount()))
+	ch <- prometheus.MustNewConstMetric(poolEmptyWaits, prometheus.CounterValue, float64(st.EmptyAcquireCount()))
+	ch <- prometheus.MustNewConstMetric(poolWait, prometheus.CounterValue, st.AcquireDuration().Seconds())
+}

@@ -1,0 +1,139 @@
+package web
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+)
+
+const requestIDKey = "request_id"
+
+// requestID gives every request an id, taken from a well-formed X-Request-Id
+// header or made up, echoed in the response and written in every log line.
+func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id := c.Request().Header.Get(echo.HeaderXRequestID)
+		if !validRequestID(id) {
+			var b [12]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		c.Set(requestIDKey, id)
+		c.Response().Header().Set(echo.HeaderXRequestID, id)
+		return next(c)
+	}
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// requestIDOf returns the id the requestID middleware gave c.
+func requestIDOf(c echo.Context) string {
+	id, _ := c.Get(requestIDKey).(string)
+	return id
+}
+
+// observe logs every request and counts it in the metrics. It logs the route
+// pattern, never the raw path or query: paths may hold consent tokens.
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err) // write the response now so its status is known
+		}
+		elapsed := time.Since(start)
+		route := c.Path()
+		if route == "" {
+			route = "unmatched"
+		}
+		status := c.Response().Status
+		s.metrics.observe(c.Request().Method, route, status, elapsed)
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelError
+		}
+		if route == "/healthz" || route == "/readyz" || route == "/metrics" || route == "/assets/*" {
+			level = slog.LevelDebug
+		}
+		s.log.LogAttrs(c.Request().Context(), level, "request",
+			slog.String("request_id", requestIDOf(c)),
+			slog.String("method", c.Request().Method),
+			slog.String("route", route),
+			slog.Int("status", status),
+			slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
+			slog.Int64("bytes", c.Response().Size),
+		)
+		return nil
+	}
+}
+
+// recoverPanics turns a panic into a logged internal error instead of a dropped connection.
+func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				s.log.Error("panic", "request_id", requestIDOf(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				err = fmt.Errorf("panic: %v", r)
+			}
+		}()
+		return next(c)
+	}
+}
+
+// contentSecurityPolicy allows only our own scripts, styles and images; no
+// inline script, no framing. form-action is left open on purpose: a consent
+// decision ends in a redirect to the organization's site, which browsers
+// check against form-action.
+const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+
+func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	secure := s.cfg.Secure()
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+		if secure {
+			h.Set("Strict-Transport-Security", "max-age=31536000")
+		}
+		return next(c)
+	}
+}
+
+// limitBody refuses request bodies over limit bytes with 413.
+func (s *Server) limitBody(limit int64) echo.MiddlewareFunc {
+	return middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: strconv.FormatInt(limit, 10) + "B"})
+}
+
+// cacheAssets lets browsers keep embedded assets for an hour.
+func cacheAssets(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		h.ServeHTTP(w, r)
+	})
+}

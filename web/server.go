@@ -1,0 +1,78 @@
+// Package web is flowd's echo server: every route in routes.go, the middleware
+// every request passes, the one error handler, and the handlers, which bind,
+// validate, call a module and render.
+package web
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flowd/flowd/internal/config"
+)
+
+// Server is flowd's HTTP server.
+type Server struct {
+	echo    *echo.Echo
+	log     *slog.Logger
+	cfg     *config.Config
+	pool    *pgxpool.Pool
+	metrics *metrics
+	ready   readiness
+}
+
+// New builds the server with every dependency it needs.
+func New(log *slog.Logger, cfg *config.Config, pool *pgxpool.Pool, registry *prometheus.Registry) *Server {
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	s := &Server{echo: e, log: log, cfg: cfg, pool: pool, metrics: newMetrics(registry, pool)}
+	e.HTTPErrorHandler = s.handleError
+	e.IPExtractor = echo.ExtractIPDirect()
+	s.routes()
+	return s
+}
+
+// ServeHTTP makes the server an http.Handler, for tests and embedding.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// Echo exposes the router so tests can mount extra routes.
+func (s *Server) Echo() *echo.Echo { return s.echo }
+
+// Serve answers requests on ln until ctx ends, then stops accepting new
+// connections and lets in-flight requests finish for up to drain.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down: draining in-flight requests", "timeout", drain.String())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	err := srv.Shutdown(shutdownCtx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		s.log.Warn("drain timed out; closing remaining connections")
+		return srv.Close()
+	}
+	return err
+}

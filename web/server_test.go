@@ -1,0 +1,281 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flowd/flowd/internal/config"
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/dbtest"
+)
+
+// testServer is what each test of this package starts from.
+type testServer struct {
+	srv   *Server
+	url   string
+	proxy *dbtest.Proxy
+}
+
+// setup builds the real server on a fresh database reached through a proxy
+// the test can cut.
+func setup(t *testing.T) testServer {
+	t.Helper()
+	proxy, url := dbtest.NewProxy(t, dbtest.NewURL(t))
+	pool, err := database.Open(context.Background(), url, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	cfg, err := config.Load(func(string) string { return "" }, config.Need{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(slog.New(slog.NewTextHandler(io.Discard, nil)), cfg, pool, prometheus.NewRegistry())
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return testServer{srv: srv, url: hs.URL, proxy: proxy}
+}
+
+func do(t *testing.T, method, url, contentType, body string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func TestReadinessFollowsTheDatabase(t *testing.T) {
+	t.Parallel()
+	ts := setup(t)
+	if resp, body := do(t, "GET", ts.url+"/readyz", "", ""); resp.StatusCode != 200 {
+		t.Fatalf("readyz with the database up: %d %s", resp.StatusCode, body)
+	}
+	ts.proxy.Cut()
+	resp, body := do(t, "GET", ts.url+"/readyz", "", "")
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, "unreachable") {
+		t.Fatalf("readyz with the database gone: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if resp, _ := do(t, "GET", ts.url+"/healthz", "", ""); resp.StatusCode != 200 {
+		t.Fatalf("healthz must not depend on the database: %d", resp.StatusCode)
+	}
+	ts.proxy.Restore()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, body := do(t, "GET", ts.url+"/readyz", "", "")
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readyz did not recover: %d %s", resp.StatusCode, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestLostDatabaseAnswers503WithRetryAfter(t *testing.T) {
+	t.Parallel()
+	ts := setup(t)
+	ts.srv.Echo().GET("/api/test-query", func(c echo.Context) error {
+		var one int
+		if err := ts.srv.pool.QueryRow(c.Request().Context(), "select 1").Scan(&one); err != nil {
+			return err
+		}
+		return ts.srv.writeJSON(c, 200, map[string]int{"one": one})
+	})
+	ts.proxy.Cut()
+	resp, body := do(t, "GET", ts.url+"/api/test-query", "", "")
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || resp.Header.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("query with the database gone: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	ts.proxy.Restore()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, _ := do(t, "GET", ts.url+"/api/test-query", "", "")
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the query did not recover: %d", resp.StatusCode)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+type testBody struct {
+	Name  string `json:"name"`
+	Count int    `json:"count"`
+	On    bool   `json:"on"`
+}
+
+func TestDecodeJSONNamesEveryOffendingField(t *testing.T) {
+	t.Parallel()
+	ts := setup(t)
+	ts.srv.Echo().POST("/api/test-decode", func(c echo.Context) error {
+		var b testBody
+		if err := decodeJSON(c, &b); err != nil {
+			return err
+		}
+		return ts.srv.writeJSON(c, 200, b)
+	})
+	url := ts.url + "/api/test-decode"
+	type fieldErr struct{ Field, Message string }
+	tests := []struct {
+		name        string
+		contentType string
+		body        string
+		status      int
+		fields      []string
+	}{
+		{"good", "application/json", `{"name":"a","count":2,"on":true}`, 200, nil},
+		{"charset is fine", "application/json; charset=utf-8", `{"name":"a"}`, 200, nil},
+		{"not json", "text/plain", `{"name":"a"}`, 415, nil},
+		{"no content type", "", `{"name":"a"}`, 415, nil},
+		{"malformed", "application/json", `{"name":`, 400, []string{""}},
+		{"array", "application/json", `[1]`, 400, []string{""}},
+		{"trailing data", "application/json", `{"name":"a"} {}`, 400, []string{""}},
+		{"every bad field", "application/json", `{"name":1,"count":"x","extra":true,"on":"yes"}`, 400, []string{"count", "extra", "name", "on"}},
+		{"invalid utf-8", "application/json", "{\"name\":\"\xff\"}", 400, []string{""}},
+		{"too large", "application/json", `{"name":"` + strings.Repeat("a", 70<<10) + `"}`, 413, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := do(t, "POST", url, tt.contentType, tt.body)
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, body)
+			}
+			if tt.status == 200 {
+				return
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
+				t.Fatalf("content type %q", ct)
+			}
+			var p struct {
+				Status int        `json:"status"`
+				Errors []fieldErr `json:"errors"`
+			}
+			if err := json.Unmarshal([]byte(body), &p); err != nil || p.Status != tt.status {
+				t.Fatalf("problem %s: %v", body, err)
+			}
+			var got []string
+			for _, e := range p.Errors {
+				got = append(got, e.Field)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.fields, ",") {
+				t.Fatalf("fields %v, want %v (%s)", got, tt.fields, body)
+			}
+		})
+	}
+}
+
+func TestEveryResponseCarriesSecurityHeadersAndARequestID(t *testing.T) {
+	t.Parallel()
+	ts := setup(t)
+	for _, path := range []string{"/healthz", "/nowhere", "/api/nowhere"} {
+		resp, _ := do(t, "GET", ts.url+path, "", "")
+		for _, h := range []string{"Content-Security-Policy", "X-Content-Type-Options", "Referrer-Policy", "X-Frame-Options", "X-Request-Id"} {
+			if resp.Header.Get(h) == "" {
+				t.Errorf("%s: no %s header", path, h)
+			}
+		}
+		if csp := resp.Header.Get("Content-Security-Policy"); strings.Contains(csp, "unsafe-inline") || !strings.Contains(csp, "frame-ancestors 'none'") {
+			t.Errorf("%s: weak CSP %q", path, csp)
+		}
+	}
+	req, _ := http.NewRequest("GET", ts.url+"/healthz", nil)
+	req.Header.Set("X-Request-Id", "abc-123")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get("X-Request-Id"); got != "abc-123" {
+		t.Fatalf("request id not kept: %q", got)
+	}
+}
+
+func TestPanicsBecomeInternalProblems(t *testing.T) {
+	t.Parallel()
+	ts := setup(t)
+	ts.srv.Echo().GET("/api/test-panic", func(c echo.Context) error { panic("boom: secret detail") })
+	resp, body := do(t, "GET", ts.url+"/api/test-panic", "", "")
+	if resp.StatusCode != 500 || strings.Contains(body, "secret detail") || !strings.Contains(body, resp.Header.Get("X-Request-Id")) {
+		t.Fatalf("panic: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := do(t, "GET", ts.url+"/healthz", "", ""); resp.StatusCode != 200 {
+		t.Fatal("server did not survive the panic")
+	}
+}
+
+func TestMethodNotAllowedIsAProblem(t *testing.T) {
+	t.Parallel()
+	ts := setup(t)
+	resp, body := do(t, "POST", ts.url+"/healthz", "application/json", "{}")
+	if resp.StatusCode != 405 || !strings.Contains(body, "/problems/method-not-allowed") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+}
+
+func TestShutdownLetsInFlightRequestsFinish(t *testing.T) {
+	t.Parallel()
+	ts := setup(t)
+	started := make(chan struct{})
+	ts.srv.Echo().GET("/test-slow", func(c echo.Context) error {
+		close(started)
+		time.Sleep(500 * time.Millisecond)
+		return c.String(200, "finished")
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- ts.srv.Serve(ctx, ln, 5*time.Second) }()
+
+	type result struct {
+		status int
+		body   string
+		err    error
+	}
+	got := make(chan result, 1)
+	go func() {
+		resp, err := http.Get("http://" + ln.Addr().String() + "/test-slow")
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		got <- result{status: resp.StatusCode, body: string(b)}
+	}()
+	<-started
+	cancel()
+	r := <-got
+	if r.err != nil || r.status != 200 || r.body != "finished" {
+		t.Fatalf("in-flight request during shutdown: %+v", r)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve returned %v", err)
+	}
+	if _, err := http.Get("http://" + ln.Addr().String() + "/healthz"); err == nil {
+		t.Fatal("server still accepts connections after shutdown")
+	}
+}
