@@ -19,6 +19,23 @@ func (s *Server) routes() {
 	e.GET("/readyz", s.handleReadyz)
 	e.GET("/metrics", echo.WrapHandler(s.metrics.handler))
 
+	// The built-in OAuth 2.0 provider: public, client authentication in the handlers.
+	// (issue 3: /oauth/token, /oauth/jwks, /.well-known/openid-configuration)
+
+	// The API: bearer token, organization from the token, scopes per route.
+	api := e.Group("/api", s.authenticate)
+	_ = api
+	// (issue 4: /api/flows, /api/tasks)
+
+	// API documentation: public.
+	// (issue 4: /api/openapi.json, /docs)
+
+	// Consent pages: the end user, by link.
+	// (issue 7)
+
+	// Console: organization staff, by session.
+	// (issue 8)
+
 	// Static assets, embedded in the binary.
 	static, _ := fs.Sub(assets.FS, ".")
 	e.GET("/assets/*", echo.WrapHandler(http.StripPrefix("/assets/", cacheAssets(http.FileServer(http.FS(static))))))

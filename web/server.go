@@ -16,24 +16,44 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowd/flowd/internal/config"
+	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/webhooks"
 )
+
+// Deps are the server's collaborators, all given at construction.
+type Deps struct {
+	Log      *slog.Logger
+	Config   *config.Config
+	Pool     *pgxpool.Pool
+	Registry *prometheus.Registry
+	Identity identity.Service
+	Flows    flows.Service
+	Webhooks webhooks.Service
+}
 
 // Server is flowd's HTTP server.
 type Server struct {
-	echo    *echo.Echo
-	log     *slog.Logger
-	cfg     *config.Config
-	pool    *pgxpool.Pool
-	metrics *metrics
-	ready   readiness
+	echo     *echo.Echo
+	log      *slog.Logger
+	cfg      *config.Config
+	pool     *pgxpool.Pool
+	metrics  *metrics
+	ready    readiness
+	identity identity.Service
+	flows    flows.Service
+	webhooks webhooks.Service
 }
 
 // New builds the server with every dependency it needs.
-func New(log *slog.Logger, cfg *config.Config, pool *pgxpool.Pool, registry *prometheus.Registry) *Server {
+func New(d Deps) *Server {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
-	s := &Server{echo: e, log: log, cfg: cfg, pool: pool, metrics: newMetrics(registry, pool)}
+	s := &Server{
+		echo: e, log: d.Log, cfg: d.Config, pool: d.Pool, metrics: newMetrics(d.Registry, d.Pool),
+		identity: d.Identity, flows: d.Flows, webhooks: d.Webhooks,
+	}
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = echo.ExtractIPDirect()
 	s.routes()

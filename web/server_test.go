@@ -41,7 +41,7 @@ func setup(t *testing.T) testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(slog.New(slog.NewTextHandler(io.Discard, nil)), cfg, pool, prometheus.NewRegistry())
+	srv := New(Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Config: cfg, Pool: pool, Registry: prometheus.NewRegistry()})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return testServer{srv: srv, url: hs.URL, proxy: proxy}

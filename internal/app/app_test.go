@@ -28,8 +28,13 @@ func TestServeAnswersOverHTTP(t *testing.T) {
 	}
 
 	resp, body = get(t, in.URL+"/api/no-such-thing", "")
+	if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != `Bearer error="invalid_token"` {
+		t.Fatalf("API path without a token: %d %q %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body)
+	}
+
+	resp, body = get(t, in.URL+"/no-such-thing", "application/json")
 	if resp.StatusCode != 404 || resp.Header.Get("Content-Type") != "application/problem+json" {
-		t.Fatalf("unknown API path: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		t.Fatalf("unknown path: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
 	var p struct {
 		Type   string `json:"type"`

@@ -52,7 +52,18 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	srv := web.New(log, cfg, pool, prometheus.NewRegistry())
+	// Modules, each built from its explicit dependencies.
+	// identity (issue 3):
+
+	// webhooks (issue 5):
+
+	// consent (issue 7; the request rows of issue 4):
+
+	// flows (issue 4):
+
+	srv := web.New(web.Deps{
+		Log: log, Config: cfg, Pool: pool, Registry: prometheus.NewRegistry(),
+	})
 	log.Info("serving", "addr", ln.Addr().String(), "base_url", cfg.BaseURL.String())
 	fmt.Fprintf(stdout, "flowd is serving on %s\n  API        %s/api/flows\n  API docs   %s/docs\n  console    %s/console\n  readiness  %s/readyz\n",
 		ln.Addr(), cfg.BaseURL, cfg.BaseURL, cfg.BaseURL, cfg.BaseURL)

@@ -108,3 +108,7 @@ func IsUniqueViolation(err error, constraint string) bool {
 	}
 	return constraint == "" || pgErr.ConstraintName == constraint
 }
+
+// Tx is the transaction a …Tx method of a module joins. It is pgx's, named
+// here so that a module's domain file need not import pgx.
+type Tx = pgx.Tx

@@ -4,6 +4,7 @@
 package identity
 
 import (
+	"context"
 	"slices"
 )
 
@@ -28,3 +29,13 @@ type Principal struct {
 
 // HasScope reports whether the principal was granted scope.
 func (p Principal) HasScope(scope string) bool { return slices.Contains(p.Scopes, scope) }
+
+// Service is what the identity module offers the web layer and the CLI.
+// Issue 3 fills it: organizations, API clients, the token endpoint, JWKS,
+// discovery and bearer verification.
+type Service interface {
+	// VerifyAccessToken turns a bearer token (built-in or from a configured
+	// external issuer) into a Principal. Any failure is an apperr
+	// Unauthenticated error that does not say more than "invalid token".
+	VerifyAccessToken(ctx context.Context, raw string) (Principal, error)
+}

@@ -1,0 +1,15 @@
+// Package consent is the individual's side of a flow: the unguessable consent
+// link, the proof of identity, and the final Accept or Reject. The flow's
+// state itself belongs to the flows module, which this module moves along
+// through flows.Progress.
+package consent
+
+import (
+	"errors"
+)
+
+// Errors of the consent journey.
+var (
+	ErrUnknownLink = errors.New("unknown consent link")
+	ErrClosed      = errors.New("consent request is no longer open") // decided, cancelled, expired
+)

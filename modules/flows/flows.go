@@ -1,0 +1,226 @@
+// Package flows is the heart of flowd: a flow is the consent process run for
+// one individual on behalf of one organization. This module owns flows, their
+// tasks and incidents, idempotency keys and the deletion log; the consent
+// module owns consent links, the webhooks module owns delivery.
+package flows
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/webhooks"
+)
+
+// ConsentStatus is the individual's answer so far: the seed's flow status.
+type ConsentStatus string
+
+const (
+	Unopened ConsentStatus = "Unopened"
+	Opened   ConsentStatus = "Opened"
+	Rejected ConsentStatus = "Rejected"
+	Accepted ConsentStatus = "Accepted"
+)
+
+// ProcessStatus is where the flow's process stands. A flow is archived once
+// its process is no longer active.
+type ProcessStatus string
+
+const (
+	Active    ProcessStatus = "active"
+	Completed ProcessStatus = "completed" // Accepted or Rejected
+	Cancelled ProcessStatus = "cancelled" // cancelled or expired
+)
+
+// Task types and categories of a flow's tasks.
+const (
+	TaskConsent             = "consent"               // the individual's user task
+	TaskSendInitiateWebhook = "send-initiate-webhook" // a service task per webhook delivery
+	CategoryUserTask        = "user-task"
+	CategoryServiceTask     = "service-task"
+	CategoryIncident        = "incident"
+)
+
+// Task statuses.
+const (
+	TaskPending   = "pending"
+	TaskCompleted = "completed"
+	TaskFailed    = "failed"
+	TaskCancelled = "cancelled"
+)
+
+// Flow is one consent process.
+type Flow struct {
+	ID                 string
+	OrganizationID     string
+	Number             int64
+	ReferenceID        string
+	ReferenceName      string // empty when not set
+	Version            int
+	ConsentStatus      ConsentStatus
+	ProcessStatus      ProcessStatus
+	Sandbox            bool
+	NationalID         string
+	LastName           string
+	RedirectURL        string
+	WebhookURL         string
+	OrganizationNumber string
+	ProcessInstanceID  string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	OpenedAt           *time.Time
+	DecidedAt          *time.Time
+	ExpiresAt          time.Time
+	HasErrors          bool
+	Incidents          []Incident // open incidents only
+	ConsentURL         string     // the end user's link, from the consent module
+}
+
+// Archived reports whether the flow's process is over.
+func (f Flow) Archived() bool { return f.ProcessStatus != Active }
+
+// Incident is an open problem of one of the flow's tasks.
+type Incident struct {
+	ID       string
+	TaskID   string
+	TaskType string
+	Message  string
+	OpenedAt time.Time
+}
+
+// Task is a step of the flow's process.
+type Task struct {
+	ID           string
+	FlowID       string
+	TaskType     string
+	TaskCategory string
+	Status       string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// NewFlow is what an API client asks for.
+type NewFlow struct {
+	NationalID    string
+	LastName      string
+	RedirectURL   string
+	WebhookURL    string
+	ReferenceName string
+}
+
+// Caller is who acts on flows: always one organization.
+type Caller struct {
+	OrganizationID string
+	ClientID       string // API client id, or "staff:<username>" from the console
+	Sandbox        bool
+}
+
+// Created is the result of a create.
+type Created struct {
+	FlowID      string
+	ReferenceID string
+	ConsentURL  string
+	// Replayed is true when an Idempotency-Key matched an earlier create.
+	Replayed bool
+}
+
+// ListParams selects a page of flows, newest first. At most one of
+// StartingAfter and EndingBefore is set.
+type ListParams struct {
+	Limit         int // 1–100, default 10
+	Archived      bool
+	Status        ConsentStatus // empty: any
+	Sandbox       *bool         // nil: any
+	ReferenceID   string        // exact match; empty: any
+	StartingAfter string
+	EndingBefore  string
+}
+
+// Page is one page of flows.
+type Page struct {
+	Flows   []Flow
+	HasMore bool
+}
+
+// Deletion is an entry of the deletion log; it keeps nothing personal.
+type Deletion struct {
+	FlowID      string
+	ReferenceID string
+	DeletedBy   string
+	DeletedAt   time.Time
+}
+
+// Errors the service returns besides *apperr.Error values of code Invalid.
+var (
+	ErrNotFound  = errors.New("flow not found") // unknown, deleted or another organization's
+	ErrNotActive = errors.New("flow is not active")
+)
+
+// Service is what the flows module offers the web layer and the CLI. Every
+// method is scoped to the caller's organization: another organization's flow
+// is ErrNotFound.
+type Service interface {
+	// Create validates in and creates the flow, its consent request, its tasks
+	// and its flow.created event in one transaction. A repeated idempotencyKey
+	// with the same request replays the first result; with another request it
+	// is an apperr.IdempotencyMismatch.
+	Create(ctx context.Context, c Caller, in NewFlow, idempotencyKey string) (Created, error)
+	// Get returns one flow with its open incidents and consent link. ErrNotFound.
+	Get(ctx context.Context, c Caller, flowID string) (Flow, error)
+	// List returns a page of flows. Bad parameters are apperr Invalid errors.
+	List(ctx context.Context, c Caller, p ListParams) (Page, error)
+	// Tasks lists a flow's tasks, oldest first. ErrNotFound.
+	Tasks(ctx context.Context, c Caller, flowID string) ([]Task, error)
+	// Cancel ends an active flow's process; its consent link stops working.
+	// ErrNotFound, ErrNotActive.
+	Cancel(ctx context.Context, c Caller, flowID string) (Flow, error)
+	// Delete removes the flow and everything personal for good and logs the
+	// deletion. ErrNotFound.
+	Delete(ctx context.Context, c Caller, flowID string) (Deletion, error)
+	// Deletions lists the organization's deletion log, newest first.
+	Deletions(ctx context.Context, organizationID string, limit int, before string) ([]Deletion, bool, error)
+}
+
+// ConsentRequests is what flows needs of the consent module: a link for each
+// flow, made and removed inside flows' transactions.
+type ConsentRequests interface {
+	// CreateTx makes the consent request of a new flow and returns its link.
+	CreateTx(ctx context.Context, tx database.Tx, organizationID, flowID string) (consentURL string, err error)
+	// URL returns the link of a flow's consent request.
+	URL(ctx context.Context, flowID string) (string, error)
+	// DeleteTx removes a flow's consent request; its link stops working.
+	DeleteTx(ctx context.Context, tx database.Tx, flowID string) error
+}
+
+// Organizations is what flows needs of the identity module.
+type Organizations interface {
+	// FlowSettings returns the settings new flows of an organization take.
+	FlowSettings(ctx context.Context, organizationID string) (OrganizationSettings, error)
+}
+
+// OrganizationSettings are an organization's settings that shape its flows.
+type OrganizationSettings struct {
+	ReferencePrefix    string
+	OrganizationNumber string
+	RedirectOrigins    []string // allowed redirectUrl origins; empty allows any
+}
+
+// Events is what flows needs of the webhooks module.
+type Events = webhooks.Publisher
+
+// Progress is what the consent module (and the expiry job) call to move a
+// flow along; each call bumps the flow's version and publishes its event in
+// the caller's transaction.
+type Progress interface {
+	// ForConsentTx returns the flow behind a consent request, locked for update in tx.
+	ForConsentTx(ctx context.Context, tx database.Tx, flowID string) (Flow, error)
+	// MarkOpenedTx moves Unopened to Opened (flow.opened); a no-op otherwise.
+	MarkOpenedTx(ctx context.Context, tx database.Tx, flowID string) (Flow, error)
+	// DecideTx records the final answer (flow.accepted or flow.rejected).
+	// ErrNotActive when the flow was already decided, cancelled or expired.
+	DecideTx(ctx context.Context, tx database.Tx, flowID string, accepted bool) (Flow, error)
+	// ExpireDue cancels active flows whose consent has expired (flow.cancelled)
+	// and returns how many it cancelled.
+	ExpireDue(ctx context.Context, now time.Time, limit int) (int, error)
+}
