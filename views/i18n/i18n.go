@@ -1,0 +1,150 @@
+// Package i18n picks the language of the pages the public sees (the consent
+// journey) and holds their texts in English and Norwegian Bokmål.
+package i18n
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Lang is a supported language tag.
+type Lang string
+
+const (
+	English   Lang = "en"
+	Norwegian Lang = "nb"
+)
+
+// Negotiate returns the language to use: an explicit choice (the language
+// switch) when supported, else the best of the Accept-Language header, else English.
+func Negotiate(choice, acceptLanguage string) Lang {
+	if l, ok := parse(choice); ok {
+		return l
+	}
+	best, bestQ := English, -1.0
+	for _, part := range strings.Split(acceptLanguage, ",") {
+		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		q := 1.0
+		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				q = f
+			}
+		}
+		if l, ok := parse(tag); ok && q > bestQ {
+			best, bestQ = l, q
+		}
+	}
+	return best
+}
+
+func parse(tag string) (Lang, bool) {
+	primary, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(tag)), "-")
+	switch primary {
+	case "en":
+		return English, true
+	case "nb", "no", "nn":
+		return Norwegian, true
+	}
+	return "", false
+}
+
+// Other is the language the switch offers.
+func (l Lang) Other() Lang {
+	if l == Norwegian {
+		return English
+	}
+	return Norwegian
+}
+
+// Name is the language's name in itself, for the switch.
+func (l Lang) Name() string {
+	if l == Norwegian {
+		return "Norsk bokmål"
+	}
+	return "English"
+}
+
+// Consent holds the texts of the consent journey.
+type Consent struct {
+	Title           string
+	AsksFor         string // "%s asks for your consent"
+	Reference       string
+	Purpose         string
+	ForPerson       string
+	ProveIdentity   string
+	ProveWithEID    string
+	TestEIDNote     string
+	Decide          string
+	DecideHelp      string
+	Accept          string
+	Reject          string
+	WrongPerson     string
+	WrongPersonHelp string
+	TryAnother      string
+	ClosedTitle     string
+	AlreadyAnswered string
+	Cancelled       string
+	Expired         string
+	NotFoundTitle   string
+	NotFoundHelp    string
+	SwitchLanguage  string
+}
+
+var consent = map[Lang]Consent{
+	English: {
+		Title:           "Consent request",
+		AsksFor:         "%s asks for your consent",
+		Reference:       "Reference",
+		Purpose:         "Purpose",
+		ForPerson:       "This request is for the person with national identity number",
+		ProveIdentity:   "First, confirm who you are. Nothing is shared until you accept.",
+		ProveWithEID:    "Continue with electronic ID",
+		TestEIDNote:     "Test environment: the electronic ID is a test service.",
+		Decide:          "Do you consent?",
+		DecideHelp:      "Your answer is final. You will then return to %s.",
+		Accept:          "Accept",
+		Reject:          "Reject",
+		WrongPerson:     "This request is for someone else",
+		WrongPersonHelp: "The identity you signed in with does not match this request. No details of the request are shown.",
+		TryAnother:      "Sign in as someone else",
+		ClosedTitle:     "This request is closed",
+		AlreadyAnswered: "This request has already been answered.",
+		Cancelled:       "This request was withdrawn and can no longer be answered.",
+		Expired:         "This request has expired and can no longer be answered.",
+		NotFoundTitle:   "Link not found",
+		NotFoundHelp:    "This consent link does not exist or no longer works. Check the link you received.",
+		SwitchLanguage:  "Språk: norsk",
+	},
+	Norwegian: {
+		Title:           "Forespørsel om samtykke",
+		AsksFor:         "%s ber om ditt samtykke",
+		Reference:       "Referanse",
+		Purpose:         "Formål",
+		ForPerson:       "Forespørselen gjelder personen med fødselsnummer",
+		ProveIdentity:   "Bekreft først hvem du er. Ingenting deles før du samtykker.",
+		ProveWithEID:    "Fortsett med elektronisk ID",
+		TestEIDNote:     "Testmiljø: den elektroniske ID-en er en testtjeneste.",
+		Decide:          "Samtykker du?",
+		DecideHelp:      "Svaret ditt er endelig. Deretter sendes du tilbake til %s.",
+		Accept:          "Godta",
+		Reject:          "Avslå",
+		WrongPerson:     "Denne forespørselen gjelder noen andre",
+		WrongPersonHelp: "Identiteten du logget inn med samsvarer ikke med forespørselen. Ingen detaljer vises.",
+		TryAnother:      "Logg inn som en annen",
+		ClosedTitle:     "Forespørselen er lukket",
+		AlreadyAnswered: "Denne forespørselen er allerede besvart.",
+		Cancelled:       "Forespørselen er trukket tilbake og kan ikke lenger besvares.",
+		Expired:         "Forespørselen har utløpt og kan ikke lenger besvares.",
+		NotFoundTitle:   "Fant ikke lenken",
+		NotFoundHelp:    "Denne samtykkelenken finnes ikke eller virker ikke lenger. Sjekk lenken du fikk.",
+		SwitchLanguage:  "Language: English",
+	},
+}
+
+// ConsentTexts returns the consent journey's texts in l.
+func ConsentTexts(l Lang) Consent {
+	if t, ok := consent[l]; ok {
+		return t
+	}
+	return consent[English]
+}
