@@ -31,7 +31,10 @@ func (s *Server) routes() {
 	// (issue 4: /api/openapi.json, /docs)
 
 	// Consent pages: the end user, by link.
-	// (issue 7)
+	consentPages := e.Group("/consent", s.consentCSRF())
+	consentPages.GET("/:token", s.handleConsentPage)
+	consentPages.POST("/:token", s.handleConsentDecision)
+	consentPages.GET("/:token/login", s.handleConsentLogin)
 
 	// Console: organization staff, by session.
 	// (issue 8)

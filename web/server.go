@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowd/flowd/internal/config"
+	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
@@ -30,6 +31,9 @@ type Deps struct {
 	Identity identity.Service
 	Flows    flows.Service
 	Webhooks webhooks.Service
+	// Consent is the individual's journey; ConsentProof proves who they are.
+	Consent      consent.Journey
+	ConsentProof ConsentProof
 }
 
 // Server is flowd's HTTP server.
@@ -43,6 +47,9 @@ type Server struct {
 	identity identity.Service
 	flows    flows.Service
 	webhooks webhooks.Service
+
+	consent      consent.Journey
+	consentProof ConsentProof
 }
 
 // New builds the server with every dependency it needs.
@@ -53,6 +60,7 @@ func New(d Deps) *Server {
 	s := &Server{
 		echo: e, log: d.Log, cfg: d.Config, pool: d.Pool, metrics: newMetrics(d.Registry, d.Pool),
 		identity: d.Identity, flows: d.Flows, webhooks: d.Webhooks,
+		consent: d.Consent, consentProof: d.ConsentProof,
 	}
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = echo.ExtractIPDirect()

@@ -1,0 +1,218 @@
+package consent
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/flows"
+)
+
+// ErrWrongPerson means the proven identity is not the one the flow is for.
+var ErrWrongPerson = errors.New("the proven identity does not match the consent request")
+
+// Closure says why a request can no longer be answered.
+type Closure string
+
+const (
+	Open      Closure = ""
+	Decided   Closure = "decided"
+	Withdrawn Closure = "cancelled"
+	Expired   Closure = "expired"
+)
+
+// Request is a consent request as its individual sees it.
+type Request struct {
+	FlowID           string
+	OrganizationID   string
+	OrganizationName string
+	ReferenceID      string
+	Purpose          string
+	MaskedNationalID string
+	Status           flows.ConsentStatus
+	Closure          Closure
+	RedirectURL      string
+
+	nationalID string
+}
+
+// Matches reports, in constant time, whether provenNationalID is the
+// national id the request is for.
+func (r Request) Matches(provenNationalID string) bool {
+	a, b := normalizeID(r.nationalID), normalizeID(provenNationalID)
+	return len(a) > 0 && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// Decision is a recorded answer and where to send the individual next.
+type Decision struct {
+	Accepted    bool
+	RedirectURL string // the organization's redirectUrl with flowId, referenceId and status added
+}
+
+// Journey is the individual's side of a flow, reached by its link token.
+type Journey interface {
+	// Visit returns the request behind token; the first visit of an open
+	// request moves it to Opened. ErrUnknownLink.
+	Visit(ctx context.Context, token string) (Request, error)
+	// Decide records the final answer of the person proven to be
+	// provenNationalID (any value when proof is turned off: pass "" and
+	// skipProof). ErrUnknownLink, ErrClosed, ErrWrongPerson.
+	Decide(ctx context.Context, token, provenNationalID string, skipProof, accept bool) (Decision, error)
+}
+
+// LinkResolver finds the flow behind a consent link token.
+type LinkResolver interface {
+	// FlowIDForToken returns the flow of token. ErrUnknownLink.
+	FlowIDForToken(ctx context.Context, token string) (string, error)
+}
+
+// OrganizationNames tells the individual who is asking.
+type OrganizationNames interface {
+	OrganizationName(ctx context.Context, organizationID string) (string, error)
+}
+
+// JourneyService implements Journey on flows' Progress.
+type JourneyService struct {
+	db       database.Beginner
+	links    LinkResolver
+	progress flows.Progress
+	orgs     OrganizationNames
+	log      *slog.Logger
+	now      func() time.Time
+}
+
+// NewJourney returns the consent journey.
+func NewJourney(db database.Beginner, links LinkResolver, progress flows.Progress, orgs OrganizationNames, log *slog.Logger) *JourneyService {
+	return &JourneyService{db: db, links: links, progress: progress, orgs: orgs, log: log, now: time.Now}
+}
+
+// Visit implements Journey.
+func (s *JourneyService) Visit(ctx context.Context, token string) (Request, error) {
+	flowID, err := s.links.FlowIDForToken(ctx, token)
+	if err != nil {
+		return Request{}, err
+	}
+	var f flows.Flow
+	err = database.WithTx(ctx, s.db, func(tx database.Tx) error {
+		f, err = s.progress.ForConsentTx(ctx, tx, flowID)
+		if err != nil {
+			return err
+		}
+		if closure(f, s.now()) == Open && f.ConsentStatus == flows.Unopened {
+			f, err = s.progress.MarkOpenedTx(ctx, tx, flowID)
+		}
+		return err
+	})
+	if errors.Is(err, flows.ErrNotFound) {
+		return Request{}, ErrUnknownLink
+	}
+	if err != nil {
+		return Request{}, err
+	}
+	return s.request(ctx, f)
+}
+
+// Decide implements Journey. The flow is locked for the whole decision, so
+// two tabs or a double submit cannot record two answers.
+func (s *JourneyService) Decide(ctx context.Context, token, provenNationalID string, skipProof, accept bool) (Decision, error) {
+	flowID, err := s.links.FlowIDForToken(ctx, token)
+	if err != nil {
+		return Decision{}, err
+	}
+	var decided flows.Flow
+	err = database.WithTx(ctx, s.db, func(tx database.Tx) error {
+		f, err := s.progress.ForConsentTx(ctx, tx, flowID)
+		if err != nil {
+			return err
+		}
+		if closure(f, s.now()) != Open {
+			return ErrClosed
+		}
+		if !skipProof && !(Request{nationalID: f.NationalID}).Matches(provenNationalID) {
+			s.log.Warn("consent identity mismatch", "flow_id", f.ID, "organization_id", f.OrganizationID)
+			return ErrWrongPerson
+		}
+		decided, err = s.progress.DecideTx(ctx, tx, flowID, accept)
+		if errors.Is(err, flows.ErrNotActive) {
+			return ErrClosed
+		}
+		return err
+	})
+	if errors.Is(err, flows.ErrNotFound) {
+		return Decision{}, ErrUnknownLink
+	}
+	if err != nil {
+		return Decision{}, err
+	}
+	return Decision{Accepted: accept, RedirectURL: redirectWithOutcome(decided, accept)}, nil
+}
+
+func (s *JourneyService) request(ctx context.Context, f flows.Flow) (Request, error) {
+	name, err := s.orgs.OrganizationName(ctx, f.OrganizationID)
+	if err != nil {
+		return Request{}, err
+	}
+	return Request{
+		FlowID: f.ID, OrganizationID: f.OrganizationID, OrganizationName: name, ReferenceID: f.ReferenceID,
+		Purpose: f.ReferenceName, MaskedNationalID: MaskNationalID(f.NationalID), Status: f.ConsentStatus,
+		Closure: closure(f, s.now()), RedirectURL: f.RedirectURL, nationalID: f.NationalID,
+	}, nil
+}
+
+// closure says whether f can still be answered at now.
+func closure(f flows.Flow, now time.Time) Closure {
+	switch {
+	case f.ProcessStatus == flows.Completed || f.ConsentStatus == flows.Accepted || f.ConsentStatus == flows.Rejected:
+		return Decided
+	case f.ProcessStatus == flows.Cancelled:
+		if !f.ExpiresAt.IsZero() && !now.Before(f.ExpiresAt) {
+			return Expired
+		}
+		return Withdrawn
+	case !f.ExpiresAt.IsZero() && !now.Before(f.ExpiresAt):
+		return Expired
+	}
+	return Open
+}
+
+// redirectWithOutcome adds flowId, referenceId and status to the flow's
+// redirectUrl, keeping the query it already has.
+func redirectWithOutcome(f flows.Flow, accepted bool) string {
+	u, err := url.Parse(f.RedirectURL)
+	if err != nil {
+		return f.RedirectURL // validated at create; cannot happen
+	}
+	q := u.Query()
+	q.Set("flowId", f.ID)
+	q.Set("referenceId", f.ReferenceID)
+	if accepted {
+		q.Set("status", "accepted")
+	} else {
+		q.Set("status", "rejected")
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// MaskNationalID shows only the last two characters of a national id.
+func MaskNationalID(id string) string {
+	r := []rune(id)
+	if len(r) <= 2 {
+		return strings.Repeat("•", len(r))
+	}
+	return strings.Repeat("•", len(r)-2) + string(r[len(r)-2:])
+}
+
+func normalizeID(id string) string {
+	return strings.ToUpper(strings.Map(func(r rune) rune {
+		if r == ' ' || r == '-' || r == '+' {
+			return -1
+		}
+		return r
+	}, id))
+}

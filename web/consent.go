@@ -1,0 +1,176 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/views/i18n"
+	"github.com/flowd/flowd/views/pages"
+)
+
+// ConsentProof is the consent side's relying party: it sends the individual
+// to their eID and remembers, in the consent session, who they proved to be.
+type ConsentProof interface {
+	// Begin redirects to the identity provider; the individual returns to returnTo.
+	Begin(c echo.Context, returnTo string) error
+	// ProvenNationalID returns the national id proven in this browser session.
+	ProvenNationalID(c echo.Context) (string, bool)
+	// Forget ends the proof, so that another person can sign in.
+	Forget(c echo.Context) error
+}
+
+const (
+	csrfField      = "_csrf"
+	langCookie     = "flowd_lang"
+	consentCSRFKey = "consent_csrf"
+)
+
+// consentCSRF protects the decision form: a token in a cookie scoped to
+// /consent that the form must echo, unless the browser's fetch metadata
+// already proves the POST same-origin.
+func (s *Server) consentCSRF() echo.MiddlewareFunc {
+	return middleware.CSRFWithConfig(middleware.CSRFConfig{
+		TokenLookup:    "form:" + csrfField,
+		ContextKey:     consentCSRFKey,
+		CookieName:     "flowd_consent_csrf",
+		CookiePath:     "/consent",
+		CookieHTTPOnly: true,
+		CookieSecure:   s.cfg.Secure(),
+		CookieSameSite: http.SameSiteLaxMode,
+		ErrorHandler: func(err error, c echo.Context) error {
+			return echo.NewHTTPError(http.StatusForbidden, "The form has expired. Go back, reload the page and try again.")
+		},
+	})
+}
+
+// handleConsentPage handles "GET /consent/:token": the first visit opens the
+// request; then the individual proves who they are and sees the decision form.
+func (s *Server) handleConsentPage(c echo.Context) error {
+	frame := s.consentFrame(c)
+	req, err := s.consent.Visit(c.Request().Context(), c.Param("token"))
+	if err != nil {
+		return s.consentError(c, frame, err)
+	}
+	if req.Closure != consent.Open {
+		return s.consentClosed(c, frame, req.Closure)
+	}
+	summary := pages.ConsentRequest{OrganizationName: req.OrganizationName, Purpose: req.Purpose,
+		ReferenceID: req.ReferenceID, MaskedNationalID: req.MaskedNationalID}
+	self := "/consent/" + c.Param("token")
+	if s.cfg.ConsentAuth == "oidc" {
+		proven, ok := s.consentProof.ProvenNationalID(c)
+		if !ok {
+			return s.render(c, http.StatusOK, pages.ConsentStartPage(pages.ConsentStart{
+				ConsentFrame: frame, Request: summary, LoginURL: self + "/login", TestEID: s.cfg.TestEID,
+			}))
+		}
+		if !req.Matches(proven) {
+			s.log.Warn("consent identity mismatch", "request_id", requestIDOf(c), "flow_id", req.FlowID)
+			return s.render(c, http.StatusForbidden, pages.ConsentMessagePage(pages.ConsentMessage{
+				ConsentFrame: frame, Title: frame.T.WrongPerson, Message: frame.T.WrongPersonHelp,
+				ActionURL: self + "/login?again=1", ActionLabel: frame.T.TryAnother,
+			}))
+		}
+	}
+	token, _ := c.Get(consentCSRFKey).(string)
+	return s.render(c, http.StatusOK, pages.ConsentDecidePage(pages.ConsentDecide{
+		ConsentFrame: frame, Request: summary, DecisionURL: self, CSRFField: csrfField, CSRFToken: token,
+		ReturnHost: hostOf(req.RedirectURL),
+	}))
+}
+
+// handleConsentLogin handles "GET /consent/:token/login": off to the eID.
+func (s *Server) handleConsentLogin(c echo.Context) error {
+	if s.cfg.ConsentAuth != "oidc" {
+		return c.Redirect(http.StatusSeeOther, "/consent/"+c.Param("token"))
+	}
+	if c.QueryParam("again") != "" {
+		if err := s.consentProof.Forget(c); err != nil {
+			return err
+		}
+	}
+	return s.consentProof.Begin(c, "/consent/"+c.Param("token"))
+}
+
+// handleConsentDecision handles "POST /consent/:token": Accept or Reject,
+// final, then 303 to the organization's redirectUrl.
+func (s *Server) handleConsentDecision(c echo.Context) error {
+	frame := s.consentFrame(c)
+	var accept bool
+	switch c.FormValue("decision") {
+	case "accept":
+		accept = true
+	case "reject":
+	default:
+		return echo.NewHTTPError(http.StatusBadRequest, "Choose Accept or Reject.")
+	}
+	var proven string
+	skipProof := s.cfg.ConsentAuth != "oidc"
+	if !skipProof {
+		var ok bool
+		if proven, ok = s.consentProof.ProvenNationalID(c); !ok {
+			return c.Redirect(http.StatusSeeOther, "/consent/"+c.Param("token"))
+		}
+	}
+	d, err := s.consent.Decide(c.Request().Context(), c.Param("token"), proven, skipProof, accept)
+	switch {
+	case errors.Is(err, consent.ErrClosed):
+		return s.consentClosed(c, frame, consent.Decided)
+	case errors.Is(err, consent.ErrWrongPerson):
+		return s.render(c, http.StatusForbidden, pages.ConsentMessagePage(pages.ConsentMessage{
+			ConsentFrame: frame, Title: frame.T.WrongPerson, Message: frame.T.WrongPersonHelp,
+		}))
+	case err != nil:
+		return s.consentError(c, frame, err)
+	}
+	return c.Redirect(http.StatusSeeOther, d.RedirectURL)
+}
+
+// consentFrame picks the language: ?lang= (remembered in a cookie), else the
+// cookie, else Accept-Language.
+func (s *Server) consentFrame(c echo.Context) pages.ConsentFrame {
+	choice := c.QueryParam("lang")
+	if choice != "" {
+		lang := i18n.Negotiate(choice, "")
+		c.SetCookie(&http.Cookie{Name: langCookie, Value: string(lang), Path: "/consent", MaxAge: 365 * 24 * 3600,
+			HttpOnly: true, Secure: s.cfg.Secure(), SameSite: http.SameSiteLaxMode})
+	} else if ck, err := c.Cookie(langCookie); err == nil {
+		choice = ck.Value
+	}
+	lang := i18n.Negotiate(choice, c.Request().Header.Get("Accept-Language"))
+	return pages.ConsentFrame{Lang: lang, T: i18n.ConsentTexts(lang),
+		SwitchURL: c.Request().URL.Path + "?lang=" + string(lang.Other())}
+}
+
+func (s *Server) consentClosed(c echo.Context, frame pages.ConsentFrame, why consent.Closure) error {
+	msg := frame.T.AlreadyAnswered
+	switch why {
+	case consent.Withdrawn:
+		msg = frame.T.Cancelled
+	case consent.Expired:
+		msg = frame.T.Expired
+	}
+	return s.render(c, http.StatusGone, pages.ConsentMessagePage(pages.ConsentMessage{
+		ConsentFrame: frame, Title: frame.T.ClosedTitle, Message: msg}))
+}
+
+func (s *Server) consentError(c echo.Context, frame pages.ConsentFrame, err error) error {
+	if errors.Is(err, consent.ErrUnknownLink) {
+		return s.render(c, http.StatusNotFound, pages.ConsentMessagePage(pages.ConsentMessage{
+			ConsentFrame: frame, Title: frame.T.NotFoundTitle, Message: frame.T.NotFoundHelp}))
+	}
+	return err
+}
+
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
+}
