@@ -67,6 +67,7 @@ type Flow struct {
 	WebhookURL         string
 	OrganizationNumber string
 	ProcessInstanceID  string
+	ProcessVersion     string
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
 	OpenedAt           *time.Time
