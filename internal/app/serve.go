@@ -68,7 +68,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	consentRequests := consent.NewRequests(pool, sealer, cfg.BaseURL.String())
 
-	// flows (issue 4):
+	// flows (issue 4). TODO(merge): build webhooks first with
+	// flows.NewTaskReports(pool) as its webhooks.TaskReporter, then pass it
+	// here as Events; pass the identity module as Organizations.
 	flowsModule := flows.New(pool, sealer, flows.Config{
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
 	}, consentRequests, todoOrganizations{}, todoEvents{log: log})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/flows/internal/store"
@@ -108,9 +109,22 @@ func (m *Manager) ExpireDue(ctx context.Context, now time.Time, limit int) (int,
 	return n, nil
 }
 
+// TaskReports records how a flow's webhook deliveries go: it implements
+// webhooks.TaskReporter. It is separate from Manager, which needs the
+// webhooks module's Publisher, so that the webhooks module can be built first
+// with a TaskReports and then handed to New; Manager offers the same methods.
+type TaskReports struct {
+	pool *pgxpool.Pool
+}
+
+var _ webhooks.TaskReporter = (*TaskReports)(nil)
+
+// NewTaskReports returns the flows module's webhooks.TaskReporter.
+func NewTaskReports(pool *pgxpool.Pool) *TaskReports { return &TaskReports{pool: pool} }
+
 // TaskSucceeded implements webhooks.TaskReporter. A task whose flow was
 // deleted meanwhile is nothing to report on.
-func (m *Manager) TaskSucceeded(ctx context.Context, taskID string) error {
+func (m *TaskReports) TaskSucceeded(ctx context.Context, taskID string) error {
 	return m.reportTask(ctx, taskID, func(tx pgx.Tx, row *store.Flow, task store.Task) (bool, error) {
 		if err := store.SetTaskStatus(ctx, tx, taskID, TaskCompleted); err != nil {
 			return false, err
@@ -132,7 +146,7 @@ func (m *Manager) TaskSucceeded(ctx context.Context, taskID string) error {
 
 // TaskFailing implements webhooks.TaskReporter: the first failure report
 // opens the task's incident; later ones leave it as it is.
-func (m *Manager) TaskFailing(ctx context.Context, taskID, message string) error {
+func (m *TaskReports) TaskFailing(ctx context.Context, taskID, message string) error {
 	return m.reportTask(ctx, taskID, func(tx pgx.Tx, row *store.Flow, task store.Task) (bool, error) {
 		return store.OpenIncident(ctx, tx, store.Incident{ID: newID(), FlowID: row.ID, TaskID: taskID,
 			TaskType: task.TaskType, Message: message})
@@ -141,7 +155,7 @@ func (m *Manager) TaskFailing(ctx context.Context, taskID, message string) error
 
 // TaskFailed implements webhooks.TaskReporter: the task failed for good, the
 // flow has errors, and an incident stays open for staff to retry.
-func (m *Manager) TaskFailed(ctx context.Context, taskID, message string) error {
+func (m *TaskReports) TaskFailed(ctx context.Context, taskID, message string) error {
 	return m.reportTask(ctx, taskID, func(tx pgx.Tx, row *store.Flow, task store.Task) (bool, error) {
 		if err := store.SetTaskStatus(ctx, tx, taskID, TaskFailed); err != nil {
 			return false, err
@@ -159,7 +173,7 @@ func (m *Manager) TaskFailed(ctx context.Context, taskID, message string) error 
 
 // reportTask runs change on a task's flow, locked, and bumps the flow's
 // version when change reports that the flow changed.
-func (m *Manager) reportTask(ctx context.Context, taskID string, change func(tx pgx.Tx, row *store.Flow, task store.Task) (bool, error)) error {
+func (m *TaskReports) reportTask(ctx context.Context, taskID string, change func(tx pgx.Tx, row *store.Flow, task store.Task) (bool, error)) error {
 	if !validID(taskID) {
 		return nil
 	}

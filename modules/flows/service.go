@@ -44,6 +44,7 @@ const (
 // Manager is the flows module: it implements Service, Progress and
 // webhooks.TaskReporter on PostgreSQL.
 type Manager struct {
+	*TaskReports
 	pool    *pgxpool.Pool
 	sealer  *pii.Sealer
 	cfg     Config
@@ -63,7 +64,7 @@ func New(pool *pgxpool.Pool, sealer *pii.Sealer, cfg Config, consent ConsentRequ
 	if cfg.ConsentTTL <= 0 {
 		cfg.ConsentTTL = 30 * 24 * time.Hour
 	}
-	return &Manager{pool: pool, sealer: sealer, cfg: cfg, consent: consent, orgs: orgs, events: events}
+	return &Manager{TaskReports: NewTaskReports(pool), pool: pool, sealer: sealer, cfg: cfg, consent: consent, orgs: orgs, events: events}
 }
 
 // validID reports whether id is a flow, task or incident id in canonical form;
