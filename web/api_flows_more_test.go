@@ -516,3 +516,29 @@ func FuzzCreateFlowBody(f *testing.F) {
 		}
 	})
 }
+
+func TestALostDatabaseAnswers503(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	id := e.create(t, tokA, nil)
+	e.proxy.Cut()
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/api/flows", createBody(nil)},
+		{"GET", "/api/flows", ""},
+		{"GET", "/api/flows/" + id, ""},
+		{"DELETE", "/api/flows/" + id, ""},
+	} {
+		r := e.call(t, c.method, c.path, tokA, c.body)
+		if r.status != 503 || r.header.Get("Retry-After") == "" || r.header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("%s %s with the database gone: %d %q %s", c.method, c.path, r.status, r.header.Get("Retry-After"), r.body)
+		}
+	}
+	e.proxy.Restore()
+	deadline := time.Now().Add(15 * time.Second)
+	for e.call(t, "GET", "/api/flows/"+id, tokA, "").status != 200 {
+		if time.Now().After(deadline) {
+			t.Fatal("the API did not recover")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

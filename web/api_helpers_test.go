@@ -110,6 +110,7 @@ type apiEnv struct {
 	pool   *pgxpool.Pool
 	flows  *flows.Manager
 	events *tableEvents
+	proxy  *dbtest.Proxy // cuts the database away
 }
 
 type envOption func(*flows.Config, *fakeOrgs)
@@ -120,7 +121,12 @@ func withNationalIDFormat(f string) envOption {
 
 func newAPI(t testing.TB, opts ...envOption) *apiEnv {
 	t.Helper()
-	pool := dbtest.New(t)
+	proxy, dbURL := dbtest.NewProxy(t, dbtest.NewURL(t))
+	pool, err := database.Open(context.Background(), dbURL, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
 	if _, err := pool.Exec(context.Background(), `create table test_events (id bigserial primary key, kind text not null,
 		flow_id text not null, task_id text not null default '', reference_id text not null default '',
 		organization_id text not null default '', status text not null default '', flow_status text not null default '',
@@ -153,7 +159,7 @@ func newAPI(t testing.TB, opts ...envOption) *apiEnv {
 		Registry: prometheus.NewRegistry(), Identity: fakeIdentity{}, Flows: m})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	return &apiEnv{url: hs.URL, pool: pool, flows: m, events: events}
+	return &apiEnv{url: hs.URL, pool: pool, flows: m, events: events, proxy: proxy}
 }
 
 // response is what call returns.
