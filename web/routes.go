@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/assets"
+	"github.com/flowd/flowd/modules/identity"
 )
 
 // routes lists every route of flowd, grouped by who may call it.
@@ -24,8 +25,12 @@ func (s *Server) routes() {
 
 	// The API: bearer token, organization from the token, scopes per route.
 	api := e.Group("/api", s.authenticate)
-	_ = api
-	// (issue 4: /api/flows, /api/tasks)
+	api.GET("/flows", s.handleFlowList, requireScope(identity.ScopeFlowsRead))
+	api.POST("/flows", s.handleFlowCreate, requireScope(identity.ScopeFlowsWrite))
+	api.GET("/flows/:id", s.handleFlowGet, requireScope(identity.ScopeFlowsRead))
+	api.DELETE("/flows/:id", s.handleFlowDelete, requireScope(identity.ScopeFlowsDelete))
+	api.POST("/flows/:id/cancel", s.handleFlowCancel, requireScope(identity.ScopeFlowsWrite))
+	api.GET("/tasks", s.handleTaskList, requireScope(identity.ScopeFlowsRead))
 
 	// API documentation: public.
 	// (issue 4: /api/openapi.json, /docs)

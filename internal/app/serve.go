@@ -14,6 +14,10 @@ import (
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web"
 )
 
@@ -58,11 +62,23 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// webhooks (issue 5):
 
 	// consent (issue 7; the request rows of issue 4):
+	sealer, err := pii.New(cfg.DataKey)
+	if err != nil {
+		return err
+	}
+	consentRequests := consent.NewRequests(pool, sealer, cfg.BaseURL.String())
 
-	// flows (issue 4):
+	// flows (issue 4). TODO(merge): build webhooks first with
+	// flows.NewTaskReports(pool) as its webhooks.TaskReporter, then pass it
+	// here as Events; pass the identity module as Organizations.
+	flowsModule := flows.New(pool, sealer, flows.Config{
+		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
+	}, consentRequests, todoOrganizations{}, todoEvents{log: log})
+	go flowsModule.RunMaintenance(ctx, time.Minute, log.Warn)
 
 	srv := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: prometheus.NewRegistry(),
+		Flows: flowsModule,
 	})
 	log.Info("serving", "addr", ln.Addr().String(), "base_url", cfg.BaseURL.String())
 	fmt.Fprintf(stdout, "flowd is serving on %s\n  API        %s/api/flows\n  API docs   %s/docs\n  console    %s/console\n  readiness  %s/readyz\n",
@@ -91,3 +107,24 @@ func waitForDatabase(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) 
 	}
 	return nil
 }
+
+// todoOrganizations stands in for the identity module's flows.Organizations
+// until the branches merge: every organization gets the default settings.
+// TODO(merge): replace with the identity module.
+type todoOrganizations struct{}
+
+func (todoOrganizations) FlowSettings(context.Context, string) (flows.OrganizationSettings, error) {
+	return flows.OrganizationSettings{ReferencePrefix: "FLOW"}, nil
+}
+
+// todoEvents stands in for the webhooks module's Publisher until the branches
+// merge: it stores nothing and only logs what it would have sent.
+// TODO(merge): replace with the webhooks module.
+type todoEvents struct{ log *slog.Logger }
+
+func (e todoEvents) PublishTx(_ context.Context, _ database.Tx, ev webhooks.Event) error {
+	e.log.Debug("webhook event not stored: the webhooks module is not wired", "type", string(ev.Type), "flow_id", ev.FlowID)
+	return nil
+}
+
+func (todoEvents) CancelPendingTx(context.Context, database.Tx, string) error { return nil }

@@ -67,6 +67,7 @@ type Flow struct {
 	WebhookURL         string
 	OrganizationNumber string
 	ProcessInstanceID  string
+	ProcessVersion     string
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
 	OpenedAt           *time.Time
@@ -164,7 +165,10 @@ type Service interface {
 	// Create validates in and creates the flow, its consent request, its tasks
 	// and its flow.created event in one transaction. A repeated idempotencyKey
 	// with the same request replays the first result; with another request it
-	// is an apperr.IdempotencyMismatch.
+	// is an apperr.IdempotencyMismatch. Bad input is one apperr Invalid error
+	// naming every field by its API name (nationalId, lastName, redirectUrl,
+	// webhookUrl, referenceName, Idempotency-Key). Keys are kept 24 hours per
+	// organization; the replay answers even after the flow was deleted.
 	Create(ctx context.Context, c Caller, in NewFlow, idempotencyKey string) (Created, error)
 	// Get returns one flow with its open incidents and consent link. ErrNotFound.
 	Get(ctx context.Context, c Caller, flowID string) (Flow, error)

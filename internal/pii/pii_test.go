@@ -1,0 +1,62 @@
+package pii
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+func testKey(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
+
+func TestSealOpensOnlyInItsContext(t *testing.T) {
+	t.Parallel()
+	s, err := New(testKey(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed := s.Seal("01017012345", "flow:a:nationalId")
+	if bytes.Contains(sealed, []byte("01017012345")) {
+		t.Fatal("the plaintext shows in the ciphertext")
+	}
+	got, err := s.Open(s.KeyID(), sealed, "flow:a:nationalId")
+	if err != nil || got != "01017012345" {
+		t.Fatalf("Open = %q, %v", got, err)
+	}
+	if _, err := s.Open(s.KeyID(), sealed, "flow:b:nationalId"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("another row's context opened the value: %v", err)
+	}
+	if _, err := s.Open(s.KeyID(), sealed[:10], "flow:a:nationalId"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a truncated value: %v", err)
+	}
+	if _, err := s.Open("nope", sealed, "flow:a:nationalId"); !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("an unknown key id: %v", err)
+	}
+	if bytes.Equal(sealed, s.Seal("01017012345", "flow:a:nationalId")) {
+		t.Fatal("two seals of one value are equal: the nonce is not random")
+	}
+}
+
+func TestRotationOpensOldValuesAndSealsWithTheNewKey(t *testing.T) {
+	t.Parallel()
+	old, _ := New(testKey(1))
+	sealed := old.Seal("x", "c")
+	rotated, err := New(testKey(2), testKey(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rotated.KeyID() == old.KeyID() {
+		t.Fatal("two keys share an id")
+	}
+	if got, err := rotated.Open(old.KeyID(), sealed, "c"); err != nil || got != "x" {
+		t.Fatalf("opening an old value: %q %v", got, err)
+	}
+	if bytes.Equal(old.Hash("d", "v"), rotated.Hash("d", "v")) {
+		t.Fatal("hashes do not depend on the key")
+	}
+	if !bytes.Equal(old.Hash("d", "v"), old.Hash("d", "v")) || bytes.Equal(old.Hash("d", "v"), old.Hash("e", "v")) {
+		t.Fatal("hashes must be deterministic per domain")
+	}
+	if _, err := New([]byte("short")); err == nil {
+		t.Fatal("a short key was accepted")
+	}
+}

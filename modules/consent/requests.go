@@ -1,0 +1,112 @@
+package consent
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/modules/consent/internal/requests"
+	"github.com/flowd/flowd/modules/flows"
+)
+
+// tokenBytes is the link token's length: 256 random bits, twice what an
+// unguessable link needs.
+const tokenBytes = 32
+
+// Requests keeps each flow's consent request and its link. It implements
+// flows.ConsentRequests. The link token is stored sealed, so that the API can
+// show the link again, and as a SHA-256 digest for lookups when it is opened;
+// whether the link still works depends on the flow's state, which the
+// consent pages ask the flows module.
+type Requests struct {
+	pool    *pgxpool.Pool
+	sealer  *pii.Sealer
+	baseURL string
+}
+
+var _ flows.ConsentRequests = (*Requests)(nil)
+
+// NewRequests returns the consent requests of flowd at baseURL (FLOWD_BASE_URL).
+func NewRequests(pool *pgxpool.Pool, sealer *pii.Sealer, baseURL string) *Requests {
+	return &Requests{pool: pool, sealer: sealer, baseURL: baseURL}
+}
+
+func tokenContext(flowID string) string { return "consent:" + flowID + ":token" }
+
+func tokenHash(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
+}
+
+func (r *Requests) link(token string) string { return r.baseURL + "/consent/" + token }
+
+// CreateTx implements flows.ConsentRequests.
+func (r *Requests) CreateTx(ctx context.Context, tx database.Tx, organizationID, flowID string) (string, error) {
+	b := make([]byte, tokenBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	token := base64.RawURLEncoding.EncodeToString(b)
+	err := requests.Insert(ctx, tx, requests.Request{
+		FlowID: flowID, OrganizationID: organizationID, TokenHash: tokenHash(token),
+		PIIKeyID: r.sealer.KeyID(), TokenSealed: r.sealer.Seal(token, tokenContext(flowID)),
+	})
+	if err != nil {
+		return "", fmt.Errorf("consent: create request: %w", err)
+	}
+	return r.link(token), nil
+}
+
+// URL implements flows.ConsentRequests. ErrUnknownLink when the flow has no request.
+func (r *Requests) URL(ctx context.Context, flowID string) (string, error) {
+	if _, err := uuid.Parse(flowID); err != nil {
+		return "", ErrUnknownLink
+	}
+	req, err := requests.ByFlow(ctx, r.pool, flowID)
+	if errors.Is(err, requests.ErrNoRows) {
+		return "", ErrUnknownLink
+	}
+	if err != nil {
+		return "", err
+	}
+	token, err := r.sealer.Open(req.PIIKeyID, req.TokenSealed, tokenContext(flowID))
+	if err != nil {
+		return "", fmt.Errorf("consent: link of %s: %w", flowID, err)
+	}
+	return r.link(token), nil
+}
+
+// DeleteTx implements flows.ConsentRequests.
+func (r *Requests) DeleteTx(ctx context.Context, tx database.Tx, flowID string) error {
+	return requests.Delete(ctx, tx, flowID)
+}
+
+// Request is a consent request found by its link.
+type Request struct {
+	FlowID         string
+	OrganizationID string
+}
+
+// Lookup finds the request behind a link token. ErrUnknownLink. Whether the
+// request is still open is the flow's state: ask flows.Progress.
+func (r *Requests) Lookup(ctx context.Context, token string) (Request, error) {
+	if len(token) != base64.RawURLEncoding.EncodedLen(tokenBytes) {
+		return Request{}, ErrUnknownLink
+	}
+	req, err := requests.ByTokenHash(ctx, r.pool, tokenHash(token))
+	if errors.Is(err, requests.ErrNoRows) {
+		return Request{}, ErrUnknownLink
+	}
+	if err != nil {
+		return Request{}, err
+	}
+	return Request{FlowID: req.FlowID, OrganizationID: req.OrganizationID}, nil
+}

@@ -1,0 +1,75 @@
+package consent_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/modules/consent"
+)
+
+func TestConsentRequestLinks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	sealer, err := pii.New([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := consent.NewRequests(pool, sealer, "https://flowd.example")
+
+	create := func(flowID string) string {
+		var link string
+		if err := database.WithTx(ctx, pool, func(tx pgx.Tx) (err error) {
+			link, err = r.CreateTx(ctx, tx, "org-1", flowID)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return link
+	}
+	flowA, flowB := uuid.NewString(), uuid.NewString()
+	linkA, linkB := create(flowA), create(flowB)
+	tokenA, ok := strings.CutPrefix(linkA, "https://flowd.example/consent/")
+	if !ok || len(tokenA) != 43 || strings.ContainsAny(tokenA, "+/=") || linkA == linkB || strings.Contains(linkA, flowA) {
+		t.Fatalf("links %q %q: want 32 random bytes, base64url, not the flow id", linkA, linkB)
+	}
+	if got, err := r.URL(ctx, flowA); err != nil || got != linkA {
+		t.Fatalf("URL = %q, %v", got, err)
+	}
+	req, err := r.Lookup(ctx, tokenA)
+	if err != nil || req.FlowID != flowA || req.OrganizationID != "org-1" {
+		t.Fatalf("Lookup = %+v, %v", req, err)
+	}
+	var stored string
+	if err := pool.QueryRow(ctx, `select string_agg(c::text, '') from consent_requests c`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stored, tokenA) {
+		t.Fatal("the link token is stored in clear")
+	}
+	for _, bad := range []string{"", "short", strings.Repeat("A", 43), tokenA[:42] + "x"} {
+		if _, err := r.Lookup(ctx, bad); !errors.Is(err, consent.ErrUnknownLink) {
+			t.Errorf("Lookup(%q) = %v", bad, err)
+		}
+	}
+	if err := database.WithTx(ctx, pool, func(tx pgx.Tx) error { return r.DeleteTx(ctx, tx, flowA) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.URL(ctx, flowA); !errors.Is(err, consent.ErrUnknownLink) {
+		t.Fatalf("URL after delete: %v", err)
+	}
+	if _, err := r.Lookup(ctx, tokenA); !errors.Is(err, consent.ErrUnknownLink) {
+		t.Fatalf("Lookup after delete: %v", err)
+	}
+	if _, err := r.URL(ctx, flowB); err != nil {
+		t.Fatalf("the other request: %v", err)
+	}
+}

@@ -1,0 +1,390 @@
+// Package store is the flows module's SQL. It speaks in rows, with personal
+// data still sealed; the flows package turns them into domain types.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// ErrNoRows means the row asked for does not exist (or is not the caller's).
+var ErrNoRows = errors.New("store: no rows")
+
+// DB is a pool or a transaction.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Flow is a row of flows.
+type Flow struct {
+	ID                 string
+	OrganizationID     string
+	Number             int64
+	ReferenceID        string
+	ReferenceName      *string
+	Version            int
+	ConsentStatus      string
+	ProcessStatus      string
+	Sandbox            bool
+	PIIKeyID           string
+	NationalIDSealed   []byte
+	NationalIDHMAC     []byte
+	LastNameSealed     []byte
+	RedirectURL        string
+	WebhookURL         string
+	OrganizationNumber string
+	ProcessInstanceID  string
+	ProcessVersion     string
+	CreatedBy          string
+	HasErrors          bool
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	OpenedAt           *time.Time
+	DecidedAt          *time.Time
+	ExpiresAt          time.Time
+}
+
+const flowColumns = `id::text, organization_id, flow_number, reference_id, reference_name, version,
+	consent_status, process_status, sandbox, pii_key_id, national_id_sealed, national_id_hmac,
+	last_name_sealed, redirect_url, webhook_url, organization_number, process_instance_id::text,
+	process_version, created_by, has_errors, created_at, updated_at, opened_at, decided_at, expires_at`
+
+func scanFlow(row pgx.Row) (Flow, error) {
+	var f Flow
+	err := row.Scan(&f.ID, &f.OrganizationID, &f.Number, &f.ReferenceID, &f.ReferenceName, &f.Version,
+		&f.ConsentStatus, &f.ProcessStatus, &f.Sandbox, &f.PIIKeyID, &f.NationalIDSealed, &f.NationalIDHMAC,
+		&f.LastNameSealed, &f.RedirectURL, &f.WebhookURL, &f.OrganizationNumber, &f.ProcessInstanceID,
+		&f.ProcessVersion, &f.CreatedBy, &f.HasErrors, &f.CreatedAt, &f.UpdatedAt, &f.OpenedAt, &f.DecidedAt, &f.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return f, ErrNoRows
+	}
+	return f, err
+}
+
+// NextFlowNumber takes the organization's next flow number from its own sequence.
+func NextFlowNumber(ctx context.Context, db DB, organizationID string) (int64, error) {
+	var n int64
+	err := db.QueryRow(ctx, `select flowd_next_flow_number($1)`, organizationID).Scan(&n)
+	return n, err
+}
+
+// InsertFlow inserts f, taking created_at and updated_at from the database
+// clock; its consent expires ttl later.
+func InsertFlow(ctx context.Context, db DB, f *Flow, ttl time.Duration) error {
+	return db.QueryRow(ctx, `insert into flows (id, organization_id, flow_number, reference_id, reference_name,
+		sandbox, pii_key_id, national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, webhook_url,
+		organization_number, process_instance_id, process_version, created_by, expires_at)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, now() + $17 * interval '1 microsecond')
+		returning version, consent_status, process_status, created_at, updated_at, expires_at`,
+		f.ID, f.OrganizationID, f.Number, f.ReferenceID, f.ReferenceName, f.Sandbox, f.PIIKeyID,
+		f.NationalIDSealed, f.NationalIDHMAC, f.LastNameSealed, f.RedirectURL, f.WebhookURL,
+		f.OrganizationNumber, f.ProcessInstanceID, f.ProcessVersion, f.CreatedBy,
+		ttl.Microseconds(),
+	).Scan(&f.Version, &f.ConsentStatus, &f.ProcessStatus, &f.CreatedAt, &f.UpdatedAt, &f.ExpiresAt)
+}
+
+// GetFlow returns a flow of organizationID ("" for any organization), locked
+// for update when lock is set. ErrNoRows.
+func GetFlow(ctx context.Context, db DB, organizationID, id string, lock bool) (Flow, error) {
+	q := `select ` + flowColumns + ` from flows where id = $1 and ($2 = '' or organization_id = $2)`
+	if lock {
+		q += ` for update`
+	}
+	return scanFlow(db.QueryRow(ctx, q, id, organizationID))
+}
+
+// SaveState writes f's state, bumps its version and updated_at, and reads
+// both back into f.
+func SaveState(ctx context.Context, db DB, f *Flow) error {
+	err := db.QueryRow(ctx, `update flows set consent_status = $2, process_status = $3, opened_at = $4,
+		decided_at = $5, has_errors = $6, version = version + 1, updated_at = greatest(now(), updated_at)
+		where id = $1 returning version, updated_at`,
+		f.ID, f.ConsentStatus, f.ProcessStatus, f.OpenedAt, f.DecidedAt, f.HasErrors).Scan(&f.Version, &f.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNoRows
+	}
+	return err
+}
+
+// ListQuery selects a page of an organization's flows.
+type ListQuery struct {
+	OrganizationID string
+	Archived       bool
+	ConsentStatus  string // "" for any
+	Sandbox        *bool
+	ReferenceID    string
+	// CursorID is the flow the page starts after (Backwards false) or ends
+	// before (Backwards true) in newest-first order; "" for the first page.
+	CursorID  string
+	Backwards bool
+	Limit     int
+}
+
+// ListFlows returns one page of flows, newest first, and whether more lie
+// beyond it in the direction of travel. It walks the page index from the
+// cursor's position, so its cost does not grow with the page's depth. A
+// cursor that is not a flow of the organization is ErrNoRows.
+func ListFlows(ctx context.Context, db DB, q ListQuery) ([]Flow, bool, error) {
+	args := []any{q.OrganizationID, q.Archived}
+	where := []string{"organization_id = $1", "archived = $2"}
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if q.ConsentStatus != "" {
+		where = append(where, "consent_status = "+arg(q.ConsentStatus))
+	}
+	if q.Sandbox != nil {
+		where = append(where, "sandbox = "+arg(*q.Sandbox))
+	}
+	if q.ReferenceID != "" {
+		where = append(where, "reference_id = "+arg(q.ReferenceID))
+	}
+	order := "created_at desc, id desc"
+	if q.CursorID != "" {
+		var at time.Time
+		err := db.QueryRow(ctx, `select created_at from flows where organization_id = $1 and id = $2`,
+			q.OrganizationID, q.CursorID).Scan(&at)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, false, ErrNoRows
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		cmp := "<"
+		if q.Backwards {
+			cmp = ">"
+			order = "created_at asc, id asc"
+		}
+		where = append(where, fmt.Sprintf("(created_at, id) %s (%s, %s)", cmp, arg(at), arg(q.CursorID)))
+	}
+	sql := `select ` + flowColumns + ` from flows where ` + strings.Join(where, " and ") +
+		` order by ` + order + ` limit ` + arg(q.Limit+1)
+	rows, err := db.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	var out []Flow
+	for rows.Next() {
+		f, err := scanFlow(rows)
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	more := len(out) > q.Limit
+	if more {
+		out = out[:q.Limit]
+	}
+	if q.Backwards {
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	return out, more, nil
+}
+
+// DueForExpiry returns up to limit active flows whose consent expired by now,
+// locked for update; rows other instances hold are skipped.
+func DueForExpiry(ctx context.Context, db DB, now time.Time, limit int) ([]string, error) {
+	rows, err := db.Query(ctx, `select id::text from flows where process_status = 'active' and expires_at <= $1
+		order by expires_at limit $2 for update skip locked`, now, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// DeleteFlow removes a flow; its tasks and incidents go with it.
+func DeleteFlow(ctx context.Context, db DB, id string) error {
+	_, err := db.Exec(ctx, `delete from flows where id = $1`, id)
+	return err
+}
+
+// Task is a row of flow_tasks.
+type Task struct {
+	ID, FlowID, TaskType, TaskCategory, Status string
+	CreatedAt, UpdatedAt                       time.Time
+}
+
+// InsertTask inserts t with the database clock's time.
+func InsertTask(ctx context.Context, db DB, t *Task) error {
+	return db.QueryRow(ctx, `insert into flow_tasks (id, flow_id, task_type, task_category, status)
+		values ($1, $2, $3, $4, $5) returning created_at, updated_at`,
+		t.ID, t.FlowID, t.TaskType, t.TaskCategory, t.Status).Scan(&t.CreatedAt, &t.UpdatedAt)
+}
+
+// Tasks lists a flow's tasks, oldest first.
+func Tasks(ctx context.Context, db DB, flowID string) ([]Task, error) {
+	rows, err := db.Query(ctx, `select id::text, flow_id::text, task_type, task_category, status, created_at, updated_at
+		from flow_tasks where flow_id = $1 order by created_at, id`, flowID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Task, error) {
+		var t Task
+		err := r.Scan(&t.ID, &t.FlowID, &t.TaskType, &t.TaskCategory, &t.Status, &t.CreatedAt, &t.UpdatedAt)
+		return t, err
+	})
+}
+
+// GetTask returns one task. ErrNoRows.
+func GetTask(ctx context.Context, db DB, id string) (Task, error) {
+	var t Task
+	err := db.QueryRow(ctx, `select id::text, flow_id::text, task_type, task_category, status, created_at, updated_at
+		from flow_tasks where id = $1`, id).Scan(&t.ID, &t.FlowID, &t.TaskType, &t.TaskCategory, &t.Status, &t.CreatedAt, &t.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, ErrNoRows
+	}
+	return t, err
+}
+
+// SetTaskStatus moves a task to status.
+func SetTaskStatus(ctx context.Context, db DB, id, status string) error {
+	_, err := db.Exec(ctx, `update flow_tasks set status = $2, updated_at = now() where id = $1 and status <> $2`, id, status)
+	return err
+}
+
+// SetTasksStatus moves a flow's tasks of taskType from one status to another.
+func SetTasksStatus(ctx context.Context, db DB, flowID, taskType, from, to string) error {
+	_, err := db.Exec(ctx, `update flow_tasks set status = $4, updated_at = now()
+		where flow_id = $1 and task_type = $2 and status = $3`, flowID, taskType, from, to)
+	return err
+}
+
+// AnyTaskFailed reports whether a task of the flow failed for good.
+func AnyTaskFailed(ctx context.Context, db DB, flowID string) (bool, error) {
+	var failed bool
+	err := db.QueryRow(ctx, `select exists (select 1 from flow_tasks where flow_id = $1 and status = 'failed')`, flowID).Scan(&failed)
+	return failed, err
+}
+
+// Incident is an open row of flow_incidents.
+type Incident struct {
+	ID, FlowID, TaskID, TaskType, Message string
+	OpenedAt                              time.Time
+}
+
+// OpenIncident opens inc unless its task has an open one; it reports whether it did.
+func OpenIncident(ctx context.Context, db DB, inc Incident) (bool, error) {
+	tag, err := db.Exec(ctx, `insert into flow_incidents (id, flow_id, task_id, task_type, message)
+		values ($1, $2, $3, $4, $5) on conflict (task_id) where resolved_at is null do nothing`,
+		inc.ID, inc.FlowID, inc.TaskID, inc.TaskType, inc.Message)
+	return tag.RowsAffected() == 1, err
+}
+
+// ResolveIncidents resolves a task's open incident and reports whether there was one.
+func ResolveIncidents(ctx context.Context, db DB, taskID string) (bool, error) {
+	tag, err := db.Exec(ctx, `update flow_incidents set resolved_at = now() where task_id = $1 and resolved_at is null`, taskID)
+	return tag.RowsAffected() > 0, err
+}
+
+// OpenIncidents lists the open incidents of flowIDs, oldest first.
+func OpenIncidents(ctx context.Context, db DB, flowIDs []string) ([]Incident, error) {
+	rows, err := db.Query(ctx, `select id::text, flow_id::text, task_id::text, task_type, message, opened_at
+		from flow_incidents where flow_id = any($1::uuid[]) and resolved_at is null order by opened_at, id`, flowIDs)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Incident, error) {
+		var i Incident
+		err := r.Scan(&i.ID, &i.FlowID, &i.TaskID, &i.TaskType, &i.Message, &i.OpenedAt)
+		return i, err
+	})
+}
+
+// IdempotencyKey is a row of flow_idempotency_keys.
+type IdempotencyKey struct {
+	OrganizationID string
+	Key            string
+	RequestHash    []byte
+	FlowID         string
+	ReferenceID    string
+	PIIKeyID       string
+	ConsentSealed  []byte
+}
+
+// ClaimKey records k for a create that is about to happen, unless an
+// unexpired row holds the key already; it reports whether the claim won. A
+// concurrent claim of the same key waits here until the first transaction
+// ends, and then sees its row.
+func ClaimKey(ctx context.Context, db DB, k IdempotencyKey, ttl time.Duration) (bool, error) {
+	tag, err := db.Exec(ctx, `insert into flow_idempotency_keys
+		(organization_id, key, request_hash, flow_id, pii_key_id, expires_at)
+		values ($1, $2, $3, $4, $5, now() + $6 * interval '1 microsecond')
+		on conflict (organization_id, key) do update set request_hash = excluded.request_hash,
+			flow_id = excluded.flow_id, reference_id = '', pii_key_id = excluded.pii_key_id,
+			consent_sealed = null, created_at = now(), expires_at = excluded.expires_at
+		where flow_idempotency_keys.expires_at <= now()`,
+		k.OrganizationID, k.Key, k.RequestHash, k.FlowID, k.PIIKeyID, ttl.Microseconds())
+	return tag.RowsAffected() == 1, err
+}
+
+// CompleteKey stores the result of the create that claimed a key.
+func CompleteKey(ctx context.Context, db DB, k IdempotencyKey) error {
+	_, err := db.Exec(ctx, `update flow_idempotency_keys set reference_id = $3, pii_key_id = $4, consent_sealed = $5
+		where organization_id = $1 and key = $2`, k.OrganizationID, k.Key, k.ReferenceID, k.PIIKeyID, k.ConsentSealed)
+	return err
+}
+
+// GetKey returns the unexpired row of a key. ErrNoRows.
+func GetKey(ctx context.Context, db DB, organizationID, key string) (IdempotencyKey, error) {
+	k := IdempotencyKey{OrganizationID: organizationID, Key: key}
+	err := db.QueryRow(ctx, `select request_hash, flow_id::text, reference_id, pii_key_id, consent_sealed
+		from flow_idempotency_keys where organization_id = $1 and key = $2 and expires_at > now()`,
+		organizationID, key).Scan(&k.RequestHash, &k.FlowID, &k.ReferenceID, &k.PIIKeyID, &k.ConsentSealed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return k, ErrNoRows
+	}
+	return k, err
+}
+
+// PurgeKeys deletes up to limit expired idempotency keys and returns how many.
+func PurgeKeys(ctx context.Context, db DB, limit int) (int64, error) {
+	tag, err := db.Exec(ctx, `delete from flow_idempotency_keys where ctid in (
+		select ctid from flow_idempotency_keys where expires_at <= now() limit $1)`, limit)
+	return tag.RowsAffected(), err
+}
+
+// Deletion is a row of flow_deletions.
+type Deletion struct {
+	OrganizationID, FlowID, ReferenceID, DeletedBy string
+	DeletedAt                                      time.Time
+	ID                                             int64
+}
+
+// InsertDeletion logs a deletion.
+func InsertDeletion(ctx context.Context, db DB, d *Deletion) error {
+	return db.QueryRow(ctx, `insert into flow_deletions (organization_id, flow_id, reference_id, deleted_by)
+		values ($1, $2, $3, $4) returning id, deleted_at`, d.OrganizationID, d.FlowID, d.ReferenceID, d.DeletedBy).Scan(&d.ID, &d.DeletedAt)
+}
+
+// Deletions lists an organization's deletion log newest first, starting after
+// the entry of flow before ("" for the first page), limit+1 rows at most.
+func Deletions(ctx context.Context, db DB, organizationID string, limit int, before string) ([]Deletion, error) {
+	rows, err := db.Query(ctx, `select id, organization_id, flow_id::text, reference_id, deleted_by, deleted_at
+		from flow_deletions where organization_id = $1 and ($3 = '' or (deleted_at, id) < (
+			select deleted_at, id from flow_deletions where organization_id = $1 and flow_id::text = $3
+			order by id desc limit 1))
+		order by deleted_at desc, id desc limit $2`, organizationID, limit+1, before)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Deletion, error) {
+		var d Deletion
+		err := r.Scan(&d.ID, &d.OrganizationID, &d.FlowID, &d.ReferenceID, &d.DeletedBy, &d.DeletedAt)
+		return d, err
+	})
+}

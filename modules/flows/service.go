@@ -1,0 +1,519 @@
+package flows
+
+import (
+	"context"
+	"crypto/hmac"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	// uuid makes flow, task and incident ids; v7 ids are time-ordered, which
+	// keeps the primary key index dense. It was already in the module graph.
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/modules/flows/internal/store"
+	"github.com/flowd/flowd/modules/webhooks"
+)
+
+// Config holds the settings of the flows module.
+type Config struct {
+	NationalIDFormat  string        // FLOWD_NATIONAL_ID_FORMAT
+	AllowInsecureURLs bool          // FLOWD_ALLOW_INSECURE_URLS
+	ConsentTTL        time.Duration // FLOWD_CONSENT_TTL
+}
+
+// Limits of the API.
+const (
+	MaxIdempotencyKey = 255
+	IdempotencyTTL    = 24 * time.Hour
+	DefaultLimit      = 10
+	MaxLimit          = 100
+	// ProcessDefinitionID and ProcessVersion name the one process a flow runs.
+	ProcessDefinitionID = "consent:1"
+	ProcessVersion      = "1"
+	FlowDefinitionID    = "consent"
+)
+
+// Manager is the flows module: it implements Service, Progress and
+// webhooks.TaskReporter on PostgreSQL.
+type Manager struct {
+	*TaskReports
+	pool    *pgxpool.Pool
+	sealer  *pii.Sealer
+	cfg     Config
+	consent ConsentRequests
+	orgs    Organizations
+	events  Events
+}
+
+var (
+	_ Service               = (*Manager)(nil)
+	_ Progress              = (*Manager)(nil)
+	_ webhooks.TaskReporter = (*Manager)(nil)
+)
+
+// New returns the flows module.
+func New(pool *pgxpool.Pool, sealer *pii.Sealer, cfg Config, consent ConsentRequests, orgs Organizations, events Events) *Manager {
+	if cfg.ConsentTTL <= 0 {
+		cfg.ConsentTTL = 30 * 24 * time.Hour
+	}
+	return &Manager{TaskReports: NewTaskReports(pool), pool: pool, sealer: sealer, cfg: cfg, consent: consent, orgs: orgs, events: events}
+}
+
+// validID reports whether id is a flow, task or incident id in canonical form;
+// anything else cannot name a flow and is simply not found.
+func validID(id string) bool {
+	if len(id) != 36 {
+		return false
+	}
+	_, err := uuid.Parse(id)
+	return err == nil
+}
+
+func newID() string { return uuid.Must(uuid.NewV7()).String() }
+
+func sealContext(flowID, field string) string { return "flow:" + flowID + ":" + field }
+
+// requestHash identifies a create request for its idempotency key. It is a
+// keyed hash because the request holds a national id.
+func (m *Manager) requestHash(c Caller, in NewFlow) []byte {
+	parts := []string{c.ClientID, strconv.FormatBool(c.Sandbox), in.NationalID, in.LastName, in.RedirectURL, in.WebhookURL, in.ReferenceName}
+	for i, p := range parts {
+		parts[i] = strconv.Quote(p)
+	}
+	return m.sealer.Hash("idempotency", strings.Join(parts, ","))
+}
+
+// Create implements Service.
+func (m *Manager) Create(ctx context.Context, c Caller, in NewFlow, idempotencyKey string) (Created, error) {
+	if c.OrganizationID == "" {
+		return Created{}, errors.New("flows: create without an organization")
+	}
+	in = in.Normalize()
+	var problems apperr.Fields
+	if len(idempotencyKey) > MaxIdempotencyKey {
+		problems.Add("Idempotency-Key", "must be at most %d characters", MaxIdempotencyKey)
+	}
+	settings, err := m.orgs.FlowSettings(ctx, c.OrganizationID)
+	if err != nil {
+		return Created{}, fmt.Errorf("flows: organization settings: %w", err)
+	}
+	if err := in.Validate(Rules{NationalIDFormat: m.cfg.NationalIDFormat, AllowInsecureURLs: m.cfg.AllowInsecureURLs,
+		RedirectOrigins: settings.RedirectOrigins}); err != nil {
+		if e, ok := apperr.As(err); ok {
+			problems = append(problems, e.Fields...)
+		}
+	}
+	if err := problems.Err(); err != nil {
+		return Created{}, err
+	}
+
+	flowID := newID()
+	var out Created
+	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		if idempotencyKey != "" {
+			k := store.IdempotencyKey{OrganizationID: c.OrganizationID, Key: idempotencyKey,
+				RequestHash: m.requestHash(c, in), FlowID: flowID, PIIKeyID: m.sealer.KeyID()}
+			won, err := store.ClaimKey(ctx, tx, k, IdempotencyTTL)
+			if err != nil {
+				return err
+			}
+			if !won {
+				out, err = m.replay(ctx, tx, k)
+				return err
+			}
+		}
+		f, consentURL, err := m.createTx(ctx, tx, c, in, flowID, settings)
+		if err != nil {
+			return err
+		}
+		out = Created{FlowID: f.ID, ReferenceID: f.ReferenceID, ConsentURL: consentURL}
+		if idempotencyKey != "" {
+			return store.CompleteKey(ctx, tx, store.IdempotencyKey{OrganizationID: c.OrganizationID, Key: idempotencyKey,
+				ReferenceID: f.ReferenceID, PIIKeyID: m.sealer.KeyID(),
+				ConsentSealed: m.sealer.Seal(consentURL, "idempotency:"+f.ID)})
+		}
+		return nil
+	})
+	if err != nil {
+		return Created{}, err
+	}
+	return out, nil
+}
+
+// replay answers a create whose idempotency key an earlier create holds.
+func (m *Manager) replay(ctx context.Context, tx pgx.Tx, claim store.IdempotencyKey) (Created, error) {
+	k, err := store.GetKey(ctx, tx, claim.OrganizationID, claim.Key)
+	if errors.Is(err, store.ErrNoRows) {
+		// The key expired between the claim and this read: rare; the client may retry.
+		return Created{}, apperr.New(apperr.Conflict, "The Idempotency-Key expired while this request ran. Retry it.")
+	}
+	if err != nil {
+		return Created{}, err
+	}
+	if !hmac.Equal(k.RequestHash, claim.RequestHash) {
+		return Created{}, apperr.New(apperr.IdempotencyMismatch,
+			"This Idempotency-Key was used within the last 24 hours with a different request.")
+	}
+	consentURL, err := m.sealer.Open(k.PIIKeyID, k.ConsentSealed, "idempotency:"+k.FlowID)
+	if err != nil {
+		return Created{}, fmt.Errorf("flows: idempotency key result: %w", err)
+	}
+	return Created{FlowID: k.FlowID, ReferenceID: k.ReferenceID, ConsentURL: consentURL, Replayed: true}, nil
+}
+
+// createTx writes the flow, its consent request, its tasks and its
+// flow.created event in tx.
+func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow, flowID string, settings OrganizationSettings) (Flow, string, error) {
+	number, err := store.NextFlowNumber(ctx, tx, c.OrganizationID)
+	if err != nil {
+		return Flow{}, "", err
+	}
+	prefix := settings.ReferencePrefix
+	if prefix == "" {
+		prefix = "FLOW"
+	}
+	row := store.Flow{
+		ID: flowID, OrganizationID: c.OrganizationID, Number: number,
+		ReferenceID: prefix + "-" + strconv.FormatInt(number, 10),
+		Sandbox:     c.Sandbox, PIIKeyID: m.sealer.KeyID(),
+		NationalIDSealed: m.sealer.Seal(in.NationalID, sealContext(flowID, "nationalId")),
+		NationalIDHMAC:   m.sealer.Hash("nationalId", in.NationalID),
+		LastNameSealed:   m.sealer.Seal(in.LastName, sealContext(flowID, "lastName")),
+		RedirectURL:      in.RedirectURL, WebhookURL: in.WebhookURL,
+		OrganizationNumber: settings.OrganizationNumber,
+		ProcessInstanceID:  uuid.NewString(), ProcessVersion: ProcessVersion,
+		CreatedBy: c.ClientID,
+	}
+	if in.ReferenceName != "" {
+		row.ReferenceName = &in.ReferenceName
+	}
+	if err := store.InsertFlow(ctx, tx, &row, m.cfg.ConsentTTL); err != nil {
+		return Flow{}, "", err
+	}
+	consentURL, err := m.consent.CreateTx(ctx, tx, c.OrganizationID, flowID)
+	if err != nil {
+		return Flow{}, "", err
+	}
+	task := store.Task{ID: newID(), FlowID: flowID, TaskType: TaskConsent, TaskCategory: CategoryUserTask, Status: TaskPending}
+	if err := store.InsertTask(ctx, tx, &task); err != nil {
+		return Flow{}, "", err
+	}
+	f, err := m.toFlow(row)
+	if err != nil {
+		return Flow{}, "", err
+	}
+	if err := m.publishTx(ctx, tx, f, webhooks.FlowCreated); err != nil {
+		return Flow{}, "", err
+	}
+	return f, consentURL, nil
+}
+
+// publishTx stores ev for the flow's webhook, if it has one, with the
+// send-initiate-webhook task that tracks its delivery.
+func (m *Manager) publishTx(ctx context.Context, tx pgx.Tx, f Flow, typ webhooks.EventType) error {
+	if f.WebhookURL == "" {
+		return nil
+	}
+	task := store.Task{ID: newID(), FlowID: f.ID, TaskType: TaskSendInitiateWebhook, TaskCategory: CategoryServiceTask, Status: TaskPending}
+	if err := store.InsertTask(ctx, tx, &task); err != nil {
+		return err
+	}
+	return m.events.PublishTx(ctx, tx, eventOf(f, typ, task.ID))
+}
+
+func eventOf(f Flow, typ webhooks.EventType, taskID string) webhooks.Event {
+	return webhooks.Event{
+		Type: typ, FlowID: f.ID, ReferenceID: f.ReferenceID, OrganizationID: f.OrganizationID,
+		Status: string(f.ConsentStatus), FlowStatus: string(f.ProcessStatus), Version: f.Version,
+		URL: f.WebhookURL, TaskID: taskID, OccurredAt: f.UpdatedAt,
+	}
+}
+
+// toFlow opens a row's personal data.
+func (m *Manager) toFlow(r store.Flow) (Flow, error) {
+	nationalID, err := m.sealer.Open(r.PIIKeyID, r.NationalIDSealed, sealContext(r.ID, "nationalId"))
+	if err != nil {
+		return Flow{}, fmt.Errorf("flows: flow %s: national id: %w", r.ID, err)
+	}
+	lastName, err := m.sealer.Open(r.PIIKeyID, r.LastNameSealed, sealContext(r.ID, "lastName"))
+	if err != nil {
+		return Flow{}, fmt.Errorf("flows: flow %s: last name: %w", r.ID, err)
+	}
+	f := Flow{
+		ID: r.ID, OrganizationID: r.OrganizationID, Number: r.Number, ReferenceID: r.ReferenceID,
+		Version: r.Version, ConsentStatus: ConsentStatus(r.ConsentStatus), ProcessStatus: ProcessStatus(r.ProcessStatus),
+		Sandbox: r.Sandbox, NationalID: nationalID, LastName: lastName, RedirectURL: r.RedirectURL,
+		WebhookURL: r.WebhookURL, OrganizationNumber: r.OrganizationNumber, ProcessInstanceID: r.ProcessInstanceID,
+		ProcessVersion: r.ProcessVersion, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		OpenedAt: r.OpenedAt, DecidedAt: r.DecidedAt, ExpiresAt: r.ExpiresAt, HasErrors: r.HasErrors,
+	}
+	if r.ReferenceName != nil {
+		f.ReferenceName = *r.ReferenceName
+	}
+	return f, nil
+}
+
+func notFound(err error) error {
+	if errors.Is(err, store.ErrNoRows) {
+		return ErrNotFound
+	}
+	return err
+}
+
+// Get implements Service.
+func (m *Manager) Get(ctx context.Context, c Caller, flowID string) (Flow, error) {
+	if !validID(flowID) || c.OrganizationID == "" {
+		return Flow{}, ErrNotFound
+	}
+	row, err := store.GetFlow(ctx, m.pool, c.OrganizationID, flowID, false)
+	if err != nil {
+		return Flow{}, notFound(err)
+	}
+	return m.complete(ctx, row)
+}
+
+// complete turns a row into a Flow with its open incidents and consent link.
+func (m *Manager) complete(ctx context.Context, row store.Flow) (Flow, error) {
+	f, err := m.toFlow(row)
+	if err != nil {
+		return Flow{}, err
+	}
+	incidents, err := store.OpenIncidents(ctx, m.pool, []string{f.ID})
+	if err != nil {
+		return Flow{}, err
+	}
+	for _, i := range incidents {
+		f.Incidents = append(f.Incidents, Incident{ID: i.ID, TaskID: i.TaskID, TaskType: i.TaskType, Message: i.Message, OpenedAt: i.OpenedAt})
+	}
+	if f.ConsentURL, err = m.consent.URL(ctx, f.ID); err != nil {
+		return Flow{}, fmt.Errorf("flows: consent link of %s: %w", f.ID, err)
+	}
+	return f, nil
+}
+
+// Check validates p and fills in its default limit; errors name the query
+// parameters of the API.
+func (p *ListParams) Check() error {
+	var f apperr.Fields
+	if p.Limit == 0 {
+		p.Limit = DefaultLimit
+	} else if p.Limit < 1 || p.Limit > MaxLimit {
+		f.Add("limit", "must be from 1 to %d", MaxLimit)
+	}
+	switch p.Status {
+	case "", Unopened, Opened, Accepted, Rejected:
+	default:
+		f.Add("status", "must be one of Unopened, Opened, Accepted, Rejected")
+	}
+	if p.StartingAfter != "" && p.EndingBefore != "" {
+		f.Add("ending_before", "cannot be combined with starting_after")
+	}
+	if p.StartingAfter != "" && !validID(p.StartingAfter) {
+		f.Add("starting_after", "must be a flow id")
+	}
+	if p.EndingBefore != "" && !validID(p.EndingBefore) {
+		f.Add("ending_before", "must be a flow id")
+	}
+	return f.Err()
+}
+
+// List implements Service.
+func (m *Manager) List(ctx context.Context, c Caller, p ListParams) (Page, error) {
+	if err := p.Check(); err != nil {
+		return Page{}, err
+	}
+	q := store.ListQuery{OrganizationID: c.OrganizationID, Archived: p.Archived, ConsentStatus: string(p.Status),
+		Sandbox: p.Sandbox, ReferenceID: p.ReferenceID, Limit: p.Limit}
+	cursorParam := "starting_after"
+	switch {
+	case p.StartingAfter != "":
+		q.CursorID = p.StartingAfter
+	case p.EndingBefore != "":
+		q.CursorID, q.Backwards, cursorParam = p.EndingBefore, true, "ending_before"
+	}
+	rows, more, err := store.ListFlows(ctx, m.pool, q)
+	if errors.Is(err, store.ErrNoRows) {
+		return Page{}, apperr.InvalidFields([]apperr.FieldError{{Field: cursorParam, Message: "is not a flow of this organization"}})
+	}
+	if err != nil {
+		return Page{}, err
+	}
+	page := Page{HasMore: more, Flows: make([]Flow, 0, len(rows))}
+	for _, r := range rows {
+		f, err := m.toFlow(r)
+		if err != nil {
+			return Page{}, err
+		}
+		page.Flows = append(page.Flows, f)
+	}
+	return page, nil
+}
+
+// Tasks implements Service.
+func (m *Manager) Tasks(ctx context.Context, c Caller, flowID string) ([]Task, error) {
+	if !validID(flowID) || c.OrganizationID == "" {
+		return nil, ErrNotFound
+	}
+	var out []Task
+	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		if _, err := store.GetFlow(ctx, tx, c.OrganizationID, flowID, false); err != nil {
+			return notFound(err)
+		}
+		rows, err := store.Tasks(ctx, tx, flowID)
+		for _, t := range rows {
+			out = append(out, Task(t))
+		}
+		return err
+	})
+	return out, err
+}
+
+// Cancel implements Service.
+func (m *Manager) Cancel(ctx context.Context, c Caller, flowID string) (Flow, error) {
+	if !validID(flowID) || c.OrganizationID == "" {
+		return Flow{}, ErrNotFound
+	}
+	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		row, err := store.GetFlow(ctx, tx, c.OrganizationID, flowID, true)
+		if err != nil {
+			return notFound(err)
+		}
+		if row.ProcessStatus != string(Active) {
+			return ErrNotActive
+		}
+		_, err = m.cancelTx(ctx, tx, row)
+		return err
+	})
+	if err != nil {
+		return Flow{}, err
+	}
+	return m.Get(ctx, c, flowID)
+}
+
+// cancelTx ends an active flow's process: cancelled, its consent task too,
+// and a flow.cancelled event.
+func (m *Manager) cancelTx(ctx context.Context, tx pgx.Tx, row store.Flow) (Flow, error) {
+	row.ProcessStatus = string(Cancelled)
+	if err := store.SaveState(ctx, tx, &row); err != nil {
+		return Flow{}, err
+	}
+	if err := store.SetTasksStatus(ctx, tx, row.ID, TaskConsent, TaskPending, TaskCancelled); err != nil {
+		return Flow{}, err
+	}
+	f, err := m.toFlow(row)
+	if err != nil {
+		return Flow{}, err
+	}
+	return f, m.publishTx(ctx, tx, f, webhooks.FlowCancelled)
+}
+
+// Delete implements Service.
+func (m *Manager) Delete(ctx context.Context, c Caller, flowID string) (Deletion, error) {
+	if !validID(flowID) || c.OrganizationID == "" {
+		return Deletion{}, ErrNotFound
+	}
+	var d store.Deletion
+	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		row, err := store.GetFlow(ctx, tx, c.OrganizationID, flowID, true)
+		if err != nil {
+			return notFound(err)
+		}
+		if err := m.consent.DeleteTx(ctx, tx, flowID); err != nil {
+			return err
+		}
+		if err := m.events.CancelPendingTx(ctx, tx, flowID); err != nil {
+			return err
+		}
+		if err := store.DeleteFlow(ctx, tx, flowID); err != nil {
+			return err
+		}
+		d = store.Deletion{OrganizationID: c.OrganizationID, FlowID: flowID, ReferenceID: row.ReferenceID, DeletedBy: c.ClientID}
+		if err := store.InsertDeletion(ctx, tx, &d); err != nil {
+			return err
+		}
+		if row.WebhookURL == "" {
+			return nil
+		}
+		// The event carries no personal data; the deletion is the flow's last change.
+		return m.events.PublishTx(ctx, tx, webhooks.Event{
+			Type: webhooks.FlowDeleted, FlowID: flowID, ReferenceID: row.ReferenceID, OrganizationID: row.OrganizationID,
+			Status: row.ConsentStatus, FlowStatus: row.ProcessStatus, Version: row.Version + 1,
+			URL: row.WebhookURL, OccurredAt: d.DeletedAt,
+		})
+	})
+	if err != nil {
+		return Deletion{}, err
+	}
+	return Deletion{FlowID: d.FlowID, ReferenceID: d.ReferenceID, DeletedBy: d.DeletedBy, DeletedAt: d.DeletedAt}, nil
+}
+
+// Deletions implements Service.
+func (m *Manager) Deletions(ctx context.Context, organizationID string, limit int, before string) ([]Deletion, bool, error) {
+	if limit < 1 || limit > MaxLimit {
+		limit = DefaultLimit
+	}
+	if before != "" && !validID(before) {
+		return nil, false, apperr.InvalidFields([]apperr.FieldError{{Field: "before", Message: "must be a flow id"}})
+	}
+	rows, err := store.Deletions(ctx, m.pool, organizationID, limit, before)
+	if err != nil {
+		return nil, false, err
+	}
+	more := len(rows) > limit
+	if more {
+		rows = rows[:limit]
+	}
+	out := make([]Deletion, len(rows))
+	for i, r := range rows {
+		out[i] = Deletion{FlowID: r.FlowID, ReferenceID: r.ReferenceID, DeletedBy: r.DeletedBy, DeletedAt: r.DeletedAt}
+	}
+	return out, more, nil
+}
+
+// PurgeExpiredKeys deletes idempotency keys older than 24 hours, in batches,
+// and returns how many it deleted.
+func (m *Manager) PurgeExpiredKeys(ctx context.Context) (int64, error) {
+	var total int64
+	for {
+		n, err := store.PurgeKeys(ctx, m.pool, 1000)
+		total += n
+		if err != nil || n < 1000 {
+			return total, err
+		}
+	}
+}
+
+// RunMaintenance expires due flows and purges expired idempotency keys every
+// interval until ctx ends. Several instances may run it at once: expiry skips
+// the rows another instance holds.
+func (m *Manager) RunMaintenance(ctx context.Context, interval time.Duration, log func(msg string, args ...any)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		for {
+			n, err := m.ExpireDue(ctx, time.Now(), 100)
+			if err != nil {
+				log("flows: expiring flows", "error", err.Error())
+			}
+			if err != nil || n < 100 {
+				break
+			}
+		}
+		if _, err := m.PurgeExpiredKeys(ctx); err != nil {
+			log("flows: purging idempotency keys", "error", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,371 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/identity"
+)
+
+// apiTime is how the API writes instants: RFC 3339, UTC, milliseconds.
+const apiTime = "2006-01-02T15:04:05.000Z"
+
+func formatTime(t time.Time) string { return t.UTC().Format(apiTime) }
+
+func formatTimePtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := formatTime(*t)
+	return &s
+}
+
+// flowError maps the flows module's sentinel errors to application errors;
+// it is the one place the API decides what they mean to a caller.
+func flowError(err error) error {
+	switch {
+	case errors.Is(err, flows.ErrNotFound):
+		return apperr.New(apperr.NotFound, "No flow with this id.")
+	case errors.Is(err, flows.ErrNotActive):
+		return apperr.New(apperr.Conflict, "The flow is no longer active.")
+	}
+	return err
+}
+
+// callerOf turns the verified principal into the flows module's caller.
+func callerOf(c echo.Context) flows.Caller {
+	p := principalOf(c)
+	return flows.Caller{OrganizationID: p.OrganizationID, ClientID: p.ClientID, Sandbox: p.Sandbox}
+}
+
+type href struct {
+	Href string `json:"href"`
+}
+
+// createFlowRequest is the body of POST /api/flows.
+type createFlowRequest struct {
+	NationalID    string `json:"nationalId"`
+	LastName      string `json:"lastName"`
+	RedirectURL   string `json:"redirectUrl"`
+	WebhookURL    string `json:"webhookUrl"`
+	ReferenceName string `json:"referenceName"`
+}
+
+type createFlowResponse struct {
+	Links struct {
+		Self    href `json:"self"`
+		Consent href `json:"consent"`
+	} `json:"_links"`
+	FlowID      string `json:"flowId"`
+	ReferenceID string `json:"referenceId"`
+}
+
+func flowPath(id string) string { return "/api/flows/" + id }
+
+// handleFlowCreate handles "POST /api/flows".
+func (s *Server) handleFlowCreate(c echo.Context) error {
+	var req createFlowRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	created, err := s.flows.Create(c.Request().Context(), callerOf(c), flows.NewFlow{
+		NationalID: req.NationalID, LastName: req.LastName, RedirectURL: req.RedirectURL,
+		WebhookURL: req.WebhookURL, ReferenceName: req.ReferenceName,
+	}, c.Request().Header.Get("Idempotency-Key"))
+	if err != nil {
+		return flowError(err)
+	}
+	var resp createFlowResponse
+	resp.Links.Self.Href = flowPath(created.FlowID)
+	resp.Links.Consent.Href = created.ConsentURL
+	resp.FlowID, resp.ReferenceID = created.FlowID, created.ReferenceID
+	h := c.Response().Header()
+	h.Set(echo.HeaderLocation, flowPath(created.FlowID))
+	if created.Replayed {
+		h.Set("Idempotent-Replayed", "true")
+	}
+	return s.writeJSON(c, http.StatusCreated, resp)
+}
+
+// flowListItem is one flow of GET /api/flows: the seed's flow model plus a
+// few conveniences.
+type flowListItem struct {
+	ID             string `json:"id"`
+	NationalID     string `json:"nationalId"`
+	OrganizationID string `json:"organizationId"`
+	Status         string `json:"status"`
+	ReferenceID    string `json:"referenceId"`
+	FlowNumber     int64  `json:"flowNumber"`
+	Sandbox        bool   `json:"sandbox"`
+	Archived       bool   `json:"archived"`
+	CreatedAt      string `json:"createdAt"`
+	UpdatedAt      string `json:"updatedAt"`
+}
+
+type flowList struct {
+	HasMore bool           `json:"has_more"`
+	Data    []flowListItem `json:"data"`
+}
+
+// listQueryParams are the query parameters GET /api/flows understands.
+var listQueryParams = map[string]bool{"limit": true, "archived": true, "status": true, "starting_after": true, "ending_before": true}
+
+// handleFlowList handles "GET /api/flows".
+func (s *Server) handleFlowList(c echo.Context) error {
+	q := c.QueryParams()
+	var problems apperr.Fields
+	for name := range q {
+		if !listQueryParams[name] {
+			problems.Add(name, "unknown query parameter")
+		}
+	}
+	var p flows.ListParams
+	single := func(name string) (string, bool) {
+		v, ok := q[name]
+		if !ok {
+			return "", false
+		}
+		if len(v) > 1 {
+			problems.Add(name, "must be given once")
+		}
+		return v[0], true
+	}
+	if v, ok := single("limit"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > flows.MaxLimit {
+			problems.Add("limit", "must be a whole number from 1 to %d", flows.MaxLimit)
+		} else {
+			p.Limit = n
+		}
+	}
+	if v, ok := single("archived"); ok {
+		switch v {
+		case "true":
+			p.Archived = true
+		case "false":
+		default:
+			problems.Add("archived", "must be true or false")
+		}
+	}
+	if v, ok := single("status"); ok {
+		p.Status = flows.ConsentStatus(v)
+	}
+	if v, ok := single("starting_after"); ok {
+		p.StartingAfter = v
+		if v == "" {
+			problems.Add("starting_after", "must be a flow id")
+		}
+	}
+	if v, ok := single("ending_before"); ok {
+		p.EndingBefore = v
+		if v == "" {
+			problems.Add("ending_before", "must be a flow id")
+		}
+	}
+	if err := p.Check(); err != nil {
+		if e, ok := apperr.As(err); ok {
+			for _, f := range e.Fields {
+				if !hasField(problems, f.Field) {
+					problems = append(problems, f)
+				}
+			}
+		}
+	}
+	if err := problems.Err(); err != nil {
+		return err
+	}
+	page, err := s.flows.List(c.Request().Context(), callerOf(c), p)
+	if err != nil {
+		return flowError(err)
+	}
+	out := flowList{HasMore: page.HasMore, Data: make([]flowListItem, len(page.Flows))}
+	for i, f := range page.Flows {
+		out.Data[i] = flowListItem{
+			ID: f.ID, NationalID: f.NationalID, OrganizationID: f.OrganizationID, Status: string(f.ConsentStatus),
+			ReferenceID: f.ReferenceID, FlowNumber: f.Number, Sandbox: f.Sandbox, Archived: f.Archived(),
+			CreatedAt: formatTime(f.CreatedAt), UpdatedAt: formatTime(f.UpdatedAt),
+		}
+	}
+	return s.writeJSON(c, http.StatusOK, out)
+}
+
+func hasField(fields apperr.Fields, name string) bool {
+	for _, f := range fields {
+		if f.Field == name {
+			return true
+		}
+	}
+	return false
+}
+
+// flowEnvelope is the body of GET /api/flows/:id: the seed's envelope 2.2
+// with the additions of CONTRACT.md.
+type flowEnvelope struct {
+	Links struct {
+		Self    string `json:"self"`
+		Tasks   href   `json:"tasks"`
+		Consent href   `json:"consent"`
+	} `json:"_links"`
+	Flow flowDetail `json:"flow"`
+}
+
+type flowDetail struct {
+	FlowID           string                  `json:"flowId"`
+	Version          int                     `json:"version"`
+	HasErrors        bool                    `json:"hasErrors"`
+	HasIncidents     bool                    `json:"hasIncidents"`
+	Incidents        map[string]incidentJSON `json:"incidents"`
+	Status           string                  `json:"status"`
+	Consent          consentJSON             `json:"consent"`
+	CreatedAt        string                  `json:"createdAt"`
+	UpdatedAt        string                  `json:"updatedAt"`
+	NumAttachments   int                     `json:"numAttachments"`
+	Meta             metaJSON                `json:"_meta"`
+	FlowDefinitionID string                  `json:"flowDefinitionId"`
+	FlowNumber       int64                   `json:"flowNumber"`
+	ReferenceID      string                  `json:"referenceId"`
+	ReferenceName    *string                 `json:"referenceName"`
+	VersionTag       *string                 `json:"versionTag"`
+	Sandbox          bool                    `json:"sandbox"`
+	SandboxConfig    map[string]any          `json:"sandboxConfig"`
+	Data             flowDataJSON            `json:"data"`
+	Actions          []string                `json:"actions"`
+}
+
+type incidentJSON struct {
+	ID           string `json:"id"`
+	Message      string `json:"message"`
+	TaskType     string `json:"taskType"`
+	TaskCategory string `json:"taskCategory"`
+}
+
+type consentJSON struct {
+	Status    string  `json:"status"`
+	OpenedAt  *string `json:"openedAt"`
+	DecidedAt *string `json:"decidedAt"`
+	ExpiresAt string  `json:"expiresAt"`
+}
+
+type metaJSON struct {
+	ProcessDefinitionID string `json:"processDefinitionId"`
+	ProcessInstanceID   string `json:"processInstanceId"`
+	ProcessVersion      string `json:"processVersion"`
+}
+
+type flowDataJSON struct {
+	NationalID         string `json:"nationalId"`
+	LastName           string `json:"lastName"`
+	RedirectURL        string `json:"redirectUrl"`
+	WebhookURL         string `json:"webhookUrl"`
+	OrganizationNumber string `json:"organizationNumber"`
+}
+
+// envelopeOf renders a flow for a caller holding p's scopes.
+func envelopeOf(f flows.Flow, p identity.Principal) flowEnvelope {
+	var e flowEnvelope
+	e.Links.Self = flowPath(f.ID)
+	e.Links.Tasks.Href = "/api/tasks?flowId=" + url.QueryEscape(f.ID)
+	e.Links.Consent.Href = f.ConsentURL
+	d := flowDetail{
+		FlowID: f.ID, Version: f.Version, HasErrors: f.HasErrors, HasIncidents: len(f.Incidents) > 0,
+		Incidents: make(map[string]incidentJSON, len(f.Incidents)), Status: string(f.ProcessStatus),
+		Consent: consentJSON{Status: string(f.ConsentStatus), OpenedAt: formatTimePtr(f.OpenedAt),
+			DecidedAt: formatTimePtr(f.DecidedAt), ExpiresAt: formatTime(f.ExpiresAt)},
+		CreatedAt: formatTime(f.CreatedAt), UpdatedAt: formatTime(f.UpdatedAt),
+		Meta: metaJSON{ProcessDefinitionID: flows.ProcessDefinitionID, ProcessInstanceID: f.ProcessInstanceID,
+			ProcessVersion: f.ProcessVersion},
+		FlowDefinitionID: flows.FlowDefinitionID, FlowNumber: f.Number, ReferenceID: f.ReferenceID,
+		Sandbox: f.Sandbox, SandboxConfig: map[string]any{},
+		Data: flowDataJSON{NationalID: f.NationalID, LastName: f.LastName, RedirectURL: f.RedirectURL,
+			WebhookURL: f.WebhookURL, OrganizationNumber: f.OrganizationNumber},
+		Actions: []string{"read"},
+	}
+	for _, i := range f.Incidents {
+		d.Incidents[i.ID] = incidentJSON{ID: i.ID, Message: i.Message, TaskType: i.TaskType, TaskCategory: flows.CategoryIncident}
+	}
+	if f.ReferenceName != "" {
+		name := f.ReferenceName
+		d.ReferenceName = &name
+	}
+	if f.ProcessStatus == flows.Active && p.HasScope(identity.ScopeFlowsWrite) {
+		d.Actions = append(d.Actions, "cancel")
+	}
+	e.Flow = d
+	return e
+}
+
+// handleFlowGet handles "GET /api/flows/:id".
+func (s *Server) handleFlowGet(c echo.Context) error {
+	f, err := s.flows.Get(c.Request().Context(), callerOf(c), c.Param("id"))
+	if err != nil {
+		return flowError(err)
+	}
+	return s.writeJSON(c, http.StatusOK, envelopeOf(f, principalOf(c)))
+}
+
+// handleFlowCancel handles "POST /api/flows/:id/cancel": it answers with the
+// cancelled flow, as GET /api/flows/:id shows it; a flow that is no longer
+// active is a 409.
+func (s *Server) handleFlowCancel(c echo.Context) error {
+	f, err := s.flows.Cancel(c.Request().Context(), callerOf(c), c.Param("id"))
+	if err != nil {
+		return flowError(err)
+	}
+	return s.writeJSON(c, http.StatusOK, envelopeOf(f, principalOf(c)))
+}
+
+type deleteFlowResponse struct {
+	Status      string `json:"status"`
+	FlowID      string `json:"flowId"`
+	ReferenceID string `json:"referenceId"`
+}
+
+// handleFlowDelete handles "DELETE /api/flows/:id".
+func (s *Server) handleFlowDelete(c echo.Context) error {
+	d, err := s.flows.Delete(c.Request().Context(), callerOf(c), c.Param("id"))
+	if err != nil {
+		return flowError(err)
+	}
+	return s.writeJSON(c, http.StatusOK, deleteFlowResponse{Status: "deleted", FlowID: d.FlowID, ReferenceID: d.ReferenceID})
+}
+
+type taskJSON struct {
+	ID           string `json:"id"`
+	FlowID       string `json:"flowId"`
+	TaskType     string `json:"taskType"`
+	TaskCategory string `json:"taskCategory"`
+	Status       string `json:"status"`
+	CreatedAt    string `json:"createdAt"`
+	UpdatedAt    string `json:"updatedAt"`
+}
+
+type taskList struct {
+	HasMore bool       `json:"has_more"`
+	Data    []taskJSON `json:"data"`
+}
+
+// handleTaskList handles "GET /api/tasks?flowId=": every task of one flow,
+// oldest first.
+func (s *Server) handleTaskList(c echo.Context) error {
+	ids, ok := c.QueryParams()["flowId"]
+	if !ok || len(ids) != 1 || ids[0] == "" {
+		return apperr.InvalidFields([]apperr.FieldError{{Field: "flowId", Message: "is required, once"}})
+	}
+	tasks, err := s.flows.Tasks(c.Request().Context(), callerOf(c), ids[0])
+	if err != nil {
+		return flowError(err)
+	}
+	out := taskList{Data: make([]taskJSON, len(tasks))}
+	for i, t := range tasks {
+		out.Data[i] = taskJSON{ID: t.ID, FlowID: t.FlowID, TaskType: t.TaskType, TaskCategory: t.TaskCategory,
+			Status: t.Status, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt)}
+	}
+	return s.writeJSON(c, http.StatusOK, out)
+}

@@ -1,0 +1,544 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/webhooks"
+)
+
+type listPage struct {
+	HasMore bool `json:"has_more"`
+	Data    []struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	} `json:"data"`
+}
+
+func (e *apiEnv) page(t *testing.T, query string) listPage {
+	t.Helper()
+	r := e.call(t, "GET", "/api/flows?"+query, tokA, "")
+	var p listPage
+	if r.status != 200 || json.Unmarshal(r.body, &p) != nil {
+		t.Fatalf("?%s: %d %s", query, r.status, r.body)
+	}
+	return p
+}
+
+func TestPaginationWalksBothWaysWithoutGapsOrRepeats(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	ctx := context.Background()
+	caller := flows.Caller{OrganizationID: orgA, ClientID: "seed"}
+	ids := make([]string, 250)
+	parallel(len(ids), 4, func(i int) {
+		c, err := e.flows.Create(ctx, caller, flows.NewFlow{NationalID: fmt.Sprintf("ID-%d", i), LastName: "N",
+			RedirectURL: "https://bank.example/"}, "")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		ids[i] = c.FlowID
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+	// Many flows share a creation instant, so the id must break ties; a few
+	// are archived, and a few opened, so that filters have work to do.
+	if _, err := e.pool.Exec(ctx, `update flows set created_at = date_trunc('second', now()) - (flow_number % 40) * interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids[:30] {
+		if _, err := e.flows.Cancel(ctx, caller, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids[30:45] {
+		if err := database.WithTx(ctx, e.pool, func(tx pgx.Tx) error {
+			_, err := e.flows.MarkOpenedTx(ctx, tx, id)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expected := func(where string) []string {
+		rows, err := e.pool.Query(ctx, `select id::text from flows where `+where+` order by created_at desc, id desc`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	tests := []struct {
+		name, query, where string
+		limit              int
+	}{
+		{"active", "", "not archived", 7},
+		{"archived", "archived=true", "archived", 4},
+		{"opened", "status=Opened", "not archived and consent_status = 'Opened'", 6},
+		{"default page size", "", "not archived", 0},
+		{"largest pages", "", "not archived", 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := expected(tt.where)
+			size := tt.limit
+			q := tt.query
+			if size == 0 {
+				size = 10
+			} else {
+				q += fmt.Sprintf("&limit=%d", size)
+			}
+			// Forwards from the newest.
+			var got []string
+			cursor := ""
+			for {
+				p := e.page(t, q+cursor)
+				if len(p.Data) > size || (p.HasMore && len(p.Data) != size) {
+					t.Fatalf("page of %d with has_more %v", len(p.Data), p.HasMore)
+				}
+				for _, d := range p.Data {
+					got = append(got, d.ID)
+				}
+				if !p.HasMore {
+					break
+				}
+				cursor = "&starting_after=" + got[len(got)-1]
+			}
+			if strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Fatalf("forwards: %d flows, want %d in order", len(got), len(want))
+			}
+			// Backwards from the oldest.
+			var back []string
+			cursor = "&ending_before=" + want[len(want)-1]
+			back = append(back, want[len(want)-1])
+			for {
+				p := e.page(t, q+cursor)
+				if len(p.Data) > size || (p.HasMore && len(p.Data) != size) {
+					t.Fatalf("backwards: page of %d with has_more %v", len(p.Data), p.HasMore)
+				}
+				page := make([]string, len(p.Data))
+				for i, d := range p.Data {
+					page[i] = d.ID
+				}
+				back = append(page, back...)
+				if !p.HasMore {
+					break
+				}
+				cursor = "&ending_before=" + page[0]
+			}
+			if strings.Join(back, ",") != strings.Join(want, ",") {
+				t.Fatalf("backwards: %d flows, want %d in order", len(back), len(want))
+			}
+		})
+	}
+	// has_more is exact at the edges: a page that ends exactly at the last flow says so.
+	want := expected("not archived")
+	if p := e.page(t, "limit=5&starting_after="+want[len(want)-6]); p.HasMore || len(p.Data) != 5 {
+		t.Fatalf("the last five: has_more %v, %d flows", p.HasMore, len(p.Data))
+	}
+	if p := e.page(t, "limit=5&ending_before="+want[5]); p.HasMore || len(p.Data) != 5 || p.Data[0].ID != want[0] {
+		t.Fatalf("the first five backwards: has_more %v, %d flows", p.HasMore, len(p.Data))
+	}
+	if p := e.page(t, "limit=5&ending_before="+want[6]); !p.HasMore || p.Data[0].ID != want[1] {
+		t.Fatalf("one more before: has_more %v", p.HasMore)
+	}
+}
+
+func TestListWalksTheIndexFromTheCursor(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	ctx := context.Background()
+	// The query of a deep page must not sort or skip rows: it starts in the page index at the cursor.
+	var lines []string
+	err := database.WithTx(ctx, e.pool, func(tx pgx.Tx) error {
+		// Without statistics of an empty table the planner could pick anything;
+		// what matters is that the index serves the cursor and the order.
+		if _, err := tx.Exec(ctx, `set local enable_seqscan = off; set local enable_bitmapscan = off`); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `explain select id from flows where organization_id = $1 and archived = false
+			and (created_at, id) < ($2, $3) order by created_at desc, id desc limit 11`,
+			"o", time.Now(), "0190a3c4-0000-7000-8000-000000000000")
+		if err != nil {
+			return err
+		}
+		lines, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	if !strings.Contains(plan, "flows_page_idx") || strings.Contains(plan, "Sort") || !strings.Contains(plan, "AND (ROW(created_at, id) <") || strings.Contains(plan, "Filter") {
+		t.Fatalf("the page query does not walk the page index:\n%s", plan)
+	}
+}
+
+func TestConcurrentCreatesGetDistinctFlowNumbers(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	var mu sync.Mutex
+	numbers := map[string]bool{}
+	refs := map[string]bool{}
+	parallel(50, 50, func(i int) {
+		r := e.call(t, "POST", "/api/flows", tokA, createBody(map[string]any{"nationalId": fmt.Sprintf("C-%d", i)}))
+		if r.status != 201 {
+			t.Errorf("create %d: %d %s", i, r.status, r.body)
+			return
+		}
+		var c struct{ FlowID, ReferenceID string }
+		_ = json.Unmarshal(r.body, &c)
+		mu.Lock()
+		refs[c.ReferenceID] = true
+		mu.Unlock()
+	})
+	rows, err := e.pool.Query(context.Background(), `select flow_number::text from flows where organization_id = $1`, orgA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+	for _, n := range got {
+		numbers[n] = true
+	}
+	if len(got) != 50 || len(numbers) != 50 || len(refs) != 50 {
+		t.Fatalf("%d flows, %d distinct numbers, %d distinct references", len(got), len(numbers), len(refs))
+	}
+	// Another organization counts from 1 on its own.
+	if r := e.call(t, "POST", "/api/flows", tokB, createBody(map[string]any{"redirectUrl": "https://beta.example/"})); !strings.Contains(string(r.body), `"BETA-1"`) {
+		t.Fatalf("B's first flow: %s", r.body)
+	}
+}
+
+// leftovers counts the rows a failed create might have left behind.
+func (e *apiEnv) leftovers(t *testing.T) string {
+	t.Helper()
+	return fmt.Sprintf("flows=%d tasks=%d consent=%d keys=%d events=%d",
+		e.count(t, `select count(*) from flows`), e.count(t, `select count(*) from flow_tasks`),
+		e.count(t, `select count(*) from consent_requests`), e.count(t, `select count(*) from flow_idempotency_keys`),
+		e.count(t, `select count(*) from test_events`))
+}
+
+func TestACrashBeforeCommitLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	const empty = "flows=0 tasks=0 consent=0 keys=0 events=0"
+
+	// The last write of the transaction, the event, fails: the API answers 500
+	// and everything written before it is rolled back.
+	e.events.publish = func(context.Context, webhooks.Event) error { return errors.New("disk full") }
+	r := e.call(t, "POST", "/api/flows", tokA, createBody(map[string]any{"webhookUrl": "https://hooks.example/h"}), "Idempotency-Key", "k1")
+	if r.status != 500 || strings.Contains(string(r.body), "disk full") {
+		t.Fatalf("failing publisher: %d %s", r.status, r.body)
+	}
+	if got := e.leftovers(t); got != empty {
+		t.Fatalf("after a failed publish: %s", got)
+	}
+
+	// The process dies mid-transaction: here its context ends after every
+	// insert but before the commit.
+	ctx, cancel := context.WithCancel(context.Background())
+	e.events.publish = func(context.Context, webhooks.Event) error { cancel(); return nil }
+	_, err := e.flows.Create(ctx, flows.Caller{OrganizationID: orgA, ClientID: "c"}, flows.NewFlow{NationalID: "X1", LastName: "N",
+		RedirectURL: "https://bank.example/", WebhookURL: "https://hooks.example/h"}, "k2")
+	if err == nil {
+		t.Fatal("a create whose context ended before the commit succeeded")
+	}
+	if got := e.leftovers(t); got != empty {
+		t.Fatalf("after a cancelled context: %s", got)
+	}
+
+	// The same key then works: the failed attempts did not hold it.
+	e.events.publish = nil
+	if r := e.call(t, "POST", "/api/flows", tokA, createBody(map[string]any{"webhookUrl": "https://hooks.example/h"}), "Idempotency-Key", "k1"); r.status != 201 || r.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("retry after the crash: %d %s", r.status, r.body)
+	}
+	if got := e.leftovers(t); got != "flows=1 tasks=2 consent=1 keys=1 events=1" {
+		t.Fatalf("after the retry: %s", got)
+	}
+}
+
+func TestIdempotencyKeyReplaysConflictsAndExpires(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	body := createBody(map[string]any{"webhookUrl": "https://hooks.example/h"})
+	first := e.call(t, "POST", "/api/flows", tokA, body, "Idempotency-Key", "order-42")
+	if first.status != 201 || first.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("first: %d %s", first.status, first.body)
+	}
+	// The same body, formatted differently, replays the first response.
+	var m map[string]any
+	_ = json.Unmarshal([]byte(body), &m)
+	again, _ := json.MarshalIndent(m, "", "  ")
+	second := e.call(t, "POST", "/api/flows", tokA, string(again), "Idempotency-Key", "order-42")
+	if second.status != 201 || second.header.Get("Idempotent-Replayed") != "true" || string(second.body) != string(first.body) ||
+		second.header.Get("Location") != first.header.Get("Location") {
+		t.Fatalf("replay: %d %q\n%s\nwant\n%s", second.status, second.header.Get("Idempotent-Replayed"), second.body, first.body)
+	}
+	// Another body with the same key is refused.
+	r := e.call(t, "POST", "/api/flows", tokA, createBody(map[string]any{"lastName": "Other"}), "Idempotency-Key", "order-42")
+	if r.status != 422 || !strings.Contains(string(r.body), "/problems/idempotency-key-reused") {
+		t.Fatalf("other body: %d %s", r.status, r.body)
+	}
+	// Keys belong to one organization.
+	if r := e.call(t, "POST", "/api/flows", tokB, createBody(map[string]any{"redirectUrl": "https://beta.example/"}), "Idempotency-Key", "order-42"); r.status != 201 || r.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("B with A's key: %d %s", r.status, r.body)
+	}
+	if got := e.leftovers(t); got != "flows=2 tasks=3 consent=2 keys=2 events=1" {
+		t.Fatalf("rows: %s", got)
+	}
+
+	// Concurrent requests with one key create one flow and all answer it.
+	var mu sync.Mutex
+	ids := map[string]int{}
+	replayed := 0
+	parallel(12, 12, func(int) {
+		r := e.call(t, "POST", "/api/flows", tokA, createBody(map[string]any{"nationalId": "SAME"}), "Idempotency-Key", "race")
+		if r.status != 201 {
+			t.Errorf("concurrent: %d %s", r.status, r.body)
+			return
+		}
+		var c struct{ FlowID string }
+		_ = json.Unmarshal(r.body, &c)
+		mu.Lock()
+		ids[c.FlowID]++
+		if r.header.Get("Idempotent-Replayed") == "true" {
+			replayed++
+		}
+		mu.Unlock()
+	})
+	if len(ids) != 1 || replayed != 11 {
+		t.Fatalf("concurrent same-key creates: flows %v, %d replayed", ids, replayed)
+	}
+	if n := e.count(t, `select count(*) from flows where organization_id = $1`, orgA); n != 2 {
+		t.Fatalf("%d flows of A, want 2", n)
+	}
+
+	// After 24 hours the key is free again, and expired keys are purged.
+	if _, err := e.pool.Exec(context.Background(), `update flow_idempotency_keys set expires_at = now() - interval '1 second' where key = 'order-42' and organization_id = $1`, orgA); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.call(t, "POST", "/api/flows", tokA, createBody(map[string]any{"lastName": "Other"}), "Idempotency-Key", "order-42"); r.status != 201 || r.header.Get("Idempotent-Replayed") != "" ||
+		strings.Contains(string(r.body), first.json(t)["flowId"].(string)) {
+		t.Fatalf("expired key: %d %s", r.status, r.body)
+	}
+	if _, err := e.pool.Exec(context.Background(), `update flow_idempotency_keys set expires_at = now() - interval '1 second' where key = 'race'`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.flows.PurgeExpiredKeys(context.Background()); err != nil || n != 1 {
+		t.Fatalf("purge: %d %v", n, err)
+	}
+	if n := e.count(t, `select count(*) from flow_idempotency_keys`); n != 2 {
+		t.Fatalf("%d keys left, want 2", n)
+	}
+}
+
+// flowJSON returns the retrieved flow object.
+func (e *apiEnv) flowJSON(t *testing.T, id string) map[string]any {
+	t.Helper()
+	r := e.call(t, "GET", "/api/flows/"+id, tokA, "")
+	if r.status != 200 {
+		t.Fatalf("get %s: %d %s", id, r.status, r.body)
+	}
+	return r.json(t)["flow"].(map[string]any)
+}
+
+func TestWebhookTaskReportsOpenAndResolveIncidents(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	ctx := context.Background()
+	id := e.create(t, tokA, map[string]any{"webhookUrl": "https://hooks.example/h"})
+	var taskID string
+	if err := e.pool.QueryRow(ctx, `select task_id from test_events where flow_id = $1`, id).Scan(&taskID); err != nil {
+		t.Fatal(err)
+	}
+	const msg = "hooks.example: 502 Bad Gateway"
+	for range 2 {
+		if err := e.flows.TaskFailing(ctx, taskID, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := e.flowJSON(t, id)
+	incidents := f["incidents"].(map[string]any)
+	if f["version"] != 2.0 || f["hasIncidents"] != true || f["hasErrors"] != false || len(incidents) != 1 {
+		t.Fatalf("after failing twice: %v", f)
+	}
+	for key, v := range incidents {
+		inc := v.(map[string]any)
+		if keysOf(inc) != "id,message,taskCategory,taskType" || inc["id"] != key || inc["message"] != msg ||
+			inc["taskType"] != "send-initiate-webhook" || inc["taskCategory"] != "incident" {
+			t.Fatalf("incident %v", inc)
+		}
+	}
+	if err := e.flows.TaskSucceeded(ctx, taskID); err != nil {
+		t.Fatal(err)
+	}
+	f = e.flowJSON(t, id)
+	if f["version"] != 3.0 || f["hasIncidents"] != false || len(f["incidents"].(map[string]any)) != 0 {
+		t.Fatalf("after success: %v", f)
+	}
+	if err := e.flows.TaskFailed(ctx, taskID, "hooks.example: 410 Gone"); err != nil {
+		t.Fatal(err)
+	}
+	f = e.flowJSON(t, id)
+	if f["version"] != 4.0 || f["hasErrors"] != true || f["hasIncidents"] != true {
+		t.Fatalf("after failing for good: %v", f)
+	}
+	if n := e.count(t, `select count(*) from flow_tasks where id = $1 and status = 'failed'`, taskID); n != 1 {
+		t.Fatal("the task is not failed")
+	}
+	// Reports about unknown or deleted tasks are nothing to act on.
+	for _, bad := range []string{"nope", "00000000-0000-0000-0000-000000000000"} {
+		if err := e.flows.TaskFailing(ctx, bad, "x"); err != nil {
+			t.Fatalf("unknown task %q: %v", bad, err)
+		}
+	}
+}
+
+func TestProgressMovesTheFlowAlong(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	ctx := context.Background()
+	inTx := func(fn func(tx pgx.Tx) error) error { return database.WithTx(ctx, e.pool, fn) }
+	id := e.create(t, tokA, map[string]any{"webhookUrl": "https://hooks.example/h"})
+
+	var f flows.Flow
+	if err := inTx(func(tx pgx.Tx) (err error) { f, err = e.flows.MarkOpenedTx(ctx, tx, id); return }); err != nil {
+		t.Fatal(err)
+	}
+	if f.ConsentStatus != flows.Opened || f.Version != 2 || f.OpenedAt == nil || f.NationalID != "ID-12345" {
+		t.Fatalf("opened: %+v", f)
+	}
+	// Opening again changes nothing.
+	if err := inTx(func(tx pgx.Tx) (err error) { f, err = e.flows.MarkOpenedTx(ctx, tx, id); return }); err != nil || f.Version != 2 {
+		t.Fatalf("second open: %v %d", err, f.Version)
+	}
+	if err := inTx(func(tx pgx.Tx) (err error) { f, err = e.flows.DecideTx(ctx, tx, id, true); return }); err != nil {
+		t.Fatal(err)
+	}
+	if f.ConsentStatus != flows.Accepted || f.ProcessStatus != flows.Completed || f.Version != 3 || f.DecidedAt == nil {
+		t.Fatalf("decided: %+v", f)
+	}
+	if err := inTx(func(tx pgx.Tx) error { _, err := e.flows.DecideTx(ctx, tx, id, false); return err }); !errors.Is(err, flows.ErrNotActive) {
+		t.Fatalf("deciding twice: %v", err)
+	}
+	if err := inTx(func(tx pgx.Tx) error {
+		_, err := e.flows.ForConsentTx(ctx, tx, "00000000-0000-0000-0000-000000000000")
+		return err
+	}); !errors.Is(err, flows.ErrNotFound) {
+		t.Fatalf("unknown flow: %v", err)
+	}
+	g := e.flowJSON(t, id)
+	c := g["consent"].(map[string]any)
+	if g["status"] != "completed" || c["status"] != "Accepted" || c["openedAt"] == nil || c["decidedAt"] == nil || fmt.Sprint(g["actions"]) != "[read]" {
+		t.Fatalf("accepted flow: %v", g)
+	}
+
+	// Expiry cancels active flows whose consent is past due, and no others.
+	due := e.create(t, tokA, map[string]any{"webhookUrl": "https://hooks.example/h"})
+	notDue := e.create(t, tokA, nil)
+	if _, err := e.pool.Exec(ctx, `update flows set expires_at = now() - interval '1 minute' where id = any($1::uuid[])`, []string{due, id}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := e.flows.ExpireDue(ctx, time.Now(), 10)
+	if err != nil || n != 1 {
+		t.Fatalf("ExpireDue: %d %v", n, err)
+	}
+	if s := e.flowJSON(t, due)["status"]; s != "cancelled" {
+		t.Fatalf("due flow: %v", s)
+	}
+	if s := e.flowJSON(t, notDue)["status"]; s != "active" {
+		t.Fatalf("flow not due: %v", s)
+	}
+	if err := inTx(func(tx pgx.Tx) error { _, err := e.flows.DecideTx(ctx, tx, due, true); return err }); !errors.Is(err, flows.ErrNotActive) {
+		t.Fatalf("deciding an expired flow: %v", err)
+	}
+	var kinds string
+	if err := e.pool.QueryRow(ctx, `select string_agg(kind || ':' || version, ',' order by id) from test_events`).Scan(&kinds); err != nil {
+		t.Fatal(err)
+	}
+	if kinds != "flow.created:1,flow.opened:2,flow.accepted:3,flow.created:1,flow.cancelled:2" {
+		t.Fatalf("events %s", kinds)
+	}
+}
+
+func FuzzCreateFlowBody(f *testing.F) {
+	for _, seed := range []string{
+		createBody(nil),
+		createBody(map[string]any{"webhookUrl": "https://hooks.example/h", "referenceName": "R"}),
+		`{}`, `[]`, `null`, `{"nationalId":null}`, `{"nationalId":"a","lastName":"b","redirectUrl":"https://x.example"}`,
+		`{"nationalId":"` + strings.Repeat("9", 64) + `","lastName":"Ø","redirectUrl":"http://[::1]:8080/cb"}`,
+		`{"nationalId":"a","lastName":"b\u0007","redirectUrl":"https://x.example","extra":{}}`,
+		`{"nationalId":"a","lastName":"b","redirectUrl":"https://x.example"}{}`,
+		"{\"lastName\":\"\xff\"}", `{"redirectUrl":"https://user@x.example"}`, `{"nationalId":1e400}`,
+	} {
+		f.Add(seed)
+	}
+	e := newAPI(f)
+	f.Fuzz(func(t *testing.T, body string) {
+		r := e.call(t, "POST", "/api/flows", tokA, body)
+		switch r.status {
+		case 201:
+			var in, created map[string]any
+			if json.Unmarshal([]byte(body), &in) != nil {
+				t.Fatalf("201 for a body that is not a JSON object: %q", body)
+			}
+			_ = json.Unmarshal(r.body, &created)
+			g := e.call(t, "GET", "/api/flows/"+fmt.Sprint(created["flowId"]), tokA, "")
+			if g.status != 200 {
+				t.Fatalf("created flow not retrievable: %d", g.status)
+			}
+			data := g.json(t)["flow"].(map[string]any)["data"].(map[string]any)
+			if data["nationalId"] != strings.TrimSpace(fmt.Sprint(in["nationalId"])) {
+				t.Fatalf("stored %v for %v", data["nationalId"], in["nationalId"])
+			}
+		case 400:
+			var p Problem
+			if json.Unmarshal(r.body, &p) != nil || p.Status != 400 || len(p.Errors) == 0 {
+				t.Fatalf("400 without named fields for %q: %s", body, r.body)
+			}
+		case 413, 415:
+		default:
+			t.Fatalf("status %d for %q: %s", r.status, body, r.body)
+		}
+	})
+}
+
+func TestALostDatabaseAnswers503(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	id := e.create(t, tokA, nil)
+	e.proxy.Cut()
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/api/flows", createBody(nil)},
+		{"GET", "/api/flows", ""},
+		{"GET", "/api/flows/" + id, ""},
+		{"DELETE", "/api/flows/" + id, ""},
+	} {
+		r := e.call(t, c.method, c.path, tokA, c.body)
+		if r.status != 503 || r.header.Get("Retry-After") == "" || r.header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("%s %s with the database gone: %d %q %s", c.method, c.path, r.status, r.header.Get("Retry-After"), r.body)
+		}
+	}
+	e.proxy.Restore()
+	deadline := time.Now().Add(15 * time.Second)
+	for e.call(t, "GET", "/api/flows/"+id, tokA, "").status != 200 {
+		if time.Now().After(deadline) {
+			t.Fatal("the API did not recover")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
