@@ -89,24 +89,20 @@ func (r *Requests) DeleteTx(ctx context.Context, tx database.Tx, flowID string) 
 	return requests.Delete(ctx, tx, flowID)
 }
 
-// Request is a consent request found by its link.
-type Request struct {
-	FlowID         string
-	OrganizationID string
-}
+var _ LinkResolver = (*Requests)(nil)
 
-// Lookup finds the request behind a link token. ErrUnknownLink. Whether the
-// request is still open is the flow's state: ask flows.Progress.
-func (r *Requests) Lookup(ctx context.Context, token string) (Request, error) {
+// FlowIDForToken implements LinkResolver. ErrUnknownLink. Whether the request
+// is still open is the flow's state: ask flows.Progress.
+func (r *Requests) FlowIDForToken(ctx context.Context, token string) (string, error) {
 	if len(token) != base64.RawURLEncoding.EncodedLen(tokenBytes) {
-		return Request{}, ErrUnknownLink
+		return "", ErrUnknownLink
 	}
 	req, err := requests.ByTokenHash(ctx, r.pool, tokenHash(token))
 	if errors.Is(err, requests.ErrNoRows) {
-		return Request{}, ErrUnknownLink
+		return "", ErrUnknownLink
 	}
 	if err != nil {
-		return Request{}, err
+		return "", err
 	}
-	return Request{FlowID: req.FlowID, OrganizationID: req.OrganizationID}, nil
+	return req.FlowID, nil
 }

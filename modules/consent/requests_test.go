@@ -44,9 +44,8 @@ func TestConsentRequestLinks(t *testing.T) {
 	if got, err := r.URL(ctx, flowA); err != nil || got != linkA {
 		t.Fatalf("URL = %q, %v", got, err)
 	}
-	req, err := r.Lookup(ctx, tokenA)
-	if err != nil || req.FlowID != flowA || req.OrganizationID != "org-1" {
-		t.Fatalf("Lookup = %+v, %v", req, err)
+	if got, err := r.FlowIDForToken(ctx, tokenA); err != nil || got != flowA {
+		t.Fatalf("FlowIDForToken = %q, %v", got, err)
 	}
 	var stored string
 	if err := pool.QueryRow(ctx, `select string_agg(c::text, '') from consent_requests c`).Scan(&stored); err != nil {
@@ -56,8 +55,8 @@ func TestConsentRequestLinks(t *testing.T) {
 		t.Fatal("the link token is stored in clear")
 	}
 	for _, bad := range []string{"", "short", strings.Repeat("A", 43), tokenA[:42] + "x"} {
-		if _, err := r.Lookup(ctx, bad); !errors.Is(err, consent.ErrUnknownLink) {
-			t.Errorf("Lookup(%q) = %v", bad, err)
+		if _, err := r.FlowIDForToken(ctx, bad); !errors.Is(err, consent.ErrUnknownLink) {
+			t.Errorf("FlowIDForToken(%q) = %v", bad, err)
 		}
 	}
 	if err := database.WithTx(ctx, pool, func(tx pgx.Tx) error { return r.DeleteTx(ctx, tx, flowA) }); err != nil {
@@ -66,8 +65,8 @@ func TestConsentRequestLinks(t *testing.T) {
 	if _, err := r.URL(ctx, flowA); !errors.Is(err, consent.ErrUnknownLink) {
 		t.Fatalf("URL after delete: %v", err)
 	}
-	if _, err := r.Lookup(ctx, tokenA); !errors.Is(err, consent.ErrUnknownLink) {
-		t.Fatalf("Lookup after delete: %v", err)
+	if _, err := r.FlowIDForToken(ctx, tokenA); !errors.Is(err, consent.ErrUnknownLink) {
+		t.Fatalf("FlowIDForToken after delete: %v", err)
 	}
 	if _, err := r.URL(ctx, flowB); err != nil {
 		t.Fatalf("the other request: %v", err)
