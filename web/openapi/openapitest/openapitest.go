@@ -174,7 +174,7 @@ func validateResponse(r *http.Request, params map[string]string, route *routers.
 		},
 		Status:  status,
 		Header:  header,
-		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+		Options: responseOptions,
 	}
 	in.SetBodyBytes(body)
 	return openapi3filter.ValidateResponse(context.Background(), in)
@@ -249,6 +249,16 @@ var genericProblems = map[int]string{
 	http.StatusInternalServerError:   "Internal",
 	http.StatusServiceUnavailable:    "Unavailable",
 }
+
+// responseOptions fail on undocumented statuses, report every schema error,
+// and name each by its place in the body rather than dumping the schema.
+var responseOptions = func() *openapi3filter.Options {
+	o := &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}
+	o.WithCustomSchemaErrorFunc(func(err *openapi3.SchemaError) string {
+		return fmt.Sprintf("at /%s: %s", strings.Join(err.JSONPointer(), "/"), err.Reason)
+	})
+	return o
+}()
 
 type spec struct {
 	doc    *openapi3.T
