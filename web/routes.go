@@ -28,7 +28,9 @@ func (s *Server) routes() {
 	// (issue 4: /api/flows, /api/tasks)
 
 	// API documentation: public.
-	// (issue 4: /api/openapi.json, /docs)
+	docs := s.newAPIDocs()
+	e.GET("/api/openapi.json", docs.handleOpenAPI)
+	e.GET("/docs", docs.handleDocs)
 
 	// Consent pages: the end user, by link.
 	// (issue 7)
