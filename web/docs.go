@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -14,39 +15,62 @@ import (
 	"github.com/flowd/flowd/web/openapi"
 )
 
-// apiDocs is the OpenAPI document for this service's base URL, built once at
-// start: its JSON, that JSON's ETag, and the rendered reference page.
+// apiDocs is the OpenAPI document for one base URL: its JSON and ETag, made
+// once at start, and the reference page, rendered at its first request.
 type apiDocs struct {
-	json []byte
-	etag string
-	page []byte
+	baseURL string
+	json    []byte
+	etag    string
+
+	pageOnce sync.Once
+	page     []byte
+	pageErr  error
 }
 
-// newAPIDocs builds the documentation for baseURL. The document is embedded
-// and its tests load and render it, so a failure here is a build defect.
+// docsByBaseURL shares the documentation among the servers of one process
+// (tests start many): building the page costs far more than serving it.
+var docsByBaseURL sync.Map // base URL → *apiDocs
+
+// newAPIDocs returns the documentation for the server's base URL. The
+// document is embedded and its tests load it, so a failure is a build defect.
 func (s *Server) newAPIDocs() *apiDocs {
 	baseURL := openapi.DefaultBaseURL
 	if s.cfg != nil && s.cfg.BaseURL != nil {
 		baseURL = s.cfg.BaseURL.String()
 	}
+	if d, ok := docsByBaseURL.Load(baseURL); ok {
+		return d.(*apiDocs)
+	}
 	raw, err := openapi.JSON(baseURL)
 	if err != nil {
 		panic(err)
 	}
-	doc, err := openapi.Load(baseURL)
-	if err != nil {
-		panic(err)
-	}
-	model, err := openapi.Reference(doc, raw, baseURL)
-	if err != nil {
-		panic(err)
-	}
-	var page bytes.Buffer
-	if err := pages.Docs(model).Render(context.Background(), &page); err != nil {
-		panic(err)
-	}
 	sum := sha256.Sum256(raw)
-	return &apiDocs{json: raw, etag: `"` + hex.EncodeToString(sum[:12]) + `"`, page: page.Bytes()}
+	d, _ := docsByBaseURL.LoadOrStore(baseURL, &apiDocs{baseURL: baseURL, json: raw, etag: `"` + hex.EncodeToString(sum[:12]) + `"`})
+	return d.(*apiDocs)
+}
+
+// renderPage builds the reference page from the parsed document, once.
+func (d *apiDocs) renderPage() ([]byte, error) {
+	d.pageOnce.Do(func() {
+		doc, err := openapi.Load(d.baseURL)
+		if err != nil {
+			d.pageErr = err
+			return
+		}
+		model, err := openapi.Reference(doc, d.json, d.baseURL)
+		if err != nil {
+			d.pageErr = err
+			return
+		}
+		var buf bytes.Buffer
+		if err := pages.Docs(model).Render(context.Background(), &buf); err != nil {
+			d.pageErr = err
+			return
+		}
+		d.page = buf.Bytes()
+	})
+	return d.page, d.pageErr
 }
 
 // handleOpenAPI handles "GET /api/openapi.json": the OpenAPI 3.1 document,
@@ -65,6 +89,10 @@ func (d *apiDocs) handleOpenAPI(c echo.Context) error {
 
 // handleDocs handles "GET /docs": the document rendered for people.
 func (d *apiDocs) handleDocs(c echo.Context) error {
+	page, err := d.renderPage()
+	if err != nil {
+		return err
+	}
 	c.Response().Header().Set("Cache-Control", "public, max-age=300")
-	return c.HTMLBlob(http.StatusOK, d.page)
+	return c.HTMLBlob(http.StatusOK, page)
 }

@@ -54,7 +54,8 @@ func JSON(baseURL string) ([]byte, error) {
 
 // Load parses the document for baseURL with every reference resolved and the
 // source line of each element kept (Origin), so that renderers can list
-// operations and members in the order they are written.
+// operations and members in the order they are written. It does not validate
+// the document, which takes longer than parsing it: the tests do (LoadData).
 func Load(baseURL string) (*openapi3.T, error) {
 	root, err := tree(baseURL)
 	if err != nil {
@@ -64,7 +65,13 @@ func Load(baseURL string) (*openapi3.T, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openapi: writing YAML: %w", err)
 	}
-	return LoadData(b)
+	loader := openapi3.NewLoader()
+	loader.IncludeOrigin = true
+	doc, err := loader.LoadFromData(b)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: loading the document: %w", err)
+	}
+	return doc, nil
 }
 
 // tree parses the embedded document and puts baseURL in the place of
@@ -90,7 +97,8 @@ func replaceBaseURL(n *yaml.Node, baseURL string) {
 	}
 }
 
-// LoadData parses a document given as JSON or YAML.
+// LoadData parses a document given as JSON or YAML and validates it,
+// examples included.
 func LoadData(b []byte) (*openapi3.T, error) {
 	loader := openapi3.NewLoader()
 	loader.IncludeOrigin = true

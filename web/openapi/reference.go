@@ -25,7 +25,7 @@ import (
 // Descriptions are CommonMark, as OpenAPI has them, rendered by goldmark (the
 // CommonMark library of the Go world) with raw HTML escaped.
 func Reference(doc *openapi3.T, raw []byte, baseURL string) (pages.DocsPage, error) {
-	r := &reference{doc: doc, raw: raw, md: goldmark.New(
+	r := &reference{doc: doc, raw: raw, objects: map[string]map[string]json.RawMessage{}, md: goldmark.New(
 		goldmark.WithExtensions(extension.Table),
 		goldmark.WithParserOptions(parser.WithAutoHeadingID()),
 	)}
@@ -95,9 +95,10 @@ func Reference(doc *openapi3.T, raw []byte, baseURL string) (pages.DocsPage, err
 }
 
 type reference struct {
-	doc *openapi3.T
-	raw []byte
-	md  goldmark.Markdown
+	doc     *openapi3.T
+	raw     []byte
+	objects map[string]map[string]json.RawMessage // decoded objects of raw by JSON pointer
+	md      goldmark.Markdown
 }
 
 func (r *reference) operation(path, method string, item *openapi3.PathItem, op *openapi3.Operation) (pages.DocsOperation, error) {
@@ -275,7 +276,7 @@ func (r *reference) body(at, contentType string, mt *openapi3.MediaType) (pages.
 // example returns the example at ptr as written: indented JSON, or a form
 // body for application/x-www-form-urlencoded.
 func (r *reference) example(ptr, contentType string) (string, error) {
-	raw, err := lookup(r.raw, ptr)
+	raw, err := r.lookup(ptr)
 	if err != nil {
 		return "", fmt.Errorf("openapi: example %s: %w", ptr, err)
 	}
@@ -606,19 +607,24 @@ func escapePointer(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
-// lookup returns the raw JSON at ptr in doc, with its members in the order
-// they are written.
-func lookup(doc []byte, ptr string) (json.RawMessage, error) {
-	cur := json.RawMessage(doc)
+// lookup returns the raw JSON at ptr in the document, with its members in
+// the order they are written. Objects on the way are decoded once.
+func (r *reference) lookup(ptr string) (json.RawMessage, error) {
+	cur := json.RawMessage(r.raw)
+	at := ""
 	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(cur, &obj); err != nil {
-			return nil, fmt.Errorf("%q is not inside an object", tok)
-		}
-		next, ok := obj[tok]
+		obj, ok := r.objects[at]
 		if !ok {
-			return nil, fmt.Errorf("no member %q", tok)
+			if err := json.Unmarshal(cur, &obj); err != nil {
+				return nil, fmt.Errorf("%q is not inside an object", tok)
+			}
+			r.objects[at] = obj
+		}
+		at += "/" + tok
+		name := strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		next, ok := obj[name]
+		if !ok {
+			return nil, fmt.Errorf("no member %q", name)
 		}
 		cur = next
 	}
