@@ -33,7 +33,9 @@ func (s *Server) routes() {
 	api.GET("/tasks", s.handleTaskList, requireScope(identity.ScopeFlowsRead))
 
 	// API documentation: public.
-	// (issue 4: /api/openapi.json, /docs)
+	docs := s.newAPIDocs()
+	e.GET("/api/openapi.json", docs.handleOpenAPI)
+	e.GET("/docs", docs.handleDocs)
 
 	// Consent pages: the end user, by link.
 	consentPages := e.Group("/consent", s.consentCSRF())

@@ -1,0 +1,203 @@
+package web
+
+import (
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/web/openapi"
+	"github.com/flowd/flowd/web/openapi/openapitest"
+)
+
+func TestTheOpenAPIDocumentIsServedPublicly(t *testing.T) {
+	t.Parallel()
+	ts := setup(t)
+	client := openapitest.Client(t) // the answer is itself an operation of the document
+	resp, err := client.Get(ts.url + "/api/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("%d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if resp.Header.Get("Access-Control-Allow-Origin") != "*" || resp.Header.Get("ETag") == "" {
+		t.Fatalf("headers %v", resp.Header)
+	}
+	doc, err := openapi.LoadData(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := doc.Servers[0].URL, ts.srv.cfg.BaseURL.String(); got != want {
+		t.Fatalf("servers[0].url %q, want the configured base URL %q", got, want)
+	}
+
+	req, _ := http.NewRequest("GET", ts.url+"/api/openapi.json", nil)
+	req.Header.Set("If-None-Match", resp.Header.Get("ETag"))
+	again, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Body.Close()
+	if again.StatusCode != http.StatusNotModified {
+		t.Fatalf("a revalidation answered %d, want 304", again.StatusCode)
+	}
+}
+
+func TestTheDocsPageRendersTheDocument(t *testing.T) {
+	t.Parallel()
+	ts := setup(t)
+	resp, body := do(t, "GET", ts.url+"/docs", "", "")
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("%d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	doc, err := openapi.Load(openapi.DefaultBaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`<html lang="en">`, `<h1>flowd API</h1>`, `<main id="content"`, `href="/assets/css/app.css"`,
+		`id="authentication"`, `id="errors"`, `id="pagination"`, `id="idempotency"`, `id="webhooks"`,
+		`curl -s -X POST http://localhost:8080/oauth/token`, "webhook-signature", "flows:write", "flows:delete",
+	}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			want = append(want, `id="`+op.OperationID+`"`, ">"+method+"<", ">"+path+"<", html.EscapeString(op.Summary))
+			for _, p := range op.Parameters {
+				want = append(want, "<code>"+p.Value.Name+"</code>")
+			}
+		}
+	}
+	for _, code := range allCodes() {
+		want = append(want, ProblemType(code))
+	}
+	for _, field := range []string{"nationalId", "redirectUrl", "_links.consent.href", "flow.consent.openedAt",
+		"flow.incidents.{key}.taskCategory", "data[].flowNumber", "refresh_expires_in", "data.flowStatus"} {
+		want = append(want, "<code>"+field+"</code>")
+	}
+	for _, w := range want {
+		if !strings.Contains(body, w) {
+			t.Errorf("the page lacks %q", w)
+		}
+	}
+	// No script and nothing from another site.
+	if strings.Contains(body, "<script") || regexp.MustCompile(`(src|href)="(https?:)?//`).MatchString(strings.ReplaceAll(body, `href="https://www.standardwebhooks.com/"`, "")) {
+		t.Fatal("the page loads scripts or third-party assets")
+	}
+	// Descriptions are escaped Markdown, never raw HTML from the document.
+	if strings.Contains(body, "<access_token>") {
+		t.Fatal("unescaped text from the document")
+	}
+}
+
+// allCodes lists every application error code the web layer knows.
+func allCodes() []apperr.Code {
+	codes := make([]apperr.Code, 0, len(problemKinds))
+	for code := range problemKinds {
+		codes = append(codes, code)
+	}
+	slices.Sort(codes)
+	return codes
+}
+
+func TestEveryProblemTypeIsDocumented(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.LoadData(openapi.YAML())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var enum []string
+	for _, v := range doc.Components.Schemas["Problem"].Value.Properties["type"].Value.Enum {
+		enum = append(enum, fmt.Sprint(v))
+	}
+	slices.Sort(enum)
+	var want []string
+	for _, code := range allCodes() {
+		want = append(want, ProblemType(code))
+		kind := problemKinds[code]
+		row := fmt.Sprintf("| `%s` | %d | %s |", ProblemType(code), kind.status, kind.title)
+		if !strings.Contains(doc.Info.Description, row) {
+			t.Errorf("the Errors table has no row %q", row)
+		}
+	}
+	slices.Sort(want)
+	if !slices.Equal(enum, want) {
+		t.Fatalf("Problem.type enum %v, want the error codes' types %v", enum, want)
+	}
+}
+
+// TestEveryAPIRouteIsDocumented walks the real router: a route under /api (or
+// the token endpoint) that the document does not list is drift.
+func TestEveryAPIRouteIsDocumented(t *testing.T) {
+	t.Parallel()
+	ts := setup(t)
+	doc, err := openapi.LoadData(openapi.YAML())
+	if err != nil {
+		t.Fatal(err)
+	}
+	param := regexp.MustCompile(`\{[^}]+\}|:[^/]+`)
+	documented := map[string]bool{}
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			documented[method+" "+param.ReplaceAllString(path, "{}")] = true
+		}
+	}
+	checked := 0
+	for _, r := range ts.srv.Echo().Routes() {
+		if !strings.HasPrefix(r.Path, "/api/") && r.Path != "/oauth/token" || strings.HasSuffix(r.Path, "*") {
+			continue
+		}
+		if strings.HasPrefix(r.Method, "echo_route_any") || r.Method == "PROPFIND" || r.Method == "REPORT" {
+			continue
+		}
+		checked++
+		if key := r.Method + " " + param.ReplaceAllString(r.Path, "{}"); !documented[key] {
+			t.Errorf("%s %s is routed but not in the OpenAPI document", r.Method, r.Path)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no API route was checked")
+	}
+}
+
+// TestAnswersWithoutATokenMatchTheDocument sends every protected operation
+// without a token through the validating client: the real 401s must be what
+// the document promises (problem body, WWW-Authenticate, X-Request-Id).
+func TestAnswersWithoutATokenMatchTheDocument(t *testing.T) {
+	t.Parallel()
+	ts := setup(t)
+	doc, err := openapi.LoadData(openapi.YAML())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := openapitest.Client(t)
+	const id = "0b7e6f2a-3c1d-4e5f-9a8b-7c6d5e4f3a21"
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.Security == nil || len(*op.Security) == 0 || len((*op.Security)[0]) == 0 {
+				continue // public
+			}
+			url := ts.url + strings.ReplaceAll(path, "{flowId}", id)
+			if path == "/api/tasks" {
+				url += "?flowId=" + id
+			}
+			req, _ := http.NewRequest(method, url, strings.NewReader(`{}`))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("%s %s without a token: %d, want 401", method, path, resp.StatusCode)
+			}
+		}
+	}
+}

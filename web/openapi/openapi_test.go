@@ -1,0 +1,234 @@
+package openapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+func TestTheDocumentLoadsAndIsValid(t *testing.T) {
+	t.Parallel()
+	fromYAML, err := LoadData(YAML())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fromYAML.IsOpenAPI31OrLater() {
+		t.Fatalf("openapi %q, want 3.1", fromYAML.OpenAPI)
+	}
+	raw, err := JSON(DefaultBaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !json.Valid(raw) {
+		t.Fatal("JSON gave invalid JSON")
+	}
+	fromJSON, err := LoadData(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The served JSON is the written YAML, member for member.
+	a, _ := json.Marshal(fromYAML)
+	b, _ := json.Marshal(fromJSON)
+	if string(a) != string(b) {
+		t.Fatal("the JSON form differs from the YAML document")
+	}
+	// Examples are checked against their schemas too.
+	if err := fromJSON.Validate(t.Context(), openapi3.EnableExamplesValidation()); err != nil {
+		t.Fatalf("an example does not match its schema: %v", err)
+	}
+}
+
+func TestTheServiceBaseURLReplacesTheDefault(t *testing.T) {
+	t.Parallel()
+	raw, err := JSON("https://consent.bank.example/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), DefaultBaseURL) {
+		t.Fatal("the default base URL is still in the document")
+	}
+	doc, err := LoadData(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.Servers[0].URL; got != "https://consent.bank.example" {
+		t.Fatalf("servers[0].url = %q", got)
+	}
+	flows := doc.Components.SecuritySchemes["oauth2"].Value.Flows.ClientCredentials
+	if flows.TokenURL != "https://consent.bank.example/oauth/token" {
+		t.Fatalf("tokenUrl = %q", flows.TokenURL)
+	}
+	if loaded, err := Load("https://consent.bank.example"); err != nil || loaded.Servers[0].URL != "https://consent.bank.example" {
+		t.Fatalf("Load: %v", err)
+	}
+}
+
+// operations lists every operation of the document with its path and method.
+func operations(doc *openapi3.T) map[string]*openapi3.Operation {
+	ops := map[string]*openapi3.Operation{}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			ops[method+" "+path] = op
+		}
+	}
+	return ops
+}
+
+func TestEveryOperationIsCompletelyDescribed(t *testing.T) {
+	t.Parallel()
+	doc, err := LoadData(YAML())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := operations(doc)
+	for _, want := range []string{
+		"POST /api/flows", "GET /api/flows", "GET /api/flows/{flowId}", "DELETE /api/flows/{flowId}",
+		"POST /api/flows/{flowId}/cancel", "GET /api/tasks", "GET /api/openapi.json", "POST /oauth/token",
+	} {
+		if ops[want] == nil {
+			t.Errorf("%s is not in the document", want)
+		}
+	}
+	scopes := doc.Components.SecuritySchemes["oauth2"].Value.Flows.ClientCredentials.Scopes
+	public := map[string]bool{"GET /api/openapi.json": true, "POST /oauth/token": true}
+	ids := map[string]string{}
+	for name, op := range ops {
+		if op.OperationID == "" || op.Summary == "" || op.Description == "" || len(op.Tags) == 0 {
+			t.Errorf("%s: needs an operationId, summary, description and tag", name)
+		}
+		if other, ok := ids[op.OperationID]; ok {
+			t.Errorf("%s and %s share the operationId %q", name, other, op.OperationID)
+		}
+		ids[op.OperationID] = name
+		if op.Security == nil {
+			t.Errorf("%s: no security requirement (write security: [] for a public operation)", name)
+			continue
+		}
+		if !public[name] {
+			if len(*op.Security) != 1 || len((*op.Security)[0]["oauth2"]) != 1 {
+				t.Errorf("%s: needs exactly one OAuth scope", name)
+			}
+			for _, s := range (*op.Security)[0]["oauth2"] {
+				if _, ok := scopes[s]; !ok {
+					t.Errorf("%s: unknown scope %q", name, s)
+				}
+			}
+			for _, code := range []int{401, 403, 500, 503} {
+				if op.Responses.Status(code) == nil {
+					t.Errorf("%s: does not document %d", name, code)
+				}
+			}
+		}
+		for _, p := range op.Parameters {
+			if p.Value.Example == nil || p.Value.Description == "" {
+				t.Errorf("%s: parameter %s needs a description and an example", name, p.Value.Name)
+			}
+		}
+		if op.RequestBody != nil {
+			for mt, c := range op.RequestBody.Value.Content {
+				if len(c.Examples) == 0 {
+					t.Errorf("%s: request body %s has no example", name, mt)
+				}
+			}
+		}
+		for code, r := range op.Responses.Map() {
+			if len(r.Value.Content) == 0 {
+				t.Errorf("%s %s: no body", name, code)
+			}
+			if r.Value.Headers["X-Request-Id"] == nil {
+				t.Errorf("%s %s: X-Request-Id is not documented", name, code)
+			}
+			for mt, c := range r.Value.Content {
+				if len(c.Examples) == 0 && c.Example == nil {
+					t.Errorf("%s %s %s: no example", name, code, mt)
+				}
+				if strings.HasPrefix(name, "POST /oauth") || code < "400" {
+					continue
+				}
+				if mt != "application/problem+json" {
+					t.Errorf("%s %s: an API error must be application/problem+json, not %s", name, code, mt)
+				}
+			}
+		}
+	}
+	if hook := doc.Webhooks["flowEvent"]; hook == nil || hook.Post == nil || hook.Post.RequestBody == nil {
+		t.Fatal("no flowEvent webhook")
+	}
+}
+
+func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
+	t.Parallel()
+	raw, err := JSON(DefaultBaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := Load(DefaultBaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Reference(doc, raw, DefaultBaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, g := range p.Groups {
+		for _, op := range g.Operations {
+			got = append(got, op.ID)
+			if len(op.Responses) == 0 || op.Auth == "" {
+				t.Errorf("%s: responses or authorization missing", op.ID)
+			}
+		}
+	}
+	want := []string{"createFlow", "listFlows", "getFlow", "deleteFlow", "cancelFlow", "listTasks", "createToken", "getOpenAPIDocument"}
+	slices.Sort(want)
+	sorted := slices.Sorted(slices.Values(got))
+	if !slices.Equal(sorted, want) {
+		t.Fatalf("operations %v, want %v", got, want)
+	}
+	if got[0] != "createFlow" || got[1] != "listFlows" {
+		t.Fatalf("operations not in written order: %v", got)
+	}
+	var intro []string
+	for _, l := range p.Intro {
+		intro = append(intro, l.ID)
+	}
+	for _, id := range []string{"authentication", "errors", "pagination", "idempotency", "webhooks"} {
+		if !slices.Contains(intro, id) {
+			t.Errorf("the overview has no %q section: %v", id, intro)
+		}
+	}
+	if len(p.Webhooks) != 1 || p.Webhooks[0].RequestBody == nil {
+		t.Fatal("the webhook is not shown")
+	}
+
+	create := p.Groups[0].Operations[0]
+	if create.Method != http.MethodPost || create.Path != "/api/flows" || !slices.Equal(create.Scopes, []string{"flows:write"}) {
+		t.Fatalf("create: %+v", create)
+	}
+	var fields []string
+	for _, f := range create.RequestBody.Fields {
+		fields = append(fields, f.Name)
+	}
+	if strings.Join(fields, ",") != "nationalId,lastName,redirectUrl,webhookUrl,referenceName" {
+		t.Fatalf("request fields in the wrong order: %v", fields)
+	}
+	created := create.Responses[0]
+	if created.Status != "201 Created" || len(created.Bodies) != 1 {
+		t.Fatalf("first response %+v", created)
+	}
+	if ex := created.Bodies[0].Examples[0].Body; !strings.HasPrefix(ex, "{\n  \"_links\": {\n    \"self\"") {
+		t.Fatalf("the example lost its written order:\n%s", ex)
+	}
+	for _, r := range create.Responses {
+		if strings.HasPrefix(r.Status, "404") {
+			t.Fatal("create documents a 404 it never answers")
+		}
+		if strings.HasPrefix(r.Status, "422") && !slices.Equal(r.Bodies[0].ProblemTypes, []string{"/problems/idempotency-key-reused"}) {
+			t.Fatalf("422 problem types %v", r.Bodies[0].ProblemTypes)
+		}
+	}
+}
