@@ -25,6 +25,7 @@ import (
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
+	"github.com/flowd/flowd/web/openapi/openapitest"
 )
 
 // Test organizations and the bearer tokens fakeIdentity knows.
@@ -221,6 +222,8 @@ func (e *apiEnv) call(t testing.TB, method, path, token, body string, headers ..
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every response of the API tests must match the OpenAPI document.
+	openapitest.Validate(t, req, nil, resp, b)
 	return response{status: resp.StatusCode, header: resp.Header, body: b}
 }
 
