@@ -14,6 +14,7 @@ import (
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web"
 )
 
@@ -56,14 +57,34 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// identity (issue 3):
 
 	// webhooks (issue 5):
+	registry := prometheus.NewRegistry()
+	hooks, err := webhooks.New(pool, standInTaskReporter{log: log}, webhooks.Options{
+		Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, Log: log, Registry: registry,
+	})
+	if err != nil {
+		return err
+	}
 
 	// consent (issue 7; the request rows of issue 4):
 
 	// flows (issue 4):
 
 	srv := web.New(web.Deps{
-		Log: log, Config: cfg, Pool: pool, Registry: prometheus.NewRegistry(),
+		Log: log, Config: cfg, Pool: pool, Registry: registry, Webhooks: hooks,
 	})
+	// The webhook workers start with the server and stop after it has
+	// drained, so that a request's last event is still delivered by someone:
+	// this instance if it can finish in time, another (or the next) otherwise.
+	if err := hooks.Start(ctx); err != nil {
+		return fmt.Errorf("webhook workers: %w", err)
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), cfg.WebhookTimeout+5*time.Second)
+		defer cancel()
+		if err := hooks.Stop(stopCtx); err != nil {
+			log.Warn("webhook workers did not stop cleanly", "error", err.Error())
+		}
+	}()
 	log.Info("serving", "addr", ln.Addr().String(), "base_url", cfg.BaseURL.String())
 	fmt.Fprintf(stdout, "flowd is serving on %s\n  API        %s/api/flows\n  API docs   %s/docs\n  console    %s/console\n  readiness  %s/readyz\n",
 		ln.Addr(), cfg.BaseURL, cfg.BaseURL, cfg.BaseURL, cfg.BaseURL)
@@ -89,5 +110,25 @@ func waitForDatabase(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) 
 		case <-time.After(time.Second):
 		}
 	}
+	return nil
+}
+
+// standInTaskReporter stands in for the flows module's webhooks.TaskReporter
+// until the branches merge: the lead replaces it with the flows service. It
+// only logs, so deliveries run but no task or incident changes.
+type standInTaskReporter struct{ log *slog.Logger }
+
+func (r standInTaskReporter) TaskSucceeded(_ context.Context, taskID string) error {
+	r.log.Debug("webhook task succeeded (stand-in reporter)", "task_id", taskID)
+	return nil
+}
+
+func (r standInTaskReporter) TaskFailing(_ context.Context, taskID, message string) error {
+	r.log.Debug("webhook task failing (stand-in reporter)", "task_id", taskID, "message", message)
+	return nil
+}
+
+func (r standInTaskReporter) TaskFailed(_ context.Context, taskID, message string) error {
+	r.log.Debug("webhook task failed (stand-in reporter)", "task_id", taskID, "message", message)
 	return nil
 }
