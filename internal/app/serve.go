@@ -76,6 +76,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// drained, so that a request's last event is still delivered by someone:
 	// this instance if it can finish in time, another (or the next) otherwise.
 	if err := hooks.Start(ctx); err != nil {
+		ln.Close()
 		return fmt.Errorf("webhook workers: %w", err)
 	}
 	defer func() {

@@ -57,6 +57,9 @@ type Options struct {
 	IncidentAfter int
 	// Workers is how many deliveries one instance makes at once (20).
 	Workers int
+	// PollInterval is how often idle workers look for due retries; new events
+	// wake them at once through LISTEN/NOTIFY (River's default, 1 s).
+	PollInterval time.Duration
 	// Log receives the module's logs; River's own are kept to warnings.
 	Log *slog.Logger
 	// Registry, when set, receives the delivery metrics.
@@ -119,6 +122,7 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Logger:               slog.New(minLevel{opts.Log.Handler(), slog.LevelWarn}),
 		Queues:               map[string]river.QueueConfig{queue: {MaxWorkers: opts.Workers}},
+		FetchPollInterval:    opts.PollInterval,
 		Workers:              workers,
 		MaxAttempts:          len(opts.Schedule) + 1,
 		RetryPolicy:          schedulePolicy(opts.Schedule),
