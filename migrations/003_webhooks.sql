@@ -5,7 +5,7 @@
 
 create table webhook_secrets (
     organization_id     text primary key,
-    secret              text not null,            -- whsec_<base64>; signs now
+    secret              text not null,            -- whsec_<base64>, or v1:<AES-GCM sealed> under FLOWD_KEY_ENCRYPTION_KEY
     created_at          timestamptz not null default now(),
     previous_secret     text,                     -- signs too until previous_expires_at
     previous_expires_at timestamptz
@@ -29,6 +29,7 @@ create table webhook_events (
 
 create index webhook_events_flow on webhook_events (flow_id, created_at desc);
 create index webhook_events_task on webhook_events (organization_id, task_id, created_at desc) where task_id <> '';
+create index webhook_events_finished on webhook_events (finished_at) where state <> 'pending';
 
 create table webhook_attempts (
     id           bigint generated always as identity primary key,

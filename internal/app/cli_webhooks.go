@@ -27,7 +27,8 @@ func runRotateWebhookSecret(ctx context.Context, args []string, getenv func(stri
 	if strings.TrimSpace(*org) == "" {
 		return errors.New("orgs rotate-webhook-secret: --org is required")
 	}
-	cfg, err := config.Load(getenv, config.Need{Database: true})
+	// The secrets are needed: FLOWD_KEY_ENCRYPTION_KEY encrypts the new signing secret at rest.
+	cfg, err := config.Load(getenv, config.Need{Database: true, Secrets: true})
 	if err != nil {
 		return err
 	}
@@ -36,7 +37,7 @@ func runRotateWebhookSecret(ctx context.Context, args []string, getenv func(stri
 		return err
 	}
 	defer pool.Close()
-	hooks, err := webhooks.New(pool, nil, webhooks.Options{Timeout: cfg.WebhookTimeout})
+	hooks, err := webhooks.New(pool, nil, webhooks.Options{Timeout: cfg.WebhookTimeout, KeyEncryptionKey: cfg.KeyEncryptionKey})
 	if err != nil {
 		return err
 	}

@@ -59,7 +59,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// webhooks (issue 5):
 	registry := prometheus.NewRegistry()
 	hooks, err := webhooks.New(pool, standInTaskReporter{log: log}, webhooks.Options{
-		Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, Log: log, Registry: registry,
+		Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, KeyEncryptionKey: cfg.KeyEncryptionKey,
+		Log: log, Registry: registry,
 	})
 	if err != nil {
 		return err

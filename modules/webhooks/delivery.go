@@ -182,15 +182,22 @@ func (w *deliveryWorker) Timeout(*river.Job[deliveryArgs]) time.Duration {
 func (m *Module) signingSecrets(ctx context.Context, organizationID string) ([]string, error) {
 	s, err := store.GetSecrets(ctx, m.pool, organizationID)
 	if errors.Is(err, store.ErrNotFound) {
-		s, err = store.InsertSecret(ctx, m.pool, organizationID, newSecret())
+		s, err = store.InsertSecret(ctx, m.pool, organizationID, m.sealer.seal(organizationID, newSecret()))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("signing secret: %w", database.Classify(err))
 	}
+	stored := []string{s.Current}
 	if s.Previous != "" {
-		return []string{s.Current, s.Previous}, nil
+		stored = append(stored, s.Previous)
 	}
-	return []string{s.Current}, nil
+	secrets := make([]string, len(stored))
+	for i, v := range stored {
+		if secrets[i], err = m.sealer.open(organizationID, v); err != nil {
+			return nil, err
+		}
+	}
+	return secrets, nil
 }
 
 // send POSTs the event once. It returns the response's status (0 when none

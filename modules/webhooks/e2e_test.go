@@ -128,10 +128,12 @@ func TestRotateWebhookSecretCLI(t *testing.T) {
 	url := dbtest.NewURL(t)
 	b := publisher(t, url)
 	env := func(k string) string {
-		if k == "DATABASE_URL" {
-			return url
-		}
-		return ""
+		return map[string]string{
+			"DATABASE_URL":             url,
+			"FLOWD_KEY_ENCRYPTION_KEY": flowdtest.TestKeyEncryptionKey,
+			"FLOWD_SESSION_KEY":        flowdtest.TestSessionKey,
+			"FLOWD_DATA_KEY":           flowdtest.TestDataKey,
+		}[k]
 	}
 	out, err := flowdtest.RunCLI(env, "", "orgs", "rotate-webhook-secret", "--org", b.org, "--json")
 	if err != nil {

@@ -2,6 +2,7 @@ package webhooks_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,11 +18,15 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/flowdtest"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
 // testSchedule retries at once, so that tests of retries stay fast.
 var testSchedule = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond}
+
+// testKEK is the key encryption key flowdtest gives flowd, decoded.
+var testKEK, _ = base64.StdEncoding.DecodeString(flowdtest.TestKeyEncryptionKey)
 
 // bundle is what setup gives a test.
 type bundle struct {
@@ -47,6 +52,7 @@ func newBundle(t *testing.T, pool *pgxpool.Pool, mutate ...func(*webhooks.Option
 	t.Helper()
 	opts := webhooks.Options{
 		Timeout: 5 * time.Second, AllowPrivate: true, Schedule: testSchedule, PollInterval: 100 * time.Millisecond,
+		KeyEncryptionKey: testKEK,
 	}
 	for _, m := range mutate {
 		m(&opts)

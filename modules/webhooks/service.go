@@ -64,7 +64,17 @@ type Options struct {
 	Log *slog.Logger
 	// Registry, when set, receives the delivery metrics.
 	Registry prometheus.Registerer
+	// KeyEncryptionKey (FLOWD_KEY_ENCRYPTION_KEY) encrypts signing secrets at
+	// rest; without it they are stored as they are.
+	KeyEncryptionKey []byte
+	// Retention is how long finished events and their attempts are kept
+	// (DefaultRetention); pending ones are kept until they finish.
+	Retention time.Duration
 }
+
+// DefaultRetention keeps a finished event's attempts for the console for 90
+// days, long past the 30 days a consent link lives.
+const DefaultRetention = 90 * 24 * time.Hour
 
 // Module is the webhooks service: the Service the rest of flowd calls, and
 // the River client whose workers deliver. Start runs the workers; a module
@@ -79,6 +89,7 @@ type Module struct {
 	schedule      []time.Duration
 	incidentAfter int
 	metrics       *metrics
+	sealer        *sealer
 }
 
 var _ Service = (*Module)(nil)
@@ -101,7 +112,18 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
+	if reporter == nil {
+		reporter = noReporter{}
+	}
+	sealer, err := newSealer(opts.KeyEncryptionKey)
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: %w", err)
+	}
 	m := &Module{
+		sealer:        sealer,
 		pool:          pool,
 		reporter:      reporter,
 		log:           opts.Log,
@@ -113,6 +135,9 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 	}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &deliveryWorker{m: m}); err != nil {
+		return nil, fmt.Errorf("webhooks: %w", err)
+	}
+	if err := river.AddWorkerSafely(workers, &cleanupWorker{pool: pool, retention: opts.Retention}); err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
 	// A job may run the attempt plus a little database work; a job running
@@ -129,6 +154,11 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 		JobTimeout:           jobTimeout,
 		RescueStuckJobsAfter: 2 * jobTimeout,
 		SoftStopTimeout:      jobTimeout,
+		// The leader instance prunes old events hourly.
+		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
+			func() (river.JobArgs, *river.InsertOpts) {
+				return cleanupArgs{}, &river.InsertOpts{Queue: queue, MaxAttempts: 3}
+			}, &river.PeriodicJobOpts{ID: "webhooks-cleanup", RunOnStart: true})},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
@@ -237,11 +267,15 @@ func (m *Module) CancelPendingTx(ctx context.Context, tx database.Tx, flowID str
 // CreateSecretTx makes the organization's first secret in tx; when it already
 // has one, that one is returned.
 func (m *Module) CreateSecretTx(ctx context.Context, tx database.Tx, organizationID string) (Secret, error) {
-	s, err := store.InsertSecret(ctx, tx, organizationID, newSecret())
+	s, err := store.InsertSecret(ctx, tx, organizationID, m.sealer.seal(organizationID, newSecret()))
 	if err != nil {
 		return Secret{}, fmt.Errorf("webhooks: create secret: %w", database.Classify(err))
 	}
-	return Secret{Value: s.Current, CreatedAt: s.CreatedAt}, nil
+	v, err := m.sealer.open(organizationID, s.Current)
+	if err != nil {
+		return Secret{}, err
+	}
+	return Secret{Value: v, CreatedAt: s.CreatedAt}, nil
 }
 
 // RotateSecret replaces the organization's secret; the old one keeps signing
@@ -249,7 +283,7 @@ func (m *Module) CreateSecretTx(ctx context.Context, tx database.Tx, organizatio
 // Rotating again within those 24 h drops the oldest.
 func (m *Module) RotateSecret(ctx context.Context, organizationID string) (Secret, error) {
 	v := newSecret()
-	at, err := store.RotateSecret(ctx, m.pool, organizationID, v, secretOverlap)
+	at, err := store.RotateSecret(ctx, m.pool, organizationID, m.sealer.seal(organizationID, v), secretOverlap)
 	if errors.Is(err, store.ErrNotFound) {
 		return Secret{}, ErrNotFound
 	}
@@ -268,7 +302,11 @@ func (m *Module) CurrentSecret(ctx context.Context, organizationID string) (Secr
 	if err != nil {
 		return Secret{}, fmt.Errorf("webhooks: secret: %w", database.Classify(err))
 	}
-	return Secret{Value: s.Current, CreatedAt: s.CreatedAt}, nil
+	v, err := m.sealer.open(organizationID, s.Current)
+	if err != nil {
+		return Secret{}, err
+	}
+	return Secret{Value: v, CreatedAt: s.CreatedAt}, nil
 }
 
 // attemptsShown bounds Attempts: enough for a full retry schedule of many events.
@@ -332,6 +370,13 @@ func (p schedulePolicy) wait(n int) time.Duration {
 	d := p[min(max(n, 1), len(p))-1]
 	return d + time.Duration(rand.Int64N(int64(d)/5+1))
 }
+
+// noReporter is the reporter of a module that never delivers (an admin command).
+type noReporter struct{}
+
+func (noReporter) TaskSucceeded(context.Context, string) error       { return nil }
+func (noReporter) TaskFailing(context.Context, string, string) error { return nil }
+func (noReporter) TaskFailed(context.Context, string, string) error  { return nil }
 
 // minLevel drops records below a level: it keeps River's logs to warnings.
 type minLevel struct {

@@ -375,3 +375,36 @@ func TestPublishValidates(t *testing.T) {
 		t.Errorf("events = %d, %v; want none", n, err)
 	}
 }
+
+// TestSecretsEncryptedAtRest: the database holds no signing secret in the
+// clear, and a module without the key cannot use a sealed one.
+func TestSecretsEncryptedAtRest(t *testing.T) {
+	t.Parallel()
+	b := newBundle(t, newPool(t))
+	var stored string
+	if err := b.pool.QueryRow(context.Background(), "select secret from webhook_secrets where organization_id = $1", b.org).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stored, "whsec_") || strings.Contains(stored, strings.TrimPrefix(b.secret, "whsec_")) {
+		t.Errorf("stored secret %q is in the clear", stored)
+	}
+	keyless, err := webhooks.New(b.pool, nil, webhooks.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keyless.CurrentSecret(context.Background(), b.org); err == nil {
+		t.Error("a module without the key opened a sealed secret")
+	}
+	// Without a key secrets are kept as they are, and a keyed module reads them.
+	err = database.WithTx(context.Background(), b.pool, func(tx database.Tx) error {
+		_, err := keyless.CreateSecretTx(context.Background(), tx, "org-plain")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.hooks.CurrentSecret(context.Background(), "org-plain")
+	if err != nil || !strings.HasPrefix(s.Value, "whsec_") {
+		t.Errorf("plain secret read back as %q, %v", s.Value, err)
+	}
+}

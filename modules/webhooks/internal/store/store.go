@@ -220,3 +220,14 @@ func RotateSecret(ctx context.Context, db DB, organizationID, secret string, ove
 	}
 	return createdAt, err
 }
+
+// DeleteFinished deletes up to limit events finished before before, with
+// their attempts, and returns how many it deleted.
+func DeleteFinished(ctx context.Context, db DB, before time.Time, limit int) (int64, error) {
+	tag, err := db.Exec(ctx, `
+		delete from webhook_events where id in (
+			select id from webhook_events
+			where state <> 'pending' and finished_at < $1
+			limit $2)`, before, limit)
+	return tag.RowsAffected(), err
+}
