@@ -3,11 +3,13 @@ package webhooks_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -36,8 +38,8 @@ func publisher(t *testing.T, url string) *bundle {
 func TestTwoInstancesDeliverOnce(t *testing.T) {
 	t.Parallel()
 	url := dbtest.NewURL(t)
-	flowdtest.Start(t, flowdtest.WithDatabase(url))
-	flowdtest.Start(t, flowdtest.WithDatabase(url))
+	a := flowdtest.Start(t, flowdtest.WithDatabase(url))
+	c := flowdtest.Start(t, flowdtest.WithDatabase(url))
 	b := publisher(t, url)
 	rcv := newReceiver(t, b.secret)
 	const n = 30
@@ -63,6 +65,34 @@ func TestTwoInstancesDeliverOnce(t *testing.T) {
 			t.Errorf("event %s delivered %d times, want once", id, c)
 		}
 	}
+	// Each instance counts its deliveries in /metrics; together, all of them.
+	if got := deliveredMetric(t, a.URL) + deliveredMetric(t, c.URL); got != n {
+		t.Errorf(`flowd_webhook_deliveries_total{outcome="delivered"} sums to %v, want %d`, got, n)
+	}
+}
+
+// deliveredMetric reads the delivered-deliveries counter of an instance.
+func deliveredMetric(t *testing.T, base string) float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(body), "flowd_webhook_delivery_duration_seconds") {
+		t.Errorf("%s/metrics lacks the webhook delivery histogram", base)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, `flowd_webhook_deliveries_total{outcome="delivered"} `); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+	}
+	return 0
 }
 
 // TestKilledServerLosesNothing: a flowd process killed (SIGKILL) while
