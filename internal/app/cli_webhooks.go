@@ -37,7 +37,7 @@ func runRotateWebhookSecret(ctx context.Context, args []string, getenv func(stri
 		return err
 	}
 	defer pool.Close()
-	hooks, err := webhooks.New(pool, nil, webhooks.Options{Timeout: cfg.WebhookTimeout, KeyEncryptionKey: cfg.KeyEncryptionKey})
+	hooks, err := webhooks.New(pool, webhooks.Options{Timeout: cfg.WebhookTimeout, KeyEncryptionKey: cfg.KeyEncryptionKey})
 	if err != nil {
 		return err
 	}

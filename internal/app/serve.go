@@ -58,7 +58,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 
 	// webhooks (issue 5):
 	registry := prometheus.NewRegistry()
-	hooks, err := webhooks.New(pool, standInTaskReporter{log: log}, webhooks.Options{
+	hooks, err := webhooks.New(pool, webhooks.Options{
 		Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, KeyEncryptionKey: cfg.KeyEncryptionKey,
 		Log: log, Registry: registry,
 	})
@@ -76,7 +76,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// The webhook workers start with the server and stop after it has
 	// drained, so that a request's last event is still delivered by someone:
 	// this instance if it can finish in time, another (or the next) otherwise.
-	if err := hooks.Start(ctx); err != nil {
+	// At merge: hooks.Start(ctx, <the flows service>), flows being built on hooks.
+	if err := hooks.Start(ctx, standInTaskReporter{log: log}); err != nil {
 		ln.Close()
 		return fmt.Errorf("webhook workers: %w", err)
 	}

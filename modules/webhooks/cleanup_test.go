@@ -13,7 +13,7 @@ import (
 func TestCleanup(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	m, err := New(pool, nil, Options{})
+	m, err := New(pool, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

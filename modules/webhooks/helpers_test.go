@@ -58,7 +58,7 @@ func newBundle(t *testing.T, pool *pgxpool.Pool, mutate ...func(*webhooks.Option
 		m(&opts)
 	}
 	rec := &recorder{}
-	hooks, err := webhooks.New(pool, rec, opts)
+	hooks, err := webhooks.New(pool, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func newBundle(t *testing.T, pool *pgxpool.Pool, mutate ...func(*webhooks.Option
 
 func (b *bundle) start(t *testing.T) {
 	t.Helper()
-	if err := b.hooks.Start(context.Background()); err != nil {
+	if err := b.hooks.Start(context.Background(), b.reporter); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -94,9 +94,9 @@ type Module struct {
 
 var _ Service = (*Module)(nil)
 
-// New builds the module on pool. reporter (the flows module) is told how each
-// flow's send-initiate-webhook task goes.
-func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, error) {
+// New builds the module on pool. It publishes, cancels and keeps secrets at
+// once; Start runs its delivery workers.
+func New(pool *pgxpool.Pool, opts Options) (*Module, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
@@ -115,9 +115,6 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 	if opts.Retention <= 0 {
 		opts.Retention = DefaultRetention
 	}
-	if reporter == nil {
-		reporter = noReporter{}
-	}
 	sealer, err := newSealer(opts.KeyEncryptionKey)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
@@ -125,7 +122,6 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 	m := &Module{
 		sealer:        sealer,
 		pool:          pool,
-		reporter:      reporter,
 		log:           opts.Log,
 		client:        newHTTPClient(opts.Timeout, opts.AllowPrivate),
 		timeout:       opts.Timeout,
@@ -167,9 +163,16 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 	return m, nil
 }
 
-// Start runs the delivery workers until Stop. Several instances on one
-// database share the work: each job is locked by the one instance working it.
-func (m *Module) Start(ctx context.Context) error {
+// Start runs the delivery workers until Stop, telling reporter (the flows
+// module) how each flow's send-initiate-webhook task goes. It takes the
+// reporter here rather than in New because flows is built on the Publisher
+// that New returns. Several instances on one database share the work: each
+// job is locked by the one instance working it.
+func (m *Module) Start(ctx context.Context, reporter TaskReporter) error {
+	if reporter == nil {
+		return errors.New("webhooks: Start needs a TaskReporter")
+	}
+	m.reporter = reporter
 	// River cancels running deliveries when the context given to Start ends;
 	// Stop is what ends them gracefully, so they outlive ctx.
 	return m.river.Start(context.WithoutCancel(ctx))
@@ -370,13 +373,6 @@ func (p schedulePolicy) wait(n int) time.Duration {
 	d := p[min(max(n, 1), len(p))-1]
 	return d + time.Duration(rand.Int64N(int64(d)/5+1))
 }
-
-// noReporter is the reporter of a module that never delivers (an admin command).
-type noReporter struct{}
-
-func (noReporter) TaskSucceeded(context.Context, string) error       { return nil }
-func (noReporter) TaskFailing(context.Context, string, string) error { return nil }
-func (noReporter) TaskFailed(context.Context, string, string) error  { return nil }
 
 // minLevel drops records below a level: it keeps River's logs to warnings.
 type minLevel struct {
