@@ -321,9 +321,42 @@ func TestCancelPending(t *testing.T) {
 		}
 	}
 	for _, c := range b.reporter.Calls() {
-		if strings.Contains(c, "task-flow-1") {
-			t.Errorf("a task of the deleted flow was reported: %q", c)
+		if c != "succeeded task-flow-2" {
+			t.Errorf("reporter call %q; want only flow-2's task (flow.deleted has none)", c)
 		}
+	}
+}
+
+// TestCancelInFlight: deleting a flow interrupts its delivery under way; the
+// event is neither retried nor reported.
+func TestCancelInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	release := make(chan struct{})
+	rcv := newReceiver(t, b.secret)
+	t.Cleanup(func() { close(release) })
+	rcv.respond = func(delivery, int) int {
+		<-release
+		return http.StatusOK
+	}
+	publish(t, b.pool, b.hooks, b.event(webhooks.FlowOpened, "flow-1", rcv.URL()))
+	id := eventID(t, b.pool, "flow-1", webhooks.FlowOpened)
+	eventually(t, "the delivery under way", func() bool { return rcv.Arrived() == 1 })
+	err := database.WithTx(context.Background(), b.pool, func(tx database.Tx) error {
+		return b.hooks.CancelPendingTx(context.Background(), tx, "flow-1")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the job cancelled", func() bool { return jobState(t, b.pool, id) == "cancelled" })
+	if s := eventState(t, b.pool, id); s != "cancelled" {
+		t.Errorf("event state = %s, want cancelled", s)
+	}
+	if calls := b.reporter.Calls(); len(calls) != 0 {
+		t.Errorf("reporter calls = %q, want none", calls)
+	}
+	if attempts, _ := b.hooks.Attempts(context.Background(), b.org, "flow-1"); len(attempts) != 0 {
+		t.Errorf("attempts = %+v, want none for an interrupted delivery", attempts)
 	}
 }
 
