@@ -441,3 +441,31 @@ func TestSecretsEncryptedAtRest(t *testing.T) {
 		t.Errorf("plain secret read back as %q, %v", s.Value, err)
 	}
 }
+
+// TestRetryTaskAfterJobPruned: a retry still works once River has pruned the
+// event's finished job; a new job delivers it.
+func TestRetryTaskAfterJobPruned(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rcv := newReceiver(t, b.secret)
+	rcv.respond = func(_ delivery, nth int) int {
+		if nth == 1 {
+			return http.StatusGone
+		}
+		return http.StatusNoContent
+	}
+	publish(t, b.pool, b.hooks, b.event(webhooks.FlowCreated, "flow-1", rcv.URL()))
+	id := eventID(t, b.pool, "flow-1", webhooks.FlowCreated)
+	eventually(t, "task failed", func() bool { return b.reporter.has("failed task-flow-1") })
+	eventually(t, "job finalized", func() bool { return jobState(t, b.pool, id) == "cancelled" })
+	if _, err := b.pool.Exec(context.Background(), "delete from river_job where id = (select job_id from webhook_events where id = $1)", id); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.hooks.RetryTask(context.Background(), b.org, "task-flow-1"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "task succeeded", func() bool { return b.reporter.has("succeeded task-flow-1") })
+	if n := rcv.count(id, 200, 300); n != 1 {
+		t.Errorf("accepted deliveries = %d, want 1", n)
+	}
+}
