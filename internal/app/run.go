@@ -17,6 +17,8 @@ const usage = `flowd — consent flows for organizations
 Usage:
   flowd serve      serve the API, console, consent pages and webhook workers
   flowd migrate    apply database migrations and exit
+  flowd orgs rotate-webhook-secret --org ORG_ID [--json]
+                   make a new webhook signing secret (the old one signs for 24 h more)
 
 Settings come from the environment (DATABASE_URL, FLOWD_*); see README.md.
 `
@@ -34,6 +36,12 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runServe(ctx, rest, getenv, stdout, stderr)
 	case "migrate":
 		return runMigrate(ctx, rest, getenv, stdout, stderr)
+	case "orgs":
+		if len(rest) > 0 && rest[0] == "rotate-webhook-secret" {
+			return runRotateWebhookSecret(ctx, rest[1:], getenv, stdout, stderr)
+		}
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown orgs command")
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -60,6 +60,14 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// identity (issue 3):
 
 	// webhooks (issue 5):
+	registry := prometheus.NewRegistry()
+	hooks, err := webhooks.New(pool, webhooks.Options{
+		Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, KeyEncryptionKey: cfg.KeyEncryptionKey,
+		Log: log, Registry: registry,
+	})
+	if err != nil {
+		return err
+	}
 
 	// consent (issue 7; the request rows of issue 4):
 	sealer, err := pii.New(cfg.DataKey)
@@ -68,18 +76,31 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	consentRequests := consent.NewRequests(pool, sealer, cfg.BaseURL.String())
 
-	// flows (issue 4). TODO(merge): build webhooks first with
-	// flows.NewTaskReports(pool) as its webhooks.TaskReporter, then pass it
-	// here as Events; pass the identity module as Organizations.
+	// flows (issue 4): events go out through the webhooks module, which
+	// reports its delivery tasks back to flows once its workers start.
 	flowsModule := flows.New(pool, sealer, flows.Config{
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
-	}, consentRequests, todoOrganizations{}, todoEvents{log: log})
+	}, consentRequests, todoOrganizations{}, hooks)
 	go flowsModule.RunMaintenance(ctx, time.Minute, log.Warn)
 
 	srv := web.New(web.Deps{
-		Log: log, Config: cfg, Pool: pool, Registry: prometheus.NewRegistry(),
+		Log: log, Config: cfg, Pool: pool, Registry: registry, Webhooks: hooks,
 		Flows: flowsModule,
 	})
+	// The webhook workers start with the server and stop after it has
+	// drained, so that a request's last event is still delivered by someone:
+	// this instance if it can finish in time, another (or the next) otherwise.
+	if err := hooks.Start(ctx, flowsModule); err != nil {
+		ln.Close()
+		return fmt.Errorf("webhook workers: %w", err)
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), cfg.WebhookTimeout+5*time.Second)
+		defer cancel()
+		if err := hooks.Stop(stopCtx); err != nil {
+			log.Warn("webhook workers did not stop cleanly", "error", err.Error())
+		}
+	}()
 	log.Info("serving", "addr", ln.Addr().String(), "base_url", cfg.BaseURL.String())
 	fmt.Fprintf(stdout, "flowd is serving on %s\n  API        %s/api/flows\n  API docs   %s/docs\n  console    %s/console\n  readiness  %s/readyz\n",
 		ln.Addr(), cfg.BaseURL, cfg.BaseURL, cfg.BaseURL, cfg.BaseURL)
@@ -116,15 +137,3 @@ type todoOrganizations struct{}
 func (todoOrganizations) FlowSettings(context.Context, string) (flows.OrganizationSettings, error) {
 	return flows.OrganizationSettings{ReferencePrefix: "FLOW"}, nil
 }
-
-// todoEvents stands in for the webhooks module's Publisher until the branches
-// merge: it stores nothing and only logs what it would have sent.
-// TODO(merge): replace with the webhooks module.
-type todoEvents struct{ log *slog.Logger }
-
-func (e todoEvents) PublishTx(_ context.Context, _ database.Tx, ev webhooks.Event) error {
-	e.log.Debug("webhook event not stored: the webhooks module is not wired", "type", string(ev.Type), "flow_id", ev.FlowID)
-	return nil
-}
-
-func (todoEvents) CancelPendingTx(context.Context, database.Tx, string) error { return nil }

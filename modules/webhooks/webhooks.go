@@ -6,6 +6,9 @@ package webhooks
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/flowd/flowd/internal/database"
@@ -21,6 +24,27 @@ const (
 	FlowRejected  EventType = "flow.rejected"
 	FlowCancelled EventType = "flow.cancelled"
 	FlowDeleted   EventType = "flow.deleted"
+)
+
+// EventTypes lists every event type, in the order a flow meets them.
+var EventTypes = []EventType{FlowCreated, FlowOpened, FlowAccepted, FlowRejected, FlowCancelled, FlowDeleted}
+
+// Valid reports whether t is one of EventTypes.
+func (t EventType) Valid() bool {
+	for _, v := range EventTypes {
+		if t == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Errors the service returns.
+var (
+	// ErrNotFound: no such task, event or organization secret (or another organization's).
+	ErrNotFound = errors.New("webhooks: not found")
+	// ErrInvalidEvent: PublishTx was given an event it cannot deliver (a programming error of the caller).
+	ErrInvalidEvent = errors.New("webhooks: invalid event")
 )
 
 // Event is one thing to tell an organization. It carries no personal data:
@@ -40,6 +64,22 @@ type Event struct {
 	OccurredAt time.Time
 }
 
+// Validate reports ErrInvalidEvent, wrapped with the reason, unless the event
+// names a known type, a flow, an organization and an absolute http(s) URL.
+func (ev Event) Validate() error {
+	switch {
+	case !ev.Type.Valid():
+		return fmt.Errorf("%w: unknown type %q", ErrInvalidEvent, ev.Type)
+	case ev.FlowID == "" || ev.OrganizationID == "":
+		return fmt.Errorf("%w: flow and organization ids are required", ErrInvalidEvent)
+	}
+	u, err := url.Parse(ev.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: the URL must be absolute http(s)", ErrInvalidEvent)
+	}
+	return nil
+}
+
 // Attempt is one try at delivering an event, kept for the console.
 type Attempt struct {
 	EventID    string
@@ -53,7 +93,9 @@ type Attempt struct {
 // Publisher stores events for delivery. It is what flows calls inside its
 // transactions.
 type Publisher interface {
-	// PublishTx stores ev for delivery when tx commits; nothing is sent if tx rolls back.
+	// PublishTx stores ev for delivery when tx commits; nothing is sent if tx
+	// rolls back. An event without URL (a flow without webhookUrl) is ignored;
+	// an invalid one is ErrInvalidEvent.
 	PublishTx(ctx context.Context, tx database.Tx, ev Event) error
 	// CancelPendingTx drops the undelivered events of a flow (its deletion), when tx commits.
 	CancelPendingTx(ctx context.Context, tx database.Tx, flowID string) error
@@ -65,7 +107,10 @@ type TaskReporter interface {
 	// TaskSucceeded marks the task done and resolves its open incident, if any.
 	TaskSucceeded(ctx context.Context, taskID string) error
 	// TaskFailing records a failed attempt that will be retried: it opens an
-	// incident naming message, once, when the first attempts fail.
+	// incident naming message, once, when the first attempts fail. The
+	// webhooks module calls it for every failed attempt from the third on
+	// (IncidentAfter), so it must open at most one incident per task; it may
+	// update the open incident's message.
 	TaskFailing(ctx context.Context, taskID, message string) error
 	// TaskFailed marks the task failed for good (retries exhausted or 410 Gone).
 	TaskFailed(ctx context.Context, taskID, message string) error
@@ -82,12 +127,15 @@ type Service interface {
 	Publisher
 	// CreateSecretTx makes the first signing secret of a new organization.
 	CreateSecretTx(ctx context.Context, tx database.Tx, organizationID string) (Secret, error)
-	// RotateSecret makes a new signing secret; the previous one keeps signing for 24 h.
+	// RotateSecret makes a new signing secret; the previous one keeps signing
+	// for 24 h. ErrNotFound when the organization has no secret (unknown).
 	RotateSecret(ctx context.Context, organizationID string) (Secret, error)
-	// CurrentSecret returns the secret that signs now.
+	// CurrentSecret returns the secret that signs now. ErrNotFound.
 	CurrentSecret(ctx context.Context, organizationID string) (Secret, error)
-	// Attempts lists the delivery attempts of a flow's events, newest first.
+	// Attempts lists the delivery attempts of a flow's events, newest first
+	// (at most 200).
 	Attempts(ctx context.Context, organizationID, flowID string) ([]Attempt, error)
 	// RetryTask re-sends the event of a flow's failing task at once.
+	// ErrNotFound for an unknown task, another organization's, or a deleted flow's.
 	RetryTask(ctx context.Context, organizationID, taskID string) error
 }

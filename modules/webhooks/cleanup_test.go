@@ -1,0 +1,85 @@
+package webhooks
+
+import (
+	"context"
+	"testing"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/dbtest"
+)
+
+// TestCleanup: finished events older than the retention go with their
+// attempts; pending and recent ones stay.
+func TestCleanup(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	m, err := New(pool, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	err = database.WithTx(ctx, pool, func(tx database.Tx) error {
+		for _, f := range []string{"old-done", "old-pending", "new-done"} {
+			ev := Event{Type: FlowCreated, FlowID: f, OrganizationID: "o", URL: "https://example.com/h"}
+			if err := m.PublishTx(ctx, tx, ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = pool.Exec(ctx, `
+		update webhook_events set state = 'delivered', finished_at = now() - interval '100 days' where flow_id = 'old-done';
+		update webhook_events set created_at = now() - interval '100 days' where flow_id = 'old-pending';
+		update webhook_events set state = 'failed', finished_at = now() - interval '1 day' where flow_id = 'new-done';
+		insert into webhook_attempts (event_id, attempted_at, latency_us) select id, now(), 1 from webhook_events;`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &cleanupWorker{pool: pool, retention: DefaultRetention}
+	if err := w.Work(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := pool.Query(ctx, "select flow_id from webhook_events order by flow_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for rows.Next() {
+		var f string
+		_ = rows.Scan(&f)
+		left = append(left, f)
+	}
+	if len(left) != 2 || left[0] != "new-done" || left[1] != "old-pending" {
+		t.Errorf("events left: %v, want new-done and old-pending", left)
+	}
+	var attempts int
+	if err := pool.QueryRow(ctx, "select count(*) from webhook_attempts").Scan(&attempts); err != nil || attempts != 2 {
+		t.Errorf("attempts left: %d, %v; want 2", attempts, err)
+	}
+}
+
+func TestSealer(t *testing.T) {
+	t.Parallel()
+	s, err := newSealer([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := newSecret()
+	sealed := s.seal("org-1", secret)
+	if got, err := s.open("org-1", sealed); err != nil || got != secret {
+		t.Errorf("open = %q, %v; want the secret", got, err)
+	}
+	if _, err := s.open("org-2", sealed); err == nil {
+		t.Error("a sealed secret opened for another organization")
+	}
+	other, _ := newSealer([]byte("another-key-another-key-another-"))
+	if _, err := other.open("org-1", sealed); err == nil {
+		t.Error("a sealed secret opened with another key")
+	}
+	if got, err := s.open("org-1", secret); err != nil || got != secret {
+		t.Errorf("a plain secret reads back as %q, %v", got, err)
+	}
+}

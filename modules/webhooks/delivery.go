@@ -1,0 +1,284 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/webhooks/internal/store"
+)
+
+// newHTTPClient returns the client deliveries use: one timeout for the whole
+// attempt, no redirects, no proxy from the environment (a proxy would hide
+// the real destination from the SSRF guard), and the guard on every connect.
+func newHTTPClient(timeout time.Duration, allowPrivate bool) *http.Client {
+	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	if !allowPrivate {
+		dialer.Control = guardControl
+	}
+	return &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{
+			Proxy:                  nil,
+			DialContext:            dialer.DialContext,
+			ForceAttemptHTTP2:      true,
+			TLSHandshakeTimeout:    timeout,
+			MaxIdleConns:           100,
+			MaxIdleConnsPerHost:    4,
+			IdleConnTimeout:        90 * time.Second,
+			ExpectContinueTimeout:  time.Second,
+			MaxResponseHeaderBytes: 64 << 10,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// deliveryWorker is River's worker of delivery jobs.
+type deliveryWorker struct {
+	river.WorkerDefaults[deliveryArgs]
+	m *Module
+}
+
+// outcome is how one attempt went.
+type outcome int
+
+const (
+	delivered outcome = iota // 2xx
+	failing                  // will be retried
+	gone                     // 410: never again
+	exhausted                // the last attempt failed
+)
+
+// Work makes one attempt at delivering the job's event, records it, and tells
+// the task reporter. It is safe to run again for the same event at any point
+// (after a crash, twice at once): the receiver may see a duplicate, with the
+// same webhook-id, and the event's state only moves on from pending.
+func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs]) error {
+	m := w.m
+	ev, err := store.GetEvent(ctx, m.pool, job.Args.EventID)
+	if errors.Is(err, store.ErrNotFound) {
+		return river.JobCancel(fmt.Errorf("event %s no longer exists", job.Args.EventID))
+	}
+	if err != nil {
+		return err
+	}
+	switch ev.State {
+	case store.Cancelled:
+		return river.JobCancel(errors.New("event cancelled: its flow was deleted"))
+	case store.Delivered:
+		// Delivered, but the reporter was not yet told (it failed last time).
+		return w.report(ctx, ev, delivered, "")
+	case store.Failed:
+		return w.report(ctx, ev, gone, ev.LastError)
+	}
+
+	secrets, err := m.signingSecrets(ctx, ev.OrganizationID)
+	if err != nil {
+		return err
+	}
+	host := hostOf(ev.URL)
+	start := time.Now()
+	status, failure := m.send(ctx, ev, secrets)
+	latency := time.Since(start)
+	if ctx.Err() != nil {
+		// Cancelled (the flow was deleted) or stopping: not the receiver's
+		// doing, so neither an attempt to show nor a failure to count.
+		return ctx.Err()
+	}
+
+	out := delivered
+	switch {
+	case failure == "" && status >= 200 && status < 300:
+	case status == http.StatusGone:
+		out, failure = gone, "HTTP 410 Gone: the receiver asked for no more deliveries"
+	case job.Attempt >= job.MaxAttempts:
+		out = exhausted
+	default:
+		out = failing
+	}
+	if failure == "" && out != delivered {
+		failure = fmt.Sprintf("HTTP %d %s", status, http.StatusText(status))
+	}
+	m.metrics.observe(out, latency)
+
+	state := map[outcome]string{delivered: store.Delivered, failing: store.Pending, gone: store.Failed, exhausted: store.Failed}[out]
+	message := ""
+	if out != delivered {
+		message = fmt.Sprintf("Webhook delivery to %s failed: %s", host, failure)
+	}
+	dbctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	after, err := store.RecordAttempt(dbctx, m.pool, store.Attempt{
+		EventID: ev.ID, At: start, StatusCode: status, Error: failure, Latency: latency,
+	}, state, message)
+	if err != nil {
+		return fmt.Errorf("record attempt: %w", err)
+	}
+	log := m.log.With("event_id", ev.ID, "event_type", ev.Type, "flow_id", ev.FlowID, "host", host,
+		"attempt", job.Attempt, "status", status, "latency_ms", latency.Milliseconds())
+	if after == store.Cancelled {
+		log.Info("webhook event cancelled during delivery")
+		return river.JobCancel(errors.New("event cancelled: its flow was deleted"))
+	}
+	if out == delivered {
+		log.Debug("webhook delivered")
+		return w.report(dbctx, ev, delivered, "")
+	}
+	log.Warn("webhook delivery failed", "error", failure, "final", out != failing)
+	if out == failing {
+		if job.Attempt >= m.incidentAfter && ev.TaskID != "" {
+			if err := m.reporter.TaskFailing(dbctx, ev.TaskID, message); err != nil {
+				log.Error("webhook: reporting the failing task", "error", err.Error())
+			}
+		}
+		// The error makes River retry on the schedule; its text is kept in
+		// River's job row and logs, so it names the host, not the URL.
+		return errors.New(message)
+	}
+	return w.report(dbctx, ev, gone, message)
+}
+
+// report tells the reporter of a final outcome. When that fails the job is
+// snoozed (not counted as an attempt) and the next run reports again without
+// sending, since the event is no longer pending.
+func (w *deliveryWorker) report(ctx context.Context, ev store.Event, out outcome, message string) error {
+	if ev.TaskID != "" {
+		var err error
+		if out == delivered {
+			err = w.m.reporter.TaskSucceeded(ctx, ev.TaskID)
+		} else {
+			err = w.m.reporter.TaskFailed(ctx, ev.TaskID, message)
+		}
+		if err != nil {
+			w.m.log.Error("webhook: reporting the task's outcome; will report again", "event_id", ev.ID, "error", err.Error())
+			return river.JobSnooze(30 * time.Second)
+		}
+	}
+	if out == delivered {
+		return nil
+	}
+	return river.JobCancel(errors.New(message))
+}
+
+// Timeout bounds one job: the attempt plus its bookkeeping.
+func (w *deliveryWorker) Timeout(*river.Job[deliveryArgs]) time.Duration {
+	return w.m.timeout + 5*time.Second
+}
+
+// signingSecrets returns the organization's secrets that sign now, current
+// first. An organization without one (made before webhooks existed) gets one.
+func (m *Module) signingSecrets(ctx context.Context, organizationID string) ([]string, error) {
+	s, err := store.GetSecrets(ctx, m.pool, organizationID)
+	if errors.Is(err, store.ErrNotFound) {
+		s, err = store.InsertSecret(ctx, m.pool, organizationID, m.sealer.seal(organizationID, newSecret()))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("signing secret: %w", database.Classify(err))
+	}
+	stored := []string{s.Current}
+	if s.Previous != "" {
+		stored = append(stored, s.Previous)
+	}
+	secrets := make([]string, len(stored))
+	for i, v := range stored {
+		if secrets[i], err = m.sealer.open(organizationID, v); err != nil {
+			return nil, err
+		}
+	}
+	return secrets, nil
+}
+
+// send POSTs the event once. It returns the response's status (0 when none
+// came) and, when no response came, a description of the failure that names
+// neither the URL's path nor its query.
+func (m *Module) send(ctx context.Context, ev store.Event, secrets []string) (int, string) {
+	ts := time.Now().Unix()
+	sig, err := Sign(secrets, ev.ID, ts, []byte(ev.Body))
+	if err != nil {
+		return 0, err.Error()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ev.URL, bytes.NewReader([]byte(ev.Body)))
+	if err != nil {
+		return 0, "invalid webhook URL"
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "flowd-webhooks/1")
+	req.Header.Set("webhook-id", ev.ID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	req.Header.Set("webhook-signature", sig)
+	resp, err := m.client.Do(req)
+	if err != nil {
+		return 0, describe(err, m.timeout)
+	}
+	// Read a little of the body so the connection can be reused; what the
+	// receiver says is not kept.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return resp.StatusCode, fmt.Sprintf("HTTP %d %s (redirects are not followed)", resp.StatusCode, http.StatusText(resp.StatusCode))
+	}
+	return resp.StatusCode, ""
+}
+
+// describe turns a transport error into a short message for staff. url.Error
+// would repeat the whole URL, query included, so it is unwrapped first.
+func describe(err error, timeout time.Duration) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var blocked *blockedError
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var recordErr tls.RecordHeaderError
+	switch {
+	case errors.As(err, &blocked):
+		return blocked.Error()
+	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
+		return fmt.Sprintf("no response within %s", timeout)
+	case errors.As(err, &dnsErr):
+		if dnsErr.IsNotFound {
+			return "host not found (DNS)"
+		}
+		return "DNS lookup failed"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed by the receiver"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "host unreachable"
+	case errors.As(err, &certErr):
+		return "TLS certificate not trusted: " + certErr.Err.Error()
+	case errors.As(err, &recordErr):
+		return "TLS handshake failed (the receiver does not speak https?)"
+	}
+	return err.Error()
+}
+
+// isTimeout reports whether err is a network timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// hostOf returns the host (and port) of a webhook URL, the one part of it an
+// incident message or a log line names.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(invalid URL)"
+	}
+	return u.Host
+}

@@ -1,0 +1,233 @@
+// Package store holds the webhooks module's SQL: signing secrets, the outbox of
+// events and their delivery attempts. Only the webhooks module imports it.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// ErrNotFound means no row matched.
+var ErrNotFound = errors.New("not found")
+
+// DB is a pool, a connection or a transaction.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Event states.
+const (
+	Pending   = "pending"
+	Delivered = "delivered"
+	Failed    = "failed"
+	Cancelled = "cancelled"
+)
+
+// Event is a row of webhook_events.
+type Event struct {
+	ID             string
+	OrganizationID string
+	FlowID         string
+	TaskID         string
+	Type           string
+	URL            string
+	Body           string
+	State          string
+	LastError      string
+	JobID          int64
+}
+
+// InsertEvent stores a new pending event.
+func InsertEvent(ctx context.Context, db DB, e Event) error {
+	_, err := db.Exec(ctx, `
+		insert into webhook_events (id, organization_id, flow_id, task_id, type, url, body, job_id)
+		values ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		e.ID, e.OrganizationID, e.FlowID, e.TaskID, e.Type, e.URL, e.Body, e.JobID)
+	return err
+}
+
+// GetEvent returns one event. ErrNotFound.
+func GetEvent(ctx context.Context, db DB, id string) (Event, error) {
+	var e Event
+	err := db.QueryRow(ctx, `
+		select id::text, organization_id, flow_id, task_id, type, url, body, state, last_error, job_id
+		from webhook_events where id = $1`, id).
+		Scan(&e.ID, &e.OrganizationID, &e.FlowID, &e.TaskID, &e.Type, &e.URL, &e.Body, &e.State, &e.LastError, &e.JobID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Event{}, ErrNotFound
+	}
+	return e, err
+}
+
+// CancelPending marks a flow's pending events cancelled, except flow.deleted,
+// and returns the ids of their jobs.
+func CancelPending(ctx context.Context, db DB, flowID string) ([]int64, error) {
+	rows, err := db.Query(ctx, `
+		update webhook_events set state = 'cancelled', finished_at = now()
+		where flow_id = $1 and state = 'pending' and type <> 'flow.deleted'
+		returning job_id`, flowID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+// Attempt is one delivery attempt to record.
+type Attempt struct {
+	EventID    string
+	At         time.Time
+	StatusCode int
+	Error      string
+	Latency    time.Duration
+}
+
+// RecordAttempt stores a and moves the event to state (with lastError) if it is
+// still pending; it returns the event's state afterwards, so that an event
+// cancelled meanwhile stays cancelled and the caller can tell.
+func RecordAttempt(ctx context.Context, db DB, a Attempt, state, lastError string) (string, error) {
+	if _, err := db.Exec(ctx, `
+		insert into webhook_attempts (event_id, attempted_at, status_code, error, latency_us)
+		values ($1, $2, $3, $4, $5)`,
+		a.EventID, a.At, a.StatusCode, a.Error, a.Latency.Microseconds()); err != nil {
+		return "", err
+	}
+	var after string
+	err := db.QueryRow(ctx, `
+		update webhook_events set
+			state = case when state = 'pending' then $2 else state end,
+			last_error = case when state = 'pending' then $3 else last_error end,
+			finished_at = case when state = 'pending' and $2 <> 'pending' then now() else finished_at end
+		where id = $1
+		returning state`, a.EventID, state, lastError).Scan(&after)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	return after, err
+}
+
+// ResetLatestForTask makes the newest event of an organization's task pending
+// again and returns it. Cancelled events (deleted flows) stay cancelled. ErrNotFound.
+func ResetLatestForTask(ctx context.Context, db DB, organizationID, taskID string) (Event, error) {
+	var e Event
+	err := db.QueryRow(ctx, `
+		update webhook_events set state = 'pending', finished_at = null
+		where id = (
+			select id from webhook_events
+			where organization_id = $1 and task_id = $2 and task_id <> '' and state <> 'cancelled'
+			order by created_at desc limit 1
+			for update)
+		returning id::text, organization_id, flow_id, task_id, type, url, body, state, last_error, job_id`,
+		organizationID, taskID).
+		Scan(&e.ID, &e.OrganizationID, &e.FlowID, &e.TaskID, &e.Type, &e.URL, &e.Body, &e.State, &e.LastError, &e.JobID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Event{}, ErrNotFound
+	}
+	return e, err
+}
+
+// SetJob points an event at a new delivery job.
+func SetJob(ctx context.Context, db DB, eventID string, jobID int64) error {
+	_, err := db.Exec(ctx, `update webhook_events set job_id = $2 where id = $1`, eventID, jobID)
+	return err
+}
+
+// AttemptRow is an attempt with its event's type.
+type AttemptRow struct {
+	Attempt
+	EventType string
+}
+
+// Attempts lists the attempts of an organization's flow, newest first, at most limit.
+func Attempts(ctx context.Context, db DB, organizationID, flowID string, limit int) ([]AttemptRow, error) {
+	rows, err := db.Query(ctx, `
+		select a.event_id::text, e.type, a.attempted_at, a.status_code, a.error, a.latency_us
+		from webhook_attempts a join webhook_events e on e.id = a.event_id
+		where e.organization_id = $1 and e.flow_id = $2
+		order by a.attempted_at desc, a.id desc
+		limit $3`, organizationID, flowID, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (AttemptRow, error) {
+		var a AttemptRow
+		var us int64
+		err := row.Scan(&a.EventID, &a.EventType, &a.At, &a.StatusCode, &a.Error, &us)
+		a.Latency = time.Duration(us) * time.Microsecond
+		return a, err
+	})
+}
+
+// Secrets are an organization's signing secrets.
+type Secrets struct {
+	Current         string
+	CreatedAt       time.Time
+	Previous        string // empty when none signs any more
+	PreviousExpires time.Time
+}
+
+// GetSecrets returns an organization's secrets; a previous secret past its
+// expiry is left out. ErrNotFound.
+func GetSecrets(ctx context.Context, db DB, organizationID string) (Secrets, error) {
+	var s Secrets
+	var prev *string
+	var prevExp *time.Time
+	err := db.QueryRow(ctx, `
+		select secret, created_at,
+			case when previous_expires_at > now() then previous_secret end,
+			case when previous_expires_at > now() then previous_expires_at end
+		from webhook_secrets where organization_id = $1`, organizationID).
+		Scan(&s.Current, &s.CreatedAt, &prev, &prevExp)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Secrets{}, ErrNotFound
+	}
+	if prev != nil && prevExp != nil {
+		s.Previous, s.PreviousExpires = *prev, *prevExp
+	}
+	return s, err
+}
+
+// InsertSecret stores an organization's first secret; when it already has one,
+// that one is kept. It returns the secret in force.
+func InsertSecret(ctx context.Context, db DB, organizationID, secret string) (Secrets, error) {
+	if _, err := db.Exec(ctx, `
+		insert into webhook_secrets (organization_id, secret) values ($1, $2)
+		on conflict (organization_id) do nothing`, organizationID, secret); err != nil {
+		return Secrets{}, err
+	}
+	return GetSecrets(ctx, db, organizationID)
+}
+
+// RotateSecret makes secret the organization's current one; the current one
+// keeps signing for overlap. ErrNotFound when the organization has none.
+func RotateSecret(ctx context.Context, db DB, organizationID, secret string, overlap time.Duration) (time.Time, error) {
+	var createdAt time.Time
+	err := db.QueryRow(ctx, `
+		update webhook_secrets set
+			previous_secret = secret,
+			previous_expires_at = now() + make_interval(secs => $3),
+			secret = $2,
+			created_at = now()
+		where organization_id = $1
+		returning created_at`, organizationID, secret, overlap.Seconds()).Scan(&createdAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, ErrNotFound
+	}
+	return createdAt, err
+}
+
+// DeleteFinished deletes up to limit events finished before before, with
+// their attempts, and returns how many it deleted.
+func DeleteFinished(ctx context.Context, db DB, before time.Time, limit int) (int64, error) {
+	tag, err := db.Exec(ctx, `
+		delete from webhook_events where id in (
+			select id from webhook_events
+			where state <> 'pending' and finished_at < $1
+			limit $2)`, before, limit)
+	return tag.RowsAffected(), err
+}

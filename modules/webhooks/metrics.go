@@ -1,0 +1,38 @@
+package webhooks
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics counts deliveries by outcome and times them.
+type metrics struct {
+	deliveries *prometheus.CounterVec
+	latency    prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowd_webhook_deliveries_total",
+			Help: "Webhook delivery attempts by outcome: delivered, failing (will retry), gone (410), exhausted.",
+		}, []string{"outcome"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "flowd_webhook_delivery_duration_seconds",
+			Help:    "Time from sending a webhook to its response or failure.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.deliveries, m.latency)
+	}
+	return m
+}
+
+var outcomeNames = map[outcome]string{delivered: "delivered", failing: "failing", gone: "gone", exhausted: "exhausted"}
+
+func (m *metrics) observe(o outcome, latency time.Duration) {
+	m.deliveries.WithLabelValues(outcomeNames[o]).Inc()
+	m.latency.Observe(latency.Seconds())
+}

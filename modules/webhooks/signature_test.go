@@ -1,0 +1,95 @@
+package webhooks
+
+import (
+	"encoding/base64"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+)
+
+// TestSignSpecVector checks Sign against the test vector the Standard Webhooks
+// specification and its reference libraries publish.
+func TestSignSpecVector(t *testing.T) {
+	t.Parallel()
+	got, err := Sign([]string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, []byte(`{"test": 2432232314}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="; got != want {
+		t.Errorf("Sign = %q, want %q", got, want)
+	}
+}
+
+// TestSignVerifiesWithLibrary signs with two secrets and checks that the
+// Standard Webhooks Go library accepts each one alone and rejects a stranger.
+func TestSignVerifiesWithLibrary(t *testing.T) {
+	t.Parallel()
+	current, previous, stranger := newSecret(), newSecret(), newSecret()
+	body := []byte(`{"type":"flow.opened"}`)
+	ts := time.Now().Unix()
+	sig, err := Sign([]string{current, previous}, "evt-1", ts, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(strings.Fields(sig)); n != 2 {
+		t.Fatalf("signature header %q has %d signatures, want 2", sig, n)
+	}
+	h := http.Header{}
+	h.Set("webhook-id", "evt-1")
+	h.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	h.Set("webhook-signature", sig)
+	for name, secret := range map[string]string{"current": current, "previous": previous} {
+		wh, err := standardwebhooks.NewWebhook(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wh.Verify(body, h); err != nil {
+			t.Errorf("%s secret: %v", name, err)
+		}
+	}
+	wh, _ := standardwebhooks.NewWebhook(stranger)
+	if err := wh.Verify(body, h); err == nil {
+		t.Error("a stranger's secret verified the signature")
+	}
+}
+
+func TestNewSecret(t *testing.T) {
+	t.Parallel()
+	a, b := newSecret(), newSecret()
+	if a == b {
+		t.Fatal("two secrets are equal")
+	}
+	rest, ok := strings.CutPrefix(a, "whsec_")
+	if !ok {
+		t.Fatalf("secret %q lacks the whsec_ prefix", a)
+	}
+	key, err := base64.StdEncoding.DecodeString(rest)
+	if err != nil || len(key) != 32 {
+		t.Fatalf("secret key: %d bytes, %v; want 32", len(key), err)
+	}
+	if _, err := Sign([]string{"whsec_%%%"}, "id", 1, nil); err == nil {
+		t.Error("Sign accepted a malformed secret")
+	}
+}
+
+func TestDefaultScheduleLastsADay(t *testing.T) {
+	t.Parallel()
+	var total time.Duration
+	for _, d := range DefaultSchedule {
+		total += d
+	}
+	if total < 24*time.Hour {
+		t.Errorf("DefaultSchedule waits %s in all, want at least 24h", total)
+	}
+	p := schedulePolicy(DefaultSchedule)
+	for n := 1; n <= len(DefaultSchedule)+2; n++ {
+		base := DefaultSchedule[min(n, len(DefaultSchedule))-1]
+		if w := p.wait(n); w < base || w > base+base/5 {
+			t.Errorf("wait(%d) = %s, want within [%s, %s]", n, w, base, base+base/5)
+		}
+	}
+}
