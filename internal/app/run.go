@@ -17,6 +17,11 @@ const usage = `flowd — consent flows for organizations
 Usage:
   flowd serve      serve the API, console, consent pages and webhook workers
   flowd migrate    apply database migrations and exit
+  flowd staff create --org ORG_ID --username U --role admin|viewer --password-stdin [--json]
+                   create a console staff account (password read from stdin)
+  flowd staff disable --username U            stop a staff account from signing in
+  flowd staff reset-password --username U --password-stdin
+                   set a staff account's password
 
 Settings come from the environment (DATABASE_URL, FLOWD_*); see README.md.
 `
@@ -34,6 +39,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runServe(ctx, rest, getenv, stdout, stderr)
 	case "migrate":
 		return runMigrate(ctx, rest, getenv, stdout, stderr)
+	case "staff":
+		return runStaff(ctx, rest, getenv, stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

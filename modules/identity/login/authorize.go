@@ -180,7 +180,7 @@ func (p *Provider) CompleteStaffLogin(ctx context.Context, id, browserID, token,
 	if Method(req.Method) != MethodStaff {
 		return "", identity.StaffAccount{}, ErrLoginExpired
 	}
-	a, err := p.AuthenticateStaff(ctx, username, password, address)
+	a, err := p.staff.AuthenticateStaff(ctx, username, password, address)
 	if err != nil {
 		return "", a, err
 	}

@@ -25,8 +25,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/flowd/flowd/internal/secrethash"
-	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login/internal/store"
 )
 
@@ -104,19 +102,10 @@ type Config struct {
 	// DataKey encrypts the claims of codes and tokens at rest and keys the
 	// test eID's pseudonymous subject.
 	DataKey []byte
-	// PasswordParams are argon2id's costs: secrethash.Default in production,
-	// secrethash.Cheap in tests.
-	PasswordParams secrethash.Params
 	// Lifetimes; zero means the default in parentheses.
 	CodeTTL    time.Duration // 60s
 	RequestTTL time.Duration // 15m: how long a sign-in form may stay open
 	TokenTTL   time.Duration // 5m: ID and userinfo tokens
-	// Password guessing: after AccountLimit failures for one username, or
-	// AddressLimit from one address, within LimitWindow, sign-in pauses
-	// until the window ends. Zero means 5, 50 and 15m.
-	AccountLimit int
-	AddressLimit int
-	LimitWindow  time.Duration
 }
 
 // Organizations tells whether an organization exists; issue 3's identity
@@ -125,26 +114,20 @@ type Organizations interface {
 	OrganizationExists(ctx context.Context, id string) (bool, error)
 }
 
-// Provider is the built-in provider's interactive side and the staff store.
+// Provider is the built-in provider's interactive side.
 type Provider struct {
 	cfg       Config
 	store     *store.Store
+	staff     *Staff
 	signer    Signer
-	orgs      Organizations
 	aead      cipher.AEAD
 	pseudoKey []byte
-	dummyHash string
 }
 
-var _ identity.StaffService = (*Provider)(nil)
-
-// New builds the provider.
-func New(pool *pgxpool.Pool, signer Signer, orgs Organizations, cfg Config) (*Provider, error) {
+// New builds the provider; staff checks the passwords of staff accounts.
+func New(pool *pgxpool.Pool, signer Signer, staff *Staff, cfg Config) (*Provider, error) {
 	if len(cfg.DataKey) < 32 {
 		return nil, errors.New("login: a 32-byte data key is required")
-	}
-	if cfg.PasswordParams == (secrethash.Params{}) {
-		cfg.PasswordParams = secrethash.Default
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -154,13 +137,6 @@ func New(pool *pgxpool.Pool, signer Signer, orgs Organizations, cfg Config) (*Pr
 	def(&cfg.CodeTTL, 60*time.Second)
 	def(&cfg.RequestTTL, 15*time.Minute)
 	def(&cfg.TokenTTL, 5*time.Minute)
-	def(&cfg.LimitWindow, 15*time.Minute)
-	if cfg.AccountLimit <= 0 {
-		cfg.AccountLimit = 5
-	}
-	if cfg.AddressLimit <= 0 {
-		cfg.AddressLimit = 50
-	}
 	if cfg.NationalIDClaim == "" {
 		cfg.NationalIDClaim = "pid"
 	}
@@ -186,11 +162,7 @@ func New(pool *pgxpool.Pool, signer Signer, orgs Organizations, cfg Config) (*Pr
 	if err != nil {
 		return nil, err
 	}
-	dummy, err := secrethash.Hash(randomToken(), cfg.PasswordParams)
-	if err != nil {
-		return nil, err
-	}
-	return &Provider{cfg: cfg, store: store.New(pool), signer: signer, orgs: orgs, aead: aead, pseudoKey: pseudoKey, dummyHash: dummy}, nil
+	return &Provider{cfg: cfg, store: store.New(pool), staff: staff, signer: signer, aead: aead, pseudoKey: pseudoKey}, nil
 }
 
 // Issuer is the provider's issuer URL.

@@ -2,8 +2,11 @@ package login
 
 import (
 	"context"
+
 	"encoding/hex"
 	"errors"
+	"github.com/flowd/flowd/modules/identity/login/internal/store"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"time"
 
 	"github.com/flowd/flowd/internal/apperr"
@@ -11,8 +14,53 @@ import (
 	"github.com/flowd/flowd/modules/identity"
 )
 
+// Staff manages staff accounts and checks their passwords (identity.StaffService).
+type Staff struct {
+	store     *store.Store
+	orgs      Organizations
+	cfg       StaffConfig
+	dummyHash string
+}
+
+// StaffConfig holds the costs and limits of staff passwords.
+type StaffConfig struct {
+	// PasswordParams are argon2id's costs: secrethash.Default in production,
+	// secrethash.Cheap in tests.
+	PasswordParams secrethash.Params
+	// Password guessing: after AccountLimit failures for one username, or
+	// AddressLimit from one address, within LimitWindow, sign-in pauses
+	// until the window ends. Zero means 5, 50 and 15m.
+	AccountLimit int
+	AddressLimit int
+	LimitWindow  time.Duration
+}
+
+var _ identity.StaffService = (*Staff)(nil)
+
+// NewStaff returns the staff service. orgs may be nil until issue 3's
+// organizations are wired (then any organization id is accepted).
+func NewStaff(pool *pgxpool.Pool, orgs Organizations, cfg StaffConfig) (*Staff, error) {
+	if cfg.PasswordParams == (secrethash.Params{}) {
+		cfg.PasswordParams = secrethash.Default
+	}
+	if cfg.LimitWindow <= 0 {
+		cfg.LimitWindow = 15 * time.Minute
+	}
+	if cfg.AccountLimit <= 0 {
+		cfg.AccountLimit = 5
+	}
+	if cfg.AddressLimit <= 0 {
+		cfg.AddressLimit = 50
+	}
+	dummy, err := secrethash.Hash(randomToken(), cfg.PasswordParams)
+	if err != nil {
+		return nil, err
+	}
+	return &Staff{store: store.New(pool), orgs: orgs, cfg: cfg, dummyHash: dummy}, nil
+}
+
 // CreateStaff creates a staff account; see identity.StaffService.
-func (p *Provider) CreateStaff(ctx context.Context, n identity.NewStaffAccount) (identity.StaffAccount, error) {
+func (p *Staff) CreateStaff(ctx context.Context, n identity.NewStaffAccount) (identity.StaffAccount, error) {
 	if err := n.Validate(); err != nil {
 		return identity.StaffAccount{}, err
 	}
@@ -33,13 +81,13 @@ func (p *Provider) CreateStaff(ctx context.Context, n identity.NewStaffAccount) 
 }
 
 // DisableStaff stops an account from signing in; see identity.StaffService.
-func (p *Provider) DisableStaff(ctx context.Context, username string) (identity.StaffAccount, error) {
+func (p *Staff) DisableStaff(ctx context.Context, username string) (identity.StaffAccount, error) {
 	return p.store.DisableStaff(ctx, username)
 }
 
 // ResetStaffPassword sets a new password; see identity.StaffService. It also
 // lifts the account's sign-in pause, as an administrator intends.
-func (p *Provider) ResetStaffPassword(ctx context.Context, username, password string) (identity.StaffAccount, error) {
+func (p *Staff) ResetStaffPassword(ctx context.Context, username, password string) (identity.StaffAccount, error) {
 	if err := identity.ValidatePassword(password); err != nil {
 		return identity.StaffAccount{}, apperr.InvalidFields([]apperr.FieldError{{Field: "password", Message: err.Error()}})
 	}
@@ -55,14 +103,14 @@ func (p *Provider) ResetStaffPassword(ctx context.Context, username, password st
 }
 
 // StaffByID returns an account; see identity.StaffService.
-func (p *Provider) StaffByID(ctx context.Context, id string) (identity.StaffAccount, error) {
+func (p *Staff) StaffByID(ctx context.Context, id string) (identity.StaffAccount, error) {
 	return p.store.StaffByID(ctx, id)
 }
 
 // AuthenticateStaff checks a username and password under the rate limit; see
 // identity.StaffService. An unknown username costs as much time as a known
 // one, and every failure answers alike.
-func (p *Provider) AuthenticateStaff(ctx context.Context, username, password, address string) (identity.StaffAccount, error) {
+func (p *Staff) AuthenticateStaff(ctx context.Context, username, password, address string) (identity.StaffAccount, error) {
 	acct, addr := accountBucket(username), "address:"+address
 	wait, err := p.store.BlockedFor(ctx, acct, addr)
 	if err != nil {
