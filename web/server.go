@@ -16,8 +16,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowd/flowd/internal/config"
+	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -30,6 +32,15 @@ type Deps struct {
 	Identity identity.Service
 	Flows    flows.Service
 	Webhooks webhooks.Service
+
+	// Interactive login (issue 6): the built-in provider's sign-in side, its
+	// ID token signer (TEMPORARY here: issue 3's key store at merge; used only
+	// by the temporary JWKS route), and the console's and consent pages'
+	// relying parties. Any may be nil; their routes then answer 404.
+	Login     *login.Provider
+	Signer    login.Signer
+	ConsoleRP *oidclogin.RelyingParty
+	ConsentRP *oidclogin.RelyingParty
 }
 
 // Server is flowd's HTTP server.
@@ -43,6 +54,14 @@ type Server struct {
 	identity identity.Service
 	flows    flows.Service
 	webhooks webhooks.Service
+
+	login           *login.Provider
+	signer          login.Signer
+	consoleRP       *oidclogin.RelyingParty
+	consentRP       *oidclogin.RelyingParty
+	idp             *oidclogin.Sessions
+	consoleSessions *oidclogin.Sessions
+	consentSessions *oidclogin.Sessions
 }
 
 // New builds the server with every dependency it needs.
@@ -53,7 +72,10 @@ func New(d Deps) *Server {
 	s := &Server{
 		echo: e, log: d.Log, cfg: d.Config, pool: d.Pool, metrics: newMetrics(d.Registry, d.Pool),
 		identity: d.Identity, flows: d.Flows, webhooks: d.Webhooks,
+		login: d.Login, signer: d.Signer, consoleRP: d.ConsoleRP, consentRP: d.ConsentRP,
+		consoleSessions: oidclogin.ConsoleSessions(d.Config), consentSessions: oidclogin.ConsentSessions(d.Config),
 	}
+	s.idp = idpSessions(s)
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = echo.ExtractIPDirect()
 	s.routes()

@@ -14,6 +14,8 @@ import (
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/oidclogin"
+	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/web"
 )
 
@@ -55,6 +57,31 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// Modules, each built from its explicit dependencies.
 	// identity (issue 3):
 
+	// login (issue 6): staff accounts, the built-in provider's interactive
+	// sign-in (authorization code + PKCE, test eID), and the relying parties
+	// of the console and the consent pages. The signer is TEMPORARY: at merge
+	// issue 3's database-backed key store replaces it (it implements
+	// login.Signer), and issue 3's identity service is passed as the
+	// organizations checker instead of nil.
+	signer, err := login.NewTemporaryMemorySigner()
+	if err != nil {
+		return err
+	}
+	staff, err := login.NewStaff(pool, nil, login.StaffConfig{})
+	if err != nil {
+		return err
+	}
+	provider, err := login.New(pool, signer, staff, login.Config{
+		Issuer: cfg.BaseURL.String(), Clients: login.BuiltInClients(cfg.BaseURL.String(), cfg.SessionKey),
+		TestEID: cfg.TestEID, NationalIDClaim: cfg.ConsentNationalIDClaim,
+		OrgClaim: cfg.ConsoleOrgClaim, RolesClaim: cfg.ConsoleRolesClaim, DataKey: cfg.DataKey,
+	})
+	if err != nil {
+		return err
+	}
+	consoleRP := oidclogin.New(oidclogin.ConsoleConfig(cfg))
+	consentRP := oidclogin.New(oidclogin.ConsentConfig(cfg))
+
 	// webhooks (issue 5):
 
 	// consent (issue 7; the request rows of issue 4):
@@ -63,6 +90,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 
 	srv := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: prometheus.NewRegistry(),
+		Login: provider, Signer: signer, ConsoleRP: consoleRP, ConsentRP: consentRP,
 	})
 	log.Info("serving", "addr", ln.Addr().String(), "base_url", cfg.BaseURL.String())
 	fmt.Fprintf(stdout, "flowd is serving on %s\n  API        %s/api/flows\n  API docs   %s/docs\n  console    %s/console\n  readiness  %s/readyz\n",
