@@ -108,7 +108,8 @@ func StaffFromClaims(id Identity, orgClaim, rolesClaim string) (Staff, error) {
 	default:
 		return s, ErrNoRole
 	}
-	for _, k := range []string{"preferred_username", "email", "sub"} {
+	s.Username = id.Subject
+	for _, k := range []string{"preferred_username", "email"} {
 		if v, ok := id.Claims[k].(string); ok && v != "" {
 			s.Username = v
 			break
