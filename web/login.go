@@ -376,6 +376,18 @@ func (s *Server) requireStaff(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return apperr.New(apperr.Unauthenticated, "Your session has ended. Sign in again.")
 		}
+		if s.login != nil && sess.Issuer == s.login.Issuer() {
+			// Staff of the built-in provider: a disabled account's sessions end now.
+			active, err := s.login.StaffActive(r.Context(), sess.Subject)
+			if err != nil {
+				return err
+			}
+			if !active {
+				s.consoleSessions.Clear(c.Response(), r)
+				return s.renderNotice(c, http.StatusForbidden, "Account disabled",
+					"Your staff account is disabled. Ask an admin of your organization.", "", "")
+			}
+		}
 		if !safeMethod(r.Method) && !csrfMatches(c, sess.CSRF) {
 			return apperr.New(apperr.Forbidden, "This form has expired. Reload the page and try again.")
 		}

@@ -329,6 +329,22 @@ func TestDisabledAccountCannotSignIn(t *testing.T) {
 	}
 }
 
+func TestDisablingEndsSessions(t *testing.T) {
+	t.Parallel()
+	ls := setupLogin(t, loginOptions{})
+	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
+	b := newBrowser(t)
+	if p := b.signInStaff(ls.url, "ada", testPassword); p.status != 200 {
+		t.Fatalf("sign-in: %d", p.status)
+	}
+	if _, err := ls.staff.DisableStaff(context.Background(), "ada"); err != nil {
+		t.Fatal(err)
+	}
+	if p := b.do(http.MethodGet, ls.url+"/console", nil); p.status != http.StatusForbidden || !strings.Contains(p.body, "disabled") {
+		t.Fatalf("the session of a disabled account: %d %s", p.status, p.body)
+	}
+}
+
 func TestWrongCredentialsLookAlikeAndGuessingIsLimited(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{}) // 3 failures per account, 5 per address

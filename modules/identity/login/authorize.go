@@ -204,6 +204,17 @@ func (p *Provider) IssueForStaff(ctx context.Context, r AuthRequest, staffID str
 	return p.issueCode(ctx, req, p.staffClaims(a), authTime, "")
 }
 
+// StaffActive reports whether the staff account id exists and is enabled;
+// the console asks on every request of a session from this provider, so that
+// disabling an account ends its sessions at once.
+func (p *Provider) StaffActive(ctx context.Context, id string) (bool, error) {
+	a, err := p.store.StaffByID(ctx, id)
+	if errors.Is(err, identity.ErrStaffNotFound) {
+		return false, nil
+	}
+	return err == nil && !a.Disabled, err
+}
+
 var nationalIDRE = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)
 
 // ErrBadNationalID: the test eID's national id is not 1–64 letters, digits or -.

@@ -233,6 +233,12 @@ func (s *Store) RecordFailure(ctx context.Context, bucket string, limit int, win
 	}
 	_, err = s.pool.Exec(ctx, `update login_attempts set blocked_until = window_started_at + $3::interval
 		where bucket = $1 and failures >= $2`, bucket, limit, window)
+	if err != nil {
+		return database.Classify(err)
+	}
+	// Counts of windows long past are forgotten.
+	_, err = s.pool.Exec(ctx, `delete from login_attempts where window_started_at < now() - interval '1 day'
+		and (blocked_until is null or blocked_until < now())`)
 	return database.Classify(err)
 }
 
