@@ -263,7 +263,7 @@ func (s *Server) handleUserInfo(c echo.Context) error {
 	return s.writeJSON(c, http.StatusOK, claims)
 }
 
-// handleEndSession handles "GET /oauth/end_session" (RP-initiated logout):
+// handleEndSession handles "GET /oauth/end_session" and "POST /oauth/end_session" (RP-initiated logout):
 // it ends the provider session, then returns to the client's registered
 // post-logout address or shows that the person is signed out.
 func (s *Server) handleEndSession(c echo.Context) error {

@@ -413,6 +413,40 @@ func TestTestEIDSignIn(t *testing.T) {
 	}
 }
 
+func TestConsentWithAnExternalEIDAndAnotherClaimName(t *testing.T) {
+	t.Parallel()
+	rpListener := newListener()
+	issuer := setupLogin(t, loginOptions{env: map[string]string{"FLOWD_CONSENT_NATIONAL_ID_CLAIM": "nin"},
+		extraClients: func(string) []login.Client {
+			return []login.Client{{ID: "bank-consent", Name: "a bank's consent pages", Secret: "eid secret", Method: login.MethodTestEID,
+				RedirectURIs: []string{baseOf(rpListener) + "/consent/auth/callback"}}}
+		}})
+	ls := setupLogin(t, loginOptions{preset: rpListener, env: map[string]string{
+		"FLOWD_CONSENT_OIDC_ISSUER": issuer.url, "FLOWD_CONSENT_OIDC_CLIENT_ID": "bank-consent",
+		"FLOWD_CONSENT_OIDC_CLIENT_SECRET": "eid secret", "FLOWD_CONSENT_NATIONAL_ID_CLAIM": "nin",
+		"FLOWD_TEST_EID": "false", // this server's own test eID is off; the external one is used
+	}})
+	ls.srv.Echo().GET("/consent/test-whoami", func(c echo.Context) error {
+		id, ok := ls.srv.consentIdentityOf(c)
+		if !ok {
+			return c.String(http.StatusUnauthorized, "nobody")
+		}
+		return c.JSON(http.StatusOK, id)
+	})
+	b := newBrowser(t)
+	form := b.follow(http.MethodGet, ls.url+"/consent/auth/login?return=%2Fconsent%2Ftest-whoami", nil)
+	if !strings.HasPrefix(form.url, issuer.url+"/idp/login") {
+		t.Fatalf("not sent to the external eID: %s", form.url)
+	}
+	v := formFields(t, form)
+	v.Set("national_id", "19850101-1234")
+	p := b.follow(http.MethodPost, issuer.url+"/idp/login", v)
+	var id ConsentIdentity
+	if err := json.Unmarshal([]byte(p.body), &id); err != nil || id.NationalID != "19850101-1234" || id.Issuer != issuer.url {
+		t.Fatalf("consent identity through the external eID: %s (%v)", p.body, err)
+	}
+}
+
 func TestTestEIDOffIsRefused(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{env: map[string]string{"FLOWD_TEST_EID": "false"}})
@@ -788,6 +822,43 @@ func TestRelyingPartyWithAnExternalIssuerAndOtherClaimNames(t *testing.T) {
 			out := b.follow(http.MethodPost, ls.url+"/console/auth/logout", formFields(t, p))
 			if out.url != ls.url+"/console/signed-out" {
 				t.Fatalf("logout at the external issuer did not come back: %s", out.url)
+			}
+		})
+	}
+}
+
+func TestConsoleMiddlewareChecksCSRFAndRole(t *testing.T) {
+	t.Parallel()
+	ls := setupLogin(t, loginOptions{})
+	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
+	ls.createStaff(t, "org-a", "vic", identity.RoleViewer)
+	ls.srv.Echo().POST("/console/test-change", func(c echo.Context) error {
+		return c.String(http.StatusOK, "changed for "+staffOf(c).OrganizationID)
+	}, ls.srv.requireStaff, requireAdmin)
+
+	admin, viewer, stranger := newBrowser(t), newBrowser(t), newBrowser(t)
+	adminHome := admin.signInStaff(ls.url, "ada", testPassword)
+	viewerHome := viewer.signInStaff(ls.url, "vic", testPassword)
+	tests := []struct {
+		name   string
+		b      *browser
+		form   url.Values
+		status int
+	}{
+		{"admin with the token", admin, formFields(t, adminHome), http.StatusOK},
+		{"admin without the token", admin, url.Values{}, http.StatusForbidden},
+		{"admin with the viewer's token", admin, formFields(t, viewerHome), http.StatusForbidden},
+		{"viewer with the token", viewer, formFields(t, viewerHome), http.StatusForbidden},
+		{"no session", stranger, formFields(t, adminHome), http.StatusUnauthorized},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.b.do(http.MethodPost, ls.url+"/console/test-change", tt.form)
+			if p.status != tt.status {
+				t.Fatalf("status %d, want %d: %s", p.status, tt.status, p.body)
+			}
+			if tt.status == http.StatusOK && p.body != "changed for org-a" {
+				t.Fatalf("body %q", p.body)
 			}
 		})
 	}

@@ -35,6 +35,7 @@ func (s *Server) routes() {
 	e.GET("/oauth/userinfo", s.handleUserInfo)
 	e.POST("/oauth/userinfo", s.handleUserInfo)
 	e.GET("/oauth/end_session", s.handleEndSession)
+	e.POST("/oauth/end_session", s.handleEndSession)
 
 	// The API: bearer token, organization from the token, scopes per route.
 	api := e.Group("/api", s.authenticate)
