@@ -72,7 +72,8 @@ func (s *Server) handleAuthorize(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if req.Method == login.MethodStaff && sess.Subject != "" && req.Prompt != "login" {
+	recent := req.MaxAge < 0 || time.Since(sess.CreatedAt) <= time.Duration(req.MaxAge)*time.Second
+	if req.Method == login.MethodStaff && sess.Subject != "" && req.Prompt != "login" && recent {
 		to, err := s.login.IssueForStaff(ctx, req, sess.Subject, sess.CreatedAt)
 		if err == nil {
 			return c.Redirect(http.StatusSeeOther, to)

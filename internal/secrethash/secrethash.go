@@ -37,10 +37,18 @@ var ErrMalformed = errors.New("secrethash: malformed hash")
 
 var b64 = base64.RawStdEncoding
 
+// Validate reports parameters argon2id cannot use or that are too weak to mean anything.
+func (p Params) Validate() error {
+	if p.Memory < 8*uint32(p.Parallelism) || p.Iterations == 0 || p.Parallelism == 0 || p.KeyLength < 16 || p.SaltLength < 8 {
+		return fmt.Errorf("secrethash: unusable parameters %+v", p)
+	}
+	return nil
+}
+
 // Hash returns the PHC string of secret under p with a fresh random salt.
 func Hash(secret string, p Params) (string, error) {
-	if p.Memory < 8*uint32(p.Parallelism) || p.Iterations == 0 || p.Parallelism == 0 || p.KeyLength < 16 || p.SaltLength < 8 {
-		return "", fmt.Errorf("secrethash: unusable parameters %+v", p)
+	if err := p.Validate(); err != nil {
+		return "", err
 	}
 	salt := make([]byte, p.SaltLength)
 	if _, err := rand.Read(salt); err != nil {

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +36,9 @@ type AuthRequest struct {
 	// Prompt is "", "login" (ask again even with a provider session) or
 	// "none" (never ask).
 	Prompt string
+	// MaxAge, when not negative, is how many seconds ago the person may
+	// last have signed in for a provider session to count.
+	MaxAge int
 	Method Method
 }
 
@@ -75,6 +79,14 @@ func (p *Provider) ParseAuthorize(q url.Values) (AuthRequest, error) {
 	}
 	r := AuthRequest{Client: c, RedirectURI: redirect, Scope: q.Get("scope"), State: q.Get("state"),
 		Nonce: q.Get("nonce"), CodeChallenge: q.Get("code_challenge"), Prompt: q.Get("prompt"), Method: c.Method}
+	r.MaxAge = -1
+	if ma := q.Get("max_age"); ma != "" {
+		n, err := strconv.Atoi(ma)
+		if err != nil || n < 0 {
+			return AuthRequest{}, &AuthorizeError{Code: "invalid_request", Description: "max_age must be a whole number of seconds.", RedirectURI: redirect, State: r.State}
+		}
+		r.MaxAge = n
+	}
 	fail := func(code, desc string) (AuthRequest, error) {
 		return AuthRequest{}, &AuthorizeError{Code: code, Description: desc, RedirectURI: redirect, State: r.State}
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"github.com/flowd/flowd/modules/identity/login/internal/store"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"sync"
 	"time"
 
 	"github.com/flowd/flowd/internal/apperr"
@@ -19,6 +20,7 @@ type Staff struct {
 	store     *store.Store
 	orgs      Organizations
 	cfg       StaffConfig
+	dummyOnce sync.Once
 	dummyHash string
 }
 
@@ -52,11 +54,20 @@ func NewStaff(pool *pgxpool.Pool, orgs Organizations, cfg StaffConfig) (*Staff, 
 	if cfg.AddressLimit <= 0 {
 		cfg.AddressLimit = 50
 	}
-	dummy, err := secrethash.Hash(randomToken(), cfg.PasswordParams)
-	if err != nil {
+	if err := cfg.PasswordParams.Validate(); err != nil {
 		return nil, err
 	}
-	return &Staff{store: store.New(pool), orgs: orgs, cfg: cfg, dummyHash: dummy}, nil
+	return &Staff{store: store.New(pool), orgs: orgs, cfg: cfg}, nil
+}
+
+// dummy is a hash to verify against when the username is unknown, so that
+// an unknown username costs as much time as a wrong password. It is made on
+// first use: commands that never authenticate do not pay for it.
+func (p *Staff) dummy() string {
+	p.dummyOnce.Do(func() {
+		p.dummyHash, _ = secrethash.Hash(randomToken(), p.cfg.PasswordParams)
+	})
+	return p.dummyHash
 }
 
 // CreateStaff creates a staff account; see identity.StaffService.
@@ -125,7 +136,7 @@ func (p *Staff) AuthenticateStaff(ctx context.Context, username, password, addre
 		return identity.StaffAccount{}, err
 	}
 	if !found || len(password) > identity.MaxPasswordLength {
-		hash = p.dummyHash
+		hash = p.dummy()
 	}
 	ok, verr := secrethash.Verify(password, hash)
 	if !found || !ok || verr != nil || a.Disabled {
