@@ -591,6 +591,29 @@ func TestCodeExchange(t *testing.T) {
 		if first.status != 200 || first.body["id_token"] == nil || first.body["token_type"] != "Bearer" || first.header.Get("Cache-Control") != "no-store" {
 			t.Fatalf("exchange: %d %v", first.status, first.body)
 		}
+		idt, _ := first.body["id_token"].(string)
+		parts := strings.Split(idt, ".")
+		if len(parts) != 3 {
+			t.Fatalf("id_token %q", idt)
+		}
+		payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
+		var claims map[string]any
+		if err := json.Unmarshal(payload, &claims); err != nil {
+			t.Fatal(err)
+		}
+		for k, want := range map[string]any{"iss": ls.url, "aud": login.ConsoleClientID, "nonce": "nn", "org_id": "org-a",
+			"preferred_username": "ada", "name": "Person ada"} {
+			if claims[k] != want {
+				t.Errorf("id_token %s = %v, want %v", k, claims[k], want)
+			}
+		}
+		exp, _ := claims["exp"].(float64)
+		iat, _ := claims["iat"].(float64)
+		authTime, _ := claims["auth_time"].(float64)
+		roles, _ := claims["roles"].([]any)
+		if exp-iat != 300 || authTime == 0 || authTime > iat || len(roles) != 1 || roles[0] != "admin" || claims["sub"] == "" {
+			t.Errorf("id_token times or roles: %v", claims)
+		}
 		access, _ := first.body["access_token"].(string)
 		status, claims := userinfo(t, ls, access)
 		if status != 200 || claims["org_id"] != "org-a" || claims["preferred_username"] != "ada" {
