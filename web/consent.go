@@ -13,17 +13,6 @@ import (
 	"github.com/flowd/flowd/views/pages"
 )
 
-// ConsentProof is the consent side's relying party: it sends the individual
-// to their eID and remembers, in the consent session, who they proved to be.
-type ConsentProof interface {
-	// Begin redirects to the identity provider; the individual returns to returnTo.
-	Begin(c echo.Context, returnTo string) error
-	// ProvenNationalID returns the national id proven in this browser session.
-	ProvenNationalID(c echo.Context) (string, bool)
-	// Forget ends the proof, so that another person can sign in.
-	Forget(c echo.Context) error
-}
-
 const (
 	csrfField      = "_csrf"
 	langCookie     = "flowd_lang"
@@ -63,13 +52,13 @@ func (s *Server) handleConsentPage(c echo.Context) error {
 		ReferenceID: req.ReferenceID, MaskedNationalID: req.MaskedNationalID}
 	self := "/consent/" + c.Param("token")
 	if s.cfg.ConsentAuth == "oidc" {
-		proven, ok := s.consentProof.ProvenNationalID(c)
+		proven, ok := s.consentIdentityOf(c)
 		if !ok {
 			return s.render(c, http.StatusOK, pages.ConsentStartPage(pages.ConsentStart{
 				ConsentFrame: frame, Request: summary, LoginURL: self + "/login", TestEID: s.cfg.TestEID,
 			}))
 		}
-		if !req.Matches(proven) {
+		if !req.Matches(proven.NationalID) {
 			s.log.Warn("consent identity mismatch", "request_id", requestIDOf(c), "flow_id", req.FlowID)
 			return s.render(c, http.StatusForbidden, pages.ConsentMessagePage(pages.ConsentMessage{
 				ConsentFrame: frame, Title: frame.T.WrongPerson, Message: frame.T.WrongPersonHelp,
@@ -84,17 +73,18 @@ func (s *Server) handleConsentPage(c echo.Context) error {
 	}))
 }
 
-// handleConsentLogin handles "GET /consent/:token/login": off to the eID.
-func (s *Server) handleConsentLogin(c echo.Context) error {
+// handleConsentProve handles "GET /consent/:token/login": off to the eID,
+// back to the request afterwards. With again, the proven identity is
+// forgotten first so that another person can sign in.
+func (s *Server) handleConsentProve(c echo.Context) error {
+	self := "/consent/" + c.Param("token")
 	if s.cfg.ConsentAuth != "oidc" {
-		return c.Redirect(http.StatusSeeOther, "/consent/"+c.Param("token"))
+		return c.Redirect(http.StatusSeeOther, self)
 	}
 	if c.QueryParam("again") != "" {
-		if err := s.consentProof.Forget(c); err != nil {
-			return err
-		}
+		s.consentSessions.Clear(c.Response(), c.Request())
 	}
-	return s.consentProof.Begin(c, "/consent/"+c.Param("token"))
+	return s.beginLogin(c, s.consentRP, self)
 }
 
 // handleConsentDecision handles "POST /consent/:token": Accept or Reject,
@@ -112,10 +102,11 @@ func (s *Server) handleConsentDecision(c echo.Context) error {
 	var proven string
 	skipProof := s.cfg.ConsentAuth != "oidc"
 	if !skipProof {
-		var ok bool
-		if proven, ok = s.consentProof.ProvenNationalID(c); !ok {
+		id, ok := s.consentIdentityOf(c)
+		if !ok {
 			return c.Redirect(http.StatusSeeOther, "/consent/"+c.Param("token"))
 		}
+		proven = id.NationalID
 	}
 	d, err := s.consent.Decide(c.Request().Context(), c.Param("token"), proven, skipProof, accept)
 	switch {

@@ -22,6 +22,21 @@ func (s *Server) routes() {
 
 	// The built-in OAuth 2.0 provider: public, client authentication in the handlers.
 	// (issue 3: /oauth/token, /oauth/jwks, /.well-known/openid-configuration)
+	// TEMPORARY on the login branch until issue 3's handlers merge: the token
+	// endpoint (authorization_code only), JWKS and discovery of the in-memory key.
+	e.POST("/oauth/token", s.handleTokenAuthorizationCode)
+	e.GET("/oauth/jwks", s.handleJWKSTemporary)
+	e.GET("/.well-known/openid-configuration", s.handleDiscoveryTemporary)
+
+	// The built-in provider's interactive side (issue 6): browsers and relying parties.
+	e.GET("/oauth/authorize", s.handleAuthorize)
+	e.POST("/oauth/authorize", s.handleAuthorize)
+	e.GET("/idp/login", s.handleLoginForm)
+	e.POST("/idp/login", s.handleLoginSubmit)
+	e.GET("/oauth/userinfo", s.handleUserInfo)
+	e.POST("/oauth/userinfo", s.handleUserInfo)
+	e.GET("/oauth/end_session", s.handleEndSession)
+	e.POST("/oauth/end_session", s.handleEndSession)
 
 	// The API: bearer token, organization from the token, scopes per route.
 	api := e.Group("/api", s.authenticate)
@@ -41,10 +56,23 @@ func (s *Server) routes() {
 	consentPages := e.Group("/consent", s.consentCSRF())
 	consentPages.GET("/:token", s.handleConsentPage)
 	consentPages.POST("/:token", s.handleConsentDecision)
-	consentPages.GET("/:token/login", s.handleConsentLogin)
+	consentPages.GET("/:token/login", s.handleConsentProve)
+	// Sign-in of the end user (issue 6); consentIdentityOf(c) gives the proven identity.
+	e.GET("/consent/auth/login", s.handleConsentLogin)
+	e.GET("/consent/auth/callback", s.handleConsentCallback)
+	e.POST("/consent/auth/logout", s.handleConsentLogout)
+	e.GET("/consent/signed-in", s.handleConsentSignedIn)
+	e.GET("/consent/signed-out", s.handleConsentSignedOut)
 
 	// Console: organization staff, by session.
 	// (issue 8)
+	// Sign-in (issue 6): requireStaff admits a session (staffOf, csrfTokenOf), requireAdmin admins.
+	e.GET("/console/auth/login", s.handleConsoleLogin)
+	e.GET("/console/auth/callback", s.handleConsoleCallback)
+	e.POST("/console/auth/logout", s.handleConsoleLogout)
+	e.GET("/console/signed-out", s.handleConsoleSignedOut)
+	console := e.Group("/console", s.requireStaff)
+	console.GET("", s.handleConsoleHome)
 
 	// Static assets, embedded in the binary.
 	static, _ := fs.Sub(assets.FS, ".")

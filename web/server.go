@@ -16,9 +16,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowd/flowd/internal/config"
+	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -31,9 +33,17 @@ type Deps struct {
 	Identity identity.Service
 	Flows    flows.Service
 	Webhooks webhooks.Service
-	// Consent is the individual's journey; ConsentProof proves who they are.
-	Consent      consent.Journey
-	ConsentProof ConsentProof
+	// Consent is the individual's journey; ConsentRP (below) proves who they are.
+	Consent consent.Journey
+
+	// Interactive login (issue 6): the built-in provider's sign-in side, its
+	// ID token signer (TEMPORARY here: issue 3's key store at merge; used only
+	// by the temporary JWKS route), and the console's and consent pages'
+	// relying parties. Any may be nil; their routes then answer 404.
+	Login     *login.Provider
+	Signer    login.Signer
+	ConsoleRP *oidclogin.RelyingParty
+	ConsentRP *oidclogin.RelyingParty
 }
 
 // Server is flowd's HTTP server.
@@ -48,8 +58,14 @@ type Server struct {
 	flows    flows.Service
 	webhooks webhooks.Service
 
-	consent      consent.Journey
-	consentProof ConsentProof
+	consent         consent.Journey
+	login           *login.Provider
+	signer          login.Signer
+	consoleRP       *oidclogin.RelyingParty
+	consentRP       *oidclogin.RelyingParty
+	idp             *oidclogin.Sessions
+	consoleSessions *oidclogin.Sessions
+	consentSessions *oidclogin.Sessions
 }
 
 // New builds the server with every dependency it needs.
@@ -60,8 +76,11 @@ func New(d Deps) *Server {
 	s := &Server{
 		echo: e, log: d.Log, cfg: d.Config, pool: d.Pool, metrics: newMetrics(d.Registry, d.Pool),
 		identity: d.Identity, flows: d.Flows, webhooks: d.Webhooks,
-		consent: d.Consent, consentProof: d.ConsentProof,
+		consent: d.Consent,
+		login:   d.Login, signer: d.Signer, consoleRP: d.ConsoleRP, consentRP: d.ConsentRP,
+		consoleSessions: oidclogin.ConsoleSessions(d.Config), consentSessions: oidclogin.ConsentSessions(d.Config),
 	}
+	s.idp = idpSessions(s)
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = echo.ExtractIPDirect()
 	s.routes()

@@ -19,6 +19,11 @@ Usage:
   flowd migrate    apply database migrations and exit
   flowd orgs rotate-webhook-secret --org ORG_ID [--json]
                    make a new webhook signing secret (the old one signs for 24 h more)
+  flowd staff create --org ORG_ID --username U --role admin|viewer --password-stdin [--json]
+                   create a console staff account (password read from stdin)
+  flowd staff disable --username U            stop a staff account from signing in
+  flowd staff reset-password --username U --password-stdin
+                   set a staff account's password
 
 Settings come from the environment (DATABASE_URL, FLOWD_*); see README.md.
 `
@@ -42,6 +47,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		}
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("unknown orgs command")
+	case "staff":
+		return runStaff(ctx, rest, getenv, stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -14,9 +14,11 @@ import (
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web"
 )
@@ -59,6 +61,31 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// Modules, each built from its explicit dependencies.
 	// identity (issue 3):
 
+	// login (issue 6): staff accounts, the built-in provider's interactive
+	// sign-in (authorization code + PKCE, test eID), and the relying parties
+	// of the console and the consent pages. The signer is TEMPORARY: at merge
+	// issue 3's database-backed key store replaces it (it implements
+	// login.Signer), and issue 3's identity service is passed as the
+	// organizations checker instead of nil.
+	signer, err := login.NewTemporaryMemorySigner()
+	if err != nil {
+		return err
+	}
+	staff, err := login.NewStaff(pool, nil, login.StaffConfig{})
+	if err != nil {
+		return err
+	}
+	provider, err := login.New(pool, signer, staff, login.Config{
+		Issuer: cfg.BaseURL.String(), Clients: login.BuiltInClients(cfg.BaseURL.String(), cfg.SessionKey),
+		TestEID: cfg.TestEID, NationalIDClaim: cfg.ConsentNationalIDClaim,
+		OrgClaim: cfg.ConsoleOrgClaim, RolesClaim: cfg.ConsoleRolesClaim, DataKey: cfg.DataKey,
+	})
+	if err != nil {
+		return err
+	}
+	consoleRP := oidclogin.New(oidclogin.ConsoleConfig(cfg))
+	consentRP := oidclogin.New(oidclogin.ConsentConfig(cfg))
+
 	// webhooks (issue 5):
 	registry := prometheus.NewRegistry()
 	hooks, err := webhooks.New(pool, webhooks.Options{
@@ -85,7 +112,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 
 	srv := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Webhooks: hooks,
-		Flows: flowsModule,
+		Flows: flowsModule, Consent: consent.NewJourney(pool, consentRequests, flowsModule, todoOrganizations{}, log),
+		Login: provider, Signer: signer, ConsoleRP: consoleRP, ConsentRP: consentRP,
 	})
 	// The webhook workers start with the server and stop after it has
 	// drained, so that a request's last event is still delivered by someone:
@@ -136,4 +164,8 @@ type todoOrganizations struct{}
 
 func (todoOrganizations) FlowSettings(context.Context, string) (flows.OrganizationSettings, error) {
 	return flows.OrganizationSettings{ReferencePrefix: "FLOW"}, nil
+}
+
+func (todoOrganizations) OrganizationName(context.Context, string) (string, error) {
+	return "Your bank", nil
 }

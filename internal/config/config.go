@@ -54,6 +54,12 @@ type Config struct {
 	ConsoleOrgClaim         string
 	ConsoleRolesClaim       string
 
+	// Session lifetimes: idle ends an unused session, max any session.
+	ConsoleSessionIdle time.Duration
+	ConsoleSessionMax  time.Duration
+	ConsentSessionIdle time.Duration
+	ConsentSessionMax  time.Duration
+
 	WebhookAllowPrivate bool
 	WebhookTimeout      time.Duration
 }
@@ -96,6 +102,10 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		ConsoleOIDCScopes:       r.listOr("FLOWD_CONSOLE_OIDC_SCOPES", []string{"openid", "profile"}),
 		ConsoleOrgClaim:         r.str("FLOWD_CONSOLE_ORG_CLAIM", "org_id"),
 		ConsoleRolesClaim:       r.str("FLOWD_CONSOLE_ROLES_CLAIM", "roles"),
+		ConsoleSessionIdle:      r.duration("FLOWD_CONSOLE_SESSION_IDLE", 30*time.Minute),
+		ConsoleSessionMax:       r.duration("FLOWD_CONSOLE_SESSION_MAX", 12*time.Hour),
+		ConsentSessionIdle:      r.duration("FLOWD_CONSENT_SESSION_IDLE", 15*time.Minute),
+		ConsentSessionMax:       r.duration("FLOWD_CONSENT_SESSION_MAX", time.Hour),
 
 		WebhookAllowPrivate: r.boolean("FLOWD_WEBHOOK_ALLOW_PRIVATE", false),
 		WebhookTimeout:      r.duration("FLOWD_WEBHOOK_TIMEOUT", 10*time.Second),

@@ -20,6 +20,10 @@ func TestLoadDefaults(t *testing.T) {
 		c.ConsentTTL != 30*24*time.Hour || c.ConsentAuth != "oidc" || c.NationalIDFormat != "generic" || !c.MigrateOnStart {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
+	if c.ConsoleSessionIdle != 30*time.Minute || c.ConsoleSessionMax != 12*time.Hour ||
+		c.ConsentSessionIdle != 15*time.Minute || c.ConsentSessionMax != time.Hour {
+		t.Fatalf("unexpected session lifetimes: %+v", c)
+	}
 	if len(c.SessionKey) != 32 {
 		t.Fatalf("session key is %d bytes", len(c.SessionKey))
 	}
@@ -39,6 +43,7 @@ func TestLoadNamesTheBadSetting(t *testing.T) {
 		{"short key", "FLOWD_SESSION_KEY", "c2hvcnQ="},
 		{"missing key", "FLOWD_KEY_ENCRYPTION_KEY", ""},
 		{"bad number", "FLOWD_DB_MAX_CONNS", "-1"},
+		{"bad session lifetime", "FLOWD_CONSOLE_SESSION_IDLE", "-5m"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,260 @@
+// Package login is the built-in OpenID provider's interactive side (issue 6):
+// the authorization code flow with PKCE for flowd's own relying parties (the
+// console and the consent pages), staff accounts with argon2id passwords and
+// a rate limit on guessing, the test eID, ID tokens, userinfo and
+// RP-initiated logout. It signs through a Signer that issue 3's key store
+// implements; it knows nothing of HTTP frameworks: the web layer binds,
+// calls these methods and renders.
+package login
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/flowd/flowd/modules/identity/login/internal/store"
+)
+
+// Method is how the people of a client sign in.
+type Method string
+
+// The sign-in methods of the built-in provider.
+const (
+	MethodStaff   Method = "staff"    // staff accounts: username and password
+	MethodTestEID Method = "test-eid" // the test eID: type a national id
+)
+
+// ACRTestEID is the acr claim of ID tokens from the test eID, so that a
+// relying party can tell a test identity from a real one.
+const ACRTestEID = "urn:flowd:acr:test-eid"
+
+// Built-in client ids: flowd's own console and consent relying parties.
+const (
+	ConsoleClientID = "flowd-console"
+	ConsentClientID = "flowd-consent"
+)
+
+// Client is a relying party registered with the built-in provider.
+type Client struct {
+	ID   string
+	Name string
+	// Secret authenticates the client at the token endpoint; empty makes it
+	// a public client, which PKCE alone protects.
+	Secret                 string
+	RedirectURIs           []string
+	PostLogoutRedirectURIs []string
+	Method                 Method
+}
+
+// BuiltInClientSecret derives a built-in client's secret from the session
+// key, so that the provider and its relying parties in the same deployment
+// agree without a setting of its own.
+func BuiltInClientSecret(sessionKey []byte, clientID string) string {
+	k, err := hkdf.Key(sha256.New, sessionKey, nil, "flowd built-in client secret "+clientID, 32)
+	if err != nil {
+		panic(err) // only for absurd lengths
+	}
+	return base64.RawURLEncoding.EncodeToString(k)
+}
+
+// BuiltInClients returns the console and consent clients of the deployment at base.
+func BuiltInClients(base string, sessionKey []byte) []Client {
+	return []Client{
+		{
+			ID: ConsoleClientID, Name: "flowd console", Method: MethodStaff,
+			Secret:                 BuiltInClientSecret(sessionKey, ConsoleClientID),
+			RedirectURIs:           []string{base + "/console/auth/callback"},
+			PostLogoutRedirectURIs: []string{base + "/console/signed-out"},
+		},
+		{
+			ID: ConsentClientID, Name: "flowd consent", Method: MethodTestEID,
+			Secret:                 BuiltInClientSecret(sessionKey, ConsentClientID),
+			RedirectURIs:           []string{base + "/consent/auth/callback"},
+			PostLogoutRedirectURIs: []string{base + "/consent/signed-out"},
+		},
+	}
+}
+
+// Config is how the provider behaves.
+type Config struct {
+	Issuer  string
+	Clients []Client
+	// TestEID turns the test eID on (FLOWD_TEST_EID).
+	TestEID bool
+	// Claim names of ID tokens: the national id of the test eID
+	// (FLOWD_CONSENT_NATIONAL_ID_CLAIM), a staff member's organization and roles.
+	NationalIDClaim string
+	OrgClaim        string
+	RolesClaim      string
+	// DataKey encrypts the claims of codes and tokens at rest and keys the
+	// test eID's pseudonymous subject.
+	DataKey []byte
+	// Lifetimes; zero means the default in parentheses.
+	CodeTTL    time.Duration // 60s
+	RequestTTL time.Duration // 15m: how long a sign-in form may stay open
+	TokenTTL   time.Duration // 5m: ID and userinfo tokens
+}
+
+// Organizations tells whether an organization exists; issue 3's identity
+// service implements it. nil skips the check (until the merge wires it).
+type Organizations interface {
+	OrganizationExists(ctx context.Context, id string) (bool, error)
+}
+
+// Provider is the built-in provider's interactive side.
+type Provider struct {
+	cfg       Config
+	store     *store.Store
+	staff     *Staff
+	signer    Signer
+	aead      cipher.AEAD
+	pseudoKey []byte
+}
+
+// New builds the provider; staff checks the passwords of staff accounts.
+func New(pool *pgxpool.Pool, signer Signer, staff *Staff, cfg Config) (*Provider, error) {
+	if len(cfg.DataKey) < 32 {
+		return nil, errors.New("login: a 32-byte data key is required")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.CodeTTL, 60*time.Second)
+	def(&cfg.RequestTTL, 15*time.Minute)
+	def(&cfg.TokenTTL, 5*time.Minute)
+	if cfg.NationalIDClaim == "" {
+		cfg.NationalIDClaim = "pid"
+	}
+	if cfg.OrgClaim == "" {
+		cfg.OrgClaim = "org_id"
+	}
+	if cfg.RolesClaim == "" {
+		cfg.RolesClaim = "roles"
+	}
+	encKey, err := hkdf.Key(sha256.New, cfg.DataKey, nil, "flowd login claims", 32)
+	if err != nil {
+		return nil, err
+	}
+	block, err := aes.NewCipher(encKey)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	pseudoKey, err := hkdf.Key(sha256.New, cfg.DataKey, nil, "flowd test eid subject", 32)
+	if err != nil {
+		return nil, err
+	}
+	return &Provider{cfg: cfg, store: store.New(pool), staff: staff, signer: signer, aead: aead, pseudoKey: pseudoKey}, nil
+}
+
+// Issuer is the provider's issuer URL.
+func (p *Provider) Issuer() string { return p.cfg.Issuer }
+
+// TestEIDEnabled reports whether the test eID is on.
+func (p *Provider) TestEIDEnabled() bool { return p.cfg.TestEID }
+
+// Client returns the registered client with id.
+func (p *Provider) Client(id string) (Client, bool) {
+	for _, c := range p.cfg.Clients {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return Client{}, false
+}
+
+// Discovery returns the provider metadata this package adds to issue 3's
+// /.well-known/openid-configuration; the lead merges these fields into that
+// document (issuer, jwks_uri, token_endpoint and the rest are issue 3's).
+func (p *Provider) Discovery() map[string]any {
+	base := p.cfg.Issuer
+	return map[string]any{
+		"authorization_endpoint":                base + "/oauth/authorize",
+		"userinfo_endpoint":                     base + "/oauth/userinfo",
+		"end_session_endpoint":                  base + "/oauth/end_session",
+		"response_types_supported":              []string{"code"},
+		"response_modes_supported":              []string{"query"},
+		"grant_types_supported":                 []string{"authorization_code", "client_credentials", "refresh_token"},
+		"code_challenge_methods_supported":      []string{"S256"},
+		"subject_types_supported":               []string{"public"},
+		"scopes_supported":                      []string{"openid", "profile"},
+		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post"},
+		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "acr",
+			"preferred_username", "name", p.cfg.OrgClaim, p.cfg.RolesClaim, p.cfg.NationalIDClaim},
+		"acr_values_supported": []string{ACRTestEID},
+	}
+}
+
+// OAuthError is an RFC 6749 error answer of the token or userinfo endpoint.
+type OAuthError struct {
+	Status      int    `json:"-"`
+	Code        string `json:"error"`
+	Description string `json:"error_description,omitempty"`
+}
+
+func (e *OAuthError) Error() string { return e.Code + ": " + e.Description }
+
+func invalidGrant(desc string) *OAuthError {
+	return &OAuthError{Status: http.StatusBadRequest, Code: "invalid_grant", Description: desc}
+}
+
+// randomToken returns 256 random bits, base64url.
+func randomToken() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func hashOf(s string) []byte {
+	h := sha256.Sum256([]byte(s))
+	return h[:]
+}
+
+func (p *Provider) seal(plain []byte) ([]byte, error) {
+	nonce := make([]byte, p.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	return p.aead.Seal(nonce, nonce, plain, nil), nil
+}
+
+func (p *Provider) open(sealed []byte) ([]byte, error) {
+	n := p.aead.NonceSize()
+	if len(sealed) < n {
+		return nil, errors.New("login: sealed data too short")
+	}
+	return p.aead.Open(nil, sealed[:n], sealed[n:], nil)
+}
+
+// pseudonym is the test eID's subject for a national id: stable, but not the
+// national id itself, which appears only in its own claim.
+func (p *Provider) pseudonym(nationalID string) string {
+	m := hmac.New(sha256.New, p.pseudoKey)
+	m.Write([]byte(nationalID))
+	return "eid-" + hex.EncodeToString(m.Sum(nil))[:32]
+}
+
+// hasScope reports whether the space-separated scope holds s.
+func hasScope(scope, s string) bool { return slices.Contains(strings.Fields(scope), s) }
+
+func timeNow() time.Time { return time.Now() }

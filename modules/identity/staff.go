@@ -1,0 +1,134 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/flowd/flowd/internal/apperr"
+)
+
+// This file holds the domain of interactive login (issue 6): staff accounts,
+// who sign in to the console through the built-in OpenID provider. The
+// provider itself lives in modules/identity/login.
+
+// Role is what a staff member may do in the console.
+type Role string
+
+// The roles of staff: a viewer sees, an admin also changes.
+const (
+	RoleViewer Role = "viewer"
+	RoleAdmin  Role = "admin"
+)
+
+// Valid reports whether r is a known role.
+func (r Role) Valid() bool { return r == RoleViewer || r == RoleAdmin }
+
+// StaffAccount is a person of an organization who signs in to the console
+// with a username (often an e-mail address) and a password.
+type StaffAccount struct {
+	ID             string
+	OrganizationID string
+	Username       string
+	Name           string
+	Role           Role
+	Disabled       bool
+	CreatedAt      time.Time
+	LastLoginAt    *time.Time
+}
+
+// NewStaffAccount is what creating a staff account takes.
+type NewStaffAccount struct {
+	OrganizationID string
+	Username       string
+	Name           string
+	Role           Role
+	Password       string
+}
+
+// Password length limits: long enough to resist guessing behind the rate
+// limit, short enough that hashing cannot be abused.
+const (
+	MinPasswordLength = 12
+	MaxPasswordLength = 256
+)
+
+// NormalizeUsername trims a username and folds it to lower case; usernames
+// are unique and matched without regard to case.
+func NormalizeUsername(u string) string { return strings.ToLower(strings.TrimSpace(u)) }
+
+// Validate names every invalid field of n.
+func (n NewStaffAccount) Validate() error {
+	var f apperr.Fields
+	if strings.TrimSpace(n.OrganizationID) == "" || len(n.OrganizationID) > 64 {
+		f.Add("org", "must be an organization id")
+	}
+	if err := ValidateUsername(n.Username); err != nil {
+		f.Add("username", "%s", err.Error())
+	}
+	if len(n.Name) > 200 {
+		f.Add("name", "must be at most 200 characters")
+	}
+	if !n.Role.Valid() {
+		f.Add("role", "must be admin or viewer")
+	}
+	if err := ValidatePassword(n.Password); err != nil {
+		f.Add("password", "%s", err.Error())
+	}
+	return f.Err()
+}
+
+// ValidateUsername checks a username: 1–254 letters, digits and . _ - @ +.
+func ValidateUsername(u string) error {
+	u = NormalizeUsername(u)
+	if u == "" || len(u) > 254 {
+		return errors.New("must be 1 to 254 characters")
+	}
+	for _, r := range u {
+		if !(unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("._-@+", r)) {
+			return errors.New("may hold only letters, digits and . _ - @ +")
+		}
+	}
+	return nil
+}
+
+// ValidatePassword checks a new password's length.
+func ValidatePassword(p string) error {
+	n := len([]rune(p))
+	if n < MinPasswordLength || len(p) > MaxPasswordLength {
+		return errors.New("must be 12 to 256 characters")
+	}
+	return nil
+}
+
+// Errors of staff accounts.
+var (
+	// ErrStaffNotFound: no account has this username.
+	ErrStaffNotFound = apperr.New(apperr.NotFound, "No staff account has this username.")
+	// ErrStaffExists: the username is taken.
+	ErrStaffExists = apperr.New(apperr.Conflict, "A staff account with this username exists already.")
+	// ErrBadCredentials: the username or the password is wrong, or the
+	// account is disabled; deliberately not saying which.
+	ErrBadCredentials = apperr.New(apperr.Unauthenticated, "The username or password is not right.")
+	// ErrTooManyAttempts: sign-in is paused for this account or address.
+	ErrTooManyAttempts = apperr.New(apperr.RateLimited, "Too many failed attempts. Wait a while and try again.")
+)
+
+// StaffService manages staff accounts; the CLI and the built-in provider use it.
+type StaffService interface {
+	// CreateStaff creates an account. Errors: apperr Invalid (fields),
+	// ErrStaffExists, apperr NotFound for an unknown organization.
+	CreateStaff(ctx context.Context, n NewStaffAccount) (StaffAccount, error)
+	// DisableStaff stops an account from signing in. Errors: ErrStaffNotFound.
+	DisableStaff(ctx context.Context, username string) (StaffAccount, error)
+	// ResetStaffPassword sets a new password (and enables nothing else).
+	// Errors: apperr Invalid, ErrStaffNotFound.
+	ResetStaffPassword(ctx context.Context, username, password string) (StaffAccount, error)
+	// AuthenticateStaff checks a username and password from address, under the
+	// rate limit. Errors: ErrBadCredentials, ErrTooManyAttempts (with RetryAfter).
+	AuthenticateStaff(ctx context.Context, username, password, address string) (StaffAccount, error)
+	// StaffByID returns an account. Errors: ErrStaffNotFound.
+	StaffByID(ctx context.Context, id string) (StaffAccount, error)
+}

@@ -1,0 +1,607 @@
+package web
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/oidclogin"
+	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/login"
+	"github.com/flowd/flowd/views/pages"
+)
+
+// This file is interactive login (issue 6): the built-in provider's
+// authorization endpoint, sign-in forms, code exchange, userinfo and
+// end-session; and the console's and consent pages' relying-party side:
+// sign-in, callback, sessions, sign-out.
+
+// idpSessions is the built-in provider's own cookie: a random browser id that
+// binds sign-in forms to the browser that opened them, and, after a staff
+// sign-in, the staff member (single sign-on until it ends or is signed out).
+func idpSessions(s *Server) *oidclogin.Sessions {
+	return oidclogin.NewSessions(oidclogin.SessionConfig{Name: "flowd_idp", Key: s.cfg.SessionKey,
+		Secure: s.cfg.Secure(), Idle: 2 * time.Hour, Absolute: 12 * time.Hour})
+}
+
+// idpSession returns the browser's provider session, starting an anonymous one.
+func (s *Server) idpSession(c echo.Context) (oidclogin.Session, error) {
+	if sess, ok := s.idp.Get(c.Response(), c.Request()); ok && sess.Attrs["bid"] != "" {
+		return sess, nil
+	}
+	return s.startIdpSession(c, "")
+}
+
+// startIdpSession starts a new provider session (a new browser id) for staffID or nobody.
+func (s *Server) startIdpSession(c echo.Context, staffID string) (oidclogin.Session, error) {
+	return s.idp.Start(c.Response(), c.Request(), oidclogin.Session{Subject: staffID,
+		Attrs: map[string]string{"bid": newBrowserID()}})
+}
+
+func newBrowserID() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// handleAuthorize handles "GET /oauth/authorize" and "POST /oauth/authorize".
+func (s *Server) handleAuthorize(c echo.Context) error {
+	if s.login == nil {
+		return apperr.New(apperr.NotFound, "No resource at this address.")
+	}
+	params, err := c.FormParams()
+	if err != nil {
+		return s.renderNotice(c, http.StatusBadRequest, "Sign-in request refused", "The request is malformed.", "", "")
+	}
+	req, err := s.login.ParseAuthorize(params)
+	if err != nil {
+		return s.authorizeError(c, err)
+	}
+	sess, err := s.idpSession(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	recent := req.MaxAge < 0 || time.Since(sess.CreatedAt) <= time.Duration(req.MaxAge)*time.Second
+	if req.Method == login.MethodStaff && sess.Subject != "" && req.Prompt != "login" && recent {
+		to, err := s.login.IssueForStaff(ctx, req, sess.Subject, sess.CreatedAt)
+		if err == nil {
+			return c.Redirect(http.StatusSeeOther, to)
+		}
+		if !errors.Is(err, identity.ErrBadCredentials) {
+			return err
+		}
+		// The account was disabled or removed since: forget it and ask again.
+		if sess, err = s.startIdpSession(c, ""); err != nil {
+			return err
+		}
+	}
+	if req.Prompt == "none" {
+		return c.Redirect(http.StatusSeeOther, login.LoginRequiredError(req).RedirectURL())
+	}
+	p, err := s.login.BeginLogin(ctx, req, sess.Attrs["bid"])
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/idp/login?request="+url.QueryEscape(p.ID))
+}
+
+// authorizeError sends a refused authorization request back to the client,
+// or shows it when the client cannot be trusted with it.
+func (s *Server) authorizeError(c echo.Context, err error) error {
+	var ae *login.AuthorizeError
+	if !errors.As(err, &ae) {
+		return err
+	}
+	if ae.RedirectURI != "" {
+		return c.Redirect(http.StatusSeeOther, ae.RedirectURL())
+	}
+	return s.renderNotice(c, http.StatusBadRequest, "Sign-in request refused", ae.Description, "", "")
+}
+
+// handleLoginForm handles "GET /idp/login": the staff form or the test eID.
+func (s *Server) handleLoginForm(c echo.Context) error {
+	if s.login == nil {
+		return apperr.New(apperr.NotFound, "No resource at this address.")
+	}
+	sess, err := s.idpSession(c)
+	if err != nil {
+		return err
+	}
+	p, err := s.login.PendingLogin(c.Request().Context(), c.QueryParam("request"), sess.Attrs["bid"])
+	if err != nil {
+		return err
+	}
+	return s.renderLoginForm(c, http.StatusOK, p, "", "", 0)
+}
+
+func (s *Server) renderLoginForm(c echo.Context, status int, p login.Pending, typed, message string, retry time.Duration) error {
+	c.Response().Header().Set("Cache-Control", "no-store")
+	if retry > 0 {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(retry.Round(time.Second)/time.Second)))
+	}
+	if p.Method == login.MethodTestEID {
+		return s.render(c, status, pages.TestEID(pages.TestEIDPage{RequestID: p.ID, CSRF: p.FormToken,
+			ClientName: p.ClientName, NationalID: typed, Error: message}))
+	}
+	return s.render(c, status, pages.StaffLogin(pages.StaffLoginPage{RequestID: p.ID, CSRF: p.FormToken,
+		ClientName: p.ClientName, Username: typed, Error: message}))
+}
+
+// handleLoginSubmit handles "POST /idp/login": checks the form, then sends
+// the browser back to the client with a code.
+func (s *Server) handleLoginSubmit(c echo.Context) error {
+	if s.login == nil {
+		return apperr.New(apperr.NotFound, "No resource at this address.")
+	}
+	ctx := c.Request().Context()
+	sess, err := s.idpSession(c)
+	if err != nil {
+		return err
+	}
+	bid := sess.Attrs["bid"]
+	id, token := c.FormValue("request"), c.FormValue("csrf")
+	p, err := s.login.PendingLogin(ctx, id, bid)
+	if err != nil {
+		return err
+	}
+	if p.Method == login.MethodTestEID {
+		nid := c.FormValue("national_id")
+		to, err := s.login.CompleteTestEID(ctx, id, bid, token, nid)
+		if errors.Is(err, login.ErrBadNationalID) {
+			return s.renderLoginForm(c, http.StatusBadRequest, p, nid, "Type a national id of 1 to 64 letters, digits or -.", 0)
+		}
+		if err != nil {
+			return err
+		}
+		return c.Redirect(http.StatusSeeOther, to)
+	}
+	username := c.FormValue("username")
+	to, a, err := s.login.CompleteStaffLogin(ctx, id, bid, token, username, c.FormValue("password"), c.RealIP())
+	if errors.Is(err, identity.ErrBadCredentials) {
+		return s.renderLoginForm(c, http.StatusUnauthorized, p, username, identity.ErrBadCredentials.Message, 0)
+	}
+	if e, ok := apperr.As(err); ok && e.Code == apperr.RateLimited {
+		return s.renderLoginForm(c, http.StatusTooManyRequests, p, username, e.Message, e.RetryAfter)
+	}
+	if err != nil {
+		return err
+	}
+	// A new provider session, so that a browser id known before sign-in is not the one signed in.
+	if _, err := s.startIdpSession(c, a.ID); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, to)
+}
+
+// handleTokenAuthorizationCode handles "POST /oauth/token" on this branch
+// only, for grant_type=authorization_code. TEMPORARY: at merge, issue 3's
+// token handler dispatches grant_type=authorization_code to
+// exchangeAuthorizationCode and this route goes.
+func (s *Server) handleTokenAuthorizationCode(c echo.Context) error {
+	if s.login == nil {
+		return apperr.New(apperr.NotFound, "No resource at this address.")
+	}
+	mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
+	if mt != echo.MIMEApplicationForm {
+		return s.writeOAuthError(c, &login.OAuthError{Status: 400, Code: "invalid_request", Description: "The body must be application/x-www-form-urlencoded."})
+	}
+	form, err := c.FormParams()
+	if err != nil {
+		return s.writeOAuthError(c, &login.OAuthError{Status: 400, Code: "invalid_request", Description: "The body is malformed."})
+	}
+	if form.Get("grant_type") != "authorization_code" {
+		return s.writeOAuthError(c, &login.OAuthError{Status: 400, Code: "unsupported_grant_type", Description: "This branch serves only authorization_code."})
+	}
+	id, secret, ok := c.Request().BasicAuth()
+	if ok {
+		id, _ = url.QueryUnescape(id) // RFC 6749 2.3.1: form-encoded before Basic
+		secret, _ = url.QueryUnescape(secret)
+	} else {
+		id, secret = form.Get("client_id"), form.Get("client_secret")
+	}
+	return s.exchangeAuthorizationCode(c, form, id, secret)
+}
+
+// exchangeAuthorizationCode answers the token endpoint for
+// grant_type=authorization_code; the token handler calls it with the form
+// and the client credentials it read (body or HTTP Basic).
+func (s *Server) exchangeAuthorizationCode(c echo.Context, form url.Values, clientID, clientSecret string) error {
+	resp, err := s.login.ExchangeCode(c.Request().Context(), form, clientID, clientSecret)
+	var oe *login.OAuthError
+	if errors.As(err, &oe) {
+		return s.writeOAuthError(c, oe)
+	}
+	if err != nil {
+		return err
+	}
+	noStore(c)
+	return s.writeJSON(c, http.StatusOK, resp)
+}
+
+func (s *Server) writeOAuthError(c echo.Context, e *login.OAuthError) error {
+	noStore(c)
+	if e.Status == http.StatusUnauthorized {
+		if e.Code == "invalid_token" {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		} else {
+			c.Response().Header().Set("WWW-Authenticate", `Basic realm="flowd"`)
+		}
+	}
+	return s.writeJSON(c, e.Status, e)
+}
+
+func noStore(c echo.Context) {
+	c.Response().Header().Set("Cache-Control", "no-store")
+	c.Response().Header().Set("Pragma", "no-cache")
+}
+
+// handleUserInfo handles "GET /oauth/userinfo" and "POST /oauth/userinfo".
+func (s *Server) handleUserInfo(c echo.Context) error {
+	if s.login == nil {
+		return apperr.New(apperr.NotFound, "No resource at this address.")
+	}
+	raw, _ := bearerToken(c.Request().Header.Get(echo.HeaderAuthorization))
+	claims, err := s.login.UserInfo(c.Request().Context(), raw)
+	var oe *login.OAuthError
+	if errors.As(err, &oe) {
+		return s.writeOAuthError(c, oe)
+	}
+	if err != nil {
+		return err
+	}
+	noStore(c)
+	return s.writeJSON(c, http.StatusOK, claims)
+}
+
+// handleEndSession handles "GET /oauth/end_session" and "POST /oauth/end_session" (RP-initiated logout):
+// it ends the provider session, then returns to the client's registered
+// post-logout address or shows that the person is signed out.
+func (s *Server) handleEndSession(c echo.Context) error {
+	if s.login == nil {
+		return apperr.New(apperr.NotFound, "No resource at this address.")
+	}
+	params, err := c.FormParams()
+	if err != nil {
+		return s.renderNotice(c, http.StatusBadRequest, "Sign-out request refused", "The request is malformed.", "", "")
+	}
+	to, err := s.login.EndSession(c.Request().Context(), params)
+	s.idp.Clear(c.Response(), c.Request())
+	var ae *login.AuthorizeError
+	if errors.As(err, &ae) {
+		return s.renderNotice(c, http.StatusBadRequest, "You are signed out", "You are signed out here, but the application's return address was refused: "+ae.Description, "", "")
+	}
+	if err != nil {
+		return err
+	}
+	if to != "" {
+		return c.Redirect(http.StatusSeeOther, to)
+	}
+	return s.renderNotice(c, http.StatusOK, "You are signed out", "You have signed out of flowd's sign-in service.", "", "")
+}
+
+// handleDiscoveryTemporary handles "GET /.well-known/openid-configuration" on
+// this branch only. TEMPORARY: issue 3 serves discovery; at merge its
+// document takes the fields of login.Provider.Discovery and this handler goes.
+func (s *Server) handleDiscoveryTemporary(c echo.Context) error {
+	if s.login == nil {
+		return apperr.New(apperr.NotFound, "No resource at this address.")
+	}
+	base := s.login.Issuer()
+	doc := map[string]any{
+		"issuer":                                base,
+		"jwks_uri":                              base + "/oauth/jwks",
+		"token_endpoint":                        base + "/oauth/token",
+		"id_token_signing_alg_values_supported": []string{"ES256"},
+	}
+	for k, v := range s.login.Discovery() {
+		doc[k] = v
+	}
+	return s.writeJSON(c, http.StatusOK, doc)
+}
+
+// handleJWKSTemporary handles "GET /oauth/jwks" on this branch only.
+// TEMPORARY: issue 3 serves the JWKS of its key store.
+func (s *Server) handleJWKSTemporary(c echo.Context) error {
+	if s.signer == nil {
+		return apperr.New(apperr.NotFound, "No resource at this address.")
+	}
+	set, err := s.signer.PublicJWKS(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "public, max-age=300")
+	return s.writeJSON(c, http.StatusOK, set)
+}
+
+// renderNotice renders a short page with a message and an optional link.
+func (s *Server) renderNotice(c echo.Context, status int, title, message, linkURL, linkText string) error {
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return s.render(c, status, pages.Notice(pages.NoticePage{Status: status, Title: title, Message: message, LinkURL: linkURL, LinkText: linkText}))
+}
+
+// --- The relying parties: console (staff) and consent (end users). ---
+
+const (
+	staffKey = "staff"
+	csrfKey  = "csrf"
+)
+
+// StaffMember is the signed-in staff member of a console request. The
+// organization comes only from here, never from the request.
+type StaffMember struct {
+	Issuer         string
+	Subject        string
+	OrganizationID string
+	Username       string
+	Name           string
+	Role           identity.Role
+}
+
+// IsAdmin reports whether the staff member may change things.
+func (m StaffMember) IsAdmin() bool { return m.Role == identity.RoleAdmin }
+
+// staffOf returns the staff member requireStaff admitted.
+func staffOf(c echo.Context) StaffMember {
+	m, _ := c.Get(staffKey).(StaffMember)
+	return m
+}
+
+// csrfTokenOf returns the session's CSRF token, for the forms of a page.
+func csrfTokenOf(c echo.Context) string {
+	t, _ := c.Get(csrfKey).(string)
+	return t
+}
+
+// requireStaff admits console requests with a live console session: a page
+// visit without one goes to sign-in and comes back; a POST must carry the
+// session's CSRF token (form field csrf or header X-CSRF-Token).
+func (s *Server) requireStaff(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		sess, ok := s.consoleSessions.Get(c.Response(), r)
+		role := identity.Role(sess.Attrs["role"])
+		if !ok || sess.Attrs["org"] == "" || !role.Valid() {
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				return c.Redirect(http.StatusSeeOther, "/console/auth/login?return="+url.QueryEscape(r.URL.RequestURI()))
+			}
+			return apperr.New(apperr.Unauthenticated, "Your session has ended. Sign in again.")
+		}
+		if s.login != nil && sess.Issuer == s.login.Issuer() {
+			// Staff of the built-in provider: a disabled account's sessions end now.
+			active, err := s.login.StaffActive(r.Context(), sess.Subject)
+			if err != nil {
+				return err
+			}
+			if !active {
+				s.consoleSessions.Clear(c.Response(), r)
+				return s.renderNotice(c, http.StatusForbidden, "Account disabled",
+					"Your staff account is disabled. Ask an admin of your organization.", "", "")
+			}
+		}
+		if !safeMethod(r.Method) && !csrfMatches(c, sess.CSRF) {
+			return apperr.New(apperr.Forbidden, "This form has expired. Reload the page and try again.")
+		}
+		c.Set(staffKey, StaffMember{Issuer: sess.Issuer, Subject: sess.Subject, OrganizationID: sess.Attrs["org"],
+			Username: sess.Attrs["username"], Name: sess.Attrs["name"], Role: role})
+		c.Set(csrfKey, sess.CSRF)
+		return next(c)
+	}
+}
+
+// requireAdmin admits only admins; use it after requireStaff.
+func requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !staffOf(c).IsAdmin() {
+			return apperr.New(apperr.Forbidden, "Only an admin of your organization may do this.")
+		}
+		return next(c)
+	}
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+func csrfMatches(c echo.Context, want string) bool {
+	got := c.Request().Header.Get("X-CSRF-Token")
+	if got == "" {
+		got = c.FormValue("csrf")
+	}
+	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// safeReturn accepts only a local path under prefix as where to go after
+// sign-in, so that the sign-in cannot be turned into an open redirect.
+func safeReturn(raw, prefix, fallback string) string {
+	u, err := url.Parse(raw)
+	if raw == "" || err != nil || u.Scheme != "" || u.Host != "" || u.User != nil ||
+		!strings.HasPrefix(raw, prefix) || strings.HasPrefix(raw, "//") || strings.ContainsAny(raw, "\\\r\n") {
+		return fallback
+	}
+	return raw
+}
+
+// handleConsoleLogin handles "GET /console/auth/login": off to the provider.
+func (s *Server) handleConsoleLogin(c echo.Context) error {
+	return s.beginLogin(c, s.consoleRP, safeReturn(c.QueryParam("return"), "/console", "/console"))
+}
+
+// handleConsentLogin handles "GET /consent/auth/login": the end user proves
+// who they are, then returns to the consent page named by return.
+func (s *Server) handleConsentLogin(c echo.Context) error {
+	return s.beginLogin(c, s.consentRP, safeReturn(c.QueryParam("return"), "/consent/", "/consent/signed-in"))
+}
+
+func (s *Server) beginLogin(c echo.Context, rp *oidclogin.RelyingParty, returnTo string) error {
+	if rp == nil {
+		return apperr.New(apperr.NotFound, "Sign-in is not configured.")
+	}
+	to, err := rp.Begin(c.Response(), c.Request(), returnTo)
+	if errors.Is(err, oidclogin.ErrUnavailable) {
+		return apperr.Wrap(err, apperr.Unavailable, "The sign-in service cannot be reached. Try again shortly.")
+	}
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, to)
+}
+
+// finishLogin runs the callback checks and turns their failures into pages.
+func (s *Server) finishLogin(c echo.Context, rp *oidclogin.RelyingParty, retry string) (oidclogin.Identity, bool, error) {
+	if rp == nil {
+		return oidclogin.Identity{}, false, apperr.New(apperr.NotFound, "Sign-in is not configured.")
+	}
+	id, err := rp.Finish(c.Response(), c.Request())
+	var pe *oidclogin.ProviderError
+	switch {
+	case err == nil:
+		return id, true, nil
+	case errors.Is(err, oidclogin.ErrState):
+		return id, false, s.renderNotice(c, http.StatusBadRequest, "Sign-in expired",
+			"This sign-in was not started in this browser, was used already, or took too long.", retry, "Sign in again")
+	case errors.As(err, &pe):
+		return id, false, s.renderNotice(c, http.StatusUnauthorized, "Sign-in not completed",
+			"The sign-in service answered: "+pe.Code+".", retry, "Try again")
+	case errors.Is(err, oidclogin.ErrRejected):
+		s.log.Warn("sign-in rejected", "request_id", requestIDOf(c), "error", err.Error())
+		return id, false, s.renderNotice(c, http.StatusUnauthorized, "Sign-in failed",
+			"The answer of the sign-in service did not pass our checks.", retry, "Try again")
+	case errors.Is(err, oidclogin.ErrUnavailable):
+		return id, false, apperr.Wrap(err, apperr.Unavailable, "The sign-in service cannot be reached. Try again shortly.")
+	default:
+		return id, false, err
+	}
+}
+
+// handleConsoleCallback handles "GET /console/auth/callback": the staff
+// member's organization and role come from the ID token's configured claims;
+// without both, the console refuses them with a page saying why.
+func (s *Server) handleConsoleCallback(c echo.Context) error {
+	id, ok, err := s.finishLogin(c, s.consoleRP, "/console/auth/login")
+	if !ok {
+		return err
+	}
+	m, err := oidclogin.StaffFromClaims(id, s.cfg.ConsoleOrgClaim, s.cfg.ConsoleRolesClaim)
+	if err != nil {
+		s.consoleSessions.Clear(c.Response(), c.Request())
+		other := s.consoleRP.LogoutURL(c.Request().Context(), id.IDToken)
+		return s.renderNotice(c, http.StatusForbidden, "No access to the console",
+			"You signed in, but "+err.Error()+". Ask an admin of your organization for access.", other, "Sign in with another account")
+	}
+	_, err = s.consoleSessions.Start(c.Response(), c.Request(), oidclogin.Session{Issuer: id.Issuer, Subject: id.Subject, IDToken: id.IDToken,
+		Attrs: map[string]string{"org": m.OrganizationID, "username": m.Username, "name": m.Name, "role": string(m.Role)}})
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, safeReturn(id.ReturnTo, "/console", "/console"))
+}
+
+// handleConsoleLogout handles "POST /console/auth/logout": the session ends
+// here, then at the provider (RP-initiated logout), which returns to
+// /console/signed-out.
+func (s *Server) handleConsoleLogout(c echo.Context) error {
+	return s.logout(c, s.consoleSessions, s.consoleRP, "/console/signed-out")
+}
+
+// handleConsentLogout handles "POST /consent/auth/logout".
+func (s *Server) handleConsentLogout(c echo.Context) error {
+	return s.logout(c, s.consentSessions, s.consentRP, "/consent/signed-out")
+}
+
+func (s *Server) logout(c echo.Context, store *oidclogin.Sessions, rp *oidclogin.RelyingParty, signedOut string) error {
+	sess, ok := store.Get(c.Response(), c.Request())
+	if !ok {
+		return c.Redirect(http.StatusSeeOther, signedOut)
+	}
+	if !csrfMatches(c, sess.CSRF) {
+		return apperr.New(apperr.Forbidden, "This form has expired. Reload the page and try again.")
+	}
+	store.Clear(c.Response(), c.Request())
+	if rp != nil {
+		if to := rp.LogoutURL(c.Request().Context(), sess.IDToken); to != "" {
+			return c.Redirect(http.StatusSeeOther, to)
+		}
+	}
+	return c.Redirect(http.StatusSeeOther, signedOut)
+}
+
+// handleConsoleSignedOut handles "GET /console/signed-out".
+func (s *Server) handleConsoleSignedOut(c echo.Context) error {
+	return s.renderNotice(c, http.StatusOK, "You are signed out", "You have signed out of the flowd console.", "/console", "Sign in again")
+}
+
+// handleConsoleHome handles "GET /console": a placeholder until issue 8's pages.
+func (s *Server) handleConsoleHome(c echo.Context) error {
+	m := staffOf(c)
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return s.render(c, http.StatusOK, pages.ConsoleHome(pages.ConsoleHomePage{Name: m.Name, Username: m.Username,
+		Role: string(m.Role), OrganizationID: m.OrganizationID, CSRF: csrfTokenOf(c)}))
+}
+
+// ConsentIdentity is the end user the consent session proved, for issue 7's
+// pages, which compare NationalID with the flow's in constant time.
+type ConsentIdentity struct {
+	Issuer     string
+	Subject    string
+	NationalID string
+	// TestIdentity is true for the built-in test eID.
+	TestIdentity bool
+	// CSRF is the token the consent decision form must carry.
+	CSRF string
+}
+
+// consentIdentityOf returns the end user of the request's consent session.
+func (s *Server) consentIdentityOf(c echo.Context) (ConsentIdentity, bool) {
+	sess, ok := s.consentSessions.Get(c.Response(), c.Request())
+	if !ok || sess.Attrs["nid"] == "" {
+		return ConsentIdentity{}, false
+	}
+	return ConsentIdentity{Issuer: sess.Issuer, Subject: sess.Subject, NationalID: sess.Attrs["nid"],
+		TestIdentity: sess.Attrs["acr"] == login.ACRTestEID, CSRF: sess.CSRF}, true
+}
+
+// handleConsentCallback handles "GET /consent/auth/callback": the national
+// id comes from the configured claim (FLOWD_CONSENT_NATIONAL_ID_CLAIM).
+func (s *Server) handleConsentCallback(c echo.Context) error {
+	id, ok, err := s.finishLogin(c, s.consentRP, "")
+	if !ok {
+		return err
+	}
+	nid := oidclogin.NationalIDFromClaims(id, s.cfg.ConsentNationalIDClaim)
+	if nid == "" {
+		return s.renderNotice(c, http.StatusForbidden, "Identity not proven",
+			"The identity provider did not tell us your national id, so we cannot show you this request.", "", "")
+	}
+	acr, _ := id.Claims["acr"].(string)
+	_, err = s.consentSessions.Start(c.Response(), c.Request(), oidclogin.Session{Issuer: id.Issuer, Subject: id.Subject,
+		IDToken: id.IDToken, Attrs: map[string]string{"nid": nid, "acr": acr}})
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, safeReturn(id.ReturnTo, "/consent/", "/consent/signed-in"))
+}
+
+// handleConsentSignedIn handles "GET /consent/signed-in": where a consent
+// sign-in without a page to return to ends.
+func (s *Server) handleConsentSignedIn(c echo.Context) error {
+	if _, ok := s.consentIdentityOf(c); !ok {
+		return s.renderNotice(c, http.StatusUnauthorized, "Not signed in", "Open the consent link you were sent to start again.", "", "")
+	}
+	return s.renderNotice(c, http.StatusOK, "Identity proven", "You have proven who you are. Go back to the consent link you were sent.", "", "")
+}
+
+// handleConsentSignedOut handles "GET /consent/signed-out".
+func (s *Server) handleConsentSignedOut(c echo.Context) error {
+	return s.renderNotice(c, http.StatusOK, "You are signed out", "You have signed out. You can close this page.", "", "")
+}
