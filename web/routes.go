@@ -20,7 +20,10 @@ func (s *Server) routes() {
 	e.GET("/metrics", echo.WrapHandler(s.metrics.handler))
 
 	// The built-in OAuth 2.0 provider: public, client authentication in the handlers.
-	// (issue 3: /oauth/token, /oauth/jwks, /.well-known/openid-configuration)
+	e.POST("/oauth/token", s.handleToken)
+	e.GET("/oauth/jwks", s.handleJWKS)
+	e.GET("/.well-known/openid-configuration", s.handleDiscovery)
+	e.GET("/.well-known/oauth-authorization-server", s.handleDiscovery)
 
 	// The API: bearer token, organization from the token, scopes per route.
 	api := e.Group("/api", s.authenticate)

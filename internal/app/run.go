@@ -17,6 +17,14 @@ const usage = `flowd — consent flows for organizations
 Usage:
   flowd serve      serve the API, console, consent pages and webhook workers
   flowd migrate    apply database migrations and exit
+  flowd orgs create --name NAME [--org-number N] [--prefix P] [--redirect-origins "URL ..."] [--json]
+  flowd orgs list [--json]
+  flowd clients create --org ORG_ID [--name N] [--scopes "flows:read flows:write"] [--sandbox] [--json]
+  flowd clients list --org ORG_ID [--json]
+  flowd clients rotate|revoke CLIENT_ID [--json]
+  flowd clients map --org ORG_ID --issuer URL --client-id ID [--scopes S] [--sandbox] [--json]
+  flowd keys rotate [--json]
+  flowd demo --state FILE   create (once) and print a demo organization and API client
 
 Settings come from the environment (DATABASE_URL, FLOWD_*); see README.md.
 `
@@ -34,6 +42,14 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runServe(ctx, rest, getenv, stdout, stderr)
 	case "migrate":
 		return runMigrate(ctx, rest, getenv, stdout, stderr)
+	case "orgs":
+		return runOrgs(ctx, rest, getenv, stdout, stderr)
+	case "clients":
+		return runClients(ctx, rest, getenv, stdout, stderr)
+	case "keys":
+		return runKeys(ctx, rest, getenv, stdout, stderr)
+	case "demo":
+		return runDemo(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/web"
 )
 
@@ -54,6 +56,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	// Modules, each built from its explicit dependencies.
 	// identity (issue 3):
+	ident := identity.New(pool, identityConfig(cfg, log))
+	background, stopBackground := context.WithCancel(ctx)
+	var backgroundDone sync.WaitGroup
+	defer backgroundDone.Wait()
+	defer stopBackground()
+	backgroundDone.Go(func() { _ = ident.Run(background) })
 
 	// webhooks (issue 5):
 
@@ -63,6 +71,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 
 	srv := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: prometheus.NewRegistry(),
+		Identity: ident,
 	})
 	log.Info("serving", "addr", ln.Addr().String(), "base_url", cfg.BaseURL.String())
 	fmt.Fprintf(stdout, "flowd is serving on %s\n  API        %s/api/flows\n  API docs   %s/docs\n  console    %s/console\n  readiness  %s/readyz\n",

@@ -1,0 +1,213 @@
+package identity
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/identity/internal/keys"
+	"github.com/flowd/flowd/modules/identity/internal/store"
+)
+
+// signerMaxAge is how long an instance signs with the key it loaded before
+// it looks again, in case it missed a rotation's notification.
+const signerMaxAge = 30 * time.Second
+
+// signerCache holds the key that signs now, decrypted, with its JOSE signer.
+type signerCache struct {
+	mu       sync.Mutex
+	kid      string
+	signer   jose.Signer
+	loadedAt time.Time
+}
+
+func (c *signerCache) invalidate() {
+	c.mu.Lock()
+	c.signer = nil
+	c.mu.Unlock()
+}
+
+// activeSigner returns the signer of the active key, creating the first key
+// when there is none.
+func (m *Module) activeSigner(ctx context.Context) (jose.Signer, error) {
+	c := &m.signer
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.signer != nil && time.Since(c.loadedAt) < signerMaxAge {
+		return c.signer, nil
+	}
+	if len(m.cfg.KeyEncryptionKey) != 32 {
+		return nil, errors.New("identity: no key-encryption key: cannot sign tokens")
+	}
+	row, err := store.ActiveSigningKey(ctx, m.pool)
+	if errors.Is(err, store.ErrNotFound) {
+		if _, err := m.rotate(ctx, false); err != nil {
+			return nil, err
+		}
+		row, err = store.ActiveSigningKey(ctx, m.pool)
+	}
+	if err != nil {
+		return nil, database.Classify(err)
+	}
+	k, err := keys.Open(row.ID, row.Sealed, m.cfg.KeyEncryptionKey)
+	if err != nil {
+		return nil, err
+	}
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: keys.Algorithm, Key: jose.JSONWebKey{Key: k.Private, KeyID: k.ID}},
+		(&jose.SignerOptions{}).WithType("at+jwt"))
+	if err != nil {
+		return nil, err
+	}
+	c.kid, c.signer, c.loadedAt = k.ID, s, time.Now()
+	return s, nil
+}
+
+// RotateSigningKey implements Provider.
+func (m *Module) RotateSigningKey(ctx context.Context) (string, error) {
+	kid, err := m.rotate(ctx, true)
+	if err != nil {
+		return "", err
+	}
+	m.signer.invalidate()
+	m.keys.invalidate()
+	return kid, nil
+}
+
+// rotate makes a new active key. With force false it only makes the first
+// key, doing nothing when another instance made one meanwhile.
+func (m *Module) rotate(ctx context.Context, force bool) (string, error) {
+	if len(m.cfg.KeyEncryptionKey) != 32 {
+		return "", errors.New("identity: FLOWD_KEY_ENCRYPTION_KEY is required to make signing keys")
+	}
+	k, err := keys.Generate()
+	if err != nil {
+		return "", err
+	}
+	pub, err := k.PublicJWK()
+	if err != nil {
+		return "", err
+	}
+	sealed, err := k.Seal(m.cfg.KeyEncryptionKey)
+	if err != nil {
+		return "", err
+	}
+	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		if err := store.LockSigningKeys(ctx, tx); err != nil {
+			return err
+		}
+		if !force {
+			if _, err := store.ActiveSigningKey(ctx, tx); err == nil {
+				return errKeyExists
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		if err := store.RetireActiveKey(ctx, tx); err != nil {
+			return err
+		}
+		if err := store.InsertSigningKey(ctx, tx, store.SigningKey{ID: k.ID, Algorithm: string(keys.Algorithm), PublicJWK: pub, Sealed: sealed}); err != nil {
+			return err
+		}
+		return store.Notify(ctx, tx, "keys")
+	})
+	if errors.Is(err, errKeyExists) {
+		return "", nil
+	}
+	if err != nil {
+		return "", database.Classify(err)
+	}
+	return k.ID, nil
+}
+
+var errKeyExists = errors.New("a signing key exists")
+
+// JWKS implements Provider.
+func (m *Module) JWKS(ctx context.Context) ([]byte, error) {
+	rows, err := store.PublishedKeys(ctx, m.pool, m.keyGrace())
+	if err != nil {
+		return nil, database.Classify(err)
+	}
+	set := struct {
+		Keys []json.RawMessage `json:"keys"`
+	}{Keys: []json.RawMessage{}}
+	for _, r := range rows {
+		set.Keys = append(set.Keys, r.PublicJWK)
+	}
+	return json.Marshal(set)
+}
+
+// keyCache holds the public keys that may have signed a valid token, by key id.
+type keyCache struct {
+	mu         sync.Mutex
+	keys       map[string]publicKey
+	loadedAt   time.Time
+	lastMissAt time.Time
+}
+
+type publicKey struct {
+	key       *ecdsa.PublicKey
+	retiredAt *time.Time
+}
+
+// keyCacheMaxAge bounds how stale the key cache may be when no notification
+// came (a missed rotation only matters once a retired key's grace has passed).
+const keyCacheMaxAge = time.Minute
+
+func (c *keyCache) init() { c.keys = map[string]publicKey{} }
+
+func (c *keyCache) invalidate() {
+	c.mu.Lock()
+	c.loadedAt = time.Time{}
+	c.mu.Unlock()
+}
+
+// publicKey returns the key with id kid if it may still verify tokens: the
+// active key, or one retired less than keyGrace ago.
+func (m *Module) publicKey(ctx context.Context, kid string) (*ecdsa.PublicKey, error) {
+	c := &m.keys
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.keys[kid]
+	stale := time.Since(c.loadedAt) > keyCacheMaxAge
+	// An unknown key id reloads, but not more than five times a second, so
+	// that tokens with made-up key ids cannot hammer the database.
+	if stale || (!ok && time.Since(c.lastMissAt) > 200*time.Millisecond) {
+		if !ok {
+			c.lastMissAt = time.Now()
+		}
+		rows, err := store.PublishedKeys(ctx, m.pool, m.keyGrace())
+		if err != nil {
+			return nil, database.Classify(err)
+		}
+		fresh := make(map[string]publicKey, len(rows))
+		for _, r := range rows {
+			jwk, err := keys.ParsePublic(r.PublicJWK)
+			if err != nil {
+				m.log.Error("identity: unreadable signing key", "kid", r.ID, "error", err)
+				continue
+			}
+			pub, ok := jwk.Key.(*ecdsa.PublicKey)
+			if !ok {
+				continue
+			}
+			fresh[r.ID] = publicKey{key: pub, retiredAt: r.RetiredAt}
+		}
+		c.keys, c.loadedAt = fresh, time.Now()
+		k, ok = c.keys[kid]
+	}
+	if !ok {
+		return nil, fmt.Errorf("unknown key id %q", kid)
+	}
+	if k.retiredAt != nil && !m.now().Before(k.retiredAt.Add(m.keyGrace())) {
+		return nil, fmt.Errorf("key %q was retired at %s", kid, k.retiredAt.Format(time.RFC3339))
+	}
+	return k.key, nil
+}
