@@ -109,7 +109,9 @@ func DerivePrefix(name string) string {
 	keep := func(s string) string {
 		var b strings.Builder
 		for _, r := range strings.ToUpper(s) {
-			if r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			if t, ok := transliterations[r]; ok {
+				b.WriteString(t)
+			} else if r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
 				b.WriteRune(r)
 			}
 		}
@@ -134,6 +136,12 @@ func DerivePrefix(name string) string {
 		p = (p + "ORG")[:3]
 	}
 	return p
+}
+
+// transliterations spell the letters of Nordic and other European names in A-Z.
+var transliterations = map[rune]string{
+	'Æ': "AE", 'Ø': "O", 'Å': "A", 'Ä': "A", 'Ö': "O", 'Ü': "U", 'ß': "SS", 'É': "E", 'È': "E", 'Ê': "E",
+	'Á': "A", 'À': "A", 'Í': "I", 'Ó': "O", 'Ú': "U", 'Ñ': "N", 'Ç': "C", 'Ð': "D", 'Þ': "TH",
 }
 
 func firstRune(s string) string {

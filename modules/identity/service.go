@@ -213,7 +213,7 @@ func (m *Module) CreateClient(ctx context.Context, in NewClient) (ClientCredenti
 
 // newClientID makes a client id: recognizable, URL-safe, unguessable enough
 // that ids do not leak how many clients exist.
-func newClientID() string { return secret.Random("fc_", 12) }
+func newClientID() string { return secret.ID("fc_", 10) }
 
 // newClientSecret makes a client secret of 256 random bits.
 func newClientSecret() string { return secret.Random("fcs_", 32) }

@@ -229,7 +229,9 @@ type externalVerifier struct {
 }
 
 func newExternalVerifier(m *Module) *externalVerifier {
-	return &externalVerifier{m: m, issuer: strings.TrimRight(m.cfg.ExternalIssuer, "/")}
+	// The issuer is compared as configured: go-oidc requires the token's iss to
+	// equal it exactly, trailing slash included (Auth0 has one).
+	return &externalVerifier{m: m, issuer: m.cfg.ExternalIssuer}
 }
 
 // verifier returns go-oidc's verifier for the issuer, discovering it on first
@@ -344,7 +346,7 @@ func (m *Module) externalClient(ctx context.Context, clientID string) (*store.Ex
 	if clientID == "" {
 		return nil, nil
 	}
-	issuer := m.external.issuer
+	issuer := strings.TrimRight(m.external.issuer, "/") // as MapExternalClient stores it
 	v, err := m.states.get("ext:"+issuer+"\x00"+clientID, func() (any, error) {
 		x, err := store.GetExternalClient(ctx, m.pool, issuer, clientID)
 		if errors.Is(err, store.ErrNotFound) {

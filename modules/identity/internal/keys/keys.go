@@ -35,7 +35,7 @@ func Generate() (Key, error) {
 	if err != nil {
 		return Key{}, err
 	}
-	return Key{ID: secret.Random("", 12), Private: priv}, nil
+	return Key{ID: secret.ID("", 10), Private: priv}, nil
 }
 
 // PublicJWK returns the key's public JSON Web Key.

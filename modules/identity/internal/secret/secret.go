@@ -6,6 +6,7 @@ package secret
 import (
 	"crypto/rand"
 	"crypto/subtle"
+	"encoding/base32"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -66,6 +67,14 @@ func Verify(secret, hash string) (bool, error) {
 	}
 	got := argon2.IDKey([]byte(secret), salt, p.Time, p.Memory, p.Threads, uint32(len(want)))
 	return subtle.ConstantTimeCompare(got, want) == 1, nil
+}
+
+// ID returns prefix followed by n random bytes in lower-case base32: easy to
+// read aloud, select with a double click, and put in a URL.
+func ID(prefix string, n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return prefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
 }
 
 // Random returns prefix followed by n random bytes, base64url without padding.
