@@ -193,6 +193,24 @@ func TestDemoSeedsOnceAndAgainAfterAReset(t *testing.T) {
 	}
 }
 
+func TestServeRefusesAKeyEncryptionKeyThatCannotOpenTheSigningKey(t *testing.T) {
+	t.Parallel()
+	in := flowdtest.Start(t)
+	env := map[string]string{}
+	for k, v := range in.Env {
+		env[k] = v
+	}
+	env["FLOWD_ADDR"] = "127.0.0.1:0"
+	env["FLOWD_KEY_ENCRYPTION_KEY"] = "b3RoZXIta2V5LWVuY3J5cHRpb24ta2V5LWZvci10ZXM="
+	_, err := flowdtest.RunCLI(func(k string) string { return env[k] }, "", "serve")
+	if err == nil || !strings.Contains(err.Error(), "FLOWD_KEY_ENCRYPTION_KEY") || !strings.Contains(err.Error(), "keys rotate") {
+		t.Fatalf("serve with another key-encryption key: %v", err)
+	}
+	if out, err := flowdtest.RunCLI(func(k string) string { return env[k] }, "", "keys", "rotate"); err != nil || !strings.Contains(out, "New signing key") {
+		t.Fatalf("keys rotate under the new key-encryption key: %q %v", out, err)
+	}
+}
+
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)

@@ -57,6 +57,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// Modules, each built from its explicit dependencies.
 	// identity (issue 3):
 	ident := identity.New(pool, identityConfig(cfg, log))
+	if err := ident.Prepare(ctx); err != nil {
+		ln.Close()
+		return err
+	}
 	background, stopBackground := context.WithCancel(ctx)
 	var backgroundDone sync.WaitGroup
 	defer backgroundDone.Wait()

@@ -70,6 +70,16 @@ func (m *Module) activeSigner(ctx context.Context) (jose.Signer, error) {
 	return s, nil
 }
 
+// Prepare makes sure a signing key exists and that the key-encryption key
+// opens it, so that a wrong FLOWD_KEY_ENCRYPTION_KEY stops serve at start-up
+// with one line instead of failing every token request.
+func (m *Module) Prepare(ctx context.Context) error {
+	if _, err := m.activeSigner(ctx); err != nil {
+		return fmt.Errorf("identity: %w (to start over with a new signing key under the current FLOWD_KEY_ENCRYPTION_KEY, run `flowd keys rotate`)", err)
+	}
+	return nil
+}
+
 // RotateSigningKey implements Provider.
 func (m *Module) RotateSigningKey(ctx context.Context) (string, error) {
 	kid, err := m.rotate(ctx, true)
