@@ -172,7 +172,9 @@ func (v *verifiedSecrets) forget(clientID string) {
 // removes expired refresh tokens now and then. serve runs it beside the
 // server; without it every verification reads the database.
 func (m *Module) Run(ctx context.Context) error {
-	go m.sweep(ctx)
+	var sweeping sync.WaitGroup
+	defer sweeping.Wait()
+	sweeping.Go(func() { m.sweep(ctx) })
 	backoff := time.Second
 	for ctx.Err() == nil {
 		start := time.Now()
