@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,10 +29,12 @@ type stateCache struct {
 
 func (c *stateCache) init() { c.entries = map[string]any{} }
 
-// get returns the cached value of key, or loads it and caches it when safe.
-func (c *stateCache) get(key string, load func() (any, error)) (any, error) {
+// get returns the cached value of key, or loads it and caches it when safe
+// and load says it may be kept.
+func (c *stateCache) get(key string, load func() (v any, keep bool, err error)) (any, error) {
 	if !c.listening.Load() {
-		return load()
+		v, _, err := load()
+		return v, err
 	}
 	c.mu.Lock()
 	v, ok := c.entries[key]
@@ -40,12 +43,12 @@ func (c *stateCache) get(key string, load func() (any, error)) (any, error) {
 	if ok {
 		return v, nil
 	}
-	v, err := load()
+	v, keep, err := load()
 	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
-	if c.gen == gen && c.listening.Load() && len(c.entries) < 100_000 {
+	if keep && c.gen == gen && c.listening.Load() && len(c.entries) < 100_000 {
 		c.entries[key] = v
 	}
 	c.mu.Unlock()
@@ -149,7 +152,8 @@ func (v *verifiedSecrets) ok(clientID, storedHash, secret string, now time.Time)
 	v.mu.Lock()
 	e, found := v.entries[clientID]
 	v.mu.Unlock()
-	return found && e.storedHash == storedHash && now.Before(e.until) && e.sum == sha256.Sum256([]byte(secret))
+	sum := sha256.Sum256([]byte(secret))
+	return found && e.storedHash == storedHash && now.Before(e.until) && subtle.ConstantTimeCompare(e.sum[:], sum[:]) == 1
 }
 
 func (v *verifiedSecrets) remember(clientID, storedHash, secret string, now time.Time) {

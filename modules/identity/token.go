@@ -231,7 +231,7 @@ func (m *Module) refresh(ctx context.Context, c store.Client, raw string, reques
 		next   string
 	)
 	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
-		t, now, err := store.LockRefreshToken(ctx, tx, sum[:])
+		t, err := store.LockRefreshToken(ctx, tx, sum[:])
 		if errors.Is(err, store.ErrNotFound) {
 			fail = tokenErr(ErrCodeInvalidGrant, "The refresh token is invalid, expired or revoked.")
 			return nil
@@ -252,7 +252,7 @@ func (m *Module) refresh(ctx context.Context, c store.Client, raw string, reques
 			fail = tokenErr(ErrCodeInvalidGrant, "The refresh token was already used; its family is revoked.")
 			m.log.Warn("identity: refresh token reused; revoking its family", "client_id", c.ID, "family", t.FamilyID)
 			return store.RevokeFamily(ctx, tx, t.FamilyID)
-		case !now.Before(t.ExpiresAt):
+		case !m.now().Before(t.ExpiresAt):
 			fail = tokenErr(ErrCodeInvalidGrant, "The refresh token is invalid, expired or revoked.")
 			return nil
 		}

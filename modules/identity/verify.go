@@ -189,15 +189,15 @@ func (m *Module) admitBuiltin(ctx context.Context, v verifiedToken) (Principal, 
 
 // clientState returns a client's state, nil when there is no such client.
 func (m *Module) clientState(ctx context.Context, clientID string) (*store.ClientState, error) {
-	v, err := m.states.get("client:"+clientID, func() (any, error) {
+	v, err := m.states.get("client:"+clientID, func() (any, bool, error) {
 		st, err := store.GetClientState(ctx, m.pool, clientID)
 		if errors.Is(err, store.ErrNotFound) {
-			return (*store.ClientState)(nil), nil
+			return (*store.ClientState)(nil), true, nil
 		}
 		if err != nil {
-			return nil, database.Classify(err)
+			return nil, false, database.Classify(err)
 		}
-		return &st, nil
+		return &st, true, nil
 	})
 	if err != nil {
 		return nil, err
@@ -347,15 +347,16 @@ func (m *Module) externalClient(ctx context.Context, clientID string) (*store.Ex
 		return nil, nil
 	}
 	issuer := strings.TrimRight(m.external.issuer, "/") // as MapExternalClient stores it
-	v, err := m.states.get("ext:"+issuer+"\x00"+clientID, func() (any, error) {
+	// An unmapped client is cached too: MapExternalClient announces every new mapping.
+	v, err := m.states.get("ext:"+issuer+"\x00"+clientID, func() (any, bool, error) {
 		x, err := store.GetExternalClient(ctx, m.pool, issuer, clientID)
 		if errors.Is(err, store.ErrNotFound) {
-			return (*store.ExternalClient)(nil), nil
+			return (*store.ExternalClient)(nil), true, nil
 		}
 		if err != nil {
-			return nil, database.Classify(err)
+			return nil, false, database.Classify(err)
 		}
-		return &x, nil
+		return &x, true, nil
 	})
 	if err != nil {
 		return nil, err
@@ -364,15 +365,17 @@ func (m *Module) externalClient(ctx context.Context, clientID string) (*store.Ex
 }
 
 func (m *Module) organizationExists(ctx context.Context, id string) (bool, error) {
-	v, err := m.states.get("org:"+id, func() (any, error) {
+	// Organizations are never deleted, so only their existence is cached: one
+	// created later must not meet a cached "no".
+	v, err := m.states.get("org:"+id, func() (any, bool, error) {
 		_, err := store.GetOrganization(ctx, m.pool, id)
 		if errors.Is(err, store.ErrNotFound) {
-			return false, nil
+			return false, false, nil
 		}
 		if err != nil {
-			return nil, database.Classify(err)
+			return nil, false, database.Classify(err)
 		}
-		return true, nil
+		return true, true, nil
 	})
 	if err != nil {
 		return false, err

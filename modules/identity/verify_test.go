@@ -363,6 +363,33 @@ func TestRefreshTokenReuseRevokesTheFamily(t *testing.T) {
 	}
 }
 
+func TestRefreshTokensExpireAndDieWithTheSecret(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	refresh := func(secret, rt string) error {
+		_, err := f.m.Token(ctx, TokenRequest{GrantType: GrantRefreshToken, ClientID: f.client.ID, ClientSecret: secret, RefreshToken: rt})
+		return err
+	}
+	old := f.token(t)
+	f.clock.advance(RefreshTokenTTL - time.Second)
+	young := f.token(t)
+	f.clock.advance(2 * time.Second)
+	if err := refresh(f.client.Secret, old.RefreshToken); !isGrantError(err) {
+		t.Fatalf("expired refresh token: %v", err)
+	}
+	rotated, err := f.m.RotateClientSecret(ctx, f.org.ID, f.client.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := refresh(f.client.Secret, young.RefreshToken); err == nil {
+		t.Fatal("the old secret still authenticates")
+	}
+	if err := refresh(rotated.Secret, young.RefreshToken); !isGrantError(err) {
+		t.Fatalf("refresh token issued before the secret was rotated: %v", err)
+	}
+}
+
 func isGrantError(err error) bool {
 	te, ok := err.(*TokenError)
 	return ok && te.Code == ErrCodeInvalidGrant

@@ -257,17 +257,16 @@ func InsertRefreshToken(ctx context.Context, q Querier, t RefreshToken) error {
 	return err
 }
 
-// LockRefreshToken reads a refresh token for update; now is the database's time.
-func LockRefreshToken(ctx context.Context, q Querier, hash []byte) (RefreshToken, time.Time, error) {
+// LockRefreshToken reads a refresh token for update.
+func LockRefreshToken(ctx context.Context, q Querier, hash []byte) (RefreshToken, error) {
 	var t RefreshToken
-	var now time.Time
-	err := q.QueryRow(ctx, `select token_hash, family_id::text, client_id, scopes, expires_at, used_at, revoked_at, now()
+	err := q.QueryRow(ctx, `select token_hash, family_id::text, client_id, scopes, expires_at, used_at, revoked_at
 		from refresh_tokens where token_hash = $1 for update`, hash).
-		Scan(&t.Hash, &t.FamilyID, &t.ClientID, &t.Scopes, &t.ExpiresAt, &t.UsedAt, &t.RevokedAt, &now)
+		Scan(&t.Hash, &t.FamilyID, &t.ClientID, &t.Scopes, &t.ExpiresAt, &t.UsedAt, &t.RevokedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return t, now, ErrNotFound
+		return t, ErrNotFound
 	}
-	return t, now, err
+	return t, err
 }
 
 // MarkRefreshTokenUsed records the one use of a refresh token.
