@@ -111,7 +111,7 @@ func runOrgs(ctx context.Context, args []string, getenv func(string) string, std
 		}
 		defer env.pool.Close()
 		org, err := env.identity.CreateOrganization(ctx, identity.NewOrganization{
-			Name: *name, OrganizationNumber: *number, ReferencePrefix: *prefix, RedirectOrigins: strings.Fields(*origins),
+			Name: *name, OrganizationNumber: *number, ReferencePrefix: *prefix, RedirectOrigins: splitList(*origins),
 		})
 		if err != nil {
 			return adminError(err)
@@ -159,6 +159,11 @@ func runOrgs(ctx context.Context, args []string, getenv func(string) string, std
 	default:
 		return fmt.Errorf("orgs: unknown subcommand %q (create, list)", args[0])
 	}
+}
+
+// splitList splits a flag's list on spaces or commas.
+func splitList(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' })
 }
 
 func nonNil(s []string) []string {
@@ -219,7 +224,7 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 	id := env.identity
 	switch sub {
 	case "create":
-		cc, err := id.CreateClient(ctx, identity.NewClient{OrganizationID: *org, Name: *name, Scopes: strings.Fields(*scopes), Sandbox: *sandbox})
+		cc, err := id.CreateClient(ctx, identity.NewClient{OrganizationID: *org, Name: *name, Scopes: splitList(*scopes), Sandbox: *sandbox})
 		if err != nil {
 			return adminError(err)
 		}
@@ -296,7 +301,7 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 		return nil
 	case "map":
 		x, err := id.MapExternalClient(ctx, identity.ExternalClient{Issuer: *issuer, ClientID: *clientID, OrganizationID: *org,
-			Scopes: strings.Fields(*scopes), Sandbox: *sandbox})
+			Scopes: splitList(*scopes), Sandbox: *sandbox})
 		if err != nil {
 			return adminError(err)
 		}

@@ -87,11 +87,14 @@ func (m *Module) authenticateClient(ctx context.Context, req TokenRequest) (stor
 		limit int
 	}{{clientKey, m.cfg.ClientFailureLimit}, {addrKey, m.cfg.AddressFailureLimit}} {
 		if wait, blocked := m.limiter.blocked(k.key, k.limit); blocked {
+			m.log.WarnContext(ctx, "identity: token request refused after repeated failed client authentication",
+				"client_id", loggableID(req.ClientID), "remote_addr", req.RemoteAddr, "retry_after", wait.String())
 			return store.Client{}, &TokenError{Code: ErrCodeSlowDown, RetryAfter: wait,
 				Description: "Too many failed client authentications; try again later."}
 		}
 	}
 	fail := func() (store.Client, error) {
+		m.log.InfoContext(ctx, "identity: client authentication failed", "client_id", loggableID(req.ClientID), "remote_addr", req.RemoteAddr)
 		m.limiter.fail(clientKey, m.cfg.ClientFailureLimit)
 		m.limiter.fail(addrKey, m.cfg.AddressFailureLimit)
 		return store.Client{}, &TokenError{Code: ErrCodeInvalidClient, AuthMethod: req.AuthMethod,
@@ -129,6 +132,18 @@ func (m *Module) authenticateClient(ctx context.Context, req TokenRequest) (stor
 	}
 	m.limiter.reset(clientKey)
 	return c, nil
+}
+
+// loggableID shortens a client id as given for the logs, and hides it when
+// it looks like a secret pasted into the wrong field.
+func loggableID(id string) string {
+	if strings.HasPrefix(id, "fcs_") || strings.HasPrefix(id, "frt_") {
+		return "[a secret, not logged]"
+	}
+	if len(id) > 64 {
+		return id[:64] + "…"
+	}
+	return id
 }
 
 // parseScope reads an RFC 6749 3.3 scope parameter: nil when absent.
