@@ -50,8 +50,10 @@ var testPrincipals = map[string]identity.Principal{
 	tokB:        {OrganizationID: orgB, ClientID: "client-b", Scopes: identity.AllScopes},
 }
 
-// fakeIdentity maps test token strings to principals.
-type fakeIdentity struct{}
+// fakeIdentity maps test token strings to principals. The API tests need
+// only bearer verification; the rest of identity.Service is the real
+// module's, tested in oauth_test.go and end to end.
+type fakeIdentity struct{ identity.Service }
 
 func (fakeIdentity) VerifyAccessToken(_ context.Context, raw string) (identity.Principal, error) {
 	if p, ok := testPrincipals[raw]; ok {

@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
-	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -184,35 +183,6 @@ func (s *Server) handleLoginSubmit(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, to)
 }
 
-// handleTokenAuthorizationCode handles "POST /oauth/token" on this branch
-// only, for grant_type=authorization_code. TEMPORARY: at merge, issue 3's
-// token handler dispatches grant_type=authorization_code to
-// exchangeAuthorizationCode and this route goes.
-func (s *Server) handleTokenAuthorizationCode(c echo.Context) error {
-	if s.login == nil {
-		return apperr.New(apperr.NotFound, "No resource at this address.")
-	}
-	mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
-	if mt != echo.MIMEApplicationForm {
-		return s.writeOAuthError(c, &login.OAuthError{Status: 400, Code: "invalid_request", Description: "The body must be application/x-www-form-urlencoded."})
-	}
-	form, err := c.FormParams()
-	if err != nil {
-		return s.writeOAuthError(c, &login.OAuthError{Status: 400, Code: "invalid_request", Description: "The body is malformed."})
-	}
-	if form.Get("grant_type") != "authorization_code" {
-		return s.writeOAuthError(c, &login.OAuthError{Status: 400, Code: "unsupported_grant_type", Description: "This branch serves only authorization_code."})
-	}
-	id, secret, ok := c.Request().BasicAuth()
-	if ok {
-		id, _ = url.QueryUnescape(id) // RFC 6749 2.3.1: form-encoded before Basic
-		secret, _ = url.QueryUnescape(secret)
-	} else {
-		id, secret = form.Get("client_id"), form.Get("client_secret")
-	}
-	return s.exchangeAuthorizationCode(c, form, id, secret)
-}
-
 // exchangeAuthorizationCode answers the token endpoint for
 // grant_type=authorization_code; the token handler calls it with the form
 // and the client credentials it read (body or HTTP Basic).
@@ -288,40 +258,6 @@ func (s *Server) handleEndSession(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, to)
 	}
 	return s.renderNotice(c, http.StatusOK, "You are signed out", "You have signed out of flowd's sign-in service.", "", "")
-}
-
-// handleDiscoveryTemporary handles "GET /.well-known/openid-configuration" on
-// this branch only. TEMPORARY: issue 3 serves discovery; at merge its
-// document takes the fields of login.Provider.Discovery and this handler goes.
-func (s *Server) handleDiscoveryTemporary(c echo.Context) error {
-	if s.login == nil {
-		return apperr.New(apperr.NotFound, "No resource at this address.")
-	}
-	base := s.login.Issuer()
-	doc := map[string]any{
-		"issuer":                                base,
-		"jwks_uri":                              base + "/oauth/jwks",
-		"token_endpoint":                        base + "/oauth/token",
-		"id_token_signing_alg_values_supported": []string{"ES256"},
-	}
-	for k, v := range s.login.Discovery() {
-		doc[k] = v
-	}
-	return s.writeJSON(c, http.StatusOK, doc)
-}
-
-// handleJWKSTemporary handles "GET /oauth/jwks" on this branch only.
-// TEMPORARY: issue 3 serves the JWKS of its key store.
-func (s *Server) handleJWKSTemporary(c echo.Context) error {
-	if s.signer == nil {
-		return apperr.New(apperr.NotFound, "No resource at this address.")
-	}
-	set, err := s.signer.PublicJWKS(c.Request().Context())
-	if err != nil {
-		return err
-	}
-	c.Response().Header().Set("Cache-Control", "public, max-age=300")
-	return s.writeJSON(c, http.StatusOK, set)
 }
 
 // renderNotice renders a short page with a message and an optional link.

@@ -70,10 +70,10 @@ func setupLogin(t *testing.T, o loginOptions) loginServer {
 	}
 	cfg.SessionKey, cfg.DataKey = randomKey(t), randomKey(t)
 	pool := dbtest.New(t)
-	signer, err := login.NewTemporaryMemorySigner()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The identity module signs ID tokens and serves the token endpoint,
+	// JWKS and discovery, as in flowd serve.
+	ident := identity.New(pool, identity.Config{Issuer: base, Audience: cfg.Audience, KeyEncryptionKey: randomKey(t),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	staff, err := login.NewStaff(pool, nil, login.StaffConfig{PasswordParams: secrethash.Cheap, AccountLimit: 3, AddressLimit: 5})
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func setupLogin(t *testing.T, o loginOptions) loginServer {
 	if o.extraClients != nil {
 		clients = append(clients, o.extraClients(base)...)
 	}
-	provider, err := login.New(pool, signer, staff, login.Config{Issuer: base, Clients: clients, TestEID: cfg.TestEID,
+	provider, err := login.New(pool, ident, staff, login.Config{Issuer: base, Clients: clients, TestEID: cfg.TestEID,
 		NationalIDClaim: cfg.ConsentNationalIDClaim, OrgClaim: o.orgClaim, RolesClaim: o.rolesClaim, DataKey: cfg.DataKey})
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func setupLogin(t *testing.T, o loginOptions) loginServer {
 	consoleCfg := oidclogin.ConsoleConfig(cfg)
 	consoleCfg.HTTPClient = o.consoleHTTP
 	srv := New(Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Config: cfg, Pool: pool, Registry: prometheus.NewRegistry(),
-		Login: provider, Signer: signer, ConsoleRP: oidclogin.New(consoleCfg), ConsentRP: oidclogin.New(oidclogin.ConsentConfig(cfg))})
+		Identity: ident, Login: provider, ConsoleRP: oidclogin.New(consoleCfg), ConsentRP: oidclogin.New(oidclogin.ConsentConfig(cfg))})
 	hs.Config.Handler = srv
 	hs.Start()
 	t.Cleanup(hs.Close)

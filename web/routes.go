@@ -21,12 +21,10 @@ func (s *Server) routes() {
 	e.GET("/metrics", echo.WrapHandler(s.metrics.handler))
 
 	// The built-in OAuth 2.0 provider: public, client authentication in the handlers.
-	// (issue 3: /oauth/token, /oauth/jwks, /.well-known/openid-configuration)
-	// TEMPORARY on the login branch until issue 3's handlers merge: the token
-	// endpoint (authorization_code only), JWKS and discovery of the in-memory key.
-	e.POST("/oauth/token", s.handleTokenAuthorizationCode)
-	e.GET("/oauth/jwks", s.handleJWKSTemporary)
-	e.GET("/.well-known/openid-configuration", s.handleDiscoveryTemporary)
+	e.POST("/oauth/token", s.handleToken)
+	e.GET("/oauth/jwks", s.handleJWKS)
+	e.GET("/.well-known/openid-configuration", s.handleDiscovery)
+	e.GET("/.well-known/oauth-authorization-server", s.handleDiscovery)
 
 	// The built-in provider's interactive side (issue 6): browsers and relying parties.
 	e.GET("/oauth/authorize", s.handleAuthorize)

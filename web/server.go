@@ -36,12 +36,10 @@ type Deps struct {
 	// Consent is the individual's journey; ConsentRP (below) proves who they are.
 	Consent consent.Journey
 
-	// Interactive login (issue 6): the built-in provider's sign-in side, its
-	// ID token signer (TEMPORARY here: issue 3's key store at merge; used only
-	// by the temporary JWKS route), and the console's and consent pages'
-	// relying parties. Any may be nil; their routes then answer 404.
+	// Interactive login (issue 6): the built-in provider's sign-in side and
+	// the console's and consent pages' relying parties. Any may be nil; their
+	// routes then answer 404.
 	Login     *login.Provider
-	Signer    login.Signer
 	ConsoleRP *oidclogin.RelyingParty
 	ConsentRP *oidclogin.RelyingParty
 }
@@ -60,7 +58,6 @@ type Server struct {
 
 	consent         consent.Journey
 	login           *login.Provider
-	signer          login.Signer
 	consoleRP       *oidclogin.RelyingParty
 	consentRP       *oidclogin.RelyingParty
 	idp             *oidclogin.Sessions
@@ -77,7 +74,7 @@ func New(d Deps) *Server {
 		echo: e, log: d.Log, cfg: d.Config, pool: d.Pool, metrics: newMetrics(d.Registry, d.Pool),
 		identity: d.Identity, flows: d.Flows, webhooks: d.Webhooks,
 		consent: d.Consent,
-		login:   d.Login, signer: d.Signer, consoleRP: d.ConsoleRP, consentRP: d.ConsentRP,
+		login:   d.Login, consoleRP: d.ConsoleRP, consentRP: d.ConsentRP,
 		consoleSessions: oidclogin.ConsoleSessions(d.Config), consentSessions: oidclogin.ConsentSessions(d.Config),
 	}
 	s.idp = idpSessions(s)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/config"
-	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
 )
@@ -66,17 +65,12 @@ func runStaff(ctx context.Context, args []string, getenv func(string) string, st
 		password = p
 	}
 
-	cfg, err := config.Load(getenv, config.Need{Database: true})
+	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
 	if err != nil {
 		return err
 	}
-	pool, err := database.Open(ctx, cfg.DatabaseURL, 2)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	// Organizations are checked once issue 3's service is wired here.
-	staff, err := login.NewStaff(pool, nil, login.StaffConfig{})
+	defer env.pool.Close()
+	staff, err := login.NewStaff(env.pool, organizationDirectory{env.identity}, login.StaffConfig{})
 	if err != nil {
 		return err
 	}

@@ -11,11 +11,24 @@ import (
 
 func TestStaffCommands(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"DATABASE_URL": dbtest.NewURL(t)}
+	env := map[string]string{"DATABASE_URL": dbtest.NewURL(t), "FLOWD_KEY_ENCRYPTION_KEY": flowdtest.TestKeyEncryptionKey,
+		"FLOWD_SESSION_KEY": flowdtest.TestSessionKey, "FLOWD_DATA_KEY": flowdtest.TestDataKey}
 	getenv := func(k string) string { return env[k] }
 	run := func(stdin string, args ...string) (string, error) { return flowdtest.RunCLI(getenv, stdin, args...) }
+	orgOut, err := run("", "orgs", "create", "--name", "Org One", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var org struct{ ID string }
+	if err := json.Unmarshal([]byte(orgOut), &org); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run("a long enough password\n", "staff", "create", "--org", "no-such-org", "--username", "eve",
+		"--role", "admin", "--password-stdin"); err == nil || !strings.Contains(err.Error(), "No organization") {
+		t.Fatalf("staff create for an unknown organization: %v", err)
+	}
 
-	out, err := run("a long enough password\n", "staff", "create", "--org", "org-1", "--username", "Ada@Example.com",
+	out, err := run("a long enough password\n", "staff", "create", "--org", org.ID, "--username", "Ada@Example.com",
 		"--role", "admin", "--password-stdin", "--json")
 	if err != nil {
 		t.Fatal(err)
@@ -35,9 +48,9 @@ func TestStaffCommands(t *testing.T) {
 		want  string // in the error, or in stdout when it succeeds
 		fails bool
 	}{
-		{"taken username, any case", "another long password", []string{"staff", "create", "--org", "org-1", "--username", "ADA@example.com", "--role", "viewer", "--password-stdin"}, "exists already", true},
-		{"unknown role", "another long password", []string{"staff", "create", "--org", "org-1", "--username", "bob", "--role", "owner", "--password-stdin"}, "--role", true},
-		{"short password", "short", []string{"staff", "create", "--org", "org-1", "--username", "bob", "--role", "viewer", "--password-stdin"}, "--password", true},
+		{"taken username, any case", "another long password", []string{"staff", "create", "--org", org.ID, "--username", "ADA@example.com", "--role", "viewer", "--password-stdin"}, "exists already", true},
+		{"unknown role", "another long password", []string{"staff", "create", "--org", org.ID, "--username", "bob", "--role", "owner", "--password-stdin"}, "--role", true},
+		{"short password", "short", []string{"staff", "create", "--org", org.ID, "--username", "bob", "--role", "viewer", "--password-stdin"}, "--password", true},
 		{"no organization", "another long password", []string{"staff", "create", "--username", "bob", "--role", "viewer", "--password-stdin"}, "--org", true},
 		{"password on no stdin flag", "", []string{"staff", "create", "--org", "o", "--username", "bob", "--role", "viewer"}, "--password-stdin", true},
 		{"reset", "a brand new password", []string{"staff", "reset-password", "--username", "ada@example.com", "--password-stdin"}, "new password", false},

@@ -20,7 +20,11 @@ import (
 func TestStaffSignInThroughTheBinary(t *testing.T) {
 	t.Parallel()
 	in := flowdtest.Start(t)
-	out := in.CLI(t, "a sound long password\n", "staff", "create", "--org", "org-demo", "--username", "admin@demo.example",
+	var org struct{ ID string }
+	if err := json.Unmarshal([]byte(in.CLI(t, "", "orgs", "create", "--name", "Demo Org", "--json")), &org); err != nil {
+		t.Fatal(err)
+	}
+	out := in.CLI(t, "a sound long password\n", "staff", "create", "--org", org.ID, "--username", "admin@demo.example",
 		"--role", "admin", "--password-stdin", "--json")
 	var created struct{ ID, Username, Role string }
 	if err := json.Unmarshal([]byte(out), &created); err != nil || created.Role != "admin" {
@@ -52,7 +56,7 @@ func TestStaffSignInThroughTheBinary(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.Request.URL.String() != in.URL+"/console" || !strings.Contains(string(b), "org-demo") {
+	if resp.Request.URL.String() != in.URL+"/console" || !strings.Contains(string(b), org.ID) {
 		t.Fatalf("after sign-in: %s %d %s", resp.Request.URL, resp.StatusCode, b)
 	}
 	if strings.Contains(in.Logs.String(), "a sound long password") {

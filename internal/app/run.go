@@ -24,6 +24,14 @@ Usage:
   flowd staff disable --username U            stop a staff account from signing in
   flowd staff reset-password --username U --password-stdin
                    set a staff account's password
+  flowd orgs create --name NAME [--org-number N] [--prefix P] [--redirect-origins "URL ..."] [--json]
+  flowd orgs list [--json]
+  flowd clients create --org ORG_ID [--name N] [--scopes "flows:read flows:write"] [--sandbox] [--json]
+  flowd clients list --org ORG_ID [--json]
+  flowd clients rotate|revoke CLIENT_ID [--json]
+  flowd clients map --org ORG_ID --issuer URL --client-id ID [--scopes S] [--sandbox] [--json]
+  flowd keys rotate [--json]
+  flowd demo --state FILE   create (once) and print a demo organization, API client and staff admin
 
 Settings come from the environment (DATABASE_URL, FLOWD_*); see README.md.
 `
@@ -45,10 +53,15 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		if len(rest) > 0 && rest[0] == "rotate-webhook-secret" {
 			return runRotateWebhookSecret(ctx, rest[1:], getenv, stdout, stderr)
 		}
-		fmt.Fprint(stderr, usage)
-		return fmt.Errorf("unknown orgs command")
+		return runOrgs(ctx, rest, getenv, stdout, stderr)
 	case "staff":
 		return runStaff(ctx, rest, getenv, stdin, stdout, stderr)
+	case "clients":
+		return runClients(ctx, rest, getenv, stdout, stderr)
+	case "keys":
+		return runKeys(ctx, rest, getenv, stdout, stderr)
+	case "demo":
+		return runDemo(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

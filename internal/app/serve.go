@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,6 +19,7 @@ import (
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web"
@@ -60,22 +62,28 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	// Modules, each built from its explicit dependencies.
 	// identity (issue 3):
+	ident := identity.New(pool, identityConfig(cfg, log))
+	if err := ident.Prepare(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	background, stopBackground := context.WithCancel(ctx)
+	var backgroundDone sync.WaitGroup
+	defer backgroundDone.Wait()
+	defer stopBackground()
+	backgroundDone.Go(func() { _ = ident.Run(background) })
+
+	orgs := organizationDirectory{ident}
 
 	// login (issue 6): staff accounts, the built-in provider's interactive
 	// sign-in (authorization code + PKCE, test eID), and the relying parties
-	// of the console and the consent pages. The signer is TEMPORARY: at merge
-	// issue 3's database-backed key store replaces it (it implements
-	// login.Signer), and issue 3's identity service is passed as the
-	// organizations checker instead of nil.
-	signer, err := login.NewTemporaryMemorySigner()
+	// of the console and the consent pages. ID tokens are signed with the
+	// identity module's rotating keys, so one JWKS verifies everything.
+	staff, err := login.NewStaff(pool, orgs, login.StaffConfig{})
 	if err != nil {
 		return err
 	}
-	staff, err := login.NewStaff(pool, nil, login.StaffConfig{})
-	if err != nil {
-		return err
-	}
-	provider, err := login.New(pool, signer, staff, login.Config{
+	provider, err := login.New(pool, ident, staff, login.Config{
 		Issuer: cfg.BaseURL.String(), Clients: login.BuiltInClients(cfg.BaseURL.String(), cfg.SessionKey),
 		TestEID: cfg.TestEID, NationalIDClaim: cfg.ConsentNationalIDClaim,
 		OrgClaim: cfg.ConsoleOrgClaim, RolesClaim: cfg.ConsoleRolesClaim, DataKey: cfg.DataKey,
@@ -107,13 +115,13 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// reports its delivery tasks back to flows once its workers start.
 	flowsModule := flows.New(pool, sealer, flows.Config{
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
-	}, consentRequests, todoOrganizations{}, hooks)
+	}, consentRequests, orgs, hooks)
 	go flowsModule.RunMaintenance(ctx, time.Minute, log.Warn)
 
 	srv := web.New(web.Deps{
-		Log: log, Config: cfg, Pool: pool, Registry: registry, Webhooks: hooks,
-		Flows: flowsModule, Consent: consent.NewJourney(pool, consentRequests, flowsModule, todoOrganizations{}, log),
-		Login: provider, Signer: signer, ConsoleRP: consoleRP, ConsentRP: consentRP,
+		Log: log, Config: cfg, Pool: pool, Registry: registry, Identity: ident, Webhooks: hooks,
+		Flows: flowsModule, Consent: consent.NewJourney(pool, consentRequests, flowsModule, orgs, log),
+		Login: provider, ConsoleRP: consoleRP, ConsentRP: consentRP,
 	})
 	// The webhook workers start with the server and stop after it has
 	// drained, so that a request's last event is still delivered by someone:
@@ -155,17 +163,4 @@ func waitForDatabase(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) 
 		}
 	}
 	return nil
-}
-
-// todoOrganizations stands in for the identity module's flows.Organizations
-// until the branches merge: every organization gets the default settings.
-// TODO(merge): replace with the identity module.
-type todoOrganizations struct{}
-
-func (todoOrganizations) FlowSettings(context.Context, string) (flows.OrganizationSettings, error) {
-	return flows.OrganizationSettings{ReferencePrefix: "FLOW"}, nil
-}
-
-func (todoOrganizations) OrganizationName(context.Context, string) (string, error) {
-	return "Your bank", nil
 }

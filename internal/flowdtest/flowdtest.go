@@ -32,8 +32,9 @@ type Instance struct {
 	Env         map[string]string
 	Logs        *Buffer
 
-	cancel context.CancelFunc
-	done   chan error
+	cancel   context.CancelFunc
+	done     chan error
+	stopOnce sync.Once
 }
 
 // Option changes how an instance starts.
@@ -101,16 +102,17 @@ func (in *Instance) Getenv(key string) string { return in.Env[key] }
 // Stop ends the instance gracefully and waits for it; a second call does nothing.
 func (in *Instance) Stop(t testing.TB) {
 	t.Helper()
-	in.cancel()
-	select {
-	case err, ok := <-in.done:
-		if ok && err != nil {
-			t.Errorf("flowd serve returned: %v", err)
+	in.stopOnce.Do(func() {
+		in.cancel()
+		select {
+		case err := <-in.done:
+			if err != nil {
+				t.Errorf("flowd serve returned: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("flowd did not stop within 30s")
 		}
-		close(in.done)
-	case <-time.After(30 * time.Second):
-		t.Errorf("flowd did not stop within 30s")
-	}
+	})
 }
 
 func (in *Instance) waitReady(t testing.TB) {

@@ -5,7 +5,17 @@ package identity
 
 import (
 	"context"
+	"fmt"
+	"net/url"
+	"regexp"
 	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/database"
 )
 
 // Scopes an API client may hold.
@@ -17,6 +27,12 @@ const (
 
 // AllScopes is what a client gets unless created with fewer.
 var AllScopes = []string{ScopeFlowsRead, ScopeFlowsWrite, ScopeFlowsDelete}
+
+// Lifetimes of the built-in provider's tokens, as CONTRACT.md section 2 fixes them.
+const (
+	AccessTokenTTL  = 300 * time.Second
+	RefreshTokenTTL = 1800 * time.Second
+)
 
 // Principal is the verified caller of an API request. The organization always
 // comes from here, never from a request body.
@@ -30,10 +46,352 @@ type Principal struct {
 // HasScope reports whether the principal was granted scope.
 func (p Principal) HasScope(scope string) bool { return slices.Contains(p.Scopes, scope) }
 
-// Service is what the identity module offers the web layer and the CLI.
-// Issue 3 fills it: organizations, API clients, the token endpoint, JWKS,
-// discovery and bearer verification.
+// Organization is a customer of flowd: a bank or lender that asks individuals
+// for consent. Its settings shape the flows it creates.
+type Organization struct {
+	ID                 string
+	Name               string
+	OrganizationNumber string // empty when not given
+	// ReferencePrefix starts the reference id of every flow, e.g. "DEMO".
+	ReferencePrefix string
+	// RedirectOrigins are the origins a flow's redirectUrl may point to; empty allows any.
+	RedirectOrigins []string
+	CreatedAt       time.Time
+}
+
+// NewOrganization is the input of CreateOrganization.
+type NewOrganization struct {
+	Name               string
+	OrganizationNumber string
+	ReferencePrefix    string // derived from Name when empty
+	RedirectOrigins    []string
+}
+
+var prefixPattern = regexp.MustCompile(`^[A-Z0-9]{2,8}$`)
+
+// Validate checks the input and fills in the derived reference prefix; it
+// returns an apperr Invalid error naming every bad field.
+func (n *NewOrganization) Validate() error {
+	var f apperr.Fields
+	n.Name = strings.TrimSpace(n.Name)
+	n.OrganizationNumber = strings.TrimSpace(n.OrganizationNumber)
+	n.ReferencePrefix = strings.ToUpper(strings.TrimSpace(n.ReferencePrefix))
+	switch {
+	case n.Name == "":
+		f.Add("name", "is required")
+	case utf8.RuneCountInString(n.Name) > 200:
+		f.Add("name", "must be at most 200 characters")
+	}
+	if len(n.OrganizationNumber) > 64 {
+		f.Add("organizationNumber", "must be at most 64 characters")
+	}
+	if n.ReferencePrefix == "" && n.Name != "" {
+		n.ReferencePrefix = DerivePrefix(n.Name)
+	}
+	if !prefixPattern.MatchString(n.ReferencePrefix) {
+		f.Add("referencePrefix", "must be 2 to 8 letters A-Z or digits")
+	}
+	for i, o := range n.RedirectOrigins {
+		origin, err := normalizeOrigin(o)
+		if err != nil {
+			f.Add("redirectOrigins", "%q: %v", o, err)
+			continue
+		}
+		n.RedirectOrigins[i] = origin
+	}
+	return f.Err()
+}
+
+// DerivePrefix makes a reference prefix from an organization's name: the
+// upper-case letters and digits of its initials when it has several words,
+// else of the name itself; 2 to 8 characters, "ORG" padding when too short.
+func DerivePrefix(name string) string {
+	keep := func(s string) string {
+		var b strings.Builder
+		for _, r := range strings.ToUpper(s) {
+			if t, ok := transliterations[r]; ok {
+				b.WriteString(t)
+			} else if r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+				b.WriteRune(r)
+			}
+		}
+		return b.String()
+	}
+	all := keep(name)
+	words := strings.Fields(name)
+	p := all
+	if len(words) > 1 {
+		var initials strings.Builder
+		for _, w := range words {
+			initials.WriteString(firstRune(keep(w)))
+		}
+		if initials.Len() >= 2 {
+			p = initials.String()
+		}
+	}
+	if len(p) > 8 {
+		p = p[:8]
+	}
+	if len(p) < 2 {
+		p = (p + "ORG")[:3]
+	}
+	return p
+}
+
+// transliterations spell the letters of Nordic and other European names in A-Z.
+var transliterations = map[rune]string{
+	'Æ': "AE", 'Ø': "O", 'Å': "A", 'Ä': "A", 'Ö': "O", 'Ü': "U", 'ß': "SS", 'É': "E", 'È': "E", 'Ê': "E",
+	'Á': "A", 'À': "A", 'Í': "I", 'Ó': "O", 'Ú': "U", 'Ñ': "N", 'Ç': "C", 'Ð': "D", 'Þ': "TH",
+}
+
+func firstRune(s string) string {
+	if s == "" {
+		return ""
+	}
+	return s[:1]
+}
+
+// normalizeOrigin accepts an absolute http(s) URL and returns its origin.
+func normalizeOrigin(s string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("must be an absolute http(s) URL")
+	}
+	return u.Scheme + "://" + strings.ToLower(u.Host), nil
+}
+
+// Client is an API client of an organization: the holder of a client id and
+// secret that obtains tokens from the built-in provider.
+type Client struct {
+	ID             string
+	OrganizationID string
+	Name           string
+	Scopes         []string
+	Sandbox        bool
+	CreatedAt      time.Time
+	LastUsedAt     *time.Time
+	RevokedAt      *time.Time
+}
+
+// Revoked reports whether the client may no longer obtain or use tokens.
+func (c Client) Revoked() bool { return c.RevokedAt != nil }
+
+// NewClient is the input of CreateClient.
+type NewClient struct {
+	OrganizationID string
+	Name           string   // "API client" when empty
+	Scopes         []string // AllScopes when empty
+	Sandbox        bool
+}
+
+// Validate checks the input and fills in defaults; it returns an apperr
+// Invalid error naming every bad field.
+func (n *NewClient) Validate() error {
+	var f apperr.Fields
+	n.Name = strings.TrimSpace(n.Name)
+	if n.Name == "" {
+		n.Name = "API client"
+	}
+	if utf8.RuneCountInString(n.Name) > 200 {
+		f.Add("name", "must be at most 200 characters")
+	}
+	if n.OrganizationID == "" {
+		f.Add("organizationId", "is required")
+	}
+	scopes, err := normalizeScopes(n.Scopes)
+	if err != nil {
+		f.Add("scopes", "%v", err)
+	}
+	n.Scopes = scopes
+	return f.Err()
+}
+
+// normalizeScopes checks scopes against AllScopes and returns them without
+// duplicates in AllScopes order; no scope at all means all of them.
+func normalizeScopes(scopes []string) ([]string, error) {
+	if len(scopes) == 0 {
+		return slices.Clone(AllScopes), nil
+	}
+	var out []string
+	for _, s := range AllScopes {
+		if slices.Contains(scopes, s) {
+			out = append(out, s)
+		}
+	}
+	for _, s := range scopes {
+		if !slices.Contains(AllScopes, s) {
+			return nil, fmt.Errorf("unknown scope %q (known: %s)", s, strings.Join(AllScopes, " "))
+		}
+	}
+	return out, nil
+}
+
+// ClientCredentials is a client with its secret, which is shown once: only a
+// slow hash of it is kept.
+type ClientCredentials struct {
+	Client
+	Secret string
+}
+
+// ExternalClient maps a client of an external issuer to an organization, for
+// tokens that carry no organization claim. Its client id also counts as an
+// accepted audience of that issuer's tokens.
+type ExternalClient struct {
+	Issuer         string
+	ClientID       string
+	OrganizationID string
+	Scopes         []string // granted when the token carries none of flowd's scopes
+	Sandbox        bool
+	CreatedAt      time.Time
+}
+
+// Validate checks the input and fills in defaults.
+func (x *ExternalClient) Validate() error {
+	var f apperr.Fields
+	x.Issuer = strings.TrimSpace(x.Issuer)
+	x.ClientID = strings.TrimSpace(x.ClientID)
+	if u, err := url.Parse(x.Issuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		f.Add("issuer", "must be the issuer's absolute URL")
+	}
+	if x.ClientID == "" || len(x.ClientID) > 255 {
+		f.Add("clientId", "is required, at most 255 characters")
+	}
+	if x.OrganizationID == "" {
+		f.Add("organizationId", "is required")
+	}
+	scopes, err := normalizeScopes(x.Scopes)
+	if err != nil {
+		f.Add("scopes", "%v", err)
+	}
+	x.Scopes = scopes
+	return f.Err()
+}
+
+// Client authentication methods of the token endpoint (RFC 6749 2.3.1).
+const (
+	AuthSecretBasic = "client_secret_basic"
+	AuthSecretPost  = "client_secret_post"
+)
+
+// Grant types of the token endpoint.
+const (
+	GrantClientCredentials = "client_credentials"
+	GrantRefreshToken      = "refresh_token"
+)
+
+// TokenRequest is a parsed request to the token endpoint.
+type TokenRequest struct {
+	GrantType    string
+	ClientID     string
+	ClientSecret string
+	AuthMethod   string // AuthSecretBasic or AuthSecretPost
+	RefreshToken string
+	Scope        string // space-separated; empty asks for everything allowed
+	RemoteAddr   string // the caller's address, for rate limiting
+}
+
+// Token is the token endpoint's answer.
+type Token struct {
+	AccessToken      string
+	ExpiresIn        int
+	RefreshToken     string
+	RefreshExpiresIn int
+	TokenType        string
+	Scope            string
+}
+
+// RFC 6749 5.2 error codes of the token endpoint.
+const (
+	ErrCodeInvalidRequest       = "invalid_request"
+	ErrCodeInvalidClient        = "invalid_client"
+	ErrCodeInvalidGrant         = "invalid_grant"
+	ErrCodeUnauthorizedClient   = "unauthorized_client"
+	ErrCodeUnsupportedGrantType = "unsupported_grant_type"
+	ErrCodeInvalidScope         = "invalid_scope"
+	// ErrCodeSlowDown is not an RFC 6749 code; the token endpoint answers it with 429.
+	ErrCodeSlowDown = "slow_down"
+)
+
+// TokenError is an RFC 6749 5.2 error of the token endpoint. Its
+// Description is safe to show the caller.
+type TokenError struct {
+	Code        string
+	Description string
+	// AuthMethod is how the client tried to authenticate, so that an
+	// invalid_client answer to Basic can carry WWW-Authenticate.
+	AuthMethod string
+	// RetryAfter is set on ErrCodeSlowDown.
+	RetryAfter time.Duration
+}
+
+func (e *TokenError) Error() string { return e.Code + ": " + e.Description }
+
+// Errors of the identity module, apperr values so that the web layer maps them.
+var (
+	ErrOrganizationNotFound = apperr.New(apperr.NotFound, "No such organization.")
+	ErrClientNotFound       = apperr.New(apperr.NotFound, "No such API client.")
+	ErrInvalidToken         = apperr.New(apperr.Unauthenticated, "The access token is invalid or expired.")
+)
+
+// Organizations manages organizations.
+type Organizations interface {
+	// CreateOrganization validates in (apperr Invalid) and stores it.
+	CreateOrganization(ctx context.Context, in NewOrganization) (Organization, error)
+	// CreateOrganizationTx is CreateOrganization inside the caller's
+	// transaction, so that other modules set up the organization in the same
+	// unit (the webhooks module's signing secret).
+	CreateOrganizationTx(ctx context.Context, tx database.Tx, in NewOrganization) (Organization, error)
+	// Organization returns one organization with its settings. ErrOrganizationNotFound.
+	Organization(ctx context.Context, id string) (Organization, error)
+	// ListOrganizations returns every organization, oldest first.
+	ListOrganizations(ctx context.Context) ([]Organization, error)
+}
+
+// Clients manages API clients and external client mappings.
+type Clients interface {
+	// CreateClient makes a client and its secret, shown only now.
+	// ErrOrganizationNotFound, apperr Invalid.
+	CreateClient(ctx context.Context, in NewClient) (ClientCredentials, error)
+	// Client returns one client. ErrClientNotFound.
+	Client(ctx context.Context, clientID string) (Client, error)
+	// ListClients returns an organization's clients, oldest first.
+	ListClients(ctx context.Context, organizationID string) ([]Client, error)
+	// RotateClientSecret gives the client a new secret; the old one stops
+	// working at once, and so do the client's refresh tokens.
+	// ErrClientNotFound (also for another organization's or a revoked client).
+	RotateClientSecret(ctx context.Context, organizationID, clientID string) (ClientCredentials, error)
+	// RevokeClient stops the client: it can obtain no token, and the tokens it
+	// holds stop working at once on every instance. ErrClientNotFound.
+	RevokeClient(ctx context.Context, organizationID, clientID string) (Client, error)
+	// MapExternalClient maps an external issuer's client id to an
+	// organization, replacing an earlier mapping. ErrOrganizationNotFound, apperr Invalid.
+	MapExternalClient(ctx context.Context, in ExternalClient) (ExternalClient, error)
+	// ListExternalClients returns an organization's mapped external clients.
+	ListExternalClients(ctx context.Context, organizationID string) ([]ExternalClient, error)
+}
+
+// Provider is the built-in OAuth 2.0 provider.
+type Provider interface {
+	// Token answers the token endpoint. Failures are *TokenError values;
+	// anything else is an internal (or unavailable-database) error.
+	Token(ctx context.Context, req TokenRequest) (Token, error)
+	// JWKS returns the JSON Web Key Set of the keys that sign, or signed
+	// still-valid, access tokens.
+	JWKS(ctx context.Context) ([]byte, error)
+	// Discovery returns the OpenID Provider metadata document.
+	Discovery() map[string]any
+	// RotateSigningKey makes a new signing key; the previous one is retired
+	// but stays in the JWKS until the tokens it signed have expired. It
+	// returns the new key's id.
+	RotateSigningKey(ctx context.Context) (string, error)
+}
+
+// Service is what the identity module offers the web layer, the CLI and the
+// other modules.
 type Service interface {
+	Organizations
+	Clients
+	Provider
 	// VerifyAccessToken turns a bearer token (built-in or from a configured
 	// external issuer) into a Principal. Any failure is an apperr
 	// Unauthenticated error that does not say more than "invalid token".

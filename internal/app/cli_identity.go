@@ -1,0 +1,383 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/config"
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/webhooks"
+)
+
+// identityConfig is the identity module's share of flowd's settings.
+func identityConfig(cfg *config.Config, log *slog.Logger) identity.Config {
+	return identity.Config{
+		Issuer:            cfg.BaseURL.String(),
+		Audience:          cfg.Audience,
+		KeyEncryptionKey:  cfg.KeyEncryptionKey,
+		ExternalIssuer:    cfg.OIDCIssuer,
+		ExternalAudiences: cfg.OIDCAudience,
+		OrgClaim:          cfg.OrgClaim,
+		Log:               log,
+	}
+}
+
+// adminEnv is what an admin command works with: the settings, a small pool
+// on a migrated database, and the identity module.
+type adminEnv struct {
+	cfg      *config.Config
+	pool     *pgxpool.Pool
+	identity *identity.Module
+}
+
+// openAdmin loads the settings and opens the database for an admin command;
+// the caller closes the pool.
+func openAdmin(ctx context.Context, getenv func(string) string, need config.Need, stderr io.Writer) (*adminEnv, error) {
+	need.Database = true
+	cfg, err := config.Load(getenv, need)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := database.Open(ctx, cfg.DatabaseURL, 2)
+	if err != nil {
+		return nil, err
+	}
+	current, err := database.MigrationsCurrent(ctx, pool)
+	if err != nil || !current {
+		pool.Close()
+		if err != nil {
+			return nil, fmt.Errorf("database: %w", err)
+		}
+		return nil, errors.New("the database is not migrated: run `flowd migrate` first")
+	}
+	log := newLogger(stderr, cfg.LogLevel)
+	return &adminEnv{cfg: cfg, pool: pool, identity: identity.New(pool, identityConfig(cfg, log))}, nil
+}
+
+// createOrganization makes an organization and its first webhook signing
+// secret in one transaction: an organization never exists without one.
+func (env *adminEnv) createOrganization(ctx context.Context, in identity.NewOrganization) (identity.Organization, webhooks.Secret, error) {
+	hooks, err := webhooks.New(env.pool, webhooks.Options{KeyEncryptionKey: env.cfg.KeyEncryptionKey})
+	if err != nil {
+		return identity.Organization{}, webhooks.Secret{}, err
+	}
+	var org identity.Organization
+	var secret webhooks.Secret
+	err = database.WithTx(ctx, env.pool, func(tx database.Tx) error {
+		if org, err = env.identity.CreateOrganizationTx(ctx, tx, in); err != nil {
+			return err
+		}
+		secret, err = hooks.CreateSecretTx(ctx, tx, org.ID)
+		return err
+	})
+	return org, secret, err
+}
+
+// adminError turns an application error into one line for the terminal.
+func adminError(err error) error {
+	e, ok := apperr.As(err)
+	if !ok {
+		return err
+	}
+	if len(e.Fields) == 0 {
+		return errors.New(e.Message)
+	}
+	var parts []string
+	for _, f := range e.Fields {
+		parts = append(parts, f.Field+" "+f.Message)
+	}
+	return errors.New(e.Message + " " + strings.Join(parts, "; "))
+}
+
+// printJSON writes v as exactly one JSON object on its own line.
+func printJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// runOrgs handles "flowd orgs create|list".
+func runOrgs(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("orgs: give a subcommand: create or list")
+	}
+	switch args[0] {
+	case "create":
+		fs := flag.NewFlagSet("orgs create", flag.ContinueOnError)
+		name := fs.String("name", "", "the organization's name (required)")
+		number := fs.String("org-number", "", "the organization number, e.g. a company registration number")
+		prefix := fs.String("prefix", "", "reference prefix of its flows, 2-8 letters or digits (default: from the name)")
+		origins := fs.String("redirect-origins", "", "space-separated origins a flow's redirectUrl may use (default: any)")
+		asJSON := fs.Bool("json", false, "print one JSON object")
+		if err := parseFlags(fs, args[1:], stderr); err != nil {
+			return err
+		}
+		// The secrets are needed: FLOWD_KEY_ENCRYPTION_KEY seals the webhook signing secret.
+		env, err := openAdmin(ctx, getenv, config.Need{Secrets: true}, stderr)
+		if err != nil {
+			return err
+		}
+		defer env.pool.Close()
+		org, secret, err := env.createOrganization(ctx, identity.NewOrganization{
+			Name: *name, OrganizationNumber: *number, ReferencePrefix: *prefix, RedirectOrigins: splitList(*origins),
+		})
+		if err != nil {
+			return adminError(err)
+		}
+		if *asJSON {
+			return printJSON(stdout, map[string]any{"id": org.ID, "name": org.Name, "referencePrefix": org.ReferencePrefix,
+				"webhookSecret": secret.Value})
+		}
+		fmt.Fprintf(stdout, "Created organization %q\n  id                %s\n  reference prefix  %s\n  webhook secret    %s\n",
+			org.Name, org.ID, org.ReferencePrefix, secret.Value)
+		if org.OrganizationNumber != "" {
+			fmt.Fprintf(stdout, "  org number        %s\n", org.OrganizationNumber)
+		}
+		fmt.Fprintf(stdout, "Next: flowd clients create --org %s\n", org.ID)
+		return nil
+	case "list":
+		fs := flag.NewFlagSet("orgs list", flag.ContinueOnError)
+		asJSON := fs.Bool("json", false, "print one JSON object")
+		if err := parseFlags(fs, args[1:], stderr); err != nil {
+			return err
+		}
+		env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+		if err != nil {
+			return err
+		}
+		defer env.pool.Close()
+		orgs, err := env.identity.ListOrganizations(ctx)
+		if err != nil {
+			return adminError(err)
+		}
+		if *asJSON {
+			list := make([]map[string]any, len(orgs))
+			for i, o := range orgs {
+				list[i] = map[string]any{"id": o.ID, "name": o.Name, "organizationNumber": o.OrganizationNumber,
+					"referencePrefix": o.ReferencePrefix, "redirectOrigins": nonNil(o.RedirectOrigins), "createdAt": o.CreatedAt}
+			}
+			return printJSON(stdout, map[string]any{"organizations": list})
+		}
+		if len(orgs) == 0 {
+			fmt.Fprintln(stdout, "No organizations yet: flowd orgs create --name NAME")
+			return nil
+		}
+		for _, o := range orgs {
+			fmt.Fprintf(stdout, "%s  %-8s  %s\n", o.ID, o.ReferencePrefix, o.Name)
+		}
+		return nil
+	default:
+		return fmt.Errorf("orgs: unknown subcommand %q (create, list)", args[0])
+	}
+}
+
+// splitList splits a flag's list on spaces or commas.
+func splitList(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' })
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// runClients handles "flowd clients create|list|rotate|revoke|map".
+func runClients(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("clients: give a subcommand: create, list, rotate, revoke or map")
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("clients "+sub, flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	var org, name, scopes, clientID, issuer *string
+	var sandbox *bool
+	switch sub {
+	case "create":
+		org = fs.String("org", "", "the organization's id (required)")
+		name = fs.String("name", "", `a name for the client (default "API client")`)
+		scopes = fs.String("scopes", "", `space-separated scopes (default all: "`+strings.Join(identity.AllScopes, " ")+`")`)
+		sandbox = fs.Bool("sandbox", false, "a sandbox client: its flows carry sandbox: true")
+	case "list":
+		org = fs.String("org", "", "the organization's id (required)")
+	case "rotate", "revoke":
+		clientID = fs.String("client-id", "", "the client's id (required; or give it as the argument)")
+	case "map":
+		org = fs.String("org", "", "the organization's id (required)")
+		issuer = fs.String("issuer", "", "the external issuer's URL (required)")
+		clientID = fs.String("client-id", "", "the client id in that issuer's tokens (required)")
+		scopes = fs.String("scopes", "", "scopes granted when a token carries none of flowd's (default all)")
+		sandbox = fs.Bool("sandbox", false, "a sandbox client: its flows carry sandbox: true")
+	default:
+		return fmt.Errorf("clients: unknown subcommand %q (create, list, rotate, revoke, map)", sub)
+	}
+	rest := args[1:]
+	// rotate and revoke also take the client id as their one argument.
+	if (sub == "rotate" || sub == "revoke") && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		*clientID, rest = rest[0], rest[1:]
+	}
+	if err := parseFlags(fs, rest, stderr); err != nil {
+		return err
+	}
+	if org != nil && *org == "" {
+		return fmt.Errorf("clients %s: --org is required", sub)
+	}
+	if clientID != nil && *clientID == "" {
+		return fmt.Errorf("clients %s: --client-id is required", sub)
+	}
+	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.pool.Close()
+	id := env.identity
+	switch sub {
+	case "create":
+		cc, err := id.CreateClient(ctx, identity.NewClient{OrganizationID: *org, Name: *name, Scopes: splitList(*scopes), Sandbox: *sandbox})
+		if err != nil {
+			return adminError(err)
+		}
+		return printCredentials(stdout, env.cfg, cc, *asJSON, "Created")
+	case "list":
+		if _, err := id.Organization(ctx, *org); err != nil {
+			return adminError(err)
+		}
+		clients, err := id.ListClients(ctx, *org)
+		if err != nil {
+			return adminError(err)
+		}
+		mapped, err := id.ListExternalClients(ctx, *org)
+		if err != nil {
+			return adminError(err)
+		}
+		if *asJSON {
+			list := make([]map[string]any, len(clients))
+			for i, c := range clients {
+				list[i] = map[string]any{"clientId": c.ID, "name": c.Name, "scopes": c.Scopes, "sandbox": c.Sandbox,
+					"createdAt": c.CreatedAt, "lastUsedAt": c.LastUsedAt, "revokedAt": c.RevokedAt}
+			}
+			ext := make([]map[string]any, len(mapped))
+			for i, x := range mapped {
+				ext[i] = map[string]any{"issuer": x.Issuer, "clientId": x.ClientID, "scopes": x.Scopes, "sandbox": x.Sandbox, "createdAt": x.CreatedAt}
+			}
+			return printJSON(stdout, map[string]any{"clients": list, "externalClients": ext})
+		}
+		if len(clients)+len(mapped) == 0 {
+			fmt.Fprintf(stdout, "No clients yet: flowd clients create --org %s\n", *org)
+		}
+		for _, c := range clients {
+			state := "active"
+			if c.Revoked() {
+				state = "revoked"
+			}
+			last := "never used"
+			if c.LastUsedAt != nil {
+				last = "last used " + c.LastUsedAt.Format("2006-01-02 15:04")
+			}
+			sb := ""
+			if c.Sandbox {
+				sb = " sandbox"
+			}
+			fmt.Fprintf(stdout, "%s  %-7s  %s  %q  %s%s\n", c.ID, state, strings.Join(c.Scopes, " "), c.Name, last, sb)
+		}
+		for _, x := range mapped {
+			fmt.Fprintf(stdout, "%s  mapped   %s  issuer %s\n", x.ClientID, strings.Join(x.Scopes, " "), x.Issuer)
+		}
+		return nil
+	case "rotate":
+		c, err := id.Client(ctx, *clientID)
+		if err != nil {
+			return adminError(err)
+		}
+		cc, err := id.RotateClientSecret(ctx, c.OrganizationID, c.ID)
+		if err != nil {
+			return adminError(err)
+		}
+		return printCredentials(stdout, env.cfg, cc, *asJSON, "Rotated the secret of")
+	case "revoke":
+		c, err := id.Client(ctx, *clientID)
+		if err != nil {
+			return adminError(err)
+		}
+		c, err = id.RevokeClient(ctx, c.OrganizationID, c.ID)
+		if err != nil {
+			return adminError(err)
+		}
+		if *asJSON {
+			return printJSON(stdout, map[string]any{"clientId": c.ID, "revokedAt": c.RevokedAt})
+		}
+		fmt.Fprintf(stdout, "Revoked client %s: it gets no new token, and its tokens stop working now.\n", c.ID)
+		return nil
+	case "map":
+		x, err := id.MapExternalClient(ctx, identity.ExternalClient{Issuer: *issuer, ClientID: *clientID, OrganizationID: *org,
+			Scopes: splitList(*scopes), Sandbox: *sandbox})
+		if err != nil {
+			return adminError(err)
+		}
+		if *asJSON {
+			return printJSON(stdout, map[string]any{"issuer": x.Issuer, "clientId": x.ClientID, "organizationId": x.OrganizationID,
+				"scopes": x.Scopes, "sandbox": x.Sandbox})
+		}
+		fmt.Fprintf(stdout, "Mapped client %s of %s to organization %s (scopes %s)\n", x.ClientID, x.Issuer, x.OrganizationID, strings.Join(x.Scopes, " "))
+		if env.cfg.OIDCIssuer == "" || strings.TrimRight(env.cfg.OIDCIssuer, "/") != x.Issuer {
+			fmt.Fprintf(stdout, "Note: tokens of %s are accepted only when FLOWD_OIDC_ISSUER names it.\n", x.Issuer)
+		}
+		return nil
+	}
+	return nil
+}
+
+// printCredentials shows a client's id and secret, once.
+func printCredentials(w io.Writer, cfg *config.Config, cc identity.ClientCredentials, asJSON bool, verb string) error {
+	if asJSON {
+		return printJSON(w, map[string]any{"clientId": cc.ID, "clientSecret": cc.Secret, "scopes": cc.Scopes, "sandbox": cc.Sandbox})
+	}
+	kind := "client"
+	if cc.Sandbox {
+		kind = "sandbox client"
+	}
+	fmt.Fprintf(w, "%s %s %s of organization %s\n  client_id      %s\n  client_secret  %s\n  scopes         %s\n  token URL      %s\n",
+		verb, kind, cc.ID, cc.OrganizationID, cc.ID, cc.Secret, strings.Join(cc.Scopes, " "), cfg.URL("/oauth/token"))
+	fmt.Fprintln(w, "The secret is shown only now: store it safely.")
+	return nil
+}
+
+// runKeys handles "flowd keys rotate".
+func runKeys(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "rotate" {
+		return errors.New("keys: give a subcommand: rotate")
+	}
+	fs := flag.NewFlagSet("keys rotate", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parseFlags(fs, args[1:], stderr); err != nil {
+		return err
+	}
+	env, err := openAdmin(ctx, getenv, config.Need{Secrets: true}, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.pool.Close()
+	kid, err := env.identity.RotateSigningKey(ctx)
+	if err != nil {
+		return adminError(err)
+	}
+	if *asJSON {
+		return printJSON(stdout, map[string]any{"keyId": kid})
+	}
+	fmt.Fprintf(stdout, "New signing key %s signs from now on; the previous key stays in the JWKS until its tokens expire.\n", kid)
+	return nil
+}

@@ -1,0 +1,218 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/flowd/flowd/internal/flowdtest"
+)
+
+// cliJSON runs an admin command with --json and decodes its one JSON object.
+func cliJSON(t *testing.T, in *flowdtest.Instance, args ...string) map[string]any {
+	t.Helper()
+	out := in.CLI(t, "", append(args, "--json")...)
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+		t.Fatalf("flowd %s --json printed %q, not one JSON object (%v)", strings.Join(args, " "), out, err)
+	}
+	return m
+}
+
+func keys(m map[string]any) string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return strings.Join(ks, ",")
+}
+
+func apiStatus(t *testing.T, url, accessToken string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+accessToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestIdentityCommandsAndTokensEndToEnd(t *testing.T) {
+	t.Parallel()
+	in := flowdtest.Start(t)
+	ctx := context.Background()
+
+	org := cliJSON(t, in, "orgs", "create", "--name", "Acme Lending", "--org-number", "998877665")
+	if keys(org) != "id,name,referencePrefix,webhookSecret" || org["name"] != "Acme Lending" || org["referencePrefix"] != "AL" ||
+		!strings.HasPrefix(org["webhookSecret"].(string), "whsec_") {
+		t.Fatalf("orgs create: %v", org)
+	}
+	orgID := org["id"].(string)
+	if _, err := flowdtest.RunCLI(in.Getenv, "", "orgs", "create", "--name", "", "--json"); err == nil || !strings.Contains(err.Error(), "name") {
+		t.Fatalf("orgs create without a name: %v", err)
+	}
+	if list := cliJSON(t, in, "orgs", "list"); !strings.Contains(mustJSON(list), orgID) {
+		t.Fatalf("orgs list: %v", list)
+	}
+
+	client := cliJSON(t, in, "clients", "create", "--org", orgID, "--scopes", "flows:read flows:write", "--sandbox")
+	if keys(client) != "clientId,clientSecret,sandbox,scopes" || client["sandbox"] != true || mustJSON(client["scopes"]) != `["flows:read","flows:write"]` {
+		t.Fatalf("clients create: %v", client)
+	}
+	id, sec := client["clientId"].(string), client["clientSecret"].(string)
+	if _, err := flowdtest.RunCLI(in.Getenv, "", "clients", "create", "--org", orgID, "--scopes", "flows:admin"); err == nil {
+		t.Fatal("clients create accepted an unknown scope")
+	}
+	if _, err := flowdtest.RunCLI(in.Getenv, "", "clients", "create", "--org", "00000000-0000-0000-0000-000000000000"); err == nil {
+		t.Fatal("clients create accepted an unknown organization")
+	}
+
+	cc := clientcredentials.Config{ClientID: id, ClientSecret: sec, TokenURL: in.URL + "/oauth/token"}
+	tok, err := cc.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.TokenType != "Bearer" || tok.RefreshToken == "" || tok.Extra("scope") != "flows:read flows:write" {
+		t.Fatalf("token %+v", tok)
+	}
+	// Authenticated: past the 401 to the missing route.
+	if s := apiStatus(t, in.URL+"/api/anything", tok.AccessToken); s != 404 {
+		t.Fatalf("API with a valid token: %d", s)
+	}
+	if list := cliJSON(t, in, "clients", "list", "--org", orgID); !strings.Contains(mustJSON(list), id) || !strings.Contains(mustJSON(list), "lastUsedAt") {
+		t.Fatalf("clients list: %v", list)
+	}
+
+	// Key rotation: the old key stays published and its tokens keep working.
+	rotated := cliJSON(t, in, "keys", "rotate")
+	newKid, _ := rotated["keyId"].(string)
+	var set struct {
+		Keys []struct {
+			Kid string `json:"kid"`
+		} `json:"keys"`
+	}
+	resp, err := http.Get(in.URL + "/oauth/jwks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&set)
+	resp.Body.Close()
+	if len(set.Keys) != 2 || set.Keys[0].Kid != newKid {
+		t.Fatalf("JWKS after rotation: %+v (new key %s)", set, newKid)
+	}
+	if s := apiStatus(t, in.URL+"/api/anything", tok.AccessToken); s != 404 {
+		t.Fatalf("token of the previous key after rotation: %d", s)
+	}
+
+	// Secret rotation: the old secret stops, the new one works.
+	again := cliJSON(t, in, "clients", "rotate", id)
+	if again["clientId"] != id || again["clientSecret"] == sec {
+		t.Fatalf("clients rotate: %v", again)
+	}
+	if _, err := cc.Token(ctx); err == nil || !strings.Contains(err.Error(), "invalid_client") {
+		t.Fatalf("old secret after rotation: %v", err)
+	}
+	cc.ClientSecret = again["clientSecret"].(string)
+	tok, err = cc.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Revocation: the token the server has already seen stops working.
+	if s := apiStatus(t, in.URL+"/api/anything", tok.AccessToken); s != 404 {
+		t.Fatalf("fresh token: %d", s)
+	}
+	in.CLI(t, "", "clients", "revoke", "--client-id", id)
+	deadline := time.Now().Add(10 * time.Second)
+	for apiStatus(t, in.URL+"/api/anything", tok.AccessToken) != 401 {
+		if time.Now().After(deadline) {
+			t.Fatal("a revoked client's token still works")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := cc.Token(ctx); err == nil {
+		t.Fatal("a revoked client obtained a token")
+	}
+
+	mapped := cliJSON(t, in, "clients", "map", "--org", orgID, "--issuer", "https://idp.example.com/", "--client-id", "dex-app")
+	if mapped["clientId"] != "dex-app" || mapped["issuer"] != "https://idp.example.com" || mapped["organizationId"] != orgID {
+		t.Fatalf("clients map: %v", mapped)
+	}
+}
+
+func TestDemoSeedsOnceAndAgainAfterAReset(t *testing.T) {
+	t.Parallel()
+	in := flowdtest.Start(t)
+	state := filepath.Join(t.TempDir(), "demo.json")
+	first := in.CLI(t, "", "demo", "--state", state)
+	second := in.CLI(t, "", "demo", "--state", state)
+	var st struct {
+		OrganizationID, ClientID, ClientSecret string
+	}
+	b, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = json.Unmarshal(b, &st)
+	if fi, _ := os.Stat(state); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("state file mode %v", fi.Mode())
+	}
+	for _, out := range []string{first, second} {
+		for _, want := range []string{"Demo Bank", st.OrganizationID, st.ClientID, st.ClientSecret, in.URL + "/oauth/token", "curl "} {
+			if want == "" || !strings.Contains(out, want) {
+				t.Fatalf("demo output lacks %q:\n%s", want, out)
+			}
+		}
+	}
+	cc := clientcredentials.Config{ClientID: st.ClientID, ClientSecret: st.ClientSecret, TokenURL: in.URL + "/oauth/token", AuthStyle: oauth2.AuthStyleInHeader}
+	if _, err := cc.Token(context.Background()); err != nil {
+		t.Fatalf("the demo client cannot get a token: %v", err)
+	}
+
+	// A reset database (another instance on a fresh one) is seeded again.
+	fresh := flowdtest.Start(t)
+	out := fresh.CLI(t, "", "demo", "--state", state)
+	b, _ = os.ReadFile(state)
+	var st2 struct{ OrganizationID, ClientID string }
+	_ = json.Unmarshal(b, &st2)
+	if st2.OrganizationID == st.OrganizationID || st2.ClientID == st.ClientID || !strings.Contains(out, st2.ClientID) {
+		t.Fatalf("demo after a reset kept stale ids:\n%s", out)
+	}
+}
+
+func TestServeRefusesAKeyEncryptionKeyThatCannotOpenTheSigningKey(t *testing.T) {
+	t.Parallel()
+	in := flowdtest.Start(t)
+	env := map[string]string{}
+	for k, v := range in.Env {
+		env[k] = v
+	}
+	env["FLOWD_ADDR"] = "127.0.0.1:0"
+	env["FLOWD_KEY_ENCRYPTION_KEY"] = "b3RoZXIta2V5LWVuY3J5cHRpb24ta2V5LWZvci10ZXM="
+	_, err := flowdtest.RunCLI(func(k string) string { return env[k] }, "", "serve")
+	if err == nil || !strings.Contains(err.Error(), "FLOWD_KEY_ENCRYPTION_KEY") || !strings.Contains(err.Error(), "keys rotate") {
+		t.Fatalf("serve with another key-encryption key: %v", err)
+	}
+	if out, err := flowdtest.RunCLI(func(k string) string { return env[k] }, "", "keys", "rotate"); err != nil || !strings.Contains(out, "New signing key") {
+		t.Fatalf("keys rotate under the new key-encryption key: %q %v", out, err)
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,340 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/identity/internal/secret"
+	"github.com/flowd/flowd/modules/identity/internal/store"
+)
+
+// HashParams are the argon2id cost parameters of client secrets.
+type HashParams = secret.Params
+
+// DefaultHashParams are the production cost parameters (OWASP's argon2id recommendation).
+var DefaultHashParams = secret.DefaultParams
+
+// Config is what the identity module needs to know; internal/app fills it
+// from internal/config.
+type Config struct {
+	// Issuer is the built-in provider's issuer: FLOWD_BASE_URL.
+	Issuer string
+	// Audience is the aud of built-in access tokens: FLOWD_AUDIENCE.
+	Audience string
+	// KeyEncryptionKey seals signing keys; required to issue tokens or rotate keys.
+	KeyEncryptionKey []byte
+
+	// ExternalIssuer, when set, is an OIDC issuer whose access tokens flowd accepts.
+	ExternalIssuer string
+	// ExternalAudiences are the accepted aud values of the external issuer's
+	// tokens; empty means Audience. A mapped client's own id is accepted too.
+	ExternalAudiences []string
+	// OrgClaim names the claim that carries the organization id in external tokens.
+	OrgClaim string
+
+	// HashParams are argon2id's costs for new secrets; zero means DefaultHashParams.
+	HashParams HashParams
+	// AccessTTL and RefreshTTL default to AccessTokenTTL and RefreshTokenTTL.
+	AccessTTL, RefreshTTL time.Duration
+	// ClientFailureLimit and AddressFailureLimit are how many failed client
+	// authentications within FailureWindow answer 429; zero means 10, 30 and a minute.
+	ClientFailureLimit, AddressFailureLimit int
+	FailureWindow                           time.Duration
+
+	Log *slog.Logger
+	// HTTPClient fetches the external issuer's discovery document and keys.
+	HTTPClient *http.Client
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Module is the identity module: it implements Service.
+type Module struct {
+	pool *pgxpool.Pool
+	cfg  Config
+	log  *slog.Logger
+	now  func() time.Time
+
+	signer  signerCache
+	keys    keyCache
+	states  stateCache
+	tokens  tokenCache
+	secrets verifiedSecrets
+	limiter *failureLimiter
+	hashing chan struct{} // bounds concurrent argon2id work
+
+	builtin  *builtinVerifier
+	external *externalVerifier
+}
+
+var _ Service = (*Module)(nil)
+
+// New builds the identity module. It does not touch the database; Run keeps
+// its caches coherent with other instances.
+func New(pool *pgxpool.Pool, cfg Config) *Module {
+	if cfg.HashParams == (HashParams{}) {
+		cfg.HashParams = DefaultHashParams
+	}
+	if cfg.AccessTTL == 0 {
+		cfg.AccessTTL = AccessTokenTTL
+	}
+	if cfg.RefreshTTL == 0 {
+		cfg.RefreshTTL = RefreshTokenTTL
+	}
+	if cfg.ClientFailureLimit == 0 {
+		cfg.ClientFailureLimit = 10
+	}
+	if cfg.AddressFailureLimit == 0 {
+		cfg.AddressFailureLimit = 30
+	}
+	if cfg.FailureWindow == 0 {
+		cfg.FailureWindow = time.Minute
+	}
+	if cfg.OrgClaim == "" {
+		cfg.OrgClaim = "org_id"
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	cfg.Issuer = strings.TrimRight(cfg.Issuer, "/")
+	m := &Module{
+		pool: pool, cfg: cfg, log: cfg.Log, now: now,
+		limiter: newFailureLimiter(now, cfg.FailureWindow),
+		hashing: make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
+	}
+	m.states.init()
+	m.tokens.init()
+	m.secrets.init()
+	m.keys.init()
+	m.builtin = newBuiltinVerifier(m)
+	if cfg.ExternalIssuer != "" {
+		m.external = newExternalVerifier(m)
+	}
+	return m
+}
+
+// keyGrace is how long a retired key stays published and trusted: the
+// lifetime of the tokens it signed, plus the time other instances may take
+// to notice the rotation, plus clock skew.
+func (m *Module) keyGrace() time.Duration { return m.cfg.AccessTTL + signerMaxAge + time.Minute }
+
+// CreateOrganization implements Organizations.
+func (m *Module) CreateOrganization(ctx context.Context, in NewOrganization) (Organization, error) {
+	var o Organization
+	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		var err error
+		o, err = m.CreateOrganizationTx(ctx, tx, in)
+		return err
+	})
+	return o, err
+}
+
+// CreateOrganizationTx implements Organizations.
+func (m *Module) CreateOrganizationTx(ctx context.Context, tx database.Tx, in NewOrganization) (Organization, error) {
+	in.RedirectOrigins = slices.Clone(in.RedirectOrigins)
+	if err := in.Validate(); err != nil {
+		return Organization{}, err
+	}
+	row, err := store.InsertOrganization(ctx, tx, store.Organization{
+		Name: in.Name, OrganizationNumber: in.OrganizationNumber, ReferencePrefix: in.ReferencePrefix, RedirectOrigins: in.RedirectOrigins,
+	})
+	if err != nil {
+		return Organization{}, database.Classify(err)
+	}
+	return toOrganization(row), nil
+}
+
+// Organization implements Organizations.
+func (m *Module) Organization(ctx context.Context, id string) (Organization, error) {
+	row, err := store.GetOrganization(ctx, m.pool, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return Organization{}, ErrOrganizationNotFound
+	}
+	if err != nil {
+		return Organization{}, database.Classify(err)
+	}
+	return toOrganization(row), nil
+}
+
+// ListOrganizations implements Organizations.
+func (m *Module) ListOrganizations(ctx context.Context) ([]Organization, error) {
+	rows, err := store.ListOrganizations(ctx, m.pool)
+	if err != nil {
+		return nil, database.Classify(err)
+	}
+	out := make([]Organization, len(rows))
+	for i, r := range rows {
+		out[i] = toOrganization(r)
+	}
+	return out, nil
+}
+
+func toOrganization(r store.Organization) Organization {
+	return Organization{ID: r.ID, Name: r.Name, OrganizationNumber: r.OrganizationNumber,
+		ReferencePrefix: r.ReferencePrefix, RedirectOrigins: r.RedirectOrigins, CreatedAt: r.CreatedAt}
+}
+
+// CreateClient implements Clients.
+func (m *Module) CreateClient(ctx context.Context, in NewClient) (ClientCredentials, error) {
+	in.Scopes = slices.Clone(in.Scopes)
+	if err := in.Validate(); err != nil {
+		return ClientCredentials{}, err
+	}
+	if _, err := m.Organization(ctx, in.OrganizationID); err != nil {
+		return ClientCredentials{}, err
+	}
+	sec := newClientSecret()
+	row, err := store.InsertClient(ctx, m.pool, store.Client{
+		ID: newClientID(), OrganizationID: in.OrganizationID, Name: in.Name,
+		SecretHash: secret.Hash(sec, m.cfg.HashParams), Scopes: in.Scopes, Sandbox: in.Sandbox,
+	})
+	if err != nil {
+		return ClientCredentials{}, database.Classify(err)
+	}
+	return ClientCredentials{Client: toClient(row), Secret: sec}, nil
+}
+
+// newClientID makes a client id: recognizable, URL-safe, unguessable enough
+// that ids do not leak how many clients exist.
+func newClientID() string { return secret.ID("fc_", 10) }
+
+// newClientSecret makes a client secret of 256 random bits.
+func newClientSecret() string { return secret.Random("fcs_", 32) }
+
+// Client implements Clients.
+func (m *Module) Client(ctx context.Context, clientID string) (Client, error) {
+	row, err := store.GetClient(ctx, m.pool, clientID)
+	if errors.Is(err, store.ErrNotFound) {
+		return Client{}, ErrClientNotFound
+	}
+	if err != nil {
+		return Client{}, database.Classify(err)
+	}
+	return toClient(row), nil
+}
+
+// ListClients implements Clients.
+func (m *Module) ListClients(ctx context.Context, organizationID string) ([]Client, error) {
+	rows, err := store.ListClients(ctx, m.pool, organizationID)
+	if err != nil {
+		return nil, database.Classify(err)
+	}
+	out := make([]Client, len(rows))
+	for i, r := range rows {
+		out[i] = toClient(r)
+	}
+	return out, nil
+}
+
+// RotateClientSecret implements Clients.
+func (m *Module) RotateClientSecret(ctx context.Context, organizationID, clientID string) (ClientCredentials, error) {
+	sec := newClientSecret()
+	hash := secret.Hash(sec, m.cfg.HashParams)
+	var row store.Client
+	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		var err error
+		row, err = store.SetClientSecret(ctx, tx, organizationID, clientID, hash)
+		if err != nil {
+			return err
+		}
+		return store.Notify(ctx, tx, "client:"+clientID)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return ClientCredentials{}, ErrClientNotFound
+	}
+	if err != nil {
+		return ClientCredentials{}, database.Classify(err)
+	}
+	m.secrets.forget(clientID)
+	return ClientCredentials{Client: toClient(row), Secret: sec}, nil
+}
+
+// RevokeClient implements Clients.
+func (m *Module) RevokeClient(ctx context.Context, organizationID, clientID string) (Client, error) {
+	var row store.Client
+	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		var err error
+		row, err = store.RevokeClient(ctx, tx, organizationID, clientID)
+		if err != nil {
+			return err
+		}
+		return store.Notify(ctx, tx, "client:"+clientID)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return Client{}, ErrClientNotFound
+	}
+	if err != nil {
+		return Client{}, database.Classify(err)
+	}
+	m.states.invalidate("client:" + clientID)
+	m.secrets.forget(clientID)
+	return toClient(row), nil
+}
+
+func toClient(r store.Client) Client {
+	return Client{ID: r.ID, OrganizationID: r.OrganizationID, Name: r.Name, Scopes: r.Scopes, Sandbox: r.Sandbox,
+		CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt}
+}
+
+// MapExternalClient implements Clients.
+func (m *Module) MapExternalClient(ctx context.Context, in ExternalClient) (ExternalClient, error) {
+	in.Scopes = slices.Clone(in.Scopes)
+	if err := in.Validate(); err != nil {
+		return ExternalClient{}, err
+	}
+	in.Issuer = strings.TrimRight(in.Issuer, "/")
+	if _, err := m.Organization(ctx, in.OrganizationID); err != nil {
+		return ExternalClient{}, err
+	}
+	var row store.ExternalClient
+	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		var err error
+		row, err = store.UpsertExternalClient(ctx, tx, store.ExternalClient{
+			Issuer: in.Issuer, ClientID: in.ClientID, OrganizationID: in.OrganizationID, Scopes: in.Scopes, Sandbox: in.Sandbox,
+		})
+		if err != nil {
+			return err
+		}
+		return store.Notify(ctx, tx, "external")
+	})
+	if err != nil {
+		return ExternalClient{}, database.Classify(err)
+	}
+	m.states.invalidateAll()
+	return toExternal(row), nil
+}
+
+// ListExternalClients implements Clients.
+func (m *Module) ListExternalClients(ctx context.Context, organizationID string) ([]ExternalClient, error) {
+	rows, err := store.ListExternalClients(ctx, m.pool, organizationID)
+	if err != nil {
+		return nil, database.Classify(err)
+	}
+	out := make([]ExternalClient, len(rows))
+	for i, r := range rows {
+		out[i] = toExternal(r)
+	}
+	return out, nil
+}
+
+func toExternal(r store.ExternalClient) ExternalClient {
+	return ExternalClient{Issuer: r.Issuer, ClientID: r.ClientID, OrganizationID: r.OrganizationID,
+		Scopes: r.Scopes, Sandbox: r.Sandbox, CreatedAt: r.CreatedAt}
+}

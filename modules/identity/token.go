@@ -1,0 +1,350 @@
+package identity
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/identity/internal/keys"
+	"github.com/flowd/flowd/modules/identity/internal/secret"
+	"github.com/flowd/flowd/modules/identity/internal/store"
+)
+
+// accessClaims are the claims of a built-in access token (CONTRACT.md section 2).
+type accessClaims struct {
+	Issuer    string `json:"iss"`
+	Subject   string `json:"sub"`
+	ClientID  string `json:"client_id"`
+	Audience  string `json:"aud"`
+	Expiry    int64  `json:"exp"`
+	IssuedAt  int64  `json:"iat"`
+	NotBefore int64  `json:"nbf"`
+	ID        string `json:"jti"`
+	Scope     string `json:"scope"`
+	OrgID     string `json:"org_id"`
+}
+
+func tokenErr(code, format string) *TokenError { return &TokenError{Code: code, Description: format} }
+
+// Token implements Provider.
+func (m *Module) Token(ctx context.Context, req TokenRequest) (Token, error) {
+	switch req.GrantType {
+	case "":
+		return Token{}, tokenErr(ErrCodeInvalidRequest, "grant_type is required.")
+	case GrantClientCredentials, GrantRefreshToken:
+	default:
+		return Token{}, tokenErr(ErrCodeUnsupportedGrantType, "grant_type must be client_credentials or refresh_token.")
+	}
+	client, err := m.authenticateClient(ctx, req)
+	if err != nil {
+		return Token{}, err
+	}
+	requested, err := parseScope(req.Scope)
+	if err != nil {
+		return Token{}, err
+	}
+	var tok Token
+	switch req.GrantType {
+	case GrantClientCredentials:
+		scopes := client.Scopes
+		if requested != nil {
+			if !subset(requested, client.Scopes) {
+				return Token{}, tokenErr(ErrCodeInvalidScope, "The client may not have every requested scope.")
+			}
+			scopes = requested
+		}
+		tok, err = m.issue(ctx, client, scopes, "")
+	case GrantRefreshToken:
+		tok, err = m.refresh(ctx, client, req.RefreshToken, requested)
+	}
+	if err != nil {
+		return Token{}, err
+	}
+	if err := store.TouchClient(ctx, m.pool, client.ID); err != nil {
+		m.log.Warn("identity: recording a client's last use", "client_id", client.ID, "error", err)
+	}
+	return tok, nil
+}
+
+// authenticateClient checks the client's id and secret, refusing with 429
+// while the client or the address has failed too often.
+func (m *Module) authenticateClient(ctx context.Context, req TokenRequest) (store.Client, error) {
+	if req.ClientID == "" || req.ClientSecret == "" {
+		return store.Client{}, &TokenError{Code: ErrCodeInvalidClient, AuthMethod: req.AuthMethod,
+			Description: "Client authentication is required: client_id and client_secret in the body, or HTTP Basic."}
+	}
+	clientKey, addrKey := "client:"+req.ClientID, "addr:"+req.RemoteAddr
+	for _, k := range []struct {
+		key   string
+		limit int
+	}{{clientKey, m.cfg.ClientFailureLimit}, {addrKey, m.cfg.AddressFailureLimit}} {
+		if wait, blocked := m.limiter.blocked(k.key, k.limit); blocked {
+			m.log.WarnContext(ctx, "identity: token request refused after repeated failed client authentication",
+				"client_id", loggableID(req.ClientID), "remote_addr", req.RemoteAddr, "retry_after", wait.String())
+			return store.Client{}, &TokenError{Code: ErrCodeSlowDown, RetryAfter: wait,
+				Description: "Too many failed client authentications; try again later."}
+		}
+	}
+	fail := func() (store.Client, error) {
+		m.log.InfoContext(ctx, "identity: client authentication failed", "client_id", loggableID(req.ClientID), "remote_addr", req.RemoteAddr)
+		m.limiter.fail(clientKey, m.cfg.ClientFailureLimit)
+		m.limiter.fail(addrKey, m.cfg.AddressFailureLimit)
+		return store.Client{}, &TokenError{Code: ErrCodeInvalidClient, AuthMethod: req.AuthMethod,
+			Description: "Client authentication failed."}
+	}
+	if len(req.ClientID) > 128 || len(req.ClientSecret) > 512 {
+		return fail()
+	}
+	c, err := store.GetClient(ctx, m.pool, req.ClientID)
+	if errors.Is(err, store.ErrNotFound) {
+		return fail()
+	}
+	if err != nil {
+		return store.Client{}, database.Classify(err)
+	}
+	if c.RevokedAt != nil {
+		return fail()
+	}
+	now := m.now()
+	if !m.secrets.ok(c.ID, c.SecretHash, req.ClientSecret, now) {
+		select {
+		case m.hashing <- struct{}{}:
+		case <-ctx.Done():
+			return store.Client{}, ctx.Err()
+		}
+		ok, err := secret.Verify(req.ClientSecret, c.SecretHash)
+		<-m.hashing
+		if err != nil {
+			return store.Client{}, err
+		}
+		if !ok {
+			return fail()
+		}
+		m.secrets.remember(c.ID, c.SecretHash, req.ClientSecret, now)
+	}
+	m.limiter.reset(clientKey)
+	return c, nil
+}
+
+// loggableID shortens a client id as given for the logs, and hides it when
+// it looks like a secret pasted into the wrong field.
+func loggableID(id string) string {
+	if strings.HasPrefix(id, "fcs_") || strings.HasPrefix(id, "frt_") {
+		return "[a secret, not logged]"
+	}
+	if len(id) > 64 {
+		return id[:64] + "…"
+	}
+	return id
+}
+
+// parseScope reads an RFC 6749 3.3 scope parameter: nil when absent.
+func parseScope(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, sc := range strings.Split(s, " ") {
+		if sc == "" {
+			continue
+		}
+		if !slices.Contains(AllScopes, sc) {
+			return nil, tokenErr(ErrCodeInvalidScope, "Unknown scope; known scopes are "+strings.Join(AllScopes, " ")+".")
+		}
+		if !slices.Contains(out, sc) {
+			out = append(out, sc)
+		}
+	}
+	return out, nil
+}
+
+func subset(a, b []string) bool {
+	for _, s := range a {
+		if !slices.Contains(b, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// issue signs an access token and stores a refresh token of family (a new
+// family when empty).
+func (m *Module) issue(ctx context.Context, c store.Client, scopes []string, family string) (Token, error) {
+	rt, err := m.storeRefreshToken(ctx, m.pool, c.ID, scopes, family)
+	if err != nil {
+		return Token{}, err
+	}
+	return m.sign(ctx, c, scopes, rt)
+}
+
+func (m *Module) storeRefreshToken(ctx context.Context, q store.Querier, clientID string, scopes []string, family string) (string, error) {
+	if family == "" {
+		family = newUUID()
+	}
+	raw := secret.Random("frt_", 32)
+	sum := sha256.Sum256([]byte(raw))
+	err := store.InsertRefreshToken(ctx, q, store.RefreshToken{
+		Hash: sum[:], FamilyID: family, ClientID: clientID, Scopes: ordered(scopes), ExpiresAt: m.now().Add(m.cfg.RefreshTTL),
+	})
+	if err != nil {
+		return "", database.Classify(err)
+	}
+	return raw, nil
+}
+
+// sign makes the access token and the answer of the token endpoint.
+func (m *Module) sign(ctx context.Context, c store.Client, scopes []string, refreshToken string) (Token, error) {
+	signer, err := m.activeSigner(ctx)
+	if err != nil {
+		return Token{}, err
+	}
+	now := m.now()
+	scope := strings.Join(ordered(scopes), " ")
+	payload, err := json.Marshal(accessClaims{
+		Issuer: m.cfg.Issuer, Subject: c.ID, ClientID: c.ID, Audience: m.cfg.Audience,
+		Expiry: now.Add(m.cfg.AccessTTL).Unix(), IssuedAt: now.Unix(), NotBefore: now.Unix(),
+		ID: secret.Random("", 16), Scope: scope, OrgID: c.OrganizationID,
+	})
+	if err != nil {
+		return Token{}, err
+	}
+	jws, err := signer.Sign(payload)
+	if err != nil {
+		return Token{}, err
+	}
+	at, err := jws.CompactSerialize()
+	if err != nil {
+		return Token{}, err
+	}
+	return Token{
+		AccessToken: at, ExpiresIn: int(m.cfg.AccessTTL / time.Second),
+		RefreshToken: refreshToken, RefreshExpiresIn: int(m.cfg.RefreshTTL / time.Second),
+		TokenType: "Bearer", Scope: scope,
+	}, nil
+}
+
+// refresh redeems a refresh token: it must be the client's, unused, unrevoked
+// and unexpired; it is then used up and succeeded by a new one of the same
+// family. A used token presented again means it was copied: the whole family
+// is revoked, and that revocation is committed although the request fails.
+func (m *Module) refresh(ctx context.Context, c store.Client, raw string, requested []string) (Token, error) {
+	if raw == "" {
+		return Token{}, tokenErr(ErrCodeInvalidRequest, "refresh_token is required.")
+	}
+	sum := sha256.Sum256([]byte(raw))
+	var (
+		fail   *TokenError
+		scopes []string
+		next   string
+	)
+	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		t, err := store.LockRefreshToken(ctx, tx, sum[:])
+		if errors.Is(err, store.ErrNotFound) {
+			fail = tokenErr(ErrCodeInvalidGrant, "The refresh token is invalid, expired or revoked.")
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case t.ClientID != c.ID:
+			// Another client holds this client's token: it leaked.
+			fail = tokenErr(ErrCodeInvalidGrant, "The refresh token was not issued to this client.")
+			m.log.Warn("identity: refresh token presented by another client; revoking its family", "client_id", c.ID, "family", t.FamilyID)
+			return store.RevokeFamily(ctx, tx, t.FamilyID)
+		case t.RevokedAt != nil:
+			fail = tokenErr(ErrCodeInvalidGrant, "The refresh token is invalid, expired or revoked.")
+			return nil
+		case t.UsedAt != nil:
+			fail = tokenErr(ErrCodeInvalidGrant, "The refresh token was already used; its family is revoked.")
+			m.log.Warn("identity: refresh token reused; revoking its family", "client_id", c.ID, "family", t.FamilyID)
+			return store.RevokeFamily(ctx, tx, t.FamilyID)
+		case !m.now().Before(t.ExpiresAt):
+			fail = tokenErr(ErrCodeInvalidGrant, "The refresh token is invalid, expired or revoked.")
+			return nil
+		}
+		// The client may have lost scopes since the token was issued.
+		scopes = intersect(t.Scopes, c.Scopes)
+		if requested != nil {
+			if !subset(requested, scopes) {
+				fail = tokenErr(ErrCodeInvalidScope, "The requested scope exceeds the scope originally granted.")
+				return nil
+			}
+			scopes = requested
+		}
+		if err := store.MarkRefreshTokenUsed(ctx, tx, sum[:]); err != nil {
+			return err
+		}
+		next, err = m.storeRefreshToken(ctx, tx, c.ID, scopes, t.FamilyID)
+		return err
+	})
+	if err != nil {
+		return Token{}, database.Classify(err)
+	}
+	if fail != nil {
+		return Token{}, fail
+	}
+	return m.sign(ctx, c, scopes, next)
+}
+
+func intersect(a, b []string) []string {
+	var out []string
+	for _, s := range a {
+		if slices.Contains(b, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ordered returns scopes in AllScopes order.
+func ordered(scopes []string) []string {
+	out := make([]string, 0, len(scopes))
+	for _, s := range AllScopes {
+		if slices.Contains(scopes, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Discovery implements Provider.
+func (m *Module) Discovery() map[string]any {
+	return map[string]any{
+		"issuer":                                m.cfg.Issuer,
+		"token_endpoint":                        m.cfg.Issuer + "/oauth/token",
+		"jwks_uri":                              m.cfg.Issuer + "/oauth/jwks",
+		"grant_types_supported":                 []string{GrantClientCredentials, GrantRefreshToken},
+		"token_endpoint_auth_methods_supported": []string{AuthSecretBasic, AuthSecretPost},
+		"scopes_supported":                      AllScopes,
+		"response_types_supported":              []string{"token"},
+		"subject_types_supported":               []string{"public"},
+		"id_token_signing_alg_values_supported": []string{string(keys.Algorithm)},
+		"claims_supported":                      []string{"iss", "sub", "aud", "exp", "iat", "nbf", "jti", "client_id", "scope", "org_id"},
+	}
+}
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() string {
+	var u [16]byte
+	_, _ = rand.Read(u[:])
+	u[6] = (u[6] & 0x0f) | 0x40
+	u[8] = (u[8] & 0x3f) | 0x80
+	const hex = "0123456789abcdef"
+	out := make([]byte, 0, 36)
+	for i, c := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			out = append(out, '-')
+		}
+		out = append(out, hex[c>>4], hex[c&0xf])
+	}
+	return string(out)
+}

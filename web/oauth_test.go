@@ -1,0 +1,432 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/flowd/flowd/internal/config"
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/modules/identity"
+)
+
+// oauthServer is the real server with the real identity module on a fresh
+// database, an organization, and two clients: one with every scope, one
+// that may only read.
+type oauthServer struct {
+	url      string
+	identity *identity.Module
+	org      identity.Organization
+	full     identity.ClientCredentials
+	reader   identity.ClientCredentials
+}
+
+func setupOAuth(t *testing.T, change func(*identity.Config)) oauthServer {
+	t.Helper()
+	pool, err := database.Open(context.Background(), dbtest.NewURL(t), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	cfg, err := config.Load(func(string) string { return "" }, config.Need{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewUnstartedServer(nil)
+	base := "http://" + hs.Listener.Addr().String()
+	icfg := identity.Config{
+		Issuer: base, Audience: "flowd", KeyEncryptionKey: bytes.Repeat([]byte{7}, 32),
+		HashParams: identity.HashParams{Memory: 64, Time: 1, Threads: 1},
+	}
+	if change != nil {
+		change(&icfg)
+	}
+	id := identity.New(pool, icfg)
+	srv := New(Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Config: cfg, Pool: pool, Registry: prometheus.NewRegistry(), Identity: id})
+	// A route behind authentication and a scope, as the API's routes are.
+	srv.Echo().GET("/api/test-principal", func(c echo.Context) error {
+		return srv.writeJSON(c, http.StatusOK, principalOf(c))
+	}, srv.authenticate, requireScope(identity.ScopeFlowsWrite))
+	hs.Config.Handler = srv
+	hs.Start()
+	t.Cleanup(hs.Close)
+
+	ctx := context.Background()
+	org, err := id.CreateOrganization(ctx, identity.NewOrganization{Name: "Test Bank"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := id.CreateClient(ctx, identity.NewClient{OrganizationID: org.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := id.CreateClient(ctx, identity.NewClient{OrganizationID: org.ID, Scopes: []string{identity.ScopeFlowsRead}, Sandbox: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return oauthServer{url: base, identity: id, org: org, full: full, reader: reader}
+}
+
+// postToken sends a token request with form values and an optional
+// Authorization header.
+func postToken(t *testing.T, tokenURL, contentType, body, authorization string) (*http.Response, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, tokenURL, strings.NewReader(body))
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("token endpoint answered %d with non-JSON %q", resp.StatusCode, b)
+	}
+	return resp, m
+}
+
+const formType = "application/x-www-form-urlencoded"
+
+func basic(id, secret string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(id)+":"+url.QueryEscape(secret)))
+}
+
+func form(kv ...string) string {
+	v := url.Values{}
+	for i := 0; i < len(kv); i += 2 {
+		v.Add(kv[i], kv[i+1])
+	}
+	return v.Encode()
+}
+
+func TestTokenEndpointIssuesTokens(t *testing.T) {
+	t.Parallel()
+	ts := setupOAuth(t, nil)
+	tokenURL := ts.url + "/oauth/token"
+	tests := []struct {
+		name, body, auth, scope string
+	}{
+		{"client_secret_post", form("grant_type", "client_credentials", "client_id", ts.full.ID, "client_secret", ts.full.Secret), "", "flows:read flows:write flows:delete"},
+		{"client_secret_basic", form("grant_type", "client_credentials"), basic(ts.full.ID, ts.full.Secret), "flows:read flows:write flows:delete"},
+		{"basic with client_id in the body too", form("grant_type", "client_credentials", "client_id", ts.full.ID), basic(ts.full.ID, ts.full.Secret), "flows:read flows:write flows:delete"},
+		{"fewer scopes asked", form("grant_type", "client_credentials", "scope", "flows:read"), basic(ts.full.ID, ts.full.Secret), "flows:read"},
+		{"unknown parameters are ignored", form("grant_type", "client_credentials", "audience", "x"), basic(ts.full.ID, ts.full.Secret), "flows:read flows:write flows:delete"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := postToken(t, tokenURL, formType, tt.body, tt.auth)
+			if resp.StatusCode != 200 {
+				t.Fatalf("%d %v", resp.StatusCode, body)
+			}
+			if resp.Header.Get("Cache-Control") != "no-store" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+				t.Fatalf("headers %v", resp.Header)
+			}
+			if body["token_type"] != "Bearer" || body["expires_in"] != 300.0 || body["refresh_expires_in"] != 1800.0 ||
+				body["scope"] != tt.scope || body["access_token"] == "" || body["refresh_token"] == "" {
+				t.Fatalf("body %v", body)
+			}
+		})
+	}
+}
+
+func TestTokenEndpointErrors(t *testing.T) {
+	t.Parallel()
+	ts := setupOAuth(t, nil)
+	tokenURL := ts.url + "/oauth/token"
+	revoked, err := ts.identity.CreateClient(context.Background(), identity.NewClient{OrganizationID: ts.org.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.identity.RevokeClient(context.Background(), ts.org.ID, revoked.ID); err != nil {
+		t.Fatal(err)
+	}
+	post := func(kv ...string) string {
+		return form(append([]string{"client_id", ts.full.ID, "client_secret", ts.full.Secret}, kv...)...)
+	}
+	tests := []struct {
+		name, contentType, body, auth string
+		status                        int
+		code                          string
+		basicChallenge                bool
+	}{
+		{"JSON body", "application/json", `{"grant_type":"client_credentials"}`, "", 400, "invalid_request", false},
+		{"no content type", "", post("grant_type", "client_credentials"), "", 400, "invalid_request", false},
+		{"malformed form", formType, "grant_type=%zz", "", 400, "invalid_request", false},
+		{"no grant_type", formType, post(), "", 400, "invalid_request", false},
+		{"repeated parameter", formType, post("grant_type", "client_credentials", "grant_type", "client_credentials"), "", 400, "invalid_request", false},
+		{"basic and secret in the body", formType, post("grant_type", "client_credentials"), basic(ts.full.ID, ts.full.Secret), 400, "invalid_request", false},
+		{"basic and another client_id in the body", formType, form("grant_type", "client_credentials", "client_id", ts.reader.ID), basic(ts.full.ID, ts.full.Secret), 400, "invalid_request", false},
+		{"unsupported grant", formType, post("grant_type", "password"), "", 400, "unsupported_grant_type", false},
+		{"authorization_code is not offered", formType, post("grant_type", "authorization_code", "code", "x"), "", 400, "unsupported_grant_type", false},
+		{"no credentials", formType, form("grant_type", "client_credentials"), "", 401, "invalid_client", false},
+		{"no secret", formType, form("grant_type", "client_credentials", "client_id", ts.full.ID), "", 401, "invalid_client", false},
+		{"wrong secret", formType, form("grant_type", "client_credentials", "client_id", ts.full.ID, "client_secret", "fcs_wrong"), "", 401, "invalid_client", false},
+		{"wrong secret, basic", formType, form("grant_type", "client_credentials"), basic(ts.full.ID, "fcs_wrong"), 401, "invalid_client", true},
+		{"malformed basic", formType, form("grant_type", "client_credentials"), "Basic !!!", 401, "invalid_client", true},
+		{"another client's secret", formType, form("grant_type", "client_credentials", "client_id", ts.reader.ID, "client_secret", ts.full.Secret), "", 401, "invalid_client", false},
+		{"unknown client", formType, form("grant_type", "client_credentials", "client_id", "fc_nobody", "client_secret", ts.full.Secret), "", 401, "invalid_client", false},
+		{"revoked client", formType, form("grant_type", "client_credentials", "client_id", revoked.ID, "client_secret", revoked.Secret), "", 401, "invalid_client", false},
+		{"unknown scope", formType, post("grant_type", "client_credentials", "scope", "admin"), "", 400, "invalid_scope", false},
+		{"scope the client lacks", formType, form("grant_type", "client_credentials", "scope", "flows:write"), basic(ts.reader.ID, ts.reader.Secret), 400, "invalid_scope", false},
+		{"refresh without refresh_token", formType, post("grant_type", "refresh_token"), "", 400, "invalid_request", false},
+		{"unknown refresh token", formType, post("grant_type", "refresh_token", "refresh_token", "frt_nothing"), "", 400, "invalid_grant", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := postToken(t, tokenURL, tt.contentType, tt.body, tt.auth)
+			if resp.StatusCode != tt.status || body["error"] != tt.code {
+				t.Fatalf("%d %v, want %d %s", resp.StatusCode, body, tt.status, tt.code)
+			}
+			if d, _ := body["error_description"].(string); d == "" {
+				t.Fatalf("no error_description: %v", body)
+			}
+			if resp.Header.Get("Cache-Control") != "no-store" {
+				t.Fatalf("Cache-Control %q", resp.Header.Get("Cache-Control"))
+			}
+			if got := strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic"); got != tt.basicChallenge {
+				t.Fatalf("WWW-Authenticate %q", resp.Header.Get("WWW-Authenticate"))
+			}
+		})
+	}
+}
+
+func TestRefreshGrant(t *testing.T) {
+	t.Parallel()
+	ts := setupOAuth(t, nil)
+	tokenURL := ts.url + "/oauth/token"
+	auth := basic(ts.full.ID, ts.full.Secret)
+	_, first := postToken(t, tokenURL, formType, form("grant_type", "client_credentials", "scope", "flows:read flows:write"), auth)
+	rt, _ := first["refresh_token"].(string)
+
+	resp, body := postToken(t, tokenURL, formType, form("grant_type", "refresh_token", "refresh_token", rt), basic(ts.reader.ID, ts.reader.Secret))
+	if resp.StatusCode != 400 || body["error"] != "invalid_grant" {
+		t.Fatalf("another client's refresh token: %d %v", resp.StatusCode, body)
+	}
+	// That leak revoked the family; start another.
+	_, first = postToken(t, tokenURL, formType, form("grant_type", "client_credentials", "scope", "flows:read flows:write"), auth)
+	rt, _ = first["refresh_token"].(string)
+	resp, body = postToken(t, tokenURL, formType, form("grant_type", "refresh_token", "refresh_token", rt, "scope", "flows:delete"), auth)
+	if resp.StatusCode != 400 || body["error"] != "invalid_scope" {
+		t.Fatalf("widening the scope: %d %v", resp.StatusCode, body)
+	}
+	resp, second := postToken(t, tokenURL, formType, form("grant_type", "refresh_token", "refresh_token", rt, "scope", "flows:read"), auth)
+	if resp.StatusCode != 200 || second["scope"] != "flows:read" || second["refresh_token"] == rt || second["expires_in"] != 300.0 ||
+		resp.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("refresh: %d %v", resp.StatusCode, second)
+	}
+	resp, body = postToken(t, tokenURL, formType, form("grant_type", "refresh_token", "refresh_token", rt), auth)
+	if resp.StatusCode != 400 || body["error"] != "invalid_grant" {
+		t.Fatalf("reused refresh token: %d %v", resp.StatusCode, body)
+	}
+	resp, body = postToken(t, tokenURL, formType, form("grant_type", "refresh_token", "refresh_token", second["refresh_token"].(string)), auth)
+	if resp.StatusCode != 400 || body["error"] != "invalid_grant" {
+		t.Fatalf("successor after reuse: %d %v", resp.StatusCode, body)
+	}
+}
+
+func TestTokenEndpointLimitsFailedAuthentication(t *testing.T) {
+	t.Parallel()
+	t.Run("per client", func(t *testing.T) {
+		t.Parallel()
+		ts := setupOAuth(t, func(c *identity.Config) { c.ClientFailureLimit, c.AddressFailureLimit = 3, 100 })
+		tokenURL := ts.url + "/oauth/token"
+		for range 3 {
+			if resp, _ := postToken(t, tokenURL, formType, form("grant_type", "client_credentials"), basic(ts.full.ID, "fcs_wrong")); resp.StatusCode != 401 {
+				t.Fatalf("wrong secret: %d", resp.StatusCode)
+			}
+		}
+		// Even the right secret waits now; other clients do not.
+		resp, body := postToken(t, tokenURL, formType, form("grant_type", "client_credentials"), basic(ts.full.ID, ts.full.Secret))
+		if resp.StatusCode != 429 || body["error"] == nil || body["error_description"] == nil {
+			t.Fatalf("after 3 failures: %d %v", resp.StatusCode, body)
+		}
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || s < 1 || s > 60 {
+			t.Fatalf("Retry-After %q", resp.Header.Get("Retry-After"))
+		}
+		if resp, body := postToken(t, tokenURL, formType, form("grant_type", "client_credentials"), basic(ts.reader.ID, ts.reader.Secret)); resp.StatusCode != 200 {
+			t.Fatalf("another client: %d %v", resp.StatusCode, body)
+		}
+	})
+	t.Run("per address", func(t *testing.T) {
+		t.Parallel()
+		ts := setupOAuth(t, func(c *identity.Config) { c.ClientFailureLimit, c.AddressFailureLimit = 100, 4 })
+		tokenURL := ts.url + "/oauth/token"
+		for i := range 4 {
+			postToken(t, tokenURL, formType, form("grant_type", "client_credentials"), basic("fc_guess"+strconv.Itoa(i), "fcs_wrong"))
+		}
+		resp, _ := postToken(t, tokenURL, formType, form("grant_type", "client_credentials"), basic(ts.full.ID, ts.full.Secret))
+		if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("after 4 failures from one address: %d %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	})
+}
+
+// TestStandardClientUsesTheAPI runs golang.org/x/oauth2's client-credentials
+// client, in both authentication styles, against the token endpoint and then
+// an authenticated route.
+func TestStandardClientUsesTheAPI(t *testing.T) {
+	t.Parallel()
+	ts := setupOAuth(t, nil)
+	for _, style := range []oauth2.AuthStyle{oauth2.AuthStyleInHeader, oauth2.AuthStyleInParams} {
+		cc := clientcredentials.Config{ClientID: ts.full.ID, ClientSecret: ts.full.Secret, TokenURL: ts.url + "/oauth/token", AuthStyle: style}
+		resp, err := cc.Client(context.Background()).Get(ts.url + "/api/test-principal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p identity.Principal
+		_ = json.NewDecoder(resp.Body).Decode(&p)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || p.OrganizationID != ts.org.ID || p.ClientID != ts.full.ID || len(p.Scopes) != 3 || p.Sandbox {
+			t.Fatalf("style %v: %d %+v", style, resp.StatusCode, p)
+		}
+	}
+
+	// The read-only client is authenticated but lacks flows:write.
+	cc := clientcredentials.Config{ClientID: ts.reader.ID, ClientSecret: ts.reader.Secret, TokenURL: ts.url + "/oauth/token"}
+	resp, err := cc.Client(context.Background()).Get(ts.url + "/api/test-principal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 403 || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `scope="flows:write"`) || !strings.Contains(string(b), "flows:write") {
+		t.Fatalf("read-only client: %d %q %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), b)
+	}
+
+	for _, header := range []string{"", "Bearer", "Bearer nonsense", "Basic " + base64.StdEncoding.EncodeToString([]byte("a:b"))} {
+		req, _ := http.NewRequest("GET", ts.url+"/api/test-principal", nil)
+		if header != "" {
+			req.Header.Set("Authorization", header)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != `Bearer error="invalid_token"` ||
+			resp.Header.Get("Content-Type") != "application/problem+json" {
+			t.Fatalf("Authorization %q: %d %q %s", header, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), b)
+		}
+	}
+}
+
+// TestDiscoveryAndJWKSServeStandardVerifiers has go-oidc discover the
+// built-in provider and verify one of its tokens, as another service would.
+func TestDiscoveryAndJWKSServeStandardVerifiers(t *testing.T) {
+	t.Parallel()
+	ts := setupOAuth(t, nil)
+	ctx := context.Background()
+	provider, err := oidc.NewProvider(ctx, ts.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct {
+		TokenEndpoint string   `json:"token_endpoint"`
+		JWKSURI       string   `json:"jwks_uri"`
+		Grants        []string `json:"grant_types_supported"`
+		AuthMethods   []string `json:"token_endpoint_auth_methods_supported"`
+	}
+	if err := provider.Claims(&meta); err != nil || meta.TokenEndpoint != ts.url+"/oauth/token" || meta.JWKSURI != ts.url+"/oauth/jwks" ||
+		strings.Join(meta.Grants, " ") != "client_credentials refresh_token" || strings.Join(meta.AuthMethods, " ") != "client_secret_basic client_secret_post" {
+		t.Fatalf("discovery %+v %v", meta, err)
+	}
+	cc := clientcredentials.Config{ClientID: ts.full.ID, ClientSecret: ts.full.Secret, TokenURL: meta.TokenEndpoint}
+	tok, err := cc.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idt, err := provider.Verifier(&oidc.Config{ClientID: "flowd"}).Verify(ctx, tok.AccessToken)
+	if err != nil || idt.Subject != ts.full.ID {
+		t.Fatalf("go-oidc verifying a flowd token through discovery and JWKS: %v", err)
+	}
+	resp, err := http.Get(meta.JWKSURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set struct {
+		Keys []map[string]any `json:"keys"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&set)
+	resp.Body.Close()
+	if len(set.Keys) != 1 || set.Keys[0]["d"] != nil || set.Keys[0]["kid"] == "" || set.Keys[0]["alg"] != "ES256" {
+		t.Fatalf("JWKS %v", set)
+	}
+}
+
+// FuzzTokenRequest feeds the token endpoint's parser arbitrary bodies,
+// content types and Authorization headers: it must never panic, and what it
+// accepts must be one consistent request.
+func FuzzTokenRequest(f *testing.F) {
+	seeds := []struct{ contentType, body, auth string }{
+		{formType, "grant_type=client_credentials&client_id=fc_a&client_secret=fcs_b", ""},
+		{formType, "grant_type=client_credentials", basic("fc_a", "fcs_b")},
+		{formType + "; charset=utf-8", "grant_type=refresh_token&refresh_token=frt_x&scope=flows%3Aread", basic("fc a", "s:e%cret")},
+		{formType, "grant_type=client_credentials&grant_type=x", ""},
+		{formType, "%zz=1", ""},
+		{formType, "client_secret=a", "Basic Zm9vOmJhcg=="},
+		{formType, "a=%00", "Basic !!"},
+		{formType, "scope=\xff", "Basic " + base64.StdEncoding.EncodeToString([]byte("%zz:x"))},
+		{"application/json", "{}", ""},
+		{"", "", "Bearer x"},
+		{"multipart/form-data; boundary=x", "--x--", ""},
+	}
+	for _, s := range seeds {
+		f.Add(s.contentType, s.body, s.auth)
+	}
+	f.Fuzz(func(t *testing.T, contentType, body, auth string) {
+		req := httptest.NewRequest(http.MethodPost, "/oauth/token", strings.NewReader(body))
+		req.Header.Set("Content-Type", contentType)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		got, _, terr := parseTokenRequest(req)
+		if terr != nil {
+			if terr.Code == "" || terr.Description == "" {
+				t.Fatalf("error without code or description: %+v", terr)
+			}
+			if got != (identity.TokenRequest{}) {
+				t.Fatalf("a refused request still carries values: %+v", got)
+			}
+			return
+		}
+		if got.AuthMethod != identity.AuthSecretPost && got.AuthMethod != identity.AuthSecretBasic {
+			t.Fatalf("no authentication method: %+v", got)
+		}
+		if got.AuthMethod == identity.AuthSecretBasic && (auth == "" || got.ClientID == "") {
+			t.Fatalf("basic without a header or client id: %+v", got)
+		}
+		if auth != "" && got.AuthMethod != identity.AuthSecretBasic {
+			t.Fatalf("an Authorization header was ignored: %+v", got)
+		}
+		values, err := url.ParseQuery(body)
+		if err != nil {
+			t.Fatalf("accepted a body url.ParseQuery refuses: %q", body)
+		}
+		if g := values.Get("grant_type"); g != got.GrantType {
+			t.Fatalf("grant_type %q, parsed %q", g, got.GrantType)
+		}
+	})
+}
