@@ -31,6 +31,9 @@ func (s *Server) consentCSRF() echo.MiddlewareFunc {
 		CookieHTTPOnly: true,
 		CookieSecure:   s.cfg.Secure(),
 		CookieSameSite: http.SameSiteLaxMode,
+		// Another site's POST gets the same refusal page as a missing token
+		// (it cannot have the token: its cookie is SameSite=Lax).
+		AllowSecFetchSiteFunc: func(echo.Context) (bool, error) { return false, nil },
 		// A refused form says so in the individual's language and offers the
 		// page again, where a fresh form awaits; nothing was recorded.
 		ErrorHandler: func(err error, c echo.Context) error {
@@ -106,16 +109,15 @@ func (s *Server) handleConsentDecision(c echo.Context) error {
 	}
 	var proven string
 	skipProof := s.cfg.ConsentAuth != "oidc"
-	if !skipProof {
-		id, ok := s.consentIdentityOf(c)
-		if !ok {
-			return c.Redirect(http.StatusSeeOther, "/consent/"+c.Param("token"))
-		}
+	if id, ok := s.consentIdentityOf(c); ok && !skipProof {
 		proven = id.NationalID
 	}
 	d, err := s.consent.Decide(c.Request().Context(), c.Param("token"), proven, skipProof, accept)
 	var closed *consent.ClosedError
 	switch {
+	case errors.Is(err, consent.ErrNotProven):
+		// The sign-in ended (or never happened): back to the page to sign in.
+		return c.Redirect(http.StatusSeeOther, "/consent/"+c.Param("token"))
 	case errors.As(err, &closed):
 		return s.consentClosed(c, frame, closed.Closure)
 	case errors.Is(err, consent.ErrWrongPerson):

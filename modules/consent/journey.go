@@ -13,6 +13,10 @@ import (
 	"github.com/flowd/flowd/modules/flows"
 )
 
+// ErrNotProven means a decision came without a proven identity while proof
+// is required: the individual must sign in first.
+var ErrNotProven = errors.New("no identity proven for the consent request")
+
 // ErrWrongPerson means the proven identity is not the one the flow is for.
 var ErrWrongPerson = errors.New("the proven identity does not match the consent request")
 
@@ -76,7 +80,8 @@ type Journey interface {
 	CheckPerson(ctx context.Context, req Request, provenNationalID string) error
 	// Decide records the final answer of the person proven to be
 	// provenNationalID (any value when proof is turned off: pass "" and
-	// skipProof). ErrUnknownLink, ErrWrongPerson, and a *ClosedError (which
+	// skipProof). ErrUnknownLink, ErrNotProven (no identity yet),
+	// ErrWrongPerson, and a *ClosedError (which
 	// errors.Is ErrClosed) when the request was decided, cancelled or expired.
 	Decide(ctx context.Context, token, provenNationalID string, skipProof, accept bool) (Decision, error)
 }
@@ -150,6 +155,9 @@ func (s *JourneyService) Decide(ctx context.Context, token, provenNationalID str
 			return &ClosedError{Closure: why}
 		}
 		if !skipProof {
+			if provenNationalID == "" {
+				return ErrNotProven
+			}
 			if err := s.CheckPerson(ctx, Request{FlowID: f.ID, OrganizationID: f.OrganizationID, nationalID: f.NationalID}, provenNationalID); err != nil {
 				return err
 			}
