@@ -587,4 +587,3 @@ func TestExpiredConsentLinkInABrowser(t *testing.T) {
 		t.Fatalf("an expired link took a decision: %+v", f)
 	}
 }
-
