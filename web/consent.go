@@ -75,10 +75,12 @@ func (s *Server) handleConsentPage(c echo.Context) error {
 		}
 	}
 	token, _ := c.Get(consentCSRFKey).(string)
-	return s.render(c, http.StatusOK, pages.ConsentDecidePage(pages.ConsentDecide{
-		ConsentFrame: frame, Request: summary, DecisionURL: self, CSRFField: csrfField, CSRFToken: token,
-		ReturnHost: hostOf(req.RedirectURL),
-	}))
+	page := pages.ConsentDecide{ConsentFrame: frame, Request: summary, DecisionURL: self, CSRFField: csrfField,
+		CSRFToken: token, ReturnHost: hostOf(req.RedirectURL)}
+	if s.cfg.ConsentAuth == "oidc" {
+		page.SwitchPersonURL = self + "/login?again=1"
+	}
+	return s.render(c, http.StatusOK, pages.ConsentDecidePage(page))
 }
 
 // handleConsentProve handles "GET /consent/:token/login": off to the eID,

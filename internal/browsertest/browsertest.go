@@ -123,12 +123,12 @@ func (b *Browser) Text() string {
 	return s
 }
 
-// Screenshot saves a full-page PNG named name under OutputDir, for people to
+// Screenshot saves a full-page PNG (quality 100: any other is JPEG) named name under OutputDir, for people to
 // review how the page looks.
 func (b *Browser) Screenshot(name string) {
 	b.t.Helper()
 	var png []byte
-	b.Run(chromedp.FullScreenshot(&png, 90))
+	b.Run(chromedp.FullScreenshot(&png, 100))
 	dir := OutputDir(b.t)
 	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
 		b.t.Fatal(err)

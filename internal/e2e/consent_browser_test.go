@@ -165,7 +165,7 @@ func run(t *testing.T, ctx context.Context, actions ...chromedp.Action) {
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	var png []byte
-	run(t, ctx, chromedp.FullScreenshot(&png, 90))
+	run(t, ctx, chromedp.FullScreenshot(&png, 100))
 	if err := os.WriteFile(filepath.Join(browsertest.OutputDir(t), name+".png"), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -532,12 +532,15 @@ func TestConsentWithoutProofInABrowser(t *testing.T) {
 	e := newConsentEnv(t, flowdtest.WithEnv("FLOWD_CONSENT_AUTH", "none"))
 	ctx := e.b.Ctx
 	c := e.createFlow(t, true)
+	e.hooks.waitFor("flow.created")
 	run(t, ctx, chromedp.Navigate(c.Links.Consent.Href))
 	p := waitPage(t, ctx, "Do you consent?")
 	if strings.Contains(p.text, "electronic ID") || !strings.Contains(p.text, "Acme Bank asks for your consent") {
 		t.Fatalf("without proof, the decision form comes first:\n%s", p.text)
 	}
 	shot(t, ctx, "decide")
+	// Deliveries run concurrently; waiting for each makes their order certain.
+	e.hooks.waitFor("flow.opened")
 	run(t, ctx, chromedp.Click(`button[value=accept]`, chromedp.ByQuery))
 	p = waitPage(t, ctx, "Back at Acme Bank")
 	if u, _ := url.Parse(p.url); u.Query().Get("status") != "accepted" || u.Query().Get("flowId") != c.FlowID {

@@ -88,6 +88,7 @@ type Consent struct {
 	WrongPerson      string
 	WrongPersonHelp  string
 	TryAnother       string
+	NotYou           string
 	ClosedTitle      string
 	AlreadyAnswered  string
 	Cancelled        string
@@ -117,10 +118,11 @@ var consent = map[Lang]Consent{
 		WrongPerson:      "This request is for someone else",
 		WrongPersonHelp:  "The identity you signed in with does not match this request. No details of the request are shown.",
 		TryAnother:       "Sign in as someone else",
+		NotYou:           "Not you?",
 		ClosedTitle:      "This request is closed",
-		AlreadyAnswered:  "This request has already been answered.",
-		Cancelled:        "This request was withdrawn and can no longer be answered.",
-		Expired:          "This request has expired and can no longer be answered.",
+		AlreadyAnswered:  "This request has already been answered. You can close this page.",
+		Cancelled:        "This request was withdrawn and can no longer be answered. If you still need to answer, ask the organization that sent you the link.",
+		Expired:          "This request has expired and can no longer be answered. If you still need to answer, ask the organization that sent you the link for a new one.",
 		NotFoundTitle:    "Link not found",
 		NotFoundHelp:     "This consent link does not exist or no longer works. Check the link you received.",
 		SwitchLanguage:   "Norsk",
@@ -146,10 +148,11 @@ var consent = map[Lang]Consent{
 		WrongPerson:      "Denne forespørselen gjelder noen andre",
 		WrongPersonHelp:  "Identiteten du logget inn med samsvarer ikke med forespørselen. Ingen detaljer vises.",
 		TryAnother:       "Logg inn som en annen",
+		NotYou:           "Ikke deg?",
 		ClosedTitle:      "Forespørselen er lukket",
-		AlreadyAnswered:  "Denne forespørselen er allerede besvart.",
-		Cancelled:        "Forespørselen er trukket tilbake og kan ikke lenger besvares.",
-		Expired:          "Forespørselen har utløpt og kan ikke lenger besvares.",
+		AlreadyAnswered:  "Denne forespørselen er allerede besvart. Du kan lukke denne siden.",
+		Cancelled:        "Forespørselen er trukket tilbake og kan ikke lenger besvares. Trenger du likevel å svare, kontakt virksomheten som sendte deg lenken.",
+		Expired:          "Forespørselen har utløpt og kan ikke lenger besvares. Trenger du likevel å svare, be virksomheten som sendte deg lenken om en ny.",
 		NotFoundTitle:    "Fant ikke lenken",
 		NotFoundHelp:     "Denne samtykkelenken finnes ikke eller virker ikke lenger. Sjekk lenken du fikk.",
 		SwitchLanguage:   "English",
