@@ -454,11 +454,22 @@ func TestConsentJourneyInABrowser(t *testing.T) {
 		waitPage(t, ctx, "Back at Acme Bank")
 	})
 
-	t.Run("deleted flow and unknown link", func(t *testing.T) {
+	t.Run("cancelled, deleted and unknown links", func(t *testing.T) {
 		e.fresh(t)
 		c := e.createFlow(t, false)
 		run(t, ctx, chromedp.Navigate(c.Links.Consent.Href))
 		waitPage(t, ctx, "Continue with electronic ID")
+		if resp := call(t, e.api, "POST", e.in.URL+"/api/flows/"+c.FlowID+"/cancel", "", nil); resp.StatusCode != 200 {
+			t.Fatalf("cancel: %d", resp.StatusCode)
+		}
+		run(t, ctx, chromedp.Reload())
+		if p := waitPage(t, ctx, "This request is closed"); !strings.Contains(p.text, "withdrawn") || strings.Contains(p.text, "electronic ID") {
+			t.Fatalf("the page of a cancelled flow:\n%s", p.text)
+		}
+		shot(t, ctx, "cancelled")
+		if resp, _ := e.post(t, c.Links.Consent.Href, url.Values{"decision": {"accept"}}, "", e.sameOrigin()...); resp.StatusCode != http.StatusGone {
+			t.Fatalf("a decision on a cancelled flow: %d", resp.StatusCode)
+		}
 		if resp := call(t, e.api, "DELETE", e.in.URL+"/api/flows/"+c.FlowID, "", nil); resp.StatusCode != 200 {
 			t.Fatalf("delete: %d", resp.StatusCode)
 		}
