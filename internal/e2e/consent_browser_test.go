@@ -261,6 +261,7 @@ func TestConsentJourneyInABrowser(t *testing.T) {
 			t.Errorf("html lang = %q", lang)
 		}
 		shot(t, ctx, "1-request")
+		checkPageHTML(t, c.Links.Consent.Href)
 		if f := e.flow(t, c.FlowID); f.Flow.Consent.Status != "Opened" || f.Flow.Version != 2 || f.Flow.Status != "active" {
 			t.Fatalf("after opening the link, the API shows %+v", f)
 		}
@@ -599,5 +600,37 @@ func TestExpiredConsentLinkInABrowser(t *testing.T) {
 	}
 	if f := e.flow(t, c.FlowID); f.Flow.Consent.Status == "Accepted" || f.Flow.Status == "completed" {
 		t.Fatalf("an expired link took a decision: %+v", f)
+	}
+}
+
+// checkPageHTML fetches a consent page as a browser would and checks what
+// its markup and headers promise: no script, nothing from other sites, a
+// strict CSP, never cached, a lang attribute, and no national id in full.
+func checkPageHTML(t *testing.T, link string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", link, nil)
+	req.Header.Set("Accept", "text/html")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	html := string(b)
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") || strings.Contains(csp, "unsafe") {
+		t.Errorf("CSP %q", csp)
+	}
+	if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("Cache-Control %q", cc)
+	}
+	if strings.Contains(html, "<script") || strings.Contains(html, rightID) || !strings.Contains(html, `<html lang="en">`) {
+		t.Errorf("the page's markup:\n%s", html)
+	}
+	for _, attr := range []string{`src="`, `href="`} {
+		for _, part := range strings.Split(html, attr)[1:] {
+			if !strings.HasPrefix(part, "/") {
+				t.Errorf("a reference off the site: %s%s", attr, part[:min(len(part), 40)])
+			}
+		}
 	}
 }
