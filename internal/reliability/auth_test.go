@@ -37,7 +37,7 @@ func apiRoutes(t *testing.T, base string) []route {
 	t.Helper()
 	a := mustDo(t, "GET", base+"/api/openapi.json", "", "")
 	var doc struct {
-		Security []map[string]any                    `json:"security"`
+		Security []map[string]any                      `json:"security"`
 		Paths    map[string]map[string]json.RawMessage `json:"paths"`
 	}
 	a.json(t, &doc)
