@@ -41,6 +41,11 @@ func TestKillNineUnderLoad(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
+	for _, o := range l.results() {
+		if o.Status != 0 && o.Status != 201 && o.Status != 503 {
+			t.Errorf("a create around the kills got %d; want 201, no answer, or 503 while starting", o.Status)
+		}
+	}
 	acked := l.acknowledged()
 	if len(acked) < 10 {
 		t.Fatalf("only %d creates were acknowledged; the load did not run", len(acked))
