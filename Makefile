@@ -1,7 +1,7 @@
 # flowd — see README.md. The two commands: `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test build generate lint bench test-reliability docker clean
+.PHONY: run test build generate lint bench test-reliability fuzz docker clean
 
 ## run: start flowd with a local PostgreSQL in .data (when DATABASE_URL is unset)
 run:
@@ -10,6 +10,16 @@ run:
 ## test: run every test against a throwaway PostgreSQL, with the race detector
 test:
 	scripts/test.sh
+
+## test-reliability: the reliability and security suite in full — long variants
+## (more load, more kills) and every fuzz target for FUZZTIME each (README "Reliability")
+test-reliability:
+	FLOWD_RELIABILITY_LONG=1 scripts/pg.sh test go test -race -count=1 -timeout 30m ./internal/reliability/...
+	scripts/fuzz.sh
+
+## fuzz: each go fuzz target for FUZZTIME (default 10s)
+fuzz:
+	scripts/fuzz.sh
 
 ## build: the static flowd binary in bin/
 build:

@@ -358,8 +358,11 @@ func printCredentials(w io.Writer, cfg *config.Config, cc identity.ClientCredent
 
 // runKeys handles "flowd keys rotate".
 func runKeys(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "rotate-data-key" {
+		return runRotateDataKey(ctx, args[1:], getenv, stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "rotate" {
-		return errors.New("keys: give a subcommand: rotate")
+		return errors.New("keys: give a subcommand: rotate or rotate-data-key")
 	}
 	fs := flag.NewFlagSet("keys rotate", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")

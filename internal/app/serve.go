@@ -98,14 +98,14 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	registry := prometheus.NewRegistry()
 	hooks, err := webhooks.New(pool, webhooks.Options{
 		Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, KeyEncryptionKey: cfg.KeyEncryptionKey,
-		Log: log, Registry: registry,
+		Schedule: cfg.WebhookRetrySchedule, Log: log, Registry: registry,
 	})
 	if err != nil {
 		return err
 	}
 
 	// consent (issue 7; the request rows of issue 4):
-	sealer, err := pii.New(cfg.DataKey)
+	sealer, err := pii.New(cfg.DataKey, cfg.DataKeyPrevious...)
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,10 @@ type Config struct {
 	SessionKey []byte
 	// DataKey encrypts personal data (national ids) at rest.
 	DataKey []byte
+	// DataKeyPrevious lists retired data keys (FLOWD_DATA_KEY_PREVIOUS) that
+	// still open values sealed before a rotation, until `flowd keys
+	// rotate-data-key` has re-sealed them under DataKey.
+	DataKeyPrevious [][]byte
 
 	Audience          string
 	OIDCIssuer        string
@@ -62,6 +66,10 @@ type Config struct {
 
 	WebhookAllowPrivate bool
 	WebhookTimeout      time.Duration
+	// WebhookRetrySchedule is the wait before each retry of a failed delivery
+	// (FLOWD_WEBHOOK_RETRY_SCHEDULE); empty means the webhooks module's
+	// default of at least 24 hours. Tests shorten it.
+	WebhookRetrySchedule []time.Duration
 }
 
 // Getenv looks up one environment variable, as os.Getenv does.
@@ -107,8 +115,9 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		ConsentSessionIdle:      r.duration("FLOWD_CONSENT_SESSION_IDLE", 15*time.Minute),
 		ConsentSessionMax:       r.duration("FLOWD_CONSENT_SESSION_MAX", time.Hour),
 
-		WebhookAllowPrivate: r.boolean("FLOWD_WEBHOOK_ALLOW_PRIVATE", false),
-		WebhookTimeout:      r.duration("FLOWD_WEBHOOK_TIMEOUT", 10*time.Second),
+		WebhookAllowPrivate:  r.boolean("FLOWD_WEBHOOK_ALLOW_PRIVATE", false),
+		WebhookTimeout:       r.duration("FLOWD_WEBHOOK_TIMEOUT", 10*time.Second),
+		WebhookRetrySchedule: r.durations("FLOWD_WEBHOOK_RETRY_SCHEDULE"),
 	}
 	if need.Database && c.DatabaseURL == "" {
 		r.fail("DATABASE_URL", "is required (a PostgreSQL URL such as postgres://user@host:5432/flowd)")
@@ -117,6 +126,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		c.KeyEncryptionKey = r.key("FLOWD_KEY_ENCRYPTION_KEY")
 		c.SessionKey = r.key("FLOWD_SESSION_KEY")
 		c.DataKey = r.key("FLOWD_DATA_KEY")
+		c.DataKeyPrevious = r.keys("FLOWD_DATA_KEY_PREVIOUS")
 	}
 	if r.err != nil {
 		return nil, r.err
@@ -229,6 +239,35 @@ func (r *reader) baseURL(name, def string) *url.URL {
 	return u
 }
 
+// durations reads an optional list of positive durations, separated by
+// commas or spaces.
+func (r *reader) durations(name string) []time.Duration {
+	var ds []time.Duration
+	for _, v := range r.list(name) {
+		d, err := parseDuration(v)
+		if err != nil || d <= 0 {
+			r.fail(name, "must list positive durations such as 1s,5s,30s, not %q", v)
+			return nil
+		}
+		ds = append(ds, d)
+	}
+	return ds
+}
+
+// keys reads an optional list of 32-byte secrets, base64 encoded, separated
+// by commas or spaces.
+func (r *reader) keys(name string) [][]byte {
+	var ks [][]byte
+	for _, v := range r.list(name) {
+		k := r.decodeKey(name, v)
+		if k == nil {
+			return nil
+		}
+		ks = append(ks, k)
+	}
+	return ks
+}
+
 // key reads a required 32-byte secret, base64 encoded (standard or URL alphabet).
 func (r *reader) key(name string) []byte {
 	v := strings.TrimSpace(r.getenv(name))
@@ -236,6 +275,11 @@ func (r *reader) key(name string) []byte {
 		r.fail(name, "is required: 32 random bytes, base64 encoded (make run generates one; or: openssl rand -base64 32)")
 		return nil
 	}
+	return r.decodeKey(name, v)
+}
+
+// decodeKey decodes one 32-byte secret, base64 encoded (standard or URL alphabet).
+func (r *reader) decodeKey(name, v string) []byte {
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 		if b, err := enc.DecodeString(v); err == nil {
 			if len(b) != 32 {

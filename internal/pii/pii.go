@@ -111,11 +111,29 @@ func (s *Sealer) Open(keyID string, sealed []byte, context string) (string, erro
 	return string(plain), nil
 }
 
+// HashMatches reports whether sum is Hash(domain, value) under the current
+// key or any previous one: hashes that cannot be recomputed on rotation (an
+// idempotency key's request, whose body is not kept) still match while the
+// key that made them is configured.
+func (s *Sealer) HashMatches(domain, value string, sum []byte) bool {
+	ok := false
+	for _, k := range s.byID {
+		if hmac.Equal(hashWith(k.mac, domain, value), sum) {
+			ok = true
+		}
+	}
+	return ok
+}
+
 // Hash returns a keyed HMAC-SHA256 of value in domain (such as "nationalId"),
 // for exact lookups without storing the value. It is deterministic for the
 // current key, so rows sealed under a previous key need rehashing on rotation.
 func (s *Sealer) Hash(domain, value string) []byte {
-	m := hmac.New(sha256.New, s.current.mac)
+	return hashWith(s.current.mac, domain, value)
+}
+
+func hashWith(key []byte, domain, value string) []byte {
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte(domain))
 	m.Write([]byte{0})
 	m.Write([]byte(value))

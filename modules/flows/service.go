@@ -84,11 +84,16 @@ func sealContext(flowID, field string) string { return "flow:" + flowID + ":" + 
 // requestHash identifies a create request for its idempotency key. It is a
 // keyed hash because the request holds a national id.
 func (m *Manager) requestHash(c Caller, in NewFlow) []byte {
+	return m.sealer.Hash("idempotency", requestKey(c, in))
+}
+
+// requestKey is what requestHash hashes.
+func requestKey(c Caller, in NewFlow) string {
 	parts := []string{c.ClientID, strconv.FormatBool(c.Sandbox), in.NationalID, in.LastName, in.RedirectURL, in.WebhookURL, in.ReferenceName}
 	for i, p := range parts {
 		parts[i] = strconv.Quote(p)
 	}
-	return m.sealer.Hash("idempotency", strings.Join(parts, ","))
+	return strings.Join(parts, ",")
 }
 
 // Create implements Service.
@@ -126,7 +131,7 @@ func (m *Manager) Create(ctx context.Context, c Caller, in NewFlow, idempotencyK
 				return err
 			}
 			if !won {
-				out, err = m.replay(ctx, tx, k)
+				out, err = m.replay(ctx, tx, k, requestKey(c, in))
 				return err
 			}
 		}
@@ -149,7 +154,9 @@ func (m *Manager) Create(ctx context.Context, c Caller, in NewFlow, idempotencyK
 }
 
 // replay answers a create whose idempotency key an earlier create holds.
-func (m *Manager) replay(ctx context.Context, tx pgx.Tx, claim store.IdempotencyKey) (Created, error) {
+// request is the create's requestKey: a key stored before a data-key
+// rotation was hashed under the previous key, which still matches.
+func (m *Manager) replay(ctx context.Context, tx pgx.Tx, claim store.IdempotencyKey, request string) (Created, error) {
 	k, err := store.GetKey(ctx, tx, claim.OrganizationID, claim.Key)
 	if errors.Is(err, store.ErrNoRows) {
 		// The key expired between the claim and this read: rare; the client may retry.
@@ -158,7 +165,7 @@ func (m *Manager) replay(ctx context.Context, tx pgx.Tx, claim store.Idempotency
 	if err != nil {
 		return Created{}, err
 	}
-	if !hmac.Equal(k.RequestHash, claim.RequestHash) {
+	if !hmac.Equal(k.RequestHash, claim.RequestHash) && !m.sealer.HashMatches("idempotency", request, k.RequestHash) {
 		return Created{}, apperr.New(apperr.IdempotencyMismatch,
 			"This Idempotency-Key was used within the last 24 hours with a different request.")
 	}

@@ -60,3 +60,35 @@ func Delete(ctx context.Context, db DB, flowID string) error {
 	_, err := db.Exec(ctx, `delete from consent_requests where flow_id = $1`, flowID)
 	return err
 }
+
+// Stale locks up to limit requests whose link token is sealed under a key
+// other than keyID, skipping rows other transactions hold.
+func Stale(ctx context.Context, db Querier, keyID string, limit int) ([]Request, error) {
+	rows, err := db.Query(ctx, `select flow_id::text, organization_id, token_hash, pii_key_id, token_sealed
+		from consent_requests where pii_key_id <> $1 order by flow_id limit $2 for update skip locked`, keyID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Request
+	for rows.Next() {
+		var r Request
+		if err := rows.Scan(&r.FlowID, &r.OrganizationID, &r.TokenHash, &r.PIIKeyID, &r.TokenSealed); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Querier is a transaction that can also read many rows.
+type Querier interface {
+	DB
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Reseal stores a request's link token sealed again under keyID.
+func Reseal(ctx context.Context, db DB, flowID, keyID string, sealed []byte) error {
+	_, err := db.Exec(ctx, `update consent_requests set pii_key_id = $2, token_sealed = $3 where flow_id = $1`, flowID, keyID, sealed)
+	return err
+}

@@ -207,9 +207,12 @@ func DueForExpiry(ctx context.Context, db DB, now time.Time, limit int) ([]strin
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
-// DeleteFlow removes a flow; its tasks and incidents go with it.
+// DeleteFlow removes a flow; its tasks and incidents go with it, and so do
+// the idempotency keys that created it, which hold a keyed hash of the
+// request (national id included) and the sealed consent link.
 func DeleteFlow(ctx context.Context, db DB, id string) error {
-	_, err := db.Exec(ctx, `delete from flows where id = $1`, id)
+	_, err := db.Exec(ctx, `with gone as (delete from flows where id = $1 returning id, organization_id)
+		delete from flow_idempotency_keys k using gone where k.organization_id = gone.organization_id and k.flow_id = gone.id`, id)
 	return err
 }
 

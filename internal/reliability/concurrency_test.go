@@ -1,0 +1,173 @@
+package reliability_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowd/flowd/internal/dbtest"
+)
+
+// TestTwoInstancesUnderLoad runs two flowd processes on one database.
+// Clients create flows through both at once: no flow number is handed out
+// twice. Many browsers decide the same consent at the same moment through
+// both: exactly one decision wins, the rest are told it is closed. Every
+// webhook arrives exactly once.
+func TestTwoInstancesUnderLoad(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewURL(t)
+	env := map[string]string{"FLOWD_CONSENT_AUTH": "none"}
+	a := startFlowd(t, dbURL, "", env)
+	// Instances behind one load balancer share one base URL: the issuer of
+	// tokens and the address of consent links.
+	b := startFlowd(t, dbURL, "", map[string]string{"FLOWD_CONSENT_AUTH": "none", "FLOWD_BASE_URL": a.URL})
+	tn := newTenant(t, a.Env, "Twin Bank", "TWIN")
+	rcv := newReceiver(t, tn.WebhookSecret)
+	tok := tn.token(t, a.URL)
+	pool := openPool(t, dbURL)
+
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	turn := 0
+	pick := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		turn++
+		if turn%2 == 0 {
+			return a.URL
+		}
+		return b.URL
+	}
+	l, wg := runLoad(t, pick, tok, rcv.URL(), 4, stop)
+	time.Sleep(3 * time.Second)
+	if long() {
+		time.Sleep(10 * time.Second)
+	}
+	close(stop)
+	wg.Wait()
+	acked := l.acknowledged()
+	if len(acked) < 20 {
+		t.Fatalf("only %d creates acknowledged", len(acked))
+	}
+	for _, o := range l.results() {
+		if o.Status != 201 {
+			t.Errorf("a create through two healthy instances got %d", o.Status)
+		}
+	}
+	checkIntegrity(t, pool, acked) // includes: no duplicate flow numbers
+	if n := count(t, pool, `select count(distinct flow_number) from flows`); n != len(acked) {
+		t.Errorf("%d distinct flow numbers for %d flows", n, len(acked))
+	}
+
+	// Racing decisions on one consent, through both instances.
+	races := 3
+	if long() {
+		races = 10
+	}
+	for r := range races {
+		id, link := createFlow(t, a.URL, tok, fmt.Sprintf("RACE%d", r), rcv.URL())
+		const browsers = 8
+		type ready struct {
+			client *http.Client
+			form   url.Values
+			target string
+		}
+		var contenders []ready
+		for i := range browsers {
+			base := a.URL
+			if i%2 == 1 {
+				base = b.URL
+			}
+			target := strings.Replace(link, a.URL, base, 1)
+			jar, _ := cookiejar.New(nil)
+			c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			resp, err := c.Get(target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			m := csrfRE.FindSubmatch(body)
+			if m == nil {
+				t.Fatalf("no decision form at %s: %d", target, resp.StatusCode)
+			}
+			decision := "accept"
+			if i%3 == 0 {
+				decision = "reject"
+			}
+			contenders = append(contenders, ready{c, url.Values{"_csrf": {string(m[1])}, "decision": {decision}}, target})
+		}
+		var start sync.WaitGroup
+		start.Add(1)
+		statuses := make([]int, browsers)
+		var race sync.WaitGroup
+		for i, c := range contenders {
+			race.Go(func() {
+				start.Wait()
+				resp, err := c.client.PostForm(c.target, c.form)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				statuses[i] = resp.StatusCode
+			})
+		}
+		start.Done()
+		race.Wait()
+		won := 0
+		for i, s := range statuses {
+			switch {
+			case s == http.StatusSeeOther:
+				won++
+			case s >= 500 || s < 400:
+				t.Errorf("race %d, browser %d: %d", r, i, s)
+			}
+		}
+		if won != 1 {
+			t.Errorf("race %d: %d decisions won (statuses %v); want exactly one", r, won, statuses)
+		}
+		if n := count(t, pool, `select count(*) from webhook_events where flow_id = $1 and type in ('flow.accepted', 'flow.rejected')`, id); n != 1 {
+			t.Errorf("race %d: %d decision events", r, n)
+		}
+		var v flowView
+		mustDo(t, "GET", a.URL+"/api/flows/"+id, tok, "").json(t, &v)
+		if v.Flow.Version != 3 { // created 1, opened 2, decided 3
+			t.Errorf("race %d: version %d after one open and one decision, want 3", r, v.Flow.Version)
+		}
+	}
+
+	checkDelivered(t, pool, rcv, 60*time.Second)
+	seen := map[string]int{}
+	for _, d := range rcv.deliveries() {
+		seen[d.ID]++
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("webhook %s delivered %d times by two healthy instances, want once", id, n)
+		}
+	}
+}
+
+// createFlow creates one flow and returns its id and consent link.
+func createFlow(t *testing.T, base, tok, nationalID, hook string) (string, string) {
+	t.Helper()
+	a := mustDo(t, "POST", base+"/api/flows", tok, createBody(nationalID, "Racer", hook))
+	if a.Status != 201 {
+		t.Fatalf("create: %d %s", a.Status, a.Body)
+	}
+	var c struct {
+		FlowID string `json:"flowId"`
+		Links  struct {
+			Consent struct{ Href string } `json:"consent"`
+		} `json:"_links"`
+	}
+	a.json(t, &c)
+	return c.FlowID, c.Links.Consent.Href
+}

@@ -1,0 +1,84 @@
+package reliability_test
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/flowdtest"
+)
+
+var hrefRE = regexp.MustCompile(`href="(/console[^"#]*)"`)
+
+// TestConsoleShowsNoOtherOrganization signs a staff admin of one
+// organization in and crawls every console page reachable by link. No page
+// shows the other organization's flow, and every link that names one of its
+// own flows, rewritten to name the other organization's flow, finds nothing.
+// Crawling rather than listing pages keeps the test true as the console grows.
+func TestConsoleShowsNoOtherOrganization(t *testing.T) {
+	t.Parallel()
+	p := startFlowd(t, dbtest.NewURL(t), "", nil)
+	acme := newTenant(t, p.Env, "Acme Bank", "ACME")
+	other := newTenant(t, p.Env, "Other Lender", "OTHR")
+	mine, _ := createFlow(t, p.URL, acme.token(t, p.URL), "CON1", "")
+	theirs, _ := createFlow(t, p.URL, other.token(t, p.URL), "CON2", "")
+	if _, err := flowdtest.RunCLI(getenvOf(p.Env), "correct horse battery staple", "staff", "create", "--org", acme.OrgID,
+		"--username", "admin@acme.example", "--role", "admin", "--password-stdin"); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t)
+	form := b.follow(p.URL, "GET", p.URL+"/console", nil)
+	if !strings.Contains(form.body, `name="password"`) {
+		t.Fatalf("no sign-in form: %d %.1000s", form.status, form.body)
+	}
+	v := hiddenFields(t, form)
+	v.Set("username", "admin@acme.example")
+	v.Set("password", "correct horse battery staple")
+	home := b.follow(p.URL, "POST", p.URL+"/idp/login", v)
+	if home.status != 200 || !strings.HasPrefix(home.url, p.URL+"/console") {
+		t.Fatalf("after signing in: %d at %s", home.status, home.url)
+	}
+
+	seen := map[string]bool{"/console": true}
+	queue := []page{home}
+	var ownLinks []string
+	for len(queue) > 0 && len(seen) < 60 {
+		pg := queue[0]
+		queue = queue[1:]
+		if strings.Contains(pg.body, "OTHR-") || strings.Contains(pg.body, theirs) {
+			t.Errorf("%s shows the other organization's flow", pg.url)
+		}
+		for _, m := range hrefRE.FindAllStringSubmatch(pg.body, -1) {
+			link := strings.ReplaceAll(m[1], "&amp;", "&")
+			if seen[link] || strings.Contains(link, "/auth/") || strings.Contains(link, "logout") {
+				continue
+			}
+			seen[link] = true
+			if strings.Contains(link, mine) {
+				ownLinks = append(ownLinks, link)
+			}
+			next := b.do("GET", p.URL+link, nil)
+			if next.status >= 500 {
+				t.Errorf("GET %s: %d", link, next.status)
+			}
+			if next.status == 200 {
+				queue = append(queue, next)
+			}
+		}
+	}
+	t.Logf("crawled %d console pages; %d name the organization's own flow", len(seen), len(ownLinks))
+	// The conventional address of a flow's page, whether or not a link led there.
+	ownLinks = append(ownLinks, "/console/flows/"+mine)
+	for _, link := range ownLinks {
+		foreign := strings.ReplaceAll(link, mine, theirs)
+		got := b.do("GET", p.URL+foreign, nil)
+		if got.status != http.StatusNotFound {
+			t.Errorf("GET %s (the other organization's flow): %d; want 404", foreign, got.status)
+		}
+		if strings.Contains(got.body, "OTHR-") {
+			t.Errorf("GET %s shows the other organization's reference", foreign)
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package flows
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/flows/internal/store"
+)
+
+// ResealBatch re-seals, in one transaction, up to limit flows and limit
+// idempotency keys whose personal data is still sealed under a previous data
+// key: each value is opened with the key that sealed it and sealed again
+// (and the national id's lookup hash recomputed) under the current key. It
+// returns how many rows it changed; 0 means nothing is left. Rows are taken
+// with SKIP LOCKED, so it is safe beside live traffic and other re-sealers,
+// and a run that stops half way is simply run again. A value that does not
+// open (its key is not configured) stops it with pii.ErrUnknownKey.
+func (m *Manager) ResealBatch(ctx context.Context, limit int) (flows, keys int, err error) {
+	current := m.sealer.KeyID()
+	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		stale, err := store.StaleFlows(ctx, tx, current, limit)
+		if err != nil {
+			return err
+		}
+		for _, f := range stale {
+			nationalID, err := m.sealer.Open(f.KeyID, f.NationalIDSealed, sealContext(f.ID, "nationalId"))
+			if err != nil {
+				return fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
+			}
+			lastName, err := m.sealer.Open(f.KeyID, f.LastNameSealed, sealContext(f.ID, "lastName"))
+			if err != nil {
+				return fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
+			}
+			if err := store.Reseal(ctx, tx, f.ID, current,
+				m.sealer.Seal(nationalID, sealContext(f.ID, "nationalId")), m.sealer.Hash("nationalId", nationalID),
+				m.sealer.Seal(lastName, sealContext(f.ID, "lastName"))); err != nil {
+				return err
+			}
+		}
+		staleKeys, err := store.StaleKeys(ctx, tx, current, limit)
+		if err != nil {
+			return err
+		}
+		for _, k := range staleKeys {
+			link, err := m.sealer.Open(k.KeyID, k.ConsentSealed, "idempotency:"+k.FlowID)
+			if err != nil {
+				return fmt.Errorf("idempotency key of flow %s (key %s): %w", k.FlowID, k.KeyID, err)
+			}
+			if err := store.ResealKey(ctx, tx, k.OrganizationID, k.Key, current, m.sealer.Seal(link, "idempotency:"+k.FlowID)); err != nil {
+				return err
+			}
+		}
+		flows, keys = len(stale), len(staleKeys)
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	return flows, keys, nil
+}
