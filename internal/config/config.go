@@ -62,6 +62,10 @@ type Config struct {
 
 	WebhookAllowPrivate bool
 	WebhookTimeout      time.Duration
+	// WebhookRetrySchedule is the wait before each retry of a failed delivery
+	// (FLOWD_WEBHOOK_RETRY_SCHEDULE, comma-separated durations); empty keeps
+	// the webhooks module's default of about 27 hours. Tests use short waits.
+	WebhookRetrySchedule []time.Duration
 }
 
 // Getenv looks up one environment variable, as os.Getenv does.
@@ -107,8 +111,9 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		ConsentSessionIdle:      r.duration("FLOWD_CONSENT_SESSION_IDLE", 15*time.Minute),
 		ConsentSessionMax:       r.duration("FLOWD_CONSENT_SESSION_MAX", time.Hour),
 
-		WebhookAllowPrivate: r.boolean("FLOWD_WEBHOOK_ALLOW_PRIVATE", false),
-		WebhookTimeout:      r.duration("FLOWD_WEBHOOK_TIMEOUT", 10*time.Second),
+		WebhookAllowPrivate:  r.boolean("FLOWD_WEBHOOK_ALLOW_PRIVATE", false),
+		WebhookTimeout:       r.duration("FLOWD_WEBHOOK_TIMEOUT", 10*time.Second),
+		WebhookRetrySchedule: r.durations("FLOWD_WEBHOOK_RETRY_SCHEDULE"),
 	}
 	if need.Database && c.DatabaseURL == "" {
 		r.fail("DATABASE_URL", "is required (a PostgreSQL URL such as postgres://user@host:5432/flowd)")
@@ -183,6 +188,20 @@ func (r *reader) duration(name string, def time.Duration) time.Duration {
 		r.fail(name, "must be a positive duration such as 30s, 15m, 24h or 30d, not %q", v)
 	}
 	return d
+}
+
+// durations reads a comma-separated list of positive durations.
+func (r *reader) durations(name string) []time.Duration {
+	var out []time.Duration
+	for _, v := range r.list(name) {
+		d, err := parseDuration(v)
+		if err != nil || d <= 0 {
+			r.fail(name, "must list positive durations such as 5s,5m,30m, not %q", v)
+			return nil
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // parseDuration accepts Go durations plus a "d" suffix for days.
