@@ -168,12 +168,13 @@ func (f *consoleForm) Lines(name string, maxLines int) []string {
 	return out
 }
 
-// Fail notes an error of a field; the first one per field wins.
+// Fail notes an error of a field; a field's errors are shown together.
 func (f *consoleForm) Fail(name, format string, args ...any) {
-	if _, ok := f.Errors[name]; ok {
-		return
+	msg := apperr.New(apperr.Invalid, format, args...).Message
+	if prev, ok := f.Errors[name]; ok {
+		msg = prev + " " + msg
 	}
-	f.Errors[name] = apperr.New(apperr.Invalid, format, args...).Message
+	f.Errors[name] = msg
 }
 
 // Valid reports whether no field failed.
