@@ -24,9 +24,9 @@ import (
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
 )

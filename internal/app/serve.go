@@ -99,7 +99,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	hooks, err := webhooks.New(pool, webhooks.Options{
 		Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, KeyEncryptionKey: cfg.KeyEncryptionKey,
 		Schedule: cfg.WebhookRetrySchedule,
-		Log: log, Registry: registry,
+		Log:      log, Registry: registry,
 	})
 	if err != nil {
 		return err
