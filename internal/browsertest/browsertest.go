@@ -107,7 +107,7 @@ func (b *Browser) Text() string {
 func (b *Browser) Screenshot(name string) {
 	b.t.Helper()
 	var png []byte
-	b.Run(chromedp.FullScreenshot(&png, 90))
+	b.Run(chromedp.FullScreenshot(&png, 100) // quality 100 makes Chromium encode PNG; below it, JPEG)
 	dir := OutputDir(b.t)
 	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
 		b.t.Fatal(err)
