@@ -107,7 +107,8 @@ func (b *Browser) Text() string {
 func (b *Browser) Screenshot(name string) {
 	b.t.Helper()
 	var png []byte
-	b.Run(chromedp.FullScreenshot(&png, 100) // quality 100 makes Chromium encode PNG; below it, JPEG)
+	// Quality 100 makes Chromium encode PNG; any lower quality gives JPEG.
+	b.Run(chromedp.FullScreenshot(&png, 100))
 	dir := OutputDir(b.t)
 	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
 		b.t.Fatal(err)
