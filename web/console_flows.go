@@ -173,7 +173,7 @@ func (s *Server) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) err
 	}
 	for _, a := range attempts {
 		row := pages.AttemptRow{At: a.At.UTC().Format("2006-01-02 15:04:05 UTC"), Event: string(a.EventType),
-			Latency: a.Latency.Round(time.Millisecond).String(), Error: a.Error, OK: a.Error == "" && a.StatusCode >= 200 && a.StatusCode < 300}
+			Latency: strconv.FormatInt(a.Latency.Milliseconds(), 10) + " ms", Error: orDash(a.Error), OK: a.Error == "" && a.StatusCode >= 200 && a.StatusCode < 300}
 		if a.StatusCode == 0 {
 			row.Status = "no response"
 		} else {

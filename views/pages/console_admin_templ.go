@@ -215,7 +215,7 @@ func Credentials(p CredentialsPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if p.Frame.IsAdmin {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "<a class=\"button\" href=\"/console/credentials/clients/new\">New API client</a>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "<a class=\"button push\" href=\"/console/credentials/clients/new\">New API client</a>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
