@@ -816,7 +816,7 @@ func TestRelyingPartyWithAnExternalIssuerAndOtherClaimNames(t *testing.T) {
 		status     int
 	}
 	rps := []rp{
-		{"claims configured to match", "tenant", "groups", "of organization <code>tenant-7</code>", 200},
+		{"claims configured to match", "tenant", "groups", `<span class="console-org">tenant-7</span>`, 200},
 		{"roles claim missing", "tenant", "roles", "has no console role", 403},
 		{"organization claim missing", "org_id", "groups", "not linked to an organization", 403},
 	}
