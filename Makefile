@@ -24,6 +24,8 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
 	$(GO) tool templ generate >/dev/null && git diff --exit-code -- '*_templ.go'
+	@if command -v golangci-lint >/dev/null; then golangci-lint run ./...; \
+	else echo "golangci-lint not installed (go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0): skipped"; fi
 
 ## docker: build the container image (needs a Docker engine)
 docker:

@@ -72,13 +72,17 @@ func flowPath(id string) string { return "/api/flows/" + id }
 // handleFlowCreate handles "POST /api/flows".
 func (s *Server) handleFlowCreate(c echo.Context) error {
 	var req createFlowRequest
-	if err := decodeJSON(c, &req); err != nil {
-		return err
+	in := func() flows.NewFlow {
+		return flows.NewFlow{NationalID: req.NationalID, LastName: req.LastName, RedirectURL: req.RedirectURL,
+			WebhookURL: req.WebhookURL, ReferenceName: req.ReferenceName}
 	}
-	created, err := s.flows.Create(c.Request().Context(), callerOf(c), flows.NewFlow{
-		NationalID: req.NationalID, LastName: req.LastName, RedirectURL: req.RedirectURL,
-		WebhookURL: req.WebhookURL, ReferenceName: req.ReferenceName,
-	}, c.Request().Header.Get("Idempotency-Key"))
+	if err := decodeJSON(c, &req); err != nil {
+		// Name the fields that decoded but are invalid too, so that one
+		// answer lists every problem of the body.
+		return withFieldErrors(err, in().Normalize().Validate(flows.Rules{
+			NationalIDFormat: s.cfg.NationalIDFormat, AllowInsecureURLs: s.cfg.AllowInsecureURLs}))
+	}
+	created, err := s.flows.Create(c.Request().Context(), callerOf(c), in(), c.Request().Header.Get("Idempotency-Key"))
 	if err != nil {
 		return flowError(err)
 	}

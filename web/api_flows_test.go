@@ -179,6 +179,7 @@ func TestCreateNamesEveryOffendingField(t *testing.T) {
 	}{
 		{"empty object", tokA, `{}`, nil, 400, "nationalId,lastName,redirectUrl"},
 		{"wrong types and unknown field", tokA, `{"nationalId":1,"lastName":true,"redirectUrl":[],"organizationId":"x"}`, nil, 400, "lastName,nationalId,organizationId,redirectUrl"},
+		{"unknown field and invalid values", tokA, `{"nationalId":"","lastName":"x\u0001","redirectUrl":"ftp://x","foo":1}`, nil, 400, "foo,lastName,nationalId,redirectUrl"},
 		{"blank after trimming", tokA, createBody(map[string]any{"nationalId": "   ", "lastName": "\t"}), nil, 400, "nationalId,lastName"},
 		{"generic id charset", tokA, createBody(map[string]any{"nationalId": "12 34"}), nil, 400, "nationalId"},
 		{"generic id length", tokA, createBody(map[string]any{"nationalId": strings.Repeat("1", 65)}), nil, 400, "nationalId"},

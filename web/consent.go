@@ -31,8 +31,17 @@ func (s *Server) consentCSRF() echo.MiddlewareFunc {
 		CookieHTTPOnly: true,
 		CookieSecure:   s.cfg.Secure(),
 		CookieSameSite: http.SameSiteLaxMode,
+		// Another site's POST gets the same refusal page as a missing token
+		// (it cannot have the token: its cookie is SameSite=Lax).
+		AllowSecFetchSiteFunc: func(echo.Context) (bool, error) { return false, nil },
+		// A refused form says so in the individual's language and offers the
+		// page again, where a fresh form awaits; nothing was recorded.
 		ErrorHandler: func(err error, c echo.Context) error {
-			return echo.NewHTTPError(http.StatusForbidden, "The form has expired. Go back, reload the page and try again.")
+			frame := s.consentFrame(c)
+			return s.render(c, http.StatusForbidden, pages.ConsentMessagePage(pages.ConsentMessage{
+				ConsentFrame: frame, Title: frame.T.FormExpiredTitle, Message: frame.T.FormExpired,
+				ActionURL: "/consent/" + c.Param("token"), ActionLabel: frame.T.BackToRequest,
+			}))
 		},
 	})
 }
@@ -49,7 +58,10 @@ func (s *Server) handleConsentPage(c echo.Context) error {
 		return s.consentClosed(c, frame, req.Closure)
 	}
 	summary := pages.ConsentRequest{OrganizationName: req.OrganizationName, Purpose: req.Purpose,
-		ReferenceID: req.ReferenceID, MaskedNationalID: req.MaskedNationalID}
+		ReferenceID: req.ReferenceID, MaskedNationalID: req.MaskedNationalID, NationalIDEnd: req.NationalIDEnd}
+	if !req.ExpiresAt.IsZero() {
+		summary.AnswerBy = i18n.FormatDate(frame.Lang, req.ExpiresAt)
+	}
 	self := "/consent/" + c.Param("token")
 	if s.cfg.ConsentAuth == "oidc" {
 		proven, ok := s.consentIdentityOf(c)
@@ -58,19 +70,17 @@ func (s *Server) handleConsentPage(c echo.Context) error {
 				ConsentFrame: frame, Request: summary, LoginURL: self + "/login", TestEID: s.cfg.TestEID,
 			}))
 		}
-		if !req.Matches(proven.NationalID) {
-			s.log.Warn("consent identity mismatch", "request_id", requestIDOf(c), "flow_id", req.FlowID)
-			return s.render(c, http.StatusForbidden, pages.ConsentMessagePage(pages.ConsentMessage{
-				ConsentFrame: frame, Title: frame.T.WrongPerson, Message: frame.T.WrongPersonHelp,
-				ActionURL: self + "/login?again=1", ActionLabel: frame.T.TryAnother,
-			}))
+		if err := s.consent.CheckPerson(c.Request().Context(), req, proven.NationalID); err != nil {
+			return s.consentWrongPerson(c, frame)
 		}
 	}
 	token, _ := c.Get(consentCSRFKey).(string)
-	return s.render(c, http.StatusOK, pages.ConsentDecidePage(pages.ConsentDecide{
-		ConsentFrame: frame, Request: summary, DecisionURL: self, CSRFField: csrfField, CSRFToken: token,
-		ReturnHost: hostOf(req.RedirectURL),
-	}))
+	page := pages.ConsentDecide{ConsentFrame: frame, Request: summary, DecisionURL: self, CSRFField: csrfField,
+		CSRFToken: token, ReturnHost: hostOf(req.RedirectURL)}
+	if s.cfg.ConsentAuth == "oidc" {
+		page.SwitchPersonURL = self + "/login?again=1"
+	}
+	return s.render(c, http.StatusOK, pages.ConsentDecidePage(page))
 }
 
 // handleConsentProve handles "GET /consent/:token/login": off to the eID,
@@ -101,41 +111,59 @@ func (s *Server) handleConsentDecision(c echo.Context) error {
 	}
 	var proven string
 	skipProof := s.cfg.ConsentAuth != "oidc"
-	if !skipProof {
-		id, ok := s.consentIdentityOf(c)
-		if !ok {
-			return c.Redirect(http.StatusSeeOther, "/consent/"+c.Param("token"))
-		}
+	if id, ok := s.consentIdentityOf(c); ok && !skipProof {
 		proven = id.NationalID
 	}
 	d, err := s.consent.Decide(c.Request().Context(), c.Param("token"), proven, skipProof, accept)
+	var closed *consent.ClosedError
 	switch {
-	case errors.Is(err, consent.ErrClosed):
-		return s.consentClosed(c, frame, consent.Decided)
+	case errors.Is(err, consent.ErrNotProven):
+		// The sign-in ended (or never happened): back to the page to sign in.
+		return c.Redirect(http.StatusSeeOther, "/consent/"+c.Param("token"))
+	case errors.As(err, &closed):
+		return s.consentClosed(c, frame, closed.Closure)
 	case errors.Is(err, consent.ErrWrongPerson):
-		return s.render(c, http.StatusForbidden, pages.ConsentMessagePage(pages.ConsentMessage{
-			ConsentFrame: frame, Title: frame.T.WrongPerson, Message: frame.T.WrongPersonHelp,
-		}))
+		return s.consentWrongPerson(c, frame)
 	case err != nil:
 		return s.consentError(c, frame, err)
 	}
 	return c.Redirect(http.StatusSeeOther, d.RedirectURL)
 }
 
-// consentFrame picks the language: ?lang= (remembered in a cookie), else the
-// cookie, else Accept-Language.
+// consentFrame is what every consent page shares: the language and its
+// texts and switch. Consent pages are never cached: they hold a form token
+// and must show a decision made in another tab, also after Back.
 func (s *Server) consentFrame(c echo.Context) pages.ConsentFrame {
+	c.Response().Header().Set("Cache-Control", "no-store")
+	lang := s.publicLang(c)
+	return pages.ConsentFrame{Lang: lang, T: i18n.ConsentTexts(lang),
+		SwitchURL: c.Request().URL.Path + "?lang=" + string(lang.Other())}
+}
+
+// publicLang picks the language of a page the public sees (the consent
+// pages and the test eID): ?lang= (the switch, remembered in a cookie for
+// the whole site so that the eID sign-in follows it), else the cookie, else
+// Accept-Language.
+func (s *Server) publicLang(c echo.Context) i18n.Lang {
 	choice := c.QueryParam("lang")
 	if choice != "" {
 		lang := i18n.Negotiate(choice, "")
-		c.SetCookie(&http.Cookie{Name: langCookie, Value: string(lang), Path: "/consent", MaxAge: 365 * 24 * 3600,
+		c.SetCookie(&http.Cookie{Name: langCookie, Value: string(lang), Path: "/", MaxAge: 365 * 24 * 3600,
 			HttpOnly: true, Secure: s.cfg.Secure(), SameSite: http.SameSiteLaxMode})
 	} else if ck, err := c.Cookie(langCookie); err == nil {
 		choice = ck.Value
 	}
-	lang := i18n.Negotiate(choice, c.Request().Header.Get("Accept-Language"))
-	return pages.ConsentFrame{Lang: lang, T: i18n.ConsentTexts(lang),
-		SwitchURL: c.Request().URL.Path + "?lang=" + string(lang.Other())}
+	return i18n.Negotiate(choice, c.Request().Header.Get("Accept-Language"))
+}
+
+// consentWrongPerson is the page of a proven identity that is not the one
+// the request is for: it shows nothing of the request, only a way to sign in
+// as someone else. The journey has recorded the mismatch.
+func (s *Server) consentWrongPerson(c echo.Context, frame pages.ConsentFrame) error {
+	return s.render(c, http.StatusForbidden, pages.ConsentMessagePage(pages.ConsentMessage{
+		ConsentFrame: frame, Title: frame.T.WrongPerson, Message: frame.T.WrongPersonHelp,
+		ActionURL: "/consent/" + c.Param("token") + "/login?again=1", ActionLabel: frame.T.TryAnother,
+	}))
 }
 
 func (s *Server) consentClosed(c echo.Context, frame pages.ConsentFrame, why consent.Closure) error {

@@ -107,3 +107,22 @@ func sortedKeys(m map[string]json.RawMessage) []string {
 	slices.Sort(keys) // a stable order of field errors
 	return keys
 }
+
+// withFieldErrors adds to decodeErr, an Invalid error of decodeJSON, the
+// field errors of validateErr for fields it does not name yet. Any other
+// decodeErr (415, 413, a body that is not an object) is returned as it is.
+func withFieldErrors(decodeErr, validateErr error) error {
+	d, ok := apperr.As(decodeErr)
+	v, vok := apperr.As(validateErr)
+	if !ok || d.Code != apperr.Invalid || !vok || len(d.Fields) == 0 || (len(d.Fields) == 1 && d.Fields[0].Field == "") {
+		return decodeErr
+	}
+	fields := slices.Clone(d.Fields)
+	for _, f := range v.Fields {
+		if !slices.ContainsFunc(fields, func(g apperr.FieldError) bool { return g.Field == f.Field }) {
+			fields = append(fields, f)
+		}
+	}
+	slices.SortStableFunc(fields, func(a, b apperr.FieldError) int { return strings.Compare(a.Field, b.Field) })
+	return apperr.InvalidFields(fields)
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
+	"github.com/flowd/flowd/views/i18n"
 	"github.com/flowd/flowd/views/pages"
 )
 
@@ -130,8 +131,15 @@ func (s *Server) renderLoginForm(c echo.Context, status int, p login.Pending, ty
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(retry.Round(time.Second)/time.Second)))
 	}
 	if p.Method == login.MethodTestEID {
+		// The test eID speaks the language of the consent pages (issue 7).
+		lang := s.publicLang(c)
+		t := i18n.TestEIDTexts(lang)
+		if message != "" {
+			message = t.BadNationalID
+		}
 		return s.render(c, status, pages.TestEID(pages.TestEIDPage{RequestID: p.ID, CSRF: p.FormToken,
-			ClientName: p.ClientName, NationalID: typed, Error: message}))
+			ClientName: p.ClientName, NationalID: typed, Error: message, Lang: string(lang), T: t,
+			SwitchURL: "/idp/login?request=" + url.QueryEscape(p.ID) + "&lang=" + string(lang.Other())}))
 	}
 	return s.render(c, status, pages.StaffLogin(pages.StaffLoginPage{RequestID: p.ID, CSRF: p.FormToken,
 		ClientName: p.ClientName, Username: typed, Error: message}))

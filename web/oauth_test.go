@@ -23,6 +23,7 @@ import (
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/identity"
 )
 
@@ -52,7 +53,7 @@ func setupOAuth(t *testing.T, change func(*identity.Config)) oauthServer {
 	base := "http://" + hs.Listener.Addr().String()
 	icfg := identity.Config{
 		Issuer: base, Audience: "flowd", KeyEncryptionKey: bytes.Repeat([]byte{7}, 32),
-		HashParams: identity.HashParams{Memory: 64, Time: 1, Threads: 1},
+		HashParams: secrethash.Cheap,
 	}
 	if change != nil {
 		change(&icfg)

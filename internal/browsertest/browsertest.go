@@ -53,9 +53,10 @@ func chromium(t testing.TB) string {
 // fresh profile, so cookies never leak between browsers.
 func New(t testing.TB, vp Viewport) *Browser {
 	t.Helper()
+	profile := profileDir(t)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium(t)),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.Flag("headless", true),
 		chromedp.Flag("no-sandbox", true),
 		chromedp.Flag("disable-gpu", true),
@@ -74,6 +75,26 @@ func New(t testing.TB, vp Viewport) *Browser {
 		t.Fatalf("start chromium: %v", err)
 	}
 	return &Browser{t: t, Ctx: ctx}
+}
+
+// profileDir is a fresh profile folder removed at cleanup. It is not
+// t.TempDir, whose removal fails the test when Chromium's helper processes,
+// which outlive the browser by a moment, still write into it; removal is
+// retried for a while instead.
+func profileDir(t testing.TB) string {
+	dir, err := os.MkdirTemp("", "flowd-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 50 {
+			if os.RemoveAll(dir) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	return dir
 }
 
 // Run runs chromedp actions with a generous deadline and fails the test on error.
@@ -102,12 +123,11 @@ func (b *Browser) Text() string {
 	return s
 }
 
-// Screenshot saves a full-page PNG named name under OutputDir, for people to
+// Screenshot saves a full-page PNG (quality 100: any other is JPEG) named name under OutputDir, for people to
 // review how the page looks.
 func (b *Browser) Screenshot(name string) {
 	b.t.Helper()
 	var png []byte
-	// Quality 100 makes Chromium encode PNG; any lower quality gives JPEG.
 	b.Run(chromedp.FullScreenshot(&png, 100))
 	dir := OutputDir(b.t)
 	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {

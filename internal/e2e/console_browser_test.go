@@ -32,7 +32,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	shot("02-flows")
 
 	// Open the flow and retry the incident its failing receiver produced.
-	e.waitForFlow(t, e.acmeAPI, hooked.FlowID, "an incident", func(f apiFlow) bool { return f.Flow.HasIncidents })
+	e.waitForFlow(t, e.acmeAPI, hooked.FlowID, "an incident", func(f consoleAPIFlow) bool { return f.Flow.HasIncidents })
 	clickTo(t, b, `a[href="/console/flows/`+hooked.FlowID+`"]`, "/console/flows/"+hooked.FlowID)
 	wantText(t, b, "Open incidents", "500", "Consent timeline", "send-initiate-webhook")
 	shot("03-flow-incident")
@@ -44,7 +44,7 @@ func TestConsoleInABrowser(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	e.waitForFlow(t, e.acmeAPI, hooked.FlowID, "the incident resolved", func(f apiFlow) bool { return !f.Flow.HasIncidents })
+	e.waitForFlow(t, e.acmeAPI, hooked.FlowID, "the incident resolved", func(f consoleAPIFlow) bool { return !f.Flow.HasIncidents })
 	b.Run(chromedp.Reload())
 	wantText(t, b, "retried now", "204")
 	notText(t, b, "Open incidents")
@@ -123,7 +123,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	postDirectly(t, b, "/console/flows/"+hooked.FlowID+"/delete")
 	wantText(t, b, "403", "Only an admin")
 	shot("19-viewer-refused")
-	e.waitForFlow(t, e.acmeAPI, hooked.FlowID, "still there", func(apiFlow) bool { return true })
+	e.waitForFlow(t, e.acmeAPI, hooked.FlowID, "still there", func(consoleAPIFlow) bool { return true })
 
 	// Staff of another organization see none of it.
 	navigate(t, b, base+"/console/flows")

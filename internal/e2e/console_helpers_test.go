@@ -51,29 +51,29 @@ func (e *consoleEnv) staff(t *testing.T, orgID, username, name, role string) {
 	e.in.CLI(t, staffPassword, "staff", "create", "--org", orgID, "--username", username, "--name", name, "--role", role, "--password-stdin", "--json")
 }
 
-// createdFlow is the answer of POST /api/flows.
-type createdFlow struct {
+// newFlow is the answer of POST /api/flows.
+type newFlow struct {
 	FlowID      string `json:"flowId"`
 	ReferenceID string `json:"referenceId"`
 }
 
 // createFlow creates a flow over the API; webhookURL may be empty.
-func (e *consoleEnv) createFlow(t *testing.T, api *http.Client, nationalID, webhookURL string) createdFlow {
+func (e *consoleEnv) createFlow(t *testing.T, api *http.Client, nationalID, webhookURL string) newFlow {
 	t.Helper()
 	body := map[string]string{"nationalId": nationalID, "lastName": "Nordmann", "redirectUrl": "https://bank.example/done"}
 	if webhookURL != "" {
 		body["webhookUrl"] = webhookURL
 	}
 	raw, _ := json.Marshal(body)
-	var out createdFlow
+	var out newFlow
 	if resp := call(t, api, "POST", e.in.URL+"/api/flows", string(raw), &out); resp.StatusCode != 201 {
 		t.Fatalf("create flow: %d", resp.StatusCode)
 	}
 	return out
 }
 
-// apiFlow is what the console tests read of GET /api/flows/{id}.
-type apiFlow struct {
+// consoleAPIFlow is what the console tests read of GET /api/flows/{id}.
+type consoleAPIFlow struct {
 	Flow struct {
 		Status       string         `json:"status"`
 		HasIncidents bool           `json:"hasIncidents"`
@@ -82,11 +82,11 @@ type apiFlow struct {
 }
 
 // waitForFlow polls the API until cond holds for the flow.
-func (e *consoleEnv) waitForFlow(t *testing.T, api *http.Client, flowID string, what string, cond func(apiFlow) bool) {
+func (e *consoleEnv) waitForFlow(t *testing.T, api *http.Client, flowID string, what string, cond func(consoleAPIFlow) bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		var f apiFlow
+		var f consoleAPIFlow
 		if resp := call(t, api, "GET", e.in.URL+"/api/flows/"+flowID, "", &f); resp.StatusCode == 200 && cond(f) {
 			return
 		}

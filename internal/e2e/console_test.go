@@ -119,7 +119,7 @@ func TestConsoleOverHTTP(t *testing.T) {
 		if p := viewer.get("/console/settings"); p.status != 200 || !strings.Contains(p.body, "Only admins can change") {
 			t.Errorf("viewer's settings: %d", p.status)
 		}
-		e.waitForFlow(t, e.acmeAPI, flow.FlowID, "still active", func(f apiFlow) bool { return f.Flow.Status == "active" })
+		e.waitForFlow(t, e.acmeAPI, flow.FlowID, "still active", func(f consoleAPIFlow) bool { return f.Flow.Status == "active" })
 	})
 
 	t.Run("every POST needs the session's CSRF token", func(t *testing.T) {
@@ -154,7 +154,7 @@ func TestConsoleOverHTTP(t *testing.T) {
 		if p := admin.post(path, nil); p.status != http.StatusSeeOther || !strings.Contains(p.location, "notice=cancelled") {
 			t.Fatalf("cancel: %d %s", p.status, p.location)
 		}
-		e.waitForFlow(t, e.acmeAPI, c.FlowID, "cancelled", func(f apiFlow) bool { return f.Flow.Status == "cancelled" })
+		e.waitForFlow(t, e.acmeAPI, c.FlowID, "cancelled", func(f consoleAPIFlow) bool { return f.Flow.Status == "cancelled" })
 		if p := admin.post(path, nil); p.status != http.StatusConflict {
 			t.Fatalf("second cancel: %d", p.status)
 		}
@@ -191,7 +191,7 @@ func TestConsoleOverHTTP(t *testing.T) {
 	t.Run("retry an incident of a failing webhook receiver", func(t *testing.T) {
 		rcv := newFlakyReceiver(t, 500)
 		f := e.createFlow(t, e.acmeAPI, "HOOK1", rcv.srv.URL+"/hooks")
-		e.waitForFlow(t, e.acmeAPI, f.FlowID, "an incident", func(f apiFlow) bool { return f.Flow.HasIncidents })
+		e.waitForFlow(t, e.acmeAPI, f.FlowID, "an incident", func(f consoleAPIFlow) bool { return f.Flow.HasIncidents })
 		path := "/console/flows/" + f.FlowID
 		p := admin.get(path)
 		retry := regexp.MustCompile(`action="(` + path + `/incidents/[0-9a-f-]+/retry)"`).FindStringSubmatch(p.body)
@@ -222,7 +222,7 @@ func TestConsoleOverHTTP(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 		}
-		e.waitForFlow(t, e.acmeAPI, f.FlowID, "the incident resolved", func(f apiFlow) bool { return !f.Flow.HasIncidents })
+		e.waitForFlow(t, e.acmeAPI, f.FlowID, "the incident resolved", func(f consoleAPIFlow) bool { return !f.Flow.HasIncidents })
 		if p := admin.get(path); strings.Contains(p.body, "Open incidents") || !strings.Contains(p.body, ">204<") {
 			t.Fatalf("detail after retry: %s", p.body)
 		}

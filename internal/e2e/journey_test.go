@@ -16,9 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/web/openapi/openapitest"
 )
 
 type org struct {
@@ -57,6 +59,7 @@ func newReceiver(t *testing.T, secret string) *receiver {
 			w.WriteHeader(400)
 			return
 		}
+		openapitest.ValidateWebhook(t, req.Header, body)
 		var ev map[string]any
 		if err := json.Unmarshal(body, &ev); err != nil {
 			t.Errorf("webhook body: %v", err)
@@ -99,7 +102,9 @@ func createOrgAndClient(t *testing.T, in *flowdtest.Instance, name, prefix strin
 		t.Fatal(err)
 	}
 	cc := clientcredentials.Config{ClientID: c.ClientID, ClientSecret: c.ClientSecret, TokenURL: in.URL + "/oauth/token"}
-	return o, cc.Client(context.Background())
+	// Every response, the token endpoint's included, must match the OpenAPI document.
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, openapitest.Client(t))
+	return o, cc.Client(ctx)
 }
 
 func call(t *testing.T, hc *http.Client, method, url, body string, out any) *http.Response {

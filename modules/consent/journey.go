@@ -13,8 +13,21 @@ import (
 	"github.com/flowd/flowd/modules/flows"
 )
 
+// ErrNotProven means a decision came without a proven identity while proof
+// is required: the individual must sign in first.
+var ErrNotProven = errors.New("no identity proven for the consent request")
+
 // ErrWrongPerson means the proven identity is not the one the flow is for.
 var ErrWrongPerson = errors.New("the proven identity does not match the consent request")
+
+// ClosedError is the ErrClosed of a decision that came too late; Closure
+// says why, so that the page can tell the individual.
+type ClosedError struct{ Closure Closure }
+
+func (e *ClosedError) Error() string { return ErrClosed.Error() + ": " + string(e.Closure) }
+
+// Is makes errors.Is(err, ErrClosed) hold for every ClosedError.
+func (e *ClosedError) Is(target error) bool { return target == ErrClosed }
 
 // Closure says why a request can no longer be answered.
 type Closure string
@@ -34,6 +47,8 @@ type Request struct {
 	ReferenceID      string
 	Purpose          string
 	MaskedNationalID string
+	NationalIDEnd    string // the last two characters, for screen readers; empty for shorter ids
+	ExpiresAt        time.Time
 	Status           flows.ConsentStatus
 	Closure          Closure
 	RedirectURL      string
@@ -59,9 +74,15 @@ type Journey interface {
 	// Visit returns the request behind token; the first visit of an open
 	// request moves it to Opened. ErrUnknownLink.
 	Visit(ctx context.Context, token string) (Request, error)
+	// CheckPerson reports whether provenNationalID is the person req is
+	// for, comparing in constant time; a mismatch is recorded (without either
+	// national id) and is ErrWrongPerson.
+	CheckPerson(ctx context.Context, req Request, provenNationalID string) error
 	// Decide records the final answer of the person proven to be
 	// provenNationalID (any value when proof is turned off: pass "" and
-	// skipProof). ErrUnknownLink, ErrClosed, ErrWrongPerson.
+	// skipProof). ErrUnknownLink, ErrNotProven (no identity yet),
+	// ErrWrongPerson, and a *ClosedError (which
+	// errors.Is ErrClosed) when the request was decided, cancelled or expired.
 	Decide(ctx context.Context, token, provenNationalID string, skipProof, accept bool) (Decision, error)
 }
 
@@ -130,16 +151,21 @@ func (s *JourneyService) Decide(ctx context.Context, token, provenNationalID str
 		if err != nil {
 			return err
 		}
-		if closure(f, s.now()) != Open {
-			return ErrClosed
+		if why := closure(f, s.now()); why != Open {
+			return &ClosedError{Closure: why}
 		}
-		if !skipProof && !(Request{nationalID: f.NationalID}).Matches(provenNationalID) {
-			s.log.Warn("consent identity mismatch", "flow_id", f.ID, "organization_id", f.OrganizationID)
-			return ErrWrongPerson
+		if !skipProof {
+			if provenNationalID == "" {
+				return ErrNotProven
+			}
+			if err := s.CheckPerson(ctx, Request{FlowID: f.ID, OrganizationID: f.OrganizationID, nationalID: f.NationalID}, provenNationalID); err != nil {
+				return err
+			}
 		}
 		decided, err = s.progress.DecideTx(ctx, tx, flowID, accept)
 		if errors.Is(err, flows.ErrNotActive) {
-			return ErrClosed
+			// The flow is locked, so only the clock can have closed it since.
+			return &ClosedError{Closure: Expired}
 		}
 		return err
 	})
@@ -152,6 +178,18 @@ func (s *JourneyService) Decide(ctx context.Context, token, provenNationalID str
 	return Decision{Accepted: accept, RedirectURL: redirectWithOutcome(decided, accept)}, nil
 }
 
+// CheckPerson implements Journey. The record of a mismatch is a warning in
+// the log naming the flow and its organization, never a national id: the
+// operator's audit trail of someone signing in to another person's request.
+func (s *JourneyService) CheckPerson(ctx context.Context, req Request, provenNationalID string) error {
+	if req.Matches(provenNationalID) {
+		return nil
+	}
+	s.log.WarnContext(ctx, "consent identity mismatch", "event", "consent.identity_mismatch",
+		"flow_id", req.FlowID, "organization_id", req.OrganizationID)
+	return ErrWrongPerson
+}
+
 func (s *JourneyService) request(ctx context.Context, f flows.Flow) (Request, error) {
 	name, err := s.orgs.OrganizationName(ctx, f.OrganizationID)
 	if err != nil {
@@ -159,7 +197,8 @@ func (s *JourneyService) request(ctx context.Context, f flows.Flow) (Request, er
 	}
 	return Request{
 		FlowID: f.ID, OrganizationID: f.OrganizationID, OrganizationName: name, ReferenceID: f.ReferenceID,
-		Purpose: f.ReferenceName, MaskedNationalID: MaskNationalID(f.NationalID), Status: f.ConsentStatus,
+		Purpose: f.ReferenceName, MaskedNationalID: MaskNationalID(f.NationalID), NationalIDEnd: idEnd(f.NationalID),
+		ExpiresAt: f.ExpiresAt, Status: f.ConsentStatus,
 		Closure: closure(f, s.now()), RedirectURL: f.RedirectURL, nationalID: f.NationalID,
 	}, nil
 }
@@ -206,6 +245,14 @@ func MaskNationalID(id string) string {
 		return strings.Repeat("•", len(r))
 	}
 	return strings.Repeat("•", len(r)-2) + string(r[len(r)-2:])
+}
+
+func idEnd(id string) string {
+	r := []rune(id)
+	if len(r) <= 2 {
+		return ""
+	}
+	return string(r[len(r)-2:])
 }
 
 func normalizeID(id string) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/identity/internal/keys"
 	"github.com/flowd/flowd/modules/identity/internal/secret"
 	"github.com/flowd/flowd/modules/identity/internal/store"
@@ -120,7 +121,7 @@ func (m *Module) authenticateClient(ctx context.Context, req TokenRequest) (stor
 		case <-ctx.Done():
 			return store.Client{}, ctx.Err()
 		}
-		ok, err := secret.Verify(req.ClientSecret, c.SecretHash)
+		ok, err := secrethash.Verify(req.ClientSecret, c.SecretHash)
 		<-m.hashing
 		if err != nil {
 			return store.Client{}, err

@@ -121,7 +121,7 @@ type keyErrKey struct{}
 
 // VerifySignature implements oidc.KeySet.
 func (k keySet) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
-	jws, err := jose.ParseSigned(raw, []jose.SignatureAlgorithm{keys.Algorithm})
+	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{keys.Algorithm})
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func (b *builtinVerifier) verify(ctx context.Context, raw string) (verifiedToken
 	if err := tok.Claims(&c); err != nil || c.ClientID == "" || c.ClientID != tok.Subject || c.OrgID == "" {
 		return verifiedToken{}, b.m.invalid(ctx, "built-in token lacks client_id, sub or org_id", err)
 	}
-	jws, err := jose.ParseSigned(raw, []jose.SignatureAlgorithm{keys.Algorithm})
+	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{keys.Algorithm})
 	if err != nil {
 		return verifiedToken{}, b.m.invalid(ctx, "unparsable", err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/secrethash"
 )
 
 const testIssuer = "https://flowd.test"
@@ -58,7 +59,7 @@ func newFixture(t testing.TB, change func(*Config)) fixture {
 	_, _ = rand.Read(kek)
 	cfg := Config{
 		Issuer: testIssuer, Audience: "flowd", KeyEncryptionKey: kek,
-		HashParams: HashParams{Memory: 64, Time: 1, Threads: 1}, Now: clk.now,
+		HashParams: secrethash.Cheap, Now: clk.now,
 	}
 	if change != nil {
 		change(&cfg)

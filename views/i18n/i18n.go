@@ -3,8 +3,10 @@
 package i18n
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Lang is a supported language tag.
@@ -56,6 +58,9 @@ func (l Lang) Other() Lang {
 	return Norwegian
 }
 
+// String is the language tag.
+func (l Lang) String() string { return string(l) }
+
 // Name is the language's name in itself, for the switch.
 func (l Lang) Name() string {
 	if l == Norwegian {
@@ -66,78 +71,96 @@ func (l Lang) Name() string {
 
 // Consent holds the texts of the consent journey.
 type Consent struct {
-	Title           string
-	AsksFor         string // "%s asks for your consent"
-	Reference       string
-	Purpose         string
-	ForPerson       string
-	ProveIdentity   string
-	ProveWithEID    string
-	TestEIDNote     string
-	Decide          string
-	DecideHelp      string
-	Accept          string
-	Reject          string
-	WrongPerson     string
-	WrongPersonHelp string
-	TryAnother      string
-	ClosedTitle     string
-	AlreadyAnswered string
-	Cancelled       string
-	Expired         string
-	NotFoundTitle   string
-	NotFoundHelp    string
-	SwitchLanguage  string
+	Title            string
+	AsksFor          string // "%s asks for your consent"
+	Reference        string
+	Purpose          string
+	ForPerson        string
+	MaskedLabel      string // "%s": the last two characters, for screen readers
+	AnswerBy         string
+	ProveIdentity    string
+	ProveWithEID     string
+	TestEIDNote      string
+	Decide           string
+	DecideHelp       string
+	Accept           string
+	Reject           string
+	WrongPerson      string
+	WrongPersonHelp  string
+	TryAnother       string
+	NotYou           string
+	ClosedTitle      string
+	AlreadyAnswered  string
+	Cancelled        string
+	Expired          string
+	NotFoundTitle    string
+	NotFoundHelp     string
+	SwitchLanguage   string
+	FormExpiredTitle string
+	FormExpired      string
+	BackToRequest    string
 }
 
 var consent = map[Lang]Consent{
 	English: {
-		Title:           "Consent request",
-		AsksFor:         "%s asks for your consent",
-		Reference:       "Reference",
-		Purpose:         "Purpose",
-		ForPerson:       "This request is for the person with national identity number",
-		ProveIdentity:   "First, confirm who you are. Nothing is shared until you accept.",
-		ProveWithEID:    "Continue with electronic ID",
-		TestEIDNote:     "Test environment: the electronic ID is a test service.",
-		Decide:          "Do you consent?",
-		DecideHelp:      "Your answer is final. You will then return to %s.",
-		Accept:          "Accept",
-		Reject:          "Reject",
-		WrongPerson:     "This request is for someone else",
-		WrongPersonHelp: "The identity you signed in with does not match this request. No details of the request are shown.",
-		TryAnother:      "Sign in as someone else",
-		ClosedTitle:     "This request is closed",
-		AlreadyAnswered: "This request has already been answered.",
-		Cancelled:       "This request was withdrawn and can no longer be answered.",
-		Expired:         "This request has expired and can no longer be answered.",
-		NotFoundTitle:   "Link not found",
-		NotFoundHelp:    "This consent link does not exist or no longer works. Check the link you received.",
-		SwitchLanguage:  "Språk: norsk",
+		Title:            "Consent request",
+		AsksFor:          "%s asks for your consent",
+		Reference:        "Reference",
+		Purpose:          "Purpose",
+		ForPerson:        "This request is for the person with national identity number",
+		ProveIdentity:    "First, confirm who you are. Nothing is shared until you accept.",
+		ProveWithEID:     "Continue with electronic ID",
+		TestEIDNote:      "Test environment: the electronic ID is a test service.",
+		Decide:           "Do you consent?",
+		DecideHelp:       "Your answer is final. You will then return to %s.",
+		Accept:           "Accept",
+		Reject:           "Reject",
+		WrongPerson:      "This request is for someone else",
+		WrongPersonHelp:  "The identity you signed in with does not match this request. No details of the request are shown.",
+		TryAnother:       "Sign in as someone else",
+		NotYou:           "Not you?",
+		ClosedTitle:      "This request is closed",
+		AlreadyAnswered:  "This request has already been answered. You can close this page.",
+		Cancelled:        "This request was withdrawn and can no longer be answered. If you still need to answer, ask the organization that sent you the link.",
+		Expired:          "This request has expired and can no longer be answered. If you still need to answer, ask the organization that sent you the link for a new one.",
+		NotFoundTitle:    "Link not found",
+		NotFoundHelp:     "This consent link does not exist or no longer works. Check the link you received.",
+		SwitchLanguage:   "Norsk",
+		MaskedLabel:      "ending in %s",
+		AnswerBy:         "Answer by",
+		FormExpiredTitle: "The form has expired",
+		FormExpired:      "Nothing was recorded. Open the request again and give your answer there.",
+		BackToRequest:    "Back to the request",
 	},
 	Norwegian: {
-		Title:           "Forespørsel om samtykke",
-		AsksFor:         "%s ber om ditt samtykke",
-		Reference:       "Referanse",
-		Purpose:         "Formål",
-		ForPerson:       "Forespørselen gjelder personen med fødselsnummer",
-		ProveIdentity:   "Bekreft først hvem du er. Ingenting deles før du samtykker.",
-		ProveWithEID:    "Fortsett med elektronisk ID",
-		TestEIDNote:     "Testmiljø: den elektroniske ID-en er en testtjeneste.",
-		Decide:          "Samtykker du?",
-		DecideHelp:      "Svaret ditt er endelig. Deretter sendes du tilbake til %s.",
-		Accept:          "Godta",
-		Reject:          "Avslå",
-		WrongPerson:     "Denne forespørselen gjelder noen andre",
-		WrongPersonHelp: "Identiteten du logget inn med samsvarer ikke med forespørselen. Ingen detaljer vises.",
-		TryAnother:      "Logg inn som en annen",
-		ClosedTitle:     "Forespørselen er lukket",
-		AlreadyAnswered: "Denne forespørselen er allerede besvart.",
-		Cancelled:       "Forespørselen er trukket tilbake og kan ikke lenger besvares.",
-		Expired:         "Forespørselen har utløpt og kan ikke lenger besvares.",
-		NotFoundTitle:   "Fant ikke lenken",
-		NotFoundHelp:    "Denne samtykkelenken finnes ikke eller virker ikke lenger. Sjekk lenken du fikk.",
-		SwitchLanguage:  "Language: English",
+		Title:            "Forespørsel om samtykke",
+		AsksFor:          "%s ber om ditt samtykke",
+		Reference:        "Referanse",
+		Purpose:          "Formål",
+		ForPerson:        "Forespørselen gjelder personen med fødselsnummer",
+		ProveIdentity:    "Bekreft først hvem du er. Ingenting deles før du samtykker.",
+		ProveWithEID:     "Fortsett med elektronisk ID",
+		TestEIDNote:      "Testmiljø: den elektroniske ID-en er en testtjeneste.",
+		Decide:           "Samtykker du?",
+		DecideHelp:       "Svaret ditt er endelig. Deretter sendes du tilbake til %s.",
+		Accept:           "Godta",
+		Reject:           "Avslå",
+		WrongPerson:      "Denne forespørselen gjelder noen andre",
+		WrongPersonHelp:  "Identiteten du logget inn med samsvarer ikke med forespørselen. Ingen detaljer vises.",
+		TryAnother:       "Logg inn som en annen",
+		NotYou:           "Ikke deg?",
+		ClosedTitle:      "Forespørselen er lukket",
+		AlreadyAnswered:  "Denne forespørselen er allerede besvart. Du kan lukke denne siden.",
+		Cancelled:        "Forespørselen er trukket tilbake og kan ikke lenger besvares. Trenger du likevel å svare, kontakt virksomheten som sendte deg lenken.",
+		Expired:          "Forespørselen har utløpt og kan ikke lenger besvares. Trenger du likevel å svare, be virksomheten som sendte deg lenken om en ny.",
+		NotFoundTitle:    "Fant ikke lenken",
+		NotFoundHelp:     "Denne samtykkelenken finnes ikke eller virker ikke lenger. Sjekk lenken du fikk.",
+		SwitchLanguage:   "English",
+		MaskedLabel:      "som slutter på %s",
+		AnswerBy:         "Svarfrist",
+		FormExpiredTitle: "Skjemaet er utløpt",
+		FormExpired:      "Ingenting ble registrert. Åpne forespørselen på nytt og svar der.",
+		BackToRequest:    "Tilbake til forespørselen",
 	},
 }
 
@@ -147,4 +170,68 @@ func ConsentTexts(l Lang) Consent {
 		return t
 	}
 	return consent[English]
+}
+
+var months = map[Lang][12]string{
+	English:   {"January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"},
+	Norwegian: {"januar", "februar", "mars", "april", "mai", "juni", "juli", "august", "september", "oktober", "november", "desember"},
+}
+
+// FormatDate writes t's date the way l writes dates: "2 January 2026",
+// "2. januar 2026".
+func FormatDate(l Lang, t time.Time) string {
+	m := months[English]
+	if mm, ok := months[l]; ok {
+		m = mm
+	}
+	if l == Norwegian {
+		return fmt.Sprintf("%d. %s %d", t.Day(), m[t.Month()-1], t.Year())
+	}
+	return fmt.Sprintf("%d %s %d", t.Day(), m[t.Month()-1], t.Year())
+}
+
+// TestEID holds the texts of the built-in provider's test eID page.
+type TestEID struct {
+	Title          string
+	Banner         string // after the bold "TEST identity provider."
+	BannerStrong   string
+	ProveTo        string // "%s": the relying party's name
+	NationalID     string
+	NationalIDHelp string
+	Submit         string
+	BadNationalID  string
+	SwitchLanguage string
+}
+
+var testEID = map[Lang]TestEID{
+	English: {
+		Title:          "Test eID",
+		BannerStrong:   "TEST identity provider.",
+		Banner:         "Not a real eID: anyone can sign in as anyone. For development and sandbox use only.",
+		ProveTo:        "Prove your identity to %s",
+		NationalID:     "National identity number",
+		NationalIDHelp: "1 to 64 letters, digits or -.",
+		Submit:         "Sign in as this person",
+		BadNationalID:  "Type a national identity number of 1 to 64 letters, digits or -.",
+		SwitchLanguage: "Norsk",
+	},
+	Norwegian: {
+		Title:          "Test-eID",
+		BannerStrong:   "TEST-identitetstilbyder.",
+		Banner:         "Ikke en ekte eID: hvem som helst kan logge inn som hvem som helst. Kun for utvikling og testmiljø.",
+		ProveTo:        "Bekreft identiteten din overfor %s",
+		NationalID:     "Fødselsnummer",
+		NationalIDHelp: "1 til 64 bokstaver, sifre eller -.",
+		Submit:         "Logg inn som denne personen",
+		BadNationalID:  "Skriv et fødselsnummer på 1 til 64 bokstaver, sifre eller -.",
+		SwitchLanguage: "English",
+	},
+}
+
+// TestEIDTexts returns the test eID page's texts in l.
+func TestEIDTexts(l Lang) TestEID {
+	if t, ok := testEID[l]; ok {
+		return t
+	}
+	return testEID[English]
 }

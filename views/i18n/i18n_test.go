@@ -1,6 +1,11 @@
 package i18n
 
-import "testing"
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
 
 func TestNegotiate(t *testing.T) {
 	tests := []struct {
@@ -24,16 +29,35 @@ func TestNegotiate(t *testing.T) {
 }
 
 func TestEveryTextIsTranslated(t *testing.T) {
-	for _, l := range []Lang{English, Norwegian} {
-		c := ConsentTexts(l)
-		for name, s := range map[string]string{"Title": c.Title, "AsksFor": c.AsksFor, "Accept": c.Accept, "Reject": c.Reject,
-			"WrongPerson": c.WrongPerson, "Expired": c.Expired, "NotFoundHelp": c.NotFoundHelp, "DecideHelp": c.DecideHelp} {
-			if s == "" {
-				t.Errorf("%s: %s is empty", l, name)
+	check := func(name string, en, nb any) {
+		ev, nv := reflect.ValueOf(en), reflect.ValueOf(nb)
+		for i := range ev.NumField() {
+			field := ev.Type().Field(i).Name
+			e, n := ev.Field(i).String(), nv.Field(i).String()
+			if e == "" || n == "" {
+				t.Errorf("%s.%s is empty in a language: %q / %q", name, field, e, n)
+			}
+			if e == n && len(e) > 8 {
+				t.Errorf("%s.%s is not translated: %q", name, field, e)
+			}
+			if strings.Count(e, "%s") != strings.Count(n, "%s") {
+				t.Errorf("%s.%s: the languages take different arguments: %q / %q", name, field, e, n)
 			}
 		}
 	}
-	if ConsentTexts(English).Accept == ConsentTexts(Norwegian).Accept {
-		t.Error("Norwegian texts are English")
+	check("Consent", ConsentTexts(English), ConsentTexts(Norwegian))
+	check("TestEID", TestEIDTexts(English), TestEIDTexts(Norwegian))
+	if ConsentTexts("xx") != ConsentTexts(English) || TestEIDTexts("xx") != TestEIDTexts(English) {
+		t.Error("an unknown language does not fall back to English")
+	}
+}
+
+func TestFormatDate(t *testing.T) {
+	d := time.Date(2026, time.May, 2, 23, 0, 0, 0, time.UTC)
+	if got := FormatDate(English, d); got != "2 May 2026" {
+		t.Errorf("English: %q", got)
+	}
+	if got := FormatDate(Norwegian, d); got != "2. mai 2026" {
+		t.Errorf("Norwegian: %q", got)
 	}
 }

@@ -494,7 +494,7 @@ func (p *Provider) EndSession(ctx context.Context, q url.Values) (string, error)
 // audienceOfOwnToken verifies that raw was signed by this provider (expired
 // tokens are fine as hints) and returns its single audience.
 func (p *Provider) audienceOfOwnToken(ctx context.Context, raw string) (string, error) {
-	jws, err := jose.ParseSigned(raw, []jose.SignatureAlgorithm{jose.ES256, jose.RS256, jose.PS256, jose.EdDSA})
+	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{jose.ES256, jose.RS256, jose.PS256, jose.EdDSA})
 	if err != nil {
 		return "", err
 	}

@@ -1,0 +1,426 @@
+package consent_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/webhooks"
+)
+
+// tableEvents is a webhooks.Publisher that writes every event into the
+// table test_events through the transaction it is given, so that a test
+// sees exactly the events of committed changes.
+type tableEvents struct{}
+
+func (tableEvents) PublishTx(ctx context.Context, tx database.Tx, ev webhooks.Event) error {
+	_, err := tx.Exec(ctx, `insert into test_events (kind, flow_id, status, flow_status, version) values ($1, $2, $3, $4, $5)`,
+		string(ev.Type), ev.FlowID, ev.Status, ev.FlowStatus, ev.Version)
+	return err
+}
+
+func (tableEvents) CancelPendingTx(context.Context, database.Tx, string) error { return nil }
+
+type orgs struct{}
+
+func (orgs) FlowSettings(context.Context, string) (flows.OrganizationSettings, error) {
+	return flows.OrganizationSettings{ReferencePrefix: "ACME"}, nil
+}
+
+func (orgs) OrganizationName(_ context.Context, id string) (string, error) { return "Acme Bank", nil }
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// journeyEnv is the real journey on the real flows module and a fresh database.
+type journeyEnv struct {
+	pool    *pgxpool.Pool
+	flows   *flows.Manager
+	journey *consent.JourneyService
+	logs    *syncBuffer
+	caller  flows.Caller
+}
+
+func setup(t *testing.T, ttl time.Duration) *journeyEnv {
+	t.Helper()
+	pool := dbtest.New(t)
+	if _, err := pool.Exec(context.Background(), `create table test_events (id bigserial primary key, kind text not null,
+		flow_id text not null, status text not null, flow_status text not null, version int not null)`); err != nil {
+		t.Fatal(err)
+	}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	sealer, err := pii.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requests := consent.NewRequests(pool, sealer, "https://flowd.example")
+	m := flows.New(pool, sealer, flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: ttl}, requests, orgs{}, tableEvents{})
+	logs := &syncBuffer{}
+	j := consent.NewJourney(pool, requests, m, orgs{}, slog.New(slog.NewJSONHandler(logs, nil)))
+	return &journeyEnv{pool: pool, flows: m, journey: j, logs: logs, caller: flows.Caller{OrganizationID: "org-1", ClientID: "client-1"}}
+}
+
+// create makes a flow for national id 12345678901 and returns it with its link token.
+func (e *journeyEnv) create(t *testing.T, redirectURL string) (flows.Created, string) {
+	t.Helper()
+	c, err := e.flows.Create(context.Background(), e.caller, flows.NewFlow{NationalID: "12345678901", LastName: "Nordmann",
+		RedirectURL: redirectURL, WebhookURL: "https://hooks.example/flowd", ReferenceName: "Mortgage application"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, ok := strings.CutPrefix(c.ConsentURL, "https://flowd.example/consent/")
+	if !ok {
+		t.Fatalf("consent link %q", c.ConsentURL)
+	}
+	return c, token
+}
+
+func (e *journeyEnv) get(t *testing.T, id string) flows.Flow {
+	t.Helper()
+	f, err := e.flows.Get(context.Background(), e.caller, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// events returns the kinds of the flow's committed events, in order.
+func (e *journeyEnv) events(t *testing.T, flowID string) []string {
+	t.Helper()
+	rows, err := e.pool.Query(context.Background(), `select kind from test_events where flow_id = $1 order by id`, flowID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, k)
+	}
+	return kinds
+}
+
+func TestVisitOpensOnceAndShowsOnlyAMaskedID(t *testing.T) {
+	t.Parallel()
+	e := setup(t, time.Hour)
+	ctx := context.Background()
+	c, token := e.create(t, "https://bank.example/done")
+
+	req, err := e.journey.Visit(ctx, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.FlowID != c.FlowID || req.OrganizationName != "Acme Bank" || req.Purpose != "Mortgage application" ||
+		req.ReferenceID != c.ReferenceID || req.Status != flows.Opened || req.Closure != consent.Open ||
+		req.MaskedNationalID != "•••••••••01" || req.NationalIDEnd != "01" || req.ExpiresAt.IsZero() {
+		t.Fatalf("first visit: %+v", req)
+	}
+	for _, s := range []string{req.MaskedNationalID, req.Purpose, req.OrganizationName, req.ReferenceID} {
+		if strings.Contains(s, "12345678901") {
+			t.Fatalf("the request shows the national id in full: %+v", req)
+		}
+	}
+	f := e.get(t, c.FlowID)
+	if f.Version != 2 || f.ConsentStatus != flows.Opened || f.OpenedAt == nil {
+		t.Fatalf("after the first visit: version %d, %s, opened %v", f.Version, f.ConsentStatus, f.OpenedAt)
+	}
+	// Later visits change nothing.
+	for range 2 {
+		if req, err := e.journey.Visit(ctx, token); err != nil || req.Status != flows.Opened {
+			t.Fatalf("another visit: %+v %v", req, err)
+		}
+	}
+	if f := e.get(t, c.FlowID); f.Version != 2 {
+		t.Fatalf("visits after the first bumped the version to %d", f.Version)
+	}
+	if got := e.events(t, c.FlowID); strings.Join(got, " ") != "flow.created flow.opened" {
+		t.Fatalf("events %v", got)
+	}
+	for _, bad := range []string{"", "nope", strings.Repeat("A", 43), token[:42] + "x"} {
+		if _, err := e.journey.Visit(ctx, bad); !errors.Is(err, consent.ErrUnknownLink) {
+			t.Errorf("Visit(%q) = %v, want ErrUnknownLink", bad, err)
+		}
+	}
+}
+
+func TestDecideRecordsTheAnswerAndBuildsTheRedirect(t *testing.T) {
+	t.Parallel()
+	e := setup(t, time.Hour)
+	ctx := context.Background()
+	for _, tt := range []struct {
+		accept       bool
+		status       flows.ConsentStatus
+		event, query string
+	}{
+		{true, flows.Accepted, "flow.accepted", "accepted"},
+		{false, flows.Rejected, "flow.rejected", "rejected"},
+	} {
+		c, token := e.create(t, "https://bank.example/done?case=7&lang=nb")
+		if _, err := e.journey.Visit(ctx, token); err != nil {
+			t.Fatal(err)
+		}
+		// The proof compares without spaces, dashes and case.
+		d, err := e.journey.Decide(ctx, token, "123456 78901", false, tt.accept)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := url.Parse(d.RedirectURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		if d.Accepted != tt.accept || u.Host != "bank.example" || u.Path != "/done" || q.Get("case") != "7" || q.Get("lang") != "nb" ||
+			q.Get("flowId") != c.FlowID || q.Get("referenceId") != c.ReferenceID || q.Get("status") != tt.query {
+			t.Fatalf("decision %+v", d)
+		}
+		f := e.get(t, c.FlowID)
+		if f.ConsentStatus != tt.status || f.ProcessStatus != flows.Completed || !f.Archived() || f.Version != 3 || f.DecidedAt == nil {
+			t.Fatalf("after the decision: %s %s archived=%v version %d", f.ConsentStatus, f.ProcessStatus, f.Archived(), f.Version)
+		}
+		if got := e.events(t, c.FlowID); strings.Join(got, " ") != "flow.created flow.opened "+tt.event {
+			t.Fatalf("events %v", got)
+		}
+		// The answer is final: neither the same nor the other answer is taken again.
+		for _, again := range []bool{tt.accept, !tt.accept} {
+			_, err := e.journey.Decide(ctx, token, "12345678901", false, again)
+			var closed *consent.ClosedError
+			if !errors.As(err, &closed) || closed.Closure != consent.Decided || !errors.Is(err, consent.ErrClosed) {
+				t.Fatalf("second decision: %v", err)
+			}
+		}
+		if req, err := e.journey.Visit(ctx, token); err != nil || req.Closure != consent.Decided {
+			t.Fatalf("visit after the decision: %+v %v", req, err)
+		}
+		if f := e.get(t, c.FlowID); f.Version != 3 || f.ConsentStatus != tt.status {
+			t.Fatalf("a refused decision changed the flow: version %d %s", f.Version, f.ConsentStatus)
+		}
+	}
+}
+
+func TestDecideWithoutAVisitOpensToo(t *testing.T) {
+	t.Parallel()
+	e := setup(t, time.Hour)
+	c, token := e.create(t, "https://bank.example/done")
+	if _, err := e.journey.Decide(context.Background(), token, "", true, true); err != nil {
+		t.Fatal(err)
+	}
+	if f := e.get(t, c.FlowID); f.ConsentStatus != flows.Accepted || f.OpenedAt == nil {
+		t.Fatalf("%s opened %v", f.ConsentStatus, f.OpenedAt)
+	}
+}
+
+func TestTheWrongPersonCannotDecide(t *testing.T) {
+	t.Parallel()
+	e := setup(t, time.Hour)
+	ctx := context.Background()
+	c, token := e.create(t, "https://bank.example/done")
+	req, err := e.journey.Visit(ctx, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, wrong := range []string{"10987654321", "1234567890", "123456789012", ""} {
+		if err := e.journey.CheckPerson(ctx, req, wrong); !errors.Is(err, consent.ErrWrongPerson) {
+			t.Errorf("CheckPerson(%q) = %v", wrong, err)
+		}
+		want := consent.ErrWrongPerson
+		if wrong == "" {
+			want = consent.ErrNotProven // nobody signed in yet: not a mismatch
+		}
+		if _, err := e.journey.Decide(ctx, token, wrong, false, true); !errors.Is(err, want) {
+			t.Errorf("Decide as %q = %v", wrong, err)
+		}
+	}
+	if err := e.journey.CheckPerson(ctx, req, "12345678901"); err != nil {
+		t.Fatalf("the right person: %v", err)
+	}
+	f := e.get(t, c.FlowID)
+	if f.ConsentStatus != flows.Opened || f.ProcessStatus != flows.Active || f.Version != 2 {
+		t.Fatalf("a mismatch changed the flow: %s %s version %d", f.ConsentStatus, f.ProcessStatus, f.Version)
+	}
+	logs := e.logs.String()
+	if strings.Count(logs, `"event":"consent.identity_mismatch"`) != 7 || !strings.Contains(logs, c.FlowID) {
+		t.Fatalf("mismatches are not recorded:\n%s", logs)
+	}
+	for _, id := range []string{"12345678901", "10987654321", "1234567890"} {
+		if strings.Contains(logs, id) {
+			t.Fatalf("the log holds a national id:\n%s", logs)
+		}
+	}
+}
+
+func TestClosedRequestsAcceptNothing(t *testing.T) {
+	t.Parallel()
+	e := setup(t, time.Hour)
+	ctx := context.Background()
+
+	// Cancelled by the organization.
+	c, token := e.create(t, "https://bank.example/done")
+	if _, err := e.flows.Cancel(ctx, e.caller, c.FlowID); err != nil {
+		t.Fatal(err)
+	}
+	req, err := e.journey.Visit(ctx, token)
+	if err != nil || req.Closure != consent.Withdrawn || req.Status != flows.Unopened {
+		t.Fatalf("visit of a cancelled flow: %+v %v", req, err)
+	}
+	var closed *consent.ClosedError
+	if _, err := e.journey.Decide(ctx, token, "12345678901", false, true); !errors.As(err, &closed) || closed.Closure != consent.Withdrawn {
+		t.Fatalf("decision on a cancelled flow: %v", err)
+	}
+	if got := e.events(t, c.FlowID); strings.Join(got, " ") != "flow.created flow.cancelled" {
+		t.Fatalf("events %v", got)
+	}
+
+	// Deleted: the link is unknown.
+	c, token = e.create(t, "https://bank.example/done")
+	if _, err := e.flows.Delete(ctx, e.caller, c.FlowID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.journey.Visit(ctx, token); !errors.Is(err, consent.ErrUnknownLink) {
+		t.Fatalf("visit of a deleted flow: %v", err)
+	}
+	if _, err := e.journey.Decide(ctx, token, "12345678901", false, true); !errors.Is(err, consent.ErrUnknownLink) {
+		t.Fatalf("decision on a deleted flow: %v", err)
+	}
+}
+
+func TestExpiryIsEnforcedAtUseAndByTheJob(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 50*time.Millisecond)
+	ctx := context.Background()
+	c, token := e.create(t, "https://bank.example/done")
+	// Wait for the condition, not for a time: the request reports itself expired.
+	deadline := time.Now().Add(10 * time.Second)
+	var req consent.Request
+	for {
+		var err error
+		if req, err = e.journey.Visit(ctx, token); err != nil {
+			t.Fatal(err)
+		}
+		if req.Closure == consent.Expired || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if req.Closure != consent.Expired {
+		t.Fatalf("the request never expired: %+v", req)
+	}
+	var closed *consent.ClosedError
+	if _, err := e.journey.Decide(ctx, token, "12345678901", false, true); !errors.As(err, &closed) || closed.Closure != consent.Expired {
+		t.Fatalf("decision on an expired request: %v", err)
+	}
+	// Expired and not yet swept, the flow is unchanged by use: no answer, no
+	// new version. (A visit before the deadline may have opened it.)
+	before := e.get(t, c.FlowID)
+	if _, err := e.journey.Visit(ctx, token); err != nil {
+		t.Fatal(err)
+	}
+	if f := e.get(t, c.FlowID); f.ProcessStatus != flows.Active || f.DecidedAt != nil || f.Version != before.Version {
+		t.Fatalf("before the job: %s %s version %d, was %d", f.ConsentStatus, f.ProcessStatus, f.Version, before.Version)
+	}
+	n, err := e.flows.ExpireDue(ctx, time.Now(), 100)
+	if err != nil || n != 1 {
+		t.Fatalf("ExpireDue = %d, %v", n, err)
+	}
+	f := e.get(t, c.FlowID)
+	if f.ProcessStatus != flows.Cancelled || !f.Archived() || f.Version != before.Version+1 {
+		t.Fatalf("after the job: %s version %d", f.ProcessStatus, f.Version)
+	}
+	if got := strings.Join(e.events(t, c.FlowID), " "); !strings.HasPrefix(got, "flow.created") || !strings.HasSuffix(got, "flow.cancelled") ||
+		strings.Contains(got, "accepted") || strings.Contains(got, "rejected") {
+		t.Fatalf("events %v", got)
+	}
+	if req, err := e.journey.Visit(ctx, token); err != nil || req.Closure != consent.Expired {
+		t.Fatalf("visit after the job: %+v %v", req, err)
+	}
+}
+
+func TestConcurrentDecisionsRecordExactlyOne(t *testing.T) {
+	t.Parallel()
+	e := setup(t, time.Hour)
+	ctx := context.Background()
+	for round := range 5 {
+		c, token := e.create(t, "https://bank.example/done")
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				// Two tabs: one accepts, the other rejects.
+				_, errs[i] = e.journey.Decide(ctx, token, "12345678901", false, i == 0)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		won := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				won++
+			case !errors.Is(err, consent.ErrClosed):
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		f := e.get(t, c.FlowID)
+		events := e.events(t, c.FlowID)
+		decisions := 0
+		for _, k := range events {
+			if k == "flow.accepted" || k == "flow.rejected" {
+				decisions++
+			}
+		}
+		if won != 1 || decisions != 1 || f.ProcessStatus != flows.Completed || f.Version != 2 {
+			t.Fatalf("round %d: %d decisions taken, %d events %v, %s version %d", round, won, decisions, events, f.ProcessStatus, f.Version)
+		}
+		want := flows.Rejected
+		if errs[0] == nil {
+			want = flows.Accepted
+		}
+		if f.ConsentStatus != want {
+			t.Fatalf("round %d: the flow says %s, the winner was %s", round, f.ConsentStatus, want)
+		}
+	}
+}
+
+func TestMaskNationalID(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{"": "", "7": "•", "12": "••", "123": "•23", "12345678901": "•••••••••01", "ÅÆØ-1": "•••-1"} {
+		if got := consent.MaskNationalID(in); got != want {
+			t.Errorf("MaskNationalID(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
