@@ -29,6 +29,13 @@ func TestConsoleInABrowser(t *testing.T) {
 	signInBrowser(t, b, base, "ada@acme.example", shot)
 	wantText(t, b, hooked.ReferenceID, doomed.ReferenceID, "•••••••••01")
 	notText(t, b, otherFlow.ReferenceID, "12345678901")
+	// The stylesheet applies (a broken rule earlier in app.css would swallow the console's).
+	var styled bool
+	b.Run(chromedp.Evaluate(`getComputedStyle(document.querySelector(".console-header")).display === "flex" &&
+		getComputedStyle(document.querySelector(".console-nav")).display === "flex"`, &styled))
+	if !styled {
+		t.Fatal("the console's styles do not apply")
+	}
 	shot("02-flows")
 
 	// Open the flow and retry the incident its failing receiver produced.
