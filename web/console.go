@@ -95,7 +95,7 @@ func noticeOf(c echo.Context) string {
 	}
 	ref := c.QueryParam("ref")
 	if utf8.RuneCountInString(ref) > 80 {
-		ref = ""
+		return ""
 	}
 	return strings.ReplaceAll(msg, "%s", ref)
 }
