@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"html"
 	"io"
@@ -14,8 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/flowd/flowd/internal/flowdtest"
 )
@@ -142,11 +139,6 @@ func apiStatus(t *testing.T, base, token string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-func apiClientFor(base, clientID, secret string) *http.Client {
-	cc := clientcredentials.Config{ClientID: clientID, ClientSecret: secret, TokenURL: base + "/oauth/token"}
-	return cc.Client(context.Background())
 }
 
 // staffBrowser is a cookie-keeping HTTP client of the console that follows
