@@ -79,9 +79,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Request().Method == http.MethodHead {
 		werr = c.NoContent(kind.status)
 	} else if !isAPI(c) && acceptsHTML(c) {
-		werr = s.render(c, kind.status, pages.Error(pages.ErrorPage{
-			Status: kind.status, Title: kind.title, Message: appErr.Message, RequestID: requestIDOf(c),
-		}))
+		page := pages.ErrorPage{Status: kind.status, Title: kind.title, Message: appErr.Message, RequestID: requestIDOf(c)}
+		if strings.HasPrefix(c.Request().URL.Path, "/console/") {
+			page.BackURL, page.BackText = "/console/flows", "Back to the console"
+		}
+		werr = s.render(c, kind.status, pages.Error(page))
 	} else {
 		werr = s.writeProblem(c, kind.status, Problem{
 			Type: ProblemType(appErr.Code), Title: kind.title, Status: kind.status,

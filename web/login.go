@@ -485,14 +485,6 @@ func (s *Server) handleConsoleSignedOut(c echo.Context) error {
 	return s.renderNotice(c, http.StatusOK, "You are signed out", "You have signed out of the flowd console.", "/console", "Sign in again")
 }
 
-// handleConsoleHome handles "GET /console": a placeholder until issue 8's pages.
-func (s *Server) handleConsoleHome(c echo.Context) error {
-	m := staffOf(c)
-	c.Response().Header().Set("Cache-Control", "no-store")
-	return s.render(c, http.StatusOK, pages.ConsoleHome(pages.ConsoleHomePage{Name: m.Name, Username: m.Username,
-		Role: string(m.Role), OrganizationID: m.OrganizationID, CSRF: csrfTokenOf(c)}))
-}
-
 // ConsentIdentity is the end user the consent session proved, for issue 7's
 // pages, which compare NationalID with the flow's in constant time.
 type ConsentIdentity struct {

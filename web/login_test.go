@@ -23,7 +23,10 @@ import (
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/oidclogin"
+	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/internal/secrethash"
+	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
 )
@@ -87,10 +90,18 @@ func setupLogin(t *testing.T, o loginOptions) loginServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The console's pages list flows: the real flows module, with the test
+	// organizations' settings.
+	sealer, err := pii.New(randomKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flowsModule := flows.New(pool, sealer, flows.Config{NationalIDFormat: flows.FormatGeneric}, consent.NewRequests(pool, sealer, base),
+		fakeOrgs{settings: defaultSettings}, &tableEvents{})
 	consoleCfg := oidclogin.ConsoleConfig(cfg)
 	consoleCfg.HTTPClient = o.consoleHTTP
 	srv := New(Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Config: cfg, Pool: pool, Registry: prometheus.NewRegistry(),
-		Identity: ident, Login: provider, ConsoleRP: oidclogin.New(consoleCfg), ConsentRP: oidclogin.New(oidclogin.ConsentConfig(cfg))})
+		Identity: ident, Flows: flowsModule, Login: provider, ConsoleRP: oidclogin.New(consoleCfg), ConsentRP: oidclogin.New(oidclogin.ConsentConfig(cfg))})
 	hs.Config.Handler = srv
 	hs.Start()
 	t.Cleanup(hs.Close)
@@ -255,7 +266,10 @@ func TestStaffSignInAndOutEndToEnd(t *testing.T) {
 	if !strings.Contains(sessionCookie, "HttpOnly") || !strings.Contains(sessionCookie, "SameSite=Lax") || strings.Contains(sessionCookie, "Secure") {
 		t.Fatalf("console cookie flags under http: %q", sessionCookie)
 	}
-	home := b.do(http.MethodGet, ls.url+"/console", nil)
+	if p := b.do(http.MethodGet, ls.url+"/console", nil); p.status != http.StatusSeeOther || p.location != ls.url+"/console/flows" {
+		t.Fatalf("console home: %d %s", p.status, p.location)
+	}
+	home := b.do(http.MethodGet, ls.url+"/console/flows", nil)
 	if home.status != 200 || !strings.Contains(home.body, "Person ada@example.com") || !strings.Contains(home.body, "org-a") ||
 		!strings.Contains(home.body, ">admin<") {
 		t.Fatalf("console home: %d %s", home.status, home.body)
@@ -802,7 +816,7 @@ func TestRelyingPartyWithAnExternalIssuerAndOtherClaimNames(t *testing.T) {
 		status     int
 	}
 	rps := []rp{
-		{"claims configured to match", "tenant", "groups", "of organization <code>tenant-7</code>", 200},
+		{"claims configured to match", "tenant", "groups", `<span class="console-org">tenant-7</span>`, 200},
 		{"roles claim missing", "tenant", "roles", "has no console role", 403},
 		{"organization claim missing", "org_id", "groups", "not linked to an organization", 403},
 	}

@@ -63,14 +63,37 @@ func (s *Server) routes() {
 	e.GET("/consent/signed-out", s.handleConsentSignedOut)
 
 	// Console: organization staff, by session.
-	// (issue 8)
-	// Sign-in (issue 6): requireStaff admits a session (staffOf, csrfTokenOf), requireAdmin admins.
+	// Sign-in (issue 6): requireStaff admits a session (staffOf, csrfTokenOf)
+	// and checks the CSRF token of every POST; requireAdmin admits admins.
 	e.GET("/console/auth/login", s.handleConsoleLogin)
 	e.GET("/console/auth/callback", s.handleConsoleCallback)
 	e.POST("/console/auth/logout", s.handleConsoleLogout)
 	e.GET("/console/signed-out", s.handleConsoleSignedOut)
+	// The console's pages (issue 8): viewers see, admins change.
 	console := e.Group("/console", s.requireStaff)
-	console.GET("", s.handleConsoleHome)
+	console.GET("", s.handleConsoleHome).Name = "console.home"
+	console.GET("/flows", s.handleConsoleFlows).Name = "console.flows"
+	console.GET("/flows/:id", s.handleConsoleFlow).Name = "console.flow"
+	console.POST("/flows/:id/reveal", s.handleConsoleRevealNationalID, requireAdmin)
+	console.POST("/flows/:id/incidents/:incident/retry", s.handleConsoleRetryIncident, requireAdmin).Name = "console.flow.retry"
+	console.GET("/flows/:id/cancel", s.handleConsoleCancelConfirm, requireAdmin)
+	console.POST("/flows/:id/cancel", s.handleConsoleCancel, requireAdmin)
+	console.GET("/flows/:id/delete", s.handleConsoleDeleteConfirm, requireAdmin)
+	console.POST("/flows/:id/delete", s.handleConsoleDelete, requireAdmin)
+	console.GET("/deletions", s.handleConsoleDeletions).Name = "console.deletions"
+	console.GET("/credentials", s.handleConsoleCredentials).Name = "console.credentials"
+	console.GET("/credentials/clients/new", s.handleConsoleNewClient, requireAdmin)
+	console.POST("/credentials/clients", s.handleConsoleCreateClient, requireAdmin)
+	console.GET("/credentials/clients/:id/rotate", s.handleConsoleRotateClientConfirm, requireAdmin)
+	console.POST("/credentials/clients/:id/rotate", s.handleConsoleRotateClient, requireAdmin)
+	console.GET("/credentials/clients/:id/revoke", s.handleConsoleRevokeClientConfirm, requireAdmin)
+	console.POST("/credentials/clients/:id/revoke", s.handleConsoleRevokeClient, requireAdmin)
+	console.POST("/credentials/webhook-secret/reveal", s.handleConsoleRevealWebhookSecret, requireAdmin)
+	console.GET("/credentials/webhook-secret/rotate", s.handleConsoleRotateWebhookSecretConfirm, requireAdmin)
+	console.POST("/credentials/webhook-secret/rotate", s.handleConsoleRotateWebhookSecret, requireAdmin)
+	console.GET("/settings", s.handleConsoleSettings).Name = "console.settings"
+	console.POST("/settings", s.handleConsoleSaveSettings, requireAdmin)
+	console.GET("/audit", s.handleConsoleAudit, requireAdmin).Name = "console.audit"
 
 	// Static assets, embedded in the binary.
 	static, _ := fs.Sub(assets.FS, ".")

@@ -56,7 +56,7 @@ func TestStaffSignInThroughTheBinary(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.Request.URL.String() != in.URL+"/console" || !strings.Contains(string(b), org.ID) {
+	if resp.Request.URL.String() != in.URL+"/console/flows" || !strings.Contains(string(b), "Demo Org") {
 		t.Fatalf("after sign-in: %s %d %s", resp.Request.URL, resp.StatusCode, b)
 	}
 	if strings.Contains(in.Logs.String(), "a sound long password") {

@@ -195,6 +195,20 @@ func (r *reader) duration(name string, def time.Duration) time.Duration {
 	return d
 }
 
+// durations reads a comma-separated list of positive durations.
+func (r *reader) durations(name string) []time.Duration {
+	var out []time.Duration
+	for _, v := range r.list(name) {
+		d, err := parseDuration(v)
+		if err != nil || d <= 0 {
+			r.fail(name, "must list positive durations such as 5s,5m,30m, not %q", v)
+			return nil
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
 // parseDuration accepts Go durations plus a "d" suffix for days.
 func parseDuration(v string) (time.Duration, error) {
 	if days, ok := strings.CutSuffix(v, "d"); ok {
@@ -237,21 +251,6 @@ func (r *reader) baseURL(name, def string) *url.URL {
 		u, _ = url.Parse(def)
 	}
 	return u
-}
-
-// durations reads an optional list of positive durations, separated by
-// commas or spaces.
-func (r *reader) durations(name string) []time.Duration {
-	var ds []time.Duration
-	for _, v := range r.list(name) {
-		d, err := parseDuration(v)
-		if err != nil || d <= 0 {
-			r.fail(name, "must list positive durations such as 1s,5s,30s, not %q", v)
-			return nil
-		}
-		ds = append(ds, d)
-	}
-	return ds
 }
 
 // keys reads an optional list of 32-byte secrets, base64 encoded, separated

@@ -44,6 +44,8 @@ func TestLoadNamesTheBadSetting(t *testing.T) {
 		{"missing key", "FLOWD_KEY_ENCRYPTION_KEY", ""},
 		{"bad number", "FLOWD_DB_MAX_CONNS", "-1"},
 		{"bad session lifetime", "FLOWD_CONSOLE_SESSION_IDLE", "-5m"},
+		{"bad retry schedule", "FLOWD_WEBHOOK_RETRY_SCHEDULE", "5s,soon"},
+		{"zero retry wait", "FLOWD_WEBHOOK_RETRY_SCHEDULE", "0s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,5 +75,16 @@ func TestDaysDuration(t *testing.T) {
 	c, err := Load(env(map[string]string{"FLOWD_CONSENT_TTL": "7d"}), Need{})
 	if err != nil || c.ConsentTTL != 7*24*time.Hour {
 		t.Fatalf("7d gave %v, %v", c.ConsentTTL, err)
+	}
+}
+
+func TestWebhookRetrySchedule(t *testing.T) {
+	c, err := Load(env(map[string]string{"FLOWD_WEBHOOK_RETRY_SCHEDULE": "100ms, 5s,1d"}), Need{})
+	if err != nil || len(c.WebhookRetrySchedule) != 3 || c.WebhookRetrySchedule[0] != 100*time.Millisecond ||
+		c.WebhookRetrySchedule[2] != 24*time.Hour {
+		t.Fatalf("schedule %v, %v", c.WebhookRetrySchedule, err)
+	}
+	if c, _ := Load(env(nil), Need{}); c.WebhookRetrySchedule != nil {
+		t.Fatalf("default schedule %v, want the module's (nil)", c.WebhookRetrySchedule)
 	}
 }

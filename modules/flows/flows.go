@@ -136,6 +136,9 @@ type ListParams struct {
 	ReferenceID   string        // exact match; empty: any
 	StartingAfter string
 	EndingBefore  string
+	// WithIncidents fills in each flow's open incidents (one more query), for
+	// the console's incident badge; the API list does without.
+	WithIncidents bool
 }
 
 // Page is one page of flows.

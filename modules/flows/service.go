@@ -361,6 +361,21 @@ func (m *Manager) List(ctx context.Context, c Caller, p ListParams) (Page, error
 		}
 		page.Flows = append(page.Flows, f)
 	}
+	if p.WithIncidents && len(page.Flows) > 0 {
+		ids := make([]string, len(page.Flows))
+		at := make(map[string]int, len(page.Flows))
+		for i, f := range page.Flows {
+			ids[i], at[f.ID] = f.ID, i
+		}
+		incidents, err := store.OpenIncidents(ctx, m.pool, ids)
+		if err != nil {
+			return Page{}, err
+		}
+		for _, inc := range incidents {
+			f := &page.Flows[at[inc.FlowID]]
+			f.Incidents = append(f.Incidents, Incident{ID: inc.ID, TaskID: inc.TaskID, TaskType: inc.TaskType, Message: inc.Message, OpenedAt: inc.OpenedAt})
+		}
+	}
 	return page, nil
 }
 

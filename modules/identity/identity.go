@@ -151,6 +151,60 @@ func firstRune(s string) string {
 	return s[:1]
 }
 
+// OrganizationUpdate is the input of UpdateOrganization: the settings staff
+// may change in the console. The name and id are not among them.
+type OrganizationUpdate struct {
+	ID                 string
+	ReferencePrefix    string
+	OrganizationNumber string
+	// RedirectOrigins are origins such as https://bank.example; empty allows any.
+	RedirectOrigins []string
+}
+
+// MaxRedirectOrigins bounds an organization's redirect allow-list.
+const MaxRedirectOrigins = 50
+
+// Validate normalizes the input and returns an apperr Invalid error naming
+// every bad field (referencePrefix, organizationNumber, redirectOrigins).
+// An origin is scheme and host (and port) only: a path, query or user info
+// would suggest a check the allow-list does not make.
+func (u *OrganizationUpdate) Validate() error {
+	var f apperr.Fields
+	u.ReferencePrefix = strings.ToUpper(strings.TrimSpace(u.ReferencePrefix))
+	u.OrganizationNumber = strings.TrimSpace(u.OrganizationNumber)
+	if !prefixPattern.MatchString(u.ReferencePrefix) {
+		f.Add("referencePrefix", "must be 2 to 8 letters A-Z or digits")
+	}
+	if len(u.OrganizationNumber) > 64 {
+		f.Add("organizationNumber", "must be at most 64 characters")
+	}
+	var origins []string
+	for _, raw := range u.RedirectOrigins {
+		raw = strings.TrimSpace(raw)
+		if raw == "" {
+			continue
+		}
+		parsed, err := url.Parse(raw)
+		if err == nil && (parsed.User != nil || strings.Trim(parsed.Path, "/") != "" || parsed.RawQuery != "" || parsed.Fragment != "") {
+			f.Add("redirectOrigins", "%q: must be an origin such as https://bank.example, without a path", raw)
+			continue
+		}
+		origin, err := normalizeOrigin(raw)
+		if err != nil {
+			f.Add("redirectOrigins", "%q: %v", raw, err)
+			continue
+		}
+		if !slices.Contains(origins, origin) {
+			origins = append(origins, origin)
+		}
+	}
+	if len(origins) > MaxRedirectOrigins {
+		f.Add("redirectOrigins", "must list at most %d origins", MaxRedirectOrigins)
+	}
+	u.RedirectOrigins = origins
+	return f.Err()
+}
+
 // normalizeOrigin accepts an absolute http(s) URL and returns its origin.
 func normalizeOrigin(s string) (string, error) {
 	u, err := url.Parse(strings.TrimSpace(s))
@@ -345,6 +399,10 @@ type Organizations interface {
 	Organization(ctx context.Context, id string) (Organization, error)
 	// ListOrganizations returns every organization, oldest first.
 	ListOrganizations(ctx context.Context) ([]Organization, error)
+	// UpdateOrganization validates u (apperr Invalid) and replaces the
+	// organization's settings; new flows take them at once.
+	// ErrOrganizationNotFound.
+	UpdateOrganization(ctx context.Context, u OrganizationUpdate) (Organization, error)
 }
 
 // Clients manages API clients and external client mappings.
@@ -392,6 +450,7 @@ type Service interface {
 	Organizations
 	Clients
 	Provider
+	Audit
 	// VerifyAccessToken turns a bearer token (built-in or from a configured
 	// external issuer) into a Principal. Any failure is an apperr
 	// Unauthenticated error that does not say more than "invalid token".

@@ -191,6 +191,31 @@ func (m *Module) ListOrganizations(ctx context.Context) ([]Organization, error) 
 	return out, nil
 }
 
+// UpdateOrganization implements Organizations. The change is announced on
+// store.NotifyChannel in its own transaction, so every instance's caches
+// drop the organization as it commits.
+func (m *Module) UpdateOrganization(ctx context.Context, u OrganizationUpdate) (Organization, error) {
+	u.RedirectOrigins = slices.Clone(u.RedirectOrigins)
+	if err := u.Validate(); err != nil {
+		return Organization{}, err
+	}
+	var row store.Organization
+	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		var err error
+		row, err = store.UpdateOrganization(ctx, tx, store.Organization{ID: u.ID, OrganizationNumber: u.OrganizationNumber,
+			ReferencePrefix: u.ReferencePrefix, RedirectOrigins: u.RedirectOrigins})
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return Organization{}, ErrOrganizationNotFound
+	}
+	if err != nil {
+		return Organization{}, database.Classify(err)
+	}
+	m.states.invalidateAll()
+	return toOrganization(row), nil
+}
+
 func toOrganization(r store.Organization) Organization {
 	return Organization{ID: r.ID, Name: r.Name, OrganizationNumber: r.OrganizationNumber,
 		ReferencePrefix: r.ReferencePrefix, RedirectOrigins: r.RedirectOrigins, CreatedAt: r.CreatedAt}

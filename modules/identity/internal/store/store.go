@@ -355,3 +355,53 @@ func isUUID(s string) bool {
 	}
 	return true
 }
+
+// UpdateOrganization replaces an organization's settings and announces the
+// change, so that every instance's caches drop what they knew of it.
+func UpdateOrganization(ctx context.Context, q Querier, o Organization) (Organization, error) {
+	if !isUUID(o.ID) {
+		return Organization{}, ErrNotFound
+	}
+	if o.RedirectOrigins == nil {
+		o.RedirectOrigins = []string{}
+	}
+	row, err := scanOrg(q.QueryRow(ctx, `update organizations set organization_number = $2, reference_prefix = $3,
+		redirect_origins = $4 where id = $1 returning `+orgColumns, o.ID, o.OrganizationNumber, o.ReferencePrefix, o.RedirectOrigins))
+	if err != nil {
+		return row, err
+	}
+	return row, Notify(ctx, q, "org:"+o.ID)
+}
+
+// AuditEntry is a row of audit_log.
+type AuditEntry struct {
+	ID             int64
+	OrganizationID string
+	Actor          string
+	Action         string
+	Target         string
+	Detail         string
+	At             time.Time
+}
+
+// InsertAudit appends an entry to the audit log.
+func InsertAudit(ctx context.Context, q Querier, e AuditEntry) error {
+	_, err := q.Exec(ctx, `insert into audit_log (organization_id, actor, action, target, detail) values ($1, $2, $3, $4, $5)`,
+		e.OrganizationID, e.Actor, e.Action, e.Target, e.Detail)
+	return err
+}
+
+// AuditLog returns up to limit+1 entries of an organization, newest first,
+// older than the entry before when it is not zero.
+func AuditLog(ctx context.Context, q Querier, organizationID string, limit int, before int64) ([]AuditEntry, error) {
+	rows, err := q.Query(ctx, `select id, organization_id, actor, action, target, detail, at from audit_log
+		where organization_id = $1 and ($2 = 0 or id < $2) order by id desc limit $3`, organizationID, before, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditEntry, error) {
+		var e AuditEntry
+		err := r.Scan(&e.ID, &e.OrganizationID, &e.Actor, &e.Action, &e.Target, &e.Detail, &e.At)
+		return e, err
+	})
+}

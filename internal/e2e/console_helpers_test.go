@@ -1,0 +1,246 @@
+package e2e
+
+import (
+	"encoding/json"
+	"html"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flowd/flowd/internal/flowdtest"
+)
+
+// consoleEnv is a running flowd with two organizations: Acme with an admin,
+// a viewer and an API client, and Other with an admin and an API client.
+type consoleEnv struct {
+	in          *flowdtest.Instance
+	acme, other org
+	acmeAPI     *http.Client
+	otherAPI    *http.Client
+}
+
+const staffPassword = "a long and careful passphrase"
+
+// startConsole starts flowd with a short webhook retry schedule, so that a
+// failing receiver opens an incident (on the third failed attempt) within a
+// second; the fourth retry waits an hour, so the incident stays open.
+func startConsole(t *testing.T) *consoleEnv {
+	t.Helper()
+	in := flowdtest.Start(t, flowdtest.WithEnv("FLOWD_WEBHOOK_RETRY_SCHEDULE", "100ms,100ms,1h"))
+	e := &consoleEnv{in: in}
+	e.acme, e.acmeAPI = createOrgAndClient(t, in, "Acme Bank", "ACME")
+	e.other, e.otherAPI = createOrgAndClient(t, in, "Other Lender", "OTH")
+	e.staff(t, e.acme.ID, "ada@acme.example", "Ada Admin", "admin")
+	e.staff(t, e.acme.ID, "vic@acme.example", "Vic Viewer", "viewer")
+	e.staff(t, e.other.ID, "oscar@other.example", "Oscar Other", "admin")
+	return e
+}
+
+func (e *consoleEnv) staff(t *testing.T, orgID, username, name, role string) {
+	t.Helper()
+	e.in.CLI(t, staffPassword, "staff", "create", "--org", orgID, "--username", username, "--name", name, "--role", role, "--password-stdin", "--json")
+}
+
+// newFlow is the answer of POST /api/flows.
+type newFlow struct {
+	FlowID      string `json:"flowId"`
+	ReferenceID string `json:"referenceId"`
+}
+
+// createFlow creates a flow over the API; webhookURL may be empty.
+func (e *consoleEnv) createFlow(t *testing.T, api *http.Client, nationalID, webhookURL string) newFlow {
+	t.Helper()
+	body := map[string]string{"nationalId": nationalID, "lastName": "Nordmann", "redirectUrl": "https://bank.example/done"}
+	if webhookURL != "" {
+		body["webhookUrl"] = webhookURL
+	}
+	raw, _ := json.Marshal(body)
+	var out newFlow
+	if resp := call(t, api, "POST", e.in.URL+"/api/flows", string(raw), &out); resp.StatusCode != 201 {
+		t.Fatalf("create flow: %d", resp.StatusCode)
+	}
+	return out
+}
+
+// consoleAPIFlow is what the console tests read of GET /api/flows/{id}.
+type consoleAPIFlow struct {
+	Flow struct {
+		Status       string         `json:"status"`
+		HasIncidents bool           `json:"hasIncidents"`
+		Incidents    map[string]any `json:"incidents"`
+	} `json:"flow"`
+}
+
+// waitForFlow polls the API until cond holds for the flow.
+func (e *consoleEnv) waitForFlow(t *testing.T, api *http.Client, flowID string, what string, cond func(consoleAPIFlow) bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var f consoleAPIFlow
+		if resp := call(t, api, "GET", e.in.URL+"/api/flows/"+flowID, "", &f); resp.StatusCode == 200 && cond(f) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("flow %s: %s did not happen within 30 s", flowID, what)
+}
+
+// flakyReceiver answers webhooks with status, which a test may change.
+type flakyReceiver struct {
+	srv    *httptest.Server
+	status atomic.Int32
+	hits   atomic.Int32
+}
+
+func newFlakyReceiver(t *testing.T, status int) *flakyReceiver {
+	r := &flakyReceiver{}
+	r.status.Store(int32(status))
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		r.hits.Add(1)
+		w.WriteHeader(int(r.status.Load()))
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+// tokenStatus asks the token endpoint for a token with the client's
+// credentials and calls the API with it; it returns both statuses.
+func tokenStatus(t *testing.T, base, clientID, secret string) (token string, tokenStatus int) {
+	t.Helper()
+	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {clientID}, "client_secret": {secret}}
+	resp, err := http.PostForm(base+"/oauth/token", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&tok)
+	return tok.AccessToken, resp.StatusCode
+}
+
+// apiStatus calls GET /api/flows with a bearer token.
+func apiStatus(t *testing.T, base, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/api/flows", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// staffBrowser is a cookie-keeping HTTP client of the console that follows
+// no redirect by itself, so that every answer can be looked at.
+type staffBrowser struct {
+	t      *testing.T
+	base   string
+	client *http.Client
+	csrf   string
+}
+
+type consolePage struct {
+	status   int
+	location string
+	body     string
+}
+
+func newStaffBrowser(t *testing.T, base string) *staffBrowser {
+	jar, _ := cookiejar.New(nil)
+	return &staffBrowser{t: t, base: base, client: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}}
+}
+
+var (
+	hiddenField = regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="([^"]*)"`)
+	csrfField   = regexp.MustCompile(`name="csrf" value="([^"]*)"`)
+)
+
+func (b *staffBrowser) do(method, path string, form url.Values) consolePage {
+	b.t.Helper()
+	u := path
+	if strings.HasPrefix(path, "/") {
+		u = b.base + path
+	}
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, u, body)
+	req.Header.Set("Accept", "text/html")
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	p := consolePage{status: resp.StatusCode, body: string(raw)}
+	if loc := resp.Header.Get("Location"); loc != "" {
+		l, _ := req.URL.Parse(loc)
+		p.location = l.String()
+	}
+	if m := csrfField.FindStringSubmatch(p.body); m != nil && strings.HasPrefix(req.URL.Path, "/console") {
+		b.csrf = html.UnescapeString(m[1])
+	}
+	return p
+}
+
+// get follows redirects from path to a page.
+func (b *staffBrowser) get(path string) consolePage {
+	b.t.Helper()
+	p := b.do("GET", path, nil)
+	for i := 0; p.status >= 300 && p.status < 400; i++ {
+		if i > 10 {
+			b.t.Fatalf("redirect loop at %s", p.location)
+		}
+		p = b.do("GET", p.location, nil)
+	}
+	return p
+}
+
+// post submits a console form with the session's CSRF token.
+func (b *staffBrowser) post(path string, form url.Values) consolePage {
+	b.t.Helper()
+	if form == nil {
+		form = url.Values{}
+	}
+	if _, ok := form["csrf"]; !ok {
+		form.Set("csrf", b.csrf)
+	}
+	return b.do("POST", path, form)
+}
+
+// signIn signs in through the built-in provider's staff form.
+func (b *staffBrowser) signIn(username string) consolePage {
+	b.t.Helper()
+	form := b.get("/console")
+	if !strings.Contains(form.body, `name="password"`) {
+		b.t.Fatalf("no staff sign-in form: %d %s", form.status, form.body)
+	}
+	v := url.Values{}
+	for _, m := range hiddenField.FindAllStringSubmatch(form.body, -1) {
+		v.Set(m[1], html.UnescapeString(m[2]))
+	}
+	v.Set("username", username)
+	v.Set("password", staffPassword)
+	p := b.do("POST", "/idp/login", v)
+	if p.status != http.StatusSeeOther {
+		b.t.Fatalf("sign-in: %d %s", p.status, p.body)
+	}
+	return b.get(p.location)
+}

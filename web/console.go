@@ -1,0 +1,234 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/views/layouts"
+)
+
+// This file holds what every console page shares (issue 8): the frame, the
+// one form-binding helper, notices after a redirect, the audit trail, and
+// how times read. The pages themselves are in console_*.go.
+
+// consoleTime is how the console shows an instant: UTC, to the minute.
+func consoleTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04 UTC")
+}
+
+// consoleTimePtr shows an optional instant, or a dash.
+func consoleTimePtr(t *time.Time, none string) string {
+	if t == nil {
+		return none
+	}
+	return consoleTime(*t)
+}
+
+// frame builds the layout's view model for the signed-in staff member. The
+// organization's name is looked up; an organization the identity module
+// does not know (an external issuer's claim) shows its id.
+func (s *Server) frame(c echo.Context, section, title string) layouts.Console {
+	m := staffOf(c)
+	name := m.Name
+	if name == "" {
+		name = m.Username
+	}
+	f := layouts.Console{Title: title, Section: section, StaffName: name, Username: m.Username, Role: string(m.Role),
+		IsAdmin: m.IsAdmin(), OrgName: m.OrganizationID, CSRF: csrfTokenOf(c), Notice: noticeOf(c)}
+	if s.identity != nil {
+		if org, err := s.identity.Organization(c.Request().Context(), m.OrganizationID); err == nil {
+			f.OrgName = org.Name
+		}
+	}
+	return f
+}
+
+// renderConsole renders a console page; console pages are never cached,
+// since they show one organization's data to one person.
+func (s *Server) renderConsole(c echo.Context, status int, page templ.Component) error {
+	h := c.Response().Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	return s.render(c, status, page)
+}
+
+// notices are the messages a redirect after an action may ask the next page
+// to show; only their key (and a reference) travel in the URL.
+var notices = map[string]string{
+	"deleted":   "Flow %s was deleted. It is listed in the deletions log.",
+	"cancelled": "Flow %s was cancelled; its consent link no longer works.",
+	"retried":   "The webhook delivery of %s is being retried now.",
+	"revoked":   "API client %s was revoked. Its tokens stop working at once.",
+	"saved":     "Settings saved. New flows use them at once.",
+}
+
+// withNotice adds a notice to a console path.
+func withNotice(path, key, ref string) string {
+	q := url.Values{"notice": {key}}
+	if ref != "" {
+		q.Set("ref", ref)
+	}
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	return path + sep + q.Encode()
+}
+
+func noticeOf(c echo.Context) string {
+	msg, ok := notices[c.QueryParam("notice")]
+	if !ok {
+		return ""
+	}
+	ref := c.QueryParam("ref")
+	if utf8.RuneCountInString(ref) > 80 {
+		return ""
+	}
+	return strings.ReplaceAll(msg, "%s", ref)
+}
+
+// audit records what the signed-in staff member did. It runs after the
+// action succeeded; a failure to record is logged, not shown, since the
+// action itself is done and must not look as if it failed.
+func (s *Server) audit(c echo.Context, action, target, detail string) {
+	m := staffOf(c)
+	err := s.identity.RecordAudit(context.WithoutCancel(c.Request().Context()), identity.AuditEntry{
+		OrganizationID: m.OrganizationID, Actor: staffActor(m), Action: action, Target: target, Detail: detail})
+	if err != nil {
+		s.log.Error("audit log: could not record a staff action", "request_id", requestIDOf(c), "action", action, "error", err.Error())
+	}
+}
+
+// staffActor is how a staff member appears in the deletion and audit logs.
+func staffActor(m StaffMember) string { return "staff:" + m.Username }
+
+// consoleForm is the one form-binding helper of the console: it reads a
+// submitted form and collects an error per field, so that a refused form
+// re-renders with what was typed and what is wrong with it.
+type consoleForm struct {
+	values url.Values
+	Errors map[string]string
+}
+
+// bindForm reads the request's form.
+func bindForm(c echo.Context) (*consoleForm, error) {
+	v, err := c.FormParams()
+	if err != nil {
+		return nil, apperr.New(apperr.Invalid, "The form could not be read.")
+	}
+	return &consoleForm{values: v, Errors: map[string]string{}}, nil
+}
+
+// Text returns a trimmed field, noting an error when it is longer than max
+// characters or contains control characters.
+func (f *consoleForm) Text(name string, max int) string {
+	v := strings.TrimSpace(f.values.Get(name))
+	switch {
+	case utf8.RuneCountInString(v) > max:
+		f.Fail(name, "Use at most %d characters.", max)
+	case strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		f.Fail(name, "Remove the control characters.")
+	}
+	return v
+}
+
+// Bool reports whether a checkbox was ticked.
+func (f *consoleForm) Bool(name string) bool {
+	v := f.values.Get(name)
+	return v == "true" || v == "on" || v == "1"
+}
+
+// All returns every value of a repeated field (checkboxes).
+func (f *consoleForm) All(name string) []string { return f.values[name] }
+
+// Lines returns the non-empty trimmed lines of a text area.
+func (f *consoleForm) Lines(name string, maxLines int) []string {
+	var out []string
+	for _, l := range strings.Split(f.values.Get(name), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	if len(out) > maxLines {
+		f.Fail(name, "List at most %d lines.", maxLines)
+	}
+	return out
+}
+
+// Fail notes an error of a field; a field's errors are shown together.
+func (f *consoleForm) Fail(name, format string, args ...any) {
+	msg := apperr.New(apperr.Invalid, format, args...).Message
+	if prev, ok := f.Errors[name]; ok {
+		msg = prev + " " + msg
+	}
+	f.Errors[name] = msg
+}
+
+// Valid reports whether no field failed.
+func (f *consoleForm) Valid() bool { return len(f.Errors) == 0 }
+
+// Refused takes a module's apperr Invalid error and notes each of its fields
+// under the form's name for it (fields maps module names to form names). It
+// reports whether err was such an error; any other error is the caller's.
+func (f *consoleForm) Refused(err error, fields map[string]string) bool {
+	e, ok := apperr.As(err)
+	if !ok || e.Code != apperr.Invalid {
+		return false
+	}
+	for _, fe := range e.Fields {
+		name, ok := fields[fe.Field]
+		if !ok {
+			name = fe.Field
+		}
+		f.Fail(name, "%s", sentence(fe.Message))
+	}
+	if len(e.Fields) == 0 {
+		f.Fail("form", "%s", e.Message)
+	}
+	return true
+}
+
+// sentence makes a module's field message ("must be …") read as a sentence.
+func sentence(msg string) string {
+	if msg == "" {
+		return msg
+	}
+	r, size := utf8.DecodeRuneInString(msg)
+	msg = strings.ToUpper(string(r)) + msg[size:]
+	if !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	return msg
+}
+
+// handleConsoleHome handles "GET /console": the flows list is the console's home.
+func (s *Server) handleConsoleHome(c echo.Context) error {
+	return c.Redirect(http.StatusSeeOther, s.echo.Reverse("console.flows"))
+}
+
+// notFoundPage is the one answer for anything a staff member cannot see:
+// unknown, deleted, or another organization's.
+var errConsoleNotFound = apperr.New(apperr.NotFound, "There is nothing here, or it belongs to another organization.")
+
+// consoleNotFound maps the modules' not-found errors to one 404.
+func consoleNotFound(err error, sentinels ...error) error {
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			return errConsoleNotFound
+		}
+	}
+	return err
+}

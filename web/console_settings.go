@@ -1,0 +1,296 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/webhooks"
+	"github.com/flowd/flowd/views/pages"
+)
+
+// handleConsoleCredentials handles "GET /console/credentials": the API
+// clients and the webhook signing secret (never its value here).
+func (s *Server) handleConsoleCredentials(c echo.Context) error {
+	ctx := c.Request().Context()
+	org := staffOf(c).OrganizationID
+	clients, err := s.identity.ListClients(ctx, org)
+	if err != nil {
+		return err
+	}
+	p := pages.CredentialsPage{Frame: s.frame(c, "credentials", "Credentials"), TokenURL: s.cfg.URL("/oauth/token"), SecretCreated: "—"}
+	for _, cl := range clients {
+		p.Clients = append(p.Clients, pages.ClientRow{ID: cl.ID, Name: cl.Name, Scopes: strings.Join(cl.Scopes, " "), Sandbox: cl.Sandbox,
+			Created: consoleTime(cl.CreatedAt), LastUsed: consoleTimePtr(cl.LastUsedAt, "never"), Revoked: consoleTimePtr(cl.RevokedAt, "")})
+	}
+	if sec, err := s.webhooks.CurrentSecret(ctx, org); err == nil {
+		p.SecretCreated = consoleTime(sec.CreatedAt)
+	} else if !errors.Is(err, webhooks.ErrNotFound) {
+		return err
+	}
+	return s.renderConsole(c, http.StatusOK, pages.Credentials(p))
+}
+
+// handleConsoleNewClient handles "GET /console/credentials/clients/new" (admins).
+func (s *Server) handleConsoleNewClient(c echo.Context) error {
+	return s.renderClientForm(c, http.StatusOK, "", map[string]bool{identity.ScopeFlowsRead: true, identity.ScopeFlowsWrite: true}, false, nil)
+}
+
+func (s *Server) renderClientForm(c echo.Context, status int, name string, scopes map[string]bool, sandbox bool, errs map[string]string) error {
+	return s.renderConsole(c, status, pages.ClientForm(pages.ClientFormPage{Frame: s.frame(c, "credentials", "New API client"),
+		Name: name, AllScopes: identity.AllScopes, Scopes: scopes, Sandbox: sandbox, Errors: errs}))
+}
+
+// handleConsoleCreateClient handles "POST /console/credentials/clients"
+// (admins): the client is made and its secret shown once; it obtains
+// tokens at once.
+func (s *Server) handleConsoleCreateClient(c echo.Context) error {
+	f, err := bindForm(c)
+	if err != nil {
+		return err
+	}
+	name := f.Text("name", 200)
+	scopes := f.All("scopes")
+	sandbox := f.Bool("sandbox")
+	if len(scopes) == 0 {
+		f.Fail("scopes", "Choose at least one scope.")
+	}
+	chosen := map[string]bool{}
+	for _, sc := range scopes {
+		chosen[sc] = true
+	}
+	if !f.Valid() {
+		return s.renderClientForm(c, http.StatusBadRequest, name, chosen, sandbox, f.Errors)
+	}
+	creds, err := s.identity.CreateClient(c.Request().Context(), identity.NewClient{OrganizationID: staffOf(c).OrganizationID,
+		Name: name, Scopes: scopes, Sandbox: sandbox})
+	if f.Refused(err, nil) {
+		return s.renderClientForm(c, http.StatusBadRequest, name, chosen, sandbox, f.Errors)
+	}
+	if err != nil {
+		return consoleNotFound(err, identity.ErrOrganizationNotFound)
+	}
+	s.audit(c, identity.AuditClientCreate, creds.ID, creds.Name+"; scopes "+strings.Join(creds.Scopes, " ")+sandboxNote(creds.Sandbox))
+	return s.renderConsole(c, http.StatusCreated, pages.Secret(pages.SecretPage{Frame: s.frame(c, "credentials", "API client created"),
+		Heading: "API client created", Intro: "Use the client id and secret at the token endpoint (client credentials grant).",
+		Label: "Client secret", Secret: creds.Secret, Details: clientDetails(s, creds.Client),
+		BackURL: "/console/credentials", Back: "Done"}))
+}
+
+func sandboxNote(sandbox bool) string {
+	if sandbox {
+		return "; sandbox"
+	}
+	return ""
+}
+
+func clientDetails(s *Server, cl identity.Client) []pages.KV {
+	env := "production"
+	if cl.Sandbox {
+		env = "sandbox"
+	}
+	return []pages.KV{{Label: "Name", Value: cl.Name}, {Label: "Client id", Value: cl.ID, Code: true},
+		{Label: "Scopes", Value: strings.Join(cl.Scopes, " ")}, {Label: "Environment", Value: env},
+		{Label: "Token endpoint", Value: s.cfg.URL("/oauth/token"), Code: true}}
+}
+
+// consoleClient finds one of the organization's clients by the path's id.
+func (s *Server) consoleClient(c echo.Context) (identity.Client, error) {
+	clients, err := s.identity.ListClients(c.Request().Context(), staffOf(c).OrganizationID)
+	if err != nil {
+		return identity.Client{}, err
+	}
+	i := slices.IndexFunc(clients, func(cl identity.Client) bool { return cl.ID == c.Param("id") })
+	if i < 0 {
+		return identity.Client{}, errConsoleNotFound
+	}
+	return clients[i], nil
+}
+
+// handleConsoleRotateClientConfirm handles "GET /console/credentials/clients/:id/rotate" (admins).
+func (s *Server) handleConsoleRotateClientConfirm(c echo.Context) error {
+	cl, err := s.consoleClient(c)
+	if err != nil {
+		return err
+	}
+	return s.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: s.frame(c, "credentials", "Rotate secret"),
+		Heading: "Rotate the secret of " + cl.Name + "?", Message: "A new secret is made and shown once. The current secret and the client's refresh tokens stop working at once.",
+		Details: []pages.KV{{Label: "Client id", Value: cl.ID, Code: true}}, Action: "/console/credentials/clients/" + cl.ID + "/rotate",
+		Button: "Rotate secret", Danger: true, BackURL: "/console/credentials"}))
+}
+
+// handleConsoleRotateClient handles "POST /console/credentials/clients/:id/rotate" (admins).
+func (s *Server) handleConsoleRotateClient(c echo.Context) error {
+	creds, err := s.identity.RotateClientSecret(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"))
+	if err != nil {
+		return consoleNotFound(err, identity.ErrClientNotFound)
+	}
+	s.audit(c, identity.AuditClientRotate, creds.ID, creds.Name)
+	return s.renderConsole(c, http.StatusOK, pages.Secret(pages.SecretPage{Frame: s.frame(c, "credentials", "New client secret"),
+		Heading: "New secret for " + creds.Name, Intro: "The previous secret no longer works.",
+		Label: "Client secret", Secret: creds.Secret, Details: clientDetails(s, creds.Client), BackURL: "/console/credentials", Back: "Done"}))
+}
+
+// handleConsoleRevokeClientConfirm handles "GET /console/credentials/clients/:id/revoke" (admins).
+func (s *Server) handleConsoleRevokeClientConfirm(c echo.Context) error {
+	cl, err := s.consoleClient(c)
+	if err != nil {
+		return err
+	}
+	if cl.Revoked() {
+		return c.Redirect(http.StatusSeeOther, "/console/credentials")
+	}
+	return s.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: s.frame(c, "credentials", "Revoke client"),
+		Heading: "Revoke " + cl.Name + "?", Message: "The client can obtain no more tokens, and the tokens it holds stop working at once. This cannot be undone.",
+		Details: []pages.KV{{Label: "Client id", Value: cl.ID, Code: true}, {Label: "Last used", Value: consoleTimePtr(cl.LastUsedAt, "never")}},
+		Action:  "/console/credentials/clients/" + cl.ID + "/revoke", Button: "Revoke client", Danger: true, BackURL: "/console/credentials"}))
+}
+
+// handleConsoleRevokeClient handles "POST /console/credentials/clients/:id/revoke" (admins).
+func (s *Server) handleConsoleRevokeClient(c echo.Context) error {
+	cl, err := s.identity.RevokeClient(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"))
+	if err != nil {
+		return consoleNotFound(err, identity.ErrClientNotFound)
+	}
+	s.audit(c, identity.AuditClientRevoke, cl.ID, cl.Name)
+	return c.Redirect(http.StatusSeeOther, withNotice("/console/credentials", "revoked", cl.Name))
+}
+
+// handleConsoleRevealWebhookSecret handles "POST /console/credentials/webhook-secret/reveal"
+// (admins): the secret that signs now, shown on a page that is not cached,
+// recorded in the audit log.
+func (s *Server) handleConsoleRevealWebhookSecret(c echo.Context) error {
+	sec, err := s.webhooks.CurrentSecret(c.Request().Context(), staffOf(c).OrganizationID)
+	if err != nil {
+		return consoleNotFound(err, webhooks.ErrNotFound)
+	}
+	s.audit(c, identity.AuditWebhookSecretReveal, "webhook secret", "")
+	return s.renderConsole(c, http.StatusOK, pages.Secret(pages.SecretPage{Frame: s.frame(c, "credentials", "Webhook signing secret"),
+		Heading: "Webhook signing secret", Intro: "Configure your webhook receiver with this secret to verify the webhook-signature header.",
+		Label: "Signing secret", Secret: sec.Value, Details: []pages.KV{{Label: "Made", Value: consoleTime(sec.CreatedAt)}},
+		BackURL: "/console/credentials", Back: "Back to credentials"}))
+}
+
+// handleConsoleRotateWebhookSecretConfirm handles "GET /console/credentials/webhook-secret/rotate" (admins).
+func (s *Server) handleConsoleRotateWebhookSecretConfirm(c echo.Context) error {
+	return s.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: s.frame(c, "credentials", "Rotate webhook secret"),
+		Heading: "Rotate the webhook signing secret?", Message: "A new secret is made and shown once. For the next 24 hours every webhook carries signatures by both the new and the previous secret, so your receivers can switch over without missing an event.",
+		Action: "/console/credentials/webhook-secret/rotate", Button: "Rotate secret", BackURL: "/console/credentials"}))
+}
+
+// handleConsoleRotateWebhookSecret handles "POST /console/credentials/webhook-secret/rotate" (admins).
+func (s *Server) handleConsoleRotateWebhookSecret(c echo.Context) error {
+	sec, err := s.webhooks.RotateSecret(c.Request().Context(), staffOf(c).OrganizationID)
+	if err != nil {
+		return consoleNotFound(err, webhooks.ErrNotFound)
+	}
+	s.audit(c, identity.AuditWebhookSecretRotate, "webhook secret", "previous secret signs for 24 h")
+	return s.renderConsole(c, http.StatusOK, pages.Secret(pages.SecretPage{Frame: s.frame(c, "credentials", "New webhook secret"),
+		Heading: "New webhook signing secret", Intro: "The previous secret keeps signing beside this one for 24 hours.",
+		Label: "Signing secret", Secret: sec.Value, Details: []pages.KV{{Label: "Made", Value: consoleTime(sec.CreatedAt)}},
+		BackURL: "/console/credentials", Back: "Done"}))
+}
+
+// settingsFields maps the identity module's field names to the form's.
+var settingsFields = map[string]string{"referencePrefix": "reference_prefix", "organizationNumber": "organization_number",
+	"redirectOrigins": "redirect_origins"}
+
+// handleConsoleSettings handles "GET /console/settings": a form for admins,
+// read-only for viewers.
+func (s *Server) handleConsoleSettings(c echo.Context) error {
+	org, err := s.identity.Organization(c.Request().Context(), staffOf(c).OrganizationID)
+	if err != nil {
+		return consoleNotFound(err, identity.ErrOrganizationNotFound)
+	}
+	return s.renderConsole(c, http.StatusOK, pages.Settings(pages.SettingsPage{Frame: s.frame(c, "settings", "Settings"),
+		OrganizationID: org.ID, Name: org.Name, ReferencePrefix: org.ReferencePrefix, OrganizationNumber: org.OrganizationNumber,
+		RedirectOrigins: strings.Join(org.RedirectOrigins, "\n")}))
+}
+
+// handleConsoleSaveSettings handles "POST /console/settings" (admins).
+func (s *Server) handleConsoleSaveSettings(c echo.Context) error {
+	ctx := c.Request().Context()
+	org, err := s.identity.Organization(ctx, staffOf(c).OrganizationID)
+	if err != nil {
+		return consoleNotFound(err, identity.ErrOrganizationNotFound)
+	}
+	f, err := bindForm(c)
+	if err != nil {
+		return err
+	}
+	u := identity.OrganizationUpdate{ID: org.ID, ReferencePrefix: f.Text("reference_prefix", 8),
+		OrganizationNumber: f.Text("organization_number", 64), RedirectOrigins: f.Lines("redirect_origins", identity.MaxRedirectOrigins)}
+	rerender := func() error {
+		return s.renderConsole(c, http.StatusBadRequest, pages.Settings(pages.SettingsPage{Frame: s.frame(c, "settings", "Settings"),
+			OrganizationID: org.ID, Name: org.Name, ReferencePrefix: f.values.Get("reference_prefix"),
+			OrganizationNumber: f.values.Get("organization_number"), RedirectOrigins: f.values.Get("redirect_origins"), Errors: f.Errors}))
+	}
+	if !f.Valid() {
+		return rerender()
+	}
+	updated, err := s.identity.UpdateOrganization(ctx, u)
+	if f.Refused(err, settingsFields) {
+		return rerender()
+	}
+	if err != nil {
+		return consoleNotFound(err, identity.ErrOrganizationNotFound)
+	}
+	s.audit(c, identity.AuditSettingsUpdate, "settings", settingsChange(org, updated))
+	return c.Redirect(http.StatusSeeOther, withNotice("/console/settings", "saved", ""))
+}
+
+// settingsChange says what changed, for the audit log.
+func settingsChange(before, after identity.Organization) string {
+	var parts []string
+	if before.ReferencePrefix != after.ReferencePrefix {
+		parts = append(parts, "reference prefix "+before.ReferencePrefix+" → "+after.ReferencePrefix)
+	}
+	if before.OrganizationNumber != after.OrganizationNumber {
+		parts = append(parts, "organization number "+orDash(before.OrganizationNumber)+" → "+orDash(after.OrganizationNumber))
+	}
+	if !slices.Equal(before.RedirectOrigins, after.RedirectOrigins) {
+		parts = append(parts, "redirect origins: "+strconv.Itoa(len(after.RedirectOrigins))+" listed")
+	}
+	if len(parts) == 0 {
+		return "no change"
+	}
+	out := strings.Join(parts, "; ")
+	if len(out) > 500 {
+		out = out[:497] + "…"
+	}
+	return out
+}
+
+// handleConsoleAudit handles "GET /console/audit" (admins): who did what.
+func (s *Server) handleConsoleAudit(c echo.Context) error {
+	var before int64
+	if b := c.QueryParam("before"); b != "" {
+		n, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || n < 1 {
+			return apperr.New(apperr.Invalid, "This page address is not valid. Start again from the audit log.")
+		}
+		before = n
+	}
+	entries, more, err := s.identity.AuditLog(c.Request().Context(), staffOf(c).OrganizationID, 50, before)
+	if err != nil {
+		return err
+	}
+	rows := make([]pages.AuditRow, len(entries))
+	for i, e := range entries {
+		rows[i] = pages.AuditRow{At: e.At.UTC().Format("2006-01-02 15:04:05 UTC"), Actor: e.Actor, Action: e.Action, Target: e.Target, Detail: e.Detail}
+	}
+	var pager pages.Pager
+	if before != 0 {
+		pager.PrevURL, pager.PrevLabel = "/console/audit", "← Newest"
+	}
+	if more && len(entries) > 0 {
+		pager.NextURL, pager.NextLabel = "/console/audit?before="+strconv.FormatInt(entries[len(entries)-1].ID, 10), "Older →"
+	}
+	return s.renderConsole(c, http.StatusOK, pages.Audit(pages.AuditPage{Frame: s.frame(c, "audit", "Audit log"), Rows: rows, Pager: pager}))
+}
