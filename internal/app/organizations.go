@@ -10,7 +10,8 @@ import (
 
 // organizationDirectory answers what other modules ask of the identity
 // module's organizations, each in its own words: flows' settings, the name
-// the consent page shows, whether a staff account's organization exists.
+// the consent page shows, whether a staff account's organization exists, and
+// the audit record of a consent identity mismatch.
 type organizationDirectory struct{ ident *identity.Module }
 
 // FlowSettings implements flows.Organizations.
@@ -39,4 +40,12 @@ func (d organizationDirectory) OrganizationExists(ctx context.Context, organizat
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// RecordIdentityMismatch implements consent.MismatchRecorder: the
+// organization's audit log shows that someone proved another identity on one
+// of its consent links.
+func (d organizationDirectory) RecordIdentityMismatch(ctx context.Context, organizationID, flowID, referenceID string) error {
+	return d.ident.RecordAudit(ctx, identity.AuditEntry{OrganizationID: organizationID, Actor: "end-user",
+		Action: "consent.identity_mismatch", Target: referenceID, Detail: "flow " + flowID})
 }

@@ -120,7 +120,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 
 	srv := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Identity: ident, Webhooks: hooks,
-		Flows: flowsModule, Consent: consent.NewJourney(pool, consentRequests, flowsModule, orgs, log),
+		Flows: flowsModule, Consent: consent.NewJourney(pool, consentRequests, flowsModule, orgs, orgs, log),
 		Login: provider, ConsoleRP: consoleRP, ConsentRP: consentRP,
 	})
 	// The webhook workers start with the server and stop after it has

@@ -102,14 +102,22 @@ type JourneyService struct {
 	db       database.Beginner
 	links    LinkResolver
 	progress flows.Progress
+	audit    MismatchRecorder
 	orgs     OrganizationNames
 	log      *slog.Logger
 	now      func() time.Time
 }
 
 // NewJourney returns the consent journey.
-func NewJourney(db database.Beginner, links LinkResolver, progress flows.Progress, orgs OrganizationNames, log *slog.Logger) *JourneyService {
-	return &JourneyService{db: db, links: links, progress: progress, orgs: orgs, log: log, now: time.Now}
+func NewJourney(db database.Beginner, links LinkResolver, progress flows.Progress, orgs OrganizationNames,
+	audit MismatchRecorder, log *slog.Logger) *JourneyService {
+	return &JourneyService{db: db, links: links, progress: progress, orgs: orgs, audit: audit, log: log, now: time.Now}
+}
+
+// MismatchRecorder keeps a durable record of someone proving an identity
+// that is not the one a request is for, in the organization's audit log.
+type MismatchRecorder interface {
+	RecordIdentityMismatch(ctx context.Context, organizationID, flowID, referenceID string) error
 }
 
 // Visit implements Journey.
@@ -178,15 +186,20 @@ func (s *JourneyService) Decide(ctx context.Context, token, provenNationalID str
 	return Decision{Accepted: accept, RedirectURL: redirectWithOutcome(decided, accept)}, nil
 }
 
-// CheckPerson implements Journey. The record of a mismatch is a warning in
-// the log naming the flow and its organization, never a national id: the
-// operator's audit trail of someone signing in to another person's request.
+// CheckPerson implements Journey. A mismatch is recorded in the
+// organization's audit log and as a warning in the log, naming the flow and
+// never a national id: the trail of someone signing in to another person's
+// request.
 func (s *JourneyService) CheckPerson(ctx context.Context, req Request, provenNationalID string) error {
 	if req.Matches(provenNationalID) {
 		return nil
 	}
 	s.log.WarnContext(ctx, "consent identity mismatch", "event", "consent.identity_mismatch",
 		"flow_id", req.FlowID, "organization_id", req.OrganizationID)
+	if err := s.audit.RecordIdentityMismatch(ctx, req.OrganizationID, req.FlowID, req.ReferenceID); err != nil {
+		// The log line above stands; the person still sees nothing of the request.
+		s.log.ErrorContext(ctx, "recording a consent identity mismatch", "flow_id", req.FlowID, "error", err.Error())
+	}
 	return ErrWrongPerson
 }
 

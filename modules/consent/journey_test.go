@@ -43,6 +43,19 @@ func (orgs) FlowSettings(context.Context, string) (flows.OrganizationSettings, e
 
 func (orgs) OrganizationName(_ context.Context, id string) (string, error) { return "Acme Bank", nil }
 
+// mismatches counts the recorded identity mismatches by flow.
+type mismatches struct {
+	mu     sync.Mutex
+	byFlow map[string]int
+}
+
+func (m *mismatches) RecordIdentityMismatch(_ context.Context, _, flowID, _ string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.byFlow[flowID]++
+	return nil
+}
+
 // syncBuffer is a log sink safe for concurrent writers.
 type syncBuffer struct {
 	mu  sync.Mutex
@@ -66,6 +79,7 @@ type journeyEnv struct {
 	pool    *pgxpool.Pool
 	flows   *flows.Manager
 	journey *consent.JourneyService
+	audit   *mismatches
 	logs    *syncBuffer
 	caller  flows.Caller
 }
@@ -86,8 +100,9 @@ func setup(t *testing.T, ttl time.Duration) *journeyEnv {
 	requests := consent.NewRequests(pool, sealer, "https://flowd.example")
 	m := flows.New(pool, sealer, flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: ttl}, requests, orgs{}, tableEvents{})
 	logs := &syncBuffer{}
-	j := consent.NewJourney(pool, requests, m, orgs{}, slog.New(slog.NewJSONHandler(logs, nil)))
-	return &journeyEnv{pool: pool, flows: m, journey: j, logs: logs, caller: flows.Caller{OrganizationID: "org-1", ClientID: "client-1"}}
+	audit := &mismatches{byFlow: map[string]int{}}
+	j := consent.NewJourney(pool, requests, m, orgs{}, audit, slog.New(slog.NewJSONHandler(logs, nil)))
+	return &journeyEnv{pool: pool, flows: m, journey: j, logs: logs, audit: audit, caller: flows.Caller{OrganizationID: "org-1", ClientID: "client-1"}}
 }
 
 // create makes a flow for national id 12345678901 and returns it with its link token.
@@ -271,7 +286,13 @@ func TestTheWrongPersonCannotDecide(t *testing.T) {
 	}
 	logs := e.logs.String()
 	if strings.Count(logs, `"event":"consent.identity_mismatch"`) != 7 || !strings.Contains(logs, c.FlowID) {
-		t.Fatalf("mismatches are not recorded:\n%s", logs)
+		t.Fatalf("mismatches are not logged:\n%s", logs)
+	}
+	e.audit.mu.Lock()
+	recorded := e.audit.byFlow[c.FlowID]
+	e.audit.mu.Unlock()
+	if recorded != 7 {
+		t.Fatalf("%d mismatches recorded in the audit log, want 7", recorded)
 	}
 	for _, id := range []string{"12345678901", "10987654321", "1234567890"} {
 		if strings.Contains(logs, id) {
