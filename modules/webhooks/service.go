@@ -342,10 +342,16 @@ func (m *Module) RetryTask(ctx context.Context, organizationID, taskID string) e
 		if err != nil {
 			return err
 		}
-		_, err = m.river.JobRetryTx(ctx, tx, ev.JobID)
-		if !errors.Is(err, rivertype.ErrNotFound) {
+		job, err := m.river.JobRetryTx(ctx, tx, ev.JobID)
+		switch {
+		case err == nil && job.State != rivertype.JobStateRunning:
+			return nil
+		case err != nil && !errors.Is(err, rivertype.ErrNotFound):
 			return err
 		}
+		// The job is gone (pruned), or running right now, which River's retry
+		// leaves alone: a new job sends at once. Should the running attempt
+		// succeed first, the new job finds the event delivered and only reports.
 		res, err := m.river.InsertTx(ctx, tx, deliveryArgs{EventID: ev.ID}, &river.InsertOpts{Queue: queue})
 		if err != nil {
 			return err
