@@ -41,6 +41,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		cfg.Addr = *addr
 	}
 	log := newLogger(stderr, cfg.LogLevel)
+	if cfg.PprofAddr != "" {
+		if err := servePprof(ctx, cfg.PprofAddr, log); err != nil {
+			return fmt.Errorf("FLOWD_PPROF_ADDR: %w", err)
+		}
+	}
 
 	pool, err := database.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
 	if err != nil {
