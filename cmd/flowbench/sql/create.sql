@@ -1,21 +1,26 @@
--- create: what POST /api/flows executes (no Idempotency-Key, no webhookUrl).
--- Organization settings (identity store GetOrganization), then one
--- transaction: flow number, flow, consent request, consent task (flows store
--- NextFlowNumber, InsertFlow, InsertTask; consent requests Insert). The token
--- is verified from memory (identity's caches), so it costs no statement.
--- pgbench cannot carry a generated uuid between statements without a round
--- trip of its own, so the first statement of the transaction also draws it.
-select id::text, name, organization_number, reference_prefix, redirect_origins, created_at from organizations where id = :org;
+-- create: what POST /api/flows executes (no Idempotency-Key, no webhookUrl):
+-- one transaction of the flow with its number and its consent task, sent as
+-- one batch (flows store InsertNumberedFlow), then the consent request
+-- (consent requests Insert). The organization's settings and the token's
+-- verification come from identity's caches and cost no statement. pgbench
+-- draws the ids as random numbers, flowd as UUIDv7 in Go.
+\set f1 random(0, 4611686018427387903)
+\set f2 random(0, 4611686018427387903)
+\set t1 random(0, 4611686018427387903)
+\set t2 random(0, 4611686018427387903)
 begin;
-select flowd_next_flow_number(:org) as number, gen_random_uuid() as fid, gen_random_uuid() as tid, sha256(gen_random_uuid()::text::bytea) as th \gset
-insert into flows (id, organization_id, flow_number, reference_id, reference_name,
-		sandbox, pii_key_id, national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, webhook_url,
-		organization_number, process_instance_id, process_version, created_by, expires_at)
-		values (:fid, :org, :number, 'PGB-' || :number, null, false, :keyid, :nisealed, :nihmac, :lnsealed, :redirect, '',
-		'', gen_random_uuid(), '1', :client, now() + 2592000000000 * interval '1 microsecond')
-		returning version, consent_status, process_status, created_at, updated_at, expires_at;
-insert into consent_requests (flow_id, organization_id, token_hash, pii_key_id, token_sealed)
-		values (:fid, :org, :th, :keyid, :toksealed);
+\startpipeline
+with n as (select flowd_next_flow_number(:org) as v)
+	insert into flows (id, organization_id, flow_number, reference_id, reference_name,
+	sandbox, pii_key_id, national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, webhook_url,
+	organization_number, process_instance_id, process_version, created_by, expires_at)
+	select (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :org, n.v, 'PGB' || '-' || n.v, 'flowbench', false,
+	:keyid, :nisealed, :nihmac, :lnsealed, :redirect, '', '', gen_random_uuid(), '1', :client, now() + 2592000000000 * interval '1 microsecond'
+	from n
+	returning flow_number, reference_id, version, consent_status, process_status, created_at, updated_at, expires_at;
 insert into flow_tasks (id, flow_id, task_type, task_category, status)
-		values (:tid, :fid, 'consent', 'userTask', 'pending') returning created_at, updated_at;
+	values ((lpad(to_hex(:t1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, 'consent', 'userTask', 'pending') returning created_at, updated_at;
+\endpipeline
+insert into consent_requests (flow_id, organization_id, token_hash, pii_key_id, token_sealed)
+	values ((lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :org, sha256(:f1::text::bytea || :f2::text::bytea), :keyid, :toksealed);
 commit;

@@ -1,29 +1,35 @@
 -- webhook: what POST /api/flows with a webhookUrl executes: create.sql plus,
--- in the same transaction, the send-initiate-webhook task, River's job row
--- (River's JobInsertFastMany with one job; River throttles its wake-up
--- pg_notify per queue, so it is left out here) and the event row (flows
--- store InsertTask, webhooks PublishTx, webhooks store InsertEvent). The
--- delivery worker's own statements run beside these in flowd and are not
--- counted here: the figure is the database's limit for accepting events.
-select id::text, name, organization_number, reference_prefix, redirect_origins, created_at from organizations where id = :org;
+-- in the same transaction and batch, the send-initiate-webhook task, then
+-- River's job row (River's JobInsertFastMany with one job; River throttles
+-- its wake-up pg_notify per queue, so it is left out here) and the event row
+-- (webhooks PublishTx, webhooks store InsertEvent). The delivery worker's own
+-- statements run beside these in flowd and are not counted here: the figure
+-- is the database's limit for accepting events.
+\set f1 random(0, 4611686018427387903)
+\set f2 random(0, 4611686018427387903)
+\set t1 random(0, 4611686018427387903)
+\set t2 random(0, 4611686018427387903)
 begin;
-select flowd_next_flow_number(:org) as number, gen_random_uuid() as fid, gen_random_uuid() as tid, gen_random_uuid() as wtid, gen_random_uuid() as eid, sha256(gen_random_uuid()::text::bytea) as th \gset
-insert into flows (id, organization_id, flow_number, reference_id, reference_name,
-		sandbox, pii_key_id, national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, webhook_url,
-		organization_number, process_instance_id, process_version, created_by, expires_at)
-		values (:fid, :org, :number, 'PGB-' || :number, null, false, :keyid, :nisealed, :nihmac, :lnsealed, :redirect, :hookurl,
-		'', gen_random_uuid(), '1', :client, now() + 2592000000000 * interval '1 microsecond')
-		returning version, consent_status, process_status, created_at, updated_at, expires_at;
+\startpipeline
+with n as (select flowd_next_flow_number(:org) as v)
+	insert into flows (id, organization_id, flow_number, reference_id, reference_name,
+	sandbox, pii_key_id, national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, webhook_url,
+	organization_number, process_instance_id, process_version, created_by, expires_at)
+	select (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :org, n.v, 'PGB' || '-' || n.v, 'flowbench', false,
+	:keyid, :nisealed, :nihmac, :lnsealed, :redirect, :hookurl, '', gen_random_uuid(), '1', :client, now() + 2592000000000 * interval '1 microsecond'
+	from n
+	returning flow_number, reference_id, version, consent_status, process_status, created_at, updated_at, expires_at;
+insert into flow_tasks (id, flow_id, task_type, task_category, status)
+	values ((lpad(to_hex(:t1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, 'consent', 'userTask', 'pending') returning created_at, updated_at;
+insert into flow_tasks (id, flow_id, task_type, task_category, status)
+	values ((lpad(to_hex(:t2::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, 'send-initiate-webhook', 'serviceTask', 'pending') returning created_at, updated_at;
+\endpipeline
 insert into consent_requests (flow_id, organization_id, token_hash, pii_key_id, token_sealed)
-		values (:fid, :org, :th, :keyid, :toksealed);
-insert into flow_tasks (id, flow_id, task_type, task_category, status)
-		values (:tid, :fid, 'consent', 'userTask', 'pending') returning created_at, updated_at;
-insert into flow_tasks (id, flow_id, task_type, task_category, status)
-		values (:wtid, :fid, 'send-initiate-webhook', 'serviceTask', 'pending') returning created_at, updated_at;
+	values ((lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :org, sha256(:f1::text::bytea || :f2::text::bytea), :keyid, :toksealed);
 WITH raw_job_data AS (
     SELECT
         unnest(array[0]::bigint[]) AS id,
-        unnest(array['{"event_id":"' || :eid || '"}']::jsonb[]) AS args,
+        unnest(array['{"event_id":"' || :f1 || '"}']::jsonb[]) AS args,
         unnest(array[:zerots]::timestamptz[]) AS created_at,
         unnest(array['pgbench.noop']::text[]) AS kind,
         unnest(array[8]::smallint[]) AS max_attempts,
@@ -46,5 +52,5 @@ ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND unique_states IS NOT N
 DO UPDATE SET kind = river_job.kind
 RETURNING *, (xmax != 0) AS unique_skipped_as_duplicate \gset job_
 insert into webhook_events (id, organization_id, flow_id, task_id, type, url, body, job_id)
-		values (:eid, :org, :fid, :wtid, 'flow.created', :hookurl, '{"type":"flow.created"}', :job_id);
+	values (gen_random_uuid(), :org, (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0')), (lpad(to_hex(:t2::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0')), 'flow.created', :hookurl, '{"type":"flow.created"}', :job_id);
 commit;
