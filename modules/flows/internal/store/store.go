@@ -298,6 +298,18 @@ func SetTaskStatus(ctx context.Context, db DB, id, status string) error {
 	return err
 }
 
+// CompleteCleanTask completes a task that is not completed yet when it has
+// no open incident and its flow has no errors, the case in which completing
+// it changes nothing else about the flow; it reports whether it did.
+func CompleteCleanTask(ctx context.Context, db DB, id string) (bool, error) {
+	tag, err := db.Exec(ctx, `update flow_tasks t set status = 'completed', updated_at = now()
+		where t.id = $1 and t.status <> 'completed'
+		and not exists (select 1 from flow_incidents i where i.task_id = t.id and i.resolved_at is null)
+		and not exists (select 1 from flows f where f.id = t.flow_id and f.has_errors)
+		and not exists (select 1 from flow_tasks o where o.flow_id = t.flow_id and o.status = 'failed')`, id)
+	return tag.RowsAffected() == 1, err
+}
+
 // SetTasksStatus moves a flow's tasks of taskType from one status to another.
 func SetTasksStatus(ctx context.Context, db DB, flowID, taskType, from, to string) error {
 	_, err := db.Exec(ctx, `update flow_tasks set status = $4, updated_at = now()
