@@ -43,3 +43,7 @@ docker:
 
 clean:
 	rm -rf bin
+
+## bench: measure flowd against pgbench on a throwaway cluster (FLOWBENCH="-duration 5s" to pass flags)
+bench:
+	scripts/pg.sh test $(GO) run ./cmd/flowbench $(FLOWBENCH)

@@ -41,6 +41,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		cfg.Addr = *addr
 	}
 	log := newLogger(stderr, cfg.LogLevel)
+	if cfg.PprofAddr != "" {
+		if err := servePprof(ctx, cfg.PprofAddr, log); err != nil {
+			return fmt.Errorf("FLOWD_PPROF_ADDR: %w", err)
+		}
+	}
 
 	pool, err := database.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
 	if err != nil {
@@ -94,9 +99,18 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	consoleRP := oidclogin.New(oidclogin.ConsoleConfig(cfg))
 	consentRP := oidclogin.New(oidclogin.ConsentConfig(cfg))
 
-	// webhooks (issue 5):
+	// webhooks (issue 5): the delivery workers and River get a pool of their
+	// own, so that under load deliveries do not queue for connections behind
+	// API requests and fall behind the creates that cause them. Events are
+	// still inserted in the creating request's transaction.
+	hookPool, err := database.Open(ctx, cfg.DatabaseURL, webhookPoolSize)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer hookPool.Close()
 	registry := prometheus.NewRegistry()
-	hooks, err := webhooks.New(pool, webhooks.Options{
+	hooks, err := webhooks.New(hookPool, webhooks.Options{
 		Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, KeyEncryptionKey: cfg.KeyEncryptionKey,
 		Schedule: cfg.WebhookRetrySchedule, Log: log, Registry: registry,
 	})
@@ -126,7 +140,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// The webhook workers start with the server and stop after it has
 	// drained, so that a request's last event is still delivered by someone:
 	// this instance if it can finish in time, another (or the next) otherwise.
-	if err := hooks.Start(ctx, flowsModule); err != nil {
+	if err := hooks.Start(ctx, flows.NewTaskReports(hookPool)); err != nil {
 		ln.Close()
 		return fmt.Errorf("webhook workers: %w", err)
 	}
@@ -142,6 +156,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		ln.Addr(), cfg.BaseURL, cfg.BaseURL, cfg.BaseURL, cfg.BaseURL)
 	return srv.Serve(ctx, ln, cfg.ShutdownTimeout)
 }
+
+// webhookPoolSize bounds the webhook workers' own pool: River's fetches,
+// completions and its LISTEN connection, and each delivery's three short
+// statements. Workers spend most of their time waiting for receivers.
+const webhookPoolSize = 12
 
 // waitForDatabase waits up to a minute for a database that is still starting,
 // as it is when flowd and PostgreSQL start together.

@@ -21,6 +21,9 @@ type Config struct {
 	LogLevel        string
 	MigrateOnStart  bool
 	ShutdownTimeout time.Duration
+	// PprofAddr, when set, serves net/http/pprof on its own listener
+	// (FLOWD_PPROF_ADDR, off by default; bind it to loopback).
+	PprofAddr string
 
 	// KeyEncryptionKey encrypts the token-signing keys kept in the database.
 	KeyEncryptionKey []byte
@@ -87,6 +90,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		LogLevel:        r.oneOf("FLOWD_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 		MigrateOnStart:  r.boolean("FLOWD_MIGRATE_ON_START", true),
 		ShutdownTimeout: r.duration("FLOWD_SHUTDOWN_TIMEOUT", 20*time.Second),
+		PprofAddr:       r.str("FLOWD_PPROF_ADDR", ""),
 
 		Audience:          r.str("FLOWD_AUDIENCE", "flowd"),
 		OIDCIssuer:        r.str("FLOWD_OIDC_ISSUER", ""),

@@ -179,18 +179,13 @@ func (m *Manager) replay(ctx context.Context, tx pgx.Tx, claim store.Idempotency
 // createTx writes the flow, its consent request, its tasks and its
 // flow.created event in tx.
 func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow, flowID string, settings OrganizationSettings) (Flow, string, error) {
-	number, err := store.NextFlowNumber(ctx, tx, c.OrganizationID)
-	if err != nil {
-		return Flow{}, "", err
-	}
 	prefix := settings.ReferencePrefix
 	if prefix == "" {
 		prefix = "FLOW"
 	}
 	row := store.Flow{
-		ID: flowID, OrganizationID: c.OrganizationID, Number: number,
-		ReferenceID: prefix + "-" + strconv.FormatInt(number, 10),
-		Sandbox:     c.Sandbox, PIIKeyID: m.sealer.KeyID(),
+		ID: flowID, OrganizationID: c.OrganizationID,
+		Sandbox: c.Sandbox, PIIKeyID: m.sealer.KeyID(),
 		NationalIDSealed: m.sealer.Seal(in.NationalID, sealContext(flowID, "nationalId")),
 		NationalIDHMAC:   m.sealer.Hash("nationalId", in.NationalID),
 		LastNameSealed:   m.sealer.Seal(in.LastName, sealContext(flowID, "lastName")),
@@ -202,23 +197,29 @@ func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow,
 	if in.ReferenceName != "" {
 		row.ReferenceName = &in.ReferenceName
 	}
-	if err := store.InsertFlow(ctx, tx, &row, m.cfg.ConsentTTL); err != nil {
+	// The flow, its number and its tasks (the consent task, and the task
+	// that tracks the flow.created delivery when there is a webhook) go in
+	// one round trip.
+	tasks := []*store.Task{{ID: newID(), FlowID: flowID, TaskType: TaskConsent, TaskCategory: CategoryUserTask, Status: TaskPending}}
+	if in.WebhookURL != "" {
+		tasks = append(tasks, &store.Task{ID: newID(), FlowID: flowID, TaskType: TaskSendInitiateWebhook,
+			TaskCategory: CategoryServiceTask, Status: TaskPending})
+	}
+	if err := store.InsertNumberedFlow(ctx, tx, &row, prefix, m.cfg.ConsentTTL, tasks...); err != nil {
 		return Flow{}, "", err
 	}
 	consentURL, err := m.consent.CreateTx(ctx, tx, c.OrganizationID, flowID)
 	if err != nil {
 		return Flow{}, "", err
 	}
-	task := store.Task{ID: newID(), FlowID: flowID, TaskType: TaskConsent, TaskCategory: CategoryUserTask, Status: TaskPending}
-	if err := store.InsertTask(ctx, tx, &task); err != nil {
-		return Flow{}, "", err
-	}
 	f, err := m.toFlow(row)
 	if err != nil {
 		return Flow{}, "", err
 	}
-	if err := m.publishTx(ctx, tx, f, webhooks.FlowCreated); err != nil {
-		return Flow{}, "", err
+	if len(tasks) > 1 {
+		if err := m.events.PublishTx(ctx, tx, eventOf(f, webhooks.FlowCreated, tasks[1].ID)); err != nil {
+			return Flow{}, "", err
+		}
 	}
 	return f, consentURL, nil
 }
@@ -280,20 +281,16 @@ func (m *Manager) Get(ctx context.Context, c Caller, flowID string) (Flow, error
 	if !validID(flowID) || c.OrganizationID == "" {
 		return Flow{}, ErrNotFound
 	}
-	row, err := store.GetFlow(ctx, m.pool, c.OrganizationID, flowID, false)
+	row, incidents, err := store.GetFlowAndIncidents(ctx, m.pool, c.OrganizationID, flowID)
 	if err != nil {
 		return Flow{}, notFound(err)
 	}
-	return m.complete(ctx, row)
+	return m.complete(ctx, row, incidents)
 }
 
-// complete turns a row into a Flow with its open incidents and consent link.
-func (m *Manager) complete(ctx context.Context, row store.Flow) (Flow, error) {
+// complete turns a row and its open incidents into a Flow with its consent link.
+func (m *Manager) complete(ctx context.Context, row store.Flow, incidents []store.Incident) (Flow, error) {
 	f, err := m.toFlow(row)
-	if err != nil {
-		return Flow{}, err
-	}
-	incidents, err := store.OpenIncidents(ctx, m.pool, []string{f.ID})
 	if err != nil {
 		return Flow{}, err
 	}

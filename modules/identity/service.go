@@ -166,16 +166,29 @@ func (m *Module) CreateOrganizationTx(ctx context.Context, tx database.Tx, in Ne
 	return toOrganization(row), nil
 }
 
-// Organization implements Organizations.
+// Organization implements Organizations. Every create asks for its
+// organization's settings, so the row is kept in the state cache, which
+// every instance empties when a change to identity's rows is announced on
+// store.NotifyChannel: a change to an organization must call store.Notify
+// in its transaction (any payload other than "client:…" and "keys" empties
+// the whole cache). An organization not found is not cached.
 func (m *Module) Organization(ctx context.Context, id string) (Organization, error) {
-	row, err := store.GetOrganization(ctx, m.pool, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return Organization{}, ErrOrganizationNotFound
-	}
+	v, err := m.states.get("orgrow:"+id, func() (any, bool, error) {
+		row, err := store.GetOrganization(ctx, m.pool, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, false, ErrOrganizationNotFound
+		}
+		if err != nil {
+			return nil, false, database.Classify(err)
+		}
+		return toOrganization(row), true, nil
+	})
 	if err != nil {
-		return Organization{}, database.Classify(err)
+		return Organization{}, err
 	}
-	return toOrganization(row), nil
+	org := v.(Organization)
+	org.RedirectOrigins = slices.Clone(org.RedirectOrigins)
+	return org, nil
 }
 
 // ListOrganizations implements Organizations.

@@ -67,7 +67,7 @@ const (
 // same webhook-id, and the event's state only moves on from pending.
 func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs]) error {
 	m := w.m
-	ev, err := store.GetEvent(ctx, m.pool, job.Args.EventID)
+	ev, stored, err := store.GetEventAndSecrets(ctx, m.pool, job.Args.EventID)
 	if errors.Is(err, store.ErrNotFound) {
 		return river.JobCancel(fmt.Errorf("event %s no longer exists", job.Args.EventID))
 	}
@@ -84,7 +84,7 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 		return w.report(ctx, ev, gone, ev.LastError)
 	}
 
-	secrets, err := m.signingSecrets(ctx, ev.OrganizationID)
+	secrets, err := m.signingSecrets(ctx, ev.OrganizationID, stored)
 	if err != nil {
 		return err
 	}
@@ -179,20 +179,24 @@ func (w *deliveryWorker) Timeout(*river.Job[deliveryArgs]) time.Duration {
 
 // signingSecrets returns the organization's secrets that sign now, current
 // first. An organization without one (made before webhooks existed) gets one.
-func (m *Module) signingSecrets(ctx context.Context, organizationID string) ([]string, error) {
-	s, err := store.GetSecrets(ctx, m.pool, organizationID)
-	if errors.Is(err, store.ErrNotFound) {
+// The delivery read them with its event (stored, nil when there were none).
+func (m *Module) signingSecrets(ctx context.Context, organizationID string, stored *store.Secrets) ([]string, error) {
+	var s store.Secrets
+	var err error
+	if stored != nil {
+		s = *stored
+	} else {
 		s, err = store.InsertSecret(ctx, m.pool, organizationID, m.sealer.seal(organizationID, newSecret()))
+		if err != nil {
+			return nil, fmt.Errorf("signing secret: %w", database.Classify(err))
+		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("signing secret: %w", database.Classify(err))
-	}
-	stored := []string{s.Current}
+	sealed := []string{s.Current}
 	if s.Previous != "" {
-		stored = append(stored, s.Previous)
+		sealed = append(sealed, s.Previous)
 	}
-	secrets := make([]string, len(stored))
-	for i, v := range stored {
+	secrets := make([]string, len(sealed))
+	for i, v := range sealed {
 		if secrets[i], err = m.sealer.open(organizationID, v); err != nil {
 			return nil, err
 		}

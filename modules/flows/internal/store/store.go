@@ -21,6 +21,7 @@ type DB interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // Flow is a row of flows.
@@ -69,26 +70,40 @@ func scanFlow(row pgx.Row) (Flow, error) {
 	return f, err
 }
 
-// NextFlowNumber takes the organization's next flow number from its own sequence.
-func NextFlowNumber(ctx context.Context, db DB, organizationID string) (int64, error) {
-	var n int64
-	err := db.QueryRow(ctx, `select flowd_next_flow_number($1)`, organizationID).Scan(&n)
-	return n, err
-}
-
-// InsertFlow inserts f, taking created_at and updated_at from the database
-// clock; its consent expires ttl later.
-func InsertFlow(ctx context.Context, db DB, f *Flow, ttl time.Duration) error {
-	return db.QueryRow(ctx, `insert into flows (id, organization_id, flow_number, reference_id, reference_name,
+// InsertNumberedFlow takes the organization's next flow number, names the
+// flow prefix-number and inserts it with tasks, all in one round trip: the
+// number is drawn inside the insert, and the tasks' inserts ride in the same
+// batch. Like InsertFlow, it takes created_at and updated_at from the
+// database clock; it fills in f.Number and f.ReferenceID too.
+func InsertNumberedFlow(ctx context.Context, db DB, f *Flow, prefix string, ttl time.Duration, tasks ...*Task) error {
+	var b pgx.Batch
+	b.Queue(`with n as (select flowd_next_flow_number($2) as v)
+		insert into flows (id, organization_id, flow_number, reference_id, reference_name,
 		sandbox, pii_key_id, national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, webhook_url,
 		organization_number, process_instance_id, process_version, created_by, expires_at)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, now() + $17 * interval '1 microsecond')
-		returning version, consent_status, process_status, created_at, updated_at, expires_at`,
-		f.ID, f.OrganizationID, f.Number, f.ReferenceID, f.ReferenceName, f.Sandbox, f.PIIKeyID,
+		select $1, $2, n.v, $3 || '-' || n.v, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, now() + $16 * interval '1 microsecond'
+		from n
+		returning flow_number, reference_id, version, consent_status, process_status, created_at, updated_at, expires_at`,
+		f.ID, f.OrganizationID, prefix, f.ReferenceName, f.Sandbox, f.PIIKeyID,
 		f.NationalIDSealed, f.NationalIDHMAC, f.LastNameSealed, f.RedirectURL, f.WebhookURL,
 		f.OrganizationNumber, f.ProcessInstanceID, f.ProcessVersion, f.CreatedBy,
-		ttl.Microseconds(),
-	).Scan(&f.Version, &f.ConsentStatus, &f.ProcessStatus, &f.CreatedAt, &f.UpdatedAt, &f.ExpiresAt)
+		ttl.Microseconds())
+	for _, t := range tasks {
+		b.Queue(insertTaskSQL, t.ID, t.FlowID, t.TaskType, t.TaskCategory, t.Status)
+	}
+	br := db.SendBatch(ctx, &b)
+	defer br.Close()
+	err := br.QueryRow().Scan(&f.Number, &f.ReferenceID, &f.Version, &f.ConsentStatus, &f.ProcessStatus,
+		&f.CreatedAt, &f.UpdatedAt, &f.ExpiresAt)
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		if err := br.QueryRow().Scan(&t.CreatedAt, &t.UpdatedAt); err != nil {
+			return err
+		}
+	}
+	return br.Close()
 }
 
 // GetFlow returns a flow of organizationID ("" for any organization), locked
@@ -99,6 +114,30 @@ func GetFlow(ctx context.Context, db DB, organizationID, id string, lock bool) (
 		q += ` for update`
 	}
 	return scanFlow(db.QueryRow(ctx, q, id, organizationID))
+}
+
+// GetFlowAndIncidents returns a flow of organizationID and its open
+// incidents, the two queries sent together in one round trip (a retrieve
+// needs both, and the second does not depend on the first). ErrNoRows.
+func GetFlowAndIncidents(ctx context.Context, db DB, organizationID, id string) (Flow, []Incident, error) {
+	var b pgx.Batch
+	b.Queue(`select `+flowColumns+` from flows where id = $1 and ($2 = '' or organization_id = $2)`, id, organizationID)
+	b.Queue(openIncidentsSQL, []string{id})
+	br := db.SendBatch(ctx, &b)
+	defer br.Close()
+	f, err := scanFlow(br.QueryRow())
+	if err != nil {
+		return f, nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return f, nil, err
+	}
+	incidents, err := collectIncidents(rows)
+	if err != nil {
+		return f, nil, err
+	}
+	return f, incidents, br.Close()
 }
 
 // SaveState writes f's state, bumps its version and updated_at, and reads
@@ -224,10 +263,12 @@ type Task struct {
 
 // InsertTask inserts t with the database clock's time.
 func InsertTask(ctx context.Context, db DB, t *Task) error {
-	return db.QueryRow(ctx, `insert into flow_tasks (id, flow_id, task_type, task_category, status)
-		values ($1, $2, $3, $4, $5) returning created_at, updated_at`,
+	return db.QueryRow(ctx, insertTaskSQL,
 		t.ID, t.FlowID, t.TaskType, t.TaskCategory, t.Status).Scan(&t.CreatedAt, &t.UpdatedAt)
 }
+
+const insertTaskSQL = `insert into flow_tasks (id, flow_id, task_type, task_category, status)
+		values ($1, $2, $3, $4, $5) returning created_at, updated_at`
 
 // Tasks lists a flow's tasks, oldest first.
 func Tasks(ctx context.Context, db DB, flowID string) ([]Task, error) {
@@ -258,6 +299,18 @@ func GetTask(ctx context.Context, db DB, id string) (Task, error) {
 func SetTaskStatus(ctx context.Context, db DB, id, status string) error {
 	_, err := db.Exec(ctx, `update flow_tasks set status = $2, updated_at = now() where id = $1 and status <> $2`, id, status)
 	return err
+}
+
+// CompleteCleanTask completes a task that is not completed yet when it has
+// no open incident and its flow has no errors, the case in which completing
+// it changes nothing else about the flow; it reports whether it did.
+func CompleteCleanTask(ctx context.Context, db DB, id string) (bool, error) {
+	tag, err := db.Exec(ctx, `update flow_tasks t set status = 'completed', updated_at = now()
+		where t.id = $1 and t.status <> 'completed'
+		and not exists (select 1 from flow_incidents i where i.task_id = t.id and i.resolved_at is null)
+		and not exists (select 1 from flows f where f.id = t.flow_id and f.has_errors)
+		and not exists (select 1 from flow_tasks o where o.flow_id = t.flow_id and o.status = 'failed')`, id)
+	return tag.RowsAffected() == 1, err
 }
 
 // SetTasksStatus moves a flow's tasks of taskType from one status to another.
@@ -296,11 +349,17 @@ func ResolveIncidents(ctx context.Context, db DB, taskID string) (bool, error) {
 
 // OpenIncidents lists the open incidents of flowIDs, oldest first.
 func OpenIncidents(ctx context.Context, db DB, flowIDs []string) ([]Incident, error) {
-	rows, err := db.Query(ctx, `select id::text, flow_id::text, task_id::text, task_type, message, opened_at
-		from flow_incidents where flow_id = any($1::uuid[]) and resolved_at is null order by opened_at, id`, flowIDs)
+	rows, err := db.Query(ctx, openIncidentsSQL, flowIDs)
 	if err != nil {
 		return nil, err
 	}
+	return collectIncidents(rows)
+}
+
+const openIncidentsSQL = `select id::text, flow_id::text, task_id::text, task_type, message, opened_at
+		from flow_incidents where flow_id = any($1::uuid[]) and resolved_at is null order by opened_at, id`
+
+func collectIncidents(rows pgx.Rows) ([]Incident, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Incident, error) {
 		var i Incident
 		err := r.Scan(&i.ID, &i.FlowID, &i.TaskID, &i.TaskType, &i.Message, &i.OpenedAt)

@@ -52,17 +52,33 @@ func InsertEvent(ctx context.Context, db DB, e Event) error {
 	return err
 }
 
-// GetEvent returns one event. ErrNotFound.
-func GetEvent(ctx context.Context, db DB, id string) (Event, error) {
+// GetEventAndSecrets returns one event and its organization's signing
+// secrets, in one query: a delivery needs both. The secrets are nil when the
+// organization has none yet. ErrNotFound when the event does not exist.
+func GetEventAndSecrets(ctx context.Context, db DB, id string) (Event, *Secrets, error) {
 	var e Event
+	var cur, prev *string
+	var createdAt, prevExp *time.Time
 	err := db.QueryRow(ctx, `
-		select id::text, organization_id, flow_id, task_id, type, url, body, state, last_error, job_id
-		from webhook_events where id = $1`, id).
-		Scan(&e.ID, &e.OrganizationID, &e.FlowID, &e.TaskID, &e.Type, &e.URL, &e.Body, &e.State, &e.LastError, &e.JobID)
+		select e.id::text, e.organization_id, e.flow_id, e.task_id, e.type, e.url, e.body, e.state, e.last_error, e.job_id,
+			s.secret, s.created_at,
+			case when s.previous_expires_at > now() then s.previous_secret end,
+			case when s.previous_expires_at > now() then s.previous_expires_at end
+		from webhook_events e left join webhook_secrets s on s.organization_id = e.organization_id
+		where e.id = $1`, id).
+		Scan(&e.ID, &e.OrganizationID, &e.FlowID, &e.TaskID, &e.Type, &e.URL, &e.Body, &e.State, &e.LastError, &e.JobID,
+			&cur, &createdAt, &prev, &prevExp)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Event{}, ErrNotFound
+		return Event{}, nil, ErrNotFound
 	}
-	return e, err
+	if err != nil || cur == nil || createdAt == nil {
+		return e, nil, err
+	}
+	s := &Secrets{Current: *cur, CreatedAt: *createdAt}
+	if prev != nil && prevExp != nil {
+		s.Previous, s.PreviousExpires = *prev, *prevExp
+	}
+	return e, s, nil
 }
 
 // CancelPending marks a flow's pending events cancelled, except flow.deleted,
@@ -91,20 +107,19 @@ type Attempt struct {
 // still pending; it returns the event's state afterwards, so that an event
 // cancelled meanwhile stays cancelled and the caller can tell.
 func RecordAttempt(ctx context.Context, db DB, a Attempt, state, lastError string) (string, error) {
-	if _, err := db.Exec(ctx, `
-		insert into webhook_attempts (event_id, attempted_at, status_code, error, latency_us)
-		values ($1, $2, $3, $4, $5)`,
-		a.EventID, a.At, a.StatusCode, a.Error, a.Latency.Microseconds()); err != nil {
-		return "", err
-	}
+	// One statement, so one round trip: the attempt's insert runs as a
+	// data-modifying CTE beside the event's update.
 	var after string
 	err := db.QueryRow(ctx, `
+		with attempt as (
+			insert into webhook_attempts (event_id, attempted_at, status_code, error, latency_us)
+			values ($1, $4, $5, $6, $7))
 		update webhook_events set
 			state = case when state = 'pending' then $2 else state end,
 			last_error = case when state = 'pending' then $3 else last_error end,
 			finished_at = case when state = 'pending' and $2 <> 'pending' then now() else finished_at end
 		where id = $1
-		returning state`, a.EventID, state, lastError).Scan(&after)
+		returning state`, a.EventID, state, lastError, a.At, a.StatusCode, a.Error, a.Latency.Microseconds()).Scan(&after)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", ErrNotFound
 	}

@@ -1,0 +1,341 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+)
+
+// scripts are the pgbench scripts, one per scenario, written from the SQL
+// the store code executes for one request of that scenario.
+//
+//go:embed sql/*.sql
+var scripts embed.FS
+
+// Test secrets: the ones internal/flowdtest uses. Never use them elsewhere.
+const (
+	testKeyEncryptionKey = "a2V5LWVuY3J5cHRpb24ta2V5LWZvci10ZXN0cy0wMDE="
+	testSessionKey       = "c2Vzc2lvbi1rZXktZm9yLXRlc3RzLTAwMDAwMDAwMDE="
+	testDataKey          = "ZGF0YS1rZXktZm9yLXRlc3RzLTAwMDAwMDAwMDAwMDE="
+)
+
+// org is an organization seeded through the CLI, with one API client.
+type org struct {
+	ID           string
+	Prefix       string
+	ClientID     string
+	ClientSecret string
+	// http sends requests with a bearer token it obtains and renews itself.
+	http *http.Client
+}
+
+// bench is one run's flowd, database and clients.
+type bench struct {
+	o        options
+	out      io.Writer
+	tmp      string
+	flowd    string // the built binary
+	env      []string
+	dbURL    string
+	adminURL string
+	dbName   string
+	pgbench  string
+	server   *server
+	base     string
+	// main is the organization that creates; deep has o.deepFlows seeded flows.
+	main, deep org
+	transport  *http.Transport
+	// sealed holds the sealed columns of one real flow, hex-encoded for pgbench.
+	pgVars map[string]string
+	notes  []string
+}
+
+func (b *bench) note(format string, args ...any) {
+	b.notes = append(b.notes, fmt.Sprintf(format, args...))
+}
+
+func (b *bench) logf(format string, args ...any) {
+	fmt.Fprintf(b.out, "  "+format+"\n", args...)
+}
+
+// newBench builds flowd, makes a fresh database on the cluster at adminURL,
+// starts flowd on it and seeds the organizations every scenario uses.
+func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_ *bench, err error) {
+	b := &bench{o: o, out: out, adminURL: adminURL}
+	defer func() {
+		if err != nil {
+			b.close()
+		}
+	}()
+	if b.pgbench, err = findPgbench(); err != nil {
+		return nil, err
+	}
+	if b.tmp, err = os.MkdirTemp("", "flowbench"); err != nil {
+		return nil, err
+	}
+	b.flowd = filepath.Join(b.tmp, "flowd")
+	fmt.Fprintln(out, "building flowd")
+	build := exec.CommandContext(ctx, "go", "build", "-o", b.flowd, "./cmd/flowd")
+	build.Stdout, build.Stderr = out, os.Stderr
+	if err := build.Run(); err != nil {
+		return nil, fmt.Errorf("build flowd: %w", err)
+	}
+
+	b.dbName = "flowbench_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	admin, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", redact(adminURL), err)
+	}
+	_, err = admin.Exec(ctx, "create database "+pgx.Identifier{b.dbName}.Sanitize())
+	admin.Close(ctx)
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(adminURL)
+	if err != nil {
+		return nil, err
+	}
+	u.Path = "/" + b.dbName
+	b.dbURL = u.String()
+
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	b.base = "http://127.0.0.1:" + strconv.Itoa(port)
+	b.env = []string{
+		"DATABASE_URL=" + b.dbURL,
+		"FLOWD_ADDR=127.0.0.1:" + strconv.Itoa(port),
+		"FLOWD_BASE_URL=" + b.base,
+		"FLOWD_KEY_ENCRYPTION_KEY=" + testKeyEncryptionKey,
+		"FLOWD_SESSION_KEY=" + testSessionKey,
+		"FLOWD_DATA_KEY=" + testDataKey,
+		"FLOWD_LOG_LEVEL=warn",
+		"FLOWD_WEBHOOK_ALLOW_PRIVATE=true",
+		"FLOWD_ALLOW_INSECURE_URLS=true",
+	}
+	if o.pprof != "" {
+		b.env = append(b.env, "FLOWD_PPROF_ADDR="+o.pprof)
+	}
+	b.env = append(b.env, o.env...)
+	logFile, err := os.Create(filepath.Join(b.tmp, "flowd.log"))
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(out, "starting flowd on", b.base, "database", b.dbName)
+	if b.server, err = startServer(ctx, b.flowd, b.base, b.env, logFile); err != nil {
+		return nil, err
+	}
+
+	b.transport = &http.Transport{MaxIdleConns: 4 * o.concurrency, MaxIdleConnsPerHost: 4 * o.concurrency, IdleConnTimeout: time.Minute}
+	if b.main, err = b.seedOrg(ctx, "Bench Bank", "BENCH"); err != nil {
+		return nil, err
+	}
+	if b.deep, err = b.seedOrg(ctx, "Deep Lender", "DEEP"); err != nil {
+		return nil, err
+	}
+	if err := b.seedDeep(ctx); err != nil {
+		return nil, fmt.Errorf("seed %d flows: %w", o.deepFlows, err)
+	}
+	return b, nil
+}
+
+// close stops flowd, drops the database and removes the build.
+func (b *bench) close() {
+	if b.server != nil {
+		b.server.Stop()
+	}
+	if b.dbName != "" && !b.o.keep {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if admin, err := pgx.Connect(ctx, b.adminURL); err == nil {
+			_, _ = admin.Exec(ctx, "drop database if exists "+pgx.Identifier{b.dbName}.Sanitize()+" with (force)")
+			admin.Close(ctx)
+		}
+	}
+	if b.tmp != "" {
+		if b.o.keep {
+			fmt.Fprintln(b.out, "kept", b.tmp, "and database", b.dbName)
+		} else {
+			os.RemoveAll(b.tmp)
+		}
+	}
+}
+
+// cli runs a flowd admin command with --json and decodes its answer.
+func (b *bench) cli(ctx context.Context, v any, args ...string) error {
+	cmd := exec.CommandContext(ctx, b.flowd, append(args, "--json")...)
+	cmd.Env = append(os.Environ(), b.env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("flowd %v: %w: %s", args, err, stderr.String())
+	}
+	return json.Unmarshal(out, v)
+}
+
+// seedOrg creates an organization and an API client through the CLI, and an
+// HTTP client that authenticates as that API client would: client
+// credentials at the token endpoint, the token reused until it expires.
+func (b *bench) seedOrg(ctx context.Context, name, prefix string) (org, error) {
+	var o struct {
+		ID              string `json:"id"`
+		ReferencePrefix string `json:"referencePrefix"`
+	}
+	if err := b.cli(ctx, &o, "orgs", "create", "--name", name, "--prefix", prefix); err != nil {
+		return org{}, err
+	}
+	var c struct {
+		ClientID     string `json:"clientId"`
+		ClientSecret string `json:"clientSecret"`
+	}
+	if err := b.cli(ctx, &c, "clients", "create", "--org", o.ID, "--name", "flowbench"); err != nil {
+		return org{}, err
+	}
+	r := org{ID: o.ID, Prefix: o.ReferencePrefix, ClientID: c.ClientID, ClientSecret: c.ClientSecret}
+	cc := b.credentials(r)
+	r.http = cc.Client(context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: b.transport}))
+	r.http.Timeout = 30 * time.Second
+	// The first token is fetched here so that no scenario pays for it.
+	if _, err := r.http.Transport.(*oauth2.Transport).Source.Token(); err != nil {
+		return org{}, fmt.Errorf("token for %s: %w", name, err)
+	}
+	return r, nil
+}
+
+func (b *bench) credentials(o org) *clientcredentials.Config {
+	return &clientcredentials.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, TokenURL: b.base + "/oauth/token"}
+}
+
+// do sends a request and reads the whole answer; a status other than want is an error.
+func (b *bench) do(ctx context.Context, c *http.Client, method, path string, body []byte, want int) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, b.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != want {
+		return out, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, truncate(out, 200))
+	}
+	return out, nil
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}
+
+// runPgbench runs a scenario's script(s) (name, or "name@weight" each) with
+// the run's concurrency and duration, after a short warm-up, and returns its tps.
+func (b *bench) runPgbench(ctx context.Context, vars map[string]string, files ...string) (float64, error) {
+	dir := filepath.Join(b.tmp, "sql")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
+	}
+	var paths []string
+	for _, f := range files {
+		name, weight, _ := cutWeight(f)
+		src, err := scripts.ReadFile("sql/" + name + ".sql")
+		if err != nil {
+			return 0, err
+		}
+		p := filepath.Join(dir, name+".sql")
+		if err := os.WriteFile(p, src, 0o644); err != nil {
+			return 0, err
+		}
+		paths = append(paths, p+weight)
+	}
+	all := map[string]string{"scopes": "{flows:read,flows:write,flows:delete}", "zerots": "0001-01-01 00:00:00+00",
+		"hookurl": "http://127.0.0.1:9/hook", "redirect": "https://example.com/done"}
+	for k, v := range b.pgVars {
+		all[k] = v
+	}
+	for k, v := range vars {
+		all[k] = v
+	}
+	return pgbench(ctx, b.pgbench, b.dbURL, paths, all, b.o.concurrency, b.o.duration)
+}
+
+func cutWeight(f string) (name, weight string, ok bool) {
+	for i := len(f) - 1; i >= 0; i-- {
+		if f[i] == '@' {
+			return f[:i], f[i:], true
+		}
+	}
+	return f, "", false
+}
+
+// hexBytea renders b as PostgreSQL's bytea hex input.
+func hexBytea(b []byte) string { return `\x` + hex.EncodeToString(b) }
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// redact drops a URL's password.
+func redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(database URL)"
+	}
+	return u.Redacted()
+}
+
+func mustDecode(s string) []byte {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// exec runs one statement on the run's database.
+func (b *bench) exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	conn, err := pgx.Connect(ctx, b.dbURL)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	tag, err := conn.Exec(ctx, sql, args...)
+	return tag.RowsAffected(), err
+}

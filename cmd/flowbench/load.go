@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Result is what one scenario measured.
+type Result struct {
+	Scenario    string  `json:"scenario"`
+	Concurrency int     `json:"concurrency"`
+	Seconds     float64 `json:"seconds"`
+	Requests    int     `json:"requests"`
+	Errors      int     `json:"errors"`
+	RPS         float64 `json:"rps"`
+	P50ms       float64 `json:"p50_ms"`
+	P99ms       float64 `json:"p99_ms"`
+	MaxMs       float64 `json:"max_ms"`
+	PgbenchTPS  float64 `json:"pgbench_tps,omitempty"`
+	Ratio       float64 `json:"ratio_to_pgbench,omitempty"`
+	PeakRSSMiB  float64 `json:"peak_rss_mib"`
+	FirstError  string  `json:"first_error,omitempty"`
+	// The webhook scenario's own figures: RPS is its deliveries per second.
+	CreatesPerSec    float64 `json:"creates_per_sec,omitempty"`
+	DeliveriesPerSec float64 `json:"deliveries_per_sec,omitempty"`
+	DrainSeconds     float64 `json:"drain_seconds,omitempty"`
+}
+
+// drive calls op from concurrency goroutines for d and measures every call.
+// Each worker gets its index, so scenarios can partition their inputs.
+func drive(ctx context.Context, name string, concurrency int, d time.Duration, op func(ctx context.Context, worker, i int) error) Result {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var (
+		mu        sync.Mutex
+		latencies []time.Duration
+		errs      int
+		firstErr  string
+		wg        sync.WaitGroup
+	)
+	start := time.Now()
+	for w := range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			local := make([]time.Duration, 0, 4096)
+			localErrs := 0
+			var localFirst string
+			for i := 0; ctx.Err() == nil; i++ {
+				t0 := time.Now()
+				err := op(ctx, w, i)
+				if ctx.Err() != nil {
+					break // a call cut short by the end of the run does not count
+				}
+				local = append(local, time.Since(t0))
+				if err != nil {
+					localErrs++
+					if localFirst == "" {
+						localFirst = err.Error()
+					}
+				}
+			}
+			mu.Lock()
+			latencies = append(latencies, local...)
+			errs += localErrs
+			if firstErr == "" {
+				firstErr = localFirst
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	slices.Sort(latencies)
+	r := Result{Scenario: name, Concurrency: concurrency, Seconds: elapsed.Seconds(), Requests: len(latencies),
+		Errors: errs, FirstError: firstErr}
+	if len(latencies) > 0 {
+		r.RPS = float64(len(latencies)) / elapsed.Seconds()
+		r.P50ms = ms(percentile(latencies, 0.50))
+		r.P99ms = ms(percentile(latencies, 0.99))
+		r.MaxMs = ms(latencies[len(latencies)-1])
+	}
+	return r
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)-1) * p)
+	return sorted[i]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

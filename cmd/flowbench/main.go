@@ -1,0 +1,94 @@
+// Command flowbench measures flowd on this machine with the database's own
+// limit as the yardstick: it starts flowd against a fresh database, drives
+// its HTTP API at a fixed concurrency for a fixed time per scenario, runs
+// pgbench on the SQL each request executes, and reports both side by side.
+//
+//	make bench                       # all scenarios, 32 clients, 10 s each
+//	go run ./cmd/flowbench -h        # flags
+//
+// It needs TEST_DATABASE_URL (make bench starts a throwaway cluster).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "flowbench:", err)
+		os.Exit(1)
+	}
+}
+
+// options are flowbench's flags.
+type options struct {
+	concurrency int
+	duration    time.Duration
+	scenarios   []string
+	deepFlows   int
+	out         string
+	pprof       string   // FLOWD_PPROF_ADDR for flowd, "" for none
+	keep        bool     // keep the database and the build for a look afterwards
+	env         []string // extra FLOWD_* settings for flowd
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("flowbench", flag.ContinueOnError)
+	var o options
+	var scenarios string
+	fs.IntVar(&o.concurrency, "concurrency", 32, "concurrent clients")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "time per scenario")
+	fs.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios")
+	fs.IntVar(&o.deepFlows, "deep-flows", 1_000_000, "flows of the organization the deep-page scenario reads")
+	fs.StringVar(&o.out, "out", "bench/results", "folder for the JSON results")
+	fs.StringVar(&o.pprof, "pprof", "", "let flowd serve pprof on this address (FLOWD_PPROF_ADDR), e.g. 127.0.0.1:6060")
+	fs.BoolVar(&o.keep, "keep", false, "keep the database and flowd's log afterwards")
+	fs.Func("env", "an extra KEY=VALUE setting for flowd (repeatable)", func(s string) error {
+		o.env = append(o.env, s)
+		return nil
+	})
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	o.scenarios = strings.Split(scenarios, ",")
+	admin := getenv("TEST_DATABASE_URL")
+	if admin == "" {
+		return fmt.Errorf("TEST_DATABASE_URL is not set: run `make bench`, which starts a throwaway PostgreSQL")
+	}
+	b, err := newBench(ctx, admin, o, stdout)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	report := newReport(o.concurrency)
+	for _, name := range o.scenarios {
+		sc, ok := scenarioByName[name]
+		if !ok {
+			return fmt.Errorf("unknown scenario %q (have %s)", name, strings.Join(allScenarios, ", "))
+		}
+		fmt.Fprintf(stdout, "scenario %s: %d clients for %s\n", name, o.concurrency, o.duration)
+		res, err := sc(ctx, b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		res.PeakRSSMiB = b.server.PeakRSSMiB()
+		report.Results = append(report.Results, res)
+	}
+	report.Notes = b.notes
+	report.print(stdout)
+	path, err := report.save(o.out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "results written to", path)
+	return nil
+}

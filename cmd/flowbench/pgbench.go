@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"time"
+)
+
+var tpsLine = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+
+// pgbench runs files (pgbench scripts, each optionally "@weight") against
+// dbURL with vars defined (-D) at the given concurrency for d and returns its
+// transactions per second: the database's own limit for the statements of
+// one request. Prepared statements, as pgx's statement cache makes them.
+func pgbench(ctx context.Context, bin, dbURL string, files []string, vars map[string]string, concurrency int, d time.Duration) (float64, error) {
+	threads := min(concurrency, 2)
+	args := []string{"-n", "-M", "prepared", "-c", strconv.Itoa(concurrency), "-j", strconv.Itoa(threads),
+		"-T", strconv.Itoa(max(1, int(d.Seconds())))}
+	for _, f := range files {
+		args = append(args, "-f", f)
+	}
+	for k, v := range vars {
+		args = append(args, "-D", k+"="+v)
+	}
+	cmd := exec.CommandContext(ctx, bin, append(args, dbURL)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("pgbench: %v: %s", err, out)
+	}
+	m := tpsLine.FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("pgbench printed no tps line: %s", out)
+	}
+	return strconv.ParseFloat(string(m[1]), 64)
+}
+
+// findPgbench looks for pgbench on PATH, then among PostgreSQL's installed versions.
+func findPgbench() (string, error) {
+	if p, err := exec.LookPath("pgbench"); err == nil {
+		return p, nil
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pgbench")
+	if len(matches) > 0 {
+		return matches[len(matches)-1], nil
+	}
+	return "", fmt.Errorf("pgbench not found: install postgresql-client or PostgreSQL")
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// server is a flowd process under test, started from a freshly built binary.
+type server struct {
+	cmd     *exec.Cmd
+	url     string
+	peakRSS atomic.Int64 // bytes, sampled
+	stop    chan struct{}
+}
+
+// startServer runs `flowd serve` with env and waits until it is ready.
+func startServer(ctx context.Context, bin, url string, env []string, logFile *os.File) (*server, error) {
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &server{cmd: cmd, url: url, stop: make(chan struct{})}
+	go s.sampleRSS()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return s, nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.Stop()
+	return nil, fmt.Errorf("flowd at %s was not ready in 60 s (log: %s)", url, logFile.Name())
+}
+
+// sampleRSS records the process's peak resident set size: VmHWM is the
+// kernel's own high-water mark, so no spike between samples is missed.
+func (s *server) sampleRSS() {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if v := readStatusKB(s.cmd.Process.Pid, "VmHWM:"); v > s.peakRSS.Load() {
+				s.peakRSS.Store(v)
+			}
+		}
+	}
+}
+
+// PeakRSSMiB is the highest resident set size seen so far.
+func (s *server) PeakRSSMiB() float64 {
+	if v := readStatusKB(s.cmd.Process.Pid, "VmHWM:"); v > s.peakRSS.Load() {
+		s.peakRSS.Store(v)
+	}
+	return float64(s.peakRSS.Load()) / (1 << 20)
+}
+
+// Stop ends the server gracefully.
+func (s *server) Stop() {
+	close(s.stop)
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+	}
+}
+
+// readStatusKB reads a kB field of /proc/PID/status, in bytes.
+func readStatusKB(pid int, field string) int64 {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), field); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+)
+
+// scenario drives flowd for the run's duration and measures the database's
+// limit for the same statements with pgbench.
+type scenario func(ctx context.Context, b *bench) (Result, error)
+
+// allScenarios is the default order: creates first, so that later scenarios
+// read a database that has been written to.
+var allScenarios = []string{"token", "create", "retrieve", "list-first", "list-deep", "mixed", "webhook"}
+
+var scenarioByName = map[string]scenario{
+	"token":      tokenScenario,
+	"create":     createScenario,
+	"retrieve":   retrieveScenario,
+	"list-first": listFirstScenario,
+	"list-deep":  listDeepScenario,
+	"mixed":      mixedScenario,
+	"webhook":    webhookScenario,
+}
+
+// withPgbench runs pgbench on files after the HTTP run and fills in the ratio.
+func withPgbench(ctx context.Context, b *bench, r Result, vars map[string]string, files ...string) (Result, error) {
+	tps, err := b.runPgbench(ctx, vars, files...)
+	if err != nil {
+		return r, err
+	}
+	r.PgbenchTPS = tps
+	if tps > 0 {
+		r.Ratio = r.RPS / tps
+	}
+	return r, nil
+}
+
+// tokenScenario: POST /oauth/token with client credentials, a new token
+// every time, as a client without a token cache would ask.
+func tokenScenario(ctx context.Context, b *bench) (Result, error) {
+	cc := b.credentials(b.main)
+	r := drive(ctx, "token", b.o.concurrency, b.o.duration, func(ctx context.Context, _, _ int) error {
+		_, err := cc.Token(ctxWithTransport(ctx, b))
+		return err
+	})
+	return withPgbench(ctx, b, r, map[string]string{"client": b.main.ClientID}, "token")
+}
+
+// createScenario: POST /api/flows without a webhook.
+func createScenario(ctx context.Context, b *bench) (Result, error) {
+	var n atomic.Int64
+	r := drive(ctx, "create", b.o.concurrency, b.o.duration, func(ctx context.Context, _, _ int) error {
+		_, err := b.do(ctx, b.main.http, "POST", "/api/flows", createBody(int(n.Add(1)), ""), 201)
+		return err
+	})
+	return withPgbench(ctx, b, r, map[string]string{"org": b.main.ID, "client": b.main.ClientID}, "create")
+}
+
+// randomSeeded is a random flow of the deep organization.
+func randomSeeded(b *bench) string { return seededID(1 + rand.IntN(b.o.deepFlows)) }
+
+// retrieveScenario: GET /api/flows/{id} of random flows among the deep
+// organization's million.
+func retrieveScenario(ctx context.Context, b *bench) (Result, error) {
+	r := drive(ctx, "retrieve", b.o.concurrency, b.o.duration, func(ctx context.Context, _, _ int) error {
+		_, err := b.do(ctx, b.deep.http, "GET", "/api/flows/"+randomSeeded(b), nil, 200)
+		return err
+	})
+	return withPgbench(ctx, b, r, map[string]string{"org": b.deep.ID, "flows": strconv.Itoa(b.o.deepFlows)}, "retrieve")
+}
+
+// listFirstScenario: GET /api/flows, the newest ten of the deep organization.
+func listFirstScenario(ctx context.Context, b *bench) (Result, error) {
+	r := drive(ctx, "list-first", b.o.concurrency, b.o.duration, func(ctx context.Context, _, _ int) error {
+		_, err := b.do(ctx, b.deep.http, "GET", "/api/flows?limit=10", nil, 200)
+		return err
+	})
+	return withPgbench(ctx, b, r, map[string]string{"org": b.deep.ID}, "list_first")
+}
+
+// deepCursor is the flow after which page ~10 000 (of ten) starts: 100 000
+// flows below the newest, or the middle of a smaller seed.
+func deepCursor(b *bench) (id string, page int) {
+	depth := min(100_000, b.o.deepFlows/2)
+	return seededID(b.o.deepFlows - depth), depth/10 + 1
+}
+
+// listDeepScenario: GET /api/flows?starting_after=… at page ~10 000.
+func listDeepScenario(ctx context.Context, b *bench) (Result, error) {
+	cursor, page := deepCursor(b)
+	r := drive(ctx, "list-deep", b.o.concurrency, b.o.duration, func(ctx context.Context, _, _ int) error {
+		_, err := b.do(ctx, b.deep.http, "GET", "/api/flows?limit=10&starting_after="+cursor, nil, 200)
+		return err
+	})
+	b.note("list-deep reads page %d of ten flows (after %s) among %d", page, cursor, b.o.deepFlows)
+	return withPgbench(ctx, b, r, map[string]string{"org": b.deep.ID, "cursor": cursor}, "list_deep")
+}
+
+// mixedScenario: 70 % retrieve, 20 % list first page, 10 % create, all on
+// the deep organization; pgbench runs the three scripts with the same weights.
+func mixedScenario(ctx context.Context, b *bench) (Result, error) {
+	var n atomic.Int64
+	r := drive(ctx, "mixed", b.o.concurrency, b.o.duration, func(ctx context.Context, _, _ int) error {
+		var err error
+		switch x := rand.IntN(100); {
+		case x < 70:
+			_, err = b.do(ctx, b.deep.http, "GET", "/api/flows/"+randomSeeded(b), nil, 200)
+		case x < 90:
+			_, err = b.do(ctx, b.deep.http, "GET", "/api/flows?limit=10", nil, 200)
+		default:
+			_, err = b.do(ctx, b.deep.http, "POST", "/api/flows", createBody(int(n.Add(1)), ""), 201)
+		}
+		return err
+	})
+	return withPgbench(ctx, b, r, map[string]string{"org": b.deep.ID, "client": b.deep.ClientID,
+		"flows": strconv.Itoa(b.o.deepFlows)}, "retrieve@70", "list_first@20", "create@10")
+}
+
+func pct(a, b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*a/b)
+}

@@ -1,0 +1,56 @@
+-- webhook: what POST /api/flows with a webhookUrl executes: create.sql plus,
+-- in the same transaction and batch, the send-initiate-webhook task, then
+-- River's job row (River's JobInsertFastMany with one job; River throttles
+-- its wake-up pg_notify per queue, so it is left out here) and the event row
+-- (webhooks PublishTx, webhooks store InsertEvent). The delivery worker's own
+-- statements run beside these in flowd and are not counted here: the figure
+-- is the database's limit for accepting events.
+\set f1 random(0, 4611686018427387903)
+\set f2 random(0, 4611686018427387903)
+\set t1 random(0, 4611686018427387903)
+\set t2 random(0, 4611686018427387903)
+begin;
+\startpipeline
+with n as (select flowd_next_flow_number(:org) as v)
+	insert into flows (id, organization_id, flow_number, reference_id, reference_name,
+	sandbox, pii_key_id, national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, webhook_url,
+	organization_number, process_instance_id, process_version, created_by, expires_at)
+	select (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :org, n.v, 'PGB' || '-' || n.v, 'flowbench', false,
+	:keyid, :nisealed, :nihmac, :lnsealed, :redirect, :hookurl, '', gen_random_uuid(), '1', :client, now() + 2592000000000 * interval '1 microsecond'
+	from n
+	returning flow_number, reference_id, version, consent_status, process_status, created_at, updated_at, expires_at;
+insert into flow_tasks (id, flow_id, task_type, task_category, status)
+	values ((lpad(to_hex(:t1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, 'consent', 'userTask', 'pending') returning created_at, updated_at;
+insert into flow_tasks (id, flow_id, task_type, task_category, status)
+	values ((lpad(to_hex(:t2::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, 'send-initiate-webhook', 'serviceTask', 'pending') returning created_at, updated_at;
+\endpipeline
+insert into consent_requests (flow_id, organization_id, token_hash, pii_key_id, token_sealed)
+	values ((lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :org, sha256(:f1::text::bytea || :f2::text::bytea), :keyid, :toksealed);
+WITH raw_job_data AS (
+    SELECT
+        unnest(array[0]::bigint[]) AS id,
+        unnest(array['{"event_id":"' || :f1 || '"}']::jsonb[]) AS args,
+        unnest(array[:zerots]::timestamptz[]) AS created_at,
+        unnest(array['pgbench.noop']::text[]) AS kind,
+        unnest(array[8]::smallint[]) AS max_attempts,
+        unnest(array['{}']::jsonb[]) AS metadata,
+        unnest(array[1]::smallint[]) AS priority,
+        unnest(array['pgbench']::text[]) AS queue,
+        unnest(array[:zerots]::timestamptz[]) AS scheduled_at,
+        unnest(array['available']::text[]) AS state,
+        unnest(array['']::text[]) AS tags,
+        unnest(array['']::bytea[]) AS unique_key,
+        unnest(array[0]::integer[]) AS unique_states
+)
+INSERT INTO river_job(id, args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags, unique_key, unique_states)
+SELECT coalesce(nullif(id, 0), nextval('river_job_id_seq'::regclass)), args,
+    coalesce(nullif(created_at, :zerots), now()), kind, max_attempts, coalesce(metadata, '{}'::jsonb),
+    priority, queue, coalesce(nullif(scheduled_at, :zerots), now()), state::river_job_state,
+    string_to_array(tags, ',')::varchar(255)[], nullif(unique_key, '')::bytea, nullif(unique_states::integer, 0)::bit(8)
+FROM raw_job_data
+ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND unique_states IS NOT NULL AND river_job_state_in_bitmask(unique_states, state)
+DO UPDATE SET kind = river_job.kind
+RETURNING *, (xmax != 0) AS unique_skipped_as_duplicate \gset job_
+insert into webhook_events (id, organization_id, flow_id, task_id, type, url, body, job_id)
+	values (gen_random_uuid(), :org, (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0')), (lpad(to_hex(:t2::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0')), 'flow.created', :hookurl, '{"type":"flow.created"}', :job_id);
+commit;
