@@ -71,10 +71,6 @@ func (b *bench) note(format string, args ...any) {
 	b.notes = append(b.notes, fmt.Sprintf(format, args...))
 }
 
-func (b *bench) logf(format string, args ...any) {
-	fmt.Fprintf(b.out, "  "+format+"\n", args...)
-}
-
 // newBench builds flowd, makes a fresh database on the cluster at adminURL,
 // starts flowd on it and seeds the organizations every scenario uses.
 func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_ *bench, err error) {

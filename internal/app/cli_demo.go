@@ -130,7 +130,7 @@ func writeDemoState(path string, st demoState) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	defer os.Remove(tmp.Name())
+	defer func() { _ = os.Remove(tmp.Name()) }() // gone after the rename; left only on failure
 	if err := tmp.Chmod(0o600); err != nil {
 		tmp.Close()
 		return fmt.Errorf("demo: %w", err)

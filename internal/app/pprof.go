@@ -15,7 +15,7 @@ import (
 // loopback (127.0.0.1:6060) and reach it through an SSH tunnel or
 // `kubectl port-forward`.
 func servePprof(ctx context.Context, addr string, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return err
 	}

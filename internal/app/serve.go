@@ -61,7 +61,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		}
 	}
 
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}

@@ -82,7 +82,7 @@ func (rp *RelyingParty) discover(ctx context.Context) (*oauth2.Config, *oidc.IDT
 	if rp.provider == nil {
 		p, err := oidc.NewProvider(oidc.ClientContext(ctx, rp.client), rp.cfg.Issuer)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return nil, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		var meta struct {
 			EndSession string `json:"end_session_endpoint"`
@@ -172,9 +172,9 @@ func (rp *RelyingParty) Finish(w http.ResponseWriter, r *http.Request) (Identity
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500 {
-			return Identity{}, fmt.Errorf("%w: code exchange: %v", ErrRejected, err)
+			return Identity{}, fmt.Errorf("%w: code exchange: %w", ErrRejected, err)
 		}
-		return Identity{}, fmt.Errorf("%w: code exchange: %v", ErrUnavailable, err)
+		return Identity{}, fmt.Errorf("%w: code exchange: %w", ErrUnavailable, err)
 	}
 	raw, _ := tok.Extra("id_token").(string)
 	if raw == "" {
@@ -182,14 +182,14 @@ func (rp *RelyingParty) Finish(w http.ResponseWriter, r *http.Request) (Identity
 	}
 	idt, err := verifier.Verify(ctx, raw)
 	if err != nil {
-		return Identity{}, fmt.Errorf("%w: %v", ErrRejected, err)
+		return Identity{}, fmt.Errorf("%w: %w", ErrRejected, err)
 	}
 	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(f.Nonce)) != 1 {
 		return Identity{}, fmt.Errorf("%w: nonce mismatch", ErrRejected)
 	}
 	claims := map[string]any{}
 	if err := idt.Claims(&claims); err != nil {
-		return Identity{}, fmt.Errorf("%w: %v", ErrRejected, err)
+		return Identity{}, fmt.Errorf("%w: %w", ErrRejected, err)
 	}
 	return Identity{Issuer: idt.Issuer, Subject: idt.Subject, Claims: claims, IDToken: raw, ReturnTo: f.ReturnTo}, nil
 }

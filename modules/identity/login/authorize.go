@@ -366,7 +366,7 @@ func (p *Provider) ExchangeCode(ctx context.Context, form url.Values, clientID, 
 			refused = invalidGrant("The PKCE code_verifier does not match the code_challenge.")
 		}
 		if refused != nil {
-			return nil
+			return nil //nolint:nilerr // the refusal commits: a failed exchange still uses the code up
 		}
 		resp, err = p.tokensFor(ctx, tx, row)
 		return err
