@@ -84,7 +84,11 @@ func (env *adminEnv) createOrganization(ctx context.Context, in identity.NewOrga
 }
 
 // adminError turns an application error into one line for the terminal.
-func adminError(err error) error {
+func adminError(err error) error { return oneLine(err, "") }
+
+// oneLine spells out an application error and its fields on one line, each
+// field named with prefix (e.g. "--" where fields are the command's flags).
+func oneLine(err error, prefix string) error {
 	e, ok := apperr.As(err)
 	if !ok {
 		return err
@@ -94,7 +98,7 @@ func adminError(err error) error {
 	}
 	var parts []string
 	for _, f := range e.Fields {
-		parts = append(parts, f.Field+" "+f.Message)
+		parts = append(parts, prefix+f.Field+" "+f.Message)
 	}
 	return errors.New(e.Message + " " + strings.Join(parts, "; "))
 }

@@ -10,7 +10,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
@@ -118,18 +117,5 @@ func readPassword(stdin io.Reader) (string, error) {
 	return line, nil
 }
 
-// cliError spells out an application error's fields on one line.
-func cliError(err error) error {
-	e, ok := apperr.As(err)
-	if !ok {
-		return err
-	}
-	if len(e.Fields) == 0 {
-		return errors.New(e.Message)
-	}
-	var parts []string
-	for _, f := range e.Fields {
-		parts = append(parts, "--"+f.Field+" "+f.Message)
-	}
-	return errors.New(e.Message + " " + strings.Join(parts, "; "))
-}
+// cliError spells out an application error's fields, named as the flags that set them.
+func cliError(err error) error { return oneLine(err, "--") }

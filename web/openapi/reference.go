@@ -114,7 +114,12 @@ func (r *reference) operation(path, method string, item *openapi3.PathItem, op *
 	for _, p := range params {
 		v.Parameters = append(v.Parameters, r.param(p.Value.Name, p.Value.In, p.Value.Required, p.Value.Description, p.Value.Schema, p.Value.Example))
 	}
-	base := "/paths/" + escapePointer(path) + "/" + strings.ToLower(method)
+	return r.bodies(v, "/paths/"+escapePointer(path)+"/"+strings.ToLower(method), op)
+}
+
+// bodies fills in the request body and responses of v, an operation whose
+// place in the document is the JSON pointer base.
+func (r *reference) bodies(v pages.DocsOperation, base string, op *openapi3.Operation) (pages.DocsOperation, error) {
 	if op.RequestBody != nil {
 		b, err := r.requestBody(base, op.RequestBody)
 		if err != nil {
@@ -142,20 +147,7 @@ func (r *reference) webhook(name, method string, op *openapi3.Operation) (pages.
 	for _, p := range op.Parameters {
 		v.Parameters = append(v.Parameters, r.param(p.Value.Name, p.Value.In, p.Value.Required, p.Value.Description, p.Value.Schema, p.Value.Example))
 	}
-	base := "/webhooks/" + escapePointer(name) + "/" + strings.ToLower(method)
-	if op.RequestBody != nil {
-		b, err := r.requestBody(base, op.RequestBody)
-		if err != nil {
-			return v, err
-		}
-		v.RequestBody = &b
-	}
-	resps, err := r.responses(base, op.Responses)
-	if err != nil {
-		return v, err
-	}
-	v.Responses = resps
-	return v, nil
+	return r.bodies(v, "/webhooks/"+escapePointer(name)+"/"+strings.ToLower(method), op)
 }
 
 // auth says in words who may call op, and with which scopes.
