@@ -162,7 +162,14 @@ func (s *Server) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) err
 		{Label: "Process instance", Value: f.ProcessInstanceID, Code: true},
 		{Label: "Updated", Value: consoleTime(f.UpdatedAt)},
 	}
-	p.Timeline = flowTimeline(f)
+	var proven *time.Time
+	proofStep := s.consent != nil && s.cfg.ConsentAuth == "oidc"
+	if proofStep {
+		if proven, err = s.consent.IdentityProvenAt(ctx, f.ID); err != nil && !errors.Is(err, consent.ErrUnknownLink) {
+			return err
+		}
+	}
+	p.Timeline = flowTimeline(f, proofStep, proven)
 	for _, t := range tasks {
 		p.Tasks = append(p.Tasks, pages.TaskRow{Type: t.TaskType, Category: t.TaskCategory, Status: t.Status,
 			Created: consoleTime(t.CreatedAt), Updated: consoleTime(t.UpdatedAt)})
@@ -184,11 +191,14 @@ func (s *Server) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) err
 	return s.renderConsole(c, http.StatusOK, pages.FlowDetail(p))
 }
 
-// flowTimeline is the consent's story: created, opened, decided, and when
-// the link expires (or expired).
-func flowTimeline(f flows.Flow) []pages.TimelineStep {
+// flowTimeline is the consent's story: created, opened, identity proven
+// (when proof is asked for), decided, and when the link expires (or expired).
+func flowTimeline(f flows.Flow, proofStep bool, proven *time.Time) []pages.TimelineStep {
 	steps := []pages.TimelineStep{{Label: "Created", At: consoleTime(f.CreatedAt), Done: true}}
 	steps = append(steps, pages.TimelineStep{Label: "Opened by the person", At: consoleTimePtr(f.OpenedAt, "not yet"), Done: f.OpenedAt != nil})
+	if proofStep {
+		steps = append(steps, pages.TimelineStep{Label: "Identity proven", At: consoleTimePtr(proven, "not yet"), Done: proven != nil})
+	}
 	switch {
 	case f.DecidedAt != nil:
 		steps = append(steps, pages.TimelineStep{Label: string(f.ConsentStatus), At: consoleTime(*f.DecidedAt), Done: true})

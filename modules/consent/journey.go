@@ -84,12 +84,21 @@ type Journey interface {
 	// ErrWrongPerson, and a *ClosedError (which
 	// errors.Is ErrClosed) when the request was decided, cancelled or expired.
 	Decide(ctx context.Context, token, provenNationalID string, skipProof, accept bool) (Decision, error)
+	// IdentityProvenAt returns when a flow's person first proved who they
+	// are, or nil, for the console's timeline. ErrUnknownLink.
+	IdentityProvenAt(ctx context.Context, flowID string) (*time.Time, error)
 }
 
-// LinkResolver finds the flow behind a consent link token.
-type LinkResolver interface {
+// LinkStore finds the flow behind a consent link token and keeps when the
+// request's person first proved who they are.
+type LinkStore interface {
 	// FlowIDForToken returns the flow of token. ErrUnknownLink.
 	FlowIDForToken(ctx context.Context, token string) (string, error)
+	// MarkIdentityProven records the first proof of the flow's person.
+	MarkIdentityProven(ctx context.Context, flowID string) error
+	// IdentityProvenAt returns when the flow's person first proved who they
+	// are, or nil. ErrUnknownLink.
+	IdentityProvenAt(ctx context.Context, flowID string) (*time.Time, error)
 }
 
 // OrganizationNames tells the individual who is asking.
@@ -100,7 +109,7 @@ type OrganizationNames interface {
 // JourneyService implements Journey on flows' Progress.
 type JourneyService struct {
 	db       database.Beginner
-	links    LinkResolver
+	links    LinkStore
 	progress flows.Progress
 	audit    MismatchRecorder
 	orgs     OrganizationNames
@@ -109,7 +118,7 @@ type JourneyService struct {
 }
 
 // NewJourney returns the consent journey.
-func NewJourney(db database.Beginner, links LinkResolver, progress flows.Progress, orgs OrganizationNames,
+func NewJourney(db database.Beginner, links LinkStore, progress flows.Progress, orgs OrganizationNames,
 	audit MismatchRecorder, log *slog.Logger) *JourneyService {
 	return &JourneyService{db: db, links: links, progress: progress, orgs: orgs, audit: audit, log: log, now: time.Now}
 }
@@ -192,6 +201,10 @@ func (s *JourneyService) Decide(ctx context.Context, token, provenNationalID str
 // request.
 func (s *JourneyService) CheckPerson(ctx context.Context, req Request, provenNationalID string) error {
 	if req.Matches(provenNationalID) {
+		if err := s.links.MarkIdentityProven(ctx, req.FlowID); err != nil {
+			// A step of the console's timeline; the person may go on.
+			s.log.ErrorContext(ctx, "recording a consent identity proof", "flow_id", req.FlowID, "error", err.Error())
+		}
 		return nil
 	}
 	s.log.WarnContext(ctx, "consent identity mismatch", "event", "consent.identity_mismatch",
@@ -201,6 +214,11 @@ func (s *JourneyService) CheckPerson(ctx context.Context, req Request, provenNat
 		s.log.ErrorContext(ctx, "recording a consent identity mismatch", "flow_id", req.FlowID, "error", err.Error())
 	}
 	return ErrWrongPerson
+}
+
+// IdentityProvenAt implements Journey.
+func (s *JourneyService) IdentityProvenAt(ctx context.Context, flowID string) (*time.Time, error) {
+	return s.links.IdentityProvenAt(ctx, flowID)
 }
 
 func (s *JourneyService) request(ctx context.Context, f flows.Flow) (Request, error) {

@@ -277,8 +277,21 @@ func TestTheWrongPersonCannotDecide(t *testing.T) {
 			t.Errorf("Decide as %q = %v", wrong, err)
 		}
 	}
+	if at, err := e.journey.IdentityProvenAt(ctx, c.FlowID); err != nil || at != nil {
+		t.Fatalf("identity proven at %v (%v) before the right person signed in", at, err)
+	}
 	if err := e.journey.CheckPerson(ctx, req, "12345678901"); err != nil {
 		t.Fatalf("the right person: %v", err)
+	}
+	first, err := e.journey.IdentityProvenAt(ctx, c.FlowID)
+	if err != nil || first == nil {
+		t.Fatalf("the proof is not recorded: %v, %v", first, err)
+	}
+	if err := e.journey.CheckPerson(ctx, req, "123 456 789 01"); err != nil {
+		t.Fatalf("the right person, spaced: %v", err)
+	}
+	if again, _ := e.journey.IdentityProvenAt(ctx, c.FlowID); again == nil || !again.Equal(*first) {
+		t.Fatalf("a second proof moved the first one: %v, then %v", first, again)
 	}
 	f := e.get(t, c.FlowID)
 	if f.ConsentStatus != flows.Opened || f.ProcessStatus != flows.Active || f.Version != 2 {

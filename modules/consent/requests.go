@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -89,9 +90,9 @@ func (r *Requests) DeleteTx(ctx context.Context, tx database.Tx, flowID string) 
 	return requests.Delete(ctx, tx, flowID)
 }
 
-var _ LinkResolver = (*Requests)(nil)
+var _ LinkStore = (*Requests)(nil)
 
-// FlowIDForToken implements LinkResolver. ErrUnknownLink. Whether the request
+// FlowIDForToken implements LinkStore. ErrUnknownLink. Whether the request
 // is still open is the flow's state: ask flows.Progress.
 func (r *Requests) FlowIDForToken(ctx context.Context, token string) (string, error) {
 	if len(token) != base64.RawURLEncoding.EncodedLen(tokenBytes) {
@@ -105,4 +106,21 @@ func (r *Requests) FlowIDForToken(ctx context.Context, token string) (string, er
 		return "", err
 	}
 	return req.FlowID, nil
+}
+
+// MarkIdentityProven implements LinkStore.
+func (r *Requests) MarkIdentityProven(ctx context.Context, flowID string) error {
+	return requests.MarkProven(ctx, r.pool, flowID)
+}
+
+// IdentityProvenAt implements LinkStore. ErrUnknownLink when the flow has no request.
+func (r *Requests) IdentityProvenAt(ctx context.Context, flowID string) (*time.Time, error) {
+	if _, err := uuid.Parse(flowID); err != nil {
+		return nil, ErrUnknownLink
+	}
+	at, err := requests.ProvenAt(ctx, r.pool, flowID)
+	if errors.Is(err, requests.ErrNoRows) {
+		return nil, ErrUnknownLink
+	}
+	return at, err
 }

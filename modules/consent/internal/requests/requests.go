@@ -4,6 +4,7 @@ package requests
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -53,6 +54,24 @@ func scan(row pgx.Row) (Request, error) {
 		return r, ErrNoRows
 	}
 	return r, err
+}
+
+// MarkProven records the first time the request's person proved who they are.
+func MarkProven(ctx context.Context, db DB, flowID string) error {
+	_, err := db.Exec(ctx, `update consent_requests set identity_proven_at = now()
+		where flow_id = $1 and identity_proven_at is null`, flowID)
+	return err
+}
+
+// ProvenAt returns when the request's person first proved who they are, or
+// nil. ErrNoRows.
+func ProvenAt(ctx context.Context, db DB, flowID string) (*time.Time, error) {
+	var at *time.Time
+	err := db.QueryRow(ctx, `select identity_proven_at from consent_requests where flow_id = $1`, flowID).Scan(&at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNoRows
+	}
+	return at, err
 }
 
 // Delete removes a flow's request.
