@@ -139,6 +139,10 @@ type ListParams struct {
 	// WithIncidents fills in each flow's open incidents (one more query), for
 	// the console's incident badge; the API list does without.
 	WithIncidents bool
+	// WithLastName opens each flow's sealed last name. Neither the API list
+	// nor the console's shows it, so by default List leaves LastName empty
+	// and spares a decryption per flow.
+	WithLastName bool
 }
 
 // Page is one page of flows.
@@ -175,7 +179,8 @@ type Service interface {
 	Create(ctx context.Context, c Caller, in NewFlow, idempotencyKey string) (Created, error)
 	// Get returns one flow with its open incidents and consent link. ErrNotFound.
 	Get(ctx context.Context, c Caller, flowID string) (Flow, error)
-	// List returns a page of flows. Bad parameters are apperr Invalid errors.
+	// List returns a page of flows, without their last names unless
+	// p.WithLastName. Bad parameters are apperr Invalid errors.
 	List(ctx context.Context, c Caller, p ListParams) (Page, error)
 	// Tasks lists a flow's tasks, oldest first. ErrNotFound.
 	Tasks(ctx context.Context, c Caller, flowID string) ([]Task, error)

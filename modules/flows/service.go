@@ -247,13 +247,21 @@ func eventOf(f Flow, typ webhooks.EventType, taskID string) webhooks.Event {
 
 // toFlow opens a row's personal data.
 func (m *Manager) toFlow(r store.Flow) (Flow, error) {
+	return m.toFlowOpening(r, true)
+}
+
+// toFlowOpening opens a row's national id and, when withLastName is set, its
+// last name; a list that does not show the last name skips its decryption.
+func (m *Manager) toFlowOpening(r store.Flow, withLastName bool) (Flow, error) {
 	nationalID, err := m.sealer.Open(r.PIIKeyID, r.NationalIDSealed, sealContext(r.ID, "nationalId"))
 	if err != nil {
 		return Flow{}, fmt.Errorf("flows: flow %s: national id: %w", r.ID, err)
 	}
-	lastName, err := m.sealer.Open(r.PIIKeyID, r.LastNameSealed, sealContext(r.ID, "lastName"))
-	if err != nil {
-		return Flow{}, fmt.Errorf("flows: flow %s: last name: %w", r.ID, err)
+	var lastName string
+	if withLastName {
+		if lastName, err = m.sealer.Open(r.PIIKeyID, r.LastNameSealed, sealContext(r.ID, "lastName")); err != nil {
+			return Flow{}, fmt.Errorf("flows: flow %s: last name: %w", r.ID, err)
+		}
 	}
 	f := Flow{
 		ID: r.ID, OrganizationID: r.OrganizationID, Number: r.Number, ReferenceID: r.ReferenceID,
@@ -352,7 +360,7 @@ func (m *Manager) List(ctx context.Context, c Caller, p ListParams) (Page, error
 	}
 	page := Page{HasMore: more, Flows: make([]Flow, 0, len(rows))}
 	for _, r := range rows {
-		f, err := m.toFlow(r)
+		f, err := m.toFlowOpening(r, p.WithLastName)
 		if err != nil {
 			return Page{}, err
 		}
