@@ -71,6 +71,25 @@ func (r *Requests) URL(ctx context.Context, flowID string) (string, error) {
 		return "", ErrUnknownLink
 	}
 	req, err := requests.ByFlow(ctx, r.pool, flowID)
+	return r.opened(flowID, req, err)
+}
+
+// QueueURL implements flows.ConsentRequests. The token is opened only when
+// the link is asked for, so a retrieve of a flow that is not the caller's
+// decrypts nothing.
+func (r *Requests) QueueURL(b *database.Batch, flowID string) func() (string, error) {
+	if _, err := uuid.Parse(flowID); err != nil {
+		return func() (string, error) { return "", ErrUnknownLink }
+	}
+	read := requests.QueueByFlow(b, flowID)
+	return func() (string, error) {
+		req, err := read()
+		return r.opened(flowID, req, err)
+	}
+}
+
+// opened turns the read of a flow's request into its link.
+func (r *Requests) opened(flowID string, req requests.Request, err error) (string, error) {
 	if errors.Is(err, requests.ErrNoRows) {
 		return "", ErrUnknownLink
 	}

@@ -289,15 +289,22 @@ func (m *Manager) Get(ctx context.Context, c Caller, flowID string) (Flow, error
 	if !validID(flowID) || c.OrganizationID == "" {
 		return Flow{}, ErrNotFound
 	}
-	row, incidents, err := store.GetFlowAndIncidents(ctx, m.pool, c.OrganizationID, flowID)
+	// The consent link is read in the same round trip as the flow: it does
+	// not depend on the flow's row, and it is used only once the flow has
+	// been found as the caller's.
+	var consentURL func() (string, error)
+	row, incidents, err := store.GetFlowAndIncidents(ctx, m.pool, c.OrganizationID, flowID, func(b *pgx.Batch) {
+		consentURL = m.consent.QueueURL(b, flowID)
+	})
 	if err != nil {
 		return Flow{}, notFound(err)
 	}
-	return m.complete(ctx, row, incidents)
+	return m.complete(row, incidents, consentURL)
 }
 
-// complete turns a row and its open incidents into a Flow with its consent link.
-func (m *Manager) complete(ctx context.Context, row store.Flow, incidents []store.Incident) (Flow, error) {
+// complete turns a row and its open incidents into a Flow with its consent
+// link, which consentURL gives.
+func (m *Manager) complete(row store.Flow, incidents []store.Incident, consentURL func() (string, error)) (Flow, error) {
 	f, err := m.toFlow(row)
 	if err != nil {
 		return Flow{}, err
@@ -305,7 +312,7 @@ func (m *Manager) complete(ctx context.Context, row store.Flow, incidents []stor
 	for _, i := range incidents {
 		f.Incidents = append(f.Incidents, Incident{ID: i.ID, TaskID: i.TaskID, TaskType: i.TaskType, Message: i.Message, OpenedAt: i.OpenedAt})
 	}
-	if f.ConsentURL, err = m.consent.URL(ctx, f.ID); err != nil {
+	if f.ConsentURL, err = consentURL(); err != nil {
 		return Flow{}, fmt.Errorf("flows: consent link of %s: %w", f.ID, err)
 	}
 	return f, nil

@@ -118,11 +118,17 @@ func GetFlow(ctx context.Context, db DB, organizationID, id string, lock bool) (
 
 // GetFlowAndIncidents returns a flow of organizationID and its open
 // incidents, the two queries sent together in one round trip (a retrieve
-// needs both, and the second does not depend on the first). ErrNoRows.
-func GetFlowAndIncidents(ctx context.Context, db DB, organizationID, id string) (Flow, []Incident, error) {
+// needs both, and the second does not depend on the first). also, when not
+// nil, queues more statements in the same batch, which another module reads
+// through the callbacks it sets on them; they have run when it returns
+// without error. ErrNoRows.
+func GetFlowAndIncidents(ctx context.Context, db DB, organizationID, id string, also func(*pgx.Batch)) (Flow, []Incident, error) {
 	var b pgx.Batch
 	b.Queue(`select `+flowColumns+` from flows where id = $1 and ($2 = '' or organization_id = $2)`, id, organizationID)
 	b.Queue(openIncidentsSQL, []string{id})
+	if also != nil {
+		also(&b)
+	}
 	br := db.SendBatch(ctx, &b)
 	defer br.Close()
 	f, err := scanFlow(br.QueryRow())
