@@ -65,7 +65,8 @@ func (r *Requests) CreateTx(ctx context.Context, tx database.Tx, organizationID,
 	return r.link(token), nil
 }
 
-// URL implements flows.ConsentRequests. ErrUnknownLink when the flow has no request.
+// URL returns the link of a flow's consent request, in a round trip of its
+// own. ErrUnknownLink when the flow has no request.
 func (r *Requests) URL(ctx context.Context, flowID string) (string, error) {
 	if _, err := uuid.Parse(flowID); err != nil {
 		return "", ErrUnknownLink

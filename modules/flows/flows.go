@@ -199,11 +199,10 @@ type Service interface {
 type ConsentRequests interface {
 	// CreateTx makes the consent request of a new flow and returns its link.
 	CreateTx(ctx context.Context, tx database.Tx, organizationID, flowID string) (consentURL string, err error)
-	// URL returns the link of a flow's consent request.
-	URL(ctx context.Context, flowID string) (string, error)
 	// QueueURL queues the read of a flow's consent link in b, a batch the
 	// caller sends, and returns the function that gives the link once the
-	// batch has been read to its end; it answers as URL does.
+	// batch has been read to its end: ErrUnknownLink of the consent module
+	// when the flow has no request.
 	QueueURL(b *database.Batch, flowID string) func() (string, error)
 	// DeleteTx removes a flow's consent request; its link stops working.
 	DeleteTx(ctx context.Context, tx database.Tx, flowID string) error
