@@ -195,21 +195,17 @@ func ListFlows(ctx context.Context, db DB, q ListQuery) ([]Flow, bool, error) {
 	}
 	order := "created_at desc, id desc"
 	if q.CursorID != "" {
-		var at time.Time
-		err := db.QueryRow(ctx, `select created_at from flows where organization_id = $1 and id = $2`,
-			q.OrganizationID, q.CursorID).Scan(&at)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, false, ErrNoRows
-		}
-		if err != nil {
-			return nil, false, err
-		}
+		// The cursor's position is found by primary key inside the page's
+		// statement, so a page costs one round trip. A cursor that is not a
+		// flow of the organization makes the comparison null and the page
+		// empty; only an empty page asks, below, which of the two it is.
 		cmp := "<"
 		if q.Backwards {
 			cmp = ">"
 			order = "created_at asc, id asc"
 		}
-		where = append(where, fmt.Sprintf("(created_at, id) %s (%s, %s)", cmp, arg(at), arg(q.CursorID)))
+		c := arg(q.CursorID)
+		where = append(where, fmt.Sprintf("(created_at, id) %s ((select created_at from flows where organization_id = $1 and id = %s), %s)", cmp, c, c))
 	}
 	sql := `select ` + flowColumns + ` from flows where ` + strings.Join(where, " and ") +
 		` order by ` + order + ` limit ` + arg(q.Limit+1)
@@ -228,6 +224,16 @@ func ListFlows(ctx context.Context, db DB, q ListQuery) ([]Flow, bool, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, false, err
+	}
+	if len(out) == 0 && q.CursorID != "" {
+		var found bool
+		if err := db.QueryRow(ctx, `select exists (select from flows where organization_id = $1 and id = $2)`,
+			q.OrganizationID, q.CursorID).Scan(&found); err != nil {
+			return nil, false, err
+		}
+		if !found {
+			return nil, false, ErrNoRows
+		}
 	}
 	more := len(out) > q.Limit
 	if more {
