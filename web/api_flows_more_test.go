@@ -156,6 +156,13 @@ func TestPaginationWalksBothWaysWithoutGapsOrRepeats(t *testing.T) {
 	if p := e.page(t, "limit=5&ending_before="+want[6]); !p.HasMore || p.Data[0].ID != want[1] {
 		t.Fatalf("one more before: has_more %v", p.HasMore)
 	}
+	// A cursor at either end is a real flow: an empty page, not a bad cursor.
+	if p := e.page(t, "starting_after="+want[len(want)-1]); p.HasMore || len(p.Data) != 0 {
+		t.Fatalf("after the oldest: has_more %v, %d flows", p.HasMore, len(p.Data))
+	}
+	if p := e.page(t, "ending_before="+want[0]); p.HasMore || len(p.Data) != 0 {
+		t.Fatalf("before the newest: has_more %v, %d flows", p.HasMore, len(p.Data))
+	}
 }
 
 func TestListWalksTheIndexFromTheCursor(t *testing.T) {

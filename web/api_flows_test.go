@@ -350,6 +350,7 @@ func TestListParametersAreChecked(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
 	id := e.create(t, tokA, nil)
+	other := e.create(t, tokB, map[string]any{"redirectUrl": "https://beta.example/back"})
 	tests := []struct {
 		query  string
 		fields string
@@ -365,6 +366,8 @@ func TestListParametersAreChecked(t *testing.T) {
 		{"ending_before=", "ending_before"},
 		{"starting_after=" + id + "&ending_before=" + id, "ending_before"},
 		{"starting_after=00000000-0000-0000-0000-000000000000", "starting_after"},
+		{"starting_after=" + other, "starting_after"},
+		{"ending_before=" + other, "ending_before"},
 		{"page=2&limit=500&archived=1", "archived,limit,page"},
 	}
 	for _, tt := range tests {

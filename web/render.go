@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strconv"
+	"sync"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -29,15 +31,36 @@ func (s *Server) writeProblem(c echo.Context, status int, p Problem) error {
 }
 
 func writeJSONType(c echo.Context, status int, contentType string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer putJSONBuffer(buf)
+	// Encode writes what json.Marshal would, HTML-escaped as well, plus the
+	// trailing newline; encoding into a reused buffer spares a response's
+	// allocations and the copy that appending the newline made.
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
 		return err
 	}
-	c.Response().Header().Set(echo.HeaderContentType, contentType)
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, contentType)
+	h.Set(echo.HeaderContentLength, strconv.Itoa(buf.Len()))
 	c.Response().WriteHeader(status)
 	if c.Request().Method == http.MethodHead {
 		return nil
 	}
-	_, err = c.Response().Write(append(b, '\n'))
+	_, err := c.Response().Write(buf.Bytes())
 	return err
+}
+
+// jsonBuffers holds the buffers JSON responses are encoded into.
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledJSONBuffer bounds the buffers kept for reuse, so that one large
+// response does not stay in memory for good.
+const maxPooledJSONBuffer = 64 << 10
+
+func putJSONBuffer(buf *bytes.Buffer) {
+	if buf.Cap() > maxPooledJSONBuffer {
+		return
+	}
+	buf.Reset()
+	jsonBuffers.Put(buf)
 }

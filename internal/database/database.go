@@ -116,3 +116,8 @@ func IsUniqueViolation(err error, constraint string) bool {
 // Tx is the transaction a …Tx method of a module joins. It is pgx's, named
 // here so that a module's domain file need not import pgx.
 type Tx = pgx.Tx
+
+// Batch is a set of statements sent in one round trip. Modules queue their
+// own statements in a batch another module sends (each reads its own tables),
+// so a request that needs both costs one round trip, not two.
+type Batch = pgx.Batch

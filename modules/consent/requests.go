@@ -66,12 +66,32 @@ func (r *Requests) CreateTx(ctx context.Context, tx database.Tx, organizationID,
 	return r.link(token), nil
 }
 
-// URL implements flows.ConsentRequests. ErrUnknownLink when the flow has no request.
+// URL returns the link of a flow's consent request, in a round trip of its
+// own. ErrUnknownLink when the flow has no request.
 func (r *Requests) URL(ctx context.Context, flowID string) (string, error) {
 	if _, err := uuid.Parse(flowID); err != nil {
 		return "", ErrUnknownLink
 	}
 	req, err := requests.ByFlow(ctx, r.pool, flowID)
+	return r.opened(flowID, req, err)
+}
+
+// QueueURL implements flows.ConsentRequests. The token is opened only when
+// the link is asked for, so a retrieve of a flow that is not the caller's
+// decrypts nothing.
+func (r *Requests) QueueURL(b *database.Batch, flowID string) func() (string, error) {
+	if _, err := uuid.Parse(flowID); err != nil {
+		return func() (string, error) { return "", ErrUnknownLink }
+	}
+	read := requests.QueueByFlow(b, flowID)
+	return func() (string, error) {
+		req, err := read()
+		return r.opened(flowID, req, err)
+	}
+}
+
+// opened turns the read of a flow's request into its link.
+func (r *Requests) opened(flowID string, req requests.Request, err error) (string, error) {
 	if errors.Is(err, requests.ErrNoRows) {
 		return "", ErrUnknownLink
 	}

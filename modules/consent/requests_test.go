@@ -44,6 +44,34 @@ func TestConsentRequestLinks(t *testing.T) {
 	if got, err := r.URL(ctx, flowA); err != nil || got != linkA {
 		t.Fatalf("URL = %q, %v", got, err)
 	}
+	// queued reads the links of ids through QueueURL, in one batch.
+	queued := func(ids ...string) ([]string, []error) {
+		var b database.Batch
+		reads := make([]func() (string, error), len(ids))
+		for i, id := range ids {
+			reads[i] = r.QueueURL(&b, id)
+		}
+		if b.Len() > 0 {
+			if err := pool.SendBatch(ctx, &b).Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		links, errs := make([]string, len(ids)), make([]error, len(ids))
+		for i, read := range reads {
+			links[i], errs[i] = read()
+		}
+		return links, errs
+	}
+	if links, errs := queued(flowA, flowB); errs[0] != nil || errs[1] != nil || links[0] != linkA || links[1] != linkB {
+		t.Fatalf("QueueURL = %q, %v; want %q, %q", links, errs, linkA, linkB)
+	}
+	if _, errs := queued(uuid.NewString(), "not-a-uuid"); !errors.Is(errs[0], consent.ErrUnknownLink) || !errors.Is(errs[1], consent.ErrUnknownLink) {
+		t.Fatalf("QueueURL of unknown flows: %v", errs)
+	}
+	var unsent database.Batch
+	if _, err := r.QueueURL(&unsent, flowA)(); err == nil {
+		t.Fatal("QueueURL of a batch never read answered without error")
+	}
 	if got, err := r.FlowIDForToken(ctx, tokenA); err != nil || got != flowA {
 		t.Fatalf("FlowIDForToken = %q, %v", got, err)
 	}
@@ -64,6 +92,9 @@ func TestConsentRequestLinks(t *testing.T) {
 	}
 	if _, err := r.URL(ctx, flowA); !errors.Is(err, consent.ErrUnknownLink) {
 		t.Fatalf("URL after delete: %v", err)
+	}
+	if _, errs := queued(flowA); !errors.Is(errs[0], consent.ErrUnknownLink) {
+		t.Fatalf("QueueURL after delete: %v", errs[0])
 	}
 	if _, err := r.FlowIDForToken(ctx, tokenA); !errors.Is(err, consent.ErrUnknownLink) {
 		t.Fatalf("FlowIDForToken after delete: %v", err)

@@ -139,6 +139,10 @@ type ListParams struct {
 	// WithIncidents fills in each flow's open incidents (one more query), for
 	// the console's incident badge; the API list does without.
 	WithIncidents bool
+	// WithLastName opens each flow's sealed last name. Neither the API list
+	// nor the console's shows it, so by default List leaves LastName empty
+	// and spares a decryption per flow.
+	WithLastName bool
 }
 
 // Page is one page of flows.
@@ -175,7 +179,8 @@ type Service interface {
 	Create(ctx context.Context, c Caller, in NewFlow, idempotencyKey string) (Created, error)
 	// Get returns one flow with its open incidents and consent link. ErrNotFound.
 	Get(ctx context.Context, c Caller, flowID string) (Flow, error)
-	// List returns a page of flows. Bad parameters are apperr Invalid errors.
+	// List returns a page of flows, without their last names unless
+	// p.WithLastName. Bad parameters are apperr Invalid errors.
 	List(ctx context.Context, c Caller, p ListParams) (Page, error)
 	// Tasks lists a flow's tasks, oldest first. ErrNotFound.
 	Tasks(ctx context.Context, c Caller, flowID string) ([]Task, error)
@@ -194,8 +199,11 @@ type Service interface {
 type ConsentRequests interface {
 	// CreateTx makes the consent request of a new flow and returns its link.
 	CreateTx(ctx context.Context, tx database.Tx, organizationID, flowID string) (consentURL string, err error)
-	// URL returns the link of a flow's consent request.
-	URL(ctx context.Context, flowID string) (string, error)
+	// QueueURL queues the read of a flow's consent link in b, a batch the
+	// caller sends, and returns the function that gives the link once the
+	// batch has been read to its end: ErrUnknownLink of the consent module
+	// when the flow has no request.
+	QueueURL(b *database.Batch, flowID string) func() (string, error)
 	// DeleteTx removes a flow's consent request; its link stops working.
 	DeleteTx(ctx context.Context, tx database.Tx, flowID string) error
 }

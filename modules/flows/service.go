@@ -247,13 +247,21 @@ func eventOf(f Flow, typ webhooks.EventType, taskID string) webhooks.Event {
 
 // toFlow opens a row's personal data.
 func (m *Manager) toFlow(r store.Flow) (Flow, error) {
+	return m.toFlowOpening(r, true)
+}
+
+// toFlowOpening opens a row's national id and, when withLastName is set, its
+// last name; a list that does not show the last name skips its decryption.
+func (m *Manager) toFlowOpening(r store.Flow, withLastName bool) (Flow, error) {
 	nationalID, err := m.sealer.Open(r.PIIKeyID, r.NationalIDSealed, sealContext(r.ID, "nationalId"))
 	if err != nil {
 		return Flow{}, fmt.Errorf("flows: flow %s: national id: %w", r.ID, err)
 	}
-	lastName, err := m.sealer.Open(r.PIIKeyID, r.LastNameSealed, sealContext(r.ID, "lastName"))
-	if err != nil {
-		return Flow{}, fmt.Errorf("flows: flow %s: last name: %w", r.ID, err)
+	var lastName string
+	if withLastName {
+		if lastName, err = m.sealer.Open(r.PIIKeyID, r.LastNameSealed, sealContext(r.ID, "lastName")); err != nil {
+			return Flow{}, fmt.Errorf("flows: flow %s: last name: %w", r.ID, err)
+		}
 	}
 	f := Flow{
 		ID: r.ID, OrganizationID: r.OrganizationID, Number: r.Number, ReferenceID: r.ReferenceID,
@@ -281,15 +289,22 @@ func (m *Manager) Get(ctx context.Context, c Caller, flowID string) (Flow, error
 	if !validID(flowID) || c.OrganizationID == "" {
 		return Flow{}, ErrNotFound
 	}
-	row, incidents, err := store.GetFlowAndIncidents(ctx, m.pool, c.OrganizationID, flowID)
+	// The consent link is read in the same round trip as the flow: it does
+	// not depend on the flow's row, and it is used only once the flow has
+	// been found as the caller's.
+	var consentURL func() (string, error)
+	row, incidents, err := store.GetFlowAndIncidents(ctx, m.pool, c.OrganizationID, flowID, func(b *pgx.Batch) {
+		consentURL = m.consent.QueueURL(b, flowID)
+	})
 	if err != nil {
 		return Flow{}, notFound(err)
 	}
-	return m.complete(ctx, row, incidents)
+	return m.complete(row, incidents, consentURL)
 }
 
-// complete turns a row and its open incidents into a Flow with its consent link.
-func (m *Manager) complete(ctx context.Context, row store.Flow, incidents []store.Incident) (Flow, error) {
+// complete turns a row and its open incidents into a Flow with its consent
+// link, which consentURL gives.
+func (m *Manager) complete(row store.Flow, incidents []store.Incident, consentURL func() (string, error)) (Flow, error) {
 	f, err := m.toFlow(row)
 	if err != nil {
 		return Flow{}, err
@@ -297,7 +312,7 @@ func (m *Manager) complete(ctx context.Context, row store.Flow, incidents []stor
 	for _, i := range incidents {
 		f.Incidents = append(f.Incidents, Incident{ID: i.ID, TaskID: i.TaskID, TaskType: i.TaskType, Message: i.Message, OpenedAt: i.OpenedAt})
 	}
-	if f.ConsentURL, err = m.consent.URL(ctx, f.ID); err != nil {
+	if f.ConsentURL, err = consentURL(); err != nil {
 		return Flow{}, fmt.Errorf("flows: consent link of %s: %w", f.ID, err)
 	}
 	return f, nil
@@ -352,7 +367,7 @@ func (m *Manager) List(ctx context.Context, c Caller, p ListParams) (Page, error
 	}
 	page := Page{HasMore: more, Flows: make([]Flow, 0, len(rows))}
 	for _, r := range rows {
-		f, err := m.toFlow(r)
+		f, err := m.toFlowOpening(r, p.WithLastName)
 		if err != nil {
 			return Page{}, err
 		}

@@ -1,7 +1,7 @@
 -- retrieve: what GET /api/flows/{id} executes, outside a transaction. The flow is
 -- one of the seeded organization's, drawn at random as the HTTP scenario does.
--- The flow and its incidents go in one batch (flows store
--- GetFlowAndIncidents); the consent link is the consent module's query.
+-- The flow, its incidents and its consent link go in one batch (flows store
+-- GetFlowAndIncidents, with the consent module's query queued in it).
 \set n random(1, :flows)
 \startpipeline
 select id::text, organization_id, flow_number, reference_id, reference_name, version,
@@ -11,6 +11,6 @@ select id::text, organization_id, flow_number, reference_id, reference_name, ver
 	from flows where id = ('00000000-0000-7000-8000-' || lpad(to_hex(:n::bigint), 12, '0'))::uuid and (:org = '' or organization_id = :org);
 select id::text, flow_id::text, task_id::text, task_type, message, opened_at
 	from flow_incidents where flow_id = any(array[('00000000-0000-7000-8000-' || lpad(to_hex(:n::bigint), 12, '0'))]::uuid[]) and resolved_at is null order by opened_at, id;
-\endpipeline
 select flow_id::text, organization_id, token_hash, pii_key_id, token_sealed
 	from consent_requests where flow_id = ('00000000-0000-7000-8000-' || lpad(to_hex(:n::bigint), 12, '0'))::uuid;
+\endpipeline

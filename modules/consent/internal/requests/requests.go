@@ -35,10 +35,30 @@ func Insert(ctx context.Context, db DB, r Request) error {
 	return err
 }
 
+const byFlowSQL = `select flow_id::text, organization_id, token_hash, pii_key_id, token_sealed
+		from consent_requests where flow_id = $1`
+
 // ByFlow returns a flow's request. ErrNoRows.
 func ByFlow(ctx context.Context, db DB, flowID string) (Request, error) {
-	return scan(db.QueryRow(ctx, `select flow_id::text, organization_id, token_hash, pii_key_id, token_sealed
-		from consent_requests where flow_id = $1`, flowID))
+	return scan(db.QueryRow(ctx, byFlowSQL, flowID))
+}
+
+// errNotRead is what QueueByFlow's function answers when the batch was not
+// read to the request's statement, e.g. because an earlier statement failed.
+var errNotRead = errors.New("requests: the batch was not read to the consent request")
+
+// QueueByFlow queues ByFlow's statement in b and returns the function that
+// gives its answer once the batch has been read to its end. ErrNoRows.
+func QueueByFlow(b *pgx.Batch, flowID string) func() (Request, error) {
+	var (
+		req Request
+		err = errNotRead
+	)
+	b.Queue(byFlowSQL, flowID).QueryRow(func(row pgx.Row) error {
+		req, err = scan(row)
+		return nil
+	})
+	return func() (Request, error) { return req, err }
 }
 
 // ByTokenHash returns the request of a link token's digest. ErrNoRows.

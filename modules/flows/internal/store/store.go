@@ -118,11 +118,17 @@ func GetFlow(ctx context.Context, db DB, organizationID, id string, lock bool) (
 
 // GetFlowAndIncidents returns a flow of organizationID and its open
 // incidents, the two queries sent together in one round trip (a retrieve
-// needs both, and the second does not depend on the first). ErrNoRows.
-func GetFlowAndIncidents(ctx context.Context, db DB, organizationID, id string) (Flow, []Incident, error) {
+// needs both, and the second does not depend on the first). also, when not
+// nil, queues more statements in the same batch, which another module reads
+// through the callbacks it sets on them; they have run when it returns
+// without error. ErrNoRows.
+func GetFlowAndIncidents(ctx context.Context, db DB, organizationID, id string, also func(*pgx.Batch)) (Flow, []Incident, error) {
 	var b pgx.Batch
 	b.Queue(`select `+flowColumns+` from flows where id = $1 and ($2 = '' or organization_id = $2)`, id, organizationID)
 	b.Queue(openIncidentsSQL, []string{id})
+	if also != nil {
+		also(&b)
+	}
 	br := db.SendBatch(ctx, &b)
 	defer br.Close()
 	f, err := scanFlow(br.QueryRow())
@@ -189,21 +195,17 @@ func ListFlows(ctx context.Context, db DB, q ListQuery) ([]Flow, bool, error) {
 	}
 	order := "created_at desc, id desc"
 	if q.CursorID != "" {
-		var at time.Time
-		err := db.QueryRow(ctx, `select created_at from flows where organization_id = $1 and id = $2`,
-			q.OrganizationID, q.CursorID).Scan(&at)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, false, ErrNoRows
-		}
-		if err != nil {
-			return nil, false, err
-		}
+		// The cursor's position is found by primary key inside the page's
+		// statement, so a page costs one round trip. A cursor that is not a
+		// flow of the organization makes the comparison null and the page
+		// empty; only an empty page asks, below, which of the two it is.
 		cmp := "<"
 		if q.Backwards {
 			cmp = ">"
 			order = "created_at asc, id asc"
 		}
-		where = append(where, fmt.Sprintf("(created_at, id) %s (%s, %s)", cmp, arg(at), arg(q.CursorID)))
+		c := arg(q.CursorID)
+		where = append(where, fmt.Sprintf("(created_at, id) %s ((select created_at from flows where organization_id = $1 and id = %s), %s)", cmp, c, c))
 	}
 	sql := `select ` + flowColumns + ` from flows where ` + strings.Join(where, " and ") +
 		` order by ` + order + ` limit ` + arg(q.Limit+1)
@@ -222,6 +224,16 @@ func ListFlows(ctx context.Context, db DB, q ListQuery) ([]Flow, bool, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, false, err
+	}
+	if len(out) == 0 && q.CursorID != "" {
+		var found bool
+		if err := db.QueryRow(ctx, `select exists (select from flows where organization_id = $1 and id = $2)`,
+			q.OrganizationID, q.CursorID).Scan(&found); err != nil {
+			return nil, false, err
+		}
+		if !found {
+			return nil, false, ErrNoRows
+		}
 	}
 	more := len(out) > q.Limit
 	if more {
