@@ -107,8 +107,15 @@ full_page_writes = off
 max_connections = 300
 shared_buffers = 256MB
 CONF
-  port=$(free_port)
-  start "$data/db" "$port"
+  # A free port can be taken between the check and the start: try a few.
+  for attempt in 1 2 3 4 5; do
+    port=$(free_port)
+    if start "$data/db" "$port"; then break; fi
+    log "could not start PostgreSQL on port $port (attempt $attempt); its log:"
+    tail -n 20 "$data/db/server.log" >&2 || true
+    if [ "$attempt" = 5 ]; then exit 1; fi
+    sleep 1
+  done
   export TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
   export TEST_PG_BINDIR="$BIN"
   log "throwaway cluster on port $port"
