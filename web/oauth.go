@@ -37,9 +37,7 @@ type tokenErrorResponse struct {
 // handleToken handles "POST /oauth/token". It answers in RFC 6749's words,
 // not problem+json: OAuth clients parse {error, error_description}.
 func (s *Server) handleToken(c echo.Context) error {
-	h := c.Response().Header()
-	h.Set("Cache-Control", "no-store")
-	h.Set("Pragma", "no-cache")
+	noStore(c)
 	req, form, terr := parseTokenRequest(c.Request())
 	if terr != nil {
 		return s.writeTokenError(c, terr)
