@@ -42,8 +42,8 @@ type org struct {
 	Prefix       string
 	ClientID     string
 	ClientSecret string
-	// http sends requests with a bearer token it obtains and renews itself.
-	http *http.Client
+	// tokens obtains the client's bearer token and renews it before it expires.
+	tokens oauth2.TokenSource
 }
 
 // bench is one run's flowd, database and clients.
@@ -62,6 +62,8 @@ type bench struct {
 	// main is the organization that creates; deep has o.deepFlows seeded flows.
 	main, deep org
 	transport  *http.Transport
+	// conns are the load workers' connections, one per worker index.
+	conns []*loadConn
 	// sealed holds the sealed columns of one real flow, hex-encoded for pgbench.
 	pgVars map[string]string
 	notes  []string
@@ -140,6 +142,9 @@ func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_
 		return nil, err
 	}
 
+	for range max(1, o.concurrency) {
+		b.conns = append(b.conns, newLoadConn(b.base))
+	}
 	b.transport = &http.Transport{MaxIdleConns: 4 * o.concurrency, MaxIdleConnsPerHost: 4 * o.concurrency, IdleConnTimeout: time.Minute}
 	if b.main, err = b.seedOrg(ctx, "Bench Bank", "BENCH"); err != nil {
 		return nil, err
@@ -155,6 +160,9 @@ func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_
 
 // close stops flowd, drops the database and removes the build.
 func (b *bench) close() {
+	for _, c := range b.conns {
+		c.close()
+	}
 	if b.server != nil {
 		b.server.Stop()
 	}
@@ -208,10 +216,10 @@ func (b *bench) seedOrg(ctx context.Context, name, prefix string) (org, error) {
 	}
 	r := org{ID: o.ID, Prefix: o.ReferencePrefix, ClientID: c.ClientID, ClientSecret: c.ClientSecret}
 	cc := b.credentials(r)
-	r.http = cc.Client(context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: b.transport}))
-	r.http.Timeout = 30 * time.Second
+	r.tokens = cc.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient,
+		&http.Client{Transport: b.transport, Timeout: 30 * time.Second}))
 	// The first token is fetched here so that no scenario pays for it.
-	if _, err := r.http.Transport.(*oauth2.Transport).Source.Token(); err != nil {
+	if _, err := r.tokens.Token(); err != nil {
 		return org{}, fmt.Errorf("token for %s: %w", name, err)
 	}
 	return r, nil
@@ -221,32 +229,14 @@ func (b *bench) credentials(o org) *clientcredentials.Config {
 	return &clientcredentials.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, TokenURL: b.base + "/oauth/token"}
 }
 
-// do sends a request and reads the whole answer; a status other than want is an error.
-func (b *bench) do(ctx context.Context, c *http.Client, method, path string, body []byte, want int) ([]byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, b.base+path, rd)
+// do sends a request as o's client on the worker's own connection and
+// reads the whole answer; a status other than want is an error.
+func (b *bench) do(ctx context.Context, worker int, o org, method, path string, body []byte, want int) ([]byte, error) {
+	tok, err := o.tokens.Token()
 	if err != nil {
 		return nil, err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != want {
-		return out, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, truncate(out, 200))
-	}
-	return out, nil
+	return b.conns[worker].do(ctx, "Bearer "+tok.AccessToken, method, path, body, want)
 }
 
 func truncate(b []byte, n int) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -51,7 +52,7 @@ func drive(ctx context.Context, name string, concurrency int, d time.Duration, o
 			for i := 0; ctx.Err() == nil; i++ {
 				t0 := time.Now()
 				err := op(ctx, w, i)
-				if ctx.Err() != nil {
+				if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
 					break // a call cut short by the end of the run does not count
 				}
 				local = append(local, time.Since(t0))

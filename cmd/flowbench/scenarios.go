@@ -53,8 +53,8 @@ func tokenScenario(ctx context.Context, b *bench) (Result, error) {
 // createScenario: POST /api/flows without a webhook.
 func createScenario(ctx context.Context, b *bench) (Result, error) {
 	var n atomic.Int64
-	r := drive(ctx, "create", b.o.concurrency, b.o.duration, func(ctx context.Context, _, _ int) error {
-		_, err := b.do(ctx, b.main.http, "POST", "/api/flows", createBody(int(n.Add(1)), ""), 201)
+	r := drive(ctx, "create", b.o.concurrency, b.o.duration, func(ctx context.Context, w, _ int) error {
+		_, err := b.do(ctx, w, b.main, "POST", "/api/flows", createBody(int(n.Add(1)), ""), 201)
 		return err
 	})
 	return withPgbench(ctx, b, r, map[string]string{"org": b.main.ID, "client": b.main.ClientID}, "create")
@@ -66,8 +66,8 @@ func randomSeeded(b *bench) string { return seededID(1 + rand.IntN(b.o.deepFlows
 // retrieveScenario: GET /api/flows/{id} of random flows among the deep
 // organization's million.
 func retrieveScenario(ctx context.Context, b *bench) (Result, error) {
-	r := drive(ctx, "retrieve", b.o.concurrency, b.o.duration, func(ctx context.Context, _, _ int) error {
-		_, err := b.do(ctx, b.deep.http, "GET", "/api/flows/"+randomSeeded(b), nil, 200)
+	r := drive(ctx, "retrieve", b.o.concurrency, b.o.duration, func(ctx context.Context, w, _ int) error {
+		_, err := b.do(ctx, w, b.deep, "GET", "/api/flows/"+randomSeeded(b), nil, 200)
 		return err
 	})
 	return withPgbench(ctx, b, r, map[string]string{"org": b.deep.ID, "flows": strconv.Itoa(b.o.deepFlows)}, "retrieve")
@@ -75,8 +75,8 @@ func retrieveScenario(ctx context.Context, b *bench) (Result, error) {
 
 // listFirstScenario: GET /api/flows, the newest ten of the deep organization.
 func listFirstScenario(ctx context.Context, b *bench) (Result, error) {
-	r := drive(ctx, "list-first", b.o.concurrency, b.o.duration, func(ctx context.Context, _, _ int) error {
-		_, err := b.do(ctx, b.deep.http, "GET", "/api/flows?limit=10", nil, 200)
+	r := drive(ctx, "list-first", b.o.concurrency, b.o.duration, func(ctx context.Context, w, _ int) error {
+		_, err := b.do(ctx, w, b.deep, "GET", "/api/flows?limit=10", nil, 200)
 		return err
 	})
 	return withPgbench(ctx, b, r, map[string]string{"org": b.deep.ID}, "list_first")
@@ -92,8 +92,8 @@ func deepCursor(b *bench) (id string, page int) {
 // listDeepScenario: GET /api/flows?starting_after=… at page ~10 000.
 func listDeepScenario(ctx context.Context, b *bench) (Result, error) {
 	cursor, page := deepCursor(b)
-	r := drive(ctx, "list-deep", b.o.concurrency, b.o.duration, func(ctx context.Context, _, _ int) error {
-		_, err := b.do(ctx, b.deep.http, "GET", "/api/flows?limit=10&starting_after="+cursor, nil, 200)
+	r := drive(ctx, "list-deep", b.o.concurrency, b.o.duration, func(ctx context.Context, w, _ int) error {
+		_, err := b.do(ctx, w, b.deep, "GET", "/api/flows?limit=10&starting_after="+cursor, nil, 200)
 		return err
 	})
 	b.note("list-deep reads page %d of ten flows (after %s) among %d", page, cursor, b.o.deepFlows)
@@ -104,15 +104,15 @@ func listDeepScenario(ctx context.Context, b *bench) (Result, error) {
 // the deep organization; pgbench runs the three scripts with the same weights.
 func mixedScenario(ctx context.Context, b *bench) (Result, error) {
 	var n atomic.Int64
-	r := drive(ctx, "mixed", b.o.concurrency, b.o.duration, func(ctx context.Context, _, _ int) error {
+	r := drive(ctx, "mixed", b.o.concurrency, b.o.duration, func(ctx context.Context, w, _ int) error {
 		var err error
 		switch x := rand.IntN(100); {
 		case x < 70:
-			_, err = b.do(ctx, b.deep.http, "GET", "/api/flows/"+randomSeeded(b), nil, 200)
+			_, err = b.do(ctx, w, b.deep, "GET", "/api/flows/"+randomSeeded(b), nil, 200)
 		case x < 90:
-			_, err = b.do(ctx, b.deep.http, "GET", "/api/flows?limit=10", nil, 200)
+			_, err = b.do(ctx, w, b.deep, "GET", "/api/flows?limit=10", nil, 200)
 		default:
-			_, err = b.do(ctx, b.deep.http, "POST", "/api/flows", createBody(int(n.Add(1)), ""), 201)
+			_, err = b.do(ctx, w, b.deep, "POST", "/api/flows", createBody(int(n.Add(1)), ""), 201)
 		}
 		return err
 	})

@@ -87,7 +87,7 @@ func webhookScenario(ctx context.Context, b *bench) (Result, error) {
 	)
 	start := time.Now()
 	cr := drive(ctx, "webhook-create", b.o.concurrency, b.o.duration, func(ctx context.Context, w, i int) error {
-		body, err := b.do(ctx, b.main.http, "POST", "/api/flows", createBody(w*1_000_000+i, rcv.url), 201)
+		body, err := b.do(ctx, w, b.main, "POST", "/api/flows", createBody(w*1_000_000+i, rcv.url), 201)
 		if err != nil {
 			return err
 		}
