@@ -17,7 +17,38 @@ import (
 // apiTime is how the API writes instants: RFC 3339, UTC, milliseconds.
 const apiTime = "2006-01-02T15:04:05.000Z"
 
-func formatTime(t time.Time) string { return t.UTC().Format(apiTime) }
+// formatTime writes t as time.Format(apiTime) would, by hand: a list page
+// writes two instants per flow, and the general formatter was 5 % of its CPU.
+func formatTime(t time.Time) string {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.Format(apiTime)
+	}
+	hour, minute, second := t.Clock()
+	var b [len(apiTime)]byte
+	digits := func(at, v, n int) {
+		for i := at + n - 1; i >= at; i-- {
+			b[i] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	digits(0, year, 4)
+	b[4] = '-'
+	digits(5, int(month), 2)
+	b[7] = '-'
+	digits(8, day, 2)
+	b[10] = 'T'
+	digits(11, hour, 2)
+	b[13] = ':'
+	digits(14, minute, 2)
+	b[16] = ':'
+	digits(17, second, 2)
+	b[19] = '.'
+	digits(20, t.Nanosecond()/1e6, 3)
+	b[23] = 'Z'
+	return string(b[:])
+}
 
 func formatTimePtr(t *time.Time) *string {
 	if t == nil {

@@ -247,21 +247,13 @@ func eventOf(f Flow, typ webhooks.EventType, taskID string) webhooks.Event {
 
 // toFlow opens a row's personal data.
 func (m *Manager) toFlow(r store.Flow) (Flow, error) {
-	return m.toFlowOpening(r, true)
-}
-
-// toFlowOpening opens a row's national id and, when withLastName is set, its
-// last name; a list that does not show the last name skips its decryption.
-func (m *Manager) toFlowOpening(r store.Flow, withLastName bool) (Flow, error) {
-	nationalID, err := m.sealer.Open(r.PIIKeyID, r.NationalIDSealed, sealContext(r.ID, "nationalId"))
+	nationalID, err := m.openNationalID(r.ID, r.PIIKeyID, r.NationalIDSealed)
 	if err != nil {
-		return Flow{}, fmt.Errorf("flows: flow %s: national id: %w", r.ID, err)
+		return Flow{}, err
 	}
-	var lastName string
-	if withLastName {
-		if lastName, err = m.sealer.Open(r.PIIKeyID, r.LastNameSealed, sealContext(r.ID, "lastName")); err != nil {
-			return Flow{}, fmt.Errorf("flows: flow %s: last name: %w", r.ID, err)
-		}
+	lastName, err := m.sealer.Open(r.PIIKeyID, r.LastNameSealed, sealContext(r.ID, "lastName"))
+	if err != nil {
+		return Flow{}, fmt.Errorf("flows: flow %s: last name: %w", r.ID, err)
 	}
 	f := Flow{
 		ID: r.ID, OrganizationID: r.OrganizationID, Number: r.Number, ReferenceID: r.ReferenceID,
@@ -275,6 +267,31 @@ func (m *Manager) toFlowOpening(r store.Flow, withLastName bool) (Flow, error) {
 		f.ReferenceName = *r.ReferenceName
 	}
 	return f, nil
+}
+
+// toSummary opens a listed row's national id.
+func (m *Manager) toSummary(r store.FlowSummary) (FlowSummary, error) {
+	nationalID, err := m.openNationalID(r.ID, r.PIIKeyID, r.NationalIDSealed)
+	if err != nil {
+		return FlowSummary{}, err
+	}
+	f := FlowSummary{
+		ID: r.ID, OrganizationID: r.OrganizationID, Number: r.Number, ReferenceID: r.ReferenceID,
+		ConsentStatus: ConsentStatus(r.ConsentStatus), ProcessStatus: ProcessStatus(r.ProcessStatus),
+		Sandbox: r.Sandbox, NationalID: nationalID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+	if r.ReferenceName != nil {
+		f.ReferenceName = *r.ReferenceName
+	}
+	return f, nil
+}
+
+func (m *Manager) openNationalID(flowID, keyID string, sealed []byte) (string, error) {
+	nationalID, err := m.sealer.Open(keyID, sealed, sealContext(flowID, "nationalId"))
+	if err != nil {
+		return "", fmt.Errorf("flows: flow %s: national id: %w", flowID, err)
+	}
+	return nationalID, nil
 }
 
 func notFound(err error) error {
@@ -365,9 +382,9 @@ func (m *Manager) List(ctx context.Context, c Caller, p ListParams) (Page, error
 	if err != nil {
 		return Page{}, err
 	}
-	page := Page{HasMore: more, Flows: make([]Flow, 0, len(rows))}
+	page := Page{HasMore: more, Flows: make([]FlowSummary, 0, len(rows))}
 	for _, r := range rows {
-		f, err := m.toFlowOpening(r, p.WithLastName)
+		f, err := m.toSummary(r)
 		if err != nil {
 			return Page{}, err
 		}
