@@ -74,6 +74,9 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if route == "/healthz" || route == "/readyz" || route == "/metrics" || route == "/assets/*" {
 			level = slog.LevelDebug
 		}
+		if !s.log.Enabled(c.Request().Context(), level) {
+			return nil // spares the attributes' allocation on every request
+		}
 		s.log.LogAttrs(c.Request().Context(), level, "request",
 			slog.String("request_id", requestIDOf(c)),
 			slog.String("method", c.Request().Method),
