@@ -94,7 +94,7 @@ func (s *Server) handleConsentProve(c echo.Context) error {
 	if c.QueryParam("again") != "" {
 		s.consentSessions.Clear(c.Response(), c.Request())
 	}
-	return s.beginLogin(c, s.consentRP, self)
+	return s.beginLogin(c, s.consentRP, self, s.consentAuthParams(c))
 }
 
 // handleConsentDecision handles "POST /consent/:token": Accept or Reject,

@@ -93,7 +93,12 @@ func (s *Server) handleAuthorize(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, "/idp/login?request="+url.QueryEscape(p.ID))
+	to := "/idp/login?request=" + url.QueryEscape(p.ID)
+	// The form speaks the first of the client's ui_locales that we have.
+	if lang, ok := i18n.FromUILocales(req.UILocales); ok {
+		to += "&ui_locales=" + string(lang)
+	}
+	return c.Redirect(http.StatusSeeOther, to)
 }
 
 // authorizeError sends a refused authorization request back to the client,
@@ -109,7 +114,9 @@ func (s *Server) authorizeError(c echo.Context, err error) error {
 	return s.renderNotice(c, http.StatusBadRequest, "Sign-in request refused", ae.Description, "", "")
 }
 
-// handleLoginForm handles "GET /idp/login": the staff form or the test eID.
+// handleLoginForm handles "GET /idp/login": the staff form or the test eID,
+// the latter in the language of ui_locales (which /oauth/authorize passes
+// on) or of its own switch (lang).
 func (s *Server) handleLoginForm(c echo.Context) error {
 	if s.login == nil {
 		return apperr.New(apperr.NotFound, "No resource at this address.")
@@ -131,8 +138,9 @@ func (s *Server) renderLoginForm(c echo.Context, status int, p login.Pending, ty
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(retry.Round(time.Second)/time.Second)))
 	}
 	if p.Method == login.MethodTestEID {
-		// The test eID speaks the language of the consent pages (issue 7).
-		lang := s.publicLang(c)
+		// The test eID speaks the language of the consent pages (issue 7),
+		// which their sign-in names in ui_locales.
+		lang := s.loginFormLang(c)
 		t := i18n.TestEIDTexts(lang)
 		if message != "" {
 			message = t.BadNationalID
@@ -143,6 +151,24 @@ func (s *Server) renderLoginForm(c echo.Context, status int, p login.Pending, ty
 	}
 	return s.render(c, status, pages.StaffLogin(pages.StaffLoginPage{RequestID: p.ID, CSRF: p.FormToken,
 		ClientName: p.ClientName, Username: typed, Error: message}))
+}
+
+// loginFormLang picks the test eID's language: the form's own switch
+// (?lang=, remembered as on the consent pages), or, when the form comes back
+// by POST, the language it was shown in (its lang field), so that an error
+// stays in that language; else the client's ui_locales; else the remembered
+// choice, Accept-Language, English.
+func (s *Server) loginFormLang(c echo.Context) i18n.Lang {
+	if c.Request().Method == http.MethodPost {
+		if lang, ok := i18n.FromUILocales(c.FormValue("lang")); ok {
+			return lang
+		}
+	} else if c.QueryParam("lang") == "" {
+		if lang, ok := i18n.FromUILocales(c.QueryParam("ui_locales")); ok {
+			return lang
+		}
+	}
+	return s.publicLang(c)
 }
 
 // handleLoginSubmit handles "POST /idp/login": checks the form, then sends
@@ -378,20 +404,30 @@ func safeReturn(raw, prefix, fallback string) string {
 
 // handleConsoleLogin handles "GET /console/auth/login": off to the provider.
 func (s *Server) handleConsoleLogin(c echo.Context) error {
-	return s.beginLogin(c, s.consoleRP, safeReturn(c.QueryParam("return"), "/console", "/console"))
+	// The console has no language of its own to pass on: the provider's own
+	// negotiation (Accept-Language) serves its staff.
+	return s.beginLogin(c, s.consoleRP, safeReturn(c.QueryParam("return"), "/console", "/console"), nil)
 }
 
 // handleConsentLogin handles "GET /consent/auth/login": the end user proves
 // who they are, then returns to the consent page named by return.
 func (s *Server) handleConsentLogin(c echo.Context) error {
-	return s.beginLogin(c, s.consentRP, safeReturn(c.QueryParam("return"), "/consent/", "/consent/signed-in"))
+	return s.beginLogin(c, s.consentRP, safeReturn(c.QueryParam("return"), "/consent/", "/consent/signed-in"), s.consentAuthParams(c))
 }
 
-func (s *Server) beginLogin(c echo.Context, rp *oidclogin.RelyingParty, returnTo string) error {
+// consentAuthParams are the consent sign-in's own authorization request
+// parameters: ui_locales names the language of the consent pages first, so
+// that the eID (the built-in test eID, or an external one such as
+// ID-porten, whose language cookie is not ours) speaks it too.
+func (s *Server) consentAuthParams(c echo.Context) url.Values {
+	return url.Values{"ui_locales": {s.publicLang(c).UILocales()}}
+}
+
+func (s *Server) beginLogin(c echo.Context, rp *oidclogin.RelyingParty, returnTo string, params url.Values) error {
 	if rp == nil {
 		return apperr.New(apperr.NotFound, "Sign-in is not configured.")
 	}
-	to, err := rp.Begin(c.Response(), c.Request(), returnTo)
+	to, err := rp.Begin(c.Response(), c.Request(), returnTo, params)
 	if errors.Is(err, oidclogin.ErrUnavailable) {
 		return apperr.Wrap(err, apperr.Unavailable, "The sign-in service cannot be reached. Try again shortly.")
 	}

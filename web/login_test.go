@@ -133,6 +133,8 @@ func (ls loginServer) createStaff(t *testing.T, org, username string, role ident
 type browser struct {
 	t      *testing.T
 	client *http.Client
+	// acceptLanguage, when set, is sent as Accept-Language.
+	acceptLanguage string
 }
 
 func newBrowser(t *testing.T) *browser {
@@ -161,6 +163,9 @@ func (b *browser) do(method, u string, form url.Values) page {
 		b.t.Fatal(err)
 	}
 	req.Header.Set("Accept", "text/html")
+	if b.acceptLanguage != "" {
+		req.Header.Set("Accept-Language", b.acceptLanguage)
+	}
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
@@ -427,6 +432,138 @@ func TestTestEIDSignIn(t *testing.T) {
 	}
 }
 
+// TestConsentSignInAsksForThePageLanguage: the consent sign-in tells the
+// eID the language of the consent pages in ui_locales, chosen as the pages
+// choose it (the switch's cookie, else Accept-Language), and the built-in
+// test eID then speaks it.
+func TestConsentSignInAsksForThePageLanguage(t *testing.T) {
+	t.Parallel()
+	ls := setupLogin(t, loginOptions{})
+	tests := []struct {
+		name           string
+		acceptLanguage string
+		cookie         string // flowd_lang, the consent pages' switch
+		start          string // where the person starts the sign-in
+		want           string // ui_locales
+		lang           string // of the test eID page
+	}{
+		{"Norwegian browser", "nb-NO,nb;q=0.9,en;q=0.5", "", "/consent/some-token/login", "nb en", "nb"},
+		{"Nynorsk browser", "nn-NO", "", "/consent/some-token/login", "nb en", "nb"},
+		{"English browser", "en-GB,en;q=0.9", "", "/consent/some-token/login", "en", "en"},
+		{"unknown language", "de-DE", "", "/consent/some-token/login", "en", "en"},
+		{"switched to Norwegian", "en", "nb", "/consent/some-token/login", "nb en", "nb"},
+		{"switched to English", "nb", "en", "/consent/some-token/login", "en", "en"},
+		{"callback route, Norwegian", "nb", "", "/consent/auth/login?return=%2Fconsent%2Fx", "nb en", "nb"},
+		{"callback route, English", "", "", "/consent/auth/login?return=%2Fconsent%2Fx", "en", "en"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := newBrowser(t)
+			b.acceptLanguage = tt.acceptLanguage
+			if tt.cookie != "" {
+				u, _ := url.Parse(ls.url)
+				b.client.Jar.SetCookies(u, []*http.Cookie{{Name: "flowd_lang", Value: tt.cookie, Path: "/"}})
+			}
+			p := b.do(http.MethodGet, ls.url+tt.start, nil)
+			if p.status != http.StatusSeeOther || !strings.HasPrefix(p.location, ls.url+"/oauth/authorize?") {
+				t.Fatalf("not sent to the provider: %d %s", p.status, p.location)
+			}
+			if got := mustQuery(t, p.location)["ui_locales"]; len(got) != 1 || got[0] != tt.want {
+				t.Fatalf("ui_locales = %q, want %q (%s)", got, tt.want, p.location)
+			}
+			// The test eID follows ui_locales, not its own guess: with the
+			// cookie gone, only ui_locales can carry a switched language.
+			u, _ := url.Parse(ls.url)
+			b.client.Jar.SetCookies(u, []*http.Cookie{{Name: "flowd_lang", Value: "", Path: "/", MaxAge: -1}})
+			form := b.follow(http.MethodGet, p.location, nil)
+			if form.status != http.StatusOK || !strings.Contains(form.body, `<html lang="`+tt.lang+`"`) {
+				t.Fatalf("test eID page, want lang %s: %d %s", tt.lang, form.status, form.body)
+			}
+		})
+	}
+}
+
+// TestTestEIDSpeaksTheRequestedLanguage: the built-in provider's test eID
+// form is in the first language of ui_locales that it has, else in the
+// browser's Accept-Language, else English, and its error re-render after a
+// POST stays in the language the form was shown in, also after the form's
+// own language switch.
+func TestTestEIDSpeaksTheRequestedLanguage(t *testing.T) {
+	t.Parallel()
+	ls := setupLogin(t, loginOptions{})
+	type texts struct{ lang, label, error string }
+	english := texts{"en", "National identity number", "Type a national identity number"}
+	norwegian := texts{"nb", "Fødselsnummer", "Skriv et fødselsnummer"}
+	tests := []struct {
+		name           string
+		uiLocales      string
+		acceptLanguage string
+		want           texts
+	}{
+		{"ui_locales nb", "nb", "", norwegian},
+		{"ui_locales nb over Accept-Language", "nb", "en-GB,en;q=0.9", norwegian},
+		{"ui_locales en over Accept-Language", "en", "nb-NO,nb;q=0.9", english},
+		{"first one we have", "de nn-NO en", "en", norwegian},
+		{"no ui_locales: Accept-Language", "", "nb-NO,nb;q=0.9,en;q=0.5", norwegian},
+		{"none we have: Accept-Language", "de fr", "no", norwegian},
+		{"nothing: English", "", "", english},
+		{"none we have anywhere: English", "sv", "fr-FR", english},
+	}
+	check := func(t *testing.T, p page, want texts, status int, withError bool) {
+		t.Helper()
+		if p.status != status || !strings.Contains(p.body, `<html lang="`+want.lang+`"`) || !strings.Contains(p.body, want.label) ||
+			strings.Contains(p.body, want.error) != withError {
+			t.Fatalf("want %s (error shown: %v), got %d:\n%s", want.lang, withError, p.status, p.body)
+		}
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := newBrowser(t)
+			b.acceptLanguage = tt.acceptLanguage
+			_, challenge := pkcePair()
+			q := url.Values{"response_type": {"code"}, "client_id": {login.ConsentClientID}, "redirect_uri": {ls.url + "/consent/auth/callback"},
+				"scope": {"openid"}, "state": {"st"}, "nonce": {"nn"}, "code_challenge": {challenge}, "code_challenge_method": {"S256"}}
+			if tt.uiLocales != "" {
+				q.Set("ui_locales", tt.uiLocales)
+			}
+			form := b.follow(http.MethodGet, ls.url+"/oauth/authorize?"+q.Encode(), nil)
+			check(t, form, tt.want, http.StatusOK, false)
+
+			v := formFields(t, form)
+			v.Set("national_id", "not a national id")
+			check(t, b.do(http.MethodPost, ls.url+"/idp/login", v), tt.want, http.StatusBadRequest, true)
+		})
+	}
+
+	t.Run("the form's switch wins and holds through the POST", func(t *testing.T) {
+		t.Parallel()
+		b := newBrowser(t)
+		_, challenge := pkcePair()
+		q := url.Values{"response_type": {"code"}, "client_id": {login.ConsentClientID}, "redirect_uri": {ls.url + "/consent/auth/callback"},
+			"scope": {"openid"}, "state": {"st"}, "nonce": {"nn"}, "code_challenge": {challenge}, "code_challenge_method": {"S256"},
+			"ui_locales": {"nb"}}
+		form := b.follow(http.MethodGet, ls.url+"/oauth/authorize?"+q.Encode(), nil)
+		check(t, form, norwegian, http.StatusOK, false)
+		m := regexp.MustCompile(`class="lang-switch" href="([^"]+)"`).FindStringSubmatch(form.body)
+		if m == nil {
+			t.Fatalf("no language switch: %s", form.body)
+		}
+		switched := b.do(http.MethodGet, ls.url+html.UnescapeString(m[1]), nil)
+		check(t, switched, english, http.StatusOK, false)
+		// The switch is remembered (the cookie) but the POST holds its
+		// language by itself: with the cookie gone and a Norwegian
+		// browser, the error is still in English.
+		u, _ := url.Parse(ls.url)
+		b.client.Jar.SetCookies(u, []*http.Cookie{{Name: "flowd_lang", Value: "", Path: "/", MaxAge: -1}})
+		b.acceptLanguage = "nb"
+		v := formFields(t, switched)
+		v.Set("national_id", "")
+		check(t, b.do(http.MethodPost, ls.url+"/idp/login", v), english, http.StatusBadRequest, true)
+	})
+}
+
 func TestConsentWithAnExternalEIDAndAnotherClaimName(t *testing.T) {
 	t.Parallel()
 	rpListener := newListener()
@@ -448,9 +585,14 @@ func TestConsentWithAnExternalEIDAndAnotherClaimName(t *testing.T) {
 		return c.JSON(http.StatusOK, id)
 	})
 	b := newBrowser(t)
-	form := b.follow(http.MethodGet, ls.url+"/consent/auth/login?return=%2Fconsent%2Ftest-whoami", nil)
-	if !strings.HasPrefix(form.url, issuer.url+"/idp/login") {
-		t.Fatalf("not sent to the external eID: %s", form.url)
+	b.acceptLanguage = "nb-NO,nb;q=0.9"
+	start := b.do(http.MethodGet, ls.url+"/consent/auth/login?return=%2Fconsent%2Ftest-whoami", nil)
+	if !strings.HasPrefix(start.location, issuer.url+"/oauth/authorize?") || mustQuery(t, start.location).Get("ui_locales") != "nb en" {
+		t.Fatalf("the external eID is not asked for the page language: %s", start.location)
+	}
+	form := b.follow(http.MethodGet, start.location, nil)
+	if !strings.HasPrefix(form.url, issuer.url+"/idp/login") || !strings.Contains(form.body, `<html lang="nb"`) {
+		t.Fatalf("not sent to the external eID, or not in Norwegian: %s %s", form.url, form.body)
 	}
 	v := formFields(t, form)
 	v.Set("national_id", "19850101-1234")

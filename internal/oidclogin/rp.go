@@ -36,7 +36,8 @@ type Config struct {
 	// PostLogoutRedirectURL is where the provider sends the browser after
 	// RP-initiated logout; it must be registered with the provider too.
 	PostLogoutRedirectURL string
-	// AuthParams are extra authorization request parameters (acr_values…).
+	// AuthParams are extra authorization request parameters of every
+	// sign-in (acr_values…), one value per name.
 	AuthParams url.Values
 	// SessionKey is FLOWD_SESSION_KEY; Secure sets the cookies' Secure flag.
 	SessionKey []byte
@@ -101,8 +102,11 @@ func (rp *RelyingParty) discover(ctx context.Context) (*oauth2.Config, *oidc.IDT
 }
 
 // Begin starts a sign-in: it remembers state, nonce, PKCE verifier and
-// returnTo in a short-lived cookie and returns the provider's authorization URL.
-func (rp *RelyingParty) Begin(w http.ResponseWriter, r *http.Request, returnTo string) (string, error) {
+// returnTo in a short-lived cookie and returns the provider's authorization
+// URL. params are extra authorization request parameters of this sign-in
+// only, such as the person's ui_locales; they take the place of the same
+// names in Config.AuthParams.
+func (rp *RelyingParty) Begin(w http.ResponseWriter, r *http.Request, returnTo string, params url.Values) (string, error) {
 	oc, _, err := rp.discover(r.Context())
 	if err != nil {
 		return "", err
@@ -114,8 +118,14 @@ func (rp *RelyingParty) Begin(w http.ResponseWriter, r *http.Request, returnTo s
 	}
 	opts := []oauth2.AuthCodeOption{oidc.Nonce(f.Nonce), oauth2.S256ChallengeOption(f.Verifier)}
 	for k, vs := range rp.cfg.AuthParams {
-		for _, v := range vs {
-			opts = append(opts, oauth2.SetAuthURLParam(k, v))
+		if _, ok := params[k]; ok || len(vs) == 0 {
+			continue
+		}
+		opts = append(opts, oauth2.SetAuthURLParam(k, vs[0]))
+	}
+	for k, vs := range params {
+		if len(vs) > 0 && vs[0] != "" {
+			opts = append(opts, oauth2.SetAuthURLParam(k, vs[0]))
 		}
 	}
 	return oc.AuthCodeURL(f.State, opts...), nil

@@ -39,6 +39,34 @@ func Negotiate(choice, acceptLanguage string) Lang {
 	return best
 }
 
+// FromUILocales returns the first language of an OpenID Connect ui_locales
+// value (BCP 47 tags separated by spaces, the preferred first) that we
+// speak, and false when it names none of them.
+func FromUILocales(uiLocales string) (Lang, bool) {
+	for i, tag := range strings.Fields(uiLocales) {
+		// maxUILocales bounds the work a hostile value can cause; a person
+		// prefers a handful of languages, not hundreds.
+		if i == maxUILocales {
+			break
+		}
+		if l, ok := parse(tag); ok {
+			return l, true
+		}
+	}
+	return "", false
+}
+
+const maxUILocales = 16
+
+// UILocales is the ui_locales value that asks an identity provider for l:
+// l first, then English, the language every page of ours falls back to.
+func (l Lang) UILocales() string {
+	if l == English || l == "" {
+		return string(English)
+	}
+	return string(l) + " " + string(English)
+}
+
 func parse(tag string) (Lang, bool) {
 	primary, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(tag)), "-")
 	switch primary {

@@ -28,6 +28,41 @@ func TestNegotiate(t *testing.T) {
 	}
 }
 
+func TestFromUILocales(t *testing.T) {
+	tests := []struct {
+		uiLocales string
+		want      Lang
+		ok        bool
+	}{
+		{"", "", false},
+		{"nb", Norwegian, true},
+		{"nb-NO en", Norwegian, true},
+		{"no", Norwegian, true},
+		{"nn", Norwegian, true},
+		{"en nb", English, true},
+		{"en-GB", English, true},
+		{"de fr-CA  nn", Norwegian, true},
+		{"de fr", "", false},
+		{strings.Repeat("de ", 16) + "nb", "", false},
+	}
+	for _, tt := range tests {
+		if got, ok := FromUILocales(tt.uiLocales); got != tt.want || ok != tt.ok {
+			t.Errorf("FromUILocales(%q) = %q, %v, want %q, %v", tt.uiLocales, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestUILocalesRoundTrips(t *testing.T) {
+	for _, l := range []Lang{English, Norwegian} {
+		if got, ok := FromUILocales(l.UILocales()); !ok || got != l {
+			t.Errorf("%s.UILocales() = %q reads back as %q", l, l.UILocales(), got)
+		}
+	}
+	if English.UILocales() != "en" || Norwegian.UILocales() != "nb en" {
+		t.Errorf("UILocales: %q, %q", English.UILocales(), Norwegian.UILocales())
+	}
+}
+
 func TestEveryTextIsTranslated(t *testing.T) {
 	check := func(name string, en, nb any) {
 		ev, nv := reflect.ValueOf(en), reflect.ValueOf(nb)

@@ -40,7 +40,15 @@ type AuthRequest struct {
 	// last have signed in for a provider session to count.
 	MaxAge int
 	Method Method
+	// UILocales is the client's ui_locales: the person's preferred languages
+	// for the sign-in form, BCP 47 tags separated by spaces, the preferred
+	// first. It is a hint: an unknown language or an overlong value is
+	// ignored, never refused.
+	UILocales string
 }
+
+// maxUILocales bounds the ui_locales value kept; longer ones are ignored.
+const maxUILocales = 256
 
 // AuthorizeError is a refused authorization request. With RedirectURI set it
 // goes back to the client (RFC 6749 4.1.2.1); without, the request's client
@@ -80,6 +88,9 @@ func (p *Provider) ParseAuthorize(q url.Values) (AuthRequest, error) {
 	r := AuthRequest{Client: c, RedirectURI: redirect, Scope: q.Get("scope"), State: q.Get("state"),
 		Nonce: q.Get("nonce"), CodeChallenge: q.Get("code_challenge"), Prompt: q.Get("prompt"), Method: c.Method}
 	r.MaxAge = -1
+	if ul := q.Get("ui_locales"); len(ul) <= maxUILocales {
+		r.UILocales = ul
+	}
 	if ma := q.Get("max_age"); ma != "" {
 		n, err := strconv.Atoi(ma)
 		if err != nil || n < 0 {

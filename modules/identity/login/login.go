@@ -200,6 +200,8 @@ func (p *Provider) Discovery() map[string]any {
 		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "acr",
 			"preferred_username", "name", p.cfg.OrgClaim, p.cfg.RolesClaim, p.cfg.NationalIDClaim},
 		"acr_values_supported": []string{ACRTestEID},
+		// The test eID's languages; the staff form is in English only.
+		"ui_locales_supported": []string{"en", "nb"},
 	}
 }
 
