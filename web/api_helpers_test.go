@@ -106,6 +106,17 @@ func (e *tableEvents) CancelPendingTx(ctx context.Context, tx database.Tx, flowI
 	return err
 }
 
+// createTestEvents makes the table tableEvents writes to.
+func createTestEvents(t testing.TB, pool *pgxpool.Pool) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), `create table test_events (id bigserial primary key, kind text not null,
+		flow_id text not null, task_id text not null default '', reference_id text not null default '',
+		organization_id text not null default '', status text not null default '', flow_status text not null default '',
+		version int not null default 0, url text not null default '')`); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // apiEnv is the real server with the real flows and consent modules on a
 // fresh database.
 type apiEnv struct {
@@ -130,12 +141,7 @@ func newAPI(t testing.TB, opts ...envOption) *apiEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if _, err := pool.Exec(context.Background(), `create table test_events (id bigserial primary key, kind text not null,
-		flow_id text not null, task_id text not null default '', reference_id text not null default '',
-		organization_id text not null default '', status text not null default '', flow_status text not null default '',
-		version int not null default 0, url text not null default '')`); err != nil {
-		t.Fatal(err)
-	}
+	createTestEvents(t, pool)
 	cfg, err := config.Load(func(k string) string {
 		if k == "FLOWD_BASE_URL" {
 			return "https://flowd.example"

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/views/layouts"
 )
@@ -100,16 +101,39 @@ func noticeOf(c echo.Context) string {
 	return strings.ReplaceAll(msg, "%s", ref)
 }
 
-// audit records what the signed-in staff member did. It runs after the
-// action succeeded; a failure to record is logged, not shown, since the
-// action itself is done and must not look as if it failed.
-func (s *Server) audit(c echo.Context, action, target, detail string) {
+// audited returns the hook that records a staff action in the audit log in
+// the transaction of the action itself (database.BeforeCommit): the action
+// and its entry commit together, or neither does, so that no action is done
+// without a record and no record tells of an action that was not done.
+// describe gives the entry's target and detail from what the action did.
+func audited[T any](s *Server, c echo.Context, action string, describe func(done T) (target, detail string)) database.BeforeCommit[T] {
 	m := staffOf(c)
-	err := s.identity.RecordAudit(context.WithoutCancel(c.Request().Context()), identity.AuditEntry{
-		OrganizationID: m.OrganizationID, Actor: staffActor(m), Action: action, Target: target, Detail: detail})
-	if err != nil {
-		s.log.Error("audit log: could not record a staff action", "request_id", requestIDOf(c), "action", action, "error", err.Error())
+	return func(ctx context.Context, tx database.Tx, done T) error {
+		target, detail := describe(done)
+		return auditFailed(s.identity.RecordAuditTx(ctx, tx, identity.AuditEntry{
+			OrganizationID: m.OrganizationID, Actor: staffActor(m), Action: action, Target: target, Detail: detail}))
 	}
+}
+
+// auditFirst records a staff action that changes nothing but shows
+// something (a national id, a secret) before it is shown: the caller shows
+// it only when this returns nil, so that nothing is revealed without a
+// committed record of who saw it.
+func (s *Server) auditFirst(c echo.Context, action, target, detail string) error {
+	m := staffOf(c)
+	return auditFailed(s.identity.RecordAudit(c.Request().Context(), identity.AuditEntry{
+		OrganizationID: m.OrganizationID, Actor: staffActor(m), Action: action, Target: target, Detail: detail}))
+}
+
+// auditFailed makes a failure to record an action an internal error, which
+// is logged with the request id and shown as a generic message, unless the
+// database is unavailable (503). An Invalid entry is a fault of ours, not of
+// the staff member's input: it must not come back as a form error.
+func auditFailed(err error) error {
+	if err == nil || apperr.CodeOf(err) == apperr.Unavailable {
+		return err
+	}
+	return apperr.Wrap(err, apperr.Internal, "The action could not be recorded in the audit log, so it was not done.")
 }
 
 // staffActor is how a staff member appears in the deletion and audit logs.

@@ -119,12 +119,18 @@ func (s *Server) handleConsoleFlow(c echo.Context) error {
 // handleConsoleRevealNationalID handles "POST /console/flows/:id/reveal"
 // (admins): the page again with the national id in full, once, recorded in
 // the audit log. It is a POST so that the id is never in a URL or a cache.
+// A reveal changes nothing, so there is no transaction to join: the entry is
+// written first, and the id shown only once it has committed (no record, no
+// reveal). The flow is read before, to name it and to refuse another
+// organization's; reading it reveals nothing.
 func (s *Server) handleConsoleRevealNationalID(c echo.Context) error {
 	f, err := s.consoleFlow(c)
 	if err != nil {
 		return err
 	}
-	s.audit(c, identity.AuditFlowRevealNationalID, f.ReferenceID, "")
+	if err := s.auditFirst(c, identity.AuditFlowRevealNationalID, f.ReferenceID, ""); err != nil {
+		return err
+	}
 	return s.renderFlowDetail(c, f, true)
 }
 
@@ -239,10 +245,13 @@ func (s *Server) handleConsoleRetryIncident(c echo.Context) error {
 		// Resolved meanwhile, or not this flow's: show the flow as it is now.
 		return c.Redirect(http.StatusSeeOther, s.echo.Reverse("console.flow", f.ID))
 	}
-	if err := s.webhooks.RetryTask(c.Request().Context(), staffOf(c).OrganizationID, taskID); err != nil {
+	err = s.webhooks.RetryTask(c.Request().Context(), staffOf(c).OrganizationID, taskID,
+		audited(s, c, identity.AuditTaskRetry, func(ev webhooks.EventType) (string, string) {
+			return f.ReferenceID, "task " + taskID + ", " + string(ev) + " event"
+		}))
+	if err != nil {
 		return consoleNotFound(err, webhooks.ErrNotFound)
 	}
-	s.audit(c, identity.AuditTaskRetry, f.ReferenceID, "task "+taskID)
 	return c.Redirect(http.StatusSeeOther, withNotice(s.echo.Reverse("console.flow", f.ID), "retried", f.ReferenceID))
 }
 
@@ -261,16 +270,17 @@ func (s *Server) handleConsoleCancelConfirm(c echo.Context) error {
 		Details: flowConfirmDetails(f), Action: self + "/cancel", Button: "Cancel flow", Danger: true, BackURL: self}))
 }
 
-// handleConsoleCancel handles "POST /console/flows/:id/cancel" (admins).
+// handleConsoleCancel handles "POST /console/flows/:id/cancel" (admins):
+// the cancel and its audit entry commit together.
 func (s *Server) handleConsoleCancel(c echo.Context) error {
-	f, err := s.flows.Cancel(c.Request().Context(), consoleCaller(c), c.Param("id"))
+	f, err := s.flows.Cancel(c.Request().Context(), consoleCaller(c), c.Param("id"),
+		audited(s, c, identity.AuditFlowCancel, func(f flows.Flow) (string, string) { return f.ReferenceID, "" }))
 	if errors.Is(err, flows.ErrNotActive) {
 		return apperr.New(apperr.Conflict, "The flow is no longer active, so it cannot be cancelled.")
 	}
 	if err != nil {
 		return consoleNotFound(err, flows.ErrNotFound)
 	}
-	s.audit(c, identity.AuditFlowCancel, f.ReferenceID, "")
 	return c.Redirect(http.StatusSeeOther, withNotice(s.echo.Reverse("console.flow", f.ID), "cancelled", f.ReferenceID))
 }
 
@@ -293,13 +303,16 @@ func flowConfirmDetails(f flows.Flow) []pages.KV {
 }
 
 // handleConsoleDelete handles "POST /console/flows/:id/delete" (admins): the
-// flow is gone, and the list says so.
+// flow is gone, and the list says so. The delete and its audit entry commit
+// together.
 func (s *Server) handleConsoleDelete(c echo.Context) error {
-	d, err := s.flows.Delete(c.Request().Context(), consoleCaller(c), c.Param("id"))
+	d, err := s.flows.Delete(c.Request().Context(), consoleCaller(c), c.Param("id"),
+		audited(s, c, identity.AuditFlowDelete, func(d flows.Deletion) (string, string) {
+			return d.ReferenceID, fmt.Sprintf("flow %s", d.FlowID)
+		}))
 	if err != nil {
 		return consoleNotFound(err, flows.ErrNotFound)
 	}
-	s.audit(c, identity.AuditFlowDelete, d.ReferenceID, fmt.Sprintf("flow %s", d.FlowID))
 	return c.Redirect(http.StatusSeeOther, withNotice(s.echo.Reverse("console.flows"), "deleted", d.ReferenceID))
 }
 

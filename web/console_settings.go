@@ -69,14 +69,16 @@ func (s *Server) handleConsoleCreateClient(c echo.Context) error {
 		return s.renderClientForm(c, http.StatusBadRequest, name, chosen, sandbox, f.Errors)
 	}
 	creds, err := s.identity.CreateClient(c.Request().Context(), identity.NewClient{OrganizationID: staffOf(c).OrganizationID,
-		Name: name, Scopes: scopes, Sandbox: sandbox})
+		Name: name, Scopes: scopes, Sandbox: sandbox},
+		audited(s, c, identity.AuditClientCreate, func(cc identity.ClientCredentials) (string, string) {
+			return cc.ID, cc.Name + "; scopes " + strings.Join(cc.Scopes, " ") + sandboxNote(cc.Sandbox)
+		}))
 	if f.Refused(err, nil) {
 		return s.renderClientForm(c, http.StatusBadRequest, name, chosen, sandbox, f.Errors)
 	}
 	if err != nil {
 		return consoleNotFound(err, identity.ErrOrganizationNotFound)
 	}
-	s.audit(c, identity.AuditClientCreate, creds.ID, creds.Name+"; scopes "+strings.Join(creds.Scopes, " ")+sandboxNote(creds.Sandbox))
 	return s.renderConsole(c, http.StatusCreated, pages.Secret(pages.SecretPage{Frame: s.frame(c, "credentials", "API client created"),
 		Heading: "API client created", Intro: "Use the client id and secret at the token endpoint (client credentials grant).",
 		Label: "Client secret", Secret: creds.Secret, Details: clientDetails(s, creds.Client),
@@ -127,11 +129,11 @@ func (s *Server) handleConsoleRotateClientConfirm(c echo.Context) error {
 
 // handleConsoleRotateClient handles "POST /console/credentials/clients/:id/rotate" (admins).
 func (s *Server) handleConsoleRotateClient(c echo.Context) error {
-	creds, err := s.identity.RotateClientSecret(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"))
+	creds, err := s.identity.RotateClientSecret(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
+		audited(s, c, identity.AuditClientRotate, func(cc identity.ClientCredentials) (string, string) { return cc.ID, cc.Name }))
 	if err != nil {
 		return consoleNotFound(err, identity.ErrClientNotFound)
 	}
-	s.audit(c, identity.AuditClientRotate, creds.ID, creds.Name)
 	return s.renderConsole(c, http.StatusOK, pages.Secret(pages.SecretPage{Frame: s.frame(c, "credentials", "New client secret"),
 		Heading: "New secret for " + creds.Name, Intro: "The previous secret no longer works.",
 		Label: "Client secret", Secret: creds.Secret, Details: clientDetails(s, creds.Client), BackURL: "/console/credentials", Back: "Done"}))
@@ -154,23 +156,29 @@ func (s *Server) handleConsoleRevokeClientConfirm(c echo.Context) error {
 
 // handleConsoleRevokeClient handles "POST /console/credentials/clients/:id/revoke" (admins).
 func (s *Server) handleConsoleRevokeClient(c echo.Context) error {
-	cl, err := s.identity.RevokeClient(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"))
+	cl, err := s.identity.RevokeClient(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
+		audited(s, c, identity.AuditClientRevoke, func(cl identity.Client) (string, string) { return cl.ID, cl.Name }))
 	if err != nil {
 		return consoleNotFound(err, identity.ErrClientNotFound)
 	}
-	s.audit(c, identity.AuditClientRevoke, cl.ID, cl.Name)
 	return c.Redirect(http.StatusSeeOther, withNotice("/console/credentials", "revoked", cl.Name))
 }
 
 // handleConsoleRevealWebhookSecret handles "POST /console/credentials/webhook-secret/reveal"
 // (admins): the secret that signs now, shown on a page that is not cached,
-// recorded in the audit log.
+// recorded in the audit log. A reveal changes nothing, so there is no
+// transaction to join: the entry is written first, and the secret shown only
+// once it has committed (no record, no reveal). The secret is read before,
+// so that an organization without one records nothing; reading it reveals
+// nothing.
 func (s *Server) handleConsoleRevealWebhookSecret(c echo.Context) error {
 	sec, err := s.webhooks.CurrentSecret(c.Request().Context(), staffOf(c).OrganizationID)
 	if err != nil {
 		return consoleNotFound(err, webhooks.ErrNotFound)
 	}
-	s.audit(c, identity.AuditWebhookSecretReveal, "webhook secret", "")
+	if err := s.auditFirst(c, identity.AuditWebhookSecretReveal, "webhook secret", ""); err != nil {
+		return err
+	}
 	return s.renderConsole(c, http.StatusOK, pages.Secret(pages.SecretPage{Frame: s.frame(c, "credentials", "Webhook signing secret"),
 		Heading: "Webhook signing secret", Intro: "Configure your webhook receiver with this secret to verify the webhook-signature header.",
 		Label: "Signing secret", Secret: sec.Value, Details: []pages.KV{{Label: "Made", Value: consoleTime(sec.CreatedAt)}},
@@ -186,11 +194,13 @@ func (s *Server) handleConsoleRotateWebhookSecretConfirm(c echo.Context) error {
 
 // handleConsoleRotateWebhookSecret handles "POST /console/credentials/webhook-secret/rotate" (admins).
 func (s *Server) handleConsoleRotateWebhookSecret(c echo.Context) error {
-	sec, err := s.webhooks.RotateSecret(c.Request().Context(), staffOf(c).OrganizationID)
+	sec, err := s.webhooks.RotateSecret(c.Request().Context(), staffOf(c).OrganizationID,
+		audited(s, c, identity.AuditWebhookSecretRotate, func(webhooks.Secret) (string, string) {
+			return "webhook secret", "previous secret signs for 24 h"
+		}))
 	if err != nil {
 		return consoleNotFound(err, webhooks.ErrNotFound)
 	}
-	s.audit(c, identity.AuditWebhookSecretRotate, "webhook secret", "previous secret signs for 24 h")
 	return s.renderConsole(c, http.StatusOK, pages.Secret(pages.SecretPage{Frame: s.frame(c, "credentials", "New webhook secret"),
 		Heading: "New webhook signing secret", Intro: "The previous secret keeps signing beside this one for 24 hours.",
 		Label: "Signing secret", Secret: sec.Value, Details: []pages.KV{{Label: "Made", Value: consoleTime(sec.CreatedAt)}},
@@ -234,14 +244,16 @@ func (s *Server) handleConsoleSaveSettings(c echo.Context) error {
 	if !f.Valid() {
 		return rerender()
 	}
-	updated, err := s.identity.UpdateOrganization(ctx, u)
+	_, err = s.identity.UpdateOrganization(ctx, u,
+		audited(s, c, identity.AuditSettingsUpdate, func(updated identity.Organization) (string, string) {
+			return "settings", settingsChange(org, updated)
+		}))
 	if f.Refused(err, settingsFields) {
 		return rerender()
 	}
 	if err != nil {
 		return consoleNotFound(err, identity.ErrOrganizationNotFound)
 	}
-	s.audit(c, identity.AuditSettingsUpdate, "settings", settingsChange(org, updated))
 	return c.Redirect(http.StatusSeeOther, withNotice("/console/settings", "saved", ""))
 }
 

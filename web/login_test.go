@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -38,6 +39,9 @@ type loginServer struct {
 	srv   *Server
 	cfg   *config.Config
 	staff *login.Staff
+	pool  *pgxpool.Pool
+	ident *identity.Module
+	flows *flows.Manager
 }
 
 // loginOptions vary a loginServer.
@@ -105,7 +109,7 @@ func setupLogin(t *testing.T, o loginOptions) loginServer {
 	hs.Config.Handler = srv
 	hs.Start()
 	t.Cleanup(hs.Close)
-	return loginServer{url: base, srv: srv, cfg: cfg, staff: staff}
+	return loginServer{url: base, srv: srv, cfg: cfg, staff: staff, pool: pool, ident: ident, flows: flowsModule}
 }
 
 func randomKey(t *testing.T) []byte {

@@ -121,3 +121,38 @@ type Tx = pgx.Tx
 // own statements in a batch another module sends (each reads its own tables),
 // so a request that needs both costs one round trip, not two.
 type Batch = pgx.Batch
+
+// BeforeCommit is work a caller joins to a module's write: the module runs it
+// in the write's own transaction, after its change and before it commits,
+// with what the change produced (done). When it fails, the change is rolled
+// back and the module's method returns its error, so that the two commit
+// together or not at all. The console uses it to record a staff action in the
+// audit log in the transaction of the action.
+//
+// It is the one shape flowd's modules take such work in: a trailing variadic
+// parameter "before ...database.BeforeCommit[T]" of the method that makes the
+// change, T being what that method returns. Why this shape and not another:
+//   - Not a …Tx form of each write (the caller begins and commits): the
+//     module's write is followed by work only the module knows and that must
+//     follow the commit (identity drops cached clients and organizations,
+//     flows reads the cancelled flow back), which a …Tx form would hand to
+//     every caller.
+//   - Not a field on each input: Cancel and Delete take ids, not inputs, and
+//     one shape for every module keeps callers uniform.
+//   - done, because the record names what was done (a reference, a client's
+//     name) that the caller learns only from the change itself.
+//   - Variadic, so that the API and the CLI call the same methods unchanged.
+type BeforeCommit[T any] func(ctx context.Context, tx Tx, done T) error
+
+// RunBeforeCommit runs hooks in order in tx, stopping at the first error.
+func RunBeforeCommit[T any](ctx context.Context, tx Tx, done T, hooks []BeforeCommit[T]) error {
+	for _, h := range hooks {
+		if h == nil {
+			continue
+		}
+		if err := h(ctx, tx, done); err != nil {
+			return err
+		}
+	}
+	return nil
+}

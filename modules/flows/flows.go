@@ -202,11 +202,15 @@ type Service interface {
 	// Tasks lists a flow's tasks, oldest first. ErrNotFound.
 	Tasks(ctx context.Context, c Caller, flowID string) ([]Task, error)
 	// Cancel ends an active flow's process; its consent link stops working.
-	// ErrNotFound, ErrNotActive.
-	Cancel(ctx context.Context, c Caller, flowID string) (Flow, error)
+	// before runs in the cancel's transaction with the cancelled flow (see
+	// database.BeforeCommit); its error leaves the flow active and is
+	// returned. ErrNotFound, ErrNotActive.
+	Cancel(ctx context.Context, c Caller, flowID string, before ...database.BeforeCommit[Flow]) (Flow, error)
 	// Delete removes the flow and everything personal for good and logs the
-	// deletion. ErrNotFound.
-	Delete(ctx context.Context, c Caller, flowID string) (Deletion, error)
+	// deletion. before runs in the delete's transaction with the deletion
+	// (see database.BeforeCommit); its error leaves the flow as it was and is
+	// returned. ErrNotFound.
+	Delete(ctx context.Context, c Caller, flowID string, before ...database.BeforeCommit[Deletion]) (Deletion, error)
 	// Deletions lists the organization's deletion log, newest first.
 	Deletions(ctx context.Context, organizationID string, limit int, before string) ([]Deletion, bool, error)
 }

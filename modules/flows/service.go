@@ -428,7 +428,7 @@ func (m *Manager) Tasks(ctx context.Context, c Caller, flowID string) ([]Task, e
 }
 
 // Cancel implements Service.
-func (m *Manager) Cancel(ctx context.Context, c Caller, flowID string) (Flow, error) {
+func (m *Manager) Cancel(ctx context.Context, c Caller, flowID string, before ...database.BeforeCommit[Flow]) (Flow, error) {
 	if !validID(flowID) || c.OrganizationID == "" {
 		return Flow{}, ErrNotFound
 	}
@@ -440,8 +440,11 @@ func (m *Manager) Cancel(ctx context.Context, c Caller, flowID string) (Flow, er
 		if row.ProcessStatus != string(Active) {
 			return ErrNotActive
 		}
-		_, err = m.cancelTx(ctx, tx, row)
-		return err
+		f, err := m.cancelTx(ctx, tx, row)
+		if err != nil {
+			return err
+		}
+		return database.RunBeforeCommit(ctx, tx, f, before)
 	})
 	if err != nil {
 		return Flow{}, err
@@ -467,7 +470,7 @@ func (m *Manager) cancelTx(ctx context.Context, tx pgx.Tx, row store.Flow) (Flow
 }
 
 // Delete implements Service.
-func (m *Manager) Delete(ctx context.Context, c Caller, flowID string) (Deletion, error) {
+func (m *Manager) Delete(ctx context.Context, c Caller, flowID string, before ...database.BeforeCommit[Deletion]) (Deletion, error) {
 	if !validID(flowID) || c.OrganizationID == "" {
 		return Deletion{}, ErrNotFound
 	}
@@ -490,20 +493,26 @@ func (m *Manager) Delete(ctx context.Context, c Caller, flowID string) (Deletion
 		if err := store.InsertDeletion(ctx, tx, &d); err != nil {
 			return err
 		}
-		if row.WebhookURL == "" {
-			return nil
+		if row.WebhookURL != "" {
+			// The event carries no personal data; the deletion is the flow's last change.
+			if err := m.events.PublishTx(ctx, tx, webhooks.Event{
+				Type: webhooks.FlowDeleted, FlowID: flowID, ReferenceID: row.ReferenceID, OrganizationID: row.OrganizationID,
+				Status: row.ConsentStatus, FlowStatus: row.ProcessStatus, Version: row.Version + 1,
+				URL: row.WebhookURL, OccurredAt: d.DeletedAt,
+			}); err != nil {
+				return err
+			}
 		}
-		// The event carries no personal data; the deletion is the flow's last change.
-		return m.events.PublishTx(ctx, tx, webhooks.Event{
-			Type: webhooks.FlowDeleted, FlowID: flowID, ReferenceID: row.ReferenceID, OrganizationID: row.OrganizationID,
-			Status: row.ConsentStatus, FlowStatus: row.ProcessStatus, Version: row.Version + 1,
-			URL: row.WebhookURL, OccurredAt: d.DeletedAt,
-		})
+		return database.RunBeforeCommit(ctx, tx, toDeletion(d), before)
 	})
 	if err != nil {
 		return Deletion{}, err
 	}
-	return Deletion{FlowID: d.FlowID, ReferenceID: d.ReferenceID, DeletedBy: d.DeletedBy, DeletedAt: d.DeletedAt}, nil
+	return toDeletion(d), nil
+}
+
+func toDeletion(d store.Deletion) Deletion {
+	return Deletion{FlowID: d.FlowID, ReferenceID: d.ReferenceID, DeletedBy: d.DeletedBy, DeletedAt: d.DeletedAt}
 }
 
 // Deletions implements Service.
@@ -524,7 +533,7 @@ func (m *Manager) Deletions(ctx context.Context, organizationID string, limit in
 	}
 	out := make([]Deletion, len(rows))
 	for i, r := range rows {
-		out[i] = Deletion{FlowID: r.FlowID, ReferenceID: r.ReferenceID, DeletedBy: r.DeletedBy, DeletedAt: r.DeletedAt}
+		out[i] = toDeletion(r)
 	}
 	return out, more, nil
 }

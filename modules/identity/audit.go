@@ -61,8 +61,13 @@ func (e AuditEntry) Validate() error {
 
 // Audit keeps the audit log of staff actions.
 type Audit interface {
-	// RecordAudit appends e to its organization's audit log. apperr Invalid.
+	// RecordAudit appends e to its organization's audit log, committed on
+	// its own. apperr Invalid.
 	RecordAudit(ctx context.Context, e AuditEntry) error
+	// RecordAuditTx appends e in tx, so that the entry commits with the
+	// change it records, or not at all (a staff action in another module's
+	// transaction, through database.BeforeCommit). apperr Invalid.
+	RecordAuditTx(ctx context.Context, tx database.Tx, e AuditEntry) error
 	// AuditLog returns a page of an organization's audit log, newest first:
 	// entries older than before (an entry id; 0 for the newest), and whether
 	// more follow.
@@ -71,10 +76,20 @@ type Audit interface {
 
 // RecordAudit implements Audit.
 func (m *Module) RecordAudit(ctx context.Context, e AuditEntry) error {
+	return m.recordAudit(ctx, m.pool, e)
+}
+
+// RecordAuditTx implements Audit.
+func (m *Module) RecordAuditTx(ctx context.Context, tx database.Tx, e AuditEntry) error {
+	return m.recordAudit(ctx, tx, e)
+}
+
+// recordAudit validates e and inserts it through q, the pool or a transaction.
+func (m *Module) recordAudit(ctx context.Context, q store.Querier, e AuditEntry) error {
 	if err := e.Validate(); err != nil {
 		return err
 	}
-	err := store.InsertAudit(ctx, m.pool, store.AuditEntry{OrganizationID: e.OrganizationID, Actor: e.Actor,
+	err := store.InsertAudit(ctx, q, store.AuditEntry{OrganizationID: e.OrganizationID, Actor: e.Actor,
 		Action: e.Action, Target: e.Target, Detail: e.Detail})
 	return database.Classify(err)
 }

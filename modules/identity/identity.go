@@ -400,27 +400,34 @@ type Organizations interface {
 	// ListOrganizations returns every organization, oldest first.
 	ListOrganizations(ctx context.Context) ([]Organization, error)
 	// UpdateOrganization validates u (apperr Invalid) and replaces the
-	// organization's settings; new flows take them at once.
+	// organization's settings; new flows take them at once. before runs in
+	// the update's transaction with the updated organization (see
+	// database.BeforeCommit); its error undoes the update and is returned.
 	// ErrOrganizationNotFound.
-	UpdateOrganization(ctx context.Context, u OrganizationUpdate) (Organization, error)
+	UpdateOrganization(ctx context.Context, u OrganizationUpdate, before ...database.BeforeCommit[Organization]) (Organization, error)
 }
 
 // Clients manages API clients and external client mappings.
 type Clients interface {
-	// CreateClient makes a client and its secret, shown only now.
-	// ErrOrganizationNotFound, apperr Invalid.
-	CreateClient(ctx context.Context, in NewClient) (ClientCredentials, error)
+	// CreateClient makes a client and its secret, shown only now. before
+	// runs in the create's transaction (see database.BeforeCommit); its error
+	// undoes the create and is returned. ErrOrganizationNotFound, apperr Invalid.
+	CreateClient(ctx context.Context, in NewClient, before ...database.BeforeCommit[ClientCredentials]) (ClientCredentials, error)
 	// Client returns one client. ErrClientNotFound.
 	Client(ctx context.Context, clientID string) (Client, error)
 	// ListClients returns an organization's clients, oldest first.
 	ListClients(ctx context.Context, organizationID string) ([]Client, error)
 	// RotateClientSecret gives the client a new secret; the old one stops
-	// working at once, and so do the client's refresh tokens.
+	// working at once, and so do the client's refresh tokens. before runs in
+	// the rotation's transaction (see database.BeforeCommit); its error keeps
+	// the old secret and is returned.
 	// ErrClientNotFound (also for another organization's or a revoked client).
-	RotateClientSecret(ctx context.Context, organizationID, clientID string) (ClientCredentials, error)
+	RotateClientSecret(ctx context.Context, organizationID, clientID string, before ...database.BeforeCommit[ClientCredentials]) (ClientCredentials, error)
 	// RevokeClient stops the client: it can obtain no token, and the tokens it
-	// holds stop working at once on every instance. ErrClientNotFound.
-	RevokeClient(ctx context.Context, organizationID, clientID string) (Client, error)
+	// holds stop working at once on every instance. before runs in the
+	// revocation's transaction (see database.BeforeCommit); its error leaves
+	// the client working and is returned. ErrClientNotFound.
+	RevokeClient(ctx context.Context, organizationID, clientID string, before ...database.BeforeCommit[Client]) (Client, error)
 	// MapExternalClient maps an external issuer's client id to an
 	// organization, replacing an earlier mapping. ErrOrganizationNotFound, apperr Invalid.
 	MapExternalClient(ctx context.Context, in ExternalClient) (ExternalClient, error)

@@ -207,7 +207,7 @@ func (m *Module) ListOrganizations(ctx context.Context) ([]Organization, error) 
 // UpdateOrganization implements Organizations. The change is announced on
 // store.NotifyChannel in its own transaction, so every instance's caches
 // drop the organization as it commits.
-func (m *Module) UpdateOrganization(ctx context.Context, u OrganizationUpdate) (Organization, error) {
+func (m *Module) UpdateOrganization(ctx context.Context, u OrganizationUpdate, before ...database.BeforeCommit[Organization]) (Organization, error) {
 	u.RedirectOrigins = slices.Clone(u.RedirectOrigins)
 	if err := u.Validate(); err != nil {
 		return Organization{}, err
@@ -217,7 +217,10 @@ func (m *Module) UpdateOrganization(ctx context.Context, u OrganizationUpdate) (
 		var err error
 		row, err = store.UpdateOrganization(ctx, tx, store.Organization{ID: u.ID, OrganizationNumber: u.OrganizationNumber,
 			ReferencePrefix: u.ReferencePrefix, RedirectOrigins: u.RedirectOrigins})
-		return err
+		if err != nil {
+			return err
+		}
+		return database.RunBeforeCommit(ctx, tx, toOrganization(row), before)
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return Organization{}, ErrOrganizationNotFound
@@ -235,7 +238,7 @@ func toOrganization(r store.Organization) Organization {
 }
 
 // CreateClient implements Clients.
-func (m *Module) CreateClient(ctx context.Context, in NewClient) (ClientCredentials, error) {
+func (m *Module) CreateClient(ctx context.Context, in NewClient, before ...database.BeforeCommit[ClientCredentials]) (ClientCredentials, error) {
 	in.Scopes = slices.Clone(in.Scopes)
 	if err := in.Validate(); err != nil {
 		return ClientCredentials{}, err
@@ -244,14 +247,23 @@ func (m *Module) CreateClient(ctx context.Context, in NewClient) (ClientCredenti
 		return ClientCredentials{}, err
 	}
 	sec := newClientSecret()
-	row, err := store.InsertClient(ctx, m.pool, store.Client{
-		ID: newClientID(), OrganizationID: in.OrganizationID, Name: in.Name,
-		SecretHash: mustHash(sec, m.cfg.HashParams), Scopes: in.Scopes, Sandbox: in.Sandbox,
+	hash := mustHash(sec, m.cfg.HashParams)
+	var out ClientCredentials
+	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		row, err := store.InsertClient(ctx, tx, store.Client{
+			ID: newClientID(), OrganizationID: in.OrganizationID, Name: in.Name,
+			SecretHash: hash, Scopes: in.Scopes, Sandbox: in.Sandbox,
+		})
+		if err != nil {
+			return err
+		}
+		out = ClientCredentials{Client: toClient(row), Secret: sec}
+		return database.RunBeforeCommit(ctx, tx, out, before)
 	})
 	if err != nil {
 		return ClientCredentials{}, database.Classify(err)
 	}
-	return ClientCredentials{Client: toClient(row), Secret: sec}, nil
+	return out, nil
 }
 
 // newClientID makes a client id: recognizable, URL-safe, unguessable enough
@@ -287,7 +299,7 @@ func (m *Module) ListClients(ctx context.Context, organizationID string) ([]Clie
 }
 
 // RotateClientSecret implements Clients.
-func (m *Module) RotateClientSecret(ctx context.Context, organizationID, clientID string) (ClientCredentials, error) {
+func (m *Module) RotateClientSecret(ctx context.Context, organizationID, clientID string, before ...database.BeforeCommit[ClientCredentials]) (ClientCredentials, error) {
 	sec := newClientSecret()
 	hash := mustHash(sec, m.cfg.HashParams)
 	var row store.Client
@@ -297,7 +309,10 @@ func (m *Module) RotateClientSecret(ctx context.Context, organizationID, clientI
 		if err != nil {
 			return err
 		}
-		return store.Notify(ctx, tx, "client:"+clientID)
+		if err := store.Notify(ctx, tx, "client:"+clientID); err != nil {
+			return err
+		}
+		return database.RunBeforeCommit(ctx, tx, ClientCredentials{Client: toClient(row), Secret: sec}, before)
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return ClientCredentials{}, ErrClientNotFound
@@ -310,7 +325,7 @@ func (m *Module) RotateClientSecret(ctx context.Context, organizationID, clientI
 }
 
 // RevokeClient implements Clients.
-func (m *Module) RevokeClient(ctx context.Context, organizationID, clientID string) (Client, error) {
+func (m *Module) RevokeClient(ctx context.Context, organizationID, clientID string, before ...database.BeforeCommit[Client]) (Client, error) {
 	var row store.Client
 	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		var err error
@@ -318,7 +333,10 @@ func (m *Module) RevokeClient(ctx context.Context, organizationID, clientID stri
 		if err != nil {
 			return err
 		}
-		return store.Notify(ctx, tx, "client:"+clientID)
+		if err := store.Notify(ctx, tx, "client:"+clientID); err != nil {
+			return err
+		}
+		return database.RunBeforeCommit(ctx, tx, toClient(row), before)
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return Client{}, ErrClientNotFound

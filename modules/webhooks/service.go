@@ -305,16 +305,24 @@ func (m *Module) CreateSecretTx(ctx context.Context, tx database.Tx, organizatio
 // RotateSecret replaces the organization's secret; the old one keeps signing
 // beside the new for 24 h, so receivers can switch without losing a delivery.
 // Rotating again within those 24 h drops the oldest.
-func (m *Module) RotateSecret(ctx context.Context, organizationID string) (Secret, error) {
+func (m *Module) RotateSecret(ctx context.Context, organizationID string, before ...database.BeforeCommit[Secret]) (Secret, error) {
 	v := newSecret()
-	at, err := store.RotateSecret(ctx, m.pool, organizationID, m.sealer.seal(organizationID, v), secretOverlap)
+	var out Secret
+	err := database.WithTx(ctx, m.pool, func(tx database.Tx) error {
+		at, err := store.RotateSecret(ctx, tx, organizationID, m.sealer.seal(organizationID, v), secretOverlap)
+		if err != nil {
+			return err
+		}
+		out = Secret{Value: v, CreatedAt: at}
+		return database.RunBeforeCommit(ctx, tx, out, before)
+	})
 	if errors.Is(err, store.ErrNotFound) {
 		return Secret{}, ErrNotFound
 	}
 	if err != nil {
 		return Secret{}, fmt.Errorf("webhooks: rotate secret: %w", database.Classify(err))
 	}
-	return Secret{Value: v, CreatedAt: at}, nil
+	return out, nil
 }
 
 // CurrentSecret returns the secret that signs now.
@@ -354,7 +362,7 @@ func (m *Module) Attempts(ctx context.Context, organizationID, flowID string) ([
 
 // RetryTask makes the newest event of the task pending again and its job
 // available now (a new job when River has already cleaned the old one away).
-func (m *Module) RetryTask(ctx context.Context, organizationID, taskID string) error {
+func (m *Module) RetryTask(ctx context.Context, organizationID, taskID string, before ...database.BeforeCommit[EventType]) error {
 	err := database.WithTx(ctx, m.pool, func(tx database.Tx) error {
 		ev, err := store.ResetLatestForTask(ctx, tx, organizationID, taskID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -363,26 +371,34 @@ func (m *Module) RetryTask(ctx context.Context, organizationID, taskID string) e
 		if err != nil {
 			return err
 		}
-		job, err := m.river.JobRetryTx(ctx, tx, ev.JobID)
-		switch {
-		case err == nil && job.State != rivertype.JobStateRunning:
-			return nil
-		case err != nil && !errors.Is(err, rivertype.ErrNotFound):
+		if err := m.retryJobTx(ctx, tx, ev); err != nil {
 			return err
 		}
-		// The job is gone (pruned), or running right now, which River's retry
-		// leaves alone: a new job sends at once. Should the running attempt
-		// succeed first, the new job finds the event delivered and only reports.
-		res, err := m.river.InsertTx(ctx, tx, deliveryArgs{EventID: ev.ID}, &river.InsertOpts{Queue: queue})
-		if err != nil {
-			return err
-		}
-		return store.SetJob(ctx, tx, ev.ID, res.Job.ID)
+		return database.RunBeforeCommit(ctx, tx, EventType(ev.Type), before)
 	})
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("webhooks: retry: %w", database.Classify(err))
 	}
 	return err
+}
+
+// retryJobTx makes the event's job available now in tx.
+func (m *Module) retryJobTx(ctx context.Context, tx database.Tx, ev store.Event) error {
+	job, err := m.river.JobRetryTx(ctx, tx, ev.JobID)
+	switch {
+	case err == nil && job.State != rivertype.JobStateRunning:
+		return nil
+	case err != nil && !errors.Is(err, rivertype.ErrNotFound):
+		return err
+	}
+	// The job is gone (pruned), or running right now, which River's retry
+	// leaves alone: a new job sends at once. Should the running attempt
+	// succeed first, the new job finds the event delivered and only reports.
+	res, err := m.river.InsertTx(ctx, tx, deliveryArgs{EventID: ev.ID}, &river.InsertOpts{Queue: queue})
+	if err != nil {
+		return err
+	}
+	return store.SetJob(ctx, tx, ev.ID, res.Job.ID)
 }
 
 // schedulePolicy is River's retry policy for deliveries: the n-th failure

@@ -128,14 +128,19 @@ type Service interface {
 	// CreateSecretTx makes the first signing secret of a new organization.
 	CreateSecretTx(ctx context.Context, tx database.Tx, organizationID string) (Secret, error)
 	// RotateSecret makes a new signing secret; the previous one keeps signing
-	// for 24 h. ErrNotFound when the organization has no secret (unknown).
-	RotateSecret(ctx context.Context, organizationID string) (Secret, error)
+	// for 24 h. before runs in the rotation's transaction with the new secret
+	// (see database.BeforeCommit); its error keeps the old secret and is
+	// returned. ErrNotFound when the organization has no secret (unknown).
+	RotateSecret(ctx context.Context, organizationID string, before ...database.BeforeCommit[Secret]) (Secret, error)
 	// CurrentSecret returns the secret that signs now. ErrNotFound.
 	CurrentSecret(ctx context.Context, organizationID string) (Secret, error)
 	// Attempts lists the delivery attempts of a flow's events, newest first
 	// (at most 200).
 	Attempts(ctx context.Context, organizationID, flowID string) ([]Attempt, error)
-	// RetryTask re-sends the event of a flow's failing task at once.
-	// ErrNotFound for an unknown task, another organization's, or a deleted flow's.
-	RetryTask(ctx context.Context, organizationID, taskID string) error
+	// RetryTask re-sends the event of a flow's failing task at once. before
+	// runs in the retry's transaction with the type of the event sent again
+	// (see database.BeforeCommit); its error cancels the retry and is
+	// returned. ErrNotFound for an unknown task, another organization's, or a
+	// deleted flow's.
+	RetryTask(ctx context.Context, organizationID, taskID string, before ...database.BeforeCommit[EventType]) error
 }

@@ -1,0 +1,91 @@
+package webhooks_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/modules/webhooks"
+)
+
+// TestSecretRotationAndRetryRunTheirBeforeCommitWork: RotateSecret and
+// RetryTask run the caller's work (the console's audit entry) in their
+// transaction with what they did; when it fails, the old secret stays and
+// the failed event stays failed; when it succeeds, both the change and the
+// work's own write commit.
+func TestSecretRotationAndRetryRunTheirBeforeCommitWork(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// The workers are not started, so that the retried event stays as the
+	// retry left it.
+	b := newBundle(t, dbtest.New(t))
+	if _, err := b.pool.Exec(ctx, `create table test_probe (what text not null)`); err != nil {
+		t.Fatal(err)
+	}
+	probe := func(ctx context.Context, tx database.Tx, what string) error {
+		_, err := tx.Exec(ctx, `insert into test_probe (what) values ($1)`, what)
+		return err
+	}
+	probed := func(t *testing.T, what string) bool {
+		var n int
+		if err := b.pool.QueryRow(ctx, `select count(*) from test_probe where what = $1`, what).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	refused := errors.New("the audit log refused the entry")
+
+	t.Run("rotate secret", func(t *testing.T) {
+		_, err := b.hooks.RotateSecret(ctx, b.org, func(context.Context, database.Tx, webhooks.Secret) error { return refused })
+		if !errors.Is(err, refused) {
+			t.Fatalf("RotateSecret with failing work = %v, want its error", err)
+		}
+		if cur, err := b.hooks.CurrentSecret(ctx, b.org); err != nil || cur.Value != b.secret {
+			t.Fatalf("after a failed rotation the secret is %q (%v), want the old one", cur.Value, err)
+		}
+		var seen webhooks.Secret
+		s, err := b.hooks.RotateSecret(ctx, b.org, func(ctx context.Context, tx database.Tx, s webhooks.Secret) error {
+			seen = s
+			return probe(ctx, tx, "rotated")
+		})
+		if err != nil || seen != s || s.Value == b.secret {
+			t.Fatalf("RotateSecret = %q %v; the work saw %q", s.Value, err, seen.Value)
+		}
+		if cur, err := b.hooks.CurrentSecret(ctx, b.org); err != nil || cur.Value != s.Value || !probed(t, "rotated") {
+			t.Fatalf("the rotation and the work's write did not both commit: current %q %v", cur.Value, err)
+		}
+	})
+
+	t.Run("retry task", func(t *testing.T) {
+		publish(t, b.pool, b.hooks, b.event(webhooks.FlowOpened, "flow-1", "https://hooks.example/flowd"))
+		id := eventID(t, b.pool, "flow-1", webhooks.FlowOpened)
+		// The delivery failed for good.
+		if _, err := b.pool.Exec(ctx, `update webhook_events set state = 'failed', finished_at = now() where id = $1`, id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.pool.Exec(ctx, `update river_job set state = 'discarded', finalized_at = now()
+			where id = (select job_id from webhook_events where id = $1)`, id); err != nil {
+			t.Fatal(err)
+		}
+		err := b.hooks.RetryTask(ctx, b.org, "task-flow-1", func(context.Context, database.Tx, webhooks.EventType) error { return refused })
+		if !errors.Is(err, refused) {
+			t.Fatalf("RetryTask with failing work = %v, want its error", err)
+		}
+		if ev, job := eventState(t, b.pool, id), jobState(t, b.pool, id); ev != "failed" || job != "discarded" {
+			t.Fatalf("after a failed retry: event %s, job %s; want failed, discarded", ev, job)
+		}
+		var seen webhooks.EventType
+		err = b.hooks.RetryTask(ctx, b.org, "task-flow-1", func(ctx context.Context, tx database.Tx, typ webhooks.EventType) error {
+			seen = typ
+			return probe(ctx, tx, "retried")
+		})
+		if err != nil || seen != webhooks.FlowOpened {
+			t.Fatalf("RetryTask = %v; the work saw %q, want %q", err, seen, webhooks.FlowOpened)
+		}
+		if ev, job := eventState(t, b.pool, id), jobState(t, b.pool, id); ev != "pending" || job != "available" || !probed(t, "retried") {
+			t.Fatalf("the retry and the work's write did not both commit: event %s, job %s", ev, job)
+		}
+	})
+}
