@@ -248,21 +248,21 @@ func truncate(b []byte, n int) string {
 
 // runPgbench runs a scenario's script(s) (name, or "name@weight" each) with
 // the run's concurrency and duration, after a short warm-up, and returns its tps.
-func (b *bench) runPgbench(ctx context.Context, vars map[string]string, files ...string) (float64, error) {
+func (b *bench) runPgbench(ctx context.Context, vars map[string]string, files ...string) (pgbenchRun, error) {
 	dir := filepath.Join(b.tmp, "sql")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return 0, err
+		return pgbenchRun{}, err
 	}
 	var paths []string
 	for _, f := range files {
 		name, weight, _ := cutWeight(f)
 		src, err := scripts.ReadFile("sql/" + name + ".sql")
 		if err != nil {
-			return 0, err
+			return pgbenchRun{}, err
 		}
 		p := filepath.Join(dir, name+".sql")
 		if err := os.WriteFile(p, src, 0o644); err != nil {
-			return 0, err
+			return pgbenchRun{}, err
 		}
 		paths = append(paths, p+weight)
 	}

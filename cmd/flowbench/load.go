@@ -27,6 +27,25 @@ type Result struct {
 	CreatesPerSec    float64 `json:"creates_per_sec,omitempty"`
 	DeliveriesPerSec float64 `json:"deliveries_per_sec,omitempty"`
 	DrainSeconds     float64 `json:"drain_seconds,omitempty"`
+	// CPU per request, in µs, during the HTTP run: flowd's, PostgreSQL's and
+	// the load generator's; and during pgbench's run, PostgreSQL's and
+	// pgbench's per transaction.
+	FlowdCPUus           float64 `json:"flowd_cpu_us_per_request,omitempty"`
+	PostgresCPUus        float64 `json:"postgres_cpu_us_per_request,omitempty"`
+	LoadCPUus            float64 `json:"load_cpu_us_per_request,omitempty"`
+	PgbenchPostgresCPUus float64 `json:"pgbench_postgres_cpu_us_per_tx,omitempty"`
+	PgbenchClientCPUus   float64 `json:"pgbench_client_cpu_us_per_tx,omitempty"`
+}
+
+// drive runs op with the run's concurrency for its duration (see drive) and
+// adds what a request cost each process in CPU.
+func (b *bench) drive(ctx context.Context, name string, op func(ctx context.Context, worker, i int) error) Result {
+	before := b.cpuNow()
+	r := drive(ctx, name, b.o.concurrency, b.o.duration, op)
+	used := b.cpuNow().sub(before)
+	n := float64(r.Requests)
+	r.FlowdCPUus, r.PostgresCPUus, r.LoadCPUus = perCall(used.flowd, n), perCall(used.postgres, n), perCall(used.load, n)
+	return r
 }
 
 // drive calls op from concurrency goroutines for d and measures every call.

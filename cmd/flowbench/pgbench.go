@@ -10,13 +10,23 @@ import (
 	"time"
 )
 
-var tpsLine = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+var (
+	tpsLine = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+	txLine  = regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`)
+)
+
+// pgbenchRun is what one pgbench run measured.
+type pgbenchRun struct {
+	TPS          float64
+	Transactions float64
+	ClientCPU    time.Duration // pgbench's own
+}
 
 // pgbench runs files (pgbench scripts, each optionally "@weight") against
 // dbURL with vars defined (-D) at the given concurrency for d and returns its
 // transactions per second: the database's own limit for the statements of
 // one request. Prepared statements, as pgx's statement cache makes them.
-func pgbench(ctx context.Context, bin, dbURL string, files []string, vars map[string]string, concurrency int, d time.Duration) (float64, error) {
+func pgbench(ctx context.Context, bin, dbURL string, files []string, vars map[string]string, concurrency int, d time.Duration) (pgbenchRun, error) {
 	threads := min(concurrency, 2)
 	args := []string{"-n", "-M", "prepared", "-c", strconv.Itoa(concurrency), "-j", strconv.Itoa(threads),
 		"-T", strconv.Itoa(max(1, int(d.Seconds())))}
@@ -29,13 +39,16 @@ func pgbench(ctx context.Context, bin, dbURL string, files []string, vars map[st
 	cmd := exec.CommandContext(ctx, bin, append(args, dbURL)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return 0, fmt.Errorf("pgbench: %v: %s", err, out)
+		return pgbenchRun{}, fmt.Errorf("pgbench: %v: %s", err, out)
 	}
-	m := tpsLine.FindSubmatch(out)
-	if m == nil {
-		return 0, fmt.Errorf("pgbench printed no tps line: %s", out)
+	tps, txs := tpsLine.FindSubmatch(out), txLine.FindSubmatch(out)
+	if tps == nil || txs == nil {
+		return pgbenchRun{}, fmt.Errorf("pgbench printed no tps line: %s", out)
 	}
-	return strconv.ParseFloat(string(m[1]), 64)
+	r := pgbenchRun{ClientCPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
+	r.TPS, _ = strconv.ParseFloat(string(tps[1]), 64)
+	r.Transactions, _ = strconv.ParseFloat(string(txs[1]), 64)
+	return r, nil
 }
 
 // findPgbench looks for pgbench on PATH, then among PostgreSQL's installed versions.

@@ -25,18 +25,22 @@ func newReport(concurrency int) *Report {
 	return &Report{StartedAt: time.Now().UTC(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), Concurrency: concurrency}
 }
 
-// print writes the results as a table.
+// print writes the results as a table: throughput and latency, the ratio
+// to pgbench, and CPU per request (µs) of flowd, PostgreSQL and the load
+// generator, beside PostgreSQL's and pgbench's per pgbench transaction.
 func (r *Report) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\treq/s\tp50 ms\tp99 ms\tmax ms\terrors\tpgbench tps\tratio\tpeak RSS MiB\t")
+	fmt.Fprintln(tw, "scenario\treq/s\tp50 ms\tp99 ms\tmax ms\terrors\tpgbench tps\tratio\tpeak RSS MiB\t"+
+		"cpu µs: flowd\tpostgres\tload\t| pgbench: postgres\tclient\t")
 	for _, res := range r.Results {
 		pg, ratio := "-", "-"
 		if res.PgbenchTPS > 0 {
 			pg = fmt.Sprintf("%.0f", res.PgbenchTPS)
 			ratio = fmt.Sprintf("%.2f", res.Ratio)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.1f\t%d\t%s\t%s\t%.0f\t\n",
-			res.Scenario, res.RPS, res.P50ms, res.P99ms, res.MaxMs, res.Errors, pg, ratio, res.PeakRSSMiB)
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.1f\t%d\t%s\t%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t\n",
+			res.Scenario, res.RPS, res.P50ms, res.P99ms, res.MaxMs, res.Errors, pg, ratio, res.PeakRSSMiB,
+			res.FlowdCPUus, res.PostgresCPUus, res.LoadCPUus, res.PgbenchPostgresCPUus, res.PgbenchClientCPUus)
 	}
 	tw.Flush()
 	for _, n := range r.Notes {

@@ -28,14 +28,17 @@ var scenarioByName = map[string]scenario{
 
 // withPgbench runs pgbench on files after the HTTP run and fills in the ratio.
 func withPgbench(ctx context.Context, b *bench, r Result, vars map[string]string, files ...string) (Result, error) {
-	tps, err := b.runPgbench(ctx, vars, files...)
+	before := b.cpuNow()
+	run, err := b.runPgbench(ctx, vars, files...)
 	if err != nil {
 		return r, err
 	}
-	r.PgbenchTPS = tps
-	if tps > 0 {
-		r.Ratio = r.RPS / tps
+	r.PgbenchTPS = run.TPS
+	if run.TPS > 0 {
+		r.Ratio = r.RPS / run.TPS
 	}
+	r.PgbenchPostgresCPUus = perCall(b.cpuNow().sub(before).postgres, run.Transactions)
+	r.PgbenchClientCPUus = perCall(run.ClientCPU, run.Transactions)
 	return r, nil
 }
 
@@ -43,7 +46,7 @@ func withPgbench(ctx context.Context, b *bench, r Result, vars map[string]string
 // every time, as a client without a token cache would ask.
 func tokenScenario(ctx context.Context, b *bench) (Result, error) {
 	cc := b.credentials(b.main)
-	r := drive(ctx, "token", b.o.concurrency, b.o.duration, func(ctx context.Context, _, _ int) error {
+	r := b.drive(ctx, "token", func(ctx context.Context, _, _ int) error {
 		_, err := cc.Token(ctxWithTransport(ctx, b))
 		return err
 	})
@@ -53,7 +56,7 @@ func tokenScenario(ctx context.Context, b *bench) (Result, error) {
 // createScenario: POST /api/flows without a webhook.
 func createScenario(ctx context.Context, b *bench) (Result, error) {
 	var n atomic.Int64
-	r := drive(ctx, "create", b.o.concurrency, b.o.duration, func(ctx context.Context, w, _ int) error {
+	r := b.drive(ctx, "create", func(ctx context.Context, w, _ int) error {
 		_, err := b.do(ctx, w, b.main, "POST", "/api/flows", createBody(int(n.Add(1)), ""), 201)
 		return err
 	})
@@ -66,7 +69,7 @@ func randomSeeded(b *bench) string { return seededID(1 + rand.IntN(b.o.deepFlows
 // retrieveScenario: GET /api/flows/{id} of random flows among the deep
 // organization's million.
 func retrieveScenario(ctx context.Context, b *bench) (Result, error) {
-	r := drive(ctx, "retrieve", b.o.concurrency, b.o.duration, func(ctx context.Context, w, _ int) error {
+	r := b.drive(ctx, "retrieve", func(ctx context.Context, w, _ int) error {
 		_, err := b.do(ctx, w, b.deep, "GET", "/api/flows/"+randomSeeded(b), nil, 200)
 		return err
 	})
@@ -75,7 +78,7 @@ func retrieveScenario(ctx context.Context, b *bench) (Result, error) {
 
 // listFirstScenario: GET /api/flows, the newest ten of the deep organization.
 func listFirstScenario(ctx context.Context, b *bench) (Result, error) {
-	r := drive(ctx, "list-first", b.o.concurrency, b.o.duration, func(ctx context.Context, w, _ int) error {
+	r := b.drive(ctx, "list-first", func(ctx context.Context, w, _ int) error {
 		_, err := b.do(ctx, w, b.deep, "GET", "/api/flows?limit=10", nil, 200)
 		return err
 	})
@@ -92,7 +95,7 @@ func deepCursor(b *bench) (id string, page int) {
 // listDeepScenario: GET /api/flows?starting_after=… at page ~10 000.
 func listDeepScenario(ctx context.Context, b *bench) (Result, error) {
 	cursor, page := deepCursor(b)
-	r := drive(ctx, "list-deep", b.o.concurrency, b.o.duration, func(ctx context.Context, w, _ int) error {
+	r := b.drive(ctx, "list-deep", func(ctx context.Context, w, _ int) error {
 		_, err := b.do(ctx, w, b.deep, "GET", "/api/flows?limit=10&starting_after="+cursor, nil, 200)
 		return err
 	})
@@ -104,7 +107,7 @@ func listDeepScenario(ctx context.Context, b *bench) (Result, error) {
 // the deep organization; pgbench runs the three scripts with the same weights.
 func mixedScenario(ctx context.Context, b *bench) (Result, error) {
 	var n atomic.Int64
-	r := drive(ctx, "mixed", b.o.concurrency, b.o.duration, func(ctx context.Context, w, _ int) error {
+	r := b.drive(ctx, "mixed", func(ctx context.Context, w, _ int) error {
 		var err error
 		switch x := rand.IntN(100); {
 		case x < 70:

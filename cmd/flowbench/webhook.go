@@ -86,7 +86,7 @@ func webhookScenario(ctx context.Context, b *bench) (Result, error) {
 		created = map[string]time.Time{} // flow id → 201 received
 	)
 	start := time.Now()
-	cr := drive(ctx, "webhook-create", b.o.concurrency, b.o.duration, func(ctx context.Context, w, i int) error {
+	cr := b.drive(ctx, "webhook-create", func(ctx context.Context, w, i int) error {
 		body, err := b.do(ctx, w, b.main, "POST", "/api/flows", createBody(w*1_000_000+i, rcv.url), 201)
 		if err != nil {
 			return err
@@ -129,6 +129,8 @@ func webhookScenario(ctx context.Context, b *bench) (Result, error) {
 		Errors: cr.Errors + missing, FirstError: cr.FirstError,
 		CreatesPerSec: cr.RPS, DeliveriesPerSec: float64(inWindow) / window.Seconds(), DrainSeconds: drain.Seconds()}
 	r.RPS = r.DeliveriesPerSec
+	// CPU is per create: each create makes one delivery.
+	r.FlowdCPUus, r.PostgresCPUus, r.LoadCPUus = cr.FlowdCPUus, cr.PostgresCPUus, cr.LoadCPUus
 	if len(lat) > 0 {
 		r.P50ms, r.P99ms, r.MaxMs = ms(percentile(lat, 0.50)), ms(percentile(lat, 0.99)), ms(lat[len(lat)-1])
 	}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// clockTick is the unit of /proc's CPU times: USER_HZ, 100 on Linux.
+const clockTick = 10 * time.Millisecond
+
+// cpuTimes is the CPU time (user + system) spent so far by flowd, by
+// PostgreSQL and by flowbench itself. They say where a request's cost goes
+// on the shared cores, which the ratio alone does not.
+type cpuTimes struct {
+	flowd, postgres, load time.Duration
+}
+
+func (c cpuTimes) sub(o cpuTimes) cpuTimes {
+	return cpuTimes{flowd: c.flowd - o.flowd, postgres: c.postgres - o.postgres, load: c.load - o.load}
+}
+
+// cpuNow reads the three from /proc. PostgreSQL is every process named
+// postgres, plus the CPU of the backends that have exited, which the
+// postmaster counts as its children's: pgbench's backends are gone by the
+// time its run is measured. Another busy cluster on the machine would count
+// too.
+func (b *bench) cpuNow() cpuTimes {
+	var c cpuTimes
+	if b.server != nil {
+		c.flowd, _ = procCPU(strconv.Itoa(b.server.cmd.Process.Pid))
+	}
+	c.load, _ = procCPU("self")
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		comm, err := os.ReadFile(filepath.Join(d, "comm"))
+		if err != nil || string(bytes.TrimSpace(comm)) != "postgres" {
+			continue
+		}
+		own, children := procCPU(filepath.Base(d))
+		c.postgres += own + children
+	}
+	return c
+}
+
+// procCPU returns a process's own CPU time and that of its reaped children,
+// from /proc/PID/stat; zero when the process is gone.
+func procCPU(pid string) (own, children time.Duration) {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, 0
+	}
+	// The command name, in parentheses, may hold spaces: fields count from
+	// after its closing parenthesis, where field 3 (state) starts.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, 0
+	}
+	f := bytes.Fields(stat[i+1:])
+	if len(f) < 15 {
+		return 0, 0
+	}
+	tick := func(k int) time.Duration { // k is the field's number in proc(5)
+		v, _ := strconv.ParseInt(string(f[k-3]), 10, 64)
+		return time.Duration(v) * clockTick
+	}
+	return tick(14) + tick(15), tick(16) + tick(17)
+}
+
+// perCall is d per n calls, in microseconds.
+func perCall(d time.Duration, n float64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return float64(d.Microseconds()) / n
+}
