@@ -245,8 +245,8 @@ func (s *Server) handleConsoleSaveSettings(c echo.Context) error {
 		return rerender()
 	}
 	_, err = s.identity.UpdateOrganization(ctx, u,
-		audited(s, c, identity.AuditSettingsUpdate, func(updated identity.Organization) (string, string) {
-			return "settings", settingsChange(org, updated)
+		audited(s, c, identity.AuditSettingsUpdate, func(ch identity.OrganizationChange) (string, string) {
+			return "settings", settingsChange(ch.Before, ch.After)
 		}))
 	if f.Refused(err, settingsFields) {
 		return rerender()

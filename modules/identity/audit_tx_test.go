@@ -123,7 +123,7 @@ func TestClientAndSettingsActionsCommitWithTheirAuditEntry(t *testing.T) {
 		}},
 		{AuditSettingsUpdate, func(t *testing.T, bad bool) (string, error) {
 			_, err := f.m.UpdateOrganization(ctx, OrganizationUpdate{ID: org, ReferencePrefix: "NEW"},
-				auditHook(f.m, org, AuditSettingsUpdate, bad, func(o Organization) string { return o.ReferencePrefix }))
+				auditHook(f.m, org, AuditSettingsUpdate, bad, func(ch OrganizationChange) string { return ch.After.ReferencePrefix }))
 			return "NEW", err
 		}, func(t *testing.T) bool {
 			o, err := f.m.Organization(ctx, org)
@@ -167,5 +167,38 @@ func TestClientAndSettingsActionsCommitWithTheirAuditEntry(t *testing.T) {
 				t.Fatalf("%d entries of %s, want 1: %+v", n, tt.action, log)
 			}
 		})
+	}
+}
+
+// TestUpdateOrganizationShowsItsHookWhatItReplaced: the hook sees the
+// settings the update replaced as read in its own transaction, so of two
+// admins saving one after the other, the second entry starts from the
+// first one's result and not from a page loaded before it.
+func TestUpdateOrganizationShowsItsHookWhatItReplaced(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	org := f.org.ID
+	var changes []OrganizationChange
+	record := func(ctx context.Context, tx database.Tx, ch OrganizationChange) error {
+		changes = append(changes, ch)
+		return nil
+	}
+	for _, prefix := range []string{"FIRST", "SECOND"} {
+		if _, err := f.m.UpdateOrganization(ctx, OrganizationUpdate{ID: org, ReferencePrefix: prefix}, record); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(changes) != 2 {
+		t.Fatalf("the hook ran %d times, want 2", len(changes))
+	}
+	if got := changes[0].Before.ReferencePrefix; got != f.org.ReferencePrefix {
+		t.Errorf("first update: before %q, want the seeded %q", got, f.org.ReferencePrefix)
+	}
+	if got := changes[1].Before.ReferencePrefix; got != "FIRST" {
+		t.Errorf("second update: before %q, want FIRST", got)
+	}
+	if got := changes[1].After.ReferencePrefix; got != "SECOND" {
+		t.Errorf("second update: after %q, want SECOND", got)
 	}
 }

@@ -401,10 +401,17 @@ type Organizations interface {
 	ListOrganizations(ctx context.Context) ([]Organization, error)
 	// UpdateOrganization validates u (apperr Invalid) and replaces the
 	// organization's settings; new flows take them at once. before runs in
-	// the update's transaction with the updated organization (see
-	// database.BeforeCommit); its error undoes the update and is returned.
-	// ErrOrganizationNotFound.
-	UpdateOrganization(ctx context.Context, u OrganizationUpdate, before ...database.BeforeCommit[Organization]) (Organization, error)
+	// the update's transaction with the settings it replaced and the new
+	// ones (see database.BeforeCommit); its error undoes the update and is
+	// returned. ErrOrganizationNotFound.
+	UpdateOrganization(ctx context.Context, u OrganizationUpdate, before ...database.BeforeCommit[OrganizationChange]) (Organization, error)
+}
+
+// OrganizationChange is an organization as an update found it and as it
+// left it, both read in the update's transaction: an audit entry names
+// what changed even when two admins save at once.
+type OrganizationChange struct {
+	Before, After Organization
 }
 
 // Clients manages API clients and external client mappings.

@@ -207,20 +207,23 @@ func (m *Module) ListOrganizations(ctx context.Context) ([]Organization, error) 
 // UpdateOrganization implements Organizations. The change is announced on
 // store.NotifyChannel in its own transaction, so every instance's caches
 // drop the organization as it commits.
-func (m *Module) UpdateOrganization(ctx context.Context, u OrganizationUpdate, before ...database.BeforeCommit[Organization]) (Organization, error) {
+func (m *Module) UpdateOrganization(ctx context.Context, u OrganizationUpdate, before ...database.BeforeCommit[OrganizationChange]) (Organization, error) {
 	u.RedirectOrigins = slices.Clone(u.RedirectOrigins)
 	if err := u.Validate(); err != nil {
 		return Organization{}, err
 	}
 	var row store.Organization
 	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
-		var err error
+		prev, err := store.LockOrganization(ctx, tx, u.ID)
+		if err != nil {
+			return err
+		}
 		row, err = store.UpdateOrganization(ctx, tx, store.Organization{ID: u.ID, OrganizationNumber: u.OrganizationNumber,
 			ReferencePrefix: u.ReferencePrefix, RedirectOrigins: u.RedirectOrigins})
 		if err != nil {
 			return err
 		}
-		return database.RunBeforeCommit(ctx, tx, toOrganization(row), before)
+		return database.RunBeforeCommit(ctx, tx, OrganizationChange{Before: toOrganization(prev), After: toOrganization(row)}, before)
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return Organization{}, ErrOrganizationNotFound

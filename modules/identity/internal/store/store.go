@@ -69,6 +69,15 @@ func GetOrganization(ctx context.Context, q Querier, id string) (Organization, e
 	return scanOrg(q.QueryRow(ctx, "select "+orgColumns+" from organizations where id = $1", id))
 }
 
+// LockOrganization returns one organization and locks its row until the
+// transaction ends, so that what it returns is what an update replaces.
+func LockOrganization(ctx context.Context, q Querier, id string) (Organization, error) {
+	if !isUUID(id) {
+		return Organization{}, ErrNotFound
+	}
+	return scanOrg(q.QueryRow(ctx, "select "+orgColumns+" from organizations where id = $1 for update", id))
+}
+
 // ListOrganizations returns every organization, oldest first.
 func ListOrganizations(ctx context.Context, q Querier) ([]Organization, error) {
 	rows, err := q.Query(ctx, "select "+orgColumns+" from organizations order by created_at, id")
