@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/flowd/flowd/internal/formbrowser"
 )
 
 // TestEveryConsolePageNeedsAStaffSession enumerates the router's console
@@ -18,14 +20,14 @@ func TestEveryConsolePageNeedsAStaffSession(t *testing.T) {
 	ls := setupLogin(t, loginOptions{})
 
 	// An end user's genuine consent session, through the test eID.
-	b := newBrowser(t)
-	form := b.follow(http.MethodGet, ls.url+"/consent/auth/login?return=%2Fconsent%2Fsigned-in", nil)
-	v := formFields(t, form)
+	b := formbrowser.New(t)
+	form := b.Follow(http.MethodGet, ls.url+"/consent/auth/login?return=%2Fconsent%2Fsigned-in", nil)
+	v := form.HiddenFields(t)
 	v.Set("national_id", "01017012345")
-	b.follow(http.MethodPost, ls.url+"/idp/login", v)
+	b.Follow(http.MethodPost, ls.url+"/idp/login", v)
 	u, _ := url.Parse(ls.url + "/consent/")
 	var consentCookie string
-	for _, c := range b.client.Jar.Cookies(u) {
+	for _, c := range b.Jar().Cookies(u) {
 		if c.Name == "flowd_consent" {
 			consentCookie = c.Value
 		}

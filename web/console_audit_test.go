@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
 )
@@ -73,8 +74,8 @@ func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 		return f, true
 	}
 
-	admin := newBrowser(t)
-	csrf := formFields(t, admin.signInStaff(ls.url, "ada", testPassword)).Get("csrf")
+	admin := formbrowser.New(t)
+	csrf := signInStaff(t, admin, ls.url, "ada", testPassword).HiddenFields(t).Get("csrf")
 	if csrf == "" {
 		t.Fatal("no CSRF token on the console's first page")
 	}
@@ -119,12 +120,12 @@ func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 				return o.ReferencePrefix == "NEW"
 			}},
 	}
-	post := func(t *testing.T, path string, form url.Values) page {
+	post := func(t *testing.T, path string, form url.Values) formbrowser.Page {
 		v := url.Values{"csrf": {csrf}}
 		for k, vs := range form {
 			v[k] = vs
 		}
-		return admin.do(http.MethodPost, ls.url+path, v)
+		return admin.Post(ls.url+path, v)
 	}
 	entries := func(t *testing.T) []identity.AuditEntry {
 		log, _, err := ls.ident.AuditLog(ctx, org.ID, 100, 0)
@@ -138,10 +139,10 @@ func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run("audit log broken/"+tt.name, func(t *testing.T) {
 			p := post(t, tt.path, tt.form)
-			if p.status != http.StatusInternalServerError {
-				t.Errorf("status %d, want 500: %s", p.status, p.body)
+			if p.Status != http.StatusInternalServerError {
+				t.Errorf("status %d, want 500: %s", p.Status, p.Body)
 			}
-			if tt.shows != "" && strings.Contains(p.body, tt.shows) {
+			if tt.shows != "" && strings.Contains(p.Body, tt.shows) {
 				t.Errorf("the answer shows %q although nothing was recorded", tt.shows)
 			}
 			if tt.done != nil && tt.done(t) {
@@ -157,10 +158,10 @@ func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run("audit log working/"+tt.name, func(t *testing.T) {
 			p := post(t, tt.path, tt.form)
-			if p.status != tt.ok {
-				t.Fatalf("status %d, want %d: %s", p.status, tt.ok, p.body)
+			if p.Status != tt.ok {
+				t.Fatalf("status %d, want %d: %s", p.Status, tt.ok, p.Body)
 			}
-			if tt.shows != "" && !strings.Contains(p.body, tt.shows) {
+			if tt.shows != "" && !strings.Contains(p.Body, tt.shows) {
 				t.Errorf("the answer does not show %q", tt.shows)
 			}
 			if tt.done != nil && !tt.done(t) {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/internal/secrethash"
@@ -132,142 +132,56 @@ func (ls loginServer) createStaff(t *testing.T, org, username string, role ident
 	return a
 }
 
-// browser is a cookie-keeping client that does not follow redirects by
-// itself, so that every hop can be looked at.
-type browser struct {
-	t      *testing.T
-	client *http.Client
-	// acceptLanguage, when set, is sent as Accept-Language.
-	acceptLanguage string
-}
-
-func newBrowser(t *testing.T) *browser {
-	jar, _ := cookiejar.New(nil)
-	return &browser{t: t, client: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse
-	}}}
-}
-
-type page struct {
-	status   int
-	location string
-	body     string
-	url      string
-	header   http.Header
-}
-
-func (b *browser) do(method, u string, form url.Values) page {
-	b.t.Helper()
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
-	}
-	req, err := http.NewRequest(method, u, body)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	req.Header.Set("Accept", "text/html")
-	if b.acceptLanguage != "" {
-		req.Header.Set("Accept-Language", b.acceptLanguage)
-	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	resp, err := b.client.Do(req)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	p := page{status: resp.StatusCode, body: string(raw), url: u, header: resp.Header}
-	if loc := resp.Header.Get("Location"); loc != "" {
-		l, err := req.URL.Parse(loc)
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		p.location = l.String()
-	}
-	return p
-}
-
-// follow requests u and follows redirects until a page that is not one.
-func (b *browser) follow(method, u string, form url.Values) page {
-	b.t.Helper()
-	p := b.do(method, u, form)
-	for i := 0; p.status >= 300 && p.status < 400; i++ {
-		if i > 10 {
-			b.t.Fatalf("redirect loop at %s", p.location)
-		}
-		p = b.do(http.MethodGet, p.location, nil)
-	}
-	return p
-}
-
-var hiddenRE = regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="([^"]*)"`)
-
-// formFields returns the hidden fields of a page's form.
-func formFields(t *testing.T, p page) url.Values {
-	t.Helper()
-	v := url.Values{}
-	for _, m := range hiddenRE.FindAllStringSubmatch(p.body, -1) {
-		v.Set(m[1], html.UnescapeString(m[2]))
-	}
-	if len(v) == 0 {
-		t.Fatalf("no form on %s (%d): %s", p.url, p.status, p.body)
-	}
-	return v
-}
-
-// signIn drives a console sign-in through the staff form and returns the
+// signInStaff drives a console sign-in through the staff form and returns the
 // page the browser lands on.
-func (b *browser) signInStaff(base, username, password string) page {
-	b.t.Helper()
-	form := b.follow(http.MethodGet, base+"/console", nil)
-	if !strings.Contains(form.body, `name="password"`) {
-		b.t.Fatalf("no staff sign-in form: %d %s", form.status, form.body)
+func signInStaff(t *testing.T, b *formbrowser.Browser, base, username, password string) formbrowser.Page {
+	t.Helper()
+	form := b.Follow(http.MethodGet, base+"/console", nil)
+	if !strings.Contains(form.Body, `name="password"`) {
+		t.Fatalf("no staff sign-in form: %d %s", form.Status, form.Body)
 	}
-	v := formFields(b.t, form)
+	v := form.HiddenFields(t)
 	v.Set("username", username)
 	v.Set("password", password)
-	return b.follow(http.MethodPost, base+"/idp/login", v)
+	return b.Follow(http.MethodPost, base+"/idp/login", v)
 }
 
 func TestStaffSignInAndOutEndToEnd(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
 	ls.createStaff(t, "org-a", "ada@example.com", identity.RoleAdmin)
-	b := newBrowser(t)
+	b := formbrowser.New(t)
 
 	// Step by step: /console → sign-in → provider → form.
-	p := b.do(http.MethodGet, ls.url+"/console", nil)
-	if p.status != http.StatusSeeOther || !strings.HasPrefix(p.location, ls.url+"/console/auth/login?return=%2Fconsole") {
-		t.Fatalf("/console without a session: %d %s", p.status, p.location)
+	p := b.Get(ls.url + "/console")
+	if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.url+"/console/auth/login?return=%2Fconsole") {
+		t.Fatalf("/console without a session: %d %s", p.Status, p.Location)
 	}
-	p = b.do(http.MethodGet, p.location, nil)
-	auth, _ := url.Parse(p.location)
+	p = b.Get(p.Location)
+	auth, _ := url.Parse(p.Location)
 	q := auth.Query()
 	if auth.Path != "/oauth/authorize" || q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" ||
 		q.Get("state") == "" || q.Get("nonce") == "" || q.Get("client_id") != login.ConsoleClientID {
-		t.Fatalf("authorization request: %s", p.location)
+		t.Fatalf("authorization request: %s", p.Location)
 	}
-	form := b.follow(http.MethodGet, p.location, nil)
-	if form.status != 200 || !strings.Contains(form.body, "Username or e-mail") || strings.Contains(form.body, "<script") {
-		t.Fatalf("sign-in form: %d %s", form.status, form.body)
+	form := b.Follow(http.MethodGet, p.Location, nil)
+	if form.Status != 200 || !strings.Contains(form.Body, "Username or e-mail") || strings.Contains(form.Body, "<script") {
+		t.Fatalf("sign-in form: %d %s", form.Status, form.Body)
 	}
-	v := formFields(t, form)
+	v := form.HiddenFields(t)
 	v.Set("username", "ADA@example.com")
 	v.Set("password", testPassword)
-	p = b.do(http.MethodPost, ls.url+"/idp/login", v)
-	cb, _ := url.Parse(p.location)
-	if p.status != http.StatusSeeOther || cb.Path != "/console/auth/callback" || cb.Query().Get("state") != q.Get("state") || cb.Query().Get("code") == "" {
-		t.Fatalf("after the form: %d %s", p.status, p.location)
+	p = b.Post(ls.url+"/idp/login", v)
+	cb, _ := url.Parse(p.Location)
+	if p.Status != http.StatusSeeOther || cb.Path != "/console/auth/callback" || cb.Query().Get("state") != q.Get("state") || cb.Query().Get("code") == "" {
+		t.Fatalf("after the form: %d %s", p.Status, p.Location)
 	}
-	p = b.do(http.MethodGet, p.location, nil)
-	if p.status != http.StatusSeeOther || p.location != ls.url+"/console" {
-		t.Fatalf("callback: %d %s %s", p.status, p.location, p.body)
+	p = b.Get(p.Location)
+	if p.Status != http.StatusSeeOther || p.Location != ls.url+"/console" {
+		t.Fatalf("callback: %d %s %s", p.Status, p.Location, p.Body)
 	}
 	var sessionCookie string
-	for _, c := range p.header.Values("Set-Cookie") {
+	for _, c := range p.Header.Values("Set-Cookie") {
 		if strings.HasPrefix(c, "flowd_console=") {
 			sessionCookie = c
 		}
@@ -275,33 +189,33 @@ func TestStaffSignInAndOutEndToEnd(t *testing.T) {
 	if !strings.Contains(sessionCookie, "HttpOnly") || !strings.Contains(sessionCookie, "SameSite=Lax") || strings.Contains(sessionCookie, "Secure") {
 		t.Fatalf("console cookie flags under http: %q", sessionCookie)
 	}
-	if p := b.do(http.MethodGet, ls.url+"/console", nil); p.status != http.StatusSeeOther || p.location != ls.url+"/console/flows" {
-		t.Fatalf("console home: %d %s", p.status, p.location)
+	if p := b.Get(ls.url + "/console"); p.Status != http.StatusSeeOther || p.Location != ls.url+"/console/flows" {
+		t.Fatalf("console home: %d %s", p.Status, p.Location)
 	}
-	home := b.do(http.MethodGet, ls.url+"/console/flows", nil)
-	if home.status != 200 || !strings.Contains(home.body, "Person ada@example.com") || !strings.Contains(home.body, "org-a") ||
-		!strings.Contains(home.body, ">admin<") {
-		t.Fatalf("console home: %d %s", home.status, home.body)
+	home := b.Get(ls.url + "/console/flows")
+	if home.Status != 200 || !strings.Contains(home.Body, "Person ada@example.com") || !strings.Contains(home.Body, "org-a") ||
+		!strings.Contains(home.Body, ">admin<") {
+		t.Fatalf("console home: %d %s", home.Status, home.Body)
 	}
 
 	// Sign-out needs the session's CSRF token.
-	if p := b.do(http.MethodPost, ls.url+"/console/auth/logout", url.Values{"csrf": {"forged"}}); p.status != http.StatusForbidden {
-		t.Fatalf("sign-out with a forged CSRF token: %d", p.status)
+	if p := b.Post(ls.url+"/console/auth/logout", url.Values{"csrf": {"forged"}}); p.Status != http.StatusForbidden {
+		t.Fatalf("sign-out with a forged CSRF token: %d", p.Status)
 	}
-	p = b.do(http.MethodPost, ls.url+"/console/auth/logout", formFields(t, home))
-	end, _ := url.Parse(p.location)
-	if p.status != http.StatusSeeOther || end.Path != "/oauth/end_session" || end.Query().Get("id_token_hint") == "" ||
+	p = b.Post(ls.url+"/console/auth/logout", home.HiddenFields(t))
+	end, _ := url.Parse(p.Location)
+	if p.Status != http.StatusSeeOther || end.Path != "/oauth/end_session" || end.Query().Get("id_token_hint") == "" ||
 		end.Query().Get("post_logout_redirect_uri") != ls.url+"/console/signed-out" {
-		t.Fatalf("sign-out: %d %s", p.status, p.location)
+		t.Fatalf("sign-out: %d %s", p.Status, p.Location)
 	}
-	out := b.follow(http.MethodGet, p.location, nil)
-	if out.url != ls.url+"/console/signed-out" || !strings.Contains(out.body, "signed out") {
-		t.Fatalf("after sign-out: %s %s", out.url, out.body)
+	out := b.Follow(http.MethodGet, p.Location, nil)
+	if out.URL != ls.url+"/console/signed-out" || !strings.Contains(out.Body, "signed out") {
+		t.Fatalf("after sign-out: %s %s", out.URL, out.Body)
 	}
 	// Both the console session and the provider's are gone: the form again.
-	again := b.follow(http.MethodGet, ls.url+"/console", nil)
-	if !strings.Contains(again.body, `name="password"`) {
-		t.Fatalf("after sign-out /console did not ask to sign in: %s", again.body)
+	again := b.Follow(http.MethodGet, ls.url+"/console", nil)
+	if !strings.Contains(again.Body, `name="password"`) {
+		t.Fatalf("after sign-out /console did not ask to sign in: %s", again.Body)
 	}
 }
 
@@ -310,28 +224,28 @@ func TestProviderSessionSignsInAgainWithoutTheForm(t *testing.T) {
 	ls := setupLogin(t, loginOptions{})
 	ls.createStaff(t, "org-a", "ada", identity.RoleViewer)
 	ls.createStaff(t, "org-a", "bob", identity.RoleViewer)
-	b := newBrowser(t)
-	if p := b.signInStaff(ls.url, "ada", testPassword); !strings.Contains(p.body, ">viewer<") {
-		t.Fatalf("sign-in: %s", p.body)
+	b := formbrowser.New(t)
+	if p := signInStaff(t, b, ls.url, "ada", testPassword); !strings.Contains(p.Body, ">viewer<") {
+		t.Fatalf("sign-in: %s", p.Body)
 	}
 	// The console session alone is dropped (as when it times out): the
 	// provider still knows the browser and signs it in without a form.
 	for _, u := range []string{ls.url} {
 		parsed, _ := url.Parse(u)
-		b.client.Jar.SetCookies(parsed, []*http.Cookie{{Name: "flowd_console", Value: "", MaxAge: -1, Path: "/"}})
+		b.Jar().SetCookies(parsed, []*http.Cookie{{Name: "flowd_console", Value: "", MaxAge: -1, Path: "/"}})
 	}
-	if p := b.follow(http.MethodGet, ls.url+"/console", nil); !strings.Contains(p.body, "Person ada") {
-		t.Fatalf("single sign-on: %s", p.body)
+	if p := b.Follow(http.MethodGet, ls.url+"/console", nil); !strings.Contains(p.Body, "Person ada") {
+		t.Fatalf("single sign-on: %s", p.Body)
 	}
 	// A disabled account loses that too.
 	if _, err := ls.staff.DisableStaff(context.Background(), "ada"); err != nil {
 		t.Fatal(err)
 	}
 	parsed, _ := url.Parse(ls.url)
-	b.client.Jar.SetCookies(parsed, []*http.Cookie{{Name: "flowd_console", Value: "", MaxAge: -1, Path: "/"}})
-	p := b.follow(http.MethodGet, ls.url+"/console", nil)
-	if !strings.Contains(p.body, `name="password"`) {
-		t.Fatalf("a disabled account was signed in by its provider session: %s", p.body)
+	b.Jar().SetCookies(parsed, []*http.Cookie{{Name: "flowd_console", Value: "", MaxAge: -1, Path: "/"}})
+	p := b.Follow(http.MethodGet, ls.url+"/console", nil)
+	if !strings.Contains(p.Body, `name="password"`) {
+		t.Fatalf("a disabled account was signed in by its provider session: %s", p.Body)
 	}
 }
 
@@ -342,13 +256,13 @@ func TestDisabledAccountCannotSignIn(t *testing.T) {
 	if _, err := ls.staff.DisableStaff(context.Background(), "ada"); err != nil {
 		t.Fatal(err)
 	}
-	b := newBrowser(t)
-	p := b.signInStaff(ls.url, "ada", testPassword)
-	if p.status != http.StatusUnauthorized || !strings.Contains(p.body, "The username or password is not right.") {
-		t.Fatalf("disabled account: %d %s", p.status, p.body)
+	b := formbrowser.New(t)
+	p := signInStaff(t, b, ls.url, "ada", testPassword)
+	if p.Status != http.StatusUnauthorized || !strings.Contains(p.Body, "The username or password is not right.") {
+		t.Fatalf("disabled account: %d %s", p.Status, p.Body)
 	}
-	if p := b.do(http.MethodGet, ls.url+"/console", nil); p.status != http.StatusSeeOther {
-		t.Fatalf("a disabled account got a session: %d", p.status)
+	if p := b.Get(ls.url + "/console"); p.Status != http.StatusSeeOther {
+		t.Fatalf("a disabled account got a session: %d", p.Status)
 	}
 }
 
@@ -356,15 +270,15 @@ func TestDisablingEndsSessions(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
 	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
-	b := newBrowser(t)
-	if p := b.signInStaff(ls.url, "ada", testPassword); p.status != 200 {
-		t.Fatalf("sign-in: %d", p.status)
+	b := formbrowser.New(t)
+	if p := signInStaff(t, b, ls.url, "ada", testPassword); p.Status != 200 {
+		t.Fatalf("sign-in: %d", p.Status)
 	}
 	if _, err := ls.staff.DisableStaff(context.Background(), "ada"); err != nil {
 		t.Fatal(err)
 	}
-	if p := b.do(http.MethodGet, ls.url+"/console", nil); p.status != http.StatusForbidden || !strings.Contains(p.body, "disabled") {
-		t.Fatalf("the session of a disabled account: %d %s", p.status, p.body)
+	if p := b.Get(ls.url + "/console"); p.Status != http.StatusForbidden || !strings.Contains(p.Body, "disabled") {
+		t.Fatalf("the session of a disabled account: %d %s", p.Status, p.Body)
 	}
 }
 
@@ -373,32 +287,32 @@ func TestWrongCredentialsLookAlikeAndGuessingIsLimited(t *testing.T) {
 	ls := setupLogin(t, loginOptions{}) // 3 failures per account, 5 per address
 	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
 	ls.createStaff(t, "org-a", "cy", identity.RoleAdmin)
-	b := newBrowser(t)
+	b := formbrowser.New(t)
 
-	wrongPassword := b.signInStaff(ls.url, "ada", "not the password at all")
-	unknownUser := b.signInStaff(ls.url, "nobody", testPassword)
+	wrongPassword := signInStaff(t, b, ls.url, "ada", "not the password at all")
+	unknownUser := signInStaff(t, b, ls.url, "nobody", testPassword)
 	msgRE := regexp.MustCompile(`role="alert">([^<]*)<`)
-	if wrongPassword.status != http.StatusUnauthorized || unknownUser.status != wrongPassword.status ||
-		msgRE.FindString(wrongPassword.body) == "" || msgRE.FindString(wrongPassword.body) != msgRE.FindString(unknownUser.body) {
-		t.Fatalf("wrong password and unknown user answer differently:\n%d %s\n%d %s", wrongPassword.status,
-			msgRE.FindString(wrongPassword.body), unknownUser.status, msgRE.FindString(unknownUser.body))
+	if wrongPassword.Status != http.StatusUnauthorized || unknownUser.Status != wrongPassword.Status ||
+		msgRE.FindString(wrongPassword.Body) == "" || msgRE.FindString(wrongPassword.Body) != msgRE.FindString(unknownUser.Body) {
+		t.Fatalf("wrong password and unknown user answer differently:\n%d %s\n%d %s", wrongPassword.Status,
+			msgRE.FindString(wrongPassword.Body), unknownUser.Status, msgRE.FindString(unknownUser.Body))
 	}
 	// Two more failures for ada make three: her account pauses, even for the right password.
 	for range 2 {
-		if p := b.signInStaff(ls.url, "ada", "still not the password"); p.status != http.StatusUnauthorized {
-			t.Fatalf("failure: %d", p.status)
+		if p := signInStaff(t, b, ls.url, "ada", "still not the password"); p.Status != http.StatusUnauthorized {
+			t.Fatalf("failure: %d", p.Status)
 		}
 	}
-	p := b.signInStaff(ls.url, "ada", testPassword)
-	if p.status != http.StatusTooManyRequests || p.header.Get("Retry-After") == "" || !strings.Contains(p.body, "Too many failed attempts") {
-		t.Fatalf("fourth attempt for a paused account: %d %q %s", p.status, p.header.Get("Retry-After"), p.body)
+	p := signInStaff(t, b, ls.url, "ada", testPassword)
+	if p.Status != http.StatusTooManyRequests || p.Header.Get("Retry-After") == "" || !strings.Contains(p.Body, "Too many failed attempts") {
+		t.Fatalf("fourth attempt for a paused account: %d %q %s", p.Status, p.Header.Get("Retry-After"), p.Body)
 	}
 	// cy's account is fine until the address reaches five failures (four so far).
-	if p := b.signInStaff(ls.url, "cy", "wrong for cy too"); p.status != http.StatusUnauthorized {
-		t.Fatalf("cy's failure: %d", p.status)
+	if p := signInStaff(t, b, ls.url, "cy", "wrong for cy too"); p.Status != http.StatusUnauthorized {
+		t.Fatalf("cy's failure: %d", p.Status)
 	}
-	if p := b.signInStaff(ls.url, "cy", testPassword); p.status != http.StatusTooManyRequests {
-		t.Fatalf("the address is over its limit, yet: %d %s", p.status, p.body)
+	if p := signInStaff(t, b, ls.url, "cy", testPassword); p.Status != http.StatusTooManyRequests {
+		t.Fatalf("the address is over its limit, yet: %d %s", p.Status, p.Body)
 	}
 }
 
@@ -412,27 +326,27 @@ func TestTestEIDSignIn(t *testing.T) {
 		}
 		return c.JSON(http.StatusOK, id)
 	})
-	b := newBrowser(t)
-	form := b.follow(http.MethodGet, ls.url+"/consent/auth/login?return=%2Fconsent%2Ftest-whoami", nil)
-	if form.status != 200 || !strings.Contains(form.body, "TEST identity provider") || !strings.Contains(form.body, `name="national_id"`) {
-		t.Fatalf("test eID page: %d %s", form.status, form.body)
+	b := formbrowser.New(t)
+	form := b.Follow(http.MethodGet, ls.url+"/consent/auth/login?return=%2Fconsent%2Ftest-whoami", nil)
+	if form.Status != 200 || !strings.Contains(form.Body, "TEST identity provider") || !strings.Contains(form.Body, `name="national_id"`) {
+		t.Fatalf("test eID page: %d %s", form.Status, form.Body)
 	}
-	v := formFields(t, form)
+	v := form.HiddenFields(t)
 	v.Set("national_id", "12 34")
-	if p := b.do(http.MethodPost, ls.url+"/idp/login", v); p.status != http.StatusBadRequest || !strings.Contains(p.body, "1 to 64 letters") {
-		t.Fatalf("a malformed national id: %d %s", p.status, p.body)
+	if p := b.Post(ls.url+"/idp/login", v); p.Status != http.StatusBadRequest || !strings.Contains(p.Body, "1 to 64 letters") {
+		t.Fatalf("a malformed national id: %d %s", p.Status, p.Body)
 	}
 	v.Set("national_id", "01017012345")
-	p := b.follow(http.MethodPost, ls.url+"/idp/login", v)
+	p := b.Follow(http.MethodPost, ls.url+"/idp/login", v)
 	var id ConsentIdentity
-	if err := json.Unmarshal([]byte(p.body), &id); err != nil || id.NationalID != "01017012345" || !id.TestIdentity ||
+	if err := json.Unmarshal([]byte(p.Body), &id); err != nil || id.NationalID != "01017012345" || !id.TestIdentity ||
 		id.CSRF == "" || strings.Contains(id.Subject, "01017012345") {
-		t.Fatalf("consent identity: %s (%v)", p.body, err)
+		t.Fatalf("consent identity: %s (%v)", p.Body, err)
 	}
 	// An open redirect is not possible through return.
-	p = b.do(http.MethodGet, ls.url+"/consent/auth/login?return=https%3A%2F%2Fevil.example%2F", nil)
-	if p.status != http.StatusSeeOther {
-		t.Fatalf("login with a foreign return: %d", p.status)
+	p = b.Get(ls.url + "/consent/auth/login?return=https%3A%2F%2Fevil.example%2F")
+	if p.Status != http.StatusSeeOther {
+		t.Fatalf("login with a foreign return: %d", p.Status)
 	}
 }
 
@@ -463,26 +377,26 @@ func TestConsentSignInAsksForThePageLanguage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := newBrowser(t)
-			b.acceptLanguage = tt.acceptLanguage
+			b := formbrowser.New(t)
+			b.AcceptLanguage = tt.acceptLanguage
 			if tt.cookie != "" {
 				u, _ := url.Parse(ls.url)
-				b.client.Jar.SetCookies(u, []*http.Cookie{{Name: "flowd_lang", Value: tt.cookie, Path: "/"}})
+				b.Jar().SetCookies(u, []*http.Cookie{{Name: "flowd_lang", Value: tt.cookie, Path: "/"}})
 			}
-			p := b.do(http.MethodGet, ls.url+tt.start, nil)
-			if p.status != http.StatusSeeOther || !strings.HasPrefix(p.location, ls.url+"/oauth/authorize?") {
-				t.Fatalf("not sent to the provider: %d %s", p.status, p.location)
+			p := b.Get(ls.url + tt.start)
+			if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.url+"/oauth/authorize?") {
+				t.Fatalf("not sent to the provider: %d %s", p.Status, p.Location)
 			}
-			if got := mustQuery(t, p.location)["ui_locales"]; len(got) != 1 || got[0] != tt.want {
-				t.Fatalf("ui_locales = %q, want %q (%s)", got, tt.want, p.location)
+			if got := mustQuery(t, p.Location)["ui_locales"]; len(got) != 1 || got[0] != tt.want {
+				t.Fatalf("ui_locales = %q, want %q (%s)", got, tt.want, p.Location)
 			}
 			// The test eID follows ui_locales, not its own guess: with the
 			// cookie gone, only ui_locales can carry a switched language.
 			u, _ := url.Parse(ls.url)
-			b.client.Jar.SetCookies(u, []*http.Cookie{{Name: "flowd_lang", Value: "", Path: "/", MaxAge: -1}})
-			form := b.follow(http.MethodGet, p.location, nil)
-			if form.status != http.StatusOK || !strings.Contains(form.body, `<html lang="`+tt.lang+`"`) {
-				t.Fatalf("test eID page, want lang %s: %d %s", tt.lang, form.status, form.body)
+			b.Jar().SetCookies(u, []*http.Cookie{{Name: "flowd_lang", Value: "", Path: "/", MaxAge: -1}})
+			form := b.Follow(http.MethodGet, p.Location, nil)
+			if form.Status != http.StatusOK || !strings.Contains(form.Body, `<html lang="`+tt.lang+`"`) {
+				t.Fatalf("test eID page, want lang %s: %d %s", tt.lang, form.Status, form.Body)
 			}
 		})
 	}
@@ -514,57 +428,57 @@ func TestTestEIDSpeaksTheRequestedLanguage(t *testing.T) {
 		{"nothing: English", "", "", english},
 		{"none we have anywhere: English", "sv", "fr-FR", english},
 	}
-	check := func(t *testing.T, p page, want texts, status int, withError bool) {
+	check := func(t *testing.T, p formbrowser.Page, want texts, status int, withError bool) {
 		t.Helper()
-		if p.status != status || !strings.Contains(p.body, `<html lang="`+want.lang+`"`) || !strings.Contains(p.body, want.label) ||
-			strings.Contains(p.body, want.error) != withError {
-			t.Fatalf("want %s (error shown: %v), got %d:\n%s", want.lang, withError, p.status, p.body)
+		if p.Status != status || !strings.Contains(p.Body, `<html lang="`+want.lang+`"`) || !strings.Contains(p.Body, want.label) ||
+			strings.Contains(p.Body, want.error) != withError {
+			t.Fatalf("want %s (error shown: %v), got %d:\n%s", want.lang, withError, p.Status, p.Body)
 		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := newBrowser(t)
-			b.acceptLanguage = tt.acceptLanguage
+			b := formbrowser.New(t)
+			b.AcceptLanguage = tt.acceptLanguage
 			_, challenge := pkcePair()
 			q := url.Values{"response_type": {"code"}, "client_id": {login.ConsentClientID}, "redirect_uri": {ls.url + "/consent/auth/callback"},
 				"scope": {"openid"}, "state": {"st"}, "nonce": {"nn"}, "code_challenge": {challenge}, "code_challenge_method": {"S256"}}
 			if tt.uiLocales != "" {
 				q.Set("ui_locales", tt.uiLocales)
 			}
-			form := b.follow(http.MethodGet, ls.url+"/oauth/authorize?"+q.Encode(), nil)
+			form := b.Follow(http.MethodGet, ls.url+"/oauth/authorize?"+q.Encode(), nil)
 			check(t, form, tt.want, http.StatusOK, false)
 
-			v := formFields(t, form)
+			v := form.HiddenFields(t)
 			v.Set("national_id", "not a national id")
-			check(t, b.do(http.MethodPost, ls.url+"/idp/login", v), tt.want, http.StatusBadRequest, true)
+			check(t, b.Post(ls.url+"/idp/login", v), tt.want, http.StatusBadRequest, true)
 		})
 	}
 
 	t.Run("the form's switch wins and holds through the POST", func(t *testing.T) {
 		t.Parallel()
-		b := newBrowser(t)
+		b := formbrowser.New(t)
 		_, challenge := pkcePair()
 		q := url.Values{"response_type": {"code"}, "client_id": {login.ConsentClientID}, "redirect_uri": {ls.url + "/consent/auth/callback"},
 			"scope": {"openid"}, "state": {"st"}, "nonce": {"nn"}, "code_challenge": {challenge}, "code_challenge_method": {"S256"},
 			"ui_locales": {"nb"}}
-		form := b.follow(http.MethodGet, ls.url+"/oauth/authorize?"+q.Encode(), nil)
+		form := b.Follow(http.MethodGet, ls.url+"/oauth/authorize?"+q.Encode(), nil)
 		check(t, form, norwegian, http.StatusOK, false)
-		m := regexp.MustCompile(`class="lang-switch" href="([^"]+)"`).FindStringSubmatch(form.body)
+		m := regexp.MustCompile(`class="lang-switch" href="([^"]+)"`).FindStringSubmatch(form.Body)
 		if m == nil {
-			t.Fatalf("no language switch: %s", form.body)
+			t.Fatalf("no language switch: %s", form.Body)
 		}
-		switched := b.do(http.MethodGet, ls.url+html.UnescapeString(m[1]), nil)
+		switched := b.Get(ls.url + html.UnescapeString(m[1]))
 		check(t, switched, english, http.StatusOK, false)
 		// The switch is remembered (the cookie) but the POST holds its
 		// language by itself: with the cookie gone and a Norwegian
 		// browser, the error is still in English.
 		u, _ := url.Parse(ls.url)
-		b.client.Jar.SetCookies(u, []*http.Cookie{{Name: "flowd_lang", Value: "", Path: "/", MaxAge: -1}})
-		b.acceptLanguage = "nb"
-		v := formFields(t, switched)
+		b.Jar().SetCookies(u, []*http.Cookie{{Name: "flowd_lang", Value: "", Path: "/", MaxAge: -1}})
+		b.AcceptLanguage = "nb"
+		v := switched.HiddenFields(t)
 		v.Set("national_id", "")
-		check(t, b.do(http.MethodPost, ls.url+"/idp/login", v), english, http.StatusBadRequest, true)
+		check(t, b.Post(ls.url+"/idp/login", v), english, http.StatusBadRequest, true)
 	})
 }
 
@@ -588,32 +502,32 @@ func TestConsentWithAnExternalEIDAndAnotherClaimName(t *testing.T) {
 		}
 		return c.JSON(http.StatusOK, id)
 	})
-	b := newBrowser(t)
-	b.acceptLanguage = "nb-NO,nb;q=0.9"
-	start := b.do(http.MethodGet, ls.url+"/consent/auth/login?return=%2Fconsent%2Ftest-whoami", nil)
-	if !strings.HasPrefix(start.location, issuer.url+"/oauth/authorize?") || mustQuery(t, start.location).Get("ui_locales") != "nb en" {
-		t.Fatalf("the external eID is not asked for the page language: %s", start.location)
+	b := formbrowser.New(t)
+	b.AcceptLanguage = "nb-NO,nb;q=0.9"
+	start := b.Get(ls.url + "/consent/auth/login?return=%2Fconsent%2Ftest-whoami")
+	if !strings.HasPrefix(start.Location, issuer.url+"/oauth/authorize?") || mustQuery(t, start.Location).Get("ui_locales") != "nb en" {
+		t.Fatalf("the external eID is not asked for the page language: %s", start.Location)
 	}
-	form := b.follow(http.MethodGet, start.location, nil)
-	if !strings.HasPrefix(form.url, issuer.url+"/idp/login") || !strings.Contains(form.body, `<html lang="nb"`) {
-		t.Fatalf("not sent to the external eID, or not in Norwegian: %s %s", form.url, form.body)
+	form := b.Follow(http.MethodGet, start.Location, nil)
+	if !strings.HasPrefix(form.URL, issuer.url+"/idp/login") || !strings.Contains(form.Body, `<html lang="nb"`) {
+		t.Fatalf("not sent to the external eID, or not in Norwegian: %s %s", form.URL, form.Body)
 	}
-	v := formFields(t, form)
+	v := form.HiddenFields(t)
 	v.Set("national_id", "19850101-1234")
-	p := b.follow(http.MethodPost, issuer.url+"/idp/login", v)
+	p := b.Follow(http.MethodPost, issuer.url+"/idp/login", v)
 	var id ConsentIdentity
-	if err := json.Unmarshal([]byte(p.body), &id); err != nil || id.NationalID != "19850101-1234" || id.Issuer != issuer.url {
-		t.Fatalf("consent identity through the external eID: %s (%v)", p.body, err)
+	if err := json.Unmarshal([]byte(p.Body), &id); err != nil || id.NationalID != "19850101-1234" || id.Issuer != issuer.url {
+		t.Fatalf("consent identity through the external eID: %s (%v)", p.Body, err)
 	}
 }
 
 func TestTestEIDOffIsRefused(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{env: map[string]string{"FLOWD_TEST_EID": "false"}})
-	b := newBrowser(t)
-	p := b.follow(http.MethodGet, ls.url+"/consent/auth/login?return=%2Fconsent%2Fx", nil)
-	if p.status != http.StatusUnauthorized || !strings.Contains(p.body, "access_denied") {
-		t.Fatalf("test eID while off: %d %s", p.status, p.body)
+	b := formbrowser.New(t)
+	p := b.Follow(http.MethodGet, ls.url+"/consent/auth/login?return=%2Fconsent%2Fx", nil)
+	if p.Status != http.StatusUnauthorized || !strings.Contains(p.Body, "access_denied") {
+		t.Fatalf("test eID while off: %d %s", p.Status, p.Body)
 	}
 }
 
@@ -621,26 +535,26 @@ func TestCallbackRefusesAWrongState(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
 	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
-	b := newBrowser(t)
-	form := b.follow(http.MethodGet, ls.url+"/console", nil)
-	v := formFields(t, form)
+	b := formbrowser.New(t)
+	form := b.Follow(http.MethodGet, ls.url+"/console", nil)
+	v := form.HiddenFields(t)
 	v.Set("username", "ada")
 	v.Set("password", testPassword)
-	p := b.do(http.MethodPost, ls.url+"/idp/login", v)
-	cb, _ := url.Parse(p.location)
+	p := b.Post(ls.url+"/idp/login", v)
+	cb, _ := url.Parse(p.Location)
 	q := cb.Query()
 	q.Set("state", "forged-"+q.Get("state"))
 	cb.RawQuery = q.Encode()
-	if p := b.do(http.MethodGet, cb.String(), nil); p.status != http.StatusBadRequest || !strings.Contains(p.body, "Sign-in expired") {
-		t.Fatalf("callback with a wrong state: %d %s", p.status, p.body)
+	if p := b.Get(cb.String()); p.Status != http.StatusBadRequest || !strings.Contains(p.Body, "Sign-in expired") {
+		t.Fatalf("callback with a wrong state: %d %s", p.Status, p.Body)
 	}
 	// And from another browser, the right state is as unknown.
-	other := newBrowser(t)
-	if p2 := other.do(http.MethodGet, p.location, nil); p2.status != http.StatusBadRequest {
-		t.Fatalf("callback in another browser: %d", p2.status)
+	other := formbrowser.New(t)
+	if p2 := other.Get(p.Location); p2.Status != http.StatusBadRequest {
+		t.Fatalf("callback in another browser: %d", p2.Status)
 	}
-	if p := b.do(http.MethodGet, ls.url+"/console", nil); p.status != http.StatusSeeOther {
-		t.Fatalf("a session after refused callbacks: %d", p.status)
+	if p := b.Get(ls.url + "/console"); p.Status != http.StatusSeeOther {
+		t.Fatalf("a session after refused callbacks: %d", p.Status)
 	}
 }
 
@@ -648,19 +562,19 @@ func TestSignInFormIsBoundToItsBrowser(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
 	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
-	victim, attacker := newBrowser(t), newBrowser(t)
-	form := attacker.follow(http.MethodGet, ls.url+"/console", nil)
-	v := formFields(t, form)
+	victim, attacker := formbrowser.New(t), formbrowser.New(t)
+	form := attacker.Follow(http.MethodGet, ls.url+"/console", nil)
+	v := form.HiddenFields(t)
 	v.Set("username", "ada")
 	v.Set("password", testPassword)
 	// Posting the attacker's form from the victim's browser (login CSRF) fails.
-	if p := victim.do(http.MethodPost, ls.url+"/idp/login", v); p.status != http.StatusBadRequest || !strings.Contains(p.body, "expired") {
-		t.Fatalf("a form posted from another browser: %d %s", p.status, p.body)
+	if p := victim.Post(ls.url+"/idp/login", v); p.Status != http.StatusBadRequest || !strings.Contains(p.Body, "expired") {
+		t.Fatalf("a form posted from another browser: %d %s", p.Status, p.Body)
 	}
 	// So does a wrong CSRF token in the right browser.
 	v.Set("csrf", "forged")
-	if p := attacker.do(http.MethodPost, ls.url+"/idp/login", v); p.status != http.StatusBadRequest {
-		t.Fatalf("a forged form token: %d", p.status)
+	if p := attacker.Post(ls.url+"/idp/login", v); p.Status != http.StatusBadRequest {
+		t.Fatalf("a forged form token: %d", p.Status)
 	}
 }
 
@@ -677,17 +591,17 @@ func pkcePair() (string, string) {
 // would, but stops at the redirect to the callback and returns the code.
 func authorizeCode(t *testing.T, ls loginServer, challenge string) string {
 	t.Helper()
-	b := newBrowser(t)
+	b := formbrowser.New(t)
 	q := url.Values{"response_type": {"code"}, "client_id": {login.ConsoleClientID}, "redirect_uri": {ls.url + "/console/auth/callback"},
 		"scope": {"openid profile"}, "state": {"st"}, "nonce": {"nn"}, "code_challenge": {challenge}, "code_challenge_method": {"S256"}}
-	form := b.follow(http.MethodGet, ls.url+"/oauth/authorize?"+q.Encode(), nil)
-	v := formFields(t, form)
+	form := b.Follow(http.MethodGet, ls.url+"/oauth/authorize?"+q.Encode(), nil)
+	v := form.HiddenFields(t)
 	v.Set("username", "ada")
 	v.Set("password", testPassword)
-	p := b.do(http.MethodPost, ls.url+"/idp/login", v)
-	cq := mustQuery(t, p.location)
+	p := b.Post(ls.url+"/idp/login", v)
+	cq := mustQuery(t, p.Location)
 	if cq.Get("state") != "st" || cq.Get("iss") != ls.url || cq.Get("code") == "" {
-		t.Fatalf("redirect with the code: %s", p.location)
+		t.Fatalf("redirect with the code: %s", p.Location)
 	}
 	return cq.Get("code")
 }
@@ -863,17 +777,17 @@ func TestAuthorizeRefusesBadRequests(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			q := good()
 			tt.mutate(q)
-			p := newBrowser(t).do(http.MethodGet, ls.url+"/oauth/authorize?"+q.Encode(), nil)
+			p := formbrowser.New(t).Get(ls.url + "/oauth/authorize?" + q.Encode())
 			if tt.error == "" {
-				if p.status != http.StatusBadRequest || p.location != "" || !strings.Contains(p.body, "Sign-in request refused") {
-					t.Fatalf("want an error page without redirect, got %d %q", p.status, p.location)
+				if p.Status != http.StatusBadRequest || p.Location != "" || !strings.Contains(p.Body, "Sign-in request refused") {
+					t.Fatalf("want an error page without redirect, got %d %q", p.Status, p.Location)
 				}
 				return
 			}
-			rq := mustQuery(t, p.location)
-			if p.status != http.StatusSeeOther || !strings.HasPrefix(p.location, ls.url+"/console/auth/callback?") ||
+			rq := mustQuery(t, p.Location)
+			if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.url+"/console/auth/callback?") ||
 				rq.Get("error") != tt.error || rq.Get("state") != "st" {
-				t.Fatalf("want %s back at the client, got %d %s", tt.error, p.status, p.location)
+				t.Fatalf("want %s back at the client, got %d %s", tt.error, p.Status, p.Location)
 			}
 		})
 	}
@@ -882,19 +796,19 @@ func TestAuthorizeRefusesBadRequests(t *testing.T) {
 func TestEndSessionRefusesUnregisteredReturn(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
-	b := newBrowser(t)
+	b := formbrowser.New(t)
 	q := url.Values{"client_id": {login.ConsoleClientID}, "post_logout_redirect_uri": {"https://evil.example/"}}
-	if p := b.do(http.MethodGet, ls.url+"/oauth/end_session?"+q.Encode(), nil); p.status != http.StatusBadRequest || p.location != "" {
-		t.Fatalf("unregistered post-logout address: %d %s", p.status, p.location)
+	if p := b.Get(ls.url + "/oauth/end_session?" + q.Encode()); p.Status != http.StatusBadRequest || p.Location != "" {
+		t.Fatalf("unregistered post-logout address: %d %s", p.Status, p.Location)
 	}
 	q.Set("post_logout_redirect_uri", ls.url+"/console/signed-out")
 	q.Set("state", "s1")
-	if p := b.do(http.MethodGet, ls.url+"/oauth/end_session?"+q.Encode(), nil); p.status != http.StatusSeeOther || p.location != ls.url+"/console/signed-out?state=s1" {
-		t.Fatalf("registered post-logout address: %d %s", p.status, p.location)
+	if p := b.Get(ls.url + "/oauth/end_session?" + q.Encode()); p.Status != http.StatusSeeOther || p.Location != ls.url+"/console/signed-out?state=s1" {
+		t.Fatalf("registered post-logout address: %d %s", p.Status, p.Location)
 	}
 	q.Set("id_token_hint", "eyJhbGciOiJFUzI1NiJ9.e30.c2ln")
-	if p := b.do(http.MethodGet, ls.url+"/oauth/end_session?"+q.Encode(), nil); p.status != http.StatusBadRequest {
-		t.Fatalf("a forged id_token_hint: %d %s", p.status, p.location)
+	if p := b.Get(ls.url + "/oauth/end_session?" + q.Encode()); p.Status != http.StatusBadRequest {
+		t.Fatalf("a forged id_token_hint: %d %s", p.Status, p.Location)
 	}
 }
 
@@ -931,22 +845,22 @@ func TestOrganizationComesOnlyFromAVerifiedToken(t *testing.T) {
 	ls := setupLogin(t, loginOptions{})
 	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
 	ls.createStaff(t, "org-b", "bea", identity.RoleViewer)
-	ada, bea := newBrowser(t), newBrowser(t)
-	a, bp := ada.signInStaff(ls.url, "ada", testPassword), bea.signInStaff(ls.url, "bea", testPassword)
-	if !strings.Contains(a.body, "org-a") || strings.Contains(a.body, "org-b") || !strings.Contains(bp.body, "org-b") || strings.Contains(bp.body, "org-a") {
-		t.Fatalf("sessions mixed organizations:\nada: %s\nbea: %s", a.body, bp.body)
+	ada, bea := formbrowser.New(t), formbrowser.New(t)
+	a, bp := signInStaff(t, ada, ls.url, "ada", testPassword), signInStaff(t, bea, ls.url, "bea", testPassword)
+	if !strings.Contains(a.Body, "org-a") || strings.Contains(a.Body, "org-b") || !strings.Contains(bp.Body, "org-b") || strings.Contains(bp.Body, "org-a") {
+		t.Fatalf("sessions mixed organizations:\nada: %s\nbea: %s", a.Body, bp.Body)
 	}
 
 	// A relying party that receives ada's token with org-b written into it refuses it.
 	tampered := setupLogin(t, loginOptions{consoleHTTP: &http.Client{Transport: tamperingTransport{from: `"org-a"`, to: `"org-b"`}}})
 	tampered.createStaff(t, "org-a", "ada", identity.RoleAdmin)
-	b := newBrowser(t)
-	p := b.signInStaff(tampered.url, "ada", testPassword)
-	if p.status != http.StatusUnauthorized || !strings.Contains(p.body, "Sign-in failed") {
-		t.Fatalf("a tampered ID token: %d %s", p.status, p.body)
+	b := formbrowser.New(t)
+	p := signInStaff(t, b, tampered.url, "ada", testPassword)
+	if p.Status != http.StatusUnauthorized || !strings.Contains(p.Body, "Sign-in failed") {
+		t.Fatalf("a tampered ID token: %d %s", p.Status, p.Body)
 	}
-	if p := b.do(http.MethodGet, tampered.url+"/console", nil); p.status != http.StatusSeeOther {
-		t.Fatalf("a tampered ID token gave a session: %d %s", p.status, p.body)
+	if p := b.Get(tampered.url + "/console"); p.Status != http.StatusSeeOther {
+		t.Fatalf("a tampered ID token gave a session: %d %s", p.Status, p.Body)
 	}
 }
 
@@ -987,24 +901,24 @@ func TestRelyingPartyWithAnExternalIssuerAndOtherClaimNames(t *testing.T) {
 				"FLOWD_CONSOLE_OIDC_CLIENT_SECRET": "external secret", "FLOWD_CONSOLE_ORG_CLAIM": r.orgClaim,
 				"FLOWD_CONSOLE_ROLES_CLAIM": r.rolesClaim,
 			}})
-			b := newBrowser(t)
-			form := b.follow(http.MethodGet, ls.url+"/console", nil)
-			if !strings.HasPrefix(form.url, issuer.url+"/idp/login") {
-				t.Fatalf("not sent to the external issuer: %s", form.url)
+			b := formbrowser.New(t)
+			form := b.Follow(http.MethodGet, ls.url+"/console", nil)
+			if !strings.HasPrefix(form.URL, issuer.url+"/idp/login") {
+				t.Fatalf("not sent to the external issuer: %s", form.URL)
 			}
-			v := formFields(t, form)
+			v := form.HiddenFields(t)
 			v.Set("username", "eve@tenant.example")
 			v.Set("password", testPassword)
-			p := b.follow(http.MethodPost, issuer.url+"/idp/login", v)
-			if p.status != r.status || !strings.Contains(p.body, r.want) {
-				t.Fatalf("got %d, want %d with %q: %s", p.status, r.status, r.want, p.body)
+			p := b.Follow(http.MethodPost, issuer.url+"/idp/login", v)
+			if p.Status != r.status || !strings.Contains(p.Body, r.want) {
+				t.Fatalf("got %d, want %d with %q: %s", p.Status, r.status, r.want, p.Body)
 			}
 			if r.status != 200 {
 				return
 			}
-			out := b.follow(http.MethodPost, ls.url+"/console/auth/logout", formFields(t, p))
-			if out.url != ls.url+"/console/signed-out" {
-				t.Fatalf("logout at the external issuer did not come back: %s", out.url)
+			out := b.Follow(http.MethodPost, ls.url+"/console/auth/logout", p.HiddenFields(t))
+			if out.URL != ls.url+"/console/signed-out" {
+				t.Fatalf("logout at the external issuer did not come back: %s", out.URL)
 			}
 		})
 	}
@@ -1019,29 +933,29 @@ func TestConsoleMiddlewareChecksCSRFAndRole(t *testing.T) {
 		return c.String(http.StatusOK, "changed for "+staffOf(c).OrganizationID)
 	}, ls.srv.requireStaff, requireAdmin)
 
-	admin, viewer, stranger := newBrowser(t), newBrowser(t), newBrowser(t)
-	adminHome := admin.signInStaff(ls.url, "ada", testPassword)
-	viewerHome := viewer.signInStaff(ls.url, "vic", testPassword)
+	admin, viewer, stranger := formbrowser.New(t), formbrowser.New(t), formbrowser.New(t)
+	adminHome := signInStaff(t, admin, ls.url, "ada", testPassword)
+	viewerHome := signInStaff(t, viewer, ls.url, "vic", testPassword)
 	tests := []struct {
 		name   string
-		b      *browser
+		b      *formbrowser.Browser
 		form   url.Values
 		status int
 	}{
-		{"admin with the token", admin, formFields(t, adminHome), http.StatusOK},
+		{"admin with the token", admin, adminHome.HiddenFields(t), http.StatusOK},
 		{"admin without the token", admin, url.Values{}, http.StatusForbidden},
-		{"admin with the viewer's token", admin, formFields(t, viewerHome), http.StatusForbidden},
-		{"viewer with the token", viewer, formFields(t, viewerHome), http.StatusForbidden},
-		{"no session", stranger, formFields(t, adminHome), http.StatusUnauthorized},
+		{"admin with the viewer's token", admin, viewerHome.HiddenFields(t), http.StatusForbidden},
+		{"viewer with the token", viewer, viewerHome.HiddenFields(t), http.StatusForbidden},
+		{"no session", stranger, adminHome.HiddenFields(t), http.StatusUnauthorized},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := tt.b.do(http.MethodPost, ls.url+"/console/test-change", tt.form)
-			if p.status != tt.status {
-				t.Fatalf("status %d, want %d: %s", p.status, tt.status, p.body)
+			p := tt.b.Post(ls.url+"/console/test-change", tt.form)
+			if p.Status != tt.status {
+				t.Fatalf("status %d, want %d: %s", p.Status, tt.status, p.Body)
 			}
-			if tt.status == http.StatusOK && p.body != "changed for org-a" {
-				t.Fatalf("body %q", p.body)
+			if tt.status == http.StatusOK && p.Body != "changed for org-a" {
+				t.Fatalf("body %q", p.Body)
 			}
 		})
 	}

@@ -2,16 +2,12 @@ package app_test
 
 import (
 	"encoding/json"
-	"html"
-	"io"
 	"net/http"
-	"net/http/cookiejar"
-	"net/url"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/internal/formbrowser"
 )
 
 // TestStaffSignInThroughTheBinary runs the real flowd serve: a staff account
@@ -31,33 +27,17 @@ func TestStaffSignInThroughTheBinary(t *testing.T) {
 		t.Fatalf("staff create: %q %v", out, err)
 	}
 
-	jar, _ := cookiejar.New(nil)
-	client := &http.Client{Jar: jar}
-	get := func(u string) (*http.Response, string) {
-		resp, err := client.Get(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
+	b := formbrowser.New(t)
+	form := b.Follow(http.MethodGet, in.URL+"/console", nil)
+	if !strings.HasPrefix(form.URL, in.URL+"/idp/login?") {
+		t.Fatalf("/console did not lead to the sign-in form: %s %d %s", form.URL, form.Status, form.Body)
 	}
-	resp, body := get(in.URL + "/console")
-	if !strings.HasPrefix(resp.Request.URL.String(), in.URL+"/idp/login?") {
-		t.Fatalf("/console did not lead to the sign-in form: %s %d %s", resp.Request.URL, resp.StatusCode, body)
-	}
-	form := url.Values{"username": {"admin@demo.example"}, "password": {"a sound long password"}}
-	for _, m := range regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="([^"]*)"`).FindAllStringSubmatch(body, -1) {
-		form.Set(m[1], html.UnescapeString(m[2]))
-	}
-	resp, err := client.PostForm(in.URL+"/idp/login", form)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.Request.URL.String() != in.URL+"/console/flows" || !strings.Contains(string(b), "Demo Org") {
-		t.Fatalf("after sign-in: %s %d %s", resp.Request.URL, resp.StatusCode, b)
+	v := form.HiddenFields(t)
+	v.Set("username", "admin@demo.example")
+	v.Set("password", "a sound long password")
+	home := b.Follow(http.MethodPost, in.URL+"/idp/login", v)
+	if home.URL != in.URL+"/console/flows" || !strings.Contains(home.Body, "Demo Org") {
+		t.Fatalf("after sign-in: %s %d %s", home.URL, home.Status, home.Body)
 	}
 	if strings.Contains(in.Logs.String(), "a sound long password") {
 		t.Fatal("the password appears in the logs")

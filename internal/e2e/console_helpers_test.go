@@ -5,7 +5,6 @@ import (
 	"html"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/internal/formbrowser"
 )
 
 // consoleEnv is a running flowd with two organizations: Acme with an admin,
@@ -141,80 +141,52 @@ func apiStatus(t *testing.T, base, token string) int {
 	return resp.StatusCode
 }
 
-// staffBrowser is a cookie-keeping HTTP client of the console that follows
-// no redirect by itself, so that every answer can be looked at.
+// staffBrowser is a console user's browser: paths are relative to the
+// server, and it keeps the session's CSRF token from the last console page,
+// which post sends with each form.
 type staffBrowser struct {
-	t      *testing.T
-	base   string
-	client *http.Client
-	csrf   string
-}
-
-type consolePage struct {
-	status   int
-	location string
-	body     string
+	t       *testing.T
+	base    string
+	browser *formbrowser.Browser
+	csrf    string
 }
 
 func newStaffBrowser(t *testing.T, base string) *staffBrowser {
-	jar, _ := cookiejar.New(nil)
-	return &staffBrowser{t: t, base: base, client: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse
-	}}}
+	return &staffBrowser{t: t, base: base, browser: formbrowser.New(t)}
 }
 
-var (
-	hiddenField = regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="([^"]*)"`)
-	csrfField   = regexp.MustCompile(`name="csrf" value="([^"]*)"`)
-)
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]*)"`)
 
-func (b *staffBrowser) do(method, path string, form url.Values) consolePage {
+// do sends one request without following a redirect.
+func (b *staffBrowser) do(method, path string, form url.Values) formbrowser.Page {
 	b.t.Helper()
-	u := path
+	return b.keepCSRF(b.browser.Do(method, b.url(path), form))
+}
+
+// get follows redirects from path to a page.
+func (b *staffBrowser) get(path string) formbrowser.Page {
+	b.t.Helper()
+	return b.keepCSRF(b.browser.Follow(http.MethodGet, b.url(path), nil))
+}
+
+// url makes a path absolute; a full URL (a resolved Location) stays as is.
+func (b *staffBrowser) url(path string) string {
 	if strings.HasPrefix(path, "/") {
-		u = b.base + path
+		return b.base + path
 	}
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
-	}
-	req, _ := http.NewRequest(method, u, body)
-	req.Header.Set("Accept", "text/html")
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	resp, err := b.client.Do(req)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	p := consolePage{status: resp.StatusCode, body: string(raw)}
-	if loc := resp.Header.Get("Location"); loc != "" {
-		l, _ := req.URL.Parse(loc)
-		p.location = l.String()
-	}
-	if m := csrfField.FindStringSubmatch(p.body); m != nil && strings.HasPrefix(req.URL.Path, "/console") {
+	return path
+}
+
+// keepCSRF remembers the CSRF token of a console page.
+func (b *staffBrowser) keepCSRF(p formbrowser.Page) formbrowser.Page {
+	if m := csrfField.FindStringSubmatch(p.Body); m != nil && strings.HasPrefix(p.URL, b.base+"/console") {
 		b.csrf = html.UnescapeString(m[1])
 	}
 	return p
 }
 
-// get follows redirects from path to a page.
-func (b *staffBrowser) get(path string) consolePage {
-	b.t.Helper()
-	p := b.do("GET", path, nil)
-	for i := 0; p.status >= 300 && p.status < 400; i++ {
-		if i > 10 {
-			b.t.Fatalf("redirect loop at %s", p.location)
-		}
-		p = b.do("GET", p.location, nil)
-	}
-	return p
-}
-
 // post submits a console form with the session's CSRF token.
-func (b *staffBrowser) post(path string, form url.Values) consolePage {
+func (b *staffBrowser) post(path string, form url.Values) formbrowser.Page {
 	b.t.Helper()
 	if form == nil {
 		form = url.Values{}
@@ -222,25 +194,22 @@ func (b *staffBrowser) post(path string, form url.Values) consolePage {
 	if _, ok := form["csrf"]; !ok {
 		form.Set("csrf", b.csrf)
 	}
-	return b.do("POST", path, form)
+	return b.do(http.MethodPost, path, form)
 }
 
 // signIn signs in through the built-in provider's staff form.
-func (b *staffBrowser) signIn(username string) consolePage {
+func (b *staffBrowser) signIn(username string) formbrowser.Page {
 	b.t.Helper()
 	form := b.get("/console")
-	if !strings.Contains(form.body, `name="password"`) {
-		b.t.Fatalf("no staff sign-in form: %d %s", form.status, form.body)
+	if !strings.Contains(form.Body, `name="password"`) {
+		b.t.Fatalf("no staff sign-in form: %d %s", form.Status, form.Body)
 	}
-	v := url.Values{}
-	for _, m := range hiddenField.FindAllStringSubmatch(form.body, -1) {
-		v.Set(m[1], html.UnescapeString(m[2]))
-	}
+	v := form.HiddenFields(b.t)
 	v.Set("username", username)
 	v.Set("password", staffPassword)
-	p := b.do("POST", "/idp/login", v)
-	if p.status != http.StatusSeeOther {
-		b.t.Fatalf("sign-in: %d %s", p.status, p.body)
+	p := b.do(http.MethodPost, "/idp/login", v)
+	if p.Status != http.StatusSeeOther {
+		b.t.Fatalf("sign-in: %d %s", p.Status, p.Body)
 	}
-	return b.get(p.location)
+	return b.get(p.Location)
 }

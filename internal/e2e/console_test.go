@@ -17,8 +17,8 @@ func TestConsoleOverHTTP(t *testing.T) {
 	e := startConsole(t)
 	base := e.in.URL
 	admin, viewer, stranger := newStaffBrowser(t, base), newStaffBrowser(t, base), newStaffBrowser(t, base)
-	if p := admin.signIn("ada@acme.example"); p.status != 200 || !strings.Contains(p.body, "Acme Bank") || !strings.Contains(p.body, "No active flows") {
-		t.Fatalf("admin's first page: %d %s", p.status, p.body)
+	if p := admin.signIn("ada@acme.example"); p.Status != 200 || !strings.Contains(p.Body, "Acme Bank") || !strings.Contains(p.Body, "No active flows") {
+		t.Fatalf("admin's first page: %d %s", p.Status, p.Body)
 	}
 	viewer.signIn("vic@acme.example")
 	stranger.signIn("oscar@other.example")
@@ -29,12 +29,12 @@ func TestConsoleOverHTTP(t *testing.T) {
 
 	t.Run("flows list masks national ids and shows only the organization's flows", func(t *testing.T) {
 		p := admin.get("/console/flows")
-		if p.status != 200 || !strings.Contains(p.body, flow.ReferenceID) || !strings.Contains(p.body, "•••••••••01") ||
-			strings.Contains(p.body, "12345678901") || strings.Contains(p.body, otherFlow.ReferenceID) {
-			t.Fatalf("list: %d %s", p.status, p.body)
+		if p.Status != 200 || !strings.Contains(p.Body, flow.ReferenceID) || !strings.Contains(p.Body, "•••••••••01") ||
+			strings.Contains(p.Body, "12345678901") || strings.Contains(p.Body, otherFlow.ReferenceID) {
+			t.Fatalf("list: %d %s", p.Status, p.Body)
 		}
-		if p := stranger.get("/console/flows"); strings.Contains(p.body, flow.ReferenceID) || !strings.Contains(p.body, otherFlow.ReferenceID) {
-			t.Fatalf("another organization's list: %s", p.body)
+		if p := stranger.get("/console/flows"); strings.Contains(p.Body, flow.ReferenceID) || !strings.Contains(p.Body, otherFlow.ReferenceID) {
+			t.Fatalf("another organization's list: %s", p.Body)
 		}
 	})
 
@@ -54,13 +54,13 @@ func TestConsoleOverHTTP(t *testing.T) {
 		}
 		for _, tt := range tests {
 			p := viewer.get("/console/flows" + tt.query)
-			if p.status != 200 || strings.Contains(p.body, ">"+flow.ReferenceID+"<") != tt.found || !strings.Contains(p.body, tt.empty) {
-				t.Errorf("%s: %d found=%v", tt.query, p.status, !tt.found)
+			if p.Status != 200 || strings.Contains(p.Body, ">"+flow.ReferenceID+"<") != tt.found || !strings.Contains(p.Body, tt.empty) {
+				t.Errorf("%s: %d found=%v", tt.query, p.Status, !tt.found)
 			}
 		}
 		for _, bad := range []string{"?status=Nope", "?sandbox=maybe", "?starting_after=not-an-id", "?starting_after=" + otherFlow.FlowID} {
-			if p := viewer.get("/console/flows" + bad); p.status != http.StatusBadRequest {
-				t.Errorf("%s: %d, want 400", bad, p.status)
+			if p := viewer.get("/console/flows" + bad); p.Status != http.StatusBadRequest {
+				t.Errorf("%s: %d, want 400", bad, p.Status)
 			}
 		}
 	})
@@ -70,121 +70,121 @@ func TestConsoleOverHTTP(t *testing.T) {
 			e.createFlow(t, e.acmeAPI, fmt.Sprintf("PAGE%02d", i), "")
 		}
 		first := viewer.get("/console/flows")
-		next := regexp.MustCompile(`href="(/console/flows\?starting_after=[^"]+)" rel="next"|rel="next" href="([^"]+)"`).FindStringSubmatch(first.body)
-		if next == nil || strings.Contains(first.body, `rel="prev"`) || strings.Count(first.body, "<tr>") != 21 {
-			t.Fatalf("first page: %s", first.body)
+		next := regexp.MustCompile(`href="(/console/flows\?starting_after=[^"]+)" rel="next"|rel="next" href="([^"]+)"`).FindStringSubmatch(first.Body)
+		if next == nil || strings.Contains(first.Body, `rel="prev"`) || strings.Count(first.Body, "<tr>") != 21 {
+			t.Fatalf("first page: %s", first.Body)
 		}
 		second := viewer.get(unescapeAttr(next[1] + next[2]))
-		if second.status != 200 || !strings.Contains(second.body, ">"+flow.ReferenceID+"<") || !strings.Contains(second.body, `rel="prev"`) ||
-			strings.Contains(second.body, `rel="next"`) {
-			t.Fatalf("second page: %d %s", second.status, second.body)
+		if second.Status != 200 || !strings.Contains(second.Body, ">"+flow.ReferenceID+"<") || !strings.Contains(second.Body, `rel="prev"`) ||
+			strings.Contains(second.Body, `rel="next"`) {
+			t.Fatalf("second page: %d %s", second.Status, second.Body)
 		}
 	})
 
 	t.Run("detail of the organization's flow, 404 for anyone else's", func(t *testing.T) {
 		p := viewer.get(flowPath)
-		if p.status != 200 || !strings.Contains(p.body, "•••••••••01") || strings.Contains(p.body, "12345678901") ||
-			!strings.Contains(p.body, "consent") || strings.Contains(p.body, "/reveal") || strings.Contains(p.body, "/delete") {
-			t.Fatalf("viewer's detail: %d %s", p.status, p.body)
+		if p.Status != 200 || !strings.Contains(p.Body, "•••••••••01") || strings.Contains(p.Body, "12345678901") ||
+			!strings.Contains(p.Body, "consent") || strings.Contains(p.Body, "/reveal") || strings.Contains(p.Body, "/delete") {
+			t.Fatalf("viewer's detail: %d %s", p.Status, p.Body)
 		}
-		if p := admin.get(flowPath); !strings.Contains(p.body, flowPath+"/delete") || !strings.Contains(p.body, flowPath+"/reveal") {
-			t.Fatalf("admin's detail lacks the admin actions: %s", p.body)
+		if p := admin.get(flowPath); !strings.Contains(p.Body, flowPath+"/delete") || !strings.Contains(p.Body, flowPath+"/reveal") {
+			t.Fatalf("admin's detail lacks the admin actions: %s", p.Body)
 		}
 		for _, path := range []string{"/console/flows/" + otherFlow.FlowID, "/console/flows/nope", "/console/flows/" + otherFlow.FlowID + "/delete"} {
-			if p := admin.get(path); p.status != http.StatusNotFound {
-				t.Errorf("%s: %d, want 404", path, p.status)
+			if p := admin.get(path); p.Status != http.StatusNotFound {
+				t.Errorf("%s: %d, want 404", path, p.Status)
 			}
 		}
-		if p := stranger.get(flowPath); p.status != http.StatusNotFound || strings.Contains(p.body, flow.ReferenceID) {
-			t.Errorf("another organization's admin: %d", p.status)
+		if p := stranger.get(flowPath); p.Status != http.StatusNotFound || strings.Contains(p.Body, flow.ReferenceID) {
+			t.Errorf("another organization's admin: %d", p.Status)
 		}
-		if p := stranger.post(flowPath+"/delete", nil); p.status != http.StatusNotFound {
-			t.Errorf("another organization's admin deletes: %d", p.status)
+		if p := stranger.post(flowPath+"/delete", nil); p.Status != http.StatusNotFound {
+			t.Errorf("another organization's admin deletes: %d", p.Status)
 		}
 	})
 
 	t.Run("viewers cannot change anything, even by posting the form", func(t *testing.T) {
 		for _, path := range []string{flowPath + "/cancel", flowPath + "/delete", "/console/credentials/clients/new",
 			"/console/credentials/webhook-secret/rotate", "/console/audit"} {
-			if p := viewer.get(path); p.status != http.StatusForbidden {
-				t.Errorf("viewer GET %s: %d", path, p.status)
+			if p := viewer.get(path); p.Status != http.StatusForbidden {
+				t.Errorf("viewer GET %s: %d", path, p.Status)
 			}
 		}
 		for _, path := range []string{flowPath + "/reveal", flowPath + "/cancel", flowPath + "/delete", "/console/credentials/clients",
 			"/console/credentials/webhook-secret/reveal", "/console/credentials/webhook-secret/rotate", "/console/settings"} {
-			if p := viewer.post(path, url.Values{"name": {"x"}, "scopes": {"flows:read"}, "reference_prefix": {"HACK"}}); p.status != http.StatusForbidden {
-				t.Errorf("viewer POST %s: %d", path, p.status)
+			if p := viewer.post(path, url.Values{"name": {"x"}, "scopes": {"flows:read"}, "reference_prefix": {"HACK"}}); p.Status != http.StatusForbidden {
+				t.Errorf("viewer POST %s: %d", path, p.Status)
 			}
 		}
-		if p := viewer.get("/console/settings"); p.status != 200 || !strings.Contains(p.body, "Only admins can change") {
-			t.Errorf("viewer's settings: %d", p.status)
+		if p := viewer.get("/console/settings"); p.Status != 200 || !strings.Contains(p.Body, "Only admins can change") {
+			t.Errorf("viewer's settings: %d", p.Status)
 		}
 		e.waitForFlow(t, e.acmeAPI, flow.FlowID, "still active", func(f consoleAPIFlow) bool { return f.Flow.Status == "active" })
 	})
 
 	t.Run("every POST needs the session's CSRF token", func(t *testing.T) {
 		for _, token := range []string{"", "forged", viewer.csrf} {
-			if p := admin.post(flowPath+"/delete", url.Values{"csrf": {token}}); p.status != http.StatusForbidden {
-				t.Errorf("delete with CSRF %q: %d", token, p.status)
+			if p := admin.post(flowPath+"/delete", url.Values{"csrf": {token}}); p.Status != http.StatusForbidden {
+				t.Errorf("delete with CSRF %q: %d", token, p.Status)
 			}
 		}
-		if p := newStaffBrowser(t, base).post(flowPath+"/delete", url.Values{"csrf": {admin.csrf}}); p.status != http.StatusUnauthorized {
-			t.Errorf("delete without a session: %d", p.status)
+		if p := newStaffBrowser(t, base).post(flowPath+"/delete", url.Values{"csrf": {admin.csrf}}); p.Status != http.StatusUnauthorized {
+			t.Errorf("delete without a session: %d", p.Status)
 		}
 	})
 
 	t.Run("reveal is for admins and audited", func(t *testing.T) {
 		p := admin.post(flowPath+"/reveal", nil)
-		if p.status != 200 || !strings.Contains(p.body, "12345678901") || p.body == "" {
-			t.Fatalf("reveal: %d %s", p.status, p.body)
+		if p.Status != 200 || !strings.Contains(p.Body, "12345678901") || p.Body == "" {
+			t.Fatalf("reveal: %d %s", p.Status, p.Body)
 		}
 		audit := admin.get("/console/audit")
-		if !strings.Contains(audit.body, "flow.reveal_national_id") || !strings.Contains(audit.body, "staff:ada@acme.example") ||
-			strings.Contains(audit.body, "12345678901") {
-			t.Fatalf("audit after reveal: %s", audit.body)
+		if !strings.Contains(audit.Body, "flow.reveal_national_id") || !strings.Contains(audit.Body, "staff:ada@acme.example") ||
+			strings.Contains(audit.Body, "12345678901") {
+			t.Fatalf("audit after reveal: %s", audit.Body)
 		}
 	})
 
 	t.Run("cancel with a confirmation step", func(t *testing.T) {
 		c := e.createFlow(t, e.acmeAPI, "CANCEL1", "")
 		path := "/console/flows/" + c.FlowID + "/cancel"
-		if p := admin.get(path); p.status != 200 || !strings.Contains(p.body, `action="`+path+`"`) {
-			t.Fatalf("confirmation: %d %s", p.status, p.body)
+		if p := admin.get(path); p.Status != 200 || !strings.Contains(p.Body, `action="`+path+`"`) {
+			t.Fatalf("confirmation: %d %s", p.Status, p.Body)
 		}
-		if p := admin.post(path, nil); p.status != http.StatusSeeOther || !strings.Contains(p.location, "notice=cancelled") {
-			t.Fatalf("cancel: %d %s", p.status, p.location)
+		if p := admin.post(path, nil); p.Status != http.StatusSeeOther || !strings.Contains(p.Location, "notice=cancelled") {
+			t.Fatalf("cancel: %d %s", p.Status, p.Location)
 		}
 		e.waitForFlow(t, e.acmeAPI, c.FlowID, "cancelled", func(f consoleAPIFlow) bool { return f.Flow.Status == "cancelled" })
-		if p := admin.post(path, nil); p.status != http.StatusConflict {
-			t.Fatalf("second cancel: %d", p.status)
+		if p := admin.post(path, nil); p.Status != http.StatusConflict {
+			t.Fatalf("second cancel: %d", p.Status)
 		}
 	})
 
 	t.Run("delete lands in the deletions log and is gone from the API", func(t *testing.T) {
 		d := e.createFlow(t, e.acmeAPI, "DELETE1", "")
 		path := "/console/flows/" + d.FlowID + "/delete"
-		if p := admin.get(path); p.status != 200 || !strings.Contains(p.body, "Delete for good") {
-			t.Fatalf("confirmation: %d", p.status)
+		if p := admin.get(path); p.Status != 200 || !strings.Contains(p.Body, "Delete for good") {
+			t.Fatalf("confirmation: %d", p.Status)
 		}
 		p := admin.post(path, nil)
-		if p.status != http.StatusSeeOther || !strings.HasPrefix(p.location, base+"/console/flows?notice=deleted") {
-			t.Fatalf("delete: %d %s", p.status, p.location)
+		if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, base+"/console/flows?notice=deleted") {
+			t.Fatalf("delete: %d %s", p.Status, p.Location)
 		}
-		if list := admin.get(p.location); !strings.Contains(list.body, "Flow "+d.ReferenceID+" was deleted") {
-			t.Fatalf("notice after delete: %s", list.body)
+		if list := admin.get(p.Location); !strings.Contains(list.Body, "Flow "+d.ReferenceID+" was deleted") {
+			t.Fatalf("notice after delete: %s", list.Body)
 		}
 		log := viewer.get("/console/deletions")
-		if !strings.Contains(log.body, d.ReferenceID) || !strings.Contains(log.body, d.FlowID) || !strings.Contains(log.body, "staff:ada@acme.example") {
-			t.Fatalf("deletions: %s", log.body)
+		if !strings.Contains(log.Body, d.ReferenceID) || !strings.Contains(log.Body, d.FlowID) || !strings.Contains(log.Body, "staff:ada@acme.example") {
+			t.Fatalf("deletions: %s", log.Body)
 		}
-		if other := stranger.get("/console/deletions"); strings.Contains(other.body, d.FlowID) {
+		if other := stranger.get("/console/deletions"); strings.Contains(other.Body, d.FlowID) {
 			t.Fatalf("another organization sees the deletion")
 		}
 		if resp := call(t, e.acmeAPI, "GET", base+"/api/flows/"+d.FlowID, "", nil); resp.StatusCode != 404 {
 			t.Fatalf("API after delete: %d", resp.StatusCode)
 		}
-		if p := admin.post(path, nil); p.status != http.StatusNotFound {
-			t.Fatalf("second delete: %d", p.status)
+		if p := admin.post(path, nil); p.Status != http.StatusNotFound {
+			t.Fatalf("second delete: %d", p.Status)
 		}
 	})
 
@@ -194,18 +194,18 @@ func TestConsoleOverHTTP(t *testing.T) {
 		e.waitForFlow(t, e.acmeAPI, f.FlowID, "an incident", func(f consoleAPIFlow) bool { return f.Flow.HasIncidents })
 		path := "/console/flows/" + f.FlowID
 		p := admin.get(path)
-		retry := regexp.MustCompile(`action="(` + path + `/incidents/[0-9a-f-]+/retry)"`).FindStringSubmatch(p.body)
-		if retry == nil || !strings.Contains(p.body, "Open incidents") || !strings.Contains(p.body, ">500<") {
-			t.Fatalf("detail with an incident: %s", p.body)
+		retry := regexp.MustCompile(`action="(` + path + `/incidents/[0-9a-f-]+/retry)"`).FindStringSubmatch(p.Body)
+		if retry == nil || !strings.Contains(p.Body, "Open incidents") || !strings.Contains(p.Body, ">500<") {
+			t.Fatalf("detail with an incident: %s", p.Body)
 		}
-		if list := viewer.get("/console/flows?q=" + f.ReferenceID); !strings.Contains(list.body, "1 incident") {
-			t.Fatalf("list lacks the incident badge: %s", list.body)
+		if list := viewer.get("/console/flows?q=" + f.ReferenceID); !strings.Contains(list.Body, "1 incident") {
+			t.Fatalf("list lacks the incident badge: %s", list.Body)
 		}
-		if p := viewer.post(retry[1], nil); p.status != http.StatusForbidden {
-			t.Fatalf("viewer retries: %d", p.status)
+		if p := viewer.post(retry[1], nil); p.Status != http.StatusForbidden {
+			t.Fatalf("viewer retries: %d", p.Status)
 		}
-		if p := stranger.post(retry[1], nil); p.status != http.StatusNotFound {
-			t.Fatalf("another organization retries: %d", p.status)
+		if p := stranger.post(retry[1], nil); p.Status != http.StatusNotFound {
+			t.Fatalf("another organization retries: %d", p.Status)
 		}
 		rcv.status.Store(204)
 		// The incident opens during the third attempt; a retry that arrives
@@ -214,8 +214,8 @@ func TestConsoleOverHTTP(t *testing.T) {
 		// receiver is called again, as a person would.
 		for hits := rcv.hits.Load(); rcv.hits.Load() == hits; {
 			p := admin.post(retry[1], nil)
-			if p.status != http.StatusSeeOther || !strings.Contains(p.location, "notice=retried") {
-				t.Fatalf("retry: %d %s", p.status, p.location)
+			if p.Status != http.StatusSeeOther || !strings.Contains(p.Location, "notice=retried") {
+				t.Fatalf("retry: %d %s", p.Status, p.Location)
 			}
 			deadline := time.Now().Add(2 * time.Second)
 			for rcv.hits.Load() == hits && time.Now().Before(deadline) {
@@ -223,48 +223,48 @@ func TestConsoleOverHTTP(t *testing.T) {
 			}
 		}
 		e.waitForFlow(t, e.acmeAPI, f.FlowID, "the incident resolved", func(f consoleAPIFlow) bool { return !f.Flow.HasIncidents })
-		if p := admin.get(path); strings.Contains(p.body, "Open incidents") || !strings.Contains(p.body, ">204<") {
-			t.Fatalf("detail after retry: %s", p.body)
+		if p := admin.get(path); strings.Contains(p.Body, "Open incidents") || !strings.Contains(p.Body, ">204<") {
+			t.Fatalf("detail after retry: %s", p.Body)
 		}
 	})
 
 	t.Run("API clients: create, use, rotate, revoke", func(t *testing.T) {
-		if p := admin.post("/console/credentials/clients", url.Values{"name": {"Backend"}}); p.status != http.StatusBadRequest ||
-			!strings.Contains(p.body, "Choose at least one scope") || !strings.Contains(p.body, `value="Backend"`) {
-			t.Fatalf("no scopes: %d %s", p.status, p.body)
+		if p := admin.post("/console/credentials/clients", url.Values{"name": {"Backend"}}); p.Status != http.StatusBadRequest ||
+			!strings.Contains(p.Body, "Choose at least one scope") || !strings.Contains(p.Body, `value="Backend"`) {
+			t.Fatalf("no scopes: %d %s", p.Status, p.Body)
 		}
-		if p := admin.post("/console/credentials/clients", url.Values{"name": {"Backend"}, "scopes": {"flows:admin"}}); p.status != http.StatusBadRequest ||
-			!strings.Contains(p.body, "Unknown scope") {
-			t.Fatalf("unknown scope: %d %s", p.status, p.body)
+		if p := admin.post("/console/credentials/clients", url.Values{"name": {"Backend"}, "scopes": {"flows:admin"}}); p.Status != http.StatusBadRequest ||
+			!strings.Contains(p.Body, "Unknown scope") {
+			t.Fatalf("unknown scope: %d %s", p.Status, p.Body)
 		}
 		p := admin.post("/console/credentials/clients", url.Values{"name": {"Backend"}, "scopes": {"flows:read"}, "sandbox": {"true"}})
-		id := regexp.MustCompile(`<code>(fc_[A-Za-z0-9_]+)</code>`).FindStringSubmatch(p.body)
-		secret := regexp.MustCompile(`id="secret-value">([^<]+)<`).FindStringSubmatch(p.body)
-		if p.status != http.StatusCreated || id == nil || secret == nil || !strings.Contains(p.body, "data-copy") {
-			t.Fatalf("create: %d %s", p.status, p.body)
+		id := regexp.MustCompile(`<code>(fc_[A-Za-z0-9_]+)</code>`).FindStringSubmatch(p.Body)
+		secret := regexp.MustCompile(`id="secret-value">([^<]+)<`).FindStringSubmatch(p.Body)
+		if p.Status != http.StatusCreated || id == nil || secret == nil || !strings.Contains(p.Body, "data-copy") {
+			t.Fatalf("create: %d %s", p.Status, p.Body)
 		}
 		token, status := tokenStatus(t, base, id[1], secret[1])
 		if status != 200 || apiStatus(t, base, token) != 200 {
 			t.Fatalf("new client's token: %d", status)
 		}
 		creds := admin.get("/console/credentials")
-		if !strings.Contains(creds.body, id[1]) || strings.Contains(creds.body, secret[1]) || !strings.Contains(creds.body, "Backend") {
-			t.Fatalf("credentials list: %s", creds.body)
+		if !strings.Contains(creds.Body, id[1]) || strings.Contains(creds.Body, secret[1]) || !strings.Contains(creds.Body, "Backend") {
+			t.Fatalf("credentials list: %s", creds.Body)
 		}
-		if v := viewer.get("/console/credentials"); !strings.Contains(v.body, id[1]) || strings.Contains(v.body, "/revoke") {
-			t.Fatalf("viewer's credentials: %s", v.body)
+		if v := viewer.get("/console/credentials"); !strings.Contains(v.Body, id[1]) || strings.Contains(v.Body, "/revoke") {
+			t.Fatalf("viewer's credentials: %s", v.Body)
 		}
-		if p := stranger.get("/console/credentials/clients/" + id[1] + "/revoke"); p.status != http.StatusNotFound {
-			t.Fatalf("another organization's revoke page: %d", p.status)
+		if p := stranger.get("/console/credentials/clients/" + id[1] + "/revoke"); p.Status != http.StatusNotFound {
+			t.Fatalf("another organization's revoke page: %d", p.Status)
 		}
-		if p := stranger.post("/console/credentials/clients/"+id[1]+"/rotate", nil); p.status != http.StatusNotFound {
-			t.Fatalf("another organization rotates: %d", p.status)
+		if p := stranger.post("/console/credentials/clients/"+id[1]+"/rotate", nil); p.Status != http.StatusNotFound {
+			t.Fatalf("another organization rotates: %d", p.Status)
 		}
 
 		rot := admin.post("/console/credentials/clients/"+id[1]+"/rotate", nil)
-		newSecret := regexp.MustCompile(`id="secret-value">([^<]+)<`).FindStringSubmatch(rot.body)
-		if rot.status != 200 || newSecret == nil || newSecret[1] == secret[1] {
-			t.Fatalf("rotate: %d %s", rot.status, rot.body)
+		newSecret := regexp.MustCompile(`id="secret-value">([^<]+)<`).FindStringSubmatch(rot.Body)
+		if rot.Status != 200 || newSecret == nil || newSecret[1] == secret[1] {
+			t.Fatalf("rotate: %d %s", rot.Status, rot.Body)
 		}
 		if _, status := tokenStatus(t, base, id[1], secret[1]); status != http.StatusUnauthorized {
 			t.Fatalf("old secret after rotation: %d", status)
@@ -275,11 +275,11 @@ func TestConsoleOverHTTP(t *testing.T) {
 		}
 
 		revoke := "/console/credentials/clients/" + id[1] + "/revoke"
-		if p := admin.get(revoke); p.status != 200 || !strings.Contains(p.body, "Revoke client") {
-			t.Fatalf("revoke confirmation: %d", p.status)
+		if p := admin.get(revoke); p.Status != 200 || !strings.Contains(p.Body, "Revoke client") {
+			t.Fatalf("revoke confirmation: %d", p.Status)
 		}
-		if p := admin.post(revoke, nil); p.status != http.StatusSeeOther || !strings.Contains(p.location, "notice=revoked") {
-			t.Fatalf("revoke: %d %s", p.status, p.location)
+		if p := admin.post(revoke, nil); p.Status != http.StatusSeeOther || !strings.Contains(p.Location, "notice=revoked") {
+			t.Fatalf("revoke: %d %s", p.Status, p.Location)
 		}
 		if s := apiStatus(t, base, token); s != http.StatusUnauthorized {
 			t.Fatalf("revoked client's token: %d", s)
@@ -291,18 +291,18 @@ func TestConsoleOverHTTP(t *testing.T) {
 
 	t.Run("webhook secret: reveal and rotate", func(t *testing.T) {
 		p := admin.post("/console/credentials/webhook-secret/reveal", nil)
-		if p.status != 200 || !strings.Contains(p.body, e.acme.WebhookSecret) {
-			t.Fatalf("reveal: %d %s", p.status, p.body)
+		if p.Status != 200 || !strings.Contains(p.Body, e.acme.WebhookSecret) {
+			t.Fatalf("reveal: %d %s", p.Status, p.Body)
 		}
-		if p := admin.get("/console/credentials/webhook-secret/rotate"); p.status != 200 || !strings.Contains(p.body, "24 hours") {
-			t.Fatalf("rotate confirmation: %d", p.status)
+		if p := admin.get("/console/credentials/webhook-secret/rotate"); p.Status != 200 || !strings.Contains(p.Body, "24 hours") {
+			t.Fatalf("rotate confirmation: %d", p.Status)
 		}
 		p = admin.post("/console/credentials/webhook-secret/rotate", nil)
-		s := regexp.MustCompile(`id="secret-value">(whsec_[^<]+)<`).FindStringSubmatch(p.body)
-		if p.status != 200 || s == nil || s[1] == e.acme.WebhookSecret {
-			t.Fatalf("rotate: %d %s", p.status, p.body)
+		s := regexp.MustCompile(`id="secret-value">(whsec_[^<]+)<`).FindStringSubmatch(p.Body)
+		if p.Status != 200 || s == nil || s[1] == e.acme.WebhookSecret {
+			t.Fatalf("rotate: %d %s", p.Status, p.Body)
 		}
-		if p := stranger.post("/console/credentials/webhook-secret/reveal", nil); strings.Contains(p.body, s[1]) {
+		if p := stranger.post("/console/credentials/webhook-secret/reveal", nil); strings.Contains(p.Body, s[1]) {
 			t.Fatal("another organization sees the secret")
 		}
 	})
@@ -310,18 +310,18 @@ func TestConsoleOverHTTP(t *testing.T) {
 	t.Run("settings are validated and used by new flows", func(t *testing.T) {
 		bad := admin.post("/console/settings", url.Values{"reference_prefix": {"a!"}, "organization_number": {"123"},
 			"redirect_origins": {"https://bank.example\nftp://nope.example\nhttps://bank.example/path"}})
-		if bad.status != http.StatusBadRequest || !strings.Contains(bad.body, "2 to 8 letters") || !strings.Contains(bad.body, "ftp://nope.example") ||
-			!strings.Contains(bad.body, "without a path") {
-			t.Fatalf("bad settings: %d %s", bad.status, bad.body)
+		if bad.Status != http.StatusBadRequest || !strings.Contains(bad.Body, "2 to 8 letters") || !strings.Contains(bad.Body, "ftp://nope.example") ||
+			!strings.Contains(bad.Body, "without a path") {
+			t.Fatalf("bad settings: %d %s", bad.Status, bad.Body)
 		}
 		ok := admin.post("/console/settings", url.Values{"reference_prefix": {"acm2"}, "organization_number": {"123456789"},
 			"redirect_origins": {"https://bank.example/\n\nhttps://BANK.example\n"}})
-		if ok.status != http.StatusSeeOther {
-			t.Fatalf("save: %d %s", ok.status, ok.body)
+		if ok.Status != http.StatusSeeOther {
+			t.Fatalf("save: %d %s", ok.Status, ok.Body)
 		}
-		page := admin.get(ok.location)
-		if !strings.Contains(page.body, "Settings saved") || !strings.Contains(page.body, `value="ACM2"`) || !strings.Contains(page.body, ">https://bank.example</textarea>") {
-			t.Fatalf("after save: %s", page.body)
+		page := admin.get(ok.Location)
+		if !strings.Contains(page.Body, "Settings saved") || !strings.Contains(page.Body, `value="ACM2"`) || !strings.Contains(page.Body, ">https://bank.example</textarea>") {
+			t.Fatalf("after save: %s", page.Body)
 		}
 		if f := e.createFlow(t, e.acmeAPI, "PREFIX1", ""); !strings.HasPrefix(f.ReferenceID, "ACM2-") {
 			t.Fatalf("new flow's reference: %s", f.ReferenceID)
@@ -330,7 +330,7 @@ func TestConsoleOverHTTP(t *testing.T) {
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Fatalf("a redirect outside the allow-list: %d", resp.StatusCode)
 		}
-		if p := stranger.get("/console/settings"); strings.Contains(p.body, "ACM2") {
+		if p := stranger.get("/console/settings"); strings.Contains(p.Body, "ACM2") {
 			t.Fatal("another organization sees the settings")
 		}
 	})
@@ -339,14 +339,14 @@ func TestConsoleOverHTTP(t *testing.T) {
 		p := admin.get("/console/audit")
 		for _, action := range []string{"flow.cancel", "flow.delete", "task.retry", "client.create", "client.rotate_secret",
 			"client.revoke", "webhook_secret.reveal", "webhook_secret.rotate", "settings.update"} {
-			if !strings.Contains(p.body, action) {
+			if !strings.Contains(p.Body, action) {
 				t.Errorf("audit log lacks %s", action)
 			}
 		}
-		if strings.Contains(p.body, "whsec_") || strings.Contains(p.body, "fcs_") || strings.Contains(p.body, "12345678901") {
-			t.Errorf("audit log shows a secret or national id: %s", p.body)
+		if strings.Contains(p.Body, "whsec_") || strings.Contains(p.Body, "fcs_") || strings.Contains(p.Body, "12345678901") {
+			t.Errorf("audit log shows a secret or national id: %s", p.Body)
 		}
-		if other := stranger.get("/console/audit"); strings.Contains(other.body, "ada@acme.example") {
+		if other := stranger.get("/console/audit"); strings.Contains(other.Body, "ada@acme.example") {
 			t.Error("another organization sees the audit log")
 		}
 	})

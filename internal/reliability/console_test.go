@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/internal/formbrowser"
 )
 
 var hrefRE = regexp.MustCompile(`href="(/console[^"#]*)"`)
@@ -28,29 +29,30 @@ func TestConsoleShowsNoOtherOrganization(t *testing.T) {
 		"--username", "admin@acme.example", "--role", "admin", "--password-stdin"); err != nil {
 		t.Fatal(err)
 	}
-	b := newBrowser(t)
-	form := b.follow(p.URL, "GET", p.URL+"/console", nil)
-	if !strings.Contains(form.body, `name="password"`) {
-		t.Fatalf("no sign-in form: %d %.1000s", form.status, form.body)
+	b := formbrowser.New(t)
+	b.Scope = p.URL
+	form := b.Follow(http.MethodGet, p.URL+"/console", nil)
+	if !strings.Contains(form.Body, `name="password"`) {
+		t.Fatalf("no sign-in form: %d %.1000s", form.Status, form.Body)
 	}
-	v := hiddenFields(t, form)
+	v := form.HiddenFields(t)
 	v.Set("username", "admin@acme.example")
 	v.Set("password", "correct horse battery staple")
-	home := b.follow(p.URL, "POST", p.URL+"/idp/login", v)
-	if home.status != 200 || !strings.HasPrefix(home.url, p.URL+"/console") {
-		t.Fatalf("after signing in: %d at %s", home.status, home.url)
+	home := b.Follow(http.MethodPost, p.URL+"/idp/login", v)
+	if home.Status != 200 || !strings.HasPrefix(home.URL, p.URL+"/console") {
+		t.Fatalf("after signing in: %d at %s", home.Status, home.URL)
 	}
 
 	seen := map[string]bool{"/console": true}
-	queue := []page{home}
+	queue := []formbrowser.Page{home}
 	var ownLinks []string
 	for len(queue) > 0 && len(seen) < 60 {
 		pg := queue[0]
 		queue = queue[1:]
-		if strings.Contains(pg.body, "OTHR-") || strings.Contains(pg.body, theirs) {
-			t.Errorf("%s shows the other organization's flow", pg.url)
+		if strings.Contains(pg.Body, "OTHR-") || strings.Contains(pg.Body, theirs) {
+			t.Errorf("%s shows the other organization's flow", pg.URL)
 		}
-		for _, m := range hrefRE.FindAllStringSubmatch(pg.body, -1) {
+		for _, m := range hrefRE.FindAllStringSubmatch(pg.Body, -1) {
 			link := strings.ReplaceAll(m[1], "&amp;", "&")
 			if seen[link] || strings.Contains(link, "/auth/") || strings.Contains(link, "logout") {
 				continue
@@ -59,11 +61,11 @@ func TestConsoleShowsNoOtherOrganization(t *testing.T) {
 			if strings.Contains(link, mine) {
 				ownLinks = append(ownLinks, link)
 			}
-			next := b.do("GET", p.URL+link, nil)
-			if next.status >= 500 {
-				t.Errorf("GET %s: %d", link, next.status)
+			next := b.Get(p.URL + link)
+			if next.Status >= 500 {
+				t.Errorf("GET %s: %d", link, next.Status)
 			}
-			if next.status == 200 {
+			if next.Status == 200 {
 				queue = append(queue, next)
 			}
 		}
@@ -73,11 +75,11 @@ func TestConsoleShowsNoOtherOrganization(t *testing.T) {
 	ownLinks = append(ownLinks, "/console/flows/"+mine)
 	for _, link := range ownLinks {
 		foreign := strings.ReplaceAll(link, mine, theirs)
-		got := b.do("GET", p.URL+foreign, nil)
-		if got.status != http.StatusNotFound {
-			t.Errorf("GET %s (the other organization's flow): %d; want 404", foreign, got.status)
+		got := b.Get(p.URL + foreign)
+		if got.Status != http.StatusNotFound {
+			t.Errorf("GET %s (the other organization's flow): %d; want 404", foreign, got.Status)
 		}
-		if strings.Contains(got.body, "OTHR-") {
+		if strings.Contains(got.Body, "OTHR-") {
 			t.Errorf("GET %s shows the other organization's reference", foreign)
 		}
 	}
