@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	// uuid makes flow, task and incident ids; v7 ids are time-ordered, which
 	// keeps the primary key index dense. It was already in the module graph.
@@ -46,6 +47,7 @@ const (
 type Manager struct {
 	*TaskReports
 	pool    *pgxpool.Pool
+	reads   *store.SharedReads
 	sealer  *pii.Sealer
 	cfg     Config
 	consent ConsentRequests
@@ -64,7 +66,8 @@ func New(pool *pgxpool.Pool, sealer *pii.Sealer, cfg Config, consent ConsentRequ
 	if cfg.ConsentTTL <= 0 {
 		cfg.ConsentTTL = 30 * 24 * time.Hour
 	}
-	return &Manager{TaskReports: NewTaskReports(pool), pool: pool, sealer: sealer, cfg: cfg, consent: consent, orgs: orgs, events: events}
+	return &Manager{TaskReports: NewTaskReports(pool), pool: pool, reads: store.NewSharedReads(pool, int(pool.Config().MaxConns)),
+		sealer: sealer, cfg: cfg, consent: consent, orgs: orgs, events: events}
 }
 
 // validID reports whether id is a flow, task or incident id in canonical form;
@@ -310,7 +313,7 @@ func (m *Manager) Get(ctx context.Context, c Caller, flowID string) (Flow, error
 	// not depend on the flow's row, and it is used only once the flow has
 	// been found as the caller's.
 	var consentURL func() (string, error)
-	row, incidents, err := store.GetFlowAndIncidents(ctx, m.pool, c.OrganizationID, flowID, func(b *pgx.Batch) {
+	row, incidents, err := m.reads.GetFlowAndIncidents(ctx, c.OrganizationID, flowID, func(b *pgx.Batch) {
 		consentURL = m.consent.QueueURL(b, flowID)
 	})
 	if err != nil {
@@ -358,6 +361,11 @@ func (p *ListParams) Check() error {
 	if p.EndingBefore != "" && !validID(p.EndingBefore) {
 		f.Add("ending_before", "must be a flow id")
 	}
+	// PostgreSQL refuses text with NUL or invalid UTF-8; refused here, such
+	// a search never reaches a round trip other reads share.
+	if len(p.ReferenceID) > 100 || !utf8.ValidString(p.ReferenceID) || strings.ContainsRune(p.ReferenceID, 0) {
+		f.Add("referenceId", "must be text of at most 100 characters")
+	}
 	return f.Err()
 }
 
@@ -375,7 +383,7 @@ func (m *Manager) List(ctx context.Context, c Caller, p ListParams) (Page, error
 	case p.EndingBefore != "":
 		q.CursorID, q.Backwards, cursorParam = p.EndingBefore, true, "ending_before"
 	}
-	rows, more, err := store.ListFlows(ctx, m.pool, q)
+	rows, more, err := store.ListFlows(ctx, m.pool, m.reads, q)
 	if errors.Is(err, store.ErrNoRows) {
 		return Page{}, apperr.InvalidFields([]apperr.FieldError{{Field: cursorParam, Message: "is not a flow of this organization"}})
 	}

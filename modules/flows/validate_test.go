@@ -155,3 +155,30 @@ func TestListParamsCheck(t *testing.T) {
 		t.Fatalf("fields %v", got)
 	}
 }
+
+// TestListParamsRefuseReferencesPostgreSQLWouldNot: a reference search that
+// PostgreSQL would refuse is refused before it is queued in a round trip
+// other reads may share.
+func TestListParamsRefuseReferencesPostgreSQLWouldNot(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		ref string
+		ok  bool
+	}{
+		{"DEMO-12", true},
+		{"ÅSE-1", true},
+		{strings.Repeat("A", 100), true},
+		{strings.Repeat("A", 101), false},
+		{"DEMO\x00-1", false},
+		{"DEMO-\xff", false},
+	} {
+		p := ListParams{ReferenceID: tt.ref}
+		err := p.Check()
+		if tt.ok != (err == nil) {
+			t.Errorf("reference %q: %v, want ok %v", tt.ref, err, tt.ok)
+		}
+		if e, _ := apperr.As(err); err != nil && (len(e.Fields) != 1 || e.Fields[0].Field != "referenceId") {
+			t.Errorf("reference %q: %v, want one referenceId problem", tt.ref, err)
+		}
+	}
+}

@@ -107,44 +107,16 @@ func InsertNumberedFlow(ctx context.Context, db DB, f *Flow, prefix string, ttl 
 	return br.Close()
 }
 
+const flowByIDSQL = `select ` + flowColumns + ` from flows where id = $1 and ($2 = '' or organization_id = $2)`
+
 // GetFlow returns a flow of organizationID ("" for any organization), locked
 // for update when lock is set. ErrNoRows.
 func GetFlow(ctx context.Context, db DB, organizationID, id string, lock bool) (Flow, error) {
-	q := `select ` + flowColumns + ` from flows where id = $1 and ($2 = '' or organization_id = $2)`
+	q := flowByIDSQL
 	if lock {
 		q += ` for update`
 	}
 	return scanFlow(db.QueryRow(ctx, q, id, organizationID))
-}
-
-// GetFlowAndIncidents returns a flow of organizationID and its open
-// incidents, the two queries sent together in one round trip (a retrieve
-// needs both, and the second does not depend on the first). also, when not
-// nil, queues more statements in the same batch, which another module reads
-// through the callbacks it sets on them; they have run when it returns
-// without error. ErrNoRows.
-func GetFlowAndIncidents(ctx context.Context, db DB, organizationID, id string, also func(*pgx.Batch)) (Flow, []Incident, error) {
-	var b pgx.Batch
-	b.Queue(`select `+flowColumns+` from flows where id = $1 and ($2 = '' or organization_id = $2)`, id, organizationID)
-	b.Queue(openIncidentsSQL, []string{id})
-	if also != nil {
-		also(&b)
-	}
-	br := db.SendBatch(ctx, &b)
-	defer br.Close()
-	f, err := scanFlow(br.QueryRow())
-	if err != nil {
-		return f, nil, err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return f, nil, err
-	}
-	incidents, err := collectIncidents(rows)
-	if err != nil {
-		return f, nil, err
-	}
-	return f, incidents, br.Close()
 }
 
 // SaveState writes f's state, bumps its version and updated_at, and reads
@@ -195,9 +167,11 @@ type ListQuery struct {
 
 // ListFlows returns one page of flows, newest first, and whether more lie
 // beyond it in the direction of travel. It walks the page index from the
-// cursor's position, so its cost does not grow with the page's depth. A
-// cursor that is not a flow of the organization is ErrNoRows.
-func ListFlows(ctx context.Context, db DB, q ListQuery) ([]FlowSummary, bool, error) {
+// cursor's position, so its cost does not grow with the page's depth; the
+// page's round trip may be shared (reads). A cursor that is not a flow of
+// the organization is ErrNoRows. q's cursor must be a UUID and its texts
+// valid UTF-8 without NUL.
+func ListFlows(ctx context.Context, db DB, reads *SharedReads, q ListQuery) ([]FlowSummary, bool, error) {
 	args := []any{q.OrganizationID, q.Archived}
 	where := []string{"organization_id = $1", "archived = $2"}
 	arg := func(v any) string {
@@ -233,21 +207,24 @@ func ListFlows(ctx context.Context, db DB, q ListQuery) ([]FlowSummary, bool, er
 	// number in the text each page size gets its own cached generic plan.
 	sql := `select ` + summaryColumns + ` from flows where ` + strings.Join(where, " and ") +
 		` order by ` + order + ` limit ` + strconv.Itoa(q.Limit+1)
-	rows, err := db.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, false, err
-	}
-	defer rows.Close()
 	out := make([]FlowSummary, 0, q.Limit+1)
-	for rows.Next() {
-		var f FlowSummary
-		if err := rows.Scan(&f.ID, &f.OrganizationID, &f.Number, &f.ReferenceID, &f.ReferenceName,
-			&f.ConsentStatus, &f.ProcessStatus, &f.Sandbox, &f.PIIKeyID, &f.NationalIDSealed, &f.CreatedAt, &f.UpdatedAt); err != nil {
-			return nil, false, err
+	err := reads.Do(ctx, func(b *pgx.Batch) { b.Queue(sql, args...) }, func(br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
 		}
-		out = append(out, f)
-	}
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		for rows.Next() {
+			var f FlowSummary
+			if err := rows.Scan(&f.ID, &f.OrganizationID, &f.Number, &f.ReferenceID, &f.ReferenceName,
+				&f.ConsentStatus, &f.ProcessStatus, &f.Sandbox, &f.PIIKeyID, &f.NationalIDSealed, &f.CreatedAt, &f.UpdatedAt); err != nil {
+				return err
+			}
+			out = append(out, f)
+		}
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, false, err
 	}
 	if len(out) == 0 && q.CursorID != "" {

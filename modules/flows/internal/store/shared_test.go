@@ -1,0 +1,136 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/dbtest"
+)
+
+// seededID is the id of seeded flow n.
+func seededID(n int) string { return fmt.Sprintf("00000000-0000-7000-8000-%012x", n) }
+
+// TestSharedRoundTripsGiveEachReadItsOwnResults drives many concurrent
+// retrieves and list pages through two slots, so that most share a round
+// trip, and checks that each retrieve gets its own flow, incidents and extra
+// statement's result and each page its organization's flows, that
+// another organization's or an unknown flow is not found, and that a
+// retrieve that is not found skips its extra statements.
+func TestSharedRoundTripsGiveEachReadItsOwnResults(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	const flows = 40
+	// Even flows are org-a's, odd ones org-b's; flow n has n % 3 open incidents.
+	for _, sql := range []string{`
+		insert into flows (id, organization_id, flow_number, reference_id, sandbox, pii_key_id,
+			national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, process_instance_id, created_by, expires_at)
+		select ('00000000-0000-7000-8000-' || lpad(to_hex(n), 12, '0'))::uuid, case when n % 2 = 0 then 'org-a' else 'org-b' end,
+			n, 'REF-' || n, false, 'k', '\x00', '\x00', '\x00', 'https://x.example', gen_random_uuid(), 'test', now() + interval '1 day'
+		from generate_series(1, ` + fmt.Sprint(flows) + `) n`, `
+		insert into flow_tasks (id, flow_id, task_type, task_category, status)
+		select gen_random_uuid(), f.id, 'webhook', 'webhook', 'failed' from flows f, generate_series(1, 2) i
+		where f.flow_number % 3 >= i`, `
+		insert into flow_incidents (id, flow_id, task_id, task_type, message)
+		select gen_random_uuid(), flow_id, id, task_type, 'receiver down' from flow_tasks`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := NewSharedReads(pool, 2)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64*25)
+	for w := range 64 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for range 25 {
+				n := 1 + rng.IntN(flows+5) // a few beyond the seeded ones
+				org := "org-a"
+				if rng.IntN(2) == 1 {
+					org = "org-b"
+				}
+				if rng.IntN(4) == 0 { // a list page in the same pipelines
+					page, more, err := ListFlows(ctx, pool, r, ListQuery{OrganizationID: org, Limit: 5})
+					if err != nil || len(page) != 5 || !more {
+						errs <- fmt.Errorf("list of %s: %d flows, more %v, %v", org, len(page), more, err)
+						continue
+					}
+					for i, f := range page {
+						if f.OrganizationID != org || i > 0 && f.Number > page[i-1].Number {
+							errs <- fmt.Errorf("list of %s: flow %d (of %s) at %d", org, f.Number, f.OrganizationID, i)
+						}
+					}
+					continue
+				}
+				id := seededID(n)
+				var extra string
+				f, incidents, err := r.GetFlowAndIncidents(ctx, org, id, func(b *pgx.Batch) {
+					b.Queue(`select $1::text`, id).QueryRow(func(row pgx.Row) error { return row.Scan(&extra) })
+				})
+				mine := n <= flows && (n%2 == 0) == (org == "org-a")
+				switch {
+				case !mine && !errors.Is(err, ErrNoRows):
+					errs <- fmt.Errorf("flow %d as %s: %v, want ErrNoRows", n, org, err)
+				case !mine && extra != "":
+					errs <- fmt.Errorf("flow %d as %s: the extra statement was read for a flow not found", n, org)
+				case !mine:
+				case err != nil:
+					errs <- fmt.Errorf("flow %d as %s: %v", n, org, err)
+				case f.ID != id || f.ReferenceID != fmt.Sprintf("REF-%d", n) || len(incidents) != n%3 || extra != id:
+					errs <- fmt.Errorf("flow %d as %s: got %s %s, %d incidents, extra %q", n, org, f.ID, f.ReferenceID, len(incidents), extra)
+				}
+				for _, inc := range incidents {
+					if inc.FlowID != id {
+						errs <- fmt.Errorf("flow %d: an incident of %s", n, inc.FlowID)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestAGivenUpReadLeavesTheQueue: a caller that gives up while every
+// slot is taken withdraws its read, and one that had given up before
+// is not queued at all.
+func TestAGivenUpReadLeavesTheQueue(t *testing.T) {
+	t.Parallel()
+	r := NewSharedReads(nil, 1)
+	r.slots <- struct{}{} // the only slot, taken
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			r.mu.Lock()
+			waiting := len(r.pending)
+			r.mu.Unlock()
+			if waiting == 1 {
+				cancel()
+				return
+			}
+			runtime.Gosched()
+		}
+	}()
+	if _, _, err := r.GetFlowAndIncidents(ctx, "org-a", seededID(1), nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a read = %v, want context.Canceled", err)
+	}
+	if _, _, err := r.GetFlowAndIncidents(ctx, "org-a", seededID(1), nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a read with a done context = %v, want context.Canceled", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.pending) != 0 {
+		t.Fatalf("%d reads still wait after their callers gave up", len(r.pending))
+	}
+}
