@@ -52,8 +52,9 @@ func TestServeAnswersOverHTTP(t *testing.T) {
 
 	resp, body = get(t, in.URL+"/metrics", "")
 	if resp.StatusCode != 200 || !strings.Contains(body, `flowd_http_requests_total{method="GET",route="/healthz",status="200"} 1`) ||
-		!strings.Contains(body, "flowd_db_pool_max_conns") || !strings.Contains(body, "flowd_http_request_duration_seconds_bucket") {
-		t.Fatalf("metrics lack request counts, latency or pool statistics:\n%s", body)
+		!strings.Contains(body, "flowd_db_pool_max_conns") || !strings.Contains(body, "flowd_http_request_duration_seconds_bucket") ||
+		!strings.Contains(body, "flowd_db_reads_per_round_trip_bucket") {
+		t.Fatalf("metrics lack request counts, latency, pool statistics or shared reads:\n%s", body)
 	}
 
 	resp, body = get(t, in.URL+"/assets/css/app.css", "")

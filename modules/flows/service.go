@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
@@ -28,6 +29,9 @@ type Config struct {
 	NationalIDFormat  string        // FLOWD_NATIONAL_ID_FORMAT
 	AllowInsecureURLs bool          // FLOWD_ALLOW_INSECURE_URLS
 	ConsentTTL        time.Duration // FLOWD_CONSENT_TTL
+	// Registry, when set, receives how many reads each shared round trip
+	// carried (flowd_db_reads_per_round_trip).
+	Registry prometheus.Registerer
 }
 
 // Limits of the API.
@@ -66,8 +70,24 @@ func New(pool *pgxpool.Pool, sealer *pii.Sealer, cfg Config, consent ConsentRequ
 	if cfg.ConsentTTL <= 0 {
 		cfg.ConsentTTL = 30 * 24 * time.Hour
 	}
-	return &Manager{TaskReports: NewTaskReports(pool), pool: pool, reads: store.NewSharedReads(pool, int(pool.Config().MaxConns)),
+	return &Manager{TaskReports: NewTaskReports(pool), pool: pool,
+		reads:  store.NewSharedReads(pool, int(pool.Config().MaxConns), readsPerRoundTrip(cfg.Registry)),
 		sealer: sealer, cfg: cfg, consent: consent, orgs: orgs, events: events}
+}
+
+// readsPerRoundTrip registers the histogram of reads per shared round trip
+// and returns what observes it; nil without a registry.
+func readsPerRoundTrip(reg prometheus.Registerer) func(int) {
+	if reg == nil {
+		return nil
+	}
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "flowd_db_reads_per_round_trip",
+		Help:    "Retrieves and list pages sent in one shared round trip to PostgreSQL.",
+		Buckets: []float64{1, 2, 4, 8, 16},
+	})
+	reg.MustRegister(h)
+	return func(n int) { h.Observe(float64(n)) }
 }
 
 // validID reports whether id is a flow, task or incident id in canonical form;

@@ -27,8 +27,9 @@ import (
 // (ids are UUIDs, texts valid UTF-8 without NUL), and an unknown row is an
 // empty result, not an error.
 type SharedReads struct {
-	db    DB
-	slots chan struct{} // one per round trip in flight
+	db      DB
+	slots   chan struct{}   // one per round trip in flight
+	observe func(reads int) // told the reads of each round trip
 
 	mu      sync.Mutex
 	pending []*sharedRead
@@ -51,9 +52,13 @@ type sharedRead struct {
 }
 
 // NewSharedReads sends reads on db with at most slots round trips in
-// flight: the pool's connections.
-func NewSharedReads(db DB, slots int) *SharedReads {
-	return &SharedReads{db: db, slots: make(chan struct{}, max(1, slots))}
+// flight: the pool's connections. observe, when not nil, is told how many
+// reads each round trip carried.
+func NewSharedReads(db DB, slots int, observe func(reads int)) *SharedReads {
+	if observe == nil {
+		observe = func(int) {}
+	}
+	return &SharedReads{db: db, slots: make(chan struct{}, max(1, slots)), observe: observe}
 }
 
 // Do sends the statements queue queues, in a round trip it may share, and
@@ -127,6 +132,7 @@ func (s *SharedReads) withdraw(me *sharedRead) {
 func (s *SharedReads) send(ctx context.Context, batch []*sharedRead) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
 	defer cancel()
+	s.observe(len(batch))
 	var b pgx.Batch
 	ends := make([]int, len(batch))
 	for i, x := range batch {

@@ -45,7 +45,18 @@ func TestSharedRoundTripsGiveEachReadItsOwnResults(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := NewSharedReads(pool, 2)
+	var (
+		mu                  sync.Mutex
+		roundTrips, carried int
+		most                int
+	)
+	r := NewSharedReads(pool, 2, func(reads int) {
+		mu.Lock()
+		defer mu.Unlock()
+		roundTrips++
+		carried += reads
+		most = max(most, reads)
+	})
 	var wg sync.WaitGroup
 	errs := make(chan error, 64*25)
 	for w := range 64 {
@@ -100,6 +111,11 @@ func TestSharedRoundTripsGiveEachReadItsOwnResults(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+	// Every read went in exactly one round trip, and reads did share them.
+	if carried != 64*25 || most < 2 || most > maxShared || roundTrips >= carried {
+		t.Errorf("%d round trips carried %d reads (at most %d in one), want %d reads sharing round trips of up to %d",
+			roundTrips, carried, most, 64*25, maxShared)
+	}
 }
 
 // TestAGivenUpReadLeavesTheQueue: a caller that gives up while every
@@ -107,7 +123,7 @@ func TestSharedRoundTripsGiveEachReadItsOwnResults(t *testing.T) {
 // is not queued at all.
 func TestAGivenUpReadLeavesTheQueue(t *testing.T) {
 	t.Parallel()
-	r := NewSharedReads(nil, 1)
+	r := NewSharedReads(nil, 1, nil)
 	r.slots <- struct{}{} // the only slot, taken
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
