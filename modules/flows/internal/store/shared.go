@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -82,10 +83,7 @@ func (s *SharedReads) Do(ctx context.Context, queue func(*pgx.Batch), read func(
 			s.withdraw(me)
 			return ctx.Err()
 		case s.slots <- struct{}{}:
-			if batch := s.take(); len(batch) > 0 {
-				s.send(ctx, batch)
-			}
-			<-s.slots
+			s.sendWaiting(ctx)
 			s.mu.Lock()
 			taken := me.taken
 			s.mu.Unlock()
@@ -99,6 +97,15 @@ func (s *SharedReads) Do(ctx context.Context, queue func(*pgx.Batch), read func(
 				return ctx.Err()
 			}
 		}
+	}
+}
+
+// sendWaiting sends the waiting reads on the slot its caller took, and
+// frees the slot even when a read's code panics.
+func (s *SharedReads) sendWaiting(ctx context.Context) {
+	defer func() { <-s.slots }()
+	if batch := s.take(); len(batch) > 0 {
+		s.send(ctx, batch)
 	}
 }
 
@@ -128,8 +135,23 @@ func (s *SharedReads) withdraw(me *sharedRead) {
 	}
 }
 
+// errReadPanicked is what the other reads of a round trip get when one
+// read's code panicked while the results were handed out.
+var errReadPanicked = errors.New("store: a read sharing the round trip panicked")
+
 // send sends batch as one pipeline and hands each read its results.
 func (s *SharedReads) send(ctx context.Context, batch []*sharedRead) {
+	handed := false
+	defer func() {
+		// A panic in one read's code goes on up the sender's request; the
+		// others must not wait for ever.
+		if !handed {
+			for _, x := range batch {
+				x.err = errReadPanicked
+				close(x.done)
+			}
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
 	defer cancel()
 	s.observe(len(batch))
@@ -140,6 +162,7 @@ func (s *SharedReads) send(ctx context.Context, batch []*sharedRead) {
 		ends[i] = b.Len()
 	}
 	br := s.db.SendBatch(ctx, &b)
+	defer br.Close() // after a panic, so that the connection goes back to the pool
 	start := 0
 	for i, x := range batch {
 		x.err = readShare(br, &b, start, ends[i], x.read)
@@ -152,6 +175,7 @@ func (s *SharedReads) send(ctx context.Context, batch []*sharedRead) {
 		}
 		close(x.done)
 	}
+	handed = true
 }
 
 // readShare runs read on the results of b's statements from start up to

@@ -150,3 +150,69 @@ func TestAGivenUpReadLeavesTheQueue(t *testing.T) {
 		t.Fatalf("%d reads still wait after their callers gave up", len(r.pending))
 	}
 }
+
+// TestAPanickingReadDoesNotStrandTheOthers: when one read's code panics
+// while a round trip's results are handed out, the panic goes on up the
+// goroutine that sent it, the other reads of that round trip return an
+// error instead of waiting for ever, and the slot and the connection are
+// given back.
+func TestAPanickingReadDoesNotStrandTheOthers(t *testing.T) {
+	t.Parallel()
+	r := NewSharedReads(dbtest.New(t), 1, nil)
+	r.slots <- struct{}{} // hold the only slot until both reads wait
+	type outcome struct {
+		err       error
+		recovered any
+	}
+	do := func(read func(pgx.BatchResults) error) <-chan outcome {
+		out := make(chan outcome, 1)
+		go func() {
+			var o outcome
+			defer func() {
+				o.recovered = recover()
+				out <- o
+			}()
+			o.err = r.Do(context.Background(), func(b *pgx.Batch) { b.Queue(`select 1`) }, read)
+		}()
+		return out
+	}
+	panicking := do(func(br pgx.BatchResults) error { panic("a bug in a read") })
+	for {
+		r.mu.Lock()
+		waiting := len(r.pending)
+		r.mu.Unlock()
+		if waiting == 1 {
+			break
+		}
+		runtime.Gosched()
+	}
+	calm := do(func(br pgx.BatchResults) error {
+		var one int
+		return br.QueryRow().Scan(&one)
+	})
+	for {
+		r.mu.Lock()
+		waiting := len(r.pending)
+		r.mu.Unlock()
+		if waiting == 2 {
+			break
+		}
+		runtime.Gosched()
+	}
+	<-r.slots // both go in one round trip, sent by either of them
+	p, c := <-panicking, <-calm
+	if p.recovered == nil && c.recovered == nil {
+		t.Fatal("the panic was swallowed")
+	}
+	if c.recovered == nil && !errors.Is(c.err, errReadPanicked) {
+		t.Errorf("the other read returned %v, want errReadPanicked", c.err)
+	}
+	if p.recovered == nil && !errors.Is(p.err, errReadPanicked) {
+		t.Errorf("the panicking read, not the sender, returned %v, want errReadPanicked", p.err)
+	}
+	// The slot is free again, and the connection back in the pool (or the
+	// pool's cleanup would wait for it for ever).
+	if len(r.slots) != 0 {
+		t.Error("the round trip's slot stays taken after the panic")
+	}
+}
