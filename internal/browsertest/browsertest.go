@@ -67,6 +67,9 @@ func New(t testing.TB, vp Viewport) *Browser {
 		chromedp.Flag("no-first-run", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.WindowSize(int(vp.Width), int(vp.Height)),
+		// Under `make test` every package runs at once on two cores, and
+		// Chromium's start has taken longer than chromedp's 20 s default.
+		chromedp.WSURLReadTimeout(90 * time.Second),
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(allocCtx)
