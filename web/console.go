@@ -107,12 +107,16 @@ func noticeOf(c echo.Context) string {
 // without a record and no record tells of an action that was not done.
 // describe gives the entry's target and detail from what the action did.
 func audited[T any](s *Server, c echo.Context, action string, describe func(done T) (target, detail string)) database.BeforeCommit[T] {
-	m := staffOf(c)
 	return func(ctx context.Context, tx database.Tx, done T) error {
 		target, detail := describe(done)
-		return auditFailed(s.identity.RecordAuditTx(ctx, tx, identity.AuditEntry{
-			OrganizationID: m.OrganizationID, Actor: staffActor(m), Action: action, Target: target, Detail: detail}))
+		return auditFailed(s.identity.RecordAuditTx(ctx, tx, auditEntry(c, action, target, detail)))
 	}
+}
+
+// auditEntry is the audit log's entry of the signed-in staff member's action.
+func auditEntry(c echo.Context, action, target, detail string) identity.AuditEntry {
+	m := staffOf(c)
+	return identity.AuditEntry{OrganizationID: m.OrganizationID, Actor: staffActor(m), Action: action, Target: target, Detail: detail}
 }
 
 // auditFirst records a staff action that changes nothing but shows
@@ -120,9 +124,7 @@ func audited[T any](s *Server, c echo.Context, action string, describe func(done
 // it only when this returns nil, so that nothing is revealed without a
 // committed record of who saw it.
 func (s *Server) auditFirst(c echo.Context, action, target, detail string) error {
-	m := staffOf(c)
-	return auditFailed(s.identity.RecordAudit(c.Request().Context(), identity.AuditEntry{
-		OrganizationID: m.OrganizationID, Actor: staffActor(m), Action: action, Target: target, Detail: detail}))
+	return auditFailed(s.identity.RecordAudit(c.Request().Context(), auditEntry(c, action, target, detail)))
 }
 
 // auditFailed makes a failure to record an action an internal error, which

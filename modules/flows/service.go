@@ -403,7 +403,7 @@ func (m *Manager) List(ctx context.Context, c Caller, p ListParams) (Page, error
 	case p.EndingBefore != "":
 		q.CursorID, q.Backwards, cursorParam = p.EndingBefore, true, "ending_before"
 	}
-	rows, more, err := store.ListFlows(ctx, m.pool, m.reads, q)
+	rows, more, err := m.reads.ListFlows(ctx, q)
 	if errors.Is(err, store.ErrNoRows) {
 		return Page{}, apperr.InvalidFields([]apperr.FieldError{{Field: cursorParam, Message: "is not a flow of this organization"}})
 	}

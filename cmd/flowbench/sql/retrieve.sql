@@ -1,7 +1,7 @@
 -- retrieve: what GET /api/flows/{id} executes, outside a transaction. The flow is
 -- one of the seeded organization's, drawn at random as the HTTP scenario does.
 -- The flow, its incidents and its consent link go in one batch (flows store
--- Retrievals, with the consent module's query queued in it). flowd sends the
+-- SharedReads.GetFlowAndIncidents, with the consent module's query queued in it). flowd sends the
 -- retrieves of concurrent requests in shared pipelines; this is one alone.
 \set n random(1, :flows)
 \startpipeline

@@ -87,16 +87,21 @@ func (s *SharedReads) Do(ctx context.Context, queue func(*pgx.Batch), read func(
 			s.mu.Lock()
 			taken := me.taken
 			s.mu.Unlock()
-			if !taken {
-				continue // more were waiting than one round trip takes
+			if taken {
+				return me.wait(ctx) // its round trip is sent or being sent
 			}
-			select {
-			case <-me.done:
-				return me.err
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+			// More were waiting than one round trip takes: try again.
 		}
+	}
+}
+
+// wait returns the read's error once its results are read, or ctx's.
+func (x *sharedRead) wait(ctx context.Context) error {
+	select {
+	case <-x.done:
+		return x.err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

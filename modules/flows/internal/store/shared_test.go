@@ -69,7 +69,7 @@ func TestSharedRoundTripsGiveEachReadItsOwnResults(t *testing.T) {
 					org = "org-b"
 				}
 				if rng.IntN(4) == 0 { // a list page in the same pipelines
-					page, more, err := ListFlows(ctx, pool, r, ListQuery{OrganizationID: org, Limit: 5})
+					page, more, err := r.ListFlows(ctx, ListQuery{OrganizationID: org, Limit: 5})
 					if err != nil || len(page) != 5 || !more {
 						errs <- fmt.Errorf("list of %s: %d flows, more %v, %v", org, len(page), more, err)
 						continue

@@ -168,10 +168,10 @@ type ListQuery struct {
 // ListFlows returns one page of flows, newest first, and whether more lie
 // beyond it in the direction of travel. It walks the page index from the
 // cursor's position, so its cost does not grow with the page's depth; the
-// page's round trip may be shared (reads). A cursor that is not a flow of
+// page's round trip may be shared. A cursor that is not a flow of
 // the organization is ErrNoRows. q's cursor must be a UUID and its texts
 // valid UTF-8 without NUL.
-func ListFlows(ctx context.Context, db DB, reads *SharedReads, q ListQuery) ([]FlowSummary, bool, error) {
+func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary, bool, error) {
 	args := []any{q.OrganizationID, q.Archived}
 	where := []string{"organization_id = $1", "archived = $2"}
 	arg := func(v any) string {
@@ -208,7 +208,7 @@ func ListFlows(ctx context.Context, db DB, reads *SharedReads, q ListQuery) ([]F
 	sql := `select ` + summaryColumns + ` from flows where ` + strings.Join(where, " and ") +
 		` order by ` + order + ` limit ` + strconv.Itoa(q.Limit+1)
 	out := make([]FlowSummary, 0, q.Limit+1)
-	err := reads.Do(ctx, func(b *pgx.Batch) { b.Queue(sql, args...) }, func(br pgx.BatchResults) error {
+	err := s.Do(ctx, func(b *pgx.Batch) { b.Queue(sql, args...) }, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {
 			return err
@@ -229,7 +229,7 @@ func ListFlows(ctx context.Context, db DB, reads *SharedReads, q ListQuery) ([]F
 	}
 	if len(out) == 0 && q.CursorID != "" {
 		var found bool
-		if err := db.QueryRow(ctx, `select exists (select from flows where organization_id = $1 and id = $2)`,
+		if err := s.db.QueryRow(ctx, `select exists (select from flows where organization_id = $1 and id = $2)`,
 			q.OrganizationID, q.CursorID).Scan(&found); err != nil {
 			return nil, false, err
 		}
