@@ -247,8 +247,8 @@ func truncate(b []byte, n int) string {
 }
 
 // runPgbench runs a scenario's script(s) (name, or "name@weight" each) with
-// the run's concurrency and duration, after a short warm-up, and returns its tps.
-func (b *bench) runPgbench(ctx context.Context, vars map[string]string, files ...string) (pgbenchRun, error) {
+// the run's concurrency for d and returns what it measured.
+func (b *bench) runPgbench(ctx context.Context, d time.Duration, vars map[string]string, files ...string) (pgbenchRun, error) {
 	dir := filepath.Join(b.tmp, "sql")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return pgbenchRun{}, err
@@ -274,7 +274,7 @@ func (b *bench) runPgbench(ctx context.Context, vars map[string]string, files ..
 	for k, v := range vars {
 		all[k] = v
 	}
-	return pgbench(ctx, b.pgbench, b.dbURL, paths, all, b.o.concurrency, b.o.duration)
+	return pgbench(ctx, b.pgbench, b.dbURL, paths, all, b.o.concurrency, d)
 }
 
 func cutWeight(f string) (name, weight string, ok bool) {

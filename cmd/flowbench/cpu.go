@@ -18,6 +18,10 @@ type cpuTimes struct {
 	flowd, postgres, load time.Duration
 }
 
+func (c cpuTimes) add(o cpuTimes) cpuTimes {
+	return cpuTimes{flowd: c.flowd + o.flowd, postgres: c.postgres + o.postgres, load: c.load + o.load}
+}
+
 func (c cpuTimes) sub(o cpuTimes) cpuTimes {
 	return cpuTimes{flowd: c.flowd - o.flowd, postgres: c.postgres - o.postgres, load: c.load - o.load}
 }

@@ -37,20 +37,65 @@ type Result struct {
 	PgbenchClientCPUus   float64 `json:"pgbench_client_cpu_us_per_tx,omitempty"`
 }
 
-// drive runs op with the run's concurrency for its duration (see drive) and
-// adds what a request cost each process in CPU.
-func (b *bench) drive(ctx context.Context, name string, op func(ctx context.Context, worker, i int) error) Result {
+// op is one request of a scenario. Each worker gets its index, so
+// scenarios can partition their inputs; i counts the worker's calls.
+type op func(ctx context.Context, worker, i int) error
+
+// drive runs op with the run's concurrency for its whole duration, in one
+// stretch, and adds what a request cost each process in CPU.
+func (b *bench) drive(ctx context.Context, name string, op op) Result {
+	var s sample
+	b.driveSlice(ctx, &s, b.o.duration, op)
+	return s.result(name, b.o.concurrency)
+}
+
+// driveSlice runs op with the run's concurrency for d and adds what it
+// measured, and the CPU it cost, to s.
+func (b *bench) driveSlice(ctx context.Context, s *sample, d time.Duration, op op) {
 	before := b.cpuNow()
-	r := drive(ctx, name, b.o.concurrency, b.o.duration, op)
-	used := b.cpuNow().sub(before)
-	n := float64(r.Requests)
-	r.FlowdCPUus, r.PostgresCPUus, r.LoadCPUus = perCall(used.flowd, n), perCall(used.postgres, n), perCall(used.load, n)
+	s.add(drive(ctx, b.o.concurrency, d, op))
+	s.cpu = s.cpu.add(b.cpuNow().sub(before))
+}
+
+// sample is what one or more stretches of load measured.
+type sample struct {
+	latencies []time.Duration
+	errors    int
+	firstErr  string
+	elapsed   time.Duration
+	cpu       cpuTimes
+}
+
+func (s *sample) add(o sample) {
+	s.latencies = append(s.latencies, o.latencies...)
+	s.errors += o.errors
+	if s.firstErr == "" {
+		s.firstErr = o.firstErr
+	}
+	s.elapsed += o.elapsed
+	s.cpu = s.cpu.add(o.cpu)
+}
+
+// result summarizes s: throughput, latency percentiles, CPU per request.
+func (s sample) result(name string, concurrency int) Result {
+	lat := slices.Clone(s.latencies)
+	slices.Sort(lat)
+	r := Result{Scenario: name, Concurrency: concurrency, Seconds: s.elapsed.Seconds(), Requests: len(lat),
+		Errors: s.errors, FirstError: s.firstErr}
+	if len(lat) == 0 {
+		return r
+	}
+	n := float64(len(lat))
+	r.RPS = n / s.elapsed.Seconds()
+	r.P50ms = ms(percentile(lat, 0.50))
+	r.P99ms = ms(percentile(lat, 0.99))
+	r.MaxMs = ms(lat[len(lat)-1])
+	r.FlowdCPUus, r.PostgresCPUus, r.LoadCPUus = perCall(s.cpu.flowd, n), perCall(s.cpu.postgres, n), perCall(s.cpu.load, n)
 	return r
 }
 
 // drive calls op from concurrency goroutines for d and measures every call.
-// Each worker gets its index, so scenarios can partition their inputs.
-func drive(ctx context.Context, name string, concurrency int, d time.Duration, op func(ctx context.Context, worker, i int) error) Result {
+func drive(ctx context.Context, concurrency int, d time.Duration, op op) sample {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var (
@@ -92,17 +137,7 @@ func drive(ctx context.Context, name string, concurrency int, d time.Duration, o
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	slices.Sort(latencies)
-	r := Result{Scenario: name, Concurrency: concurrency, Seconds: elapsed.Seconds(), Requests: len(latencies),
-		Errors: errs, FirstError: firstErr}
-	if len(latencies) > 0 {
-		r.RPS = float64(len(latencies)) / elapsed.Seconds()
-		r.P50ms = ms(percentile(latencies, 0.50))
-		r.P99ms = ms(percentile(latencies, 0.99))
-		r.MaxMs = ms(latencies[len(latencies)-1])
-	}
-	return r
+	return sample{latencies: latencies, errors: errs, firstErr: firstErr, elapsed: time.Since(start)}
 }
 
 func percentile(sorted []time.Duration, p float64) time.Duration {

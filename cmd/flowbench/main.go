@@ -33,6 +33,7 @@ func main() {
 type options struct {
 	concurrency int
 	duration    time.Duration
+	slices      int // turns flowd and pgbench take within duration
 	scenarios   []string
 	deepFlows   int
 	out         string
@@ -47,6 +48,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	var scenarios string
 	fs.IntVar(&o.concurrency, "concurrency", 32, "concurrent clients")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "time per scenario")
+	fs.IntVar(&o.slices, "slices", 5, "turns flowd and pgbench take, each, within a scenario's duration")
 	fs.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios")
 	fs.IntVar(&o.deepFlows, "deep-flows", 1_000_000, "flows of the organization the deep-page scenario reads")
 	fs.StringVar(&o.out, "out", "bench/results", "folder for the JSON results")

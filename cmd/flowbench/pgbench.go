@@ -17,15 +17,28 @@ var (
 
 // pgbenchRun is what one pgbench run measured.
 type pgbenchRun struct {
-	TPS          float64
 	Transactions float64
+	Seconds      float64       // of transactions, without connecting
 	ClientCPU    time.Duration // pgbench's own
 }
 
+// TPS is transactions per second, without the time taken to connect.
+func (r pgbenchRun) TPS() float64 {
+	if r.Seconds <= 0 {
+		return 0
+	}
+	return r.Transactions / r.Seconds
+}
+
+func (r pgbenchRun) add(o pgbenchRun) pgbenchRun {
+	return pgbenchRun{Transactions: r.Transactions + o.Transactions, Seconds: r.Seconds + o.Seconds,
+		ClientCPU: r.ClientCPU + o.ClientCPU}
+}
+
 // pgbench runs files (pgbench scripts, each optionally "@weight") against
-// dbURL with vars defined (-D) at the given concurrency for d and returns its
-// transactions per second: the database's own limit for the statements of
-// one request. Prepared statements, as pgx's statement cache makes them.
+// dbURL with vars defined (-D) at the given concurrency for d (whole
+// seconds, at least one) and returns its transactions and their time: the
+// database's own limit for the statements of one request. Prepared statements, as pgx's statement cache makes them.
 func pgbench(ctx context.Context, bin, dbURL string, files []string, vars map[string]string, concurrency int, d time.Duration) (pgbenchRun, error) {
 	threads := min(concurrency, 2)
 	args := []string{"-n", "-M", "prepared", "-c", strconv.Itoa(concurrency), "-j", strconv.Itoa(threads),
@@ -46,8 +59,11 @@ func pgbench(ctx context.Context, bin, dbURL string, files []string, vars map[st
 		return pgbenchRun{}, fmt.Errorf("pgbench printed no tps line: %s", out)
 	}
 	r := pgbenchRun{ClientCPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
-	r.TPS, _ = strconv.ParseFloat(string(tps[1]), 64)
+	rate, _ := strconv.ParseFloat(string(tps[1]), 64)
 	r.Transactions, _ = strconv.ParseFloat(string(txs[1]), 64)
+	if rate > 0 {
+		r.Seconds = r.Transactions / rate
+	}
 	return r, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
+	"time"
 )
 
 // scenario drives flowd for the run's duration and measures the database's
@@ -26,41 +27,66 @@ var scenarioByName = map[string]scenario{
 	"webhook":    webhookScenario,
 }
 
-// withPgbench runs pgbench on files after the HTTP run and fills in the ratio.
-func withPgbench(ctx context.Context, b *bench, r Result, vars map[string]string, files ...string) (Result, error) {
-	before := b.cpuNow()
-	run, err := b.runPgbench(ctx, vars, files...)
-	if err != nil {
-		return r, err
+// measure drives flowd with op and pgbench with files (vars defined) in
+// turns: -slices stretches each, which together take the run's duration.
+// This machine's speed drifts by a third within minutes; taking turns lets
+// both meet the same machine, so that their ratio means something.
+func (b *bench) measure(ctx context.Context, name string, op op, vars map[string]string, files ...string) (Result, error) {
+	d := b.sliceDuration()
+	var (
+		load sample
+		db   pgbenchRun
+		dbPG time.Duration
+	)
+	for range b.o.slices {
+		b.driveSlice(ctx, &load, d, op)
+		before := b.cpuNow()
+		run, err := b.runPgbench(ctx, d, vars, files...)
+		if err != nil {
+			return Result{}, err
+		}
+		db = db.add(run)
+		dbPG += b.cpuNow().sub(before).postgres
 	}
-	r.PgbenchTPS = run.TPS
-	if run.TPS > 0 {
-		r.Ratio = r.RPS / run.TPS
+	r := load.result(name, b.o.concurrency)
+	return withPgbench(r, db, dbPG), nil
+}
+
+// sliceDuration is how long each turn of measure takes: pgbench counts
+// whole seconds.
+func (b *bench) sliceDuration() time.Duration {
+	return max(time.Second, (b.o.duration / time.Duration(max(1, b.o.slices))).Truncate(time.Second))
+}
+
+// withPgbench fills in r's pgbench figures from run, during which
+// PostgreSQL spent postgresCPU.
+func withPgbench(r Result, run pgbenchRun, postgresCPU time.Duration) Result {
+	r.PgbenchTPS = run.TPS()
+	if r.PgbenchTPS > 0 {
+		r.Ratio = r.RPS / r.PgbenchTPS
 	}
-	r.PgbenchPostgresCPUus = perCall(b.cpuNow().sub(before).postgres, run.Transactions)
+	r.PgbenchPostgresCPUus = perCall(postgresCPU, run.Transactions)
 	r.PgbenchClientCPUus = perCall(run.ClientCPU, run.Transactions)
-	return r, nil
+	return r
 }
 
 // tokenScenario: POST /oauth/token with client credentials, a new token
 // every time, as a client without a token cache would ask.
 func tokenScenario(ctx context.Context, b *bench) (Result, error) {
 	cc := b.credentials(b.main)
-	r := b.drive(ctx, "token", func(ctx context.Context, _, _ int) error {
+	return b.measure(ctx, "token", func(ctx context.Context, _, _ int) error {
 		_, err := cc.Token(ctxWithTransport(ctx, b))
 		return err
-	})
-	return withPgbench(ctx, b, r, map[string]string{"client": b.main.ClientID}, "token")
+	}, map[string]string{"client": b.main.ClientID}, "token")
 }
 
 // createScenario: POST /api/flows without a webhook.
 func createScenario(ctx context.Context, b *bench) (Result, error) {
 	var n atomic.Int64
-	r := b.drive(ctx, "create", func(ctx context.Context, w, _ int) error {
+	return b.measure(ctx, "create", func(ctx context.Context, w, _ int) error {
 		_, err := b.do(ctx, w, b.main, "POST", "/api/flows", createBody(int(n.Add(1)), ""), 201)
 		return err
-	})
-	return withPgbench(ctx, b, r, map[string]string{"org": b.main.ID, "client": b.main.ClientID}, "create")
+	}, map[string]string{"org": b.main.ID, "client": b.main.ClientID}, "create")
 }
 
 // randomSeeded is a random flow of the deep organization.
@@ -69,20 +95,18 @@ func randomSeeded(b *bench) string { return seededID(1 + rand.IntN(b.o.deepFlows
 // retrieveScenario: GET /api/flows/{id} of random flows among the deep
 // organization's million.
 func retrieveScenario(ctx context.Context, b *bench) (Result, error) {
-	r := b.drive(ctx, "retrieve", func(ctx context.Context, w, _ int) error {
+	return b.measure(ctx, "retrieve", func(ctx context.Context, w, _ int) error {
 		_, err := b.do(ctx, w, b.deep, "GET", "/api/flows/"+randomSeeded(b), nil, 200)
 		return err
-	})
-	return withPgbench(ctx, b, r, map[string]string{"org": b.deep.ID, "flows": strconv.Itoa(b.o.deepFlows)}, "retrieve")
+	}, map[string]string{"org": b.deep.ID, "flows": strconv.Itoa(b.o.deepFlows)}, "retrieve")
 }
 
 // listFirstScenario: GET /api/flows, the newest ten of the deep organization.
 func listFirstScenario(ctx context.Context, b *bench) (Result, error) {
-	r := b.drive(ctx, "list-first", func(ctx context.Context, w, _ int) error {
+	return b.measure(ctx, "list-first", func(ctx context.Context, w, _ int) error {
 		_, err := b.do(ctx, w, b.deep, "GET", "/api/flows?limit=10", nil, 200)
 		return err
-	})
-	return withPgbench(ctx, b, r, map[string]string{"org": b.deep.ID}, "list_first")
+	}, map[string]string{"org": b.deep.ID}, "list_first")
 }
 
 // deepCursor is the flow after which page ~10 000 (of ten) starts: 100 000
@@ -95,19 +119,18 @@ func deepCursor(b *bench) (id string, page int) {
 // listDeepScenario: GET /api/flows?starting_after=… at page ~10 000.
 func listDeepScenario(ctx context.Context, b *bench) (Result, error) {
 	cursor, page := deepCursor(b)
-	r := b.drive(ctx, "list-deep", func(ctx context.Context, w, _ int) error {
+	b.note("list-deep reads page %d of ten flows (after %s) among %d", page, cursor, b.o.deepFlows)
+	return b.measure(ctx, "list-deep", func(ctx context.Context, w, _ int) error {
 		_, err := b.do(ctx, w, b.deep, "GET", "/api/flows?limit=10&starting_after="+cursor, nil, 200)
 		return err
-	})
-	b.note("list-deep reads page %d of ten flows (after %s) among %d", page, cursor, b.o.deepFlows)
-	return withPgbench(ctx, b, r, map[string]string{"org": b.deep.ID, "cursor": cursor}, "list_deep")
+	}, map[string]string{"org": b.deep.ID, "cursor": cursor}, "list_deep")
 }
 
 // mixedScenario: 70 % retrieve, 20 % list first page, 10 % create, all on
 // the deep organization; pgbench runs the three scripts with the same weights.
 func mixedScenario(ctx context.Context, b *bench) (Result, error) {
 	var n atomic.Int64
-	r := b.drive(ctx, "mixed", func(ctx context.Context, w, _ int) error {
+	return b.measure(ctx, "mixed", func(ctx context.Context, w, _ int) error {
 		var err error
 		switch x := rand.IntN(100); {
 		case x < 70:
@@ -118,8 +141,7 @@ func mixedScenario(ctx context.Context, b *bench) (Result, error) {
 			_, err = b.do(ctx, w, b.deep, "POST", "/api/flows", createBody(int(n.Add(1)), ""), 201)
 		}
 		return err
-	})
-	return withPgbench(ctx, b, r, map[string]string{"org": b.deep.ID, "client": b.deep.ClientID,
+	}, map[string]string{"org": b.deep.ID, "client": b.deep.ClientID,
 		"flows": strconv.Itoa(b.o.deepFlows)}, "retrieve@70", "list_first@20", "create@10")
 }
 

@@ -139,10 +139,12 @@ func webhookScenario(ctx context.Context, b *bench) (Result, error) {
 	}
 	b.note("webhook: %.0f creates/s acknowledged, %.0f deliveries/s during the run (%s of creates), backlog drained in %.1f s; latency is 201 → receipt",
 		cr.RPS, r.DeliveriesPerSec, pct(r.DeliveriesPerSec, cr.RPS), drain.Seconds())
-	res, err := withPgbench(ctx, b, r, map[string]string{"org": b.main.ID, "client": b.main.ClientID}, "webhook")
+	before := b.cpuNow()
+	run, err := b.runPgbench(ctx, b.o.duration, map[string]string{"org": b.main.ID, "client": b.main.ClientID}, "webhook")
 	if err != nil {
-		return res, err
+		return r, err
 	}
+	res := withPgbench(r, run, b.cpuNow().sub(before).postgres)
 	// pgbench's jobs sit in a queue flowd does not work; remove them.
 	_, _ = b.exec(ctx, `delete from river_job where queue = 'pgbench'`)
 	return res, nil

@@ -131,7 +131,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// reports its delivery tasks back to flows once its workers start.
 	flowsModule := flows.New(pool, sealer, flows.Config{
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
-		Registry: registry,
+		ReadRoundTrips: cfg.DBReadRoundTrips, Registry: registry,
 	}, consentRequests, orgs, hooks)
 	go flowsModule.RunMaintenance(ctx, time.Minute, log.Warn)
 

@@ -14,13 +14,16 @@ import (
 
 // Config holds every setting of flowd.
 type Config struct {
-	DatabaseURL     string
-	DBMaxConns      int32
-	Addr            string
-	BaseURL         *url.URL
-	LogLevel        string
-	MigrateOnStart  bool
-	ShutdownTimeout time.Duration
+	DatabaseURL string
+	DBMaxConns  int32
+	// DBReadRoundTrips bounds the shared read round trips in flight
+	// (FLOWD_DB_READ_ROUND_TRIPS; 0: one per CPU, at least 2).
+	DBReadRoundTrips int
+	Addr             string
+	BaseURL          *url.URL
+	LogLevel         string
+	MigrateOnStart   bool
+	ShutdownTimeout  time.Duration
 	// PprofAddr, when set, serves net/http/pprof on its own listener
 	// (FLOWD_PPROF_ADDR, off by default; bind it to loopback).
 	PprofAddr string
@@ -83,14 +86,15 @@ type Getenv func(string) string
 func Load(getenv Getenv, need Need) (*Config, error) {
 	r := reader{getenv: getenv}
 	c := &Config{
-		DatabaseURL:     r.str("DATABASE_URL", ""),
-		DBMaxConns:      int32(r.integer("FLOWD_DB_MAX_CONNS", 0, 0, 1000)),
-		Addr:            r.str("FLOWD_ADDR", ":8080"),
-		BaseURL:         r.baseURL("FLOWD_BASE_URL", "http://localhost:8080"),
-		LogLevel:        r.oneOf("FLOWD_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
-		MigrateOnStart:  r.boolean("FLOWD_MIGRATE_ON_START", true),
-		ShutdownTimeout: r.duration("FLOWD_SHUTDOWN_TIMEOUT", 20*time.Second),
-		PprofAddr:       r.str("FLOWD_PPROF_ADDR", ""),
+		DatabaseURL:      r.str("DATABASE_URL", ""),
+		DBMaxConns:       int32(r.integer("FLOWD_DB_MAX_CONNS", 0, 0, 1000)),
+		DBReadRoundTrips: r.integer("FLOWD_DB_READ_ROUND_TRIPS", 0, 0, 1000),
+		Addr:             r.str("FLOWD_ADDR", ":8080"),
+		BaseURL:          r.baseURL("FLOWD_BASE_URL", "http://localhost:8080"),
+		LogLevel:         r.oneOf("FLOWD_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+		MigrateOnStart:   r.boolean("FLOWD_MIGRATE_ON_START", true),
+		ShutdownTimeout:  r.duration("FLOWD_SHUTDOWN_TIMEOUT", 20*time.Second),
+		PprofAddr:        r.str("FLOWD_PPROF_ADDR", ""),
 
 		Audience:          r.str("FLOWD_AUDIENCE", "flowd"),
 		OIDCIssuer:        r.str("FLOWD_OIDC_ISSUER", ""),

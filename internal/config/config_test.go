@@ -43,6 +43,7 @@ func TestLoadNamesTheBadSetting(t *testing.T) {
 		{"short key", "FLOWD_SESSION_KEY", "c2hvcnQ="},
 		{"missing key", "FLOWD_KEY_ENCRYPTION_KEY", ""},
 		{"bad number", "FLOWD_DB_MAX_CONNS", "-1"},
+		{"bad read round trips", "FLOWD_DB_READ_ROUND_TRIPS", "many"},
 		{"bad session lifetime", "FLOWD_CONSOLE_SESSION_IDLE", "-5m"},
 		{"bad retry schedule", "FLOWD_WEBHOOK_RETRY_SCHEDULE", "5s,soon"},
 		{"zero retry wait", "FLOWD_WEBHOOK_RETRY_SCHEDULE", "0s"},

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,12 @@ type Config struct {
 	NationalIDFormat  string        // FLOWD_NATIONAL_ID_FORMAT
 	AllowInsecureURLs bool          // FLOWD_ALLOW_INSECURE_URLS
 	ConsentTTL        time.Duration // FLOWD_CONSENT_TTL
+	// ReadRoundTrips bounds the round trips that retrieves and list pages
+	// share (FLOWD_DB_READ_ROUND_TRIPS). More in flight than the database
+	// has cores to run them only adds wake-ups: each carries fewer reads.
+	// Zero means one per CPU, at least 2; never more than the pool's
+	// connections.
+	ReadRoundTrips int
 	// Registry, when set, receives how many reads each shared round trip
 	// carried (flowd_db_reads_per_round_trip).
 	Registry prometheus.Registerer
@@ -70,9 +77,21 @@ func New(pool *pgxpool.Pool, sealer *pii.Sealer, cfg Config, consent ConsentRequ
 	if cfg.ConsentTTL <= 0 {
 		cfg.ConsentTTL = 30 * 24 * time.Hour
 	}
+	slots := readRoundTrips(cfg.ReadRoundTrips, runtime.GOMAXPROCS(0), int(pool.Config().MaxConns))
 	return &Manager{TaskReports: NewTaskReports(pool), pool: pool,
-		reads:  store.NewSharedReads(pool, int(pool.Config().MaxConns), readsPerRoundTrip(cfg.Registry)),
+		reads:  store.NewSharedReads(pool, slots, readsPerRoundTrip(cfg.Registry)),
 		sealer: sealer, cfg: cfg, consent: consent, orgs: orgs, events: events}
+}
+
+// readRoundTrips is how many shared read round trips may be in flight:
+// the setting, or one per CPU and at least 2, and never more than the
+// pool's connections, which other work needs too.
+func readRoundTrips(setting, cpus, poolConns int) int {
+	n := setting
+	if n <= 0 {
+		n = max(2, cpus)
+	}
+	return max(1, min(n, poolConns))
 }
 
 // readsPerRoundTrip registers the histogram of reads per shared round trip
