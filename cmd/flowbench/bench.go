@@ -59,11 +59,11 @@ type bench struct {
 	pgbench  string
 	server   *server
 	base     string
-	// main is the organization that creates; deep has o.deepFlows seeded flows.
-	main, deep org
-	transport  *http.Transport
-	// conns are the load workers' connections, one per worker index.
-	conns []*loadConn
+	// main is the organization that creates; deep has o.deepFlows seeded
+	// flows; writes takes pgbench's flows (see runPgbench).
+	main, deep, writes org
+	transport          *http.Transport
+	load               *load
 	// sealed holds the sealed columns of one real flow, hex-encoded for pgbench.
 	pgVars map[string]string
 	notes  []string
@@ -142,14 +142,17 @@ func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_
 		return nil, err
 	}
 
-	for range max(1, o.concurrency) {
-		b.conns = append(b.conns, newLoadConn(b.base))
+	if b.load, err = newLoad(b.base, o.concurrency); err != nil {
+		return nil, err
 	}
 	b.transport = &http.Transport{MaxIdleConns: 4 * o.concurrency, MaxIdleConnsPerHost: 4 * o.concurrency, IdleConnTimeout: time.Minute}
 	if b.main, err = b.seedOrg(ctx, "Bench Bank", "BENCH"); err != nil {
 		return nil, err
 	}
 	if b.deep, err = b.seedOrg(ctx, "Deep Lender", "DEEP"); err != nil {
+		return nil, err
+	}
+	if b.writes, err = b.seedOrg(ctx, "Pgbench Writes", "PGBW"); err != nil {
 		return nil, err
 	}
 	if err := b.seedDeep(ctx); err != nil {
@@ -160,8 +163,8 @@ func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_
 
 // close stops flowd, drops the database and removes the build.
 func (b *bench) close() {
-	for _, c := range b.conns {
-		c.close()
+	if b.load != nil {
+		b.load.close()
 	}
 	if b.server != nil {
 		b.server.Stop()
@@ -215,7 +218,7 @@ func (b *bench) seedOrg(ctx context.Context, name, prefix string) (org, error) {
 		return org{}, err
 	}
 	r := org{ID: o.ID, Prefix: o.ReferencePrefix, ClientID: c.ClientID, ClientSecret: c.ClientSecret}
-	cc := b.credentials(r)
+	cc := &clientcredentials.Config{ClientID: r.ClientID, ClientSecret: r.ClientSecret, TokenURL: b.base + "/oauth/token"}
 	r.tokens = cc.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient,
 		&http.Client{Transport: b.transport, Timeout: 30 * time.Second}))
 	// The first token is fetched here so that no scenario pays for it.
@@ -225,18 +228,41 @@ func (b *bench) seedOrg(ctx context.Context, name, prefix string) (org, error) {
 	return r, nil
 }
 
-func (b *bench) credentials(o org) *clientcredentials.Config {
-	return &clientcredentials.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, TokenURL: b.base + "/oauth/token"}
+// request is a request as o's client, with its current token.
+func (o org) request(method, path string, body []byte, want int) (request, error) {
+	tok, err := o.tokens.Token()
+	if err != nil {
+		return request{}, err
+	}
+	return request{method: method, path: path, header: bearer(tok.AccessToken), body: body, want: want}, nil
 }
 
-// do sends a request as o's client on the worker's own connection and
-// reads the whole answer; a status other than want is an error.
-func (b *bench) do(ctx context.Context, worker int, o org, method, path string, body []byte, want int) ([]byte, error) {
+// do sends one request as o's client outside the load and returns the
+// body of its answer; a status other than want is an error.
+func (b *bench) do(ctx context.Context, o org, method, path string, body []byte, want int) ([]byte, error) {
 	tok, err := o.tokens.Token()
 	if err != nil {
 		return nil, err
 	}
-	return b.conns[worker].do(ctx, "Bearer "+tok.AccessToken, method, path, body, want)
+	req, err := http.NewRequestWithContext(ctx, method, b.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := (&http.Client{Transport: b.transport, Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	out, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, err
+	}
+	if res.StatusCode != want {
+		return nil, fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, truncate(out, 200))
+	}
+	return out, nil
 }
 
 func truncate(b []byte, n int) string {
@@ -266,7 +292,10 @@ func (b *bench) runPgbench(ctx context.Context, d time.Duration, vars map[string
 		}
 		paths = append(paths, p+weight)
 	}
-	all := map[string]string{"scopes": "{flows:read,flows:write,flows:delete}", "zerots": "0001-01-01 00:00:00+00",
+	// pgbench's flows go to an organization of their own: their sealed
+	// columns are one real flow's, sealed for that flow's id, and would not
+	// open as another flow's in the lists flowd serves between pgbench's turns.
+	all := map[string]string{"writeorg": b.writes.ID, "scopes": "{flows:read,flows:write,flows:delete}", "zerots": "0001-01-01 00:00:00+00",
 		"hookurl": "http://127.0.0.1:9/hook", "redirect": "https://example.com/done"}
 	for k, v := range b.pgVars {
 		all[k] = v

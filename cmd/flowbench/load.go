@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"slices"
-	"sync"
+	"syscall"
 	"time"
 )
 
@@ -37,23 +39,19 @@ type Result struct {
 	PgbenchClientCPUus   float64 `json:"pgbench_client_cpu_us_per_tx,omitempty"`
 }
 
-// op is one request of a scenario. Each worker gets its index, so
-// scenarios can partition their inputs; i counts the worker's calls.
-type op func(ctx context.Context, worker, i int) error
-
-// drive runs op with the run's concurrency for its whole duration, in one
-// stretch, and adds what a request cost each process in CPU.
-func (b *bench) drive(ctx context.Context, name string, op op) Result {
+// drive sends requests with the run's concurrency for its whole duration,
+// in one stretch, and adds what a request cost each process in CPU.
+func (b *bench) drive(ctx context.Context, name string, next nextRequest) Result {
 	var s sample
-	b.driveSlice(ctx, &s, b.o.duration, op)
+	b.driveSlice(ctx, &s, b.o.duration, next)
 	return s.result(name, b.o.concurrency)
 }
 
-// driveSlice runs op with the run's concurrency for d and adds what it
-// measured, and the CPU it cost, to s.
-func (b *bench) driveSlice(ctx context.Context, s *sample, d time.Duration, op op) {
+// driveSlice sends requests with the run's concurrency for d and adds what
+// it measured, and the CPU it cost, to s.
+func (b *bench) driveSlice(ctx context.Context, s *sample, d time.Duration, next nextRequest) {
 	before := b.cpuNow()
-	s.add(drive(ctx, b.o.concurrency, d, op))
+	s.add(b.load.drive(ctx, d, next))
 	s.cpu = s.cpu.add(b.cpuNow().sub(before))
 }
 
@@ -94,50 +92,169 @@ func (s sample) result(name string, concurrency int) Result {
 	return r
 }
 
-// drive calls op from concurrency goroutines for d and measures every call.
-func drive(ctx context.Context, concurrency int, d time.Duration, op op) sample {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	var (
-		mu        sync.Mutex
-		latencies []time.Duration
-		errs      int
-		firstErr  string
-		wg        sync.WaitGroup
-	)
+// load is the load generator: its workers' connections, driven by one
+// event loop. With a loop per core, each woke for fewer answers, and the
+// generator took 26 µs of CPU per request instead of 18.
+type load struct {
+	loop  *eventLoop
+	conns []*loadConn
+}
+
+func newLoad(base string, concurrency int) (*load, error) {
+	loop, err := newEventLoop(base)
+	if err != nil {
+		return nil, err
+	}
+	l := &load{loop: loop}
+	for w := range max(1, concurrency) {
+		l.conns = append(l.conns, &loadConn{worker: w, fd: -1})
+	}
+	return l, nil
+}
+
+func (l *load) close() { l.loop.close() }
+
+// drive sends every worker's requests, one at a time each, for d, and
+// measures each.
+func (l *load) drive(ctx context.Context, d time.Duration, next nextRequest) sample {
+	runtime.LockOSThread() // the loop blocks its thread in epoll_wait
+	defer runtime.UnlockOSThread()
 	start := time.Now()
-	for w := range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			local := make([]time.Duration, 0, 4096)
-			localErrs := 0
-			var localFirst string
-			for i := 0; ctx.Err() == nil; i++ {
-				t0 := time.Now()
-				err := op(ctx, w, i)
-				if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
-					break // a call cut short by the end of the run does not count
+	deadline := start.Add(d)
+	s := l.loop.run(ctx, l.conns, deadline, next)
+	s.elapsed = deadline.Sub(start)
+	return s
+}
+
+// drainTimeout bounds the wait for the answers still out at a run's end.
+const drainTimeout = 30 * time.Second
+
+// run drives conns until deadline: each sends its worker's next request as
+// soon as the last is answered. Answers that come after the deadline are
+// read, so that the connection is ready for the next run, but not counted:
+// a request cut short by the end of the run does not count.
+func (l *eventLoop) run(ctx context.Context, conns []*loadConn, deadline time.Time, next nextRequest) sample {
+	var s sample
+	fail := func(err error) {
+		s.errors++
+		if s.firstErr == "" {
+			s.firstErr = err.Error()
+		}
+	}
+	var idle []*loadConn // workers whose last request failed: they try again after the next wait
+	start := func(c *loadConn) {
+		req, err := next(c.worker, c.calls)
+		c.calls++
+		if err == nil {
+			c.req = req
+			l.encode(c, req)
+			err = l.send(c)
+		}
+		if err != nil {
+			fail(err)
+			l.hangUp(c)
+			idle = append(idle, c)
+		}
+	}
+	for _, c := range conns {
+		start(c)
+	}
+	events := make([]syscall.EpollEvent, len(conns))
+	drainUntil := deadline.Add(drainTimeout)
+	for {
+		now := time.Now()
+		busy := 0
+		for _, c := range conns {
+			if c.busy {
+				busy++
+			}
+		}
+		if ctx.Err() != nil || now.After(drainUntil) || (!now.Before(deadline) && busy == 0) {
+			break
+		}
+		if now.Before(deadline) {
+			retry := idle
+			idle = nil
+			for _, c := range retry {
+				start(c)
+			}
+		}
+		wait := deadline.Sub(now)
+		if wait <= 0 {
+			wait = drainUntil.Sub(now)
+		}
+		if len(idle) > 0 {
+			wait = min(wait, 10*time.Millisecond)
+		}
+		n, err := syscall.EpollWait(l.epfd, events, int(wait.Milliseconds())+1)
+		if err != nil {
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			fail(err)
+			break
+		}
+		for _, ev := range events[:n] {
+			c := l.conns[int(ev.Fd)]
+			if c == nil {
+				continue
+			}
+			if !c.busy { // an idle connection that flowd closed
+				l.hangUp(c)
+				continue
+			}
+			if ev.Events&syscall.EPOLLOUT != 0 {
+				if err := l.flush(c); err != nil {
+					fail(err)
+					l.hangUp(c)
+					idle = append(idle, c)
+					continue
 				}
-				local = append(local, time.Since(t0))
-				if err != nil {
-					localErrs++
-					if localFirst == "" {
-						localFirst = err.Error()
+			}
+			status, body, done, err := l.receive(c)
+			if errors.Is(err, errRetry) {
+				l.hangUp(c)
+				if err = l.send(c); err == nil {
+					continue
+				}
+			}
+			if err != nil {
+				if time.Now().Before(deadline) {
+					fail(err)
+				}
+				l.hangUp(c)
+				idle = append(idle, c)
+				continue
+			}
+			if !done {
+				continue
+			}
+			end := time.Now()
+			c.busy, c.reused = false, true
+			if end.Before(deadline) {
+				s.latencies = append(s.latencies, end.Sub(c.start))
+				if status != c.req.want {
+					fail(fmt.Errorf("%s %s: %d %s", c.req.method, c.req.path, status, truncate(body, 200)))
+				} else if c.req.done != nil {
+					if err := c.req.done(body); err != nil {
+						fail(err)
 					}
 				}
 			}
-			mu.Lock()
-			latencies = append(latencies, local...)
-			errs += localErrs
-			if firstErr == "" {
-				firstErr = localFirst
+			if closes(c.in) {
+				l.hangUp(c)
 			}
-			mu.Unlock()
-		}()
+			if end.Before(deadline) {
+				start(c)
+			}
+		}
 	}
-	wg.Wait()
-	return sample{latencies: latencies, errors: errs, firstErr: firstErr, elapsed: time.Since(start)}
+	for _, c := range conns {
+		if c.busy { // still unanswered after the drain: its connection is unusable
+			l.hangUp(c)
+		}
+	}
+	return s
 }
 
 func percentile(sorted []time.Duration, p float64) time.Duration {

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -31,7 +34,7 @@ var scenarioByName = map[string]scenario{
 // turns: -slices stretches each, which together take the run's duration.
 // This machine's speed drifts by a third within minutes; taking turns lets
 // both meet the same machine, so that their ratio means something.
-func (b *bench) measure(ctx context.Context, name string, op op, vars map[string]string, files ...string) (Result, error) {
+func (b *bench) measure(ctx context.Context, name string, next nextRequest, vars map[string]string, files ...string) (Result, error) {
 	d := b.sliceDuration()
 	var (
 		load sample
@@ -39,7 +42,7 @@ func (b *bench) measure(ctx context.Context, name string, op op, vars map[string
 		dbPG time.Duration
 	)
 	for range b.o.slices {
-		b.driveSlice(ctx, &load, d, op)
+		b.driveSlice(ctx, &load, d, next)
 		before := b.cpuNow()
 		run, err := b.runPgbench(ctx, d, vars, files...)
 		if err != nil {
@@ -73,20 +76,34 @@ func withPgbench(r Result, run pgbenchRun, postgresCPU time.Duration) Result {
 // tokenScenario: POST /oauth/token with client credentials, a new token
 // every time, as a client without a token cache would ask.
 func tokenScenario(ctx context.Context, b *bench) (Result, error) {
-	cc := b.credentials(b.main)
-	return b.measure(ctx, "token", func(ctx context.Context, _, _ int) error {
-		_, err := cc.Token(ctxWithTransport(ctx, b))
-		return err
+	// What x/oauth2's client credentials source sends: HTTP basic
+	// authentication and a form.
+	basic := "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(
+		url.QueryEscape(b.main.ClientID)+":"+url.QueryEscape(b.main.ClientSecret))) + "\r\n" +
+		"Content-Type: application/x-www-form-urlencoded\r\n"
+	form := []byte("grant_type=client_credentials")
+	return b.measure(ctx, "token", func(_, _ int) (request, error) {
+		return request{method: "POST", path: "/oauth/token", header: basic, body: form, want: 200, done: hasAccessToken}, nil
 	}, map[string]string{"client": b.main.ClientID}, "token")
+}
+
+// hasAccessToken checks a token endpoint's answer.
+func hasAccessToken(body []byte) error {
+	var t struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal(body, &t); err != nil || t.AccessToken == "" {
+		return fmt.Errorf("token answer without access_token: %s", truncate(body, 200))
+	}
+	return nil
 }
 
 // createScenario: POST /api/flows without a webhook.
 func createScenario(ctx context.Context, b *bench) (Result, error) {
 	var n atomic.Int64
-	return b.measure(ctx, "create", func(ctx context.Context, w, _ int) error {
-		_, err := b.do(ctx, w, b.main, "POST", "/api/flows", createBody(int(n.Add(1)), ""), 201)
-		return err
-	}, map[string]string{"org": b.main.ID, "client": b.main.ClientID}, "create")
+	return b.measure(ctx, "create", func(_, _ int) (request, error) {
+		return b.main.request("POST", "/api/flows", createBody(int(n.Add(1)), ""), 201)
+	}, map[string]string{"client": b.main.ClientID}, "create")
 }
 
 // randomSeeded is a random flow of the deep organization.
@@ -95,17 +112,15 @@ func randomSeeded(b *bench) string { return seededID(1 + rand.IntN(b.o.deepFlows
 // retrieveScenario: GET /api/flows/{id} of random flows among the deep
 // organization's million.
 func retrieveScenario(ctx context.Context, b *bench) (Result, error) {
-	return b.measure(ctx, "retrieve", func(ctx context.Context, w, _ int) error {
-		_, err := b.do(ctx, w, b.deep, "GET", "/api/flows/"+randomSeeded(b), nil, 200)
-		return err
+	return b.measure(ctx, "retrieve", func(_, _ int) (request, error) {
+		return b.deep.request("GET", "/api/flows/"+randomSeeded(b), nil, 200)
 	}, map[string]string{"org": b.deep.ID, "flows": strconv.Itoa(b.o.deepFlows)}, "retrieve")
 }
 
 // listFirstScenario: GET /api/flows, the newest ten of the deep organization.
 func listFirstScenario(ctx context.Context, b *bench) (Result, error) {
-	return b.measure(ctx, "list-first", func(ctx context.Context, w, _ int) error {
-		_, err := b.do(ctx, w, b.deep, "GET", "/api/flows?limit=10", nil, 200)
-		return err
+	return b.measure(ctx, "list-first", func(_, _ int) (request, error) {
+		return b.deep.request("GET", "/api/flows?limit=10", nil, 200)
 	}, map[string]string{"org": b.deep.ID}, "list_first")
 }
 
@@ -120,9 +135,8 @@ func deepCursor(b *bench) (id string, page int) {
 func listDeepScenario(ctx context.Context, b *bench) (Result, error) {
 	cursor, page := deepCursor(b)
 	b.note("list-deep reads page %d of ten flows (after %s) among %d", page, cursor, b.o.deepFlows)
-	return b.measure(ctx, "list-deep", func(ctx context.Context, w, _ int) error {
-		_, err := b.do(ctx, w, b.deep, "GET", "/api/flows?limit=10&starting_after="+cursor, nil, 200)
-		return err
+	return b.measure(ctx, "list-deep", func(_, _ int) (request, error) {
+		return b.deep.request("GET", "/api/flows?limit=10&starting_after="+cursor, nil, 200)
 	}, map[string]string{"org": b.deep.ID, "cursor": cursor}, "list_deep")
 }
 
@@ -130,17 +144,15 @@ func listDeepScenario(ctx context.Context, b *bench) (Result, error) {
 // the deep organization; pgbench runs the three scripts with the same weights.
 func mixedScenario(ctx context.Context, b *bench) (Result, error) {
 	var n atomic.Int64
-	return b.measure(ctx, "mixed", func(ctx context.Context, w, _ int) error {
-		var err error
+	return b.measure(ctx, "mixed", func(_, _ int) (request, error) {
 		switch x := rand.IntN(100); {
 		case x < 70:
-			_, err = b.do(ctx, w, b.deep, "GET", "/api/flows/"+randomSeeded(b), nil, 200)
+			return b.deep.request("GET", "/api/flows/"+randomSeeded(b), nil, 200)
 		case x < 90:
-			_, err = b.do(ctx, w, b.deep, "GET", "/api/flows?limit=10", nil, 200)
+			return b.deep.request("GET", "/api/flows?limit=10", nil, 200)
 		default:
-			_, err = b.do(ctx, w, b.deep, "POST", "/api/flows", createBody(int(n.Add(1)), ""), 201)
+			return b.deep.request("POST", "/api/flows", createBody(int(n.Add(1)), ""), 201)
 		}
-		return err
 	}, map[string]string{"org": b.deep.ID, "client": b.deep.ClientID,
 		"flows": strconv.Itoa(b.o.deepFlows)}, "retrieve@70", "list_first@20", "create@10")
 }

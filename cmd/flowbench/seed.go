@@ -116,7 +116,7 @@ func (b *bench) seedDeep(ctx context.Context) error {
 // variables from its row: its sealed columns are what pgbench's inserts
 // write, so they carry the same bytes a real create does.
 func (b *bench) samplePgVars(ctx context.Context) error {
-	body, err := b.do(ctx, 0, b.main, "POST", "/api/flows", createBody(0, ""), 201)
+	body, err := b.do(ctx, b.main, "POST", "/api/flows", createBody(0, ""), 201)
 	if err != nil {
 		return err
 	}

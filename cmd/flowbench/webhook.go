@@ -10,8 +10,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"golang.org/x/oauth2"
 )
 
 // receiver is a local webhook endpoint that notes when each flow's
@@ -86,22 +84,22 @@ func webhookScenario(ctx context.Context, b *bench) (Result, error) {
 		created = map[string]time.Time{} // flow id → 201 received
 	)
 	start := time.Now()
-	cr := b.drive(ctx, "webhook-create", func(ctx context.Context, w, i int) error {
-		body, err := b.do(ctx, w, b.main, "POST", "/api/flows", createBody(w*1_000_000+i, rcv.url), 201)
-		if err != nil {
-			return err
+	cr := b.drive(ctx, "webhook-create", func(w, i int) (request, error) {
+		req, err := b.main.request("POST", "/api/flows", createBody(w*1_000_000+i, rcv.url), 201)
+		req.done = func(body []byte) error {
+			at := time.Now()
+			var c struct {
+				FlowID string `json:"flowId"`
+			}
+			if err := json.Unmarshal(body, &c); err != nil {
+				return err
+			}
+			mu.Lock()
+			created[c.FlowID] = at
+			mu.Unlock()
+			return nil
 		}
-		at := time.Now()
-		var c struct {
-			FlowID string `json:"flowId"`
-		}
-		if err := json.Unmarshal(body, &c); err != nil {
-			return err
-		}
-		mu.Lock()
-		created[c.FlowID] = at
-		mu.Unlock()
-		return nil
+		return req, err
 	})
 	window := time.Since(start)
 	inWindow := rcv.count()
@@ -140,7 +138,7 @@ func webhookScenario(ctx context.Context, b *bench) (Result, error) {
 	b.note("webhook: %.0f creates/s acknowledged, %.0f deliveries/s during the run (%s of creates), backlog drained in %.1f s; latency is 201 → receipt",
 		cr.RPS, r.DeliveriesPerSec, pct(r.DeliveriesPerSec, cr.RPS), drain.Seconds())
 	before := b.cpuNow()
-	run, err := b.runPgbench(ctx, b.o.duration, map[string]string{"org": b.main.ID, "client": b.main.ClientID}, "webhook")
+	run, err := b.runPgbench(ctx, b.o.duration, map[string]string{"client": b.main.ClientID}, "webhook")
 	if err != nil {
 		return r, err
 	}
@@ -148,9 +146,4 @@ func webhookScenario(ctx context.Context, b *bench) (Result, error) {
 	// pgbench's jobs sit in a queue flowd does not work; remove them.
 	_, _ = b.exec(ctx, `delete from river_job where queue = 'pgbench'`)
 	return res, nil
-}
-
-// ctxWithTransport makes the oauth2 package use the run's transport.
-func ctxWithTransport(ctx context.Context, b *bench) context.Context {
-	return context.WithValue(ctx, oauth2.HTTPClient, &http.Client{Transport: b.transport, Timeout: 30 * time.Second})
 }

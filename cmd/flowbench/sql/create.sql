@@ -3,18 +3,19 @@
 -- one batch (flows store InsertNumberedFlow), then the consent request
 -- (consent requests Insert). The organization's settings and the token's
 -- verification come from identity's caches and cost no statement. pgbench
--- draws the ids as random numbers, flowd as UUIDv7 in Go.
+-- draws the ids as random numbers, flowd as UUIDv7 in Go. Its flows go to an
+-- organization of their own (writeorg): see runPgbench.
 \set f1 random(0, 4611686018427387903)
 \set f2 random(0, 4611686018427387903)
 \set t1 random(0, 4611686018427387903)
 \set t2 random(0, 4611686018427387903)
 begin;
 \startpipeline
-with n as (select flowd_next_flow_number(:org) as v)
+with n as (select flowd_next_flow_number(:writeorg) as v)
 	insert into flows (id, organization_id, flow_number, reference_id, reference_name,
 	sandbox, pii_key_id, national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, webhook_url,
 	organization_number, process_instance_id, process_version, created_by, expires_at)
-	select (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :org, n.v, 'PGB' || '-' || n.v, 'flowbench', false,
+	select (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :writeorg, n.v, 'PGB' || '-' || n.v, 'flowbench', false,
 	:keyid, :nisealed, :nihmac, :lnsealed, :redirect, '', '', gen_random_uuid(), '1', :client, now() + 2592000000000 * interval '1 microsecond'
 	from n
 	returning flow_number, reference_id, version, consent_status, process_status, created_at, updated_at, expires_at;
@@ -22,5 +23,5 @@ insert into flow_tasks (id, flow_id, task_type, task_category, status)
 	values ((lpad(to_hex(:t1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, 'consent', 'userTask', 'pending') returning created_at, updated_at;
 \endpipeline
 insert into consent_requests (flow_id, organization_id, token_hash, pii_key_id, token_sealed)
-	values ((lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :org, sha256(:f1::text::bytea || :f2::text::bytea), :keyid, :toksealed);
+	values ((lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :writeorg, sha256(:f1::text::bytea || :f2::text::bytea), :keyid, :toksealed);
 commit;

@@ -11,11 +11,11 @@
 \set t2 random(0, 4611686018427387903)
 begin;
 \startpipeline
-with n as (select flowd_next_flow_number(:org) as v)
+with n as (select flowd_next_flow_number(:writeorg) as v)
 	insert into flows (id, organization_id, flow_number, reference_id, reference_name,
 	sandbox, pii_key_id, national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, webhook_url,
 	organization_number, process_instance_id, process_version, created_by, expires_at)
-	select (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :org, n.v, 'PGB' || '-' || n.v, 'flowbench', false,
+	select (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :writeorg, n.v, 'PGB' || '-' || n.v, 'flowbench', false,
 	:keyid, :nisealed, :nihmac, :lnsealed, :redirect, :hookurl, '', gen_random_uuid(), '1', :client, now() + 2592000000000 * interval '1 microsecond'
 	from n
 	returning flow_number, reference_id, version, consent_status, process_status, created_at, updated_at, expires_at;
@@ -25,7 +25,7 @@ insert into flow_tasks (id, flow_id, task_type, task_category, status)
 	values ((lpad(to_hex(:t2::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, 'send-initiate-webhook', 'serviceTask', 'pending') returning created_at, updated_at;
 \endpipeline
 insert into consent_requests (flow_id, organization_id, token_hash, pii_key_id, token_sealed)
-	values ((lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :org, sha256(:f1::text::bytea || :f2::text::bytea), :keyid, :toksealed);
+	values ((lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :writeorg, sha256(:f1::text::bytea || :f2::text::bytea), :keyid, :toksealed);
 WITH raw_job_data AS (
     SELECT
         unnest(array[0]::bigint[]) AS id,
@@ -52,5 +52,5 @@ ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND unique_states IS NOT N
 DO UPDATE SET kind = river_job.kind
 RETURNING *, (xmax != 0) AS unique_skipped_as_duplicate \gset job_
 insert into webhook_events (id, organization_id, flow_id, task_id, type, url, body, job_id)
-	values (gen_random_uuid(), :org, (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0')), (lpad(to_hex(:t2::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0')), 'flow.created', :hookurl, '{"type":"flow.created"}', :job_id);
+	values (gen_random_uuid(), :writeorg, (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0')), (lpad(to_hex(:t2::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0')), 'flow.created', :hookurl, '{"type":"flow.created"}', :job_id);
 commit;
