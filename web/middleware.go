@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"time"
 
@@ -113,20 +114,35 @@ const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 	"object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
 
 func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
-	secure := s.cfg.Secure()
+	set := securityHeaderValues
+	if s.cfg.Secure() {
+		set = append(slices.Clip(set), headerValue{"Strict-Transport-Security", []string{"max-age=31536000"}})
+	}
 	return func(c echo.Context) error {
 		h := c.Response().Header()
-		h.Set("Content-Security-Policy", contentSecurityPolicy)
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Cross-Origin-Opener-Policy", "same-origin")
-		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
-		if secure {
-			h.Set("Strict-Transport-Security", "max-age=31536000")
+		for _, v := range set {
+			h[v.key] = v.values
 		}
 		return next(c)
 	}
+}
+
+// headerValue is a response header, its key in canonical form.
+type headerValue struct {
+	key    string
+	values []string
+}
+
+// securityHeaderValues go on every response. Each response shares their
+// value slices, which spares six allocations a request: Header.Set, Add and
+// Del replace or grow a value slice and never write into it.
+var securityHeaderValues = []headerValue{
+	{"Content-Security-Policy", []string{contentSecurityPolicy}},
+	{"X-Content-Type-Options", []string{"nosniff"}},
+	{"Referrer-Policy", []string{"no-referrer"}},
+	{"X-Frame-Options", []string{"DENY"}},
+	{"Cross-Origin-Opener-Policy", []string{"same-origin"}},
+	{"Permissions-Policy", []string{"camera=(), microphone=(), geolocation=()"}},
 }
 
 // limitBody refuses request bodies over limit bytes with 413.

@@ -31,13 +31,19 @@ type testServer struct {
 // the test can cut.
 func setup(t *testing.T) testServer {
 	t.Helper()
+	return setupWith(t, func(string) string { return "" })
+}
+
+// setupWith starts the server with the settings getenv gives.
+func setupWith(t *testing.T, getenv config.Getenv) testServer {
+	t.Helper()
 	proxy, url := dbtest.NewProxy(t, dbtest.NewURL(t))
 	pool, err := database.Open(context.Background(), url, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	cfg, err := config.Load(func(string) string { return "" }, config.Need{})
+	cfg, err := config.Load(getenv, config.Need{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,6 +188,35 @@ func TestDecodeJSONNamesEveryOffendingField(t *testing.T) {
 				t.Fatalf("fields %v, want %v (%s)", got, tt.fields, body)
 			}
 		})
+	}
+}
+
+// Strict-Transport-Security goes out only when flowd is reached over HTTPS,
+// and answers do not share a header value that one of them changed.
+func TestHTTPSBaseURLAddsStrictTransportSecurity(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		base string
+		want string
+	}{
+		{"https://flowd.example", "max-age=31536000"},
+		{"http://localhost:8080", ""},
+	} {
+		ts := setupWith(t, func(k string) string {
+			if k == "FLOWD_BASE_URL" {
+				return tt.base
+			}
+			return ""
+		})
+		for range 2 {
+			resp, _ := do(t, "GET", ts.url+"/healthz", "", "")
+			if got := resp.Header.Get("Strict-Transport-Security"); got != tt.want {
+				t.Fatalf("%s: Strict-Transport-Security %q, want %q", tt.base, got, tt.want)
+			}
+			if got := resp.Header.Values("X-Frame-Options"); len(got) != 1 || got[0] != "DENY" {
+				t.Fatalf("%s: X-Frame-Options %q", tt.base, got)
+			}
+		}
 	}
 }
 

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -79,4 +83,26 @@ func perCall(d time.Duration, n float64) float64 {
 		return 0
 	}
 	return float64(d.Microseconds()) / n
+}
+
+// mallocs reads flowd's heap allocations so far from its /metrics; 0 when
+// it cannot.
+func (b *bench) mallocs(ctx context.Context) float64 {
+	req, err := http.NewRequestWithContext(ctx, "GET", b.base+"/metrics", nil)
+	if err != nil {
+		return 0
+	}
+	res, err := (&http.Client{Transport: b.transport, Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return 0
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_mallocs_total "); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			return n
+		}
+	}
+	return 0
 }

@@ -37,6 +37,9 @@ type Result struct {
 	LoadCPUus            float64 `json:"load_cpu_us_per_request,omitempty"`
 	PgbenchPostgresCPUus float64 `json:"pgbench_postgres_cpu_us_per_tx,omitempty"`
 	PgbenchClientCPUus   float64 `json:"pgbench_client_cpu_us_per_tx,omitempty"`
+	// FlowdAllocs is flowd's heap allocations per request, from its
+	// go_memstats_mallocs_total: what its garbage collector has to follow.
+	FlowdAllocs float64 `json:"flowd_allocs_per_request,omitempty"`
 }
 
 // drive sends requests with the run's concurrency for its whole duration,
@@ -50,9 +53,10 @@ func (b *bench) drive(ctx context.Context, name string, next nextRequest) Result
 // driveSlice sends requests with the run's concurrency for d and adds what
 // it measured, and the CPU it cost, to s.
 func (b *bench) driveSlice(ctx context.Context, s *sample, d time.Duration, next nextRequest) {
-	before := b.cpuNow()
+	before, mallocs := b.cpuNow(), b.mallocs(ctx)
 	s.add(b.load.drive(ctx, d, next))
 	s.cpu = s.cpu.add(b.cpuNow().sub(before))
+	s.mallocs += b.mallocs(ctx) - mallocs
 }
 
 // sample is what one or more stretches of load measured.
@@ -62,6 +66,7 @@ type sample struct {
 	firstErr  string
 	elapsed   time.Duration
 	cpu       cpuTimes
+	mallocs   float64 // flowd's heap allocations
 }
 
 func (s *sample) add(o sample) {
@@ -72,6 +77,7 @@ func (s *sample) add(o sample) {
 	}
 	s.elapsed += o.elapsed
 	s.cpu = s.cpu.add(o.cpu)
+	s.mallocs += o.mallocs
 }
 
 // result summarizes s: throughput, latency percentiles, CPU per request.
@@ -89,6 +95,7 @@ func (s sample) result(name string, concurrency int) Result {
 	r.P99ms = ms(percentile(lat, 0.99))
 	r.MaxMs = ms(lat[len(lat)-1])
 	r.FlowdCPUus, r.PostgresCPUus, r.LoadCPUus = perCall(s.cpu.flowd, n), perCall(s.cpu.postgres, n), perCall(s.cpu.load, n)
+	r.FlowdAllocs = s.mallocs / n
 	return r
 }
 

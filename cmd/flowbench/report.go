@@ -27,20 +27,21 @@ func newReport(concurrency int) *Report {
 
 // print writes the results as a table: throughput and latency, the ratio
 // to pgbench, and CPU per request (µs) of flowd, PostgreSQL and the load
-// generator, beside PostgreSQL's and pgbench's per pgbench transaction.
+// generator, beside PostgreSQL's and pgbench's per pgbench transaction;
+// and flowd's heap allocations per request.
 func (r *Report) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\treq/s\tp50 ms\tp99 ms\tmax ms\terrors\tpgbench tps\tratio\tpeak RSS MiB\t"+
-		"cpu µs: flowd\tpostgres\tload\t| pgbench: postgres\tclient\t")
+		"cpu µs: flowd\tpostgres\tload\t| pgbench: postgres\tclient\tflowd allocs\t")
 	for _, res := range r.Results {
 		pg, ratio := "-", "-"
 		if res.PgbenchTPS > 0 {
 			pg = fmt.Sprintf("%.0f", res.PgbenchTPS)
 			ratio = fmt.Sprintf("%.2f", res.Ratio)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.1f\t%d\t%s\t%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t\n",
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.1f\t%d\t%s\t%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t\n",
 			res.Scenario, res.RPS, res.P50ms, res.P99ms, res.MaxMs, res.Errors, pg, ratio, res.PeakRSSMiB,
-			res.FlowdCPUus, res.PostgresCPUus, res.LoadCPUus, res.PgbenchPostgresCPUus, res.PgbenchClientCPUus)
+			res.FlowdCPUus, res.PostgresCPUus, res.LoadCPUus, res.PgbenchPostgresCPUus, res.PgbenchClientCPUus, res.FlowdAllocs)
 	}
 	tw.Flush()
 	for _, n := range r.Notes {

@@ -17,6 +17,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // ErrUnknownKey means a ciphertext was sealed by a key this Sealer does not hold.
@@ -104,12 +105,21 @@ func (s *Sealer) Open(keyID string, sealed []byte, context string) (string, erro
 	if len(sealed) < n+k.aead.Overhead() {
 		return "", ErrCorrupt
 	}
-	plain, err := k.aead.Open(nil, sealed[:n], sealed[n:], []byte(context))
+	// The context and the plaintext pass through a reused buffer: what
+	// reaches an AEAD's methods escapes, and a list page opens ten values.
+	buf := openBuffers.Get().(*[]byte)
+	defer openBuffers.Put(buf)
+	aad := append((*buf)[:0], context...)
+	*buf = aad[:0] // keep what append grew
+	plain, err := k.aead.Open(aad[len(aad):], sealed[:n], sealed[n:], aad)
 	if err != nil {
 		return "", ErrCorrupt
 	}
 	return string(plain), nil
 }
+
+// openBuffers hold Open's context and plaintext.
+var openBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
 
 // HashMatches reports whether sum is Hash(domain, value) under the current
 // key or any previous one: hashes that cannot be recomputed on rotation (an

@@ -3,6 +3,10 @@ package pii
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -58,5 +62,53 @@ func TestRotationOpensOldValuesAndSealsWithTheNewKey(t *testing.T) {
 	}
 	if _, err := New([]byte("short")); err == nil {
 		t.Fatal("a short key was accepted")
+	}
+}
+
+// Open reuses buffers across calls: values and contexts of every size, opened
+// at once from many goroutines, each come back whole and only in their own
+// context.
+func TestOpenReusesNoBytesBetweenCalls(t *testing.T) {
+	t.Parallel()
+	s, err := New(testKey(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type value struct {
+		plain, context string
+		sealed         []byte
+	}
+	var values []value
+	for _, n := range []int{0, 1, 11, 255, 256, 300, 5000} {
+		for _, c := range []int{1, 40, 256, 1000} {
+			plain := strings.Repeat(string(rune('a'+n%26)), n)
+			context := strings.Repeat("c", c) + strconv.Itoa(n)
+			values = append(values, value{plain, context, s.Seal(plain, context)})
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				v := values[(g+i)%len(values)]
+				got, err := s.Open(s.KeyID(), v.sealed, v.context)
+				if err != nil || got != v.plain {
+					errs <- fmt.Errorf("Open of %d bytes in a context of %d = %d bytes, %v", len(v.plain), len(v.context), len(got), err)
+					return
+				}
+				if _, err := s.Open(s.KeyID(), v.sealed, v.context+"x"); !errors.Is(err, ErrCorrupt) {
+					errs <- fmt.Errorf("opened in another context: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

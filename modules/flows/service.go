@@ -321,9 +321,7 @@ func (m *Manager) toSummary(r store.FlowSummary) (FlowSummary, error) {
 		ID: r.ID, OrganizationID: r.OrganizationID, Number: r.Number, ReferenceID: r.ReferenceID,
 		ConsentStatus: ConsentStatus(r.ConsentStatus), ProcessStatus: ProcessStatus(r.ProcessStatus),
 		Sandbox: r.Sandbox, NationalID: nationalID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-	}
-	if r.ReferenceName != nil {
-		f.ReferenceName = *r.ReferenceName
+		ReferenceName: r.ReferenceName,
 	}
 	return f, nil
 }

@@ -62,9 +62,9 @@ const flowColumns = `id::text, organization_id, flow_number, reference_id, refer
 func scanFlow(row pgx.Row) (Flow, error) {
 	var f Flow
 	err := row.Scan(&f.ID, &f.OrganizationID, &f.Number, &f.ReferenceID, &f.ReferenceName, &f.Version,
-		&f.ConsentStatus, &f.ProcessStatus, &f.Sandbox, &f.PIIKeyID, &f.NationalIDSealed, &f.NationalIDHMAC,
+		symbol{&f.ConsentStatus}, symbol{&f.ProcessStatus}, &f.Sandbox, symbol{&f.PIIKeyID}, &f.NationalIDSealed, &f.NationalIDHMAC,
 		&f.LastNameSealed, &f.RedirectURL, &f.WebhookURL, &f.OrganizationNumber, &f.ProcessInstanceID,
-		&f.ProcessVersion, &f.CreatedBy, &f.HasErrors, &f.CreatedAt, &f.UpdatedAt, &f.OpenedAt, &f.DecidedAt, &f.ExpiresAt)
+		symbol{&f.ProcessVersion}, &f.CreatedBy, &f.HasErrors, &f.CreatedAt, &f.UpdatedAt, &f.OpenedAt, &f.DecidedAt, &f.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return f, ErrNoRows
 	}
@@ -138,7 +138,7 @@ type FlowSummary struct {
 	OrganizationID   string
 	Number           int64
 	ReferenceID      string
-	ReferenceName    *string
+	ReferenceName    string // "" when the flow has none
 	ConsentStatus    string
 	ProcessStatus    string
 	Sandbox          bool
@@ -148,7 +148,8 @@ type FlowSummary struct {
 	UpdatedAt        time.Time
 }
 
-const summaryColumns = `id::text, organization_id, flow_number, reference_id, reference_name,
+// summaryColumns leave out the organization, which the query names.
+const summaryColumns = `id::text, flow_number, reference_id, coalesce(reference_name, ''),
 	consent_status, process_status, sandbox, pii_key_id, national_id_sealed, created_at, updated_at`
 
 // ListQuery selects a page of an organization's flows.
@@ -214,10 +215,13 @@ func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary
 			return err
 		}
 		defer rows.Close()
+		// One row and one list of destinations serve every row: passing
+		// fresh pointers to Scan would move each row to the heap.
+		f := FlowSummary{OrganizationID: q.OrganizationID}
+		dest := []any{&f.ID, &f.Number, &f.ReferenceID, &f.ReferenceName, symbol{&f.ConsentStatus},
+			symbol{&f.ProcessStatus}, &f.Sandbox, symbol{&f.PIIKeyID}, &f.NationalIDSealed, &f.CreatedAt, &f.UpdatedAt}
 		for rows.Next() {
-			var f FlowSummary
-			if err := rows.Scan(&f.ID, &f.OrganizationID, &f.Number, &f.ReferenceID, &f.ReferenceName,
-				&f.ConsentStatus, &f.ProcessStatus, &f.Sandbox, &f.PIIKeyID, &f.NationalIDSealed, &f.CreatedAt, &f.UpdatedAt); err != nil {
+			if err := rows.Scan(dest...); err != nil {
 				return err
 			}
 			out = append(out, f)
