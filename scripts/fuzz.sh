@@ -10,6 +10,7 @@ targets=(
   ./web:FuzzCreateFlowBody
   ./web:FuzzTokenRequest
   ./web:FuzzFlowListQuery
+  ./web:FuzzAppendString
   ./modules/identity:FuzzVerifyAccessToken
   ./modules/identity:FuzzVerifySignedClaims
   ./internal/reliability:FuzzConsentDecisionForm

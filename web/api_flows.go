@@ -20,10 +20,16 @@ const apiTime = "2006-01-02T15:04:05.000Z"
 // formatTime writes t as time.Format(apiTime) would, by hand: a list page
 // writes two instants per flow, and the general formatter was 5 % of its CPU.
 func formatTime(t time.Time) string {
+	var b [len(apiTime)]byte
+	return string(appendTime(b[:0], t))
+}
+
+// appendTime appends t as formatTime writes it.
+func appendTime(dst []byte, t time.Time) []byte {
 	t = t.UTC()
 	year, month, day := t.Date()
 	if year < 0 || year > 9999 {
-		return t.Format(apiTime)
+		return t.AppendFormat(dst, apiTime)
 	}
 	hour, minute, second := t.Clock()
 	var b [len(apiTime)]byte
@@ -47,7 +53,7 @@ func formatTime(t time.Time) string {
 	b[19] = '.'
 	digits(20, t.Nanosecond()/1e6, 3)
 	b[23] = 'Z'
-	return string(b[:])
+	return append(dst, b[:]...)
 }
 
 func formatTimePtr(t *time.Time) *string {
@@ -140,8 +146,8 @@ type flowListItem struct {
 	FlowNumber     int64  `json:"flowNumber"`
 	Sandbox        bool   `json:"sandbox"`
 	Archived       bool   `json:"archived"`
-	CreatedAt      string `json:"createdAt"`
-	UpdatedAt      string `json:"updatedAt"`
+	CreatedAt      apiInstant `json:"createdAt"`
+	UpdatedAt      apiInstant `json:"updatedAt"`
 }
 
 type flowList struct {
@@ -225,7 +231,7 @@ func (s *Server) handleFlowList(c echo.Context) error {
 		out.Data[i] = flowListItem{
 			ID: f.ID, NationalID: f.NationalID, OrganizationID: f.OrganizationID, Status: string(f.ConsentStatus),
 			ReferenceID: f.ReferenceID, FlowNumber: f.Number, Sandbox: f.Sandbox, Archived: f.Archived(),
-			CreatedAt: formatTime(f.CreatedAt), UpdatedAt: formatTime(f.UpdatedAt),
+			CreatedAt: apiInstant(f.CreatedAt), UpdatedAt: apiInstant(f.UpdatedAt),
 		}
 	}
 	return s.writeJSON(c, http.StatusOK, out)

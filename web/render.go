@@ -36,7 +36,9 @@ func writeJSONType(c echo.Context, status int, contentType string, v any) error 
 	// Encode writes what json.Marshal would, HTML-escaped as well, plus the
 	// trailing newline; encoding into a reused buffer spares a response's
 	// allocations and the copy that appending the newline made.
-	if err := json.NewEncoder(buf).Encode(v); err != nil {
+	if a, ok := v.(jsonAppender); ok {
+		buf.Write(a.appendJSON(buf.AvailableBuffer()))
+	} else if err := json.NewEncoder(buf).Encode(v); err != nil {
 		return err
 	}
 	h := c.Response().Header()
