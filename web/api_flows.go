@@ -138,14 +138,14 @@ func (s *Server) handleFlowCreate(c echo.Context) error {
 // flowListItem is one flow of GET /api/flows: the seed's flow model plus a
 // few conveniences.
 type flowListItem struct {
-	ID             string `json:"id"`
-	NationalID     string `json:"nationalId"`
-	OrganizationID string `json:"organizationId"`
-	Status         string `json:"status"`
-	ReferenceID    string `json:"referenceId"`
-	FlowNumber     int64  `json:"flowNumber"`
-	Sandbox        bool   `json:"sandbox"`
-	Archived       bool   `json:"archived"`
+	ID             string     `json:"id"`
+	NationalID     string     `json:"nationalId"`
+	OrganizationID string     `json:"organizationId"`
+	Status         string     `json:"status"`
+	ReferenceID    string     `json:"referenceId"`
+	FlowNumber     int64      `json:"flowNumber"`
+	Sandbox        bool       `json:"sandbox"`
+	Archived       bool       `json:"archived"`
 	CreatedAt      apiInstant `json:"createdAt"`
 	UpdatedAt      apiInstant `json:"updatedAt"`
 }
