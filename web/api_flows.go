@@ -56,14 +56,6 @@ func appendTime(dst []byte, t time.Time) []byte {
 	return append(dst, b[:]...)
 }
 
-func formatTimePtr(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := formatTime(*t)
-	return &s
-}
-
 // flowError maps the flows module's sentinel errors to application errors;
 // it is the one place the API decides what they mean to a caller.
 func flowError(err error) error {
@@ -265,8 +257,8 @@ type flowDetail struct {
 	Incidents        map[string]incidentJSON `json:"incidents"`
 	Status           string                  `json:"status"`
 	Consent          consentJSON             `json:"consent"`
-	CreatedAt        string                  `json:"createdAt"`
-	UpdatedAt        string                  `json:"updatedAt"`
+	CreatedAt        apiInstant              `json:"createdAt"`
+	UpdatedAt        apiInstant              `json:"updatedAt"`
 	NumAttachments   int                     `json:"numAttachments"`
 	Meta             metaJSON                `json:"_meta"`
 	FlowDefinitionID string                  `json:"flowDefinitionId"`
@@ -275,7 +267,7 @@ type flowDetail struct {
 	ReferenceName    *string                 `json:"referenceName"`
 	VersionTag       *string                 `json:"versionTag"`
 	Sandbox          bool                    `json:"sandbox"`
-	SandboxConfig    map[string]any          `json:"sandboxConfig"`
+	SandboxConfig    struct{}                `json:"sandboxConfig"` // always {}: no sandbox settings exist yet
 	Data             flowDataJSON            `json:"data"`
 	Actions          []string                `json:"actions"`
 }
@@ -288,10 +280,10 @@ type incidentJSON struct {
 }
 
 type consentJSON struct {
-	Status    string  `json:"status"`
-	OpenedAt  *string `json:"openedAt"`
-	DecidedAt *string `json:"decidedAt"`
-	ExpiresAt string  `json:"expiresAt"`
+	Status    string      `json:"status"`
+	OpenedAt  *apiInstant `json:"openedAt"`
+	DecidedAt *apiInstant `json:"decidedAt"`
+	ExpiresAt apiInstant  `json:"expiresAt"`
 }
 
 type metaJSON struct {
@@ -317,13 +309,13 @@ func envelopeOf(f flows.Flow, p identity.Principal) flowEnvelope {
 	d := flowDetail{
 		FlowID: f.ID, Version: f.Version, HasErrors: f.HasErrors, HasIncidents: len(f.Incidents) > 0,
 		Incidents: make(map[string]incidentJSON, len(f.Incidents)), Status: string(f.ProcessStatus),
-		Consent: consentJSON{Status: string(f.ConsentStatus), OpenedAt: formatTimePtr(f.OpenedAt),
-			DecidedAt: formatTimePtr(f.DecidedAt), ExpiresAt: formatTime(f.ExpiresAt)},
-		CreatedAt: formatTime(f.CreatedAt), UpdatedAt: formatTime(f.UpdatedAt),
+		Consent: consentJSON{Status: string(f.ConsentStatus), OpenedAt: (*apiInstant)(f.OpenedAt),
+			DecidedAt: (*apiInstant)(f.DecidedAt), ExpiresAt: apiInstant(f.ExpiresAt)},
+		CreatedAt: apiInstant(f.CreatedAt), UpdatedAt: apiInstant(f.UpdatedAt),
 		Meta: metaJSON{ProcessDefinitionID: flows.ProcessDefinitionID, ProcessInstanceID: f.ProcessInstanceID,
 			ProcessVersion: f.ProcessVersion},
 		FlowDefinitionID: flows.FlowDefinitionID, FlowNumber: f.Number, ReferenceID: f.ReferenceID,
-		Sandbox: f.Sandbox, SandboxConfig: map[string]any{},
+		Sandbox: f.Sandbox,
 		Data: flowDataJSON{NationalID: f.NationalID, LastName: f.LastName, RedirectURL: f.RedirectURL,
 			WebhookURL: f.WebhookURL, OrganizationNumber: f.OrganizationNumber},
 		Actions: []string{"read"},
