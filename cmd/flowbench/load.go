@@ -40,6 +40,9 @@ type Result struct {
 	// FlowdAllocs is flowd's heap allocations per request, from its
 	// go_memstats_mallocs_total: what its garbage collector has to follow.
 	FlowdAllocs float64 `json:"flowd_allocs_per_request,omitempty"`
+	// list-deep's reference: the first page, in turns with the deep one.
+	FirstPageRPS   float64 `json:"first_page_rps,omitempty"`
+	FirstPageP50ms float64 `json:"first_page_p50_ms,omitempty"`
 }
 
 // drive sends requests with the run's concurrency for its whole duration,

@@ -35,6 +35,14 @@ var scenarioByName = map[string]scenario{
 // This machine's speed drifts by a third within minutes; taking turns lets
 // both meet the same machine, so that their ratio means something.
 func (b *bench) measure(ctx context.Context, name string, next nextRequest, vars map[string]string, files ...string) (Result, error) {
+	return b.measureBeside(ctx, name, next, nil, vars, files...)
+}
+
+// measureBeside is measure with a reference: after each of next's turns,
+// reference, when not nil, drives flowd for one of its own, so that a
+// scenario compares with another on the same machine too.
+func (b *bench) measureBeside(ctx context.Context, name string, next nextRequest, reference func(time.Duration),
+	vars map[string]string, files ...string) (Result, error) {
 	d := b.sliceDuration()
 	var (
 		load sample
@@ -43,6 +51,9 @@ func (b *bench) measure(ctx context.Context, name string, next nextRequest, vars
 	)
 	for range b.o.slices {
 		b.driveSlice(ctx, &load, d, next)
+		if reference != nil {
+			reference(d)
+		}
 		before := b.cpuNow()
 		run, err := b.runPgbench(ctx, d, vars, files...)
 		if err != nil {
@@ -119,9 +130,13 @@ func retrieveScenario(ctx context.Context, b *bench) (Result, error) {
 
 // listFirstScenario: GET /api/flows, the newest ten of the deep organization.
 func listFirstScenario(ctx context.Context, b *bench) (Result, error) {
-	return b.measure(ctx, "list-first", func(_, _ int) (request, error) {
+	return b.measure(ctx, "list-first", firstPage(b), map[string]string{"org": b.deep.ID}, "list_first")
+}
+
+func firstPage(b *bench) nextRequest {
+	return func(_, _ int) (request, error) {
 		return b.deep.request("GET", "/api/flows?limit=10", nil, 200)
-	}, map[string]string{"org": b.deep.ID}, "list_first")
+	}
 }
 
 // deepCursor is the flow after which page ~10 000 (of ten) starts: 100 000
@@ -131,13 +146,27 @@ func deepCursor(b *bench) (id string, page int) {
 	return seededID(b.o.deepFlows - depth), depth/10 + 1
 }
 
-// listDeepScenario: GET /api/flows?starting_after=… at page ~10 000.
+// listDeepScenario: GET /api/flows?starting_after=… at page ~10 000. The
+// first page takes turns with it, so that the two compare on the same
+// machine: list-first's own scenario ran minutes before or after.
 func listDeepScenario(ctx context.Context, b *bench) (Result, error) {
 	cursor, page := deepCursor(b)
 	b.note("list-deep reads page %d of ten flows (after %s) among %d", page, cursor, b.o.deepFlows)
-	return b.measure(ctx, "list-deep", func(_, _ int) (request, error) {
+	var first sample
+	r, err := b.measureBeside(ctx, "list-deep", func(_, _ int) (request, error) {
 		return b.deep.request("GET", "/api/flows?limit=10&starting_after="+cursor, nil, 200)
-	}, map[string]string{"org": b.deep.ID, "cursor": cursor}, "list_deep")
+	}, func(d time.Duration) { b.driveSlice(ctx, &first, d, firstPage(b)) },
+		map[string]string{"org": b.deep.ID, "cursor": cursor}, "list_deep")
+	if err != nil {
+		return r, err
+	}
+	f := first.result("list-first", b.o.concurrency)
+	r.FirstPageRPS, r.FirstPageP50ms = f.RPS, f.P50ms
+	if f.RPS > 0 && f.P50ms > 0 {
+		b.note("list-deep against the first page in turns of the same run: %.2f× its req/s (%.0f vs %.0f), %.2f× its p50 (%.2f vs %.2f ms)",
+			r.RPS/f.RPS, r.RPS, f.RPS, r.P50ms/f.P50ms, r.P50ms, f.P50ms)
+	}
+	return r, nil
 }
 
 // mixedScenario: 70 % retrieve, 20 % list first page, 10 % create, all on

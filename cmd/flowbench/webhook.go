@@ -128,7 +128,7 @@ func webhookScenario(ctx context.Context, b *bench) (Result, error) {
 		CreatesPerSec: cr.RPS, DeliveriesPerSec: float64(inWindow) / window.Seconds(), DrainSeconds: drain.Seconds()}
 	r.RPS = r.DeliveriesPerSec
 	// CPU is per create: each create makes one delivery.
-	r.FlowdCPUus, r.PostgresCPUus, r.LoadCPUus = cr.FlowdCPUus, cr.PostgresCPUus, cr.LoadCPUus
+	r.FlowdCPUus, r.PostgresCPUus, r.LoadCPUus, r.FlowdAllocs = cr.FlowdCPUus, cr.PostgresCPUus, cr.LoadCPUus, cr.FlowdAllocs
 	if len(lat) > 0 {
 		r.P50ms, r.P99ms, r.MaxMs = ms(percentile(lat, 0.50)), ms(percentile(lat, 0.99)), ms(lat[len(lat)-1])
 	}
