@@ -105,6 +105,20 @@ func (l *eventLoop) dial(c *loadConn) error {
 	return nil
 }
 
+// dropClosed hangs up the idle connections that flowd closed since the
+// last run, so that no request is sent on them.
+func (l *eventLoop) dropClosed(events []syscall.EpollEvent) {
+	n, err := syscall.EpollWait(l.epfd, events, 0)
+	if err != nil {
+		return
+	}
+	for _, ev := range events[:n] {
+		if c := l.conns[int(ev.Fd)]; c != nil && !c.busy {
+			l.hangUp(c)
+		}
+	}
+}
+
 func (l *eventLoop) hangUp(c *loadConn) {
 	if c.fd < 0 {
 		return
@@ -178,6 +192,9 @@ func (l *eventLoop) receive(c *loadConn) (status int, body []byte, done bool, er
 		n, err := syscall.Read(c.fd, buf[:])
 		if errors.Is(err, syscall.EAGAIN) {
 			break
+		}
+		if errors.Is(err, syscall.ECONNRESET) && len(c.in) == 0 && c.reused {
+			return 0, nil, false, errRetry // closed while idle; the request met the reset
 		}
 		if err != nil {
 			return 0, nil, false, err

@@ -166,10 +166,11 @@ func (l *eventLoop) run(ctx context.Context, conns []*loadConn, deadline time.Ti
 			idle = append(idle, c)
 		}
 	}
+	events := make([]syscall.EpollEvent, len(conns))
+	l.dropClosed(events)
 	for _, c := range conns {
 		start(c)
 	}
-	events := make([]syscall.EpollEvent, len(conns))
 	drainUntil := deadline.Add(drainTimeout)
 	for {
 		now := time.Now()
