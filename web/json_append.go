@@ -45,11 +45,9 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-func appendBool(dst []byte, v bool) []byte { return strconv.AppendBool(dst, v) }
-
 func (l flowList) appendJSON(dst []byte) []byte {
 	dst = append(dst, `{"has_more":`...)
-	dst = appendBool(dst, l.HasMore)
+	dst = strconv.AppendBool(dst, l.HasMore)
 	dst = append(dst, `,"data":`...)
 	if l.Data == nil {
 		dst = append(dst, "null"...)
@@ -80,9 +78,9 @@ func (f flowListItem) appendJSON(dst []byte) []byte {
 	dst = append(dst, `,"flowNumber":`...)
 	dst = strconv.AppendInt(dst, f.FlowNumber, 10)
 	dst = append(dst, `,"sandbox":`...)
-	dst = appendBool(dst, f.Sandbox)
+	dst = strconv.AppendBool(dst, f.Sandbox)
 	dst = append(dst, `,"archived":`...)
-	dst = appendBool(dst, f.Archived)
+	dst = strconv.AppendBool(dst, f.Archived)
 	dst = append(dst, `,"createdAt":`...)
 	dst = appendInstant(dst, f.CreatedAt)
 	dst = append(dst, `,"updatedAt":`...)
@@ -108,9 +106,9 @@ func (d flowDetail) appendJSON(dst []byte) []byte {
 	dst = append(dst, `,"version":`...)
 	dst = strconv.AppendInt(dst, int64(d.Version), 10)
 	dst = append(dst, `,"hasErrors":`...)
-	dst = appendBool(dst, d.HasErrors)
+	dst = strconv.AppendBool(dst, d.HasErrors)
 	dst = append(dst, `,"hasIncidents":`...)
-	dst = appendBool(dst, d.HasIncidents)
+	dst = strconv.AppendBool(dst, d.HasIncidents)
 	dst = append(dst, `,"incidents":`...)
 	dst = appendIncidents(dst, d.Incidents)
 	dst = append(dst, `,"status":`...)
@@ -146,7 +144,7 @@ func (d flowDetail) appendJSON(dst []byte) []byte {
 	dst = append(dst, `,"versionTag":`...)
 	dst = appendStringOrNull(dst, d.VersionTag)
 	dst = append(dst, `,"sandbox":`...)
-	dst = appendBool(dst, d.Sandbox)
+	dst = strconv.AppendBool(dst, d.Sandbox)
 	dst = append(dst, `,"sandboxConfig":`...)
 	dst = append(dst, "{}"...) // struct{}: no sandbox settings exist yet
 	dst = append(dst, `,"data":{"nationalId":`...)

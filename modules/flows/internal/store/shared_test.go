@@ -177,28 +177,12 @@ func TestAPanickingReadDoesNotStrandTheOthers(t *testing.T) {
 		return out
 	}
 	panicking := do(func(br pgx.BatchResults) error { panic("a bug in a read") })
-	for {
-		r.mu.Lock()
-		waiting := len(r.pending)
-		r.mu.Unlock()
-		if waiting == 1 {
-			break
-		}
-		runtime.Gosched()
-	}
+	waitPending(r, 1)
 	calm := do(func(br pgx.BatchResults) error {
 		var one int
 		return br.QueryRow().Scan(&one)
 	})
-	for {
-		r.mu.Lock()
-		waiting := len(r.pending)
-		r.mu.Unlock()
-		if waiting == 2 {
-			break
-		}
-		runtime.Gosched()
-	}
+	waitPending(r, 2)
 	<-r.slots // both go in one round trip, sent by either of them
 	p, c := <-panicking, <-calm
 	if p.recovered == nil && c.recovered == nil {
@@ -214,5 +198,18 @@ func TestAPanickingReadDoesNotStrandTheOthers(t *testing.T) {
 	// pool's cleanup would wait for it for ever).
 	if len(r.slots) != 0 {
 		t.Error("the round trip's slot stays taken after the panic")
+	}
+}
+
+// waitPending waits until n reads wait in r for a slot.
+func waitPending(r *SharedReads, n int) {
+	for {
+		r.mu.Lock()
+		waiting := len(r.pending)
+		r.mu.Unlock()
+		if waiting == n {
+			return
+		}
+		runtime.Gosched()
 	}
 }
