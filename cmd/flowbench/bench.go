@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -67,6 +68,25 @@ type bench struct {
 	// sealed holds the sealed columns of one real flow, hex-encoded for pgbench.
 	pgVars map[string]string
 	notes  []string
+	// against is the -against build, which takes turns with this one:
+	// swapAgainst makes it the flowd that server, base and load name.
+	against *instance
+	// againstResults are its results, one per scenario, in scenario order.
+	againstResults []Result
+}
+
+// instance is a flowd process with the load generator's connections to it.
+type instance struct {
+	server *server
+	base   string
+	load   *load
+}
+
+// swapAgainst trades the flowd under load for the -against build.
+func (b *bench) swapAgainst() {
+	b.server, b.against.server = b.against.server, b.server
+	b.base, b.against.base = b.against.base, b.base
+	b.load, b.against.load = b.against.load, b.load
 }
 
 func (b *bench) note(format string, args ...any) {
@@ -145,6 +165,11 @@ func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_
 	if b.load, err = newLoad(b.base, o.concurrency); err != nil {
 		return nil, err
 	}
+	if o.against != "" {
+		if b.against, err = b.startAgainst(ctx); err != nil {
+			return nil, fmt.Errorf("-against %s: %w", o.against, err)
+		}
+	}
 	b.transport = &http.Transport{MaxIdleConns: 4 * o.concurrency, MaxIdleConnsPerHost: 4 * o.concurrency, IdleConnTimeout: time.Minute}
 	if b.main, err = b.seedOrg(ctx, "Bench Bank", "BENCH"); err != nil {
 		return nil, err
@@ -161,6 +186,39 @@ func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_
 	return b, nil
 }
 
+// startAgainst builds flowd from the -against directory and starts it on
+// the same database, with the same settings but its own address.
+func (b *bench) startAgainst(ctx context.Context) (*instance, error) {
+	bin := filepath.Join(b.tmp, "flowd-against")
+	fmt.Fprintln(b.out, "building flowd in", b.o.against)
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/flowd")
+	build.Dir, build.Stdout, build.Stderr = b.o.against, b.out, os.Stderr
+	if err := build.Run(); err != nil {
+		return nil, fmt.Errorf("build flowd: %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	// FLOWD_BASE_URL stays this run's: it is the tokens' issuer.
+	env := append(slices.Clone(b.env), "FLOWD_ADDR=127.0.0.1:"+strconv.Itoa(port))
+	logFile, err := os.Create(filepath.Join(b.tmp, "flowd-against.log"))
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(b.out, "starting the -against flowd on", base)
+	a := &instance{base: base}
+	if a.server, err = startServer(ctx, bin, base, env, logFile); err != nil {
+		return nil, err
+	}
+	if a.load, err = newLoad(base, b.o.concurrency); err != nil {
+		a.server.Stop()
+		return nil, err
+	}
+	return a, nil
+}
+
 // close stops flowd, drops the database and removes the build.
 func (b *bench) close() {
 	if b.load != nil {
@@ -168,6 +226,10 @@ func (b *bench) close() {
 	}
 	if b.server != nil {
 		b.server.Stop()
+	}
+	if b.against != nil {
+		b.against.load.close()
+		b.against.server.Stop()
 	}
 	if b.dbName != "" && !b.o.keep {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -40,6 +40,7 @@ type options struct {
 	pprof       string   // FLOWD_PPROF_ADDR for flowd, "" for none
 	keep        bool     // keep the database and the build for a look afterwards
 	env         []string // extra FLOWD_* settings for flowd
+	against     string   // another checkout whose flowd takes turns with this one, "" for none
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -53,6 +54,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.IntVar(&o.deepFlows, "deep-flows", 1_000_000, "flows of the organization the deep-page scenario reads")
 	fs.StringVar(&o.out, "out", "bench/results", "folder for the JSON results")
 	fs.StringVar(&o.pprof, "pprof", "", "let flowd serve pprof on this address (FLOWD_PPROF_ADDR), e.g. 127.0.0.1:6060")
+	fs.StringVar(&o.against, "against", "", "another checkout (such as a git worktree of main) whose flowd takes turns with this one's, on the same database, for a comparison this machine's drift does not spoil")
 	fs.BoolVar(&o.keep, "keep", false, "keep the database and flowd's log afterwards")
 	fs.Func("env", "an extra KEY=VALUE setting for flowd (repeatable)", func(s string) error {
 		o.env = append(o.env, s)
@@ -84,6 +86,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 		res.PeakRSSMiB = b.server.PeakRSSMiB()
 		report.Results = append(report.Results, res)
+		report.Results = append(report.Results, b.againstResults...)
+		b.againstResults = nil
 	}
 	report.Notes = b.notes
 	report.print(stdout)

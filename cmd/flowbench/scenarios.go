@@ -45,12 +45,18 @@ func (b *bench) measureBeside(ctx context.Context, name string, next nextRequest
 	vars map[string]string, files ...string) (Result, error) {
 	d := b.sliceDuration()
 	var (
-		load sample
-		db   pgbenchRun
-		dbPG time.Duration
+		load, against sample
+		db            pgbenchRun
+		dbPG          time.Duration
 	)
-	for range b.o.slices {
-		b.driveSlice(ctx, &load, d, next)
+	for i := range b.o.slices {
+		if b.against == nil {
+			b.driveSlice(ctx, &load, d, next)
+		} else {
+			// The two builds go first in turn: the turn after pgbench's
+			// runs slower.
+			b.driveBoth(ctx, &load, &against, d, next, i%2 == 1)
+		}
 		if reference != nil {
 			reference(d)
 		}
@@ -62,8 +68,31 @@ func (b *bench) measureBeside(ctx context.Context, name string, next nextRequest
 		db = db.add(run)
 		dbPG += b.cpuNow().sub(before).postgres
 	}
+	if b.against != nil {
+		r := against.result(name+" -against", b.o.concurrency)
+		r.PeakRSSMiB = b.against.server.PeakRSSMiB()
+		b.againstResults = append(b.againstResults, withPgbench(r, db, dbPG))
+	}
 	r := load.result(name, b.o.concurrency)
 	return withPgbench(r, db, dbPG), nil
+}
+
+// driveBoth drives this build and the -against one for d each, the
+// -against one first when againstFirst, adding what each measured to its
+// own sample.
+func (b *bench) driveBoth(ctx context.Context, load, against *sample, d time.Duration, next nextRequest, againstFirst bool) {
+	driveAgainst := func() {
+		b.swapAgainst()
+		defer b.swapAgainst()
+		b.driveSlice(ctx, against, d, next)
+	}
+	if againstFirst {
+		driveAgainst()
+	}
+	b.driveSlice(ctx, load, d, next)
+	if !againstFirst {
+		driveAgainst()
+	}
 }
 
 // sliceDuration is how long each turn of measure takes: pgbench counts

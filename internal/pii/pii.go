@@ -87,16 +87,18 @@ func deriveKey(raw []byte) (key, error) {
 // KeyID names the key Seal uses now; store it beside each ciphertext.
 func (s *Sealer) KeyID() string { return s.current.id }
 
-// Seal encrypts plaintext bound to context (such as "flow:<id>:nationalId"),
-// returning nonce and ciphertext in one slice.
-func (s *Sealer) Seal(plaintext, context string) []byte {
+// Seal encrypts plaintext bound to context (such as "flow:<id>:nationalId";
+// its parts are joined), returning nonce and ciphertext in one slice.
+func (s *Sealer) Seal(plaintext string, context ...string) []byte {
 	nonce := make([]byte, s.current.aead.NonceSize(), s.current.aead.NonceSize()+len(plaintext)+s.current.aead.Overhead())
 	_, _ = rand.Read(nonce)
-	return s.current.aead.Seal(nonce, nonce, []byte(plaintext), []byte(context))
+	return s.current.aead.Seal(nonce, nonce, []byte(plaintext), joinContext(nil, context))
 }
 
-// Open decrypts what Seal returned under the key named keyID with the same context.
-func (s *Sealer) Open(keyID string, sealed []byte, context string) (string, error) {
+// Open decrypts what Seal returned under the key named keyID with the same
+// context. The context comes in parts, so that a caller need not allocate
+// their concatenation: a list page opens ten values.
+func (s *Sealer) Open(keyID string, sealed []byte, context ...string) (string, error) {
 	k, ok := s.byID[keyID]
 	if !ok {
 		return "", ErrUnknownKey
@@ -109,13 +111,21 @@ func (s *Sealer) Open(keyID string, sealed []byte, context string) (string, erro
 	// reaches an AEAD's methods escapes, and a list page opens ten values.
 	buf := openBuffers.Get().(*[]byte)
 	defer openBuffers.Put(buf)
-	aad := append((*buf)[:0], context...)
+	aad := joinContext((*buf)[:0], context)
 	*buf = aad[:0] // keep what append grew
 	plain, err := k.aead.Open(aad[len(aad):], sealed[:n], sealed[n:], aad)
 	if err != nil {
 		return "", ErrCorrupt
 	}
 	return string(plain), nil
+}
+
+// joinContext appends context's parts to dst.
+func joinContext(dst []byte, context []string) []byte {
+	for _, part := range context {
+		dst = append(dst, part...)
+	}
+	return dst
 }
 
 // openBuffers hold Open's context and plaintext.

@@ -40,6 +40,28 @@ func TestSealOpensOnlyInItsContext(t *testing.T) {
 	}
 }
 
+// TestAContextInPartsIsTheirConcatenation: a value sealed with its context
+// in parts opens with the whole, and the other way round; parts that join
+// to another context do not open it.
+func TestAContextInPartsIsTheirConcatenation(t *testing.T) {
+	t.Parallel()
+	s, err := New(testKey(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inParts := s.Seal("01017012345", "flow:", "a", ":", "nationalId")
+	if got, err := s.Open(s.KeyID(), inParts, "flow:a:nationalId"); err != nil || got != "01017012345" {
+		t.Fatalf("sealed in parts, opened whole: %q, %v", got, err)
+	}
+	whole := s.Seal("01017012345", "flow:a:nationalId")
+	if got, err := s.Open(s.KeyID(), whole, "flow:", "a", ":", "nationalId"); err != nil || got != "01017012345" {
+		t.Fatalf("sealed whole, opened in parts: %q, %v", got, err)
+	}
+	if _, err := s.Open(s.KeyID(), whole, "flow:", "b", ":", "nationalId"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("parts of another context opened the value: %v", err)
+	}
+}
+
 func TestRotationOpensOldValuesAndSealsWithTheNewKey(t *testing.T) {
 	t.Parallel()
 	old, _ := New(testKey(1))

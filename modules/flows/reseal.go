@@ -26,17 +26,17 @@ func (m *Manager) ResealBatch(ctx context.Context, limit int) (flows, keys int, 
 			return err
 		}
 		for _, f := range stale {
-			nationalID, err := m.sealer.Open(f.KeyID, f.NationalIDSealed, sealContext(f.ID, "nationalId"))
+			nationalID, err := m.sealer.Open(f.KeyID, f.NationalIDSealed, sealContext(f.ID, "nationalId")...)
 			if err != nil {
 				return fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
 			}
-			lastName, err := m.sealer.Open(f.KeyID, f.LastNameSealed, sealContext(f.ID, "lastName"))
+			lastName, err := m.sealer.Open(f.KeyID, f.LastNameSealed, sealContext(f.ID, "lastName")...)
 			if err != nil {
 				return fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
 			}
 			if err := store.Reseal(ctx, tx, f.ID, current,
-				m.sealer.Seal(nationalID, sealContext(f.ID, "nationalId")), m.sealer.Hash("nationalId", nationalID),
-				m.sealer.Seal(lastName, sealContext(f.ID, "lastName"))); err != nil {
+				m.sealer.Seal(nationalID, sealContext(f.ID, "nationalId")...), m.sealer.Hash("nationalId", nationalID),
+				m.sealer.Seal(lastName, sealContext(f.ID, "lastName")...)); err != nil {
 				return err
 			}
 		}

@@ -121,7 +121,10 @@ func validID(id string) bool {
 
 func newID() string { return uuid.Must(uuid.NewV7()).String() }
 
-func sealContext(flowID, field string) string { return "flow:" + flowID + ":" + field }
+// sealContext binds a flow's sealed field to the flow, so that it cannot be
+// moved to another row. It is in parts: pii.Sealer.Open joins them in a
+// reused buffer, and a list page opens ten national ids.
+func sealContext(flowID, field string) []string { return []string{"flow:", flowID, ":", field} }
 
 // requestHash identifies a create request for its idempotency key. It is a
 // keyed hash because the request holds a national id.
@@ -228,9 +231,9 @@ func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow,
 	row := store.Flow{
 		ID: flowID, OrganizationID: c.OrganizationID,
 		Sandbox: c.Sandbox, PIIKeyID: m.sealer.KeyID(),
-		NationalIDSealed: m.sealer.Seal(in.NationalID, sealContext(flowID, "nationalId")),
+		NationalIDSealed: m.sealer.Seal(in.NationalID, sealContext(flowID, "nationalId")...),
 		NationalIDHMAC:   m.sealer.Hash("nationalId", in.NationalID),
-		LastNameSealed:   m.sealer.Seal(in.LastName, sealContext(flowID, "lastName")),
+		LastNameSealed:   m.sealer.Seal(in.LastName, sealContext(flowID, "lastName")...),
 		RedirectURL:      in.RedirectURL, WebhookURL: in.WebhookURL,
 		OrganizationNumber: settings.OrganizationNumber,
 		ProcessInstanceID:  uuid.NewString(), ProcessVersion: ProcessVersion,
@@ -293,7 +296,7 @@ func (m *Manager) toFlow(r store.Flow) (Flow, error) {
 	if err != nil {
 		return Flow{}, err
 	}
-	lastName, err := m.sealer.Open(r.PIIKeyID, r.LastNameSealed, sealContext(r.ID, "lastName"))
+	lastName, err := m.sealer.Open(r.PIIKeyID, r.LastNameSealed, sealContext(r.ID, "lastName")...)
 	if err != nil {
 		return Flow{}, fmt.Errorf("flows: flow %s: last name: %w", r.ID, err)
 	}
@@ -327,7 +330,7 @@ func (m *Manager) toSummary(r store.FlowSummary) (FlowSummary, error) {
 }
 
 func (m *Manager) openNationalID(flowID, keyID string, sealed []byte) (string, error) {
-	nationalID, err := m.sealer.Open(keyID, sealed, sealContext(flowID, "nationalId"))
+	nationalID, err := m.sealer.Open(keyID, sealed, sealContext(flowID, "nationalId")...)
 	if err != nil {
 		return "", fmt.Errorf("flows: flow %s: national id: %w", flowID, err)
 	}

@@ -216,17 +216,28 @@ func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary
 		}
 		defer rows.Close()
 		// One row and one list of destinations serve every row: passing
-		// fresh pointers to Scan would move each row to the heap.
+		// fresh pointers to Scan would move each row to the heap. The
+		// row's texts and sealed national id go to the page's buffer.
 		f := FlowSummary{OrganizationID: q.OrganizationID}
-		dest := []any{&f.ID, &f.Number, &f.ReferenceID, &f.ReferenceName, symbol{&f.ConsentStatus},
-			symbol{&f.ProcessStatus}, &f.Sandbox, symbol{&f.PIIKeyID}, &f.NationalIDSealed, &f.CreatedAt, &f.UpdatedAt}
+		page := newPageBytes(q.Limit+1, 4, 160)
+		col := page.column()
+		dest := []any{col, &f.Number, col, col, symbol{&f.ConsentStatus},
+			symbol{&f.ProcessStatus}, &f.Sandbox, symbol{&f.PIIKeyID}, col, &f.CreatedAt, &f.UpdatedAt}
 		for rows.Next() {
 			if err := rows.Scan(dest...); err != nil {
 				return err
 			}
 			out = append(out, f)
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		v := page.values()
+		for i := range out {
+			out[i].ID, out[i].ReferenceID, out[i].ReferenceName = v.nextText(), v.nextText(), v.nextText()
+			out[i].NationalIDSealed = v.nextBytes()
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, false, err
