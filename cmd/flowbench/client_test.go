@@ -129,3 +129,24 @@ func TestLoadCountsUnwantedStatusesAsErrors(t *testing.T) {
 		t.Fatalf("%d errors of %d requests, the first: %q", s.errors, len(s.latencies), s.firstErr)
 	}
 }
+
+// TestClosesReadsOnlyTheConnectionHeader: an answer asks to close its
+// connection by its Connection header alone, in any case and spacing.
+func TestClosesReadsOnlyTheConnectionHeader(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		in   string
+		want bool
+	}{
+		{"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", true},
+		{"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nconnection:CLOSE \r\n\r\n", true},
+		{"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", false},
+		{"HTTP/1.1 200 OK\r\nX-Connection: close\r\nContent-Length: 0\r\n\r\n", false},
+		{"HTTP/1.1 200 OK\r\nContent-Length: 19\r\n\r\nConnection: close\r\n", false}, // in the body
+		{"HTTP/1.1 200 OK\r\nConnection: close\r\n", false},                           // the head is not whole yet
+	} {
+		if got := closes([]byte(tt.in)); got != tt.want {
+			t.Errorf("closes(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
