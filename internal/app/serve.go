@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -185,15 +184,4 @@ func waitForDatabase(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) 
 		}
 	}
 	return nil
-}
-
-// tuneGC lets the heap grow to three times what is live between collections
-// (GOGC=200) unless GOGC is set. flowd's live heap is small and its garbage
-// is per request: at Go's default the collector took a tenth of the CPU of
-// an API request under load (flowbench), at 200 half that, with peak RSS
-// still well under 150 MiB. GOGC and GOMEMLIMIT, when set, decide instead.
-func tuneGC(getenv func(string) string) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(200)
-	}
 }
