@@ -208,36 +208,14 @@ func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary
 	// number in the text each page size gets its own cached generic plan.
 	sql := `select ` + summaryColumns + ` from flows where ` + strings.Join(where, " and ") +
 		` order by ` + order + ` limit ` + strconv.Itoa(q.Limit+1)
-	out := make([]FlowSummary, 0, q.Limit+1)
+	var out []FlowSummary
 	err := s.Do(ctx, func(b *pgx.Batch) { b.Queue(sql, args...) }, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		// One row and one list of destinations serve every row: passing
-		// fresh pointers to Scan would move each row to the heap. The
-		// row's texts and sealed national id go to the page's buffer.
-		f := FlowSummary{OrganizationID: q.OrganizationID}
-		page := newPageBytes(q.Limit+1, 4, 160)
-		col := page.column()
-		dest := []any{col, &f.Number, col, col, symbol{&f.ConsentStatus},
-			symbol{&f.ProcessStatus}, &f.Sandbox, symbol{&f.PIIKeyID}, col, &f.CreatedAt, &f.UpdatedAt}
-		for rows.Next() {
-			if err := rows.Scan(dest...); err != nil {
-				return err
-			}
-			out = append(out, f)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		v := page.values()
-		for i := range out {
-			out[i].ID, out[i].ReferenceID, out[i].ReferenceName = v.nextText(), v.nextText(), v.nextText()
-			out[i].NationalIDSealed = v.nextBytes()
-		}
-		return nil
+		out, err = scanSummaries(rows, q.OrganizationID, q.Limit+1)
+		return err
 	})
 	if err != nil {
 		return nil, false, err
