@@ -282,9 +282,13 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // epollWaitRaw is epoll_wait without telling the scheduler: a goroutine
 // that waits in a system call the runtime knows of has its P taken away
 // when it runs long, which sets the runtime's monitor thread waking every
-// 20 µs again. The loop's goroutine is alone on its thread, so nothing
-// waits for its P; a signal (GC, preemption) ends the wait with EINTR.
+// 20 µs again. The loop's goroutine is alone on its thread and the other
+// goroutines (the webhook receiver's) have the other Ps; a signal (GC,
+// preemption) ends the wait with EINTR. With one P, the wait gives it up.
 func epollWaitRaw(epfd int, events []syscall.EpollEvent, msec int) (int, error) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		return syscall.EpollWait(epfd, events, msec)
+	}
 	r, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_WAIT, uintptr(epfd),
 		uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(msec), 0, 0)
 	if errno != 0 {
