@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -52,10 +53,11 @@ type loadConn struct {
 
 // eventLoop drives some of the workers' connections from one thread.
 type eventLoop struct {
-	addr  *syscall.SockaddrInet4
-	host  string
-	epfd  int
-	conns map[int]*loadConn // by fd
+	rawWait bool // wait in epoll_wait unseen by the scheduler (see wait)
+	addr    *syscall.SockaddrInet4
+	host    string
+	epfd    int
+	conns   map[int]*loadConn // by fd
 }
 
 func newEventLoop(base string) (*eventLoop, error) {
@@ -70,7 +72,8 @@ func newEventLoop(base string) (*eventLoop, error) {
 	if err != nil {
 		return nil, fmt.Errorf("epoll: %w", err)
 	}
-	return &eventLoop{addr: sa, host: host, epfd: epfd, conns: map[int]*loadConn{}}, nil
+	return &eventLoop{addr: sa, host: host, epfd: epfd, conns: map[int]*loadConn{},
+		rawWait: runtime.GOMAXPROCS(0) >= 2}, nil
 }
 
 func (l *eventLoop) close() {

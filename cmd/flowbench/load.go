@@ -198,7 +198,7 @@ func (l *eventLoop) run(ctx context.Context, conns []*loadConn, deadline time.Ti
 		if len(idle) > 0 {
 			wait = min(wait, 10*time.Millisecond)
 		}
-		n, err := epollWaitRaw(l.epfd, events, int(wait.Milliseconds())+1)
+		n, err := l.wait(events, int(wait.Milliseconds())+1)
 		if err != nil {
 			if errors.Is(err, syscall.EINTR) {
 				continue
@@ -279,17 +279,17 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// epollWaitRaw is epoll_wait without telling the scheduler: a goroutine
-// that waits in a system call the runtime knows of has its P taken away
-// when it runs long, which sets the runtime's monitor thread waking every
-// 20 µs again. The loop's goroutine is alone on its thread and the other
-// goroutines (the webhook receiver's) have the other Ps; a signal (GC,
-// preemption) ends the wait with EINTR. With one P, the wait gives it up.
-func epollWaitRaw(epfd int, events []syscall.EpollEvent, msec int) (int, error) {
-	if runtime.GOMAXPROCS(0) < 2 {
-		return syscall.EpollWait(epfd, events, msec)
+// wait is epoll_wait, raw when rawWait: a goroutine that waits in a system
+// call the runtime knows of has its P taken away when it runs long, which
+// sets the runtime's monitor thread waking every 20 µs again. The loop's
+// goroutine is alone on its thread and the other goroutines (the webhook
+// receiver's) have the other Ps; a signal (GC, preemption) ends the wait
+// with EINTR. With one P, the wait gives it up.
+func (l *eventLoop) wait(events []syscall.EpollEvent, msec int) (int, error) {
+	if !l.rawWait {
+		return syscall.EpollWait(l.epfd, events, msec)
 	}
-	r, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_WAIT, uintptr(epfd),
+	r, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_WAIT, uintptr(l.epfd),
 		uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(msec), 0, 0)
 	if errno != 0 {
 		return 0, errno

@@ -13,7 +13,8 @@ import (
 // statement cache every non-text column comes in binary, and the rows are
 // decoded from their raw values: Scan's per-column plans, type checks and
 // interface calls were a twentieth of flowd's CPU for a list page. Rows in
-// other formats (the simple protocol, say) go through Scan.
+// other formats go through Scan: a DATABASE_URL with
+// default_query_exec_mode=simple_protocol (for a pooler) sends them in text.
 func scanSummaries(rows pgx.Rows, organizationID string, limit int) ([]FlowSummary, error) {
 	defer rows.Close()
 	out := make([]FlowSummary, 0, limit)
