@@ -29,8 +29,9 @@ build:
 generate:
 	$(GO) tool templ generate
 
-## lint: formatting, vet, and the generated code being current
+## lint: formatting, vet, tidy modules, and the generated code being current
 lint:
+	$(GO) mod tidy -diff
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
 	$(GO) tool templ generate >/dev/null && git diff --exit-code -- '*_templ.go'
