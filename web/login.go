@@ -87,7 +87,7 @@ func (s *Server) handleAuthorize(c echo.Context) error {
 		}
 	}
 	if req.Prompt == "none" {
-		return c.Redirect(http.StatusSeeOther, login.LoginRequiredError(req).RedirectURL())
+		return c.Redirect(http.StatusSeeOther, s.login.LoginRequired(req).RedirectURL())
 	}
 	p, err := s.login.BeginLogin(ctx, req, sess.Attrs["bid"])
 	if err != nil {

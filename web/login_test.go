@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -16,9 +17,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coreos/go-oidc/v3/oidc"
+	jose "github.com/go-jose/go-jose/v4"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/oauth2"
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/dbtest"
@@ -591,8 +595,15 @@ func pkcePair() (string, string) {
 // would, but stops at the redirect to the callback and returns the code.
 func authorizeCode(t *testing.T, ls loginServer, challenge string) string {
 	t.Helper()
+	return authorizeCodeFor(t, ls, login.ConsoleClientID, ls.url+"/console/auth/callback", challenge)
+}
+
+// authorizeCodeFor is authorizeCode for the staff client clientID with its
+// registered redirect URI.
+func authorizeCodeFor(t *testing.T, ls loginServer, clientID, redirectURI, challenge string) string {
+	t.Helper()
 	b := formbrowser.New(t)
-	q := url.Values{"response_type": {"code"}, "client_id": {login.ConsoleClientID}, "redirect_uri": {ls.url + "/console/auth/callback"},
+	q := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {redirectURI},
 		"scope": {"openid profile"}, "state": {"st"}, "nonce": {"nn"}, "code_challenge": {challenge}, "code_challenge_method": {"S256"}}
 	form := b.Follow(http.MethodGet, ls.url+"/oauth/authorize?"+q.Encode(), nil)
 	v := form.HiddenFields(t)
@@ -748,6 +759,118 @@ func TestCodeExchange(t *testing.T) {
 	})
 }
 
+// TestIDTokenSigningAlgorithms has go-oidc discover the built-in provider
+// and verify its ID tokens against the JWKS with one algorithm only, as
+// Spring Security's default decoder does with RS256: RS256 is the default,
+// and a client registered for ES256 gets ES256.
+func TestIDTokenSigningAlgorithms(t *testing.T) {
+	t.Parallel()
+	ls := setupLogin(t, loginOptions{extraClients: func(base string) []login.Client {
+		return []login.Client{{ID: "es-client", Name: "an ES256 relying party", Secret: "es secret", Method: login.MethodStaff,
+			RedirectURIs: []string{base + "/es/callback"}, IDTokenSignedResponseAlg: jose.ES256}}
+	}})
+	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
+	ctx := context.Background()
+	provider, err := oidc.NewProvider(ctx, ls.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, clientID, secret, redirect string
+		alg, otherAlg                    string
+	}{
+		{"the console, by default", login.ConsoleClientID, login.BuiltInClientSecret(ls.cfg.SessionKey, login.ConsoleClientID),
+			ls.url + "/console/auth/callback", oidc.RS256, oidc.ES256},
+		{"a client registered for ES256", "es-client", "es secret", ls.url + "/es/callback", oidc.ES256, oidc.RS256},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			verifier, challenge := pkcePair()
+			code := authorizeCodeFor(t, ls, tt.clientID, tt.redirect, challenge)
+			oc := oauth2.Config{ClientID: tt.clientID, ClientSecret: tt.secret, Endpoint: provider.Endpoint(), RedirectURL: tt.redirect}
+			tok, err := oc.Exchange(ctx, code, oauth2.VerifierOption(verifier))
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := tok.Extra("id_token").(string)
+			idt, err := provider.Verifier(&oidc.Config{ClientID: tt.clientID, SupportedSigningAlgs: []string{tt.alg}}).Verify(ctx, raw)
+			if err != nil || idt.Nonce != "nn" {
+				t.Fatalf("go-oidc with %s only: %v", tt.alg, err)
+			}
+			if _, err := provider.Verifier(&oidc.Config{ClientID: tt.clientID, SupportedSigningAlgs: []string{tt.otherAlg}}).Verify(ctx, raw); err == nil {
+				t.Fatalf("go-oidc with %s only accepted the ID token too", tt.otherAlg)
+			}
+			jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{jose.RS256, jose.ES256})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kid := jws.Signatures[0].Header.KeyID
+			set := fetchJWKS(t, ls.url)
+			keys := set.Key(kid)
+			if len(keys) != 1 || keys[0].Algorithm != tt.alg || keys[0].Use != "sig" || !keys[0].IsPublic() {
+				t.Fatalf("JWKS entry of the ID token's key %q: %+v", kid, keys)
+			}
+			if pub, ok := keys[0].Key.(*rsa.PublicKey); tt.alg == oidc.RS256 && (!ok || pub.N.BitLen() < 2048) {
+				t.Fatalf("RS256 key %T, at least 2048 bits wanted", keys[0].Key)
+			}
+		})
+	}
+
+	t.Run("an ID token of the previous key verifies after a rotation", func(t *testing.T) {
+		idToken := func() string {
+			verifier, challenge := pkcePair()
+			code := authorizeCode(t, ls, challenge)
+			got := exchange(t, ls, url.Values{"grant_type": {"authorization_code"}, "code": {code},
+				"redirect_uri": {ls.url + "/console/auth/callback"}, "code_verifier": {verifier}}, true)
+			raw, _ := got.body["id_token"].(string)
+			return raw
+		}
+		before := idToken()
+		if _, err := ls.ident.RotateSigningKeys(ctx); err != nil {
+			t.Fatal(err)
+		}
+		after := idToken()
+		// A relying party that meets the new key id fetches the JWKS again.
+		fresh, err := oidc.NewProvider(ctx, ls.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := fresh.Verifier(&oidc.Config{ClientID: login.ConsoleClientID, SupportedSigningAlgs: []string{oidc.RS256}})
+		for _, raw := range []string{after, before} {
+			if _, err := v.Verify(ctx, raw); err != nil {
+				t.Fatalf("RS256 ID token after the rotation: %v", err)
+			}
+		}
+		if kidOf(before) == kidOf(after) {
+			t.Fatalf("the rotation did not change the ID token key: %s", kidOf(after))
+		}
+	})
+}
+
+// kidOf returns the kid in the header of a compact JWS.
+func kidOf(raw string) string {
+	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{jose.RS256, jose.ES256})
+	if err != nil || len(jws.Signatures) != 1 {
+		return ""
+	}
+	return jws.Signatures[0].Header.KeyID
+}
+
+// fetchJWKS reads the key set at /oauth/jwks.
+func fetchJWKS(t *testing.T, base string) jose.JSONWebKeySet {
+	t.Helper()
+	resp, err := http.Get(base + "/oauth/jwks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var set jose.JSONWebKeySet
+	if err := json.NewDecoder(resp.Body).Decode(&set); err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
 func TestAuthorizeRefusesBadRequests(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
@@ -785,8 +908,9 @@ func TestAuthorizeRefusesBadRequests(t *testing.T) {
 				return
 			}
 			rq := mustQuery(t, p.Location)
+			// RFC 9207: error responses name the issuer too.
 			if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.url+"/console/auth/callback?") ||
-				rq.Get("error") != tt.error || rq.Get("state") != "st" {
+				rq.Get("error") != tt.error || rq.Get("state") != "st" || rq.Get("iss") != ls.url {
 				t.Fatalf("want %s back at the client, got %d %s", tt.error, p.Status, p.Location)
 			}
 		})

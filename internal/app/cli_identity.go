@@ -378,13 +378,24 @@ func runKeys(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	defer env.pool.Close()
-	kid, err := env.identity.RotateSigningKey(ctx)
+	made, err := env.identity.RotateSigningKeys(ctx)
 	if err != nil {
 		return adminError(err)
 	}
-	if *asJSON {
-		return printJSON(stdout, map[string]any{"keyId": kid})
+	type key struct {
+		KeyID     string `json:"keyId"`
+		Algorithm string `json:"algorithm"`
 	}
-	fmt.Fprintf(stdout, "New signing key %s signs from now on; the previous key stays in the JWKS until its tokens expire.\n", kid)
+	out := make([]key, len(made))
+	for i, k := range made {
+		out[i] = key{KeyID: k.ID, Algorithm: k.Algorithm}
+		if !*asJSON {
+			fmt.Fprintf(stdout, "New signing key %s (%s) signs from now on.\n", k.ID, k.Algorithm)
+		}
+	}
+	if *asJSON {
+		return printJSON(stdout, map[string]any{"keys": out})
+	}
+	fmt.Fprintln(stdout, "The previous keys stay in the JWKS until their tokens expire.")
 	return nil
 }

@@ -97,22 +97,37 @@ func TestIdentityCommandsAndTokensEndToEnd(t *testing.T) {
 		t.Fatalf("clients list: %v", list)
 	}
 
-	// Key rotation: the old key stays published and its tokens keep working.
-	rotated := cliJSON(t, in, "keys", "rotate")
-	newKid, _ := rotated["keyId"].(string)
-	var set struct {
-		Keys []struct {
-			Kid string `json:"kid"`
-		} `json:"keys"`
+	// Key rotation: a new key of each algorithm; the old keys stay published
+	// and their tokens keep working.
+	type jwk struct {
+		Kid string `json:"kid"`
+		Alg string `json:"alg"`
 	}
-	resp, err := http.Get(in.URL + "/oauth/jwks")
-	if err != nil {
-		t.Fatal(err)
+	jwks := func() []jwk {
+		var set struct {
+			Keys []jwk `json:"keys"`
+		}
+		resp, err := http.Get(in.URL + "/oauth/jwks")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&set)
+		resp.Body.Close()
+		return set.Keys
 	}
-	_ = json.NewDecoder(resp.Body).Decode(&set)
-	resp.Body.Close()
-	if len(set.Keys) != 2 || set.Keys[0].Kid != newKid {
-		t.Fatalf("JWKS after rotation: %+v (new key %s)", set, newKid)
+	before := jwks()
+	var rotated struct {
+		Keys []struct{ KeyID, Algorithm string } `json:"keys"`
+	}
+	_ = json.Unmarshal([]byte(mustJSON(cliJSON(t, in, "keys", "rotate"))), &rotated)
+	after := jwks()
+	if len(before) != 2 || len(rotated.Keys) != 2 || len(after) != 4 {
+		t.Fatalf("JWKS %+v, then keys rotate %+v, then JWKS %+v", before, rotated, after)
+	}
+	for _, k := range append(before, jwk{rotated.Keys[0].KeyID, rotated.Keys[0].Algorithm}, jwk{rotated.Keys[1].KeyID, rotated.Keys[1].Algorithm}) {
+		if !slices.Contains(after, k) {
+			t.Fatalf("JWKS after rotation %+v lacks %+v", after, k)
+		}
 	}
 	if s := apiStatus(t, in.URL+"/api/anything", tok.AccessToken); s != 404 {
 		t.Fatalf("token of the previous key after rotation: %d", s)

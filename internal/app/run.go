@@ -30,7 +30,7 @@ Usage:
   flowd clients list --org ORG_ID [--json]
   flowd clients rotate|revoke CLIENT_ID [--json]
   flowd clients map --org ORG_ID --issuer URL --client-id ID [--scopes S] [--sandbox] [--json]
-  flowd keys rotate [--json]   make a new token-signing key
+  flowd keys rotate [--json]   make new token-signing keys (ES256 and RS256)
   flowd keys rotate-data-key [--batch N] [--json]
                    re-seal personal data under FLOWD_DATA_KEY (old keys in FLOWD_DATA_KEY_PREVIOUS)
   flowd demo --state FILE   create (once) and print a demo organization, API client and staff admin

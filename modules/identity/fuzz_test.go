@@ -64,12 +64,12 @@ func FuzzVerifySignedClaims(f *testing.F) {
 	f.Add(`null`)
 	f.Add(`[]`)
 	f.Add(`{"iss":{"a":1}}`)
-	s, err := fx.m.activeSigner(context.Background())
+	k, err := fx.m.activeKey(context.Background(), accessTokenAlgorithm)
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, claims string) {
-		jws, err := s.Sign([]byte(claims))
+		jws, err := k.access.Sign([]byte(claims))
 		if err != nil {
 			return
 		}

@@ -452,10 +452,17 @@ type Provider interface {
 	JWKS(ctx context.Context) ([]byte, error)
 	// Discovery returns the OpenID Provider metadata document.
 	Discovery() map[string]any
-	// RotateSigningKey makes a new signing key; the previous one is retired
-	// but stays in the JWKS until the tokens it signed have expired. It
-	// returns the new key's id.
-	RotateSigningKey(ctx context.Context) (string, error)
+	// RotateSigningKeys makes a new signing key of every algorithm (ES256
+	// for access tokens, RS256 and ES256 for ID tokens); the previous ones
+	// are retired but stay in the JWKS until the tokens they signed have
+	// expired. It returns the new keys.
+	RotateSigningKeys(ctx context.Context) ([]SigningKey, error)
+}
+
+// SigningKey names a signing key of the built-in provider.
+type SigningKey struct {
+	ID        string // the kid of its tokens and of its JWKS entry
+	Algorithm string // its JOSE algorithm: ES256 or RS256
 }
 
 // Service is what the identity module offers the web layer, the CLI and the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,76 +18,89 @@ import (
 	"github.com/flowd/flowd/modules/identity/internal/store"
 )
 
-// signerMaxAge is how long an instance signs with the key it loaded before
+// signerMaxAge is how long an instance signs with the keys it loaded before
 // it looks again, in case it missed a rotation's notification.
 const signerMaxAge = 30 * time.Second
 
-// signerCache holds the key that signs now, decrypted, with its JOSE
-// signers: one for access tokens (typ at+jwt, RFC 9068) and one for the ID
-// tokens of the interactive login (typ JWT).
+// accessTokenAlgorithm signs access tokens.
+const accessTokenAlgorithm = jose.ES256
+
+// IDTokenAlgorithms are the algorithms of the built-in provider's ID tokens,
+// the default first: RS256, which every OpenID relying party accepts, and
+// ES256 for the clients that ask for it.
+var IDTokenAlgorithms = []jose.SignatureAlgorithm{jose.RS256, jose.ES256}
+
+// signerCache holds the keys that sign now, decrypted, by algorithm.
 type signerCache struct {
-	mu       sync.Mutex
+	mu     sync.Mutex
+	active map[jose.SignatureAlgorithm]activeKey
+}
+
+// activeKey is a key that signs now with its JOSE signers: one for access
+// tokens (typ at+jwt, RFC 9068) and one for ID tokens (typ JWT).
+type activeKey struct {
 	kid      string
-	signer   jose.Signer
-	idSigner jose.Signer
+	access   jose.Signer
+	id       jose.Signer
 	loadedAt time.Time
 }
 
 func (c *signerCache) invalidate() {
 	c.mu.Lock()
-	c.signer = nil
+	c.active = nil
 	c.mu.Unlock()
 }
 
-// activeSigner returns the signer of the active key, creating the first key
-// when there is none.
-func (m *Module) activeSigner(ctx context.Context) (jose.Signer, error) {
-	access, _, err := m.activeSigners(ctx)
-	return access, err
-}
-
-// activeSigners returns the access-token and ID-token signers of the active key.
-func (m *Module) activeSigners(ctx context.Context) (access, id jose.Signer, err error) {
+// activeKey returns the key of alg that signs now, creating the first one
+// when there is none (a new database, or one from before alg was signed with).
+func (m *Module) activeKey(ctx context.Context, alg jose.SignatureAlgorithm) (activeKey, error) {
 	c := &m.signer
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.signer != nil && time.Since(c.loadedAt) < signerMaxAge {
-		return c.signer, c.idSigner, nil
+	if k, ok := c.active[alg]; ok && time.Since(k.loadedAt) < signerMaxAge {
+		return k, nil
 	}
 	if len(m.cfg.KeyEncryptionKey) != 32 {
-		return nil, nil, errors.New("identity: no key-encryption key: cannot sign tokens")
+		return activeKey{}, errors.New("identity: no key-encryption key: cannot sign tokens")
 	}
-	row, err := store.ActiveSigningKey(ctx, m.pool)
+	row, err := store.ActiveSigningKey(ctx, m.pool, string(alg))
 	if errors.Is(err, store.ErrNotFound) {
-		if _, err := m.rotate(ctx, false); err != nil {
-			return nil, nil, err
+		if _, err := m.rotate(ctx, false, alg); err != nil {
+			return activeKey{}, err
 		}
-		row, err = store.ActiveSigningKey(ctx, m.pool)
+		row, err = store.ActiveSigningKey(ctx, m.pool, string(alg))
 	}
 	if err != nil {
-		return nil, nil, database.Classify(err)
+		return activeKey{}, database.Classify(err)
 	}
-	k, err := keys.Open(row.ID, row.Sealed, m.cfg.KeyEncryptionKey)
+	k, err := keys.Open(row.ID, alg, row.Sealed, m.cfg.KeyEncryptionKey)
 	if err != nil {
-		return nil, nil, err
+		return activeKey{}, err
 	}
-	key := jose.SigningKey{Algorithm: keys.Algorithm, Key: jose.JSONWebKey{Key: k.Private, KeyID: k.ID}}
-	access, err = jose.NewSigner(key, (&jose.SignerOptions{}).WithType("at+jwt"))
+	key := jose.SigningKey{Algorithm: alg, Key: jose.JSONWebKey{Key: k.Private, KeyID: k.ID}}
+	access, err := jose.NewSigner(key, (&jose.SignerOptions{}).WithType("at+jwt"))
 	if err != nil {
-		return nil, nil, err
+		return activeKey{}, err
 	}
-	id, err = jose.NewSigner(key, (&jose.SignerOptions{}).WithType("JWT"))
+	id, err := jose.NewSigner(key, (&jose.SignerOptions{}).WithType("JWT"))
 	if err != nil {
-		return nil, nil, err
+		return activeKey{}, err
 	}
-	c.kid, c.signer, c.idSigner, c.loadedAt = k.ID, access, id, time.Now()
-	return access, id, nil
+	if c.active == nil {
+		c.active = map[jose.SignatureAlgorithm]activeKey{}
+	}
+	c.active[alg] = activeKey{kid: k.ID, access: access, id: id, loadedAt: time.Now()}
+	return c.active[alg], nil
 }
 
-// Sign signs an ID token of the interactive login (login.Signer) with the
-// same rotating key as access tokens, so one JWKS verifies both.
-func (m *Module) Sign(ctx context.Context, claims any) (string, error) {
-	_, signer, err := m.activeSigners(ctx)
+// SignIDToken signs an ID token of the interactive login (login.Signer) with
+// the active key of alg, one of IDTokenAlgorithms. The keys rotate with those
+// of access tokens, so one JWKS verifies both.
+func (m *Module) SignIDToken(ctx context.Context, alg jose.SignatureAlgorithm, claims any) (string, error) {
+	if !slices.Contains(IDTokenAlgorithms, alg) {
+		return "", fmt.Errorf("identity: ID tokens are not signed with %q", alg)
+	}
+	k, err := m.activeKey(ctx, alg)
 	if err != nil {
 		return "", err
 	}
@@ -94,7 +108,7 @@ func (m *Module) Sign(ctx context.Context, claims any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	jws, err := signer.Sign(payload)
+	jws, err := k.id.Sign(payload)
 	if err != nil {
 		return "", err
 	}
@@ -112,74 +126,86 @@ func (m *Module) PublicJWKS(ctx context.Context) (jose.JSONWebKeySet, error) {
 	return set, err
 }
 
-// Prepare makes sure a signing key exists and that the key-encryption key
-// opens it, so that a wrong FLOWD_KEY_ENCRYPTION_KEY stops serve at start-up
-// with one line instead of failing every token request.
+// Prepare makes sure a signing key of every algorithm exists and that the
+// key-encryption key opens it, so that a wrong FLOWD_KEY_ENCRYPTION_KEY stops
+// serve at start-up with one line instead of failing every token request.
 func (m *Module) Prepare(ctx context.Context) error {
-	if _, err := m.activeSigner(ctx); err != nil {
-		return fmt.Errorf("identity: %w (to start over with a new signing key under the current FLOWD_KEY_ENCRYPTION_KEY, run `flowd keys rotate`)", err)
+	for _, alg := range keys.Algorithms {
+		if _, err := m.activeKey(ctx, alg); err != nil {
+			return fmt.Errorf("identity: %w (to start over with new signing keys under the current FLOWD_KEY_ENCRYPTION_KEY, run `flowd keys rotate`)", err)
+		}
 	}
 	return nil
 }
 
-// RotateSigningKey implements Provider.
-func (m *Module) RotateSigningKey(ctx context.Context) (string, error) {
-	kid, err := m.rotate(ctx, true)
+// RotateSigningKeys implements Provider.
+func (m *Module) RotateSigningKeys(ctx context.Context) ([]SigningKey, error) {
+	made, err := m.rotate(ctx, true, keys.Algorithms...)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	m.signer.invalidate()
 	m.keys.invalidate()
-	return kid, nil
+	return made, nil
 }
 
-// rotate makes a new active key. With force false it only makes the first
-// key, doing nothing when another instance made one meanwhile.
-func (m *Module) rotate(ctx context.Context, force bool) (string, error) {
+// rotate makes a new active key of each of algs. With force it retires the
+// keys they replace; without, it only makes the keys of algorithms that have
+// none, doing nothing for those another instance made meanwhile.
+func (m *Module) rotate(ctx context.Context, force bool, algs ...jose.SignatureAlgorithm) ([]SigningKey, error) {
 	if len(m.cfg.KeyEncryptionKey) != 32 {
-		return "", errors.New("identity: FLOWD_KEY_ENCRYPTION_KEY is required to make signing keys")
+		return nil, errors.New("identity: FLOWD_KEY_ENCRYPTION_KEY is required to make signing keys")
 	}
-	k, err := keys.Generate()
-	if err != nil {
-		return "", err
+	// Keys are made before the transaction: an RSA key takes a while, and the
+	// lock below holds up every other instance's rotation.
+	fresh := make([]store.SigningKey, 0, len(algs))
+	for _, alg := range algs {
+		k, err := keys.Generate(alg)
+		if err != nil {
+			return nil, err
+		}
+		pub, err := k.PublicJWK()
+		if err != nil {
+			return nil, err
+		}
+		sealed, err := k.Seal(m.cfg.KeyEncryptionKey)
+		if err != nil {
+			return nil, err
+		}
+		fresh = append(fresh, store.SigningKey{ID: k.ID, Algorithm: string(alg), PublicJWK: pub, Sealed: sealed})
 	}
-	pub, err := k.PublicJWK()
-	if err != nil {
-		return "", err
-	}
-	sealed, err := k.Seal(m.cfg.KeyEncryptionKey)
-	if err != nil {
-		return "", err
-	}
-	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+	var made []SigningKey
+	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		made = made[:0]
 		if err := store.LockSigningKeys(ctx, tx); err != nil {
 			return err
 		}
-		if !force {
-			if _, err := store.ActiveSigningKey(ctx, tx); err == nil {
-				return errKeyExists
-			} else if !errors.Is(err, store.ErrNotFound) {
+		for _, k := range fresh {
+			if !force {
+				if _, err := store.ActiveSigningKey(ctx, tx, k.Algorithm); err == nil {
+					continue
+				} else if !errors.Is(err, store.ErrNotFound) {
+					return err
+				}
+			}
+			if err := store.RetireActiveKey(ctx, tx, k.Algorithm); err != nil {
 				return err
 			}
+			if err := store.InsertSigningKey(ctx, tx, k); err != nil {
+				return err
+			}
+			made = append(made, SigningKey{ID: k.ID, Algorithm: k.Algorithm})
 		}
-		if err := store.RetireActiveKey(ctx, tx); err != nil {
-			return err
-		}
-		if err := store.InsertSigningKey(ctx, tx, store.SigningKey{ID: k.ID, Algorithm: string(keys.Algorithm), PublicJWK: pub, Sealed: sealed}); err != nil {
-			return err
+		if len(made) == 0 {
+			return nil
 		}
 		return store.Notify(ctx, tx, "keys")
 	})
-	if errors.Is(err, errKeyExists) {
-		return "", nil
-	}
 	if err != nil {
-		return "", database.Classify(err)
+		return nil, database.Classify(err)
 	}
-	return k.ID, nil
+	return made, nil
 }
-
-var errKeyExists = errors.New("a signing key exists")
 
 // JWKS implements Provider.
 func (m *Module) JWKS(ctx context.Context) ([]byte, error) {

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/secrethash"
-	"github.com/flowd/flowd/modules/identity/internal/keys"
 	"github.com/flowd/flowd/modules/identity/internal/secret"
 	"github.com/flowd/flowd/modules/identity/internal/store"
 )
@@ -203,7 +203,7 @@ func (m *Module) storeRefreshToken(ctx context.Context, q store.Querier, clientI
 
 // sign makes the access token and the answer of the token endpoint.
 func (m *Module) sign(ctx context.Context, c store.Client, scopes []string, refreshToken string) (Token, error) {
-	signer, err := m.activeSigner(ctx)
+	key, err := m.activeKey(ctx, accessTokenAlgorithm)
 	if err != nil {
 		return Token{}, err
 	}
@@ -217,7 +217,7 @@ func (m *Module) sign(ctx context.Context, c store.Client, scopes []string, refr
 	if err != nil {
 		return Token{}, err
 	}
-	jws, err := signer.Sign(payload)
+	jws, err := key.access.Sign(payload)
 	if err != nil {
 		return Token{}, err
 	}
@@ -326,11 +326,22 @@ func (m *Module) Discovery() map[string]any {
 		"grant_types_supported":                 []string{GrantClientCredentials, GrantRefreshToken},
 		"token_endpoint_auth_methods_supported": []string{AuthSecretBasic, AuthSecretPost},
 		"scopes_supported":                      AllScopes,
-		"response_types_supported":              []string{"token"},
+		// Without the interactive login there is no authorization endpoint,
+		// so no response type; the login's document adds "code".
+		"response_types_supported":              []string{},
 		"subject_types_supported":               []string{"public"},
-		"id_token_signing_alg_values_supported": []string{string(keys.Algorithm)},
-		"claims_supported":                      []string{"iss", "sub", "aud", "exp", "iat", "nbf", "jti", "client_id", "scope", "org_id"},
+		"id_token_signing_alg_values_supported": algorithmNames(IDTokenAlgorithms),
+		// The claims of access tokens.
+		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "nbf", "jti", "client_id", "scope", "org_id"},
 	}
+}
+
+func algorithmNames(algs []jose.SignatureAlgorithm) []string {
+	out := make([]string, len(algs))
+	for i, a := range algs {
+		out[i] = string(a)
+	}
+	return out
 }
 
 // newUUID returns a random (version 4) UUID.

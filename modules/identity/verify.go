@@ -15,7 +15,6 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/modules/identity/internal/keys"
 	"github.com/flowd/flowd/modules/identity/internal/store"
 )
 
@@ -97,7 +96,9 @@ func (m *Module) invalid(ctx context.Context, reason string, err error) error {
 }
 
 // builtinVerifier verifies the built-in provider's tokens through go-oidc:
-// issuer, audience, expiry and the ES256 signature by a published key.
+// issuer, audience, expiry and the ES256 signature by a published key. ID
+// tokens, which RS256 signs by default, are not access tokens: their aud is
+// a login client's id, never the API's audience.
 type builtinVerifier struct {
 	m *Module
 	v *oidc.IDTokenVerifier
@@ -107,7 +108,7 @@ func newBuiltinVerifier(m *Module) *builtinVerifier {
 	b := &builtinVerifier{m: m}
 	b.v = oidc.NewVerifier(m.cfg.Issuer, keySet{m}, &oidc.Config{
 		ClientID:             m.cfg.Audience,
-		SupportedSigningAlgs: []string{string(keys.Algorithm)},
+		SupportedSigningAlgs: []string{string(accessTokenAlgorithm)},
 		Now:                  m.now,
 	})
 	return b
@@ -121,7 +122,7 @@ type keyErrKey struct{}
 
 // VerifySignature implements oidc.KeySet.
 func (k keySet) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
-	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{keys.Algorithm})
+	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{accessTokenAlgorithm})
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +159,7 @@ func (b *builtinVerifier) verify(ctx context.Context, raw string) (verifiedToken
 	if err := tok.Claims(&c); err != nil || c.ClientID == "" || c.ClientID != tok.Subject || c.OrgID == "" {
 		return verifiedToken{}, b.m.invalid(ctx, "built-in token lacks client_id, sub or org_id", err)
 	}
-	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{keys.Algorithm})
+	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{accessTokenAlgorithm})
 	if err != nil {
 		return verifiedToken{}, b.m.invalid(ctx, "unparsable", err)
 	}

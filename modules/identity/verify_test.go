@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/dbtest"
@@ -90,17 +92,23 @@ func (f fixture) token(t testing.TB) Token {
 // sign signs claims with the module's active key, as a forger holding it would.
 func (f fixture) sign(t *testing.T, claims map[string]any) string {
 	t.Helper()
-	s, err := f.m.activeSigner(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	b, _ := json.Marshal(claims)
-	jws, err := s.Sign(b)
+	jws, err := f.accessKey(t).access.Sign(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := jws.CompactSerialize()
 	return raw
+}
+
+// accessKey returns the key that signs access tokens now.
+func (f fixture) accessKey(t testing.TB) activeKey {
+	t.Helper()
+	k, err := f.m.activeKey(context.Background(), accessTokenAlgorithm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
 
 func (f fixture) claims() map[string]any {
@@ -163,7 +171,7 @@ func TestVerifyRefusesBadTokens(t *testing.T) {
 	if _, err := f.m.VerifyAccessToken(context.Background(), good); err != nil {
 		t.Fatalf("control token refused: %v", err)
 	}
-	kid := f.m.signer.kid
+	kid := f.accessKey(t).kid
 	pubKey, err := f.m.publicKey(context.Background(), kid)
 	if err != nil {
 		t.Fatal(err)
@@ -305,11 +313,12 @@ func TestRotatedKeysTokensLiveOutTheirGraceOnly(t *testing.T) {
 	// A token that outlives the grace, as only a forger holding the key could make.
 	long := f.sign(t, with(f.claims(), "exp", f.clock.now().Add(3*time.Hour).Unix()))
 	before := f.token(t)
-	oldKid := f.m.signer.kid
-	newKid, err := f.m.RotateSigningKey(ctx)
-	if err != nil || newKid == "" || newKid == oldKid {
-		t.Fatalf("rotate: %q %v", newKid, err)
+	oldKid := f.accessKey(t).kid
+	made, err := f.m.RotateSigningKeys(ctx)
+	if err != nil || len(made) != 2 || made[0].Algorithm != string(accessTokenAlgorithm) || made[0].ID == oldKid {
+		t.Fatalf("rotate: %+v %v", made, err)
 	}
+	newKid := made[0].ID
 	after := f.token(t)
 	if kidOf(after.AccessToken) != newKid || kidOf(before.AccessToken) != oldKid {
 		t.Fatalf("kids: before %s after %s, keys %s %s", kidOf(before.AccessToken), kidOf(after.AccessToken), oldKid, newKid)
@@ -327,6 +336,99 @@ func TestRotatedKeysTokensLiveOutTheirGraceOnly(t *testing.T) {
 	assertInvalid(t, f.m, long, "token of a key retired longer ago than the grace")
 	f.m.keys.invalidate()
 	assertInvalid(t, f.m, long, "token of a key retired longer ago than the grace (reloaded keys)")
+}
+
+// TestRotationKeepsIDTokensVerifiable signs an ID token with each ID token
+// algorithm, rotates, and checks that the JWKS still verifies the earlier
+// tokens by their kid until the retired keys' grace has passed, while new
+// tokens name the new keys.
+func TestRotationKeepsIDTokensVerifiable(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	sign := func(alg jose.SignatureAlgorithm) string {
+		t.Helper()
+		raw, err := f.m.SignIDToken(ctx, alg, map[string]any{"iss": testIssuer, "sub": "someone", "aud": "rp"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	// verify checks raw against the published keys as a relying party would:
+	// the key named by its kid, of the algorithm in its header.
+	verify := func(raw string) error {
+		jws, err := jose.ParseSignedCompact(raw, IDTokenAlgorithms)
+		if err != nil {
+			return err
+		}
+		set, err := f.m.PublicJWKS(ctx)
+		if err != nil {
+			return err
+		}
+		h := jws.Signatures[0].Header
+		keys := set.Key(h.KeyID)
+		if len(keys) != 1 || keys[0].Algorithm != h.Algorithm || keys[0].Use != "sig" {
+			return fmt.Errorf("no published %s key %q", h.Algorithm, h.KeyID)
+		}
+		_, err = jws.Verify(keys[0])
+		return err
+	}
+	before := map[jose.SignatureAlgorithm]string{}
+	for _, alg := range IDTokenAlgorithms {
+		before[alg] = sign(alg)
+	}
+	if _, err := f.m.RotateSigningKeys(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, alg := range IDTokenAlgorithms {
+		after := sign(alg)
+		if kidOf(after) == kidOf(before[alg]) {
+			t.Fatalf("%s: the rotation did not change the signing key", alg)
+		}
+		for _, raw := range []string{before[alg], after} {
+			if err := verify(raw); err != nil {
+				t.Fatalf("%s ID token of key %s during the grace: %v", alg, kidOf(raw), err)
+			}
+		}
+	}
+	// Past the grace (the database's clock decides what the JWKS lists), the
+	// retired keys are gone.
+	if _, err := f.m.pool.Exec(ctx, "update signing_keys set retired_at = now() - interval '1 day' where retired_at is not null"); err != nil {
+		t.Fatal(err)
+	}
+	for alg, raw := range before {
+		if err := verify(raw); err == nil {
+			t.Fatalf("%s ID token of a key retired longer ago than the grace still verifies", alg)
+		}
+	}
+}
+
+// TestPrepareAddsTheMissingAlgorithm starts from a database whose only key
+// is the ES256 one (as before RS256 ID tokens): Prepare adds an RS256 key and
+// keeps the ES256 key and its tokens.
+func TestPrepareAddsTheMissingAlgorithm(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	tok := f.token(t)
+	var n int
+	if err := f.m.pool.QueryRow(ctx, "select count(*) from signing_keys").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("keys before Prepare: %d %v", n, err)
+	}
+	if err := f.m.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := f.m.pool.Query(ctx, "select id, algorithm from signing_keys where retired_at is null order by algorithm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	active, err := pgx.CollectRows(rows, pgx.RowToStructByPos[SigningKey])
+	if err != nil || len(active) != 2 || active[0].Algorithm != "ES256" || active[0].ID != kidOf(tok.AccessToken) || active[1].Algorithm != "RS256" {
+		t.Fatalf("active keys after Prepare: %+v %v", active, err)
+	}
+	if _, err := f.m.VerifyAccessToken(ctx, tok.AccessToken); err != nil {
+		t.Fatalf("access token of the kept ES256 key: %v", err)
+	}
 }
 
 func kidOf(raw string) string {

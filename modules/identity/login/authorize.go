@@ -51,20 +51,24 @@ type AuthRequest struct {
 const maxUILocales = 256
 
 // AuthorizeError is a refused authorization request. With RedirectURI set it
-// goes back to the client (RFC 6749 4.1.2.1); without, the request's client
-// or redirect URI could not be trusted and the person sees an error page.
+// goes back to the client (RFC 6749 4.1.2.1) from Issuer; without, the
+// request's client or redirect URI could not be trusted and the person sees
+// an error page.
 type AuthorizeError struct {
 	Code        string
 	Description string
 	RedirectURI string
 	State       string
+	Issuer      string
 }
 
 func (e *AuthorizeError) Error() string { return e.Code + ": " + e.Description }
 
-// RedirectURL is where the browser goes with the error.
+// RedirectURL is where the browser goes with the error. It names the issuer,
+// as a success does, so that a client of several providers knows which one
+// answered (RFC 9207).
 func (e *AuthorizeError) RedirectURL() string {
-	q := url.Values{"error": {e.Code}, "error_description": {e.Description}}
+	q := url.Values{"error": {e.Code}, "error_description": {e.Description}, "iss": {e.Issuer}}
 	if e.State != "" {
 		q.Set("state", e.State)
 	}
@@ -94,12 +98,13 @@ func (p *Provider) ParseAuthorize(q url.Values) (AuthRequest, error) {
 	if ma := q.Get("max_age"); ma != "" {
 		n, err := strconv.Atoi(ma)
 		if err != nil || n < 0 {
-			return AuthRequest{}, &AuthorizeError{Code: "invalid_request", Description: "max_age must be a whole number of seconds.", RedirectURI: redirect, State: r.State}
+			return AuthRequest{}, &AuthorizeError{Code: "invalid_request", Description: "max_age must be a whole number of seconds.",
+				RedirectURI: redirect, State: r.State, Issuer: p.cfg.Issuer}
 		}
 		r.MaxAge = n
 	}
 	fail := func(code, desc string) (AuthRequest, error) {
-		return AuthRequest{}, &AuthorizeError{Code: code, Description: desc, RedirectURI: redirect, State: r.State}
+		return AuthRequest{}, &AuthorizeError{Code: code, Description: desc, RedirectURI: redirect, State: r.State, Issuer: p.cfg.Issuer}
 	}
 	switch {
 	case q.Get("response_type") != "code":
@@ -129,9 +134,10 @@ func (p *Provider) ParseAuthorize(q url.Values) (AuthRequest, error) {
 	return r, nil
 }
 
-// LoginRequiredError is the answer to prompt=none without a provider session.
-func LoginRequiredError(r AuthRequest) *AuthorizeError {
-	return &AuthorizeError{Code: "login_required", Description: "Sign-in is required.", RedirectURI: r.RedirectURI, State: r.State}
+// LoginRequired is the answer to prompt=none without a provider session.
+func (p *Provider) LoginRequired(r AuthRequest) *AuthorizeError {
+	return &AuthorizeError{Code: "login_required", Description: "Sign-in is required.", RedirectURI: r.RedirectURI, State: r.State,
+		Issuer: p.cfg.Issuer}
 }
 
 // Pending is a sign-in form waiting for its person.
@@ -379,7 +385,7 @@ func (p *Provider) ExchangeCode(ctx context.Context, form url.Values, clientID, 
 		if refused != nil {
 			return nil //nolint:nilerr // the refusal commits: a failed exchange still uses the code up
 		}
-		resp, err = p.tokensFor(ctx, tx, row)
+		resp, err = p.tokensFor(ctx, tx, c, row)
 		return err
 	})
 	if err != nil {
@@ -402,7 +408,7 @@ func pkceMatches(verifier, challenge string) bool {
 	return subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(challenge)) == 1
 }
 
-func (p *Provider) tokensFor(ctx context.Context, tx pgx.Tx, row store.Code) (TokenResponse, error) {
+func (p *Provider) tokensFor(ctx context.Context, tx pgx.Tx, c Client, row store.Code) (TokenResponse, error) {
 	plain, err := p.open(row.Claims)
 	if err != nil {
 		return TokenResponse{}, err
@@ -423,7 +429,7 @@ func (p *Provider) tokensFor(ctx context.Context, tx pgx.Tx, row store.Code) (To
 	id["exp"] = now.Add(p.cfg.TokenTTL).Unix()
 	id["auth_time"] = cc.AuthTime
 	id["nonce"] = cc.Nonce
-	idToken, err := p.signer.Sign(ctx, id)
+	idToken, err := p.signer.SignIDToken(ctx, c.idTokenAlg(), id)
 	if err != nil {
 		return TokenResponse{}, err
 	}
@@ -505,7 +511,7 @@ func (p *Provider) EndSession(ctx context.Context, q url.Values) (string, error)
 // audienceOfOwnToken verifies that raw was signed by this provider (expired
 // tokens are fine as hints) and returns its single audience.
 func (p *Provider) audienceOfOwnToken(ctx context.Context, raw string) (string, error) {
-	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{jose.ES256, jose.RS256, jose.PS256, jose.EdDSA})
+	jws, err := jose.ParseSignedCompact(raw, identity.IDTokenAlgorithms)
 	if err != nil {
 		return "", err
 	}

@@ -18,13 +18,16 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login/internal/store"
 )
 
@@ -57,6 +60,20 @@ type Client struct {
 	RedirectURIs           []string
 	PostLogoutRedirectURIs []string
 	Method                 Method
+	// IDTokenSignedResponseAlg is the algorithm of the client's ID tokens,
+	// as the client metadata of OpenID Connect Dynamic Client Registration
+	// names it: one of identity.IDTokenAlgorithms; empty means RS256, the
+	// one every relying party accepts. The built-in clients keep RS256:
+	// flowd's own relying party accepts either.
+	IDTokenSignedResponseAlg jose.SignatureAlgorithm
+}
+
+// idTokenAlg is the algorithm that signs the client's ID tokens.
+func (c Client) idTokenAlg() jose.SignatureAlgorithm {
+	if c.IDTokenSignedResponseAlg == "" {
+		return identity.IDTokenAlgorithms[0]
+	}
+	return c.IDTokenSignedResponseAlg
 }
 
 // BuiltInClientSecret derives a built-in client's secret from the session
@@ -146,6 +163,11 @@ func New(pool *pgxpool.Pool, signer Signer, staff *Staff, cfg Config) (*Provider
 	if cfg.RolesClaim == "" {
 		cfg.RolesClaim = "roles"
 	}
+	for _, c := range cfg.Clients {
+		if !slices.Contains(identity.IDTokenAlgorithms, c.idTokenAlg()) {
+			return nil, fmt.Errorf("login: client %s: ID tokens cannot be signed with %q (RS256 or ES256)", c.ID, c.IDTokenSignedResponseAlg)
+		}
+	}
 	encKey, err := hkdf.Key(sha256.New, cfg.DataKey, nil, "flowd login claims", 32)
 	if err != nil {
 		return nil, err
@@ -181,9 +203,9 @@ func (p *Provider) Client(id string) (Client, bool) {
 	return Client{}, false
 }
 
-// Discovery returns the provider metadata this package adds to issue 3's
-// /.well-known/openid-configuration; the lead merges these fields into that
-// document (issuer, jwks_uri, token_endpoint and the rest are issue 3's).
+// Discovery returns the provider metadata of the interactive login. The web
+// layer lays it over the identity module's document (issuer, jwks_uri,
+// token_endpoint, the ID token algorithms), joining the lists both have.
 func (p *Provider) Discovery() map[string]any {
 	base := p.cfg.Issuer
 	return map[string]any{
@@ -197,9 +219,16 @@ func (p *Provider) Discovery() map[string]any {
 		"subject_types_supported":               []string{"public"},
 		"scopes_supported":                      []string{"openid", "profile"},
 		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post"},
-		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "acr",
-			"preferred_username", "name", p.cfg.OrgClaim, p.cfg.RolesClaim, p.cfg.NationalIDClaim},
+		// The claims of ID tokens and userinfo.
+		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "acr", "azp",
+			"preferred_username", "name", p.cfg.OrgClaim, p.cfg.RolesClaim, p.cfg.NationalIDClaim, "flowd_test_identity"},
 		"acr_values_supported": []string{ACRTestEID},
+		// Request objects are refused; absent, request_uri_parameter_supported
+		// would mean true (OpenID Connect Discovery 1.0, section 3).
+		"request_parameter_supported":     false,
+		"request_uri_parameter_supported": false,
+		// Every authorization response names the issuer (RFC 9207).
+		"authorization_response_iss_parameter_supported": true,
 		// The test eID's languages; the staff form is in English only.
 		"ui_locales_supported": []string{"en", "nb"},
 	}

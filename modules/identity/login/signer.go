@@ -10,10 +10,11 @@ import (
 // with the same database-kept, rotating keys that sign access tokens, so one
 // JWKS at /oauth/jwks verifies both.
 type Signer interface {
-	// Sign returns the compact JWS of claims (a JSON-marshalable value),
-	// with the signing key's kid in its header.
-	Sign(ctx context.Context, claims any) (string, error)
-	// PublicJWKS returns the public keys that verify what Sign signed:
-	// the current one and any still in use.
+	// SignIDToken returns the compact JWS of claims (a JSON-marshalable
+	// value) signed with the active key of alg, one of
+	// identity.IDTokenAlgorithms, with the key's kid in its header.
+	SignIDToken(ctx context.Context, alg jose.SignatureAlgorithm, claims any) (string, error)
+	// PublicJWKS returns the public keys that verify what SignIDToken
+	// signed: the current ones and any still in use.
 	PublicJWKS(ctx context.Context) (jose.JSONWebKeySet, error)
 }

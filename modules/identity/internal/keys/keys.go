@@ -4,11 +4,13 @@
 package keys
 
 import (
+	"crypto"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -19,28 +21,50 @@ import (
 	"github.com/flowd/flowd/modules/identity/internal/secret"
 )
 
-// Algorithm is how flowd signs access tokens: ECDSA P-256 with SHA-256, small
-// keys and signatures, fast to verify, and understood by every JOSE library.
-const Algorithm = jose.ES256
+// Algorithms are the algorithms flowd signs with, one active key each.
+// ES256 (ECDSA P-256 with SHA-256: small keys and signatures, fast to verify)
+// signs access tokens and the ID tokens of clients that ask for it. RS256
+// signs ID tokens by default: OpenID Connect requires every provider to offer
+// it, and some relying parties (Spring Security's default decoder) accept
+// nothing else.
+var Algorithms = []jose.SignatureAlgorithm{jose.ES256, jose.RS256}
+
+// rsaBits is the size of new RSA keys: RFC 7518 3.3's minimum, which is
+// what the large OpenID providers publish; keys rotate and ID tokens live
+// minutes.
+const rsaBits = 2048
 
 // Key is a signing key, its private part in the clear.
 type Key struct {
-	ID      string
-	Private *ecdsa.PrivateKey
+	ID        string
+	Algorithm jose.SignatureAlgorithm
+	// Private is an *ecdsa.PrivateKey (ES256) or an *rsa.PrivateKey (RS256).
+	Private crypto.Signer
 }
 
-// Generate makes a new key with a random key id.
-func Generate() (Key, error) {
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// Generate makes a new key of alg with a random key id.
+func Generate(alg jose.SignatureAlgorithm) (Key, error) {
+	var (
+		priv crypto.Signer
+		err  error
+	)
+	switch alg {
+	case jose.ES256:
+		priv, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	case jose.RS256:
+		priv, err = rsa.GenerateKey(rand.Reader, rsaBits)
+	default:
+		return Key{}, fmt.Errorf("keys: cannot make %s keys", alg)
+	}
 	if err != nil {
 		return Key{}, err
 	}
-	return Key{ID: secret.ID("", 10), Private: priv}, nil
+	return Key{ID: secret.ID("", 10), Algorithm: alg, Private: priv}, nil
 }
 
-// PublicJWK returns the key's public JSON Web Key.
+// PublicJWK returns the key's public JSON Web Key, with its kid, alg and use.
 func (k Key) PublicJWK() ([]byte, error) {
-	return json.Marshal(jose.JSONWebKey{Key: &k.Private.PublicKey, KeyID: k.ID, Algorithm: string(Algorithm), Use: "sig"})
+	return json.Marshal(jose.JSONWebKey{Key: k.Private.Public(), KeyID: k.ID, Algorithm: string(k.Algorithm), Use: "sig"})
 }
 
 // Seal encrypts the private key with kek; the key id is authenticated data,
@@ -59,8 +83,8 @@ func (k Key) Seal(kek []byte) ([]byte, error) {
 	return gcm.Seal(nonce, nonce, der, []byte(k.ID)), nil
 }
 
-// Open decrypts a sealed private key.
-func Open(id string, sealed, kek []byte) (Key, error) {
+// Open decrypts a sealed private key of alg; a key of another type is an error.
+func Open(id string, alg jose.SignatureAlgorithm, sealed, kek []byte) (Key, error) {
 	gcm, err := newGCM(kek)
 	if err != nil {
 		return Key{}, err
@@ -76,11 +100,17 @@ func Open(id string, sealed, kek []byte) (Key, error) {
 	if err != nil {
 		return Key{}, err
 	}
-	priv, ok := k.(*ecdsa.PrivateKey)
-	if !ok {
-		return Key{}, fmt.Errorf("keys: signing key %s is a %T", id, k)
+	switch priv := k.(type) {
+	case *ecdsa.PrivateKey:
+		if alg == jose.ES256 && priv.Curve == elliptic.P256() {
+			return Key{ID: id, Algorithm: alg, Private: priv}, nil
+		}
+	case *rsa.PrivateKey:
+		if alg == jose.RS256 && priv.N.BitLen() >= rsaBits {
+			return Key{ID: id, Algorithm: alg, Private: priv}, nil
+		}
 	}
-	return Key{ID: id, Private: priv}, nil
+	return Key{}, fmt.Errorf("keys: signing key %s is a %T, not a %s key", id, k, alg)
 }
 
 // ParsePublic reads a public JSON Web Key as stored.

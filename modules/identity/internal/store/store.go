@@ -203,22 +203,22 @@ type SigningKey struct {
 	RetiredAt *time.Time
 }
 
-// ActiveSigningKey returns the key that signs now, or ErrNotFound.
-func ActiveSigningKey(ctx context.Context, q Querier) (SigningKey, error) {
+// ActiveSigningKey returns the key of algorithm that signs now, or ErrNotFound.
+func ActiveSigningKey(ctx context.Context, q Querier, algorithm string) (SigningKey, error) {
 	var k SigningKey
 	err := q.QueryRow(ctx, `select id, algorithm, public_jwk, private_key_sealed, created_at, retired_at
-		from signing_keys where retired_at is null`).Scan(&k.ID, &k.Algorithm, &k.PublicJWK, &k.Sealed, &k.CreatedAt, &k.RetiredAt)
+		from signing_keys where retired_at is null and algorithm = $1`, algorithm).Scan(&k.ID, &k.Algorithm, &k.PublicJWK, &k.Sealed, &k.CreatedAt, &k.RetiredAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return k, ErrNotFound
 	}
 	return k, err
 }
 
-// PublishedKeys returns the active key and the keys retired less than grace ago, newest first.
+// PublishedKeys returns the active keys and the keys retired less than grace ago, newest first.
 func PublishedKeys(ctx context.Context, q Querier, grace time.Duration) ([]SigningKey, error) {
 	rows, err := q.Query(ctx, `select id, algorithm, public_jwk, created_at, retired_at from signing_keys
 		where retired_at is null or retired_at > now() - make_interval(secs => $1)
-		order by created_at desc`, grace.Seconds())
+		order by created_at desc, algorithm`, grace.Seconds())
 	if err != nil {
 		return nil, err
 	}
@@ -235,13 +235,13 @@ func LockSigningKeys(ctx context.Context, q Querier) error {
 	return err
 }
 
-// RetireActiveKey retires the key that signs now, if any.
-func RetireActiveKey(ctx context.Context, q Querier) error {
-	_, err := q.Exec(ctx, "update signing_keys set retired_at = now() where retired_at is null")
+// RetireActiveKey retires the key of algorithm that signs now, if any.
+func RetireActiveKey(ctx context.Context, q Querier, algorithm string) error {
+	_, err := q.Exec(ctx, "update signing_keys set retired_at = now() where retired_at is null and algorithm = $1", algorithm)
 	return err
 }
 
-// InsertSigningKey stores a new active key.
+// InsertSigningKey stores a new active key of its algorithm.
 func InsertSigningKey(ctx context.Context, q Querier, k SigningKey) error {
 	_, err := q.Exec(ctx, `insert into signing_keys (id, algorithm, public_jwk, private_key_sealed) values ($1, $2, $3, $4)`,
 		k.ID, k.Algorithm, k.PublicJWK, k.Sealed)
