@@ -4,9 +4,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -191,10 +193,33 @@ func (s *Server) handleDiscovery(c echo.Context) error {
 	}
 	doc := s.identity.Discovery()
 	if s.login != nil {
-		for k, v := range s.login.Discovery() {
-			doc[k] = v
-		}
+		doc = mergeDiscovery(doc, s.login.Discovery())
 	}
 	c.Response().Header().Set("Cache-Control", "public, max-age=300")
 	return s.writeJSON(c, http.StatusOK, doc)
+}
+
+// mergeDiscovery lays the interactive login's metadata over the token
+// endpoint's. A list both have becomes their union, base's values first:
+// one provider serves both, so it supports the scopes, claims and grants of
+// each. Any other field of over replaces base's.
+func mergeDiscovery(base, over map[string]any) map[string]any {
+	doc := make(map[string]any, len(base)+len(over))
+	maps.Copy(doc, base)
+	for k, v := range over {
+		list, isList := v.([]string)
+		baseList, baseIsList := doc[k].([]string)
+		if !isList || !baseIsList {
+			doc[k] = v
+			continue
+		}
+		union := slices.Clone(baseList)
+		for _, item := range list {
+			if !slices.Contains(union, item) {
+				union = append(union, item)
+			}
+		}
+		doc[k] = union
+	}
+	return doc
 }

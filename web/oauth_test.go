@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -374,6 +375,60 @@ func TestDiscoveryAndJWKSServeStandardVerifiers(t *testing.T) {
 	resp.Body.Close()
 	if len(set.Keys) != 1 || set.Keys[0]["d"] != nil || set.Keys[0]["kid"] == "" || set.Keys[0]["alg"] != "ES256" {
 		t.Fatalf("JWKS %v", set)
+	}
+}
+
+// TestDiscoveryListsWhatTheProviderDoes reads both metadata documents of a
+// server with the API's token endpoint and the interactive login: each lists
+// the scopes and claims of both once, both ID token algorithms, and the
+// authorization endpoint's features that OpenID Discovery and RFC 9207 name.
+func TestDiscoveryListsWhatTheProviderDoes(t *testing.T) {
+	t.Parallel()
+	ls := setupLogin(t, loginOptions{})
+	lists := map[string][]string{
+		"scopes_supported": {identity.ScopeFlowsRead, identity.ScopeFlowsWrite, identity.ScopeFlowsDelete, "openid", "profile"},
+		// Claims of access tokens, then of ID tokens.
+		"claims_supported": {"iss", "sub", "aud", "exp", "iat", "nbf", "jti", "client_id", "scope", "org_id",
+			"auth_time", "nonce", "acr", "azp", "preferred_username", "name", "roles", "pid"},
+		"id_token_signing_alg_values_supported": {"RS256", "ES256"},
+		"grant_types_supported":                 {"authorization_code", "client_credentials", "refresh_token"},
+		"response_types_supported":              {"code"},
+	}
+	for _, path := range []string{"/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"} {
+		t.Run(path, func(t *testing.T) {
+			resp, err := http.Get(ls.url + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var doc map[string]any
+			if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("%d %v", resp.StatusCode, err)
+			}
+			for field, want := range lists {
+				var got []string
+				raw, _ := json.Marshal(doc[field])
+				_ = json.Unmarshal(raw, &got)
+				for _, w := range want {
+					if !slices.Contains(got, w) {
+						t.Errorf("%s lacks %s: %v", field, w, got)
+					}
+				}
+				if len(slices.Compact(slices.Sorted(slices.Values(got)))) != len(got) {
+					t.Errorf("%s lists a value twice: %v", field, got)
+				}
+			}
+			if got := doc["response_types_supported"]; len(got.([]any)) != 1 {
+				t.Errorf("response_types_supported = %v, want only code", got)
+			}
+			// Absent, request_uri_parameter_supported would mean true (OpenID Discovery 3).
+			for field, want := range map[string]any{"issuer": ls.url, "request_uri_parameter_supported": false,
+				"request_parameter_supported": false, "authorization_response_iss_parameter_supported": true} {
+				if got, ok := doc[field]; !ok || got != want {
+					t.Errorf("%s = %v (present %v), want %v", field, got, ok, want)
+				}
+			}
+		})
 	}
 }
 
