@@ -57,6 +57,9 @@ type RelyingParty struct {
 	oauth    *oauth2.Config
 	verifier *oidc.IDTokenVerifier
 	endSess  string
+	// issInResponse: the provider names itself in every authorization
+	// response (RFC 9207), so a response without iss is refused.
+	issInResponse bool
 }
 
 // New returns a relying party. It does not contact the provider: discovery
@@ -86,10 +89,11 @@ func (rp *RelyingParty) discover(ctx context.Context) (*oauth2.Config, *oidc.IDT
 			return nil, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		var meta struct {
-			EndSession string `json:"end_session_endpoint"`
+			EndSession    string `json:"end_session_endpoint"`
+			IssInResponse bool   `json:"authorization_response_iss_parameter_supported"`
 		}
 		_ = p.Claims(&meta)
-		rp.provider, rp.endSess = p, meta.EndSession
+		rp.provider, rp.endSess, rp.issInResponse = p, meta.EndSession, meta.IssInResponse
 		rp.oauth = &oauth2.Config{ClientID: rp.cfg.ClientID, ClientSecret: rp.cfg.ClientSecret,
 			Endpoint: p.Endpoint(), RedirectURL: rp.cfg.RedirectURL, Scopes: rp.cfg.Scopes}
 		// The key set is fetched with our client, whatever context the
@@ -166,16 +170,17 @@ func (rp *RelyingParty) Finish(w http.ResponseWriter, r *http.Request) (Identity
 	if !ok {
 		return Identity{}, ErrState
 	}
-	if e := q.Get("error"); e != "" {
-		return Identity{ReturnTo: f.ReturnTo}, &ProviderError{Code: e, Description: q.Get("error_description")}
-	}
 	oc, verifier, err := rp.discover(r.Context())
 	if err != nil {
 		return Identity{}, err
 	}
-	// RFC 9207: when the provider names itself, it must be ours.
-	if iss := q.Get("iss"); iss != "" && iss != rp.cfg.Issuer {
+	// RFC 9207: a response, error or not, that names an issuer must name
+	// ours, and one from a provider that always names itself must.
+	if iss := q.Get("iss"); iss != rp.cfg.Issuer && (iss != "" || rp.issInResponse) {
 		return Identity{}, fmt.Errorf("%w: the response names issuer %q", ErrRejected, iss)
+	}
+	if e := q.Get("error"); e != "" {
+		return Identity{ReturnTo: f.ReturnTo}, &ProviderError{Code: e, Description: q.Get("error_description")}
 	}
 	ctx := oidc.ClientContext(r.Context(), rp.client)
 	tok, err := oc.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(f.Verifier))

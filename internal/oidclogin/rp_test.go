@@ -2,9 +2,11 @@ package oidclogin
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sync/atomic"
 	"testing"
 )
 
@@ -73,6 +75,94 @@ func TestBeginAddsTheSignInsOwnParameters(t *testing.T) {
 				if q.Has(k) {
 					t.Errorf("%s is present: %s", k, to)
 				}
+			}
+		})
+	}
+}
+
+// TestFinishChecksTheIssuerOfTheResponse: a response, success or error, that
+// names another issuer is refused (RFC 9207 2.4), and so is one without iss
+// from a provider that says it always sends one; no code is exchanged then.
+func TestFinishChecksTheIssuerOfTheResponse(t *testing.T) {
+	t.Parallel()
+	provider := func(t *testing.T, sendsIss bool) (*httptest.Server, *atomic.Int32) {
+		var srv *httptest.Server
+		var exchanges atomic.Int32
+		srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/.well-known/openid-configuration":
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(map[string]any{
+					"issuer": srv.URL, "authorization_endpoint": srv.URL + "/authorize", "token_endpoint": srv.URL + "/token",
+					"jwks_uri": srv.URL + "/jwks", "authorization_response_iss_parameter_supported": sendsIss,
+				})
+			case "/token":
+				exchanges.Add(1)
+				http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
+			default:
+				http.NotFound(w, r)
+			}
+		}))
+		t.Cleanup(srv.Close)
+		return srv, &exchanges
+	}
+	const other = "https://mix-up.example"
+	tests := []struct {
+		name     string
+		sendsIss bool
+		iss      string // "" leaves iss out; "ours" is the provider's issuer
+		query    url.Values
+		want     string // "rejected", "provider error", or "exchanged"
+	}{
+		{"error from another issuer", false, other, url.Values{"error": {"access_denied"}}, "rejected"},
+		{"code from another issuer", false, other, url.Values{"code": {"c"}}, "rejected"},
+		{"error without iss from a provider that sends it", true, "", url.Values{"error": {"access_denied"}}, "rejected"},
+		{"code without iss from a provider that sends it", true, "", url.Values{"code": {"c"}}, "rejected"},
+		{"error with our iss", true, "ours", url.Values{"error": {"access_denied"}}, "provider error"},
+		{"error without iss from a provider that does not send it", false, "", url.Values{"error": {"access_denied"}}, "provider error"},
+		{"code with our iss", true, "ours", url.Values{"code": {"c"}}, "exchanged"},
+		{"code without iss from a provider that does not send it", false, "", url.Values{"code": {"c"}}, "exchanged"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			idp, exchanges := provider(t, tt.sendsIss)
+			rp := New(Config{Name: "console", Issuer: idp.URL, ClientID: "rp", Scopes: []string{"openid"},
+				RedirectURL: "https://rp.example/callback", SessionKey: make([]byte, 32)})
+			begin := httptest.NewRecorder()
+			to, err := rp.Begin(begin, httptest.NewRequest(http.MethodGet, "/", nil), "/back", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, _ := url.Parse(to)
+			q := url.Values{"state": {u.Query().Get("state")}}
+			for k, v := range tt.query {
+				q[k] = v
+			}
+			switch tt.iss {
+			case "ours":
+				q.Set("iss", idp.URL)
+			case "":
+			default:
+				q.Set("iss", tt.iss)
+			}
+			callback := httptest.NewRequest(http.MethodGet, "/callback?"+q.Encode(), nil)
+			for _, c := range begin.Result().Cookies() {
+				callback.AddCookie(c)
+			}
+			_, err = rp.Finish(httptest.NewRecorder(), callback)
+			var pe *ProviderError
+			got := "rejected"
+			switch {
+			case errors.As(err, &pe):
+				got = "provider error"
+			case exchanges.Load() > 0:
+				got = "exchanged"
+			case !errors.Is(err, ErrRejected):
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if got != tt.want {
+				t.Fatalf("got %s (%v), want %s", got, err, tt.want)
 			}
 		})
 	}
