@@ -22,11 +22,9 @@ import (
 // HashParams are the argon2id cost parameters of client secrets.
 type HashParams = secrethash.Params
 
-// DefaultHashParams are the production cost parameters (OWASP's argon2id recommendation).
-//
-// OWASP's client-secret figures (19 MiB, 2 passes, 1 lane): a hash costs tens
-// of milliseconds, so a stolen database does not give secrets up cheaply
-// while the token endpoint stays affordable under load.
+// DefaultHashParams are the production cost parameters, OWASP's argon2id
+// recommendation: a stolen database does not give secrets up cheaply, while
+// the token endpoint stays affordable under load.
 var DefaultHashParams = secrethash.Params{Memory: 19 * 1024, Iterations: 2, Parallelism: 1, SaltLength: 16, KeyLength: 32}
 
 // Config is what the identity module needs to know; internal/app fills it
