@@ -46,8 +46,9 @@ const queue = "webhooks"
 type Options struct {
 	// Timeout bounds each attempt (FLOWD_WEBHOOK_TIMEOUT, 10 s).
 	Timeout time.Duration
-	// AllowPrivate lets deliveries reach loopback, private and link-local
-	// addresses (FLOWD_WEBHOOK_ALLOW_PRIVATE; development and tests only).
+	// AllowPrivate turns the SSRF guard off, so that deliveries reach
+	// loopback, private and every other non-public address
+	// (FLOWD_WEBHOOK_ALLOW_PRIVATE; development and tests only).
 	AllowPrivate bool
 	// Schedule is the wait before each retry (DefaultSchedule); its length
 	// decides how many attempts an event gets. Tests use short waits.
