@@ -423,7 +423,7 @@ func TestSecretsEncryptedAtRest(t *testing.T) {
 	if strings.Contains(stored, "whsec_") || strings.Contains(stored, strings.TrimPrefix(b.secret, "whsec_")) {
 		t.Errorf("stored secret %q is in the clear", stored)
 	}
-	keyless, err := webhooks.New(b.pool, webhooks.Options{})
+	keyless, err := webhooks.New(b.pool, b.reporter, webhooks.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
