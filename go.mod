@@ -3,6 +3,7 @@ module github.com/flowd/flowd
 go 1.26.8
 
 require (
+	code.dny.dev/ssrf v0.3.0
 	github.com/a-h/templ v0.3.977
 	github.com/chromedp/cdproto v0.0.0-20260321001828-e3e3800016bc
 	github.com/chromedp/chromedp v0.15.1

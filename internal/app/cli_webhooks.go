@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -37,7 +38,7 @@ func runRotateWebhookSecret(ctx context.Context, args []string, getenv func(stri
 		return err
 	}
 	defer pool.Close()
-	hooks, err := webhooks.New(pool, webhooks.Options{Timeout: cfg.WebhookTimeout, KeyEncryptionKey: cfg.KeyEncryptionKey})
+	hooks, err := webhooks.New(pool, flows.NewTaskReports(pool), webhooks.Options{Timeout: cfg.WebhookTimeout, KeyEncryptionKey: cfg.KeyEncryptionKey})
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -111,7 +112,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	defer hookPool.Close()
 	registry := prometheus.NewRegistry()
-	hooks, err := webhooks.New(hookPool, webhooks.Options{
+	hooks, err := webhooks.New(hookPool, flows.NewTaskReports(hookPool), webhooks.Options{
 		Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, KeyEncryptionKey: cfg.KeyEncryptionKey,
 		Schedule: cfg.WebhookRetrySchedule, Log: log, Registry: registry,
 	})
@@ -127,7 +128,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	consentRequests := consent.NewRequests(pool, sealer, cfg.BaseURL.String())
 
 	// flows (issue 4): events go out through the webhooks module, which
-	// reports its delivery tasks back to flows once its workers start.
+	// reports its delivery tasks back to flows.
 	flowsModule := flows.New(pool, sealer, flows.Config{
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
 		ReadRoundTrips: cfg.DBReadRoundTrips, Registry: registry,
@@ -139,24 +140,26 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		Flows: flowsModule, Consent: consent.NewJourney(pool, consentRequests, flowsModule, orgs, orgs, log),
 		Login: provider, ConsoleRP: consoleRP, ConsentRP: consentRP,
 	})
-	// The webhook workers start with the server and stop after it has
-	// drained, so that a request's last event is still delivered by someone:
-	// this instance if it can finish in time, another (or the next) otherwise.
-	if err := hooks.Start(ctx, flows.NewTaskReports(hookPool)); err != nil {
-		ln.Close()
-		return fmt.Errorf("webhook workers: %w", err)
-	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), cfg.WebhookTimeout+5*time.Second)
-		defer cancel()
-		if err := hooks.Stop(stopCtx); err != nil {
-			log.Warn("webhook workers did not stop cleanly", "error", err.Error())
-		}
+	// The webhook workers run with the server and stop after it has drained,
+	// so that a request's last event is still delivered by someone: this
+	// instance if it can finish within the workers' drain timeout, another
+	// (or the next) otherwise. Workers that cannot start stop the server.
+	serving, stopServing := context.WithCancel(ctx)
+	defer stopServing()
+	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWorkers()
+	workersDone := make(chan error, 1)
+	go func() {
+		err := hooks.Run(workers)
+		stopServing()
+		workersDone <- err
 	}()
 	log.Info("serving", "addr", ln.Addr().String(), "base_url", cfg.BaseURL.String())
 	fmt.Fprintf(stdout, "flowd is serving on %s\n  API        %s/api/flows\n  API docs   %s/docs\n  console    %s/console\n  readiness  %s/readyz\n",
 		ln.Addr(), cfg.BaseURL, cfg.BaseURL, cfg.BaseURL, cfg.BaseURL)
-	return srv.Serve(ctx, ln, cfg.ShutdownTimeout)
+	err = srv.Serve(serving, ln, cfg.ShutdownTimeout)
+	stopWorkers()
+	return errors.Join(err, <-workersDone)
 }
 
 // webhookPoolSize bounds the webhook workers' own pool: River's fetches,

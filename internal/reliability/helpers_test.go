@@ -317,23 +317,39 @@ type delivery struct {
 	Body   string
 }
 
-// receiver is an organization's webhook endpoint: it verifies every
-// signature and records what arrived; status decides what it answers.
+// receiver is an organization's webhook endpoint: it verifies that every
+// one of its secrets signed each request and records what arrived; status
+// decides what it answers.
 type receiver struct {
-	t      *testing.T
-	secret string
-	srv    *httptest.Server
-	mu     sync.Mutex
-	got    []delivery
-	failed int
-	status int // 0 answers 204
+	t       *testing.T
+	secrets []string
+	srv     *httptest.Server
+	mu      sync.Mutex
+	got     []delivery
+	arrived int // requests that verified, answered or not
+	failed  int
+	status  int           // 0 answers 204
+	held    chan struct{} // when set, requests are answered only once it is closed
 }
 
-func newReceiver(t *testing.T, secret string) *receiver {
-	r := &receiver{t: t, secret: secret}
+func newReceiver(t *testing.T, secrets ...string) *receiver {
+	r := &receiver{t: t, secrets: secrets}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.srv.Close)
 	return r
+}
+
+// hold makes the receiver keep every request waiting for an answer until
+// release is called, at cleanup at the latest.
+func (r *receiver) hold() (release func()) {
+	held := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(held) }) }
+	r.t.Cleanup(release) // runs before the server closes, which waits for its handlers
+	r.mu.Lock()
+	r.held = held
+	r.mu.Unlock()
+	return release
 }
 
 func (r *receiver) URL() string { return r.srv.URL + "/hooks" }
@@ -341,14 +357,16 @@ func (r *receiver) URL() string { return r.srv.URL + "/hooks" }
 func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
 	id, ts, sig := req.Header.Get("webhook-id"), req.Header.Get("webhook-timestamp"), req.Header.Get("webhook-signature")
-	key, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(r.secret, "whsec_"))
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(id + "." + ts + "." + string(body)))
-	want := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
-	if !strings.Contains(" "+sig+" ", " "+want+" ") {
-		r.t.Errorf("webhook %s: signature %q does not verify", id, sig)
-		w.WriteHeader(http.StatusBadRequest)
-		return
+	for _, secret := range r.secrets {
+		key, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(id + "." + ts + "." + string(body)))
+		want := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+		if !strings.Contains(" "+sig+" ", " "+want+" ") {
+			r.t.Errorf("webhook %s: signature %q does not verify with every secret", id, sig)
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
 	}
 	var ev struct {
 		Type string `json:"type"`
@@ -358,6 +376,13 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	if err := json.Unmarshal(body, &ev); err != nil {
 		r.t.Errorf("webhook %s: body %s: %v", id, body, err)
+	}
+	r.mu.Lock()
+	r.arrived++
+	held := r.held
+	r.mu.Unlock()
+	if held != nil {
+		<-held
 	}
 	r.mu.Lock()
 	status := r.status
@@ -384,6 +409,13 @@ func (r *receiver) deliveries() []delivery {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]delivery(nil), r.got...)
+}
+
+// arrivals counts the requests that verified, answered or still held.
+func (r *receiver) arrivals() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.arrived
 }
 
 func (r *receiver) failures() int {

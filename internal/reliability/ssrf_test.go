@@ -10,8 +10,9 @@ import (
 )
 
 // TestWebhookSSRFRefusedAtDeliveryTime: with FLOWD_WEBHOOK_ALLOW_PRIVATE=false
-// (production), webhook URLs that reach loopback, private, link-local or
-// unspecified addresses — literally or through a DNS name resolving there —
+// (production), webhook URLs that reach loopback, private, link-local,
+// unspecified or other special-purpose addresses — literally, in an IPv6
+// spelling of an IPv4 address, or through a DNS name resolving there —
 // are accepted as URLs but refused when the sender connects: the receiver
 // listening on loopback never hears a thing, and each attempt records why.
 func TestWebhookSSRFRefusedAtDeliveryTime(t *testing.T) {
@@ -32,6 +33,12 @@ func TestWebhookSSRFRefusedAtDeliveryTime(t *testing.T) {
 		"https://169.254.169.254/latest/meta-data", // link-local: cloud metadata
 		"https://0.0.0.0" + port + "/hooks",        // unspecified, reaches loopback on Linux
 		"https://[fd00::1]/hooks",                  // unique local IPv6
+		"https://[2002:7f00:1::1]/hooks",           // 6to4 of loopback
+		"https://[2002:a9fe:a9fe::1]/hooks",        // 6to4 of link-local
+		"https://[64:ff9b:1::a00:1]/hooks",         // local-use NAT64 of private
+		"https://[::127.0.0.1]/hooks",              // IPv4-compatible loopback
+		"https://[fec0::1]/hooks",                  // deprecated site-local
+		"https://[100::1]/hooks",                   // discard-only
 	}
 	var flows []string
 	for i, u := range targets {

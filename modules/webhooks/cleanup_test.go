@@ -13,7 +13,7 @@ import (
 func TestCleanup(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	m, err := New(pool, Options{})
+	m, err := New(pool, unusedReporter{t}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,4 +82,23 @@ func TestSealer(t *testing.T) {
 	if got, err := s.open("org-1", secret); err != nil || got != secret {
 		t.Errorf("a plain secret reads back as %q, %v", got, err)
 	}
+}
+
+// unusedReporter is the TaskReporter of a module whose workers never run: a
+// report fails the test.
+type unusedReporter struct{ t *testing.T }
+
+func (r unusedReporter) TaskSucceeded(_ context.Context, taskID string) error {
+	r.t.Errorf("unexpected report: %s succeeded", taskID)
+	return nil
+}
+
+func (r unusedReporter) TaskFailing(_ context.Context, taskID, _ string) error {
+	r.t.Errorf("unexpected report: %s failing", taskID)
+	return nil
+}
+
+func (r unusedReporter) TaskFailed(_ context.Context, taskID, _ string) error {
+	r.t.Errorf("unexpected report: %s failed", taskID)
+	return nil
 }

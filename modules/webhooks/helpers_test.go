@@ -37,8 +37,8 @@ type bundle struct {
 	secret   string
 }
 
-// setup returns a started module on a fresh database, with a short retry
-// schedule and an organization that has a secret. Change opts before start
+// setup returns a running module on a fresh database, with a short retry
+// schedule and an organization that has a secret. Change opts before it runs
 // with the mutator.
 func setup(t *testing.T, mutate ...func(*webhooks.Options)) *bundle {
 	t.Helper()
@@ -47,7 +47,7 @@ func setup(t *testing.T, mutate ...func(*webhooks.Options)) *bundle {
 	return b
 }
 
-// newBundle builds the module on pool without starting it.
+// newBundle builds the module on pool without running its workers.
 func newBundle(t *testing.T, pool *pgxpool.Pool, mutate ...func(*webhooks.Options)) *bundle {
 	t.Helper()
 	opts := webhooks.Options{
@@ -58,7 +58,7 @@ func newBundle(t *testing.T, pool *pgxpool.Pool, mutate ...func(*webhooks.Option
 		m(&opts)
 	}
 	rec := &recorder{}
-	hooks, err := webhooks.New(pool, opts)
+	hooks, err := webhooks.New(pool, rec, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,16 +74,22 @@ func newBundle(t *testing.T, pool *pgxpool.Pool, mutate ...func(*webhooks.Option
 	return b
 }
 
+// start runs the module's workers until the test ends; at cleanup Run must
+// return nil once its context ends.
 func (b *bundle) start(t *testing.T) {
 	t.Helper()
-	if err := b.hooks.Start(context.Background(), b.reporter); err != nil {
-		t.Fatal(err)
-	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.hooks.Run(ctx) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := b.hooks.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("Run did not return within 30s of the end of its context")
 		}
 	})
 }

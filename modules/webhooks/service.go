@@ -46,8 +46,9 @@ const queue = "webhooks"
 type Options struct {
 	// Timeout bounds each attempt (FLOWD_WEBHOOK_TIMEOUT, 10 s).
 	Timeout time.Duration
-	// AllowPrivate lets deliveries reach loopback, private and link-local
-	// addresses (FLOWD_WEBHOOK_ALLOW_PRIVATE; development and tests only).
+	// AllowPrivate turns the SSRF guard off, so that deliveries reach
+	// loopback, private and every other non-public address
+	// (FLOWD_WEBHOOK_ALLOW_PRIVATE; development and tests only).
 	AllowPrivate bool
 	// Schedule is the wait before each retry (DefaultSchedule); its length
 	// decides how many attempts an event gets. Tests use short waits.
@@ -56,9 +57,8 @@ type Options struct {
 	// (DefaultIncidentAfter).
 	IncidentAfter int
 	// Workers is how many deliveries one instance makes at once (100). A
-	// worker mostly waits for the receiver, so many are cheap; with 20, a
-	// receiver answering in 50 ms capped an instance at 400 deliveries/s,
-	// fewer than the creates it accepts.
+	// worker mostly waits for the receiver, so many are cheap, and too few
+	// would let deliveries fall behind the creates an instance accepts.
 	Workers int
 	// PollInterval is how often idle workers look for due retries; new events
 	// wake them at once through LISTEN/NOTIFY (River's default, 1 s).
@@ -79,6 +79,10 @@ type Options struct {
 	// Retention is how long finished events and their attempts are kept
 	// (DefaultRetention); pending ones are kept until they finish.
 	Retention time.Duration
+	// DrainTimeout is how long Run lets in-flight deliveries finish once its
+	// context ends before it cancels them (Timeout plus 5 s: a whole attempt
+	// and its bookkeeping).
+	DrainTimeout time.Duration
 }
 
 // DefaultFetchCooldown lets the workers fetch new deliveries every 10 ms
@@ -91,8 +95,8 @@ const DefaultFetchCooldown = 10 * time.Millisecond
 const DefaultRetention = 90 * 24 * time.Hour
 
 // Module is the webhooks service: the Service the rest of flowd calls, and
-// the River client whose workers deliver. Start runs the workers; a module
-// that is never started (an admin command) still publishes and rotates.
+// the River client whose workers deliver. Run runs the workers; a module that
+// never runs (an admin command) still publishes and rotates.
 type Module struct {
 	pool          *pgxpool.Pool
 	river         *river.Client[database.Tx]
@@ -108,9 +112,13 @@ type Module struct {
 
 var _ Service = (*Module)(nil)
 
-// New builds the module on pool. It publishes, cancels and keeps secrets at
-// once; Start runs its delivery workers.
-func New(pool *pgxpool.Pool, opts Options) (*Module, error) {
+// New builds the module on pool. Its delivery workers tell reporter (the
+// flows module) how each flow's send-initiate-webhook task goes. It
+// publishes, cancels and keeps secrets at once; Run runs the workers.
+func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, error) {
+	if pool == nil || reporter == nil {
+		return nil, errors.New("webhooks: New needs a pool and a TaskReporter")
+	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
@@ -135,6 +143,13 @@ func New(pool *pgxpool.Pool, opts Options) (*Module, error) {
 	if opts.Retention <= 0 {
 		opts.Retention = DefaultRetention
 	}
+	// A job may run the attempt plus a little database work; a job running
+	// longer than twice that belonged to an instance that died, and River's
+	// rescuer makes it available again.
+	jobTimeout := opts.Timeout + 5*time.Second
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = jobTimeout
+	}
 	sealer, err := newSealer(opts.KeyEncryptionKey)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
@@ -142,6 +157,7 @@ func New(pool *pgxpool.Pool, opts Options) (*Module, error) {
 	m := &Module{
 		sealer:        sealer,
 		pool:          pool,
+		reporter:      reporter,
 		log:           opts.Log,
 		client:        newHTTPClient(opts.Timeout, opts.AllowPrivate),
 		timeout:       opts.Timeout,
@@ -156,10 +172,6 @@ func New(pool *pgxpool.Pool, opts Options) (*Module, error) {
 	if err := river.AddWorkerSafely(workers, &cleanupWorker{pool: pool, retention: opts.Retention}); err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
-	// A job may run the attempt plus a little database work; a job running
-	// longer than twice that belonged to an instance that died, and River's
-	// rescuer makes it available again.
-	jobTimeout := opts.Timeout + 5*time.Second
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Logger:               slog.New(minLevel{opts.Log.Handler(), slog.LevelWarn}),
 		Queues:               map[string]river.QueueConfig{queue: {MaxWorkers: opts.Workers}},
@@ -170,7 +182,10 @@ func New(pool *pgxpool.Pool, opts Options) (*Module, error) {
 		RetryPolicy:          schedulePolicy(opts.Schedule),
 		JobTimeout:           jobTimeout,
 		RescueStuckJobsAfter: 2 * jobTimeout,
-		SoftStopTimeout:      jobTimeout,
+		// With a soft stop timeout, the end of Run's context stops fetching
+		// and lets running deliveries finish, cancelling them only when it
+		// passes.
+		SoftStopTimeout: opts.DrainTimeout,
 		// The leader instance prunes old events hourly.
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) {
@@ -184,31 +199,21 @@ func New(pool *pgxpool.Pool, opts Options) (*Module, error) {
 	return m, nil
 }
 
-// Start runs the delivery workers until Stop, telling reporter (the flows
-// module) how each flow's send-initiate-webhook task goes. It takes the
-// reporter here rather than in New because flows is built on the Publisher
-// that New returns. Several instances on one database share the work: each
-// job is locked by the one instance working it.
-func (m *Module) Start(ctx context.Context, reporter TaskReporter) error {
-	if reporter == nil {
-		return errors.New("webhooks: Start needs a TaskReporter")
+// Run runs the delivery workers until ctx ends. Then it fetches no more
+// deliveries, lets those in flight finish for up to Options.DrainTimeout and
+// cancels the rest (their jobs are retried, by this instance or another), and
+// returns once every goroutine of the workers has ended. Several instances on
+// one database share the work: each job is locked by the one instance working
+// it. Run returns an error only when the workers cannot start.
+func (m *Module) Run(ctx context.Context) error {
+	if err := m.river.Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("webhooks: %w", err)
 	}
-	m.reporter = reporter
-	// River cancels running deliveries when the context given to Start ends;
-	// Stop is what ends them gracefully, so they outlive ctx.
-	return m.river.Start(context.WithoutCancel(ctx))
-}
-
-// Stop lets in-flight deliveries finish and stops the workers. When ctx ends
-// first it cancels them; their jobs are retried, by this instance or another.
-func (m *Module) Stop(ctx context.Context) error {
-	err := m.river.Stop(ctx)
-	if err != nil && ctx.Err() != nil {
-		hard, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return m.river.StopAndCancel(hard)
-	}
-	return err
+	<-m.river.Stopped()
+	return nil
 }
 
 // deliveryArgs are a River job's arguments: only the event's id; the event

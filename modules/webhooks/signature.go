@@ -1,13 +1,13 @@
 package webhooks
 
 import (
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"errors"
-	"strconv"
 	"strings"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 // secretPrefix starts every signing secret, as Standard Webhooks libraries expect.
@@ -17,6 +17,9 @@ const secretPrefix = "whsec_"
 // HMAC-SHA256 block it keys needs to be strong.
 const secretBytes = 32
 
+// errMalformedSecret is a stored signing secret that is not "whsec_<base64>".
+var errMalformedSecret = errors.New("webhooks: malformed signing secret")
+
 // newSecret returns a fresh "whsec_<base64>" secret.
 func newSecret() string {
 	b := make([]byte, secretBytes)
@@ -24,32 +27,27 @@ func newSecret() string {
 	return secretPrefix + base64.StdEncoding.EncodeToString(b)
 }
 
-// secretKey returns the HMAC key of a "whsec_<base64>" secret.
-func secretKey(secret string) ([]byte, error) {
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, secretPrefix))
-	if err != nil || len(key) == 0 {
-		return nil, errors.New("webhooks: malformed signing secret")
-	}
-	return key, nil
-}
-
-// Sign returns the Standard Webhooks v1 signature header value of body sent as
-// message id at timestamp (Unix seconds): "v1,<base64 HMAC-SHA256 of
-// id.timestamp.body>" for each secret, space-separated, in the order given.
+// Sign returns the webhook-signature header of body sent as message id at
+// timestamp (Unix seconds): the Standard Webhooks library's v1 signature for
+// each secret, space-separated, in the order given. During a rotation the
+// current and the previous secret both sign, so a receiver holding either
+// verifies the delivery.
 func Sign(secrets []string, id string, timestamp int64, body []byte) (string, error) {
 	sigs := make([]string, 0, len(secrets))
 	for _, s := range secrets {
-		key, err := secretKey(s)
+		// The library takes an empty key; a secret without one is a broken row.
+		if strings.TrimPrefix(s, secretPrefix) == "" {
+			return "", errMalformedSecret
+		}
+		wh, err := standardwebhooks.NewWebhook(s)
+		if err != nil {
+			return "", errMalformedSecret
+		}
+		sig, err := wh.Sign(id, time.Unix(timestamp, 0), body)
 		if err != nil {
 			return "", err
 		}
-		mac := hmac.New(sha256.New, key)
-		mac.Write([]byte(id))
-		mac.Write([]byte{'.'})
-		mac.Write([]byte(strconv.FormatInt(timestamp, 10)))
-		mac.Write([]byte{'.'})
-		mac.Write(body)
-		sigs = append(sigs, "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+		sigs = append(sigs, sig)
 	}
 	return strings.Join(sigs, " "), nil
 }

@@ -12,15 +12,35 @@ import (
 )
 
 // TestSignSpecVector checks Sign against the test vector the Standard Webhooks
-// specification and its reference libraries publish.
+// specification and its reference libraries publish, and against the header
+// of a rotation (two secrets) as flowd has always sent it: signatures in the
+// order of the secrets, separated by one space.
 func TestSignSpecVector(t *testing.T) {
 	t.Parallel()
-	got, err := Sign([]string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, []byte(`{"test": 2432232314}`))
-	if err != nil {
-		t.Fatal(err)
+	const (
+		id        = "msg_p5jXN8AQM9LWM0D4loKWxJek"
+		timestamp = 1614265330
+		body      = `{"test": 2432232314}`
+		spec      = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+		previous  = "whsec_cHJldmlvdXMtc2VjcmV0LW9mLTMyLWJ5dGVzLWxvbmc="
+	)
+	tests := []struct {
+		name    string
+		secrets []string
+		want    string
+	}{
+		{"the specification's vector", []string{spec}, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="},
+		{"a rotation, current first", []string{spec, previous},
+			"v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE= v1,YmxPZ654xIvlbfcso9EKrNOhHkF0Esdmbkv827km4Ac="},
 	}
-	if want := "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="; got != want {
-		t.Errorf("Sign = %q, want %q", got, want)
+	for _, tt := range tests {
+		got, err := Sign(tt.secrets, id, timestamp, []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tt.want {
+			t.Errorf("%s: Sign = %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }
 
@@ -71,8 +91,10 @@ func TestNewSecret(t *testing.T) {
 	if err != nil || len(key) != 32 {
 		t.Fatalf("secret key: %d bytes, %v; want 32", len(key), err)
 	}
-	if _, err := Sign([]string{"whsec_%%%"}, "id", 1, nil); err == nil {
-		t.Error("Sign accepted a malformed secret")
+	for _, malformed := range []string{"whsec_%%%", "whsec_", ""} {
+		if _, err := Sign([]string{malformed}, "id", 1, nil); err == nil {
+			t.Errorf("Sign accepted the malformed secret %q", malformed)
+		}
 	}
 }
 
