@@ -16,7 +16,9 @@ oapi_codegen_version=v2.8.2
 doc=$PWD/web/openapi/openapi.yaml
 
 echo "redocly lint (@redocly/cli@$redocly_version)"
-npx --yes "@redocly/cli@$redocly_version" lint --config web/openapi/redocly.yaml "$doc"
+# No usage report and no update check: the lint needs nothing from the network but the package.
+REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
+	npx --yes "@redocly/cli@$redocly_version" lint --config web/openapi/redocly.yaml "$doc"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
