@@ -29,12 +29,14 @@ build:
 generate:
 	$(GO) tool templ generate
 
-## lint: formatting, vet, tidy modules, and the generated code being current
+## lint: formatting, vet, tidy modules, the generated code being current, and the OpenAPI
+## document clean for Redocly and oapi-codegen (fetched with npx and go run on first use)
 lint:
 	$(GO) mod tidy -diff
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
 	$(GO) tool templ generate >/dev/null && git diff --exit-code -- '*_templ.go'
+	scripts/lint-openapi.sh
 	@if command -v golangci-lint >/dev/null; then golangci-lint run ./...; \
 	else echo "golangci-lint not installed (go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0): skipped"; fi
 

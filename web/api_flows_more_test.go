@@ -297,7 +297,7 @@ func TestIdempotencyKeyReplaysConflictsAndExpires(t *testing.T) {
 	}
 	// Another body with the same key is refused.
 	r := e.call(t, "POST", "/api/flows", tokA, createBody(map[string]any{"lastName": "Other"}), "Idempotency-Key", "order-42")
-	if r.status != 422 || !strings.Contains(string(r.body), "/problems/idempotency-key-reused") {
+	if r.status != 422 || !strings.Contains(string(r.body), "/docs#problem-idempotency-key-reused") {
 		t.Fatalf("other body: %d %s", r.status, r.body)
 	}
 	// Keys belong to one organization.

@@ -1,10 +1,12 @@
 package web
 
 import (
+	"encoding/json"
 	"fmt"
 	"html"
 	"io"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -41,7 +43,7 @@ func TestTheOpenAPIDocumentIsServedPublicly(t *testing.T) {
 
 	req, _ := http.NewRequest("GET", ts.url+"/api/openapi.json", nil)
 	req.Header.Set("If-None-Match", resp.Header.Get("ETag"))
-	again, err := http.DefaultClient.Do(req)
+	again, err := client.Do(req) // the 304 is documented too
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +78,7 @@ func TestTheDocsPageRendersTheDocument(t *testing.T) {
 		}
 	}
 	for _, code := range allCodes() {
-		want = append(want, ProblemType(code))
+		want = append(want, `id="problem-`+string(code)+`"`, ProblemType(ts.srv.cfg.BaseURL.String(), code))
 	}
 	for _, field := range []string{"nationalId", "redirectUrl", "_links.consent.href", "flow.consent.openedAt",
 		"flow.incidents.{key}.taskCategory", "data[].flowNumber", "refresh_expires_in", "data.flowStatus"} {
@@ -107,29 +109,77 @@ func allCodes() []apperr.Code {
 	return codes
 }
 
-func TestEveryProblemTypeIsDocumented(t *testing.T) {
+// TestEveryProblemTypeLeadsToItsDocumentation follows each error code's
+// problem type, an absolute URI under the configured base URL, to the /docs
+// page and reads the section its fragment names: it must document that
+// problem, with its type, status and title. A real problem answer carries
+// the same URI.
+func TestEveryProblemTypeLeadsToItsDocumentation(t *testing.T) {
+	t.Parallel()
+	const base = "https://consent.bank.example"
+	ts := setupWith(t, func(k string) string {
+		if k == "FLOWD_BASE_URL" {
+			return base
+		}
+		return ""
+	})
+	pages := map[string]string{}
+	heading := regexp.MustCompile(`<h[1-6][ >]`)
+	for _, code := range allCodes() {
+		typ := ProblemType(base, code)
+		u, err := url.Parse(typ)
+		if err != nil || !u.IsAbs() || u.Scheme+"://"+u.Host != base || u.Fragment == "" {
+			t.Errorf("%s: type %q is not an absolute URI under %s with a fragment", code, typ, base)
+			continue
+		}
+		page, ok := pages[u.Path]
+		if !ok {
+			resp, body := do(t, "GET", ts.url+u.Path, "", "")
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("%s: GET %s answered %d", code, u.Path, resp.StatusCode)
+			}
+			page, pages[u.Path] = body, body
+		}
+		at := strings.Index(page, `id="`+u.Fragment+`"`)
+		if at < 0 {
+			t.Errorf("%s: %s has no element with id %q", code, u.Path, u.Fragment)
+			continue
+		}
+		section := page[at:]
+		if next := heading.FindStringIndex(section[1:]); next != nil {
+			section = section[:next[0]+1]
+		}
+		kind := problemKinds[code]
+		for _, want := range []string{"<code>" + typ + "</code>", fmt.Sprintf("<code>%d</code>", kind.status), html.EscapeString(kind.title)} {
+			if !strings.Contains(section, want) {
+				t.Errorf("%s: the section %q does not document %q:\n%s", code, u.Fragment, want, section)
+			}
+		}
+	}
+
+	resp, body := do(t, "GET", ts.url+"/no-such-page", "", "")
+	var p Problem
+	if err := json.Unmarshal([]byte(body), &p); err != nil || p.Type != ProblemType(base, apperr.NotFound) {
+		t.Fatalf("%d %s: want the type %s", resp.StatusCode, body, ProblemType(base, apperr.NotFound))
+	}
+}
+
+// TestTheDocumentListsEveryProblemType: the document's problem schemas
+// accept the type of every error code and nothing else.
+func TestTheDocumentListsEveryProblemType(t *testing.T) {
 	t.Parallel()
 	doc, err := openapi.LoadData(openapi.YAML())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var enum []string
-	for _, v := range doc.Components.Schemas["Problem"].Value.Properties["type"].Value.Enum {
-		enum = append(enum, fmt.Sprint(v))
-	}
-	slices.Sort(enum)
-	var want []string
+	typ := doc.Components.Schemas["Problem"].Value.Properties["type"].Value
 	for _, code := range allCodes() {
-		want = append(want, ProblemType(code))
-		kind := problemKinds[code]
-		row := fmt.Sprintf("| `%s` | %d | %s |", ProblemType(code), kind.status, kind.title)
-		if !strings.Contains(doc.Info.Description, row) {
-			t.Errorf("the Errors table has no row %q", row)
+		if err := typ.VisitJSON(ProblemType(openapi.DefaultBaseURL, code)); err != nil {
+			t.Errorf("Problem.type refuses the type of %s: %v", code, err)
 		}
 	}
-	slices.Sort(want)
-	if !slices.Equal(enum, want) {
-		t.Fatalf("Problem.type enum %v, want the error codes' types %v", enum, want)
+	if err := typ.VisitJSON(ProblemType(openapi.DefaultBaseURL, "no-such-code")); err == nil {
+		t.Error("Problem.type accepts an unknown code")
 	}
 }
 

@@ -23,8 +23,8 @@ type Problem struct {
 	Errors []apperr.FieldError `json:"errors,omitempty"`
 }
 
-// problemKinds maps each error code to its status and title. The problem type
-// is /problems/<code>, stable and listed in the OpenAPI document.
+// problemKinds maps each error code to its status and title. Each code's
+// problem type is documented under its own heading on /docs (ProblemType).
 var problemKinds = map[apperr.Code]struct {
 	status int
 	title  string
@@ -44,8 +44,13 @@ var problemKinds = map[apperr.Code]struct {
 	apperr.Internal:             {http.StatusInternalServerError, "Internal server error"},
 }
 
-// ProblemType returns the type URI of a code's problems.
-func ProblemType(code apperr.Code) string { return "/problems/" + string(code) }
+// ProblemType returns the type URI of a code's problems:
+// {baseURL}/docs#problem-<code>. RFC 9457 asks for an absolute URI that, when
+// dereferenced, documents the problem; this one opens the problem's section
+// of the API reference of the same service.
+func ProblemType(baseURL string, code apperr.Code) string {
+	return strings.TrimSuffix(baseURL, "/") + "/docs#problem-" + string(code)
+}
 
 // handleError is echo's one error handler: it turns any error a handler
 // returns into a problem+json body for API callers or an error page for
@@ -86,7 +91,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		werr = s.render(c, kind.status, pages.Error(page))
 	} else {
 		werr = s.writeProblem(c, kind.status, Problem{
-			Type: ProblemType(appErr.Code), Title: kind.title, Status: kind.status,
+			Type: ProblemType(s.cfg.BaseURL.String(), appErr.Code), Title: kind.title, Status: kind.status,
 			Detail: appErr.Message, Errors: appErr.Fields,
 		})
 	}

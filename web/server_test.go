@@ -263,7 +263,7 @@ func TestMethodNotAllowedIsAProblem(t *testing.T) {
 	t.Parallel()
 	ts := setup(t)
 	resp, body := do(t, "POST", ts.url+"/healthz", "application/json", "{}")
-	if resp.StatusCode != 405 || !strings.Contains(body, "/problems/method-not-allowed") {
+	if resp.StatusCode != 405 || !strings.Contains(body, `"type":"http://localhost:8080/docs#problem-method-not-allowed"`) {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 }

@@ -41,7 +41,7 @@ func TestServeAnswersOverHTTP(t *testing.T) {
 		Title  string `json:"title"`
 		Status int    `json:"status"`
 	}
-	if err := json.Unmarshal([]byte(body), &p); err != nil || p.Status != 404 || p.Type != "/problems/not-found" || p.Title == "" {
+	if err := json.Unmarshal([]byte(body), &p); err != nil || p.Status != 404 || !strings.HasSuffix(p.Type, "/docs#problem-not-found") || p.Title == "" {
 		t.Fatalf("problem body %s (%v)", body, err)
 	}
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/flowd/flowd/views/pages"
 )
 
 func TestTheDocumentLoadsAndIsValid(t *testing.T) {
@@ -136,7 +138,7 @@ func TestEveryOperationIsCompletelyDescribed(t *testing.T) {
 			}
 		}
 		for code, r := range op.Responses.Map() {
-			if len(r.Value.Content) == 0 {
+			if len(r.Value.Content) == 0 && code != "304" {
 				t.Errorf("%s %s: no body", name, code)
 			}
 			if r.Value.Headers["X-Request-Id"] == nil {
@@ -227,8 +229,125 @@ func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
 		if strings.HasPrefix(r.Status, "404") {
 			t.Fatal("create documents a 404 it never answers")
 		}
-		if strings.HasPrefix(r.Status, "422") && !slices.Equal(r.Bodies[0].ProblemTypes, []string{"/problems/idempotency-key-reused"}) {
-			t.Fatalf("422 problem types %v", r.Bodies[0].ProblemTypes)
+		want := []pages.DocsLink{{ID: "problem-idempotency-key-reused", Title: DefaultBaseURL + "/docs#problem-idempotency-key-reused"}}
+		if strings.HasPrefix(r.Status, "422") && !slices.Equal(r.Bodies[0].ProblemTypes, want) {
+			t.Fatalf("422 problem types %v, want %v", r.Bodies[0].ProblemTypes, want)
 		}
 	}
+}
+
+// TestComponentNamesAreUniqueForGenerators: code generators make one type of
+// each schema, parameter, header, request body and response, named after its
+// component, so two components of one name (in any letter case) do not
+// compile (oapi-codegen: "duplicate typename").
+func TestComponentNamesAreUniqueForGenerators(t *testing.T) {
+	t.Parallel()
+	doc, err := LoadData(YAML())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := doc.Components
+	seen := map[string]string{}
+	add := func(kind string, names []string) {
+		for _, name := range names {
+			key := strings.ToLower(name)
+			if other, ok := seen[key]; ok {
+				t.Errorf("%s %q has the name of %s", kind, name, other)
+			}
+			seen[key] = kind + " " + name
+		}
+	}
+	add("schema", sortedKeys(c.Schemas))
+	add("parameter", sortedKeys(c.Parameters))
+	add("header", sortedKeys(c.Headers))
+	add("request body", sortedKeys(c.RequestBodies))
+	add("response", sortedKeys(c.Responses))
+	if len(seen) < 20 {
+		t.Fatalf("only %d components", len(seen))
+	}
+}
+
+// TestEveryComponentIsUsed: a component nothing refers to is dead weight that
+// linters flag and generators either prune or emit for nothing.
+func TestEveryComponentIsUsed(t *testing.T) {
+	t.Parallel()
+	var root map[string]any
+	if err := json.Unmarshal(mustJSON(t), &root); err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if ref, ok := v["$ref"].(string); ok {
+				used[ref] = true
+			}
+			if sec, ok := v["security"].([]any); ok {
+				for _, req := range sec {
+					for name := range req.(map[string]any) {
+						used["#/components/securitySchemes/"+name] = true
+					}
+				}
+			}
+			for _, c := range v {
+				walk(c)
+			}
+		case []any:
+			for _, c := range v {
+				walk(c)
+			}
+		}
+	}
+	walk(root)
+	n := 0
+	for kind, group := range root["components"].(map[string]any) {
+		for name := range group.(map[string]any) {
+			n++
+			if ref := "#/components/" + kind + "/" + name; !used[ref] {
+				t.Errorf("%s is never used", ref)
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("only %d components", n)
+	}
+}
+
+// TestTheDocumentIsCompleteForLinters holds what a linter requires of the
+// whole document: a license, and a security requirement on every webhook,
+// naming how a receiver authenticates the delivery.
+func TestTheDocumentIsCompleteForLinters(t *testing.T) {
+	t.Parallel()
+	doc, err := LoadData(YAML())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.Info.License == nil || doc.Info.License.Name == "" {
+		t.Error("info has no license")
+	}
+	for name, item := range doc.Webhooks {
+		for method, op := range item.Operations() {
+			if op.Security == nil || len(*op.Security) == 0 {
+				t.Errorf("webhook %s %s has no security requirement", name, method)
+				continue
+			}
+			for _, req := range *op.Security {
+				for scheme := range req {
+					if doc.Components.SecuritySchemes[scheme] == nil {
+						t.Errorf("webhook %s %s: unknown security scheme %q", name, method, scheme)
+					}
+				}
+			}
+		}
+	}
+}
+
+func mustJSON(t *testing.T) []byte {
+	t.Helper()
+	raw, err := JSON(DefaultBaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }

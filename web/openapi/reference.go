@@ -37,6 +37,7 @@ func Reference(doc *openapi3.T, raw []byte, baseURL string) (pages.DocsPage, err
 		JSONURL: "/api/openapi.json",
 	}
 	p.IntroHTML, p.Intro = r.markdownWithContents(doc.Info.Description)
+	p.Schemes = r.schemes()
 
 	type located struct {
 		op     pages.DocsOperation
@@ -142,8 +143,8 @@ func (r *reference) webhook(name, method string, op *openapi3.Operation) (pages.
 		Path:            "{webhookUrl}",
 		Summary:         op.Summary,
 		DescriptionHTML: r.markdown(op.Description),
-		Auth:            "signed by flowd with the organization's webhook secret (Standard Webhooks)",
 	}
+	v.Auth, v.Scopes = r.auth(op)
 	for _, p := range op.Parameters {
 		v.Parameters = append(v.Parameters, r.param(p.Value.Name, p.Value.In, p.Value.Required, p.Value.Description, p.Value.Schema, p.Value.Example))
 	}
@@ -168,12 +169,44 @@ func (r *reference) auth(op *openapi3.Operation) (string, []string) {
 				scopes = append(scopes, ss...)
 			case scheme != nil && scheme.Value.Type == "http":
 				ways = append(ways, "HTTP "+scheme.Value.Scheme+" authentication with the client id and secret")
+			case scheme != nil && scheme.Value.Type == "apiKey":
+				ways = append(ways, "the "+scheme.Value.Name+" "+scheme.Value.In+" (see the security scheme "+name+")")
 			default:
 				ways = append(ways, name)
 			}
 		}
 	}
 	return strings.Join(ways, ", or "), scopes
+}
+
+// schemes describes the document's security schemes in their written order,
+// each under the anchor scheme-<name> that the prose links to.
+func (r *reference) schemes() []pages.DocsScheme {
+	names := sortedKeys(r.doc.Components.SecuritySchemes)
+	slices.SortStableFunc(names, func(a, b string) int {
+		return line(r.doc.Components.SecuritySchemes[a].Value.Origin) - line(r.doc.Components.SecuritySchemes[b].Value.Origin)
+	})
+	out := make([]pages.DocsScheme, 0, len(names))
+	for _, name := range names {
+		s := r.doc.Components.SecuritySchemes[name].Value
+		v := pages.DocsScheme{ID: "scheme-" + slug(name), Name: name, DescriptionHTML: r.markdown(s.Description)}
+		switch s.Type {
+		case "oauth2":
+			v.Kind = "OAuth 2.0"
+			if f := s.Flows; f != nil && f.ClientCredentials != nil {
+				v.Kind += ", client credentials; token URL " + f.ClientCredentials.TokenURL
+				v.Scopes = sortedKeys(f.ClientCredentials.Scopes)
+			}
+		case "http":
+			v.Kind = "HTTP " + s.Scheme + " authentication"
+		case "apiKey":
+			v.Kind = "the " + s.In + " " + s.Name
+		default:
+			v.Kind = s.Type
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 func (r *reference) param(name, in string, required bool, description string, schema *openapi3.SchemaRef, example any) pages.DocsParam {
@@ -362,7 +395,8 @@ func nodeText(n ast.Node, src []byte) string {
 }
 
 // merged folds an allOf into one schema: the members of every part, the
-// later parts' const and enum narrowing the earlier ones' members.
+// later parts' const, enum, pattern and examples narrowing the earlier ones'
+// members.
 func merged(s *openapi3.Schema) *openapi3.Schema {
 	if s == nil || len(s.AllOf) == 0 {
 		return s
@@ -399,24 +433,32 @@ func merged(s *openapi3.Schema) *openapi3.Schema {
 			if len(prop.Value.Enum) > 0 {
 				narrowed.Enum = prop.Value.Enum
 			}
+			if prop.Value.Pattern != "" {
+				narrowed.Pattern = prop.Value.Pattern
+			}
+			if len(prop.Value.Examples) > 0 {
+				narrowed.Examples = prop.Value.Examples
+			}
 			out.Properties[name] = &openapi3.SchemaRef{Value: &narrowed, Origin: prev.Origin}
 		}
 	}
 	return &out
 }
 
-// problemTypes returns the problem types a problem schema allows.
-func problemTypes(s *openapi3.Schema) []string {
+// problemTypes returns the problem types a problem schema allows, each with
+// the anchor of its section on the page (its fragment). A type is an
+// absolute URI under the service's base URL, so the schema narrows it with a
+// pattern and names it in examples.
+func problemTypes(s *openapi3.Schema) []pages.DocsLink {
 	t := s.Properties["type"]
 	if t == nil || t.Value == nil {
 		return nil
 	}
-	if t.Value.Const != nil {
-		return []string{fmt.Sprint(t.Value.Const)}
-	}
-	var out []string
-	for _, e := range t.Value.Enum {
-		out = append(out, fmt.Sprint(e))
+	var out []pages.DocsLink
+	for _, e := range t.Value.Examples {
+		uri := fmt.Sprint(e)
+		_, anchor, _ := strings.Cut(uri, "#")
+		out = append(out, pages.DocsLink{ID: anchor, Title: uri})
 	}
 	return out
 }

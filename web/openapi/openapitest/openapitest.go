@@ -125,12 +125,12 @@ func Check(req *http.Request, status int, header http.Header, body []byte) error
 		}
 		// An address the document does not list may answer only with one of
 		// the generic problems (401 before authentication, 404, 405, ...).
-		name, ok := genericProblems[status]
+		response, ok := genericProblem(s.doc, status)
 		if !ok {
 			return fmt.Errorf("%s %s is not an operation of the document, and %d is not one of its generic problem answers", req.Method, path, status)
 		}
 		op := openapi3.NewOperation()
-		op.Responses = openapi3.NewResponses(openapi3.WithStatus(status, s.doc.Components.Responses[name]))
+		op.Responses = openapi3.NewResponses(openapi3.WithStatus(status, response))
 		route = &routers.Route{Spec: s.doc, Path: path, Method: req.Method, Operation: op}
 	}
 	documented := route.Operation.Responses.Status(status)
@@ -237,17 +237,35 @@ func CheckWebhook(header http.Header, body []byte) error {
 }
 
 // genericProblems are the answers any address under /api or /oauth may give,
-// named by their component in the document.
+// named by their component in the document. A 405 answers a method that no
+// operation has, so no operation documents it: it is checked as a problem of
+// any type (the web tests check its type).
 var genericProblems = map[int]string{
 	http.StatusBadRequest:            "Invalid",
 	http.StatusUnauthorized:          "Unauthenticated",
 	http.StatusForbidden:             "InsufficientScope",
 	http.StatusNotFound:              "NotFound",
-	http.StatusMethodNotAllowed:      "MethodNotAllowed",
+	http.StatusMethodNotAllowed:      "",
 	http.StatusRequestEntityTooLarge: "TooLarge",
 	http.StatusUnsupportedMediaType:  "UnsupportedMediaType",
 	http.StatusInternalServerError:   "Internal",
 	http.StatusServiceUnavailable:    "Unavailable",
+}
+
+// genericProblem returns the response an address outside the document's
+// operations may answer with status.
+func genericProblem(doc *openapi3.T, status int) (*openapi3.ResponseRef, bool) {
+	name, ok := genericProblems[status]
+	switch {
+	case !ok:
+		return nil, false
+	case name != "":
+		return doc.Components.Responses[name], true
+	}
+	r := openapi3.NewResponse().WithDescription("A problem.")
+	r.Headers = openapi3.Headers{"X-Request-Id": doc.Components.Headers["XRequestId"]}
+	r.Content = openapi3.Content{"application/problem+json": &openapi3.MediaType{Schema: doc.Components.Schemas["Problem"]}}
+	return &openapi3.ResponseRef{Value: r}, true
 }
 
 // responseOptions fail on undocumented statuses, report every schema error,

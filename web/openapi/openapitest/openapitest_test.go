@@ -41,7 +41,7 @@ func created() map[string]any {
 }
 
 func problem(status int, code string) map[string]any {
-	return map[string]any{"type": "/problems/" + code, "title": "t", "status": status, "detail": "d"}
+	return map[string]any{"type": openapi.DefaultBaseURL + "/docs#problem-" + code, "title": "t", "status": status, "detail": "d"}
 }
 
 func header(kv ...string) http.Header {
@@ -86,6 +86,20 @@ func TestValidate(t *testing.T) {
 			header("Content-Type", "application/problem+json"), problem(400, "invalid"), ""},
 		{"problem of the wrong type", "POST", "/api/flows", 400,
 			header("Content-Type", "application/problem+json"), problem(400, "not-found"), "type"},
+		{"problem type under another base URL", "POST", "/api/flows", 400,
+			header("Content-Type", "application/problem+json"),
+			func() map[string]any {
+				m := problem(400, "invalid")
+				m["type"] = "https://consent.bank.example/docs#problem-invalid"
+				return m
+			}(), ""},
+		{"relative problem type", "POST", "/api/flows", 400,
+			header("Content-Type", "application/problem+json"),
+			func() map[string]any { m := problem(400, "invalid"); m["type"] = "/docs#problem-invalid"; return m }(), "type"},
+		{"401 without a token", "GET", "/api/flows", 401,
+			header("Content-Type", "application/problem+json", "WWW-Authenticate", "Bearer"), problem(401, "unauthenticated"), ""},
+		{"401 with another challenge", "GET", "/api/flows", 401,
+			header("Content-Type", "application/problem+json", "WWW-Authenticate", `Basic realm="flowd"`), problem(401, "unauthenticated"), "WWW-Authenticate"},
 		{"401 needs WWW-Authenticate", "GET", "/api/flows", 401,
 			header("Content-Type", "application/problem+json"), problem(401, "unauthenticated"), "WWW-Authenticate"},
 		{"401", "GET", "/api/flows", 401,
@@ -237,7 +251,7 @@ func TestValidateRecorder(t *testing.T) {
 	rec.Header().Set("X-Request-Id", "abc")
 	rec.Header().Set("Content-Type", "application/problem+json")
 	rec.WriteHeader(404)
-	_, _ = rec.WriteString(`{"type":"/problems/not-found","title":"Not found","status":404}`)
+	_, _ = rec.WriteString(`{"type":"https://flowd.example/docs#problem-not-found","title":"Not found","status":404}`)
 	var f fakeTB
 	ValidateRecorder(&f, httptest.NewRequest("GET", "/api/flows/"+flowID, nil), rec)
 	if len(f.failures) > 0 {
