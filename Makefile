@@ -12,7 +12,7 @@ test:
 	scripts/test.sh
 
 ## test-reliability: the reliability and security suite in full — long variants
-## (more load, more kills) and every fuzz target for FUZZTIME each (README "Reliability")
+## (more load, more kills) and every fuzz target for FUZZTIME each (docs/operations.md, "Reliability")
 test-reliability:
 	FLOWD_RELIABILITY_LONG=1 scripts/pg.sh test go test -race -count=1 -timeout 30m ./internal/reliability/...
 	scripts/fuzz.sh

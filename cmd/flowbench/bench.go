@@ -102,6 +102,15 @@ func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_
 			b.close()
 		}
 	}()
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	b.base = "http://127.0.0.1:" + strconv.Itoa(port)
+	// The load generator first: off Linux it fails at once, before the build.
+	if b.load, err = newLoad(b.base, o.concurrency); err != nil {
+		return nil, err
+	}
 	if b.pgbench, err = findPgbench(); err != nil {
 		return nil, err
 	}
@@ -133,11 +142,6 @@ func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_
 	u.Path = "/" + b.dbName
 	b.dbURL = u.String()
 
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	b.base = "http://127.0.0.1:" + strconv.Itoa(port)
 	b.env = []string{
 		"DATABASE_URL=" + b.dbURL,
 		"FLOWD_ADDR=127.0.0.1:" + strconv.Itoa(port),
@@ -162,9 +166,6 @@ func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_
 		return nil, err
 	}
 
-	if b.load, err = newLoad(b.base, o.concurrency); err != nil {
-		return nil, err
-	}
 	if o.against != "" {
 		if b.against, err = b.startAgainst(ctx); err != nil {
 			return nil, fmt.Errorf("-against %s: %w", o.against, err)

@@ -6,7 +6,9 @@
 //	make bench                       # all scenarios, 32 clients, 10 s each
 //	go run ./cmd/flowbench -h        # flags
 //
-// It needs TEST_DATABASE_URL (make bench starts a throwaway cluster).
+// It needs Linux and TEST_DATABASE_URL (make bench starts a throwaway
+// cluster). Each run's JSON goes to bench/results/, which git ignores; the
+// run docs/performance.md shows is kept as docs/performance-latest.json.
 package main
 
 import (
@@ -28,6 +30,10 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// defaultOut is where runs are written unless -out says otherwise: a
+// folder git ignores, so that runs are not committed one by one.
+const defaultOut = "bench/results"
 
 // options are flowbench's flags.
 type options struct {
@@ -52,7 +58,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.IntVar(&o.slices, "slices", 5, "turns flowd and pgbench take, each, within a scenario's duration")
 	fs.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios")
 	fs.IntVar(&o.deepFlows, "deep-flows", 1_000_000, "flows of the organization the deep-page scenario reads")
-	fs.StringVar(&o.out, "out", "bench/results", "folder for the JSON results")
+	fs.StringVar(&o.out, "out", defaultOut, "folder for the JSON results (git ignores the default)")
 	fs.StringVar(&o.pprof, "pprof", "", "let flowd serve pprof on this address (FLOWD_PPROF_ADDR), e.g. 127.0.0.1:6060")
 	fs.StringVar(&o.against, "against", "", "another checkout (such as a git worktree of main) whose flowd takes turns with this one's, on the same database, for a comparison this machine's drift does not spoil")
 	fs.BoolVar(&o.keep, "keep", false, "keep the database and flowd's log afterwards")

@@ -32,8 +32,8 @@ var scenarioByName = map[string]scenario{
 
 // measure drives flowd with op and pgbench with files (vars defined) in
 // turns: -slices stretches each, which together take the run's duration.
-// This machine's speed drifts by a third within minutes; taking turns lets
-// both meet the same machine, so that their ratio means something.
+// A shared machine's speed drifts within minutes; taking turns lets both
+// meet the same machine, so that their ratio means something.
 func (b *bench) measure(ctx context.Context, name string, next nextRequest, vars map[string]string, files ...string) (Result, error) {
 	return b.measureBeside(ctx, name, next, nil, vars, files...)
 }

@@ -1,0 +1,41 @@
+package archtest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// TestBuildsOffLinux: flowd is developed on macOS and Windows too, so every
+// package must build there, tests included for macOS (go vet type-checks
+// them); code that needs Linux, such as flowbench's epoll load generator,
+// sits behind a build constraint with a fallback for other systems. The
+// first run compiles the dependencies for each system (a minute or two on
+// two cores); later runs come from the build cache.
+func TestBuildsOffLinux(t *testing.T) {
+	t.Parallel()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is not on PATH: %v", err)
+	}
+	for _, tt := range []struct {
+		goos string
+		args []string
+	}{
+		{"darwin", []string{"vet", "./..."}},
+		{"windows", []string{"build", "./..."}},
+	} {
+		t.Run(tt.goos, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, goTool, tt.args...)
+			cmd.Dir = root(t)
+			cmd.Env = append(os.Environ(), "GOOS="+tt.goos, "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("GOOS=%s go %v: %v\n%s", tt.goos, tt.args, err, out)
+			}
+		})
+	}
+}
