@@ -8,12 +8,11 @@ import (
 	"time"
 )
 
-// TestBuildsOffLinux: flowd is developed on macOS and Windows too, so every
-// package must build there, tests included for macOS (go vet type-checks
-// them); code that needs Linux, such as flowbench's epoll load generator,
-// sits behind a build constraint with a fallback for other systems. The
-// first run compiles the dependencies for each system (a minute or two on
-// two cores); later runs come from the build cache.
+// TestBuildsOffLinux: flowd is developed on macOS and Windows too, so code
+// that needs Linux, such as flowbench's epoll load generator, sits behind a
+// build constraint with a fallback for other systems. This vets the package
+// that has such code, tests included; `make lint` builds and vets every
+// package for both systems, which on a cold build cache takes minutes.
 func TestBuildsOffLinux(t *testing.T) {
 	t.Parallel()
 	goTool, err := exec.LookPath("go")
@@ -24,8 +23,8 @@ func TestBuildsOffLinux(t *testing.T) {
 		goos string
 		args []string
 	}{
-		{"darwin", []string{"vet", "./..."}},
-		{"windows", []string{"build", "./..."}},
+		{"darwin", []string{"vet", "./cmd/flowbench"}},
+		{"windows", []string{"vet", "./cmd/flowbench"}},
 	} {
 		t.Run(tt.goos, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
