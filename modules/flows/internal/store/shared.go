@@ -66,7 +66,10 @@ func NewSharedReads(db DB, slots int, observe func(reads int)) *SharedReads {
 // gives their results to read, in order. read need not read them all: those
 // it leaves are read past, and those queued with a function of their own
 // (pgx.QueuedQuery.QueryRow) run it when read returned nil; its error is
-// Do's then.
+// Do's then. A caller whose ctx ends before a round trip takes its read gets
+// ctx's error; once taken, the read runs to its end (the round trip has its
+// own timeout) and Do returns its result, because read writes the caller's
+// variables.
 func (s *SharedReads) Do(ctx context.Context, queue func(*pgx.Batch), read func(pgx.BatchResults) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -80,28 +83,22 @@ func (s *SharedReads) Do(ctx context.Context, queue func(*pgx.Batch), read func(
 		case <-me.done:
 			return me.err
 		case <-ctx.Done():
-			s.withdraw(me)
-			return ctx.Err()
+			if s.withdraw(me) {
+				return ctx.Err()
+			}
+			<-me.done // a round trip has it
+			return me.err
 		case s.slots <- struct{}{}:
 			s.sendWaiting(ctx)
 			s.mu.Lock()
 			taken := me.taken
 			s.mu.Unlock()
 			if taken {
-				return me.wait(ctx) // its round trip is sent or being sent
+				<-me.done // its round trip is sent or being sent
+				return me.err
 			}
 			// More were waiting than one round trip takes: try again.
 		}
-	}
-}
-
-// wait returns the read's error once its results are read, or ctx's.
-func (x *sharedRead) wait(ctx context.Context) error {
-	select {
-	case <-x.done:
-		return x.err
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
@@ -128,16 +125,18 @@ func (s *SharedReads) take() []*sharedRead {
 	return batch
 }
 
-// withdraw drops a read whose caller gave up, unless it is on its way.
-func (s *SharedReads) withdraw(me *sharedRead) {
+// withdraw drops a read whose caller gave up and reports whether it did:
+// a read a round trip has taken stays.
+func (s *SharedReads) withdraw(me *sharedRead) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, x := range s.pending {
 		if x == me {
 			s.pending = append(s.pending[:i], s.pending[i+1:]...)
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // errReadPanicked is what the other reads of a round trip get when one

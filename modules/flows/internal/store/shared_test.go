@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -211,5 +212,44 @@ func waitPending(r *SharedReads, n int) {
 			return
 		}
 		runtime.Gosched()
+	}
+}
+
+// TestAReadTakenIntoARoundTripWaitsForItsResult: a caller whose context
+// ends after another caller's round trip took its read does not return
+// until its read function has run, so that it never reads a result the
+// sender is still writing.
+func TestAReadTakenIntoARoundTripWaitsForItsResult(t *testing.T) {
+	t.Parallel()
+	r := NewSharedReads(dbtest.New(t), 1, nil)
+	r.slots <- struct{}{} // the only slot, held until the read waits
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reading := make(chan struct{})
+	var result string // written by the sender, read by the caller
+	returned := make(chan error, 1)
+	go func() {
+		err := r.Do(ctx, func(b *pgx.Batch) { b.Queue(`select 'done'`) }, func(br pgx.BatchResults) error {
+			close(reading)
+			<-ctx.Done()
+			// The caller has given up by now; the sender is still busy with
+			// its result.
+			time.Sleep(50 * time.Millisecond)
+			return br.QueryRow().Scan(&result)
+		})
+		// Read as GetFlowAndIncidents reads its results, error or not.
+		if got := result; err != nil || got != "done" {
+			returned <- fmt.Errorf("Do returned %v with the result %q, want the read's result", err, got)
+			return
+		}
+		returned <- nil
+	}()
+	waitPending(r, 1)
+	// Another caller's round trip takes the read on the slot held above.
+	go r.sendWaiting(context.Background())
+	<-reading
+	cancel()
+	if err := <-returned; err != nil {
+		t.Fatal(err)
 	}
 }
