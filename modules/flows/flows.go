@@ -148,8 +148,8 @@ type Page struct {
 }
 
 // FlowSummary is a flow as lists show it. Lists read only these columns
-// and open only the national id: a page of the API list cost a third less
-// CPU than one of whole flows. Get a flow for the rest.
+// and open only the national id, which makes a page much cheaper than one
+// of whole flows. Get a flow for the rest.
 type FlowSummary struct {
 	ID             string
 	OrganizationID string

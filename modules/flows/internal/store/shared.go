@@ -13,13 +13,11 @@ import (
 // SharedReads sends the reads of concurrent requests in shared round trips.
 //
 // A read (a retrieve, a list page) is one pipeline of statements: one round
-// trip. Under load, most of a round trip's cost on both sides is waking the
-// process at the other end (flowbench: the socket writes were 29 % of
-// flowd's CPU per request, and PostgreSQL spent a quarter more per retrieve
-// than when pgbench kept it busy). So a read that finds every slot for a
-// round trip taken waits with the others that do, and whichever of them gets
-// the next slot sends them all, up to maxShared, as one pipeline. With a
-// slot free, a read goes alone and at once.
+// trip. Under load, much of a round trip's cost on both sides is waking the
+// process at the other end. So a read that finds every slot for a round trip
+// taken waits with the others that do, and whichever of them gets the next
+// slot sends them all, up to maxShared, as one pipeline. With a slot free, a
+// read goes alone and at once.
 //
 // Reads in one pipeline share its implicit transaction: they see one
 // snapshot, and a round trip that fails (a lost connection) fails each of
