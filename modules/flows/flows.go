@@ -192,7 +192,8 @@ type Service interface {
 	// is an apperr.IdempotencyMismatch. Bad input is one apperr Invalid error
 	// naming every field by its API name (nationalId, lastName, redirectUrl,
 	// webhookUrl, referenceName, Idempotency-Key). Keys are kept 24 hours per
-	// organization; the replay answers even after the flow was deleted.
+	// organization, as Stripe keeps them: within them the replay answers the
+	// first result even after the flow was deleted.
 	Create(ctx context.Context, c Caller, in NewFlow, idempotencyKey string) (Created, error)
 	// Get returns one flow with its open incidents and consent link. ErrNotFound.
 	Get(ctx context.Context, c Caller, flowID string) (Flow, error)

@@ -258,12 +258,13 @@ func DueForExpiry(ctx context.Context, db DB, now time.Time, limit int) ([]strin
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
-// DeleteFlow removes a flow; its tasks and incidents go with it, and so do
-// the idempotency keys that created it, which hold a keyed hash of the
-// request (national id included) and the sealed consent link.
+// DeleteFlow removes a flow; its tasks and incidents go with it. The
+// idempotency key that created it stays, so that a replay within 24 hours
+// answers the first response as the API promises: the key's row holds only a
+// keyed hash of the request and the sealed consent link, and it is purged
+// once it expires, at most 24 hours after the create.
 func DeleteFlow(ctx context.Context, db DB, id string) error {
-	_, err := db.Exec(ctx, `with gone as (delete from flows where id = $1 returning id, organization_id)
-		delete from flow_idempotency_keys k using gone where k.organization_id = gone.organization_id and k.flow_id = gone.id`, id)
+	_, err := db.Exec(ctx, `delete from flows where id = $1`, id)
 	return err
 }
 
