@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
 // SharedReads sends the reads of concurrent requests in shared round trips.
@@ -223,11 +225,12 @@ func (c *countedResults) Close() error { return nil }
 
 // GetFlowAndIncidents returns a flow of organizationID ("" for any
 // organization) and its open incidents, read in one round trip that
-// concurrent reads may share. also, when not nil, queues more statements of
-// the same read, which another module reads through the functions it sets on
-// them; they have run when it returns without error, and their error is
-// its. id must be a UUID. ErrNoRows.
-func (s *SharedReads) GetFlowAndIncidents(ctx context.Context, organizationID, id string, also func(*pgx.Batch)) (Flow, []Incident, error) {
+// concurrent reads may share. also, when not nil, adds another module's
+// statements to the same read, which that module reads through the
+// functions it gives them; they have run when it returns without error, and
+// their error is its. They are skipped when the flow is not found. id must
+// be a UUID. ErrNoRows.
+func (s *SharedReads) GetFlowAndIncidents(ctx context.Context, organizationID, id string, also func(database.SharedRead)) (Flow, []Incident, error) {
 	var (
 		f         Flow
 		incidents []Incident
@@ -236,7 +239,7 @@ func (s *SharedReads) GetFlowAndIncidents(ctx context.Context, organizationID, i
 		b.Queue(flowByIDSQL, id, organizationID)
 		b.Queue(openIncidentsSQL, []string{id})
 		if also != nil {
-			also(b)
+			also(batchRead{b})
 		}
 	}, func(br pgx.BatchResults) error {
 		var err error
@@ -251,4 +254,11 @@ func (s *SharedReads) GetFlowAndIncidents(ctx context.Context, organizationID, i
 		return err
 	})
 	return f, incidents, err
+}
+
+// batchRead is the database.SharedRead of a round trip's batch.
+type batchRead struct{ b *pgx.Batch }
+
+func (r batchRead) QueueRow(sql string, args []any, scan func(database.Row) error) {
+	r.b.Queue(sql, args...).QueryRow(func(row pgx.Row) error { return scan(row) })
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
 )
 
@@ -84,8 +85,8 @@ func TestSharedRoundTripsGiveEachReadItsOwnResults(t *testing.T) {
 				}
 				id := seededID(n)
 				var extra string
-				f, incidents, err := r.GetFlowAndIncidents(ctx, org, id, func(b *pgx.Batch) {
-					b.Queue(`select $1::text`, id).QueryRow(func(row pgx.Row) error { return row.Scan(&extra) })
+				f, incidents, err := r.GetFlowAndIncidents(ctx, org, id, func(read database.SharedRead) {
+					read.QueueRow(`select $1::text`, []any{id}, func(row database.Row) error { return row.Scan(&extra) })
 				})
 				mine := n <= flows && (n%2 == 0) == (org == "org-a")
 				switch {
@@ -124,7 +125,7 @@ func TestSharedRoundTripsGiveEachReadItsOwnResults(t *testing.T) {
 // is not queued at all.
 func TestAGivenUpReadLeavesTheQueue(t *testing.T) {
 	t.Parallel()
-	r := NewSharedReads(nil, 1, nil)
+	r := NewSharedReads(dbtest.New(t), 1, nil)
 	r.slots <- struct{}{} // the only slot, taken
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
