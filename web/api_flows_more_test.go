@@ -278,81 +278,6 @@ func TestACrashBeforeCommitLeavesNothingBehind(t *testing.T) {
 	}
 }
 
-func TestIdempotencyKeyReplaysConflictsAndExpires(t *testing.T) {
-	t.Parallel()
-	e := newAPI(t)
-	body := createBody(map[string]any{"webhookUrl": "https://hooks.example/h"})
-	first := e.call(t, "POST", "/api/flows", tokA, body, "Idempotency-Key", "order-42")
-	if first.status != 201 || first.header.Get("Idempotent-Replayed") != "" {
-		t.Fatalf("first: %d %s", first.status, first.body)
-	}
-	// The same body, formatted differently, replays the first response.
-	var m map[string]any
-	_ = json.Unmarshal([]byte(body), &m)
-	again, _ := json.MarshalIndent(m, "", "  ")
-	second := e.call(t, "POST", "/api/flows", tokA, string(again), "Idempotency-Key", "order-42")
-	if second.status != 201 || second.header.Get("Idempotent-Replayed") != "true" || string(second.body) != string(first.body) ||
-		second.header.Get("Location") != first.header.Get("Location") {
-		t.Fatalf("replay: %d %q\n%s\nwant\n%s", second.status, second.header.Get("Idempotent-Replayed"), second.body, first.body)
-	}
-	// Another body with the same key is refused.
-	r := e.call(t, "POST", "/api/flows", tokA, createBody(map[string]any{"lastName": "Other"}), "Idempotency-Key", "order-42")
-	if r.status != 422 || !strings.Contains(string(r.body), "/docs#problem-idempotency-key-reused") {
-		t.Fatalf("other body: %d %s", r.status, r.body)
-	}
-	// Keys belong to one organization.
-	if r := e.call(t, "POST", "/api/flows", tokB, createBody(map[string]any{"redirectUrl": "https://beta.example/"}), "Idempotency-Key", "order-42"); r.status != 201 || r.header.Get("Idempotent-Replayed") != "" {
-		t.Fatalf("B with A's key: %d %s", r.status, r.body)
-	}
-	if got := e.leftovers(t); got != "flows=2 tasks=3 consent=2 keys=2 events=1" {
-		t.Fatalf("rows: %s", got)
-	}
-
-	// Concurrent requests with one key create one flow and all answer it.
-	var mu sync.Mutex
-	ids := map[string]int{}
-	replayed := 0
-	parallel(12, 12, func(int) {
-		r := e.call(t, "POST", "/api/flows", tokA, createBody(map[string]any{"nationalId": "SAME"}), "Idempotency-Key", "race")
-		if r.status != 201 {
-			t.Errorf("concurrent: %d %s", r.status, r.body)
-			return
-		}
-		var c struct{ FlowID string }
-		_ = json.Unmarshal(r.body, &c)
-		mu.Lock()
-		ids[c.FlowID]++
-		if r.header.Get("Idempotent-Replayed") == "true" {
-			replayed++
-		}
-		mu.Unlock()
-	})
-	if len(ids) != 1 || replayed != 11 {
-		t.Fatalf("concurrent same-key creates: flows %v, %d replayed", ids, replayed)
-	}
-	if n := e.count(t, `select count(*) from flows where organization_id = $1`, orgA); n != 2 {
-		t.Fatalf("%d flows of A, want 2", n)
-	}
-
-	// After 24 hours the key is free again, and expired keys are purged.
-	if _, err := e.pool.Exec(context.Background(), `update flow_idempotency_keys set expires_at = now() - interval '1 second' where key = 'order-42' and organization_id = $1`, orgA); err != nil {
-		t.Fatal(err)
-	}
-	if r := e.call(t, "POST", "/api/flows", tokA, createBody(map[string]any{"lastName": "Other"}), "Idempotency-Key", "order-42"); r.status != 201 || r.header.Get("Idempotent-Replayed") != "" ||
-		strings.Contains(string(r.body), first.json(t)["flowId"].(string)) {
-		t.Fatalf("expired key: %d %s", r.status, r.body)
-	}
-	if _, err := e.pool.Exec(context.Background(), `update flow_idempotency_keys set expires_at = now() - interval '1 second' where key = 'race'`); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := e.flows.PurgeExpiredKeys(context.Background()); err != nil || n != 1 {
-		t.Fatalf("purge: %d %v", n, err)
-	}
-	if n := e.count(t, `select count(*) from flow_idempotency_keys`); n != 2 {
-		t.Fatalf("%d keys left, want 2", n)
-	}
-}
-
 // flowJSON returns the retrieved flow object.
 func (e *apiEnv) flowJSON(t *testing.T, id string) map[string]any {
 	t.Helper()
@@ -363,25 +288,58 @@ func (e *apiEnv) flowJSON(t *testing.T, id string) map[string]any {
 	return r.json(t)["flow"].(map[string]any)
 }
 
-func TestWebhookTaskReportsOpenAndResolveIncidents(t *testing.T) {
+// TestIdempotencyKeyOverHTTP: a replay answers 201 with the first body,
+// Location and Idempotent-Replayed: true, also after the flow was deleted
+// (within the key's 24 hours); the key with another body answers 422.
+func TestIdempotencyKeyOverHTTP(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	ctx := context.Background()
+	body := createBody(map[string]any{"webhookUrl": "https://hooks.example/h"})
+	first := e.call(t, "POST", "/api/flows", tokA, body, "Idempotency-Key", "order-42")
+	if first.status != 201 || first.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("first: %d %s", first.status, first.body)
+	}
+	// The same body, formatted differently, replays the first response.
+	var m map[string]any
+	_ = json.Unmarshal([]byte(body), &m)
+	indented, _ := json.MarshalIndent(m, "", "  ")
+	replayed := func(what, body string) {
+		t.Helper()
+		r := e.call(t, "POST", "/api/flows", tokA, body, "Idempotency-Key", "order-42")
+		if r.status != 201 || r.header.Get("Idempotent-Replayed") != "true" || string(r.body) != string(first.body) ||
+			r.header.Get("Location") != first.header.Get("Location") {
+			t.Fatalf("%s: %d %q %s\nwant the first response\n%s", what, r.status, r.header.Get("Idempotent-Replayed"), r.body, first.body)
+		}
+	}
+	replayed("replay", string(indented))
+	if r := e.call(t, "DELETE", "/api/flows/"+first.json(t)["flowId"].(string), tokA, ""); r.status != 200 {
+		t.Fatalf("delete: %d %s", r.status, r.body)
+	}
+	replayed("replay after delete", body)
+	r := e.call(t, "POST", "/api/flows", tokA, createBody(map[string]any{"lastName": "Other"}), "Idempotency-Key", "order-42")
+	if r.status != 422 || !strings.Contains(string(r.body), "/problems/idempotency-key-reused") {
+		t.Fatalf("other body: %d %s", r.status, r.body)
+	}
+}
+
+// TestIncidentsAreShownOnTheFlow: an open incident of a delivery task is in
+// the retrieved flow's incidents, keyed by its id.
+func TestIncidentsAreShownOnTheFlow(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
 	id := e.create(t, tokA, map[string]any{"webhookUrl": "https://hooks.example/h"})
 	var taskID string
-	if err := e.pool.QueryRow(ctx, `select task_id from test_events where flow_id = $1`, id).Scan(&taskID); err != nil {
+	if err := e.pool.QueryRow(context.Background(), `select task_id from test_events where flow_id = $1`, id).Scan(&taskID); err != nil {
 		t.Fatal(err)
 	}
 	const msg = "hooks.example: 502 Bad Gateway"
-	for range 2 {
-		if err := e.flows.TaskFailing(ctx, taskID, msg); err != nil {
-			t.Fatal(err)
-		}
+	if err := flows.NewTaskReports(e.pool).TaskFailing(context.Background(), taskID, msg); err != nil {
+		t.Fatal(err)
 	}
 	f := e.flowJSON(t, id)
 	incidents := f["incidents"].(map[string]any)
 	if f["version"] != 2.0 || f["hasIncidents"] != true || f["hasErrors"] != false || len(incidents) != 1 {
-		t.Fatalf("after failing twice: %v", f)
+		t.Fatalf("with an incident: %v", f)
 	}
 	for key, v := range incidents {
 		inc := v.(map[string]any)
@@ -389,96 +347,6 @@ func TestWebhookTaskReportsOpenAndResolveIncidents(t *testing.T) {
 			inc["taskType"] != "send-initiate-webhook" || inc["taskCategory"] != "incident" {
 			t.Fatalf("incident %v", inc)
 		}
-	}
-	if err := e.flows.TaskSucceeded(ctx, taskID); err != nil {
-		t.Fatal(err)
-	}
-	f = e.flowJSON(t, id)
-	if f["version"] != 3.0 || f["hasIncidents"] != false || len(f["incidents"].(map[string]any)) != 0 {
-		t.Fatalf("after success: %v", f)
-	}
-	if err := e.flows.TaskFailed(ctx, taskID, "hooks.example: 410 Gone"); err != nil {
-		t.Fatal(err)
-	}
-	f = e.flowJSON(t, id)
-	if f["version"] != 4.0 || f["hasErrors"] != true || f["hasIncidents"] != true {
-		t.Fatalf("after failing for good: %v", f)
-	}
-	if n := e.count(t, `select count(*) from flow_tasks where id = $1 and status = 'failed'`, taskID); n != 1 {
-		t.Fatal("the task is not failed")
-	}
-	// Reports about unknown or deleted tasks are nothing to act on.
-	for _, bad := range []string{"nope", "00000000-0000-0000-0000-000000000000"} {
-		if err := e.flows.TaskFailing(ctx, bad, "x"); err != nil {
-			t.Fatalf("unknown task %q: %v", bad, err)
-		}
-	}
-}
-
-func TestProgressMovesTheFlowAlong(t *testing.T) {
-	t.Parallel()
-	e := newAPI(t)
-	ctx := context.Background()
-	inTx := func(fn func(tx pgx.Tx) error) error { return database.WithTx(ctx, e.pool, fn) }
-	id := e.create(t, tokA, map[string]any{"webhookUrl": "https://hooks.example/h"})
-
-	var f flows.Flow
-	if err := inTx(func(tx pgx.Tx) (err error) { f, err = e.flows.MarkOpenedTx(ctx, tx, id); return }); err != nil {
-		t.Fatal(err)
-	}
-	if f.ConsentStatus != flows.Opened || f.Version != 2 || f.OpenedAt == nil || f.NationalID != "ID-12345" {
-		t.Fatalf("opened: %+v", f)
-	}
-	// Opening again changes nothing.
-	if err := inTx(func(tx pgx.Tx) (err error) { f, err = e.flows.MarkOpenedTx(ctx, tx, id); return }); err != nil || f.Version != 2 {
-		t.Fatalf("second open: %v %d", err, f.Version)
-	}
-	if err := inTx(func(tx pgx.Tx) (err error) { f, err = e.flows.DecideTx(ctx, tx, id, true); return }); err != nil {
-		t.Fatal(err)
-	}
-	if f.ConsentStatus != flows.Accepted || f.ProcessStatus != flows.Completed || f.Version != 3 || f.DecidedAt == nil {
-		t.Fatalf("decided: %+v", f)
-	}
-	if err := inTx(func(tx pgx.Tx) error { _, err := e.flows.DecideTx(ctx, tx, id, false); return err }); !errors.Is(err, flows.ErrNotActive) {
-		t.Fatalf("deciding twice: %v", err)
-	}
-	if err := inTx(func(tx pgx.Tx) error {
-		_, err := e.flows.ForConsentTx(ctx, tx, "00000000-0000-0000-0000-000000000000")
-		return err
-	}); !errors.Is(err, flows.ErrNotFound) {
-		t.Fatalf("unknown flow: %v", err)
-	}
-	g := e.flowJSON(t, id)
-	c := g["consent"].(map[string]any)
-	if g["status"] != "completed" || c["status"] != "Accepted" || c["openedAt"] == nil || c["decidedAt"] == nil || fmt.Sprint(g["actions"]) != "[read]" {
-		t.Fatalf("accepted flow: %v", g)
-	}
-
-	// Expiry cancels active flows whose consent is past due, and no others.
-	due := e.create(t, tokA, map[string]any{"webhookUrl": "https://hooks.example/h"})
-	notDue := e.create(t, tokA, nil)
-	if _, err := e.pool.Exec(ctx, `update flows set expires_at = now() - interval '1 minute' where id = any($1::uuid[])`, []string{due, id}); err != nil {
-		t.Fatal(err)
-	}
-	n, err := e.flows.ExpireDue(ctx, time.Now(), 10)
-	if err != nil || n != 1 {
-		t.Fatalf("ExpireDue: %d %v", n, err)
-	}
-	if s := e.flowJSON(t, due)["status"]; s != "cancelled" {
-		t.Fatalf("due flow: %v", s)
-	}
-	if s := e.flowJSON(t, notDue)["status"]; s != "active" {
-		t.Fatalf("flow not due: %v", s)
-	}
-	if err := inTx(func(tx pgx.Tx) error { _, err := e.flows.DecideTx(ctx, tx, due, true); return err }); !errors.Is(err, flows.ErrNotActive) {
-		t.Fatalf("deciding an expired flow: %v", err)
-	}
-	var kinds string
-	if err := e.pool.QueryRow(ctx, `select string_agg(kind || ':' || version, ',' order by id) from test_events`).Scan(&kinds); err != nil {
-		t.Fatal(err)
-	}
-	if kinds != "flow.created:1,flow.opened:2,flow.accepted:3,flow.created:1,flow.cancelled:2" {
-		t.Fatalf("events %s", kinds)
 	}
 }
 

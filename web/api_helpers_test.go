@@ -163,7 +163,8 @@ func newAPI(t testing.TB, opts ...envOption) *apiEnv {
 		o(&fcfg, &orgs)
 	}
 	events := &tableEvents{}
-	m := flows.New(pool, sealer, fcfg, consent.NewRequests(pool, sealer, cfg.BaseURL.String()), orgs, events)
+	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, cfg.BaseURL.String()), orgs, events,
+		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), fcfg)
 	srv := New(Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Config: cfg, Pool: pool,
 		Registry: prometheus.NewRegistry(), Identity: fakeIdentity{}, Flows: m})
 	hs := httptest.NewServer(srv)

@@ -42,9 +42,7 @@ func runRotateDataKey(ctx context.Context, args []string, getenv func(string) st
 	if err != nil {
 		return err
 	}
-	// Only the re-sealing methods are used: they need neither the consent
-	// requests, the organizations nor the webhooks the server wires in.
-	flowsModule := flows.New(env.pool, sealer, flows.Config{}, nil, nil, nil)
+	flowsResealer := flows.NewResealer(env.pool, sealer)
 	requests := consent.NewRequests(env.pool, sealer, env.cfg.BaseURL.String())
 	var total struct {
 		KeyID           string `json:"keyId"`
@@ -54,7 +52,7 @@ func runRotateDataKey(ctx context.Context, args []string, getenv func(string) st
 	}
 	total.KeyID = sealer.KeyID()
 	for {
-		f, k, err := flowsModule.ResealBatch(ctx, *batch)
+		f, k, err := flowsResealer.ResealBatch(ctx, *batch)
 		if err != nil {
 			return rotateDataKeyError(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
 )
@@ -42,10 +43,10 @@ func (d organizationDirectory) OrganizationExists(ctx context.Context, organizat
 	return err == nil, err
 }
 
-// RecordIdentityMismatch implements consent.MismatchRecorder: the
+// RecordIdentityMismatchTx implements consent.MismatchRecorder: the
 // organization's audit log shows that someone proved another identity on one
 // of its consent links.
-func (d organizationDirectory) RecordIdentityMismatch(ctx context.Context, organizationID, flowID, referenceID string) error {
-	return d.ident.RecordAudit(ctx, identity.AuditEntry{OrganizationID: organizationID, Actor: "end-user",
+func (d organizationDirectory) RecordIdentityMismatchTx(ctx context.Context, tx database.Tx, organizationID, flowID, referenceID string) error {
+	return d.ident.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: organizationID, Actor: "end-user",
 		Action: "consent.identity_mismatch", Target: referenceID, Detail: "flow " + flowID})
 }

@@ -129,11 +129,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 
 	// flows (issue 4): events go out through the webhooks module, which
 	// reports its delivery tasks back to flows.
-	flowsModule := flows.New(pool, sealer, flows.Config{
+	flowsModule := flows.New(pool, sealer, consentRequests, orgs, hooks, log, registry, flows.Config{
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
-		ReadRoundTrips: cfg.DBReadRoundTrips, Registry: registry,
-	}, consentRequests, orgs, hooks)
-	go flowsModule.RunMaintenance(ctx, time.Minute, log.Warn)
+		ReadRoundTrips: cfg.DBReadRoundTrips,
+	})
+	backgroundDone.Go(func() { _ = flowsModule.Run(background) })
 
 	srv := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Identity: ident, Webhooks: hooks,

@@ -117,10 +117,23 @@ func IsUniqueViolation(err error, constraint string) bool {
 // here so that a module's domain file need not import pgx.
 type Tx = pgx.Tx
 
-// Batch is a set of statements sent in one round trip. Modules queue their
-// own statements in a batch another module sends (each reads its own tables),
-// so a request that needs both costs one round trip, not two.
-type Batch = pgx.Batch
+// SharedRead is a read one module sends in one round trip, to which another
+// module adds a statement of its own (each reads its own tables), so that a
+// request that needs both costs one round trip, not two. The statements of
+// a round trip share its snapshot and its fate: one that fails fails them
+// all, so a statement added must not fail for any argument it is given.
+type SharedRead interface {
+	// QueueRow adds a statement that returns at most one row; scan reads it
+	// once the round trip's results arrive (with no row, its Scan returns
+	// pgx.ErrNoRows). scan is not called when the read failed before it;
+	// its error is the read's.
+	QueueRow(sql string, args []any, scan func(Row) error)
+}
+
+// Row is the one row of a statement, or none.
+type Row interface {
+	Scan(dest ...any) error
+}
 
 // BeforeCommit is work a caller joins to a module's write: the module runs it
 // in the write's own transaction, after its change and before it commits,

@@ -64,7 +64,7 @@ func TestRotateDataKey(t *testing.T) {
 
 	// A run that stops after one batch, as an interrupted one would...
 	oldSealer, _ := pii.New(mustKey(t, newKey), mustKey(t, flowdtest.TestDataKey))
-	partial := flows.New(pool, oldSealer, flows.Config{}, nil, nil, nil)
+	partial := flows.NewResealer(pool, oldSealer)
 	if f, k, err := partial.ResealBatch(context.Background(), 2); err != nil || f != 2 || k != 2 {
 		t.Fatalf("partial run: %d flows, %d keys, %v", f, k, err)
 	}

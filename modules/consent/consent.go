@@ -1,7 +1,7 @@
 // Package consent is the individual's side of a flow: the unguessable consent
 // link, the proof of identity, and the final Accept or Reject. The flow's
 // state itself belongs to the flows module, which this module moves along
-// through flows.Progress.
+// through the small Flows interface it declares.
 package consent
 
 import (

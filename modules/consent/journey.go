@@ -94,11 +94,25 @@ type Journey interface {
 type LinkStore interface {
 	// FlowIDForToken returns the flow of token. ErrUnknownLink.
 	FlowIDForToken(ctx context.Context, token string) (string, error)
-	// MarkIdentityProven records the first proof of the flow's person.
-	MarkIdentityProven(ctx context.Context, flowID string) error
+	// MarkIdentityProvenTx records, in tx, the first proof of the flow's person.
+	MarkIdentityProvenTx(ctx context.Context, tx database.Tx, flowID string) error
 	// IdentityProvenAt returns when the flow's person first proved who they
 	// are, or nil. ErrUnknownLink.
 	IdentityProvenAt(ctx context.Context, flowID string) (*time.Time, error)
+}
+
+// Flows is what the journey needs of the flows module: the flow behind a
+// request, read and locked once in the journey's transaction, and moved along.
+type Flows interface {
+	// MarkOpenedTx locks the flow in tx and moves it from Unopened to Opened
+	// (flow.opened) while it can still be answered; it returns the flow as it
+	// then is. flows.ErrNotFound.
+	MarkOpenedTx(ctx context.Context, tx database.Tx, flowID string) (flows.Flow, error)
+	// DecideTx locks the flow in tx, hands it to check and, when check returns
+	// nil, records the answer (flow.accepted or flow.rejected). check's error
+	// is returned with nothing recorded; flows.ErrNotFound, and
+	// flows.ErrNotActive when the flow can no longer be answered.
+	DecideTx(ctx context.Context, tx database.Tx, flowID string, accepted bool, check func(flows.Flow) error) (flows.Flow, error)
 }
 
 // OrganizationNames tells the individual who is asking.
@@ -106,27 +120,27 @@ type OrganizationNames interface {
 	OrganizationName(ctx context.Context, organizationID string) (string, error)
 }
 
-// JourneyService implements Journey on flows' Progress.
-type JourneyService struct {
-	db       database.Beginner
-	links    LinkStore
-	progress flows.Progress
-	audit    MismatchRecorder
-	orgs     OrganizationNames
-	log      *slog.Logger
-	now      func() time.Time
-}
-
-// NewJourney returns the consent journey.
-func NewJourney(db database.Beginner, links LinkStore, progress flows.Progress, orgs OrganizationNames,
-	audit MismatchRecorder, log *slog.Logger) *JourneyService {
-	return &JourneyService{db: db, links: links, progress: progress, orgs: orgs, audit: audit, log: log, now: time.Now}
-}
-
 // MismatchRecorder keeps a durable record of someone proving an identity
 // that is not the one a request is for, in the organization's audit log.
 type MismatchRecorder interface {
-	RecordIdentityMismatch(ctx context.Context, organizationID, flowID, referenceID string) error
+	// RecordIdentityMismatchTx records the mismatch in tx.
+	RecordIdentityMismatchTx(ctx context.Context, tx database.Tx, organizationID, flowID, referenceID string) error
+}
+
+// JourneyService implements Journey on the flows module.
+type JourneyService struct {
+	db    database.Beginner
+	links LinkStore
+	flows Flows
+	audit MismatchRecorder
+	orgs  OrganizationNames
+	log   *slog.Logger
+}
+
+// NewJourney returns the consent journey.
+func NewJourney(db database.Beginner, links LinkStore, flowsModule Flows, orgs OrganizationNames,
+	audit MismatchRecorder, log *slog.Logger) *JourneyService {
+	return &JourneyService{db: db, links: links, flows: flowsModule, orgs: orgs, audit: audit, log: log}
 }
 
 // Visit implements Journey.
@@ -136,14 +150,8 @@ func (s *JourneyService) Visit(ctx context.Context, token string) (Request, erro
 		return Request{}, err
 	}
 	var f flows.Flow
-	err = database.WithTx(ctx, s.db, func(tx database.Tx) error {
-		f, err = s.progress.ForConsentTx(ctx, tx, flowID)
-		if err != nil {
-			return err
-		}
-		if closure(f, s.now()) == Open && f.ConsentStatus == flows.Unopened {
-			f, err = s.progress.MarkOpenedTx(ctx, tx, flowID)
-		}
+	err = database.WithTx(ctx, s.db, func(tx database.Tx) (err error) {
+		f, err = s.flows.MarkOpenedTx(ctx, tx, flowID)
 		return err
 	})
 	if errors.Is(err, flows.ErrNotFound) {
@@ -156,64 +164,88 @@ func (s *JourneyService) Visit(ctx context.Context, token string) (Request, erro
 }
 
 // Decide implements Journey. The flow is locked for the whole decision, so
-// two tabs or a double submit cannot record two answers.
+// two tabs or a double submit cannot record two answers. The proof of
+// identity is recorded in the decision's transaction; so is a mismatch,
+// which commits although nothing is decided.
 func (s *JourneyService) Decide(ctx context.Context, token, provenNationalID string, skipProof, accept bool) (Decision, error) {
 	flowID, err := s.links.FlowIDForToken(ctx, token)
 	if err != nil {
 		return Decision{}, err
 	}
-	var decided flows.Flow
+	var (
+		decided     flows.Flow
+		wrongPerson bool
+	)
 	err = database.WithTx(ctx, s.db, func(tx database.Tx) error {
-		f, err := s.progress.ForConsentTx(ctx, tx, flowID)
-		if err != nil {
-			return err
-		}
-		if why := closure(f, s.now()); why != Open {
-			return &ClosedError{Closure: why}
-		}
-		if !skipProof {
+		var err error
+		decided, err = s.flows.DecideTx(ctx, tx, flowID, accept, func(f flows.Flow) error {
+			if why := closure(f, time.Now()); why != Open {
+				return &ClosedError{Closure: why}
+			}
+			if skipProof {
+				return nil
+			}
 			if provenNationalID == "" {
 				return ErrNotProven
 			}
-			if err := s.CheckPerson(ctx, Request{FlowID: f.ID, OrganizationID: f.OrganizationID, nationalID: f.NationalID}, provenNationalID); err != nil {
-				return err
+			req := Request{FlowID: f.ID, OrganizationID: f.OrganizationID, ReferenceID: f.ReferenceID, nationalID: f.NationalID}
+			matched, err := s.checkPersonTx(ctx, tx, req, provenNationalID)
+			if err == nil && !matched {
+				err = ErrWrongPerson
 			}
-		}
-		decided, err = s.progress.DecideTx(ctx, tx, flowID, accept)
-		if errors.Is(err, flows.ErrNotActive) {
-			// The flow is locked, so only the clock can have closed it since.
+			return err
+		})
+		switch {
+		case errors.Is(err, ErrWrongPerson):
+			wrongPerson = true
+			return nil // the mismatch's record commits
+		case errors.Is(err, flows.ErrNotActive):
+			// The flow is locked, so only the clock can have closed it since check.
 			return &ClosedError{Closure: Expired}
 		}
 		return err
 	})
-	if errors.Is(err, flows.ErrNotFound) {
+	switch {
+	case errors.Is(err, flows.ErrNotFound):
 		return Decision{}, ErrUnknownLink
-	}
-	if err != nil {
+	case err != nil:
 		return Decision{}, err
+	case wrongPerson:
+		return Decision{}, ErrWrongPerson
 	}
 	return Decision{Accepted: accept, RedirectURL: redirectWithOutcome(decided, accept)}, nil
 }
 
-// CheckPerson implements Journey. A mismatch is recorded in the
-// organization's audit log and as a warning in the log, naming the flow and
-// never a national id: the trail of someone signing in to another person's
-// request.
+// CheckPerson implements Journey. A failure to record the outcome is logged
+// and does not change it: a proof is a step of the console's timeline, and
+// a mismatch stands in the log.
 func (s *JourneyService) CheckPerson(ctx context.Context, req Request, provenNationalID string) error {
+	var matched bool
+	err := database.WithTx(ctx, s.db, func(tx database.Tx) (err error) {
+		matched, err = s.checkPersonTx(ctx, tx, req, provenNationalID)
+		return err
+	})
+	if err != nil {
+		s.log.ErrorContext(ctx, "recording a consent identity check", "flow_id", req.FlowID, "error", err.Error())
+	}
+	if !matched {
+		return ErrWrongPerson
+	}
+	return nil
+}
+
+// checkPersonTx reports whether provenNationalID is the person req is for,
+// comparing in constant time, and records the outcome in tx: the first
+// proof on the request, or a mismatch in the organization's audit log. A
+// mismatch is also a warning in the log, naming the flow and never a
+// national id: the trail of someone signing in to another person's request.
+func (s *JourneyService) checkPersonTx(ctx context.Context, tx database.Tx, req Request, provenNationalID string) (bool, error) {
 	if req.Matches(provenNationalID) {
-		if err := s.links.MarkIdentityProven(ctx, req.FlowID); err != nil {
-			// A step of the console's timeline; the person may go on.
-			s.log.ErrorContext(ctx, "recording a consent identity proof", "flow_id", req.FlowID, "error", err.Error())
-		}
-		return nil
+		return true, s.links.MarkIdentityProvenTx(ctx, tx, req.FlowID)
 	}
 	s.log.WarnContext(ctx, "consent identity mismatch", "event", "consent.identity_mismatch",
 		"flow_id", req.FlowID, "organization_id", req.OrganizationID)
-	if err := s.audit.RecordIdentityMismatch(ctx, req.OrganizationID, req.FlowID, req.ReferenceID); err != nil {
-		// The log line above stands; the person still sees nothing of the request.
-		s.log.ErrorContext(ctx, "recording a consent identity mismatch", "flow_id", req.FlowID, "error", err.Error())
-	}
-	return ErrWrongPerson
+	return false, s.audit.RecordIdentityMismatchTx(ctx, tx, req.OrganizationID, req.FlowID, req.ReferenceID)
 }
 
 // IdentityProvenAt implements Journey.
@@ -230,7 +262,7 @@ func (s *JourneyService) request(ctx context.Context, f flows.Flow) (Request, er
 		FlowID: f.ID, OrganizationID: f.OrganizationID, OrganizationName: name, ReferenceID: f.ReferenceID,
 		Purpose: f.ReferenceName, MaskedNationalID: MaskNationalID(f.NationalID), NationalIDEnd: idEnd(f.NationalID),
 		ExpiresAt: f.ExpiresAt, Status: f.ConsentStatus,
-		Closure: closure(f, s.now()), RedirectURL: f.RedirectURL, nationalID: f.NationalID,
+		Closure: closure(f, time.Now()), RedirectURL: f.RedirectURL, nationalID: f.NationalID,
 	}, nil
 }
 

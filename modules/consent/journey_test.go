@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
@@ -43,17 +45,15 @@ func (orgs) FlowSettings(context.Context, string) (flows.OrganizationSettings, e
 
 func (orgs) OrganizationName(_ context.Context, id string) (string, error) { return "Acme Bank", nil }
 
-// mismatches counts the recorded identity mismatches by flow.
-type mismatches struct {
-	mu     sync.Mutex
-	byFlow map[string]int
-}
+// tableAudit writes every recorded identity mismatch into the table
+// test_audit through the transaction it is given, so that a test sees
+// exactly the records that committed.
+type tableAudit struct{}
 
-func (m *mismatches) RecordIdentityMismatch(_ context.Context, _, flowID, _ string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.byFlow[flowID]++
-	return nil
+func (tableAudit) RecordIdentityMismatchTx(ctx context.Context, tx database.Tx, organizationID, flowID, referenceID string) error {
+	_, err := tx.Exec(ctx, `insert into test_audit (organization_id, flow_id, reference_id) values ($1, $2, $3)`,
+		organizationID, flowID, referenceID)
+	return err
 }
 
 // syncBuffer is a log sink safe for concurrent writers.
@@ -79,16 +79,24 @@ type journeyEnv struct {
 	pool    *pgxpool.Pool
 	flows   *flows.Manager
 	journey *consent.JourneyService
-	audit   *mismatches
 	logs    *syncBuffer
 	caller  flows.Caller
 }
 
+// setup returns the journey on a fresh database whose consent requests
+// expire after ttl.
 func setup(t *testing.T, ttl time.Duration) *journeyEnv {
 	t.Helper()
-	pool := dbtest.New(t)
+	return setupOn(t, dbtest.New(t), ttl)
+}
+
+// setupOn returns the journey on pool, a fresh database.
+func setupOn(t *testing.T, pool *pgxpool.Pool, ttl time.Duration) *journeyEnv {
+	t.Helper()
 	if _, err := pool.Exec(context.Background(), `create table test_events (id bigserial primary key, kind text not null,
-		flow_id text not null, status text not null, flow_status text not null, version int not null)`); err != nil {
+		flow_id text not null, status text not null, flow_status text not null, version int not null);
+		create table test_audit (id bigserial primary key, organization_id text not null, flow_id text not null,
+		reference_id text not null)`); err != nil {
 		t.Fatal(err)
 	}
 	key := make([]byte, 32)
@@ -98,11 +106,28 @@ func setup(t *testing.T, ttl time.Duration) *journeyEnv {
 		t.Fatal(err)
 	}
 	requests := consent.NewRequests(pool, sealer, "https://flowd.example")
-	m := flows.New(pool, sealer, flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: ttl}, requests, orgs{}, tableEvents{})
 	logs := &syncBuffer{}
-	audit := &mismatches{byFlow: map[string]int{}}
-	j := consent.NewJourney(pool, requests, m, orgs{}, audit, slog.New(slog.NewJSONHandler(logs, nil)))
-	return &journeyEnv{pool: pool, flows: m, journey: j, logs: logs, audit: audit, caller: flows.Caller{OrganizationID: "org-1", ClientID: "client-1"}}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
+	m := flows.New(pool, sealer, requests, orgs{}, tableEvents{}, log, prometheus.NewRegistry(),
+		flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: ttl})
+	j := consent.NewJourney(pool, requests, m, orgs{}, tableAudit{}, log)
+	return &journeyEnv{pool: pool, flows: m, journey: j, logs: logs, caller: flows.Caller{OrganizationID: "org-1", ClientID: "client-1"}}
+}
+
+// audited returns the committed audit records of identity mismatches on a
+// flow, each as its organization and reference.
+func (e *journeyEnv) audited(t *testing.T, flowID string) []string {
+	t.Helper()
+	rows, err := e.pool.Query(context.Background(), `select organization_id || ' ' || reference_id from test_audit
+		where flow_id = $1 order by id`, flowID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // create makes a flow for national id 12345678901 and returns it with its link token.
@@ -301,11 +326,8 @@ func TestTheWrongPersonCannotDecide(t *testing.T) {
 	if strings.Count(logs, `"event":"consent.identity_mismatch"`) != 7 || !strings.Contains(logs, c.FlowID) {
 		t.Fatalf("mismatches are not logged:\n%s", logs)
 	}
-	e.audit.mu.Lock()
-	recorded := e.audit.byFlow[c.FlowID]
-	e.audit.mu.Unlock()
-	if recorded != 7 {
-		t.Fatalf("%d mismatches recorded in the audit log, want 7", recorded)
+	if recorded := e.audited(t, c.FlowID); len(recorded) != 7 || recorded[0] != "org-1 "+c.ReferenceID || recorded[6] != "org-1 "+c.ReferenceID {
+		t.Fatalf("audit records %q, want 7 naming the organization and the flow's reference", recorded)
 	}
 	for _, id := range []string{"12345678901", "10987654321", "1234567890"} {
 		if strings.Contains(logs, id) {
@@ -447,6 +469,44 @@ func TestConcurrentDecisionsRecordExactlyOne(t *testing.T) {
 		if f.ConsentStatus != want {
 			t.Fatalf("round %d: the flow says %s, the winner was %s", round, f.ConsentStatus, want)
 		}
+	}
+}
+
+// TestADecisionNeedsOneConnection: on a pool of one connection a decision
+// completes, the proof of identity recorded in its transaction; the wrong
+// person's attempt leaves its audit record, committed, and decides nothing.
+func TestADecisionNeedsOneConnection(t *testing.T) {
+	t.Parallel()
+	pool, err := database.Open(context.Background(), dbtest.NewURL(t), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	e := setupOn(t, pool, time.Hour)
+	// Waiting for a second connection would wait until this deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	wrong, wrongToken := e.create(t, "https://bank.example/done")
+	if _, err := e.journey.Decide(ctx, wrongToken, "10987654321", false, true); !errors.Is(err, consent.ErrWrongPerson) {
+		t.Fatalf("the wrong person's decision = %v, want ErrWrongPerson", err)
+	}
+	if got := e.audited(t, wrong.FlowID); len(got) != 1 || got[0] != "org-1 "+wrong.ReferenceID {
+		t.Fatalf("audit records %q, want the mismatch's", got)
+	}
+	if f := e.get(t, wrong.FlowID); f.ProcessStatus != flows.Active || f.Version != 1 || f.DecidedAt != nil {
+		t.Fatalf("the wrong person decided: %s version %d", f.ProcessStatus, f.Version)
+	}
+
+	right, token := e.create(t, "https://bank.example/done")
+	if _, err := e.journey.Decide(ctx, token, "12345678901", false, true); err != nil {
+		t.Fatalf("decision on a pool of one: %v", err)
+	}
+	if f := e.get(t, right.FlowID); f.ConsentStatus != flows.Accepted {
+		t.Fatalf("after the decision: %s", f.ConsentStatus)
+	}
+	if at, err := e.journey.IdentityProvenAt(ctx, right.FlowID); err != nil || at == nil {
+		t.Fatalf("the proof of identity is not recorded: %v, %v", at, err)
 	}
 }
 

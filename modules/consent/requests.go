@@ -79,13 +79,13 @@ func (r *Requests) URL(ctx context.Context, flowID string) (string, error) {
 // QueueURL implements flows.ConsentRequests. The token is opened only when
 // the link is asked for, so a retrieve of a flow that is not the caller's
 // decrypts nothing.
-func (r *Requests) QueueURL(b *database.Batch, flowID string) func() (string, error) {
+func (r *Requests) QueueURL(read database.SharedRead, flowID string) func() (string, error) {
 	if _, err := uuid.Parse(flowID); err != nil {
 		return func() (string, error) { return "", ErrUnknownLink }
 	}
-	read := requests.QueueByFlow(b, flowID)
+	request := requests.QueueByFlow(read, flowID)
 	return func() (string, error) {
-		req, err := read()
+		req, err := request()
 		return r.opened(flowID, req, err)
 	}
 }
@@ -113,7 +113,7 @@ func (r *Requests) DeleteTx(ctx context.Context, tx database.Tx, flowID string) 
 var _ LinkStore = (*Requests)(nil)
 
 // FlowIDForToken implements LinkStore. ErrUnknownLink. Whether the request
-// is still open is the flow's state: ask flows.Progress.
+// is still open is the flow's state, which the flows module keeps.
 func (r *Requests) FlowIDForToken(ctx context.Context, token string) (string, error) {
 	if len(token) != base64.RawURLEncoding.EncodedLen(tokenBytes) {
 		return "", ErrUnknownLink
@@ -128,9 +128,9 @@ func (r *Requests) FlowIDForToken(ctx context.Context, token string) (string, er
 	return req.FlowID, nil
 }
 
-// MarkIdentityProven implements LinkStore.
-func (r *Requests) MarkIdentityProven(ctx context.Context, flowID string) error {
-	return requests.MarkProven(ctx, r.pool, flowID)
+// MarkIdentityProvenTx implements LinkStore.
+func (r *Requests) MarkIdentityProvenTx(ctx context.Context, tx database.Tx, flowID string) error {
+	return requests.MarkProven(ctx, tx, flowID)
 }
 
 // IdentityProvenAt implements LinkStore. ErrUnknownLink when the flow has no request.

@@ -15,6 +15,14 @@ import (
 	"github.com/flowd/flowd/modules/consent"
 )
 
+// batchRead is the database.SharedRead of a pgx batch, as the flows module
+// sends it.
+type batchRead struct{ *pgx.Batch }
+
+func (r batchRead) QueueRow(sql string, args []any, scan func(database.Row) error) {
+	r.Queue(sql, args...).QueryRow(func(row pgx.Row) error { return scan(row) })
+}
+
 func TestConsentRequestLinks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -44,15 +52,15 @@ func TestConsentRequestLinks(t *testing.T) {
 	if got, err := r.URL(ctx, flowA); err != nil || got != linkA {
 		t.Fatalf("URL = %q, %v", got, err)
 	}
-	// queued reads the links of ids through QueueURL, in one batch.
+	// queued reads the links of ids through QueueURL, in one round trip.
 	queued := func(ids ...string) ([]string, []error) {
-		var b database.Batch
+		b := batchRead{&pgx.Batch{}}
 		reads := make([]func() (string, error), len(ids))
 		for i, id := range ids {
-			reads[i] = r.QueueURL(&b, id)
+			reads[i] = r.QueueURL(b, id)
 		}
 		if b.Len() > 0 {
-			if err := pool.SendBatch(ctx, &b).Close(); err != nil {
+			if err := pool.SendBatch(ctx, b.Batch).Close(); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -68,9 +76,8 @@ func TestConsentRequestLinks(t *testing.T) {
 	if _, errs := queued(uuid.NewString(), "not-a-uuid"); !errors.Is(errs[0], consent.ErrUnknownLink) || !errors.Is(errs[1], consent.ErrUnknownLink) {
 		t.Fatalf("QueueURL of unknown flows: %v", errs)
 	}
-	var unsent database.Batch
-	if _, err := r.QueueURL(&unsent, flowA)(); err == nil {
-		t.Fatal("QueueURL of a batch never read answered without error")
+	if _, err := r.QueueURL(batchRead{&pgx.Batch{}}, flowA)(); err == nil {
+		t.Fatal("QueueURL of a read never sent answered without error")
 	}
 	if got, err := r.FlowIDForToken(ctx, tokenA); err != nil || got != flowA {
 		t.Fatalf("FlowIDForToken = %q, %v", got, err)

@@ -148,8 +148,8 @@ type Page struct {
 }
 
 // FlowSummary is a flow as lists show it. Lists read only these columns
-// and open only the national id: a page of the API list cost a third less
-// CPU than one of whole flows. Get a flow for the rest.
+// and open only the national id, which makes a page much cheaper than one
+// of whole flows. Get a flow for the rest.
 type FlowSummary struct {
 	ID             string
 	OrganizationID string
@@ -192,7 +192,8 @@ type Service interface {
 	// is an apperr.IdempotencyMismatch. Bad input is one apperr Invalid error
 	// naming every field by its API name (nationalId, lastName, redirectUrl,
 	// webhookUrl, referenceName, Idempotency-Key). Keys are kept 24 hours per
-	// organization; the replay answers even after the flow was deleted.
+	// organization, as Stripe keeps them: within them the replay answers the
+	// first result even after the flow was deleted.
 	Create(ctx context.Context, c Caller, in NewFlow, idempotencyKey string) (Created, error)
 	// Get returns one flow with its open incidents and consent link. ErrNotFound.
 	Get(ctx context.Context, c Caller, flowID string) (Flow, error)
@@ -220,11 +221,11 @@ type Service interface {
 type ConsentRequests interface {
 	// CreateTx makes the consent request of a new flow and returns its link.
 	CreateTx(ctx context.Context, tx database.Tx, organizationID, flowID string) (consentURL string, err error)
-	// QueueURL queues the read of a flow's consent link in b, a batch the
-	// caller sends, and returns the function that gives the link once the
-	// batch has been read to its end: ErrUnknownLink of the consent module
-	// when the flow has no request.
-	QueueURL(b *database.Batch, flowID string) func() (string, error)
+	// QueueURL adds the read of a flow's consent link to read, which flows
+	// sends in one round trip with its own read of the flow, and returns the
+	// function that gives the link once read is done: ErrUnknownLink of the
+	// consent module when the flow has no request.
+	QueueURL(read database.SharedRead, flowID string) func() (string, error)
 	// DeleteTx removes a flow's consent request; its link stops working.
 	DeleteTx(ctx context.Context, tx database.Tx, flowID string) error
 }
@@ -242,21 +243,11 @@ type OrganizationSettings struct {
 	RedirectOrigins    []string // allowed redirectUrl origins; empty allows any
 }
 
-// Events is what flows needs of the webhooks module.
-type Events = webhooks.Publisher
-
-// Progress is what the consent module (and the expiry job) call to move a
-// flow along; each call bumps the flow's version and publishes its event in
-// the caller's transaction.
-type Progress interface {
-	// ForConsentTx returns the flow behind a consent request, locked for update in tx.
-	ForConsentTx(ctx context.Context, tx database.Tx, flowID string) (Flow, error)
-	// MarkOpenedTx moves Unopened to Opened (flow.opened); a no-op otherwise.
-	MarkOpenedTx(ctx context.Context, tx database.Tx, flowID string) (Flow, error)
-	// DecideTx records the final answer (flow.accepted or flow.rejected).
-	// ErrNotActive when the flow was already decided, cancelled or expired.
-	DecideTx(ctx context.Context, tx database.Tx, flowID string, accepted bool) (Flow, error)
-	// ExpireDue cancels active flows whose consent has expired (flow.cancelled)
-	// and returns how many it cancelled.
-	ExpireDue(ctx context.Context, now time.Time, limit int) (int, error)
+// Events is what flows needs of the webhooks module: each change's event
+// stored in the change's own transaction.
+type Events interface {
+	// PublishTx stores ev for delivery when tx commits.
+	PublishTx(ctx context.Context, tx database.Tx, ev webhooks.Event) error
+	// CancelPendingTx drops the undelivered events of a deleted flow when tx commits.
+	CancelPendingTx(ctx context.Context, tx database.Tx, flowID string) error
 }

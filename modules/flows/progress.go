@@ -13,31 +13,18 @@ import (
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
-// ForConsentTx implements Progress.
-func (m *Manager) ForConsentTx(ctx context.Context, tx database.Tx, flowID string) (Flow, error) {
-	if !validID(flowID) {
-		return Flow{}, ErrNotFound
-	}
-	row, err := store.GetFlow(ctx, tx, "", flowID, true)
-	if err != nil {
-		return Flow{}, notFound(err)
-	}
-	return m.toFlow(row)
-}
-
-// MarkOpenedTx implements Progress.
+// MarkOpenedTx locks the flow in tx and moves it from Unopened to Opened
+// (flow.opened) while it can still be answered; otherwise it changes
+// nothing. It returns the flow as it then is. ErrNotFound.
 func (m *Manager) MarkOpenedTx(ctx context.Context, tx database.Tx, flowID string) (Flow, error) {
-	if !validID(flowID) {
-		return Flow{}, ErrNotFound
-	}
-	row, err := store.GetFlow(ctx, tx, "", flowID, true)
+	row, err := lockedFlow(ctx, tx, flowID)
 	if err != nil {
-		return Flow{}, notFound(err)
-	}
-	if row.ConsentStatus != string(Unopened) || row.ProcessStatus != string(Active) || !time.Now().Before(row.ExpiresAt) {
-		return m.toFlow(row)
+		return Flow{}, err
 	}
 	now := time.Now()
+	if row.ConsentStatus != string(Unopened) || row.ProcessStatus != string(Active) || !now.Before(row.ExpiresAt) {
+		return m.toFlow(row)
+	}
 	row.ConsentStatus, row.OpenedAt = string(Opened), &now
 	if err := store.SaveState(ctx, tx, &row); err != nil {
 		return Flow{}, err
@@ -49,14 +36,22 @@ func (m *Manager) MarkOpenedTx(ctx context.Context, tx database.Tx, flowID strin
 	return f, m.publishTx(ctx, tx, f, webhooks.FlowOpened)
 }
 
-// DecideTx implements Progress.
-func (m *Manager) DecideTx(ctx context.Context, tx database.Tx, flowID string, accepted bool) (Flow, error) {
-	if !validID(flowID) {
-		return Flow{}, ErrNotFound
-	}
-	row, err := store.GetFlow(ctx, tx, "", flowID, true)
+// DecideTx locks the flow in tx and hands it to check, which may look at
+// the person it is for and write in tx; when check returns nil, it records
+// the final answer (flow.accepted or flow.rejected). check's error is
+// returned with nothing recorded. ErrNotFound, and ErrNotActive when the
+// flow was already decided, cancelled or expired.
+func (m *Manager) DecideTx(ctx context.Context, tx database.Tx, flowID string, accepted bool, check func(Flow) error) (Flow, error) {
+	row, err := lockedFlow(ctx, tx, flowID)
 	if err != nil {
-		return Flow{}, notFound(err)
+		return Flow{}, err
+	}
+	f, err := m.toFlow(row)
+	if err != nil {
+		return Flow{}, err
+	}
+	if err := check(f); err != nil {
+		return Flow{}, err
 	}
 	now := time.Now()
 	if row.ProcessStatus != string(Active) || !now.Before(row.ExpiresAt) {
@@ -73,17 +68,25 @@ func (m *Manager) DecideTx(ctx context.Context, tx database.Tx, flowID string, a
 	if err := store.SaveState(ctx, tx, &row); err != nil {
 		return Flow{}, err
 	}
+	f.ConsentStatus, f.ProcessStatus, f.OpenedAt, f.DecidedAt = status, Completed, row.OpenedAt, row.DecidedAt
+	f.Version, f.UpdatedAt = row.Version, row.UpdatedAt
 	if err := store.SetTasksStatus(ctx, tx, flowID, TaskConsent, TaskPending, TaskCompleted); err != nil {
-		return Flow{}, err
-	}
-	f, err := m.toFlow(row)
-	if err != nil {
 		return Flow{}, err
 	}
 	return f, m.publishTx(ctx, tx, f, event)
 }
 
-// ExpireDue implements Progress.
+// lockedFlow reads any organization's flow, locked for update in tx. ErrNotFound.
+func lockedFlow(ctx context.Context, tx database.Tx, flowID string) (store.Flow, error) {
+	if !validID(flowID) {
+		return store.Flow{}, ErrNotFound
+	}
+	row, err := store.GetFlow(ctx, tx, "", flowID, true)
+	return row, notFound(err)
+}
+
+// ExpireDue cancels up to limit active flows whose consent expired by now
+// (flow.cancelled) and returns how many it cancelled.
 func (m *Manager) ExpireDue(ctx context.Context, now time.Time, limit int) (int, error) {
 	n := 0
 	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
@@ -111,8 +114,8 @@ func (m *Manager) ExpireDue(ctx context.Context, now time.Time, limit int) (int,
 
 // TaskReports records how a flow's webhook deliveries go: it implements
 // webhooks.TaskReporter. It is separate from Manager, which needs the
-// webhooks module's Publisher, so that the webhooks module can be built first
-// with a TaskReports and then handed to New; Manager offers the same methods.
+// webhooks module's Publisher, so that the webhooks module, built first, can
+// be started with a TaskReports on a pool of its own.
 type TaskReports struct {
 	pool *pgxpool.Pool
 }

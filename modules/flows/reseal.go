@@ -5,10 +5,25 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 )
+
+// Resealer re-seals the flows module's personal data under the current data
+// key, for "flowd keys rotate-data-key". It needs none of the collaborators
+// the module serves with.
+type Resealer struct {
+	pool   *pgxpool.Pool
+	sealer *pii.Sealer
+}
+
+// NewResealer returns the re-sealer of the flows in pool, sealing with sealer.
+func NewResealer(pool *pgxpool.Pool, sealer *pii.Sealer) *Resealer {
+	return &Resealer{pool: pool, sealer: sealer}
+}
 
 // ResealBatch re-seals, in one transaction, up to limit flows and limit
 // idempotency keys whose personal data is still sealed under a previous data
@@ -18,7 +33,7 @@ import (
 // with SKIP LOCKED, so it is safe beside live traffic and other re-sealers,
 // and a run that stops half way is simply run again. A value that does not
 // open (its key is not configured) stops it with pii.ErrUnknownKey.
-func (m *Manager) ResealBatch(ctx context.Context, limit int) (flows, keys int, err error) {
+func (m *Resealer) ResealBatch(ctx context.Context, limit int) (flows, keys int, err error) {
 	current := m.sealer.KeyID()
 	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		stale, err := store.StaleFlows(ctx, tx, current, limit)

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strconv"
 	"strings"
@@ -29,16 +30,16 @@ import (
 type Config struct {
 	NationalIDFormat  string        // FLOWD_NATIONAL_ID_FORMAT
 	AllowInsecureURLs bool          // FLOWD_ALLOW_INSECURE_URLS
-	ConsentTTL        time.Duration // FLOWD_CONSENT_TTL
+	ConsentTTL        time.Duration // FLOWD_CONSENT_TTL; zero means 30 days
 	// ReadRoundTrips bounds the round trips that retrieves and list pages
 	// share (FLOWD_DB_READ_ROUND_TRIPS). More in flight than the database
 	// has cores to run them only adds wake-ups: each carries fewer reads.
 	// Zero means one per CPU, at least 2; never more than the pool's
 	// connections.
 	ReadRoundTrips int
-	// Registry, when set, receives how many reads each shared round trip
-	// carried (flowd_db_reads_per_round_trip).
-	Registry prometheus.Registerer
+	// MaintenanceInterval is how often Run expires due flows and purges
+	// expired idempotency keys; zero means a minute.
+	MaintenanceInterval time.Duration
 }
 
 // Limits of the API.
@@ -53,34 +54,36 @@ const (
 	FlowDefinitionID    = "consent"
 )
 
-// Manager is the flows module: it implements Service, Progress and
-// webhooks.TaskReporter on PostgreSQL.
+// Manager is the flows module: it implements Service on PostgreSQL, moves
+// flows along for the consent module (MarkOpenedTx, DecideTx) and, in Run,
+// expires them.
 type Manager struct {
-	*TaskReports
 	pool    *pgxpool.Pool
 	reads   *store.SharedReads
 	sealer  *pii.Sealer
-	cfg     Config
 	consent ConsentRequests
 	orgs    Organizations
 	events  Events
+	log     *slog.Logger
+	cfg     Config
 }
 
-var (
-	_ Service               = (*Manager)(nil)
-	_ Progress              = (*Manager)(nil)
-	_ webhooks.TaskReporter = (*Manager)(nil)
-)
+var _ Service = (*Manager)(nil)
 
-// New returns the flows module.
-func New(pool *pgxpool.Pool, sealer *pii.Sealer, cfg Config, consent ConsentRequests, orgs Organizations, events Events) *Manager {
+// New returns the flows module. Every collaborator is required: reg
+// receives how many reads each shared round trip carried
+// (flowd_db_reads_per_round_trip), log what Run could not do.
+func New(pool *pgxpool.Pool, sealer *pii.Sealer, consent ConsentRequests, orgs Organizations, events Events,
+	log *slog.Logger, reg prometheus.Registerer, cfg Config) *Manager {
 	if cfg.ConsentTTL <= 0 {
 		cfg.ConsentTTL = 30 * 24 * time.Hour
 	}
+	if cfg.MaintenanceInterval <= 0 {
+		cfg.MaintenanceInterval = time.Minute
+	}
 	slots := readRoundTrips(cfg.ReadRoundTrips, runtime.GOMAXPROCS(0), int(pool.Config().MaxConns))
-	return &Manager{TaskReports: NewTaskReports(pool), pool: pool,
-		reads:  store.NewSharedReads(pool, slots, readsPerRoundTrip(cfg.Registry)),
-		sealer: sealer, cfg: cfg, consent: consent, orgs: orgs, events: events}
+	return &Manager{pool: pool, reads: store.NewSharedReads(pool, slots, readsPerRoundTrip(reg)),
+		sealer: sealer, consent: consent, orgs: orgs, events: events, log: log, cfg: cfg}
 }
 
 // readRoundTrips is how many shared read round trips may be in flight:
@@ -95,11 +98,8 @@ func readRoundTrips(setting, cpus, poolConns int) int {
 }
 
 // readsPerRoundTrip registers the histogram of reads per shared round trip
-// and returns what observes it; nil without a registry.
+// and returns what observes it.
 func readsPerRoundTrip(reg prometheus.Registerer) func(int) {
-	if reg == nil {
-		return nil
-	}
 	h := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "flowd_db_reads_per_round_trip",
 		Help:    "Retrieves and list pages sent in one shared round trip to PostgreSQL.",
@@ -353,8 +353,8 @@ func (m *Manager) Get(ctx context.Context, c Caller, flowID string) (Flow, error
 	// not depend on the flow's row, and it is used only once the flow has
 	// been found as the caller's.
 	var consentURL func() (string, error)
-	row, incidents, err := m.reads.GetFlowAndIncidents(ctx, c.OrganizationID, flowID, func(b *pgx.Batch) {
-		consentURL = m.consent.QueueURL(b, flowID)
+	row, incidents, err := m.reads.GetFlowAndIncidents(ctx, c.OrganizationID, flowID, func(read database.SharedRead) {
+		consentURL = m.consent.QueueURL(read, flowID)
 	})
 	if err != nil {
 		return Flow{}, notFound(err)
@@ -599,29 +599,38 @@ func (m *Manager) PurgeExpiredKeys(ctx context.Context) (int64, error) {
 	}
 }
 
-// RunMaintenance expires due flows and purges expired idempotency keys every
-// interval until ctx ends. Several instances may run it at once: expiry skips
-// the rows another instance holds.
-func (m *Manager) RunMaintenance(ctx context.Context, interval time.Duration, log func(msg string, args ...any)) {
-	t := time.NewTicker(interval)
+// Run expires due flows and purges expired idempotency keys every
+// MaintenanceInterval until ctx ends, and then returns nil; what it cannot
+// do it logs and tries again next time. Several instances may run it at
+// once: expiry skips the rows another instance holds.
+func (m *Manager) Run(ctx context.Context) error {
+	t := time.NewTicker(m.cfg.MaintenanceInterval)
 	defer t.Stop()
 	for {
-		for {
-			n, err := m.ExpireDue(ctx, time.Now(), 100)
-			if err != nil {
-				log("flows: expiring flows", "error", err.Error())
-			}
-			if err != nil || n < 100 {
-				break
-			}
-		}
-		if _, err := m.PurgeExpiredKeys(ctx); err != nil {
-			log("flows: purging idempotency keys", "error", err.Error())
-		}
+		m.maintain(ctx)
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-t.C:
 		}
+	}
+}
+
+// maintain expires every due flow, a hundred at a time, and purges the
+// expired idempotency keys.
+func (m *Manager) maintain(ctx context.Context) {
+	const batch = 100
+	for ctx.Err() == nil {
+		n, err := m.ExpireDue(ctx, time.Now(), batch)
+		if err != nil && ctx.Err() == nil {
+			m.log.WarnContext(ctx, "flows: expiring flows", "error", err.Error())
+		}
+		if err != nil || n < batch {
+			break
+		}
+	}
+	// A shutdown cuts the purge short; that is no warning.
+	if _, err := m.PurgeExpiredKeys(ctx); err != nil && ctx.Err() == nil {
+		m.log.WarnContext(ctx, "flows: purging idempotency keys", "error", err.Error())
 	}
 }

@@ -1,6 +1,9 @@
 package flows
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 func TestReadRoundTrips(t *testing.T) {
 	tests := []struct {
@@ -21,5 +24,43 @@ func TestReadRoundTrips(t *testing.T) {
 				t.Fatalf("readRoundTrips(%d, %d, %d) = %d, want %d", tt.setting, tt.cpus, tt.poolConns, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestEveryFieldOfNewFlowIsTrimmedAndKeyed: Normalize and requestKey name
+// NewFlow's fields by hand, so each field is checked here by reflection: a
+// field added to NewFlow and forgotten in either fails this test instead of
+// being dropped, or left out of the idempotency key's request, in silence.
+func TestEveryFieldOfNewFlowIsTrimmedAndKeyed(t *testing.T) {
+	t.Parallel()
+	c := Caller{OrganizationID: "org-a", ClientID: "client-a"}
+	base := NewFlow{}
+	baseKey := requestKey(c, base)
+	fields := reflect.TypeFor[NewFlow]()
+	for i := range fields.NumField() {
+		field := fields.Field(i)
+		t.Run(field.Name, func(t *testing.T) {
+			if field.Type.Kind() != reflect.String {
+				t.Fatalf("NewFlow.%s is a %s: teach Normalize, requestKey and this test about it", field.Name, field.Type)
+			}
+			var in NewFlow
+			reflect.ValueOf(&in).Elem().Field(i).SetString("  value\t")
+			normalized := in.Normalize()
+			if got := reflect.ValueOf(normalized).Field(i).String(); got != "value" {
+				t.Errorf("Normalize made NewFlow.%s %q, want it trimmed to %q", field.Name, got, "value")
+			}
+			if requestKey(c, normalized) == baseKey {
+				t.Errorf("requestKey leaves out NewFlow.%s", field.Name)
+			}
+		})
+	}
+	// The key also tells the caller's client and mode apart.
+	for name, other := range map[string]Caller{
+		"client":  {OrganizationID: "org-a", ClientID: "client-b"},
+		"sandbox": {OrganizationID: "org-a", ClientID: "client-a", Sandbox: true},
+	} {
+		if requestKey(other, base) == baseKey {
+			t.Errorf("requestKey leaves out the caller's %s", name)
+		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
 // ErrNoRows means there is no such consent request.
@@ -43,18 +45,19 @@ func ByFlow(ctx context.Context, db DB, flowID string) (Request, error) {
 	return scan(db.QueryRow(ctx, byFlowSQL, flowID))
 }
 
-// errNotRead is what QueueByFlow's function answers when the batch was not
+// errNotRead is what QueueByFlow's function answers when the read was not
 // read to the request's statement, e.g. because an earlier statement failed.
-var errNotRead = errors.New("requests: the batch was not read to the consent request")
+var errNotRead = errors.New("requests: the read did not reach the consent request")
 
-// QueueByFlow queues ByFlow's statement in b and returns the function that
-// gives its answer once the batch has been read to its end. ErrNoRows.
-func QueueByFlow(b *pgx.Batch, flowID string) func() (Request, error) {
+// QueueByFlow adds ByFlow's statement to r and returns the function that
+// gives its answer once r is done. ErrNoRows. A flow without a request does
+// not fail r.
+func QueueByFlow(r database.SharedRead, flowID string) func() (Request, error) {
 	var (
 		req Request
 		err = errNotRead
 	)
-	b.Queue(byFlowSQL, flowID).QueryRow(func(row pgx.Row) error {
+	r.QueueRow(byFlowSQL, []any{flowID}, func(row database.Row) error {
 		req, err = scan(row)
 		return nil
 	})
@@ -67,7 +70,7 @@ func ByTokenHash(ctx context.Context, db DB, hash []byte) (Request, error) {
 		from consent_requests where token_hash = $1`, hash))
 }
 
-func scan(row pgx.Row) (Request, error) {
+func scan(row database.Row) (Request, error) {
 	var r Request
 	err := row.Scan(&r.FlowID, &r.OrganizationID, &r.TokenHash, &r.PIIKeyID, &r.TokenSealed)
 	if errors.Is(err, pgx.ErrNoRows) {

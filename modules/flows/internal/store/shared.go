@@ -8,18 +8,18 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
 // SharedReads sends the reads of concurrent requests in shared round trips.
 //
 // A read (a retrieve, a list page) is one pipeline of statements: one round
-// trip. Under load, most of a round trip's cost on both sides is waking the
-// process at the other end (flowbench: the socket writes were 29 % of
-// flowd's CPU per request, and PostgreSQL spent a quarter more per retrieve
-// than when pgbench kept it busy). So a read that finds every slot for a
-// round trip taken waits with the others that do, and whichever of them gets
-// the next slot sends them all, up to maxShared, as one pipeline. With a
-// slot free, a read goes alone and at once.
+// trip. Under load, much of a round trip's cost on both sides is waking the
+// process at the other end. So a read that finds every slot for a round trip
+// taken waits with the others that do, and whichever of them gets the next
+// slot sends them all, up to maxShared, as one pipeline. With a slot free, a
+// read goes alone and at once.
 //
 // Reads in one pipeline share its implicit transaction: they see one
 // snapshot, and a round trip that fails (a lost connection) fails each of
@@ -66,7 +66,10 @@ func NewSharedReads(db DB, slots int, observe func(reads int)) *SharedReads {
 // gives their results to read, in order. read need not read them all: those
 // it leaves are read past, and those queued with a function of their own
 // (pgx.QueuedQuery.QueryRow) run it when read returned nil; its error is
-// Do's then.
+// Do's then. A caller whose ctx ends before a round trip takes its read gets
+// ctx's error; once taken, the read runs to its end (the round trip has its
+// own timeout) and Do returns its result, because read writes the caller's
+// variables.
 func (s *SharedReads) Do(ctx context.Context, queue func(*pgx.Batch), read func(pgx.BatchResults) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -80,28 +83,22 @@ func (s *SharedReads) Do(ctx context.Context, queue func(*pgx.Batch), read func(
 		case <-me.done:
 			return me.err
 		case <-ctx.Done():
-			s.withdraw(me)
-			return ctx.Err()
+			if s.withdraw(me) {
+				return ctx.Err()
+			}
+			<-me.done // a round trip has it
+			return me.err
 		case s.slots <- struct{}{}:
 			s.sendWaiting(ctx)
 			s.mu.Lock()
 			taken := me.taken
 			s.mu.Unlock()
 			if taken {
-				return me.wait(ctx) // its round trip is sent or being sent
+				<-me.done // its round trip is sent or being sent
+				return me.err
 			}
 			// More were waiting than one round trip takes: try again.
 		}
-	}
-}
-
-// wait returns the read's error once its results are read, or ctx's.
-func (x *sharedRead) wait(ctx context.Context) error {
-	select {
-	case <-x.done:
-		return x.err
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
@@ -128,16 +125,18 @@ func (s *SharedReads) take() []*sharedRead {
 	return batch
 }
 
-// withdraw drops a read whose caller gave up, unless it is on its way.
-func (s *SharedReads) withdraw(me *sharedRead) {
+// withdraw drops a read whose caller gave up and reports whether it did:
+// a read a round trip has taken stays.
+func (s *SharedReads) withdraw(me *sharedRead) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, x := range s.pending {
 		if x == me {
 			s.pending = append(s.pending[:i], s.pending[i+1:]...)
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // errReadPanicked is what the other reads of a round trip get when one
@@ -226,11 +225,12 @@ func (c *countedResults) Close() error { return nil }
 
 // GetFlowAndIncidents returns a flow of organizationID ("" for any
 // organization) and its open incidents, read in one round trip that
-// concurrent reads may share. also, when not nil, queues more statements of
-// the same read, which another module reads through the functions it sets on
-// them; they have run when it returns without error, and their error is
-// its. id must be a UUID. ErrNoRows.
-func (s *SharedReads) GetFlowAndIncidents(ctx context.Context, organizationID, id string, also func(*pgx.Batch)) (Flow, []Incident, error) {
+// concurrent reads may share. also, when not nil, adds another module's
+// statements to the same read, which that module reads through the
+// functions it gives them; they have run when it returns without error, and
+// their error is its. They are skipped when the flow is not found. id must
+// be a UUID. ErrNoRows.
+func (s *SharedReads) GetFlowAndIncidents(ctx context.Context, organizationID, id string, also func(database.SharedRead)) (Flow, []Incident, error) {
 	var (
 		f         Flow
 		incidents []Incident
@@ -239,7 +239,7 @@ func (s *SharedReads) GetFlowAndIncidents(ctx context.Context, organizationID, i
 		b.Queue(flowByIDSQL, id, organizationID)
 		b.Queue(openIncidentsSQL, []string{id})
 		if also != nil {
-			also(b)
+			also(batchRead{b})
 		}
 	}, func(br pgx.BatchResults) error {
 		var err error
@@ -254,4 +254,11 @@ func (s *SharedReads) GetFlowAndIncidents(ctx context.Context, organizationID, i
 		return err
 	})
 	return f, incidents, err
+}
+
+// batchRead is the database.SharedRead of a round trip's batch.
+type batchRead struct{ b *pgx.Batch }
+
+func (r batchRead) QueueRow(sql string, args []any, scan func(database.Row) error) {
+	r.b.Queue(sql, args...).QueryRow(func(row pgx.Row) error { return scan(row) })
 }

@@ -8,9 +8,11 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
 )
 
@@ -83,8 +85,8 @@ func TestSharedRoundTripsGiveEachReadItsOwnResults(t *testing.T) {
 				}
 				id := seededID(n)
 				var extra string
-				f, incidents, err := r.GetFlowAndIncidents(ctx, org, id, func(b *pgx.Batch) {
-					b.Queue(`select $1::text`, id).QueryRow(func(row pgx.Row) error { return row.Scan(&extra) })
+				f, incidents, err := r.GetFlowAndIncidents(ctx, org, id, func(read database.SharedRead) {
+					read.QueueRow(`select $1::text`, []any{id}, func(row database.Row) error { return row.Scan(&extra) })
 				})
 				mine := n <= flows && (n%2 == 0) == (org == "org-a")
 				switch {
@@ -123,7 +125,7 @@ func TestSharedRoundTripsGiveEachReadItsOwnResults(t *testing.T) {
 // is not queued at all.
 func TestAGivenUpReadLeavesTheQueue(t *testing.T) {
 	t.Parallel()
-	r := NewSharedReads(nil, 1, nil)
+	r := NewSharedReads(dbtest.New(t), 1, nil)
 	r.slots <- struct{}{} // the only slot, taken
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -211,5 +213,44 @@ func waitPending(r *SharedReads, n int) {
 			return
 		}
 		runtime.Gosched()
+	}
+}
+
+// TestAReadTakenIntoARoundTripWaitsForItsResult: a caller whose context
+// ends after another caller's round trip took its read does not return
+// until its read function has run, so that it never reads a result the
+// sender is still writing.
+func TestAReadTakenIntoARoundTripWaitsForItsResult(t *testing.T) {
+	t.Parallel()
+	r := NewSharedReads(dbtest.New(t), 1, nil)
+	r.slots <- struct{}{} // the only slot, held until the read waits
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reading := make(chan struct{})
+	var result string // written by the sender, read by the caller
+	returned := make(chan error, 1)
+	go func() {
+		err := r.Do(ctx, func(b *pgx.Batch) { b.Queue(`select 'done'`) }, func(br pgx.BatchResults) error {
+			close(reading)
+			<-ctx.Done()
+			// The caller has given up by now; the sender is still busy with
+			// its result.
+			time.Sleep(50 * time.Millisecond)
+			return br.QueryRow().Scan(&result)
+		})
+		// Read as GetFlowAndIncidents reads its results, error or not.
+		if got := result; err != nil || got != "done" {
+			returned <- fmt.Errorf("Do returned %v with the result %q, want the read's result", err, got)
+			return
+		}
+		returned <- nil
+	}()
+	waitPending(r, 1)
+	// Another caller's round trip takes the read on the slot held above.
+	go r.sendWaiting(context.Background())
+	<-reading
+	cancel()
+	if err := <-returned; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,4 +1,4 @@
-package web
+package flows_test
 
 import (
 	"context"
@@ -15,12 +15,11 @@ import (
 // when it succeeds, both the change and the work's own write commit.
 func TestFlowWritesRunTheirBeforeCommitWork(t *testing.T) {
 	t.Parallel()
-	e := newAPI(t)
+	e := setup(t)
 	ctx := context.Background()
-	caller := flows.Caller{OrganizationID: orgA, ClientID: "staff:ada"}
+	caller := flows.Caller{OrganizationID: "org-a", ClientID: "staff:ada"}
 	create := func(t *testing.T) flows.Created {
-		c, err := e.flows.Create(ctx, caller, flows.NewFlow{NationalID: "ID-777", LastName: "Nordmann",
-			RedirectURL: "https://bank.example/done", WebhookURL: "https://hooks.example/flowd"}, "")
+		c, err := e.flows.Create(ctx, caller, newFlow("ID-777"), "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,8 +27,8 @@ func TestFlowWritesRunTheirBeforeCommitWork(t *testing.T) {
 	}
 	refused := errors.New("the audit log refused the entry")
 	// probe is the caller's own write in the transaction: a row of test_events.
-	probe := func(ctx context.Context, tx database.Tx, flowID, what string) error {
-		_, err := tx.Exec(ctx, `insert into test_events (kind, flow_id, reference_id) values ('probe', $1, $2)`, flowID, what)
+	probe := func(ctx context.Context, tx database.Tx, flowID string) error {
+		_, err := tx.Exec(ctx, `insert into test_events (kind, flow_id) values ('probe', $1)`, flowID)
 		return err
 	}
 	events := func(t *testing.T, flowID, kind string) int {
@@ -62,7 +61,7 @@ func TestFlowWritesRunTheirBeforeCommitWork(t *testing.T) {
 		var seen flows.Flow
 		got, err := e.flows.Cancel(ctx, caller, c.FlowID, func(ctx context.Context, tx database.Tx, f flows.Flow) error {
 			seen = f
-			return probe(ctx, tx, f.ID, f.ReferenceID)
+			return probe(ctx, tx, f.ID)
 		})
 		if err != nil || got.ProcessStatus != flows.Cancelled {
 			t.Fatalf("Cancel = %+v %v", got, err)
@@ -88,14 +87,14 @@ func TestFlowWritesRunTheirBeforeCommitWork(t *testing.T) {
 		if n := events(t, c.FlowID, "flow.deleted") + events(t, c.FlowID, "cancel-pending"); n != 0 {
 			t.Fatalf("%d events of a delete that failed", n)
 		}
-		if log, _, err := e.flows.Deletions(ctx, orgA, 10, ""); err != nil || len(log) != 0 {
+		if log, _, err := e.flows.Deletions(ctx, "org-a", 10, ""); err != nil || len(log) != 0 {
 			t.Fatalf("deletion log after a failed delete: %+v %v", log, err)
 		}
 
 		var seen flows.Deletion
 		d, err := e.flows.Delete(ctx, caller, c.FlowID, func(ctx context.Context, tx database.Tx, d flows.Deletion) error {
 			seen = d
-			return probe(ctx, tx, d.FlowID, d.ReferenceID)
+			return probe(ctx, tx, d.FlowID)
 		})
 		if err != nil || seen != d || d.ReferenceID != c.ReferenceID || d.DeletedBy != "staff:ada" {
 			t.Fatalf("Delete = %+v %v; the work saw %+v", d, err, seen)

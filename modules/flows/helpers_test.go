@@ -1,0 +1,155 @@
+package flows_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/webhooks"
+)
+
+// bundle is what setup gives a test: the flows module, its task reports and
+// the real consent requests on a fresh database.
+type bundle struct {
+	pool    *pgxpool.Pool
+	flows   *flows.Manager
+	reports *flows.TaskReports
+	logs    *syncBuffer
+	caller  flows.Caller // of organization org-a
+}
+
+// setup returns the module on a fresh database; mutate changes its
+// configuration first.
+func setup(t *testing.T, mutate ...func(*flows.Config)) *bundle {
+	t.Helper()
+	pool := dbtest.New(t)
+	if _, err := pool.Exec(context.Background(), `create table test_events (id bigserial primary key, kind text not null,
+		flow_id text not null, task_id text not null default '', status text not null default '',
+		flow_status text not null default '', version int not null default 0, url text not null default '')`); err != nil {
+		t.Fatal(err)
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	sealer, err := pii.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := flows.Config{NationalIDFormat: flows.FormatGeneric}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	logs := &syncBuffer{}
+	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, "https://flowd.example"), orgs{}, tableEvents{},
+		slog.New(slog.NewJSONHandler(logs, nil)), prometheus.NewRegistry(), cfg)
+	return &bundle{pool: pool, flows: m, reports: flows.NewTaskReports(pool), logs: logs,
+		caller: flows.Caller{OrganizationID: "org-a", ClientID: "client-a"}}
+}
+
+// newFlow is a valid create request with a webhook.
+func newFlow(nationalID string) flows.NewFlow {
+	return flows.NewFlow{NationalID: nationalID, LastName: "Nordmann", RedirectURL: "https://bank.example/done",
+		WebhookURL: "https://hooks.example/flowd"}
+}
+
+// create makes a flow of the bundle's caller.
+func (b *bundle) create(t *testing.T, in flows.NewFlow) flows.Created {
+	t.Helper()
+	c, err := b.flows.Create(context.Background(), b.caller, in, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// get returns a flow of the bundle's caller.
+func (b *bundle) get(t *testing.T, id string) flows.Flow {
+	t.Helper()
+	f, err := b.flows.Get(context.Background(), b.caller, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// inTx runs fn in a transaction of its own.
+func (b *bundle) inTx(fn func(tx pgx.Tx) error) error {
+	return database.WithTx(context.Background(), b.pool, fn)
+}
+
+// eventsOf returns the flow's committed events as kind:version, in order.
+func (b *bundle) eventsOf(t *testing.T, flowID string) string {
+	t.Helper()
+	var s string
+	if err := b.pool.QueryRow(context.Background(), `select coalesce(string_agg(kind || ':' || version, ',' order by id), '')
+		from test_events where flow_id = $1`, flowID).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// count returns the result of a count query.
+func (b *bundle) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := b.pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+// tableEvents writes every event into the table test_events through the
+// transaction it is given, so that a test sees exactly the events of
+// committed changes; a cancel of pending events is a row of kind
+// cancel-pending.
+type tableEvents struct{}
+
+func (tableEvents) PublishTx(ctx context.Context, tx database.Tx, ev webhooks.Event) error {
+	_, err := tx.Exec(ctx, `insert into test_events (kind, flow_id, task_id, status, flow_status, version, url)
+		values ($1, $2, $3, $4, $5, $6, $7)`, string(ev.Type), ev.FlowID, ev.TaskID, ev.Status, ev.FlowStatus, ev.Version, ev.URL)
+	return err
+}
+
+func (tableEvents) CancelPendingTx(ctx context.Context, tx database.Tx, flowID string) error {
+	_, err := tx.Exec(ctx, `insert into test_events (kind, flow_id) values ('cancel-pending', $1)`, flowID)
+	return err
+}
+
+// orgs gives every organization the reference prefix of its name's end.
+type orgs struct{}
+
+func (orgs) FlowSettings(_ context.Context, organizationID string) (flows.OrganizationSettings, error) {
+	return flows.OrganizationSettings{ReferencePrefix: strings.ToUpper(organizationID[len(organizationID)-1:])}, nil
+}
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
