@@ -8,15 +8,13 @@ import (
 	"sync/atomic"
 )
 
-// flowd's live heap is ~8 MiB and its garbage is per request: a list page
-// makes ~19 KB of it. At Go's default the collector took a tenth of an API
-// request's CPU under load (flowbench); at GOGC=200 it still ran 24 times a
-// second, each cycle's fixed costs (stopping the world, scanning stacks)
-// paid for a heap of 24 MiB. A collection is worth little before the heap
-// is some tens of MiB, so flowd sets GOGC=200 and a floor under the heap
-// goal: collections ran 7 times less often, flowd took 5–10 % less CPU per
-// list page, and peak RSS went from ~90 to ~95 MiB (limit 150). Once what
-// is live grows past a third of the floor, GOGC=200 alone decides.
+// flowd's live heap is small and its garbage is per request, so at Go's
+// default the collector runs many times a second under load, each cycle's
+// fixed costs (stopping the world, scanning stacks) paid for a heap of a few
+// MiB. A collection is worth little before the heap is some tens of MiB, so
+// flowd sets GOGC=200 and a floor under the heap goal; once what is live
+// grows past a third of the floor, GOGC=200 alone decides. The gain and the
+// memory it costs are in docs/performance.md.
 const (
 	gcPercent   = 200
 	gcHeapFloor = 64 << 20

@@ -17,13 +17,11 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 )
 
-// Open connects a pool to url. maxConns 0 keeps pgx's default (4 per CPU,
-// here at least 8). More is not faster: PostgreSQL runs one process per
-// connection, and with as many busy connections as requests in flight on a
-// 2-core machine they only take turns (flowbench, 32 clients: pool 8 served
-// 2300 creates/s at p99 35 ms, pool 40 1200-1600 at p99 170 ms).
-// The connect timeout is short so that a lost database answers 503 quickly
-// instead of holding requests.
+// Open connects a pool to url. maxConns 0 keeps pgx's default (the number
+// of CPUs, at least 4), raised to at least 8. More is not faster: PostgreSQL
+// runs one process per connection, and busy connections beyond its cores
+// only take turns (docs/performance.md). The connect timeout is short so
+// that a lost database answers 503 quickly instead of holding requests.
 func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
