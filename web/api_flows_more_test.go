@@ -317,7 +317,7 @@ func TestIdempotencyKeyOverHTTP(t *testing.T) {
 	}
 	replayed("replay after delete", body)
 	r := e.call(t, "POST", "/api/flows", tokA, createBody(map[string]any{"lastName": "Other"}), "Idempotency-Key", "order-42")
-	if r.status != 422 || !strings.Contains(string(r.body), "/problems/idempotency-key-reused") {
+	if r.status != 422 || !strings.Contains(string(r.body), "/docs#problem-idempotency-key-reused") {
 		t.Fatalf("other body: %d %s", r.status, r.body)
 	}
 }
