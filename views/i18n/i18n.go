@@ -75,7 +75,7 @@ var supported = []struct {
 	tag  language.Tag
 	lang Lang
 }{
-	{language.English, English}, // first: the matcher's answer when nothing matches
+	{language.English, English},
 	{language.MustParse("nb"), Norwegian},
 	{language.MustParse("nn"), Norwegian},
 	{language.MustParse("no"), Norwegian},
