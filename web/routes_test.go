@@ -2,11 +2,13 @@ package web
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/web/openapi/openapitest"
 )
 
 // TestAPIAnswersByRoute checks what the router answers under /api before any
@@ -49,13 +51,20 @@ func TestAPIAnswersByRoute(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
 			if resp.StatusCode != tt.status {
-				t.Fatalf("status %d, want %d", resp.StatusCode, tt.status)
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, body)
+			}
+			if tt.method != http.MethodOptions { // a preflight is no operation of the document
+				openapitest.Validate(t, req, nil, resp, body)
 			}
 			if tt.problem != "" {
 				var p Problem
-				if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || resp.Header.Get("Content-Type") != "application/problem+json" {
+				if err := json.Unmarshal(body, &p); err != nil || resp.Header.Get("Content-Type") != "application/problem+json" {
 					t.Fatalf("not a problem (%s): %v", resp.Header.Get("Content-Type"), err)
 				}
 				if p.Type != ProblemType(tt.problem) || p.Status != tt.status {
