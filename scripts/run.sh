@@ -29,9 +29,11 @@ if [ -z "${DATABASE_URL:-}" ]; then
   echo "run.sh: PostgreSQL in .data/pg ($DATABASE_URL)"
 fi
 
-# Development defaults: the test eID and webhook receivers on this machine.
+# Development defaults: the test eID, webhook receivers on this machine, and
+# no load balancer to wait for when Ctrl-C stops flowd.
 export FLOWD_TEST_EID=${FLOWD_TEST_EID:-true}
 export FLOWD_WEBHOOK_ALLOW_PRIVATE=${FLOWD_WEBHOOK_ALLOW_PRIVATE:-true}
+export FLOWD_SHUTDOWN_DELAY=${FLOWD_SHUTDOWN_DELAY:-0}
 
 go build -o bin/flowd ./cmd/flowd
 bin/flowd migrate

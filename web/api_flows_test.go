@@ -271,7 +271,11 @@ func TestAuthenticationAndScopes(t *testing.T) {
 		}
 		switch tt.status {
 		case 401:
-			if r.header.Get("WWW-Authenticate") != `Bearer error="invalid_token"` {
+			want := `Bearer realm="flowd"` // no credentials: no error code (RFC 6750 section 3.1)
+			if tt.token != "" {
+				want += `, error="invalid_token"`
+			}
+			if r.header.Get("WWW-Authenticate") != want {
 				t.Errorf("%s %s: WWW-Authenticate %q", tt.method, tt.path, r.header.Get("WWW-Authenticate"))
 			}
 		case 403:

@@ -47,6 +47,23 @@ func principalOf(c echo.Context) identity.Principal {
 	return p
 }
 
+// bearerChallenge is the WWW-Authenticate value of an API request refused
+// with err (RFC 6750 §3). A request without a bearer token (no credentials,
+// or another scheme's) learns only the scheme and realm: §3.1 keeps error
+// codes for requests that tried one.
+func bearerChallenge(c echo.Context, err *apperr.Error) string {
+	const challenge = `Bearer realm="flowd"`
+	if err.Code == apperr.InsufficientScope {
+		return challenge + `, error="insufficient_scope", scope="` + err.Scope + `"`
+	}
+	if _, ok := bearerToken(c.Request().Header.Get(echo.HeaderAuthorization)); ok {
+		return challenge + `, error="invalid_token"`
+	}
+	return challenge
+}
+
+// bearerToken returns the token of an Authorization header of the Bearer
+// scheme, and false when the header holds none.
 func bearerToken(header string) (string, bool) {
 	scheme, token, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {

@@ -11,10 +11,13 @@ import (
 	"github.com/flowd/flowd/internal/database"
 )
 
-// readiness remembers that migrations were found current: a running binary's
-// migrations do not change, so the check need not be repeated.
+// readiness is what /readyz knows without asking the database.
 type readiness struct {
+	// migrationsCurrent remembers that migrations were found current: a
+	// running binary's migrations do not change.
 	migrationsCurrent atomic.Bool
+	// draining is set once the server is shutting down (see Serve).
+	draining atomic.Bool
 }
 
 // handleHealthz handles "GET /healthz": the process is up.
@@ -22,9 +25,12 @@ func (s *Server) handleHealthz(c echo.Context) error {
 	return s.writeJSON(c, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// handleReadyz handles "GET /readyz": the database answers and its schema is
-// current, so this instance can take traffic.
+// handleReadyz handles "GET /readyz": the instance is not shutting down, and
+// the database answers and its schema is current, so it can take traffic.
 func (s *Server) handleReadyz(c echo.Context) error {
+	if s.ready.draining.Load() {
+		return s.writeJSON(c, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
 	checks := map[string]string{"database": "ok", "migrations": "ok"}

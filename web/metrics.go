@@ -35,10 +35,24 @@ func newMetrics(reg *prometheus.Registry, pool *pgxpool.Pool) *metrics {
 	return m
 }
 
+// observe counts one request. route must be a route pattern or "unmatched",
+// never a raw path: each label value makes series that live until restart.
 func (m *metrics) observe(method, route string, status int, elapsed time.Duration) {
-	code := strconv.Itoa(status)
+	method, code := methodLabel(method), strconv.Itoa(status)
 	m.requests.WithLabelValues(method, route, code).Inc()
 	m.latency.WithLabelValues(method, route, code).Observe(elapsed.Seconds())
+}
+
+// methodLabel is a request's method as a label value. Any client can send a
+// method of its own invention, and each would make series of its own that
+// live until restart, so every method HTTP does not define counts as OTHER.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return method
+	}
+	return "OTHER"
 }
 
 // poolCollector reports the database pool's statistics at scrape time.

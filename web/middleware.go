@@ -150,6 +150,20 @@ func (s *Server) limitBody(limit int64) echo.MiddlewareFunc {
 	return middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: strconv.FormatInt(limit, 10) + "B"})
 }
 
+// handlePublicPreflight answers the CORS preflight of a public document
+// ("OPTIONS /api/openapi.json"): any origin may read it, with any header,
+// since nothing is sent with credentials. The API grants no origin: its
+// callers are servers holding client secrets, not pages in a browser.
+func handlePublicPreflight(c echo.Context) error {
+	h := c.Response().Header()
+	h.Set(echo.HeaderAllow, "GET, OPTIONS")
+	h.Set(echo.HeaderAccessControlAllowOrigin, "*")
+	h.Set(echo.HeaderAccessControlAllowMethods, "GET")
+	h.Set(echo.HeaderAccessControlAllowHeaders, "*")
+	h.Set(echo.HeaderAccessControlMaxAge, "86400")
+	return c.NoContent(http.StatusNoContent)
+}
+
 // cacheAssets lets browsers keep embedded assets for an hour.
 func cacheAssets(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

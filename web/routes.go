@@ -37,17 +37,21 @@ func (s *Server) routes() {
 	e.POST("/oauth/end_session", s.handleEndSession)
 
 	// The API: bearer token, organization from the token, scopes per route.
-	api := e.Group("/api", s.authenticate)
-	api.GET("/flows", s.handleFlowList, requireScope(identity.ScopeFlowsRead))
-	api.POST("/flows", s.handleFlowCreate, requireScope(identity.ScopeFlowsWrite))
-	api.GET("/flows/:id", s.handleFlowGet, requireScope(identity.ScopeFlowsRead))
-	api.DELETE("/flows/:id", s.handleFlowDelete, requireScope(identity.ScopeFlowsDelete))
-	api.POST("/flows/:id/cancel", s.handleFlowCancel, requireScope(identity.ScopeFlowsWrite))
-	api.GET("/tasks", s.handleTaskList, requireScope(identity.ScopeFlowsRead))
+	// Authentication is part of each route, not of the group: a group's
+	// middleware also runs for paths and methods it does not route, which
+	// then answered 401 where 404 or 405 is right.
+	api := e.Group("/api")
+	api.GET("/flows", s.handleFlowList, s.authenticate, requireScope(identity.ScopeFlowsRead))
+	api.POST("/flows", s.handleFlowCreate, s.authenticate, requireScope(identity.ScopeFlowsWrite))
+	api.GET("/flows/:id", s.handleFlowGet, s.authenticate, requireScope(identity.ScopeFlowsRead))
+	api.DELETE("/flows/:id", s.handleFlowDelete, s.authenticate, requireScope(identity.ScopeFlowsDelete))
+	api.POST("/flows/:id/cancel", s.handleFlowCancel, s.authenticate, requireScope(identity.ScopeFlowsWrite))
+	api.GET("/tasks", s.handleTaskList, s.authenticate, requireScope(identity.ScopeFlowsRead))
 
-	// API documentation: public.
+	// API documentation: public; the document may be read from any origin.
 	docs := s.newAPIDocs()
 	e.GET("/api/openapi.json", docs.handleOpenAPI)
+	e.OPTIONS("/api/openapi.json", handlePublicPreflight)
 	e.GET("/docs", docs.handleDocs)
 
 	// Consent pages: the end user, by link.

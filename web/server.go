@@ -90,9 +90,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.Serv
 // Echo exposes the router so tests can mount extra routes.
 func (s *Server) Echo() *echo.Echo { return s.echo }
 
-// Serve answers requests on ln until ctx ends, then stops accepting new
-// connections and lets in-flight requests finish for up to drain.
-func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
+// Serve answers requests on ln until ctx ends, then drains: /readyz answers
+// 503 while it goes on serving for the shutdown delay, so that load
+// balancers stop sending it requests; then it stops accepting connections
+// and lets in-flight requests finish for up to the shutdown timeout.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -103,20 +105,37 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
 	select {
-	case err := <-errc:
+	case err := <-served: // the listener failed
+		_ = srv.Close()
 		return err
 	case <-ctx.Done():
 	}
-	s.log.Info("shutting down: draining in-flight requests", "timeout", drain.String())
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), drain)
+
+	s.ready.draining.Store(true)
+	if delay := s.cfg.ShutdownDelay; delay > 0 {
+		s.log.Info("draining: not ready, still serving", "delay", delay.String())
+		// Connections close after their next response, so that clients
+		// reconnect through the load balancer to another instance.
+		srv.SetKeepAlivesEnabled(false)
+		select {
+		case err := <-served:
+			_ = srv.Close()
+			return err
+		case <-time.After(delay):
+		}
+	}
+	timeout := s.cfg.ShutdownTimeout
+	s.log.Info("shutting down: finishing in-flight requests", "timeout", timeout.String())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	err := srv.Shutdown(shutdownCtx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		s.log.Warn("drain timed out; closing remaining connections")
-		return srv.Close()
+		err = srv.Close()
 	}
+	<-served // http.ErrServerClosed, once Shutdown or Close has begun
 	return err
 }

@@ -270,7 +270,7 @@ func TestMethodNotAllowedIsAProblem(t *testing.T) {
 
 func TestShutdownLetsInFlightRequestsFinish(t *testing.T) {
 	t.Parallel()
-	ts := setup(t)
+	ts := setupWith(t, func(k string) string { return map[string]string{"FLOWD_SHUTDOWN_DELAY": "0"}[k] })
 	started := make(chan struct{})
 	ts.srv.Echo().GET("/test-slow", func(c echo.Context) error {
 		close(started)
@@ -283,7 +283,7 @@ func TestShutdownLetsInFlightRequestsFinish(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- ts.srv.Serve(ctx, ln, 5*time.Second) }()
+	go func() { served <- ts.srv.Serve(ctx, ln) }()
 
 	type result struct {
 		status int
@@ -312,5 +312,59 @@ func TestShutdownLetsInFlightRequestsFinish(t *testing.T) {
 	}
 	if _, err := http.Get("http://" + ln.Addr().String() + "/healthz"); err == nil {
 		t.Fatal("server still accepts connections after shutdown")
+	}
+}
+
+// TestDrainingFailsReadinessWhileServing: once told to stop, the server
+// answers /readyz with 503 and goes on serving for the shutdown delay, so
+// that a load balancer takes it out of rotation before connections fail.
+func TestDrainingFailsReadinessWhileServing(t *testing.T) {
+	t.Parallel()
+	const delay = time.Second
+	ts := setupWith(t, func(k string) string { return map[string]string{"FLOWD_SHUTDOWN_DELAY": delay.String()}[k] })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- ts.srv.Serve(ctx, ln) }()
+	if resp, body := do(t, "GET", url+"/readyz", "", ""); resp.StatusCode != 200 {
+		t.Fatalf("readyz before shutdown: %d %s", resp.StatusCode, body)
+	}
+
+	cancel()
+	stopping := time.Now()
+	deadline := stopping.Add(delay / 2)
+	for {
+		resp, body := do(t, "GET", url+"/readyz", "", "")
+		if resp.StatusCode == 503 && strings.Contains(body, `"status":"draining"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readyz while draining: %d %s", resp.StatusCode, body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if resp, body := do(t, "GET", url+"/healthz", "", ""); resp.StatusCode != 200 || !resp.Close {
+		t.Fatalf("healthz while draining: %d, closing %v: %s", resp.StatusCode, resp.Close, body)
+	}
+	select {
+	case err := <-served:
+		t.Fatalf("Serve returned %v before the delay was over", err)
+	case <-time.After(time.Until(stopping.Add(delay * 3 / 4))):
+	}
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve returned %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after the delay")
+	}
+	if _, err := http.Get(url + "/healthz"); err == nil {
+		t.Fatal("the server still accepts connections after shutdown")
 	}
 }

@@ -60,21 +60,21 @@ func TestExternalIssuerThroughServe(t *testing.T) {
 	}
 	byClaim := sign(claims("aud", "api://flowd", "tenant", orgID, "scope", "flows:read"))
 	byAud := sign(claims("aud", "dex-app"))
-	if s := apiStatus(t, in.URL+"/api/anything", byClaim); s != 404 {
+	if s := apiStatus(t, in.URL+noSuchFlow, byClaim); s != 404 {
 		t.Fatalf("external token with the org claim: %d", s)
 	}
-	if s := apiStatus(t, in.URL+"/api/anything", byAud); s != 401 {
+	if s := apiStatus(t, in.URL+noSuchFlow, byAud); s != 401 {
 		t.Fatalf("unmapped client id in aud: %d", s)
 	}
 	in.CLI(t, "", "clients", "map", "--org", orgID, "--issuer", issuer, "--client-id", "dex-app")
 	deadline := time.Now().Add(10 * time.Second)
-	for apiStatus(t, in.URL+"/api/anything", byAud) != 404 {
+	for apiStatus(t, in.URL+noSuchFlow, byAud) != 404 {
 		if time.Now().After(deadline) {
 			t.Fatal("a mapped client's token is still refused")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if s := apiStatus(t, in.URL+"/api/anything", sign(claims("aud", "flowd", "tenant", orgID))); s != 401 {
+	if s := apiStatus(t, in.URL+noSuchFlow, sign(claims("aud", "flowd", "tenant", orgID))); s != 401 {
 		t.Fatalf("external token for an audience not configured: %d", s)
 	}
 }

@@ -38,6 +38,10 @@ func keys(m map[string]any) string {
 	return strings.Join(ks, ",")
 }
 
+// noSuchFlow is an API route that answers 401 to a token it refuses and
+// 404 to one it accepts.
+const noSuchFlow = "/api/flows/0b7e6f2a-3c1d-4e5f-9a8b-7c6d5e4f3a21"
+
 func apiStatus(t *testing.T, url, accessToken string) int {
 	t.Helper()
 	req, _ := http.NewRequest("GET", url, nil)
@@ -90,7 +94,7 @@ func TestIdentityCommandsAndTokensEndToEnd(t *testing.T) {
 		t.Fatalf("token %+v", tok)
 	}
 	// Authenticated: past the 401 to the missing route.
-	if s := apiStatus(t, in.URL+"/api/anything", tok.AccessToken); s != 404 {
+	if s := apiStatus(t, in.URL+noSuchFlow, tok.AccessToken); s != 404 {
 		t.Fatalf("API with a valid token: %d", s)
 	}
 	if list := cliJSON(t, in, "clients", "list", "--org", orgID); !strings.Contains(mustJSON(list), id) || !strings.Contains(mustJSON(list), "lastUsedAt") {
@@ -129,7 +133,7 @@ func TestIdentityCommandsAndTokensEndToEnd(t *testing.T) {
 			t.Fatalf("JWKS after rotation %+v lacks %+v", after, k)
 		}
 	}
-	if s := apiStatus(t, in.URL+"/api/anything", tok.AccessToken); s != 404 {
+	if s := apiStatus(t, in.URL+noSuchFlow, tok.AccessToken); s != 404 {
 		t.Fatalf("token of the previous key after rotation: %d", s)
 	}
 
@@ -148,12 +152,12 @@ func TestIdentityCommandsAndTokensEndToEnd(t *testing.T) {
 	}
 
 	// Revocation: the token the server has already seen stops working.
-	if s := apiStatus(t, in.URL+"/api/anything", tok.AccessToken); s != 404 {
+	if s := apiStatus(t, in.URL+noSuchFlow, tok.AccessToken); s != 404 {
 		t.Fatalf("fresh token: %d", s)
 	}
 	in.CLI(t, "", "clients", "revoke", "--client-id", id)
 	deadline := time.Now().Add(10 * time.Second)
-	for apiStatus(t, in.URL+"/api/anything", tok.AccessToken) != 401 {
+	for apiStatus(t, in.URL+noSuchFlow, tok.AccessToken) != 401 {
 		if time.Now().After(deadline) {
 			t.Fatal("a revoked client's token still works")
 		}

@@ -26,8 +26,10 @@ import (
 	"github.com/flowd/flowd/web"
 )
 
-// runServe handles "flowd serve": it migrates (unless told not to), then
-// serves until ctx ends, draining in-flight requests before it returns.
+// runServe handles "flowd serve": it migrates (unless told not to), builds
+// every module, and serves until ctx ends. What it opens is closed by a
+// defer right where it is opened, and what runs beside the server is a
+// runner, joined before runServe returns (see serveWith).
 func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", "", "listen address (default FLOWD_ADDR or :8080)")
@@ -43,11 +45,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	log := newLogger(stderr, cfg.LogLevel)
 	tuneGC(getenv)
-	if cfg.PprofAddr != "" {
-		if err := servePprof(ctx, cfg.PprofAddr, log); err != nil {
-			return fmt.Errorf("FLOWD_PPROF_ADDR: %w", err)
-		}
-	}
 
 	pool, err := database.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
 	if err != nil {
@@ -62,30 +59,27 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			return err
 		}
 	}
-
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Addr)
+	// The webhook workers and River get a pool of their own, so that under
+	// load deliveries do not queue for connections behind API requests and
+	// fall behind the creates that cause them. Events are still inserted in
+	// the creating request's transaction.
+	hookPool, err := database.Open(ctx, cfg.DatabaseURL, webhookPoolSize)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-	}
-	// Modules, each built from its explicit dependencies.
-	// identity (issue 3):
-	ident := identity.New(pool, identityConfig(cfg, log))
-	if err := ident.Prepare(ctx); err != nil {
-		ln.Close()
 		return err
 	}
-	background, stopBackground := context.WithCancel(ctx)
-	var backgroundDone sync.WaitGroup
-	defer backgroundDone.Wait()
-	defer stopBackground()
-	backgroundDone.Go(func() { _ = ident.Run(background) })
+	defer hookPool.Close()
 
+	// Modules, each built from its explicit dependencies.
+	ident := identity.New(pool, identityConfig(cfg, log))
+	if err := ident.Prepare(ctx); err != nil {
+		return err
+	}
 	orgs := organizationDirectory{ident}
 
-	// login (issue 6): staff accounts, the built-in provider's interactive
-	// sign-in (authorization code + PKCE, test eID), and the relying parties
-	// of the console and the consent pages. ID tokens are signed with the
-	// identity module's rotating keys, so one JWKS verifies everything.
+	// Staff accounts, the built-in provider's interactive sign-in
+	// (authorization code + PKCE, test eID), and the relying parties of the
+	// console and the consent pages. ID tokens are signed with the identity
+	// module's rotating keys, so one JWKS verifies everything.
 	staff, err := login.NewStaff(pool, orgs, login.StaffConfig{})
 	if err != nil {
 		return err
@@ -101,16 +95,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	consoleRP := oidclogin.New(oidclogin.ConsoleConfig(cfg))
 	consentRP := oidclogin.New(oidclogin.ConsentConfig(cfg))
 
-	// webhooks (issue 5): the delivery workers and River get a pool of their
-	// own, so that under load deliveries do not queue for connections behind
-	// API requests and fall behind the creates that cause them. Events are
-	// still inserted in the creating request's transaction.
-	hookPool, err := database.Open(ctx, cfg.DatabaseURL, webhookPoolSize)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	defer hookPool.Close()
 	registry := prometheus.NewRegistry()
 	hooks, err := webhooks.New(hookPool, flows.NewTaskReports(hookPool), webhooks.Options{
 		Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, KeyEncryptionKey: cfg.KeyEncryptionKey,
@@ -119,47 +103,101 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-
-	// consent (issue 7; the request rows of issue 4):
 	sealer, err := pii.New(cfg.DataKey, cfg.DataKeyPrevious...)
 	if err != nil {
 		return err
 	}
 	consentRequests := consent.NewRequests(pool, sealer, cfg.BaseURL.String())
-
-	// flows (issue 4): events go out through the webhooks module, which
-	// reports its delivery tasks back to flows.
+	// Flow events go out through the webhooks module, whose workers report
+	// their delivery tasks back to flows.
 	flowsModule := flows.New(pool, sealer, consentRequests, orgs, hooks, log, registry, flows.Config{
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
 		ReadRoundTrips: cfg.DBReadRoundTrips,
 	})
-	backgroundDone.Go(func() { _ = flowsModule.Run(background) })
 
 	srv := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Identity: ident, Webhooks: hooks,
 		Flows: flowsModule, Consent: consent.NewJourney(pool, consentRequests, flowsModule, orgs, orgs, log),
 		Login: provider, ConsoleRP: consoleRP, ConsentRP: consentRP,
 	})
-	// The webhook workers run with the server and stop after it has drained,
-	// so that a request's last event is still delivered by someone: this
-	// instance if it can finish within the workers' drain timeout, another
-	// (or the next) otherwise. Workers that cannot start stop the server.
-	serving, stopServing := context.WithCancel(ctx)
-	defer stopServing()
-	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopWorkers()
-	workersDone := make(chan error, 1)
-	go func() {
-		err := hooks.Run(workers)
-		stopServing()
-		workersDone <- err
-	}()
+	runners := []runner{
+		{"identity", ident.Run},
+		{"flows maintenance", flowsModule.Run},
+		{"webhook workers", hooks.Run},
+	}
+
+	// The listeners open last, once nothing else can fail.
+	if cfg.PprofAddr != "" {
+		pprofListener, err := listen(ctx, cfg.PprofAddr)
+		if err != nil {
+			return fmt.Errorf("FLOWD_PPROF_ADDR: %w", err)
+		}
+		defer pprofListener.Close()
+		runners = append(runners, runner{"pprof", servePprof(pprofListener, log)})
+	}
+	ln, err := listen(ctx, cfg.Addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	log.Info("serving", "addr", ln.Addr().String(), "base_url", cfg.BaseURL.String())
 	fmt.Fprintf(stdout, "flowd is serving on %s\n  API        %s/api/flows\n  API docs   %s/docs\n  console    %s/console\n  readiness  %s/readyz\n",
 		ln.Addr(), cfg.BaseURL, cfg.BaseURL, cfg.BaseURL, cfg.BaseURL)
-	err = srv.Serve(serving, ln, cfg.ShutdownTimeout)
-	stopWorkers()
-	return errors.Join(err, <-workersDone)
+	return serveWith(ctx, log, srv, ln, runners...)
+}
+
+// runner is work that runs beside the HTTP server until its context ends,
+// then returns: a module's Run, the webhook workers, the profiler.
+type runner struct {
+	name string
+	run  func(context.Context) error
+}
+
+// serveWith serves srv on ln with the runners beside it until ctx ends or a
+// runner fails (returns before it is told to stop), which ends serving and
+// is the error returned. The runners are told to stop only once the server
+// has drained, so that work its last requests caused (a webhook delivery)
+// is still done here, and serveWith returns only after every runner has.
+// An error a runner returns while it stops is logged.
+func serveWith(ctx context.Context, log *slog.Logger, srv *web.Server, ln net.Listener, runners ...runner) error {
+	serving, stopServing := context.WithCancel(ctx)
+	defer stopServing()
+	running, stopRunning := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRunning()
+
+	var (
+		failure  error
+		failOnce sync.Once
+		runs     sync.WaitGroup
+	)
+	for _, r := range runners {
+		runs.Go(func() {
+			err := r.run(running)
+			switch {
+			case running.Err() == nil:
+				if err == nil {
+					err = errors.New("returned before it was told to stop")
+				}
+				failOnce.Do(func() { failure = fmt.Errorf("%s: %w", r.name, err) })
+				stopServing()
+			case err != nil:
+				log.Warn(r.name+" did not stop cleanly", "error", err.Error())
+			}
+		})
+	}
+	err := srv.Serve(serving, ln)
+	stopRunning()
+	runs.Wait()
+	return errors.Join(failure, err)
+}
+
+// listen opens a TCP listener on addr.
+func listen(ctx context.Context, addr string) (net.Listener, error) {
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return ln, nil
 }
 
 // webhookPoolSize bounds the webhook workers' own pool: River's fetches,

@@ -23,7 +23,12 @@ type Config struct {
 	BaseURL          *url.URL
 	LogLevel         string
 	MigrateOnStart   bool
-	ShutdownTimeout  time.Duration
+	// ShutdownDelay is how long serve, once told to stop, keeps serving
+	// while /readyz answers 503, so that load balancers stop sending it
+	// requests before it closes its listener (FLOWD_SHUTDOWN_DELAY; 0: none).
+	ShutdownDelay time.Duration
+	// ShutdownTimeout is how long in-flight requests then have to finish.
+	ShutdownTimeout time.Duration
 	// PprofAddr, when set, serves net/http/pprof on its own listener
 	// (FLOWD_PPROF_ADDR, off by default; bind it to loopback).
 	PprofAddr string
@@ -93,6 +98,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		BaseURL:          r.baseURL("FLOWD_BASE_URL", "http://localhost:8080"),
 		LogLevel:         r.oneOf("FLOWD_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 		MigrateOnStart:   r.boolean("FLOWD_MIGRATE_ON_START", true),
+		ShutdownDelay:    r.durationOrZero("FLOWD_SHUTDOWN_DELAY", 5*time.Second),
 		ShutdownTimeout:  r.duration("FLOWD_SHUTDOWN_TIMEOUT", 20*time.Second),
 		PprofAddr:        r.str("FLOWD_PPROF_ADDR", ""),
 
@@ -199,6 +205,20 @@ func (r *reader) duration(name string, def time.Duration) time.Duration {
 	d, err := parseDuration(v)
 	if err != nil || d <= 0 {
 		r.fail(name, "must be a positive duration such as 30s, 15m, 24h or 30d, not %q", v)
+	}
+	return d
+}
+
+// durationOrZero reads a duration that may also be 0, which turns off what
+// it times.
+func (r *reader) durationOrZero(name string, def time.Duration) time.Duration {
+	v := r.getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := parseDuration(v)
+	if err != nil || d < 0 {
+		r.fail(name, "must be 0 or a positive duration such as 5s, not %q", v)
 	}
 	return d
 }

@@ -47,6 +47,9 @@ func TestLoadNamesTheBadSetting(t *testing.T) {
 		{"bad session lifetime", "FLOWD_CONSOLE_SESSION_IDLE", "-5m"},
 		{"bad retry schedule", "FLOWD_WEBHOOK_RETRY_SCHEDULE", "5s,soon"},
 		{"zero retry wait", "FLOWD_WEBHOOK_RETRY_SCHEDULE", "0s"},
+		{"negative shutdown delay", "FLOWD_SHUTDOWN_DELAY", "-1s"},
+		{"bad shutdown delay", "FLOWD_SHUTDOWN_DELAY", "later"},
+		{"zero shutdown timeout", "FLOWD_SHUTDOWN_TIMEOUT", "0s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,6 +72,25 @@ func TestLoadNamesTheBadSetting(t *testing.T) {
 func TestLoadWithoutSecretsForMigrate(t *testing.T) {
 	if _, err := Load(env(map[string]string{"DATABASE_URL": "postgres://x/y"}), Need{Database: true}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestShutdownDelay(t *testing.T) {
+	tests := []struct {
+		value string
+		want  time.Duration
+	}{
+		{"", 5 * time.Second},
+		{"0", 0},
+		{"0s", 0},
+		{"1500ms", 1500 * time.Millisecond},
+		{"30s", 30 * time.Second},
+	}
+	for _, tt := range tests {
+		c, err := Load(env(map[string]string{"FLOWD_SHUTDOWN_DELAY": tt.value}), Need{})
+		if err != nil || c.ShutdownDelay != tt.want {
+			t.Errorf("FLOWD_SHUTDOWN_DELAY=%q gave %v, %v; want %v", tt.value, c.ShutdownDelay, err, tt.want)
+		}
 	}
 }
 

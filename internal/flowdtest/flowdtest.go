@@ -76,6 +76,7 @@ func Start(t testing.TB, opts ...Option) *Instance {
 		"FLOWD_WEBHOOK_ALLOW_PRIVATE": "true",
 		"FLOWD_LOG_LEVEL":             "debug",
 		"FLOWD_SHUTDOWN_TIMEOUT":      "5s",
+		"FLOWD_SHUTDOWN_DELAY":        "0", // no load balancer to wait for
 	}
 	for k, v := range o.env {
 		env[k] = v

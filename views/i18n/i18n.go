@@ -4,9 +4,10 @@ package i18n
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/text/language"
 )
 
 // Lang is a supported language tag.
@@ -18,42 +19,42 @@ const (
 )
 
 // Negotiate returns the language to use: an explicit choice (the language
-// switch) when supported, else the best of the Accept-Language header, else English.
+// switch) when supported, else the best of the Accept-Language header, else
+// English. A malformed header counts as absent.
 func Negotiate(choice, acceptLanguage string) Lang {
-	if l, ok := parse(choice); ok {
+	if tag, err := language.Parse(choice); err == nil {
+		if l, ok := match(tag); ok {
+			return l
+		}
+	}
+	// ParseAcceptLanguage orders the tags by weight and drops those of
+	// weight 0, which refuse a language.
+	tags, _, err := language.ParseAcceptLanguage(acceptLanguage)
+	if err != nil {
+		return English
+	}
+	if l, ok := match(tags...); ok {
 		return l
 	}
-	best, bestQ := English, -1.0
-	for _, part := range strings.Split(acceptLanguage, ",") {
-		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		q := 1.0
-		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				q = f
-			}
-		}
-		if l, ok := parse(tag); ok && q > bestQ {
-			best, bestQ = l, q
-		}
-	}
-	return best
+	return English
 }
 
-// FromUILocales returns the first language of an OpenID Connect ui_locales
-// value (BCP 47 tags separated by spaces, the preferred first) that we
-// speak, and false when it names none of them.
+// FromUILocales returns the best language for an OpenID Connect ui_locales
+// value (BCP 47 tags separated by spaces, the preferred first), and false
+// when we speak none of them.
 func FromUILocales(uiLocales string) (Lang, bool) {
-	for i, tag := range strings.Fields(uiLocales) {
+	var tags []language.Tag
+	for i, s := range strings.Fields(uiLocales) {
 		// maxUILocales bounds the work a hostile value can cause; a person
 		// prefers a handful of languages, not hundreds.
 		if i == maxUILocales {
 			break
 		}
-		if l, ok := parse(tag); ok {
-			return l, true
+		if tag, err := language.Parse(s); err == nil {
+			tags = append(tags, tag)
 		}
 	}
-	return "", false
+	return match(tags...)
 }
 
 const maxUILocales = 16
@@ -67,15 +68,40 @@ func (l Lang) UILocales() string {
 	return string(l) + " " + string(English)
 }
 
-func parse(tag string) (Lang, bool) {
-	primary, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(tag)), "-")
-	switch primary {
-	case "en":
-		return English, true
-	case "nb", "no", "nn":
-		return Norwegian, true
+// supported are the tags the matcher chooses among, each with the language
+// we answer in. Nynorsk and the macrolanguage "no" are answered in Bokmål;
+// listing them makes them exact matches, so that "nn, en" gets Norwegian.
+var supported = []struct {
+	tag  language.Tag
+	lang Lang
+}{
+	{language.English, English},
+	{language.MustParse("nb"), Norwegian},
+	{language.MustParse("nn"), Norwegian},
+	{language.MustParse("no"), Norwegian},
+}
+
+var matcher = language.NewMatcher(func() []language.Tag {
+	tags := make([]language.Tag, len(supported))
+	for i, s := range supported {
+		tags[i] = s.tag
 	}
-	return "", false
+	return tags
+}())
+
+// match returns the language that best serves desired, in order of
+// preference, and false when none of ours does. It follows CLDR's data:
+// regional and script variants match, and so do languages whose speakers
+// read one of ours (Danish reads Bokmål).
+func match(desired ...language.Tag) (Lang, bool) {
+	if len(desired) == 0 {
+		return "", false
+	}
+	_, i, confidence := matcher.Match(desired...)
+	if confidence == language.No {
+		return "", false
+	}
+	return supported[i].lang, true
 }
 
 // Other is the language the switch offers.

@@ -9,22 +9,47 @@ import (
 
 func TestNegotiate(t *testing.T) {
 	tests := []struct {
-		choice, header string
-		want           Lang
+		name, choice, header string
+		want                 Lang
 	}{
-		{"", "", English},
-		{"", "nb-NO,nb;q=0.9,en;q=0.8", Norwegian},
-		{"", "en-GB,en;q=0.9,nb;q=0.5", English},
-		{"", "de-DE,no;q=0.7,en;q=0.3", Norwegian},
-		{"", "fr", English},
-		{"en", "nb", English},
-		{"nb", "en", Norwegian},
-		{"xx", "nb", Norwegian},
+		{"nothing", "", "", English},
+		{"Norwegian first", "", "nb-NO,nb;q=0.9,en;q=0.8", Norwegian},
+		{"English first", "", "en-GB,en;q=0.9,nb;q=0.5", English},
+		{"no is Bokmål", "", "de-DE,no;q=0.7,en;q=0.3", Norwegian},
+		{"Nynorsk is answered in Bokmål", "", "nn-NO,nn;q=0.9,en;q=0.5", Norwegian},
+		{"Nynorsk before English", "", "nn, en", Norwegian},
+		{"Bokmål in Sweden", "", "nb-SE", Norwegian},
+		{"English in Norway", "", "en-NO, nb;q=0.5", English},
+		{"Danish reads Bokmål (CLDR)", "", "da", Norwegian},
+		{"but English is an exact match", "", "da, en", English},
+		{"neither", "", "fr", English},
+		{"neither, in order", "", "fr, de;q=0.9", English},
+		{"q orders, not position", "", "en;q=0.5, nb;q=0.8", Norwegian},
+		{"q=0 refuses", "", "nb;q=0, fr", English},
+		{"q=0 refuses Norwegian in any form", "", "nb;q=0, fr, en;q=0.1", English},
+		{"q=0.0 refuses", "", "en;q=0.0, nb;q=0.5", Norwegian},
+		{"the wildcard alone", "", "*", English},
+		{"the wildcard after a choice", "", "nb, *;q=0.5", Norwegian},
+		{"the wildcard before a choice", "", "*;q=0.1, nb", Norwegian},
+		{"case does not matter", "", "NB-no", Norwegian},
+		{"whitespace", "", "  fr ,  nb ; q=0.9 ", Norwegian},
+		{"garbage", "", "@@@, ;;;", English},
+		{"a malformed weight", "", "nb;q=high", English},
+		{"no tag", "", "q=1", English},
+		{"empty entries", "", ",,nb,,", Norwegian},
+		{"an over-long header", "", strings.Repeat("xx-", 2000) + "nb", English},
+		{"choice wins", "en", "nb", English},
+		{"choice wins the other way", "nb", "en", Norwegian},
+		{"an unknown choice is ignored", "xx", "nb", Norwegian},
+		{"a malformed choice is ignored", "@@", "nb", Norwegian},
+		{"a choice of no", "no", "en", Norwegian},
 	}
 	for _, tt := range tests {
-		if got := Negotiate(tt.choice, tt.header); got != tt.want {
-			t.Errorf("Negotiate(%q, %q) = %s, want %s", tt.choice, tt.header, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Negotiate(tt.choice, tt.header); got != tt.want {
+				t.Errorf("Negotiate(%q, %q) = %s, want %s", tt.choice, tt.header, got, tt.want)
+			}
+		})
 	}
 }
 
@@ -43,6 +68,8 @@ func TestFromUILocales(t *testing.T) {
 		{"en-GB", English, true},
 		{"de fr-CA  nn", Norwegian, true},
 		{"de fr", "", false},
+		{"@@ nb", Norwegian, true},
+		{"da", Norwegian, true},
 		{strings.Repeat("de ", 16) + "nb", "", false},
 	}
 	for _, tt := range tests {
