@@ -237,7 +237,7 @@ func (s *Server) writeOAuthError(c echo.Context, e *login.OAuthError) error {
 	noStore(c)
 	if e.Status == http.StatusUnauthorized {
 		if e.Code == "invalid_token" {
-			c.Response().Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			c.Response().Header().Set("WWW-Authenticate", bearerChallenge(c, &apperr.Error{Code: apperr.Unauthenticated}))
 		} else {
 			c.Response().Header().Set("WWW-Authenticate", `Basic realm="flowd"`)
 		}

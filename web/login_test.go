@@ -1084,3 +1084,32 @@ func TestConsoleMiddlewareChecksCSRFAndRole(t *testing.T) {
 		})
 	}
 }
+
+// TestUserInfoChallenges: userinfo names invalid_token only when a token
+// came (RFC 6750 section 3.1).
+func TestUserInfoChallenges(t *testing.T) {
+	t.Parallel()
+	ls := setupLogin(t, loginOptions{})
+	for _, tt := range []struct {
+		name, authorization, want string
+	}{
+		{"no credentials", "", `Bearer realm="flowd"`},
+		{"another scheme", "Basic Zm9vOmJhcg==", `Bearer realm="flowd"`},
+		{"an unknown token", "Bearer not-a-token", `Bearer realm="flowd", error="invalid_token"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodGet, ls.url+"/oauth/userinfo", nil)
+			if tt.authorization != "" {
+				req.Header.Set("Authorization", tt.authorization)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != tt.want {
+				t.Fatalf("%d, WWW-Authenticate %q, want %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), tt.want)
+			}
+		})
+	}
+}
