@@ -152,6 +152,7 @@ func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_
 		"FLOWD_LOG_LEVEL=warn",
 		"FLOWD_WEBHOOK_ALLOW_PRIVATE=true",
 		"FLOWD_ALLOW_INSECURE_URLS=true",
+		"FLOWD_SHUTDOWN_DELAY=0", // no load balancer to wait for
 	}
 	if o.pprof != "" {
 		b.env = append(b.env, "FLOWD_PPROF_ADDR="+o.pprof)
