@@ -85,6 +85,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		if !ok {
 			return fmt.Errorf("unknown scenario %q (have %s)", name, strings.Join(allScenarios, ", "))
 		}
+		if err := b.settle(ctx); err != nil {
+			return err
+		}
 		fmt.Fprintf(stdout, "scenario %s: %d clients for %s\n", name, o.concurrency, o.duration)
 		res, err := sc(ctx, b)
 		if err != nil {
