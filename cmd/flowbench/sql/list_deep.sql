@@ -6,4 +6,4 @@ select id::text, organization_id, flow_number, reference_id, reference_name,
 	consent_status, process_status, sandbox, pii_key_id, national_id_sealed, created_at, updated_at
 	from flows where organization_id = :org and archived = false
 	and (created_at, id) < ((select created_at from flows where organization_id = :org and id = :cursor), :cursor)
-	order by created_at desc, id desc limit 11;
+	order by created_at desc, flows.id desc limit 11;

@@ -188,7 +188,9 @@ func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary
 	if q.ReferenceID != "" {
 		where = append(where, "reference_id = "+arg(q.ReferenceID))
 	}
-	order := "created_at desc, id desc"
+	// flows.id, not id: an ORDER BY name means the output column first, and
+	// the output id is text, which the page index cannot give in order.
+	order := "created_at desc, flows.id desc"
 	if q.CursorID != "" {
 		// The cursor's position is found by primary key inside the page's
 		// statement, so a page costs one round trip. A cursor that is not a
@@ -197,7 +199,7 @@ func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary
 		cmp := "<"
 		if q.Backwards {
 			cmp = ">"
-			order = "created_at asc, id asc"
+			order = "created_at asc, flows.id asc"
 		}
 		c := arg(q.CursorID)
 		where = append(where, fmt.Sprintf("(created_at, id) %s ((select created_at from flows where organization_id = $1 and id = %s), %s)", cmp, c, c))
@@ -214,13 +216,20 @@ func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (FlowSummary, error) {
-			f := FlowSummary{OrganizationID: q.OrganizationID}
-			err := row.Scan(&f.ID, &f.Number, &f.ReferenceID, &f.ReferenceName, &f.ConsentStatus, &f.ProcessStatus,
-				&f.Sandbox, &f.PIIKeyID, &f.NationalIDSealed, &f.CreatedAt, &f.UpdatedAt)
-			return f, err
-		})
-		return err
+		defer rows.Close()
+		// One row and one list of destinations serve the page: fresh
+		// pointers for each Scan would move each row to the heap.
+		f := FlowSummary{OrganizationID: q.OrganizationID}
+		dest := []any{&f.ID, &f.Number, &f.ReferenceID, &f.ReferenceName, &f.ConsentStatus, &f.ProcessStatus,
+			&f.Sandbox, &f.PIIKeyID, &f.NationalIDSealed, &f.CreatedAt, &f.UpdatedAt}
+		out = make([]FlowSummary, 0, q.Limit+1)
+		for rows.Next() {
+			if err := rows.Scan(dest...); err != nil {
+				return err
+			}
+			out = append(out, f)
+		}
+		return rows.Err()
 	})
 	if err != nil {
 		return nil, false, err
