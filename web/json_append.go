@@ -10,9 +10,9 @@ import (
 
 // jsonAppender is a response body that writes its own JSON: exactly what
 // encoding/json writes for it (writeJSONType's encoder: HTML-escaped, one
-// trailing newline), without reflection. Only the API's busiest bodies do:
-// encoding a list page by reflection, with a string made per instant, was a
-// tenth of flowd's CPU for the page.
+// trailing newline), without reflection. Only the API's busiest bodies do
+// (the list page and the flow envelope), where reflection and a string per
+// instant cost a measurable share of the request (docs/performance.md).
 type jsonAppender interface {
 	appendJSON(dst []byte) []byte
 }
