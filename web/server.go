@@ -136,6 +136,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.log.Warn("drain timed out; closing remaining connections")
 		err = srv.Close()
 	}
-	<-served // http.ErrServerClosed, once Shutdown or Close has begun
+	if serveErr := <-served; !errors.Is(serveErr, http.ErrServerClosed) {
+		err = errors.Join(err, serveErr)
+	}
 	return err
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -33,7 +34,9 @@ func servePprof(ln net.Listener, log *slog.Logger) func(context.Context) error {
 		case <-ctx.Done():
 		}
 		err := srv.Close()
-		<-served
+		if serveErr := <-served; !errors.Is(serveErr, http.ErrServerClosed) {
+			err = errors.Join(err, serveErr)
+		}
 		return err
 	}
 }

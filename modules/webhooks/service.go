@@ -208,7 +208,7 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 func (m *Module) Run(ctx context.Context) error {
 	if err := m.river.Start(ctx); err != nil {
 		if ctx.Err() != nil {
-			return nil
+			return nil //nolint:nilerr // told to stop before the workers started: nothing failed
 		}
 		return fmt.Errorf("webhooks: %w", err)
 	}
