@@ -165,8 +165,7 @@ func newAPI(t testing.TB, opts ...envOption) *apiEnv {
 	events := &tableEvents{}
 	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, cfg.BaseURL.String()), orgs, events,
 		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), fcfg)
-	srv := New(Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Config: cfg, Pool: pool,
-		Registry: prometheus.NewRegistry(), Identity: fakeIdentity{}, Flows: m})
+	srv := newServer(t, Deps{Config: cfg, Pool: pool, Identity: fakeIdentity{}, Flows: m})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return &apiEnv{url: hs.URL, pool: pool, flows: m, events: events, proxy: proxy}

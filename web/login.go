@@ -56,9 +56,6 @@ func newBrowserID() string {
 
 // handleAuthorize handles "GET /oauth/authorize" and "POST /oauth/authorize".
 func (s *Server) handleAuthorize(c echo.Context) error {
-	if s.login == nil {
-		return apperr.New(apperr.NotFound, "No resource at this address.")
-	}
 	params, err := c.FormParams()
 	if err != nil {
 		return s.renderNotice(c, http.StatusBadRequest, "Sign-in request refused", "The request is malformed.", "", "")
@@ -118,9 +115,6 @@ func (s *Server) authorizeError(c echo.Context, err error) error {
 // the latter in the language of ui_locales (which /oauth/authorize passes
 // on) or of its own switch (lang).
 func (s *Server) handleLoginForm(c echo.Context) error {
-	if s.login == nil {
-		return apperr.New(apperr.NotFound, "No resource at this address.")
-	}
 	sess, err := s.idpSession(c)
 	if err != nil {
 		return err
@@ -174,9 +168,6 @@ func (s *Server) loginFormLang(c echo.Context) i18n.Lang {
 // handleLoginSubmit handles "POST /idp/login": checks the form, then sends
 // the browser back to the client with a code.
 func (s *Server) handleLoginSubmit(c echo.Context) error {
-	if s.login == nil {
-		return apperr.New(apperr.NotFound, "No resource at this address.")
-	}
 	ctx := c.Request().Context()
 	sess, err := s.idpSession(c)
 	if err != nil {
@@ -252,9 +243,6 @@ func noStore(c echo.Context) {
 
 // handleUserInfo handles "GET /oauth/userinfo" and "POST /oauth/userinfo".
 func (s *Server) handleUserInfo(c echo.Context) error {
-	if s.login == nil {
-		return apperr.New(apperr.NotFound, "No resource at this address.")
-	}
 	raw, _ := bearerToken(c.Request().Header.Get(echo.HeaderAuthorization))
 	claims, err := s.login.UserInfo(c.Request().Context(), raw)
 	var oe *login.OAuthError
@@ -272,9 +260,6 @@ func (s *Server) handleUserInfo(c echo.Context) error {
 // it ends the provider session, then returns to the client's registered
 // post-logout address or shows that the person is signed out.
 func (s *Server) handleEndSession(c echo.Context) error {
-	if s.login == nil {
-		return apperr.New(apperr.NotFound, "No resource at this address.")
-	}
 	params, err := c.FormParams()
 	if err != nil {
 		return s.renderNotice(c, http.StatusBadRequest, "Sign-out request refused", "The request is malformed.", "", "")
@@ -424,9 +409,6 @@ func (s *Server) consentAuthParams(c echo.Context) url.Values {
 }
 
 func (s *Server) beginLogin(c echo.Context, rp *oidclogin.RelyingParty, returnTo string, params url.Values) error {
-	if rp == nil {
-		return apperr.New(apperr.NotFound, "Sign-in is not configured.")
-	}
 	to, err := rp.Begin(c.Response(), c.Request(), returnTo, params)
 	if errors.Is(err, oidclogin.ErrUnavailable) {
 		return apperr.Wrap(err, apperr.Unavailable, "The sign-in service cannot be reached. Try again shortly.")
@@ -439,9 +421,6 @@ func (s *Server) beginLogin(c echo.Context, rp *oidclogin.RelyingParty, returnTo
 
 // finishLogin runs the callback checks and turns their failures into pages.
 func (s *Server) finishLogin(c echo.Context, rp *oidclogin.RelyingParty, retry string) (oidclogin.Identity, bool, error) {
-	if rp == nil {
-		return oidclogin.Identity{}, false, apperr.New(apperr.NotFound, "Sign-in is not configured.")
-	}
 	id, err := rp.Finish(c.Response(), c.Request())
 	var pe *oidclogin.ProviderError
 	switch {

@@ -85,7 +85,7 @@ func setupLogin(t *testing.T, o loginOptions) loginServer {
 	// JWKS and discovery, as in flowd serve.
 	ident := identity.New(pool, identity.Config{Issuer: base, Audience: cfg.Audience, KeyEncryptionKey: randomKey(t),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	staff, err := login.NewStaff(pool, nil, login.StaffConfig{PasswordParams: secrethash.Cheap, AccountLimit: 3, AddressLimit: 5})
+	staff, err := login.NewStaff(pool, testOrganizations{}, login.StaffConfig{PasswordParams: secrethash.Cheap, AccountLimit: 3, AddressLimit: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +108,8 @@ func setupLogin(t *testing.T, o loginOptions) loginServer {
 		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), flows.Config{NationalIDFormat: flows.FormatGeneric})
 	consoleCfg := oidclogin.ConsoleConfig(cfg)
 	consoleCfg.HTTPClient = o.consoleHTTP
-	srv := New(Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Config: cfg, Pool: pool, Registry: prometheus.NewRegistry(),
-		Identity: ident, Flows: flowsModule, Login: provider, ConsoleRP: oidclogin.New(consoleCfg), ConsentRP: oidclogin.New(oidclogin.ConsentConfig(cfg))})
+	srv := newServer(t, Deps{Config: cfg, Pool: pool, Identity: ident, Flows: flowsModule, Login: provider,
+		ConsoleRP: oidclogin.New(consoleCfg), ConsentRP: oidclogin.New(oidclogin.ConsentConfig(cfg))})
 	hs.Config.Handler = srv
 	hs.Start()
 	t.Cleanup(hs.Close)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/modules/identity"
 )
 
@@ -188,13 +187,7 @@ func (s *Server) handleJWKS(c echo.Context) error {
 // handleDiscovery handles "GET /.well-known/openid-configuration" and
 // "GET /.well-known/oauth-authorization-server": the provider's metadata.
 func (s *Server) handleDiscovery(c echo.Context) error {
-	if s.identity == nil {
-		return apperr.New(apperr.NotFound, "No resource at this address.")
-	}
-	doc := s.identity.Discovery()
-	if s.login != nil {
-		doc = mergeDiscovery(doc, s.login.Discovery())
-	}
+	doc := mergeDiscovery(s.identity.Discovery(), s.login.Discovery())
 	c.Response().Header().Set("Cache-Control", "public, max-age=300")
 	return s.writeJSON(c, http.StatusOK, doc)
 }

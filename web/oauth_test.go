@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/labstack/echo/v4"
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
@@ -46,12 +44,12 @@ func setupOAuth(t *testing.T, change func(*identity.Config)) oauthServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	cfg, err := config.Load(func(string) string { return "" }, config.Need{})
+	hs := httptest.NewUnstartedServer(nil)
+	base := "http://" + hs.Listener.Addr().String()
+	cfg, err := config.Load(func(k string) string { return map[string]string{"FLOWD_BASE_URL": base}[k] }, config.Need{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewUnstartedServer(nil)
-	base := "http://" + hs.Listener.Addr().String()
 	icfg := identity.Config{
 		Issuer: base, Audience: "flowd", KeyEncryptionKey: bytes.Repeat([]byte{7}, 32),
 		HashParams: secrethash.Cheap,
@@ -60,7 +58,7 @@ func setupOAuth(t *testing.T, change func(*identity.Config)) oauthServer {
 		change(&icfg)
 	}
 	id := identity.New(pool, icfg)
-	srv := New(Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Config: cfg, Pool: pool, Registry: prometheus.NewRegistry(), Identity: id})
+	srv := newServer(t, Deps{Config: cfg, Pool: pool, Identity: id})
 	// A route behind authentication and a scope, as the API's routes are.
 	srv.Echo().GET("/api/test-principal", func(c echo.Context) error {
 		return srv.writeJSON(c, http.StatusOK, principalOf(c))
@@ -181,7 +179,7 @@ func TestTokenEndpointErrors(t *testing.T) {
 		{"basic and secret in the body", formType, post("grant_type", "client_credentials"), basic(ts.full.ID, ts.full.Secret), 400, "invalid_request", false},
 		{"basic and another client_id in the body", formType, form("grant_type", "client_credentials", "client_id", ts.reader.ID), basic(ts.full.ID, ts.full.Secret), 400, "invalid_request", false},
 		{"unsupported grant", formType, post("grant_type", "password"), "", 400, "unsupported_grant_type", false},
-		{"authorization_code is not offered", formType, post("grant_type", "authorization_code", "code", "x"), "", 400, "unsupported_grant_type", false},
+		{"authorization_code without a login client", formType, post("grant_type", "authorization_code", "code", "x"), "", 401, "invalid_client", true},
 		{"no credentials", formType, form("grant_type", "client_credentials"), "", 401, "invalid_client", false},
 		{"no secret", formType, form("grant_type", "client_credentials", "client_id", ts.full.ID), "", 401, "invalid_client", false},
 		{"wrong secret", formType, form("grant_type", "client_credentials", "client_id", ts.full.ID, "client_secret", "fcs_wrong"), "", 401, "invalid_client", false},
@@ -335,7 +333,7 @@ func TestDiscoveryAndJWKSServeStandardVerifiers(t *testing.T) {
 		AuthMethods   []string `json:"token_endpoint_auth_methods_supported"`
 	}
 	if err := provider.Claims(&meta); err != nil || meta.TokenEndpoint != ts.url+"/oauth/token" || meta.JWKSURI != ts.url+"/oauth/jwks" ||
-		strings.Join(meta.Grants, " ") != "client_credentials refresh_token" || strings.Join(meta.AuthMethods, " ") != "client_secret_basic client_secret_post" {
+		strings.Join(meta.Grants, " ") != "client_credentials refresh_token authorization_code" || strings.Join(meta.AuthMethods, " ") != "client_secret_basic client_secret_post" {
 		t.Fatalf("discovery %+v %v", meta, err)
 	}
 	cc := clientcredentials.Config{ClientID: ts.full.ID, ClientSecret: ts.full.Secret, TokenURL: meta.TokenEndpoint}

@@ -6,6 +6,7 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -24,7 +25,8 @@ import (
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
-// Deps are the server's collaborators, all given at construction.
+// Deps are the server's collaborators, all given at construction; New
+// refuses a missing one.
 type Deps struct {
 	Log      *slog.Logger
 	Config   *config.Config
@@ -36,9 +38,8 @@ type Deps struct {
 	// Consent is the individual's journey; ConsentRP (below) proves who they are.
 	Consent consent.Journey
 
-	// Interactive login (issue 6): the built-in provider's sign-in side and
-	// the console's and consent pages' relying parties. Any may be nil; their
-	// routes then answer 404.
+	// Interactive login: the built-in provider's sign-in side and the
+	// console's and consent pages' relying parties.
 	Login     *login.Provider
 	ConsoleRP *oidclogin.RelyingParty
 	ConsentRP *oidclogin.RelyingParty
@@ -66,7 +67,10 @@ type Server struct {
 }
 
 // New builds the server with every dependency it needs.
-func New(d Deps) *Server {
+func New(d Deps) (*Server, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
@@ -81,7 +85,25 @@ func New(d Deps) *Server {
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = echo.ExtractIPDirect()
 	s.routes()
-	return s
+	return s, nil
+}
+
+// check names the first collaborator missing from d.
+func (d Deps) check() error {
+	for _, dep := range []struct {
+		name    string
+		missing bool
+	}{
+		{"Log", d.Log == nil}, {"Config", d.Config == nil}, {"Pool", d.Pool == nil}, {"Registry", d.Registry == nil},
+		{"Identity", d.Identity == nil}, {"Flows", d.Flows == nil}, {"Webhooks", d.Webhooks == nil},
+		{"Consent", d.Consent == nil}, {"Login", d.Login == nil}, {"ConsoleRP", d.ConsoleRP == nil},
+		{"ConsentRP", d.ConsentRP == nil},
+	} {
+		if dep.missing {
+			return fmt.Errorf("web: New needs %s", dep.name)
+		}
+	}
+	return nil
 }
 
 // ServeHTTP makes the server an http.Handler, for tests and embedding.

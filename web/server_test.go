@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
@@ -47,7 +45,7 @@ func setupWith(t *testing.T, getenv config.Getenv) testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Config: cfg, Pool: pool, Registry: prometheus.NewRegistry()})
+	srv := newServer(t, Deps{Config: cfg, Pool: pool})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return testServer{srv: srv, url: hs.URL, proxy: proxy}

@@ -115,11 +115,14 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		ReadRoundTrips: cfg.DBReadRoundTrips,
 	})
 
-	srv := web.New(web.Deps{
+	srv, err := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Identity: ident, Webhooks: hooks,
 		Flows: flowsModule, Consent: consent.NewJourney(pool, consentRequests, flowsModule, orgs, orgs, log),
 		Login: provider, ConsoleRP: consoleRP, ConsentRP: consentRP,
 	})
+	if err != nil {
+		return err
+	}
 	runners := []runner{
 		{"identity", ident.Run},
 		{"flows maintenance", flowsModule.Run},
@@ -153,13 +156,19 @@ type runner struct {
 	run  func(context.Context) error
 }
 
+// server is what serveWith serves: web.Server, which drains its requests
+// before Serve returns.
+type server interface {
+	Serve(ctx context.Context, ln net.Listener) error
+}
+
 // serveWith serves srv on ln with the runners beside it until ctx ends or a
 // runner fails (returns before it is told to stop), which ends serving and
 // is the error returned. The runners are told to stop only once the server
 // has drained, so that work its last requests caused (a webhook delivery)
 // is still done here, and serveWith returns only after every runner has.
 // An error a runner returns while it stops is logged.
-func serveWith(ctx context.Context, log *slog.Logger, srv *web.Server, ln net.Listener, runners ...runner) error {
+func serveWith(ctx context.Context, log *slog.Logger, srv server, ln net.Listener, runners ...runner) error {
 	serving, stopServing := context.WithCancel(ctx)
 	defer stopServing()
 	running, stopRunning := context.WithCancel(context.WithoutCancel(ctx))

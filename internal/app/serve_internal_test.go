@@ -11,29 +11,38 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/labstack/echo/v4"
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/flowd/flowd/internal/config"
-	"github.com/flowd/flowd/web"
 )
 
-// newTestServer is a web server without modules and without a shutdown
-// delay, listening on a free loopback port.
-func newTestServer(t *testing.T) (*web.Server, net.Listener) {
-	t.Helper()
-	cfg, err := config.Load(func(k string) string { return map[string]string{"FLOWD_SHUTDOWN_DELAY": "0"}[k] }, config.Need{})
-	if err != nil {
-		t.Fatal(err)
+// drainingServer serves its mux until ctx ends, then lets in-flight
+// requests finish before Serve returns, as web.Server does (whose draining
+// web's tests check); serveWith's tests need only that.
+type drainingServer struct{ mux *http.ServeMux }
+
+func (s drainingServer) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
 	}
-	srv := web.New(web.Deps{Log: slog.New(slog.DiscardHandler), Config: cfg, Registry: prometheus.NewRegistry()})
+	err := srv.Shutdown(context.Background())
+	if serveErr := <-served; !errors.Is(serveErr, http.ErrServerClosed) {
+		err = errors.Join(err, serveErr)
+	}
+	return err
+}
+
+// newTestServer is a draining server listening on a free loopback port.
+func newTestServer(t *testing.T) (drainingServer, net.Listener) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	return srv, ln
+	return drainingServer{mux: http.NewServeMux()}, ln
 }
 
 func TestServeWithEndsWhenARunnerFails(t *testing.T) {
@@ -70,11 +79,11 @@ func TestServeWithStopsRunnersAfterTheServerDrained(t *testing.T) {
 	t.Parallel()
 	srv, ln := newTestServer(t)
 	started, finished := make(chan struct{}), atomic.Bool{}
-	srv.Echo().GET("/test-slow", func(c echo.Context) error {
+	srv.mux.HandleFunc("GET /test-slow", func(w http.ResponseWriter, _ *http.Request) {
 		close(started)
 		time.Sleep(300 * time.Millisecond)
 		finished.Store(true)
-		return c.String(http.StatusOK, "finished")
+		_, _ = io.WriteString(w, "finished")
 	})
 	var requestDoneFirst atomic.Bool
 	ctx, cancel := context.WithCancel(context.Background())

@@ -143,6 +143,9 @@ type Provider struct {
 
 // New builds the provider; staff checks the passwords of staff accounts.
 func New(pool *pgxpool.Pool, signer Signer, staff *Staff, cfg Config) (*Provider, error) {
+	if pool == nil || signer == nil || staff == nil {
+		return nil, errors.New("login: New needs a pool, a Signer and the Staff service")
+	}
 	if len(cfg.DataKey) < 32 {
 		return nil, errors.New("login: a 32-byte data key is required")
 	}

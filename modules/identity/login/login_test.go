@@ -1,23 +1,72 @@
 package login
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/go-jose/go-jose/v4"
+
+	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/secrethash"
 )
+
+// unusedSigner is a Signer for tests in which nothing is signed.
+type unusedSigner struct{ t *testing.T }
+
+func (s unusedSigner) SignIDToken(context.Context, jose.SignatureAlgorithm, any) (string, error) {
+	s.t.Error("SignIDToken called")
+	return "", nil
+}
+
+func (s unusedSigner) PublicJWKS(context.Context) (jose.JSONWebKeySet, error) {
+	s.t.Error("PublicJWKS called")
+	return jose.JSONWebKeySet{}, nil
+}
+
+// everyOrganization says that every organization exists.
+type everyOrganization struct{}
+
+func (everyOrganization) OrganizationExists(context.Context, string) (bool, error) { return true, nil }
 
 func TestNewRefusesAClientWithAnIDTokenAlgorithmNotSigned(t *testing.T) {
 	t.Parallel()
+	pool := dbtest.New(t)
+	staff, err := NewStaff(pool, everyOrganization{}, StaffConfig{PasswordParams: secrethash.Cheap})
+	if err != nil {
+		t.Fatal(err)
+	}
 	key := make([]byte, 32)
 	tests := []struct {
 		alg jose.SignatureAlgorithm
 		ok  bool
 	}{{"", true}, {jose.RS256, true}, {jose.ES256, true}, {jose.HS256, false}, {"none", false}, {jose.PS256, false}}
 	for _, tt := range tests {
-		_, err := New(nil, nil, nil, Config{DataKey: key, Clients: []Client{{ID: "rp", IDTokenSignedResponseAlg: tt.alg}}})
+		_, err := New(pool, unusedSigner{t}, staff, Config{DataKey: key, Clients: []Client{{ID: "rp", IDTokenSignedResponseAlg: tt.alg}}})
 		if (err == nil) != tt.ok || (err != nil && !strings.Contains(err.Error(), "rp")) {
 			t.Errorf("client with %q: %v", tt.alg, err)
 		}
+	}
+}
+
+func TestConstructorsRefuseAMissingCollaborator(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	if _, err := NewStaff(pool, nil, StaffConfig{}); err == nil {
+		t.Error("NewStaff without Organizations")
+	}
+	if _, err := NewStaff(nil, everyOrganization{}, StaffConfig{}); err == nil {
+		t.Error("NewStaff without a pool")
+	}
+	staff, err := NewStaff(pool, everyOrganization{}, StaffConfig{PasswordParams: secrethash.Cheap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := make([]byte, 32)
+	if _, err := New(pool, nil, staff, Config{DataKey: key}); err == nil {
+		t.Error("New without a Signer")
+	}
+	if _, err := New(pool, unusedSigner{t}, nil, Config{DataKey: key}); err == nil {
+		t.Error("New without the Staff service")
 	}
 }

@@ -39,9 +39,12 @@ type StaffConfig struct {
 
 var _ identity.StaffService = (*Staff)(nil)
 
-// NewStaff returns the staff service. orgs may be nil until issue 3's
-// organizations are wired (then any organization id is accepted).
+// NewStaff returns the staff service; orgs tells whether an account's
+// organization exists.
 func NewStaff(pool *pgxpool.Pool, orgs Organizations, cfg StaffConfig) (*Staff, error) {
+	if pool == nil || orgs == nil {
+		return nil, errors.New("login: NewStaff needs a pool and Organizations")
+	}
 	if cfg.PasswordParams == (secrethash.Params{}) {
 		cfg.PasswordParams = secrethash.Default
 	}
@@ -75,14 +78,12 @@ func (p *Staff) CreateStaff(ctx context.Context, n identity.NewStaffAccount) (id
 	if err := n.Validate(); err != nil {
 		return identity.StaffAccount{}, err
 	}
-	if p.orgs != nil {
-		ok, err := p.orgs.OrganizationExists(ctx, n.OrganizationID)
-		if err != nil {
-			return identity.StaffAccount{}, err
-		}
-		if !ok {
-			return identity.StaffAccount{}, apperr.New(apperr.NotFound, "No organization has the id %q.", n.OrganizationID)
-		}
+	ok, err := p.orgs.OrganizationExists(ctx, n.OrganizationID)
+	if err != nil {
+		return identity.StaffAccount{}, err
+	}
+	if !ok {
+		return identity.StaffAccount{}, apperr.New(apperr.NotFound, "No organization has the id %q.", n.OrganizationID)
 	}
 	hash, err := secrethash.Hash(n.Password, p.cfg.PasswordParams)
 	if err != nil {

@@ -1,0 +1,158 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flowd/flowd/internal/config"
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/oidclogin"
+	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/internal/secrethash"
+	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/login"
+	"github.com/flowd/flowd/modules/webhooks"
+)
+
+// newServer builds the server of a test from d's collaborators and, for each
+// one d leaves out, the real module as flowd serve builds it: on d.Pool (a
+// fresh database when d has none) and d.Config (the defaults when d has
+// none, with random keys where the defaults have none). The test's own
+// organizations come from defaultSettings, and their names and audit log
+// from testOrganizations.
+func newServer(t testing.TB, d Deps) *Server {
+	t.Helper()
+	if d.Log == nil {
+		d.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if d.Config == nil {
+		cfg, err := config.Load(func(string) string { return "" }, config.Need{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Config = cfg
+	}
+	cfg := d.Config
+	if len(cfg.SessionKey) == 0 {
+		cfg.SessionKey = testKey(t)
+	}
+	if len(cfg.DataKey) == 0 {
+		cfg.DataKey = testKey(t)
+	}
+	if d.Pool == nil {
+		d.Pool = dbtest.New(t)
+	}
+	if d.Registry == nil {
+		d.Registry = prometheus.NewRegistry()
+	}
+	base := cfg.BaseURL.String()
+	// The login provider signs with the real identity module, also when the
+	// test fakes the bearer verification the API asks of Identity.
+	ident, _ := d.Identity.(*identity.Module)
+	if ident == nil {
+		ident = identity.New(d.Pool, identity.Config{Issuer: base, Audience: cfg.Audience, KeyEncryptionKey: testKey(t),
+			HashParams: secrethash.Cheap, Log: d.Log})
+	}
+	if d.Identity == nil {
+		d.Identity = ident
+	}
+	hooks, err := webhooks.New(d.Pool, flows.NewTaskReports(d.Pool), webhooks.Options{KeyEncryptionKey: testKey(t),
+		Log: d.Log, Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Webhooks == nil {
+		d.Webhooks = hooks
+	}
+	sealer, err := pii.New(cfg.DataKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requests := consent.NewRequests(d.Pool, sealer, base)
+	flowsModule := flows.New(d.Pool, sealer, requests, fakeOrgs{settings: defaultSettings}, hooks, d.Log,
+		prometheus.NewRegistry(), flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: cfg.ConsentTTL})
+	if d.Flows == nil {
+		d.Flows = flowsModule
+	}
+	if d.Consent == nil {
+		d.Consent = consent.NewJourney(d.Pool, requests, flowsModule, testOrganizations{}, testOrganizations{}, d.Log)
+	}
+	if d.Login == nil {
+		staff, err := login.NewStaff(d.Pool, testOrganizations{}, login.StaffConfig{PasswordParams: secrethash.Cheap})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Login, err = login.New(d.Pool, ident, staff, login.Config{Issuer: base, Clients: login.BuiltInClients(base, cfg.SessionKey),
+			TestEID: cfg.TestEID, NationalIDClaim: cfg.ConsentNationalIDClaim, DataKey: cfg.DataKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d.ConsoleRP == nil {
+		d.ConsoleRP = oidclogin.New(oidclogin.ConsoleConfig(cfg))
+	}
+	if d.ConsentRP == nil {
+		d.ConsentRP = oidclogin.New(oidclogin.ConsentConfig(cfg))
+	}
+	srv, err := New(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+func testKey(t testing.TB) []byte {
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// testOrganizations answers what the consent journey and staff accounts ask
+// of the organizations behind the test's flows and staff: every one exists,
+// is called Test Bank, and keeps no audit log.
+type testOrganizations struct{}
+
+func (testOrganizations) OrganizationName(context.Context, string) (string, error) {
+	return "Test Bank", nil
+}
+
+func (testOrganizations) OrganizationExists(context.Context, string) (bool, error) { return true, nil }
+
+func (testOrganizations) RecordIdentityMismatchTx(context.Context, database.Tx, string, string, string) error {
+	return nil
+}
+
+// TestNewRefusesAMissingCollaborator: the server is built whole or not at all.
+func TestNewRefusesAMissingCollaborator(t *testing.T) {
+	t.Parallel()
+	complete := newServer(t, Deps{})
+	d := Deps{Log: complete.log, Config: complete.cfg, Pool: complete.pool, Registry: prometheus.NewRegistry(),
+		Identity: complete.identity, Flows: complete.flows, Webhooks: complete.webhooks, Consent: complete.consent,
+		Login: complete.login, ConsoleRP: complete.consoleRP, ConsentRP: complete.consentRP}
+	if _, err := New(d); err != nil {
+		t.Fatalf("every collaborator given: %v", err)
+	}
+	for name, drop := range map[string]func(*Deps){
+		"Identity": func(d *Deps) { d.Identity = nil },
+		"Flows":    func(d *Deps) { d.Flows = nil },
+		"Consent":  func(d *Deps) { d.Consent = nil },
+		"Login":    func(d *Deps) { d.Login = nil },
+		"Pool":     func(d *Deps) { d.Pool = nil },
+	} {
+		without := d
+		drop(&without)
+		if _, err := New(without); err == nil || err.Error() != "web: New needs "+name {
+			t.Errorf("without %s: %v", name, err)
+		}
+	}
+}
