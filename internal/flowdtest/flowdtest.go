@@ -16,6 +16,7 @@ import (
 
 	"github.com/flowd/flowd/internal/app"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/syncbuf"
 )
 
 // Fixed secrets for tests: 32 bytes each, base64.
@@ -30,7 +31,7 @@ type Instance struct {
 	URL         string // base URL, e.g. http://127.0.0.1:43123
 	DatabaseURL string
 	Env         map[string]string
-	Logs        *Buffer
+	Logs        *syncbuf.Buffer
 
 	cancel   context.CancelFunc
 	done     chan error
@@ -81,11 +82,11 @@ func Start(t testing.TB, opts ...Option) *Instance {
 	for k, v := range o.env {
 		env[k] = v
 	}
-	in := &Instance{URL: base, DatabaseURL: o.databaseURL, Env: env, Logs: &Buffer{}, done: make(chan error, 1)}
+	in := &Instance{URL: base, DatabaseURL: o.databaseURL, Env: env, Logs: &syncbuf.Buffer{}, done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	in.cancel = cancel
 	go func() {
-		in.done <- app.Run(ctx, []string{"serve"}, in.Getenv, strings.NewReader(""), &Buffer{}, in.Logs)
+		in.done <- app.Run(ctx, []string{"serve"}, in.Getenv, strings.NewReader(""), &syncbuf.Buffer{}, in.Logs)
 	}()
 	t.Cleanup(func() {
 		in.Stop(t)
@@ -170,22 +171,4 @@ func freeAddr(t testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// Buffer is a bytes.Buffer safe for one writer and concurrent readers.
-type Buffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *Buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *Buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

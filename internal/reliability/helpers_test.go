@@ -23,6 +23,7 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/internal/syncbuf"
 )
 
 // long reports whether the long variants run (make test-reliability).
@@ -97,7 +98,7 @@ type process struct {
 	URL  string
 	Addr string
 	Env  map[string]string
-	Logs *flowdtest.Buffer
+	Logs *syncbuf.Buffer
 	cmd  *exec.Cmd
 	done chan struct{}
 }
@@ -113,7 +114,7 @@ func startFlowd(t *testing.T, dbURL, addr string, extra map[string]string) *proc
 	for k, v := range extra {
 		env[k] = v
 	}
-	p := &process{URL: "http://" + addr, Addr: addr, Env: env, Logs: &flowdtest.Buffer{}, done: make(chan struct{})}
+	p := &process{URL: "http://" + addr, Addr: addr, Env: env, Logs: &syncbuf.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(flowdBinary(t), "serve")
 	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	for k, v := range env {

@@ -1,7 +1,6 @@
 package consent_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -19,6 +18,7 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/internal/syncbuf"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/webhooks"
@@ -56,30 +56,12 @@ func (tableAudit) RecordIdentityMismatchTx(ctx context.Context, tx database.Tx, 
 	return err
 }
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // journeyEnv is the real journey on the real flows module and a fresh database.
 type journeyEnv struct {
 	pool    *pgxpool.Pool
 	flows   *flows.Manager
 	journey *consent.JourneyService
-	logs    *syncBuffer
+	logs    *syncbuf.Buffer
 	caller  flows.Caller
 }
 
@@ -106,7 +88,7 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, ttl time.Duration) *journeyEnv {
 		t.Fatal(err)
 	}
 	requests := consent.NewRequests(pool, sealer, "https://flowd.example")
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	m := flows.New(pool, sealer, requests, orgs{}, tableEvents{}, log, prometheus.NewRegistry(),
 		flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: ttl})

@@ -1,12 +1,10 @@
 package flows_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -16,6 +14,7 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/internal/syncbuf"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/webhooks"
@@ -27,7 +26,7 @@ type bundle struct {
 	pool    *pgxpool.Pool
 	flows   *flows.Manager
 	reports *flows.TaskReports
-	logs    *syncBuffer
+	logs    *syncbuf.Buffer
 	caller  flows.Caller // of organization org-a
 }
 
@@ -53,7 +52,7 @@ func setup(t *testing.T, mutate ...func(*flows.Config)) *bundle {
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, "https://flowd.example"), orgs{}, tableEvents{},
 		slog.New(slog.NewJSONHandler(logs, nil)), prometheus.NewRegistry(), cfg)
 	return &bundle{pool: pool, flows: m, reports: flows.NewTaskReports(pool), logs: logs,
@@ -134,22 +133,4 @@ type orgs struct{}
 
 func (orgs) FlowSettings(_ context.Context, organizationID string) (flows.OrganizationSettings, error) {
 	return flows.OrganizationSettings{ReferencePrefix: strings.ToUpper(organizationID[len(organizationID)-1:])}, nil
-}
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
