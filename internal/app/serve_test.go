@@ -91,7 +91,7 @@ func TestServeLeavesNothingBehindWhenItFails(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			addr, pprofAddr := freeAddr(t), freeAddr(t)
+			addr, pprofAddr := flowdtest.FreeAddr(t), flowdtest.FreeAddr(t)
 			env := map[string]string{
 				"DATABASE_URL":             dbURL,
 				"FLOWD_ADDR":               addr,
@@ -133,21 +133,11 @@ func TestServeJoinsEveryGoroutine(t *testing.T) {
 	dbURL := dbtest.NewURL(t)
 	http.DefaultClient.CloseIdleConnections()
 	before := goleak.IgnoreCurrent()
-	in := flowdtest.Start(t, flowdtest.WithDatabase(dbURL), flowdtest.WithEnv("FLOWD_PPROF_ADDR", freeAddr(t)))
+	in := flowdtest.Start(t, flowdtest.WithDatabase(dbURL), flowdtest.WithEnv("FLOWD_PPROF_ADDR", flowdtest.FreeAddr(t)))
 	if resp, body := get(t, in.URL+"/api/openapi.json", ""); resp.StatusCode != 200 {
 		t.Fatalf("openapi.json: %d %s", resp.StatusCode, body)
 	}
 	in.Stop(t)
 	http.DefaultClient.CloseIdleConnections()
 	goleak.VerifyNone(t, before)
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }

@@ -64,7 +64,7 @@ func Start(t testing.TB, opts ...Option) *Instance {
 	if o.databaseURL == "" {
 		o.databaseURL = dbtest.NewURL(t)
 	}
-	addr := freeAddr(t)
+	addr := FreeAddr(t)
 	base := "http://" + addr
 	env := map[string]string{
 		"DATABASE_URL":                o.databaseURL,
@@ -163,7 +163,8 @@ func RunCLI(getenv func(string) string, stdin string, args ...string) (string, e
 	return stdout.String(), nil
 }
 
-func freeAddr(t testing.TB) string {
+// FreeAddr is a loopback address no one listens on, for a server to take.
+func FreeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -108,7 +107,7 @@ type process struct {
 func startFlowd(t *testing.T, dbURL, addr string, extra map[string]string) *process {
 	t.Helper()
 	if addr == "" {
-		addr = freeAddr(t)
+		addr = flowdtest.FreeAddr(t)
 	}
 	env := baseEnv(dbURL, addr)
 	for k, v := range extra {
@@ -169,16 +168,6 @@ func (p *process) kill(t *testing.T) {
 		t.Logf("kill: %v", err)
 	}
 	<-p.done
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // openPool opens a pool of the test's own on dbURL.

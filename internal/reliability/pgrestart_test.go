@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/flowdtest"
 )
 
 // cluster is a PostgreSQL cluster of one test's own, so that the test can
@@ -32,7 +33,7 @@ func newCluster(t *testing.T) *cluster {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := flowdtest.FreeAddr(t)
 	c := &cluster{bin: bin, data: filepath.Join(dir, "db"), port: addr[strings.LastIndex(addr, ":")+1:]}
 	if err := os.Mkdir(c.data, 0o700); err != nil {
 		t.Fatal(err)
