@@ -1,0 +1,93 @@
+package consent
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// AssuranceLevel is how sure an eID is of who signed in: the eIDAS levels
+// of assurance, which national eIDs (ID-porten, BankID, Freja) map onto.
+type AssuranceLevel string
+
+const (
+	AssuranceLow         AssuranceLevel = "low"
+	AssuranceSubstantial AssuranceLevel = "substantial"
+	AssuranceHigh        AssuranceLevel = "high"
+)
+
+// AssuranceLevels lists the levels from weakest to strongest.
+var AssuranceLevels = []AssuranceLevel{AssuranceLow, AssuranceSubstantial, AssuranceHigh}
+
+// Valid reports whether l is one of AssuranceLevels.
+func (l AssuranceLevel) Valid() bool { return slices.Contains(AssuranceLevels, l) }
+
+// Meets reports whether a sign-in at level l is enough where required is
+// asked for. No level (an unknown acr) meets nothing.
+func (l AssuranceLevel) Meets(required AssuranceLevel) bool {
+	have, need := slices.Index(AssuranceLevels, l), slices.Index(AssuranceLevels, required)
+	return have >= 0 && have >= need
+}
+
+// ACRMap maps each assurance level to the acr value the consent eID uses for
+// it (FLOWD_CONSENT_ACR_MAP). An ID token's acr is read through it, and a
+// sign-in that must reach a level asks for its acr in acr_values.
+type ACRMap map[AssuranceLevel]string
+
+// DefaultACRMap uses the eIDAS level URIs, which the test eID issues unless
+// configured otherwise.
+var DefaultACRMap = ACRMap{
+	AssuranceLow:         "http://eidas.europa.eu/LoA/low",
+	AssuranceSubstantial: "http://eidas.europa.eu/LoA/substantial",
+	AssuranceHigh:        "http://eidas.europa.eu/LoA/high",
+}
+
+// ParseACRMap reads "level=acr" pairs separated by commas, such as
+// "substantial=idporten-loa-substantial,high=idporten-loa-high". A level left
+// out cannot be reached: a definition that requires it refuses every
+// sign-in. Empty s is DefaultACRMap.
+func ParseACRMap(s string) (ACRMap, error) {
+	if strings.TrimSpace(s) == "" {
+		return DefaultACRMap, nil
+	}
+	m := ACRMap{}
+	seen := map[string]bool{}
+	for pair := range strings.SplitSeq(s, ",") {
+		level, acr, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		level, acr = strings.TrimSpace(level), strings.TrimSpace(acr)
+		switch {
+		case !ok || acr == "":
+			return nil, fmt.Errorf("%q is not level=acr", pair)
+		case !AssuranceLevel(level).Valid():
+			return nil, fmt.Errorf("unknown assurance level %q (known: low, substantial, high)", level)
+		case m[AssuranceLevel(level)] != "":
+			return nil, fmt.Errorf("assurance level %q is mapped twice", level)
+		case seen[acr]:
+			return nil, fmt.Errorf("acr %q is mapped to two levels", acr)
+		}
+		m[AssuranceLevel(level)], seen[acr] = acr, true
+	}
+	return m, nil
+}
+
+// Level returns the level an ID token's acr stands for; false when the map
+// does not know it.
+func (m ACRMap) Level(acr string) (AssuranceLevel, bool) {
+	for l, v := range m {
+		if v == acr && acr != "" {
+			return l, true
+		}
+	}
+	return "", false
+}
+
+// ACR returns the acr value that asks the eID for at least level: the
+// level's own value, or else that of the weakest stronger level mapped.
+func (m ACRMap) ACR(level AssuranceLevel) string {
+	for _, l := range AssuranceLevels[max(0, slices.Index(AssuranceLevels, level)):] {
+		if v := m[l]; v != "" {
+			return v
+		}
+	}
+	return ""
+}
