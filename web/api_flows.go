@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/url"
@@ -86,6 +87,11 @@ type createFlowRequest struct {
 	RedirectURL   string `json:"redirectUrl"`
 	WebhookURL    string `json:"webhookUrl"`
 	ReferenceName string `json:"referenceName"`
+	// FlowDefinitionID is the consent definition (the organization's
+	// default when empty); FlowDefinitionVersion its version (the latest
+	// when 0).
+	FlowDefinitionID      string `json:"flowDefinitionId"`
+	FlowDefinitionVersion int    `json:"flowDefinitionVersion"`
 }
 
 type createFlowResponse struct {
@@ -104,7 +110,8 @@ func (s *Server) handleFlowCreate(c echo.Context) error {
 	var req createFlowRequest
 	in := func() flows.NewFlow {
 		return flows.NewFlow{NationalID: req.NationalID, LastName: req.LastName, RedirectURL: req.RedirectURL,
-			WebhookURL: req.WebhookURL, ReferenceName: req.ReferenceName}
+			WebhookURL: req.WebhookURL, ReferenceName: req.ReferenceName,
+			FlowDefinitionID: req.FlowDefinitionID, FlowDefinitionVersion: req.FlowDefinitionVersion}
 	}
 	if err := decodeJSON(c, &req); err != nil {
 		// Name the fields that decoded but are invalid too, so that one
@@ -141,6 +148,8 @@ type flowListItem struct {
 	Archived       bool       `json:"archived"`
 	CreatedAt      apiInstant `json:"createdAt"`
 	UpdatedAt      apiInstant `json:"updatedAt"`
+	// FlowDefinitionID is the consent definition the flow pinned.
+	FlowDefinitionID string `json:"flowDefinitionId"`
 }
 
 type flowList struct {
@@ -224,7 +233,7 @@ func (s *Server) handleFlowList(c echo.Context) error {
 		out.Data[i] = flowListItem{
 			ID: f.ID, NationalID: f.NationalID, OrganizationID: f.OrganizationID, Status: string(f.ConsentStatus),
 			ReferenceID: f.ReferenceID, FlowNumber: f.Number, Sandbox: f.Sandbox, Archived: f.Archived(),
-			CreatedAt: apiInstant(f.CreatedAt), UpdatedAt: apiInstant(f.UpdatedAt),
+			CreatedAt: apiInstant(f.CreatedAt), UpdatedAt: apiInstant(f.UpdatedAt), FlowDefinitionID: f.FlowDefinitionID,
 		}
 	}
 	return s.writeJSON(c, http.StatusOK, out)
@@ -285,6 +294,11 @@ type consentJSON struct {
 	OpenedAt  *apiInstant `json:"openedAt"`
 	DecidedAt *apiInstant `json:"decidedAt"`
 	ExpiresAt apiInstant  `json:"expiresAt"`
+	// The decision's evidence; null before it.
+	TextSHA256     *string     `json:"textSha256"`
+	Language       *string     `json:"language"`
+	AssuranceLevel *string     `json:"assuranceLevel"`
+	ValidUntil     *apiInstant `json:"validUntil"`
 }
 
 type metaJSON struct {
@@ -311,15 +325,21 @@ func envelopeOf(f flows.Flow, p identity.Principal) flowEnvelope {
 		FlowID: f.ID, Version: f.Version, HasErrors: f.HasErrors, HasIncidents: len(f.Incidents) > 0,
 		Incidents: make(map[string]incidentJSON, len(f.Incidents)), Status: string(f.ProcessStatus),
 		Consent: consentJSON{Status: string(f.ConsentStatus), OpenedAt: (*apiInstant)(f.OpenedAt),
-			DecidedAt: (*apiInstant)(f.DecidedAt), ExpiresAt: apiInstant(f.ExpiresAt)},
+			DecidedAt: (*apiInstant)(f.DecidedAt), ExpiresAt: apiInstant(f.ExpiresAt),
+			Language: nonEmpty(f.Evidence.Language), AssuranceLevel: nonEmpty(f.Evidence.AssuranceLevel),
+			ValidUntil: (*apiInstant)(f.Evidence.ValidUntil)},
 		CreatedAt: apiInstant(f.CreatedAt), UpdatedAt: apiInstant(f.UpdatedAt),
-		Meta: metaJSON{ProcessDefinitionID: flows.ProcessDefinitionID, ProcessInstanceID: f.ProcessInstanceID,
-			ProcessVersion: f.ProcessVersion},
-		FlowDefinitionID: flows.FlowDefinitionID, FlowNumber: f.Number, ReferenceID: f.ReferenceID,
+		Meta: metaJSON{ProcessDefinitionID: f.ProcessDefinitionID(), ProcessInstanceID: f.ProcessInstanceID,
+			ProcessVersion: strconv.Itoa(f.FlowDefinitionVersion)},
+		FlowDefinitionID: f.FlowDefinitionID, VersionTag: nonEmpty(f.VersionTag), FlowNumber: f.Number, ReferenceID: f.ReferenceID,
 		Sandbox: f.Sandbox,
 		Data: flowDataJSON{NationalID: f.NationalID, LastName: f.LastName, RedirectURL: f.RedirectURL,
 			WebhookURL: f.WebhookURL, OrganizationNumber: f.OrganizationNumber},
 		Actions: []string{"read"},
+	}
+	if f.Evidence.TextSHA256 != nil {
+		sum := hex.EncodeToString(f.Evidence.TextSHA256)
+		d.Consent.TextSHA256 = &sum
 	}
 	for _, i := range f.Incidents {
 		d.Incidents[i.ID] = incidentJSON{ID: i.ID, Message: i.Message, TaskType: i.TaskType, TaskCategory: flows.CategoryIncident}
@@ -333,6 +353,14 @@ func envelopeOf(f flows.Flow, p identity.Principal) flowEnvelope {
 	}
 	e.Flow = d
 	return e
+}
+
+// nonEmpty is s, or nil (JSON null) when s is empty.
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // handleFlowGet handles "GET /api/flows/:id".

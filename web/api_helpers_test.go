@@ -163,7 +163,8 @@ func newAPI(t testing.TB, opts ...envOption) *apiEnv {
 		o(&fcfg, &orgs)
 	}
 	events := &tableEvents{}
-	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, cfg.BaseURL.String()), orgs, events,
+	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, cfg.BaseURL.String()),
+		consent.NewDefinitions(pool, testOrganizations{}), orgs, events,
 		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), fcfg)
 	srv := newServer(t, Deps{Config: cfg, Pool: pool, Identity: fakeIdentity{}, Flows: m})
 	hs := httptest.NewServer(srv)

@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -57,7 +58,7 @@ func (s *Server) handleConsentPage(c echo.Context) error {
 	if req.Closure != consent.Open {
 		return s.consentClosed(c, frame, req.Closure)
 	}
-	summary := pages.ConsentRequest{OrganizationName: req.OrganizationName, Purpose: req.Purpose,
+	summary := pages.ConsentRequest{Text: consentTextOf(req.Text, frame), ReferenceName: req.Purpose,
 		ReferenceID: req.ReferenceID, MaskedNationalID: req.MaskedNationalID, NationalIDEnd: req.NationalIDEnd}
 	if !req.ExpiresAt.IsZero() {
 		summary.AnswerBy = i18n.FormatDate(frame.Lang, req.ExpiresAt)
@@ -72,6 +73,10 @@ func (s *Server) handleConsentPage(c echo.Context) error {
 		}
 		if err := s.consent.CheckPerson(c.Request().Context(), req, proven.NationalID); err != nil {
 			return s.consentWrongPerson(c, frame)
+		}
+		var weak *consent.AssuranceError
+		if errors.As(s.consent.CheckAssurance(req, proven.ACR), &weak) {
+			return s.consentNeedsStrongerEID(c, frame, weak)
 		}
 	}
 	token, _ := c.Get(consentCSRFKey).(string)
@@ -94,7 +99,12 @@ func (s *Server) handleConsentProve(c echo.Context) error {
 	if c.QueryParam("again") != "" {
 		s.consentSessions.Clear(c.Response(), c.Request())
 	}
-	return s.beginLogin(c, s.consentRP, self, s.consentAuthParams(c))
+	params := s.consentAuthParams(c)
+	// A level asks the eID for a sign-in that reaches it.
+	if acr := s.cfg.ConsentACRMap.ACR(consent.AssuranceLevel(c.QueryParam("level"))); c.QueryParam("level") != "" && acr != "" {
+		params.Set("acr_values", acr)
+	}
+	return s.beginLogin(c, s.consentRP, self, params)
 }
 
 // handleConsentDecision handles "POST /consent/:token": Accept or Reject,
@@ -109,13 +119,16 @@ func (s *Server) handleConsentDecision(c echo.Context) error {
 	default:
 		return echo.NewHTTPError(http.StatusBadRequest, "Choose Accept or Reject.")
 	}
-	var proven string
-	skipProof := s.cfg.ConsentAuth != "oidc"
-	if id, ok := s.consentIdentityOf(c); ok && !skipProof {
-		proven = id.NationalID
+	proof := consent.Proof{Skip: s.cfg.ConsentAuth != "oidc"}
+	if id, ok := s.consentIdentityOf(c); ok && !proof.Skip {
+		proof.NationalID, proof.ACR = id.NationalID, id.ACR
 	}
-	d, err := s.consent.Decide(c.Request().Context(), c.Param("token"), proven, skipProof, accept)
-	var closed *consent.ClosedError
+	d, err := s.consent.Decide(c.Request().Context(), c.Param("token"), proof,
+		consent.Answer{Accept: accept, Language: c.FormValue("lang")})
+	var (
+		closed *consent.ClosedError
+		weak   *consent.AssuranceError
+	)
 	switch {
 	case errors.Is(err, consent.ErrNotProven):
 		// The sign-in ended (or never happened): back to the page to sign in.
@@ -124,6 +137,8 @@ func (s *Server) handleConsentDecision(c echo.Context) error {
 		return s.consentClosed(c, frame, closed.Closure)
 	case errors.Is(err, consent.ErrWrongPerson):
 		return s.consentWrongPerson(c, frame)
+	case errors.As(err, &weak):
+		return s.consentNeedsStrongerEID(c, frame, weak)
 	case err != nil:
 		return s.consentError(c, frame, err)
 	}
@@ -164,6 +179,32 @@ func (s *Server) consentWrongPerson(c echo.Context, frame pages.ConsentFrame) er
 		ConsentFrame: frame, Title: frame.T.WrongPerson, Message: frame.T.WrongPersonHelp,
 		ActionURL: "/consent/" + c.Param("token") + "/login?again=1", ActionLabel: frame.T.TryAnother,
 	}))
+}
+
+// consentNeedsStrongerEID is the page of a sign-in below the level the
+// consent requires: nothing was decided, and the way on is a new sign-in
+// that asks the eID for the level.
+func (s *Server) consentNeedsStrongerEID(c echo.Context, frame pages.ConsentFrame, weak *consent.AssuranceError) error {
+	return s.render(c, http.StatusForbidden, pages.ConsentMessagePage(pages.ConsentMessage{
+		ConsentFrame: frame, Title: frame.T.StrongerEIDTitle,
+		Message:     fmt.Sprintf(frame.T.StrongerEID, frame.T.Levels[string(weak.Required)]),
+		ActionURL:   "/consent/" + c.Param("token") + "/login?again=1&level=" + url.QueryEscape(string(weak.Required)),
+		ActionLabel: frame.T.SignInStronger,
+	}))
+}
+
+// consentTextOf is a definition version's text in the page's language.
+func consentTextOf(v consent.Version, frame pages.ConsentFrame) pages.ConsentText {
+	lang := string(frame.Lang)
+	x := pages.ConsentText{Title: v.Title.In(lang), Recipient: v.Recipient, Assurance: frame.T.Levels[string(v.AssuranceLevel)],
+		Validity: i18n.FormatPeriod(frame.Lang, v.Validity.Years, v.Validity.Months, v.Validity.Weeks, v.Validity.Days)}
+	for _, b := range consent.Blocks(v.Purpose.In(lang)) {
+		x.Purpose = append(x.Purpose, pages.TextBlock(b))
+	}
+	for _, c := range v.DataCategories {
+		x.DataCategories = append(x.DataCategories, c.In(lang))
+	}
+	return x
 }
 
 func (s *Server) consentClosed(c echo.Context, frame pages.ConsentFrame, why consent.Closure) error {

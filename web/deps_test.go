@@ -77,13 +77,18 @@ func newServer(t testing.TB, d Deps) *Server {
 		t.Fatal(err)
 	}
 	requests := consent.NewRequests(d.Pool, sealer, base)
-	flowsModule := flows.New(d.Pool, sealer, requests, fakeOrgs{settings: defaultSettings}, hooks, d.Log,
+	definitions := consent.NewDefinitions(d.Pool, testOrganizations{})
+	if d.Definitions == nil {
+		d.Definitions = definitions
+	}
+	flowsModule := flows.New(d.Pool, sealer, requests, definitions, fakeOrgs{settings: defaultSettings}, hooks, d.Log,
 		prometheus.NewRegistry(), flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: cfg.ConsentTTL})
 	if d.Flows == nil {
 		d.Flows = flowsModule
 	}
 	if d.Consent == nil {
-		d.Consent = consent.NewJourney(d.Pool, requests, flowsModule, testOrganizations{}, testOrganizations{}, d.Log)
+		d.Consent = consent.NewJourney(d.Pool, requests, flowsModule, d.Definitions, testOrganizations{}, testOrganizations{},
+			consent.DefaultACRMap, d.Log)
 	}
 	if d.Login == nil {
 		staff, err := login.NewStaff(d.Pool, testOrganizations{}, login.StaffConfig{PasswordParams: secrethash.Cheap})

@@ -85,6 +85,8 @@ func (f flowListItem) appendJSON(dst []byte) []byte {
 	dst = appendInstant(dst, f.CreatedAt)
 	dst = append(dst, `,"updatedAt":`...)
 	dst = appendInstant(dst, f.UpdatedAt)
+	dst = append(dst, `,"flowDefinitionId":`...)
+	dst = appendString(dst, f.FlowDefinitionID)
 	return append(dst, '}')
 }
 
@@ -121,6 +123,14 @@ func (d flowDetail) appendJSON(dst []byte) []byte {
 	dst = appendInstantOrNull(dst, d.Consent.DecidedAt)
 	dst = append(dst, `,"expiresAt":`...)
 	dst = appendInstant(dst, d.Consent.ExpiresAt)
+	dst = append(dst, `,"textSha256":`...)
+	dst = appendStringOrNull(dst, d.Consent.TextSHA256)
+	dst = append(dst, `,"language":`...)
+	dst = appendStringOrNull(dst, d.Consent.Language)
+	dst = append(dst, `,"assuranceLevel":`...)
+	dst = appendStringOrNull(dst, d.Consent.AssuranceLevel)
+	dst = append(dst, `,"validUntil":`...)
+	dst = appendInstantOrNull(dst, d.Consent.ValidUntil)
 	dst = append(dst, `},"createdAt":`...)
 	dst = appendInstant(dst, d.CreatedAt)
 	dst = append(dst, `,"updatedAt":`...)

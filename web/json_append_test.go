@@ -34,7 +34,7 @@ func TestFlowListAppendsWhatEncodingJSONWrites(t *testing.T) {
 	var items []flowListItem
 	for i, s := range tricky {
 		items = append(items, flowListItem{
-			ID: s, NationalID: s, OrganizationID: "org-" + s, Status: s, ReferenceID: s,
+			ID: s, NationalID: s, OrganizationID: "org-" + s, Status: s, ReferenceID: s, FlowDefinitionID: s,
 			FlowNumber: int64(i) - 3, Sandbox: i%2 == 0, Archived: i%3 == 0,
 			CreatedAt: apiInstant(at.Add(time.Duration(i) * time.Hour)), UpdatedAt: apiInstant(at),
 		})
@@ -83,7 +83,9 @@ func TestFlowEnvelopeAppendsWhatEncodingJSONWrites(t *testing.T) {
 	full := flows.Flow{
 		ID: "0190-flow", Version: 7, HasErrors: true, ProcessStatus: flows.Active, ConsentStatus: flows.ConsentStatus("Accepted"),
 		OpenedAt: &opened, DecidedAt: &decided, ExpiresAt: at.Add(720 * time.Hour), CreatedAt: at, UpdatedAt: at.Add(time.Second),
-		ProcessInstanceID: "pi-1", ProcessVersion: "1", Number: 42, ReferenceID: "BANK-42", ReferenceName: "Loan <42> & \"more\"",
+		ProcessInstanceID: "pi-1", FlowDefinitionID: "mortgage-<data>", FlowDefinitionVersion: 3, VersionTag: "v\"3\"",
+		Evidence: flows.Evidence{TextSHA256: []byte{0xde, 0xad}, Language: "nb", AssuranceLevel: "high", ACR: "x", ValidUntil: &decided},
+		Number: 42, ReferenceID: "BANK-42", ReferenceName: "Loan <42> & \"more\"",
 		Sandbox: true, NationalID: "01017012345", LastName: "Nordmann æøå", RedirectURL: "https://bank.example/back?a=1&b=<2>",
 		WebhookURL: "https://bank.example/hook", OrganizationNumber: "999888777", ConsentURL: "https://flowd.example/consent/t?x=1&y=2",
 		Incidents: []flows.Incident{

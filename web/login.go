@@ -506,6 +506,7 @@ type ConsentIdentity struct {
 	Issuer     string
 	Subject    string
 	NationalID string
+	ACR        string
 	// TestIdentity is true for the built-in test eID.
 	TestIdentity bool
 	// CSRF is the token the consent decision form must carry.
@@ -518,7 +519,7 @@ func (s *Server) consentIdentityOf(c echo.Context) (ConsentIdentity, bool) {
 	if !ok || sess.Attrs["nid"] == "" {
 		return ConsentIdentity{}, false
 	}
-	return ConsentIdentity{Issuer: sess.Issuer, Subject: sess.Subject, NationalID: sess.Attrs["nid"],
+	return ConsentIdentity{Issuer: sess.Issuer, Subject: sess.Subject, NationalID: sess.Attrs["nid"], ACR: sess.Attrs["acr"],
 		TestIdentity: sess.Attrs["acr"] == login.ACRTestEID, CSRF: sess.CSRF}, true
 }
 

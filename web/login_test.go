@@ -104,7 +104,8 @@ func setupLogin(t *testing.T, o loginOptions) loginServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flowsModule := flows.New(pool, sealer, consent.NewRequests(pool, sealer, base), fakeOrgs{settings: defaultSettings}, &tableEvents{},
+	flowsModule := flows.New(pool, sealer, consent.NewRequests(pool, sealer, base), consent.NewDefinitions(pool, testOrganizations{}),
+		fakeOrgs{settings: defaultSettings}, &tableEvents{},
 		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), flows.Config{NationalIDFormat: flows.FormatGeneric})
 	consoleCfg := oidclogin.ConsoleConfig(cfg)
 	consoleCfg.HTTPClient = o.consoleHTTP

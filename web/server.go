@@ -37,6 +37,8 @@ type Deps struct {
 	Webhooks webhooks.Service
 	// Consent is the individual's journey; ConsentRP (below) proves who they are.
 	Consent consent.Journey
+	// Definitions are the organizations' consent definitions.
+	Definitions consent.Definitions
 
 	// Interactive login: the built-in provider's sign-in side and the
 	// console's and consent pages' relying parties.
@@ -58,6 +60,7 @@ type Server struct {
 	webhooks webhooks.Service
 
 	consent         consent.Journey
+	definitions     consent.Definitions
 	login           *login.Provider
 	consoleRP       *oidclogin.RelyingParty
 	consentRP       *oidclogin.RelyingParty
@@ -77,8 +80,8 @@ func New(d Deps) (*Server, error) {
 	s := &Server{
 		echo: e, log: d.Log, cfg: d.Config, pool: d.Pool, metrics: newMetrics(d.Registry, d.Pool),
 		identity: d.Identity, flows: d.Flows, webhooks: d.Webhooks,
-		consent: d.Consent,
-		login:   d.Login, consoleRP: d.ConsoleRP, consentRP: d.ConsentRP,
+		consent: d.Consent, definitions: d.Definitions,
+		login: d.Login, consoleRP: d.ConsoleRP, consentRP: d.ConsentRP,
 		consoleSessions: oidclogin.ConsoleSessions(d.Config), consentSessions: oidclogin.ConsentSessions(d.Config),
 	}
 	s.idp = idpSessions(s)
@@ -96,7 +99,7 @@ func (d Deps) check() error {
 	}{
 		{"Log", d.Log == nil}, {"Config", d.Config == nil}, {"Pool", d.Pool == nil}, {"Registry", d.Registry == nil},
 		{"Identity", d.Identity == nil}, {"Flows", d.Flows == nil}, {"Webhooks", d.Webhooks == nil},
-		{"Consent", d.Consent == nil}, {"Login", d.Login == nil}, {"ConsoleRP", d.ConsoleRP == nil},
+		{"Consent", d.Consent == nil}, {"Definitions", d.Definitions == nil}, {"Login", d.Login == nil}, {"ConsoleRP", d.ConsoleRP == nil},
 		{"ConsentRP", d.ConsentRP == nil},
 	} {
 		if dep.missing {

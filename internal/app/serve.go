@@ -110,14 +110,16 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	consentRequests := consent.NewRequests(pool, sealer, cfg.BaseURL.String())
 	// Flow events go out through the webhooks module, whose workers report
 	// their delivery tasks back to flows.
-	flowsModule := flows.New(pool, sealer, consentRequests, orgs, hooks, log, registry, flows.Config{
+	definitions := consent.NewDefinitions(pool, orgs)
+	flowsModule := flows.New(pool, sealer, consentRequests, definitions, orgs, hooks, log, registry, flows.Config{
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
 		ReadRoundTrips: cfg.DBReadRoundTrips,
 	})
 
 	srv, err := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Identity: ident, Webhooks: hooks,
-		Flows: flowsModule, Consent: consent.NewJourney(pool, consentRequests, flowsModule, orgs, orgs, log),
+		Flows: flowsModule, Definitions: definitions,
+		Consent: consent.NewJourney(pool, consentRequests, flowsModule, definitions, orgs, orgs, cfg.ConsentACRMap, log),
 		Login: provider, ConsoleRP: consoleRP, ConsentRP: consentRP,
 	})
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flowd/flowd/modules/consent"
 )
 
 // Config holds every setting of flowd.
@@ -60,6 +62,7 @@ type Config struct {
 	ConsentOIDCClientSecret string
 	ConsentOIDCScopes       []string
 	ConsentNationalIDClaim  string
+	ConsentACRMap           consent.ACRMap
 
 	// Console relying party; empty issuer means the built-in provider.
 	ConsoleOIDCIssuer       string
@@ -117,6 +120,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		ConsentOIDCClientSecret: r.str("FLOWD_CONSENT_OIDC_CLIENT_SECRET", ""),
 		ConsentOIDCScopes:       r.listOr("FLOWD_CONSENT_OIDC_SCOPES", []string{"openid"}),
 		ConsentNationalIDClaim:  r.str("FLOWD_CONSENT_NATIONAL_ID_CLAIM", "pid"),
+		ConsentACRMap:           r.acrMap("FLOWD_CONSENT_ACR_MAP"),
 
 		ConsoleOIDCIssuer:       r.str("FLOWD_CONSOLE_OIDC_ISSUER", ""),
 		ConsoleOIDCClientID:     r.str("FLOWD_CONSOLE_OIDC_CLIENT_ID", ""),
@@ -258,6 +262,14 @@ func (r *reader) oneOf(name, def string, allowed ...string) string {
 	}
 	r.fail(name, "must be one of %s, not %q", strings.Join(allowed, ", "), v)
 	return def
+}
+
+func (r *reader) acrMap(name string) consent.ACRMap {
+	m, err := consent.ParseACRMap(r.getenv(name))
+	if err != nil {
+		r.fail(name, "%s", err.Error())
+	}
+	return m
 }
 
 func (r *reader) list(name string) []string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -19,6 +20,24 @@ var ErrNotProven = errors.New("no identity proven for the consent request")
 
 // ErrWrongPerson means the proven identity is not the one the flow is for.
 var ErrWrongPerson = errors.New("the proven identity does not match the consent request")
+
+// ErrAssuranceTooLow means the eID sign-in was not sure enough of the
+// person for the definition: they must sign in again with a stronger eID.
+var ErrAssuranceTooLow = errors.New("the eID sign-in does not reach the assurance level the consent requires")
+
+// AssuranceError is the ErrAssuranceTooLow of one sign-in: Required is the
+// definition's level, and ACR what the eID must be asked for to reach it.
+type AssuranceError struct {
+	Required AssuranceLevel
+	ACR      string
+}
+
+func (e *AssuranceError) Error() string {
+	return ErrAssuranceTooLow.Error() + ": " + string(e.Required) + " is required"
+}
+
+// Is makes errors.Is(err, ErrAssuranceTooLow) hold for every AssuranceError.
+func (e *AssuranceError) Is(target error) bool { return target == ErrAssuranceTooLow }
 
 // ClosedError is the ErrClosed of a decision that came too late; Closure
 // says why, so that the page can tell the individual.
@@ -52,6 +71,8 @@ type Request struct {
 	Status           flows.ConsentStatus
 	Closure          Closure
 	RedirectURL      string
+	// Text is the pinned definition version: what the person consents to.
+	Text Version
 
 	nationalID string
 }
@@ -61,6 +82,23 @@ type Request struct {
 func (r Request) Matches(provenNationalID string) bool {
 	a, b := normalizeID(r.nationalID), normalizeID(provenNationalID)
 	return len(a) > 0 && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// Proof is who the eID proved the individual to be.
+type Proof struct {
+	NationalID string
+	ACR        string // the ID token's acr claim
+	// Skip is set when proof is turned off (FLOWD_CONSENT_AUTH=none): any
+	// answer counts, and none records an assurance level.
+	Skip bool
+}
+
+// Answer is the individual's decision as the page sent it.
+type Answer struct {
+	Accept bool
+	// Language is the language the text was shown in, "en" or "nb"; any
+	// other value is recorded as "en", the page's fallback.
+	Language string
 }
 
 // Decision is a recorded answer and where to send the individual next.
@@ -78,12 +116,16 @@ type Journey interface {
 	// for, comparing in constant time; a mismatch is recorded (without either
 	// national id) and is ErrWrongPerson.
 	CheckPerson(ctx context.Context, req Request, provenNationalID string) error
-	// Decide records the final answer of the person proven to be
-	// provenNationalID (any value when proof is turned off: pass "" and
-	// skipProof). ErrUnknownLink, ErrNotProven (no identity yet),
-	// ErrWrongPerson, and a *ClosedError (which
-	// errors.Is ErrClosed) when the request was decided, cancelled or expired.
-	Decide(ctx context.Context, token, provenNationalID string, skipProof, accept bool) (Decision, error)
+	// CheckAssurance reports whether a sign-in with acr reaches the level
+	// req's definition requires: nil, or an *AssuranceError.
+	CheckAssurance(req Request, acr string) error
+	// Decide records the final answer of the person p proves, with the
+	// evidence of the text they saw: its hash, the language, the assurance
+	// level reached and, for an acceptance with a validity, when it ends.
+	// ErrUnknownLink, ErrNotProven (no identity yet), ErrWrongPerson, an
+	// *AssuranceError, and a *ClosedError (which errors.Is ErrClosed) when
+	// the request was decided, cancelled or expired.
+	Decide(ctx context.Context, token string, p Proof, a Answer) (Decision, error)
 	// IdentityProvenAt returns when a flow's person first proved who they
 	// are, or nil, for the console's timeline. ErrUnknownLink.
 	IdentityProvenAt(ctx context.Context, flowID string) (*time.Time, error)
@@ -112,7 +154,9 @@ type Flows interface {
 	// nil, records the answer (flow.accepted or flow.rejected). check's error
 	// is returned with nothing recorded; flows.ErrNotFound, and
 	// flows.ErrNotActive when the flow can no longer be answered.
-	DecideTx(ctx context.Context, tx database.Tx, flowID string, accepted bool, check func(flows.Flow) error) (flows.Flow, error)
+	// check also returns the evidence DecideTx records.
+	DecideTx(ctx context.Context, tx database.Tx, flowID string, accepted bool,
+		check func(f flows.Flow, at time.Time) (flows.Evidence, error)) (flows.Flow, error)
 }
 
 // OrganizationNames tells the individual who is asking.
@@ -132,15 +176,18 @@ type JourneyService struct {
 	db    database.Beginner
 	links LinkStore
 	flows Flows
+	defs  Definitions
 	audit MismatchRecorder
 	orgs  OrganizationNames
+	acr   ACRMap
 	log   *slog.Logger
 }
 
-// NewJourney returns the consent journey.
-func NewJourney(db database.Beginner, links LinkStore, flowsModule Flows, orgs OrganizationNames,
-	audit MismatchRecorder, log *slog.Logger) *JourneyService {
-	return &JourneyService{db: db, links: links, flows: flowsModule, orgs: orgs, audit: audit, log: log}
+// NewJourney returns the consent journey; acr reads the eID's acr claims
+// as assurance levels.
+func NewJourney(db database.Beginner, links LinkStore, flowsModule Flows, defs Definitions, orgs OrganizationNames,
+	audit MismatchRecorder, acr ACRMap, log *slog.Logger) *JourneyService {
+	return &JourneyService{db: db, links: links, flows: flowsModule, defs: defs, orgs: orgs, audit: audit, acr: acr, log: log}
 }
 
 // Visit implements Journey.
@@ -167,7 +214,7 @@ func (s *JourneyService) Visit(ctx context.Context, token string) (Request, erro
 // two tabs or a double submit cannot record two answers. The proof of
 // identity is recorded in the decision's transaction; so is a mismatch,
 // which commits although nothing is decided.
-func (s *JourneyService) Decide(ctx context.Context, token, provenNationalID string, skipProof, accept bool) (Decision, error) {
+func (s *JourneyService) Decide(ctx context.Context, token string, p Proof, a Answer) (Decision, error) {
 	flowID, err := s.links.FlowIDForToken(ctx, token)
 	if err != nil {
 		return Decision{}, err
@@ -178,22 +225,38 @@ func (s *JourneyService) Decide(ctx context.Context, token, provenNationalID str
 	)
 	err = database.WithTx(ctx, s.db, func(tx database.Tx) error {
 		var err error
-		decided, err = s.flows.DecideTx(ctx, tx, flowID, accept, func(f flows.Flow) error {
+		decided, err = s.flows.DecideTx(ctx, tx, flowID, a.Accept, func(f flows.Flow, at time.Time) (flows.Evidence, error) {
 			if why := closure(f, time.Now()); why != Open {
-				return &ClosedError{Closure: why}
+				return flows.Evidence{}, &ClosedError{Closure: why}
 			}
-			if skipProof {
-				return nil
+			text, err := s.defs.Get(ctx, f.OrganizationID, f.FlowDefinitionID, f.FlowDefinitionVersion)
+			if err != nil {
+				return flows.Evidence{}, fmt.Errorf("consent: definition of flow %s: %w", f.ID, err)
 			}
-			if provenNationalID == "" {
-				return ErrNotProven
+			evidence := flows.Evidence{TextSHA256: text.Version.TextSHA256, Language: shownIn(a.Language)}
+			if a.Accept {
+				evidence.ValidUntil = text.Version.ValidUntil(at)
+			}
+			if p.Skip {
+				return evidence, nil
+			}
+			if p.NationalID == "" {
+				return flows.Evidence{}, ErrNotProven
 			}
 			req := Request{FlowID: f.ID, OrganizationID: f.OrganizationID, ReferenceID: f.ReferenceID, nationalID: f.NationalID}
-			matched, err := s.checkPersonTx(ctx, tx, req, provenNationalID)
+			matched, err := s.checkPersonTx(ctx, tx, req, p.NationalID)
 			if err == nil && !matched {
 				err = ErrWrongPerson
 			}
-			return err
+			if err != nil {
+				return flows.Evidence{}, err
+			}
+			level, err := s.assurance(text.Version.AssuranceLevel, p.ACR)
+			if err != nil {
+				return flows.Evidence{}, err
+			}
+			evidence.AssuranceLevel, evidence.ACR = string(level), p.ACR
+			return evidence, nil
 		})
 		switch {
 		case errors.Is(err, ErrWrongPerson):
@@ -213,7 +276,32 @@ func (s *JourneyService) Decide(ctx context.Context, token, provenNationalID str
 	case wrongPerson:
 		return Decision{}, ErrWrongPerson
 	}
-	return Decision{Accepted: accept, RedirectURL: redirectWithOutcome(decided, accept)}, nil
+	return Decision{Accepted: a.Accept, RedirectURL: redirectWithOutcome(decided, a.Accept)}, nil
+}
+
+// shownIn is the language a decision records: the page's, which is English
+// unless Norwegian.
+func shownIn(lang string) string {
+	if lang == "nb" {
+		return "nb"
+	}
+	return "en"
+}
+
+// CheckAssurance implements Journey.
+func (s *JourneyService) CheckAssurance(req Request, acr string) error {
+	_, err := s.assurance(req.Text.AssuranceLevel, acr)
+	return err
+}
+
+// assurance returns the level a sign-in with acr reached, or an
+// *AssuranceError when it is below required.
+func (s *JourneyService) assurance(required AssuranceLevel, acr string) (AssuranceLevel, error) {
+	level, known := s.acr.Level(acr)
+	if !known || !level.Meets(required) {
+		return "", &AssuranceError{Required: required, ACR: s.acr.ACR(required)}
+	}
+	return level, nil
 }
 
 // CheckPerson implements Journey. A failure to record the outcome is logged
@@ -258,7 +346,11 @@ func (s *JourneyService) request(ctx context.Context, f flows.Flow) (Request, er
 	if err != nil {
 		return Request{}, err
 	}
-	return Request{
+	text, err := s.defs.Get(ctx, f.OrganizationID, f.FlowDefinitionID, f.FlowDefinitionVersion)
+	if err != nil {
+		return Request{}, fmt.Errorf("consent: definition of flow %s: %w", f.ID, err)
+	}
+	return Request{Text: text.Version,
 		FlowID: f.ID, OrganizationID: f.OrganizationID, OrganizationName: name, ReferenceID: f.ReferenceID,
 		Purpose: f.ReferenceName, MaskedNationalID: MaskNationalID(f.NationalID), NationalIDEnd: idEnd(f.NationalID),
 		ExpiresAt: f.ExpiresAt, Status: f.ConsentStatus,

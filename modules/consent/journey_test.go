@@ -37,6 +37,10 @@ func (tableEvents) PublishTx(ctx context.Context, tx database.Tx, ev webhooks.Ev
 
 func (tableEvents) CancelPendingTx(context.Context, database.Tx, string) error { return nil }
 
+// substantial is the acr of a sign-in at the substantial level, which the
+// default definition's level (low) is met by.
+var substantial = consent.DefaultACRMap[consent.AssuranceSubstantial]
+
 type orgs struct{}
 
 func (orgs) FlowSettings(context.Context, string) (flows.OrganizationSettings, error) {
@@ -90,9 +94,10 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, ttl time.Duration) *journeyEnv {
 	requests := consent.NewRequests(pool, sealer, "https://flowd.example")
 	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
-	m := flows.New(pool, sealer, requests, orgs{}, tableEvents{}, log, prometheus.NewRegistry(),
+	defs := consent.NewDefinitions(pool, orgs{})
+	m := flows.New(pool, sealer, requests, defs, orgs{}, tableEvents{}, log, prometheus.NewRegistry(),
 		flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: ttl})
-	j := consent.NewJourney(pool, requests, m, orgs{}, tableAudit{}, log)
+	j := consent.NewJourney(pool, requests, m, defs, orgs{}, tableAudit{}, consent.DefaultACRMap, log)
 	return &journeyEnv{pool: pool, flows: m, journey: j, logs: logs, caller: flows.Caller{OrganizationID: "org-1", ClientID: "client-1"}}
 }
 
@@ -214,7 +219,7 @@ func TestDecideRecordsTheAnswerAndBuildsTheRedirect(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The proof compares without spaces, dashes and case.
-		d, err := e.journey.Decide(ctx, token, "123456 78901", false, tt.accept)
+		d, err := e.journey.Decide(ctx, token, consent.Proof{NationalID: "123456 78901", ACR: substantial}, consent.Answer{Accept: tt.accept})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,7 +241,7 @@ func TestDecideRecordsTheAnswerAndBuildsTheRedirect(t *testing.T) {
 		}
 		// The answer is final: neither the same nor the other answer is taken again.
 		for _, again := range []bool{tt.accept, !tt.accept} {
-			_, err := e.journey.Decide(ctx, token, "12345678901", false, again)
+			_, err := e.journey.Decide(ctx, token, consent.Proof{NationalID: "12345678901", ACR: substantial}, consent.Answer{Accept: again})
 			var closed *consent.ClosedError
 			if !errors.As(err, &closed) || closed.Closure != consent.Decided || !errors.Is(err, consent.ErrClosed) {
 				t.Fatalf("second decision: %v", err)
@@ -255,7 +260,7 @@ func TestDecideWithoutAVisitOpensToo(t *testing.T) {
 	t.Parallel()
 	e := setup(t, time.Hour)
 	c, token := e.create(t, "https://bank.example/done")
-	if _, err := e.journey.Decide(context.Background(), token, "", true, true); err != nil {
+	if _, err := e.journey.Decide(context.Background(), token, consent.Proof{Skip: true}, consent.Answer{Accept: true}); err != nil {
 		t.Fatal(err)
 	}
 	if f := e.get(t, c.FlowID); f.ConsentStatus != flows.Accepted || f.OpenedAt == nil {
@@ -280,7 +285,7 @@ func TestTheWrongPersonCannotDecide(t *testing.T) {
 		if wrong == "" {
 			want = consent.ErrNotProven // nobody signed in yet: not a mismatch
 		}
-		if _, err := e.journey.Decide(ctx, token, wrong, false, true); !errors.Is(err, want) {
+		if _, err := e.journey.Decide(ctx, token, consent.Proof{NationalID: wrong, ACR: substantial}, consent.Answer{Accept: true}); !errors.Is(err, want) {
 			t.Errorf("Decide as %q = %v", wrong, err)
 		}
 	}
@@ -333,7 +338,7 @@ func TestClosedRequestsAcceptNothing(t *testing.T) {
 		t.Fatalf("visit of a cancelled flow: %+v %v", req, err)
 	}
 	var closed *consent.ClosedError
-	if _, err := e.journey.Decide(ctx, token, "12345678901", false, true); !errors.As(err, &closed) || closed.Closure != consent.Withdrawn {
+	if _, err := e.journey.Decide(ctx, token, consent.Proof{NationalID: "12345678901", ACR: substantial}, consent.Answer{Accept: true}); !errors.As(err, &closed) || closed.Closure != consent.Withdrawn {
 		t.Fatalf("decision on a cancelled flow: %v", err)
 	}
 	if got := e.events(t, c.FlowID); strings.Join(got, " ") != "flow.created flow.cancelled" {
@@ -348,7 +353,7 @@ func TestClosedRequestsAcceptNothing(t *testing.T) {
 	if _, err := e.journey.Visit(ctx, token); !errors.Is(err, consent.ErrUnknownLink) {
 		t.Fatalf("visit of a deleted flow: %v", err)
 	}
-	if _, err := e.journey.Decide(ctx, token, "12345678901", false, true); !errors.Is(err, consent.ErrUnknownLink) {
+	if _, err := e.journey.Decide(ctx, token, consent.Proof{NationalID: "12345678901", ACR: substantial}, consent.Answer{Accept: true}); !errors.Is(err, consent.ErrUnknownLink) {
 		t.Fatalf("decision on a deleted flow: %v", err)
 	}
 }
@@ -375,7 +380,7 @@ func TestExpiryIsEnforcedAtUseAndByTheJob(t *testing.T) {
 		t.Fatalf("the request never expired: %+v", req)
 	}
 	var closed *consent.ClosedError
-	if _, err := e.journey.Decide(ctx, token, "12345678901", false, true); !errors.As(err, &closed) || closed.Closure != consent.Expired {
+	if _, err := e.journey.Decide(ctx, token, consent.Proof{NationalID: "12345678901", ACR: substantial}, consent.Answer{Accept: true}); !errors.As(err, &closed) || closed.Closure != consent.Expired {
 		t.Fatalf("decision on an expired request: %v", err)
 	}
 	// Expired and not yet swept, the flow is unchanged by use: no answer, no
@@ -419,7 +424,7 @@ func TestConcurrentDecisionsRecordExactlyOne(t *testing.T) {
 				defer wg.Done()
 				<-start
 				// Two tabs: one accepts, the other rejects.
-				_, errs[i] = e.journey.Decide(ctx, token, "12345678901", false, i == 0)
+				_, errs[i] = e.journey.Decide(ctx, token, consent.Proof{NationalID: "12345678901", ACR: substantial}, consent.Answer{Accept: i == 0})
 			}()
 		}
 		close(start)
@@ -470,7 +475,7 @@ func TestADecisionNeedsOneConnection(t *testing.T) {
 	defer cancel()
 
 	wrong, wrongToken := e.create(t, "https://bank.example/done")
-	if _, err := e.journey.Decide(ctx, wrongToken, "10987654321", false, true); !errors.Is(err, consent.ErrWrongPerson) {
+	if _, err := e.journey.Decide(ctx, wrongToken, consent.Proof{NationalID: "10987654321", ACR: substantial}, consent.Answer{Accept: true}); !errors.Is(err, consent.ErrWrongPerson) {
 		t.Fatalf("the wrong person's decision = %v, want ErrWrongPerson", err)
 	}
 	if got := e.audited(t, wrong.FlowID); len(got) != 1 || got[0] != "org-1 "+wrong.ReferenceID {
@@ -481,7 +486,7 @@ func TestADecisionNeedsOneConnection(t *testing.T) {
 	}
 
 	right, token := e.create(t, "https://bank.example/done")
-	if _, err := e.journey.Decide(ctx, token, "12345678901", false, true); err != nil {
+	if _, err := e.journey.Decide(ctx, token, consent.Proof{NationalID: "12345678901", ACR: substantial}, consent.Answer{Accept: true}); err != nil {
 		t.Fatalf("decision on a pool of one: %v", err)
 	}
 	if f := e.get(t, right.FlowID); f.ConsentStatus != flows.Accepted {

@@ -7,6 +7,7 @@ package flows
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/flowd/flowd/internal/database"
@@ -67,19 +68,39 @@ type Flow struct {
 	WebhookURL         string
 	OrganizationNumber string
 	ProcessInstanceID  string
-	ProcessVersion     string
-	CreatedAt          time.Time
-	UpdatedAt          time.Time
-	OpenedAt           *time.Time
-	DecidedAt          *time.Time
-	ExpiresAt          time.Time
-	HasErrors          bool
-	Incidents          []Incident // open incidents only
-	ConsentURL         string     // the end user's link, from the consent module
+	// The consent definition version the flow pinned at create.
+	FlowDefinitionID      string
+	FlowDefinitionVersion int
+	VersionTag            string // empty when the version has none
+	Evidence              Evidence
+	CreatedAt             time.Time
+	UpdatedAt             time.Time
+	OpenedAt              *time.Time
+	DecidedAt             *time.Time
+	ExpiresAt             time.Time
+	HasErrors             bool
+	Incidents             []Incident // open incidents only
+	ConsentURL            string     // the end user's link, from the consent module
 }
 
 // Archived reports whether the flow's process is over.
 func (f Flow) Archived() bool { return f.ProcessStatus != Active }
+
+// ProcessDefinitionID names the definition version the flow runs: "<id>:<version>".
+func (f Flow) ProcessDefinitionID() string {
+	return f.FlowDefinitionID + ":" + strconv.Itoa(f.FlowDefinitionVersion)
+}
+
+// Evidence is what a decision recorded of the consent given: the text the
+// person saw and how sure the eID was of them. It is empty before the
+// decision.
+type Evidence struct {
+	TextSHA256     []byte // of the pinned version's canonical text
+	Language       string // the language the text was shown in: "en" or "nb"
+	AssuranceLevel string // low, substantial or high; empty when proof is turned off
+	ACR            string // the eID's acr claim
+	ValidUntil     *time.Time
+}
 
 // Incident is an open problem of one of the flow's tasks.
 type Incident struct {
@@ -108,6 +129,10 @@ type NewFlow struct {
 	RedirectURL   string
 	WebhookURL    string
 	ReferenceName string
+	// FlowDefinitionID names the consent definition; empty is the
+	// organization's default. FlowDefinitionVersion 0 is its latest version.
+	FlowDefinitionID      string
+	FlowDefinitionVersion int
 }
 
 // Caller is who acts on flows: always one organization.
@@ -159,10 +184,12 @@ type FlowSummary struct {
 	ConsentStatus  ConsentStatus
 	ProcessStatus  ProcessStatus
 	Sandbox        bool
-	NationalID     string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	Incidents      []Incident // open incidents, with ListParams.WithIncidents
+	// FlowDefinitionID is the consent definition the flow pinned.
+	FlowDefinitionID string
+	NationalID       string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	Incidents        []Incident // open incidents, with ListParams.WithIncidents
 }
 
 // Archived reports whether the flow's process is over.
@@ -228,6 +255,25 @@ type ConsentRequests interface {
 	QueueURL(read database.SharedRead, flowID string) func() (string, error)
 	// DeleteTx removes a flow's consent request; its link stops working.
 	DeleteTx(ctx context.Context, tx database.Tx, flowID string) error
+}
+
+// Definitions is what flows needs of the consent module: the consent
+// definition version a new flow pins.
+type Definitions interface {
+	// PinTx returns the version a new flow of organizationID runs: version n
+	// of definition id (the organization's default when id is empty; its
+	// latest version when n is 0). The definition cannot be retired until tx
+	// ends. An unknown definition or version is an apperr Invalid error
+	// naming flowDefinitionId or flowDefinitionVersion, a retired one an
+	// apperr Conflict.
+	PinTx(ctx context.Context, tx database.Tx, organizationID, id string, n int) (PinnedDefinition, error)
+}
+
+// PinnedDefinition is the definition version a flow runs.
+type PinnedDefinition struct {
+	ID      string
+	Version int
+	Tag     string // empty when the version has none
 }
 
 // Organizations is what flows needs of the identity module.

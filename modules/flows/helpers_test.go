@@ -53,7 +53,8 @@ func setup(t *testing.T, mutate ...func(*flows.Config)) *bundle {
 		m(&cfg)
 	}
 	logs := &syncbuf.Buffer{}
-	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, "https://flowd.example"), orgs{}, tableEvents{},
+	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, "https://flowd.example"),
+		consent.NewDefinitions(pool, orgs{}), orgs{}, tableEvents{},
 		slog.New(slog.NewJSONHandler(logs, nil)), prometheus.NewRegistry(), cfg)
 	return &bundle{pool: pool, flows: m, reports: flows.NewTaskReports(pool), logs: logs,
 		caller: flows.Caller{OrganizationID: "org-a", ClientID: "client-a"}}
@@ -130,6 +131,8 @@ func (tableEvents) CancelPendingTx(ctx context.Context, tx database.Tx, flowID s
 
 // orgs gives every organization the reference prefix of its name's end.
 type orgs struct{}
+
+func (orgs) OrganizationName(_ context.Context, id string) (string, error) { return "Bank " + id, nil }
 
 func (orgs) FlowSettings(_ context.Context, organizationID string) (flows.OrganizationSettings, error) {
 	return flows.OrganizationSettings{ReferencePrefix: strings.ToUpper(organizationID[len(organizationID)-1:])}, nil

@@ -36,12 +36,14 @@ func (m *Manager) MarkOpenedTx(ctx context.Context, tx database.Tx, flowID strin
 	return f, m.publishTx(ctx, tx, f, webhooks.FlowOpened)
 }
 
-// DecideTx locks the flow in tx and hands it to check, which may look at
-// the person it is for and write in tx; when check returns nil, it records
-// the final answer (flow.accepted or flow.rejected). check's error is
-// returned with nothing recorded. ErrNotFound, and ErrNotActive when the
-// flow was already decided, cancelled or expired.
-func (m *Manager) DecideTx(ctx context.Context, tx database.Tx, flowID string, accepted bool, check func(Flow) error) (Flow, error) {
+// DecideTx locks the flow in tx and hands it to check with the decision's
+// time; check may look at the person the flow is for, write in tx, and
+// returns the evidence to record. When check returns nil, DecideTx records
+// the final answer (flow.accepted or flow.rejected) with the evidence.
+// check's error is returned with nothing recorded. ErrNotFound, and
+// ErrNotActive when the flow was already decided, cancelled or expired.
+func (m *Manager) DecideTx(ctx context.Context, tx database.Tx, flowID string, accepted bool,
+	check func(f Flow, at time.Time) (Evidence, error)) (Flow, error) {
 	row, err := lockedFlow(ctx, tx, flowID)
 	if err != nil {
 		return Flow{}, err
@@ -50,10 +52,11 @@ func (m *Manager) DecideTx(ctx context.Context, tx database.Tx, flowID string, a
 	if err != nil {
 		return Flow{}, err
 	}
-	if err := check(f); err != nil {
+	now := time.Now()
+	evidence, err := check(f, now)
+	if err != nil {
 		return Flow{}, err
 	}
-	now := time.Now()
 	if row.ProcessStatus != string(Active) || !now.Before(row.ExpiresAt) {
 		return Flow{}, ErrNotActive
 	}
@@ -65,15 +68,24 @@ func (m *Manager) DecideTx(ctx context.Context, tx database.Tx, flowID string, a
 	if row.OpenedAt == nil {
 		row.OpenedAt = &now
 	}
+	row.ConsentTextSHA256, row.ValidUntil = evidence.TextSHA256, evidence.ValidUntil
+	row.ConsentLanguage, row.AssuranceLevel, row.ACR = orNil(evidence.Language), orNil(evidence.AssuranceLevel), orNil(evidence.ACR)
 	if err := store.SaveState(ctx, tx, &row); err != nil {
 		return Flow{}, err
 	}
 	f.ConsentStatus, f.ProcessStatus, f.OpenedAt, f.DecidedAt = status, Completed, row.OpenedAt, row.DecidedAt
-	f.Version, f.UpdatedAt = row.Version, row.UpdatedAt
+	f.Version, f.UpdatedAt, f.Evidence = row.Version, row.UpdatedAt, evidence
 	if err := store.SetTasksStatus(ctx, tx, flowID, TaskConsent, TaskPending, TaskCompleted); err != nil {
 		return Flow{}, err
 	}
 	return f, m.publishTx(ctx, tx, f, event)
+}
+
+func orNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // lockedFlow reads any organization's flow, locked for update in tx. ErrNotFound.

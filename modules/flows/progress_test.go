@@ -28,7 +28,7 @@ func TestProgressMovesTheFlowAlong(t *testing.T) {
 	if err := b.inTx(func(tx pgx.Tx) (err error) { f, err = b.flows.MarkOpenedTx(ctx, tx, id); return }); err != nil || f.Version != 2 {
 		t.Fatalf("second open: %v %d", err, f.Version)
 	}
-	pass := func(flows.Flow) error { return nil }
+	pass := func(flows.Flow, time.Time) (flows.Evidence, error) { return flows.Evidence{}, nil }
 	if err := b.inTx(func(tx pgx.Tx) (err error) { f, err = b.flows.DecideTx(ctx, tx, id, true, pass); return }); err != nil {
 		t.Fatal(err)
 	}
@@ -87,13 +87,13 @@ func TestDecideTxHandsTheLockedFlowToItsCheck(t *testing.T) {
 	refused := errors.New("the wrong person")
 	var seen flows.Flow
 	err := b.inTx(func(tx pgx.Tx) error {
-		_, err := b.flows.DecideTx(ctx, tx, c.FlowID, true, func(f flows.Flow) error {
+		_, err := b.flows.DecideTx(ctx, tx, c.FlowID, true, func(f flows.Flow, _ time.Time) (flows.Evidence, error) {
 			seen = f
 			_, err := tx.Exec(ctx, `insert into test_events (kind, flow_id) values ('audit', $1)`, f.ID)
 			if err != nil {
-				return err
+				return flows.Evidence{}, err
 			}
-			return refused
+			return flows.Evidence{}, refused
 		})
 		if !errors.Is(err, refused) {
 			t.Errorf("DecideTx with a refusing check = %v, want its error", err)

@@ -48,10 +48,6 @@ const (
 	IdempotencyTTL    = 24 * time.Hour
 	DefaultLimit      = 10
 	MaxLimit          = 100
-	// ProcessDefinitionID and ProcessVersion name the one process a flow runs.
-	ProcessDefinitionID = "consent:1"
-	ProcessVersion      = "1"
-	FlowDefinitionID    = "consent"
 )
 
 // Manager is the flows module: it implements Service on PostgreSQL, moves
@@ -62,6 +58,7 @@ type Manager struct {
 	reads   *store.SharedReads
 	sealer  *pii.Sealer
 	consent ConsentRequests
+	defs    Definitions
 	orgs    Organizations
 	events  Events
 	log     *slog.Logger
@@ -73,8 +70,8 @@ var _ Service = (*Manager)(nil)
 // New returns the flows module. Every collaborator is required: reg
 // receives how many reads each shared round trip carried
 // (flowd_db_reads_per_round_trip), log what Run could not do.
-func New(pool *pgxpool.Pool, sealer *pii.Sealer, consent ConsentRequests, orgs Organizations, events Events,
-	log *slog.Logger, reg prometheus.Registerer, cfg Config) *Manager {
+func New(pool *pgxpool.Pool, sealer *pii.Sealer, consent ConsentRequests, defs Definitions, orgs Organizations,
+	events Events, log *slog.Logger, reg prometheus.Registerer, cfg Config) *Manager {
 	if cfg.ConsentTTL <= 0 {
 		cfg.ConsentTTL = 30 * 24 * time.Hour
 	}
@@ -83,7 +80,7 @@ func New(pool *pgxpool.Pool, sealer *pii.Sealer, consent ConsentRequests, orgs O
 	}
 	slots := readRoundTrips(cfg.ReadRoundTrips, runtime.GOMAXPROCS(0), int(pool.Config().MaxConns))
 	return &Manager{pool: pool, reads: store.NewSharedReads(pool, slots, readsPerRoundTrip(reg)),
-		sealer: sealer, consent: consent, orgs: orgs, events: events, log: log, cfg: cfg}
+		sealer: sealer, consent: consent, defs: defs, orgs: orgs, events: events, log: log, cfg: cfg}
 }
 
 // readRoundTrips is how many shared read round trips may be in flight:
@@ -135,6 +132,11 @@ func (m *Manager) requestHash(c Caller, in NewFlow) []byte {
 // requestKey is what requestHash hashes.
 func requestKey(c Caller, in NewFlow) string {
 	parts := []string{c.ClientID, strconv.FormatBool(c.Sandbox), in.NationalID, in.LastName, in.RedirectURL, in.WebhookURL, in.ReferenceName}
+	// A definition is hashed only when named, so that keys stored before
+	// definitions existed still match their requests.
+	if in.FlowDefinitionID != "" || in.FlowDefinitionVersion != 0 {
+		parts = append(parts, in.FlowDefinitionID, strconv.Itoa(in.FlowDefinitionVersion))
+	}
 	for i, p := range parts {
 		parts[i] = strconv.Quote(p)
 	}
@@ -228,6 +230,10 @@ func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow,
 	if prefix == "" {
 		prefix = "FLOW"
 	}
+	pinned, err := m.defs.PinTx(ctx, tx, c.OrganizationID, in.FlowDefinitionID, in.FlowDefinitionVersion)
+	if err != nil {
+		return Flow{}, "", err
+	}
 	row := store.Flow{
 		ID: flowID, OrganizationID: c.OrganizationID,
 		Sandbox: c.Sandbox, PIIKeyID: m.sealer.KeyID(),
@@ -236,8 +242,12 @@ func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow,
 		LastNameSealed:   m.sealer.Seal(in.LastName, sealContext(flowID, "lastName")...),
 		RedirectURL:      in.RedirectURL, WebhookURL: in.WebhookURL,
 		OrganizationNumber: settings.OrganizationNumber,
-		ProcessInstanceID:  uuid.NewString(), ProcessVersion: ProcessVersion,
+		ProcessInstanceID:  uuid.NewString(),
+		FlowDefinitionID:   pinned.ID, FlowDefinitionVersion: pinned.Version,
 		CreatedBy: c.ClientID,
+	}
+	if pinned.Tag != "" {
+		row.VersionTag = &pinned.Tag
 	}
 	if in.ReferenceName != "" {
 		row.ReferenceName = &in.ReferenceName
@@ -286,7 +296,7 @@ func eventOf(f Flow, typ webhooks.EventType, taskID string) webhooks.Event {
 	return webhooks.Event{
 		Type: typ, FlowID: f.ID, ReferenceID: f.ReferenceID, OrganizationID: f.OrganizationID,
 		Status: string(f.ConsentStatus), FlowStatus: string(f.ProcessStatus), Version: f.Version,
-		URL: f.WebhookURL, TaskID: taskID, OccurredAt: f.UpdatedAt,
+		FlowDefinitionID: f.FlowDefinitionID, URL: f.WebhookURL, TaskID: taskID, OccurredAt: f.UpdatedAt,
 	}
 }
 
@@ -305,8 +315,12 @@ func (m *Manager) toFlow(r store.Flow) (Flow, error) {
 		Version: r.Version, ConsentStatus: ConsentStatus(r.ConsentStatus), ProcessStatus: ProcessStatus(r.ProcessStatus),
 		Sandbox: r.Sandbox, NationalID: nationalID, LastName: lastName, RedirectURL: r.RedirectURL,
 		WebhookURL: r.WebhookURL, OrganizationNumber: r.OrganizationNumber, ProcessInstanceID: r.ProcessInstanceID,
-		ProcessVersion: r.ProcessVersion, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		FlowDefinitionID: r.FlowDefinitionID, FlowDefinitionVersion: r.FlowDefinitionVersion,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		OpenedAt: r.OpenedAt, DecidedAt: r.DecidedAt, ExpiresAt: r.ExpiresAt, HasErrors: r.HasErrors,
+		Evidence: Evidence{TextSHA256: r.ConsentTextSHA256, ACR: deref(r.ACR), Language: deref(r.ConsentLanguage),
+			AssuranceLevel: deref(r.AssuranceLevel), ValidUntil: r.ValidUntil},
+		VersionTag: deref(r.VersionTag),
 	}
 	if r.ReferenceName != nil {
 		f.ReferenceName = *r.ReferenceName
@@ -324,9 +338,16 @@ func (m *Manager) toSummary(r store.FlowSummary) (FlowSummary, error) {
 		ID: r.ID, OrganizationID: r.OrganizationID, Number: r.Number, ReferenceID: r.ReferenceID,
 		ConsentStatus: ConsentStatus(r.ConsentStatus), ProcessStatus: ProcessStatus(r.ProcessStatus),
 		Sandbox: r.Sandbox, NationalID: nationalID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		ReferenceName: r.ReferenceName,
+		ReferenceName: r.ReferenceName, FlowDefinitionID: r.FlowDefinitionID,
 	}
 	return f, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func (m *Manager) openNationalID(flowID, keyID string, sealed []byte) (string, error) {
@@ -546,7 +567,7 @@ func (m *Manager) Delete(ctx context.Context, c Caller, flowID string, before ..
 			if err := m.events.PublishTx(ctx, tx, webhooks.Event{
 				Type: webhooks.FlowDeleted, FlowID: flowID, ReferenceID: row.ReferenceID, OrganizationID: row.OrganizationID,
 				Status: row.ConsentStatus, FlowStatus: row.ProcessStatus, Version: row.Version + 1,
-				URL: row.WebhookURL, OccurredAt: d.DeletedAt,
+				FlowDefinitionID: row.FlowDefinitionID, URL: row.WebhookURL, OccurredAt: d.DeletedAt,
 			}); err != nil {
 				return err
 			}

@@ -33,6 +33,9 @@ func (in NewFlow) Normalize() NewFlow {
 		RedirectURL:   strings.TrimSpace(in.RedirectURL),
 		WebhookURL:    strings.TrimSpace(in.WebhookURL),
 		ReferenceName: strings.TrimSpace(in.ReferenceName),
+		// A definition id is a slug: any other character makes it unknown.
+		FlowDefinitionID:      in.FlowDefinitionID,
+		FlowDefinitionVersion: in.FlowDefinitionVersion,
 	}
 }
 
@@ -66,6 +69,12 @@ func (in NewFlow) Validate(r Rules) error {
 		if msg := checkText(in.ReferenceName, MaxReferenceName); msg != "" {
 			f.Add("referenceName", "%s", msg)
 		}
+	}
+	if len(in.FlowDefinitionID) > 64 || !utf8.ValidString(in.FlowDefinitionID) || strings.ContainsRune(in.FlowDefinitionID, 0) {
+		f.Add("flowDefinitionId", "must be a consent definition id of at most 64 characters")
+	}
+	if in.FlowDefinitionVersion < 0 {
+		f.Add("flowDefinitionVersion", "must be a version number from 1")
 	}
 	return f.Err()
 }

@@ -239,6 +239,8 @@ type bodyData struct {
 	Status         string `json:"status"`
 	FlowStatus     string `json:"flowStatus"`
 	Version        int    `json:"version"`
+	// FlowDefinitionID is left out of events stored before definitions existed.
+	FlowDefinitionID string `json:"flowDefinitionId,omitempty"`
 }
 
 // PublishTx stores ev and its delivery job in tx.
@@ -257,7 +259,7 @@ func (m *Module) PublishTx(ctx context.Context, tx database.Tx, ev Event) error 
 		Timestamp: ev.OccurredAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
 		Data: bodyData{
 			FlowID: ev.FlowID, ReferenceID: ev.ReferenceID, OrganizationID: ev.OrganizationID,
-			Status: ev.Status, FlowStatus: ev.FlowStatus, Version: ev.Version,
+			Status: ev.Status, FlowStatus: ev.FlowStatus, Version: ev.Version, FlowDefinitionID: ev.FlowDefinitionID,
 		},
 	})
 	if err != nil {

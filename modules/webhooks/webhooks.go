@@ -57,7 +57,9 @@ type Event struct {
 	Status         string // consent status: Unopened, Opened, Rejected, Accepted
 	FlowStatus     string // process status: active, completed, cancelled
 	Version        int
-	URL            string // the flow's webhookUrl
+	// FlowDefinitionID is the consent definition the flow pinned.
+	FlowDefinitionID string
+	URL              string // the flow's webhookUrl
 	// TaskID is the flow's send-initiate-webhook task for this delivery; empty
 	// when the flow no longer exists (flow.deleted).
 	TaskID     string

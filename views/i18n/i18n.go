@@ -4,6 +4,7 @@ package i18n
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -153,6 +154,15 @@ type Consent struct {
 	FormExpiredTitle string
 	FormExpired      string
 	BackToRequest    string
+	DataCategories   string
+	Recipient        string
+	Validity         string
+	UntilWithdrawn   string
+	Assurance        string
+	Levels           map[string]string // assurance levels: low, substantial, high
+	StrongerEIDTitle string
+	StrongerEID      string // "%s": the level's name
+	SignInStronger   string
 }
 
 var consent = map[Lang]Consent{
@@ -185,6 +195,15 @@ var consent = map[Lang]Consent{
 		FormExpiredTitle: "The form has expired",
 		FormExpired:      "Nothing was recorded. Open the request again and give your answer there.",
 		BackToRequest:    "Back to the request",
+		DataCategories:   "The data it covers",
+		Recipient:        "Who receives your consent",
+		Validity:         "How long your consent lasts",
+		UntilWithdrawn:   "Until you withdraw it",
+		Assurance:        "Electronic ID level required",
+		Levels:           map[string]string{"low": "low", "substantial": "substantial", "high": "high"},
+		StrongerEIDTitle: "A stronger electronic ID is needed",
+		StrongerEID:      "This consent requires an electronic ID at level %s. The one you signed in with does not reach it, so nothing has been recorded.",
+		SignInStronger:   "Sign in with a stronger electronic ID",
 	},
 	Norwegian: {
 		Title:            "Forespørsel om samtykke",
@@ -215,6 +234,15 @@ var consent = map[Lang]Consent{
 		FormExpiredTitle: "Skjemaet er utløpt",
 		FormExpired:      "Ingenting ble registrert. Åpne forespørselen på nytt og svar der.",
 		BackToRequest:    "Tilbake til forespørselen",
+		DataCategories:   "Opplysninger samtykket gjelder",
+		Recipient:        "Hvem som mottar samtykket",
+		Validity:         "Hvor lenge samtykket varer",
+		UntilWithdrawn:   "Til du trekker det tilbake",
+		Assurance:        "Krav til elektronisk ID",
+		Levels:           map[string]string{"low": "lavt", "substantial": "betydelig", "high": "høyt"},
+		StrongerEIDTitle: "Du trenger en sikrere elektronisk ID",
+		StrongerEID:      "Dette samtykket krever elektronisk ID på nivå %s. Den du logget inn med, når ikke dette nivået, så ingenting er registrert.",
+		SignInStronger:   "Logg inn med en sikrere elektronisk ID",
 	},
 }
 
@@ -288,4 +316,35 @@ func TestEIDTexts(l Lang) TestEID {
 		return t
 	}
 	return testEID[English]
+}
+
+var periodUnits = map[Lang][4][2]string{
+	English:   {{"year", "years"}, {"month", "months"}, {"week", "weeks"}, {"day", "days"}},
+	Norwegian: {{"år", "år"}, {"måned", "måneder"}, {"uke", "uker"}, {"dag", "dager"}},
+}
+
+// FormatPeriod writes a period of years, months, weeks and days in l, such
+// as "1 year and 6 months"; the zero period is "".
+func FormatPeriod(l Lang, years, months, weeks, days int) string {
+	units, ok := periodUnits[l]
+	if !ok {
+		units = periodUnits[English]
+	}
+	and := " and "
+	if l == Norwegian {
+		and = " og "
+	}
+	var parts []string
+	for i, n := range []int{years, months, weeks, days} {
+		switch {
+		case n == 1:
+			parts = append(parts, "1 "+units[i][0])
+		case n > 1:
+			parts = append(parts, strconv.Itoa(n)+" "+units[i][1])
+		}
+	}
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + and + parts[len(parts)-1]
 }

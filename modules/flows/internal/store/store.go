@@ -44,8 +44,16 @@ type Flow struct {
 	WebhookURL         string
 	OrganizationNumber string
 	ProcessInstanceID  string
-	ProcessVersion     string
-	CreatedBy          string
+	// The pinned consent definition version, and the decision's evidence.
+	FlowDefinitionID      string
+	FlowDefinitionVersion int
+	VersionTag            *string
+	ConsentTextSHA256     []byte
+	ConsentLanguage       *string
+	AssuranceLevel        *string
+	ACR                   *string
+	ValidUntil            *time.Time
+	CreatedBy             string
 	HasErrors          bool
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
@@ -57,14 +65,17 @@ type Flow struct {
 const flowColumns = `id::text, organization_id, flow_number, reference_id, reference_name, version,
 	consent_status, process_status, sandbox, pii_key_id, national_id_sealed, national_id_hmac,
 	last_name_sealed, redirect_url, webhook_url, organization_number, process_instance_id::text,
-	process_version, created_by, has_errors, created_at, updated_at, opened_at, decided_at, expires_at`
+	flow_definition_id, flow_definition_version, version_tag, consent_text_sha256, consent_language,
+	assurance_level, acr, valid_until,
+	created_by, has_errors, created_at, updated_at, opened_at, decided_at, expires_at`
 
 func scanFlow(row pgx.Row) (Flow, error) {
 	var f Flow
 	err := row.Scan(&f.ID, &f.OrganizationID, &f.Number, &f.ReferenceID, &f.ReferenceName, &f.Version,
 		&f.ConsentStatus, &f.ProcessStatus, &f.Sandbox, &f.PIIKeyID, &f.NationalIDSealed, &f.NationalIDHMAC,
 		&f.LastNameSealed, &f.RedirectURL, &f.WebhookURL, &f.OrganizationNumber, &f.ProcessInstanceID,
-		&f.ProcessVersion, &f.CreatedBy, &f.HasErrors, &f.CreatedAt, &f.UpdatedAt, &f.OpenedAt, &f.DecidedAt, &f.ExpiresAt)
+		&f.FlowDefinitionID, &f.FlowDefinitionVersion, &f.VersionTag, &f.ConsentTextSHA256, &f.ConsentLanguage,
+		&f.AssuranceLevel, &f.ACR, &f.ValidUntil, &f.CreatedBy, &f.HasErrors, &f.CreatedAt, &f.UpdatedAt, &f.OpenedAt, &f.DecidedAt, &f.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return f, ErrNoRows
 	}
@@ -81,14 +92,16 @@ func InsertNumberedFlow(ctx context.Context, db DB, f *Flow, prefix string, ttl 
 	b.Queue(`with n as (select flowd_next_flow_number($2) as v)
 		insert into flows (id, organization_id, flow_number, reference_id, reference_name,
 		sandbox, pii_key_id, national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, webhook_url,
-		organization_number, process_instance_id, process_version, created_by, expires_at)
-		select $1, $2, n.v, $3 || '-' || n.v, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, now() + $16 * interval '1 microsecond'
+		organization_number, process_instance_id, flow_definition_id, flow_definition_version, version_tag,
+		created_by, expires_at)
+		select $1, $2, n.v, $3 || '-' || n.v, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+		now() + $18 * interval '1 microsecond'
 		from n
 		returning flow_number, reference_id, version, consent_status, process_status, created_at, updated_at, expires_at`,
 		f.ID, f.OrganizationID, prefix, f.ReferenceName, f.Sandbox, f.PIIKeyID,
 		f.NationalIDSealed, f.NationalIDHMAC, f.LastNameSealed, f.RedirectURL, f.WebhookURL,
-		f.OrganizationNumber, f.ProcessInstanceID, f.ProcessVersion, f.CreatedBy,
-		ttl.Microseconds())
+		f.OrganizationNumber, f.ProcessInstanceID, f.FlowDefinitionID, f.FlowDefinitionVersion, f.VersionTag,
+		f.CreatedBy, ttl.Microseconds())
 	for _, t := range tasks {
 		b.Queue(insertTaskSQL, t.ID, t.FlowID, t.TaskType, t.TaskCategory, t.Status)
 	}
@@ -119,13 +132,15 @@ func GetFlow(ctx context.Context, db DB, organizationID, id string, lock bool) (
 	return scanFlow(db.QueryRow(ctx, q, id, organizationID))
 }
 
-// SaveState writes f's state, bumps its version and updated_at, and reads
-// both back into f.
+// SaveState writes f's state and its decision's evidence, bumps its version
+// and updated_at, and reads both back into f.
 func SaveState(ctx context.Context, db DB, f *Flow) error {
 	err := db.QueryRow(ctx, `update flows set consent_status = $2, process_status = $3, opened_at = $4,
-		decided_at = $5, has_errors = $6, version = version + 1, updated_at = greatest(now(), updated_at)
+		decided_at = $5, has_errors = $6, consent_text_sha256 = $7, consent_language = $8, assurance_level = $9,
+		acr = $10, valid_until = $11, version = version + 1, updated_at = greatest(now(), updated_at)
 		where id = $1 returning version, updated_at`,
-		f.ID, f.ConsentStatus, f.ProcessStatus, f.OpenedAt, f.DecidedAt, f.HasErrors).Scan(&f.Version, &f.UpdatedAt)
+		f.ID, f.ConsentStatus, f.ProcessStatus, f.OpenedAt, f.DecidedAt, f.HasErrors, f.ConsentTextSHA256,
+		f.ConsentLanguage, f.AssuranceLevel, f.ACR, f.ValidUntil).Scan(&f.Version, &f.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ErrNoRows
 	}
@@ -142,6 +157,7 @@ type FlowSummary struct {
 	ConsentStatus    string
 	ProcessStatus    string
 	Sandbox          bool
+	FlowDefinitionID string
 	PIIKeyID         string
 	NationalIDSealed []byte
 	CreatedAt        time.Time
@@ -150,7 +166,7 @@ type FlowSummary struct {
 
 // summaryColumns leave out the organization, which the query names.
 const summaryColumns = `id::text, flow_number, reference_id, coalesce(reference_name, ''),
-	consent_status, process_status, sandbox, pii_key_id, national_id_sealed, created_at, updated_at`
+	consent_status, process_status, sandbox, flow_definition_id, pii_key_id, national_id_sealed, created_at, updated_at`
 
 // ListQuery selects a page of an organization's flows.
 type ListQuery struct {
@@ -221,7 +237,7 @@ func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary
 		// pointers for each Scan would move each row to the heap.
 		f := FlowSummary{OrganizationID: q.OrganizationID}
 		dest := []any{&f.ID, &f.Number, &f.ReferenceID, &f.ReferenceName, &f.ConsentStatus, &f.ProcessStatus,
-			&f.Sandbox, &f.PIIKeyID, &f.NationalIDSealed, &f.CreatedAt, &f.UpdatedAt}
+			&f.Sandbox, &f.FlowDefinitionID, &f.PIIKeyID, &f.NationalIDSealed, &f.CreatedAt, &f.UpdatedAt}
 		out = make([]FlowSummary, 0, q.Limit+1)
 		for rows.Next() {
 			if err := rows.Scan(dest...); err != nil {

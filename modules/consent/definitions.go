@@ -1,0 +1,369 @@
+package consent
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/flowd/flowd/internal/apperr"
+)
+
+// A consent definition is what an organization asks its individuals to
+// consent to: a title, a purpose, the data it covers, who receives it, how
+// long a consent lasts and how sure the eID must be of the person. It is
+// versioned: a published version never changes, flows pin one, and a
+// decision records the hash of its text.
+
+// Text is a text in each language the consent pages speak.
+type Text struct {
+	EN string `json:"en"`
+	NB string `json:"nb"`
+}
+
+// In returns the text in lang ("en" or "nb"); English for any other.
+func (t Text) In(lang string) string {
+	if lang == "nb" {
+		return t.NB
+	}
+	return t.EN
+}
+
+// Definition is a consent definition apart from its versions.
+type Definition struct {
+	OrganizationID string
+	ID             string
+	// Default marks the definition flows get when they name none; every
+	// organization has one.
+	Default       bool
+	LatestVersion int
+	CreatedAt     time.Time
+	RetiredAt     *time.Time // no new flows once set
+}
+
+// Retired reports whether new flows may no longer use the definition.
+func (d Definition) Retired() bool { return d.RetiredAt != nil }
+
+// Version is one published, immutable version of a definition.
+type Version struct {
+	DefinitionID   string
+	Version        int
+	Tag            string // optional label, such as a document number
+	Title          Text
+	Purpose        Text // plain text: paragraphs, and lists of "- " lines
+	DataCategories []Text
+	Recipient      string // who receives the consent: the organization unless named
+	Validity       Validity
+	AssuranceLevel AssuranceLevel
+	TextSHA256     []byte // of CanonicalText
+	PublishedBy    string
+	PublishedAt    time.Time
+}
+
+// Published is a definition with one of its versions.
+type Published struct {
+	Definition Definition
+	Version    Version
+}
+
+// Draft is a version before it is published.
+type Draft struct {
+	Tag            string
+	Title          Text
+	Purpose        Text
+	DataCategories []Text
+	Recipient      string // empty: the organization's name
+	Validity       string // ISO 8601 duration such as P90D; empty: until withdrawn
+	AssuranceLevel AssuranceLevel
+}
+
+// Author is who changes an organization's definitions: an API client, or
+// "staff:<username>" from the console.
+type Author struct {
+	OrganizationID string
+	By             string
+}
+
+// DefaultDefinitionID is the id of the definition every organization starts
+// with; its text says what flowd said before definitions existed.
+const DefaultDefinitionID = "consent"
+
+// ErrDefinitionNotFound: no such definition or version in the organization.
+var ErrDefinitionNotFound = errors.New("consent definition not found")
+
+// Definitions keeps organizations' consent definitions. Every method is
+// scoped to one organization, whose default definition it creates on first
+// use.
+type Definitions interface {
+	// List returns the organization's definitions with their latest
+	// versions, by id.
+	List(ctx context.Context, organizationID string) ([]Published, error)
+	// Get returns a definition with version n, or its latest when n is 0.
+	// ErrDefinitionNotFound.
+	Get(ctx context.Context, organizationID, id string, n int) (Published, error)
+	// Create makes a definition with d as its version 1. Bad input is one
+	// apperr Invalid error naming every field; an id in use is apperr Conflict.
+	Create(ctx context.Context, a Author, id string, d Draft) (Published, error)
+	// Publish adds d as the definition's next version. ErrDefinitionNotFound;
+	// apperr Invalid; apperr Conflict when the definition is retired.
+	Publish(ctx context.Context, a Author, id string, d Draft) (Published, error)
+	// Retire stops new flows from using the definition; flows that pinned it
+	// keep it. Retiring twice is no error. ErrDefinitionNotFound; apperr
+	// Conflict for the default definition.
+	Retire(ctx context.Context, a Author, id string) (Definition, error)
+	// Preview returns d as it would be published as the definition's next
+	// version (version 1 of a new one), without storing anything. apperr
+	// Invalid.
+	Preview(ctx context.Context, organizationID, id string, d Draft) (Version, error)
+}
+
+// Limits of a draft, in characters.
+const (
+	MaxTitle          = 200
+	MaxText           = 10000
+	MaxCategory       = 200
+	MaxDataCategories = 50
+	MaxTag            = 64
+)
+
+var definitionIDRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$`)
+
+// ValidDefinitionID reports whether id is a definition id: a slug of
+// lowercase letters, digits and inner hyphens, at most 64 characters.
+func ValidDefinitionID(id string) bool { return definitionIDRE.MatchString(id) }
+
+// Normalize trims d's texts and turns CRLF line ends into LF.
+func (d Draft) Normalize() Draft {
+	text := func(s string) string {
+		return strings.TrimSpace(strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n"))
+	}
+	both := func(t Text) Text { return Text{EN: text(t.EN), NB: text(t.NB)} }
+	out := Draft{Tag: text(d.Tag), Title: both(d.Title), Purpose: both(d.Purpose), Recipient: text(d.Recipient),
+		Validity: text(d.Validity), AssuranceLevel: AssuranceLevel(text(string(d.AssuranceLevel)))}
+	for _, c := range d.DataCategories {
+		out.DataCategories = append(out.DataCategories, both(c))
+	}
+	return out
+}
+
+// Validate checks a normalized draft; the error names each field as the API
+// does (title.en, dataCategories[0].nb, …).
+func (d Draft) Validate() error {
+	var f apperr.Fields
+	checkText(&f, "versionTag", d.Tag, MaxTag, false, false)
+	for _, l := range []struct{ field, value string }{{"en", d.Title.EN}, {"nb", d.Title.NB}} {
+		checkText(&f, "title."+l.field, l.value, MaxTitle, true, false)
+	}
+	for _, l := range []struct{ field, value string }{{"en", d.Purpose.EN}, {"nb", d.Purpose.NB}} {
+		checkText(&f, "purpose."+l.field, l.value, MaxText, true, true)
+	}
+	if len(d.DataCategories) > MaxDataCategories {
+		f.Add("dataCategories", "must list at most %d categories", MaxDataCategories)
+	}
+	for i, c := range d.DataCategories {
+		checkText(&f, fmt.Sprintf("dataCategories[%d].en", i), c.EN, MaxCategory, true, false)
+		checkText(&f, fmt.Sprintf("dataCategories[%d].nb", i), c.NB, MaxCategory, true, false)
+	}
+	checkText(&f, "recipient", d.Recipient, MaxTitle, false, false)
+	if d.Validity != "" {
+		if _, err := ParseValidity(d.Validity); err != nil {
+			f.Add("validity", "%s", err.Error())
+		}
+	}
+	if d.AssuranceLevel != "" && !d.AssuranceLevel.Valid() {
+		f.Add("assuranceLevel", "must be low, substantial or high")
+	}
+	return f.Err()
+}
+
+// checkText adds field's problem: empty when required, too long, or not
+// plain text. Line breaks are allowed only in multiline texts.
+func checkText(f *apperr.Fields, field, s string, limit int, required, multiline bool) {
+	switch {
+	case s == "" && required:
+		f.Add(field, "is required")
+	case !utf8.ValidString(s):
+		f.Add(field, "must be UTF-8 text")
+	case utf8.RuneCountInString(s) > limit:
+		f.Add(field, "must be at most %d characters", limit)
+	case !plain(s, multiline):
+		f.Add(field, "must be plain text without control characters")
+	}
+}
+
+// plain reports whether s holds no control characters but, in multiline
+// text, line feeds. The line and paragraph separators are refused too: the
+// canonical form would escape them differently from RFC 8785.
+func plain(s string, multiline bool) bool {
+	for _, r := range s {
+		if (r == '\n' && multiline) || r == '\t' {
+			continue
+		}
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+	}
+	return true
+}
+
+// Validity is how long an accepted consent lasts: a number of years,
+// months, weeks and days. The zero Validity lasts until withdrawn.
+type Validity struct{ Years, Months, Weeks, Days int }
+
+var validityRE = regexp.MustCompile(`^P(?:(\d{1,4})Y)?(?:(\d{1,5})M)?(?:(\d{1,5})W)?(?:(\d{1,6})D)?$`)
+
+// maxValidity bounds a validity so that validUntil stays a sensible date.
+const maxValidity = 100 * 366 * 24 * time.Hour
+
+// ParseValidity reads an ISO 8601 duration of years, months, weeks and days
+// (P90D, P1Y6M); empty s is the zero Validity.
+func ParseValidity(s string) (Validity, error) {
+	if s == "" {
+		return Validity{}, nil
+	}
+	m := validityRE.FindStringSubmatch(s)
+	if m == nil || s == "P" {
+		return Validity{}, errors.New("must be an ISO 8601 duration of years, months, weeks and days, such as P90D or P1Y")
+	}
+	n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
+	v := Validity{Years: n(1), Months: n(2), Weeks: n(3), Days: n(4)}
+	if v.IsZero() {
+		return Validity{}, errors.New("must be longer than zero; leave it out for a consent valid until withdrawn")
+	}
+	if now := time.Now(); v.After(now).Sub(now) > maxValidity {
+		return Validity{}, errors.New("must be at most 100 years")
+	}
+	return v, nil
+}
+
+// IsZero reports whether the consent lasts until withdrawn.
+func (v Validity) IsZero() bool { return v == Validity{} }
+
+// String is the ISO 8601 duration; empty for the zero Validity.
+func (v Validity) String() string {
+	if v.IsZero() {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteByte('P')
+	for _, p := range []struct {
+		n    int
+		unit byte
+	}{{v.Years, 'Y'}, {v.Months, 'M'}, {v.Weeks, 'W'}, {v.Days, 'D'}} {
+		if p.n > 0 {
+			b.WriteString(strconv.Itoa(p.n))
+			b.WriteByte(p.unit)
+		}
+	}
+	return b.String()
+}
+
+// After returns when a consent given at t ends.
+func (v Validity) After(t time.Time) time.Time {
+	return t.AddDate(v.Years, v.Months, 7*v.Weeks+v.Days)
+}
+
+// ValidUntil returns when a consent given at t under v ends, or nil when it
+// lasts until withdrawn.
+func (v Version) ValidUntil(t time.Time) *time.Time {
+	if v.Validity.IsZero() {
+		return nil
+	}
+	until := v.Validity.After(t)
+	return &until
+}
+
+// canonicalText is the text of a version, as it is hashed: everything the
+// consent page shows of it, in both languages.
+type canonicalText struct {
+	AssuranceLevel AssuranceLevel `json:"assuranceLevel"`
+	DataCategories []Text         `json:"dataCategories"`
+	Definition     string         `json:"definition"`
+	Purpose        Text           `json:"purpose"`
+	Recipient      string         `json:"recipient"`
+	Title          Text           `json:"title"`
+	Validity       *string        `json:"validity"`
+	Version        int            `json:"version"`
+}
+
+// CanonicalText is the version's text in its canonical form: a JSON object
+// serialized as RFC 8785 (JSON Canonicalization Scheme) prescribes, so that
+// anyone can rebuild it from the API's representation and check
+// TextSHA256. Its members, in order: assuranceLevel, dataCategories (each
+// {en, nb}), definition (the id), purpose {en, nb}, recipient, title
+// {en, nb}, validity (ISO 8601 or null) and version.
+func (v Version) CanonicalText() []byte {
+	c := canonicalText{AssuranceLevel: v.AssuranceLevel, DataCategories: v.DataCategories, Definition: v.DefinitionID,
+		Purpose: v.Purpose, Recipient: v.Recipient, Title: v.Title, Version: v.Version}
+	if c.DataCategories == nil {
+		c.DataCategories = []Text{}
+	}
+	if !v.Validity.IsZero() {
+		s := v.Validity.String()
+		c.Validity = &s
+	}
+	// Members are declared in code point order and texts hold no control
+	// characters but line feeds and tabs, so encoding/json without HTML
+	// escaping writes exactly RFC 8785's form.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(c); err != nil {
+		panic(err) // strings and numbers only: cannot fail
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// hashText returns the SHA-256 of the version's canonical text.
+func (v Version) hashText() []byte {
+	sum := sha256.Sum256(v.CanonicalText())
+	return sum[:]
+}
+
+// TextBlock is a paragraph or a list of a plain text.
+type TextBlock struct {
+	List  bool
+	Lines []string // a paragraph's lines, or a list's items
+}
+
+// Blocks splits a plain text into paragraphs, separated by blank lines, and
+// lists, whose items are lines starting with "- ", "* " or "• ".
+func Blocks(text string) []TextBlock {
+	var out []TextBlock
+	for para := range strings.SplitSeq(strings.ReplaceAll(text, "\r\n", "\n"), "\n\n") {
+		var cur *TextBlock
+		for line := range strings.SplitSeq(para, "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" {
+				continue
+			}
+			item, isItem := listItem(line)
+			if cur == nil || cur.List != isItem {
+				out = append(out, TextBlock{List: isItem})
+				cur = &out[len(out)-1]
+			}
+			if isItem {
+				line = item
+			}
+			cur.Lines = append(cur.Lines, line)
+		}
+	}
+	return out
+}
+
+func listItem(line string) (string, bool) {
+	for _, bullet := range []string{"- ", "* ", "• "} {
+		if rest, ok := strings.CutPrefix(line, bullet); ok {
+			return strings.TrimSpace(rest), true
+		}
+	}
+	return "", false
+}
