@@ -47,6 +47,12 @@ func (s *Server) routes() {
 	api.DELETE("/flows/:id", s.handleFlowDelete, s.authenticate, requireScope(identity.ScopeFlowsDelete))
 	api.POST("/flows/:id/cancel", s.handleFlowCancel, s.authenticate, requireScope(identity.ScopeFlowsWrite))
 	api.GET("/tasks", s.handleTaskList, s.authenticate, requireScope(identity.ScopeFlowsRead))
+	api.GET("/flow-definitions", s.handleDefinitionList, s.authenticate, requireScope(identity.ScopeDefinitionsRead))
+	api.POST("/flow-definitions", s.handleDefinitionCreate, s.authenticate, requireScope(identity.ScopeDefinitionsWrite))
+	api.GET("/flow-definitions/:id", s.handleDefinitionGet, s.authenticate, requireScope(identity.ScopeDefinitionsRead))
+	api.GET("/flow-definitions/:id/versions/:version", s.handleDefinitionGet, s.authenticate, requireScope(identity.ScopeDefinitionsRead))
+	api.POST("/flow-definitions/:id/versions", s.handleDefinitionPublish, s.authenticate, requireScope(identity.ScopeDefinitionsWrite))
+	api.POST("/flow-definitions/:id/retire", s.handleDefinitionRetire, s.authenticate, requireScope(identity.ScopeDefinitionsWrite))
 
 	// API documentation: public; the document may be read from any origin.
 	docs := s.newAPIDocs()

@@ -23,10 +23,14 @@ const (
 	ScopeFlowsRead   = "flows:read"
 	ScopeFlowsWrite  = "flows:write" // create and cancel
 	ScopeFlowsDelete = "flows:delete"
+	// Consent definitions: read, and create, publish and retire.
+	ScopeDefinitionsRead  = "definitions:read"
+	ScopeDefinitionsWrite = "definitions:write"
 )
 
-// AllScopes is what a client gets unless created with fewer.
-var AllScopes = []string{ScopeFlowsRead, ScopeFlowsWrite, ScopeFlowsDelete}
+// AllScopes is what a client gets unless created with fewer. A client keeps
+// the scopes it was created with: scopes added later reach only new clients.
+var AllScopes = []string{ScopeFlowsRead, ScopeFlowsWrite, ScopeFlowsDelete, ScopeDefinitionsRead, ScopeDefinitionsWrite}
 
 // Lifetimes of the built-in provider's tokens, as CONTRACT.md section 2 fixes them.
 const (

@@ -1,0 +1,173 @@
+package web
+
+import (
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/modules/consent"
+)
+
+// FlowDefinitionDraft is the body of POST /api/flow-definitions (with ID)
+// and POST /api/flow-definitions/:id/versions (without), and what
+// `flowd definitions publish` reads.
+type FlowDefinitionDraft struct {
+	ID             string         `json:"id,omitempty"`
+	VersionTag     string         `json:"versionTag"`
+	Title          consent.Text   `json:"title"`
+	Purpose        consent.Text   `json:"purpose"`
+	DataCategories []consent.Text `json:"dataCategories"`
+	Recipient      string         `json:"recipient"`
+	Validity       string         `json:"validity"`
+	AssuranceLevel string         `json:"assuranceLevel"`
+}
+
+// Draft is the consent module's draft of d.
+func (d FlowDefinitionDraft) Draft() consent.Draft {
+	return consent.Draft{Tag: d.VersionTag, Title: d.Title, Purpose: d.Purpose, DataCategories: d.DataCategories,
+		Recipient: d.Recipient, Validity: d.Validity, AssuranceLevel: consent.AssuranceLevel(d.AssuranceLevel)}
+}
+
+// FlowDefinition is a consent definition with one of its versions, as the
+// API and `flowd definitions … --json` show it.
+type FlowDefinition struct {
+	Links struct {
+		Self   string `json:"self"`
+		Latest string `json:"latest"`
+	} `json:"_links"`
+	ID             string         `json:"id"`
+	Version        int            `json:"version"`
+	LatestVersion  int            `json:"latestVersion"`
+	Default        bool           `json:"default"`
+	RetiredAt      *apiInstant    `json:"retiredAt"`
+	CreatedAt      apiInstant     `json:"createdAt"`
+	VersionTag     *string        `json:"versionTag"`
+	Title          consent.Text   `json:"title"`
+	Purpose        consent.Text   `json:"purpose"`
+	DataCategories []consent.Text `json:"dataCategories"`
+	Recipient      string         `json:"recipient"`
+	Validity       *string        `json:"validity"`
+	AssuranceLevel string         `json:"assuranceLevel"`
+	TextSHA256     string         `json:"textSha256"`
+	PublishedAt    apiInstant     `json:"publishedAt"`
+	PublishedBy    string         `json:"publishedBy"`
+}
+
+func definitionPath(id string) string { return "/api/flow-definitions/" + url.PathEscape(id) }
+
+// NewFlowDefinition renders p.
+func NewFlowDefinition(p consent.Published) FlowDefinition {
+	d, v := p.Definition, p.Version
+	out := FlowDefinition{ID: d.ID, Version: v.Version, LatestVersion: d.LatestVersion, Default: d.Default,
+		RetiredAt: (*apiInstant)(d.RetiredAt), CreatedAt: apiInstant(d.CreatedAt), VersionTag: nonEmpty(v.Tag),
+		Title: v.Title, Purpose: v.Purpose, DataCategories: v.DataCategories, Recipient: v.Recipient,
+		Validity: nonEmpty(v.Validity.String()), AssuranceLevel: string(v.AssuranceLevel),
+		TextSHA256: hex.EncodeToString(v.TextSHA256), PublishedAt: apiInstant(v.PublishedAt), PublishedBy: v.PublishedBy}
+	if out.DataCategories == nil {
+		out.DataCategories = []consent.Text{}
+	}
+	out.Links.Self = definitionPath(d.ID) + "/versions/" + strconv.Itoa(v.Version)
+	out.Links.Latest = definitionPath(d.ID)
+	return out
+}
+
+// definitionError maps the consent module's sentinel errors to application errors.
+func definitionError(err error) error {
+	if errors.Is(err, consent.ErrDefinitionNotFound) {
+		return apperr.New(apperr.NotFound, "No consent definition or version with this id.")
+	}
+	return err
+}
+
+func authorOf(c echo.Context) consent.Author {
+	p := principalOf(c)
+	return consent.Author{OrganizationID: p.OrganizationID, By: p.ClientID}
+}
+
+// handleDefinitionList handles "GET /api/flow-definitions": every
+// definition of the organization with its latest version, by id.
+func (s *Server) handleDefinitionList(c echo.Context) error {
+	list, err := s.definitions.List(c.Request().Context(), principalOf(c).OrganizationID)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Data []FlowDefinition `json:"data"`
+	}{Data: make([]FlowDefinition, len(list))}
+	for i, p := range list {
+		out.Data[i] = NewFlowDefinition(p)
+	}
+	return s.writeJSON(c, http.StatusOK, out)
+}
+
+// handleDefinitionCreate handles "POST /api/flow-definitions": a new
+// definition and its version 1.
+func (s *Server) handleDefinitionCreate(c echo.Context) error {
+	var req FlowDefinitionDraft
+	if err := decodeJSON(c, &req); err != nil {
+		return withFieldErrors(err, req.Draft().Normalize().Validate())
+	}
+	p, err := s.definitions.Create(c.Request().Context(), authorOf(c), req.ID, req.Draft())
+	if err != nil {
+		return definitionError(err)
+	}
+	return s.writeDefinitionCreated(c, p)
+}
+
+func (s *Server) writeDefinitionCreated(c echo.Context, p consent.Published) error {
+	out := NewFlowDefinition(p)
+	c.Response().Header().Set(echo.HeaderLocation, out.Links.Self)
+	return s.writeJSON(c, http.StatusCreated, out)
+}
+
+// handleDefinitionGet handles "GET /api/flow-definitions/:id" (the latest
+// version) and "GET /api/flow-definitions/:id/versions/:version".
+func (s *Server) handleDefinitionGet(c echo.Context) error {
+	n := 0
+	if v := c.Param("version"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			return definitionError(consent.ErrDefinitionNotFound)
+		}
+	}
+	p, err := s.definitions.Get(c.Request().Context(), principalOf(c).OrganizationID, c.Param("id"), n)
+	if err != nil {
+		return definitionError(err)
+	}
+	return s.writeJSON(c, http.StatusOK, NewFlowDefinition(p))
+}
+
+// handleDefinitionPublish handles "POST /api/flow-definitions/:id/versions".
+func (s *Server) handleDefinitionPublish(c echo.Context) error {
+	var req FlowDefinitionDraft
+	if err := decodeJSON(c, &req); err != nil {
+		return withFieldErrors(err, req.Draft().Normalize().Validate())
+	}
+	if req.ID != "" && req.ID != c.Param("id") {
+		return apperr.InvalidFields([]apperr.FieldError{{Field: "id", Message: "must be left out or be the definition's id"}})
+	}
+	p, err := s.definitions.Publish(c.Request().Context(), authorOf(c), c.Param("id"), req.Draft())
+	if err != nil {
+		return definitionError(err)
+	}
+	return s.writeDefinitionCreated(c, p)
+}
+
+// handleDefinitionRetire handles "POST /api/flow-definitions/:id/retire":
+// no new flows; it answers with the latest version, retiredAt set.
+func (s *Server) handleDefinitionRetire(c echo.Context) error {
+	ctx := c.Request().Context()
+	if _, err := s.definitions.Retire(ctx, authorOf(c), c.Param("id")); err != nil {
+		return definitionError(err)
+	}
+	p, err := s.definitions.Get(ctx, principalOf(c).OrganizationID, c.Param("id"), 0)
+	if err != nil {
+		return definitionError(err)
+	}
+	return s.writeJSON(c, http.StatusOK, NewFlowDefinition(p))
+}
