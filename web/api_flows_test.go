@@ -91,7 +91,7 @@ func TestCreateAndRetrieveAFlow(t *testing.T) {
 		t.Errorf("_meta %v", meta)
 	}
 	c := f["consent"].(map[string]any)
-	if keysOf(c) != "decidedAt,expiresAt,openedAt,status" || c["status"] != "Unopened" || c["openedAt"] != nil || c["decidedAt"] != nil {
+	if keysOf(c) != "assuranceLevel,decidedAt,expiresAt,language,openedAt,status,textSha256,validUntil" || c["status"] != "Unopened" || c["openedAt"] != nil || c["decidedAt"] != nil {
 		t.Errorf("consent %v", c)
 	}
 	for _, ts := range []any{f["createdAt"], f["updatedAt"], c["expiresAt"]} {
@@ -389,7 +389,7 @@ func TestListParametersAreChecked(t *testing.T) {
 	}
 	r := e.call(t, "GET", "/api/flows", tokA, "").json(t)
 	item := r["data"].([]any)[0].(map[string]any)
-	if keysOf(item) != "archived,createdAt,flowNumber,id,nationalId,organizationId,referenceId,sandbox,status,updatedAt" ||
+	if keysOf(item) != "archived,createdAt,flowDefinitionId,flowNumber,id,nationalId,organizationId,referenceId,sandbox,status,updatedAt" ||
 		item["id"] != id || item["status"] != "Unopened" || item["nationalId"] != "ID-12345" || item["archived"] != false ||
 		item["organizationId"] != orgA || item["flowNumber"] != 1.0 || r["has_more"] != false {
 		t.Fatalf("list %v", r)

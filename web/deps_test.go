@@ -87,7 +87,7 @@ func newServer(t testing.TB, d Deps) *Server {
 		d.Flows = flowsModule
 	}
 	if d.Consent == nil {
-		d.Consent = consent.NewJourney(d.Pool, requests, flowsModule, d.Definitions, testOrganizations{}, testOrganizations{},
+		d.Consent = consent.NewJourney(d.Pool, requests, flowsModule, definitions, testOrganizations{}, testOrganizations{},
 			consent.DefaultACRMap, d.Log)
 	}
 	if d.Login == nil {
@@ -143,16 +143,17 @@ func TestNewRefusesAMissingCollaborator(t *testing.T) {
 	complete := newServer(t, Deps{})
 	d := Deps{Log: complete.log, Config: complete.cfg, Pool: complete.pool, Registry: prometheus.NewRegistry(),
 		Identity: complete.identity, Flows: complete.flows, Webhooks: complete.webhooks, Consent: complete.consent,
-		Login: complete.login, ConsoleRP: complete.consoleRP, ConsentRP: complete.consentRP}
+		Definitions: complete.definitions, Login: complete.login, ConsoleRP: complete.consoleRP, ConsentRP: complete.consentRP}
 	if _, err := New(d); err != nil {
 		t.Fatalf("every collaborator given: %v", err)
 	}
 	for name, drop := range map[string]func(*Deps){
-		"Identity": func(d *Deps) { d.Identity = nil },
-		"Flows":    func(d *Deps) { d.Flows = nil },
-		"Consent":  func(d *Deps) { d.Consent = nil },
-		"Login":    func(d *Deps) { d.Login = nil },
-		"Pool":     func(d *Deps) { d.Pool = nil },
+		"Identity":    func(d *Deps) { d.Identity = nil },
+		"Flows":       func(d *Deps) { d.Flows = nil },
+		"Consent":     func(d *Deps) { d.Consent = nil },
+		"Definitions": func(d *Deps) { d.Definitions = nil },
+		"Login":       func(d *Deps) { d.Login = nil },
+		"Pool":        func(d *Deps) { d.Pool = nil },
 	} {
 		without := d
 		drop(&without)

@@ -24,6 +24,12 @@ func (t apiInstant) MarshalJSON() ([]byte, error) {
 	return appendInstant(nil, t), nil
 }
 
+// UnmarshalJSON reads an RFC 3339 instant, for clients of the API's types
+// such as `flowd definitions --json` readers.
+func (t *apiInstant) UnmarshalJSON(b []byte) error {
+	return (*time.Time)(t).UnmarshalJSON(b)
+}
+
 func appendInstant(dst []byte, t apiInstant) []byte {
 	dst = append(dst, '"')
 	dst = appendTime(dst, time.Time(t))

@@ -85,7 +85,7 @@ func TestFlowEnvelopeAppendsWhatEncodingJSONWrites(t *testing.T) {
 		OpenedAt: &opened, DecidedAt: &decided, ExpiresAt: at.Add(720 * time.Hour), CreatedAt: at, UpdatedAt: at.Add(time.Second),
 		ProcessInstanceID: "pi-1", FlowDefinitionID: "mortgage-<data>", FlowDefinitionVersion: 3, VersionTag: "v\"3\"",
 		Evidence: flows.Evidence{TextSHA256: []byte{0xde, 0xad}, Language: "nb", AssuranceLevel: "high", ACR: "x", ValidUntil: &decided},
-		Number: 42, ReferenceID: "BANK-42", ReferenceName: "Loan <42> & \"more\"",
+		Number:   42, ReferenceID: "BANK-42", ReferenceName: "Loan <42> & \"more\"",
 		Sandbox: true, NationalID: "01017012345", LastName: "Nordmann æøå", RedirectURL: "https://bank.example/back?a=1&b=<2>",
 		WebhookURL: "https://bank.example/hook", OrganizationNumber: "999888777", ConsentURL: "https://flowd.example/consent/t?x=1&y=2",
 		Incidents: []flows.Incident{

@@ -128,11 +128,11 @@ func TestTokenEndpointIssuesTokens(t *testing.T) {
 	tests := []struct {
 		name, body, auth, scope string
 	}{
-		{"client_secret_post", form("grant_type", "client_credentials", "client_id", ts.full.ID, "client_secret", ts.full.Secret), "", "flows:read flows:write flows:delete"},
-		{"client_secret_basic", form("grant_type", "client_credentials"), basic(ts.full.ID, ts.full.Secret), "flows:read flows:write flows:delete"},
-		{"basic with client_id in the body too", form("grant_type", "client_credentials", "client_id", ts.full.ID), basic(ts.full.ID, ts.full.Secret), "flows:read flows:write flows:delete"},
+		{"client_secret_post", form("grant_type", "client_credentials", "client_id", ts.full.ID, "client_secret", ts.full.Secret), "", strings.Join(identity.AllScopes, " ")},
+		{"client_secret_basic", form("grant_type", "client_credentials"), basic(ts.full.ID, ts.full.Secret), strings.Join(identity.AllScopes, " ")},
+		{"basic with client_id in the body too", form("grant_type", "client_credentials", "client_id", ts.full.ID), basic(ts.full.ID, ts.full.Secret), strings.Join(identity.AllScopes, " ")},
 		{"fewer scopes asked", form("grant_type", "client_credentials", "scope", "flows:read"), basic(ts.full.ID, ts.full.Secret), "flows:read"},
-		{"unknown parameters are ignored", form("grant_type", "client_credentials", "audience", "x"), basic(ts.full.ID, ts.full.Secret), "flows:read flows:write flows:delete"},
+		{"unknown parameters are ignored", form("grant_type", "client_credentials", "audience", "x"), basic(ts.full.ID, ts.full.Secret), strings.Join(identity.AllScopes, " ")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -298,7 +298,7 @@ func TestStandardClientUsesTheAPI(t *testing.T) {
 		var p identity.Principal
 		_ = json.NewDecoder(resp.Body).Decode(&p)
 		resp.Body.Close()
-		if resp.StatusCode != 200 || p.OrganizationID != ts.org.ID || p.ClientID != ts.full.ID || len(p.Scopes) != 3 || p.Sandbox {
+		if resp.StatusCode != 200 || p.OrganizationID != ts.org.ID || p.ClientID != ts.full.ID || len(p.Scopes) != len(identity.AllScopes) || p.Sandbox {
 			t.Fatalf("style %v: %d %+v", style, resp.StatusCode, p)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/modules/consent"
 )
 
 // seededID is the id of the deep organization's n-th seeded flow. The ids
@@ -52,7 +53,7 @@ func (b *bench) seedDeep(ctx context.Context) error {
 		i := 0
 		_, err = conn.CopyFrom(gctx, pgx.Identifier{"flows"}, []string{"id", "organization_id", "flow_number", "reference_id",
 			"sandbox", "pii_key_id", "national_id_sealed", "national_id_hmac", "last_name_sealed", "redirect_url",
-			"process_instance_id", "created_by", "created_at", "updated_at", "expires_at"},
+			"process_instance_id", "flow_definition_id", "flow_definition_version", "created_by", "created_at", "updated_at", "expires_at"},
 			pgx.CopyFromFunc(func() ([]any, error) {
 				if i == n {
 					return nil, nil
@@ -64,7 +65,7 @@ func (b *bench) seedDeep(ctx context.Context) error {
 				return []any{uuid.MustParse(id), b.deep.ID, int64(i), b.deep.Prefix + "-" + strconv.Itoa(i),
 					false, sealer.KeyID(), sealer.Seal(nationalID, "flow:"+id+":nationalId"), sealer.Hash("nationalId", nationalID),
 					sealer.Seal("Nordmann", "flow:"+id+":lastName"), "https://example.com/done",
-					uuid.New(), b.deep.ClientID, at, at, at.Add(30 * 24 * time.Hour)}, nil
+					uuid.New(), consent.DefaultDefinitionID, int32(1), b.deep.ClientID, at, at, at.Add(30 * 24 * time.Hour)}, nil
 			}))
 		return err
 	})

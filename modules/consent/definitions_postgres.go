@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -20,13 +19,11 @@ import (
 type DefinitionStore struct {
 	pool *pgxpool.Pool
 	orgs OrganizationNames
-	// withDefault holds the organizations known to have their default
-	// definition, which is made on first use.
-	withDefault sync.Map
 }
 
 var (
 	_ Definitions       = (*DefinitionStore)(nil)
+	_ Texts             = (*DefinitionStore)(nil)
 	_ flows.Definitions = (*DefinitionStore)(nil)
 )
 
@@ -55,34 +52,46 @@ func defaultDraft(organizationName string) Draft {
 // ensureDefault makes the organization's default definition unless it has
 // one. It commits on its own, so that a caller's rollback cannot undo it.
 func (s *DefinitionStore) ensureDefault(ctx context.Context, organizationID string) error {
-	if _, ok := s.withDefault.Load(organizationID); ok {
-		return nil
-	}
 	has, err := definitions.HasDefault(ctx, s.pool, organizationID)
+	if err != nil || has {
+		return err
+	}
+	return database.WithTx(ctx, s.pool, func(tx database.Tx) error { return s.insertDefault(ctx, tx, organizationID) })
+}
+
+// insertDefault makes the organization's default definition in tx, unless
+// another transaction made it first.
+func (s *DefinitionStore) insertDefault(ctx context.Context, tx database.Tx, organizationID string) error {
+	name, err := s.orgs.OrganizationName(ctx, organizationID)
+	if err != nil {
+		return fmt.Errorf("consent: default definition: %w", err)
+	}
+	v, err := build(defaultDraft(name), name, DefaultDefinitionID, 1, "flowd")
 	if err != nil {
 		return err
 	}
-	if !has {
-		name, err := s.orgs.OrganizationName(ctx, organizationID)
-		if err != nil {
-			return fmt.Errorf("consent: default definition: %w", err)
-		}
-		v, err := build(defaultDraft(name), name, DefaultDefinitionID, 1, "flowd")
-		if err != nil {
-			return err
-		}
-		err = database.WithTx(ctx, s.pool, func(tx database.Tx) error {
-			// Another instance may make it at the same time; one insert wins.
-			_, err := definitions.Insert(ctx, tx, definitions.Definition{OrganizationID: organizationID,
-				ID: DefaultDefinitionID, Default: true}, toRow(organizationID, v))
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("consent: default definition: %w", err)
-		}
+	if _, err := definitions.Insert(ctx, tx, definitions.Definition{OrganizationID: organizationID,
+		ID: DefaultDefinitionID, Default: true}, toRow(organizationID, v)); err != nil {
+		return fmt.Errorf("consent: default definition: %w", err)
 	}
-	s.withDefault.Store(organizationID, true)
 	return nil
+}
+
+// VersionTx implements Texts. A flow made before definitions existed pins
+// the default's version 1, which is made here, in tx, if the organization
+// has no default yet.
+func (s *DefinitionStore) VersionTx(ctx context.Context, tx database.Tx, organizationID, id string, n int) (Version, error) {
+	v, err := definitions.GetVersion(ctx, tx, organizationID, id, n)
+	if errors.Is(err, definitions.ErrNoRows) && id == DefaultDefinitionID && n == 1 {
+		if err := s.insertDefault(ctx, tx, organizationID); err != nil {
+			return Version{}, err
+		}
+		v, err = definitions.GetVersion(ctx, tx, organizationID, id, n)
+	}
+	if err != nil {
+		return Version{}, definitionNotFound(err)
+	}
+	return fromRow(v), nil
 }
 
 // build turns a draft into version n of definition id; an empty recipient
@@ -313,10 +322,15 @@ func (s *DefinitionStore) PinTx(ctx context.Context, tx database.Tx, organizatio
 	if id != "" && !ValidDefinitionID(id) {
 		return flows.PinnedDefinition{}, unknownDefinition(id)
 	}
-	if err := s.ensureDefault(ctx, organizationID); err != nil {
-		return flows.PinnedDefinition{}, err
-	}
 	p, err := definitions.Pin(ctx, tx, organizationID, id, n)
+	if errors.Is(err, definitions.ErrNoRows) && (id == "" || id == DefaultDefinitionID) {
+		// The organization's first flow makes its default, in the create's
+		// own transaction: it may hold the only connection there is.
+		if err := s.insertDefault(ctx, tx, organizationID); err != nil {
+			return flows.PinnedDefinition{}, err
+		}
+		p, err = definitions.Pin(ctx, tx, organizationID, id, n)
+	}
 	switch {
 	case errors.Is(err, definitions.ErrNoRows):
 		return flows.PinnedDefinition{}, unknownDefinition(id)

@@ -159,6 +159,14 @@ type Flows interface {
 		check func(f flows.Flow, at time.Time) (flows.Evidence, error)) (flows.Flow, error)
 }
 
+// Texts gives the journey the definition version a flow pinned, read in
+// the journey's own transaction.
+type Texts interface {
+	// VersionTx returns version n of the organization's definition id.
+	// ErrDefinitionNotFound.
+	VersionTx(ctx context.Context, tx database.Tx, organizationID, id string, n int) (Version, error)
+}
+
 // OrganizationNames tells the individual who is asking.
 type OrganizationNames interface {
 	OrganizationName(ctx context.Context, organizationID string) (string, error)
@@ -176,7 +184,7 @@ type JourneyService struct {
 	db    database.Beginner
 	links LinkStore
 	flows Flows
-	defs  Definitions
+	texts Texts
 	audit MismatchRecorder
 	orgs  OrganizationNames
 	acr   ACRMap
@@ -185,9 +193,9 @@ type JourneyService struct {
 
 // NewJourney returns the consent journey; acr reads the eID's acr claims
 // as assurance levels.
-func NewJourney(db database.Beginner, links LinkStore, flowsModule Flows, defs Definitions, orgs OrganizationNames,
+func NewJourney(db database.Beginner, links LinkStore, flowsModule Flows, texts Texts, orgs OrganizationNames,
 	audit MismatchRecorder, acr ACRMap, log *slog.Logger) *JourneyService {
-	return &JourneyService{db: db, links: links, flows: flowsModule, defs: defs, orgs: orgs, audit: audit, acr: acr, log: log}
+	return &JourneyService{db: db, links: links, flows: flowsModule, texts: texts, orgs: orgs, audit: audit, acr: acr, log: log}
 }
 
 // Visit implements Journey.
@@ -196,10 +204,19 @@ func (s *JourneyService) Visit(ctx context.Context, token string) (Request, erro
 	if err != nil {
 		return Request{}, err
 	}
-	var f flows.Flow
+	var (
+		f    flows.Flow
+		text Version
+	)
 	err = database.WithTx(ctx, s.db, func(tx database.Tx) (err error) {
-		f, err = s.flows.MarkOpenedTx(ctx, tx, flowID)
-		return err
+		if f, err = s.flows.MarkOpenedTx(ctx, tx, flowID); err != nil {
+			return err
+		}
+		text, err = s.texts.VersionTx(ctx, tx, f.OrganizationID, f.FlowDefinitionID, f.FlowDefinitionVersion)
+		if err != nil {
+			return fmt.Errorf("consent: definition of flow %s: %w", f.ID, err)
+		}
+		return nil
 	})
 	if errors.Is(err, flows.ErrNotFound) {
 		return Request{}, ErrUnknownLink
@@ -207,7 +224,7 @@ func (s *JourneyService) Visit(ctx context.Context, token string) (Request, erro
 	if err != nil {
 		return Request{}, err
 	}
-	return s.request(ctx, f)
+	return s.request(ctx, f, text)
 }
 
 // Decide implements Journey. The flow is locked for the whole decision, so
@@ -229,13 +246,13 @@ func (s *JourneyService) Decide(ctx context.Context, token string, p Proof, a An
 			if why := closure(f, time.Now()); why != Open {
 				return flows.Evidence{}, &ClosedError{Closure: why}
 			}
-			text, err := s.defs.Get(ctx, f.OrganizationID, f.FlowDefinitionID, f.FlowDefinitionVersion)
+			text, err := s.texts.VersionTx(ctx, tx, f.OrganizationID, f.FlowDefinitionID, f.FlowDefinitionVersion)
 			if err != nil {
 				return flows.Evidence{}, fmt.Errorf("consent: definition of flow %s: %w", f.ID, err)
 			}
-			evidence := flows.Evidence{TextSHA256: text.Version.TextSHA256, Language: shownIn(a.Language)}
+			evidence := flows.Evidence{TextSHA256: text.TextSHA256, Language: shownIn(a.Language)}
 			if a.Accept {
-				evidence.ValidUntil = text.Version.ValidUntil(at)
+				evidence.ValidUntil = text.ValidUntil(at)
 			}
 			if p.Skip {
 				return evidence, nil
@@ -251,7 +268,7 @@ func (s *JourneyService) Decide(ctx context.Context, token string, p Proof, a An
 			if err != nil {
 				return flows.Evidence{}, err
 			}
-			level, err := s.assurance(text.Version.AssuranceLevel, p.ACR)
+			level, err := s.assurance(text.AssuranceLevel, p.ACR)
 			if err != nil {
 				return flows.Evidence{}, err
 			}
@@ -341,16 +358,12 @@ func (s *JourneyService) IdentityProvenAt(ctx context.Context, flowID string) (*
 	return s.links.IdentityProvenAt(ctx, flowID)
 }
 
-func (s *JourneyService) request(ctx context.Context, f flows.Flow) (Request, error) {
+func (s *JourneyService) request(ctx context.Context, f flows.Flow, text Version) (Request, error) {
 	name, err := s.orgs.OrganizationName(ctx, f.OrganizationID)
 	if err != nil {
 		return Request{}, err
 	}
-	text, err := s.defs.Get(ctx, f.OrganizationID, f.FlowDefinitionID, f.FlowDefinitionVersion)
-	if err != nil {
-		return Request{}, fmt.Errorf("consent: definition of flow %s: %w", f.ID, err)
-	}
-	return Request{Text: text.Version,
+	return Request{Text: text,
 		FlowID: f.ID, OrganizationID: f.OrganizationID, OrganizationName: name, ReferenceID: f.ReferenceID,
 		Purpose: f.ReferenceName, MaskedNationalID: MaskNationalID(f.NationalID), NationalIDEnd: idEnd(f.NationalID),
 		ExpiresAt: f.ExpiresAt, Status: f.ConsentStatus,

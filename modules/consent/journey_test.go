@@ -65,6 +65,7 @@ type journeyEnv struct {
 	pool    *pgxpool.Pool
 	flows   *flows.Manager
 	journey *consent.JourneyService
+	defs    *consent.DefinitionStore
 	logs    *syncbuf.Buffer
 	caller  flows.Caller
 }
@@ -98,7 +99,7 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, ttl time.Duration) *journeyEnv {
 	m := flows.New(pool, sealer, requests, defs, orgs{}, tableEvents{}, log, prometheus.NewRegistry(),
 		flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: ttl})
 	j := consent.NewJourney(pool, requests, m, defs, orgs{}, tableAudit{}, consent.DefaultACRMap, log)
-	return &journeyEnv{pool: pool, flows: m, journey: j, logs: logs, caller: flows.Caller{OrganizationID: "org-1", ClientID: "client-1"}}
+	return &journeyEnv{pool: pool, flows: m, journey: j, defs: defs, logs: logs, caller: flows.Caller{OrganizationID: "org-1", ClientID: "client-1"}}
 }
 
 // audited returns the committed audit records of identity mismatches on a
@@ -120,8 +121,15 @@ func (e *journeyEnv) audited(t *testing.T, flowID string) []string {
 // create makes a flow for national id 12345678901 and returns it with its link token.
 func (e *journeyEnv) create(t *testing.T, redirectURL string) (flows.Created, string) {
 	t.Helper()
+	return e.createOn(t, redirectURL, "", 0)
+}
+
+// createOn is create for version n of definition id ("" and 0: the defaults).
+func (e *journeyEnv) createOn(t *testing.T, redirectURL, id string, n int) (flows.Created, string) {
+	t.Helper()
 	c, err := e.flows.Create(context.Background(), e.caller, flows.NewFlow{NationalID: "12345678901", LastName: "Nordmann",
-		RedirectURL: redirectURL, WebhookURL: "https://hooks.example/flowd", ReferenceName: "Mortgage application"}, "")
+		RedirectURL: redirectURL, WebhookURL: "https://hooks.example/flowd", ReferenceName: "Mortgage application",
+		FlowDefinitionID: id, FlowDefinitionVersion: n}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -40,14 +41,18 @@ func TestEveryFieldOfNewFlowIsTrimmedAndKeyed(t *testing.T) {
 	for i := range fields.NumField() {
 		field := fields.Field(i)
 		t.Run(field.Name, func(t *testing.T) {
-			if field.Type.Kind() != reflect.String {
+			var in NewFlow
+			switch field.Type.Kind() {
+			case reflect.String:
+				reflect.ValueOf(&in).Elem().Field(i).SetString("  value\t")
+			case reflect.Int:
+				reflect.ValueOf(&in).Elem().Field(i).SetInt(7)
+			default:
 				t.Fatalf("NewFlow.%s is a %s: teach Normalize, requestKey and this test about it", field.Name, field.Type)
 			}
-			var in NewFlow
-			reflect.ValueOf(&in).Elem().Field(i).SetString("  value\t")
 			normalized := in.Normalize()
-			if got := reflect.ValueOf(normalized).Field(i).String(); got != "value" {
-				t.Errorf("Normalize made NewFlow.%s %q, want it trimmed to %q", field.Name, got, "value")
+			if got, want := fmt.Sprint(reflect.ValueOf(normalized).Field(i)), map[reflect.Kind]string{reflect.String: "value", reflect.Int: "7"}[field.Type.Kind()]; got != want {
+				t.Errorf("Normalize made NewFlow.%s %q, want %q", field.Name, got, want)
 			}
 			if requestKey(c, normalized) == baseKey {
 				t.Errorf("requestKey leaves out NewFlow.%s", field.Name)

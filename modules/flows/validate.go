@@ -28,13 +28,12 @@ const (
 // Normalize trims the surrounding white space of every field of in.
 func (in NewFlow) Normalize() NewFlow {
 	return NewFlow{
-		NationalID:    strings.TrimSpace(in.NationalID),
-		LastName:      strings.TrimSpace(in.LastName),
-		RedirectURL:   strings.TrimSpace(in.RedirectURL),
-		WebhookURL:    strings.TrimSpace(in.WebhookURL),
-		ReferenceName: strings.TrimSpace(in.ReferenceName),
-		// A definition id is a slug: any other character makes it unknown.
-		FlowDefinitionID:      in.FlowDefinitionID,
+		NationalID:            strings.TrimSpace(in.NationalID),
+		LastName:              strings.TrimSpace(in.LastName),
+		RedirectURL:           strings.TrimSpace(in.RedirectURL),
+		WebhookURL:            strings.TrimSpace(in.WebhookURL),
+		ReferenceName:         strings.TrimSpace(in.ReferenceName),
+		FlowDefinitionID:      strings.TrimSpace(in.FlowDefinitionID),
 		FlowDefinitionVersion: in.FlowDefinitionVersion,
 	}
 }

@@ -568,7 +568,7 @@ func TestExternalIssuersTokens(t *testing.T) {
 	}{
 		{"org claim and flowd audience", with(with(with(with(base(), "aud", "flowd"), "tenant", f.org.ID), "scope", "openid flows:read"), "client_id", "kc-1"),
 			f.org.ID, "kc-1", "flows:read", false},
-		{"client id only in aud, mapped (Dex)", with(base(), "aud", "dex-app"), f.org.ID, "dex-app", "flows:read flows:write flows:delete", false},
+		{"client id only in aud, mapped (Dex)", with(base(), "aud", "dex-app"), f.org.ID, "dex-app", strings.Join(AllScopes, " "), false},
 		{"client id from azp, mapped", with(with(with(base(), "aud", []string{"flowd", "account"}), "azp", "azp-app"), "scp", []string{"flows:read", "flows:write"}),
 			f.org.ID, "azp-app", "flows:read", true},
 	}

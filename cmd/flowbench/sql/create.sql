@@ -1,5 +1,6 @@
 -- create: what POST /api/flows executes (no Idempotency-Key, no webhookUrl):
--- one transaction of the flow with its number and its consent task, sent as
+-- one transaction: the pin of the consent definition (consent definitions
+-- Pin), the flow with its number and its consent task, sent as
 -- one batch (flows store InsertNumberedFlow), then the consent request
 -- (consent requests Insert). The organization's settings and the token's
 -- verification come from identity's caches and cost no statement. pgbench
@@ -10,13 +11,19 @@
 \set t1 random(0, 4611686018427387903)
 \set t2 random(0, 4611686018427387903)
 begin;
+select d.organization_id, d.id, d.is_default, d.latest_version, d.created_at, d.retired_at, v.version, v.tag
+	from consent_definitions d
+	left join consent_definition_versions v on v.organization_id = d.organization_id and v.definition_id = d.id
+		and v.version = coalesce(nullif(0, 0), d.latest_version)
+	where d.organization_id = :writeorg and (d.id = '' or ('' = '' and d.is_default))
+	for key share of d;
 \startpipeline
 with n as (select flowd_next_flow_number(:writeorg) as v)
 	insert into flows (id, organization_id, flow_number, reference_id, reference_name,
 	sandbox, pii_key_id, national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, webhook_url,
-	organization_number, process_instance_id, process_version, created_by, expires_at)
+	organization_number, process_instance_id, flow_definition_id, flow_definition_version, version_tag, created_by, expires_at)
 	select (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :writeorg, n.v, 'PGB' || '-' || n.v, 'flowbench', false,
-	:keyid, :nisealed, :nihmac, :lnsealed, :redirect, '', '', gen_random_uuid(), '1', :client, now() + 2592000000000 * interval '1 microsecond'
+	:keyid, :nisealed, :nihmac, :lnsealed, :redirect, '', '', gen_random_uuid(), 'consent', 1, null, :client, now() + 2592000000000 * interval '1 microsecond'
 	from n
 	returning flow_number, reference_id, version, consent_status, process_status, created_at, updated_at, expires_at;
 insert into flow_tasks (id, flow_id, task_type, task_category, status)

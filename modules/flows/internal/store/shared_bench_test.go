@@ -17,9 +17,10 @@ func BenchmarkListFlows(b *testing.B) {
 	ctx := context.Background()
 	if _, err := pool.Exec(ctx, `
 		insert into flows (id, organization_id, flow_number, reference_id, reference_name, sandbox, pii_key_id,
-			national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, process_instance_id, created_by, expires_at)
+			national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, process_instance_id, flow_definition_id,
+			flow_definition_version, created_by, expires_at)
 		select ('00000000-0000-7000-8000-' || lpad(to_hex(n), 12, '0'))::uuid, 'org-a', n, 'REF-' || n, 'Loan ' || n,
-			false, 'k', decode(repeat('ab', 39), 'hex'), '\x00', '\x00', 'https://x.example', gen_random_uuid(), 'test',
+			false, 'k', decode(repeat('ab', 39), 'hex'), '\x00', '\x00', 'https://x.example', gen_random_uuid(), 'consent', 1, 'test',
 			now() + interval '1 day'
 		from generate_series(1, 100) n`); err != nil {
 		b.Fatal(err)

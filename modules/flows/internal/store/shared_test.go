@@ -33,9 +33,11 @@ func TestSharedRoundTripsGiveEachReadItsOwnResults(t *testing.T) {
 	// Even flows are org-a's, odd ones org-b's; flow n has n % 3 open incidents.
 	for _, sql := range []string{`
 		insert into flows (id, organization_id, flow_number, reference_id, sandbox, pii_key_id,
-			national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, process_instance_id, created_by, expires_at)
+			national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, process_instance_id, flow_definition_id,
+			flow_definition_version, created_by, expires_at)
 		select ('00000000-0000-7000-8000-' || lpad(to_hex(n), 12, '0'))::uuid, case when n % 2 = 0 then 'org-a' else 'org-b' end,
-			n, 'REF-' || n, false, 'k', '\x00', '\x00', '\x00', 'https://x.example', gen_random_uuid(), 'test', now() + interval '1 day'
+			n, 'REF-' || n, false, 'k', '\x00', '\x00', '\x00', 'https://x.example', gen_random_uuid(), 'consent', 1, 'test',
+			now() + interval '1 day'
 		from generate_series(1, ` + fmt.Sprint(flows) + `) n`, `
 		insert into flow_tasks (id, flow_id, task_type, task_category, status)
 		select gen_random_uuid(), f.id, 'webhook', 'webhook', 'failed' from flows f, generate_series(1, 2) i

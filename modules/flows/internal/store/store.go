@@ -54,12 +54,12 @@ type Flow struct {
 	ACR                   *string
 	ValidUntil            *time.Time
 	CreatedBy             string
-	HasErrors          bool
-	CreatedAt          time.Time
-	UpdatedAt          time.Time
-	OpenedAt           *time.Time
-	DecidedAt          *time.Time
-	ExpiresAt          time.Time
+	HasErrors             bool
+	CreatedAt             time.Time
+	UpdatedAt             time.Time
+	OpenedAt              *time.Time
+	DecidedAt             *time.Time
+	ExpiresAt             time.Time
 }
 
 const flowColumns = `id::text, organization_id, flow_number, reference_id, reference_name, version,
