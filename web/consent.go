@@ -187,7 +187,7 @@ func (s *Server) consentWrongPerson(c echo.Context, frame pages.ConsentFrame) er
 func (s *Server) consentNeedsStrongerEID(c echo.Context, frame pages.ConsentFrame, weak *consent.AssuranceError) error {
 	return s.render(c, http.StatusForbidden, pages.ConsentMessagePage(pages.ConsentMessage{
 		ConsentFrame: frame, Title: frame.T.StrongerEIDTitle,
-		Message:     fmt.Sprintf(frame.T.StrongerEID, frame.T.Levels[string(weak.Required)]),
+		Message:     fmt.Sprintf(frame.T.StrongerEID, frame.T.Level(string(weak.Required))),
 		ActionURL:   "/consent/" + c.Param("token") + "/login?again=1&level=" + url.QueryEscape(string(weak.Required)),
 		ActionLabel: frame.T.SignInStronger,
 	}))
@@ -196,7 +196,7 @@ func (s *Server) consentNeedsStrongerEID(c echo.Context, frame pages.ConsentFram
 // consentTextOf is a definition version's text in the page's language.
 func consentTextOf(v consent.Version, frame pages.ConsentFrame) pages.ConsentText {
 	lang := string(frame.Lang)
-	x := pages.ConsentText{Title: v.Title.In(lang), Recipient: v.Recipient, Assurance: frame.T.Levels[string(v.AssuranceLevel)],
+	x := pages.ConsentText{Title: v.Title.In(lang), Recipient: v.Recipient, Assurance: frame.T.Level(string(v.AssuranceLevel)),
 		Validity: i18n.FormatPeriod(frame.Lang, v.Validity.Years, v.Validity.Months, v.Validity.Weeks, v.Validity.Days)}
 	for _, b := range consent.Blocks(v.Purpose.In(lang)) {
 		x.Purpose = append(x.Purpose, pages.TextBlock(b))

@@ -67,10 +67,19 @@ func apiRoutes(t *testing.T, base string) []route {
 	return out
 }
 
-// target fills a route's parameters with flowID.
+// ownDefinition is the consent definition the suite makes for its
+// organization: another organization has none of that id.
+const ownDefinition = "acme-terms"
+
+// draftBody is a valid consent definition version.
+const draftBody = `{"title":{"en":"Terms","nb":"Vilkår"},"purpose":{"en":"Why","nb":"Hvorfor"}}`
+
+// target fills a route's parameters with flowID, ownDefinition and its version 1.
 func (r route) target(base, flowID string) string {
 	p := strings.ReplaceAll(r.Path, "{flowId}", flowID)
 	p = strings.ReplaceAll(p, "{id}", flowID)
+	p = strings.ReplaceAll(p, "{definitionId}", ownDefinition)
+	p = strings.ReplaceAll(p, "{version}", "1")
 	if r.Path == "/api/tasks" {
 		p += "?flowId=" + flowID
 	}
@@ -185,6 +194,9 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 	}
 	var created struct{ FlowID string }
 	a.json(t, &created)
+	if d := mustDo(t, "POST", p.URL+"/api/flow-definitions", tok, `{"id":"`+ownDefinition+`",`+draftBody[1:]); d.Status != 201 {
+		t.Fatalf("create definition: %d %s", d.Status, d.Body)
+	}
 
 	kid, key := signingKey(t, dbURL)
 	real := claimsOf(t, tok)
@@ -238,7 +250,11 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 		}
 		// Another organization's valid token: the flow does not exist for it.
 		if strings.Contains(r.Path, "{") || r.Path == "/api/tasks" {
-			a := mustDo(t, r.Method, r.target(p.URL, created.FlowID), otherTok, "")
+			body := ""
+			if r.Method == "POST" && strings.HasSuffix(r.Path, "/versions") {
+				body = draftBody
+			}
+			a := mustDo(t, r.Method, r.target(p.URL, created.FlowID), otherTok, body)
 			if a.Status != 404 {
 				t.Errorf("%s %s with another organization's token: %d %s; want 404", r.Method, r.Path, a.Status, a.Body)
 			}

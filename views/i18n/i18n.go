@@ -159,7 +159,9 @@ type Consent struct {
 	Validity         string
 	UntilWithdrawn   string
 	Assurance        string
-	Levels           map[string]string // assurance levels: low, substantial, high
+	LevelLow         string
+	LevelSubstantial string
+	LevelHigh        string
 	StrongerEIDTitle string
 	StrongerEID      string // "%s": the level's name
 	SignInStronger   string
@@ -200,7 +202,9 @@ var consent = map[Lang]Consent{
 		Validity:         "How long your consent lasts",
 		UntilWithdrawn:   "Until you withdraw it",
 		Assurance:        "Electronic ID level required",
-		Levels:           map[string]string{"low": "low", "substantial": "substantial", "high": "high"},
+		LevelLow:         "low",
+		LevelSubstantial: "substantial",
+		LevelHigh:        "high",
 		StrongerEIDTitle: "A stronger electronic ID is needed",
 		StrongerEID:      "This consent requires an electronic ID at level %s. The one you signed in with does not reach it, so nothing has been recorded.",
 		SignInStronger:   "Sign in with a stronger electronic ID",
@@ -239,11 +243,26 @@ var consent = map[Lang]Consent{
 		Validity:         "Hvor lenge samtykket varer",
 		UntilWithdrawn:   "Til du trekker det tilbake",
 		Assurance:        "Krav til elektronisk ID",
-		Levels:           map[string]string{"low": "lavt", "substantial": "betydelig", "high": "høyt"},
+		LevelLow:         "lavt",
+		LevelSubstantial: "betydelig",
+		LevelHigh:        "høyt",
 		StrongerEIDTitle: "Du trenger en sikrere elektronisk ID",
 		StrongerEID:      "Dette samtykket krever elektronisk ID på nivå %s. Den du logget inn med, når ikke dette nivået, så ingenting er registrert.",
 		SignInStronger:   "Logg inn med en sikrere elektronisk ID",
 	},
+}
+
+// Level names an assurance level (low, substantial, high) in the texts' language.
+func (c Consent) Level(level string) string {
+	switch level {
+	case "low":
+		return c.LevelLow
+	case "substantial":
+		return c.LevelSubstantial
+	case "high":
+		return c.LevelHigh
+	}
+	return level
 }
 
 // ConsentTexts returns the consent journey's texts in l.
