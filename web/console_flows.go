@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -166,7 +167,15 @@ func (s *Server) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) err
 		{Label: "Webhook URL", Value: orDash(f.WebhookURL), Code: f.WebhookURL != ""},
 		{Label: "Organization number", Value: orDash(f.OrganizationNumber)},
 		{Label: "Process instance", Value: f.ProcessInstanceID, Code: true},
+		{Label: "Consent definition", Value: definitionLabel(f)},
 		{Label: "Updated", Value: consoleTime(f.UpdatedAt)},
+	}
+	if ev := f.Evidence; ev.TextSHA256 != nil {
+		p.Details = append(p.Details,
+			pages.KV{Label: "Text SHA-256", Value: hex.EncodeToString(ev.TextSHA256), Code: true},
+			pages.KV{Label: "Shown in", Value: languageName(ev.Language)},
+			pages.KV{Label: "eID assurance", Value: orDash(ev.AssuranceLevel)},
+			pages.KV{Label: "Valid until", Value: untilLabel(ev.ValidUntil, f.ConsentStatus)})
 	}
 	var proven *time.Time
 	proofStep := s.consent != nil && s.cfg.ConsentAuth == "oidc"
@@ -219,6 +228,36 @@ func flowTimeline(f flows.Flow, proofStep bool, proven *time.Time) []pages.Timel
 	}
 	steps = append(steps, pages.TimelineStep{Label: label, At: consoleTime(f.ExpiresAt), Done: false})
 	return steps
+}
+
+// definitionLabel names the definition version a flow pinned.
+func definitionLabel(f flows.Flow) string {
+	label := f.FlowDefinitionID + ", version " + strconv.Itoa(f.FlowDefinitionVersion)
+	if f.VersionTag != "" {
+		label += " (" + f.VersionTag + ")"
+	}
+	return label
+}
+
+func languageName(code string) string {
+	switch code {
+	case "nb":
+		return "Norwegian (bokmål)"
+	case "en":
+		return "English"
+	}
+	return orDash(code)
+}
+
+// untilLabel is when an acceptance ends.
+func untilLabel(until *time.Time, status flows.ConsentStatus) string {
+	switch {
+	case status != flows.Accepted:
+		return "—"
+	case until == nil:
+		return "until withdrawn"
+	}
+	return consoleTime(*until)
 }
 
 func orDash(s string) string {
