@@ -96,7 +96,8 @@ func newServer(t testing.TB, d Deps) *Server {
 			t.Fatal(err)
 		}
 		d.Login, err = login.New(d.Pool, ident, staff, login.Config{Issuer: base, Clients: login.BuiltInClients(base, cfg.SessionKey),
-			TestEID: cfg.TestEID, NationalIDClaim: cfg.ConsentNationalIDClaim, DataKey: cfg.DataKey})
+			TestEID: cfg.TestEID, TestEIDLevels: TestEIDLevels(cfg.ConsentACRMap), NationalIDClaim: cfg.ConsentNationalIDClaim,
+			DataKey: cfg.DataKey})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/oidclogin"
+	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/views/i18n"
@@ -95,6 +96,10 @@ func (s *Server) handleAuthorize(c echo.Context) error {
 	if lang, ok := i18n.FromUILocales(req.UILocales); ok {
 		to += "&ui_locales=" + string(lang)
 	}
+	// The test eID preselects the assurance level asked for.
+	if req.ACRValues != "" {
+		to += "&acr_values=" + url.QueryEscape(req.ACRValues)
+	}
 	return c.Redirect(http.StatusSeeOther, to)
 }
 
@@ -126,6 +131,8 @@ func (s *Server) handleLoginForm(c echo.Context) error {
 	return s.renderLoginForm(c, http.StatusOK, p, "", "", 0)
 }
 
+// renderLoginForm shows the staff form or the test eID. The test eID's
+// level is the one posted, or else the one acr_values asked for.
 func (s *Server) renderLoginForm(c echo.Context, status int, p login.Pending, typed, message string, retry time.Duration) error {
 	c.Response().Header().Set("Cache-Control", "no-store")
 	if retry > 0 {
@@ -139,9 +146,19 @@ func (s *Server) renderLoginForm(c echo.Context, status int, p login.Pending, ty
 		if message != "" {
 			message = t.BadNationalID
 		}
-		return s.render(c, status, pages.TestEID(pages.TestEIDPage{RequestID: p.ID, CSRF: p.FormToken,
+		choice := s.login.TestEIDLevelsFor(c.QueryParam("acr_values"))
+		if posted := c.FormValue("level"); posted != "" {
+			choice.Selected = posted
+		}
+		page := pages.TestEIDPage{RequestID: p.ID, CSRF: p.FormToken,
 			ClientName: p.ClientName, NationalID: typed, Error: message, Lang: string(lang), T: t,
-			SwitchURL: "/idp/login?request=" + url.QueryEscape(p.ID) + "&lang=" + string(lang.Other())}))
+			SwitchURL: "/idp/login?request=" + url.QueryEscape(p.ID) + "&lang=" + string(lang.Other()) +
+				"&acr_values=" + url.QueryEscape(c.QueryParam("acr_values"))}
+		for _, l := range choice.Levels {
+			page.Levels = append(page.Levels, pages.TestEIDLevel{Value: l.Level, Label: t.Level(l.Level), ACR: l.ACR,
+				Checked: l.Level == choice.Selected})
+		}
+		return s.render(c, status, pages.TestEID(page))
 	}
 	return s.render(c, status, pages.StaffLogin(pages.StaffLoginPage{RequestID: p.ID, CSRF: p.FormToken,
 		ClientName: p.ClientName, Username: typed, Error: message}))
@@ -181,9 +198,9 @@ func (s *Server) handleLoginSubmit(c echo.Context) error {
 	}
 	if p.Method == login.MethodTestEID {
 		nid := c.FormValue("national_id")
-		to, err := s.login.CompleteTestEID(ctx, id, bid, token, nid)
-		if errors.Is(err, login.ErrBadNationalID) {
-			return s.renderLoginForm(c, http.StatusBadRequest, p, nid, "Type a national id of 1 to 64 letters, digits or -.", 0)
+		to, err := s.login.CompleteTestEID(ctx, id, bid, token, nid, c.FormValue("level"))
+		if errors.Is(err, login.ErrBadNationalID) || errors.Is(err, login.ErrBadLevel) {
+			return s.renderLoginForm(c, http.StatusBadRequest, p, nid, "Type a national id of 1 to 64 letters, digits or -, and pick a level.", 0)
 		}
 		if err != nil {
 			return err
@@ -500,6 +517,18 @@ func (s *Server) handleConsoleSignedOut(c echo.Context) error {
 	return s.renderNotice(c, http.StatusOK, "You are signed out", "You have signed out of the flowd console.", "/console", "Sign in again")
 }
 
+// TestEIDLevels are the levels the test eID offers under m, weakest first:
+// those m maps, each with its acr.
+func TestEIDLevels(m consent.ACRMap) []login.TestEIDLevel {
+	var out []login.TestEIDLevel
+	for _, l := range consent.AssuranceLevels {
+		if acr := m[l]; acr != "" {
+			out = append(out, login.TestEIDLevel{Level: string(l), ACR: acr})
+		}
+	}
+	return out
+}
+
 // ConsentIdentity is the end user the consent session proved, for issue 7's
 // pages, which compare NationalID with the flow's in constant time.
 type ConsentIdentity struct {
@@ -520,7 +549,7 @@ func (s *Server) consentIdentityOf(c echo.Context) (ConsentIdentity, bool) {
 		return ConsentIdentity{}, false
 	}
 	return ConsentIdentity{Issuer: sess.Issuer, Subject: sess.Subject, NationalID: sess.Attrs["nid"], ACR: sess.Attrs["acr"],
-		TestIdentity: sess.Attrs["acr"] == login.ACRTestEID, CSRF: sess.CSRF}, true
+		TestIdentity: sess.Attrs["test"] == "1", CSRF: sess.CSRF}, true
 }
 
 // handleConsentCallback handles "GET /consent/auth/callback": the national
@@ -536,8 +565,12 @@ func (s *Server) handleConsentCallback(c echo.Context) error {
 			"The identity provider did not tell us your national id, so we cannot show you this request.", "", "")
 	}
 	acr, _ := id.Claims["acr"].(string)
+	attrs := map[string]string{"nid": nid, "acr": acr}
+	if test, _ := id.Claims["flowd_test_identity"].(bool); test {
+		attrs["test"] = "1"
+	}
 	_, err = s.consentSessions.Start(c.Response(), c.Request(), oidclogin.Session{Issuer: id.Issuer, Subject: id.Subject,
-		IDToken: id.IDToken, Attrs: map[string]string{"nid": nid, "acr": acr}})
+		IDToken: id.IDToken, Attrs: attrs})
 	if err != nil {
 		return err
 	}

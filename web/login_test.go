@@ -94,6 +94,7 @@ func setupLogin(t *testing.T, o loginOptions) loginServer {
 		clients = append(clients, o.extraClients(base)...)
 	}
 	provider, err := login.New(pool, ident, staff, login.Config{Issuer: base, Clients: clients, TestEID: cfg.TestEID,
+		TestEIDLevels:   TestEIDLevels(cfg.ConsentACRMap),
 		NationalIDClaim: cfg.ConsentNationalIDClaim, OrgClaim: o.orgClaim, RolesClaim: o.rolesClaim, DataKey: cfg.DataKey})
 	if err != nil {
 		t.Fatal(err)

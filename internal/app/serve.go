@@ -86,7 +86,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	provider, err := login.New(pool, ident, staff, login.Config{
 		Issuer: cfg.BaseURL.String(), Clients: login.BuiltInClients(cfg.BaseURL.String(), cfg.SessionKey),
-		TestEID: cfg.TestEID, NationalIDClaim: cfg.ConsentNationalIDClaim,
+		TestEID: cfg.TestEID, TestEIDLevels: web.TestEIDLevels(cfg.ConsentACRMap), NationalIDClaim: cfg.ConsentNationalIDClaim,
 		OrgClaim: cfg.ConsoleOrgClaim, RolesClaim: cfg.ConsoleRolesClaim, DataKey: cfg.DataKey,
 	})
 	if err != nil {
@@ -120,7 +120,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Identity: ident, Webhooks: hooks,
 		Flows: flowsModule, Definitions: definitions,
 		Consent: consent.NewJourney(pool, consentRequests, flowsModule, definitions, orgs, orgs, cfg.ConsentACRMap, log),
-		Login: provider, ConsoleRP: consoleRP, ConsentRP: consentRP,
+		Login:   provider, ConsoleRP: consoleRP, ConsentRP: consentRP,
 	})
 	if err != nil {
 		return err

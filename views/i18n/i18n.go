@@ -302,6 +302,24 @@ type TestEID struct {
 	Submit         string
 	BadNationalID  string
 	SwitchLanguage string
+	AssuranceLevel string
+	AssuranceHelp  string
+	LevelLow       string
+	LevelSubst     string
+	LevelHigh      string
+}
+
+// Level names an assurance level (low, substantial, high) in the texts' language.
+func (t TestEID) Level(level string) string {
+	switch level {
+	case "low":
+		return t.LevelLow
+	case "substantial":
+		return t.LevelSubst
+	case "high":
+		return t.LevelHigh
+	}
+	return level
 }
 
 var testEID = map[Lang]TestEID{
@@ -315,6 +333,11 @@ var testEID = map[Lang]TestEID{
 		Submit:         "Sign in as this person",
 		BadNationalID:  "Type a national identity number of 1 to 64 letters, digits or -.",
 		SwitchLanguage: "Norsk",
+		AssuranceLevel: "Assurance level of this test sign-in",
+		AssuranceHelp:  "A real eID reaches the level of the means used; here you choose it.",
+		LevelLow:       "Low",
+		LevelSubst:     "Substantial",
+		LevelHigh:      "High",
 	},
 	Norwegian: {
 		Title:          "Test-eID",
@@ -326,6 +349,11 @@ var testEID = map[Lang]TestEID{
 		Submit:         "Logg inn som denne personen",
 		BadNationalID:  "Skriv et fødselsnummer på 1 til 64 bokstaver, sifre eller -.",
 		SwitchLanguage: "English",
+		AssuranceLevel: "Sikkerhetsnivå for denne testinnloggingen",
+		AssuranceHelp:  "En ekte eID når nivået til innloggingsmetoden; her velger du det selv.",
+		LevelLow:       "Lavt",
+		LevelSubst:     "Betydelig",
+		LevelHigh:      "Høyt",
 	},
 }
 

@@ -40,6 +40,10 @@ type AuthRequest struct {
 	// last have signed in for a provider session to count.
 	MaxAge int
 	Method Method
+	// ACRValues is the client's acr_values: the assurance it asks for, the
+	// preferred first. A hint for the test eID's form; an overlong value is
+	// ignored.
+	ACRValues string
 	// UILocales is the client's ui_locales: the person's preferred languages
 	// for the sign-in form, BCP 47 tags separated by spaces, the preferred
 	// first. It is a hint: an unknown language or an overlong value is
@@ -94,6 +98,9 @@ func (p *Provider) ParseAuthorize(q url.Values) (AuthRequest, error) {
 	r.MaxAge = -1
 	if ul := q.Get("ui_locales"); len(ul) <= maxUILocales {
 		r.UILocales = ul
+	}
+	if av := q.Get("acr_values"); len(av) <= maxUILocales {
+		r.ACRValues = av
 	}
 	if ma := q.Get("max_age"); ma != "" {
 		n, err := strconv.Atoi(ma)
@@ -246,13 +253,16 @@ func (p *Provider) StaffActive(ctx context.Context, id string) (bool, error) {
 
 var nationalIDRE = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)
 
+// ErrBadLevel: the test eID was asked for a level it does not offer.
+var ErrBadLevel = apperr.InvalidFields([]apperr.FieldError{{Field: "level", Message: "must be one of the levels offered"}})
+
 // ErrBadNationalID: the test eID's national id is not 1–64 letters, digits or -.
 var ErrBadNationalID = apperr.InvalidFields([]apperr.FieldError{{Field: "national_id", Message: "must be 1 to 64 letters, digits or -"}})
 
-// CompleteTestEID signs the person in as nationalID through the test eID.
-// Errors: ErrLoginExpired, ErrBadNationalID, apperr Forbidden when the test
-// eID is off.
-func (p *Provider) CompleteTestEID(ctx context.Context, id, browserID, token, nationalID string) (string, error) {
+// CompleteTestEID signs the person in as nationalID, at the assurance level
+// picked, through the test eID. Errors: ErrLoginExpired, ErrBadNationalID,
+// ErrBadLevel, apperr Forbidden when the test eID is off.
+func (p *Provider) CompleteTestEID(ctx context.Context, id, browserID, token, nationalID, level string) (string, error) {
 	if !p.cfg.TestEID {
 		return "", apperr.New(apperr.Forbidden, "The test eID is turned off on this server.")
 	}
@@ -267,9 +277,21 @@ func (p *Provider) CompleteTestEID(ctx context.Context, id, browserID, token, na
 	if !nationalIDRE.MatchString(nationalID) {
 		return "", ErrBadNationalID
 	}
+	if level == "" {
+		level = p.TestEIDLevelsFor("").Selected // a form posted without a choice takes the preselected one
+	}
+	acr := ""
+	for _, l := range p.cfg.TestEIDLevels {
+		if l.Level == level {
+			acr = l.ACR
+		}
+	}
+	if acr == "" {
+		return "", ErrBadLevel
+	}
 	claims := map[string]any{
 		"sub":                 p.pseudonym(nationalID),
-		"acr":                 ACRTestEID,
+		"acr":                 acr,
 		p.cfg.NationalIDClaim: nationalID,
 		"name":                "Test person",
 		"preferred_username":  "test-eid",

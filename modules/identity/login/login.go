@@ -40,9 +40,13 @@ const (
 	MethodTestEID Method = "test-eid" // the test eID: type a national id
 )
 
-// ACRTestEID is the acr claim of ID tokens from the test eID, so that a
-// relying party can tell a test identity from a real one.
-const ACRTestEID = "urn:flowd:acr:test-eid"
+// TestEIDLevel is an assurance level the test eID offers, and the acr its
+// ID tokens then carry. The claim flowd_test_identity tells a relying party
+// that the identity is a test one, whatever its level.
+type TestEIDLevel struct {
+	Level string // low, substantial or high
+	ACR   string
+}
 
 // Built-in client ids: flowd's own console and consent relying parties.
 const (
@@ -109,8 +113,10 @@ func BuiltInClients(base string, sessionKey []byte) []Client {
 type Config struct {
 	Issuer  string
 	Clients []Client
-	// TestEID turns the test eID on (FLOWD_TEST_EID).
-	TestEID bool
+	// TestEID turns the test eID on (FLOWD_TEST_EID). TestEIDLevels are the
+	// levels its tester may pick, weakest first (FLOWD_CONSENT_ACR_MAP).
+	TestEID       bool
+	TestEIDLevels []TestEIDLevel
 	// Claim names of ID tokens: the national id of the test eID
 	// (FLOWD_CONSENT_NATIONAL_ID_CLAIM), a staff member's organization and roles.
 	NationalIDClaim string
@@ -225,7 +231,7 @@ func (p *Provider) Discovery() map[string]any {
 		// The claims of ID tokens and userinfo.
 		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "acr", "azp",
 			"preferred_username", "name", p.cfg.OrgClaim, p.cfg.RolesClaim, p.cfg.NationalIDClaim, "flowd_test_identity"},
-		"acr_values_supported": []string{ACRTestEID},
+		"acr_values_supported": p.acrValues(),
 		// Request objects are refused; absent, request_uri_parameter_supported
 		// would mean true (OpenID Connect Discovery 1.0, section 3).
 		"request_parameter_supported":     false,
@@ -235,6 +241,43 @@ func (p *Provider) Discovery() map[string]any {
 		// The test eID's languages; the staff form is in English only.
 		"ui_locales_supported": []string{"en", "nb"},
 	}
+}
+
+// acrValues are the acr values the test eID issues.
+func (p *Provider) acrValues() []string {
+	out := []string{}
+	for _, l := range p.cfg.TestEIDLevels {
+		out = append(out, l.ACR)
+	}
+	return out
+}
+
+// TestEIDChoice is what the test eID's form offers: its levels, and the one
+// preselected.
+type TestEIDChoice struct {
+	Levels   []TestEIDLevel
+	Selected string
+}
+
+// TestEIDLevelsFor returns the test eID's levels with the one preselected
+// for a sign-in that asked for acrValues (space-separated): the first it
+// asked for that the test eID offers, else substantial.
+func (p *Provider) TestEIDLevelsFor(acrValues string) TestEIDChoice {
+	c := TestEIDChoice{Levels: p.cfg.TestEIDLevels}
+	for _, acr := range strings.Fields(acrValues) {
+		for _, l := range c.Levels {
+			if l.ACR == acr {
+				c.Selected = l.Level
+				return c
+			}
+		}
+	}
+	for _, l := range c.Levels {
+		if l.Level == "substantial" || c.Selected == "" {
+			c.Selected = l.Level
+		}
+	}
+	return c
 }
 
 // OAuthError is an RFC 6749 error answer of the token or userinfo endpoint.
