@@ -131,6 +131,10 @@ func (s *Server) handleLoginForm(c echo.Context) error {
 	return s.renderLoginForm(c, http.StatusOK, p, "", "", 0)
 }
 
+// badLevel is the message of a test eID form posted with a level it does
+// not offer; the form says it in its language.
+const badLevel = "Pick one of the levels offered."
+
 // renderLoginForm shows the staff form or the test eID. The test eID's
 // level is the one posted, or else the one acr_values asked for.
 func (s *Server) renderLoginForm(c echo.Context, status int, p login.Pending, typed, message string, retry time.Duration) error {
@@ -143,7 +147,10 @@ func (s *Server) renderLoginForm(c echo.Context, status int, p login.Pending, ty
 		// which their sign-in names in ui_locales.
 		lang := s.loginFormLang(c)
 		t := i18n.TestEIDTexts(lang)
-		if message != "" {
+		switch {
+		case message == badLevel:
+			message = t.BadLevel
+		case message != "":
 			message = t.BadNationalID
 		}
 		choice := s.login.TestEIDLevelsFor(c.QueryParam("acr_values"))
@@ -199,8 +206,11 @@ func (s *Server) handleLoginSubmit(c echo.Context) error {
 	if p.Method == login.MethodTestEID {
 		nid := c.FormValue("national_id")
 		to, err := s.login.CompleteTestEID(ctx, id, bid, token, nid, c.FormValue("level"))
-		if errors.Is(err, login.ErrBadNationalID) || errors.Is(err, login.ErrBadLevel) {
-			return s.renderLoginForm(c, http.StatusBadRequest, p, nid, "Type a national id of 1 to 64 letters, digits or -, and pick a level.", 0)
+		if errors.Is(err, login.ErrBadNationalID) {
+			return s.renderLoginForm(c, http.StatusBadRequest, p, nid, "Type a national id of 1 to 64 letters, digits or -.", 0)
+		}
+		if errors.Is(err, login.ErrBadLevel) {
+			return s.renderLoginForm(c, http.StatusBadRequest, p, nid, badLevel, 0)
 		}
 		if err != nil {
 			return err

@@ -343,10 +343,20 @@ func TestTestEIDSignIn(t *testing.T) {
 		t.Fatalf("a malformed national id: %d %s", p.Status, p.Body)
 	}
 	v.Set("national_id", "01017012345")
+	// The tester picks the level, substantial unless asked for another; a
+	// level the test eID does not offer is refused and issues nothing.
+	if !regexp.MustCompile(`value="substantial" checked`).MatchString(form.Body) || !strings.Contains(form.Body, `value="high"`) {
+		t.Fatalf("the test eID's levels: %s", form.Body)
+	}
+	v.Set("level", "extreme")
+	if p := b.Post(ls.url+"/idp/login", v); p.Status != http.StatusBadRequest || !strings.Contains(p.Body, "Pick one of the levels offered.") {
+		t.Fatalf("an unknown level: %d %s", p.Status, p.Body)
+	}
+	v.Set("level", "high")
 	p := b.Follow(http.MethodPost, ls.url+"/idp/login", v)
 	var id ConsentIdentity
 	if err := json.Unmarshal([]byte(p.Body), &id); err != nil || id.NationalID != "01017012345" || !id.TestIdentity ||
-		id.CSRF == "" || strings.Contains(id.Subject, "01017012345") {
+		id.CSRF == "" || strings.Contains(id.Subject, "01017012345") || id.ACR != consent.DefaultACRMap[consent.AssuranceHigh] {
 		t.Fatalf("consent identity: %s (%v)", p.Body, err)
 	}
 	// An open redirect is not possible through return.

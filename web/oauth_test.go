@@ -367,13 +367,15 @@ func TestDiscoveryListsWhatTheProviderDoes(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
 	lists := map[string][]string{
-		"scopes_supported": {identity.ScopeFlowsRead, identity.ScopeFlowsWrite, identity.ScopeFlowsDelete, "openid", "profile"},
+		"scopes_supported": append(slices.Clone(identity.AllScopes), "openid", "profile"),
 		// Claims of access tokens, then of ID tokens.
 		"claims_supported": {"iss", "sub", "aud", "exp", "iat", "nbf", "jti", "client_id", "scope", "org_id",
 			"auth_time", "nonce", "acr", "azp", "preferred_username", "name", "roles", "pid"},
 		"id_token_signing_alg_values_supported": {"RS256", "ES256"},
-		"grant_types_supported":                 {"authorization_code", "client_credentials", "refresh_token"},
-		"response_types_supported":              {"code"},
+		// The test eID's levels, as FLOWD_CONSENT_ACR_MAP names them.
+		"acr_values_supported":     {"http://eidas.europa.eu/LoA/low", "http://eidas.europa.eu/LoA/substantial", "http://eidas.europa.eu/LoA/high"},
+		"grant_types_supported":    {"authorization_code", "client_credentials", "refresh_token"},
+		"response_types_supported": {"code"},
 	}
 	for _, path := range []string{"/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"} {
 		t.Run(path, func(t *testing.T) {

@@ -304,6 +304,7 @@ type TestEID struct {
 	SwitchLanguage string
 	AssuranceLevel string
 	AssuranceHelp  string
+	BadLevel       string
 	LevelLow       string
 	LevelSubst     string
 	LevelHigh      string
@@ -335,6 +336,7 @@ var testEID = map[Lang]TestEID{
 		SwitchLanguage: "Norsk",
 		AssuranceLevel: "Assurance level of this test sign-in",
 		AssuranceHelp:  "A real eID reaches the level of the means used; here you choose it.",
+		BadLevel:       "Pick one of the levels offered.",
 		LevelLow:       "Low",
 		LevelSubst:     "Substantial",
 		LevelHigh:      "High",
@@ -351,6 +353,7 @@ var testEID = map[Lang]TestEID{
 		SwitchLanguage: "English",
 		AssuranceLevel: "Sikkerhetsnivå for denne testinnloggingen",
 		AssuranceHelp:  "En ekte eID når nivået til innloggingsmetoden; her velger du det selv.",
+		BadLevel:       "Velg et av nivåene som tilbys.",
 		LevelLow:       "Lavt",
 		LevelSubst:     "Betydelig",
 		LevelHigh:      "Høyt",
