@@ -33,6 +33,11 @@ Usage:
   flowd keys rotate [--json]   make new token-signing keys (ES256 and RS256)
   flowd keys rotate-data-key [--batch N] [--json]
                    re-seal personal data under FLOWD_DATA_KEY (old keys in FLOWD_DATA_KEY_PREVIOUS)
+  flowd definitions list --org ORG_ID [--json]
+  flowd definitions show ID --org ORG_ID [--version N] [--json]
+  flowd definitions publish --org ORG_ID --file FILE|- [--id ID] [--json]
+                   publish a consent definition's next version (version 1 of a new one)
+  flowd definitions retire ID --org ORG_ID [--json]
   flowd demo --state FILE   create (once) and print a demo organization, API client and staff admin
 
 Settings come from the environment (DATABASE_URL, FLOWD_*); see README.md.
@@ -62,6 +67,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runClients(ctx, rest, getenv, stdout, stderr)
 	case "keys":
 		return runKeys(ctx, rest, getenv, stdout, stderr)
+	case "definitions":
+		return runDefinitions(ctx, rest, getenv, stdin, stdout, stderr)
 	case "demo":
 		return runDemo(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":

@@ -1,0 +1,105 @@
+package app_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/web"
+)
+
+func TestDefinitionsCommands(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": dbtest.NewURL(t), "FLOWD_KEY_ENCRYPTION_KEY": flowdtest.TestKeyEncryptionKey,
+		"FLOWD_SESSION_KEY": flowdtest.TestSessionKey, "FLOWD_DATA_KEY": flowdtest.TestDataKey}
+	getenv := func(k string) string { return env[k] }
+	run := func(stdin string, args ...string) (string, error) { return flowdtest.RunCLI(getenv, stdin, args...) }
+	orgOut, err := run("", "orgs", "create", "--name", "Fjord Bank", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var org struct{ ID string }
+	if err := json.Unmarshal([]byte(orgOut), &org); err != nil {
+		t.Fatal(err)
+	}
+
+	// A fresh organization has its default.
+	out, err := run("", "definitions", "list", "--org", org.ID)
+	if err != nil || !strings.Contains(out, "consent  version 1  default  Fjord Bank asks for your consent") {
+		t.Fatalf("list: %q %v", out, err)
+	}
+
+	file := filepath.Join(t.TempDir(), "loan.json")
+	write := func(body string) {
+		if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"id":"loan","title":{"en":"Loan check","nb":"Lånesjekk"},"purpose":{"en":"We check.","nb":"Vi sjekker."},"validity":"P1Y"}`)
+	out, err = run("", "definitions", "publish", "--org", org.ID, "--file", file, "--json")
+	var v1 web.FlowDefinition
+	if err != nil || json.Unmarshal([]byte(out), &v1) != nil || v1.ID != "loan" || v1.Version != 1 || v1.PublishedBy != "cli" ||
+		v1.Recipient != "Fjord Bank" || *v1.Validity != "P1Y" || len(v1.TextSHA256) != 64 {
+		t.Fatalf("publish a new definition: %q %v", out, err)
+	}
+	write(`{"title":{"en":"Loan check, revised","nb":"Lånesjekk, revidert"},"purpose":{"en":"We check.","nb":"Vi sjekker."}}`)
+	if out, err = run("", "definitions", "publish", "--org", org.ID, "--id", "loan", "--file", "-"); err == nil {
+		t.Fatalf("publish from an empty stdin: %q", out)
+	}
+	body, _ := os.ReadFile(file)
+	if out, err = run(string(body), "definitions", "publish", "--org", org.ID, "--id", "loan", "--file", "-"); err != nil ||
+		!strings.Contains(out, "loan version 2 of 2") {
+		t.Fatalf("publish version 2: %q %v", out, err)
+	}
+	out, err = run("", "definitions", "show", "loan", "--org", org.ID, "--version", "1", "--json")
+	var again web.FlowDefinition
+	if err != nil || json.Unmarshal([]byte(out), &again) != nil || again.Title.EN != "Loan check" || again.LatestVersion != 2 ||
+		again.TextSHA256 != v1.TextSHA256 {
+		t.Fatalf("show version 1: %q %v", out, err)
+	}
+	if out, err = run("", "definitions", "show", "loan", "--org", org.ID); err != nil || !strings.Contains(out, "[nb] Lånesjekk, revidert") {
+		t.Fatalf("show the latest: %q %v", out, err)
+	}
+
+	tests := []struct {
+		name string
+		file string
+		args []string
+		want string
+	}{
+		{"bad fields", `{"id":"bad","title":{"en":"","nb":"x"},"purpose":{"en":"p","nb":"p"},"assuranceLevel":"extreme"}`, nil,
+			"title.en is required; assuranceLevel must be low, substantial or high"},
+		{"an unknown member", `{"id":"bad","html":"<b>"}`, nil, `unknown field "html"`},
+		{"no id", `{"title":{"en":"t","nb":"t"},"purpose":{"en":"p","nb":"p"}}`, nil, "--id"},
+		{"the default cannot retire", "", []string{"definitions", "retire", "consent", "--org", org.ID}, "cannot be retired"},
+		{"an unknown definition", "", []string{"definitions", "show", "nope", "--org", org.ID}, "no such consent definition"},
+		{"no organization", "", []string{"definitions", "list"}, "--org is required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if args == nil {
+				write(tt.file)
+				args = []string{"definitions", "publish", "--org", org.ID, "--file", file}
+			}
+			if out, err := run("", args...); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("%v: %q %v, want an error with %q", args, out, err, tt.want)
+			}
+		})
+	}
+
+	if _, err := run("", "definitions", "retire", "loan", "--org", org.ID); err != nil {
+		t.Fatal(err)
+	}
+	write(`{"id":"loan","title":{"en":"t","nb":"t"},"purpose":{"en":"p","nb":"p"}}`)
+	if _, err := run("", "definitions", "publish", "--org", org.ID, "--file", file); err == nil || !strings.Contains(err.Error(), "retired") {
+		t.Fatalf("publish to a retired definition: %v", err)
+	}
+	if out, err := run("", "definitions", "list", "--org", org.ID, "--json"); err != nil || !strings.Contains(out, `"retiredAt":"`) {
+		t.Fatalf("list --json after retiring: %q %v", out, err)
+	}
+}
