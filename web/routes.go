@@ -91,6 +91,14 @@ func (s *Server) routes() {
 	console.GET("/flows/:id/delete", s.handleConsoleDeleteConfirm, requireAdmin)
 	console.POST("/flows/:id/delete", s.handleConsoleDelete, requireAdmin)
 	console.GET("/deletions", s.handleConsoleDeletions).Name = "console.deletions"
+	console.GET("/definitions", s.handleConsoleDefinitions).Name = "console.definitions"
+	console.GET("/definitions/new", s.handleConsoleNewDefinition, requireAdmin)
+	console.POST("/definitions", s.handleConsoleSaveDefinition, requireAdmin)
+	console.GET("/definitions/:id", s.handleConsoleDefinition)
+	console.GET("/definitions/:id/publish", s.handleConsolePublishForm, requireAdmin)
+	console.POST("/definitions/:id/publish", s.handleConsoleSaveDefinition, requireAdmin)
+	console.GET("/definitions/:id/retire", s.handleConsoleRetireConfirm, requireAdmin)
+	console.POST("/definitions/:id/retire", s.handleConsoleRetire, requireAdmin)
 	console.GET("/credentials", s.handleConsoleCredentials).Name = "console.credentials"
 	console.GET("/credentials/clients/new", s.handleConsoleNewClient, requireAdmin)
 	console.POST("/credentials/clients", s.handleConsoleCreateClient, requireAdmin)

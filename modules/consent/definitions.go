@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/database"
 )
 
 // A consent definition is what an organization asks its individuals to
@@ -110,15 +111,17 @@ type Definitions interface {
 	// ErrDefinitionNotFound.
 	Get(ctx context.Context, organizationID, id string, n int) (Published, error)
 	// Create makes a definition with d as its version 1. Bad input is one
-	// apperr Invalid error naming every field; an id in use is apperr Conflict.
-	Create(ctx context.Context, a Author, id string, d Draft) (Published, error)
+	// apperr Invalid error naming every field; an id in use is apperr
+	// Conflict. before runs in the write's transaction (database.BeforeCommit),
+	// as it does for Publish and Retire.
+	Create(ctx context.Context, a Author, id string, d Draft, before ...database.BeforeCommit[Published]) (Published, error)
 	// Publish adds d as the definition's next version. ErrDefinitionNotFound;
 	// apperr Invalid; apperr Conflict when the definition is retired.
-	Publish(ctx context.Context, a Author, id string, d Draft) (Published, error)
+	Publish(ctx context.Context, a Author, id string, d Draft, before ...database.BeforeCommit[Published]) (Published, error)
 	// Retire stops new flows from using the definition; flows that pinned it
 	// keep it. Retiring twice is no error. ErrDefinitionNotFound; apperr
 	// Conflict for the default definition.
-	Retire(ctx context.Context, a Author, id string) (Definition, error)
+	Retire(ctx context.Context, a Author, id string, before ...database.BeforeCommit[Definition]) (Definition, error)
 	// Preview returns d as it would be published as the definition's next
 	// version (version 1 of a new one), without storing anything. apperr
 	// Invalid.

@@ -201,7 +201,7 @@ func definitionNotFound(err error) error {
 }
 
 // Create implements Definitions.
-func (s *DefinitionStore) Create(ctx context.Context, a Author, id string, d Draft) (Published, error) {
+func (s *DefinitionStore) Create(ctx context.Context, a Author, id string, d Draft, before ...database.BeforeCommit[Published]) (Published, error) {
 	name, err := s.orgs.OrganizationName(ctx, a.OrganizationID)
 	if err != nil {
 		return Published{}, err
@@ -216,19 +216,26 @@ func (s *DefinitionStore) Create(ctx context.Context, a Author, id string, d Dra
 	if err := s.ensureDefault(ctx, a.OrganizationID); err != nil {
 		return Published{}, err
 	}
-	row := toRow(a.OrganizationID, v)
-	var created bool
-	err = database.WithTx(ctx, s.pool, func(tx database.Tx) (err error) {
-		created, err = definitions.Insert(ctx, tx, definitions.Definition{OrganizationID: a.OrganizationID, ID: id}, row)
-		return err
+	var out Published
+	err = database.WithTx(ctx, s.pool, func(tx database.Tx) error {
+		created, err := definitions.Insert(ctx, tx, definitions.Definition{OrganizationID: a.OrganizationID, ID: id}, toRow(a.OrganizationID, v))
+		if err != nil {
+			return err
+		}
+		if !created {
+			return apperr.New(apperr.Conflict, "The organization already has a consent definition %q; publish a new version of it instead.", id)
+		}
+		def, err := definitions.Get(ctx, tx, a.OrganizationID, id, false)
+		if err != nil {
+			return err
+		}
+		out = Published{Definition: fromDefinitionRow(def), Version: v}
+		return database.RunBeforeCommit(ctx, tx, out, before)
 	})
 	if err != nil {
 		return Published{}, err
 	}
-	if !created {
-		return Published{}, apperr.New(apperr.Conflict, "The organization already has a consent definition %q; publish a new version of it instead.", id)
-	}
-	return s.Get(ctx, a.OrganizationID, id, 1)
+	return out, nil
 }
 
 // withField adds field's problem to err, an apperr Invalid error or nil.
@@ -242,7 +249,7 @@ func withField(err error, field, message string) error {
 
 // Publish implements Definitions. The definition's row is held while the
 // version is added, so that two publishes cannot take the same number.
-func (s *DefinitionStore) Publish(ctx context.Context, a Author, id string, d Draft) (Published, error) {
+func (s *DefinitionStore) Publish(ctx context.Context, a Author, id string, d Draft, before ...database.BeforeCommit[Published]) (Published, error) {
 	if !ValidDefinitionID(id) {
 		return Published{}, ErrDefinitionNotFound
 	}
@@ -274,13 +281,13 @@ func (s *DefinitionStore) Publish(ctx context.Context, a Author, id string, d Dr
 		}
 		def.LatestVersion = v.Version
 		out = Published{Definition: fromDefinitionRow(def), Version: v}
-		return nil
+		return database.RunBeforeCommit(ctx, tx, out, before)
 	})
 	return out, err
 }
 
 // Retire implements Definitions.
-func (s *DefinitionStore) Retire(ctx context.Context, a Author, id string) (Definition, error) {
+func (s *DefinitionStore) Retire(ctx context.Context, a Author, id string, before ...database.BeforeCommit[Definition]) (Definition, error) {
 	if !ValidDefinitionID(id) {
 		return Definition{}, ErrDefinitionNotFound
 	}
@@ -296,8 +303,10 @@ func (s *DefinitionStore) Retire(ctx context.Context, a Author, id string) (Defi
 		if def.Default {
 			return apperr.New(apperr.Conflict, "The default consent definition cannot be retired: flows that name no definition use it.")
 		}
-		out, err = definitions.Retire(ctx, tx, a.OrganizationID, id)
-		return definitionNotFound(err)
+		if out, err = definitions.Retire(ctx, tx, a.OrganizationID, id); err != nil {
+			return definitionNotFound(err)
+		}
+		return database.RunBeforeCommit(ctx, tx, fromDefinitionRow(out), before)
 	})
 	return fromDefinitionRow(out), err
 }

@@ -36,6 +36,9 @@ const (
 	AuditWebhookSecretReveal  = "webhook_secret.reveal"
 	AuditWebhookSecretRotate  = "webhook_secret.rotate"
 	AuditSettingsUpdate       = "settings.update"
+	AuditDefinitionCreate     = "definition.create"
+	AuditDefinitionPublish    = "definition.publish"
+	AuditDefinitionRetire     = "definition.retire"
 )
 
 // Validate checks an entry before it is stored; an Invalid error names the field.

@@ -1,0 +1,247 @@
+package web
+
+import (
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/views/i18n"
+	"github.com/flowd/flowd/views/pages"
+)
+
+func definitionConsolePath(id string) string { return "/console/definitions/" + url.PathEscape(id) }
+
+// handleConsoleDefinitions handles "GET /console/definitions".
+func (s *Server) handleConsoleDefinitions(c echo.Context) error {
+	list, err := s.definitions.List(c.Request().Context(), staffOf(c).OrganizationID)
+	if err != nil {
+		return err
+	}
+	p := pages.DefinitionListPage{Frame: s.frame(c, "definitions", "Consent definitions")}
+	for _, d := range list {
+		p.Rows = append(p.Rows, pages.DefinitionRow{ID: d.Definition.ID, URL: definitionConsolePath(d.Definition.ID),
+			Title: d.Version.Title.EN, Tag: d.Version.Tag, Level: string(d.Version.AssuranceLevel), Version: d.Version.Version,
+			Default: d.Definition.Default, Retired: d.Definition.Retired()})
+	}
+	return s.renderConsole(c, http.StatusOK, pages.DefinitionList(p))
+}
+
+// handleConsoleDefinition handles "GET /console/definitions/:id": a version
+// (?version=, the latest by default) beside the one before it.
+func (s *Server) handleConsoleDefinition(c echo.Context) error {
+	ctx := c.Request().Context()
+	org := staffOf(c).OrganizationID
+	n, err := strconv.Atoi(c.QueryParam("version"))
+	if c.QueryParam("version") != "" && (err != nil || n < 1) {
+		return errConsoleNotFound
+	}
+	cur, err := s.definitions.Get(ctx, org, c.Param("id"), n)
+	if err != nil {
+		return consoleNotFound(err, consent.ErrDefinitionNotFound)
+	}
+	d, v := cur.Definition, cur.Version
+	self := definitionConsolePath(d.ID)
+	p := pages.DefinitionPage{Frame: s.frame(c, "definitions", d.ID), ID: d.ID, Version: v.Version, Default: d.Default,
+		RetiredAt: consoleTimePtr(d.RetiredAt, "")}
+	if !d.Retired() {
+		p.PublishURL = self + "/publish"
+		if !d.Default {
+			p.RetireURL = self + "/retire"
+		}
+	}
+	for i := 1; i <= d.LatestVersion; i++ {
+		p.Versions = append(p.Versions, pages.VersionLink{Version: i, URL: self + "?version=" + strconv.Itoa(i), Current: i == v.Version})
+	}
+	var prev consent.Version
+	if v.Version > 1 {
+		before, err := s.definitions.Get(ctx, org, d.ID, v.Version-1)
+		if err != nil {
+			return err
+		}
+		prev, p.Previous = before.Version, v.Version-1
+	}
+	p.Rows = compareVersions(v, prev, p.Previous > 0)
+	return s.renderConsole(c, http.StatusOK, pages.Definition(p))
+}
+
+// compareVersions lists every field of v beside prev's, marking those that
+// differ when there is a previous version.
+func compareVersions(v, prev consent.Version, hasPrev bool) []pages.CompareRow {
+	fields := func(v consent.Version) []string {
+		var cats []string
+		for _, c := range v.DataCategories {
+			cats = append(cats, c.EN+" | "+c.NB)
+		}
+		validity := v.Validity.String()
+		if validity == "" {
+			validity = "until withdrawn"
+		}
+		return []string{v.Tag, v.Title.EN, v.Title.NB, v.Purpose.EN, v.Purpose.NB, strings.Join(cats, "\n"), v.Recipient,
+			validity, string(v.AssuranceLevel), hex.EncodeToString(v.TextSHA256), consoleTime(v.PublishedAt) + " by " + v.PublishedBy}
+	}
+	labels := []string{"Version tag", "Title, English", "Title, Norwegian", "Purpose, English", "Purpose, Norwegian",
+		"Data it covers", "Recipient", "Valid for", "eID level", "Text SHA-256", "Published"}
+	cur, old := fields(v), fields(prev)
+	rows := make([]pages.CompareRow, len(labels))
+	for i, label := range labels {
+		rows[i] = pages.CompareRow{Label: label, Current: cur[i], Code: label == "Text SHA-256"}
+		if hasPrev {
+			rows[i].Previous = old[i]
+			// The hash and the publication differ between any two versions.
+			rows[i].Changed = cur[i] != old[i] && i < len(labels)-2
+		}
+	}
+	return rows
+}
+
+// handleConsoleNewDefinition handles "GET /console/definitions/new" (admins).
+func (s *Server) handleConsoleNewDefinition(c echo.Context) error {
+	return s.renderConsole(c, http.StatusOK, pages.DefinitionForm(s.definitionForm(c, "", true, pages.DefinitionFormPage{Level: "substantial"})))
+}
+
+// handleConsolePublishForm handles "GET /console/definitions/:id/publish"
+// (admins): the form, filled in with the latest version.
+func (s *Server) handleConsolePublishForm(c echo.Context) error {
+	cur, err := s.definitions.Get(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"), 0)
+	if err != nil {
+		return consoleNotFound(err, consent.ErrDefinitionNotFound)
+	}
+	v := cur.Version
+	var cats []string
+	for _, c := range v.DataCategories {
+		cats = append(cats, c.EN+" | "+c.NB)
+	}
+	return s.renderConsole(c, http.StatusOK, pages.DefinitionForm(s.definitionForm(c, cur.Definition.ID, false, pages.DefinitionFormPage{
+		Tag: v.Tag, TitleEN: v.Title.EN, TitleNB: v.Title.NB, PurposeEN: v.Purpose.EN, PurposeNB: v.Purpose.NB,
+		Categories: strings.Join(cats, "\n"), Recipient: v.Recipient, Validity: v.Validity.String(), Level: string(v.AssuranceLevel)})))
+}
+
+// definitionForm completes the form's view model for definition id.
+func (s *Server) definitionForm(c echo.Context, id string, isNew bool, p pages.DefinitionFormPage) pages.DefinitionFormPage {
+	p.New, p.ID = isNew, id
+	if isNew {
+		p.Frame, p.Action, p.BackURL = s.frame(c, "definitions", "New definition"), "/console/definitions", "/console/definitions"
+	} else {
+		p.Frame, p.Action, p.BackURL = s.frame(c, "definitions", "Publish "+id), definitionConsolePath(id)+"/publish", definitionConsolePath(id)
+	}
+	return p
+}
+
+// draftField maps the consent module's field names to the form's.
+func draftField(field string) string {
+	switch {
+	case strings.HasPrefix(field, "dataCategories"):
+		return "categories"
+	case field == "versionTag":
+		return "tag"
+	case field == "assuranceLevel":
+		return "level"
+	}
+	return strings.ReplaceAll(field, ".", "_")
+}
+
+// handleConsoleSaveDefinition handles "POST /console/definitions" (a new
+// definition) and "POST /console/definitions/:id/publish" (admins): Preview
+// shows the consent page in both languages and stores nothing; Publish
+// publishes, with its audit entry in the same transaction.
+func (s *Server) handleConsoleSaveDefinition(c echo.Context) error {
+	f, err := bindForm(c)
+	if err != nil {
+		return err
+	}
+	isNew := c.Param("id") == ""
+	id := c.Param("id")
+	if isNew {
+		id = strings.TrimSpace(f.values.Get("id"))
+	}
+	form := pages.DefinitionFormPage{Tag: f.values.Get("tag"), TitleEN: f.values.Get("title_en"), TitleNB: f.values.Get("title_nb"),
+		PurposeEN: f.values.Get("purpose_en"), PurposeNB: f.values.Get("purpose_nb"), Categories: f.values.Get("categories"),
+		Recipient: f.values.Get("recipient"), Validity: f.values.Get("validity"), Level: f.values.Get("level")}
+	draft := consent.Draft{Tag: form.Tag, Title: consent.Text{EN: form.TitleEN, NB: form.TitleNB},
+		Purpose: consent.Text{EN: form.PurposeEN, NB: form.PurposeNB}, Recipient: form.Recipient, Validity: form.Validity,
+		AssuranceLevel: consent.AssuranceLevel(form.Level)}
+	for _, line := range f.Lines("categories", consent.MaxDataCategories) {
+		en, nb, ok := strings.Cut(line, "|")
+		if !ok {
+			f.Fail("categories", "Write each category as English | Norsk.")
+		}
+		draft.DataCategories = append(draft.DataCategories, consent.Text{EN: strings.TrimSpace(en), NB: strings.TrimSpace(nb)})
+	}
+	if isNew && !consent.ValidDefinitionID(id) {
+		f.Fail("id", "Use 1 to 64 lowercase letters, digits and inner hyphens, such as mortgage-data-sharing.")
+	}
+	ctx := c.Request().Context()
+	author := consent.Author{OrganizationID: staffOf(c).OrganizationID, By: staffActor(staffOf(c))}
+	refuse := func(err error) error {
+		if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
+			for _, fe := range e.Fields {
+				f.Fail(draftField(fe.Field), "%s", sentence(fe.Message))
+			}
+		} else if ok && e.Code == apperr.Conflict {
+			f.Fail("form", "%s", e.Message)
+		} else {
+			return consoleNotFound(err, consent.ErrDefinitionNotFound)
+		}
+		form.Errors = f.Errors
+		return s.renderConsole(c, http.StatusBadRequest, pages.DefinitionForm(s.definitionForm(c, id, isNew, form)))
+	}
+	preview, err := s.definitions.Preview(ctx, author.OrganizationID, id, draft)
+	if err != nil || !f.Valid() {
+		if err == nil {
+			err = apperr.InvalidFields(nil)
+		}
+		return refuse(err)
+	}
+	if f.values.Get("action") != "publish" {
+		for _, lang := range []i18n.Lang{i18n.English, i18n.Norwegian} {
+			frame := pages.ConsentFrame{Lang: lang, T: i18n.ConsentTexts(lang)}
+			form.Previews = append(form.Previews, pages.DefinitionPreview{Language: string(lang), T: frame.T, Text: consentTextOf(preview, frame)})
+		}
+		return s.renderConsole(c, http.StatusOK, pages.DefinitionForm(s.definitionForm(c, id, isNew, form)))
+	}
+	var published consent.Published
+	if isNew {
+		published, err = s.definitions.Create(ctx, author, id, draft, audited(s, c, identity.AuditDefinitionCreate, describePublished))
+	} else {
+		published, err = s.definitions.Publish(ctx, author, id, draft, audited(s, c, identity.AuditDefinitionPublish, describePublished))
+	}
+	if err != nil {
+		return refuse(err)
+	}
+	return c.Redirect(http.StatusSeeOther, definitionConsolePath(published.Definition.ID)+"?version="+strconv.Itoa(published.Version.Version))
+}
+
+func describePublished(p consent.Published) (string, string) {
+	return p.Definition.ID, "version " + strconv.Itoa(p.Version.Version) + "; text SHA-256 " + hex.EncodeToString(p.Version.TextSHA256)
+}
+
+// handleConsoleRetireConfirm handles "GET /console/definitions/:id/retire" (admins).
+func (s *Server) handleConsoleRetireConfirm(c echo.Context) error {
+	cur, err := s.definitions.Get(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"), 0)
+	if err != nil {
+		return consoleNotFound(err, consent.ErrDefinitionNotFound)
+	}
+	self := definitionConsolePath(cur.Definition.ID)
+	return s.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: s.frame(c, "definitions", "Retire "+cur.Definition.ID),
+		Heading: "Retire " + cur.Definition.ID + "?", Message: "New flows can no longer use it; flows that pinned it keep it. This cannot be undone.",
+		Details: []pages.KV{{Label: "Latest version", Value: strconv.Itoa(cur.Version.Version)}, {Label: "Title", Value: cur.Version.Title.EN}},
+		Action:  self + "/retire", Button: "Retire", Danger: true, BackURL: self}))
+}
+
+// handleConsoleRetire handles "POST /console/definitions/:id/retire" (admins).
+func (s *Server) handleConsoleRetire(c echo.Context) error {
+	author := consent.Author{OrganizationID: staffOf(c).OrganizationID, By: staffActor(staffOf(c))}
+	d, err := s.definitions.Retire(c.Request().Context(), author, c.Param("id"),
+		audited(s, c, identity.AuditDefinitionRetire, func(d consent.Definition) (string, string) { return d.ID, "" }))
+	if err != nil {
+		return consoleNotFound(err, consent.ErrDefinitionNotFound) // a Conflict (the default) shows as such
+	}
+	return c.Redirect(http.StatusSeeOther, definitionConsolePath(d.ID))
+}
