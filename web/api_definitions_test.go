@@ -223,3 +223,21 @@ func TestAFlowPinsItsDefinitionVersion(t *testing.T) {
 		t.Fatalf("%d flows, want the three created", n)
 	}
 }
+
+// TestTheLongestDefinitionFits: two purposes of 10 000 three-byte
+// characters are over the API's usual 64 KiB, and valid.
+func TestTheLongestDefinitionFits(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	long := strings.Repeat("€", 10000)
+	body := draftBody(map[string]any{"id": "long", "purpose": map[string]string{"en": long, "nb": long}})
+	if len(body) <= 64<<10 {
+		t.Fatalf("the body is only %d bytes", len(body))
+	}
+	if r := e.call(t, "POST", "/api/flow-definitions", tokA, body); r.status != http.StatusCreated {
+		t.Fatalf("the longest definition: %d %s", r.status, r.body)
+	}
+	if r := e.call(t, "POST", "/api/flows", tokA, createBody(map[string]any{"referenceName": strings.Repeat("x", 70<<10)})); r.status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a create over 64 KiB: %d", r.status)
+	}
+}

@@ -58,7 +58,7 @@ func (s *Server) handleConsentPage(c echo.Context) error {
 	if req.Closure != consent.Open {
 		return s.consentClosed(c, frame, req.Closure)
 	}
-	summary := pages.ConsentRequest{Text: consentTextOf(req.Text, frame), ReferenceName: req.Purpose,
+	summary := pages.ConsentRequest{Text: consentTextOf(req.Text, frame), ReferenceName: req.ReferenceName,
 		ReferenceID: req.ReferenceID, MaskedNationalID: req.MaskedNationalID, NationalIDEnd: req.NationalIDEnd}
 	if !req.ExpiresAt.IsZero() {
 		summary.AnswerBy = i18n.FormatDate(frame.Lang, req.ExpiresAt)
@@ -101,7 +101,7 @@ func (s *Server) handleConsentProve(c echo.Context) error {
 	}
 	params := s.consentAuthParams(c)
 	// A level asks the eID for a sign-in that reaches it.
-	if acr := s.cfg.ConsentACRMap.ACR(consent.AssuranceLevel(c.QueryParam("level"))); c.QueryParam("level") != "" && acr != "" {
+	if acr := s.cfg.ConsentACRMap.ACR(consent.AssuranceLevel(c.QueryParam("level"))); acr != "" {
 		params.Set("acr_values", acr)
 	}
 	return s.beginLogin(c, s.consentRP, self, params)

@@ -30,7 +30,7 @@ func decodeJSON(c echo.Context, dst any) error {
 	if err != nil {
 		var he *echo.HTTPError
 		if errors.As(err, &he) && he.Code == 413 {
-			return apperr.New(apperr.TooLarge, "The request body is larger than 64 KiB.")
+			return apperr.New(apperr.TooLarge, "The request body is too large: 64 KiB at most, 256 KiB for a consent definition.")
 		}
 		return apperr.Wrap(err, apperr.Invalid, "The request body could not be read.")
 	}

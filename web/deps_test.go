@@ -87,8 +87,7 @@ func newServer(t testing.TB, d Deps) *Server {
 		d.Flows = flowsModule
 	}
 	if d.Consent == nil {
-		d.Consent = consent.NewJourney(d.Pool, requests, flowsModule, definitions, testOrganizations{}, testOrganizations{},
-			consent.DefaultACRMap, d.Log)
+		d.Consent = consent.NewJourney(d.Pool, requests, flowsModule, definitions, testOrganizations{}, consent.DefaultACRMap, d.Log)
 	}
 	if d.Login == nil {
 		staff, err := login.NewStaff(d.Pool, testOrganizations{}, login.StaffConfig{PasswordParams: secrethash.Cheap})

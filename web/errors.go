@@ -116,7 +116,7 @@ func (s *Server) toAppError(err error, c echo.Context) *apperr.Error {
 		case http.StatusMethodNotAllowed:
 			return apperr.New(apperr.MethodNotAllowed, "This address does not accept %s.", c.Request().Method)
 		case http.StatusRequestEntityTooLarge:
-			return apperr.New(apperr.TooLarge, "The request body is larger than 64 KiB.")
+			return apperr.New(apperr.TooLarge, "The request body is too large: 64 KiB at most, 256 KiB for a consent definition.")
 		case http.StatusUnsupportedMediaType:
 			return apperr.New(apperr.UnsupportedMediaType, "The request body must be application/json.")
 		case http.StatusBadRequest:

@@ -159,8 +159,10 @@ func (s *Server) renderLoginForm(c echo.Context, status int, p login.Pending, ty
 		}
 		page := pages.TestEIDPage{RequestID: p.ID, CSRF: p.FormToken,
 			ClientName: p.ClientName, NationalID: typed, Error: message, Lang: string(lang), T: t,
-			SwitchURL: "/idp/login?request=" + url.QueryEscape(p.ID) + "&lang=" + string(lang.Other()) +
-				"&acr_values=" + url.QueryEscape(c.QueryParam("acr_values"))}
+			SwitchURL: "/idp/login?request=" + url.QueryEscape(p.ID) + "&lang=" + string(lang.Other())}
+		if av := c.QueryParam("acr_values"); av != "" {
+			page.SwitchURL += "&acr_values=" + url.QueryEscape(av) // the switch keeps the level asked for
+		}
 		for _, l := range choice.Levels {
 			page.Levels = append(page.Levels, pages.TestEIDLevel{Value: l.Level, Label: t.Level(l.Level), ACR: l.ACR,
 				Checked: l.Level == choice.Selected})

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -145,9 +146,31 @@ var securityHeaderValues = []headerValue{
 	{"Permissions-Policy", []string{"camera=(), microphone=(), geolocation=()"}},
 }
 
-// limitBody refuses request bodies over limit bytes with 413.
-func (s *Server) limitBody(limit int64) echo.MiddlewareFunc {
-	return middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: strconv.FormatInt(limit, 10) + "B"})
+// Request body limits. A consent definition's two purposes of 10 000
+// characters each may take 80 KB of UTF-8, with room for the rest.
+const (
+	bodyLimit           = 64 << 10
+	definitionBodyLimit = 256 << 10
+)
+
+// definitionPaths take definitionBodyLimit instead of bodyLimit.
+var definitionPaths = []string{"/api/flow-definitions", "/console/definitions"}
+
+// limitBody refuses request bodies over bodyLimit bytes with 413, and those
+// to definitionPaths over definitionBodyLimit.
+func (s *Server) limitBody() echo.MiddlewareFunc {
+	isDefinition := func(c echo.Context) bool {
+		for _, p := range definitionPaths {
+			if strings.HasPrefix(c.Request().URL.Path, p) {
+				return true
+			}
+		}
+		return false
+	}
+	small := middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Skipper: isDefinition, Limit: strconv.Itoa(bodyLimit) + "B"})
+	large := middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Skipper: func(c echo.Context) bool { return !isDefinition(c) },
+		Limit: strconv.Itoa(definitionBodyLimit) + "B"})
+	return func(next echo.HandlerFunc) echo.HandlerFunc { return small(large(next)) }
 }
 
 // handlePublicPreflight answers the CORS preflight of a public document

@@ -13,7 +13,7 @@ import (
 // routes lists every route of flowd, grouped by who may call it.
 func (s *Server) routes() {
 	e := s.echo
-	e.Use(s.requestID, s.observe, s.recoverPanics, s.securityHeaders, s.limitBody(64<<10))
+	e.Use(s.requestID, s.observe, s.recoverPanics, s.securityHeaders, s.limitBody())
 
 	// Operations: anyone who can reach the port.
 	e.GET("/healthz", s.handleHealthz)

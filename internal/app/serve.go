@@ -119,7 +119,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	srv, err := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Identity: ident, Webhooks: hooks,
 		Flows: flowsModule, Definitions: definitions,
-		Consent: consent.NewJourney(pool, consentRequests, flowsModule, definitions, orgs, orgs, cfg.ConsentACRMap, log),
+		Consent: consent.NewJourney(pool, consentRequests, flowsModule, definitions, orgs, cfg.ConsentACRMap, log),
 		Login:   provider, ConsoleRP: consoleRP, ConsentRP: consentRP,
 	})
 	if err != nil {

@@ -82,9 +82,13 @@ func (m ACRMap) Level(acr string) (AssuranceLevel, bool) {
 }
 
 // ACR returns the acr value that asks the eID for at least level: the
-// level's own value, or else that of the weakest stronger level mapped.
+// level's own value, or else that of the weakest stronger level mapped;
+// empty for no level or one no value reaches.
 func (m ACRMap) ACR(level AssuranceLevel) string {
-	for _, l := range AssuranceLevels[max(0, slices.Index(AssuranceLevels, level)):] {
+	if !level.Valid() {
+		return ""
+	}
+	for _, l := range AssuranceLevels[slices.Index(AssuranceLevels, level):] {
 		if v := m[l]; v != "" {
 			return v
 		}

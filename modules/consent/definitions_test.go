@@ -454,6 +454,9 @@ func TestACRMap(t *testing.T) {
 	if got := m.ACR(consent.AssuranceLow); got != "idporten-loa-substantial" {
 		t.Errorf("ACR(low) = %q", got)
 	}
+	if got := m.ACR("bogus"); got != "" {
+		t.Errorf("ACR of no level = %q, want none", got)
+	}
 	for _, bad := range []string{"low", "medium=x", "low=a,low=b", "low=a,high=a", "low="} {
 		if _, err := consent.ParseACRMap(bad); err == nil {
 			t.Errorf("ParseACRMap(%q) accepted", bad)

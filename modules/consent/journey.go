@@ -62,9 +62,8 @@ const (
 type Request struct {
 	FlowID           string
 	OrganizationID   string
-	OrganizationName string
 	ReferenceID      string
-	Purpose          string
+	ReferenceName    string // the flow's own name for the request; empty when not set
 	MaskedNationalID string
 	NationalIDEnd    string // the last two characters, for screen readers; empty for shorter ids
 	ExpiresAt        time.Time
@@ -167,7 +166,8 @@ type Texts interface {
 	VersionTx(ctx context.Context, tx database.Tx, organizationID, id string, n int) (Version, error)
 }
 
-// OrganizationNames tells the individual who is asking.
+// OrganizationNames names an organization in its default definition's
+// text and as a definition's recipient.
 type OrganizationNames interface {
 	OrganizationName(ctx context.Context, organizationID string) (string, error)
 }
@@ -186,16 +186,15 @@ type JourneyService struct {
 	flows Flows
 	texts Texts
 	audit MismatchRecorder
-	orgs  OrganizationNames
 	acr   ACRMap
 	log   *slog.Logger
 }
 
 // NewJourney returns the consent journey; acr reads the eID's acr claims
 // as assurance levels.
-func NewJourney(db database.Beginner, links LinkStore, flowsModule Flows, texts Texts, orgs OrganizationNames,
+func NewJourney(db database.Beginner, links LinkStore, flowsModule Flows, texts Texts,
 	audit MismatchRecorder, acr ACRMap, log *slog.Logger) *JourneyService {
-	return &JourneyService{db: db, links: links, flows: flowsModule, texts: texts, orgs: orgs, audit: audit, acr: acr, log: log}
+	return &JourneyService{db: db, links: links, flows: flowsModule, texts: texts, audit: audit, acr: acr, log: log}
 }
 
 // Visit implements Journey.
@@ -224,7 +223,7 @@ func (s *JourneyService) Visit(ctx context.Context, token string) (Request, erro
 	if err != nil {
 		return Request{}, err
 	}
-	return s.request(ctx, f, text)
+	return s.request(f, text), nil
 }
 
 // Decide implements Journey. The flow is locked for the whole decision, so
@@ -358,17 +357,13 @@ func (s *JourneyService) IdentityProvenAt(ctx context.Context, flowID string) (*
 	return s.links.IdentityProvenAt(ctx, flowID)
 }
 
-func (s *JourneyService) request(ctx context.Context, f flows.Flow, text Version) (Request, error) {
-	name, err := s.orgs.OrganizationName(ctx, f.OrganizationID)
-	if err != nil {
-		return Request{}, err
-	}
+func (s *JourneyService) request(f flows.Flow, text Version) Request {
 	return Request{Text: text,
-		FlowID: f.ID, OrganizationID: f.OrganizationID, OrganizationName: name, ReferenceID: f.ReferenceID,
-		Purpose: f.ReferenceName, MaskedNationalID: MaskNationalID(f.NationalID), NationalIDEnd: idEnd(f.NationalID),
+		FlowID: f.ID, OrganizationID: f.OrganizationID, ReferenceID: f.ReferenceID,
+		ReferenceName: f.ReferenceName, MaskedNationalID: MaskNationalID(f.NationalID), NationalIDEnd: idEnd(f.NationalID),
 		ExpiresAt: f.ExpiresAt, Status: f.ConsentStatus,
 		Closure: closure(f, time.Now()), RedirectURL: f.RedirectURL, nationalID: f.NationalID,
-	}, nil
+	}
 }
 
 // closure says whether f can still be answered at now.

@@ -98,7 +98,7 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, ttl time.Duration) *journeyEnv {
 	defs := consent.NewDefinitions(pool, orgs{})
 	m := flows.New(pool, sealer, requests, defs, orgs{}, tableEvents{}, log, prometheus.NewRegistry(),
 		flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: ttl})
-	j := consent.NewJourney(pool, requests, m, defs, orgs{}, tableAudit{}, consent.DefaultACRMap, log)
+	j := consent.NewJourney(pool, requests, m, defs, tableAudit{}, consent.DefaultACRMap, log)
 	return &journeyEnv{pool: pool, flows: m, journey: j, defs: defs, logs: logs, caller: flows.Caller{OrganizationID: "org-1", ClientID: "client-1"}}
 }
 
@@ -177,12 +177,12 @@ func TestVisitOpensOnceAndShowsOnlyAMaskedID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if req.FlowID != c.FlowID || req.OrganizationName != "Acme Bank" || req.Purpose != "Mortgage application" ||
+	if req.FlowID != c.FlowID || req.Text.Recipient != "Acme Bank" || req.ReferenceName != "Mortgage application" ||
 		req.ReferenceID != c.ReferenceID || req.Status != flows.Opened || req.Closure != consent.Open ||
 		req.MaskedNationalID != "•••••••••01" || req.NationalIDEnd != "01" || req.ExpiresAt.IsZero() {
 		t.Fatalf("first visit: %+v", req)
 	}
-	for _, s := range []string{req.MaskedNationalID, req.Purpose, req.OrganizationName, req.ReferenceID} {
+	for _, s := range []string{req.MaskedNationalID, req.ReferenceName, req.Text.Recipient, req.ReferenceID} {
 		if strings.Contains(s, "12345678901") {
 			t.Fatalf("the request shows the national id in full: %+v", req)
 		}
