@@ -224,12 +224,12 @@ func TestAFlowPinsItsDefinitionVersion(t *testing.T) {
 	}
 }
 
-// TestTheLongestDefinitionFits: two purposes of 10 000 three-byte
+// TestTheLongestDefinitionFits: two purposes of 10 000 four-byte
 // characters are over the API's usual 64 KiB, and valid.
 func TestTheLongestDefinitionFits(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	long := strings.Repeat("€", 10000)
+	long := strings.Repeat("𝄞", 10000)
 	body := draftBody(map[string]any{"id": "long", "purpose": map[string]string{"en": long, "nb": long}})
 	if len(body) <= 64<<10 {
 		t.Fatalf("the body is only %d bytes", len(body))

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/flowd/flowd/internal/apperr"
@@ -105,7 +106,7 @@ func publishDefinition(ctx context.Context, defs *consent.DefinitionStore, a con
 	if file == "-" {
 		raw, err = io.ReadAll(io.LimitReader(stdin, 1<<20))
 	} else {
-		raw, err = os.ReadFile(file)
+		raw, err = os.ReadFile(filepath.Clean(file)) // the operator names the file
 	}
 	if err != nil {
 		return consent.Published{}, err

@@ -185,7 +185,9 @@ func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"createFlow", "listFlows", "getFlow", "deleteFlow", "cancelFlow", "listTasks", "createToken", "getOpenAPIDocument"}
+	want := []string{"createFlow", "listFlows", "getFlow", "deleteFlow", "cancelFlow", "listTasks", "listFlowDefinitions",
+		"createFlowDefinition", "getFlowDefinition", "publishFlowDefinitionVersion", "getFlowDefinitionVersion", "retireFlowDefinition",
+		"createToken", "getOpenAPIDocument"}
 	slices.Sort(want)
 	sorted := slices.Sorted(slices.Values(got))
 	if !slices.Equal(sorted, want) {
@@ -215,7 +217,7 @@ func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
 	for _, f := range create.RequestBody.Fields {
 		fields = append(fields, f.Name)
 	}
-	if strings.Join(fields, ",") != "nationalId,lastName,redirectUrl,webhookUrl,referenceName" {
+	if strings.Join(fields, ",") != "nationalId,lastName,redirectUrl,webhookUrl,referenceName,flowDefinitionId,flowDefinitionVersion" {
 		t.Fatalf("request fields in the wrong order: %v", fields)
 	}
 	created := create.Responses[0]
