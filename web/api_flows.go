@@ -1,16 +1,22 @@
 package web
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
 )
@@ -66,6 +72,8 @@ func flowError(err error) error {
 		return apperr.New(apperr.NotFound, "No flow with this id.")
 	case errors.Is(err, flows.ErrNotActive):
 		return apperr.New(apperr.Conflict, "The flow is no longer active.")
+	case errors.Is(err, flows.ErrNotAccepted):
+		return apperr.New(apperr.Conflict, "Only an accepted consent can be withdrawn.")
 	}
 	return err
 }
@@ -290,10 +298,11 @@ type incidentJSON struct {
 }
 
 type consentJSON struct {
-	Status    string      `json:"status"`
-	OpenedAt  *apiInstant `json:"openedAt"`
-	DecidedAt *apiInstant `json:"decidedAt"`
-	ExpiresAt apiInstant  `json:"expiresAt"`
+	Status      string      `json:"status"`
+	OpenedAt    *apiInstant `json:"openedAt"`
+	DecidedAt   *apiInstant `json:"decidedAt"`
+	WithdrawnAt *apiInstant `json:"withdrawnAt"`
+	ExpiresAt   apiInstant  `json:"expiresAt"`
 	// The decision's evidence; null before it.
 	TextSHA256     *string     `json:"textSha256"`
 	Language       *string     `json:"language"`
@@ -325,7 +334,7 @@ func envelopeOf(f flows.Flow, p identity.Principal) flowEnvelope {
 		FlowID: f.ID, Version: f.Version, HasErrors: f.HasErrors, HasIncidents: len(f.Incidents) > 0,
 		Incidents: make(map[string]incidentJSON, len(f.Incidents)), Status: string(f.ProcessStatus),
 		Consent: consentJSON{Status: string(f.ConsentStatus), OpenedAt: (*apiInstant)(f.OpenedAt),
-			DecidedAt: (*apiInstant)(f.DecidedAt), ExpiresAt: apiInstant(f.ExpiresAt),
+			DecidedAt: (*apiInstant)(f.DecidedAt), WithdrawnAt: (*apiInstant)(f.WithdrawnAt), ExpiresAt: apiInstant(f.ExpiresAt),
 			Language: nonEmpty(f.Evidence.Language), AssuranceLevel: nonEmpty(f.Evidence.AssuranceLevel),
 			ValidUntil: (*apiInstant)(f.Evidence.ValidUntil)},
 		CreatedAt: apiInstant(f.CreatedAt), UpdatedAt: apiInstant(f.UpdatedAt),
@@ -381,6 +390,39 @@ func (s *Server) handleFlowCancel(c echo.Context) error {
 		return flowError(err)
 	}
 	return s.writeJSON(c, http.StatusOK, envelopeOf(f, principalOf(c)))
+}
+
+// withdrawRequest is the body of POST /api/flows/:id/withdraw.
+type withdrawRequest struct {
+	Reason string `json:"reason"`
+}
+
+// maxWithdrawReason keeps the reason within what the audit log takes.
+const maxWithdrawReason = 400
+
+// handleFlowWithdraw handles "POST /api/flows/:id/withdraw": the
+// organization withdraws an accepted consent on the person's behalf; the
+// reason goes to the audit log in the withdrawal's transaction.
+func (s *Server) handleFlowWithdraw(c echo.Context) error {
+	var req withdrawRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	reason := strings.TrimSpace(req.Reason)
+	if reason == "" || utf8.RuneCountInString(reason) > maxWithdrawReason || strings.ContainsFunc(reason, unicode.IsControl) {
+		return apperr.InvalidFields([]apperr.FieldError{{Field: "reason",
+			Message: fmt.Sprintf("is required: 1 to %d characters without control characters", maxWithdrawReason)}})
+	}
+	p := principalOf(c)
+	f, err := s.flows.Withdraw(c.Request().Context(), callerOf(c), c.Param("id"),
+		func(ctx context.Context, tx database.Tx, f flows.Flow) error {
+			return auditFailed(s.identity.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: p.OrganizationID,
+				Actor: "client:" + p.ClientID, Action: identity.AuditFlowWithdraw, Target: f.ReferenceID, Detail: reason}))
+		})
+	if err != nil {
+		return flowError(err)
+	}
+	return s.writeJSON(c, http.StatusOK, envelopeOf(f, p))
 }
 
 type deleteFlowResponse struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -415,5 +416,65 @@ func TestALostDatabaseAnswers503(t *testing.T) {
 			t.Fatal("the API did not recover")
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestWithdrawingAnAcceptedConsent(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	ctx := context.Background()
+	decide := func(id string, accept bool) {
+		err := database.WithTx(ctx, e.pool, func(tx database.Tx) error {
+			_, err := e.flows.DecideTx(ctx, tx, id, accept, func(flows.Flow, time.Time) (flows.Evidence, error) { return flows.Evidence{}, nil })
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	accepted := e.create(t, tokA, map[string]any{"webhookUrl": "https://hooks.example/flowd"})
+	rejected, open := e.create(t, tokA, nil), e.create(t, tokA, nil)
+	decide(accepted, true)
+	decide(rejected, false)
+	reason := `{"reason":"The customer withdrew by phone, case 4711."}`
+
+	for _, c := range []struct {
+		name, id, token, body string
+		status                int
+	}{
+		{"no reason", accepted, tokA, `{"reason":"  "}`, http.StatusBadRequest},
+		{"a reason too long", accepted, tokA, `{"reason":"` + strings.Repeat("x", 401) + `"}`, http.StatusBadRequest},
+		{"without flows:write", accepted, tokARead, reason, http.StatusForbidden},
+		{"another organization's flow", accepted, tokB, reason, http.StatusNotFound},
+		{"a rejected consent", rejected, tokA, reason, http.StatusConflict},
+		{"an undecided one", open, tokA, reason, http.StatusConflict},
+	} {
+		if r := e.call(t, "POST", "/api/flows/"+c.id+"/withdraw", c.token, c.body); r.status != c.status {
+			t.Errorf("%s: %d %s, want %d", c.name, r.status, r.body, c.status)
+		}
+	}
+	if n := e.count(t, `select count(*) from test_events where kind in ('flow.withdrawn', 'audit')`); n != 0 {
+		t.Fatalf("refused withdrawals left %d events or audit entries", n)
+	}
+
+	r := e.call(t, "POST", "/api/flows/"+accepted+"/withdraw", tokA, reason)
+	f := r.json(t)["flow"].(map[string]any)
+	consent := f["consent"].(map[string]any)
+	if r.status != http.StatusOK || consent["status"] != "Withdrawn" || consent["withdrawnAt"] == nil || f["version"] != 3.0 {
+		t.Fatalf("withdraw: %d %s", r.status, r.body)
+	}
+	if n := e.count(t, `select count(*) from test_events where kind = 'flow.withdrawn' and flow_id = $1 and status = 'Withdrawn' and version = 3`, accepted); n != 1 {
+		t.Fatalf("%d flow.withdrawn events", n)
+	}
+	if n := e.count(t, `select count(*) from test_events where kind = 'audit' and status = 'flow.withdraw' and task_id = 'client:client-a'
+		and url = 'The customer withdrew by phone, case 4711.'`); n != 1 {
+		t.Fatalf("%d audit entries of the withdrawal", n)
+	}
+	if r := e.call(t, "POST", "/api/flows/"+accepted+"/withdraw", tokA, reason); r.status != http.StatusConflict {
+		t.Fatalf("withdrawing twice: %d", r.status)
+	}
+	list := e.call(t, "GET", "/api/flows?archived=true&status=Withdrawn", tokA, "").json(t)["data"].([]any)
+	if len(list) != 1 || list[0].(map[string]any)["id"] != accepted {
+		t.Fatalf("withdrawn flows: %v", list)
 	}
 }

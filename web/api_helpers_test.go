@@ -106,6 +106,15 @@ func (e *tableEvents) CancelPendingTx(ctx context.Context, tx database.Tx, flowI
 	return err
 }
 
+// RecordAuditTx keeps the API's audit entries in test_events, in the
+// caller's transaction: kind "audit", the action as status, the actor as
+// task_id, the target as reference_id, the detail as url.
+func (fakeIdentity) RecordAuditTx(ctx context.Context, tx database.Tx, e identity.AuditEntry) error {
+	_, err := tx.Exec(ctx, `insert into test_events (kind, flow_id, status, task_id, reference_id, organization_id, url)
+		values ('audit', '', $1, $2, $3, $4, $5)`, e.Action, e.Actor, e.Target, e.OrganizationID, e.Detail)
+	return err
+}
+
 // createTestEvents makes the table tableEvents writes to.
 func createTestEvents(t testing.TB, pool *pgxpool.Pool) {
 	t.Helper()

@@ -62,7 +62,7 @@ func (s *Server) handleConsoleFlows(c echo.Context) error {
 	}
 	return s.renderConsole(c, http.StatusOK, pages.FlowList(pages.FlowListPage{
 		Frame: s.frame(c, "flows", "Flows"), Filters: filters, Rows: rows,
-		Statuses: []string{string(flows.Unopened), string(flows.Opened), string(flows.Accepted), string(flows.Rejected)},
+		Statuses: []string{string(flows.Unopened), string(flows.Opened), string(flows.Accepted), string(flows.Rejected), string(flows.Withdrawn)},
 		Pager:    flowPager(filters, page, p), Filtered: filters.Status != "" || filters.Sandbox != "" || filters.Query != "",
 	}))
 }
@@ -215,6 +215,9 @@ func flowTimeline(f flows.Flow, proofStep bool, proven *time.Time) []pages.Timel
 		steps = append(steps, pages.TimelineStep{Label: "Identity proven", At: consoleTimePtr(proven, "not yet"), Done: proven != nil})
 	}
 	switch {
+	case f.WithdrawnAt != nil:
+		steps = append(steps, pages.TimelineStep{Label: string(flows.Accepted), At: consoleTimePtr(f.DecidedAt, "—"), Done: true},
+			pages.TimelineStep{Label: "Withdrawn", At: consoleTime(*f.WithdrawnAt), Done: true})
 	case f.DecidedAt != nil:
 		steps = append(steps, pages.TimelineStep{Label: string(f.ConsentStatus), At: consoleTime(*f.DecidedAt), Done: true})
 	case f.ProcessStatus == flows.Cancelled:

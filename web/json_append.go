@@ -127,6 +127,8 @@ func (d flowDetail) appendJSON(dst []byte) []byte {
 	dst = appendInstantOrNull(dst, d.Consent.OpenedAt)
 	dst = append(dst, `,"decidedAt":`...)
 	dst = appendInstantOrNull(dst, d.Consent.DecidedAt)
+	dst = append(dst, `,"withdrawnAt":`...)
+	dst = appendInstantOrNull(dst, d.Consent.WithdrawnAt)
 	dst = append(dst, `,"expiresAt":`...)
 	dst = appendInstant(dst, d.Consent.ExpiresAt)
 	dst = append(dst, `,"textSha256":`...)

@@ -46,6 +46,7 @@ func (s *Server) routes() {
 	api.GET("/flows/:id", s.handleFlowGet, s.authenticate, requireScope(identity.ScopeFlowsRead))
 	api.DELETE("/flows/:id", s.handleFlowDelete, s.authenticate, requireScope(identity.ScopeFlowsDelete))
 	api.POST("/flows/:id/cancel", s.handleFlowCancel, s.authenticate, requireScope(identity.ScopeFlowsWrite))
+	api.POST("/flows/:id/withdraw", s.handleFlowWithdraw, s.authenticate, requireScope(identity.ScopeFlowsWrite))
 	api.GET("/tasks", s.handleTaskList, s.authenticate, requireScope(identity.ScopeFlowsRead))
 	api.GET("/flow-definitions", s.handleDefinitionList, s.authenticate, requireScope(identity.ScopeDefinitionsRead))
 	api.POST("/flow-definitions", s.handleDefinitionCreate, s.authenticate, requireScope(identity.ScopeDefinitionsWrite))

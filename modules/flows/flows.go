@@ -22,6 +22,8 @@ const (
 	Opened   ConsentStatus = "Opened"
 	Rejected ConsentStatus = "Rejected"
 	Accepted ConsentStatus = "Accepted"
+	// Withdrawn is an acceptance the organization withdrew on the person's behalf.
+	Withdrawn ConsentStatus = "Withdrawn"
 )
 
 // ProcessStatus is where the flow's process stands. A flow is archived once
@@ -77,6 +79,7 @@ type Flow struct {
 	UpdatedAt             time.Time
 	OpenedAt              *time.Time
 	DecidedAt             *time.Time
+	WithdrawnAt           *time.Time
 	ExpiresAt             time.Time
 	HasErrors             bool
 	Incidents             []Incident // open incidents only
@@ -207,6 +210,8 @@ type Deletion struct {
 var (
 	ErrNotFound  = errors.New("flow not found") // unknown, deleted or another organization's
 	ErrNotActive = errors.New("flow is not active")
+	// ErrNotAccepted: only an accepted consent can be withdrawn.
+	ErrNotAccepted = errors.New("flow's consent is not accepted")
 )
 
 // Service is what the flows module offers the web layer and the CLI. Every
@@ -239,6 +244,10 @@ type Service interface {
 	// (see database.BeforeCommit); its error leaves the flow as it was and is
 	// returned. ErrNotFound.
 	Delete(ctx context.Context, c Caller, flowID string, before ...database.BeforeCommit[Deletion]) (Deletion, error)
+	// Withdraw withdraws an accepted consent on the person's behalf
+	// (flow.withdrawn). before runs in the withdrawal's transaction with the
+	// flow, as for Cancel. ErrNotFound, ErrNotAccepted.
+	Withdraw(ctx context.Context, c Caller, flowID string, before ...database.BeforeCommit[Flow]) (Flow, error)
 	// Deletions lists the organization's deletion log, newest first.
 	Deletions(ctx context.Context, organizationID string, limit int, before string) ([]Deletion, bool, error)
 }

@@ -317,7 +317,7 @@ func (m *Manager) toFlow(r store.Flow) (Flow, error) {
 		WebhookURL: r.WebhookURL, OrganizationNumber: r.OrganizationNumber, ProcessInstanceID: r.ProcessInstanceID,
 		FlowDefinitionID: r.FlowDefinitionID, FlowDefinitionVersion: r.FlowDefinitionVersion,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		OpenedAt: r.OpenedAt, DecidedAt: r.DecidedAt, ExpiresAt: r.ExpiresAt, HasErrors: r.HasErrors,
+		OpenedAt: r.OpenedAt, DecidedAt: r.DecidedAt, WithdrawnAt: r.WithdrawnAt, ExpiresAt: r.ExpiresAt, HasErrors: r.HasErrors,
 		Evidence: Evidence{TextSHA256: r.ConsentTextSHA256, ACR: deref(r.ACR), Language: deref(r.ConsentLanguage),
 			AssuranceLevel: deref(r.AssuranceLevel), ValidUntil: r.ValidUntil},
 		VersionTag: deref(r.VersionTag),
@@ -409,9 +409,9 @@ func (p *ListParams) Check() error {
 		f.Add("limit", "must be from 1 to %d", MaxLimit)
 	}
 	switch p.Status {
-	case "", Unopened, Opened, Accepted, Rejected:
+	case "", Unopened, Opened, Accepted, Rejected, Withdrawn:
 	default:
-		f.Add("status", "must be one of Unopened, Opened, Accepted, Rejected")
+		f.Add("status", "must be one of Unopened, Opened, Accepted, Rejected, Withdrawn")
 	}
 	if p.StartingAfter != "" && p.EndingBefore != "" {
 		f.Add("ending_before", "cannot be combined with starting_after")
@@ -536,6 +536,39 @@ func (m *Manager) cancelTx(ctx context.Context, tx pgx.Tx, row store.Flow) (Flow
 		return Flow{}, err
 	}
 	return f, m.publishTx(ctx, tx, f, webhooks.FlowCancelled)
+}
+
+// Withdraw implements Service.
+func (m *Manager) Withdraw(ctx context.Context, c Caller, flowID string, before ...database.BeforeCommit[Flow]) (Flow, error) {
+	if !validID(flowID) || c.OrganizationID == "" {
+		return Flow{}, ErrNotFound
+	}
+	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		row, err := store.GetFlow(ctx, tx, c.OrganizationID, flowID, true)
+		if err != nil {
+			return notFound(err)
+		}
+		if row.ConsentStatus != string(Accepted) {
+			return ErrNotAccepted
+		}
+		now := time.Now()
+		row.ConsentStatus, row.WithdrawnAt = string(Withdrawn), &now
+		if err := store.SaveState(ctx, tx, &row); err != nil {
+			return err
+		}
+		f, err := m.toFlow(row)
+		if err != nil {
+			return err
+		}
+		if err := m.publishTx(ctx, tx, f, webhooks.FlowWithdrawn); err != nil {
+			return err
+		}
+		return database.RunBeforeCommit(ctx, tx, f, before)
+	})
+	if err != nil {
+		return Flow{}, err
+	}
+	return m.Get(ctx, c, flowID)
 }
 
 // Delete implements Service.

@@ -39,6 +39,7 @@ const (
 	AuditDefinitionCreate     = "definition.create"
 	AuditDefinitionPublish    = "definition.publish"
 	AuditDefinitionRetire     = "definition.retire"
+	AuditFlowWithdraw         = "flow.withdraw"
 )
 
 // Validate checks an entry before it is stored; an Invalid error names the field.

@@ -24,10 +24,11 @@ const (
 	FlowRejected  EventType = "flow.rejected"
 	FlowCancelled EventType = "flow.cancelled"
 	FlowDeleted   EventType = "flow.deleted"
+	FlowWithdrawn EventType = "flow.withdrawn"
 )
 
 // EventTypes lists every event type, in the order a flow meets them.
-var EventTypes = []EventType{FlowCreated, FlowOpened, FlowAccepted, FlowRejected, FlowCancelled, FlowDeleted}
+var EventTypes = []EventType{FlowCreated, FlowOpened, FlowAccepted, FlowRejected, FlowCancelled, FlowDeleted, FlowWithdrawn}
 
 // Valid reports whether t is one of EventTypes.
 func (t EventType) Valid() bool {

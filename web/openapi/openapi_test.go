@@ -185,7 +185,7 @@ func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"createFlow", "listFlows", "getFlow", "deleteFlow", "cancelFlow", "listTasks", "listFlowDefinitions",
+	want := []string{"createFlow", "listFlows", "getFlow", "deleteFlow", "cancelFlow", "withdrawFlow", "listTasks", "listFlowDefinitions",
 		"createFlowDefinition", "getFlowDefinition", "publishFlowDefinitionVersion", "getFlowDefinitionVersion", "retireFlowDefinition",
 		"createToken", "getOpenAPIDocument"}
 	slices.Sort(want)

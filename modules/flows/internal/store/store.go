@@ -59,6 +59,7 @@ type Flow struct {
 	UpdatedAt             time.Time
 	OpenedAt              *time.Time
 	DecidedAt             *time.Time
+	WithdrawnAt           *time.Time
 	ExpiresAt             time.Time
 }
 
@@ -67,7 +68,7 @@ const flowColumns = `id::text, organization_id, flow_number, reference_id, refer
 	last_name_sealed, redirect_url, webhook_url, organization_number, process_instance_id::text,
 	flow_definition_id, flow_definition_version, version_tag, consent_text_sha256, consent_language,
 	assurance_level, acr, valid_until,
-	created_by, has_errors, created_at, updated_at, opened_at, decided_at, expires_at`
+	created_by, has_errors, created_at, updated_at, opened_at, decided_at, withdrawn_at, expires_at`
 
 func scanFlow(row pgx.Row) (Flow, error) {
 	var f Flow
@@ -75,7 +76,7 @@ func scanFlow(row pgx.Row) (Flow, error) {
 		&f.ConsentStatus, &f.ProcessStatus, &f.Sandbox, &f.PIIKeyID, &f.NationalIDSealed, &f.NationalIDHMAC,
 		&f.LastNameSealed, &f.RedirectURL, &f.WebhookURL, &f.OrganizationNumber, &f.ProcessInstanceID,
 		&f.FlowDefinitionID, &f.FlowDefinitionVersion, &f.VersionTag, &f.ConsentTextSHA256, &f.ConsentLanguage,
-		&f.AssuranceLevel, &f.ACR, &f.ValidUntil, &f.CreatedBy, &f.HasErrors, &f.CreatedAt, &f.UpdatedAt, &f.OpenedAt, &f.DecidedAt, &f.ExpiresAt)
+		&f.AssuranceLevel, &f.ACR, &f.ValidUntil, &f.CreatedBy, &f.HasErrors, &f.CreatedAt, &f.UpdatedAt, &f.OpenedAt, &f.DecidedAt, &f.WithdrawnAt, &f.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return f, ErrNoRows
 	}
@@ -137,10 +138,10 @@ func GetFlow(ctx context.Context, db DB, organizationID, id string, lock bool) (
 func SaveState(ctx context.Context, db DB, f *Flow) error {
 	err := db.QueryRow(ctx, `update flows set consent_status = $2, process_status = $3, opened_at = $4,
 		decided_at = $5, has_errors = $6, consent_text_sha256 = $7, consent_language = $8, assurance_level = $9,
-		acr = $10, valid_until = $11, version = version + 1, updated_at = greatest(now(), updated_at)
+		acr = $10, valid_until = $11, withdrawn_at = $12, version = version + 1, updated_at = greatest(now(), updated_at)
 		where id = $1 returning version, updated_at`,
 		f.ID, f.ConsentStatus, f.ProcessStatus, f.OpenedAt, f.DecidedAt, f.HasErrors, f.ConsentTextSHA256,
-		f.ConsentLanguage, f.AssuranceLevel, f.ACR, f.ValidUntil).Scan(&f.Version, &f.UpdatedAt)
+		f.ConsentLanguage, f.AssuranceLevel, f.ACR, f.ValidUntil, f.WithdrawnAt).Scan(&f.Version, &f.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ErrNoRows
 	}
