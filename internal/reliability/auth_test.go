@@ -251,8 +251,11 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 		// Another organization's valid token: the flow does not exist for it.
 		if strings.Contains(r.Path, "{") || r.Path == "/api/tasks" {
 			body := ""
-			if r.Method == "POST" && strings.HasSuffix(r.Path, "/versions") {
+			switch {
+			case r.Method == "POST" && strings.HasSuffix(r.Path, "/versions"):
 				body = draftBody
+			case r.Method == "POST" && strings.HasSuffix(r.Path, "/withdraw"):
+				body = `{"reason":"the suite"}`
 			}
 			a := mustDo(t, r.Method, r.target(p.URL, created.FlowID), otherTok, body)
 			if a.Status != 404 {
