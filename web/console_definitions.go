@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -74,31 +75,72 @@ func (s *Server) handleConsoleDefinition(c echo.Context) error {
 // compareVersions lists every field of v beside prev's, marking those that
 // differ when there is a previous version.
 func compareVersions(v, prev consent.Version, hasPrev bool) []pages.CompareRow {
-	fields := func(v consent.Version) []string {
-		var cats []string
-		for _, c := range v.DataCategories {
-			cats = append(cats, c.EN+" | "+c.NB)
-		}
-		validity := v.Validity.String()
-		if validity == "" {
-			validity = "until withdrawn"
-		}
-		return []string{v.Tag, v.Title.EN, v.Title.NB, v.Purpose.EN, v.Purpose.NB, strings.Join(cats, "\n"), v.Recipient,
-			validity, string(v.AssuranceLevel), hex.EncodeToString(v.TextSHA256), consoleTime(v.PublishedAt) + " by " + v.PublishedBy}
-	}
-	labels := []string{"Version tag", "Title, English", "Title, Norwegian", "Purpose, English", "Purpose, Norwegian",
-		"Data it covers", "Recipient", "Valid for", "eID level", "Text SHA-256", "Published"}
-	cur, old := fields(v), fields(prev)
-	rows := make([]pages.CompareRow, len(labels))
-	for i, label := range labels {
-		rows[i] = pages.CompareRow{Label: label, Current: cur[i], Code: label == "Text SHA-256"}
+	cur, old := versionFields(v), versionFields(prev)
+	rows := make([]pages.CompareRow, len(cur))
+	for i, f := range cur {
+		rows[i] = pages.CompareRow{Label: f.label, Current: f.value, Code: f.code}
 		if hasPrev {
-			rows[i].Previous = old[i]
+			rows[i].Previous = old[i].value
 			// The hash and the publication differ between any two versions.
-			rows[i].Changed = cur[i] != old[i] && i < len(labels)-2
+			rows[i].Changed = f.text != old[i].text && !f.differsAlways
 		}
 	}
 	return rows
+}
+
+// versionField is one field of a version as the version page shows it.
+type versionField struct {
+	label         string
+	text          string // what tells a change
+	value         pages.CompareValue
+	code          bool
+	differsAlways bool
+}
+
+func versionFields(v consent.Version) []versionField {
+	var cats []string
+	for _, c := range v.DataCategories {
+		cats = append(cats, c.EN+" | "+c.NB)
+	}
+	validity := v.Validity.String()
+	if validity == "" {
+		validity = "until withdrawn"
+	}
+	line := func(label, text string) versionField {
+		return versionField{label: label, text: text, value: pages.CompareValue{Text: text}}
+	}
+	purpose := func(label, text string) versionField {
+		return versionField{label: label, text: text, value: pages.CompareValue{Blocks: textBlocksOf(text)}}
+	}
+	categories := line("Data it covers", "none")
+	if len(cats) > 0 {
+		categories = versionField{label: "Data it covers", text: strings.Join(cats, "\n"),
+			value: pages.CompareValue{Blocks: []pages.TextBlock{{List: true, Lines: cats}}}}
+	}
+	sha := hex.EncodeToString(v.TextSHA256)
+	published := consoleTime(v.PublishedAt) + " by " + v.PublishedBy
+	return []versionField{
+		line("Version tag", v.Tag),
+		line("Title, English", v.Title.EN),
+		line("Title, Norwegian", v.Title.NB),
+		purpose("Purpose, English", v.Purpose.EN),
+		purpose("Purpose, Norwegian", v.Purpose.NB),
+		categories,
+		line("Recipient", v.Recipient),
+		line("Valid for", validity),
+		line("eID level", string(v.AssuranceLevel)),
+		{label: "Text SHA-256", text: sha, value: pages.CompareValue{Text: sha}, code: true, differsAlways: true},
+		{label: "Published", text: published, value: pages.CompareValue{Text: published}, differsAlways: true},
+	}
+}
+
+// textBlocksOf is a plain text's paragraphs and lists.
+func textBlocksOf(text string) []pages.TextBlock {
+	var out []pages.TextBlock
+	for _, b := range consent.Blocks(text) {
+		out = append(out, pages.TextBlock(b))
+	}
+	return out
 }
 
 // handleConsoleNewDefinition handles "GET /console/definitions/new" (admins).
@@ -134,17 +176,25 @@ func (s *Server) definitionForm(c echo.Context, id string, isNew bool, p pages.D
 	return p
 }
 
-// draftField maps the consent module's field names to the form's.
-func draftField(field string) string {
-	switch {
-	case strings.HasPrefix(field, "dataCategories"):
-		return "categories"
-	case field == "versionTag":
-		return "tag"
-	case field == "assuranceLevel":
-		return "level"
+// draftError places an error of the consent module's field on the form:
+// under the form's name for the field, and for a data category, with the
+// category's place in the list and its language.
+func draftError(field, msg string) (name, message string) {
+	var i int
+	var lang string
+	if n, _ := fmt.Sscanf(field, "dataCategories[%d].%s", &i, &lang); n == 2 {
+		language := map[string]string{"en": "English", "nb": "Norwegian"}[lang]
+		return "categories", fmt.Sprintf("Category %d, %s: %s.", i+1, language, strings.TrimSuffix(msg, "."))
 	}
-	return strings.ReplaceAll(field, ".", "_")
+	switch field {
+	case "dataCategories":
+		return "categories", sentence(msg)
+	case "versionTag":
+		return "tag", sentence(msg)
+	case "assuranceLevel":
+		return "level", sentence(msg)
+	}
+	return strings.ReplaceAll(field, ".", "_"), sentence(msg)
 }
 
 // handleConsoleSaveDefinition handles "POST /console/definitions" (a new
@@ -167,10 +217,14 @@ func (s *Server) handleConsoleSaveDefinition(c echo.Context) error {
 	draft := consent.Draft{Tag: form.Tag, Title: consent.Text{EN: form.TitleEN, NB: form.TitleNB},
 		Purpose: consent.Text{EN: form.PurposeEN, NB: form.PurposeNB}, Recipient: form.Recipient, Validity: form.Validity,
 		AssuranceLevel: consent.AssuranceLevel(form.Level)}
-	for _, line := range f.Lines("categories", consent.MaxDataCategories) {
+	// unsplit lists the categories written without "|": their missing
+	// Norwegian name is that error, not another.
+	unsplit := map[string]bool{}
+	for i, line := range f.Lines("categories", consent.MaxDataCategories) {
 		en, nb, ok := strings.Cut(line, "|")
 		if !ok {
-			f.Fail("categories", "Write each category as English | Norsk.")
+			f.Fail("categories", "Category %d: write it as English | Norsk.", i+1)
+			unsplit[fmt.Sprintf("dataCategories[%d].nb", i)] = true
 		}
 		draft.DataCategories = append(draft.DataCategories, consent.Text{EN: strings.TrimSpace(en), NB: strings.TrimSpace(nb)})
 	}
@@ -182,7 +236,10 @@ func (s *Server) handleConsoleSaveDefinition(c echo.Context) error {
 	refuse := func(err error) error {
 		if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
 			for _, fe := range e.Fields {
-				f.Fail(draftField(fe.Field), "%s", sentence(fe.Message))
+				if !unsplit[fe.Field] {
+					name, msg := draftError(fe.Field, fe.Message)
+					f.Fail(name, "%s", msg)
+				}
 			}
 		} else if ok && e.Code == apperr.Conflict {
 			f.Fail("form", "%s", e.Message)
