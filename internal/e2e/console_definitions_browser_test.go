@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -35,4 +36,29 @@ func TestConsoleDefinitionsInABrowser(t *testing.T) {
 	clickTo(t, b, `button[value=publish]`, "/console/definitions/car-loan?version=1")
 	wantText(t, b, "car-loan version 1", "Check your car loan", "Payments | Betalinger")
 	b.Screenshot("definition-version")
+
+	// The publish form starts from the latest version; its preview shows
+	// what is typed, in Norwegian beside English.
+	clickTo(t, b, `a[href="/console/definitions/car-loan/publish"]`, "/console/definitions/car-loan/publish")
+	b.Run(chromedp.Evaluate(`document.querySelector("#title_nb").value = ""`, nil), chromedp.SendKeys("#title_nb", "Sjekk billånet og bilen", chromedp.ByQuery))
+	clickTo(t, b, `button[value=preview]`, "/console/definitions/car-loan/publish")
+	var en, nb string
+	b.Run(chromedp.Text(`.consent-preview[lang=en] h1`, &en, chromedp.ByQuery),
+		chromedp.Text(`.consent-preview[lang=nb] h1`, &nb, chromedp.ByQuery))
+	if en != "Check your car loan" || nb != "Sjekk billånet og bilen" {
+		t.Fatalf("previews: English %q, Norwegian %q", en, nb)
+	}
+	b.Screenshot("definition-publish-preview")
+	clickTo(t, b, `button[value=publish]`, "/console/definitions/car-loan?version=2")
+	var changed []string
+	b.Run(chromedp.Evaluate(`[...document.querySelectorAll(".compare tr.changed th")].map(th => th.textContent.trim())`, &changed))
+	if len(changed) != 1 || !strings.HasPrefix(changed[0], "Title, Norwegian") {
+		t.Fatalf("changed fields %q, want the Norwegian title", changed)
+	}
+	var items []string
+	b.Run(chromedp.Evaluate(`[...document.querySelectorAll(".compare td.text-blocks li")].map(li => li.textContent)`, &items))
+	if strings.Join(items, ",") != "Payments,Payments,Betalinger,Betalinger,Payments | Betalinger,Payments | Betalinger" {
+		t.Fatalf("the purposes and data categories are not lists: %q", items)
+	}
+	b.Screenshot("definition-version-2")
 }
