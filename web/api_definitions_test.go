@@ -144,6 +144,7 @@ func TestABadDefinitionNamesEveryField(t *testing.T) {
 			[]string{"title.en", "title.nb", "purpose.en", "purpose.nb", "assuranceLevel"}},
 		{"a bad id and validity", "/api/flow-definitions", draftBody(map[string]any{"id": "Not a slug", "validity": "3 months"}),
 			[]string{"id", "validity"}},
+		{"the id the console's form has", "/api/flow-definitions", draftBody(map[string]any{"id": "new"}), []string{"id"}},
 		{"a wrong type", "/api/flow-definitions/consent/versions", draftBody(map[string]any{"dataCategories": "Income", "title": map[string]string{"en": "t"}}),
 			[]string{"dataCategories", "title.nb"}},
 		{"an unknown member", "/api/flow-definitions/consent/versions", draftBody(map[string]any{"html": "<b>"}), []string{"html"}},

@@ -198,9 +198,7 @@ func consentTextOf(v consent.Version, frame pages.ConsentFrame) pages.ConsentTex
 	lang := string(frame.Lang)
 	x := pages.ConsentText{Title: v.Title.In(lang), Recipient: v.Recipient, Assurance: frame.T.Level(string(v.AssuranceLevel)),
 		Validity: i18n.FormatPeriod(frame.Lang, v.Validity.Years, v.Validity.Months, v.Validity.Weeks, v.Validity.Days)}
-	for _, b := range consent.Blocks(v.Purpose.In(lang)) {
-		x.Purpose = append(x.Purpose, pages.TextBlock(b))
-	}
+	x.Purpose = textBlocksOf(v.Purpose.In(lang))
 	for _, c := range v.DataCategories {
 		x.DataCategories = append(x.DataCategories, c.In(lang))
 	}

@@ -140,8 +140,9 @@ const (
 var definitionIDRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$`)
 
 // ValidDefinitionID reports whether id is a definition id: a slug of
-// lowercase letters, digits and inner hyphens, at most 64 characters.
-func ValidDefinitionID(id string) bool { return definitionIDRE.MatchString(id) }
+// lowercase letters, digits and inner hyphens, at most 64 characters. "new"
+// is kept back: the console's form for a new definition has that address.
+func ValidDefinitionID(id string) bool { return id != "new" && definitionIDRE.MatchString(id) }
 
 // Normalize trims d's texts and turns CRLF line ends into LF.
 func (d Draft) Normalize() Draft {

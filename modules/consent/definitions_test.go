@@ -272,6 +272,7 @@ func TestPinningAndRetiring(t *testing.T) {
 		{"mortgage", 3, flows.PinnedDefinition{}, "flowDefinitionVersion"},
 		{"unknown", 0, flows.PinnedDefinition{}, "flowDefinitionId"},
 		{"Not A Slug", 0, flows.PinnedDefinition{}, "flowDefinitionId"},
+		{"new", 0, flows.PinnedDefinition{}, "flowDefinitionId"},
 	}
 	for _, tt := range tests {
 		got, err := pin(defs, pool, "org-1", tt.id, tt.n)
