@@ -1,9 +1,12 @@
 package config
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flowd/flowd/modules/consent"
 )
 
 func env(m map[string]string) Getenv { return func(k string) string { return m[k] } }
@@ -109,5 +112,44 @@ func TestWebhookRetrySchedule(t *testing.T) {
 	}
 	if c, _ := Load(env(nil), Need{}); c.WebhookRetrySchedule != nil {
 		t.Fatalf("default schedule %v, want the module's (nil)", c.WebhookRetrySchedule)
+	}
+}
+
+func TestConsentACRMap(t *testing.T) {
+	idporten := consent.ACRMap{consent.AssuranceSubstantial: "idporten-loa-substantial", consent.AssuranceHigh: "idporten-loa-high"}
+	tests := []struct {
+		name  string
+		value string
+		want  consent.ACRMap // nil: refused
+		error string         // what the refusal says besides the variable's name
+	}{
+		{"unset: the eIDAS URIs", "", consent.DefaultACRMap, ""},
+		{"ID-porten", "substantial=idporten-loa-substantial,high=idporten-loa-high", idporten, ""},
+		{"spaces around pairs", " substantial = idporten-loa-substantial , high=idporten-loa-high ", idporten, ""},
+		{"unknown level", "substantial=a,extreme=b", nil, `unknown assurance level "extreme"`},
+		{"level twice", "high=a,high=b", nil, `"high" is mapped twice`},
+		{"acr twice", "substantial=a,high=a", nil, `acr "a" is mapped to two levels`},
+		{"empty pair", "substantial=a,,high=b", nil, "is not level=acr"},
+		{"trailing comma", "high=b,", nil, "is not level=acr"},
+		{"no acr", "high=", nil, "is not level=acr"},
+		{"no level", "=idporten-loa-high", nil, "unknown assurance level"},
+		{"no equals sign", "high", nil, "is not level=acr"},
+		// acr_values separates values by spaces: such an acr could never be asked for.
+		{"acr with a space", "high=loa high", nil, "space"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(env(map[string]string{"FLOWD_CONSENT_ACR_MAP": tt.value}), Need{})
+			if tt.want == nil {
+				if err == nil || !strings.Contains(err.Error(), "FLOWD_CONSENT_ACR_MAP") || !strings.Contains(err.Error(), tt.error) ||
+					strings.Contains(err.Error(), "\n") {
+					t.Fatalf("FLOWD_CONSENT_ACR_MAP=%q: error %v, want one line naming the variable and saying %s", tt.value, err, tt.error)
+				}
+				return
+			}
+			if err != nil || !maps.Equal(c.ConsentACRMap, tt.want) {
+				t.Fatalf("FLOWD_CONSENT_ACR_MAP=%q gave %v, %v; want %v", tt.value, c.ConsentACRMap, err, tt.want)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // AssuranceLevel is how sure an eID is of who signed in: the eIDAS levels
@@ -58,6 +59,9 @@ func ParseACRMap(s string) (ACRMap, error) {
 		switch {
 		case !ok || acr == "":
 			return nil, fmt.Errorf("%q is not level=acr", pair)
+		case strings.ContainsFunc(acr, unicode.IsSpace):
+			// acr_values separates values by spaces, so such an acr could never be asked for.
+			return nil, fmt.Errorf("acr %q contains a space", acr)
 		case !AssuranceLevel(level).Valid():
 			return nil, fmt.Errorf("unknown assurance level %q (known: low, substantial, high)", level)
 		case m[AssuranceLevel(level)] != "":
