@@ -217,7 +217,7 @@ func (p *Provider) Client(id string) (Client, bool) {
 // token_endpoint, the ID token algorithms), joining the lists both have.
 func (p *Provider) Discovery() map[string]any {
 	base := p.cfg.Issuer
-	return map[string]any{
+	doc := map[string]any{
 		"authorization_endpoint":                base + "/oauth/authorize",
 		"userinfo_endpoint":                     base + "/oauth/userinfo",
 		"end_session_endpoint":                  base + "/oauth/end_session",
@@ -231,7 +231,6 @@ func (p *Provider) Discovery() map[string]any {
 		// The claims of ID tokens and userinfo.
 		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "acr", "azp",
 			"preferred_username", "name", p.cfg.OrgClaim, p.cfg.RolesClaim, p.cfg.NationalIDClaim, "flowd_test_identity"},
-		"acr_values_supported": p.acrValues(),
 		// Request objects are refused; absent, request_uri_parameter_supported
 		// would mean true (OpenID Connect Discovery 1.0, section 3).
 		"request_parameter_supported":     false,
@@ -241,15 +240,15 @@ func (p *Provider) Discovery() map[string]any {
 		// The test eID's languages; the staff form is in English only.
 		"ui_locales_supported": []string{"en", "nb"},
 	}
-}
-
-// acrValues are the acr values the test eID issues.
-func (p *Provider) acrValues() []string {
-	out := []string{}
-	for _, l := range p.cfg.TestEIDLevels {
-		out = append(out, l.ACR)
+	// Only the test eID issues an acr: its levels' values, weakest first.
+	if p.cfg.TestEID {
+		acrs := []string{}
+		for _, l := range p.cfg.TestEIDLevels {
+			acrs = append(acrs, l.ACR)
+		}
+		doc["acr_values_supported"] = acrs
 	}
-	return out
+	return doc
 }
 
 // TestEIDChoice is what the test eID's form offers: its levels, and the one
