@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -544,6 +545,10 @@ func TestTestEIDOffIsRefused(t *testing.T) {
 	p := b.Follow(http.MethodGet, ls.url+"/consent/auth/login?return=%2Fconsent%2Fx", nil)
 	if p.Status != http.StatusUnauthorized || !strings.Contains(p.Body, "access_denied") {
 		t.Fatalf("test eID while off: %d %s", p.Status, p.Body)
+	}
+	// Only the test eID issues an acr: with it off, discovery names none.
+	if doc := discovery(t, ls.url); doc["acr_values_supported"] != nil {
+		t.Fatalf("acr_values_supported with the test eID off: %v", doc["acr_values_supported"])
 	}
 }
 
@@ -1121,6 +1126,142 @@ func TestUserInfoChallenges(t *testing.T) {
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != tt.want {
 				t.Fatalf("%d, WWW-Authenticate %q, want %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), tt.want)
+			}
+		})
+	}
+}
+
+// discovery returns the provider metadata document served at base.
+func discovery(t *testing.T, base string) map[string]any {
+	t.Helper()
+	resp, err := http.Get(base + "/.well-known/openid-configuration")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var doc map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("discovery: %d %v", resp.StatusCode, err)
+	}
+	return doc
+}
+
+// levelRadioRE finds the test eID's level radios and whether each is checked.
+var levelRadioRE = regexp.MustCompile(`<input type="radio" name="level" value="([^"]*)"( checked)?`)
+
+// testEIDLevels returns the levels a test eID page offers, in order, and
+// the one checked.
+func testEIDLevels(body string) (offered []string, checked string) {
+	for _, m := range levelRadioRE.FindAllStringSubmatch(body, -1) {
+		offered = append(offered, m[1])
+		if m[2] != "" {
+			checked = m[1]
+		}
+	}
+	return offered, checked
+}
+
+// TestTestEIDOffersTheMapsLevels: the test eID offers the levels
+// FLOWD_CONSENT_ACR_MAP maps, weakest first, and discovery lists their acr
+// values; the form preselects the first acr of acr_values that the map
+// knows, else substantial; a level not offered is refused and issues
+// nothing; the ID token carries the chosen level's acr and the test marker.
+func TestTestEIDOffersTheMapsLevels(t *testing.T) {
+	t.Parallel()
+	const (
+		idporten = "substantial=idporten-loa-substantial,high=idporten-loa-high"
+		eidas    = "http://eidas.europa.eu/LoA/"
+	)
+	servers := map[string]loginServer{}
+	for _, acrMap := range []string{"", idporten} {
+		servers[acrMap] = setupLogin(t, loginOptions{env: map[string]string{"FLOWD_CONSENT_ACR_MAP": acrMap}})
+	}
+	t.Run("discovery", func(t *testing.T) {
+		for acrMap, want := range map[string][]any{
+			"":       {eidas + "low", eidas + "substantial", eidas + "high"},
+			idporten: {"idporten-loa-substantial", "idporten-loa-high"},
+		} {
+			if got, _ := discovery(t, servers[acrMap].url)["acr_values_supported"].([]any); !slices.Equal(got, want) {
+				t.Errorf("FLOWD_CONSENT_ACR_MAP=%q: acr_values_supported = %v, want %v", acrMap, got, want)
+			}
+		}
+	})
+	tests := []struct {
+		name        string
+		acrMap      string
+		acrValues   string
+		offered     []string
+		preselected string
+		pick        string
+		wantACR     string // empty: the level is refused
+	}{
+		{"nothing asked: substantial", "", "", []string{"low", "substantial", "high"}, "substantial", "high", eidas + "high"},
+		{"high asked", "", eidas + "high", []string{"low", "substantial", "high"}, "high", "low", eidas + "low"},
+		{"the first acr the map knows", "", "urn:other " + eidas + "low " + eidas + "high", []string{"low", "substantial", "high"}, "low", "substantial", eidas + "substantial"},
+		{"an acr the map does not know", "", "idporten-loa-high", []string{"low", "substantial", "high"}, "substantial", "substantial", eidas + "substantial"},
+		{"a level that does not exist", "", "", []string{"low", "substantial", "high"}, "substantial", "extreme", ""},
+		{"ID-porten: high asked", idporten, "idporten-loa-high", []string{"substantial", "high"}, "high", "high", "idporten-loa-high"},
+		{"ID-porten: eIDAS asked", idporten, eidas + "high", []string{"substantial", "high"}, "substantial", "substantial", "idporten-loa-substantial"},
+		{"ID-porten: low is not offered", idporten, "", []string{"substantial", "high"}, "substantial", "low", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ls := servers[tt.acrMap]
+			b := formbrowser.New(t)
+			verifier, challenge := pkcePair()
+			redirect := ls.url + "/consent/auth/callback"
+			q := url.Values{"response_type": {"code"}, "client_id": {login.ConsentClientID}, "redirect_uri": {redirect},
+				"scope": {"openid"}, "state": {"st"}, "nonce": {"nn"}, "code_challenge": {challenge}, "code_challenge_method": {"S256"}}
+			if tt.acrValues != "" {
+				q.Set("acr_values", tt.acrValues)
+			}
+			form := b.Follow(http.MethodGet, ls.url+"/oauth/authorize?"+q.Encode(), nil)
+			if offered, checked := testEIDLevels(form.Body); !slices.Equal(offered, tt.offered) || checked != tt.preselected {
+				t.Fatalf("offered %v with %q checked, want %v with %q: %d %s", offered, checked, tt.offered, tt.preselected, form.Status, form.Body)
+			}
+			v := form.HiddenFields(t)
+			v.Set("national_id", "01017012345")
+			v.Set("level", tt.pick)
+			p := b.Post(ls.url+"/idp/login", v)
+			if tt.wantACR == "" {
+				if p.Status != http.StatusBadRequest || p.Location != "" || !strings.Contains(p.Body, "Pick one of the levels offered.") {
+					t.Fatalf("level %q: %d %s %s", tt.pick, p.Status, p.Location, p.Body)
+				}
+				if offered, _ := testEIDLevels(p.Body); !slices.Equal(offered, tt.offered) {
+					t.Fatalf("the form again offers %v, want %v", offered, tt.offered)
+				}
+				// Nothing was issued: the sign-in is still open, and completes
+				// at a level offered.
+				v.Set("level", tt.preselected)
+				if p = b.Post(ls.url+"/idp/login", v); p.Status != http.StatusSeeOther || mustQuery(t, p.Location).Get("code") == "" {
+					t.Fatalf("after a refused level, a level offered: %d %s %s", p.Status, p.Location, p.Body)
+				}
+				return
+			}
+			code := mustQuery(t, p.Location).Get("code")
+			if p.Status != http.StatusSeeOther || code == "" {
+				t.Fatalf("level %q: %d %s %s", tt.pick, p.Status, p.Location, p.Body)
+			}
+			got := exchange(t, ls, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirect},
+				"code_verifier": {verifier}, "client_id": {login.ConsentClientID},
+				"client_secret": {login.BuiltInClientSecret(ls.cfg.SessionKey, login.ConsentClientID)}}, false)
+			raw, _ := got.body["id_token"].(string)
+			provider, err := oidc.NewProvider(context.Background(), ls.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			idToken, err := provider.Verifier(&oidc.Config{ClientID: login.ConsentClientID}).Verify(context.Background(), raw)
+			if err != nil {
+				t.Fatalf("ID token (%d %v): %v", got.status, got.body, err)
+			}
+			var claims struct {
+				ACR  string `json:"acr"`
+				Test bool   `json:"flowd_test_identity"`
+				PID  string `json:"pid"`
+			}
+			if err := idToken.Claims(&claims); err != nil || claims.ACR != tt.wantACR || !claims.Test || claims.PID != "01017012345" {
+				t.Fatalf("ID token claims %+v (%v), want acr %s and the test marker", claims, err, tt.wantACR)
 			}
 		})
 	}
