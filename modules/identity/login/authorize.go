@@ -278,7 +278,9 @@ func (p *Provider) CompleteTestEID(ctx context.Context, id, browserID, token, na
 		return "", ErrBadNationalID
 	}
 	if level == "" {
-		level = p.TestEIDLevelsFor("").Selected // a form posted without a choice takes the preselected one
+		// A form posted without a choice (a script: the page's radios are
+		// required) takes the level preselected when nothing is asked for.
+		level = p.TestEIDLevelsFor("").Selected
 	}
 	acr := ""
 	for _, l := range p.cfg.TestEIDLevels {
