@@ -2,6 +2,7 @@ package consent
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"unicode"
@@ -49,7 +50,7 @@ var DefaultACRMap = ACRMap{
 // sign-in. Empty s is DefaultACRMap.
 func ParseACRMap(s string) (ACRMap, error) {
 	if strings.TrimSpace(s) == "" {
-		return DefaultACRMap, nil
+		return maps.Clone(DefaultACRMap), nil // the caller's own: changing it leaves the default as it is
 	}
 	m := ACRMap{}
 	seen := map[string]bool{}
