@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/config"
@@ -41,15 +43,16 @@ func runDefinitions(ctx context.Context, args []string, getenv func(string) stri
 	default:
 		return fmt.Errorf("definitions: unknown subcommand %q (list, show, publish, retire)", sub)
 	}
-	flags, name := args[1:], ""
+	var name string
 	if sub == "show" || sub == "retire" {
-		// The definition comes first, as a client's id does in "clients rotate".
-		if len(flags) == 0 || strings.HasPrefix(flags[0], "-") {
-			return errors.New("definitions " + sub + ": name the definition first: flowd definitions " + sub + " ID --org ORG_ID")
+		var err error
+		if name, err = parseFlagsAndName(fs, args[1:], stderr); err != nil {
+			return err
 		}
-		name, flags = flags[0], flags[1:]
-	}
-	if err := parseFlags(fs, flags, stderr); err != nil {
+		if name == "" {
+			return errors.New("definitions " + sub + ": name the definition: flowd definitions " + sub + " ID --org ORG_ID")
+		}
+	} else if err := parseFlags(fs, args[1:], stderr); err != nil {
 		return err
 	}
 	if strings.TrimSpace(*org) == "" {
@@ -111,14 +114,16 @@ func publishDefinition(ctx context.Context, defs *consent.DefinitionStore, a con
 	if err != nil {
 		return consent.Published{}, err
 	}
-	var draft web.FlowDefinitionDraft
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&draft); err != nil {
+	draft, err := decodeDraft(raw)
+	if err != nil {
 		return consent.Published{}, fmt.Errorf("definitions publish: %s: %w", file, err)
 	}
-	if id == "" {
+	switch {
+	case id == "":
 		id = draft.ID
+	case draft.ID != "" && draft.ID != id:
+		// The API refuses a body naming another definition than its path; so does the CLI.
+		return consent.Published{}, fmt.Errorf("definitions publish: --id %q and the file's id %q differ", id, draft.ID)
 	}
 	if id == "" {
 		return consent.Published{}, errors.New("definitions publish: name the definition with --id or the file's \"id\"")
@@ -128,6 +133,46 @@ func publishDefinition(ctx context.Context, defs *consent.DefinitionStore, a con
 		p, err = defs.Create(ctx, a, id, draft.Draft())
 	}
 	return p, definitionCLIError(err)
+}
+
+// decodeDraft reads raw as the API reads a definition's body: one JSON
+// object of known members, in UTF-8, with nothing after it.
+func decodeDraft(raw []byte) (web.FlowDefinitionDraft, error) {
+	var draft web.FlowDefinitionDraft
+	if !utf8.Valid(raw) {
+		return draft, errors.New("not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&draft); err != nil {
+		if errors.Is(err, io.EOF) {
+			return draft, errors.New("empty: it must hold one JSON object")
+		}
+		return draft, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return draft, errors.New("it must hold nothing after the JSON object")
+	}
+	return draft, nil
+}
+
+// parseFlagsAndName parses a subcommand's flags and its one argument, which
+// may come before, between or after them.
+func parseFlagsAndName(fs *flag.FlagSet, args []string, stderr io.Writer) (string, error) {
+	fs.SetOutput(stderr)
+	var name string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return "", err
+		}
+		if fs.NArg() == 0 {
+			return name, nil
+		}
+		if name != "" {
+			return "", fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+		}
+		name, args = fs.Arg(0), fs.Args()[1:]
+	}
 }
 
 // definitionCLIError names the fields of a bad version as the file does.
@@ -185,8 +230,8 @@ func printDefinition(w io.Writer, p consent.Published) {
 	if validity == "" {
 		validity = "until withdrawn"
 	}
-	fmt.Fprintf(w, "\npublished %s by %s\ntext SHA-256 %s\nassurance level %s, valid %s, recipient %s\n",
-		v.PublishedAt.UTC().Format("2006-01-02 15:04"), v.PublishedBy, hex.EncodeToString(v.TextSHA256),
+	fmt.Fprintf(w, "\ncreated %s, this version published %s by %s\ntext SHA-256 %s\nassurance level %s, valid %s, recipient %s\n",
+		d.CreatedAt.UTC().Format("2006-01-02 15:04"), v.PublishedAt.UTC().Format("2006-01-02 15:04"), v.PublishedBy, hex.EncodeToString(v.TextSHA256),
 		v.AssuranceLevel, validity, v.Recipient)
 	for _, lang := range []string{"en", "nb"} {
 		fmt.Fprintf(w, "\n[%s] %s\n%s\n", lang, v.Title.In(lang), v.Purpose.In(lang))

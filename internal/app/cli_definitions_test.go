@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/flowdtest"
@@ -64,6 +65,25 @@ func TestDefinitionsCommands(t *testing.T) {
 	if out, err = run("", "definitions", "show", "loan", "--org", org.ID); err != nil || !strings.Contains(out, "[nb] Lånesjekk, revidert") {
 		t.Fatalf("show the latest: %q %v", out, err)
 	}
+	// The definition may also follow the flags, as "flowd help" once wrote it.
+	if out, err = run("", "definitions", "show", "--org", org.ID, "loan", "--version", "1"); err != nil ||
+		!strings.Contains(out, "loan version 1 of 2\n") || !strings.Contains(out, "[en] Loan check\nWe check.\n") ||
+		!strings.Contains(out, "text SHA-256 "+v1.TextSHA256+"\n") || !strings.Contains(out, "valid P1Y, recipient Fjord Bank") ||
+		!strings.Contains(out, "created "+time.Time(v1.CreatedAt).UTC().Format("2006-01-02 15:04")) {
+		t.Fatalf("show --org ORG loan --version 1: %q %v", out, err)
+	}
+	out, err = run("", "definitions", "list", "--org", org.ID, "--json")
+	var list struct{ Data []web.FlowDefinition }
+	if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list.Data) != 2 {
+		t.Fatalf("list --json: %q %v", out, err)
+	}
+	if d := list.Data[0]; d.ID != "consent" || !d.Default || d.Version != 1 || d.AssuranceLevel != "low" || d.Validity != nil {
+		t.Errorf("list --json: the default is %+v", d)
+	}
+	if d := list.Data[1]; d.ID != "loan" || d.Default || d.Version != 2 || d.LatestVersion != 2 || d.Title.EN != "Loan check, revised" ||
+		d.Links.Self != "/api/flow-definitions/loan/versions/2" || d.RetiredAt != nil {
+		t.Errorf("list --json: loan is %+v", d)
+	}
 
 	tests := []struct {
 		name string
@@ -75,6 +95,15 @@ func TestDefinitionsCommands(t *testing.T) {
 			"title.en is required; assuranceLevel must be low, substantial or high"},
 		{"an unknown member", `{"id":"bad","html":"<b>"}`, nil, `unknown field "html"`},
 		{"no id", `{"title":{"en":"t","nb":"t"},"purpose":{"en":"p","nb":"p"}}`, nil, "--id"},
+		{"--id and the file's id differ", `{"id":"other","title":{"en":"t","nb":"t"},"purpose":{"en":"p","nb":"p"}}`,
+			[]string{"definitions", "publish", "--org", org.ID, "--id", "loan", "--file", file}, `--id "loan" and the file's id "other" differ`},
+		{"something after the object", `{"id":"loan","title":{"en":"t","nb":"t"},"purpose":{"en":"p","nb":"p"}} {"id":"x"}`, nil,
+			"nothing after the JSON object"},
+		{"an empty file", ``, nil, "one JSON object"},
+		{"not UTF-8", "{\"id\":\"latin1\",\"title\":{\"en\":\"L\xe5n\",\"nb\":\"L\xe5n\"},\"purpose\":{\"en\":\"p\",\"nb\":\"p\"}}", nil,
+			"not valid UTF-8"},
+		{"two definitions named", "", []string{"definitions", "show", "loan", "consent", "--org", org.ID}, `unexpected argument "consent"`},
+		{"no definition named", "", []string{"definitions", "show", "--org", org.ID}, "name the definition"},
 		{"the default cannot retire", "", []string{"definitions", "retire", "consent", "--org", org.ID}, "cannot be retired"},
 		{"an unknown definition", "", []string{"definitions", "show", "nope", "--org", org.ID}, "no such consent definition"},
 		{"no organization", "", []string{"definitions", "list"}, "--org is required"},
@@ -82,8 +111,10 @@ func TestDefinitionsCommands(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			args := tt.args
-			if args == nil {
+			if tt.file != "" || args == nil {
 				write(tt.file)
+			}
+			if args == nil {
 				args = []string{"definitions", "publish", "--org", org.ID, "--file", file}
 			}
 			if out, err := run("", args...); err == nil || !strings.Contains(err.Error(), tt.want) {
