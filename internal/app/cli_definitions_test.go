@@ -1,9 +1,13 @@
 package app_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,5 +136,53 @@ func TestDefinitionsCommands(t *testing.T) {
 	}
 	if out, err := run("", "definitions", "list", "--org", org.ID, "--json"); err != nil || !strings.Contains(out, `"retiredAt":"`) {
 		t.Fatalf("list --json after retiring: %q %v", out, err)
+	}
+}
+
+// docsTextHash finds the worked example of the text hash in the docs: the
+// file published, its canonical text, and the hashes shown.
+var docsTextHash = regexp.MustCompile("(?s)\\*\\*The text hash\\.\\*\\*.*?```json\n(.*?)```.*?```text\n(.*?)\n```(.*?)\\*\\*Assurance levels\\*\\*")
+
+// TestTheDocsTextHashExample: the example a reader reproduces with jq and
+// sha256sum is what flowd computes.
+func TestTheDocsTextHashExample(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "consent-and-console.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := docsTextHash.FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/consent-and-console.md has no worked example of the text hash")
+	}
+	draft, canonical := m[1], m[2]
+	sum := sha256.Sum256(canonical)
+	want := hex.EncodeToString(sum[:])
+	shown := regexp.MustCompile(`[0-9a-f]{64}`).FindAllString(string(m[3]), -1)
+	if len(shown) == 0 || slices.ContainsFunc(shown, func(h string) bool { return h != want }) {
+		t.Errorf("the docs show the hashes %q; the SHA-256 of their canonical text is %s", shown, want)
+	}
+
+	env := map[string]string{"DATABASE_URL": dbtest.NewURL(t), "FLOWD_KEY_ENCRYPTION_KEY": flowdtest.TestKeyEncryptionKey,
+		"FLOWD_SESSION_KEY": flowdtest.TestSessionKey, "FLOWD_DATA_KEY": flowdtest.TestDataKey}
+	run := func(stdin string, args ...string) (string, error) {
+		return flowdtest.RunCLI(func(k string) string { return env[k] }, stdin, args...)
+	}
+	orgOut, err := run("", "orgs", "create", "--name", "Fjord Bank", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var org struct{ ID string }
+	if err := json.Unmarshal([]byte(orgOut), &org); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(string(draft), "definitions", "publish", "--org", org.ID, "--file", "-", "--json")
+	var v web.FlowDefinition
+	if err != nil || json.Unmarshal([]byte(out), &v) != nil {
+		t.Fatalf("publish the docs' example: %q %v", out, err)
+	}
+	if v.Version != 1 || v.TextSHA256 != want {
+		t.Errorf("the docs' example publishes as version %d with textSha256 %s; its canonical text in the docs hashes to %s",
+			v.Version, v.TextSHA256, want)
 	}
 }
