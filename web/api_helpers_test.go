@@ -21,6 +21,7 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
@@ -172,10 +173,12 @@ func newAPI(t testing.TB, opts ...envOption) *apiEnv {
 		o(&fcfg, &orgs)
 	}
 	events := &tableEvents{}
+	definitions := consent.NewDefinitions(pool, testOrganizations{})
+	receipts := testReceipts(pool, definitions, cfg.BaseURL.String(), key)
 	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, cfg.BaseURL.String()),
-		consent.NewDefinitions(pool, testOrganizations{}), orgs, events,
+		definitions, receipts, orgs, events,
 		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), fcfg)
-	srv := newServer(t, Deps{Config: cfg, Pool: pool, Identity: fakeIdentity{}, Flows: m})
+	srv := newServer(t, Deps{Config: cfg, Pool: pool, Identity: fakeIdentity{}, Flows: m, Receipts: receipts})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return &apiEnv{url: hs.URL, pool: pool, flows: m, events: events, proxy: proxy}
@@ -306,4 +309,10 @@ func parallel(n, workers int, fn func(i int)) {
 	}
 	close(next)
 	wg.Wait()
+}
+
+// testReceipts signs receipts with a real identity module's receipt keys.
+func testReceipts(pool *pgxpool.Pool, texts consent.Texts, base string, kek []byte) *consent.ReceiptService {
+	ident := identity.New(pool, identity.Config{Issuer: base, KeyEncryptionKey: kek, HashParams: secrethash.Cheap})
+	return consent.NewReceipts(pool, ident, texts, base)
 }

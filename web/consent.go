@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/views/i18n"
 	"github.com/flowd/flowd/views/pages"
 )
@@ -55,37 +56,124 @@ func (s *Server) handleConsentPage(c echo.Context) error {
 	if err != nil {
 		return s.consentError(c, frame, err)
 	}
-	if req.Closure != consent.Open {
+	if req.Closure != consent.Open && req.Closure != consent.Decided {
 		return s.consentClosed(c, frame, req.Closure)
 	}
 	summary := pages.ConsentRequest{Text: consentTextOf(req.Text, frame), ReferenceName: req.ReferenceName,
 		ReferenceID: req.ReferenceID, MaskedNationalID: req.MaskedNationalID, NationalIDEnd: req.NationalIDEnd}
-	if !req.ExpiresAt.IsZero() {
+	if !req.ExpiresAt.IsZero() && req.Closure == consent.Open {
 		summary.AnswerBy = i18n.FormatDate(frame.Lang, req.ExpiresAt)
 	}
 	self := "/consent/" + c.Param("token")
-	if s.cfg.ConsentAuth == "oidc" {
-		proven, ok := s.consentIdentityOf(c)
-		if !ok {
-			return s.render(c, http.StatusOK, pages.ConsentStartPage(pages.ConsentStart{
-				ConsentFrame: frame, Request: summary, LoginURL: self + "/login", TestEID: s.cfg.TestEID,
-			}))
-		}
-		if err := s.consent.CheckPerson(c.Request().Context(), req, proven.NationalID); err != nil {
-			return s.consentWrongPerson(c, frame)
-		}
-		var weak *consent.AssuranceError
-		if errors.As(s.consent.CheckAssurance(req, proven.ACR), &weak) {
-			return s.consentNeedsStrongerEID(c, frame, weak)
-		}
+	if proven, err := s.consentProven(c, frame, req, summary); !proven {
+		return err
 	}
 	token, _ := c.Get(consentCSRFKey).(string)
+	if req.Closure == consent.Decided {
+		return s.consentAnswered(c, frame, req, summary, token)
+	}
 	page := pages.ConsentDecide{ConsentFrame: frame, Request: summary, DecisionURL: self, CSRFField: csrfField,
 		CSRFToken: token, ReturnHost: hostOf(req.RedirectURL)}
 	if s.cfg.ConsentAuth == "oidc" {
 		page.SwitchPersonURL = self + "/login?again=1"
 	}
 	return s.render(c, http.StatusOK, pages.ConsentDecidePage(page))
+}
+
+// consentProven checks, when proof is on, that the person signed in is the
+// one req is for, at its assurance level; when not, it renders the page that
+// says what to do (sign in, someone else's request, a stronger eID) and
+// returns false with the render's error.
+func (s *Server) consentProven(c echo.Context, frame pages.ConsentFrame, req consent.Request, summary pages.ConsentRequest) (bool, error) {
+	if s.cfg.ConsentAuth != "oidc" {
+		return true, nil
+	}
+	proven, ok := s.consentIdentityOf(c)
+	if !ok {
+		return false, s.render(c, http.StatusOK, pages.ConsentStartPage(pages.ConsentStart{
+			ConsentFrame: frame, Request: summary, LoginURL: "/consent/" + c.Param("token") + "/login", TestEID: s.cfg.TestEID,
+		}))
+	}
+	if err := s.consent.CheckPerson(c.Request().Context(), req, proven.NationalID); err != nil {
+		return false, s.consentWrongPerson(c, frame)
+	}
+	var weak *consent.AssuranceError
+	if errors.As(s.consent.CheckAssurance(req, proven.ACR), &weak) {
+		return false, s.consentNeedsStrongerEID(c, frame, weak)
+	}
+	return true, nil
+}
+
+// consentAnswered is the page of an answered request: the answer, its
+// receipts and, for an acceptance, the form that withdraws it.
+func (s *Server) consentAnswered(c echo.Context, frame pages.ConsentFrame, req consent.Request, summary pages.ConsentRequest, csrfToken string) error {
+	receipts, err := s.consent.Receipts(c.Request().Context(), req)
+	if err != nil {
+		return err
+	}
+	page := pages.ConsentAnswered{ConsentFrame: frame, Request: summary, CSRFField: csrfField, CSRFToken: csrfToken,
+		VerifyURL: "/receipts/verify"}
+	var when string
+	if req.DecidedAt != nil {
+		when = i18n.FormatDate(frame.Lang, *req.DecidedAt)
+	}
+	page.Answer = fmt.Sprintf(frame.T.AnsweredRejected, when)
+	if req.Status == flows.Accepted {
+		page.Answer = fmt.Sprintf(frame.T.AnsweredAccepted, when)
+		page.WithdrawURL = "/consent/" + c.Param("token") + "/withdraw"
+		page.WithdrawFor = req.Text.Recipient
+		if req.ValidUntil != nil {
+			page.ValidUntil = i18n.FormatDate(frame.Lang, *req.ValidUntil)
+		}
+	}
+	for _, r := range receipts {
+		page.Receipts = append(page.Receipts, receiptCard(frame, r.Receipt, r.JWS))
+	}
+	return s.render(c, http.StatusOK, pages.ConsentAnsweredPage(page))
+}
+
+// handleConsentWithdraw handles "POST /consent/:token/withdraw": the person
+// withdraws their acceptance, after the same proof as the decision, and gets
+// the withdrawal's receipt on the page that confirms it.
+func (s *Server) handleConsentWithdraw(c echo.Context) error {
+	frame := s.consentFrame(c)
+	r, err := s.consent.Withdraw(c.Request().Context(), c.Param("token"), s.consentProof(c))
+	if err != nil {
+		return s.consentRefused(c, frame, err)
+	}
+	return s.render(c, http.StatusOK, pages.ConsentWithdrawnPage(pages.ConsentWithdrawn{ConsentFrame: frame,
+		Message:  fmt.Sprintf(frame.T.WithdrawnDone, r.Receipt.OrganizationName),
+		Receipts: []pages.ReceiptCard{receiptCard(frame, r.Receipt, r.JWS)}, VerifyURL: "/receipts/verify"}))
+}
+
+// consentProof is the proof a decision or withdrawal comes with: the
+// identity signed in, or none needed when proof is off.
+func (s *Server) consentProof(c echo.Context) consent.Proof {
+	proof := consent.Proof{Skip: s.cfg.ConsentAuth != "oidc"}
+	if id, ok := s.consentIdentityOf(c); ok && !proof.Skip {
+		proof.NationalID, proof.ACR = id.NationalID, id.ACR
+	}
+	return proof
+}
+
+// consentRefused answers a decision or withdrawal the journey refused.
+func (s *Server) consentRefused(c echo.Context, frame pages.ConsentFrame, err error) error {
+	var (
+		closed *consent.ClosedError
+		weak   *consent.AssuranceError
+	)
+	switch {
+	case errors.Is(err, consent.ErrNotProven):
+		// The sign-in ended (or never happened): back to the page to sign in.
+		return c.Redirect(http.StatusSeeOther, "/consent/"+c.Param("token"))
+	case errors.As(err, &closed):
+		return s.consentClosed(c, frame, closed.Closure)
+	case errors.Is(err, consent.ErrWrongPerson):
+		return s.consentWrongPerson(c, frame)
+	case errors.As(err, &weak):
+		return s.consentNeedsStrongerEID(c, frame, weak)
+	}
+	return s.consentError(c, frame, err)
 }
 
 // handleConsentProve handles "GET /consent/:token/login": off to the eID,
@@ -119,30 +207,26 @@ func (s *Server) handleConsentDecision(c echo.Context) error {
 	default:
 		return echo.NewHTTPError(http.StatusBadRequest, "Choose Accept or Reject.")
 	}
-	proof := consent.Proof{Skip: s.cfg.ConsentAuth != "oidc"}
-	if id, ok := s.consentIdentityOf(c); ok && !proof.Skip {
-		proof.NationalID, proof.ACR = id.NationalID, id.ACR
-	}
-	d, err := s.consent.Decide(c.Request().Context(), c.Param("token"), proof,
+	d, err := s.consent.Decide(c.Request().Context(), c.Param("token"), s.consentProof(c),
 		consent.Answer{Accept: accept, Language: c.FormValue("lang")})
-	var (
-		closed *consent.ClosedError
-		weak   *consent.AssuranceError
-	)
-	switch {
-	case errors.Is(err, consent.ErrNotProven):
-		// The sign-in ended (or never happened): back to the page to sign in.
-		return c.Redirect(http.StatusSeeOther, "/consent/"+c.Param("token"))
-	case errors.As(err, &closed):
-		return s.consentClosed(c, frame, closed.Closure)
-	case errors.Is(err, consent.ErrWrongPerson):
-		return s.consentWrongPerson(c, frame)
-	case errors.As(err, &weak):
-		return s.consentNeedsStrongerEID(c, frame, weak)
-	case err != nil:
-		return s.consentError(c, frame, err)
+	if err != nil {
+		return s.consentRefused(c, frame, err)
 	}
-	return c.Redirect(http.StatusSeeOther, d.RedirectURL)
+	return c.Redirect(http.StatusSeeOther, withReceiptLink(d.RedirectURL, s.cfg.BaseURL.String()+"/consent/"+c.Param("token")))
+}
+
+// withReceiptLink adds receiptUrl to the redirect: the consent link, where
+// the person finds their receipt and can withdraw, for the organization's
+// page to offer.
+func withReceiptLink(redirectURL, consentURL string) string {
+	u, err := url.Parse(redirectURL)
+	if err != nil {
+		return redirectURL
+	}
+	q := u.Query()
+	q.Set("receiptUrl", consentURL)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // consentFrame is what every consent page shares: the language and its
@@ -208,8 +292,10 @@ func consentTextOf(v consent.Version, frame pages.ConsentFrame) pages.ConsentTex
 func (s *Server) consentClosed(c echo.Context, frame pages.ConsentFrame, why consent.Closure) error {
 	msg := frame.T.AlreadyAnswered
 	switch why {
-	case consent.Withdrawn:
+	case consent.Cancelled:
 		msg = frame.T.Cancelled
+	case consent.Withdrawn:
+		msg = frame.T.WithdrawnClosed
 	case consent.Expired:
 		msg = frame.T.Expired
 	}

@@ -81,13 +81,17 @@ func newServer(t testing.TB, d Deps) *Server {
 	if d.Definitions == nil {
 		d.Definitions = definitions
 	}
-	flowsModule := flows.New(d.Pool, sealer, requests, definitions, fakeOrgs{settings: defaultSettings}, hooks, d.Log,
+	receipts := consent.NewReceipts(d.Pool, ident, definitions, base)
+	if d.Receipts == nil {
+		d.Receipts = receipts
+	}
+	flowsModule := flows.New(d.Pool, sealer, requests, definitions, receipts, fakeOrgs{settings: defaultSettings}, hooks, d.Log,
 		prometheus.NewRegistry(), flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: cfg.ConsentTTL})
 	if d.Flows == nil {
 		d.Flows = flowsModule
 	}
 	if d.Consent == nil {
-		d.Consent = consent.NewJourney(d.Pool, requests, flowsModule, definitions, testOrganizations{}, consent.DefaultACRMap, d.Log)
+		d.Consent = consent.NewJourney(d.Pool, requests, flowsModule, definitions, receipts, testOrganizations{}, consent.DefaultACRMap, d.Log)
 	}
 	if d.Login == nil {
 		staff, err := login.NewStaff(d.Pool, testOrganizations{}, login.StaffConfig{PasswordParams: secrethash.Cheap})

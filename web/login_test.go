@@ -106,12 +106,14 @@ func setupLogin(t *testing.T, o loginOptions) loginServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flowsModule := flows.New(pool, sealer, consent.NewRequests(pool, sealer, base), consent.NewDefinitions(pool, testOrganizations{}),
-		fakeOrgs{settings: defaultSettings}, &tableEvents{},
+	definitions := consent.NewDefinitions(pool, testOrganizations{})
+	receipts := consent.NewReceipts(pool, ident, definitions, base)
+	flowsModule := flows.New(pool, sealer, consent.NewRequests(pool, sealer, base), definitions,
+		receipts, fakeOrgs{settings: defaultSettings}, &tableEvents{},
 		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), flows.Config{NationalIDFormat: flows.FormatGeneric})
 	consoleCfg := oidclogin.ConsoleConfig(cfg)
 	consoleCfg.HTTPClient = o.consoleHTTP
-	srv := newServer(t, Deps{Config: cfg, Pool: pool, Identity: ident, Flows: flowsModule, Login: provider,
+	srv := newServer(t, Deps{Config: cfg, Pool: pool, Identity: ident, Flows: flowsModule, Receipts: receipts, Login: provider,
 		ConsoleRP: oidclogin.New(consoleCfg), ConsentRP: oidclogin.New(oidclogin.ConsentConfig(cfg))})
 	hs.Config.Handler = srv
 	hs.Start()

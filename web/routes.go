@@ -47,6 +47,9 @@ func (s *Server) routes() {
 	api.DELETE("/flows/:id", s.handleFlowDelete, s.authenticate, requireScope(identity.ScopeFlowsDelete))
 	api.POST("/flows/:id/cancel", s.handleFlowCancel, s.authenticate, requireScope(identity.ScopeFlowsWrite))
 	api.POST("/flows/:id/withdraw", s.handleFlowWithdraw, s.authenticate, requireScope(identity.ScopeFlowsWrite))
+	api.GET("/flows/:id/attachments", s.handleAttachmentList, s.authenticate, requireScope(identity.ScopeFlowsRead))
+	api.GET("/flows/:id/attachments/:attachmentId", s.handleAttachmentGet, s.authenticate, requireScope(identity.ScopeFlowsRead))
+	api.POST("/receipts/subject", s.handleReceiptSubject, s.authenticate, requireScope(identity.ScopeFlowsRead))
 	api.GET("/tasks", s.handleTaskList, s.authenticate, requireScope(identity.ScopeFlowsRead))
 	api.GET("/flow-definitions", s.handleDefinitionList, s.authenticate, requireScope(identity.ScopeDefinitionsRead))
 	api.POST("/flow-definitions", s.handleDefinitionCreate, s.authenticate, requireScope(identity.ScopeDefinitionsWrite))
@@ -54,6 +57,11 @@ func (s *Server) routes() {
 	api.GET("/flow-definitions/:id/versions/:version", s.handleDefinitionGet, s.authenticate, requireScope(identity.ScopeDefinitionsRead))
 	api.POST("/flow-definitions/:id/versions", s.handleDefinitionPublish, s.authenticate, requireScope(identity.ScopeDefinitionsWrite))
 	api.POST("/flow-definitions/:id/retire", s.handleDefinitionRetire, s.authenticate, requireScope(identity.ScopeDefinitionsWrite))
+
+	// Consent receipts: public; anyone holding a receipt may check it.
+	e.POST("/api/receipts/verify", s.handleReceiptVerify)
+	e.GET("/receipts/verify", s.handleReceiptVerifyPage)
+	e.POST("/receipts/verify", s.handleReceiptVerifyPage)
 
 	// API documentation: public; the document may be read from any origin.
 	docs := s.newAPIDocs()
@@ -66,6 +74,7 @@ func (s *Server) routes() {
 	consentPages.GET("/:token", s.handleConsentPage)
 	consentPages.POST("/:token", s.handleConsentDecision)
 	consentPages.GET("/:token/login", s.handleConsentProve)
+	consentPages.POST("/:token/withdraw", s.handleConsentWithdraw)
 	// Sign-in of the end user (issue 6); consentIdentityOf(c) gives the proven identity.
 	e.GET("/consent/auth/login", s.handleConsentLogin)
 	e.GET("/consent/auth/callback", s.handleConsentCallback)

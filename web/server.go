@@ -39,6 +39,8 @@ type Deps struct {
 	Consent consent.Journey
 	// Definitions are the organizations' consent definitions.
 	Definitions consent.Definitions
+	// Receipts checks consent receipts for anyone who has one.
+	Receipts consent.ReceiptChecker
 
 	// Interactive login: the built-in provider's sign-in side and the
 	// console's and consent pages' relying parties.
@@ -61,6 +63,7 @@ type Server struct {
 
 	consent         consent.Journey
 	definitions     consent.Definitions
+	receipts        consent.ReceiptChecker
 	login           *login.Provider
 	consoleRP       *oidclogin.RelyingParty
 	consentRP       *oidclogin.RelyingParty
@@ -80,7 +83,7 @@ func New(d Deps) (*Server, error) {
 	s := &Server{
 		echo: e, log: d.Log, cfg: d.Config, pool: d.Pool, metrics: newMetrics(d.Registry, d.Pool),
 		identity: d.Identity, flows: d.Flows, webhooks: d.Webhooks,
-		consent: d.Consent, definitions: d.Definitions,
+		consent: d.Consent, definitions: d.Definitions, receipts: d.Receipts,
 		login: d.Login, consoleRP: d.ConsoleRP, consentRP: d.ConsentRP,
 		consoleSessions: oidclogin.ConsoleSessions(d.Config), consentSessions: oidclogin.ConsentSessions(d.Config),
 	}
@@ -99,7 +102,7 @@ func (d Deps) check() error {
 	}{
 		{"Log", d.Log == nil}, {"Config", d.Config == nil}, {"Pool", d.Pool == nil}, {"Registry", d.Registry == nil},
 		{"Identity", d.Identity == nil}, {"Flows", d.Flows == nil}, {"Webhooks", d.Webhooks == nil},
-		{"Consent", d.Consent == nil}, {"Definitions", d.Definitions == nil}, {"Login", d.Login == nil}, {"ConsoleRP", d.ConsoleRP == nil},
+		{"Consent", d.Consent == nil}, {"Definitions", d.Definitions == nil}, {"Receipts", d.Receipts == nil}, {"Login", d.Login == nil}, {"ConsoleRP", d.ConsoleRP == nil},
 		{"ConsentRP", d.ConsentRP == nil},
 	} {
 		if dep.missing {

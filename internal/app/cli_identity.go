@@ -23,13 +23,14 @@ import (
 // identityConfig is the identity module's share of flowd's settings.
 func identityConfig(cfg *config.Config, log *slog.Logger) identity.Config {
 	return identity.Config{
-		Issuer:            cfg.BaseURL.String(),
-		Audience:          cfg.Audience,
-		KeyEncryptionKey:  cfg.KeyEncryptionKey,
-		ExternalIssuer:    cfg.OIDCIssuer,
-		ExternalAudiences: cfg.OIDCAudience,
-		OrgClaim:          cfg.OrgClaim,
-		Log:               log,
+		Issuer:              cfg.BaseURL.String(),
+		Audience:            cfg.Audience,
+		KeyEncryptionKey:    cfg.KeyEncryptionKey,
+		ReceiptKeyRetention: cfg.ReceiptKeyRetention,
+		ExternalIssuer:      cfg.OIDCIssuer,
+		ExternalAudiences:   cfg.OIDCAudience,
+		OrgClaim:            cfg.OrgClaim,
+		Log:                 log,
 	}
 }
 
@@ -386,17 +387,25 @@ func runKeys(ctx context.Context, args []string, getenv func(string) string, std
 	type key struct {
 		KeyID     string `json:"keyId"`
 		Algorithm string `json:"algorithm"`
+		Use       string `json:"use"` // "tokens" or "receipts"
 	}
 	out := make([]key, len(made))
 	for i, k := range made {
-		out[i] = key{KeyID: k.ID, Algorithm: k.Algorithm}
+		out[i] = key{KeyID: k.ID, Algorithm: k.Algorithm, Use: "tokens"}
+		if k.Receipts {
+			out[i].Use = "receipts"
+		}
 		if !*asJSON {
-			fmt.Fprintf(stdout, "New signing key %s (%s) signs from now on.\n", k.ID, k.Algorithm)
+			what := "tokens"
+			if k.Receipts {
+				what = "consent receipts"
+			}
+			fmt.Fprintf(stdout, "New signing key %s (%s) signs %s from now on.\n", k.ID, k.Algorithm, what)
 		}
 	}
 	if *asJSON {
 		return printJSON(stdout, map[string]any{"keys": out})
 	}
-	fmt.Fprintln(stdout, "The previous keys stay in the JWKS until their tokens expire.")
+	fmt.Fprintln(stdout, "The previous keys stay in the JWKS until their tokens expire; receipt keys for FLOWD_RECEIPT_KEY_RETENTION.")
 	return nil
 }

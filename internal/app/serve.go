@@ -111,15 +111,16 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// Flow events go out through the webhooks module, whose workers report
 	// their delivery tasks back to flows.
 	definitions := consent.NewDefinitions(pool, orgs)
-	flowsModule := flows.New(pool, sealer, consentRequests, definitions, orgs, hooks, log, registry, flows.Config{
+	receipts := consent.NewReceipts(pool, ident, definitions, cfg.BaseURL.String())
+	flowsModule := flows.New(pool, sealer, consentRequests, definitions, receipts, orgs, hooks, log, registry, flows.Config{
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
 		ReadRoundTrips: cfg.DBReadRoundTrips,
 	})
 
 	srv, err := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Identity: ident, Webhooks: hooks,
-		Flows: flowsModule, Definitions: definitions,
-		Consent: consent.NewJourney(pool, consentRequests, flowsModule, definitions, orgs, cfg.ConsentACRMap, log),
+		Flows: flowsModule, Definitions: definitions, Receipts: receipts,
+		Consent: consent.NewJourney(pool, consentRequests, flowsModule, definitions, receipts, orgs, cfg.ConsentACRMap, log),
 		Login:   provider, ConsoleRP: consoleRP, ConsentRP: consentRP,
 	})
 	if err != nil {

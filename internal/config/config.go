@@ -63,6 +63,9 @@ type Config struct {
 	ConsentOIDCScopes       []string
 	ConsentNationalIDClaim  string
 	ConsentACRMap           consent.ACRMap
+	// ReceiptKeyRetention is how long a retired receipt signing key stays
+	// in the JWKS, so that the receipts it signed can still be checked.
+	ReceiptKeyRetention time.Duration
 
 	// Console relying party; empty issuer means the built-in provider.
 	ConsoleOIDCIssuer       string
@@ -121,6 +124,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		ConsentOIDCScopes:       r.listOr("FLOWD_CONSENT_OIDC_SCOPES", []string{"openid"}),
 		ConsentNationalIDClaim:  r.str("FLOWD_CONSENT_NATIONAL_ID_CLAIM", "pid"),
 		ConsentACRMap:           r.acrMap("FLOWD_CONSENT_ACR_MAP"),
+		ReceiptKeyRetention:     r.duration("FLOWD_RECEIPT_KEY_RETENTION", 10*365*24*time.Hour),
 
 		ConsoleOIDCIssuer:       r.str("FLOWD_CONSOLE_OIDC_ISSUER", ""),
 		ConsoleOIDCClientID:     r.str("FLOWD_CONSOLE_OIDC_CLIENT_ID", ""),

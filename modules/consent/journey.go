@@ -52,10 +52,13 @@ func (e *ClosedError) Is(target error) bool { return target == ErrClosed }
 type Closure string
 
 const (
-	Open      Closure = ""
+	Open Closure = ""
+	// Decided: accepted or rejected. The link then shows the answer and its
+	// receipts, and offers an acceptance's withdrawal.
 	Decided   Closure = "decided"
-	Withdrawn Closure = "cancelled"
+	Cancelled Closure = "cancelled"
 	Expired   Closure = "expired"
+	Withdrawn Closure = "withdrawn"
 )
 
 // Request is a consent request as its individual sees it.
@@ -72,6 +75,9 @@ type Request struct {
 	RedirectURL      string
 	// Text is the pinned definition version: what the person consents to.
 	Text Version
+	// DecidedAt and ValidUntil are the decision's, once decided.
+	DecidedAt  *time.Time
+	ValidUntil *time.Time
 
 	nationalID string
 }
@@ -106,6 +112,13 @@ type Decision struct {
 	RedirectURL string // the organization's redirectUrl with flowId, referenceId and status added
 }
 
+// IssuedReceipt is a receipt as the person gets it: the JWS to keep and
+// what it says.
+type IssuedReceipt struct {
+	JWS string
+	VerifiedReceipt
+}
+
 // Journey is the individual's side of a flow, reached by its link token.
 type Journey interface {
 	// Visit returns the request behind token; the first visit of an open
@@ -128,6 +141,14 @@ type Journey interface {
 	// IdentityProvenAt returns when a flow's person first proved who they
 	// are, or nil, for the console's timeline. ErrUnknownLink.
 	IdentityProvenAt(ctx context.Context, flowID string) (*time.Time, error)
+	// Receipts returns the receipts of req's decision and withdrawal,
+	// oldest first, for the person to keep.
+	Receipts(ctx context.Context, req Request) ([]IssuedReceipt, error)
+	// Withdraw withdraws the acceptance behind token for the person p proves
+	// (flow.withdrawn) and returns the withdrawal's receipt. The proof is
+	// checked as for Decide; a request that is not an acceptance is a
+	// *ClosedError. ErrUnknownLink, ErrNotProven, ErrWrongPerson, *AssuranceError.
+	Withdraw(ctx context.Context, token string, p Proof) (IssuedReceipt, error)
 }
 
 // LinkStore finds the flow behind a consent link token and keeps when the
@@ -156,6 +177,17 @@ type Flows interface {
 	// check also returns the evidence DecideTx records.
 	DecideTx(ctx context.Context, tx database.Tx, flowID string, accepted bool,
 		check func(f flows.Flow, at time.Time) (flows.Evidence, error)) (flows.Flow, error)
+	// WithdrawTx locks the flow in tx, hands it to check and, when check
+	// returns nil, withdraws its acceptance for the person and issues the
+	// receipt. flows.ErrNotFound, flows.ErrNotAccepted.
+	WithdrawTx(ctx context.Context, tx database.Tx, flowID string, check func(f flows.Flow) error) (flows.Flow, flows.SignedReceipt, error)
+	// AttachmentsTx lists the flow's attachments with their bodies.
+	AttachmentsTx(ctx context.Context, tx database.Tx, f flows.Flow) ([]flows.Attachment, error)
+}
+
+// ReceiptVerifier checks the receipts the journey shows.
+type ReceiptVerifier interface {
+	Verify(ctx context.Context, jws string) (VerifiedReceipt, error)
 }
 
 // Texts gives the journey the definition version a flow pinned, read in
@@ -181,20 +213,22 @@ type MismatchRecorder interface {
 
 // JourneyService implements Journey on the flows module.
 type JourneyService struct {
-	db    database.Beginner
-	links LinkStore
-	flows Flows
-	texts Texts
-	audit MismatchRecorder
-	acr   ACRMap
-	log   *slog.Logger
+	db       database.Beginner
+	links    LinkStore
+	flows    Flows
+	texts    Texts
+	receipts ReceiptVerifier
+	audit    MismatchRecorder
+	acr      ACRMap
+	log      *slog.Logger
 }
 
 // NewJourney returns the consent journey; acr reads the eID's acr claims
 // as assurance levels.
-func NewJourney(db database.Beginner, links LinkStore, flowsModule Flows, texts Texts,
+func NewJourney(db database.Beginner, links LinkStore, flowsModule Flows, texts Texts, receipts ReceiptVerifier,
 	audit MismatchRecorder, acr ACRMap, log *slog.Logger) *JourneyService {
-	return &JourneyService{db: db, links: links, flows: flowsModule, texts: texts, audit: audit, acr: acr, log: log}
+	return &JourneyService{db: db, links: links, flows: flowsModule, texts: texts, receipts: receipts,
+		audit: audit, acr: acr, log: log}
 }
 
 // Visit implements Journey.
@@ -253,23 +287,9 @@ func (s *JourneyService) Decide(ctx context.Context, token string, p Proof, a An
 			if a.Accept {
 				evidence.ValidUntil = text.ValidUntil(at)
 			}
-			if p.Skip {
-				return evidence, nil
-			}
-			if p.NationalID == "" {
-				return flows.Evidence{}, ErrNotProven
-			}
-			req := Request{FlowID: f.ID, OrganizationID: f.OrganizationID, ReferenceID: f.ReferenceID, nationalID: f.NationalID}
-			matched, err := s.checkPersonTx(ctx, tx, req, p.NationalID)
-			if err == nil && !matched {
-				err = ErrWrongPerson
-			}
-			if err != nil {
-				return flows.Evidence{}, err
-			}
-			level, err := s.assurance(text.AssuranceLevel, p.ACR)
-			if err != nil {
-				return flows.Evidence{}, err
+			level, err := s.proveTx(ctx, tx, f, text, p)
+			if err != nil || p.Skip {
+				return evidence, err
 			}
 			evidence.AssuranceLevel, evidence.ACR = string(level), p.ACR
 			return evidence, nil
@@ -293,6 +313,96 @@ func (s *JourneyService) Decide(ctx context.Context, token string, p Proof, a An
 		return Decision{}, ErrWrongPerson
 	}
 	return Decision{Accepted: a.Accept, RedirectURL: redirectWithOutcome(decided, a.Accept)}, nil
+}
+
+// proveTx checks that p proves the person f is for, at text's assurance
+// level, recording the proof or the mismatch in tx, and returns the level
+// reached. With proof turned off, anyone passes.
+func (s *JourneyService) proveTx(ctx context.Context, tx database.Tx, f flows.Flow, text Version, p Proof) (AssuranceLevel, error) {
+	if p.Skip {
+		return "", nil
+	}
+	if p.NationalID == "" {
+		return "", ErrNotProven
+	}
+	req := Request{FlowID: f.ID, OrganizationID: f.OrganizationID, ReferenceID: f.ReferenceID, nationalID: f.NationalID}
+	matched, err := s.checkPersonTx(ctx, tx, req, p.NationalID)
+	if err == nil && !matched {
+		err = ErrWrongPerson
+	}
+	if err != nil {
+		return "", err
+	}
+	return s.assurance(text.AssuranceLevel, p.ACR)
+}
+
+// Withdraw implements Journey. Like a decision, a mismatch's record commits
+// although nothing is withdrawn.
+func (s *JourneyService) Withdraw(ctx context.Context, token string, p Proof) (IssuedReceipt, error) {
+	flowID, err := s.links.FlowIDForToken(ctx, token)
+	if err != nil {
+		return IssuedReceipt{}, err
+	}
+	var (
+		receipt     flows.SignedReceipt
+		wrongPerson bool
+	)
+	err = database.WithTx(ctx, s.db, func(tx database.Tx) error {
+		var err error
+		_, receipt, err = s.flows.WithdrawTx(ctx, tx, flowID, func(f flows.Flow) error {
+			if f.ConsentStatus != flows.Accepted {
+				return &ClosedError{Closure: closure(f, time.Now())}
+			}
+			text, err := s.texts.VersionTx(ctx, tx, f.OrganizationID, f.FlowDefinitionID, f.FlowDefinitionVersion)
+			if err != nil {
+				return fmt.Errorf("consent: definition of flow %s: %w", f.ID, err)
+			}
+			_, err = s.proveTx(ctx, tx, f, text, p)
+			return err
+		})
+		if errors.Is(err, ErrWrongPerson) {
+			wrongPerson = true
+			return nil // the mismatch's record commits
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, flows.ErrNotFound):
+		return IssuedReceipt{}, ErrUnknownLink
+	case err != nil:
+		return IssuedReceipt{}, err
+	case wrongPerson:
+		return IssuedReceipt{}, ErrWrongPerson
+	}
+	v, err := s.receipts.Verify(ctx, receipt.JWS)
+	if err != nil {
+		return IssuedReceipt{}, fmt.Errorf("consent: the withdrawal's receipt: %w", err)
+	}
+	return IssuedReceipt{JWS: receipt.JWS, VerifiedReceipt: v}, nil
+}
+
+// Receipts implements Journey.
+func (s *JourneyService) Receipts(ctx context.Context, req Request) ([]IssuedReceipt, error) {
+	var attachments []flows.Attachment
+	err := database.WithTx(ctx, s.db, func(tx database.Tx) (err error) {
+		attachments, err = s.flows.AttachmentsTx(ctx, tx, flows.Flow{ID: req.FlowID, OrganizationID: req.OrganizationID})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []IssuedReceipt
+	for _, a := range attachments {
+		if a.Kind != flows.KindConsentReceipt {
+			continue
+		}
+		v, err := s.receipts.Verify(ctx, a.Body)
+		if err != nil {
+			return nil, fmt.Errorf("consent: receipt %s of flow %s: %w", a.ID, req.FlowID, err)
+		}
+		out = append(out, IssuedReceipt{JWS: a.Body, VerifiedReceipt: v})
+	}
+	return out, nil
 }
 
 // shownIn is the language a decision records: the page's, which is English
@@ -361,7 +471,7 @@ func (s *JourneyService) request(f flows.Flow, text Version) Request {
 	return Request{Text: text,
 		FlowID: f.ID, OrganizationID: f.OrganizationID, ReferenceID: f.ReferenceID,
 		ReferenceName: f.ReferenceName, MaskedNationalID: MaskNationalID(f.NationalID), NationalIDEnd: idEnd(f.NationalID),
-		ExpiresAt: f.ExpiresAt, Status: f.ConsentStatus,
+		ExpiresAt: f.ExpiresAt, Status: f.ConsentStatus, DecidedAt: f.DecidedAt, ValidUntil: f.Evidence.ValidUntil,
 		Closure: closure(f, time.Now()), RedirectURL: f.RedirectURL, nationalID: f.NationalID,
 	}
 }
@@ -369,13 +479,15 @@ func (s *JourneyService) request(f flows.Flow, text Version) Request {
 // closure says whether f can still be answered at now.
 func closure(f flows.Flow, now time.Time) Closure {
 	switch {
+	case f.ConsentStatus == flows.Withdrawn:
+		return Withdrawn
 	case f.ProcessStatus == flows.Completed || f.ConsentStatus == flows.Accepted || f.ConsentStatus == flows.Rejected:
 		return Decided
 	case f.ProcessStatus == flows.Cancelled:
 		if !f.ExpiresAt.IsZero() && !now.Before(f.ExpiresAt) {
 			return Expired
 		}
-		return Withdrawn
+		return Cancelled
 	case !f.ExpiresAt.IsZero() && !now.Before(f.ExpiresAt):
 		return Expired
 	}

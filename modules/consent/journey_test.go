@@ -21,6 +21,7 @@ import (
 	"github.com/flowd/flowd/internal/syncbuf"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -96,9 +97,16 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, ttl time.Duration) *journeyEnv {
 	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	defs := consent.NewDefinitions(pool, orgs{})
-	m := flows.New(pool, sealer, requests, defs, orgs{}, tableEvents{}, log, prometheus.NewRegistry(),
+	// Receipts are signed with the identity module's receipt key, made
+	// before the first decision as flowd serve makes it at start.
+	ident := identity.New(pool, identity.Config{Issuer: "https://flowd.example", KeyEncryptionKey: key})
+	if err := ident.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	receipts := consent.NewReceipts(pool, ident, defs, "https://flowd.example")
+	m := flows.New(pool, sealer, requests, defs, receipts, orgs{}, tableEvents{}, log, prometheus.NewRegistry(),
 		flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: ttl})
-	j := consent.NewJourney(pool, requests, m, defs, tableAudit{}, consent.DefaultACRMap, log)
+	j := consent.NewJourney(pool, requests, m, defs, receipts, tableAudit{}, consent.DefaultACRMap, log)
 	return &journeyEnv{pool: pool, flows: m, journey: j, defs: defs, logs: logs, caller: flows.Caller{OrganizationID: "org-1", ClientID: "client-1"}}
 }
 

@@ -3,6 +3,7 @@ package flows_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/flowd/flowd/internal/database"
@@ -96,7 +97,7 @@ func TestFlowWritesRunTheirBeforeCommitWork(t *testing.T) {
 			seen = d
 			return probe(ctx, tx, d.FlowID)
 		})
-		if err != nil || seen != d || d.ReferenceID != c.ReferenceID || d.DeletedBy != "staff:ada" {
+		if err != nil || !reflect.DeepEqual(seen, d) || d.ReferenceID != c.ReferenceID || d.DeletedBy != "staff:ada" {
 			t.Fatalf("Delete = %+v %v; the work saw %+v", d, err, seen)
 		}
 		if _, err := e.flows.Get(ctx, caller, c.FlowID); !errors.Is(err, flows.ErrNotFound) {

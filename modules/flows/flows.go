@@ -22,8 +22,15 @@ const (
 	Opened   ConsentStatus = "Opened"
 	Rejected ConsentStatus = "Rejected"
 	Accepted ConsentStatus = "Accepted"
-	// Withdrawn is an acceptance the organization withdrew on the person's behalf.
+	// Withdrawn is an acceptance the person withdrew, or the organization on
+	// their behalf.
 	Withdrawn ConsentStatus = "Withdrawn"
+)
+
+// Who withdrew an acceptance.
+const (
+	ByIndividual   = "individual"   // the person, on the consent link
+	ByOrganization = "organization" // the organization, through the API or console
 )
 
 // ProcessStatus is where the flow's process stands. A flow is archived once
@@ -80,8 +87,10 @@ type Flow struct {
 	OpenedAt              *time.Time
 	DecidedAt             *time.Time
 	WithdrawnAt           *time.Time
+	WithdrawnBy           string // ByIndividual or ByOrganization; empty unless withdrawn
 	ExpiresAt             time.Time
 	HasErrors             bool
+	NumAttachments        int // its consent receipts
 	Incidents             []Incident // open incidents only
 	ConsentURL            string     // the end user's link, from the consent module
 }
@@ -203,7 +212,56 @@ type Deletion struct {
 	FlowID      string
 	ReferenceID string
 	DeletedBy   string
-	DeletedAt   time.Time
+	// ReceiptIDs are the ids of the consent receipts deleted with the flow,
+	// so that a receipt presented later can be told apart from a forgery.
+	ReceiptIDs []string
+	DeletedAt  time.Time
+}
+
+// Attachment is a document of a flow: a consent receipt.
+type Attachment struct {
+	ID          string
+	FlowID      string
+	Kind        string // KindConsentReceipt
+	ContentType string
+	Body        string // empty in lists
+	CreatedAt   time.Time
+}
+
+// KindConsentReceipt is the kind of a consent receipt: a compact JWS that
+// flowd signed, of content type application/jwt.
+const KindConsentReceipt = "consent-receipt"
+
+// Decisions a receipt records.
+const (
+	DecisionAccepted  = "accepted"
+	DecisionRejected  = "rejected"
+	DecisionWithdrawn = "withdrawn"
+)
+
+// ReceiptRequest is what a receipt records: the flow as the decision or
+// withdrawal left it.
+type ReceiptRequest struct {
+	Flow     Flow
+	Decision string    // DecisionAccepted, DecisionRejected or DecisionWithdrawn
+	At       time.Time // when it was decided or withdrawn
+	// Previous is the id of the receipt a withdrawal supersedes; empty when
+	// the acceptance has none (it came before receipts existed).
+	Previous string
+}
+
+// SignedReceipt is a receipt as issued: its id (the JWS's jti) and the JWS.
+type SignedReceipt struct {
+	ID  string
+	JWS string
+}
+
+// Receipts is what flows needs of the consent module: a signed receipt of
+// every decision and withdrawal, made in the change's own transaction.
+type Receipts interface {
+	// IssueTx signs the receipt of r; tx may be used to read or write the
+	// consent module's own tables.
+	IssueTx(ctx context.Context, tx database.Tx, r ReceiptRequest) (SignedReceipt, error)
 }
 
 // Errors the service returns besides *apperr.Error values of code Invalid.
@@ -250,6 +308,11 @@ type Service interface {
 	Withdraw(ctx context.Context, c Caller, flowID string, before ...database.BeforeCommit[Flow]) (Flow, error)
 	// Deletions lists the organization's deletion log, newest first.
 	Deletions(ctx context.Context, organizationID string, limit int, before string) ([]Deletion, bool, error)
+	// Attachments lists a flow's attachments, oldest first, without their
+	// bodies. ErrNotFound.
+	Attachments(ctx context.Context, c Caller, flowID string) ([]Attachment, error)
+	// Attachment returns one of a flow's attachments with its body. ErrNotFound.
+	Attachment(ctx context.Context, c Caller, flowID, attachmentID string) (Attachment, error)
 }
 
 // ConsentRequests is what flows needs of the consent module: a link for each

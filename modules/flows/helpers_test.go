@@ -17,6 +17,7 @@ import (
 	"github.com/flowd/flowd/internal/syncbuf"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -53,8 +54,9 @@ func setup(t *testing.T, mutate ...func(*flows.Config)) *bundle {
 		m(&cfg)
 	}
 	logs := &syncbuf.Buffer{}
+	definitions := consent.NewDefinitions(pool, orgs{})
 	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, "https://flowd.example"),
-		consent.NewDefinitions(pool, orgs{}), orgs{}, tableEvents{},
+		definitions, testReceipts(pool, definitions, key), orgs{}, tableEvents{},
 		slog.New(slog.NewJSONHandler(logs, nil)), prometheus.NewRegistry(), cfg)
 	return &bundle{pool: pool, flows: m, reports: flows.NewTaskReports(pool), logs: logs,
 		caller: flows.Caller{OrganizationID: "org-a", ClientID: "client-a"}}
@@ -136,4 +138,11 @@ func (orgs) OrganizationName(_ context.Context, id string) (string, error) { ret
 
 func (orgs) FlowSettings(_ context.Context, organizationID string) (flows.OrganizationSettings, error) {
 	return flows.OrganizationSettings{ReferencePrefix: strings.ToUpper(organizationID[len(organizationID)-1:])}, nil
+}
+
+// testReceipts signs receipts with the identity module's receipt keys,
+// sealed under kek, as flowd serve does.
+func testReceipts(pool *pgxpool.Pool, texts consent.Texts, kek []byte) *consent.ReceiptService {
+	ident := identity.New(pool, identity.Config{Issuer: "https://flowd.example", KeyEncryptionKey: kek})
+	return consent.NewReceipts(pool, ident, texts, "https://flowd.example")
 }

@@ -39,7 +39,8 @@ func (m *Manager) MarkOpenedTx(ctx context.Context, tx database.Tx, flowID strin
 // DecideTx locks the flow in tx and hands it to check with the decision's
 // time; check may look at the person the flow is for, write in tx, and
 // returns the evidence to record. When check returns nil, DecideTx records
-// the final answer (flow.accepted or flow.rejected) with the evidence.
+// the final answer (flow.accepted or flow.rejected) with the evidence and
+// its signed receipt.
 // check's error is returned with nothing recorded. ErrNotFound, and
 // ErrNotActive when the flow was already decided, cancelled or expired.
 func (m *Manager) DecideTx(ctx context.Context, tx database.Tx, flowID string, accepted bool,
@@ -78,7 +79,34 @@ func (m *Manager) DecideTx(ctx context.Context, tx database.Tx, flowID string, a
 	if err := store.SetTasksStatus(ctx, tx, flowID, TaskConsent, TaskPending, TaskCompleted); err != nil {
 		return Flow{}, err
 	}
+	decision := DecisionRejected
+	if accepted {
+		decision = DecisionAccepted
+	}
+	if _, err := m.issueReceiptTx(ctx, tx, &f, decision, now); err != nil {
+		return Flow{}, err
+	}
 	return f, m.publishTx(ctx, tx, f, event)
+}
+
+// WithdrawTx locks any organization's flow in tx and hands it to check,
+// which may look at the person it is for; when check returns nil, it
+// withdraws the person's acceptance (flow.withdrawn) and returns the flow
+// and the withdrawal's receipt. check's error is returned with nothing
+// withdrawn. ErrNotFound, ErrNotAccepted.
+func (m *Manager) WithdrawTx(ctx context.Context, tx database.Tx, flowID string, check func(Flow) error) (Flow, SignedReceipt, error) {
+	row, err := lockedFlow(ctx, tx, flowID)
+	if err != nil {
+		return Flow{}, SignedReceipt{}, err
+	}
+	f, err := m.toFlow(row)
+	if err != nil {
+		return Flow{}, SignedReceipt{}, err
+	}
+	if err := check(f); err != nil {
+		return Flow{}, SignedReceipt{}, err
+	}
+	return m.withdrawTx(ctx, tx, row, ByIndividual)
 }
 
 func orNil(s string) *string {

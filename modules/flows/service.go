@@ -57,9 +57,10 @@ type Manager struct {
 	pool    *pgxpool.Pool
 	reads   *store.SharedReads
 	sealer  *pii.Sealer
-	consent ConsentRequests
-	defs    Definitions
-	orgs    Organizations
+	consent  ConsentRequests
+	defs     Definitions
+	receipts Receipts
+	orgs     Organizations
 	events  Events
 	log     *slog.Logger
 	cfg     Config
@@ -70,8 +71,8 @@ var _ Service = (*Manager)(nil)
 // New returns the flows module. Every collaborator is required: reg
 // receives how many reads each shared round trip carried
 // (flowd_db_reads_per_round_trip), log what Run could not do.
-func New(pool *pgxpool.Pool, sealer *pii.Sealer, consent ConsentRequests, defs Definitions, orgs Organizations,
-	events Events, log *slog.Logger, reg prometheus.Registerer, cfg Config) *Manager {
+func New(pool *pgxpool.Pool, sealer *pii.Sealer, consent ConsentRequests, defs Definitions, receipts Receipts,
+	orgs Organizations, events Events, log *slog.Logger, reg prometheus.Registerer, cfg Config) *Manager {
 	if cfg.ConsentTTL <= 0 {
 		cfg.ConsentTTL = 30 * 24 * time.Hour
 	}
@@ -80,7 +81,7 @@ func New(pool *pgxpool.Pool, sealer *pii.Sealer, consent ConsentRequests, defs D
 	}
 	slots := readRoundTrips(cfg.ReadRoundTrips, runtime.GOMAXPROCS(0), int(pool.Config().MaxConns))
 	return &Manager{pool: pool, reads: store.NewSharedReads(pool, slots, readsPerRoundTrip(reg)),
-		sealer: sealer, consent: consent, defs: defs, orgs: orgs, events: events, log: log, cfg: cfg}
+		sealer: sealer, consent: consent, defs: defs, receipts: receipts, orgs: orgs, events: events, log: log, cfg: cfg}
 }
 
 // readRoundTrips is how many shared read round trips may be in flight:
@@ -317,7 +318,8 @@ func (m *Manager) toFlow(r store.Flow) (Flow, error) {
 		WebhookURL: r.WebhookURL, OrganizationNumber: r.OrganizationNumber, ProcessInstanceID: r.ProcessInstanceID,
 		FlowDefinitionID: r.FlowDefinitionID, FlowDefinitionVersion: r.FlowDefinitionVersion,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		OpenedAt: r.OpenedAt, DecidedAt: r.DecidedAt, WithdrawnAt: r.WithdrawnAt, ExpiresAt: r.ExpiresAt, HasErrors: r.HasErrors,
+		OpenedAt: r.OpenedAt, DecidedAt: r.DecidedAt, WithdrawnAt: r.WithdrawnAt, WithdrawnBy: deref(r.WithdrawnBy),
+		ExpiresAt: r.ExpiresAt, HasErrors: r.HasErrors, NumAttachments: r.NumAttachments,
 		Evidence: Evidence{TextSHA256: r.ConsentTextSHA256, ACR: deref(r.ACR), Language: deref(r.ConsentLanguage),
 			AssuranceLevel: deref(r.AssuranceLevel), ValidUntil: r.ValidUntil},
 		VersionTag: deref(r.VersionTag),
@@ -548,19 +550,8 @@ func (m *Manager) Withdraw(ctx context.Context, c Caller, flowID string, before 
 		if err != nil {
 			return notFound(err)
 		}
-		if row.ConsentStatus != string(Accepted) {
-			return ErrNotAccepted
-		}
-		now := time.Now()
-		row.ConsentStatus, row.WithdrawnAt = string(Withdrawn), &now
-		if err := store.SaveState(ctx, tx, &row); err != nil {
-			return err
-		}
-		f, err := m.toFlow(row)
+		f, _, err := m.withdrawTx(ctx, tx, row, ByOrganization)
 		if err != nil {
-			return err
-		}
-		if err := m.publishTx(ctx, tx, f, webhooks.FlowWithdrawn); err != nil {
 			return err
 		}
 		return database.RunBeforeCommit(ctx, tx, f, before)
@@ -569,6 +560,104 @@ func (m *Manager) Withdraw(ctx context.Context, c Caller, flowID string, before 
 		return Flow{}, err
 	}
 	return m.Get(ctx, c, flowID)
+}
+
+// withdrawTx withdraws row's acceptance, locked in tx, for by
+// (flow.withdrawn) and issues the withdrawal's receipt, which points at the
+// acceptance's. ErrNotAccepted.
+func (m *Manager) withdrawTx(ctx context.Context, tx database.Tx, row store.Flow, by string) (Flow, SignedReceipt, error) {
+	if row.ConsentStatus != string(Accepted) {
+		return Flow{}, SignedReceipt{}, ErrNotAccepted
+	}
+	now := time.Now()
+	row.ConsentStatus, row.WithdrawnAt, row.WithdrawnBy = string(Withdrawn), &now, &by
+	if err := store.SaveState(ctx, tx, &row); err != nil {
+		return Flow{}, SignedReceipt{}, err
+	}
+	f, err := m.toFlow(row)
+	if err != nil {
+		return Flow{}, SignedReceipt{}, err
+	}
+	receipt, err := m.issueReceiptTx(ctx, tx, &f, DecisionWithdrawn, now)
+	if err != nil {
+		return Flow{}, SignedReceipt{}, err
+	}
+	return f, receipt, m.publishTx(ctx, tx, f, webhooks.FlowWithdrawn)
+}
+
+// issueReceiptTx signs the receipt of f's decision or withdrawal and keeps
+// it as f's attachment; a withdrawal's receipt names the receipt before it.
+func (m *Manager) issueReceiptTx(ctx context.Context, tx database.Tx, f *Flow, decision string, at time.Time) (SignedReceipt, error) {
+	req := ReceiptRequest{Flow: *f, Decision: decision, At: at}
+	if decision == DecisionWithdrawn {
+		earlier, err := store.Attachments(ctx, tx, f.OrganizationID, f.ID, false)
+		if err != nil {
+			return SignedReceipt{}, err
+		}
+		for _, a := range earlier {
+			if a.Kind == KindConsentReceipt {
+				req.Previous = a.ID
+			}
+		}
+	}
+	receipt, err := m.receipts.IssueTx(ctx, tx, req)
+	if err != nil {
+		return SignedReceipt{}, fmt.Errorf("flows: receipt of %s: %w", f.ID, err)
+	}
+	a := store.Attachment{OrganizationID: f.OrganizationID, ID: receipt.ID, FlowID: f.ID,
+		Kind: KindConsentReceipt, ContentType: "application/jwt", Body: receipt.JWS}
+	if err := store.InsertAttachment(ctx, tx, &a); err != nil {
+		return SignedReceipt{}, err
+	}
+	f.NumAttachments++
+	return receipt, nil
+}
+
+// Attachments implements Service.
+func (m *Manager) Attachments(ctx context.Context, c Caller, flowID string) ([]Attachment, error) {
+	if !validID(flowID) || c.OrganizationID == "" {
+		return nil, ErrNotFound
+	}
+	var out []Attachment
+	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		if _, err := store.GetFlow(ctx, tx, c.OrganizationID, flowID, false); err != nil {
+			return notFound(err)
+		}
+		rows, err := store.Attachments(ctx, tx, c.OrganizationID, flowID, false)
+		out = make([]Attachment, len(rows))
+		for i, r := range rows {
+			out[i] = toAttachment(r)
+		}
+		return err
+	})
+	return out, err
+}
+
+// Attachment implements Service.
+func (m *Manager) Attachment(ctx context.Context, c Caller, flowID, attachmentID string) (Attachment, error) {
+	if !validID(flowID) || !validID(attachmentID) || c.OrganizationID == "" {
+		return Attachment{}, ErrNotFound
+	}
+	a, err := store.GetAttachment(ctx, m.pool, c.OrganizationID, flowID, attachmentID)
+	if err != nil {
+		return Attachment{}, notFound(err)
+	}
+	return toAttachment(a), nil
+}
+
+// AttachmentsTx lists any organization's flow's attachments with their
+// bodies, in tx: the consent module shows the person their receipts.
+func (m *Manager) AttachmentsTx(ctx context.Context, tx database.Tx, f Flow) ([]Attachment, error) {
+	rows, err := store.Attachments(ctx, tx, f.OrganizationID, f.ID, true)
+	out := make([]Attachment, len(rows))
+	for i, r := range rows {
+		out[i] = toAttachment(r)
+	}
+	return out, err
+}
+
+func toAttachment(a store.Attachment) Attachment {
+	return Attachment{ID: a.ID, FlowID: a.FlowID, Kind: a.Kind, ContentType: a.ContentType, Body: a.Body, CreatedAt: a.CreatedAt}
 }
 
 // Delete implements Service.
@@ -588,10 +677,15 @@ func (m *Manager) Delete(ctx context.Context, c Caller, flowID string, before ..
 		if err := m.events.CancelPendingTx(ctx, tx, flowID); err != nil {
 			return err
 		}
+		receiptIDs, err := store.DeleteAttachments(ctx, tx, c.OrganizationID, flowID)
+		if err != nil {
+			return err
+		}
 		if err := store.DeleteFlow(ctx, tx, flowID); err != nil {
 			return err
 		}
-		d = store.Deletion{OrganizationID: c.OrganizationID, FlowID: flowID, ReferenceID: row.ReferenceID, DeletedBy: c.ClientID}
+		d = store.Deletion{OrganizationID: c.OrganizationID, FlowID: flowID, ReferenceID: row.ReferenceID,
+			DeletedBy: c.ClientID, ReceiptIDs: receiptIDs}
 		if err := store.InsertDeletion(ctx, tx, &d); err != nil {
 			return err
 		}
@@ -614,7 +708,7 @@ func (m *Manager) Delete(ctx context.Context, c Caller, flowID string, before ..
 }
 
 func toDeletion(d store.Deletion) Deletion {
-	return Deletion{FlowID: d.FlowID, ReferenceID: d.ReferenceID, DeletedBy: d.DeletedBy, DeletedAt: d.DeletedAt}
+	return Deletion{FlowID: d.FlowID, ReferenceID: d.ReferenceID, DeletedBy: d.DeletedBy, ReceiptIDs: d.ReceiptIDs, DeletedAt: d.DeletedAt}
 }
 
 // Deletions implements Service.

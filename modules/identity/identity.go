@@ -467,6 +467,7 @@ type Provider interface {
 type SigningKey struct {
 	ID        string // the kid of its tokens and of its JWKS entry
 	Algorithm string // its JOSE algorithm: ES256 or RS256
+	Receipts  bool   // it signs consent receipts, not tokens
 }
 
 // Service is what the identity module offers the web layer, the CLI and the

@@ -27,6 +27,10 @@ type HashParams = secrethash.Params
 // the token endpoint stays affordable under load.
 var DefaultHashParams = secrethash.Params{Memory: 19 * 1024, Iterations: 2, Parallelism: 1, SaltLength: 16, KeyLength: 32}
 
+// DefaultReceiptKeyRetention keeps receipt keys published for ten years:
+// as long as records of consent are commonly kept.
+const DefaultReceiptKeyRetention = 10 * 365 * 24 * time.Hour
+
 // Config is what the identity module needs to know; internal/app fills it
 // from internal/config.
 type Config struct {
@@ -36,6 +40,10 @@ type Config struct {
 	Audience string
 	// KeyEncryptionKey seals signing keys; required to issue tokens or rotate keys.
 	KeyEncryptionKey []byte
+	// ReceiptKeyRetention is how long a retired receipt key stays published,
+	// so that the receipts it signed can still be checked
+	// (FLOWD_RECEIPT_KEY_RETENTION); zero means DefaultReceiptKeyRetention.
+	ReceiptKeyRetention time.Duration
 
 	// ExternalIssuer, when set, is an OIDC issuer whose access tokens flowd accepts.
 	ExternalIssuer string
@@ -93,6 +101,9 @@ func New(pool *pgxpool.Pool, cfg Config) *Module {
 	}
 	if cfg.RefreshTTL == 0 {
 		cfg.RefreshTTL = RefreshTokenTTL
+	}
+	if cfg.ReceiptKeyRetention <= 0 {
+		cfg.ReceiptKeyRetention = DefaultReceiptKeyRetention
 	}
 	if cfg.ClientFailureLimit == 0 {
 		cfg.ClientFailureLimit = 10

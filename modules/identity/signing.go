@@ -25,23 +25,56 @@ const signerMaxAge = 30 * time.Second
 // accessTokenAlgorithm signs access tokens.
 const accessTokenAlgorithm = jose.ES256
 
+// ReceiptAlgorithm signs consent receipts: ES256 is in every JOSE library,
+// and its signatures are short enough for a receipt to travel in a page.
+const ReceiptAlgorithm = jose.ES256
+
+// receiptType is the typ header of consent receipts (RFC 8725 3.11): a
+// receipt cannot be passed off as a token of another kind.
+const receiptType = "consent-receipt+jwt"
+
+// Purposes of signing keys. Token keys sign access and ID tokens and are
+// trusted for the tokens' lifetime after a rotation; receipt keys sign
+// consent receipts and stay published for as long as receipts may be checked.
+const (
+	purposeToken   = "token"
+	purposeReceipt = "receipt"
+)
+
+// keyRole is what a signing key is for: one signs per role at a time.
+type keyRole struct {
+	purpose string
+	alg     jose.SignatureAlgorithm
+}
+
+// keyRoles are every role flowd keeps a key for.
+func keyRoles() []keyRole {
+	roles := make([]keyRole, 0, len(keys.Algorithms)+1)
+	for _, alg := range keys.Algorithms {
+		roles = append(roles, keyRole{purposeToken, alg})
+	}
+	return append(roles, keyRole{purposeReceipt, ReceiptAlgorithm})
+}
+
 // IDTokenAlgorithms are the algorithms of the built-in provider's ID tokens,
 // the default first: RS256, which every OpenID relying party accepts, and
 // ES256 for the clients that ask for it.
 var IDTokenAlgorithms = []jose.SignatureAlgorithm{jose.RS256, jose.ES256}
 
-// signerCache holds the keys that sign now, decrypted, by algorithm.
+// signerCache holds the keys that sign now, decrypted, by role.
 type signerCache struct {
 	mu     sync.Mutex
-	active map[jose.SignatureAlgorithm]activeKey
+	active map[keyRole]activeKey
 }
 
-// activeKey is a key that signs now with its JOSE signers: one for access
-// tokens (typ at+jwt, RFC 9068) and one for ID tokens (typ JWT).
+// activeKey is a key that signs now with its JOSE signers: a token key's
+// for access tokens (typ at+jwt, RFC 9068) and ID tokens (typ JWT), a
+// receipt key's for receipts.
 type activeKey struct {
 	kid      string
 	access   jose.Signer
 	id       jose.Signer
+	receipt  jose.Signer
 	loadedAt time.Time
 }
 
@@ -51,24 +84,31 @@ func (c *signerCache) invalidate() {
 	c.mu.Unlock()
 }
 
-// activeKey returns the key of alg that signs now, creating the first one
-// when there is none (a new database, or one from before alg was signed with).
+// activeKey returns the token key of alg that signs now.
 func (m *Module) activeKey(ctx context.Context, alg jose.SignatureAlgorithm) (activeKey, error) {
+	return m.activeKeyOf(ctx, m.pool, keyRole{purposeToken, alg})
+}
+
+// activeKeyOf returns the key of role that signs now, read through q,
+// creating the first one when there is none (a new database, or one from
+// before the role existed).
+func (m *Module) activeKeyOf(ctx context.Context, q store.Querier, role keyRole) (activeKey, error) {
 	c := &m.signer
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if k, ok := c.active[alg]; ok && time.Since(k.loadedAt) < signerMaxAge {
+	if k, ok := c.active[role]; ok && time.Since(k.loadedAt) < signerMaxAge {
 		return k, nil
 	}
 	if len(m.cfg.KeyEncryptionKey) != 32 {
 		return activeKey{}, errors.New("identity: no key-encryption key: cannot sign tokens")
 	}
-	row, err := store.ActiveSigningKey(ctx, m.pool, string(alg))
+	alg := role.alg
+	row, err := store.ActiveSigningKey(ctx, q, role.purpose, string(alg))
 	if errors.Is(err, store.ErrNotFound) {
-		if _, err := m.rotate(ctx, false, alg); err != nil {
+		if _, err := m.rotate(ctx, false, role); err != nil {
 			return activeKey{}, err
 		}
-		row, err = store.ActiveSigningKey(ctx, m.pool, string(alg))
+		row, err = store.ActiveSigningKey(ctx, m.pool, role.purpose, string(alg))
 	}
 	if err != nil {
 		return activeKey{}, database.Classify(err)
@@ -78,19 +118,58 @@ func (m *Module) activeKey(ctx context.Context, alg jose.SignatureAlgorithm) (ac
 		return activeKey{}, err
 	}
 	key := jose.SigningKey{Algorithm: alg, Key: jose.JSONWebKey{Key: k.Private, KeyID: k.ID}}
-	access, err := jose.NewSigner(key, (&jose.SignerOptions{}).WithType("at+jwt"))
-	if err != nil {
-		return activeKey{}, err
+	active := activeKey{kid: k.ID, loadedAt: time.Now()}
+	signers := map[*jose.Signer]string{&active.access: "at+jwt", &active.id: "JWT"}
+	if role.purpose == purposeReceipt {
+		signers = map[*jose.Signer]string{&active.receipt: receiptType}
 	}
-	id, err := jose.NewSigner(key, (&jose.SignerOptions{}).WithType("JWT"))
-	if err != nil {
-		return activeKey{}, err
+	for signer, typ := range signers {
+		if *signer, err = jose.NewSigner(key, (&jose.SignerOptions{}).WithType(jose.ContentType(typ))); err != nil {
+			return activeKey{}, err
+		}
 	}
 	if c.active == nil {
-		c.active = map[jose.SignatureAlgorithm]activeKey{}
+		c.active = map[keyRole]activeKey{}
 	}
-	c.active[alg] = activeKey{kid: k.ID, access: access, id: id, loadedAt: time.Now()}
-	return c.active[alg], nil
+	c.active[role] = active
+	return active, nil
+}
+
+// SignReceiptTx signs a consent receipt's claims with the receipt key that
+// signs now (consent.ReceiptSigner), reading it through the caller's tx
+// when it is not cached: a decision needs no second connection.
+func (m *Module) SignReceiptTx(ctx context.Context, tx database.Tx, claims []byte) (string, error) {
+	k, err := m.activeKeyOf(ctx, tx, keyRole{purposeReceipt, ReceiptAlgorithm})
+	if err != nil {
+		return "", err
+	}
+	jws, err := k.receipt.Sign(claims)
+	if err != nil {
+		return "", err
+	}
+	return jws.CompactSerialize()
+}
+
+// ReceiptKeys returns the public keys that may have signed a receipt still
+// within its retention (consent.ReceiptSigner): the active receipt key and
+// those retired less than the retention ago.
+func (m *Module) ReceiptKeys(ctx context.Context) (jose.JSONWebKeySet, error) {
+	rows, err := store.PublishedKeys(ctx, m.pool, m.keyGrace(), m.cfg.ReceiptKeyRetention)
+	if err != nil {
+		return jose.JSONWebKeySet{}, database.Classify(err)
+	}
+	var set jose.JSONWebKeySet
+	for _, r := range rows {
+		if r.Purpose != purposeReceipt {
+			continue
+		}
+		k, err := keys.ParsePublic(r.PublicJWK)
+		if err != nil {
+			return jose.JSONWebKeySet{}, fmt.Errorf("identity: receipt key %s: %w", r.ID, err)
+		}
+		set.Keys = append(set.Keys, k)
+	}
+	return set, nil
 }
 
 // SignIDToken signs an ID token of the interactive login (login.Signer) with
@@ -130,8 +209,8 @@ func (m *Module) PublicJWKS(ctx context.Context) (jose.JSONWebKeySet, error) {
 // key-encryption key opens it, so that a wrong FLOWD_KEY_ENCRYPTION_KEY stops
 // serve at start-up with one line instead of failing every token request.
 func (m *Module) Prepare(ctx context.Context) error {
-	for _, alg := range keys.Algorithms {
-		if _, err := m.activeKey(ctx, alg); err != nil {
+	for _, role := range keyRoles() {
+		if _, err := m.activeKeyOf(ctx, m.pool, role); err != nil {
 			return fmt.Errorf("identity: %w (to start over with new signing keys under the current FLOWD_KEY_ENCRYPTION_KEY, run `flowd keys rotate`)", err)
 		}
 	}
@@ -140,7 +219,7 @@ func (m *Module) Prepare(ctx context.Context) error {
 
 // RotateSigningKeys implements Provider.
 func (m *Module) RotateSigningKeys(ctx context.Context) ([]SigningKey, error) {
-	made, err := m.rotate(ctx, true, keys.Algorithms...)
+	made, err := m.rotate(ctx, true, keyRoles()...)
 	if err != nil {
 		return nil, err
 	}
@@ -149,20 +228,24 @@ func (m *Module) RotateSigningKeys(ctx context.Context) ([]SigningKey, error) {
 	return made, nil
 }
 
-// rotate makes a new active key of each of algs. With force it retires the
-// keys they replace; without, it only makes the keys of algorithms that have
+// rotate makes a new active key of each of roles. With force it retires the
+// keys they replace; without, it only makes the keys of roles that have
 // none, doing nothing for those another instance made meanwhile.
-func (m *Module) rotate(ctx context.Context, force bool, algs ...jose.SignatureAlgorithm) ([]SigningKey, error) {
+func (m *Module) rotate(ctx context.Context, force bool, roles ...keyRole) ([]SigningKey, error) {
 	if len(m.cfg.KeyEncryptionKey) != 32 {
 		return nil, errors.New("identity: FLOWD_KEY_ENCRYPTION_KEY is required to make signing keys")
 	}
 	// Keys are made before the transaction: an RSA key takes a while, and the
 	// lock below holds up every other instance's rotation.
-	fresh := make([]store.SigningKey, 0, len(algs))
-	for _, alg := range algs {
-		k, err := keys.Generate(alg)
+	fresh := make([]store.SigningKey, 0, len(roles))
+	for _, role := range roles {
+		k, err := keys.Generate(role.alg)
 		if err != nil {
 			return nil, err
+		}
+		if role.purpose == purposeReceipt {
+			// The kid tells a reader of the JWKS which keys sign receipts.
+			k.ID = "receipt-" + k.ID
 		}
 		pub, err := k.PublicJWK()
 		if err != nil {
@@ -172,7 +255,7 @@ func (m *Module) rotate(ctx context.Context, force bool, algs ...jose.SignatureA
 		if err != nil {
 			return nil, err
 		}
-		fresh = append(fresh, store.SigningKey{ID: k.ID, Algorithm: string(alg), PublicJWK: pub, Sealed: sealed})
+		fresh = append(fresh, store.SigningKey{ID: k.ID, Purpose: role.purpose, Algorithm: string(role.alg), PublicJWK: pub, Sealed: sealed})
 	}
 	var made []SigningKey
 	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
@@ -182,19 +265,19 @@ func (m *Module) rotate(ctx context.Context, force bool, algs ...jose.SignatureA
 		}
 		for _, k := range fresh {
 			if !force {
-				if _, err := store.ActiveSigningKey(ctx, tx, k.Algorithm); err == nil {
+				if _, err := store.ActiveSigningKey(ctx, tx, k.Purpose, k.Algorithm); err == nil {
 					continue
 				} else if !errors.Is(err, store.ErrNotFound) {
 					return err
 				}
 			}
-			if err := store.RetireActiveKey(ctx, tx, k.Algorithm); err != nil {
+			if err := store.RetireActiveKey(ctx, tx, k.Purpose, k.Algorithm); err != nil {
 				return err
 			}
 			if err := store.InsertSigningKey(ctx, tx, k); err != nil {
 				return err
 			}
-			made = append(made, SigningKey{ID: k.ID, Algorithm: k.Algorithm})
+			made = append(made, SigningKey{ID: k.ID, Algorithm: k.Algorithm, Receipts: k.Purpose == purposeReceipt})
 		}
 		if len(made) == 0 {
 			return nil
@@ -209,7 +292,7 @@ func (m *Module) rotate(ctx context.Context, force bool, algs ...jose.SignatureA
 
 // JWKS implements Provider.
 func (m *Module) JWKS(ctx context.Context) ([]byte, error) {
-	rows, err := store.PublishedKeys(ctx, m.pool, m.keyGrace())
+	rows, err := store.PublishedKeys(ctx, m.pool, m.keyGrace(), m.cfg.ReceiptKeyRetention)
 	if err != nil {
 		return nil, database.Classify(err)
 	}
@@ -261,12 +344,15 @@ func (m *Module) publicKey(ctx context.Context, kid string) (*ecdsa.PublicKey, e
 		if !ok {
 			c.lastMissAt = time.Now()
 		}
-		rows, err := store.PublishedKeys(ctx, m.pool, m.keyGrace())
+		rows, err := store.PublishedKeys(ctx, m.pool, m.keyGrace(), m.cfg.ReceiptKeyRetention)
 		if err != nil {
 			return nil, database.Classify(err)
 		}
 		fresh := make(map[string]publicKey, len(rows))
 		for _, r := range rows {
+			if r.Purpose != purposeToken {
+				continue // a receipt is never a token
+			}
 			jwk, err := keys.ParsePublic(r.PublicJWK)
 			if err != nil {
 				m.log.Error("identity: unreadable signing key", "kid", r.ID, "error", err)

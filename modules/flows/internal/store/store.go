@@ -60,6 +60,8 @@ type Flow struct {
 	OpenedAt              *time.Time
 	DecidedAt             *time.Time
 	WithdrawnAt           *time.Time
+	WithdrawnBy           *string
+	NumAttachments        int
 	ExpiresAt             time.Time
 }
 
@@ -68,7 +70,8 @@ const flowColumns = `id::text, organization_id, flow_number, reference_id, refer
 	last_name_sealed, redirect_url, webhook_url, organization_number, process_instance_id::text,
 	flow_definition_id, flow_definition_version, version_tag, consent_text_sha256, consent_language,
 	assurance_level, acr, valid_until,
-	created_by, has_errors, created_at, updated_at, opened_at, decided_at, withdrawn_at, expires_at`
+	created_by, has_errors, created_at, updated_at, opened_at, decided_at, withdrawn_at, withdrawn_by,
+	num_attachments, expires_at`
 
 func scanFlow(row pgx.Row) (Flow, error) {
 	var f Flow
@@ -76,7 +79,8 @@ func scanFlow(row pgx.Row) (Flow, error) {
 		&f.ConsentStatus, &f.ProcessStatus, &f.Sandbox, &f.PIIKeyID, &f.NationalIDSealed, &f.NationalIDHMAC,
 		&f.LastNameSealed, &f.RedirectURL, &f.WebhookURL, &f.OrganizationNumber, &f.ProcessInstanceID,
 		&f.FlowDefinitionID, &f.FlowDefinitionVersion, &f.VersionTag, &f.ConsentTextSHA256, &f.ConsentLanguage,
-		&f.AssuranceLevel, &f.ACR, &f.ValidUntil, &f.CreatedBy, &f.HasErrors, &f.CreatedAt, &f.UpdatedAt, &f.OpenedAt, &f.DecidedAt, &f.WithdrawnAt, &f.ExpiresAt)
+		&f.AssuranceLevel, &f.ACR, &f.ValidUntil, &f.CreatedBy, &f.HasErrors, &f.CreatedAt, &f.UpdatedAt, &f.OpenedAt, &f.DecidedAt, &f.WithdrawnAt, &f.WithdrawnBy,
+		&f.NumAttachments, &f.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return f, ErrNoRows
 	}
@@ -138,10 +142,11 @@ func GetFlow(ctx context.Context, db DB, organizationID, id string, lock bool) (
 func SaveState(ctx context.Context, db DB, f *Flow) error {
 	err := db.QueryRow(ctx, `update flows set consent_status = $2, process_status = $3, opened_at = $4,
 		decided_at = $5, has_errors = $6, consent_text_sha256 = $7, consent_language = $8, assurance_level = $9,
-		acr = $10, valid_until = $11, withdrawn_at = $12, version = version + 1, updated_at = greatest(now(), updated_at)
+		acr = $10, valid_until = $11, withdrawn_at = $12, withdrawn_by = $13, version = version + 1,
+		updated_at = greatest(now(), updated_at)
 		where id = $1 returning version, updated_at`,
 		f.ID, f.ConsentStatus, f.ProcessStatus, f.OpenedAt, f.DecidedAt, f.HasErrors, f.ConsentTextSHA256,
-		f.ConsentLanguage, f.AssuranceLevel, f.ACR, f.ValidUntil, f.WithdrawnAt).Scan(&f.Version, &f.UpdatedAt)
+		f.ConsentLanguage, f.AssuranceLevel, f.ACR, f.ValidUntil, f.WithdrawnAt, f.WithdrawnBy).Scan(&f.Version, &f.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ErrNoRows
 	}
@@ -465,20 +470,25 @@ func PurgeKeys(ctx context.Context, db DB, limit int) (int64, error) {
 // Deletion is a row of flow_deletions.
 type Deletion struct {
 	OrganizationID, FlowID, ReferenceID, DeletedBy string
+	ReceiptIDs                                     []string
 	DeletedAt                                      time.Time
 	ID                                             int64
 }
 
 // InsertDeletion logs a deletion.
 func InsertDeletion(ctx context.Context, db DB, d *Deletion) error {
-	return db.QueryRow(ctx, `insert into flow_deletions (organization_id, flow_id, reference_id, deleted_by)
-		values ($1, $2, $3, $4) returning id, deleted_at`, d.OrganizationID, d.FlowID, d.ReferenceID, d.DeletedBy).Scan(&d.ID, &d.DeletedAt)
+	if d.ReceiptIDs == nil {
+		d.ReceiptIDs = []string{}
+	}
+	return db.QueryRow(ctx, `insert into flow_deletions (organization_id, flow_id, reference_id, deleted_by, receipt_ids)
+		values ($1, $2, $3, $4, $5::text[]::uuid[]) returning id, deleted_at`,
+		d.OrganizationID, d.FlowID, d.ReferenceID, d.DeletedBy, d.ReceiptIDs).Scan(&d.ID, &d.DeletedAt)
 }
 
 // Deletions lists an organization's deletion log newest first, starting after
 // the entry of flow before ("" for the first page), limit+1 rows at most.
 func Deletions(ctx context.Context, db DB, organizationID string, limit int, before string) ([]Deletion, error) {
-	rows, err := db.Query(ctx, `select id, organization_id, flow_id::text, reference_id, deleted_by, deleted_at
+	rows, err := db.Query(ctx, `select id, organization_id, flow_id::text, reference_id, deleted_by, receipt_ids::text[], deleted_at
 		from flow_deletions where organization_id = $1 and ($3 = '' or (deleted_at, id) < (
 			select deleted_at, id from flow_deletions where organization_id = $1 and flow_id::text = $3
 			order by id desc limit 1))
@@ -488,7 +498,62 @@ func Deletions(ctx context.Context, db DB, organizationID string, limit int, bef
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Deletion, error) {
 		var d Deletion
-		err := r.Scan(&d.ID, &d.OrganizationID, &d.FlowID, &d.ReferenceID, &d.DeletedBy, &d.DeletedAt)
+		err := r.Scan(&d.ID, &d.OrganizationID, &d.FlowID, &d.ReferenceID, &d.DeletedBy, &d.ReceiptIDs, &d.DeletedAt)
 		return d, err
 	})
+}
+
+// Attachment is a row of flow_attachments.
+type Attachment struct {
+	OrganizationID, ID, FlowID, Kind, ContentType, Body string
+	CreatedAt                                           time.Time
+}
+
+// InsertAttachment stores a and counts it in its flow's num_attachments,
+// in one statement; created_at is the database clock's.
+func InsertAttachment(ctx context.Context, db DB, a *Attachment) error {
+	return db.QueryRow(ctx, `with counted as (
+			update flows set num_attachments = num_attachments + 1 where id = $3)
+		insert into flow_attachments (organization_id, id, flow_id, kind, content_type, body)
+		values ($1, $2, $3, $4, $5, $6) returning created_at`,
+		a.OrganizationID, a.ID, a.FlowID, a.Kind, a.ContentType, a.Body).Scan(&a.CreatedAt)
+}
+
+// Attachments lists a flow's attachments, oldest first, with their bodies
+// when withBody is set.
+func Attachments(ctx context.Context, db DB, organizationID, flowID string, withBody bool) ([]Attachment, error) {
+	rows, err := db.Query(ctx, `select organization_id, id::text, flow_id::text, kind, content_type,
+		case when $3 then body else '' end, created_at
+		from flow_attachments where organization_id = $1 and flow_id = $2 order by created_at, id`,
+		organizationID, flowID, withBody)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Attachment, error) {
+		var a Attachment
+		err := r.Scan(&a.OrganizationID, &a.ID, &a.FlowID, &a.Kind, &a.ContentType, &a.Body, &a.CreatedAt)
+		return a, err
+	})
+}
+
+// GetAttachment returns one of a flow's attachments with its body. ErrNoRows.
+func GetAttachment(ctx context.Context, db DB, organizationID, flowID, id string) (Attachment, error) {
+	var a Attachment
+	err := db.QueryRow(ctx, `select organization_id, id::text, flow_id::text, kind, content_type, body, created_at
+		from flow_attachments where organization_id = $1 and flow_id = $2 and id = $3`,
+		organizationID, flowID, id).Scan(&a.OrganizationID, &a.ID, &a.FlowID, &a.Kind, &a.ContentType, &a.Body, &a.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return a, ErrNoRows
+	}
+	return a, err
+}
+
+// DeleteAttachments removes a flow's attachments and returns their ids.
+func DeleteAttachments(ctx context.Context, db DB, organizationID, flowID string) ([]string, error) {
+	rows, err := db.Query(ctx, `delete from flow_attachments where organization_id = $1 and flow_id = $2 returning id::text`,
+		organizationID, flowID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }

@@ -1,0 +1,142 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/flows"
+)
+
+// attachmentJSON is a flow's attachment as lists show it.
+type attachmentJSON struct {
+	ID        string     `json:"id"`
+	Kind      string     `json:"kind"`
+	CreatedAt apiInstant `json:"createdAt"`
+	Href      string     `json:"href"`
+}
+
+type attachmentList struct {
+	HasMore bool             `json:"has_more"`
+	Data    []attachmentJSON `json:"data"`
+}
+
+// handleAttachmentList handles "GET /api/flows/:id/attachments": the flow's
+// consent receipts, oldest first. A flow has a few at most, so one page
+// holds them all.
+func (s *Server) handleAttachmentList(c echo.Context) error {
+	list, err := s.flows.Attachments(c.Request().Context(), callerOf(c), c.Param("id"))
+	if err != nil {
+		return flowError(err)
+	}
+	out := attachmentList{Data: make([]attachmentJSON, len(list))}
+	for i, a := range list {
+		out.Data[i] = attachmentJSON{ID: a.ID, Kind: a.Kind, CreatedAt: apiInstant(a.CreatedAt),
+			Href: flowPath(a.FlowID) + "/attachments/" + a.ID}
+	}
+	return s.writeJSON(c, http.StatusOK, out)
+}
+
+// handleAttachmentGet handles "GET /api/flows/:id/attachments/:attachmentId":
+// the attachment itself, a receipt's compact JWS as application/jwt.
+func (s *Server) handleAttachmentGet(c echo.Context) error {
+	a, err := s.flows.Attachment(c.Request().Context(), callerOf(c), c.Param("id"), c.Param("attachmentId"))
+	if errors.Is(err, flows.ErrNotFound) {
+		return apperr.New(apperr.NotFound, "No attachment with this id on this flow.")
+	}
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Content-Disposition", `attachment; filename="consent-receipt-`+a.ID+`.jwt"`)
+	return c.Blob(http.StatusOK, a.ContentType, []byte(a.Body))
+}
+
+// verifyReceiptRequest is the body of POST /api/receipts/verify.
+type verifyReceiptRequest struct {
+	Receipt string `json:"receipt"`
+}
+
+// receiptVerification is the answer of POST /api/receipts/verify: whether
+// flowd signed the receipt, and what it says when it did.
+type receiptVerification struct {
+	Valid   bool             `json:"valid"`
+	Reason  *string          `json:"reason"` // why not, when not valid
+	KeyID   *string          `json:"keyId"`
+	Receipt *consent.Receipt `json:"receipt"`
+}
+
+// handleReceiptVerify handles "POST /api/receipts/verify", public: anyone
+// holding a receipt may ask whether flowd signed it. A receipt that does not
+// verify is an answer, not an error: 200 with valid false and the reason.
+func (s *Server) handleReceiptVerify(c echo.Context) error {
+	var req verifyReceiptRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if strings.TrimSpace(req.Receipt) == "" {
+		return apperr.InvalidFields([]apperr.FieldError{{Field: "receipt", Message: "is required: the receipt's compact JWS"}})
+	}
+	return s.writeJSON(c, http.StatusOK, s.verifyReceipt(c, req.Receipt))
+}
+
+// verifyReceipt checks jws for the API and the public page alike.
+func (s *Server) verifyReceipt(c echo.Context, jws string) receiptVerification {
+	v, err := s.receipts.Verify(c.Request().Context(), jws)
+	var bad *consent.InvalidReceiptError
+	switch {
+	case errors.As(err, &bad):
+		reason := "The receipt is not valid: " + bad.Reason + "."
+		return receiptVerification{Reason: &reason}
+	case err != nil:
+		s.log.ErrorContext(c.Request().Context(), "verifying a receipt", "error", err.Error())
+		reason := "The receipt could not be checked right now. Try again later."
+		return receiptVerification{Reason: &reason}
+	}
+	return receiptVerification{Valid: true, KeyID: &v.KeyID, Receipt: &v.Receipt}
+}
+
+// subjectCheckRequest is the body of POST /api/receipts/subject.
+type subjectCheckRequest struct {
+	Receipt    string `json:"receipt"`
+	NationalID string `json:"nationalId"`
+}
+
+type subjectCheck struct {
+	Matches bool `json:"matches"`
+}
+
+// handleReceiptSubject handles "POST /api/receipts/subject": the
+// organization asks whether a person is the subject of one of its receipts.
+// The subject is a hash under a salt only flowd knows, so no one else can.
+func (s *Server) handleReceiptSubject(c echo.Context) error {
+	var req subjectCheckRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	var problems apperr.Fields
+	if strings.TrimSpace(req.NationalID) == "" || len(req.NationalID) > 64 {
+		problems.Add("nationalId", "is required: the national id to check, at most 64 characters")
+	}
+	v, err := s.receipts.Verify(c.Request().Context(), req.Receipt)
+	var bad *consent.InvalidReceiptError
+	switch {
+	case errors.As(err, &bad):
+		problems.Add("receipt", "%s", bad.Reason)
+	case err != nil:
+		return err
+	case v.Receipt.OrganizationID != callerOf(c).OrganizationID:
+		problems.Add("receipt", "is a receipt of another organization")
+	}
+	if err := problems.Err(); err != nil {
+		return err
+	}
+	matches, err := s.receipts.SubjectMatches(c.Request().Context(), v.Receipt, req.NationalID)
+	if err != nil {
+		return err
+	}
+	return s.writeJSON(c, http.StatusOK, subjectCheck{Matches: matches})
+}
