@@ -147,7 +147,7 @@ func TestNewRefusesAMissingCollaborator(t *testing.T) {
 	complete := newServer(t, Deps{})
 	d := Deps{Log: complete.log, Config: complete.cfg, Pool: complete.pool, Registry: prometheus.NewRegistry(),
 		Identity: complete.identity, Flows: complete.flows, Webhooks: complete.webhooks, Consent: complete.consent,
-		Definitions: complete.definitions, Login: complete.login, ConsoleRP: complete.consoleRP, ConsentRP: complete.consentRP}
+		Definitions: complete.definitions, Receipts: complete.receipts, Login: complete.login, ConsoleRP: complete.consoleRP, ConsentRP: complete.consentRP}
 	if _, err := New(d); err != nil {
 		t.Fatalf("every collaborator given: %v", err)
 	}
@@ -156,6 +156,7 @@ func TestNewRefusesAMissingCollaborator(t *testing.T) {
 		"Flows":       func(d *Deps) { d.Flows = nil },
 		"Consent":     func(d *Deps) { d.Consent = nil },
 		"Definitions": func(d *Deps) { d.Definitions = nil },
+		"Receipts":    func(d *Deps) { d.Receipts = nil },
 		"Login":       func(d *Deps) { d.Login = nil },
 		"Pool":        func(d *Deps) { d.Pool = nil },
 	} {

@@ -350,11 +350,11 @@ func TestClosedRequestsAcceptNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	req, err := e.journey.Visit(ctx, token)
-	if err != nil || req.Closure != consent.Withdrawn || req.Status != flows.Unopened {
+	if err != nil || req.Closure != consent.Cancelled || req.Status != flows.Unopened {
 		t.Fatalf("visit of a cancelled flow: %+v %v", req, err)
 	}
 	var closed *consent.ClosedError
-	if _, err := e.journey.Decide(ctx, token, consent.Proof{NationalID: "12345678901", ACR: substantial}, consent.Answer{Accept: true}); !errors.As(err, &closed) || closed.Closure != consent.Withdrawn {
+	if _, err := e.journey.Decide(ctx, token, consent.Proof{NationalID: "12345678901", ACR: substantial}, consent.Answer{Accept: true}); !errors.As(err, &closed) || closed.Closure != consent.Cancelled {
 		t.Fatalf("decision on a cancelled flow: %v", err)
 	}
 	if got := e.events(t, c.FlowID); strings.Join(got, " ") != "flow.created flow.cancelled" {

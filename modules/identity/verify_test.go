@@ -315,7 +315,7 @@ func TestRotatedKeysTokensLiveOutTheirGraceOnly(t *testing.T) {
 	before := f.token(t)
 	oldKid := f.accessKey(t).kid
 	made, err := f.m.RotateSigningKeys(ctx)
-	if err != nil || len(made) != 2 || made[0].Algorithm != string(accessTokenAlgorithm) || made[0].ID == oldKid {
+	if err != nil || len(made) != 3 || made[0].Algorithm != string(accessTokenAlgorithm) || made[0].ID == oldKid || !made[2].Receipts {
 		t.Fatalf("rotate: %+v %v", made, err)
 	}
 	newKid := made[0].ID
@@ -418,7 +418,7 @@ func TestPrepareAddsTheMissingAlgorithm(t *testing.T) {
 	if err := f.m.Prepare(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := f.m.pool.Query(ctx, "select id, algorithm from signing_keys where retired_at is null order by algorithm")
+	rows, err := f.m.pool.Query(ctx, "select id, algorithm, false from signing_keys where retired_at is null and purpose = 'token' order by algorithm")
 	if err != nil {
 		t.Fatal(err)
 	}
