@@ -337,7 +337,7 @@ func envelopeOf(f flows.Flow, p identity.Principal) flowEnvelope {
 			DecidedAt: (*apiInstant)(f.DecidedAt), WithdrawnAt: (*apiInstant)(f.WithdrawnAt), ExpiresAt: apiInstant(f.ExpiresAt),
 			Language: nonEmpty(f.Evidence.Language), AssuranceLevel: nonEmpty(f.Evidence.AssuranceLevel),
 			ValidUntil: (*apiInstant)(f.Evidence.ValidUntil)},
-		CreatedAt: apiInstant(f.CreatedAt), UpdatedAt: apiInstant(f.UpdatedAt),
+		CreatedAt: apiInstant(f.CreatedAt), UpdatedAt: apiInstant(f.UpdatedAt), NumAttachments: f.NumAttachments,
 		Meta: metaJSON{ProcessDefinitionID: f.ProcessDefinitionID(), ProcessInstanceID: f.ProcessInstanceID,
 			ProcessVersion: strconv.Itoa(f.FlowDefinitionVersion)},
 		FlowDefinitionID: f.FlowDefinitionID, VersionTag: nonEmpty(f.VersionTag), FlowNumber: f.Number, ReferenceID: f.ReferenceID,

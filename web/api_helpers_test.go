@@ -135,6 +135,8 @@ type apiEnv struct {
 	flows  *flows.Manager
 	events *tableEvents
 	proxy  *dbtest.Proxy // cuts the database away
+	// receiptKeys signs the flows' receipts; its JWKS is what /oauth/jwks serves.
+	receiptKeys *identity.Module
 }
 
 type envOption func(*flows.Config, *fakeOrgs)
@@ -174,14 +176,15 @@ func newAPI(t testing.TB, opts ...envOption) *apiEnv {
 	}
 	events := &tableEvents{}
 	definitions := consent.NewDefinitions(pool, testOrganizations{})
-	receipts := testReceipts(pool, definitions, cfg.BaseURL.String(), key)
+	receiptKeys := identity.New(pool, identity.Config{Issuer: cfg.BaseURL.String(), KeyEncryptionKey: key, HashParams: secrethash.Cheap})
+	receipts := consent.NewReceipts(pool, receiptKeys, definitions, cfg.BaseURL.String())
 	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, cfg.BaseURL.String()),
 		definitions, receipts, orgs, events,
 		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), fcfg)
 	srv := newServer(t, Deps{Config: cfg, Pool: pool, Identity: fakeIdentity{}, Flows: m, Receipts: receipts})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	return &apiEnv{url: hs.URL, pool: pool, flows: m, events: events, proxy: proxy}
+	return &apiEnv{url: hs.URL, pool: pool, flows: m, events: events, proxy: proxy, receiptKeys: receiptKeys}
 }
 
 // response is what call returns.
@@ -311,8 +314,3 @@ func parallel(n, workers int, fn func(i int)) {
 	wg.Wait()
 }
 
-// testReceipts signs receipts with a real identity module's receipt keys.
-func testReceipts(pool *pgxpool.Pool, texts consent.Texts, base string, kek []byte) *consent.ReceiptService {
-	ident := identity.New(pool, identity.Config{Issuer: base, KeyEncryptionKey: kek, HashParams: secrethash.Cheap})
-	return consent.NewReceipts(pool, ident, texts, base)
-}

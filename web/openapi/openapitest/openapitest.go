@@ -268,6 +268,10 @@ func genericProblem(doc *openapi3.T, status int) (*openapi3.ResponseRef, bool) {
 	return &openapi3.ResponseRef{Value: r}, true
 }
 
+// A consent receipt is served as application/jwt: text, checked against
+// its string schema.
+func init() { openapi3filter.RegisterBodyDecoder("application/jwt", openapi3filter.PlainBodyDecoder) }
+
 // responseOptions fail on undocumented statuses, report every schema error,
 // and name each by its place in the body rather than dumping the schema.
 var responseOptions = func() *openapi3filter.Options {

@@ -1,0 +1,206 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	// jwx is a JOSE library flowd does not sign with: receipts must verify
+	// with any standard library, not only with the one that made them.
+	"github.com/lestrrat-go/jwx/v2/jwk"
+	"github.com/lestrrat-go/jwx/v2/jws"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/flows"
+)
+
+// decideWithEvidence records a decision as the journey would, with evidence.
+func (e *apiEnv) decideWithEvidence(t *testing.T, id string, accept bool) {
+	t.Helper()
+	ctx := context.Background()
+	until := time.Now().Add(90 * 24 * time.Hour).UTC().Truncate(time.Second)
+	err := database.WithTx(ctx, e.pool, func(tx database.Tx) error {
+		_, err := e.flows.DecideTx(ctx, tx, id, accept, func(flows.Flow, time.Time) (flows.Evidence, error) {
+			return flows.Evidence{TextSHA256: make([]byte, 32), Language: "nb", AssuranceLevel: "substantial",
+				ACR: "http://eidas.europa.eu/LoA/substantial", ValidUntil: &until}, nil
+		})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// receiptClaims verifies jwsText with jwx against the JWKS flowd publishes
+// and returns its claims.
+func (e *apiEnv) receiptClaims(t *testing.T, jwsText string) map[string]any {
+	t.Helper()
+	raw, err := e.receiptKeys.JWKS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := jwk.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := jws.Verify([]byte(jwsText), jws.WithKeySet(set, jws.WithRequireKid(true)))
+	if err != nil {
+		t.Fatalf("jwx refuses the receipt: %v", err)
+	}
+	var claims map[string]any
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		t.Fatal(err)
+	}
+	return claims
+}
+
+// attachments returns the flow's receipts as the API lists and serves them.
+func (e *apiEnv) attachments(t *testing.T, id string) []string {
+	t.Helper()
+	r := e.call(t, "GET", "/api/flows/"+id+"/attachments", tokARead, "")
+	if r.status != http.StatusOK {
+		t.Fatalf("attachments: %d %s", r.status, r.body)
+	}
+	var list struct {
+		Data []struct{ ID, Kind, Href string }
+	}
+	if err := json.Unmarshal(r.body, &list); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, a := range list.Data {
+		got := e.call(t, "GET", a.Href, tokARead, "")
+		if got.status != http.StatusOK || got.header.Get("Content-Type") != "application/jwt" || a.Kind != "consent-receipt" {
+			t.Fatalf("attachment %s: %d %s %s", a.ID, got.status, got.header.Get("Content-Type"), got.body)
+		}
+		out = append(out, string(got.body))
+	}
+	return out
+}
+
+func TestEveryDecisionAndWithdrawalHasAReceipt(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	accepted := e.create(t, tokA, map[string]any{"nationalId": "12345678901"})
+	rejected := e.create(t, tokA, nil)
+	if got := e.attachments(t, accepted); len(got) != 0 {
+		t.Fatalf("an open flow has receipts: %v", got)
+	}
+	e.decideWithEvidence(t, accepted, true)
+	e.decideWithEvidence(t, rejected, false)
+
+	flow := e.call(t, "GET", "/api/flows/"+accepted, tokA, "").json(t)["flow"].(map[string]any)
+	receipts := e.attachments(t, accepted)
+	if flow["numAttachments"] != 1.0 || len(receipts) != 1 {
+		t.Fatalf("after the acceptance: numAttachments %v, receipts %d", flow["numAttachments"], len(receipts))
+	}
+	first := e.receiptClaims(t, receipts[0])
+	consent := flow["consent"].(map[string]any)
+	def := first["definition"].(map[string]any)
+	for name, c := range map[string]struct{ got, want any }{
+		"iss":            {first["iss"], "https://flowd.example"},
+		"flowId":         {first["flowId"], accepted},
+		"referenceId":    {first["referenceId"], flow["referenceId"]},
+		"organizationId": {first["organizationId"], orgA},
+		"decision":       {first["decision"], "accepted"},
+		"definition.id":  {def["id"], flow["flowDefinitionId"]},
+		"textSha256":     {def["textSha256"], consent["textSha256"]},
+		"language":       {def["language"], "nb"},
+		"validUntil":     {first["validUntil"] != nil, true},
+		"assurance":      {first["assurance"].(map[string]any)["level"], "substantial"},
+	} {
+		if c.got != c.want {
+			t.Errorf("receipt %s = %v, want %v", name, c.got, c.want)
+		}
+	}
+	if s, _ := first["subject"].(string); len(s) < 40 || strings.Contains(receipts[0], "12345678901") {
+		t.Errorf("subject %q: want a hash, and the national id nowhere", s)
+	}
+	if r := e.attachments(t, rejected); len(r) != 1 || e.receiptClaims(t, r[0])["decision"] != "rejected" || e.receiptClaims(t, r[0])["validUntil"] != nil {
+		t.Fatalf("the rejection's receipt: %v", r)
+	}
+
+	// The organization withdraws: a second receipt points at the first.
+	if r := e.call(t, "POST", "/api/flows/"+accepted+"/withdraw", tokA, `{"reason":"Asked by phone."}`); r.status != http.StatusOK {
+		t.Fatalf("withdraw: %d %s", r.status, r.body)
+	}
+	receipts = e.attachments(t, accepted)
+	if len(receipts) != 2 {
+		t.Fatalf("after the withdrawal: %d receipts", len(receipts))
+	}
+	second := e.receiptClaims(t, receipts[1])
+	if second["decision"] != "withdrawn" || second["previous"] != first["jti"] || second["withdrawnBy"] != "organization" ||
+		second["subject"] != first["subject"] {
+		t.Fatalf("the withdrawal's receipt: %v", second)
+	}
+	if n := e.call(t, "GET", "/api/flows/"+accepted, tokA, "").json(t)["flow"].(map[string]any)["numAttachments"]; n != 2.0 {
+		t.Fatalf("numAttachments after the withdrawal: %v", n)
+	}
+
+	// Another organization sees none of it.
+	for _, path := range []string{"/api/flows/" + accepted + "/attachments", "/api/flows/" + accepted + "/attachments/" + first["jti"].(string)} {
+		if r := e.call(t, "GET", path, tokB, ""); r.status != http.StatusNotFound {
+			t.Errorf("%s as another organization: %d", path, r.status)
+		}
+	}
+
+	// Deleting the flow deletes its receipts; the log keeps their ids.
+	if r := e.call(t, "DELETE", "/api/flows/"+accepted, tokA, ""); r.status != http.StatusOK {
+		t.Fatalf("delete: %d", r.status)
+	}
+	if n := e.count(t, `select count(*) from flow_attachments where flow_id = $1`, accepted); n != 0 {
+		t.Fatalf("%d receipts survived the delete", n)
+	}
+	log, _, err := e.flows.Deletions(context.Background(), orgA, 10, "")
+	if err != nil || len(log) != 1 || len(log[0].ReceiptIDs) != 2 || log[0].ReceiptIDs[0] != first["jti"] && log[0].ReceiptIDs[1] != first["jti"] {
+		t.Fatalf("deletion log: %+v %v", log, err)
+	}
+}
+
+func TestReceiptVerificationAndSubjectCheck(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	id := e.create(t, tokA, map[string]any{"nationalId": "12345678901"})
+	e.decideWithEvidence(t, id, true)
+	receipt := e.attachments(t, id)[0]
+	body := func(kv map[string]string) string { b, _ := json.Marshal(kv); return string(b) }
+
+	ok := e.call(t, "POST", "/api/receipts/verify", "", body(map[string]string{"receipt": receipt})).json(t)
+	if ok["valid"] != true || ok["receipt"].(map[string]any)["flowId"] != id || !strings.HasPrefix(ok["keyId"].(string), "receipt-") {
+		t.Fatalf("a genuine receipt: %v", ok)
+	}
+	parts := strings.Split(receipt, ".")
+	forged := parts[0] + "." + strings.TrimRight(parts[1], "A") + "B." + parts[2]
+	for name, r := range map[string]string{"tampered": forged, "not a JWS": "hello", "signature cut": parts[0] + "." + parts[1] + "."} {
+		got := e.call(t, "POST", "/api/receipts/verify", "", body(map[string]string{"receipt": r}))
+		if m := got.json(t); got.status != http.StatusOK || m["valid"] != false || m["reason"] == nil || m["receipt"] != nil {
+			t.Errorf("%s: %d %v", name, got.status, m)
+		}
+	}
+	if r := e.call(t, "POST", "/api/receipts/verify", "", `{"receipt":""}`); r.status != http.StatusBadRequest || r.fields(t)[0] != "receipt" {
+		t.Errorf("an empty receipt: %d %s", r.status, r.body)
+	}
+
+	for _, c := range []struct {
+		name, token, nationalID string
+		status                  int
+		matches                 bool
+	}{
+		{"the person", tokARead, "12345678901", 200, true},
+		{"written otherwise", tokARead, "123456-78901", 200, true},
+		{"someone else", tokARead, "10987654321", 200, false},
+		{"another organization", tokB, "12345678901", 400, false},
+		{"no token", "", "12345678901", 401, false},
+	} {
+		r := e.call(t, "POST", "/api/receipts/subject", c.token, body(map[string]string{"receipt": receipt, "nationalId": c.nationalID}))
+		if r.status != c.status || (c.status == 200 && r.json(t)["matches"] != c.matches) {
+			t.Errorf("%s: %d %s", c.name, r.status, r.body)
+		}
+	}
+	if r := e.call(t, "POST", "/api/receipts/subject", tokA, body(map[string]string{"receipt": forged, "nationalId": "12345678901"})); r.status != 400 {
+		t.Errorf("a tampered receipt's subject: %d %s", r.status, r.body)
+	}
+}
