@@ -400,6 +400,13 @@ type withdrawRequest struct {
 // maxWithdrawReason keeps the reason within what the audit log takes.
 const maxWithdrawReason = 400
 
+// withdrawReason trims a withdrawal's reason and reports whether it is one:
+// 1 to maxWithdrawReason characters without control characters.
+func withdrawReason(raw string) (string, bool) {
+	reason := strings.TrimSpace(raw)
+	return reason, reason != "" && utf8.RuneCountInString(reason) <= maxWithdrawReason && !strings.ContainsFunc(reason, unicode.IsControl)
+}
+
 // handleFlowWithdraw handles "POST /api/flows/:id/withdraw": the
 // organization withdraws an accepted consent on the person's behalf; the
 // reason goes to the audit log in the withdrawal's transaction.
@@ -408,8 +415,8 @@ func (s *Server) handleFlowWithdraw(c echo.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	reason := strings.TrimSpace(req.Reason)
-	if reason == "" || utf8.RuneCountInString(reason) > maxWithdrawReason || strings.ContainsFunc(reason, unicode.IsControl) {
+	reason, ok := withdrawReason(req.Reason)
+	if !ok {
 		return apperr.InvalidFields([]apperr.FieldError{{Field: "reason",
 			Message: fmt.Sprintf("is required: 1 to %d characters without control characters", maxWithdrawReason)}})
 	}

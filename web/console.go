@@ -71,6 +71,7 @@ func (s *Server) renderConsole(c echo.Context, status int, page templ.Component)
 var notices = map[string]string{
 	"deleted":   "Flow %s was deleted. It is listed in the deletions log.",
 	"cancelled": "Flow %s was cancelled; its consent link no longer works.",
+	"withdrawn": "The consent of flow %s was withdrawn; a withdrawal receipt was signed.",
 	"retried":   "The webhook delivery of %s is being retried now.",
 	"revoked":   "API client %s was revoked. Its tokens stop working at once.",
 	"saved":     "Settings saved. New flows use them at once.",

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
@@ -152,7 +153,24 @@ func (s *Server) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) err
 	p := pages.FlowDetailPage{Frame: s.frame(c, "flows", f.ReferenceID), ID: f.ID, URL: self, Reference: f.ReferenceID,
 		ReferenceName: f.ReferenceName, NationalID: consent.MaskNationalID(f.NationalID), Revealed: reveal,
 		LastName: f.LastName, ConsentStatus: string(f.ConsentStatus), ProcessStatus: string(f.ProcessStatus),
-		Sandbox: f.Sandbox, HasErrors: f.HasErrors, Version: f.Version, CanCancel: f.ProcessStatus == flows.Active}
+		Sandbox: f.Sandbox, HasErrors: f.HasErrors, Version: f.Version, CanCancel: f.ProcessStatus == flows.Active,
+		CanWithdraw: f.ConsentStatus == flows.Accepted}
+	receipts, err := s.flows.Attachments(ctx, consoleCaller(c), f.ID)
+	if err != nil {
+		return consoleNotFound(err, flows.ErrNotFound)
+	}
+	for i, a := range receipts {
+		// A flow's receipts are its decision's and then, maybe, its withdrawal's.
+		decision := flows.DecisionWithdrawn
+		if i == 0 {
+			decision = flows.DecisionAccepted
+			if f.ConsentStatus == flows.Rejected {
+				decision = flows.DecisionRejected
+			}
+		}
+		p.Receipts = append(p.Receipts, pages.ReceiptRow{ID: a.ID, Decision: decision, Signed: consoleTime(a.CreatedAt),
+			URL: self + "/receipts/" + a.ID})
+	}
 	if reveal {
 		p.NationalID = f.NationalID
 	}
@@ -381,4 +399,62 @@ func (s *Server) handleConsoleDeletions(c echo.Context) error {
 		pager.NextURL, pager.NextLabel = "/console/deletions?before="+url.QueryEscape(list[len(list)-1].FlowID), "Older →"
 	}
 	return s.renderConsole(c, http.StatusOK, pages.Deletions(pages.DeletionsPage{Frame: s.frame(c, "deletions", "Deletions"), Rows: rows, Pager: pager}))
+}
+
+// handleConsoleReceipt handles "GET /console/flows/:id/receipts/:attachmentId":
+// one of the flow's receipts, as the API serves it.
+func (s *Server) handleConsoleReceipt(c echo.Context) error {
+	a, err := s.flows.Attachment(c.Request().Context(), consoleCaller(c), c.Param("id"), c.Param("attachmentId"))
+	if err != nil {
+		return consoleNotFound(err, flows.ErrNotFound)
+	}
+	c.Response().Header().Set("Content-Disposition", `attachment; filename="consent-receipt-`+a.ID+`.jwt"`)
+	return c.Blob(http.StatusOK, a.ContentType, []byte(a.Body))
+}
+
+// handleConsoleWithdrawConfirm handles "GET /console/flows/:id/withdraw"
+// (admins): the organization withdraws on the person's behalf, with a reason.
+func (s *Server) handleConsoleWithdrawConfirm(c echo.Context) error {
+	f, err := s.consoleFlow(c)
+	if err != nil {
+		return err
+	}
+	self := s.echo.Reverse("console.flow", f.ID)
+	if f.ConsentStatus != flows.Accepted {
+		return c.Redirect(http.StatusSeeOther, self)
+	}
+	return s.renderConsole(c, http.StatusOK, s.withdrawConfirm(c, f, ""))
+}
+
+func (s *Server) withdrawConfirm(c echo.Context, f flows.Flow, problem string) templ.Component {
+	// problem, when set, says what was wrong with the reason sent.
+	self := s.echo.Reverse("console.flow", f.ID)
+	return pages.Confirm(pages.ConfirmPage{Frame: s.frame(c, "flows", "Withdraw "+f.ReferenceID),
+		Heading: "Withdraw the consent of " + f.ReferenceID + "?",
+		Message: "Do this when the person asked you to. The consent becomes Withdrawn, a withdrawal receipt is signed, and the webhook hears flow.withdrawn. This cannot be undone.",
+		Details: flowConfirmDetails(f), Action: self + "/withdraw", Button: "Withdraw consent", Danger: true, BackURL: self,
+		Reason: true, ReasonError: problem})
+}
+
+// handleConsoleWithdraw handles "POST /console/flows/:id/withdraw" (admins):
+// the withdrawal and its audit entry, with the reason, commit together.
+func (s *Server) handleConsoleWithdraw(c echo.Context) error {
+	reason, ok := withdrawReason(c.FormValue("reason"))
+	if !ok {
+		f, err := s.consoleFlow(c)
+		if err != nil {
+			return err
+		}
+		return s.renderConsole(c, http.StatusBadRequest, s.withdrawConfirm(c, f,
+			fmt.Sprintf("Give a reason of 1 to %d characters.", maxWithdrawReason)))
+	}
+	f, err := s.flows.Withdraw(c.Request().Context(), consoleCaller(c), c.Param("id"),
+		audited(s, c, identity.AuditFlowWithdraw, func(f flows.Flow) (string, string) { return f.ReferenceID, reason }))
+	if errors.Is(err, flows.ErrNotAccepted) {
+		return apperr.New(apperr.Conflict, "Only an accepted consent can be withdrawn.")
+	}
+	if err != nil {
+		return consoleNotFound(err, flows.ErrNotFound)
+	}
+	return c.Redirect(http.StatusSeeOther, withNotice(s.echo.Reverse("console.flow", f.ID), "withdrawn", f.ReferenceID))
 }

@@ -98,6 +98,9 @@ func (s *Server) routes() {
 	console.POST("/flows/:id/incidents/:incident/retry", s.handleConsoleRetryIncident, requireAdmin).Name = "console.flow.retry"
 	console.GET("/flows/:id/cancel", s.handleConsoleCancelConfirm, requireAdmin)
 	console.POST("/flows/:id/cancel", s.handleConsoleCancel, requireAdmin)
+	console.GET("/flows/:id/receipts/:attachmentId", s.handleConsoleReceipt)
+	console.GET("/flows/:id/withdraw", s.handleConsoleWithdrawConfirm, requireAdmin)
+	console.POST("/flows/:id/withdraw", s.handleConsoleWithdraw, requireAdmin)
 	console.GET("/flows/:id/delete", s.handleConsoleDeleteConfirm, requireAdmin)
 	console.POST("/flows/:id/delete", s.handleConsoleDelete, requireAdmin)
 	console.GET("/deletions", s.handleConsoleDeletions).Name = "console.deletions"

@@ -101,8 +101,8 @@ func TestIdentityCommandsAndTokensEndToEnd(t *testing.T) {
 		t.Fatalf("clients list: %v", list)
 	}
 
-	// Key rotation: a new key of each algorithm; the old keys stay published
-	// and their tokens keep working.
+	// Key rotation: a new token key of each algorithm and a new receipt key;
+	// the old keys stay published and their tokens (and receipts) keep working.
 	type jwk struct {
 		Kid string `json:"kid"`
 		Alg string `json:"alg"`
@@ -121,14 +121,16 @@ func TestIdentityCommandsAndTokensEndToEnd(t *testing.T) {
 	}
 	before := jwks()
 	var rotated struct {
-		Keys []struct{ KeyID, Algorithm string } `json:"keys"`
+		Keys []struct{ KeyID, Algorithm, Use string } `json:"keys"`
 	}
 	_ = json.Unmarshal([]byte(mustJSON(cliJSON(t, in, "keys", "rotate"))), &rotated)
 	after := jwks()
-	if len(before) != 2 || len(rotated.Keys) != 2 || len(after) != 4 {
+	if len(before) != 3 || len(rotated.Keys) != 3 || len(after) != 6 || rotated.Keys[2].Use != "receipts" ||
+		!strings.HasPrefix(rotated.Keys[2].KeyID, "receipt-") {
 		t.Fatalf("JWKS %+v, then keys rotate %+v, then JWKS %+v", before, rotated, after)
 	}
-	for _, k := range append(before, jwk{rotated.Keys[0].KeyID, rotated.Keys[0].Algorithm}, jwk{rotated.Keys[1].KeyID, rotated.Keys[1].Algorithm}) {
+	for _, k := range append(before, jwk{rotated.Keys[0].KeyID, rotated.Keys[0].Algorithm}, jwk{rotated.Keys[1].KeyID, rotated.Keys[1].Algorithm},
+		jwk{rotated.Keys[2].KeyID, rotated.Keys[2].Algorithm}) {
 		if !slices.Contains(after, k) {
 			t.Fatalf("JWKS after rotation %+v lacks %+v", after, k)
 		}

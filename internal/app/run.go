@@ -38,6 +38,7 @@ Usage:
   flowd definitions publish --org ORG_ID --file FILE|- [--id ID] [--json]
                    publish a consent definition's next version (version 1 of a new one)
   flowd definitions retire ID --org ORG_ID [--json]
+  flowd receipts verify FILE [--jwks URL|FILE] [--json]   check a consent receipt (- reads stdin)
   flowd demo --state FILE   create (once) and print a demo organization, API client and staff admin
 
 Settings come from the environment (DATABASE_URL, FLOWD_*); see README.md.
@@ -69,6 +70,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runKeys(ctx, rest, getenv, stdout, stderr)
 	case "definitions":
 		return runDefinitions(ctx, rest, getenv, stdin, stdout, stderr)
+	case "receipts":
+		return runReceipts(ctx, rest, getenv, stdin, stdout, stderr)
 	case "demo":
 		return runDemo(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":

@@ -308,12 +308,12 @@ func TestConsentJourneyInABrowser(t *testing.T) {
 			t.Fatalf("flow.accepted: %v", ev)
 		}
 
-		// The link is spent: the same browser, later, sees a closed page.
+		// The link now shows the answer: no decision form, the receipt, withdrawal.
 		run(t, ctx, chromedp.Navigate(c.Links.Consent.Href))
-		if p := waitPage(t, ctx, "This request is closed"); !strings.Contains(p.text, "already been answered") || strings.Contains(p.text, "Accept") {
-			t.Fatalf("the spent link:\n%s", p.text)
+		if p := waitPage(t, ctx, "You accepted this request"); strings.Contains(p.text, "Do you consent?") || !strings.Contains(p.text, "Withdraw consent") {
+			t.Fatalf("the answered link:\n%s", p.text)
 		}
-		shot(t, ctx, "5-closed")
+		shot(t, ctx, "5-answered")
 	})
 
 	t.Run("two tabs and a double submit", func(t *testing.T) {

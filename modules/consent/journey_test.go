@@ -521,3 +521,65 @@ func TestMaskNationalID(t *testing.T) {
 		}
 	}
 }
+
+func TestThePersonWithdrawsTheirAcceptance(t *testing.T) {
+	t.Parallel()
+	e := setup(t, time.Hour)
+	ctx := context.Background()
+	me := consent.Proof{NationalID: "12345678901", ACR: substantial}
+	c, token := e.create(t, "https://bank.example/done")
+
+	if _, err := e.journey.Withdraw(ctx, token, me); !errors.As(err, new(*consent.ClosedError)) {
+		t.Fatalf("withdrawing an open request = %v, want a ClosedError", err)
+	}
+	if _, err := e.journey.Decide(ctx, token, me, consent.Answer{Accept: true, Language: "nb"}); err != nil {
+		t.Fatal(err)
+	}
+	req, err := e.journey.Visit(ctx, token)
+	if err != nil || req.Closure != consent.Decided || req.Status != flows.Accepted {
+		t.Fatalf("the link after the acceptance: %v %v", req.Closure, err)
+	}
+	before, err := e.journey.Receipts(ctx, req)
+	if err != nil || len(before) != 1 || before[0].Receipt.Decision != flows.DecisionAccepted || before[0].Receipt.Definition.Language != "nb" {
+		t.Fatalf("receipts after the acceptance: %+v %v", before, err)
+	}
+
+	for name, p := range map[string]consent.Proof{
+		"no proof":         {},
+		"someone else":     {NationalID: "10987654321", ACR: substantial},
+		"a weaker sign-in": {NationalID: "12345678901", ACR: "urn:unknown"},
+	} {
+		if _, err := e.journey.Withdraw(ctx, token, p); err == nil {
+			t.Errorf("%s withdrew", name)
+		}
+	}
+	if f := e.get(t, c.FlowID); f.ConsentStatus != flows.Accepted || f.NumAttachments != 1 {
+		t.Fatalf("refused withdrawals changed the flow: %s, %d receipts", f.ConsentStatus, f.NumAttachments)
+	}
+	if got := e.audited(t, c.FlowID); len(got) != 1 {
+		t.Fatalf("the other person's attempt is not audited: %q", got)
+	}
+
+	r, err := e.journey.Withdraw(ctx, token, me)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Receipt.Decision != flows.DecisionWithdrawn || r.Receipt.Previous != before[0].Receipt.ID ||
+		r.Receipt.WithdrawnBy != flows.ByIndividual || r.Receipt.Subject != before[0].Receipt.Subject {
+		t.Fatalf("the withdrawal's receipt: %+v", r.Receipt)
+	}
+	f := e.get(t, c.FlowID)
+	if f.ConsentStatus != flows.Withdrawn || f.WithdrawnBy != flows.ByIndividual || f.WithdrawnAt == nil || f.NumAttachments != 2 {
+		t.Fatalf("after the withdrawal: %s by %q, %d receipts", f.ConsentStatus, f.WithdrawnBy, f.NumAttachments)
+	}
+	if got := e.events(t, c.FlowID); got[len(got)-1] != "flow.withdrawn" {
+		t.Fatalf("events %v, want flow.withdrawn last", got)
+	}
+	var closed *consent.ClosedError
+	if _, err := e.journey.Withdraw(ctx, token, me); !errors.As(err, &closed) || closed.Closure != consent.Withdrawn {
+		t.Fatalf("a second withdrawal = %v, want closed as withdrawn", err)
+	}
+	if req, err := e.journey.Visit(ctx, token); err != nil || req.Closure != consent.Withdrawn {
+		t.Fatalf("the link after the withdrawal: %v %v", req.Closure, err)
+	}
+}
