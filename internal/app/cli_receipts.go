@@ -45,9 +45,9 @@ func runReceipts(ctx context.Context, args []string, getenv func(string) string,
 	}
 	var v consent.VerifiedReceipt
 	if *jwksFrom != "" {
-		keys, err := loadJWKS(ctx, *jwksFrom)
-		if err != nil {
-			return fmt.Errorf("receipts verify: --jwks: %w", err)
+		keys, loadErr := loadJWKS(ctx, *jwksFrom)
+		if loadErr != nil {
+			return fmt.Errorf("receipts verify: --jwks: %w", loadErr)
 		}
 		v, err = consent.VerifyReceipt(string(receipt), keys, "")
 	} else {
