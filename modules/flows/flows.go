@@ -24,6 +24,8 @@ const (
 	Accepted ConsentStatus = "Accepted"
 	// Withdrawn is an acceptance the organization withdrew on the person's behalf.
 	Withdrawn ConsentStatus = "Withdrawn"
+	// Expired is an acceptance whose validity (Evidence.ValidUntil) ended.
+	Expired ConsentStatus = "Expired"
 )
 
 // ProcessStatus is where the flow's process stands. A flow is archived once
@@ -80,6 +82,7 @@ type Flow struct {
 	OpenedAt              *time.Time
 	DecidedAt             *time.Time
 	WithdrawnAt           *time.Time
+	ExpiredAt             *time.Time // when the acceptance expired
 	ExpiresAt             time.Time
 	HasErrors             bool
 	Incidents             []Incident // open incidents only

@@ -40,6 +40,7 @@ func (m *Manager) MarkOpenedTx(ctx context.Context, tx database.Tx, flowID strin
 // time; check may look at the person the flow is for, write in tx, and
 // returns the evidence to record. When check returns nil, DecideTx records
 // the final answer (flow.accepted or flow.rejected) with the evidence.
+// An acceptance with a validity has its expiry scheduled (see RunExpiry).
 // check's error is returned with nothing recorded. ErrNotFound, and
 // ErrNotActive when the flow was already decided, cancelled or expired.
 func (m *Manager) DecideTx(ctx context.Context, tx database.Tx, flowID string, accepted bool,
@@ -76,6 +77,9 @@ func (m *Manager) DecideTx(ctx context.Context, tx database.Tx, flowID string, a
 	f.ConsentStatus, f.ProcessStatus, f.OpenedAt, f.DecidedAt = status, Completed, row.OpenedAt, row.DecidedAt
 	f.Version, f.UpdatedAt, f.Evidence = row.Version, row.UpdatedAt, evidence
 	if err := store.SetTasksStatus(ctx, tx, flowID, TaskConsent, TaskPending, TaskCompleted); err != nil {
+		return Flow{}, err
+	}
+	if err := m.scheduleExpiryTx(ctx, tx, f); err != nil {
 		return Flow{}, err
 	}
 	return f, m.publishTx(ctx, tx, f, event)

@@ -61,6 +61,7 @@ type Flow struct {
 	DecidedAt             *time.Time
 	WithdrawnAt           *time.Time
 	ExpiresAt             time.Time
+	ExpiredAt             *time.Time // when the acceptance's validity ended
 }
 
 const flowColumns = `id::text, organization_id, flow_number, reference_id, reference_name, version,
@@ -68,7 +69,8 @@ const flowColumns = `id::text, organization_id, flow_number, reference_id, refer
 	last_name_sealed, redirect_url, webhook_url, organization_number, process_instance_id::text,
 	flow_definition_id, flow_definition_version, version_tag, consent_text_sha256, consent_language,
 	assurance_level, acr, valid_until,
-	created_by, has_errors, created_at, updated_at, opened_at, decided_at, withdrawn_at, expires_at`
+	created_by, has_errors, created_at, updated_at, opened_at, decided_at, withdrawn_at, expires_at,
+	expired_at`
 
 func scanFlow(row pgx.Row) (Flow, error) {
 	var f Flow
@@ -76,7 +78,8 @@ func scanFlow(row pgx.Row) (Flow, error) {
 		&f.ConsentStatus, &f.ProcessStatus, &f.Sandbox, &f.PIIKeyID, &f.NationalIDSealed, &f.NationalIDHMAC,
 		&f.LastNameSealed, &f.RedirectURL, &f.WebhookURL, &f.OrganizationNumber, &f.ProcessInstanceID,
 		&f.FlowDefinitionID, &f.FlowDefinitionVersion, &f.VersionTag, &f.ConsentTextSHA256, &f.ConsentLanguage,
-		&f.AssuranceLevel, &f.ACR, &f.ValidUntil, &f.CreatedBy, &f.HasErrors, &f.CreatedAt, &f.UpdatedAt, &f.OpenedAt, &f.DecidedAt, &f.WithdrawnAt, &f.ExpiresAt)
+		&f.AssuranceLevel, &f.ACR, &f.ValidUntil, &f.CreatedBy, &f.HasErrors, &f.CreatedAt, &f.UpdatedAt, &f.OpenedAt, &f.DecidedAt, &f.WithdrawnAt, &f.ExpiresAt,
+		&f.ExpiredAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return f, ErrNoRows
 	}
@@ -282,6 +285,36 @@ func DueForExpiry(ctx context.Context, db DB, now time.Time, limit int) ([]strin
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// ExpireAcceptance moves a flow of organizationID from Accepted to Expired
+// when its valid_until has passed by the database's clock, bumps its version
+// and returns it. The update's own row lock and condition make a second call,
+// concurrent or later, change nothing: it is ErrNoRows, as is a flow that is
+// gone, not accepted or not yet due.
+func ExpireAcceptance(ctx context.Context, db DB, organizationID, id string) (Flow, error) {
+	return scanFlow(db.QueryRow(ctx, `update flows set consent_status = 'Expired', expired_at = now(),
+		version = version + 1, updated_at = greatest(now(), updated_at)
+		where id = $1 and organization_id = $2 and consent_status = 'Accepted' and valid_until <= now()
+		returning `+flowColumns, id, organizationID))
+}
+
+// DueAcceptance is an acceptance whose validity has ended.
+type DueAcceptance struct{ OrganizationID, FlowID string }
+
+// DueAcceptances returns up to limit acceptances whose valid_until has
+// passed, locked for update; rows another transaction holds are skipped.
+func DueAcceptances(ctx context.Context, db DB, limit int) ([]DueAcceptance, error) {
+	rows, err := db.Query(ctx, `select organization_id, id::text from flows
+		where consent_status = 'Accepted' and valid_until <= now()
+		order by valid_until limit $1 for update skip locked`, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (DueAcceptance, error) {
+		var d DueAcceptance
+		return d, r.Scan(&d.OrganizationID, &d.FlowID)
+	})
 }
 
 // DeleteFlow removes a flow; its tasks and incidents go with it. The
