@@ -308,6 +308,8 @@ type consentJSON struct {
 	Language       *string     `json:"language"`
 	AssuranceLevel *string     `json:"assuranceLevel"`
 	ValidUntil     *apiInstant `json:"validUntil"`
+	// When the acceptance expired at ValidUntil; null until then.
+	ExpiredAt *apiInstant `json:"expiredAt"`
 }
 
 type metaJSON struct {
@@ -336,7 +338,7 @@ func envelopeOf(f flows.Flow, p identity.Principal) flowEnvelope {
 		Consent: consentJSON{Status: string(f.ConsentStatus), OpenedAt: (*apiInstant)(f.OpenedAt),
 			DecidedAt: (*apiInstant)(f.DecidedAt), WithdrawnAt: (*apiInstant)(f.WithdrawnAt), ExpiresAt: apiInstant(f.ExpiresAt),
 			Language: nonEmpty(f.Evidence.Language), AssuranceLevel: nonEmpty(f.Evidence.AssuranceLevel),
-			ValidUntil: (*apiInstant)(f.Evidence.ValidUntil)},
+			ValidUntil: (*apiInstant)(f.Evidence.ValidUntil), ExpiredAt: (*apiInstant)(f.ExpiredAt)},
 		CreatedAt: apiInstant(f.CreatedAt), UpdatedAt: apiInstant(f.UpdatedAt), NumAttachments: f.NumAttachments,
 		Meta: metaJSON{ProcessDefinitionID: f.ProcessDefinitionID(), ProcessInstanceID: f.ProcessInstanceID,
 			ProcessVersion: strconv.Itoa(f.FlowDefinitionVersion)},

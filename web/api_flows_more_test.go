@@ -478,3 +478,66 @@ func TestWithdrawingAnAcceptedConsent(t *testing.T) {
 		t.Fatalf("withdrawn flows: %v", list)
 	}
 }
+
+// TestAnExpiredAcceptance: once an acceptance's validity ends and the
+// expiry runs, retrieve shows it Expired with expiredAt, the list finds it
+// by status=Expired, flow.expired went out once, and it cannot be withdrawn.
+func TestAnExpiredAcceptance(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	ctx := context.Background()
+	validUntil := time.Now().Add(time.Hour)
+	id := e.create(t, tokA, map[string]any{"webhookUrl": "https://hooks.example/flowd"})
+	err := database.WithTx(ctx, e.pool, func(tx database.Tx) error {
+		_, err := e.flows.DecideTx(ctx, tx, id, true, func(flows.Flow, time.Time) (flows.Evidence, error) {
+			return flows.Evidence{ValidUntil: &validUntil}, nil
+		})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	consentOf := func() map[string]any {
+		r := e.call(t, "GET", "/api/flows/"+id, tokA, "")
+		if r.status != http.StatusOK {
+			t.Fatalf("retrieve: %d %s", r.status, r.body)
+		}
+		return r.json(t)["flow"].(map[string]any)["consent"].(map[string]any)
+	}
+	if c := consentOf(); c["status"] != "Accepted" || c["validUntil"] == nil || c["expiredAt"] != nil {
+		t.Fatalf("accepted: %v", c)
+	}
+	if n, err := e.flows.ExpireDueAcceptances(ctx, 10); n != 0 || err != nil {
+		t.Fatalf("expiry before the acceptance is due: %d, %v", n, err)
+	}
+	if _, err := e.pool.Exec(ctx, `update flows set valid_until = now() - interval '1 second' where id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := e.flows.ExpireDueAcceptances(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := e.call(t, "GET", "/api/flows/"+id, tokA, "")
+	f := r.json(t)["flow"].(map[string]any)
+	c := f["consent"].(map[string]any)
+	if c["status"] != "Expired" || f["status"] != "completed" || f["version"] != 3.0 {
+		t.Fatalf("expired: %s", r.body)
+	}
+	if s, _ := c["expiredAt"].(string); !apiTimeRE.MatchString(s) {
+		t.Fatalf("expiredAt %v", c["expiredAt"])
+	}
+	if n := e.count(t, `select count(*) from test_events where kind = 'flow.expired' and flow_id = $1 and status = 'Expired' and version = 3`, id); n != 1 {
+		t.Fatalf("%d flow.expired events, want 1", n)
+	}
+	list := e.call(t, "GET", "/api/flows?archived=true&status=Expired", tokA, "").json(t)["data"].([]any)
+	if len(list) != 1 || list[0].(map[string]any)["id"] != id {
+		t.Fatalf("expired flows: %v", list)
+	}
+	if r := e.call(t, "GET", "/api/flows?archived=true&status=Expired", tokB, ""); len(r.json(t)["data"].([]any)) != 0 {
+		t.Fatalf("another organization's expired flows: %s", r.body)
+	}
+	if r := e.call(t, "POST", "/api/flows/"+id+"/withdraw", tokA, `{"reason":"Too late."}`); r.status != http.StatusConflict {
+		t.Fatalf("withdrawing an expired acceptance: %d %s", r.status, r.body)
+	}
+}

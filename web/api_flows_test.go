@@ -91,7 +91,7 @@ func TestCreateAndRetrieveAFlow(t *testing.T) {
 		t.Errorf("_meta %v", meta)
 	}
 	c := f["consent"].(map[string]any)
-	if keysOf(c) != "assuranceLevel,decidedAt,expiresAt,language,openedAt,status,textSha256,validUntil,withdrawnAt" || c["status"] != "Unopened" || c["openedAt"] != nil || c["decidedAt"] != nil {
+	if keysOf(c) != "assuranceLevel,decidedAt,expiredAt,expiresAt,language,openedAt,status,textSha256,validUntil,withdrawnAt" || c["status"] != "Unopened" || c["openedAt"] != nil || c["decidedAt"] != nil {
 		t.Errorf("consent %v", c)
 	}
 	for _, ts := range []any{f["createdAt"], f["updatedAt"], c["expiresAt"]} {

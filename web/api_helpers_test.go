@@ -313,4 +313,3 @@ func parallel(n, workers int, fn func(i int)) {
 	close(next)
 	wg.Wait()
 }
-

@@ -63,7 +63,7 @@ func (s *Server) handleConsoleFlows(c echo.Context) error {
 	}
 	return s.renderConsole(c, http.StatusOK, pages.FlowList(pages.FlowListPage{
 		Frame: s.frame(c, "flows", "Flows"), Filters: filters, Rows: rows,
-		Statuses: []string{string(flows.Unopened), string(flows.Opened), string(flows.Accepted), string(flows.Rejected), string(flows.Withdrawn)},
+		Statuses: []string{string(flows.Unopened), string(flows.Opened), string(flows.Accepted), string(flows.Rejected), string(flows.Withdrawn), string(flows.Expired)},
 		Pager:    flowPager(filters, page, p), Filtered: filters.Status != "" || filters.Sandbox != "" || filters.Query != "",
 	}))
 }
@@ -225,7 +225,8 @@ func (s *Server) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) err
 }
 
 // flowTimeline is the consent's story: created, opened, identity proven
-// (when proof is asked for), decided, and when the link expires (or expired).
+// (when proof is asked for), decided, when an acceptance expires (or
+// expired), and when the link expires (or expired).
 func flowTimeline(f flows.Flow, proofStep bool, proven *time.Time) []pages.TimelineStep {
 	steps := []pages.TimelineStep{{Label: "Created", At: consoleTime(f.CreatedAt), Done: true}}
 	steps = append(steps, pages.TimelineStep{Label: "Opened by the person", At: consoleTimePtr(f.OpenedAt, "not yet"), Done: f.OpenedAt != nil})
@@ -236,8 +237,14 @@ func flowTimeline(f flows.Flow, proofStep bool, proven *time.Time) []pages.Timel
 	case f.WithdrawnAt != nil:
 		steps = append(steps, pages.TimelineStep{Label: string(flows.Accepted), At: consoleTimePtr(f.DecidedAt, "—"), Done: true},
 			pages.TimelineStep{Label: "Withdrawn", At: consoleTime(*f.WithdrawnAt), Done: true})
+	case f.ExpiredAt != nil:
+		steps = append(steps, pages.TimelineStep{Label: string(flows.Accepted), At: consoleTimePtr(f.DecidedAt, "—"), Done: true},
+			pages.TimelineStep{Label: "Expired", At: consoleTime(*f.ExpiredAt), Done: true})
 	case f.DecidedAt != nil:
 		steps = append(steps, pages.TimelineStep{Label: string(f.ConsentStatus), At: consoleTime(*f.DecidedAt), Done: true})
+		if f.ConsentStatus == flows.Accepted && f.Evidence.ValidUntil != nil {
+			steps = append(steps, pages.TimelineStep{Label: "Expires", At: consoleTime(*f.Evidence.ValidUntil), Done: false})
+		}
 	case f.ProcessStatus == flows.Cancelled:
 		steps = append(steps, pages.TimelineStep{Label: "Cancelled or expired", At: consoleTime(f.UpdatedAt), Done: true})
 	default:

@@ -139,6 +139,8 @@ func (d flowDetail) appendJSON(dst []byte) []byte {
 	dst = appendStringOrNull(dst, d.Consent.AssuranceLevel)
 	dst = append(dst, `,"validUntil":`...)
 	dst = appendInstantOrNull(dst, d.Consent.ValidUntil)
+	dst = append(dst, `,"expiredAt":`...)
+	dst = appendInstantOrNull(dst, d.Consent.ExpiredAt)
 	dst = append(dst, `},"createdAt":`...)
 	dst = appendInstant(dst, d.CreatedAt)
 	dst = append(dst, `,"updatedAt":`...)

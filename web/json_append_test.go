@@ -82,7 +82,7 @@ func TestFlowEnvelopeAppendsWhatEncodingJSONWrites(t *testing.T) {
 	opened, decided := at.Add(time.Minute), at.Add(time.Hour)
 	full := flows.Flow{
 		ID: "0190-flow", Version: 7, HasErrors: true, ProcessStatus: flows.Active, ConsentStatus: flows.ConsentStatus("Accepted"),
-		OpenedAt: &opened, DecidedAt: &decided, WithdrawnAt: &decided, ExpiresAt: at.Add(720 * time.Hour), CreatedAt: at, UpdatedAt: at.Add(time.Second),
+		OpenedAt: &opened, DecidedAt: &decided, WithdrawnAt: &decided, ExpiredAt: &decided, ExpiresAt: at.Add(720 * time.Hour), CreatedAt: at, UpdatedAt: at.Add(time.Second),
 		ProcessInstanceID: "pi-1", FlowDefinitionID: "mortgage-<data>", FlowDefinitionVersion: 3, VersionTag: "v\"3\"",
 		Evidence: flows.Evidence{TextSHA256: []byte{0xde, 0xad}, Language: "nb", AssuranceLevel: "high", ACR: "x", ValidUntil: &decided},
 		Number:   42, ReferenceID: "BANK-42", ReferenceName: "Loan <42> & \"more\"",

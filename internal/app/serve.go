@@ -129,6 +129,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	runners := []runner{
 		{"identity", ident.Run},
 		{"flows maintenance", flowsModule.Run},
+		{"consent expiry", flowsModule.RunExpiry},
 		{"webhook workers", hooks.Run},
 	}
 

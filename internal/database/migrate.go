@@ -19,8 +19,20 @@ const versionTable = "schema_version"
 // tern takes a lock of its own, but River's migrations must run under the same one.
 const migrateLock = 7_230_164_001
 
-// Migrate applies flowd's migrations and River's (the webhook job queue) under
-// one advisory lock; running it again, or from two instances at once, is a no-op.
+// RiverSchemas are the schemas of River's tables, one for each River client:
+// the webhooks module's queue in the default schema (""), the flows module's
+// (consent expiry) in FlowsRiverSchema. River elects one leader per schema,
+// and a leader schedules, rescues and enqueues the periodic jobs of only the
+// kinds its own client knows, so clients that know different kinds must not
+// share a schema.
+var RiverSchemas = []string{"", FlowsRiverSchema}
+
+// FlowsRiverSchema holds the flows module's River tables (migration 014 creates it).
+const FlowsRiverSchema = "flows_river"
+
+// Migrate applies flowd's migrations and River's (the job queues, see
+// RiverSchemas) under one advisory lock; running it again, or from two
+// instances at once, is a no-op.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -42,14 +54,16 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	if err := m.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	river, err := rivermigrate.New(riverpgxv5.New(pool), nil)
-	if err != nil {
-		return fmt.Errorf("migrate river: %w", err)
-	}
-	// River's migrations each take a transaction of their own (one adds an enum
-	// value that the next uses); our lock above still keeps instances apart.
-	if _, err := river.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("migrate river: %w", err)
+	for _, schema := range RiverSchemas {
+		river, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema})
+		if err != nil {
+			return fmt.Errorf("migrate river: %w", err)
+		}
+		// River's migrations each take a transaction of their own (one adds an enum
+		// value that the next uses); our lock above still keeps instances apart.
+		if _, err := river.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+			return fmt.Errorf("migrate river %q: %w", schema, err)
+		}
 	}
 	return nil
 }
@@ -68,13 +82,15 @@ func MigrationsCurrent(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
 	if int(applied) != len(want) {
 		return false, nil
 	}
-	river, err := rivermigrate.New(riverpgxv5.New(pool), nil)
-	if err != nil {
-		return false, err
+	for _, schema := range RiverSchemas {
+		river, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema})
+		if err != nil {
+			return false, err
+		}
+		res, err := river.Validate(ctx, nil)
+		if err != nil || !res.OK {
+			return false, err
+		}
 	}
-	res, err := river.Validate(ctx, nil)
-	if err != nil {
-		return false, err
-	}
-	return res.OK, nil
+	return true, nil
 }

@@ -25,6 +25,8 @@ const (
 	// Withdrawn is an acceptance the person withdrew, or the organization on
 	// their behalf.
 	Withdrawn ConsentStatus = "Withdrawn"
+	// Expired is an acceptance whose validity (Evidence.ValidUntil) ended.
+	Expired ConsentStatus = "Expired"
 )
 
 // Who withdrew an acceptance.
@@ -87,10 +89,11 @@ type Flow struct {
 	OpenedAt              *time.Time
 	DecidedAt             *time.Time
 	WithdrawnAt           *time.Time
-	WithdrawnBy           string // ByIndividual or ByOrganization; empty unless withdrawn
+	WithdrawnBy           string     // ByIndividual or ByOrganization; empty unless withdrawn
+	ExpiredAt             *time.Time // when the acceptance expired
 	ExpiresAt             time.Time
 	HasErrors             bool
-	NumAttachments        int // its consent receipts
+	NumAttachments        int        // its consent receipts
 	Incidents             []Incident // open incidents only
 	ConsentURL            string     // the end user's link, from the consent module
 }

@@ -25,6 +25,7 @@ import (
 // the real consent requests on a fresh database.
 type bundle struct {
 	pool    *pgxpool.Pool
+	sealer  *pii.Sealer
 	flows   *flows.Manager
 	reports *flows.TaskReports
 	logs    *syncbuf.Buffer
@@ -35,7 +36,13 @@ type bundle struct {
 // configuration first.
 func setup(t *testing.T, mutate ...func(*flows.Config)) *bundle {
 	t.Helper()
-	pool := dbtest.New(t)
+	return setupOn(t, dbtest.NewURL(t), mutate...)
+}
+
+// setupOn returns the module on the fresh database at url.
+func setupOn(t *testing.T, url string, mutate ...func(*flows.Config)) *bundle {
+	t.Helper()
+	pool := open(t, url)
 	if _, err := pool.Exec(context.Background(), `create table test_events (id bigserial primary key, kind text not null,
 		flow_id text not null, task_id text not null default '', status text not null default '',
 		flow_status text not null default '', version int not null default 0, url text not null default '')`); err != nil {
@@ -49,6 +56,12 @@ func setup(t *testing.T, mutate ...func(*flows.Config)) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return instance(pool, sealer, mutate...)
+}
+
+// instance builds a bundle on pool, as another flowd instance on the same
+// database would be when it shares sealer's key.
+func instance(pool *pgxpool.Pool, sealer *pii.Sealer, mutate ...func(*flows.Config)) *bundle {
 	cfg := flows.Config{NationalIDFormat: flows.FormatGeneric}
 	for _, m := range mutate {
 		m(&cfg)
@@ -56,10 +69,21 @@ func setup(t *testing.T, mutate ...func(*flows.Config)) *bundle {
 	logs := &syncbuf.Buffer{}
 	definitions := consent.NewDefinitions(pool, orgs{})
 	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, "https://flowd.example"),
-		definitions, testReceipts(pool, definitions, key), orgs{}, tableEvents{},
+		definitions, testReceipts(pool, definitions, receiptKEK), orgs{}, tableEvents{},
 		slog.New(slog.NewJSONHandler(logs, nil)), prometheus.NewRegistry(), cfg)
-	return &bundle{pool: pool, flows: m, reports: flows.NewTaskReports(pool), logs: logs,
+	return &bundle{pool: pool, sealer: sealer, flows: m, reports: flows.NewTaskReports(pool), logs: logs,
 		caller: flows.Caller{OrganizationID: "org-a", ClientID: "client-a"}}
+}
+
+// open returns a pool of its own on the database at url, closed at cleanup.
+func open(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := database.Open(context.Background(), url, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }
 
 // newFlow is a valid create request with a webhook.
@@ -139,6 +163,10 @@ func (orgs) OrganizationName(_ context.Context, id string) (string, error) { ret
 func (orgs) FlowSettings(_ context.Context, organizationID string) (flows.OrganizationSettings, error) {
 	return flows.OrganizationSettings{ReferencePrefix: strings.ToUpper(organizationID[len(organizationID)-1:])}, nil
 }
+
+// receiptKEK seals the test instances' receipt keys: instances on one
+// database share it, as flowd serve instances share FLOWD_KEY_ENCRYPTION_KEY.
+var receiptKEK = []byte("flows-tests-key-encryption-key!!")
 
 // testReceipts signs receipts with the identity module's receipt keys,
 // sealed under kek, as flowd serve does.

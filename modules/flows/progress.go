@@ -40,7 +40,8 @@ func (m *Manager) MarkOpenedTx(ctx context.Context, tx database.Tx, flowID strin
 // time; check may look at the person the flow is for, write in tx, and
 // returns the evidence to record. When check returns nil, DecideTx records
 // the final answer (flow.accepted or flow.rejected) with the evidence and
-// its signed receipt.
+// its signed receipt. An acceptance with a validity has its expiry
+// scheduled (see RunExpiry).
 // check's error is returned with nothing recorded. ErrNotFound, and
 // ErrNotActive when the flow was already decided, cancelled or expired.
 func (m *Manager) DecideTx(ctx context.Context, tx database.Tx, flowID string, accepted bool,
@@ -84,6 +85,9 @@ func (m *Manager) DecideTx(ctx context.Context, tx database.Tx, flowID string, a
 		decision = DecisionAccepted
 	}
 	if _, err := m.issueReceiptTx(ctx, tx, &f, decision, now); err != nil {
+		return Flow{}, err
+	}
+	if err := m.scheduleExpiryTx(ctx, tx, f); err != nil {
 		return Flow{}, err
 	}
 	return f, m.publishTx(ctx, tx, f, event)

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
@@ -40,6 +41,9 @@ type Config struct {
 	// MaintenanceInterval is how often Run expires due flows and purges
 	// expired idempotency keys; zero means a minute.
 	MaintenanceInterval time.Duration
+	// ExpiryPollInterval is how often RunExpiry's workers look for due
+	// expiry jobs; zero means a second.
+	ExpiryPollInterval time.Duration
 }
 
 // Limits of the API.
@@ -52,18 +56,19 @@ const (
 
 // Manager is the flows module: it implements Service on PostgreSQL, moves
 // flows along for the consent module (MarkOpenedTx, DecideTx) and, in Run,
-// expires them.
+// expires them; RunExpiry expires acceptances whose validity ended.
 type Manager struct {
-	pool    *pgxpool.Pool
-	reads   *store.SharedReads
-	sealer  *pii.Sealer
+	pool     *pgxpool.Pool
+	reads    *store.SharedReads
+	sealer   *pii.Sealer
 	consent  ConsentRequests
 	defs     Definitions
 	receipts Receipts
 	orgs     Organizations
-	events  Events
-	log     *slog.Logger
-	cfg     Config
+	events   Events
+	log      *slog.Logger
+	cfg      Config
+	jobs     *river.Client[pgx.Tx] // consent expiry
 }
 
 var _ Service = (*Manager)(nil)
@@ -79,9 +84,14 @@ func New(pool *pgxpool.Pool, sealer *pii.Sealer, consent ConsentRequests, defs D
 	if cfg.MaintenanceInterval <= 0 {
 		cfg.MaintenanceInterval = time.Minute
 	}
+	if cfg.ExpiryPollInterval <= 0 {
+		cfg.ExpiryPollInterval = time.Second
+	}
 	slots := readRoundTrips(cfg.ReadRoundTrips, runtime.GOMAXPROCS(0), int(pool.Config().MaxConns))
-	return &Manager{pool: pool, reads: store.NewSharedReads(pool, slots, readsPerRoundTrip(reg)),
+	m := &Manager{pool: pool, reads: store.NewSharedReads(pool, slots, readsPerRoundTrip(reg)),
 		sealer: sealer, consent: consent, defs: defs, receipts: receipts, orgs: orgs, events: events, log: log, cfg: cfg}
+	m.jobs = newExpiryJobs(m)
+	return m
 }
 
 // readRoundTrips is how many shared read round trips may be in flight:
@@ -319,7 +329,7 @@ func (m *Manager) toFlow(r store.Flow) (Flow, error) {
 		FlowDefinitionID: r.FlowDefinitionID, FlowDefinitionVersion: r.FlowDefinitionVersion,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		OpenedAt: r.OpenedAt, DecidedAt: r.DecidedAt, WithdrawnAt: r.WithdrawnAt, WithdrawnBy: deref(r.WithdrawnBy),
-		ExpiresAt: r.ExpiresAt, HasErrors: r.HasErrors, NumAttachments: r.NumAttachments,
+		ExpiredAt: r.ExpiredAt, ExpiresAt: r.ExpiresAt, HasErrors: r.HasErrors, NumAttachments: r.NumAttachments,
 		Evidence: Evidence{TextSHA256: r.ConsentTextSHA256, ACR: deref(r.ACR), Language: deref(r.ConsentLanguage),
 			AssuranceLevel: deref(r.AssuranceLevel), ValidUntil: r.ValidUntil},
 		VersionTag: deref(r.VersionTag),
@@ -411,9 +421,9 @@ func (p *ListParams) Check() error {
 		f.Add("limit", "must be from 1 to %d", MaxLimit)
 	}
 	switch p.Status {
-	case "", Unopened, Opened, Accepted, Rejected, Withdrawn:
+	case "", Unopened, Opened, Accepted, Rejected, Withdrawn, Expired:
 	default:
-		f.Add("status", "must be one of Unopened, Opened, Accepted, Rejected, Withdrawn")
+		f.Add("status", "must be one of Unopened, Opened, Accepted, Rejected, Withdrawn, Expired")
 	}
 	if p.StartingAfter != "" && p.EndingBefore != "" {
 		f.Add("ending_before", "cannot be combined with starting_after")

@@ -25,10 +25,11 @@ const (
 	FlowCancelled EventType = "flow.cancelled"
 	FlowDeleted   EventType = "flow.deleted"
 	FlowWithdrawn EventType = "flow.withdrawn"
+	FlowExpired   EventType = "flow.expired"
 )
 
 // EventTypes lists every event type, in the order a flow meets them.
-var EventTypes = []EventType{FlowCreated, FlowOpened, FlowAccepted, FlowRejected, FlowCancelled, FlowDeleted, FlowWithdrawn}
+var EventTypes = []EventType{FlowCreated, FlowOpened, FlowAccepted, FlowRejected, FlowCancelled, FlowDeleted, FlowWithdrawn, FlowExpired}
 
 // Valid reports whether t is one of EventTypes.
 func (t EventType) Valid() bool {
@@ -55,7 +56,7 @@ type Event struct {
 	FlowID         string
 	ReferenceID    string
 	OrganizationID string
-	Status         string // consent status: Unopened, Opened, Rejected, Accepted
+	Status         string // consent status: Unopened, Opened, Rejected, Accepted, Withdrawn, Expired
 	FlowStatus     string // process status: active, completed, cancelled
 	Version        int
 	// FlowDefinitionID is the consent definition the flow pinned.

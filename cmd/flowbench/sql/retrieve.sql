@@ -10,7 +10,7 @@ select id::text, organization_id, flow_number, reference_id, reference_name, ver
 	last_name_sealed, redirect_url, webhook_url, organization_number, process_instance_id::text,
 	flow_definition_id, flow_definition_version, version_tag, consent_text_sha256, consent_language,
 	assurance_level, acr, valid_until, created_by, has_errors, created_at, updated_at, opened_at, decided_at, withdrawn_at, withdrawn_by,
-	num_attachments, expires_at
+	num_attachments, expires_at, expired_at
 	from flows where id = ('00000000-0000-7000-8000-' || lpad(to_hex(:n::bigint), 12, '0'))::uuid and (:org = '' or organization_id = :org);
 select id::text, flow_id::text, task_id::text, task_type, message, opened_at
 	from flow_incidents where flow_id = any(array[('00000000-0000-7000-8000-' || lpad(to_hex(:n::bigint), 12, '0'))]::uuid[]) and resolved_at is null order by opened_at, id;

@@ -63,6 +63,7 @@ type Flow struct {
 	WithdrawnBy           *string
 	NumAttachments        int
 	ExpiresAt             time.Time
+	ExpiredAt             *time.Time // when the acceptance's validity ended
 }
 
 const flowColumns = `id::text, organization_id, flow_number, reference_id, reference_name, version,
@@ -71,7 +72,7 @@ const flowColumns = `id::text, organization_id, flow_number, reference_id, refer
 	flow_definition_id, flow_definition_version, version_tag, consent_text_sha256, consent_language,
 	assurance_level, acr, valid_until,
 	created_by, has_errors, created_at, updated_at, opened_at, decided_at, withdrawn_at, withdrawn_by,
-	num_attachments, expires_at`
+	num_attachments, expires_at, expired_at`
 
 func scanFlow(row pgx.Row) (Flow, error) {
 	var f Flow
@@ -80,7 +81,7 @@ func scanFlow(row pgx.Row) (Flow, error) {
 		&f.LastNameSealed, &f.RedirectURL, &f.WebhookURL, &f.OrganizationNumber, &f.ProcessInstanceID,
 		&f.FlowDefinitionID, &f.FlowDefinitionVersion, &f.VersionTag, &f.ConsentTextSHA256, &f.ConsentLanguage,
 		&f.AssuranceLevel, &f.ACR, &f.ValidUntil, &f.CreatedBy, &f.HasErrors, &f.CreatedAt, &f.UpdatedAt, &f.OpenedAt, &f.DecidedAt, &f.WithdrawnAt, &f.WithdrawnBy,
-		&f.NumAttachments, &f.ExpiresAt)
+		&f.NumAttachments, &f.ExpiresAt, &f.ExpiredAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return f, ErrNoRows
 	}
@@ -287,6 +288,36 @@ func DueForExpiry(ctx context.Context, db DB, now time.Time, limit int) ([]strin
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// ExpireAcceptance moves a flow of organizationID from Accepted to Expired
+// when its valid_until has passed by the database's clock, bumps its version
+// and returns it. The update's own row lock and condition make a second call,
+// concurrent or later, change nothing: it is ErrNoRows, as is a flow that is
+// gone, not accepted or not yet due.
+func ExpireAcceptance(ctx context.Context, db DB, organizationID, id string) (Flow, error) {
+	return scanFlow(db.QueryRow(ctx, `update flows set consent_status = 'Expired', expired_at = now(),
+		version = version + 1, updated_at = greatest(now(), updated_at)
+		where id = $1 and organization_id = $2 and consent_status = 'Accepted' and valid_until <= now()
+		returning `+flowColumns, id, organizationID))
+}
+
+// DueAcceptance is an acceptance whose validity has ended.
+type DueAcceptance struct{ OrganizationID, FlowID string }
+
+// DueAcceptances returns up to limit acceptances whose valid_until has
+// passed, locked for update; rows another transaction holds are skipped.
+func DueAcceptances(ctx context.Context, db DB, limit int) ([]DueAcceptance, error) {
+	rows, err := db.Query(ctx, `select organization_id, id::text from flows
+		where consent_status = 'Accepted' and valid_until <= now()
+		order by valid_until limit $1 for update skip locked`, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (DueAcceptance, error) {
+		var d DueAcceptance
+		return d, r.Scan(&d.OrganizationID, &d.FlowID)
+	})
 }
 
 // DeleteFlow removes a flow; its tasks and incidents go with it. The
