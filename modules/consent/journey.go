@@ -481,6 +481,8 @@ func closure(f flows.Flow, now time.Time) Closure {
 	switch {
 	case f.ConsentStatus == flows.Withdrawn:
 		return Withdrawn
+	case f.ConsentStatus == flows.Expired:
+		return Expired
 	case f.ProcessStatus == flows.Completed || f.ConsentStatus == flows.Accepted || f.ConsentStatus == flows.Rejected:
 		return Decided
 	case f.ProcessStatus == flows.Cancelled:
