@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flowd/flowd/internal/formbrowser"
 )
 
 // TestConsoleOverHTTP drives every console page and action through the real
@@ -157,6 +159,68 @@ func TestConsoleOverHTTP(t *testing.T) {
 		e.waitForFlow(t, e.acmeAPI, c.FlowID, "cancelled", func(f consoleAPIFlow) bool { return f.Flow.Status == "cancelled" })
 		if p := admin.post(path, nil); p.Status != http.StatusConflict {
 			t.Fatalf("second cancel: %d", p.Status)
+		}
+	})
+
+	t.Run("receipts to download, and withdrawal with a reason", func(t *testing.T) {
+		w := e.createFlow(t, e.acmeAPI, "WITHDRAW1", "")
+		var created struct {
+			Links struct {
+				Consent struct{ Href string } `json:"consent"`
+			} `json:"_links"`
+		}
+		call(t, e.acmeAPI, "GET", base+"/api/flows/"+w.FlowID, "", &created)
+		formbrowser.Consent(t, base, created.Links.Consent.Href, "WITHDRAW1", "accept")
+		path := "/console/flows/" + w.FlowID
+		page := admin.get(path)
+		receipt := regexp.MustCompile(regexp.QuoteMeta(path) + `/receipts/[0-9a-f-]{36}`).FindString(page.Body)
+		if page.Status != 200 || receipt == "" || !strings.Contains(page.Body, path+"/withdraw") {
+			t.Fatalf("the accepted flow's page: %d %s", page.Status, page.Body)
+		}
+		for name, b := range map[string]*staffBrowser{"admin": admin, "viewer": viewer} {
+			if r := b.get(receipt); r.Status != 200 || strings.Count(r.Body, ".") != 2 {
+				t.Errorf("%s downloads the receipt: %d %q", name, r.Status, r.Body)
+			}
+		}
+		if r := stranger.get(receipt); r.Status != http.StatusNotFound {
+			t.Errorf("another organization's admin downloads the receipt: %d", r.Status)
+		}
+		if p := viewer.get(path + "/withdraw"); p.Status != http.StatusForbidden {
+			t.Errorf("viewer's withdrawal page: %d", p.Status)
+		}
+		if p := viewer.post(path+"/withdraw", url.Values{"reason": {"viewer"}}); p.Status != http.StatusForbidden {
+			t.Errorf("viewer withdraws: %d", p.Status)
+		}
+		if p := admin.get(path + "/withdraw"); p.Status != 200 || !strings.Contains(p.Body, `name="reason"`) {
+			t.Fatalf("the confirmation: %d %s", p.Status, p.Body)
+		}
+		if p := admin.post(path+"/withdraw", url.Values{"reason": {"  "}}); p.Status != http.StatusBadRequest || !strings.Contains(p.Body, "Give a reason") {
+			t.Fatalf("a withdrawal without a reason: %d", p.Status)
+		}
+		p := admin.post(path+"/withdraw", url.Values{"reason": {"The customer called, case 4711."}})
+		if p.Status != http.StatusSeeOther || !strings.Contains(p.Location, "notice=withdrawn") {
+			t.Fatalf("withdraw: %d %s", p.Status, p.Location)
+		}
+		var got struct {
+			Flow struct {
+				NumAttachments int                     `json:"numAttachments"`
+				Consent        struct{ Status string } `json:"consent"`
+			} `json:"flow"`
+		}
+		call(t, e.acmeAPI, "GET", base+"/api/flows/"+w.FlowID, "", &got)
+		if got.Flow.Consent.Status != "Withdrawn" || got.Flow.NumAttachments != 2 {
+			t.Fatalf("after the console's withdrawal the API shows %+v", got.Flow)
+		}
+		page = admin.get(path)
+		if n := len(regexp.MustCompile(regexp.QuoteMeta(path)+`/receipts/[0-9a-f-]{36}`).FindAllString(page.Body, -1)); n != 2 ||
+			strings.Contains(page.Body, path+"/withdraw") {
+			t.Fatalf("the withdrawn flow's page lists %d receipts: %s", n, page.Body)
+		}
+		if p := admin.post(path+"/withdraw", url.Values{"reason": {"again"}}); p.Status != http.StatusConflict {
+			t.Fatalf("a second withdrawal: %d", p.Status)
+		}
+		if audit := admin.get("/console/audit"); !strings.Contains(audit.Body, "flow.withdraw") || !strings.Contains(audit.Body, "case 4711") {
+			t.Fatalf("the audit log lacks the withdrawal and its reason")
 		}
 	})
 

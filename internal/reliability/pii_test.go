@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/formbrowser"
 )
 
 // column is one column of a table of the database.
@@ -103,7 +104,7 @@ func TestNoPersonalDataInClear(t *testing.T) {
 		} `json:"_links"`
 	}
 	a.json(t, &created)
-	loc := consentWithTestEID(t, p.URL, created.Links.Consent.Href, nationalID, "accept")
+	loc, _ := formbrowser.Consent(t, p.URL, created.Links.Consent.Href, nationalID, "accept")
 	if !strings.HasPrefix(loc, "https://bank.example/done?") || !strings.Contains(loc, "status=accepted") {
 		t.Fatalf("after accepting: %s", loc)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/internal/formbrowser"
 )
 
 // TestReceiptsVerifyWithTheCLI: a receipt of a real decision checks out with
@@ -28,7 +29,7 @@ func TestReceiptsVerifyWithTheCLI(t *testing.T) {
 		} `json:"_links"`
 	}
 	a.json(t, &created)
-	consentWithTestEID(t, p.URL, created.Links.Consent.Href, "12345678901", "accept")
+	formbrowser.Consent(t, p.URL, created.Links.Consent.Href, "12345678901", "accept")
 
 	var list struct {
 		Data []struct{ Href string } `json:"data"`

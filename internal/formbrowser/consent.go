@@ -1,19 +1,19 @@
-package reliability_test
+package formbrowser
 
 import (
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/flowd/flowd/internal/formbrowser"
 )
 
-// consentWithTestEID opens a consent link, proves the individual's identity
-// through the built-in test eID and accepts (or rejects); it returns the
-// redirect to the organization.
-func consentWithTestEID(t *testing.T, base, link, nationalID, decision string) string {
+// Consent opens a flowd consent link, proves the individual's identity
+// through flowd's built-in test eID, answers decision ("accept" or
+// "reject") and returns the redirect to the organization. A browser of its
+// own is returned too, still signed in, for what the person does next on
+// the link.
+func Consent(t testing.TB, base, link, nationalID, decision string) (location string, b *Browser) {
 	t.Helper()
-	b := formbrowser.New(t)
+	b = New(t)
 	b.Scope = base // the journey ends at the redirect to the organization
 	start := b.Follow(http.MethodGet, link, nil)
 	if start.Status != 200 || strings.Contains(start.Body, nationalID) {
@@ -35,5 +35,5 @@ func consentWithTestEID(t *testing.T, base, link, nationalID, decision string) s
 	if done.Status != http.StatusSeeOther {
 		t.Fatalf("decision: %d %.2000s", done.Status, done.Body)
 	}
-	return done.Location
+	return done.Location, b
 }
