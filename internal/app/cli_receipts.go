@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -131,7 +132,7 @@ func readInput(name string, stdin io.Reader, limit int64) ([]byte, error) {
 	if name == "-" && stdin != nil {
 		r = stdin
 	} else {
-		f, err := os.Open(name)
+		f, err := os.Open(filepath.Clean(name)) // the operator names the file
 		if err != nil {
 			return nil, err
 		}

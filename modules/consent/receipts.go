@@ -120,7 +120,7 @@ func VerifyReceipt(jws string, keys jose.JSONWebKeySet, issuer string) (Verified
 	if len(jws) > maxReceipt {
 		return VerifiedReceipt{}, invalid("it is longer than any receipt")
 	}
-	sig, err := jose.ParseSigned(jws, []jose.SignatureAlgorithm{jose.ES256})
+	sig, err := jose.ParseSignedCompact(jws, []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil {
 		return VerifiedReceipt{}, invalid("it is not a compact JWS signed with ES256")
 	}
