@@ -1,14 +1,12 @@
 package flows
 
 import (
-	"net"
 	"net/url"
-	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/fieldcheck"
 )
 
 // Rules are the settings a new flow is validated against.
@@ -22,7 +20,7 @@ type Rules struct {
 const (
 	MaxLastName      = 200
 	MaxReferenceName = 200
-	MaxURL           = 2048
+	MaxURL           = fieldcheck.MaxURL
 )
 
 // Normalize trims the surrounding white space of every field of in.
@@ -79,57 +77,13 @@ func (in NewFlow) Validate(r Rules) error {
 }
 
 // checkText allows up to max characters of text without control characters.
-func checkText(s string, max int) string {
-	if utf8.RuneCountInString(s) > max {
-		return "must be at most " + strconv.Itoa(max) + " characters"
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) || r == utf8.RuneError {
-			return "must not contain control characters"
-		}
-	}
-	return ""
-}
+func checkText(s string, max int) string { return fieldcheck.Text(s, max) }
 
 // CheckURL reports what is wrong with an address flowd sends people or
 // requests to, or "" when it is fine: absolute, https (http only for loopback
-// hosts unless allowInsecure), at most MaxURL characters, no user info.
-func CheckURL(raw string, allowInsecure bool) string {
-	if len(raw) > MaxURL {
-		return "must be at most " + strconv.Itoa(MaxURL) + " characters"
-	}
-	for _, r := range raw {
-		if r <= ' ' || r == 0x7f {
-			return "must not contain spaces or control characters"
-		}
-	}
-	u, err := url.Parse(raw)
-	if err != nil || !u.IsAbs() || u.Opaque != "" || u.Hostname() == "" {
-		return "must be an absolute URL such as https://example.com/path"
-	}
-	if u.User != nil {
-		return "must not contain a user name or password"
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "https":
-	case "http":
-		if !allowInsecure && !isLoopback(u.Hostname()) {
-			return "must use https (http is allowed only for localhost)"
-		}
-	default:
-		return "must use https"
-	}
-	return ""
-}
-
-func isLoopback(host string) bool {
-	host = strings.ToLower(host)
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+// hosts unless allowInsecure), at most MaxURL characters, no user info. The
+// webhooks module holds its endpoints to the same rule (fieldcheck.URL).
+func CheckURL(raw string, allowInsecure bool) string { return fieldcheck.URL(raw, allowInsecure) }
 
 // originAllowed reports whether raw's origin (scheme, host and port) is one
 // of origins; an empty list allows any.

@@ -39,12 +39,24 @@ var guardian = ssrf.New(ssrf.WithAnyPort())
 // address in its last 32 bits: that address is checked instead.
 func guardControl(network, address string, conn syscall.RawConn) error {
 	err := guardian.Safe(network, address, conn)
-	if ap, perr := netip.ParseAddrPort(address); errors.Is(err, ssrf.ErrProhibitedIP) && perr == nil && ssrf.IPv6NAT64Prefix.Contains(ap.Addr()) {
-		b := ap.Addr().As16()
-		err = guardian.SafeAddr(netip.AddrFrom4([4]byte(b[12:])))
+	if ap, perr := netip.ParseAddrPort(address); errors.Is(err, ssrf.ErrProhibitedIP) && perr == nil {
+		err = checkAddr(ap.Addr())
 	}
 	if err != nil {
 		return &blockedError{address: address, err: err}
 	}
 	return nil
+}
+
+// checkAddr is the guard's rule for one address: nil for a public address,
+// an error for any other. An endpoint whose URL names an address (not a host
+// name) is checked by it when it is registered, too.
+func checkAddr(a netip.Addr) error {
+	a = a.WithZone("")
+	err := guardian.SafeAddr(a)
+	if errors.Is(err, ssrf.ErrProhibitedIP) && ssrf.IPv6NAT64Prefix.Contains(a) {
+		b := a.As16()
+		err = guardian.SafeAddr(netip.AddrFrom4([4]byte(b[12:])))
+	}
+	return err
 }

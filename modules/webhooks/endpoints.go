@@ -1,0 +1,279 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/fieldcheck"
+)
+
+// An endpoint is a URL an organization registers to receive its flows'
+// events (issue 20): besides a flow's own webhookUrl, every enabled endpoint
+// subscribed to an event's type gets a delivery of its own. This file holds
+// the endpoint registry's domain; endpoints_postgres.go keeps it.
+
+// Endpoint is one of an organization's webhook endpoints.
+type Endpoint struct {
+	ID             string // a UUID v7
+	OrganizationID string
+	URL            string
+	Description    string
+	// EventTypes are the types the endpoint receives, in EventTypes order;
+	// empty means every type, also those added later.
+	EventTypes []EventType
+	Enabled    bool
+	// DisabledReason says why flowd disabled the endpoint (its deliveries
+	// kept failing); empty when it is enabled or a person disabled it.
+	DisabledReason string
+	// FailingSince is the first failed delivery since the last success; nil
+	// while the endpoint is healthy.
+	FailingSince *time.Time
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// Subscribes reports whether the endpoint wants events of type t, enabled or not.
+func (e Endpoint) Subscribes(t EventType) bool {
+	return len(e.EventTypes) == 0 || slices.Contains(e.EventTypes, t)
+}
+
+// NewEndpoint is what registers an endpoint.
+type NewEndpoint struct {
+	URL         string
+	Description string
+	EventTypes  []EventType // empty: every type
+	Enabled     bool
+}
+
+// EndpointUpdate changes an endpoint: each field that is not nil replaces
+// the endpoint's (PATCH). An empty, non-nil EventTypes subscribes to every type.
+type EndpointUpdate struct {
+	URL         *string
+	Description *string
+	EventTypes  *[]EventType
+	Enabled     *bool
+}
+
+// EndpointChange is an endpoint before and after an update.
+type EndpointChange struct {
+	Before, After Endpoint
+}
+
+// Describe says what an update changed, for the audit log: the names of
+// the changed fields, as the API calls them, with the new enabled state.
+func (c EndpointChange) Describe() string {
+	var parts []string
+	if c.Before.URL != c.After.URL {
+		parts = append(parts, "url")
+	}
+	if c.Before.Description != c.After.Description {
+		parts = append(parts, "description")
+	}
+	if !slices.Equal(c.Before.EventTypes, c.After.EventTypes) {
+		parts = append(parts, "eventTypes")
+	}
+	if c.Before.Enabled != c.After.Enabled {
+		if c.After.Enabled {
+			parts = append(parts, "enabled")
+		} else {
+			parts = append(parts, "disabled")
+		}
+	}
+	if len(parts) == 0 {
+		return "no change"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// EndpointRules are the deployment's settings an endpoint's URL is held to.
+type EndpointRules struct {
+	// AllowInsecureURLs allows http for any host (FLOWD_ALLOW_INSECURE_URLS),
+	// as it does for a flow's webhookUrl; otherwise only https.
+	AllowInsecureURLs bool
+	// AllowPrivate allows a URL whose host is a loopback, private,
+	// link-local, multicast or other non-public address
+	// (FLOWD_WEBHOOK_ALLOW_PRIVATE), as it does for deliveries.
+	AllowPrivate bool
+}
+
+// Limits of an endpoint.
+const (
+	// MaxEndpoints is how many endpoints an organization may have.
+	MaxEndpoints = 100
+	// MaxEndpointDescription is the longest description, in characters.
+	MaxEndpointDescription = 200
+)
+
+// ErrEndpointNotFound: no such endpoint in the organization (another
+// organization's endpoints do not exist for it), or a malformed id.
+var ErrEndpointNotFound = errors.New("webhooks: endpoint not found")
+
+// EndpointOrder is the order List returns endpoints in.
+type EndpointOrder int
+
+const (
+	OldestFirst EndpointOrder = iota
+	NewestFirst
+)
+
+// Endpoints keeps organizations' webhook endpoints. Every method is scoped
+// to one organization. Writes take before hooks that run in the write's
+// transaction (database.BeforeCommit): the console and the API record the
+// change in the audit log there.
+type Endpoints interface {
+	// Create registers an endpoint. Bad input is one apperr Invalid error
+	// naming every field by its API name (url, description, eventTypes[i]);
+	// an organization that has MaxEndpoints already is apperr Conflict.
+	Create(ctx context.Context, organizationID string, n NewEndpoint, before ...database.BeforeCommit[Endpoint]) (Endpoint, error)
+	// Get returns one endpoint. ErrEndpointNotFound.
+	Get(ctx context.Context, organizationID, id string) (Endpoint, error)
+	// List returns the organization's endpoints, at most MaxEndpoints, by
+	// creation in the order asked for.
+	List(ctx context.Context, organizationID string, order EndpointOrder) ([]Endpoint, error)
+	// Update changes an endpoint. ErrEndpointNotFound; apperr Invalid as
+	// Create. Enabling an endpoint clears its DisabledReason and FailingSince.
+	Update(ctx context.Context, organizationID, id string, u EndpointUpdate, before ...database.BeforeCommit[EndpointChange]) (Endpoint, error)
+	// Delete removes an endpoint for good and returns it. ErrEndpointNotFound.
+	Delete(ctx context.Context, organizationID, id string, before ...database.BeforeCommit[Endpoint]) (Endpoint, error)
+	// MatchingTx returns, in tx, the organization's enabled endpoints that
+	// subscribe to t, oldest first: what an event of type t fans out to, read
+	// in the transaction that publishes it.
+	MatchingTx(ctx context.Context, tx database.Tx, organizationID string, t EventType) ([]Endpoint, error)
+}
+
+// Normalize trims the surrounding white space of the URL and description
+// and keeps each event type once, in EventTypes order; unknown ones stay
+// where they were, after the known, for Validate to name.
+func (n NewEndpoint) Normalize() NewEndpoint {
+	n.URL = strings.TrimSpace(n.URL)
+	n.Description = strings.TrimSpace(n.Description)
+	n.EventTypes = normalizeTypes(n.EventTypes)
+	return n
+}
+
+// Validate checks a NewEndpoint against r and returns an apperr Invalid
+// error naming every offending field by its API name, or nil. It validates
+// the types as given, so that eventTypes[i] is the i-th type sent.
+func (n NewEndpoint) Validate(r EndpointRules) error {
+	var f apperr.Fields
+	checkEndpointURL(&f, strings.TrimSpace(n.URL), r)
+	checkDescription(&f, strings.TrimSpace(n.Description))
+	checkTypes(&f, n.EventTypes)
+	return f.Err()
+}
+
+// Validate checks the fields an update sets, as NewEndpoint.Validate does.
+func (u EndpointUpdate) Validate(r EndpointRules) error {
+	var f apperr.Fields
+	if u.URL != nil {
+		checkEndpointURL(&f, strings.TrimSpace(*u.URL), r)
+	}
+	if u.Description != nil {
+		checkDescription(&f, strings.TrimSpace(*u.Description))
+	}
+	if u.EventTypes != nil {
+		checkTypes(&f, *u.EventTypes)
+	}
+	return f.Err()
+}
+
+// apply returns e with u's changes, normalized as NewEndpoint.Normalize does.
+func (u EndpointUpdate) apply(e Endpoint) Endpoint {
+	if u.URL != nil {
+		e.URL = strings.TrimSpace(*u.URL)
+	}
+	if u.Description != nil {
+		e.Description = strings.TrimSpace(*u.Description)
+	}
+	if u.EventTypes != nil {
+		e.EventTypes = normalizeTypes(*u.EventTypes)
+	}
+	if u.Enabled != nil {
+		if *u.Enabled && !e.Enabled {
+			e.DisabledReason, e.FailingSince = "", nil
+		}
+		e.Enabled = *u.Enabled
+	}
+	return e
+}
+
+// normalizeTypes keeps each known type once, in EventTypes order, then the
+// unknown ones as given.
+func normalizeTypes(types []EventType) []EventType {
+	out := []EventType{}
+	for _, t := range EventTypes {
+		if slices.Contains(types, t) {
+			out = append(out, t)
+		}
+	}
+	for _, t := range types {
+		if !t.Valid() {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func checkEndpointURL(f *apperr.Fields, raw string, r EndpointRules) {
+	if raw == "" {
+		f.Add("url", "is required")
+		return
+	}
+	if msg := fieldcheck.URL(raw, r.AllowInsecureURLs); msg != "" {
+		f.Add("url", "%s", msg)
+		return
+	}
+	if !r.AllowPrivate && !publicHost(raw) {
+		f.Add("url", "must be a public address (not loopback, private, link-local or multicast)")
+	}
+}
+
+// publicHost reports whether the host of raw, an absolute URL, may be
+// public: a host name other than localhost (what it resolves to is checked
+// when each delivery connects), or a public address by the delivery guard's
+// rule (checkAddr).
+func publicHost(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if fieldcheck.IsLoopbackHost(host) {
+		return false
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return true // a name
+	}
+	return checkAddr(a) == nil
+}
+
+func checkDescription(f *apperr.Fields, s string) {
+	if msg := fieldcheck.Text(s, MaxEndpointDescription); msg != "" {
+		f.Add("description", "%s", msg)
+	}
+}
+
+func checkTypes(f *apperr.Fields, types []EventType) {
+	for i, t := range types {
+		if !t.Valid() {
+			f.Add("eventTypes["+strconv.Itoa(i)+"]", "is not an event type; known types are %s", knownTypes())
+		}
+	}
+}
+
+func knownTypes() string {
+	s := make([]string, len(EventTypes))
+	for i, t := range EventTypes {
+		s[i] = string(t)
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,120 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Endpoint is a row of webhook_endpoints.
+type Endpoint struct {
+	OrganizationID string
+	ID             string
+	URL            string
+	Description    string
+	EventTypes     []string
+	Enabled        bool
+	DisabledReason *string
+	FailingSince   *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+const endpointColumns = `organization_id, id::text, url, description, event_types, enabled, disabled_reason,
+	failing_since, created_at, updated_at`
+
+func scanEndpoint(row pgx.Row) (Endpoint, error) {
+	var e Endpoint
+	err := row.Scan(&e.OrganizationID, &e.ID, &e.URL, &e.Description, &e.EventTypes, &e.Enabled, &e.DisabledReason,
+		&e.FailingSince, &e.CreatedAt, &e.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return e, ErrNotFound
+	}
+	return e, err
+}
+
+func collectEndpoints(rows pgx.Rows, err error) ([]Endpoint, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Endpoint
+	for rows.Next() {
+		e, err := scanEndpoint(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// LockEndpoints holds, until tx ends, the organization's right to add
+// endpoints, so that two creates cannot both pass the count under the cap.
+func LockEndpoints(ctx context.Context, tx DB, organizationID string) error {
+	_, err := tx.Exec(ctx, `select pg_advisory_xact_lock(hashtextextended('webhook_endpoints:' || $1, 0))`, organizationID)
+	return err
+}
+
+// CountEndpoints counts the organization's endpoints.
+func CountEndpoints(ctx context.Context, db DB, organizationID string) (int, error) {
+	var n int
+	err := db.QueryRow(ctx, `select count(*) from webhook_endpoints where organization_id = $1`, organizationID).Scan(&n)
+	return n, err
+}
+
+// InsertEndpoint stores a new endpoint and returns it as stored.
+func InsertEndpoint(ctx context.Context, db DB, e Endpoint) (Endpoint, error) {
+	return scanEndpoint(db.QueryRow(ctx, `
+		insert into webhook_endpoints (organization_id, id, url, description, event_types, enabled)
+		values ($1, $2, $3, $4, $5, $6)
+		returning `+endpointColumns,
+		e.OrganizationID, e.ID, e.URL, e.Description, e.EventTypes, e.Enabled))
+}
+
+// GetEndpoint returns one endpoint, its row locked until tx ends when
+// forUpdate. ErrNotFound.
+func GetEndpoint(ctx context.Context, db DB, organizationID, id string, forUpdate bool) (Endpoint, error) {
+	q := `select ` + endpointColumns + ` from webhook_endpoints where organization_id = $1 and id = $2`
+	if forUpdate {
+		q += ` for update`
+	}
+	return scanEndpoint(db.QueryRow(ctx, q, organizationID, id))
+}
+
+// ListEndpoints returns up to limit of the organization's endpoints by
+// creation, newest first when desc.
+func ListEndpoints(ctx context.Context, db DB, organizationID string, desc bool, limit int) ([]Endpoint, error) {
+	order := `created_at, id`
+	if desc {
+		order = `created_at desc, id desc`
+	}
+	return collectEndpoints(db.Query(ctx, `select `+endpointColumns+` from webhook_endpoints
+		where organization_id = $1 order by `+order+` limit $2`, organizationID, limit))
+}
+
+// UpdateEndpoint writes an endpoint's changeable columns and returns it as stored. ErrNotFound.
+func UpdateEndpoint(ctx context.Context, db DB, e Endpoint) (Endpoint, error) {
+	return scanEndpoint(db.QueryRow(ctx, `
+		update webhook_endpoints set url = $3, description = $4, event_types = $5, enabled = $6,
+			disabled_reason = $7, failing_since = $8, updated_at = now()
+		where organization_id = $1 and id = $2
+		returning `+endpointColumns,
+		e.OrganizationID, e.ID, e.URL, e.Description, e.EventTypes, e.Enabled, e.DisabledReason, e.FailingSince))
+}
+
+// DeleteEndpoint removes an endpoint and returns it as it was. ErrNotFound.
+func DeleteEndpoint(ctx context.Context, db DB, organizationID, id string) (Endpoint, error) {
+	return scanEndpoint(db.QueryRow(ctx, `delete from webhook_endpoints where organization_id = $1 and id = $2
+		returning `+endpointColumns, organizationID, id))
+}
+
+// MatchingEndpoints returns the organization's enabled endpoints that take
+// events of type eventType (those naming no type take every one), oldest first.
+func MatchingEndpoints(ctx context.Context, db DB, organizationID, eventType string) ([]Endpoint, error) {
+	return collectEndpoints(db.Query(ctx, `select `+endpointColumns+` from webhook_endpoints
+		where organization_id = $1 and enabled and (cardinality(event_types) = 0 or $2 = any (event_types))
+		order by created_at, id`, organizationID, eventType))
+}
