@@ -72,6 +72,10 @@ func newServer(t testing.TB, d Deps) *Server {
 	if d.Webhooks == nil {
 		d.Webhooks = hooks
 	}
+	if d.Endpoints == nil {
+		d.Endpoints = webhooks.NewEndpoints(d.Pool, webhooks.EndpointRules{AllowInsecureURLs: cfg.AllowInsecureURLs,
+			AllowPrivate: cfg.WebhookAllowPrivate})
+	}
 	sealer, err := pii.New(cfg.DataKey)
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +150,7 @@ func TestNewRefusesAMissingCollaborator(t *testing.T) {
 	t.Parallel()
 	complete := newServer(t, Deps{})
 	d := Deps{Log: complete.log, Config: complete.cfg, Pool: complete.pool, Registry: prometheus.NewRegistry(),
-		Identity: complete.identity, Flows: complete.flows, Webhooks: complete.webhooks, Consent: complete.consent,
+		Identity: complete.identity, Flows: complete.flows, Webhooks: complete.webhooks, Endpoints: complete.endpoints, Consent: complete.consent,
 		Definitions: complete.definitions, Receipts: complete.receipts, Login: complete.login, ConsoleRP: complete.consoleRP, ConsentRP: complete.consentRP}
 	if _, err := New(d); err != nil {
 		t.Fatalf("every collaborator given: %v", err)
@@ -154,6 +158,7 @@ func TestNewRefusesAMissingCollaborator(t *testing.T) {
 	for name, drop := range map[string]func(*Deps){
 		"Identity":    func(d *Deps) { d.Identity = nil },
 		"Flows":       func(d *Deps) { d.Flows = nil },
+		"Endpoints":   func(d *Deps) { d.Endpoints = nil },
 		"Consent":     func(d *Deps) { d.Consent = nil },
 		"Definitions": func(d *Deps) { d.Definitions = nil },
 		"Receipts":    func(d *Deps) { d.Receipts = nil },

@@ -57,6 +57,11 @@ func (s *Server) routes() {
 	api.GET("/flow-definitions/:id/versions/:version", s.handleDefinitionGet, s.authenticate, requireScope(identity.ScopeDefinitionsRead))
 	api.POST("/flow-definitions/:id/versions", s.handleDefinitionPublish, s.authenticate, requireScope(identity.ScopeDefinitionsWrite))
 	api.POST("/flow-definitions/:id/retire", s.handleDefinitionRetire, s.authenticate, requireScope(identity.ScopeDefinitionsWrite))
+	api.GET("/webhook-endpoints", s.handleEndpointList, s.authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.POST("/webhook-endpoints", s.handleEndpointCreate, s.authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.GET("/webhook-endpoints/:id", s.handleEndpointGet, s.authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.PATCH("/webhook-endpoints/:id", s.handleEndpointUpdate, s.authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.DELETE("/webhook-endpoints/:id", s.handleEndpointDelete, s.authenticate, requireScope(identity.ScopeWebhooksManage))
 
 	// Consent receipts: public; anyone holding a receipt may check it.
 	e.POST("/api/receipts/verify", s.handleReceiptVerify)

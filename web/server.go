@@ -35,6 +35,8 @@ type Deps struct {
 	Identity identity.Service
 	Flows    flows.Service
 	Webhooks webhooks.Service
+	// Endpoints are the organizations' webhook endpoints.
+	Endpoints webhooks.Endpoints
 	// Consent is the individual's journey; ConsentRP (below) proves who they are.
 	Consent consent.Journey
 	// Definitions are the organizations' consent definitions.
@@ -60,6 +62,8 @@ type Server struct {
 	identity identity.Service
 	flows    flows.Service
 	webhooks webhooks.Service
+	// endpoints are the organizations' webhook endpoints.
+	endpoints webhooks.Endpoints
 
 	consent         consent.Journey
 	definitions     consent.Definitions
@@ -82,7 +86,7 @@ func New(d Deps) (*Server, error) {
 	e.HidePort = true
 	s := &Server{
 		echo: e, log: d.Log, cfg: d.Config, pool: d.Pool, metrics: newMetrics(d.Registry, d.Pool),
-		identity: d.Identity, flows: d.Flows, webhooks: d.Webhooks,
+		identity: d.Identity, flows: d.Flows, webhooks: d.Webhooks, endpoints: d.Endpoints,
 		consent: d.Consent, definitions: d.Definitions, receipts: d.Receipts,
 		login: d.Login, consoleRP: d.ConsoleRP, consentRP: d.ConsentRP,
 		consoleSessions: oidclogin.ConsoleSessions(d.Config), consentSessions: oidclogin.ConsentSessions(d.Config),
@@ -101,7 +105,7 @@ func (d Deps) check() error {
 		missing bool
 	}{
 		{"Log", d.Log == nil}, {"Config", d.Config == nil}, {"Pool", d.Pool == nil}, {"Registry", d.Registry == nil},
-		{"Identity", d.Identity == nil}, {"Flows", d.Flows == nil}, {"Webhooks", d.Webhooks == nil},
+		{"Identity", d.Identity == nil}, {"Flows", d.Flows == nil}, {"Webhooks", d.Webhooks == nil}, {"Endpoints", d.Endpoints == nil},
 		{"Consent", d.Consent == nil}, {"Definitions", d.Definitions == nil}, {"Receipts", d.Receipts == nil}, {"Login", d.Login == nil}, {"ConsoleRP", d.ConsoleRP == nil},
 		{"ConsentRP", d.ConsentRP == nil},
 	} {

@@ -119,6 +119,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 
 	srv, err := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Identity: ident, Webhooks: hooks,
+		Endpoints: webhooks.NewEndpoints(pool, webhooks.EndpointRules{AllowInsecureURLs: cfg.AllowInsecureURLs,
+			AllowPrivate: cfg.WebhookAllowPrivate}),
 		Flows: flowsModule, Definitions: definitions, Receipts: receipts,
 		Consent: consent.NewJourney(pool, consentRequests, flowsModule, definitions, receipts, orgs, cfg.ConsentACRMap, log),
 		Login:   provider, ConsoleRP: consoleRP, ConsentRP: consentRP,

@@ -26,20 +26,23 @@ type AuditEntry struct {
 
 // Audit actions the console records.
 const (
-	AuditFlowRevealNationalID = "flow.reveal_national_id"
-	AuditFlowCancel           = "flow.cancel"
-	AuditFlowDelete           = "flow.delete"
-	AuditTaskRetry            = "task.retry"
-	AuditClientCreate         = "client.create"
-	AuditClientRotate         = "client.rotate_secret"
-	AuditClientRevoke         = "client.revoke"
-	AuditWebhookSecretReveal  = "webhook_secret.reveal"
-	AuditWebhookSecretRotate  = "webhook_secret.rotate"
-	AuditSettingsUpdate       = "settings.update"
-	AuditDefinitionCreate     = "definition.create"
-	AuditDefinitionPublish    = "definition.publish"
-	AuditDefinitionRetire     = "definition.retire"
-	AuditFlowWithdraw         = "flow.withdraw"
+	AuditFlowRevealNationalID  = "flow.reveal_national_id"
+	AuditFlowCancel            = "flow.cancel"
+	AuditFlowDelete            = "flow.delete"
+	AuditTaskRetry             = "task.retry"
+	AuditClientCreate          = "client.create"
+	AuditClientRotate          = "client.rotate_secret"
+	AuditClientRevoke          = "client.revoke"
+	AuditWebhookSecretReveal   = "webhook_secret.reveal"
+	AuditWebhookSecretRotate   = "webhook_secret.rotate"
+	AuditSettingsUpdate        = "settings.update"
+	AuditDefinitionCreate      = "definition.create"
+	AuditDefinitionPublish     = "definition.publish"
+	AuditDefinitionRetire      = "definition.retire"
+	AuditFlowWithdraw          = "flow.withdraw"
+	AuditWebhookEndpointCreate = "webhook_endpoint.create"
+	AuditWebhookEndpointUpdate = "webhook_endpoint.update"
+	AuditWebhookEndpointDelete = "webhook_endpoint.delete"
 )
 
 // Validate checks an entry before it is stored; an Invalid error names the field.

@@ -26,11 +26,13 @@ const (
 	// Consent definitions: read, and create, publish and retire.
 	ScopeDefinitionsRead  = "definitions:read"
 	ScopeDefinitionsWrite = "definitions:write"
+	// ScopeWebhooksManage manages the organization's webhook endpoints.
+	ScopeWebhooksManage = "webhooks:manage"
 )
 
 // AllScopes is what a client gets unless created with fewer. A client keeps
 // the scopes it was created with: scopes added later reach only new clients.
-var AllScopes = []string{ScopeFlowsRead, ScopeFlowsWrite, ScopeFlowsDelete, ScopeDefinitionsRead, ScopeDefinitionsWrite}
+var AllScopes = []string{ScopeFlowsRead, ScopeFlowsWrite, ScopeFlowsDelete, ScopeDefinitionsRead, ScopeDefinitionsWrite, ScopeWebhooksManage}
 
 // Lifetimes of the built-in provider's tokens, as CONTRACT.md section 2 fixes them.
 const (

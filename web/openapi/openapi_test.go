@@ -188,6 +188,7 @@ func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
 	want := []string{"createFlow", "listFlows", "getFlow", "deleteFlow", "cancelFlow", "withdrawFlow", "listTasks", "listFlowDefinitions",
 		"createFlowDefinition", "getFlowDefinition", "publishFlowDefinitionVersion", "getFlowDefinitionVersion", "retireFlowDefinition",
 		"listFlowAttachments", "getFlowAttachment", "verifyReceipt", "checkReceiptSubject",
+		"listWebhookEndpoints", "createWebhookEndpoint", "getWebhookEndpoint", "updateWebhookEndpoint", "deleteWebhookEndpoint",
 		"createToken", "getOpenAPIDocument"}
 	slices.Sort(want)
 	sorted := slices.Sorted(slices.Values(got))
