@@ -75,6 +75,12 @@ var notices = map[string]string{
 	"retried":   "The webhook delivery of %s is being retried now.",
 	"revoked":   "API client %s was revoked. Its tokens stop working at once.",
 	"saved":     "Settings saved. New flows use them at once.",
+
+	"endpoint_added":    "Webhook endpoint %s was added.",
+	"endpoint_saved":    "Webhook endpoint %s was saved.",
+	"endpoint_enabled":  "Webhook endpoint %s was enabled; it receives events again.",
+	"endpoint_disabled": "Webhook endpoint %s was disabled; it receives no events until it is enabled.",
+	"endpoint_deleted":  "Webhook endpoint %s was deleted.",
 }
 
 // withNotice adds a notice to a console path.

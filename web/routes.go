@@ -127,6 +127,15 @@ func (s *Server) routes() {
 	console.POST("/credentials/webhook-secret/reveal", s.handleConsoleRevealWebhookSecret, requireAdmin)
 	console.GET("/credentials/webhook-secret/rotate", s.handleConsoleRotateWebhookSecretConfirm, requireAdmin)
 	console.POST("/credentials/webhook-secret/rotate", s.handleConsoleRotateWebhookSecret, requireAdmin)
+	console.GET("/webhooks", s.handleConsoleEndpoints).Name = "console.webhooks"
+	console.GET("/webhooks/new", s.handleConsoleNewEndpoint, requireAdmin)
+	console.POST("/webhooks", s.handleConsoleCreateEndpoint, requireAdmin)
+	console.GET("/webhooks/:id/edit", s.handleConsoleEditEndpoint, requireAdmin)
+	console.POST("/webhooks/:id", s.handleConsoleSaveEndpoint, requireAdmin)
+	console.POST("/webhooks/:id/enable", s.handleConsoleEnableEndpoint, requireAdmin)
+	console.POST("/webhooks/:id/disable", s.handleConsoleEnableEndpoint, requireAdmin)
+	console.GET("/webhooks/:id/delete", s.handleConsoleDeleteEndpointConfirm, requireAdmin)
+	console.POST("/webhooks/:id/delete", s.handleConsoleDeleteEndpoint, requireAdmin)
 	console.GET("/settings", s.handleConsoleSettings).Name = "console.settings"
 	console.POST("/settings", s.handleConsoleSaveSettings, requireAdmin)
 	console.GET("/audit", s.handleConsoleAudit, requireAdmin).Name = "console.audit"

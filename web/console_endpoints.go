@@ -1,0 +1,203 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/webhooks"
+	"github.com/flowd/flowd/views/pages"
+)
+
+// endpointFormField maps a webhooks module field name to the form's.
+func endpointFormField(field string) string {
+	if strings.HasPrefix(field, "eventTypes") {
+		return "event_types"
+	}
+	return field
+}
+
+// endpointHost is how a notice names an endpoint: its host.
+func endpointHost(e webhooks.Endpoint) string {
+	if u, err := url.Parse(e.URL); err == nil && u.Host != "" {
+		return truncateRunes(u.Host, 80)
+	}
+	return "endpoint"
+}
+
+// handleConsoleEndpoints handles "GET /console/webhooks": the
+// organization's webhook endpoints, in the order they were added.
+func (s *Server) handleConsoleEndpoints(c echo.Context) error {
+	list, err := s.endpoints.List(c.Request().Context(), staffOf(c).OrganizationID, webhooks.OldestFirst)
+	if err != nil {
+		return err
+	}
+	p := pages.EndpointsPage{Frame: s.frame(c, "webhooks", "Webhook endpoints"), Full: len(list) >= webhooks.MaxEndpoints,
+		Max: webhooks.MaxEndpoints}
+	for _, e := range list {
+		events := "All events"
+		if len(e.EventTypes) > 0 {
+			names := make([]string, len(e.EventTypes))
+			for i, t := range e.EventTypes {
+				names[i] = string(t)
+			}
+			events = strings.Join(names, ", ")
+		}
+		p.Rows = append(p.Rows, pages.EndpointRow{ID: e.ID, URL: e.URL, Description: e.Description, Events: events,
+			Enabled: e.Enabled, DisabledReason: e.DisabledReason, Created: consoleTime(e.CreatedAt)})
+	}
+	return s.renderConsole(c, http.StatusOK, pages.Endpoints(p))
+}
+
+// endpointForm is the view model of the endpoint form for e, the types
+// ticked being e's.
+func (s *Server) endpointForm(c echo.Context, heading, action, submit string, e webhooks.Endpoint, errs map[string]string) pages.EndpointFormPage {
+	p := pages.EndpointFormPage{Frame: s.frame(c, "webhooks", heading), Heading: heading, Action: action, Submit: submit,
+		URL: e.URL, Description: e.Description, Enabled: e.Enabled, Errors: errs}
+	for _, t := range webhooks.EventTypes {
+		p.Events = append(p.Events, pages.EventChoice{Value: string(t), Checked: slices.Contains(e.EventTypes, t)})
+	}
+	return p
+}
+
+// handleConsoleNewEndpoint handles "GET /console/webhooks/new" (admins).
+func (s *Server) handleConsoleNewEndpoint(c echo.Context) error {
+	return s.renderConsole(c, http.StatusOK, pages.EndpointForm(s.endpointForm(c, "Add a webhook endpoint", "/console/webhooks",
+		"Add endpoint", webhooks.Endpoint{Enabled: true}, nil)))
+}
+
+// bindEndpointForm reads the endpoint form; the module checks its values.
+func bindEndpointForm(c echo.Context) (*consoleForm, webhooks.Endpoint, error) {
+	f, err := bindForm(c)
+	if err != nil {
+		return nil, webhooks.Endpoint{}, err
+	}
+	e := webhooks.Endpoint{URL: strings.TrimSpace(f.values.Get("url")), Description: strings.TrimSpace(f.values.Get("description")),
+		EventTypes: []webhooks.EventType{}, Enabled: f.Bool("enabled")}
+	for _, t := range f.All("event_types") {
+		e.EventTypes = append(e.EventTypes, webhooks.EventType(t))
+	}
+	return f, e, nil
+}
+
+// refusedEndpoint notes the module's field errors on the form, or the
+// message of a conflict (the organization's limit) above it; ok reports
+// whether err was one of those.
+func refusedEndpoint(f *consoleForm, err error) (status int, ok bool) {
+	if e, isApp := apperr.As(err); isApp && e.Code == apperr.Conflict {
+		f.Fail("form", "%s", e.Message)
+		return http.StatusConflict, true
+	}
+	if e, isApp := apperr.As(err); isApp && e.Code == apperr.Invalid {
+		for _, fe := range e.Fields {
+			f.Fail(endpointFormField(fe.Field), "%s", sentence(fe.Message))
+		}
+		return http.StatusBadRequest, true
+	}
+	return 0, false
+}
+
+// handleConsoleCreateEndpoint handles "POST /console/webhooks" (admins).
+func (s *Server) handleConsoleCreateEndpoint(c echo.Context) error {
+	f, e, err := bindEndpointForm(c)
+	if err != nil {
+		return err
+	}
+	created, err := s.endpoints.Create(c.Request().Context(), staffOf(c).OrganizationID,
+		webhooks.NewEndpoint{URL: e.URL, Description: e.Description, EventTypes: e.EventTypes, Enabled: e.Enabled},
+		audited(s, c, identity.AuditWebhookEndpointCreate, func(e webhooks.Endpoint) (string, string) { return e.ID, endpointAudit(e) }))
+	if status, ok := refusedEndpoint(f, err); ok {
+		return s.renderConsole(c, status, pages.EndpointForm(s.endpointForm(c, "Add a webhook endpoint", "/console/webhooks",
+			"Add endpoint", e, f.Errors)))
+	}
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, withNotice("/console/webhooks", "endpoint_added", endpointHost(created)))
+}
+
+// consoleEndpoint finds one of the organization's endpoints by the path's id.
+func (s *Server) consoleEndpoint(c echo.Context) (webhooks.Endpoint, error) {
+	e, err := s.endpoints.Get(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"))
+	return e, consoleNotFound(err, webhooks.ErrEndpointNotFound)
+}
+
+func endpointEditPath(id string) string { return "/console/webhooks/" + id }
+
+// handleConsoleEditEndpoint handles "GET /console/webhooks/:id/edit" (admins).
+func (s *Server) handleConsoleEditEndpoint(c echo.Context) error {
+	e, err := s.consoleEndpoint(c)
+	if err != nil {
+		return err
+	}
+	return s.renderConsole(c, http.StatusOK, pages.EndpointForm(s.endpointForm(c, "Edit webhook endpoint", endpointEditPath(e.ID),
+		"Save endpoint", e, nil)))
+}
+
+// handleConsoleSaveEndpoint handles "POST /console/webhooks/:id" (admins):
+// the form replaces every field of the endpoint.
+func (s *Server) handleConsoleSaveEndpoint(c echo.Context) error {
+	f, e, err := bindEndpointForm(c)
+	if err != nil {
+		return err
+	}
+	saved, err := s.endpoints.Update(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
+		webhooks.EndpointUpdate{URL: &e.URL, Description: &e.Description, EventTypes: &e.EventTypes, Enabled: &e.Enabled},
+		audited(s, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
+			return ch.After.ID, ch.Describe() + ": " + endpointAudit(ch.After)
+		}))
+	if status, ok := refusedEndpoint(f, err); ok {
+		return s.renderConsole(c, status, pages.EndpointForm(s.endpointForm(c, "Edit webhook endpoint", endpointEditPath(c.Param("id")),
+			"Save endpoint", e, f.Errors)))
+	}
+	if err != nil {
+		return consoleNotFound(err, webhooks.ErrEndpointNotFound)
+	}
+	return c.Redirect(http.StatusSeeOther, withNotice("/console/webhooks", "endpoint_saved", endpointHost(saved)))
+}
+
+// handleConsoleEnableEndpoint handles "POST /console/webhooks/:id/enable"
+// and "POST /console/webhooks/:id/disable" (admins).
+func (s *Server) handleConsoleEnableEndpoint(c echo.Context) error {
+	enable := strings.HasSuffix(c.Path(), "/enable")
+	e, err := s.endpoints.Update(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
+		webhooks.EndpointUpdate{Enabled: &enable},
+		audited(s, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
+			return ch.After.ID, ch.Describe() + ": " + endpointAudit(ch.After)
+		}))
+	if err != nil {
+		return consoleNotFound(err, webhooks.ErrEndpointNotFound)
+	}
+	notice := "endpoint_disabled"
+	if enable {
+		notice = "endpoint_enabled"
+	}
+	return c.Redirect(http.StatusSeeOther, withNotice("/console/webhooks", notice, endpointHost(e)))
+}
+
+// handleConsoleDeleteEndpointConfirm handles "GET /console/webhooks/:id/delete" (admins).
+func (s *Server) handleConsoleDeleteEndpointConfirm(c echo.Context) error {
+	e, err := s.consoleEndpoint(c)
+	if err != nil {
+		return err
+	}
+	return s.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: s.frame(c, "webhooks", "Delete endpoint"),
+		Heading: "Delete this webhook endpoint?", Message: "It receives no more events. Deliveries already under way may still arrive. This cannot be undone.",
+		Details: []pages.KV{{Label: "URL", Value: e.URL, Code: true}, {Label: "Description", Value: e.Description}},
+		Action:  "/console/webhooks/" + e.ID + "/delete", Button: "Delete endpoint", Danger: true, BackURL: "/console/webhooks"}))
+}
+
+// handleConsoleDeleteEndpoint handles "POST /console/webhooks/:id/delete" (admins).
+func (s *Server) handleConsoleDeleteEndpoint(c echo.Context) error {
+	e, err := s.endpoints.Delete(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
+		audited(s, c, identity.AuditWebhookEndpointDelete, func(e webhooks.Endpoint) (string, string) { return e.ID, endpointAudit(e) }))
+	if err != nil {
+		return consoleNotFound(err, webhooks.ErrEndpointNotFound)
+	}
+	return c.Redirect(http.StatusSeeOther, withNotice("/console/webhooks", "endpoint_deleted", endpointHost(e)))
+}
