@@ -78,9 +78,11 @@ const draftBody = `{"title":{"en":"Terms","nb":"Vilkår"},"purpose":{"en":"Why",
 // has none.
 const noSuchAttachment = "00000000-0000-7000-8000-000000000000"
 
-// target fills a route's parameters with flowID, ownDefinition and its version 1.
-func (r route) target(base, flowID string) string {
+// target fills a route's parameters with flowID, ownDefinition and its
+// version 1, and endpointID (a webhook endpoint).
+func (r route) target(base, flowID, endpointID string) string {
 	p := strings.ReplaceAll(r.Path, "{flowId}", flowID)
+	p = strings.ReplaceAll(p, "{endpointId}", endpointID)
 	p = strings.ReplaceAll(p, "{id}", flowID)
 	p = strings.ReplaceAll(p, "{definitionId}", ownDefinition)
 	p = strings.ReplaceAll(p, "{version}", "1")
@@ -203,6 +205,12 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 	if d := mustDo(t, "POST", p.URL+"/api/flow-definitions", tok, `{"id":"`+ownDefinition+`",`+draftBody[1:]); d.Status != 201 {
 		t.Fatalf("create definition: %d %s", d.Status, d.Body)
 	}
+	ep := mustDo(t, "POST", p.URL+"/api/webhook-endpoints", tok, `{"url":"https://hooks.acme.example/flowd"}`)
+	if ep.Status != 201 {
+		t.Fatalf("create webhook endpoint: %d %s", ep.Status, ep.Body)
+	}
+	var endpoint struct{ ID string }
+	ep.json(t, &endpoint)
 
 	kid, key := signingKey(t, dbURL)
 	real := claimsOf(t, tok)
@@ -249,7 +257,7 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 			if r.Method == "POST" || r.Method == "PUT" || r.Method == "PATCH" {
 				body = createBody("ISO999", "Forged", "")
 			}
-			a := mustDo(t, r.Method, r.target(p.URL, created.FlowID), raw, body)
+			a := mustDo(t, r.Method, r.target(p.URL, created.FlowID, endpoint.ID), raw, body)
 			if a.Status != 401 || !strings.Contains(a.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
 				t.Errorf("%s %s with a %s token: %d %q %s; want 401 invalid_token", r.Method, r.Path, name, a.Status, a.Header.Get("WWW-Authenticate"), a.Body)
 			}
@@ -262,8 +270,10 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 				body = draftBody
 			case r.Method == "POST" && strings.HasSuffix(r.Path, "/withdraw"):
 				body = `{"reason":"the suite"}`
+			case r.Method == "PATCH" && strings.Contains(r.Path, "{endpointId}"):
+				body = `{"enabled":false}`
 			}
-			a := mustDo(t, r.Method, r.target(p.URL, created.FlowID), otherTok, body)
+			a := mustDo(t, r.Method, r.target(p.URL, created.FlowID, endpoint.ID), otherTok, body)
 			if a.Status != 404 {
 				t.Errorf("%s %s with another organization's token: %d %s; want 404", r.Method, r.Path, a.Status, a.Body)
 			}
@@ -293,6 +303,9 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 	if n := count(t, pool, `select count(*) from flow_deletions`); n != 0 {
 		t.Errorf("%d deletions after the attacks", n)
 	}
+	if n := count(t, pool, `select count(*) from webhook_endpoints where enabled`); n != 1 {
+		t.Errorf("%d enabled webhook endpoints after the attacks, want 1", n)
+	}
 	// The control: the real token works on every secured read.
 	for _, r := range routes {
 		if r.Secured && r.Method == "GET" {
@@ -300,7 +313,7 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 			if strings.Contains(r.Path, "{attachmentId}") {
 				want = 404
 			}
-			if a := mustDo(t, r.Method, r.target(p.URL, created.FlowID), tok, ""); a.Status != want {
+			if a := mustDo(t, r.Method, r.target(p.URL, created.FlowID, endpoint.ID), tok, ""); a.Status != want {
 				t.Errorf("control: %s %s with the real token: %d %s", r.Method, r.Path, a.Status, a.Body)
 			}
 		}
