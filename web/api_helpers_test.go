@@ -137,12 +137,29 @@ type apiEnv struct {
 	proxy  *dbtest.Proxy // cuts the database away
 	// receiptKeys signs the flows' receipts; its JWKS is what /oauth/jwks serves.
 	receiptKeys *identity.Module
+	// hooks is the webhooks module withWebhooks runs; nil without it.
+	hooks *webhooks.Module
 }
 
-type envOption func(*flows.Config, *fakeOrgs)
+// apiSetup is what an envOption may change of the API's test environment.
+type apiSetup struct {
+	flows *flows.Config
+	orgs  *fakeOrgs
+	// webhooks publishes the flows' events through the real webhooks
+	// module, running, instead of into test_events.
+	webhooks bool
+}
+
+type envOption func(*apiSetup)
 
 func withNationalIDFormat(f string) envOption {
-	return func(c *flows.Config, _ *fakeOrgs) { c.NationalIDFormat = f }
+	return func(s *apiSetup) { s.flows.NationalIDFormat = f }
+}
+
+// withWebhooks publishes the flows' events through the real webhooks
+// module, whose workers deliver them (to private addresses too).
+func withWebhooks() envOption {
+	return func(s *apiSetup) { s.webhooks = true }
 }
 
 func newAPI(t testing.TB, opts ...envOption) *apiEnv {
@@ -171,20 +188,38 @@ func newAPI(t testing.TB, opts ...envOption) *apiEnv {
 	}
 	fcfg := flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: cfg.ConsentTTL}
 	orgs := fakeOrgs{settings: defaultSettings}
+	setup := apiSetup{flows: &fcfg, orgs: &orgs}
 	for _, o := range opts {
-		o(&fcfg, &orgs)
+		o(&setup)
 	}
 	events := &tableEvents{}
+	var publisher flows.Events = events
+	var hooks *webhooks.Module
+	if setup.webhooks {
+		if hooks, err = webhooks.New(pool, flows.NewTaskReports(pool), webhooks.Options{KeyEncryptionKey: key, AllowPrivate: true,
+			Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: prometheus.NewRegistry()}); err != nil {
+			t.Fatal(err)
+		}
+		publisher = hooks
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- hooks.Run(ctx) }()
+		t.Cleanup(func() { stop(); <-done })
+	}
 	definitions := consent.NewDefinitions(pool, testOrganizations{})
 	receiptKeys := identity.New(pool, identity.Config{Issuer: cfg.BaseURL.String(), KeyEncryptionKey: key, HashParams: secrethash.Cheap})
 	receipts := consent.NewReceipts(pool, receiptKeys, definitions, cfg.BaseURL.String())
 	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, cfg.BaseURL.String()),
-		definitions, receipts, orgs, events,
+		definitions, receipts, orgs, publisher,
 		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), fcfg)
-	srv := newServer(t, Deps{Config: cfg, Pool: pool, Identity: fakeIdentity{}, Flows: m, Receipts: receipts})
+	d := Deps{Config: cfg, Pool: pool, Identity: fakeIdentity{}, Flows: m, Receipts: receipts}
+	if hooks != nil {
+		d.Webhooks = hooks
+	}
+	srv := newServer(t, d)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	return &apiEnv{url: hs.URL, pool: pool, flows: m, events: events, proxy: proxy, receiptKeys: receiptKeys}
+	return &apiEnv{url: hs.URL, pool: pool, flows: m, events: events, proxy: proxy, receiptKeys: receiptKeys, hooks: hooks}
 }
 
 // response is what call returns.

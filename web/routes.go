@@ -50,6 +50,8 @@ func (s *Server) routes() {
 	api.GET("/flows/:id/attachments", s.handleAttachmentList, s.authenticate, requireScope(identity.ScopeFlowsRead))
 	api.GET("/flows/:id/attachments/:attachmentId", s.handleAttachmentGet, s.authenticate, requireScope(identity.ScopeFlowsRead))
 	api.POST("/receipts/subject", s.handleReceiptSubject, s.authenticate, requireScope(identity.ScopeFlowsRead))
+	api.GET("/events", s.handleEventList, s.authenticate, requireScope(identity.ScopeFlowsRead))
+	api.GET("/events/:id", s.handleEventGet, s.authenticate, requireScope(identity.ScopeFlowsRead))
 	api.GET("/tasks", s.handleTaskList, s.authenticate, requireScope(identity.ScopeFlowsRead))
 	api.GET("/flow-definitions", s.handleDefinitionList, s.authenticate, requireScope(identity.ScopeDefinitionsRead))
 	api.POST("/flow-definitions", s.handleDefinitionCreate, s.authenticate, requireScope(identity.ScopeDefinitionsWrite))

@@ -66,6 +66,8 @@ type Config struct {
 	// ReceiptKeyRetention is how long a retired receipt signing key stays
 	// in the JWKS, so that the receipts it signed can still be checked.
 	ReceiptKeyRetention time.Duration
+	// EventRetention is how long events stay in the events API.
+	EventRetention time.Duration
 
 	// Console relying party; empty issuer means the built-in provider.
 	ConsoleOIDCIssuer       string
@@ -125,6 +127,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		ConsentNationalIDClaim:  r.str("FLOWD_CONSENT_NATIONAL_ID_CLAIM", "pid"),
 		ConsentACRMap:           r.acrMap("FLOWD_CONSENT_ACR_MAP"),
 		ReceiptKeyRetention:     r.duration("FLOWD_RECEIPT_KEY_RETENTION", 10*365*24*time.Hour),
+		EventRetention:          r.duration("FLOWD_EVENT_RETENTION", 30*24*time.Hour),
 
 		ConsoleOIDCIssuer:       r.str("FLOWD_CONSOLE_OIDC_ISSUER", ""),
 		ConsoleOIDCClientID:     r.str("FLOWD_CONSOLE_OIDC_CLIENT_ID", ""),

@@ -78,17 +78,21 @@ const draftBody = `{"title":{"en":"Terms","nb":"Vilkår"},"purpose":{"en":"Why",
 // has none.
 const noSuchAttachment = "00000000-0000-7000-8000-000000000000"
 
-// target fills a route's parameters with flowID, ownDefinition and its
-// version 1, and endpointID (a webhook endpoint).
-func (r route) target(base, flowID, endpointID string) string {
-	p := strings.ReplaceAll(r.Path, "{flowId}", flowID)
-	p = strings.ReplaceAll(p, "{endpointId}", endpointID)
-	p = strings.ReplaceAll(p, "{id}", flowID)
+// suiteIDs are the ids of what the suite made: its flow, that flow's
+// flow.created event, and a webhook endpoint.
+type suiteIDs struct{ flow, event, endpoint string }
+
+// target fills a route's parameters with the suite's ids, ownDefinition and its version 1.
+func (r route) target(base string, ids suiteIDs) string {
+	p := strings.ReplaceAll(r.Path, "{flowId}", ids.flow)
+	p = strings.ReplaceAll(p, "{id}", ids.flow)
+	p = strings.ReplaceAll(p, "{eventId}", ids.event)
+	p = strings.ReplaceAll(p, "{endpointId}", ids.endpoint)
 	p = strings.ReplaceAll(p, "{definitionId}", ownDefinition)
 	p = strings.ReplaceAll(p, "{version}", "1")
 	p = strings.ReplaceAll(p, "{attachmentId}", noSuchAttachment)
 	if r.Path == "/api/tasks" {
-		p += "?flowId=" + flowID
+		p += "?flowId=" + ids.flow
 	}
 	return base + p
 }
@@ -202,6 +206,13 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 	}
 	var created struct{ FlowID string }
 	a.json(t, &created)
+	var events struct {
+		Data []struct{ ID string } `json:"data"`
+	}
+	mustDo(t, "GET", p.URL+"/api/events?flowId="+created.FlowID, tok, "").json(t, &events)
+	if len(events.Data) != 1 {
+		t.Fatalf("the flow's events: %+v", events)
+	}
 	if d := mustDo(t, "POST", p.URL+"/api/flow-definitions", tok, `{"id":"`+ownDefinition+`",`+draftBody[1:]); d.Status != 201 {
 		t.Fatalf("create definition: %d %s", d.Status, d.Body)
 	}
@@ -211,6 +222,7 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 	}
 	var endpoint struct{ ID string }
 	ep.json(t, &endpoint)
+	ids := suiteIDs{flow: created.FlowID, event: events.Data[0].ID, endpoint: endpoint.ID}
 
 	kid, key := signingKey(t, dbURL)
 	real := claimsOf(t, tok)
@@ -257,7 +269,7 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 			if r.Method == "POST" || r.Method == "PUT" || r.Method == "PATCH" {
 				body = createBody("ISO999", "Forged", "")
 			}
-			a := mustDo(t, r.Method, r.target(p.URL, created.FlowID, endpoint.ID), raw, body)
+			a := mustDo(t, r.Method, r.target(p.URL, ids), raw, body)
 			if a.Status != 401 || !strings.Contains(a.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
 				t.Errorf("%s %s with a %s token: %d %q %s; want 401 invalid_token", r.Method, r.Path, name, a.Status, a.Header.Get("WWW-Authenticate"), a.Body)
 			}
@@ -273,7 +285,7 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 			case r.Method == "PATCH" && strings.Contains(r.Path, "{endpointId}"):
 				body = `{"enabled":false}`
 			}
-			a := mustDo(t, r.Method, r.target(p.URL, created.FlowID, endpoint.ID), otherTok, body)
+			a := mustDo(t, r.Method, r.target(p.URL, ids), otherTok, body)
 			if a.Status != 404 {
 				t.Errorf("%s %s with another organization's token: %d %s; want 404", r.Method, r.Path, a.Status, a.Body)
 			}
@@ -313,7 +325,7 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 			if strings.Contains(r.Path, "{attachmentId}") {
 				want = 404
 			}
-			if a := mustDo(t, r.Method, r.target(p.URL, created.FlowID, endpoint.ID), tok, ""); a.Status != want {
+			if a := mustDo(t, r.Method, r.target(p.URL, ids), tok, ""); a.Status != want {
 				t.Errorf("control: %s %s with the real token: %d %s", r.Method, r.Path, a.Status, a.Body)
 			}
 		}

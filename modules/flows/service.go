@@ -267,8 +267,10 @@ func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow,
 	// that tracks the flow.created delivery when there is a webhook) go in
 	// one round trip.
 	tasks := []*store.Task{{ID: newID(), FlowID: flowID, TaskType: TaskConsent, TaskCategory: CategoryUserTask, Status: TaskPending}}
+	var deliveryTask string
 	if in.WebhookURL != "" {
-		tasks = append(tasks, &store.Task{ID: newID(), FlowID: flowID, TaskType: TaskSendInitiateWebhook,
+		deliveryTask = newID()
+		tasks = append(tasks, &store.Task{ID: deliveryTask, FlowID: flowID, TaskType: TaskSendInitiateWebhook,
 			TaskCategory: CategoryServiceTask, Status: TaskPending})
 	}
 	if err := store.InsertNumberedFlow(ctx, tx, &row, prefix, m.cfg.ConsentTTL, tasks...); err != nil {
@@ -282,25 +284,33 @@ func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow,
 	if err != nil {
 		return Flow{}, "", err
 	}
-	if len(tasks) > 1 {
-		if err := m.events.PublishTx(ctx, tx, eventOf(f, webhooks.FlowCreated, tasks[1].ID)); err != nil {
-			return Flow{}, "", err
-		}
+	// flow.created is the flow's first event: InsertNumberedFlow counted it.
+	created := eventOf(f, webhooks.FlowCreated, deliveryTask)
+	created.Sequence = 1
+	if err := m.events.PublishTx(ctx, tx, created); err != nil {
+		return Flow{}, "", err
 	}
 	return f, consentURL, nil
 }
 
-// publishTx stores ev for the flow's webhook, if it has one, with the
-// send-initiate-webhook task that tracks its delivery.
+// publishTx stores the flow's next event, numbered in its sequence, and,
+// when the flow has a webhook, the send-initiate-webhook task that tracks
+// its delivery. The caller holds the flow locked.
 func (m *Manager) publishTx(ctx context.Context, tx pgx.Tx, f Flow, typ webhooks.EventType) error {
-	if f.WebhookURL == "" {
-		return nil
-	}
-	task := store.Task{ID: newID(), FlowID: f.ID, TaskType: TaskSendInitiateWebhook, TaskCategory: CategoryServiceTask, Status: TaskPending}
-	if err := store.InsertTask(ctx, tx, &task); err != nil {
+	seq, err := store.NextEventSequence(ctx, tx, f.ID)
+	if err != nil {
 		return err
 	}
-	return m.events.PublishTx(ctx, tx, eventOf(f, typ, task.ID))
+	ev := eventOf(f, typ, "")
+	ev.Sequence = seq
+	if f.WebhookURL != "" {
+		task := store.Task{ID: newID(), FlowID: f.ID, TaskType: TaskSendInitiateWebhook, TaskCategory: CategoryServiceTask, Status: TaskPending}
+		if err := store.InsertTask(ctx, tx, &task); err != nil {
+			return err
+		}
+		ev.TaskID = task.ID
+	}
+	return m.events.PublishTx(ctx, tx, ev)
 }
 
 func eventOf(f Flow, typ webhooks.EventType, taskID string) webhooks.Event {
@@ -691,6 +701,10 @@ func (m *Manager) Delete(ctx context.Context, c Caller, flowID string, before ..
 		if err != nil {
 			return err
 		}
+		seq, err := store.NextEventSequence(ctx, tx, flowID)
+		if err != nil {
+			return err
+		}
 		if err := store.DeleteFlow(ctx, tx, flowID); err != nil {
 			return err
 		}
@@ -699,15 +713,13 @@ func (m *Manager) Delete(ctx context.Context, c Caller, flowID string, before ..
 		if err := store.InsertDeletion(ctx, tx, &d); err != nil {
 			return err
 		}
-		if row.WebhookURL != "" {
-			// The event carries no personal data; the deletion is the flow's last change.
-			if err := m.events.PublishTx(ctx, tx, webhooks.Event{
-				Type: webhooks.FlowDeleted, FlowID: flowID, ReferenceID: row.ReferenceID, OrganizationID: row.OrganizationID,
-				Status: row.ConsentStatus, FlowStatus: row.ProcessStatus, Version: row.Version + 1,
-				FlowDefinitionID: row.FlowDefinitionID, URL: row.WebhookURL, OccurredAt: d.DeletedAt,
-			}); err != nil {
-				return err
-			}
+		// The event carries no personal data; the deletion is the flow's last change.
+		if err := m.events.PublishTx(ctx, tx, webhooks.Event{
+			Type: webhooks.FlowDeleted, FlowID: flowID, ReferenceID: row.ReferenceID, OrganizationID: row.OrganizationID,
+			Status: row.ConsentStatus, FlowStatus: row.ProcessStatus, Version: row.Version + 1, Sequence: seq,
+			FlowDefinitionID: row.FlowDefinitionID, URL: row.WebhookURL, OccurredAt: d.DeletedAt,
+		}); err != nil {
+			return err
 		}
 		return database.RunBeforeCommit(ctx, tx, toDeletion(d), before)
 	})

@@ -16,20 +16,33 @@ type cleanupArgs struct{}
 // Kind names the job kind in River's table.
 func (cleanupArgs) Kind() string { return "flowd.webhook_cleanup" }
 
-// cleanupWorker deletes events finished longer than retention ago, with
-// their attempts, in small batches so that no lock is held for long.
+// cleanupWorker deletes deliveries finished longer than retention ago, with
+// their attempts, and events older than eventRetention, in small batches so
+// that no lock is held for long.
 type cleanupWorker struct {
 	river.WorkerDefaults[cleanupArgs]
-	pool      *pgxpool.Pool
-	retention time.Duration
+	pool           *pgxpool.Pool
+	retention      time.Duration
+	eventRetention time.Duration
 }
 
 func (w *cleanupWorker) Work(ctx context.Context, _ *river.Job[cleanupArgs]) error {
-	before := time.Now().Add(-w.retention)
-	for {
-		n, err := store.DeleteFinished(ctx, w.pool, before, 1000)
-		if err != nil || n < 1000 {
-			return err
+	for _, prune := range []struct {
+		before time.Time
+		delete func(context.Context, store.DB, time.Time, int) (int64, error)
+	}{
+		{time.Now().Add(-w.retention), store.DeleteFinished},
+		{time.Now().Add(-w.eventRetention), store.DeleteOldEvents},
+	} {
+		for {
+			n, err := prune.delete(ctx, w.pool, prune.before, 1000)
+			if err != nil {
+				return err
+			}
+			if n < 1000 {
+				break
+			}
 		}
 	}
+	return nil
 }

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"github.com/jackc/pgx/v5"
 	"testing"
 
 	"github.com/flowd/flowd/internal/database"
@@ -20,7 +21,7 @@ func TestCleanup(t *testing.T) {
 	ctx := context.Background()
 	err = database.WithTx(ctx, pool, func(tx database.Tx) error {
 		for _, f := range []string{"old-done", "old-pending", "new-done"} {
-			ev := Event{Type: FlowCreated, FlowID: f, OrganizationID: "o", URL: "https://example.com/h"}
+			ev := Event{Type: FlowCreated, FlowID: f, OrganizationID: "o", Sequence: 1, URL: "https://example.com/h"}
 			if err := m.PublishTx(ctx, tx, ev); err != nil {
 				return err
 			}
@@ -34,11 +35,12 @@ func TestCleanup(t *testing.T) {
 		update webhook_events set state = 'delivered', finished_at = now() - interval '100 days' where flow_id = 'old-done';
 		update webhook_events set created_at = now() - interval '100 days' where flow_id = 'old-pending';
 		update webhook_events set state = 'failed', finished_at = now() - interval '1 day' where flow_id = 'new-done';
-		insert into webhook_attempts (event_id, attempted_at, latency_us) select id, now(), 1 from webhook_events;`)
+		insert into webhook_attempts (event_id, attempted_at, latency_us) select id, now(), 1 from webhook_events;
+		update events set created_at = now() - interval '31 days' where flow_id = 'old-done';`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &cleanupWorker{pool: pool, retention: DefaultRetention}
+	w := &cleanupWorker{pool: pool, retention: DefaultRetention, eventRetention: DefaultEventRetention}
 	if err := w.Work(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +60,15 @@ func TestCleanup(t *testing.T) {
 	var attempts int
 	if err := pool.QueryRow(ctx, "select count(*) from webhook_attempts").Scan(&attempts); err != nil || attempts != 2 {
 		t.Errorf("attempts left: %d, %v; want 2", attempts, err)
+	}
+	// Events go by their own retention: the one older than 30 days.
+	var events []string
+	rows, err = pool.Query(ctx, "select flow_id from events order by flow_id")
+	if err == nil {
+		events, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil || len(events) != 2 || events[0] != "new-done" || events[1] != "old-pending" {
+		t.Errorf("events left: %v, %v; want new-done and old-pending", events, err)
 	}
 }
 

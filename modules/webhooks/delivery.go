@@ -209,7 +209,9 @@ func (m *Module) signingSecrets(ctx context.Context, organizationID string, stor
 // neither the URL's path nor its query.
 func (m *Module) send(ctx context.Context, ev store.Event, secrets []string) (int, string) {
 	ts := time.Now().Unix()
-	sig, err := Sign(secrets, ev.ID, ts, []byte(ev.Body))
+	// webhook-id is the event's: the same on every retry, and on the
+	// event's deliveries to other destinations.
+	sig, err := Sign(secrets, ev.EventID, ts, []byte(ev.Body))
 	if err != nil {
 		return 0, err.Error()
 	}
@@ -219,7 +221,7 @@ func (m *Module) send(ctx context.Context, ev store.Event, secrets []string) (in
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "flowd-webhooks/1")
-	req.Header.Set("webhook-id", ev.ID)
+	req.Header.Set("webhook-id", ev.EventID)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
 	req.Header.Set("webhook-signature", sig)
 	resp, err := m.client.Do(req)

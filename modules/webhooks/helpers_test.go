@@ -98,7 +98,7 @@ func (b *bundle) start(t *testing.T) {
 func (b *bundle) event(typ webhooks.EventType, flow, url string) webhooks.Event {
 	return webhooks.Event{
 		Type: typ, FlowID: flow, ReferenceID: "REF-" + flow, OrganizationID: b.org,
-		Status: "Accepted", FlowStatus: "completed", Version: 3, URL: url, TaskID: "task-" + flow,
+		Status: "Accepted", FlowStatus: "completed", Version: 3, Sequence: 3, URL: url, TaskID: "task-" + flow,
 	}
 }
 

@@ -79,6 +79,9 @@ type Options struct {
 	// Retention is how long finished events and their attempts are kept
 	// (DefaultRetention); pending ones are kept until they finish.
 	Retention time.Duration
+	// EventRetention is how long events are kept for the events API
+	// (FLOWD_EVENT_RETENTION, DefaultEventRetention).
+	EventRetention time.Duration
 	// DrainTimeout is how long Run lets in-flight deliveries finish once its
 	// context ends before it cancels them (Timeout plus 5 s: a whole attempt
 	// and its bookkeeping).
@@ -143,6 +146,9 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 	if opts.Retention <= 0 {
 		opts.Retention = DefaultRetention
 	}
+	if opts.EventRetention <= 0 {
+		opts.EventRetention = DefaultEventRetention
+	}
 	// A job may run the attempt plus a little database work; a job running
 	// longer than twice that belonged to an instance that died, and River's
 	// rescuer makes it available again.
@@ -169,7 +175,7 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 	if err := river.AddWorkerSafely(workers, &deliveryWorker{m: m}); err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
-	if err := river.AddWorkerSafely(workers, &cleanupWorker{pool: pool, retention: opts.Retention}); err != nil {
+	if err := river.AddWorkerSafely(workers, &cleanupWorker{pool: pool, retention: opts.Retention, eventRetention: opts.EventRetention}); err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
@@ -239,15 +245,14 @@ type bodyData struct {
 	Status         string `json:"status"`
 	FlowStatus     string `json:"flowStatus"`
 	Version        int    `json:"version"`
+	Sequence       int    `json:"sequence"`
 	// FlowDefinitionID is left out of events stored before definitions existed.
 	FlowDefinitionID string `json:"flowDefinitionId,omitempty"`
 }
 
-// PublishTx stores ev and its delivery job in tx.
+// PublishTx stores ev and, when it has a URL, its delivery and the delivery's
+// job, in tx.
 func (m *Module) PublishTx(ctx context.Context, tx database.Tx, ev Event) error {
-	if ev.URL == "" {
-		return nil
-	}
 	if err := ev.Validate(); err != nil {
 		return err
 	}
@@ -259,19 +264,30 @@ func (m *Module) PublishTx(ctx context.Context, tx database.Tx, ev Event) error 
 		Timestamp: ev.OccurredAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
 		Data: bodyData{
 			FlowID: ev.FlowID, ReferenceID: ev.ReferenceID, OrganizationID: ev.OrganizationID,
-			Status: ev.Status, FlowStatus: ev.FlowStatus, Version: ev.Version, FlowDefinitionID: ev.FlowDefinitionID,
+			Status: ev.Status, FlowStatus: ev.FlowStatus, Version: ev.Version, Sequence: ev.Sequence,
+			FlowDefinitionID: ev.FlowDefinitionID,
 		},
 	})
 	if err != nil {
 		return err
 	}
-	id := uuid.NewString()
+	// The event's id is the webhook-id of its deliveries; time-ordered, it
+	// keeps the events' index dense.
+	id := uuid.Must(uuid.NewV7()).String()
+	stored := store.StoredEvent{ID: id, OrganizationID: ev.OrganizationID, FlowID: ev.FlowID, Sequence: ev.Sequence,
+		Type: string(ev.Type), Body: string(b)}
+	if ev.URL == "" {
+		if err := store.InsertEvent(ctx, tx, stored, nil); err != nil {
+			return fmt.Errorf("webhooks: store event: %w", database.Classify(err))
+		}
+		return nil
+	}
 	res, err := m.river.InsertTx(ctx, tx, deliveryArgs{EventID: id}, &river.InsertOpts{Queue: queue})
 	if err != nil {
 		return fmt.Errorf("webhooks: enqueue: %w", database.Classify(err))
 	}
-	err = store.InsertEvent(ctx, tx, store.Event{
-		ID: id, OrganizationID: ev.OrganizationID, FlowID: ev.FlowID, TaskID: ev.TaskID,
+	err = store.InsertEvent(ctx, tx, stored, &store.Event{
+		ID: id, EventID: id, OrganizationID: ev.OrganizationID, FlowID: ev.FlowID, TaskID: ev.TaskID,
 		Type: string(ev.Type), URL: ev.URL, Body: string(b), JobID: res.Job.ID,
 	})
 	if err != nil {

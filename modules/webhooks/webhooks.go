@@ -59,9 +59,12 @@ type Event struct {
 	Status         string // consent status: Unopened, Opened, Rejected, Accepted, Withdrawn, Expired
 	FlowStatus     string // process status: active, completed, cancelled
 	Version        int
+	// Sequence numbers the flow's events from 1, so that a receiver can put
+	// them in order whatever order they arrive in.
+	Sequence int
 	// FlowDefinitionID is the consent definition the flow pinned.
 	FlowDefinitionID string
-	URL              string // the flow's webhookUrl
+	URL              string // the flow's webhookUrl; empty when it has none
 	// TaskID is the flow's send-initiate-webhook task for this delivery; empty
 	// when the flow no longer exists (flow.deleted).
 	TaskID     string
@@ -76,6 +79,10 @@ func (ev Event) Validate() error {
 		return fmt.Errorf("%w: unknown type %q", ErrInvalidEvent, ev.Type)
 	case ev.FlowID == "" || ev.OrganizationID == "":
 		return fmt.Errorf("%w: flow and organization ids are required", ErrInvalidEvent)
+	case ev.Sequence < 1:
+		return fmt.Errorf("%w: the sequence starts at 1", ErrInvalidEvent)
+	case ev.URL == "":
+		return nil
 	}
 	u, err := url.Parse(ev.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -97,9 +104,9 @@ type Attempt struct {
 // Publisher stores events for delivery. It is what flows calls inside its
 // transactions.
 type Publisher interface {
-	// PublishTx stores ev for delivery when tx commits; nothing is sent if tx
-	// rolls back. An event without URL (a flow without webhookUrl) is ignored;
-	// an invalid one is ErrInvalidEvent.
+	// PublishTx stores ev, and its delivery to ev.URL when it has one, when tx
+	// commits; nothing is kept or sent if tx rolls back. An invalid event is
+	// ErrInvalidEvent.
 	PublishTx(ctx context.Context, tx database.Tx, ev Event) error
 	// CancelPendingTx drops the undelivered events of a flow (its deletion), when tx commits.
 	CancelPendingTx(ctx context.Context, tx database.Tx, flowID string) error
@@ -147,4 +154,10 @@ type Service interface {
 	// returned. ErrNotFound for an unknown task, another organization's, or a
 	// deleted flow's.
 	RetryTask(ctx context.Context, organizationID, taskID string, before ...database.BeforeCommit[EventType]) error
+	// Events lists an organization's events, newest first. Bad parameters
+	// are apperr Invalid errors naming the API's query parameters.
+	Events(ctx context.Context, organizationID string, q EventQuery) (EventPage, error)
+	// Event returns one of an organization's events with its deliveries
+	// and their attempts. ErrNotFound.
+	Event(ctx context.Context, organizationID, id string) (EventRecord, []Delivery, error)
 }

@@ -39,7 +39,7 @@ func TestDeliverySignedAndShaped(t *testing.T) {
 	if ts, err := strconv.ParseInt(d.Timestamp, 10, 64); err != nil || ts < at.Unix() {
 		t.Errorf("webhook-timestamp = %q, want Unix seconds of the attempt", d.Timestamp)
 	}
-	want := `{"type":"flow.accepted","timestamp":"2026-01-02T03:04:05.678Z","data":{"flowId":"flow-1","referenceId":"REF-flow-1","organizationId":"org-1","status":"Accepted","flowStatus":"completed","version":3}}`
+	want := `{"type":"flow.accepted","timestamp":"2026-01-02T03:04:05.678Z","data":{"flowId":"flow-1","referenceId":"REF-flow-1","organizationId":"org-1","status":"Accepted","flowStatus":"completed","version":3,"sequence":3}}`
 	if string(d.Body) != want {
 		t.Errorf("body\n got %s\nwant %s", d.Body, want)
 	}
@@ -385,16 +385,18 @@ func TestPublishRollback(t *testing.T) {
 	}
 }
 
-// TestPublishValidates: invalid events are refused, and an event without URL is no event.
+// TestPublishValidates: invalid events are refused, and an event without URL
+// is kept with no delivery.
 func TestPublishValidates(t *testing.T) {
 	t.Parallel()
 	b := newBundle(t, newPool(t))
 	bad := []webhooks.Event{
-		{Type: "flow.exploded", FlowID: "f", OrganizationID: "o", URL: "https://example.com"},
-		{Type: webhooks.FlowCreated, OrganizationID: "o", URL: "https://example.com"},
-		{Type: webhooks.FlowCreated, FlowID: "f", URL: "https://example.com"},
-		{Type: webhooks.FlowCreated, FlowID: "f", OrganizationID: "o", URL: "ftp://example.com"},
-		{Type: webhooks.FlowCreated, FlowID: "f", OrganizationID: "o", URL: "/relative"},
+		{Type: "flow.exploded", FlowID: "f", OrganizationID: "o", Sequence: 1, URL: "https://example.com"},
+		{Type: webhooks.FlowCreated, OrganizationID: "o", Sequence: 1, URL: "https://example.com"},
+		{Type: webhooks.FlowCreated, FlowID: "f", Sequence: 1, URL: "https://example.com"},
+		{Type: webhooks.FlowCreated, FlowID: "f", OrganizationID: "o", Sequence: 1, URL: "ftp://example.com"},
+		{Type: webhooks.FlowCreated, FlowID: "f", OrganizationID: "o", Sequence: 1, URL: "/relative"},
+		{Type: webhooks.FlowCreated, FlowID: "f", OrganizationID: "o", URL: "https://example.com"},
 	}
 	for _, ev := range bad {
 		err := database.WithTx(context.Background(), b.pool, func(tx database.Tx) error {
@@ -404,10 +406,11 @@ func TestPublishValidates(t *testing.T) {
 			t.Errorf("PublishTx(%+v) = %v, want ErrInvalidEvent", ev, err)
 		}
 	}
-	publish(t, b.pool, b.hooks, webhooks.Event{Type: webhooks.FlowCreated, FlowID: "f", OrganizationID: "o"})
-	var n int
-	if err := b.pool.QueryRow(context.Background(), "select count(*) from webhook_events").Scan(&n); err != nil || n != 0 {
-		t.Errorf("events = %d, %v; want none", n, err)
+	publish(t, b.pool, b.hooks, webhooks.Event{Type: webhooks.FlowCreated, FlowID: "f", OrganizationID: "o", Sequence: 1})
+	var deliveries, events int
+	if err := b.pool.QueryRow(context.Background(), "select (select count(*) from webhook_events), (select count(*) from events)").
+		Scan(&deliveries, &events); err != nil || deliveries != 0 || events != 1 {
+		t.Errorf("deliveries = %d, events = %d, %v; want the event and no delivery", deliveries, events, err)
 	}
 }
 

@@ -2,7 +2,8 @@
 -- one transaction: the pin of the consent definition (consent definitions
 -- Pin), the flow with its number and its consent task, sent as
 -- one batch (flows store InsertNumberedFlow), then the consent request
--- (consent requests Insert). The organization's settings and the token's
+-- (consent requests Insert), then its flow.created event (webhooks store
+-- InsertEvent, without a delivery: the flow has no webhookUrl). The organization's settings and the token's
 -- verification come from identity's caches and cost no statement. pgbench
 -- draws the ids as random numbers, flowd as UUIDv7 in Go. Its flows go to an
 -- organization of their own (writeorg): see runPgbench.
@@ -21,9 +22,9 @@ select d.organization_id, d.id, d.is_default, d.latest_version, d.created_at, d.
 with n as (select flowd_next_flow_number(:writeorg) as v)
 	insert into flows (id, organization_id, flow_number, reference_id, reference_name,
 	sandbox, pii_key_id, national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, webhook_url,
-	organization_number, process_instance_id, flow_definition_id, flow_definition_version, version_tag, created_by, expires_at)
+	organization_number, process_instance_id, flow_definition_id, flow_definition_version, version_tag, created_by, expires_at, event_sequence)
 	select (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :writeorg, n.v, 'PGB' || '-' || n.v, 'flowbench', false,
-	:keyid, :nisealed, :nihmac, :lnsealed, :redirect, '', '', gen_random_uuid(), 'consent', 1, null, :client, now() + 2592000000000 * interval '1 microsecond'
+	:keyid, :nisealed, :nihmac, :lnsealed, :redirect, '', '', gen_random_uuid(), 'consent', 1, null, :client, now() + 2592000000000 * interval '1 microsecond', 1
 	from n
 	returning flow_number, reference_id, version, consent_status, process_status, created_at, updated_at, expires_at;
 insert into flow_tasks (id, flow_id, task_type, task_category, status)
@@ -31,4 +32,8 @@ insert into flow_tasks (id, flow_id, task_type, task_category, status)
 \endpipeline
 insert into consent_requests (flow_id, organization_id, token_hash, pii_key_id, token_sealed)
 	values ((lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :writeorg, sha256(:f1::text::bytea || :f2::text::bytea), :keyid, :toksealed);
+insert into events (organization_id, id, flow_id, sequence, type, body)
+	values (:writeorg, (lpad(to_hex(:t2::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid,
+	(lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0')), 1, 'flow.created',
+	'{"type":"flow.created","timestamp":"2026-01-02T03:04:05.678Z","data":{"flowId":"' || (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid || '","referenceId":"PGB-1","organizationId":"' || :writeorg || '","status":"Unopened","flowStatus":"active","version":1,"sequence":1,"flowDefinitionId":"consent"}}');
 commit;

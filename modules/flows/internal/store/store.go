@@ -88,6 +88,18 @@ func scanFlow(row pgx.Row) (Flow, error) {
 	return f, err
 }
 
+// NextEventSequence counts one more event of a flow, which the caller holds
+// locked, and returns its sequence number. A new flow's flow.created is 1,
+// set by InsertNumberedFlow.
+func NextEventSequence(ctx context.Context, db DB, flowID string) (int, error) {
+	var n int
+	err := db.QueryRow(ctx, `update flows set event_sequence = event_sequence + 1 where id = $1 returning event_sequence`, flowID).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, ErrNoRows
+	}
+	return n, err
+}
+
 // InsertNumberedFlow takes the organization's next flow number, names the
 // flow prefix-number and inserts it with tasks, all in one round trip: the
 // number is drawn inside the insert, and the tasks' inserts ride in the same
@@ -99,9 +111,9 @@ func InsertNumberedFlow(ctx context.Context, db DB, f *Flow, prefix string, ttl 
 		insert into flows (id, organization_id, flow_number, reference_id, reference_name,
 		sandbox, pii_key_id, national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, webhook_url,
 		organization_number, process_instance_id, flow_definition_id, flow_definition_version, version_tag,
-		created_by, expires_at)
+		created_by, expires_at, event_sequence)
 		select $1, $2, n.v, $3 || '-' || n.v, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-		now() + $18 * interval '1 microsecond'
+		now() + $18 * interval '1 microsecond', 1
 		from n
 		returning flow_number, reference_id, version, consent_status, process_status, created_at, updated_at, expires_at`,
 		f.ID, f.OrganizationID, prefix, f.ReferenceName, f.Sandbox, f.PIIKeyID,

@@ -29,9 +29,22 @@ const (
 	Cancelled = "cancelled"
 )
 
-// Event is a row of webhook_events.
+// StoredEvent is a row of events: one change of a flow, delivered or not.
+type StoredEvent struct {
+	ID             string
+	OrganizationID string
+	FlowID         string
+	Sequence       int
+	Type           string
+	Body           string
+	CreatedAt      time.Time
+}
+
+// Event is a row of webhook_events: the delivery of an event to one URL.
+// Its ID is the delivery's; EventID is the event's, the webhook-id.
 type Event struct {
 	ID             string
+	EventID        string
 	OrganizationID string
 	FlowID         string
 	TaskID         string
@@ -43,12 +56,22 @@ type Event struct {
 	JobID          int64
 }
 
-// InsertEvent stores a new pending event.
-func InsertEvent(ctx context.Context, db DB, e Event) error {
+// InsertEvent stores an event and, unless delivery is nil, its pending
+// delivery, in one statement.
+func InsertEvent(ctx context.Context, db DB, ev StoredEvent, delivery *Event) error {
+	if delivery == nil {
+		_, err := db.Exec(ctx, `
+			insert into events (organization_id, id, flow_id, sequence, type, body) values ($1, $2, $3, $4, $5, $6)`,
+			ev.OrganizationID, ev.ID, ev.FlowID, ev.Sequence, ev.Type, ev.Body)
+		return err
+	}
+	e := delivery
 	_, err := db.Exec(ctx, `
-		insert into webhook_events (id, organization_id, flow_id, task_id, type, url, body, job_id)
-		values ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		e.ID, e.OrganizationID, e.FlowID, e.TaskID, e.Type, e.URL, e.Body, e.JobID)
+		with event as (
+			insert into events (organization_id, id, flow_id, sequence, type, body) values ($2, $9, $3, $10, $5, $7))
+		insert into webhook_events (id, organization_id, flow_id, task_id, type, url, body, job_id, event_id)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		e.ID, e.OrganizationID, e.FlowID, e.TaskID, e.Type, e.URL, e.Body, e.JobID, ev.ID, ev.Sequence)
 	return err
 }
 
@@ -60,13 +83,13 @@ func GetEventAndSecrets(ctx context.Context, db DB, id string) (Event, *Secrets,
 	var cur, prev *string
 	var createdAt, prevExp *time.Time
 	err := db.QueryRow(ctx, `
-		select e.id::text, e.organization_id, e.flow_id, e.task_id, e.type, e.url, e.body, e.state, e.last_error, e.job_id,
+		select e.id::text, e.event_id::text, e.organization_id, e.flow_id, e.task_id, e.type, e.url, e.body, e.state, e.last_error, e.job_id,
 			s.secret, s.created_at,
 			case when s.previous_expires_at > now() then s.previous_secret end,
 			case when s.previous_expires_at > now() then s.previous_expires_at end
 		from webhook_events e left join webhook_secrets s on s.organization_id = e.organization_id
 		where e.id = $1`, id).
-		Scan(&e.ID, &e.OrganizationID, &e.FlowID, &e.TaskID, &e.Type, &e.URL, &e.Body, &e.State, &e.LastError, &e.JobID,
+		Scan(&e.ID, &e.EventID, &e.OrganizationID, &e.FlowID, &e.TaskID, &e.Type, &e.URL, &e.Body, &e.State, &e.LastError, &e.JobID,
 			&cur, &createdAt, &prev, &prevExp)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Event{}, nil, ErrNotFound
@@ -137,9 +160,9 @@ func ResetLatestForTask(ctx context.Context, db DB, organizationID, taskID strin
 			where organization_id = $1 and task_id = $2 and task_id <> '' and state <> 'cancelled'
 			order by created_at desc limit 1
 			for update)
-		returning id::text, organization_id, flow_id, task_id, type, url, body, state, last_error, job_id`,
+		returning id::text, event_id::text, organization_id, flow_id, task_id, type, url, body, state, last_error, job_id`,
 		organizationID, taskID).
-		Scan(&e.ID, &e.OrganizationID, &e.FlowID, &e.TaskID, &e.Type, &e.URL, &e.Body, &e.State, &e.LastError, &e.JobID)
+		Scan(&e.ID, &e.EventID, &e.OrganizationID, &e.FlowID, &e.TaskID, &e.Type, &e.URL, &e.Body, &e.State, &e.LastError, &e.JobID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Event{}, ErrNotFound
 	}
@@ -244,5 +267,152 @@ func DeleteFinished(ctx context.Context, db DB, before time.Time, limit int) (in
 			select id from webhook_events
 			where state <> 'pending' and finished_at < $1
 			limit $2)`, before, limit)
+	return tag.RowsAffected(), err
+}
+
+// EventQuery selects a page of an organization's events.
+type EventQuery struct {
+	OrganizationID string
+	Type, FlowID   string
+	CreatedAfter   time.Time
+	CreatedBefore  time.Time
+	Limit          int
+	// Cursor is an event id; the page holds the events after it (older), or
+	// before it (newer) when Backwards.
+	Cursor    string
+	Backwards bool
+}
+
+// Events returns a page of events newest first, and whether more lie
+// beyond it in the page's direction. ErrNotFound when the cursor is not an
+// event of the organization.
+func Events(ctx context.Context, db DB, q EventQuery) ([]StoredEvent, bool, error) {
+	var after, before *time.Time
+	if !q.CreatedAfter.IsZero() {
+		after = &q.CreatedAfter
+	}
+	if !q.CreatedBefore.IsZero() {
+		before = &q.CreatedBefore
+	}
+	var cursorAt *time.Time
+	if q.Cursor != "" {
+		var at time.Time
+		err := db.QueryRow(ctx, `select created_at from events where organization_id = $1 and id = $2`, q.OrganizationID, q.Cursor).Scan(&at)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, false, ErrNotFound
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		cursorAt = &at
+	}
+	cmp, order := "<", "desc"
+	if q.Backwards {
+		cmp, order = ">", "asc"
+	}
+	rows, err := db.Query(ctx, `
+		select id::text, organization_id, flow_id, sequence, type, body, created_at from events
+		where organization_id = $1
+		  and ($2 = '' or type = $2)
+		  and ($3 = '' or flow_id = $3)
+		  and ($4::timestamptz is null or created_at >= $4)
+		  and ($5::timestamptz is null or created_at < $5)
+		  and ($6::timestamptz is null or (created_at, id) `+cmp+` ($6, $7::uuid))
+		order by created_at `+order+`, id `+order+`
+		limit $8`,
+		q.OrganizationID, q.Type, q.FlowID, after, before, cursorAt, nullIfEmpty(q.Cursor), q.Limit+1)
+	if err != nil {
+		return nil, false, err
+	}
+	events, err := pgx.CollectRows(rows, scanStoredEvent)
+	if err != nil {
+		return nil, false, err
+	}
+	more := len(events) > q.Limit
+	if more {
+		events = events[:q.Limit]
+	}
+	if q.Backwards {
+		for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
+			events[i], events[j] = events[j], events[i]
+		}
+	}
+	return events, more, nil
+}
+
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func scanStoredEvent(r pgx.CollectableRow) (StoredEvent, error) {
+	var e StoredEvent
+	err := r.Scan(&e.ID, &e.OrganizationID, &e.FlowID, &e.Sequence, &e.Type, &e.Body, &e.CreatedAt)
+	return e, err
+}
+
+// DeliveryRow is a delivery of an event with its attempts.
+type DeliveryRow struct {
+	ID, URL, State, LastError string
+	CreatedAt                 time.Time
+	FinishedAt                *time.Time
+	Attempts                  []Attempt
+}
+
+// EventWithDeliveries returns one of an organization's events with its
+// deliveries and their attempts, oldest first. ErrNotFound.
+func EventWithDeliveries(ctx context.Context, db DB, organizationID, id string) (StoredEvent, []DeliveryRow, error) {
+	rows, err := db.Query(ctx, `select id::text, organization_id, flow_id, sequence, type, body, created_at from events
+		where organization_id = $1 and id = $2`, organizationID, id)
+	if err != nil {
+		return StoredEvent{}, nil, err
+	}
+	ev, err := pgx.CollectExactlyOneRow(rows, scanStoredEvent)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return StoredEvent{}, nil, ErrNotFound
+	}
+	if err != nil {
+		return StoredEvent{}, nil, err
+	}
+	rows, err = db.Query(ctx, `
+		select d.id::text, d.url, d.state, d.last_error, d.created_at, d.finished_at,
+			a.attempted_at, a.status_code, a.error, a.latency_us
+		from webhook_events d left join webhook_attempts a on a.event_id = d.id
+		where d.organization_id = $1 and d.event_id = $2
+		order by d.created_at, d.id, a.attempted_at, a.id`, organizationID, id)
+	if err != nil {
+		return StoredEvent{}, nil, err
+	}
+	defer rows.Close()
+	var out []DeliveryRow
+	for rows.Next() {
+		var d DeliveryRow
+		var at *time.Time
+		var status *int
+		var msg *string
+		var us *int64
+		if err := rows.Scan(&d.ID, &d.URL, &d.State, &d.LastError, &d.CreatedAt, &d.FinishedAt, &at, &status, &msg, &us); err != nil {
+			return StoredEvent{}, nil, err
+		}
+		if len(out) == 0 || out[len(out)-1].ID != d.ID {
+			out = append(out, d)
+		}
+		if at != nil {
+			last := &out[len(out)-1]
+			last.Attempts = append(last.Attempts, Attempt{EventID: d.ID, At: *at, StatusCode: *status, Error: *msg,
+				Latency: time.Duration(*us) * time.Microsecond})
+		}
+	}
+	return ev, out, rows.Err()
+}
+
+// DeleteOldEvents deletes up to limit events created before before and
+// returns how many it deleted.
+func DeleteOldEvents(ctx context.Context, db DB, before time.Time, limit int) (int64, error) {
+	tag, err := db.Exec(ctx, `
+		delete from events where (organization_id, id) in (
+			select organization_id, id from events where created_at < $1 limit $2)`, before, limit)
 	return tag.RowsAffected(), err
 }
