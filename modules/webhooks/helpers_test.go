@@ -118,11 +118,12 @@ func publish(t *testing.T, pool *pgxpool.Pool, p webhooks.Publisher, evs ...webh
 	}
 }
 
-// eventID returns the id of the flow's event of type typ.
+// eventID returns the id of the flow's event of type typ: the webhook-id of
+// its deliveries, and the id of the delivery to the flow's own URL.
 func eventID(t *testing.T, pool *pgxpool.Pool, flow string, typ webhooks.EventType) string {
 	t.Helper()
 	var id string
-	err := pool.QueryRow(context.Background(), "select id::text from webhook_events where flow_id = $1 and type = $2", flow, string(typ)).Scan(&id)
+	err := pool.QueryRow(context.Background(), "select id::text from events where flow_id = $1 and type = $2", flow, string(typ)).Scan(&id)
 	if err != nil {
 		t.Fatalf("event of %s %s: %v", flow, typ, err)
 	}

@@ -276,22 +276,46 @@ func (m *Module) PublishTx(ctx context.Context, tx database.Tx, ev Event) error 
 	id := uuid.Must(uuid.NewV7()).String()
 	stored := store.StoredEvent{ID: id, OrganizationID: ev.OrganizationID, FlowID: ev.FlowID, Sequence: ev.Sequence,
 		Type: string(ev.Type), Body: string(b)}
-	if ev.URL == "" {
-		if err := store.InsertEvent(ctx, tx, stored, nil); err != nil {
-			return fmt.Errorf("webhooks: store event: %w", database.Classify(err))
+	// The delivery to the flow's own URL has the event's id.
+	var own *store.Event
+	if ev.URL != "" {
+		res, err := m.river.InsertTx(ctx, tx, deliveryArgs{EventID: id}, &river.InsertOpts{Queue: queue})
+		if err != nil {
+			return fmt.Errorf("webhooks: enqueue: %w", database.Classify(err))
 		}
+		own = &store.Event{ID: id, EventID: id, OrganizationID: ev.OrganizationID, FlowID: ev.FlowID, TaskID: ev.TaskID,
+			Type: string(ev.Type), URL: ev.URL, Body: string(b), JobID: res.Job.ID}
+	}
+	targets, err := store.InsertEvent(ctx, tx, stored, own)
+	if err != nil {
+		return fmt.Errorf("webhooks: store event: %w", database.Classify(err))
+	}
+	if len(targets) == 0 {
 		return nil
 	}
-	res, err := m.river.InsertTx(ctx, tx, deliveryArgs{EventID: id}, &river.InsertOpts{Queue: queue})
+	return m.fanOutTx(ctx, tx, stored, targets)
+}
+
+// fanOutTx stores a delivery of the event to each endpoint, each with its
+// own job, so that a slow or failing endpoint holds up only its own
+// deliveries.
+func (m *Module) fanOutTx(ctx context.Context, tx database.Tx, ev store.StoredEvent, targets []store.Target) error {
+	ids, urls := make([]string, len(targets)), make([]string, len(targets))
+	params := make([]river.InsertManyParams, len(targets))
+	for i, t := range targets {
+		ids[i], urls[i] = uuid.Must(uuid.NewV7()).String(), t.URL
+		params[i] = river.InsertManyParams{Args: deliveryArgs{EventID: ids[i]}, InsertOpts: &river.InsertOpts{Queue: queue}}
+	}
+	res, err := m.river.InsertManyTx(ctx, tx, params)
 	if err != nil {
 		return fmt.Errorf("webhooks: enqueue: %w", database.Classify(err))
 	}
-	err = store.InsertEvent(ctx, tx, stored, &store.Event{
-		ID: id, EventID: id, OrganizationID: ev.OrganizationID, FlowID: ev.FlowID, TaskID: ev.TaskID,
-		Type: string(ev.Type), URL: ev.URL, Body: string(b), JobID: res.Job.ID,
-	})
-	if err != nil {
-		return fmt.Errorf("webhooks: store event: %w", database.Classify(err))
+	jobs := make([]int64, len(res))
+	for i, r := range res {
+		jobs[i] = r.Job.ID
+	}
+	if err := store.InsertDeliveries(ctx, tx, ev, ids, urls, jobs); err != nil {
+		return fmt.Errorf("webhooks: store deliveries: %w", database.Classify(err))
 	}
 	return nil
 }

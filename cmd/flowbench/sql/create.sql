@@ -2,8 +2,10 @@
 -- one transaction: the pin of the consent definition (consent definitions
 -- Pin), the flow with its number and its consent task, sent as
 -- one batch (flows store InsertNumberedFlow), then the consent request
--- (consent requests Insert), then its flow.created event (webhooks store
--- InsertEvent, without a delivery: the flow has no webhookUrl). The organization's settings and the token's
+-- (consent requests Insert), then its flow.created event with the look-up of
+-- the organization's endpoints that want it (webhooks store InsertEvent,
+-- without a delivery: the flow has no webhookUrl; the organization has no
+-- endpoint). The organization's settings and the token's
 -- verification come from identity's caches and cost no statement. pgbench
 -- draws the ids as random numbers, flowd as UUIDv7 in Go. Its flows go to an
 -- organization of their own (writeorg): see runPgbench.
@@ -32,8 +34,12 @@ insert into flow_tasks (id, flow_id, task_type, task_category, status)
 \endpipeline
 insert into consent_requests (flow_id, organization_id, token_hash, pii_key_id, token_sealed)
 	values ((lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :writeorg, sha256(:f1::text::bytea || :f2::text::bytea), :keyid, :toksealed);
-insert into events (organization_id, id, flow_id, sequence, type, body)
+with event as (
+	insert into events (organization_id, id, flow_id, sequence, type, body)
 	values (:writeorg, (lpad(to_hex(:t2::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid,
 	(lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0')), 1, 'flow.created',
-	'{"type":"flow.created","timestamp":"2026-01-02T03:04:05.678Z","data":{"flowId":"' || (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid || '","referenceId":"PGB-1","organizationId":"' || :writeorg || '","status":"Unopened","flowStatus":"active","version":1,"sequence":1,"flowDefinitionId":"consent"}}');
+	'{"type":"flow.created","timestamp":"2026-01-02T03:04:05.678Z","data":{"flowId":"' || (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid || '","referenceId":"PGB-1","organizationId":"' || :writeorg || '","status":"Unopened","flowStatus":"active","version":1,"sequence":1,"flowDefinitionId":"consent"}}'))
+select id::text, url from webhook_endpoints
+	where organization_id = :writeorg and enabled and (cardinality(event_types) = 0 or 'flow.created' = any (event_types))
+	order by created_at, id;
 commit;

@@ -2,7 +2,8 @@
 -- in the same transaction and batch, the send-initiate-webhook task, then
 -- River's job row (River's JobInsertFastMany with one job; River throttles
 -- its wake-up pg_notify per queue, so it is left out here) and the event row
--- (webhooks PublishTx, webhooks store InsertEvent). The delivery worker's own
+-- (webhooks PublishTx, webhooks store InsertEvent: the event, its delivery and
+-- the look-up of endpoints, one statement). The delivery worker's own
 -- statements run beside these in flowd and are not counted here: the figure
 -- is the database's limit for accepting events.
 \set f1 random(0, 4611686018427387903)
@@ -20,9 +21,9 @@ select d.organization_id, d.id, d.is_default, d.latest_version, d.created_at, d.
 with n as (select flowd_next_flow_number(:writeorg) as v)
 	insert into flows (id, organization_id, flow_number, reference_id, reference_name,
 	sandbox, pii_key_id, national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, webhook_url,
-	organization_number, process_instance_id, flow_definition_id, flow_definition_version, version_tag, created_by, expires_at)
+	organization_number, process_instance_id, flow_definition_id, flow_definition_version, version_tag, created_by, expires_at, event_sequence)
 	select (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :writeorg, n.v, 'PGB' || '-' || n.v, 'flowbench', false,
-	:keyid, :nisealed, :nihmac, :lnsealed, :redirect, :hookurl, '', gen_random_uuid(), 'consent', 1, null, :client, now() + 2592000000000 * interval '1 microsecond'
+	:keyid, :nisealed, :nihmac, :lnsealed, :redirect, :hookurl, '', gen_random_uuid(), 'consent', 1, null, :client, now() + 2592000000000 * interval '1 microsecond', 1
 	from n
 	returning flow_number, reference_id, version, consent_status, process_status, created_at, updated_at, expires_at;
 insert into flow_tasks (id, flow_id, task_type, task_category, status)
@@ -57,6 +58,15 @@ FROM raw_job_data
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND unique_states IS NOT NULL AND river_job_state_in_bitmask(unique_states, state)
 DO UPDATE SET kind = river_job.kind
 RETURNING *, (xmax != 0) AS unique_skipped_as_duplicate \gset job_
-insert into webhook_events (id, organization_id, flow_id, task_id, type, url, body, job_id)
-	values (gen_random_uuid(), :writeorg, (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0')), (lpad(to_hex(:t2::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0')), 'flow.created', :hookurl, '{"type":"flow.created"}', :job_id);
+with event as (
+	insert into events (organization_id, id, flow_id, sequence, type, body)
+	values (:writeorg, (lpad(to_hex(:t2::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid,
+	(lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0')), 1, 'flow.created', '{"type":"flow.created"}')),
+delivery as (
+	insert into webhook_events (id, organization_id, flow_id, task_id, type, url, body, job_id, event_id)
+	values ((lpad(to_hex(:t2::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :writeorg, (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0')), (lpad(to_hex(:t2::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0')), 'flow.created', :hookurl, '{"type":"flow.created"}', :job_id,
+	(lpad(to_hex(:t2::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid))
+select id::text, url from webhook_endpoints
+	where organization_id = :writeorg and enabled and (cardinality(event_types) = 0 or 'flow.created' = any (event_types))
+	order by created_at, id;
 commit;

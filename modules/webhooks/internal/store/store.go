@@ -56,22 +56,58 @@ type Event struct {
 	JobID          int64
 }
 
+// Target is an organization endpoint an event fans out to.
+type Target struct {
+	EndpointID, URL string
+}
+
+// matchingTargets selects the enabled endpoints of organization $1 that
+// subscribe to event type $2, oldest first.
+const matchingTargets = `select id::text, url from webhook_endpoints
+	where organization_id = $1 and enabled and (cardinality(event_types) = 0 or $2 = any (event_types))
+	order by created_at, id`
+
 // InsertEvent stores an event and, unless delivery is nil, its pending
-// delivery, in one statement.
-func InsertEvent(ctx context.Context, db DB, ev StoredEvent, delivery *Event) error {
+// delivery to the flow's URL, and returns the organization's endpoints the
+// event goes to as well: all in one statement, so that an event costs one
+// round trip when no endpoint wants it.
+func InsertEvent(ctx context.Context, db DB, ev StoredEvent, delivery *Event) ([]Target, error) {
+	var rows pgx.Rows
+	var err error
 	if delivery == nil {
-		_, err := db.Exec(ctx, `
-			insert into events (organization_id, id, flow_id, sequence, type, body) values ($1, $2, $3, $4, $5, $6)`,
-			ev.OrganizationID, ev.ID, ev.FlowID, ev.Sequence, ev.Type, ev.Body)
-		return err
+		rows, err = db.Query(ctx, `
+			with event as (
+				insert into events (organization_id, id, flow_id, sequence, type, body) values ($1, $3, $4, $5, $2, $6))
+			`+matchingTargets, ev.OrganizationID, ev.Type, ev.ID, ev.FlowID, ev.Sequence, ev.Body)
+	} else {
+		e := delivery
+		rows, err = db.Query(ctx, `
+			with event as (
+				insert into events (organization_id, id, flow_id, sequence, type, body) values ($1, $9, $4, $10, $2, $7)),
+			delivery as (
+				insert into webhook_events (id, organization_id, flow_id, task_id, type, url, body, job_id, event_id)
+				values ($3, $1, $4, $5, $2, $6, $7, $8, $9))
+			`+matchingTargets,
+			e.OrganizationID, e.Type, e.ID, e.FlowID, e.TaskID, e.URL, e.Body, e.JobID, ev.ID, ev.Sequence)
 	}
-	e := delivery
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Target, error) {
+		var t Target
+		err := r.Scan(&t.EndpointID, &t.URL)
+		return t, err
+	})
+}
+
+// InsertDeliveries stores pending deliveries of one event, one per element
+// of ids, urls and jobs, in one statement.
+func InsertDeliveries(ctx context.Context, db DB, ev StoredEvent, ids, urls []string, jobs []int64) error {
 	_, err := db.Exec(ctx, `
-		with event as (
-			insert into events (organization_id, id, flow_id, sequence, type, body) values ($2, $9, $3, $10, $5, $7))
 		insert into webhook_events (id, organization_id, flow_id, task_id, type, url, body, job_id, event_id)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		e.ID, e.OrganizationID, e.FlowID, e.TaskID, e.Type, e.URL, e.Body, e.JobID, ev.ID, ev.Sequence)
+		select d.id, $1, $2, '', $3, d.url, $4, d.job, $5
+		from unnest($6::uuid[], $7::text[], $8::bigint[]) as d(id, url, job)`,
+		ev.OrganizationID, ev.FlowID, ev.Type, ev.Body, ev.ID, ids, urls, jobs)
 	return err
 }
 
