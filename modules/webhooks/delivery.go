@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -90,7 +91,7 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	}
 	host := hostOf(ev.URL)
 	start := time.Now()
-	status, failure := m.send(ctx, ev, secrets)
+	status, failure, abort := m.send(ctx, ev, secrets)
 	latency := time.Since(start)
 	if ctx.Err() != nil {
 		// Cancelled (the flow was deleted) or stopping: not the receiver's
@@ -103,6 +104,9 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	case failure == "" && status >= 200 && status < 300:
 	case status == http.StatusGone:
 		out, failure = gone, "HTTP 410 Gone: the receiver asked for no more deliveries"
+	case abort:
+		out, failure = gone, fmt.Sprintf("HTTP %d %s with webhook-delivery: abort: the receiver asked for no more attempts of this event",
+			status, http.StatusText(status))
 	case job.Attempt >= job.MaxAttempts:
 		out = exhausted
 	default:
@@ -205,19 +209,20 @@ func (m *Module) signingSecrets(ctx context.Context, organizationID string, stor
 }
 
 // send POSTs the event once. It returns the response's status (0 when none
-// came) and, when no response came, a description of the failure that names
-// neither the URL's path nor its query.
-func (m *Module) send(ctx context.Context, ev store.Event, secrets []string) (int, string) {
+// came); when no response came, a description of the failure that names
+// neither the URL's path nor its query; and whether the receiver answered
+// with the header webhook-delivery: abort, which ends this event's retries.
+func (m *Module) send(ctx context.Context, ev store.Event, secrets []string) (status int, failure string, abort bool) {
 	ts := time.Now().Unix()
 	// webhook-id is the event's: the same on every retry, and on the
 	// event's deliveries to other destinations.
 	sig, err := Sign(secrets, ev.EventID, ts, []byte(ev.Body))
 	if err != nil {
-		return 0, err.Error()
+		return 0, err.Error(), false
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ev.URL, bytes.NewReader([]byte(ev.Body)))
 	if err != nil {
-		return 0, "invalid webhook URL"
+		return 0, "invalid webhook URL", false
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "flowd-webhooks/1")
@@ -226,16 +231,17 @@ func (m *Module) send(ctx context.Context, ev store.Event, secrets []string) (in
 	req.Header.Set("webhook-signature", sig)
 	resp, err := m.client.Do(req)
 	if err != nil {
-		return 0, describe(err, m.timeout)
+		return 0, describe(err, m.timeout), false
 	}
 	// Read a little of the body so the connection can be reused; what the
 	// receiver says is not kept.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
+	abort = (resp.StatusCode < 200 || resp.StatusCode >= 300) && strings.EqualFold(resp.Header.Get("webhook-delivery"), "abort")
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		return resp.StatusCode, fmt.Sprintf("HTTP %d %s (redirects are not followed)", resp.StatusCode, http.StatusText(resp.StatusCode))
+		return resp.StatusCode, fmt.Sprintf("HTTP %d %s (redirects are not followed)", resp.StatusCode, http.StatusText(resp.StatusCode)), abort
 	}
-	return resp.StatusCode, ""
+	return resp.StatusCode, "", abort
 }
 
 // describe turns a transport error into a short message for staff. url.Error

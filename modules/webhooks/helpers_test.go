@@ -229,6 +229,7 @@ type receiver struct {
 	srv     *httptest.Server
 	secrets []string
 	respond func(d delivery, nth int) int // nth: 1 for the first delivery of this webhook-id
+	header  http.Header                   // added to every answer
 
 	mu         sync.Mutex
 	arrived    []string // webhook-ids, as requests arrive (before respond)
@@ -287,6 +288,9 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.deliveries = append(r.deliveries, d)
 	r.mu.Unlock()
+	for k, v := range r.header {
+		w.Header()[k] = v
+	}
 	w.WriteHeader(d.Status)
 	fmt.Fprint(w, "ok")
 }

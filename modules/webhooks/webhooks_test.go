@@ -153,6 +153,39 @@ func TestGoneStops(t *testing.T) {
 	}
 }
 
+// TestAbortHeaderStops: a failure answered with webhook-delivery: abort ends
+// the event's retries as 410 does; without the header the same status is
+// retried.
+func TestAbortHeaderStops(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rcv := newReceiver(t, b.secret)
+	rcv.respond = func(delivery, int) int { return http.StatusUnprocessableEntity }
+	rcv.header = http.Header{"Webhook-Delivery": {"abort"}}
+	publish(t, b.pool, b.hooks, b.event(webhooks.FlowOpened, "flow-1", rcv.URL()))
+	id := eventID(t, b.pool, "flow-1", webhooks.FlowOpened)
+	eventually(t, "task failed", func() bool { return b.reporter.has("failed task-flow-1") })
+	if n := len(rcv.Deliveries()); n != 1 {
+		t.Errorf("deliveries = %d, want 1", n)
+	}
+	if got := eventState(t, b.pool, id); got != "failed" {
+		t.Errorf("event state = %s, want failed", got)
+	}
+	if calls := b.reporter.Calls(); len(calls) != 1 || !strings.Contains(calls[0], "webhook-delivery: abort") {
+		t.Errorf("reporter calls = %q, want one failure naming the header", calls)
+	}
+
+	again := newReceiver(t, b.secret)
+	again.respond = func(_ delivery, nth int) int {
+		if nth == 1 {
+			return http.StatusUnprocessableEntity
+		}
+		return http.StatusOK
+	}
+	publish(t, b.pool, b.hooks, b.event(webhooks.FlowOpened, "flow-2", again.URL()))
+	eventually(t, "the retry without the header", func() bool { return b.reporter.has("succeeded task-flow-2") })
+}
+
 // TestExhaustion: a receiver that always fails gets every attempt of the
 // schedule and then no more; the task fails for good.
 func TestExhaustion(t *testing.T) {
