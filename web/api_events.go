@@ -140,3 +140,37 @@ func (s *Server) handleEventGet(c echo.Context) error {
 	}
 	return s.writeJSON(c, http.StatusOK, out)
 }
+
+// redeliverRequest is the body of POST /api/events/:id/redeliver; no body
+// means every destination.
+type redeliverRequest struct {
+	EndpointID string `json:"endpointId"`
+}
+
+type redeliverResponse struct {
+	Status     string `json:"status"`
+	Deliveries int    `json:"deliveries"`
+}
+
+// handleEventRedeliver handles "POST /api/events/:id/redeliver": the event
+// goes out again now, to every destination it had, or to one endpoint.
+func (s *Server) handleEventRedeliver(c echo.Context) error {
+	var req redeliverRequest
+	if c.Request().ContentLength != 0 {
+		if err := decodeJSON(c, &req); err != nil {
+			return err
+		}
+	}
+	n, err := s.webhooks.Redeliver(c.Request().Context(), callerOf(c).OrganizationID, c.Param("id"), req.EndpointID)
+	switch {
+	case errors.Is(err, webhooks.ErrNotFound):
+		return apperr.New(apperr.NotFound, "No event with this id.")
+	case errors.Is(err, webhooks.ErrEndpointNotFound):
+		return apperr.InvalidFields([]apperr.FieldError{{Field: "endpointId", Message: "is not an endpoint of this organization"}})
+	case errors.Is(err, webhooks.ErrNothingToRedeliver):
+		return apperr.New(apperr.Conflict, "The event has no delivery to send again: its flow has no webhookUrl and no endpoint received it, or the flow was deleted. Name an endpoint to send it there.")
+	case err != nil:
+		return err
+	}
+	return s.writeJSON(c, http.StatusAccepted, redeliverResponse{Status: "scheduled", Deliveries: n})
+}

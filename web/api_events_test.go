@@ -40,14 +40,37 @@ func TestTheEventsAPI(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	var received []map[string]any
+	var webhookIDs []string
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body map[string]any
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		mu.Lock()
 		received = append(received, body)
+		webhookIDs = append(webhookIDs, r.Header.Get("webhook-id"))
 		mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	}))
+	arrivals := func(id string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, got := range webhookIDs {
+			if got == id {
+				n++
+			}
+		}
+		return n
+	}
+	waitArrivals := func(id string, want int) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for arrivals(id) < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("event %s arrived %d times, want %d", id, arrivals(id), want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	t.Cleanup(receiver.Close)
 	if err := database.WithTx(ctx, e.pool, func(tx database.Tx) error {
 		_, err := e.hooks.CreateSecretTx(ctx, tx, orgA)
@@ -148,6 +171,37 @@ func TestTheEventsAPI(t *testing.T) {
 	if r := e.call(t, "GET", "/api/events/"+ids[0], tokB, ""); r.status != http.StatusNotFound {
 		t.Fatalf("another organization's event: %d", r.status)
 	}
+
+	// Redelivery: again to every destination, under the same webhook-id.
+	if r := e.call(t, "POST", "/api/events/"+ids[0]+"/redeliver", tokARead, ""); r.status != http.StatusForbidden {
+		t.Errorf("redeliver without webhooks:manage: %d", r.status)
+	}
+	if r := e.call(t, "POST", "/api/events/"+ids[0]+"/redeliver", tokA, ""); r.status != http.StatusAccepted || r.json(t)["deliveries"] != 1.0 {
+		t.Fatalf("redeliver: %d %s", r.status, r.body)
+	}
+	waitArrivals(ids[0], 2)
+	// The plain flow's event had nowhere to go, until an endpoint is named.
+	if r := e.call(t, "POST", "/api/events/"+ids[1]+"/redeliver", tokA, ""); r.status != http.StatusConflict {
+		t.Errorf("redeliver of an event without destinations: %d %s", r.status, r.body)
+	}
+	const endpointID = "019ab3c6-1111-7f80-9a1b-2c3d4e5f6a7d"
+	if _, err := e.pool.Exec(ctx, `insert into webhook_endpoints (organization_id, id, url) values ($1, $2, $3)`,
+		orgA, endpointID, receiver.URL+"/endpoint"); err != nil {
+		t.Fatal(err)
+	}
+	for body, status := range map[string]int{
+		`{"endpointId":"00000000-0000-7000-8000-000000000000"}`: http.StatusBadRequest,
+		`{"endpointId":"` + endpointID + `"}`:                   http.StatusAccepted,
+	} {
+		if r := e.call(t, "POST", "/api/events/"+ids[1]+"/redeliver", tokA, body); r.status != status {
+			t.Errorf("redeliver %s: %d %s", body, r.status, r.body)
+		}
+	}
+	waitArrivals(ids[1], 1)
+	if r := e.call(t, "POST", "/api/events/"+ids[1]+"/redeliver", tokB, ""); r.status != http.StatusNotFound {
+		t.Errorf("another organization redelivers: %d", r.status)
+	}
+
 	mu.Lock()
 	defer mu.Unlock()
 	for _, body := range received {

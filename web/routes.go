@@ -52,6 +52,7 @@ func (s *Server) routes() {
 	api.POST("/receipts/subject", s.handleReceiptSubject, s.authenticate, requireScope(identity.ScopeFlowsRead))
 	api.GET("/events", s.handleEventList, s.authenticate, requireScope(identity.ScopeFlowsRead))
 	api.GET("/events/:id", s.handleEventGet, s.authenticate, requireScope(identity.ScopeFlowsRead))
+	api.POST("/events/:id/redeliver", s.handleEventRedeliver, s.authenticate, requireScope(identity.ScopeWebhooksManage))
 	api.GET("/tasks", s.handleTaskList, s.authenticate, requireScope(identity.ScopeFlowsRead))
 	api.GET("/flow-definitions", s.handleDefinitionList, s.authenticate, requireScope(identity.ScopeDefinitionsRead))
 	api.POST("/flow-definitions", s.handleDefinitionCreate, s.authenticate, requireScope(identity.ScopeDefinitionsWrite))

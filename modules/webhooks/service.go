@@ -300,10 +300,10 @@ func (m *Module) PublishTx(ctx context.Context, tx database.Tx, ev Event) error 
 // own job, so that a slow or failing endpoint holds up only its own
 // deliveries.
 func (m *Module) fanOutTx(ctx context.Context, tx database.Tx, ev store.StoredEvent, targets []store.Target) error {
-	ids, urls := make([]string, len(targets)), make([]string, len(targets))
+	ids, endpoints, urls := make([]string, len(targets)), make([]string, len(targets)), make([]string, len(targets))
 	params := make([]river.InsertManyParams, len(targets))
 	for i, t := range targets {
-		ids[i], urls[i] = uuid.Must(uuid.NewV7()).String(), t.URL
+		ids[i], endpoints[i], urls[i] = uuid.Must(uuid.NewV7()).String(), t.EndpointID, t.URL
 		params[i] = river.InsertManyParams{Args: deliveryArgs{EventID: ids[i]}, InsertOpts: &river.InsertOpts{Queue: queue}}
 	}
 	res, err := m.river.InsertManyTx(ctx, tx, params)
@@ -314,7 +314,7 @@ func (m *Module) fanOutTx(ctx context.Context, tx database.Tx, ev store.StoredEv
 	for i, r := range res {
 		jobs[i] = r.Job.ID
 	}
-	if err := store.InsertDeliveries(ctx, tx, ev, ids, urls, jobs); err != nil {
+	if err := store.InsertDeliveries(ctx, tx, ev, ids, endpoints, urls, jobs); err != nil {
 		return fmt.Errorf("webhooks: store deliveries: %w", database.Classify(err))
 	}
 	return nil
@@ -427,6 +427,64 @@ func (m *Module) RetryTask(ctx context.Context, organizationID, taskID string, b
 		return fmt.Errorf("webhooks: retry: %w", database.Classify(err))
 	}
 	return err
+}
+
+// ErrNothingToRedeliver: the event has no delivery to send again (its flow
+// has no webhookUrl and no endpoint wanted it, or its flow was deleted).
+var ErrNothingToRedeliver = errors.New("webhooks: the event has no delivery to send again")
+
+// Redeliver sends one of an organization's events again, now: to every
+// destination it had, or, with endpointID, to that endpoint only, which
+// gets a delivery of its own if it had none (it subscribed later, or was
+// disabled then). It returns how many deliveries are on their way.
+// ErrNotFound for the event, ErrEndpointNotFound, ErrNothingToRedeliver.
+func (m *Module) Redeliver(ctx context.Context, organizationID, eventID, endpointID string) (int, error) {
+	if !isUUID(eventID) {
+		return 0, ErrNotFound
+	}
+	if endpointID != "" && !isUUID(endpointID) {
+		return 0, ErrEndpointNotFound
+	}
+	n := 0
+	err := database.WithTx(ctx, m.pool, func(tx database.Tx) error {
+		ev, err := store.GetStoredEvent(ctx, tx, organizationID, eventID, true)
+		if errors.Is(err, store.ErrNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		var target store.Endpoint
+		if endpointID != "" {
+			if target, err = store.GetEndpoint(ctx, tx, organizationID, endpointID, false); errors.Is(err, store.ErrNotFound) {
+				return ErrEndpointNotFound
+			} else if err != nil {
+				return err
+			}
+		}
+		deliveries, err := store.ResetDeliveries(ctx, tx, organizationID, eventID, endpointID)
+		if err != nil {
+			return err
+		}
+		for _, d := range deliveries {
+			if err := m.retryJobTx(ctx, tx, d); err != nil {
+				return err
+			}
+		}
+		n = len(deliveries)
+		if n == 0 && endpointID != "" {
+			n = 1
+			return m.fanOutTx(ctx, tx, ev, []store.Target{{EndpointID: target.ID, URL: target.URL}})
+		}
+		if n == 0 {
+			return ErrNothingToRedeliver
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrEndpointNotFound) && !errors.Is(err, ErrNothingToRedeliver) {
+		return 0, fmt.Errorf("webhooks: redeliver: %w", database.Classify(err))
+	}
+	return n, err
 }
 
 // retryJobTx makes the event's job available now in tx.

@@ -160,4 +160,8 @@ type Service interface {
 	// Event returns one of an organization's events with its deliveries
 	// and their attempts. ErrNotFound.
 	Event(ctx context.Context, organizationID, id string) (EventRecord, []Delivery, error)
+	// Redeliver sends an event again now, to every destination it had or
+	// to one endpoint, and returns how many deliveries are on their way.
+	// ErrNotFound, ErrEndpointNotFound, ErrNothingToRedeliver.
+	Redeliver(ctx context.Context, organizationID, eventID, endpointID string) (int, error)
 }

@@ -187,7 +187,7 @@ func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
 	}
 	want := []string{"createFlow", "listFlows", "getFlow", "deleteFlow", "cancelFlow", "withdrawFlow", "listTasks", "listFlowDefinitions",
 		"createFlowDefinition", "getFlowDefinition", "publishFlowDefinitionVersion", "getFlowDefinitionVersion", "retireFlowDefinition",
-		"listFlowAttachments", "getFlowAttachment", "verifyReceipt", "checkReceiptSubject", "listEvents", "getEvent",
+		"listFlowAttachments", "getFlowAttachment", "verifyReceipt", "checkReceiptSubject", "listEvents", "getEvent", "redeliverEvent",
 		"listWebhookEndpoints", "createWebhookEndpoint", "getWebhookEndpoint", "updateWebhookEndpoint", "deleteWebhookEndpoint",
 		"createToken", "getOpenAPIDocument"}
 	slices.Sort(want)

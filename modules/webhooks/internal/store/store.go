@@ -100,15 +100,54 @@ func InsertEvent(ctx context.Context, db DB, ev StoredEvent, delivery *Event) ([
 	})
 }
 
-// InsertDeliveries stores pending deliveries of one event, one per element
-// of ids, urls and jobs, in one statement.
-func InsertDeliveries(ctx context.Context, db DB, ev StoredEvent, ids, urls []string, jobs []int64) error {
+// InsertDeliveries stores pending deliveries of one event to endpoints, one
+// per element of ids, endpoints, urls and jobs, in one statement.
+func InsertDeliveries(ctx context.Context, db DB, ev StoredEvent, ids, endpoints, urls []string, jobs []int64) error {
 	_, err := db.Exec(ctx, `
-		insert into webhook_events (id, organization_id, flow_id, task_id, type, url, body, job_id, event_id)
-		select d.id, $1, $2, '', $3, d.url, $4, d.job, $5
-		from unnest($6::uuid[], $7::text[], $8::bigint[]) as d(id, url, job)`,
-		ev.OrganizationID, ev.FlowID, ev.Type, ev.Body, ev.ID, ids, urls, jobs)
+		insert into webhook_events (id, organization_id, flow_id, task_id, type, url, body, job_id, event_id, endpoint_id)
+		select d.id, $1, $2, '', $3, d.url, $4, d.job, $5, d.endpoint
+		from unnest($6::uuid[], $7::text[], $8::bigint[], $9::uuid[]) as d(id, url, job, endpoint)`,
+		ev.OrganizationID, ev.FlowID, ev.Type, ev.Body, ev.ID, ids, urls, jobs, endpoints)
 	return err
+}
+
+// GetStoredEvent returns one of an organization's events, locked against
+// a concurrent redelivery when forUpdate. ErrNotFound.
+func GetStoredEvent(ctx context.Context, db DB, organizationID, id string, forUpdate bool) (StoredEvent, error) {
+	q := `select id::text, organization_id, flow_id, sequence, type, body, created_at from events
+		where organization_id = $1 and id = $2`
+	if forUpdate {
+		q += ` for update`
+	}
+	rows, err := db.Query(ctx, q, organizationID, id)
+	if err != nil {
+		return StoredEvent{}, err
+	}
+	ev, err := pgx.CollectExactlyOneRow(rows, scanStoredEvent)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return StoredEvent{}, ErrNotFound
+	}
+	return ev, err
+}
+
+// ResetDeliveries makes an event's deliveries pending again, those to
+// endpointID only when it is not empty, and returns them; cancelled ones
+// (of a deleted flow) stay cancelled.
+func ResetDeliveries(ctx context.Context, db DB, organizationID, eventID, endpointID string) ([]Event, error) {
+	rows, err := db.Query(ctx, `
+		update webhook_events set state = 'pending', finished_at = null
+		where organization_id = $1 and event_id = $2 and state <> 'cancelled'
+		  and ($3 = '' or endpoint_id::text = $3)
+		returning id::text, event_id::text, organization_id, flow_id, task_id, type, url, body, state, last_error, job_id`,
+		organizationID, eventID, endpointID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Event, error) {
+		var e Event
+		err := r.Scan(&e.ID, &e.EventID, &e.OrganizationID, &e.FlowID, &e.TaskID, &e.Type, &e.URL, &e.Body, &e.State, &e.LastError, &e.JobID)
+		return e, err
+	})
 }
 
 // GetEventAndSecrets returns one event and its organization's signing
