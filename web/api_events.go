@@ -91,15 +91,7 @@ func (s *Server) handleEventList(c echo.Context) error {
 			*dst = t
 		}
 	}
-	if err := eq.Check(); err != nil {
-		if e, ok := apperr.As(err); ok {
-			for _, f := range e.Fields {
-				if !hasField(problems, f.Field) {
-					problems = append(problems, f)
-				}
-			}
-		}
-	}
+	problems = withFieldsOf(problems, eq.Check())
 	if err := problems.Err(); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -220,15 +221,7 @@ func (s *Server) handleFlowList(c echo.Context) error {
 			problems.Add("ending_before", "must be a flow id")
 		}
 	}
-	if err := p.Check(); err != nil {
-		if e, ok := apperr.As(err); ok {
-			for _, f := range e.Fields {
-				if !hasField(problems, f.Field) {
-					problems = append(problems, f)
-				}
-			}
-		}
-	}
+	problems = withFieldsOf(problems, p.Check())
 	if err := problems.Err(); err != nil {
 		return err
 	}
@@ -247,13 +240,19 @@ func (s *Server) handleFlowList(c echo.Context) error {
 	return s.writeJSON(c, http.StatusOK, out)
 }
 
-func hasField(fields apperr.Fields, name string) bool {
-	for _, f := range fields {
-		if f.Field == name {
-			return true
+// withFieldsOf adds the field errors of err, a module's check of the
+// parameters, to those the handler found, each field named once.
+func withFieldsOf(problems apperr.Fields, err error) apperr.Fields {
+	e, ok := apperr.As(err)
+	if !ok {
+		return problems
+	}
+	for _, f := range e.Fields {
+		if !slices.ContainsFunc(problems, func(p apperr.FieldError) bool { return p.Field == f.Field }) {
+			problems = append(problems, f)
 		}
 	}
-	return false
+	return problems
 }
 
 // flowEnvelope is the body of GET /api/flows/:id: the seed's envelope 2.2
