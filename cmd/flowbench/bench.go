@@ -336,23 +336,24 @@ func truncate(b []byte, n int) string {
 	return string(b)
 }
 
-// runPgbench runs a scenario's script(s) (name, or "name@weight" each) with
-// the run's concurrency for d and returns what it measured.
-func (b *bench) runPgbench(ctx context.Context, d time.Duration, vars map[string]string, files ...string) (pgbenchRun, error) {
+// startPgbench starts pgbench on a scenario's script(s) (name, or
+// "name@weight" each) with the run's concurrency, warmed up and paused for
+// its turns.
+func (b *bench) startPgbench(ctx context.Context, vars map[string]string, files ...string) (*pgbenchSession, error) {
 	dir := filepath.Join(b.tmp, "sql")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return pgbenchRun{}, err
+		return nil, err
 	}
 	var paths []string
 	for _, f := range files {
 		name, weight, _ := cutWeight(f)
 		src, err := scripts.ReadFile("sql/" + name + ".sql")
 		if err != nil {
-			return pgbenchRun{}, err
+			return nil, err
 		}
 		p := filepath.Join(dir, name+".sql")
 		if err := os.WriteFile(p, src, 0o644); err != nil {
-			return pgbenchRun{}, err
+			return nil, err
 		}
 		paths = append(paths, p+weight)
 	}
@@ -367,7 +368,12 @@ func (b *bench) runPgbench(ctx context.Context, d time.Duration, vars map[string
 	for k, v := range vars {
 		all[k] = v
 	}
-	return pgbench(ctx, b.pgbench, b.dbURL, paths, all, b.o.concurrency, d)
+	return startPgbench(ctx, b.pgbench, b.dbURL, b.tmp, paths, all, b.o.concurrency)
+}
+
+// pgbenchTurn is one turn of pg for d.
+func (b *bench) pgbenchTurn(pg *pgbenchSession, d time.Duration) error {
+	return pg.turn(d, func() time.Duration { return b.cpuNow().postgres })
 }
 
 func cutWeight(f string) (name, weight string, ok bool) {

@@ -1,28 +1,34 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"syscall"
 	"time"
 )
 
 var (
-	tpsLine = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
-	txLine  = regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`)
+	progressLine = regexp.MustCompile(`^progress: [0-9.]+ s, ([0-9.]+) tps`)
+	txLine       = regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`)
 )
 
-// pgbenchRun is what one pgbench run measured.
+// pgbenchRun is what pgbench measured in its turns.
 type pgbenchRun struct {
 	Transactions float64
-	Seconds      float64       // of transactions, without connecting
+	Seconds      float64
 	ClientCPU    time.Duration // pgbench's own
 }
 
-// TPS is transactions per second, without the time taken to connect.
+// TPS is transactions per second in pgbench's turns.
 func (r pgbenchRun) TPS() float64 {
 	if r.Seconds <= 0 {
 		return 0
@@ -30,41 +36,226 @@ func (r pgbenchRun) TPS() float64 {
 	return r.Transactions / r.Seconds
 }
 
-func (r pgbenchRun) add(o pgbenchRun) pgbenchRun {
-	return pgbenchRun{Transactions: r.Transactions + o.Transactions, Seconds: r.Seconds + o.Seconds,
-		ClientCPU: r.ClientCPU + o.ClientCPU}
+// pgbenchSession is one pgbench process that takes turns with flowd. It
+// connects and warms up once, then runs only between resume and pause
+// (SIGCONT, SIGSTOP), so that every turn meets warm backends, as flowd's
+// pooled connections are. Starting a backend and its first statements
+// (loading the catalog, planning) cost far more on some machines than the
+// statements themselves; a pgbench started afresh for each turn counted
+// that, and made PostgreSQL's limit look a fraction of what it is.
+//
+// pgbench logs every transaction with the time it ended (-l); a turn counts
+// those that ended within it.
+type pgbenchSession struct {
+	cmd       *exec.Cmd
+	logPrefix string
+	stdout    bytes.Buffer
+	stderr    *progressReader
+	turns     []turn
+	postgres  time.Duration // PostgreSQL's CPU in the turns
+	client    time.Duration // pgbench's CPU in the turns
 }
 
-// pgbench runs files (pgbench scripts, each optionally "@weight") against
-// dbURL with vars defined (-D) at the given concurrency for d (whole
-// seconds, at least one) and returns its transactions and their time: the
-// database's own limit for the statements of one request. Prepared statements, as pgx's statement cache makes them.
-func pgbench(ctx context.Context, bin, dbURL string, files []string, vars map[string]string, concurrency int, d time.Duration) (pgbenchRun, error) {
-	threads := min(concurrency, 2)
-	args := []string{"-n", "-M", "prepared", "-c", strconv.Itoa(concurrency), "-j", strconv.Itoa(threads),
-		"-T", strconv.Itoa(max(1, int(d.Seconds())))}
+type turn struct{ from, to time.Time }
+
+// pgbenchWarmUp bounds how long pgbench may take to connect and run its
+// first full second of transactions.
+const pgbenchWarmUp = time.Minute
+
+// startPgbench starts pgbench on files (pgbench scripts, each optionally
+// "@weight") against dbURL with vars defined (-D) at the given concurrency,
+// lets it connect and run for a second, and pauses it. Prepared
+// statements, as pgx's statement cache makes them. dir holds its logs.
+func startPgbench(ctx context.Context, bin, dbURL, dir string, files []string, vars map[string]string, concurrency int) (*pgbenchSession, error) {
+	s := &pgbenchSession{logPrefix: filepath.Join(dir, "pgbench_tx")}
+	old, _ := filepath.Glob(s.logPrefix + ".*")
+	for _, f := range old {
+		_ = os.Remove(f)
+	}
+	// -T only bounds a run that flowbench fails to end: it ends pgbench
+	// with SIGALRM, pgbench's own signal for the end of -T.
+	args := []string{"-n", "-M", "prepared", "-c", strconv.Itoa(concurrency), "-j", strconv.Itoa(min(concurrency, 2)),
+		"-T", "86400", "-P", "1", "-l", "--log-prefix", s.logPrefix}
 	for _, f := range files {
 		args = append(args, "-f", f)
 	}
 	for k, v := range vars {
 		args = append(args, "-D", k+"="+v)
 	}
-	cmd := exec.CommandContext(ctx, bin, append(args, dbURL)...)
-	out, err := cmd.CombinedOutput()
+	s.cmd = exec.CommandContext(ctx, bin, append(args, dbURL)...)
+	s.cmd.Stdout = &s.stdout
+	stderr, err := s.cmd.StderrPipe()
 	if err != nil {
-		return pgbenchRun{}, fmt.Errorf("pgbench: %v: %s", err, out)
+		return nil, err
 	}
-	tps, txs := tpsLine.FindSubmatch(out), txLine.FindSubmatch(out)
-	if tps == nil || txs == nil {
-		return pgbenchRun{}, fmt.Errorf("pgbench printed no tps line: %s", out)
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("pgbench: %w", err)
 	}
-	r := pgbenchRun{ClientCPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
-	rate, _ := strconv.ParseFloat(string(tps[1]), 64)
-	r.Transactions, _ = strconv.ParseFloat(string(txs[1]), 64)
-	if rate > 0 {
-		r.Seconds = r.Transactions / rate
+	s.stderr = readProgress(stderr)
+	select {
+	case <-s.stderr.warm:
+	case <-s.stderr.done:
+		_ = s.cmd.Wait()
+		return nil, fmt.Errorf("pgbench ended while warming up: %s%s", s.stdout.Bytes(), s.stderr.text())
+	case <-time.After(pgbenchWarmUp):
+		s.kill()
+		return nil, fmt.Errorf("pgbench did not run a full second within %s: %s", pgbenchWarmUp, s.stderr.text())
 	}
-	return r, nil
+	return s, s.signal(syscall.SIGSTOP)
+}
+
+// turn lets pgbench run for d, reading the CPU PostgreSQL and pgbench spend
+// meanwhile through cpu.
+func (s *pgbenchSession) turn(d time.Duration, cpu func() time.Duration) error {
+	pg, client := cpu(), s.clientCPU()
+	t := turn{from: time.Now()}
+	if err := s.signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	time.Sleep(d)
+	if err := s.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	t.to = time.Now()
+	s.turns = append(s.turns, t)
+	s.postgres += cpu() - pg
+	s.client += s.clientCPU() - client
+	return nil
+}
+
+// finish ends pgbench and counts the transactions that ended in its turns.
+// It returns them and the CPU PostgreSQL spent in the turns.
+func (s *pgbenchSession) finish() (pgbenchRun, time.Duration, error) {
+	if err := s.signal(syscall.SIGALRM); err != nil {
+		return pgbenchRun{}, 0, err
+	}
+	if err := s.signal(syscall.SIGCONT); err != nil {
+		return pgbenchRun{}, 0, err
+	}
+	<-s.stderr.done // before Wait, which closes the pipe
+	if err := s.cmd.Wait(); err != nil {
+		return pgbenchRun{}, 0, fmt.Errorf("pgbench: %v: %s%s", err, s.stdout.Bytes(), s.stderr.text())
+	}
+	if txLine.Find(s.stdout.Bytes()) == nil {
+		return pgbenchRun{}, 0, fmt.Errorf("pgbench printed no transaction count: %s", s.stdout.Bytes())
+	}
+	n, err := s.countInTurns()
+	if err != nil {
+		return pgbenchRun{}, 0, err
+	}
+	run := pgbenchRun{Transactions: float64(n), ClientCPU: s.client}
+	for _, t := range s.turns {
+		run.Seconds += t.to.Sub(t.from).Seconds()
+	}
+	return run, s.postgres, nil
+}
+
+// kill stops pgbench at once, for a run that failed.
+func (s *pgbenchSession) kill() {
+	if s.cmd.ProcessState == nil {
+		_ = s.cmd.Process.Kill()
+		<-s.stderr.done
+		_ = s.cmd.Wait()
+	}
+}
+
+func (s *pgbenchSession) signal(sig syscall.Signal) error {
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("pgbench: %s: %w", sig, err)
+	}
+	return nil
+}
+
+func (s *pgbenchSession) clientCPU() time.Duration {
+	own, _ := procCPU(strconv.Itoa(s.cmd.Process.Pid))
+	return own
+}
+
+// countInTurns counts the logged transactions that ended within a turn. A
+// log line is "client transaction latency script epoch_seconds microseconds".
+func (s *pgbenchSession) countInTurns() (int, error) {
+	files, _ := filepath.Glob(s.logPrefix + ".*")
+	if len(files) == 0 {
+		return 0, errors.New("pgbench wrote no transaction log")
+	}
+	n := 0
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return 0, err
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fields := bytes.Fields(sc.Bytes())
+			if len(fields) < 6 {
+				continue
+			}
+			sec, err1 := strconv.ParseInt(string(fields[4]), 10, 64)
+			usec, err2 := strconv.ParseInt(string(fields[5]), 10, 64)
+			if err1 != nil || err2 != nil {
+				continue
+			}
+			if s.inTurn(time.Unix(sec, usec*1000)) {
+				n++
+			}
+		}
+		err = sc.Err()
+		f.Close()
+		if err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+func (s *pgbenchSession) inTurn(t time.Time) bool {
+	for _, tr := range s.turns {
+		if !t.Before(tr.from) && !t.After(tr.to) {
+			return true
+		}
+	}
+	return false
+}
+
+// progressReader reads pgbench's progress lines (one a second) and keeps
+// whatever else it writes for error messages. warm closes at the second
+// line with transactions: the backends have connected and run a full
+// second.
+type progressReader struct {
+	warm, done chan struct{}
+	other      bytes.Buffer
+}
+
+func readProgress(r io.Reader) *progressReader {
+	p := &progressReader{warm: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		busy := 0
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			m := progressLine.FindStringSubmatch(sc.Text())
+			if m == nil {
+				p.other.WriteString(sc.Text() + "\n")
+				continue
+			}
+			if tps, _ := strconv.ParseFloat(m[1], 64); tps > 0 {
+				if busy++; busy == 2 {
+					close(p.warm)
+				}
+			}
+		}
+	}()
+	return p
+}
+
+// text is what pgbench wrote besides progress; only once it has ended.
+func (p *progressReader) text() string {
+	select {
+	case <-p.done:
+		return p.other.String()
+	default:
+		return ""
+	}
 }
 
 // findPgbench looks for pgbench on PATH, then among PostgreSQL's installed versions.

@@ -44,11 +44,12 @@ func (b *bench) measure(ctx context.Context, name string, next nextRequest, vars
 func (b *bench) measureBeside(ctx context.Context, name string, next nextRequest, reference func(time.Duration),
 	vars map[string]string, files ...string) (Result, error) {
 	d := b.sliceDuration()
-	var (
-		load, against sample
-		db            pgbenchRun
-		dbPG          time.Duration
-	)
+	var load, against sample
+	pg, err := b.startPgbench(ctx, vars, files...)
+	if err != nil {
+		return Result{}, err
+	}
+	defer pg.kill()
 	for i := range b.o.slices {
 		if b.against == nil {
 			b.driveSlice(ctx, &load, d, next)
@@ -60,13 +61,13 @@ func (b *bench) measureBeside(ctx context.Context, name string, next nextRequest
 		if reference != nil {
 			reference(d)
 		}
-		before := b.cpuNow()
-		run, err := b.runPgbench(ctx, d, vars, files...)
-		if err != nil {
+		if err := b.pgbenchTurn(pg, d); err != nil {
 			return Result{}, err
 		}
-		db = db.add(run)
-		dbPG += b.cpuNow().sub(before).postgres
+	}
+	db, dbPG, err := pg.finish()
+	if err != nil {
+		return Result{}, err
 	}
 	if b.against != nil {
 		r := against.result(name+" -against", b.o.concurrency)

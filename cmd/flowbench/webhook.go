@@ -137,12 +137,19 @@ func webhookScenario(ctx context.Context, b *bench) (Result, error) {
 	}
 	b.note("webhook: %.0f creates/s acknowledged, %.0f deliveries/s during the run (%s of creates), backlog drained in %.1f s; latency is 201 → receipt",
 		cr.RPS, r.DeliveriesPerSec, pct(r.DeliveriesPerSec, cr.RPS), drain.Seconds())
-	before := b.cpuNow()
-	run, err := b.runPgbench(ctx, b.o.duration, map[string]string{"client": b.main.ClientID}, "webhook")
+	pg, err := b.startPgbench(ctx, map[string]string{"client": b.main.ClientID}, "webhook")
 	if err != nil {
 		return r, err
 	}
-	res := withPgbench(r, run, b.cpuNow().sub(before).postgres)
+	defer pg.kill()
+	if err := b.pgbenchTurn(pg, b.o.duration); err != nil {
+		return r, err
+	}
+	run, pgCPU, err := pg.finish()
+	if err != nil {
+		return r, err
+	}
+	res := withPgbench(r, run, pgCPU)
 	// pgbench's jobs sit in a queue flowd does not work; remove them.
 	_, _ = b.exec(ctx, `delete from river_job where queue = 'pgbench'`)
 	return res, nil
