@@ -66,7 +66,7 @@ func TestPaginationWalksBothWaysWithoutGapsOrRepeats(t *testing.T) {
 	}
 	for _, id := range ids[30:45] {
 		if err := database.WithTx(ctx, e.pool, func(tx pgx.Tx) error {
-			_, err := e.flows.MarkOpenedTx(ctx, tx, id)
+			_, err := e.flows.MarkOpenedTx(ctx, tx, orgA, id)
 			return err
 		}); err != nil {
 			t.Fatal(err)
@@ -425,7 +425,7 @@ func TestWithdrawingAnAcceptedConsent(t *testing.T) {
 	ctx := context.Background()
 	decide := func(id string, accept bool) {
 		err := database.WithTx(ctx, e.pool, func(tx database.Tx) error {
-			_, err := e.flows.DecideTx(ctx, tx, id, accept, func(flows.Flow, time.Time) (flows.Evidence, error) { return flows.Evidence{}, nil })
+			_, err := e.flows.DecideTx(ctx, tx, orgA, id, accept, func(flows.Flow, time.Time) (flows.Evidence, error) { return flows.Evidence{}, nil })
 			return err
 		})
 		if err != nil {
@@ -489,7 +489,7 @@ func TestAnExpiredAcceptance(t *testing.T) {
 	validUntil := time.Now().Add(time.Hour)
 	id := e.create(t, tokA, map[string]any{"webhookUrl": "https://hooks.example/flowd"})
 	err := database.WithTx(ctx, e.pool, func(tx database.Tx) error {
-		_, err := e.flows.DecideTx(ctx, tx, id, true, func(flows.Flow, time.Time) (flows.Evidence, error) {
+		_, err := e.flows.DecideTx(ctx, tx, orgA, id, true, func(flows.Flow, time.Time) (flows.Evidence, error) {
 			return flows.Evidence{ValidUntil: &validUntil}, nil
 		})
 		return err

@@ -23,7 +23,7 @@ func (e *apiEnv) decideWithEvidence(t *testing.T, id string, accept bool) {
 	ctx := context.Background()
 	until := time.Now().Add(90 * 24 * time.Hour).UTC().Truncate(time.Second)
 	err := database.WithTx(ctx, e.pool, func(tx database.Tx) error {
-		_, err := e.flows.DecideTx(ctx, tx, id, accept, func(flows.Flow, time.Time) (flows.Evidence, error) {
+		_, err := e.flows.DecideTx(ctx, tx, orgA, id, accept, func(flows.Flow, time.Time) (flows.Evidence, error) {
 			return flows.Evidence{TextSHA256: make([]byte, 32), Language: "nb", AssuranceLevel: "substantial",
 				ACR: "http://eidas.europa.eu/LoA/substantial", ValidUntil: &until}, nil
 		})

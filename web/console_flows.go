@@ -198,7 +198,7 @@ func (s *Server) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) err
 	var proven *time.Time
 	proofStep := s.consent != nil && s.cfg.ConsentAuth == "oidc"
 	if proofStep {
-		if proven, err = s.consent.IdentityProvenAt(ctx, f.ID); err != nil && !errors.Is(err, consent.ErrUnknownLink) {
+		if proven, err = s.consent.IdentityProvenAt(ctx, consent.FlowRef{OrganizationID: f.OrganizationID, FlowID: f.ID}); err != nil && !errors.Is(err, consent.ErrUnknownLink) {
 			return err
 		}
 	}

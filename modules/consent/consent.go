@@ -13,3 +13,6 @@ var (
 	ErrUnknownLink = errors.New("unknown consent link")
 	ErrClosed      = errors.New("consent request is no longer open") // decided, cancelled, expired
 )
+
+// FlowRef names a flow of an organization: what a consent link leads to.
+type FlowRef struct{ OrganizationID, FlowID string }

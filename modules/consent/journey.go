@@ -140,7 +140,7 @@ type Journey interface {
 	Decide(ctx context.Context, token string, p Proof, a Answer) (Decision, error)
 	// IdentityProvenAt returns when a flow's person first proved who they
 	// are, or nil, for the console's timeline. ErrUnknownLink.
-	IdentityProvenAt(ctx context.Context, flowID string) (*time.Time, error)
+	IdentityProvenAt(ctx context.Context, f FlowRef) (*time.Time, error)
 	// Receipts returns the receipts of req's decision and withdrawal,
 	// oldest first, for the person to keep.
 	Receipts(ctx context.Context, req Request) ([]IssuedReceipt, error)
@@ -154,13 +154,13 @@ type Journey interface {
 // LinkStore finds the flow behind a consent link token and keeps when the
 // request's person first proved who they are.
 type LinkStore interface {
-	// FlowIDForToken returns the flow of token. ErrUnknownLink.
-	FlowIDForToken(ctx context.Context, token string) (string, error)
+	// FlowForToken returns the flow of token. ErrUnknownLink.
+	FlowForToken(ctx context.Context, token string) (FlowRef, error)
 	// MarkIdentityProvenTx records, in tx, the first proof of the flow's person.
-	MarkIdentityProvenTx(ctx context.Context, tx database.Tx, flowID string) error
+	MarkIdentityProvenTx(ctx context.Context, tx database.Tx, f FlowRef) error
 	// IdentityProvenAt returns when the flow's person first proved who they
 	// are, or nil. ErrUnknownLink.
-	IdentityProvenAt(ctx context.Context, flowID string) (*time.Time, error)
+	IdentityProvenAt(ctx context.Context, f FlowRef) (*time.Time, error)
 }
 
 // Flows is what the journey needs of the flows module: the flow behind a
@@ -169,18 +169,18 @@ type Flows interface {
 	// MarkOpenedTx locks the flow in tx and moves it from Unopened to Opened
 	// (flow.opened) while it can still be answered; it returns the flow as it
 	// then is. flows.ErrNotFound.
-	MarkOpenedTx(ctx context.Context, tx database.Tx, flowID string) (flows.Flow, error)
+	MarkOpenedTx(ctx context.Context, tx database.Tx, organizationID, flowID string) (flows.Flow, error)
 	// DecideTx locks the flow in tx, hands it to check and, when check returns
 	// nil, records the answer (flow.accepted or flow.rejected). check's error
 	// is returned with nothing recorded; flows.ErrNotFound, and
 	// flows.ErrNotActive when the flow can no longer be answered.
 	// check also returns the evidence DecideTx records.
-	DecideTx(ctx context.Context, tx database.Tx, flowID string, accepted bool,
+	DecideTx(ctx context.Context, tx database.Tx, organizationID, flowID string, accepted bool,
 		check func(f flows.Flow, at time.Time) (flows.Evidence, error)) (flows.Flow, error)
 	// WithdrawTx locks the flow in tx, hands it to check and, when check
 	// returns nil, withdraws its acceptance for the person and issues the
 	// receipt. flows.ErrNotFound, flows.ErrNotAccepted.
-	WithdrawTx(ctx context.Context, tx database.Tx, flowID string, check func(f flows.Flow) error) (flows.Flow, flows.SignedReceipt, error)
+	WithdrawTx(ctx context.Context, tx database.Tx, organizationID, flowID string, check func(f flows.Flow) error) (flows.Flow, flows.SignedReceipt, error)
 	// AttachmentsTx lists the flow's attachments with their bodies.
 	AttachmentsTx(ctx context.Context, tx database.Tx, f flows.Flow) ([]flows.Attachment, error)
 }
@@ -233,7 +233,7 @@ func NewJourney(db database.Beginner, links LinkStore, flowsModule Flows, texts 
 
 // Visit implements Journey.
 func (s *JourneyService) Visit(ctx context.Context, token string) (Request, error) {
-	flowID, err := s.links.FlowIDForToken(ctx, token)
+	ref, err := s.links.FlowForToken(ctx, token)
 	if err != nil {
 		return Request{}, err
 	}
@@ -242,7 +242,7 @@ func (s *JourneyService) Visit(ctx context.Context, token string) (Request, erro
 		text Version
 	)
 	err = database.WithTx(ctx, s.db, func(tx database.Tx) (err error) {
-		if f, err = s.flows.MarkOpenedTx(ctx, tx, flowID); err != nil {
+		if f, err = s.flows.MarkOpenedTx(ctx, tx, ref.OrganizationID, ref.FlowID); err != nil {
 			return err
 		}
 		text, err = s.texts.VersionTx(ctx, tx, f.OrganizationID, f.FlowDefinitionID, f.FlowDefinitionVersion)
@@ -265,7 +265,7 @@ func (s *JourneyService) Visit(ctx context.Context, token string) (Request, erro
 // identity is recorded in the decision's transaction; so is a mismatch,
 // which commits although nothing is decided.
 func (s *JourneyService) Decide(ctx context.Context, token string, p Proof, a Answer) (Decision, error) {
-	flowID, err := s.links.FlowIDForToken(ctx, token)
+	ref, err := s.links.FlowForToken(ctx, token)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -275,7 +275,7 @@ func (s *JourneyService) Decide(ctx context.Context, token string, p Proof, a An
 	)
 	err = database.WithTx(ctx, s.db, func(tx database.Tx) error {
 		var err error
-		decided, err = s.flows.DecideTx(ctx, tx, flowID, a.Accept, func(f flows.Flow, at time.Time) (flows.Evidence, error) {
+		decided, err = s.flows.DecideTx(ctx, tx, ref.OrganizationID, ref.FlowID, a.Accept, func(f flows.Flow, at time.Time) (flows.Evidence, error) {
 			if why := closure(f, time.Now()); why != Open {
 				return flows.Evidence{}, &ClosedError{Closure: why}
 			}
@@ -339,7 +339,7 @@ func (s *JourneyService) proveTx(ctx context.Context, tx database.Tx, f flows.Fl
 // Withdraw implements Journey. Like a decision, a mismatch's record commits
 // although nothing is withdrawn.
 func (s *JourneyService) Withdraw(ctx context.Context, token string, p Proof) (IssuedReceipt, error) {
-	flowID, err := s.links.FlowIDForToken(ctx, token)
+	ref, err := s.links.FlowForToken(ctx, token)
 	if err != nil {
 		return IssuedReceipt{}, err
 	}
@@ -349,7 +349,7 @@ func (s *JourneyService) Withdraw(ctx context.Context, token string, p Proof) (I
 	)
 	err = database.WithTx(ctx, s.db, func(tx database.Tx) error {
 		var err error
-		_, receipt, err = s.flows.WithdrawTx(ctx, tx, flowID, func(f flows.Flow) error {
+		_, receipt, err = s.flows.WithdrawTx(ctx, tx, ref.OrganizationID, ref.FlowID, func(f flows.Flow) error {
 			if f.ConsentStatus != flows.Accepted {
 				return &ClosedError{Closure: closure(f, time.Now())}
 			}
@@ -455,7 +455,7 @@ func (s *JourneyService) CheckPerson(ctx context.Context, req Request, provenNat
 // national id: the trail of someone signing in to another person's request.
 func (s *JourneyService) checkPersonTx(ctx context.Context, tx database.Tx, req Request, provenNationalID string) (bool, error) {
 	if req.Matches(provenNationalID) {
-		return true, s.links.MarkIdentityProvenTx(ctx, tx, req.FlowID)
+		return true, s.links.MarkIdentityProvenTx(ctx, tx, FlowRef{OrganizationID: req.OrganizationID, FlowID: req.FlowID})
 	}
 	s.log.WarnContext(ctx, "consent identity mismatch", "event", "consent.identity_mismatch",
 		"flow_id", req.FlowID, "organization_id", req.OrganizationID)
@@ -463,8 +463,8 @@ func (s *JourneyService) checkPersonTx(ctx context.Context, tx database.Tx, req 
 }
 
 // IdentityProvenAt implements Journey.
-func (s *JourneyService) IdentityProvenAt(ctx context.Context, flowID string) (*time.Time, error) {
-	return s.links.IdentityProvenAt(ctx, flowID)
+func (s *JourneyService) IdentityProvenAt(ctx context.Context, f FlowRef) (*time.Time, error) {
+	return s.links.IdentityProvenAt(ctx, f)
 }
 
 func (s *JourneyService) request(f flows.Flow, text Version) Request {

@@ -305,20 +305,20 @@ func TestTheWrongPersonCannotDecide(t *testing.T) {
 			t.Errorf("Decide as %q = %v", wrong, err)
 		}
 	}
-	if at, err := e.journey.IdentityProvenAt(ctx, c.FlowID); err != nil || at != nil {
+	if at, err := e.journey.IdentityProvenAt(ctx, consent.FlowRef{OrganizationID: e.caller.OrganizationID, FlowID: c.FlowID}); err != nil || at != nil {
 		t.Fatalf("identity proven at %v (%v) before the right person signed in", at, err)
 	}
 	if err := e.journey.CheckPerson(ctx, req, "12345678901"); err != nil {
 		t.Fatalf("the right person: %v", err)
 	}
-	first, err := e.journey.IdentityProvenAt(ctx, c.FlowID)
+	first, err := e.journey.IdentityProvenAt(ctx, consent.FlowRef{OrganizationID: e.caller.OrganizationID, FlowID: c.FlowID})
 	if err != nil || first == nil {
 		t.Fatalf("the proof is not recorded: %v, %v", first, err)
 	}
 	if err := e.journey.CheckPerson(ctx, req, "123 456 789 01"); err != nil {
 		t.Fatalf("the right person, spaced: %v", err)
 	}
-	if again, _ := e.journey.IdentityProvenAt(ctx, c.FlowID); again == nil || !again.Equal(*first) {
+	if again, _ := e.journey.IdentityProvenAt(ctx, consent.FlowRef{OrganizationID: e.caller.OrganizationID, FlowID: c.FlowID}); again == nil || !again.Equal(*first) {
 		t.Fatalf("a second proof moved the first one: %v, then %v", first, again)
 	}
 	f := e.get(t, c.FlowID)
@@ -508,7 +508,7 @@ func TestADecisionNeedsOneConnection(t *testing.T) {
 	if f := e.get(t, right.FlowID); f.ConsentStatus != flows.Accepted {
 		t.Fatalf("after the decision: %s", f.ConsentStatus)
 	}
-	if at, err := e.journey.IdentityProvenAt(ctx, right.FlowID); err != nil || at == nil {
+	if at, err := e.journey.IdentityProvenAt(ctx, consent.FlowRef{OrganizationID: e.caller.OrganizationID, FlowID: right.FlowID}); err != nil || at == nil {
 		t.Fatalf("the proof of identity is not recorded: %v, %v", at, err)
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,9 +20,61 @@ import (
 	"github.com/flowd/flowd/modules/flows"
 )
 
-// tokenBytes is the link token's length: 256 random bits, twice what an
-// unguessable link needs.
+// tokenBytes is the length of a link token's secret: 256 random bits,
+// twice what an unguessable link needs.
 const tokenBytes = 32
+
+// maxToken bounds what is taken for a link token: a route and a secret.
+const maxToken = 512
+
+// A link token is "{route}.{secret}". The route names the flow's
+// organization, so that the token's request is found among that
+// organization's rows alone (on Citus, on its shard; docs/operations.md):
+// "u" and the organization's UUID in 16 bytes or, for an id that is no
+// UUID, "t" and the id's own bytes, in unpadded base64url. The digest that
+// finds the request covers the whole token, so a route changed by hand finds
+// nothing. Tokens made before routes are a secret alone; they are still
+// found by their digest.
+
+// newToken makes a link token of organizationID.
+func newToken(organizationID string) (string, error) {
+	b := make([]byte, tokenBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	route := "t" + base64.RawURLEncoding.EncodeToString([]byte(organizationID))
+	if u, err := uuid.Parse(organizationID); err == nil && u.String() == organizationID {
+		route = "u" + base64.RawURLEncoding.EncodeToString(u[:])
+	}
+	return route + "." + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// tokenOrganization returns the organization token names, "" for a token
+// made before routes; ok is false when token cannot be a link token.
+func tokenOrganization(token string) (organizationID string, ok bool) {
+	if len(token) > maxToken {
+		return "", false
+	}
+	route, secret, routed := strings.Cut(token, ".")
+	if !routed {
+		return "", len(token) == base64.RawURLEncoding.EncodedLen(tokenBytes)
+	}
+	if len(secret) != base64.RawURLEncoding.EncodedLen(tokenBytes) || len(route) < 2 {
+		return "", false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(route[1:])
+	if err != nil {
+		return "", false
+	}
+	switch route[0] {
+	case 'u':
+		u, err := uuid.FromBytes(b)
+		return u.String(), err == nil
+	case 't':
+		return string(b), utf8.Valid(b)
+	}
+	return "", false
+}
 
 // Requests keeps each flow's consent request and its link. It implements
 // flows.ConsentRequests. The link token is stored sealed, so that the API can
@@ -51,12 +105,11 @@ func (r *Requests) link(token string) string { return r.baseURL + "/consent/" + 
 
 // CreateTx implements flows.ConsentRequests.
 func (r *Requests) CreateTx(ctx context.Context, tx database.Tx, organizationID, flowID string) (string, error) {
-	b := make([]byte, tokenBytes)
-	if _, err := rand.Read(b); err != nil {
+	token, err := newToken(organizationID)
+	if err != nil {
 		return "", err
 	}
-	token := base64.RawURLEncoding.EncodeToString(b)
-	err := requests.Insert(ctx, tx, requests.Request{
+	err = requests.Insert(ctx, tx, requests.Request{
 		FlowID: flowID, OrganizationID: organizationID, TokenHash: tokenHash(token),
 		PIIKeyID: r.sealer.KeyID(), TokenSealed: r.sealer.Seal(token, tokenContext(flowID)),
 	})
@@ -66,24 +119,24 @@ func (r *Requests) CreateTx(ctx context.Context, tx database.Tx, organizationID,
 	return r.link(token), nil
 }
 
-// URL returns the link of a flow's consent request, in a round trip of its
-// own. ErrUnknownLink when the flow has no request.
-func (r *Requests) URL(ctx context.Context, flowID string) (string, error) {
+// URL returns the link of an organization's flow's consent request, in a
+// round trip of its own. ErrUnknownLink when the flow has no request.
+func (r *Requests) URL(ctx context.Context, organizationID, flowID string) (string, error) {
 	if _, err := uuid.Parse(flowID); err != nil {
 		return "", ErrUnknownLink
 	}
-	req, err := requests.ByFlow(ctx, r.pool, flowID)
+	req, err := requests.ByFlow(ctx, r.pool, organizationID, flowID)
 	return r.opened(flowID, req, err)
 }
 
 // QueueURL implements flows.ConsentRequests. The token is opened only when
 // the link is asked for, so a retrieve of a flow that is not the caller's
 // decrypts nothing.
-func (r *Requests) QueueURL(read database.SharedRead, flowID string) func() (string, error) {
+func (r *Requests) QueueURL(read database.SharedRead, organizationID, flowID string) func() (string, error) {
 	if _, err := uuid.Parse(flowID); err != nil {
 		return func() (string, error) { return "", ErrUnknownLink }
 	}
-	request := requests.QueueByFlow(read, flowID)
+	request := requests.QueueByFlow(read, organizationID, flowID)
 	return func() (string, error) {
 		req, err := request()
 		return r.opened(flowID, req, err)
@@ -106,39 +159,48 @@ func (r *Requests) opened(flowID string, req requests.Request, err error) (strin
 }
 
 // DeleteTx implements flows.ConsentRequests.
-func (r *Requests) DeleteTx(ctx context.Context, tx database.Tx, flowID string) error {
-	return requests.Delete(ctx, tx, flowID)
+func (r *Requests) DeleteTx(ctx context.Context, tx database.Tx, organizationID, flowID string) error {
+	return requests.Delete(ctx, tx, organizationID, flowID)
 }
 
 var _ LinkStore = (*Requests)(nil)
 
-// FlowIDForToken implements LinkStore. ErrUnknownLink. Whether the request
+// FlowForToken implements LinkStore. ErrUnknownLink. Whether the request
 // is still open is the flow's state, which the flows module keeps.
-func (r *Requests) FlowIDForToken(ctx context.Context, token string) (string, error) {
-	if len(token) != base64.RawURLEncoding.EncodedLen(tokenBytes) {
-		return "", ErrUnknownLink
+func (r *Requests) FlowForToken(ctx context.Context, token string) (FlowRef, error) {
+	organizationID, ok := tokenOrganization(token)
+	if !ok {
+		return FlowRef{}, ErrUnknownLink
 	}
-	req, err := requests.ByTokenHash(ctx, r.pool, tokenHash(token))
+	var (
+		req requests.Request
+		err error
+	)
+	if organizationID == "" {
+		req, err = requests.ByLegacyTokenHash(ctx, r.pool, tokenHash(token))
+	} else {
+		req, err = requests.ByTokenHash(ctx, r.pool, organizationID, tokenHash(token))
+	}
 	if errors.Is(err, requests.ErrNoRows) {
-		return "", ErrUnknownLink
+		return FlowRef{}, ErrUnknownLink
 	}
 	if err != nil {
-		return "", err
+		return FlowRef{}, err
 	}
-	return req.FlowID, nil
+	return FlowRef{OrganizationID: req.OrganizationID, FlowID: req.FlowID}, nil
 }
 
 // MarkIdentityProvenTx implements LinkStore.
-func (r *Requests) MarkIdentityProvenTx(ctx context.Context, tx database.Tx, flowID string) error {
-	return requests.MarkProven(ctx, tx, flowID)
+func (r *Requests) MarkIdentityProvenTx(ctx context.Context, tx database.Tx, f FlowRef) error {
+	return requests.MarkProven(ctx, tx, f.OrganizationID, f.FlowID)
 }
 
 // IdentityProvenAt implements LinkStore. ErrUnknownLink when the flow has no request.
-func (r *Requests) IdentityProvenAt(ctx context.Context, flowID string) (*time.Time, error) {
-	if _, err := uuid.Parse(flowID); err != nil {
+func (r *Requests) IdentityProvenAt(ctx context.Context, f FlowRef) (*time.Time, error) {
+	if _, err := uuid.Parse(f.FlowID); err != nil {
 		return nil, ErrUnknownLink
 	}
-	at, err := requests.ProvenAt(ctx, r.pool, flowID)
+	at, err := requests.ProvenAt(ctx, r.pool, f.OrganizationID, f.FlowID)
 	if errors.Is(err, requests.ErrNoRows) {
 		return nil, ErrUnknownLink
 	}

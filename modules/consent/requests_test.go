@@ -2,6 +2,8 @@ package consent_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -33,10 +35,10 @@ func TestConsentRequestLinks(t *testing.T) {
 	}
 	r := consent.NewRequests(pool, sealer, "https://flowd.example")
 
-	create := func(flowID string) string {
+	create := func(org, flowID string) string {
 		var link string
 		if err := database.WithTx(ctx, pool, func(tx pgx.Tx) (err error) {
-			link, err = r.CreateTx(ctx, tx, "org-1", flowID)
+			link, err = r.CreateTx(ctx, tx, org, flowID)
 			return err
 		}); err != nil {
 			t.Fatal(err)
@@ -44,20 +46,25 @@ func TestConsentRequestLinks(t *testing.T) {
 		return link
 	}
 	flowA, flowB := uuid.NewString(), uuid.NewString()
-	linkA, linkB := create(flowA), create(flowB)
+	linkA, linkB := create("org-1", flowA), create("org-1", flowB)
 	tokenA, ok := strings.CutPrefix(linkA, "https://flowd.example/consent/")
-	if !ok || len(tokenA) != 43 || strings.ContainsAny(tokenA, "+/=") || linkA == linkB || strings.Contains(linkA, flowA) {
-		t.Fatalf("links %q %q: want 32 random bytes, base64url, not the flow id", linkA, linkB)
+	route, secret, _ := strings.Cut(tokenA, ".")
+	if !ok || route != "t"+base64.RawURLEncoding.EncodeToString([]byte("org-1")) || len(secret) != 43 ||
+		strings.ContainsAny(tokenA, "+/=") || linkA == linkB || strings.Contains(linkA, flowA) {
+		t.Fatalf("links %q %q: want the organization's route and 32 random bytes, base64url, not the flow id", linkA, linkB)
 	}
-	if got, err := r.URL(ctx, flowA); err != nil || got != linkA {
+	if got, err := r.URL(ctx, "org-1", flowA); err != nil || got != linkA {
 		t.Fatalf("URL = %q, %v", got, err)
 	}
-	// queued reads the links of ids through QueueURL, in one round trip.
+	if _, err := r.URL(ctx, "org-2", flowA); !errors.Is(err, consent.ErrUnknownLink) {
+		t.Fatalf("URL of another organization's flow: %v", err)
+	}
+	// queued reads the links of org-1's ids through QueueURL, in one round trip.
 	queued := func(ids ...string) ([]string, []error) {
 		b := batchRead{&pgx.Batch{}}
 		reads := make([]func() (string, error), len(ids))
 		for i, id := range ids {
-			reads[i] = r.QueueURL(b, id)
+			reads[i] = r.QueueURL(b, "org-1", id)
 		}
 		if b.Len() > 0 {
 			if err := pool.SendBatch(ctx, b.Batch).Close(); err != nil {
@@ -76,37 +83,85 @@ func TestConsentRequestLinks(t *testing.T) {
 	if _, errs := queued(uuid.NewString(), "not-a-uuid"); !errors.Is(errs[0], consent.ErrUnknownLink) || !errors.Is(errs[1], consent.ErrUnknownLink) {
 		t.Fatalf("QueueURL of unknown flows: %v", errs)
 	}
-	if _, err := r.QueueURL(batchRead{&pgx.Batch{}}, flowA)(); err == nil {
+	if _, err := r.QueueURL(batchRead{&pgx.Batch{}}, "org-1", flowA)(); err == nil {
 		t.Fatal("QueueURL of a read never sent answered without error")
 	}
-	if got, err := r.FlowIDForToken(ctx, tokenA); err != nil || got != flowA {
-		t.Fatalf("FlowIDForToken = %q, %v", got, err)
+	if got, err := r.FlowForToken(ctx, tokenA); err != nil || got != (consent.FlowRef{OrganizationID: "org-1", FlowID: flowA}) {
+		t.Fatalf("FlowForToken = %+v, %v", got, err)
 	}
 	var stored string
 	if err := pool.QueryRow(ctx, `select string_agg(c::text, '') from consent_requests c`).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(stored, tokenA) {
+	if strings.Contains(stored, secret) {
 		t.Fatal("the link token is stored in clear")
 	}
-	for _, bad := range []string{"", "short", strings.Repeat("A", 43), tokenA[:42] + "x"} {
-		if _, err := r.FlowIDForToken(ctx, bad); !errors.Is(err, consent.ErrUnknownLink) {
-			t.Errorf("FlowIDForToken(%q) = %v", bad, err)
+	otherRoute := "t" + base64.RawURLEncoding.EncodeToString([]byte("org-2"))
+	for _, bad := range []string{"", "short", strings.Repeat("A", 43), tokenA[:len(tokenA)-1] + "x",
+		otherRoute + "." + secret, // another organization's route
+		secret,                    // the secret alone, as a link made before routes would be
+		"x" + route[1:] + "." + secret, "t!." + secret, route + "." + secret[1:], strings.Repeat("t", 600) + "." + secret} {
+		if _, err := r.FlowForToken(ctx, bad); !errors.Is(err, consent.ErrUnknownLink) {
+			t.Errorf("FlowForToken(%q) = %v", bad, err)
 		}
 	}
-	if err := database.WithTx(ctx, pool, func(tx pgx.Tx) error { return r.DeleteTx(ctx, tx, flowA) }); err != nil {
+	if err := database.WithTx(ctx, pool, func(tx pgx.Tx) error { return r.DeleteTx(ctx, tx, "org-1", flowA) }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.URL(ctx, flowA); !errors.Is(err, consent.ErrUnknownLink) {
+	if _, err := r.URL(ctx, "org-1", flowA); !errors.Is(err, consent.ErrUnknownLink) {
 		t.Fatalf("URL after delete: %v", err)
 	}
 	if _, errs := queued(flowA); !errors.Is(errs[0], consent.ErrUnknownLink) {
 		t.Fatalf("QueueURL after delete: %v", errs[0])
 	}
-	if _, err := r.FlowIDForToken(ctx, tokenA); !errors.Is(err, consent.ErrUnknownLink) {
-		t.Fatalf("FlowIDForToken after delete: %v", err)
+	if _, err := r.FlowForToken(ctx, tokenA); !errors.Is(err, consent.ErrUnknownLink) {
+		t.Fatalf("FlowForToken after delete: %v", err)
 	}
-	if _, err := r.URL(ctx, flowB); err != nil {
+	if _, err := r.URL(ctx, "org-1", flowB); err != nil {
 		t.Fatalf("the other request: %v", err)
+	}
+}
+
+// TestConsentLinksRouteByTheirOrganization: an organization's UUID makes a
+// short route, and a link made before routes (its secret alone) still
+// finds its request.
+func TestConsentLinksRouteByTheirOrganization(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	sealer, err := pii.New([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := consent.NewRequests(pool, sealer, "https://flowd.example")
+	org, flowID := uuid.New(), uuid.NewString()
+	var link string
+	if err := database.WithTx(ctx, pool, func(tx pgx.Tx) (err error) {
+		link, err = r.CreateTx(ctx, tx, org.String(), flowID)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimPrefix(link, "https://flowd.example/consent/")
+	if want := "u" + base64.RawURLEncoding.EncodeToString(org[:]) + "."; !strings.HasPrefix(token, want) || len(token) != len(want)+43 {
+		t.Fatalf("token %q: want %q and 43 characters", token, want)
+	}
+	if got, err := r.FlowForToken(ctx, token); err != nil || got != (consent.FlowRef{OrganizationID: org.String(), FlowID: flowID}) {
+		t.Fatalf("FlowForToken = %+v, %v", got, err)
+	}
+
+	// A link of before routes, stored as CreateTx stored it then.
+	legacy, legacyFlow := base64.RawURLEncoding.EncodeToString(make([]byte, 32)), uuid.NewString()
+	hash := sha256.Sum256([]byte(legacy))
+	if _, err := pool.Exec(ctx, `insert into consent_requests (flow_id, organization_id, token_hash, pii_key_id, token_sealed)
+		values ($1, 'org-old', $2, $3, $4)`, legacyFlow, hash[:], sealer.KeyID(),
+		sealer.Seal(legacy, "consent:"+legacyFlow+":token")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.FlowForToken(ctx, legacy); err != nil || got != (consent.FlowRef{OrganizationID: "org-old", FlowID: legacyFlow}) {
+		t.Fatalf("FlowForToken of a link made before routes = %+v, %v", got, err)
+	}
+	if got, err := r.URL(ctx, "org-old", legacyFlow); err != nil || got != "https://flowd.example/consent/"+legacy {
+		t.Fatalf("URL of a link made before routes = %q, %v", got, err)
 	}
 }

@@ -112,17 +112,18 @@ func (m *Manager) RunExpiry(ctx context.Context) error {
 }
 
 // ExpireDueAcceptances expires up to limit acceptances whose validity has
-// ended (flow.expired each) and returns how many it expired. Rows another
-// transaction holds are skipped: that one is expiring or changing them.
+// ended (flow.expired each) and returns how many it expired. An acceptance
+// another transaction changes meanwhile is for store.ExpireAcceptance to
+// decide on, after that one.
 func (m *Manager) ExpireDueAcceptances(ctx context.Context, limit int) (int, error) {
+	due, err := store.DueAcceptances(ctx, m.pool, limit)
+	if err != nil || len(due) == 0 {
+		return 0, err
+	}
 	n := 0
-	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
-		due, err := store.DueAcceptances(ctx, tx, limit)
-		if err != nil {
-			return err
-		}
+	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		for _, d := range due {
-			expired, err := m.expireTx(ctx, tx, d.OrganizationID, d.FlowID)
+			expired, err := m.expireTx(ctx, tx, d.OrganizationID, d.ID)
 			if err != nil {
 				return err
 			}

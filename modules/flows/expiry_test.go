@@ -22,7 +22,7 @@ func fastExpiry(c *flows.Config) { c.ExpiryPollInterval = 10 * time.Millisecond 
 func (b *bundle) decide(t *testing.T, flowID string, accept bool, validUntil time.Time) {
 	t.Helper()
 	err := b.inTx(func(tx pgx.Tx) error {
-		_, err := b.flows.DecideTx(context.Background(), tx, flowID, accept, func(flows.Flow, time.Time) (flows.Evidence, error) {
+		_, err := b.flows.DecideTx(context.Background(), tx, b.caller.OrganizationID, flowID, accept, func(flows.Flow, time.Time) (flows.Evidence, error) {
 			return flows.Evidence{ValidUntil: &validUntil}, nil
 		})
 		return err

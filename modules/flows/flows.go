@@ -327,9 +327,9 @@ type ConsentRequests interface {
 	// sends in one round trip with its own read of the flow, and returns the
 	// function that gives the link once read is done: ErrUnknownLink of the
 	// consent module when the flow has no request.
-	QueueURL(read database.SharedRead, flowID string) func() (string, error)
+	QueueURL(read database.SharedRead, organizationID, flowID string) func() (string, error)
 	// DeleteTx removes a flow's consent request; its link stops working.
-	DeleteTx(ctx context.Context, tx database.Tx, flowID string) error
+	DeleteTx(ctx context.Context, tx database.Tx, organizationID, flowID string) error
 }
 
 // Definitions is what flows needs of the consent module: the consent

@@ -13,11 +13,12 @@ import (
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
-// MarkOpenedTx locks the flow in tx and moves it from Unopened to Opened
-// (flow.opened) while it can still be answered; otherwise it changes
-// nothing. It returns the flow as it then is. ErrNotFound.
-func (m *Manager) MarkOpenedTx(ctx context.Context, tx database.Tx, flowID string) (Flow, error) {
-	row, err := lockedFlow(ctx, tx, flowID)
+// MarkOpenedTx locks the organization's flow in tx and moves it from
+// Unopened to Opened (flow.opened) while it can still be answered;
+// otherwise it changes nothing. It returns the flow as it then is.
+// ErrNotFound.
+func (m *Manager) MarkOpenedTx(ctx context.Context, tx database.Tx, organizationID, flowID string) (Flow, error) {
+	row, err := lockedFlow(ctx, tx, organizationID, flowID)
 	if err != nil {
 		return Flow{}, err
 	}
@@ -36,7 +37,7 @@ func (m *Manager) MarkOpenedTx(ctx context.Context, tx database.Tx, flowID strin
 	return f, m.publishTx(ctx, tx, f, webhooks.FlowOpened)
 }
 
-// DecideTx locks the flow in tx and hands it to check with the decision's
+// DecideTx locks the organization's flow in tx and hands it to check with the decision's
 // time; check may look at the person the flow is for, write in tx, and
 // returns the evidence to record. When check returns nil, DecideTx records
 // the final answer (flow.accepted or flow.rejected) with the evidence and
@@ -44,9 +45,9 @@ func (m *Manager) MarkOpenedTx(ctx context.Context, tx database.Tx, flowID strin
 // scheduled (see RunExpiry).
 // check's error is returned with nothing recorded. ErrNotFound, and
 // ErrNotActive when the flow was already decided, cancelled or expired.
-func (m *Manager) DecideTx(ctx context.Context, tx database.Tx, flowID string, accepted bool,
+func (m *Manager) DecideTx(ctx context.Context, tx database.Tx, organizationID, flowID string, accepted bool,
 	check func(f Flow, at time.Time) (Evidence, error)) (Flow, error) {
-	row, err := lockedFlow(ctx, tx, flowID)
+	row, err := lockedFlow(ctx, tx, organizationID, flowID)
 	if err != nil {
 		return Flow{}, err
 	}
@@ -77,7 +78,7 @@ func (m *Manager) DecideTx(ctx context.Context, tx database.Tx, flowID string, a
 	}
 	f.ConsentStatus, f.ProcessStatus, f.OpenedAt, f.DecidedAt = status, Completed, row.OpenedAt, row.DecidedAt
 	f.Version, f.UpdatedAt, f.Evidence = row.Version, row.UpdatedAt, evidence
-	if err := store.SetTasksStatus(ctx, tx, flowID, TaskConsent, TaskPending, TaskCompleted); err != nil {
+	if err := store.SetTasksStatus(ctx, tx, organizationID, flowID, TaskConsent, TaskPending, TaskCompleted); err != nil {
 		return Flow{}, err
 	}
 	decision := DecisionRejected
@@ -93,13 +94,13 @@ func (m *Manager) DecideTx(ctx context.Context, tx database.Tx, flowID string, a
 	return f, m.publishTx(ctx, tx, f, event)
 }
 
-// WithdrawTx locks any organization's flow in tx and hands it to check,
+// WithdrawTx locks the organization's flow in tx and hands it to check,
 // which may look at the person it is for; when check returns nil, it
 // withdraws the person's acceptance (flow.withdrawn) and returns the flow
 // and the withdrawal's receipt. check's error is returned with nothing
 // withdrawn. ErrNotFound, ErrNotAccepted.
-func (m *Manager) WithdrawTx(ctx context.Context, tx database.Tx, flowID string, check func(Flow) error) (Flow, SignedReceipt, error) {
-	row, err := lockedFlow(ctx, tx, flowID)
+func (m *Manager) WithdrawTx(ctx context.Context, tx database.Tx, organizationID, flowID string, check func(Flow) error) (Flow, SignedReceipt, error) {
+	row, err := lockedFlow(ctx, tx, organizationID, flowID)
 	if err != nil {
 		return Flow{}, SignedReceipt{}, err
 	}
@@ -120,26 +121,30 @@ func orNil(s string) *string {
 	return &s
 }
 
-// lockedFlow reads any organization's flow, locked for update in tx. ErrNotFound.
-func lockedFlow(ctx context.Context, tx database.Tx, flowID string) (store.Flow, error) {
-	if !validID(flowID) {
+// lockedFlow reads an organization's flow, locked for update in tx. ErrNotFound.
+func lockedFlow(ctx context.Context, tx database.Tx, organizationID, flowID string) (store.Flow, error) {
+	if !validID(flowID) || organizationID == "" {
 		return store.Flow{}, ErrNotFound
 	}
-	row, err := store.GetFlow(ctx, tx, "", flowID, true)
+	row, err := store.GetFlow(ctx, tx, organizationID, flowID, true)
 	return row, notFound(err)
 }
 
 // ExpireDue cancels up to limit active flows whose consent expired by now
-// (flow.cancelled) and returns how many it cancelled.
+// (flow.cancelled) and returns how many it cancelled. A flow another
+// transaction holds is left to it.
 func (m *Manager) ExpireDue(ctx context.Context, now time.Time, limit int) (int, error) {
+	due, err := store.DueForExpiry(ctx, m.pool, now, limit)
+	if err != nil || len(due) == 0 {
+		return 0, err
+	}
 	n := 0
-	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
-		ids, err := store.DueForExpiry(ctx, tx, now, limit)
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			row, err := store.GetFlow(ctx, tx, "", id, true)
+	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		for _, k := range due {
+			row, err := store.LockDueForExpiry(ctx, tx, k, now)
+			if errors.Is(err, store.ErrNoRows) {
+				continue
+			}
 			if err != nil {
 				return err
 			}
@@ -184,15 +189,15 @@ func (m *TaskReports) TaskSucceeded(ctx context.Context, taskID string) error {
 		return err
 	}
 	return m.reportTask(ctx, taskID, func(tx pgx.Tx, row *store.Flow, task store.Task) (bool, error) {
-		if err := store.SetTaskStatus(ctx, tx, taskID, TaskCompleted); err != nil {
+		if err := store.SetTaskStatus(ctx, tx, row.OrganizationID, taskID, TaskCompleted); err != nil {
 			return false, err
 		}
-		resolved, err := store.ResolveIncidents(ctx, tx, taskID)
+		resolved, err := store.ResolveIncidents(ctx, tx, row.OrganizationID, taskID)
 		if err != nil {
 			return false, err
 		}
 		// A task retried by staff after failing for good may clear the flow's errors.
-		failed, err := store.AnyTaskFailed(ctx, tx, row.ID)
+		failed, err := store.AnyTaskFailed(ctx, tx, row.OrganizationID, row.ID)
 		if err != nil {
 			return false, err
 		}
@@ -206,8 +211,8 @@ func (m *TaskReports) TaskSucceeded(ctx context.Context, taskID string) error {
 // opens the task's incident; later ones leave it as it is.
 func (m *TaskReports) TaskFailing(ctx context.Context, taskID, message string) error {
 	return m.reportTask(ctx, taskID, func(tx pgx.Tx, row *store.Flow, task store.Task) (bool, error) {
-		return store.OpenIncident(ctx, tx, store.Incident{ID: newID(), FlowID: row.ID, TaskID: taskID,
-			TaskType: task.TaskType, Message: message})
+		return store.OpenIncident(ctx, tx, store.Incident{OrganizationID: row.OrganizationID, ID: newID(),
+			FlowID: row.ID, TaskID: taskID, TaskType: task.TaskType, Message: message})
 	})
 }
 
@@ -215,11 +220,11 @@ func (m *TaskReports) TaskFailing(ctx context.Context, taskID, message string) e
 // flow has errors, and an incident stays open for staff to retry.
 func (m *TaskReports) TaskFailed(ctx context.Context, taskID, message string) error {
 	return m.reportTask(ctx, taskID, func(tx pgx.Tx, row *store.Flow, task store.Task) (bool, error) {
-		if err := store.SetTaskStatus(ctx, tx, taskID, TaskFailed); err != nil {
+		if err := store.SetTaskStatus(ctx, tx, row.OrganizationID, taskID, TaskFailed); err != nil {
 			return false, err
 		}
-		opened, err := store.OpenIncident(ctx, tx, store.Incident{ID: newID(), FlowID: row.ID, TaskID: taskID,
-			TaskType: task.TaskType, Message: message})
+		opened, err := store.OpenIncident(ctx, tx, store.Incident{OrganizationID: row.OrganizationID, ID: newID(),
+			FlowID: row.ID, TaskID: taskID, TaskType: task.TaskType, Message: message})
 		if err != nil {
 			return false, err
 		}
@@ -230,20 +235,22 @@ func (m *TaskReports) TaskFailed(ctx context.Context, taskID, message string) er
 }
 
 // reportTask runs change on a task's flow, locked, and bumps the flow's
-// version when change reports that the flow changed.
+// version when change reports that the flow changed. The task is found by
+// its id alone (see store.GetTask), before the transaction: a task never
+// moves to another flow, and one deleted meanwhile has no flow to lock.
 func (m *TaskReports) reportTask(ctx context.Context, taskID string, change func(tx pgx.Tx, row *store.Flow, task store.Task) (bool, error)) error {
 	if !validID(taskID) {
 		return nil
 	}
+	task, err := store.GetTask(ctx, m.pool, taskID)
+	if errors.Is(err, store.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
 	return database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
-		task, err := store.GetTask(ctx, tx, taskID)
-		if errors.Is(err, store.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		row, err := store.GetFlow(ctx, tx, "", task.FlowID, true)
+		row, err := store.GetFlow(ctx, tx, task.OrganizationID, task.FlowID, true)
 		if errors.Is(err, store.ErrNoRows) {
 			return nil
 		}

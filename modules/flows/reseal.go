@@ -25,21 +25,26 @@ func NewResealer(pool *pgxpool.Pool, sealer *pii.Sealer) *Resealer {
 	return &Resealer{pool: pool, sealer: sealer}
 }
 
-// ResealBatch re-seals, in one transaction, up to limit flows and limit
-// idempotency keys whose personal data is still sealed under a previous data
-// key: each value is opened with the key that sealed it and sealed again
-// (and the national id's lookup hash recomputed) under the current key. It
-// returns how many rows it changed; 0 means nothing is left. Rows are taken
-// with SKIP LOCKED, so it is safe beside live traffic and other re-sealers,
+// ResealBatch re-seals up to limit flows and limit idempotency keys whose
+// personal data is still sealed under a previous data key: each value is
+// opened with the key that sealed it and sealed again (and the national
+// id's lookup hash recomputed) under the current key, in one transaction.
+// It returns how many stale rows it found; 0 means nothing is left. A row
+// is written back only while it is sealed as it was read (see
+// store.Reseal), so it is safe beside live traffic and other re-sealers,
 // and a run that stops half way is simply run again. A value that does not
 // open (its key is not configured) stops it with pii.ErrUnknownKey.
 func (m *Resealer) ResealBatch(ctx context.Context, limit int) (flows, keys int, err error) {
 	current := m.sealer.KeyID()
+	stale, err := store.StaleFlows(ctx, m.pool, current, limit)
+	if err != nil {
+		return 0, 0, err
+	}
+	staleKeys, err := store.StaleKeys(ctx, m.pool, current, limit)
+	if err != nil {
+		return 0, 0, err
+	}
 	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
-		stale, err := store.StaleFlows(ctx, tx, current, limit)
-		if err != nil {
-			return err
-		}
 		for _, f := range stale {
 			nationalID, err := m.sealer.Open(f.KeyID, f.NationalIDSealed, sealContext(f.ID, "nationalId")...)
 			if err != nil {
@@ -49,30 +54,25 @@ func (m *Resealer) ResealBatch(ctx context.Context, limit int) (flows, keys int,
 			if err != nil {
 				return fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
 			}
-			if err := store.Reseal(ctx, tx, f.ID, current,
+			if err := store.Reseal(ctx, tx, f, current,
 				m.sealer.Seal(nationalID, sealContext(f.ID, "nationalId")...), m.sealer.Hash("nationalId", nationalID),
 				m.sealer.Seal(lastName, sealContext(f.ID, "lastName")...)); err != nil {
 				return err
 			}
-		}
-		staleKeys, err := store.StaleKeys(ctx, tx, current, limit)
-		if err != nil {
-			return err
 		}
 		for _, k := range staleKeys {
 			link, err := m.sealer.Open(k.KeyID, k.ConsentSealed, "idempotency:"+k.FlowID)
 			if err != nil {
 				return fmt.Errorf("idempotency key of flow %s (key %s): %w", k.FlowID, k.KeyID, err)
 			}
-			if err := store.ResealKey(ctx, tx, k.OrganizationID, k.Key, current, m.sealer.Seal(link, "idempotency:"+k.FlowID)); err != nil {
+			if err := store.ResealKey(ctx, tx, k, current, m.sealer.Seal(link, "idempotency:"+k.FlowID)); err != nil {
 				return err
 			}
 		}
-		flows, keys = len(stale), len(staleKeys)
 		return nil
 	})
 	if err != nil {
 		return 0, 0, err
 	}
-	return flows, keys, nil
+	return len(stale), len(staleKeys), nil
 }

@@ -266,11 +266,12 @@ func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow,
 	// The flow, its number and its tasks (the consent task, and the task
 	// that tracks the flow.created delivery when there is a webhook) go in
 	// one round trip.
-	tasks := []*store.Task{{ID: newID(), FlowID: flowID, TaskType: TaskConsent, TaskCategory: CategoryUserTask, Status: TaskPending}}
+	tasks := []*store.Task{{OrganizationID: c.OrganizationID, ID: newID(), FlowID: flowID, TaskType: TaskConsent,
+		TaskCategory: CategoryUserTask, Status: TaskPending}}
 	var deliveryTask string
 	if in.WebhookURL != "" {
 		deliveryTask = newID()
-		tasks = append(tasks, &store.Task{ID: deliveryTask, FlowID: flowID, TaskType: TaskSendInitiateWebhook,
+		tasks = append(tasks, &store.Task{OrganizationID: c.OrganizationID, ID: deliveryTask, FlowID: flowID, TaskType: TaskSendInitiateWebhook,
 			TaskCategory: CategoryServiceTask, Status: TaskPending})
 	}
 	if err := store.InsertNumberedFlow(ctx, tx, &row, prefix, m.cfg.ConsentTTL, tasks...); err != nil {
@@ -297,14 +298,14 @@ func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow,
 // when the flow has a webhook, the send-initiate-webhook task that tracks
 // its delivery. The caller holds the flow locked.
 func (m *Manager) publishTx(ctx context.Context, tx pgx.Tx, f Flow, typ webhooks.EventType) error {
-	seq, err := store.NextEventSequence(ctx, tx, f.ID)
+	seq, err := store.NextEventSequence(ctx, tx, f.OrganizationID, f.ID)
 	if err != nil {
 		return err
 	}
 	ev := eventOf(f, typ, "")
 	ev.Sequence = seq
 	if f.WebhookURL != "" {
-		task := store.Task{ID: newID(), FlowID: f.ID, TaskType: TaskSendInitiateWebhook, TaskCategory: CategoryServiceTask, Status: TaskPending}
+		task := store.Task{OrganizationID: f.OrganizationID, ID: newID(), FlowID: f.ID, TaskType: TaskSendInitiateWebhook, TaskCategory: CategoryServiceTask, Status: TaskPending}
 		if err := store.InsertTask(ctx, tx, &task); err != nil {
 			return err
 		}
@@ -397,7 +398,7 @@ func (m *Manager) Get(ctx context.Context, c Caller, flowID string) (Flow, error
 	// been found as the caller's.
 	var consentURL func() (string, error)
 	row, incidents, err := m.reads.GetFlowAndIncidents(ctx, c.OrganizationID, flowID, func(read database.SharedRead) {
-		consentURL = m.consent.QueueURL(read, flowID)
+		consentURL = m.consent.QueueURL(read, c.OrganizationID, flowID)
 	})
 	if err != nil {
 		return Flow{}, notFound(err)
@@ -487,7 +488,7 @@ func (m *Manager) List(ctx context.Context, c Caller, p ListParams) (Page, error
 		for i, f := range page.Flows {
 			ids[i], at[f.ID] = f.ID, i
 		}
-		incidents, err := store.OpenIncidents(ctx, m.pool, ids)
+		incidents, err := store.OpenIncidents(ctx, m.pool, c.OrganizationID, ids)
 		if err != nil {
 			return Page{}, err
 		}
@@ -509,13 +510,18 @@ func (m *Manager) Tasks(ctx context.Context, c Caller, flowID string) ([]Task, e
 		if _, err := store.GetFlow(ctx, tx, c.OrganizationID, flowID, false); err != nil {
 			return notFound(err)
 		}
-		rows, err := store.Tasks(ctx, tx, flowID)
+		rows, err := store.Tasks(ctx, tx, c.OrganizationID, flowID)
 		for _, t := range rows {
-			out = append(out, Task(t))
+			out = append(out, toTask(t))
 		}
 		return err
 	})
 	return out, err
+}
+
+func toTask(t store.Task) Task {
+	return Task{ID: t.ID, FlowID: t.FlowID, TaskType: t.TaskType, TaskCategory: t.TaskCategory, Status: t.Status,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }
 
 // Cancel implements Service.
@@ -550,7 +556,7 @@ func (m *Manager) cancelTx(ctx context.Context, tx pgx.Tx, row store.Flow) (Flow
 	if err := store.SaveState(ctx, tx, &row); err != nil {
 		return Flow{}, err
 	}
-	if err := store.SetTasksStatus(ctx, tx, row.ID, TaskConsent, TaskPending, TaskCancelled); err != nil {
+	if err := store.SetTasksStatus(ctx, tx, row.OrganizationID, row.ID, TaskConsent, TaskPending, TaskCancelled); err != nil {
 		return Flow{}, err
 	}
 	f, err := m.toFlow(row)
@@ -691,7 +697,7 @@ func (m *Manager) Delete(ctx context.Context, c Caller, flowID string, before ..
 		if err != nil {
 			return notFound(err)
 		}
-		if err := m.consent.DeleteTx(ctx, tx, flowID); err != nil {
+		if err := m.consent.DeleteTx(ctx, tx, c.OrganizationID, flowID); err != nil {
 			return err
 		}
 		if err := m.events.CancelPendingTx(ctx, tx, flowID); err != nil {
@@ -701,11 +707,11 @@ func (m *Manager) Delete(ctx context.Context, c Caller, flowID string, before ..
 		if err != nil {
 			return err
 		}
-		seq, err := store.NextEventSequence(ctx, tx, flowID)
+		seq, err := store.NextEventSequence(ctx, tx, c.OrganizationID, flowID)
 		if err != nil {
 			return err
 		}
-		if err := store.DeleteFlow(ctx, tx, flowID); err != nil {
+		if err := store.DeleteFlow(ctx, tx, c.OrganizationID, flowID); err != nil {
 			return err
 		}
 		d = store.Deletion{OrganizationID: c.OrganizationID, FlowID: flowID, ReferenceID: row.ReferenceID,

@@ -37,12 +37,13 @@ func Insert(ctx context.Context, db DB, r Request) error {
 	return err
 }
 
-const byFlowSQL = `select flow_id::text, organization_id, token_hash, pii_key_id, token_sealed
-		from consent_requests where flow_id = $1`
+const requestColumns = `flow_id::text, organization_id, token_hash, pii_key_id, token_sealed`
+
+const byFlowSQL = `select ` + requestColumns + ` from consent_requests where organization_id = $1 and flow_id = $2`
 
 // ByFlow returns a flow's request. ErrNoRows.
-func ByFlow(ctx context.Context, db DB, flowID string) (Request, error) {
-	return scan(db.QueryRow(ctx, byFlowSQL, flowID))
+func ByFlow(ctx context.Context, db DB, organizationID, flowID string) (Request, error) {
+	return scan(db.QueryRow(ctx, byFlowSQL, organizationID, flowID))
 }
 
 // errNotRead is what QueueByFlow's function answers when the read was not
@@ -52,22 +53,30 @@ var errNotRead = errors.New("requests: the read did not reach the consent reques
 // QueueByFlow adds ByFlow's statement to r and returns the function that
 // gives its answer once r is done. ErrNoRows. A flow without a request does
 // not fail r.
-func QueueByFlow(r database.SharedRead, flowID string) func() (Request, error) {
+func QueueByFlow(r database.SharedRead, organizationID, flowID string) func() (Request, error) {
 	var (
 		req Request
 		err = errNotRead
 	)
-	r.QueueRow(byFlowSQL, []any{flowID}, func(row database.Row) error {
+	r.QueueRow(byFlowSQL, []any{organizationID, flowID}, func(row database.Row) error {
 		req, err = scan(row)
 		return nil
 	})
 	return func() (Request, error) { return req, err }
 }
 
-// ByTokenHash returns the request of a link token's digest. ErrNoRows.
-func ByTokenHash(ctx context.Context, db DB, hash []byte) (Request, error) {
-	return scan(db.QueryRow(ctx, `select flow_id::text, organization_id, token_hash, pii_key_id, token_sealed
-		from consent_requests where token_hash = $1`, hash))
+// ByTokenHash returns the request of an organization's link token's
+// digest. ErrNoRows.
+func ByTokenHash(ctx context.Context, db DB, organizationID string, hash []byte) (Request, error) {
+	return scan(db.QueryRow(ctx, `select `+requestColumns+` from consent_requests
+		where organization_id = $1 and token_hash = $2`, organizationID, hash))
+}
+
+// ByLegacyTokenHash returns the request of the digest of a link token made
+// before tokens named their organization. ErrNoRows. On Citus it asks every
+// shard.
+func ByLegacyTokenHash(ctx context.Context, db DB, hash []byte) (Request, error) {
+	return scan(db.QueryRow(ctx, `select `+requestColumns+` from consent_requests where token_hash = $1`, hash))
 }
 
 func scan(row database.Row) (Request, error) {
@@ -80,17 +89,18 @@ func scan(row database.Row) (Request, error) {
 }
 
 // MarkProven records the first time the request's person proved who they are.
-func MarkProven(ctx context.Context, db DB, flowID string) error {
+func MarkProven(ctx context.Context, db DB, organizationID, flowID string) error {
 	_, err := db.Exec(ctx, `update consent_requests set identity_proven_at = now()
-		where flow_id = $1 and identity_proven_at is null`, flowID)
+		where organization_id = $1 and flow_id = $2 and identity_proven_at is null`, organizationID, flowID)
 	return err
 }
 
 // ProvenAt returns when the request's person first proved who they are, or
 // nil. ErrNoRows.
-func ProvenAt(ctx context.Context, db DB, flowID string) (*time.Time, error) {
+func ProvenAt(ctx context.Context, db DB, organizationID, flowID string) (*time.Time, error) {
 	var at *time.Time
-	err := db.QueryRow(ctx, `select identity_proven_at from consent_requests where flow_id = $1`, flowID).Scan(&at)
+	err := db.QueryRow(ctx, `select identity_proven_at from consent_requests
+		where organization_id = $1 and flow_id = $2`, organizationID, flowID).Scan(&at)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNoRows
 	}
@@ -98,16 +108,18 @@ func ProvenAt(ctx context.Context, db DB, flowID string) (*time.Time, error) {
 }
 
 // Delete removes a flow's request.
-func Delete(ctx context.Context, db DB, flowID string) error {
-	_, err := db.Exec(ctx, `delete from consent_requests where flow_id = $1`, flowID)
+func Delete(ctx context.Context, db DB, organizationID, flowID string) error {
+	_, err := db.Exec(ctx, `delete from consent_requests where organization_id = $1 and flow_id = $2`, organizationID, flowID)
 	return err
 }
 
-// Stale locks up to limit requests whose link token is sealed under a key
-// other than keyID, skipping rows other transactions hold.
+// Stale returns up to limit requests of every organization whose link token
+// is sealed under a key other than keyID. Like the flows module's re-seal
+// it locks nothing (a statement over every organization's rows cannot on
+// Citus); Reseal writes a request back only while it is sealed as read.
 func Stale(ctx context.Context, db Querier, keyID string, limit int) ([]Request, error) {
-	rows, err := db.Query(ctx, `select flow_id::text, organization_id, token_hash, pii_key_id, token_sealed
-		from consent_requests where pii_key_id <> $1 order by flow_id limit $2 for update skip locked`, keyID, limit)
+	rows, err := db.Query(ctx, `select `+requestColumns+`
+		from consent_requests where pii_key_id <> $1 order by flow_id limit $2`, keyID, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -129,8 +141,10 @@ type Querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// Reseal stores a request's link token sealed again under keyID.
-func Reseal(ctx context.Context, db DB, flowID, keyID string, sealed []byte) error {
-	_, err := db.Exec(ctx, `update consent_requests set pii_key_id = $2, token_sealed = $3 where flow_id = $1`, flowID, keyID, sealed)
+// Reseal stores r's link token sealed again under keyID, unless it is no
+// longer sealed under r.PIIKeyID.
+func Reseal(ctx context.Context, db DB, r Request, keyID string, sealed []byte) error {
+	_, err := db.Exec(ctx, `update consent_requests set pii_key_id = $4, token_sealed = $5
+		where organization_id = $1 and flow_id = $2 and pii_key_id = $3`, r.OrganizationID, r.FlowID, r.PIIKeyID, keyID, sealed)
 	return err
 }

@@ -2,20 +2,26 @@ package store
 
 import "context"
 
+// Key rotation reads the stale rows of every organization without locking
+// them, since a statement over every organization's rows cannot lock them
+// on Citus, and writes each back only while it is still sealed under the
+// key it was read with: a row another re-sealer got to first is left alone.
+// Personal data never changes otherwise, so nothing else can be lost.
+
 // SealedFlow is the personal data of one flow row, as sealed under KeyID.
 type SealedFlow struct {
+	OrganizationID   string
 	ID               string
 	KeyID            string
 	NationalIDSealed []byte
 	LastNameSealed   []byte
 }
 
-// StaleFlows locks up to limit flows whose personal data is sealed under a
-// key other than keyID, skipping rows other transactions hold, so that
-// several re-sealers (or a re-sealer and live traffic) never wait on each other.
+// StaleFlows returns up to limit flows whose personal data is sealed under
+// a key other than keyID.
 func StaleFlows(ctx context.Context, db DB, keyID string, limit int) ([]SealedFlow, error) {
-	rows, err := db.Query(ctx, `select id::text, pii_key_id, national_id_sealed, last_name_sealed
-		from flows where pii_key_id <> $1 order by id limit $2 for update skip locked`, keyID, limit)
+	rows, err := db.Query(ctx, `select organization_id, id::text, pii_key_id, national_id_sealed, last_name_sealed
+		from flows where pii_key_id <> $1 order by id limit $2`, keyID, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -23,7 +29,7 @@ func StaleFlows(ctx context.Context, db DB, keyID string, limit int) ([]SealedFl
 	var out []SealedFlow
 	for rows.Next() {
 		var f SealedFlow
-		if err := rows.Scan(&f.ID, &f.KeyID, &f.NationalIDSealed, &f.LastNameSealed); err != nil {
+		if err := rows.Scan(&f.OrganizationID, &f.ID, &f.KeyID, &f.NationalIDSealed, &f.LastNameSealed); err != nil {
 			return nil, err
 		}
 		out = append(out, f)
@@ -31,10 +37,12 @@ func StaleFlows(ctx context.Context, db DB, keyID string, limit int) ([]SealedFl
 	return out, rows.Err()
 }
 
-// Reseal stores a flow's personal data sealed again under keyID.
-func Reseal(ctx context.Context, db DB, id, keyID string, nationalID, nationalIDHMAC, lastName []byte) error {
-	_, err := db.Exec(ctx, `update flows set pii_key_id = $2, national_id_sealed = $3, national_id_hmac = $4,
-		last_name_sealed = $5 where id = $1`, id, keyID, nationalID, nationalIDHMAC, lastName)
+// Reseal stores a flow's personal data sealed again under keyID, unless it
+// is no longer sealed under f.KeyID.
+func Reseal(ctx context.Context, db DB, f SealedFlow, keyID string, nationalID, nationalIDHMAC, lastName []byte) error {
+	_, err := db.Exec(ctx, `update flows set pii_key_id = $4, national_id_sealed = $5, national_id_hmac = $6,
+		last_name_sealed = $7 where organization_id = $1 and id = $2 and pii_key_id = $3`,
+		f.OrganizationID, f.ID, f.KeyID, keyID, nationalID, nationalIDHMAC, lastName)
 	return err
 }
 
@@ -47,12 +55,12 @@ type SealedKey struct {
 	ConsentSealed  []byte
 }
 
-// StaleKeys locks up to limit idempotency keys whose consent link is sealed
-// under a key other than keyID.
+// StaleKeys returns up to limit idempotency keys whose consent link is
+// sealed under a key other than keyID.
 func StaleKeys(ctx context.Context, db DB, keyID string, limit int) ([]SealedKey, error) {
 	rows, err := db.Query(ctx, `select organization_id, key, flow_id::text, pii_key_id, consent_sealed
 		from flow_idempotency_keys where pii_key_id <> $1 and consent_sealed is not null
-		order by organization_id, key limit $2 for update skip locked`, keyID, limit)
+		order by organization_id, key limit $2`, keyID, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -68,9 +76,10 @@ func StaleKeys(ctx context.Context, db DB, keyID string, limit int) ([]SealedKey
 	return out, rows.Err()
 }
 
-// ResealKey stores an idempotency key's consent link sealed again under keyID.
-func ResealKey(ctx context.Context, db DB, organizationID, key, keyID string, consent []byte) error {
-	_, err := db.Exec(ctx, `update flow_idempotency_keys set pii_key_id = $3, consent_sealed = $4
-		where organization_id = $1 and key = $2`, organizationID, key, keyID, consent)
+// ResealKey stores an idempotency key's consent link sealed again under
+// keyID, unless it is no longer sealed under k.KeyID.
+func ResealKey(ctx context.Context, db DB, k SealedKey, keyID string, consent []byte) error {
+	_, err := db.Exec(ctx, `update flow_idempotency_keys set pii_key_id = $4, consent_sealed = $5
+		where organization_id = $1 and key = $2 and pii_key_id = $3`, k.OrganizationID, k.Key, k.KeyID, keyID, consent)
 	return err
 }

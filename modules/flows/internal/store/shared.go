@@ -223,21 +223,20 @@ func (c *countedResults) QueryRow() pgx.Row {
 
 func (c *countedResults) Close() error { return nil }
 
-// GetFlowAndIncidents returns a flow of organizationID ("" for any
-// organization) and its open incidents, read in one round trip that
-// concurrent reads may share. also, when not nil, adds another module's
-// statements to the same read, which that module reads through the
-// functions it gives them; they have run when it returns without error, and
-// their error is its. They are skipped when the flow is not found. id must
-// be a UUID. ErrNoRows.
+// GetFlowAndIncidents returns a flow of organizationID and its open
+// incidents, read in one round trip that concurrent reads may share. also,
+// when not nil, adds another module's statements to the same read, which
+// that module reads through the functions it gives them; they have run when
+// it returns without error, and their error is its. They are skipped when
+// the flow is not found. id must be a UUID. ErrNoRows.
 func (s *SharedReads) GetFlowAndIncidents(ctx context.Context, organizationID, id string, also func(database.SharedRead)) (Flow, []Incident, error) {
 	var (
 		f         Flow
 		incidents []Incident
 	)
 	err := s.Do(ctx, func(b *pgx.Batch) {
-		b.Queue(flowByIDSQL, id, organizationID)
-		b.Queue(openIncidentsSQL, []string{id})
+		b.Queue(flowByIDSQL, organizationID, id)
+		b.Queue(openIncidentsSQL, organizationID, []string{id})
 		if also != nil {
 			also(batchRead{b})
 		}

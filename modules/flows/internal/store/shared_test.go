@@ -39,11 +39,11 @@ func TestSharedRoundTripsGiveEachReadItsOwnResults(t *testing.T) {
 			n, 'REF-' || n, false, 'k', '\x00', '\x00', '\x00', 'https://x.example', gen_random_uuid(), 'consent', 1, 'test',
 			now() + interval '1 day'
 		from generate_series(1, ` + fmt.Sprint(flows) + `) n`, `
-		insert into flow_tasks (id, flow_id, task_type, task_category, status)
-		select gen_random_uuid(), f.id, 'webhook', 'webhook', 'failed' from flows f, generate_series(1, 2) i
+		insert into flow_tasks (organization_id, id, flow_id, task_type, task_category, status)
+		select f.organization_id, gen_random_uuid(), f.id, 'webhook', 'webhook', 'failed' from flows f, generate_series(1, 2) i
 		where f.flow_number % 3 >= i`, `
-		insert into flow_incidents (id, flow_id, task_id, task_type, message)
-		select gen_random_uuid(), flow_id, id, task_type, 'receiver down' from flow_tasks`,
+		insert into flow_incidents (organization_id, id, flow_id, task_id, task_type, message)
+		select organization_id, gen_random_uuid(), flow_id, id, task_type, 'receiver down' from flow_tasks`,
 	} {
 		if _, err := pool.Exec(ctx, sql); err != nil {
 			t.Fatal(err)

@@ -91,9 +91,10 @@ func scanFlow(row pgx.Row) (Flow, error) {
 // NextEventSequence counts one more event of a flow, which the caller holds
 // locked, and returns its sequence number. A new flow's flow.created is 1,
 // set by InsertNumberedFlow.
-func NextEventSequence(ctx context.Context, db DB, flowID string) (int, error) {
+func NextEventSequence(ctx context.Context, db DB, organizationID, flowID string) (int, error) {
 	var n int
-	err := db.QueryRow(ctx, `update flows set event_sequence = event_sequence + 1 where id = $1 returning event_sequence`, flowID).Scan(&n)
+	err := db.QueryRow(ctx, `update flows set event_sequence = event_sequence + 1
+		where organization_id = $1 and id = $2 returning event_sequence`, organizationID, flowID).Scan(&n)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, ErrNoRows
 	}
@@ -121,7 +122,7 @@ func InsertNumberedFlow(ctx context.Context, db DB, f *Flow, prefix string, ttl 
 		f.OrganizationNumber, f.ProcessInstanceID, f.FlowDefinitionID, f.FlowDefinitionVersion, f.VersionTag,
 		f.CreatedBy, ttl.Microseconds())
 	for _, t := range tasks {
-		b.Queue(insertTaskSQL, t.ID, t.FlowID, t.TaskType, t.TaskCategory, t.Status)
+		b.Queue(insertTaskSQL, t.OrganizationID, t.ID, t.FlowID, t.TaskType, t.TaskCategory, t.Status)
 	}
 	br := db.SendBatch(ctx, &b)
 	defer br.Close()
@@ -138,16 +139,16 @@ func InsertNumberedFlow(ctx context.Context, db DB, f *Flow, prefix string, ttl 
 	return br.Close()
 }
 
-const flowByIDSQL = `select ` + flowColumns + ` from flows where id = $1 and ($2 = '' or organization_id = $2)`
+const flowByIDSQL = `select ` + flowColumns + ` from flows where organization_id = $1 and id = $2`
 
-// GetFlow returns a flow of organizationID ("" for any organization), locked
-// for update when lock is set. ErrNoRows.
+// GetFlow returns a flow of organizationID, locked for update when lock is
+// set. ErrNoRows.
 func GetFlow(ctx context.Context, db DB, organizationID, id string, lock bool) (Flow, error) {
 	q := flowByIDSQL
 	if lock {
 		q += ` for update`
 	}
-	return scanFlow(db.QueryRow(ctx, q, id, organizationID))
+	return scanFlow(db.QueryRow(ctx, q, organizationID, id))
 }
 
 // SaveState writes f's state and its decision's evidence, bumps its version
@@ -157,9 +158,9 @@ func SaveState(ctx context.Context, db DB, f *Flow) error {
 		decided_at = $5, has_errors = $6, consent_text_sha256 = $7, consent_language = $8, assurance_level = $9,
 		acr = $10, valid_until = $11, withdrawn_at = $12, withdrawn_by = $13, version = version + 1,
 		updated_at = greatest(now(), updated_at)
-		where id = $1 returning version, updated_at`,
+		where id = $1 and organization_id = $14 returning version, updated_at`,
 		f.ID, f.ConsentStatus, f.ProcessStatus, f.OpenedAt, f.DecidedAt, f.HasErrors, f.ConsentTextSHA256,
-		f.ConsentLanguage, f.AssuranceLevel, f.ACR, f.ValidUntil, f.WithdrawnAt, f.WithdrawnBy).Scan(&f.Version, &f.UpdatedAt)
+		f.ConsentLanguage, f.AssuranceLevel, f.ACR, f.ValidUntil, f.WithdrawnAt, f.WithdrawnBy, f.OrganizationID).Scan(&f.Version, &f.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ErrNoRows
 	}
@@ -291,15 +292,35 @@ func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary
 	return out, more, nil
 }
 
-// DueForExpiry returns up to limit active flows whose consent expired by now,
-// locked for update; rows other instances hold are skipped.
-func DueForExpiry(ctx context.Context, db DB, now time.Time, limit int) ([]string, error) {
-	rows, err := db.Query(ctx, `select id::text from flows where process_status = 'active' and expires_at <= $1
-		order by expires_at limit $2 for update skip locked`, now, limit)
+// FlowKey names a flow of any organization.
+type FlowKey struct{ OrganizationID, ID string }
+
+func collectKeys(rows pgx.Rows, err error) ([]FlowKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (FlowKey, error) {
+		var k FlowKey
+		return k, r.Scan(&k.OrganizationID, &k.ID)
+	})
+}
+
+// DueForExpiry returns up to limit active flows whose consent expired by
+// now, of every organization. It locks nothing: a statement over every
+// organization's rows cannot lock them on Citus, so the caller locks each
+// with LockDueForExpiry.
+func DueForExpiry(ctx context.Context, db DB, now time.Time, limit int) ([]FlowKey, error) {
+	return collectKeys(db.Query(ctx, `select organization_id, id::text from flows
+		where process_status = 'active' and expires_at <= $1 order by expires_at limit $2`, now, limit))
+}
+
+// LockDueForExpiry returns a flow DueForExpiry found, locked for update, when
+// it is still active and expired by now. ErrNoRows when it is not, or when
+// another transaction holds it: that one is expiring or changing it.
+func LockDueForExpiry(ctx context.Context, db DB, k FlowKey, now time.Time) (Flow, error) {
+	return scanFlow(db.QueryRow(ctx, `select `+flowColumns+` from flows
+		where organization_id = $1 and id = $2 and process_status = 'active' and expires_at <= $3
+		for update skip locked`, k.OrganizationID, k.ID, now))
 }
 
 // ExpireAcceptance moves a flow of organizationID from Accepted to Expired
@@ -314,22 +335,12 @@ func ExpireAcceptance(ctx context.Context, db DB, organizationID, id string) (Fl
 		returning `+flowColumns, id, organizationID))
 }
 
-// DueAcceptance is an acceptance whose validity has ended.
-type DueAcceptance struct{ OrganizationID, FlowID string }
-
-// DueAcceptances returns up to limit acceptances whose valid_until has
-// passed, locked for update; rows another transaction holds are skipped.
-func DueAcceptances(ctx context.Context, db DB, limit int) ([]DueAcceptance, error) {
-	rows, err := db.Query(ctx, `select organization_id, id::text from flows
-		where consent_status = 'Accepted' and valid_until <= now()
-		order by valid_until limit $1 for update skip locked`, limit)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (DueAcceptance, error) {
-		var d DueAcceptance
-		return d, r.Scan(&d.OrganizationID, &d.FlowID)
-	})
+// DueAcceptances returns up to limit acceptances of every organization
+// whose valid_until has passed. It locks nothing (see DueForExpiry):
+// ExpireAcceptance decides on each.
+func DueAcceptances(ctx context.Context, db DB, limit int) ([]FlowKey, error) {
+	return collectKeys(db.Query(ctx, `select organization_id, id::text from flows
+		where consent_status = 'Accepted' and valid_until <= now() order by valid_until limit $1`, limit))
 }
 
 // DeleteFlow removes a flow; its tasks and incidents go with it. The
@@ -337,106 +348,119 @@ func DueAcceptances(ctx context.Context, db DB, limit int) ([]DueAcceptance, err
 // answers the first response as the API promises: the key's row holds only a
 // keyed hash of the request and the sealed consent link, and it is purged
 // once it expires, at most 24 hours after the create.
-func DeleteFlow(ctx context.Context, db DB, id string) error {
-	_, err := db.Exec(ctx, `delete from flows where id = $1`, id)
+func DeleteFlow(ctx context.Context, db DB, organizationID, id string) error {
+	_, err := db.Exec(ctx, `delete from flows where organization_id = $1 and id = $2`, organizationID, id)
 	return err
 }
 
 // Task is a row of flow_tasks.
 type Task struct {
-	ID, FlowID, TaskType, TaskCategory, Status string
-	CreatedAt, UpdatedAt                       time.Time
+	OrganizationID, ID, FlowID, TaskType, TaskCategory, Status string
+	CreatedAt, UpdatedAt                                       time.Time
 }
 
 // InsertTask inserts t with the database clock's time.
 func InsertTask(ctx context.Context, db DB, t *Task) error {
 	return db.QueryRow(ctx, insertTaskSQL,
-		t.ID, t.FlowID, t.TaskType, t.TaskCategory, t.Status).Scan(&t.CreatedAt, &t.UpdatedAt)
+		t.OrganizationID, t.ID, t.FlowID, t.TaskType, t.TaskCategory, t.Status).Scan(&t.CreatedAt, &t.UpdatedAt)
 }
 
-const insertTaskSQL = `insert into flow_tasks (id, flow_id, task_type, task_category, status)
-		values ($1, $2, $3, $4, $5) returning created_at, updated_at`
+const insertTaskSQL = `insert into flow_tasks (organization_id, id, flow_id, task_type, task_category, status)
+		values ($1, $2, $3, $4, $5, $6) returning created_at, updated_at`
 
-// Tasks lists a flow's tasks, oldest first.
-func Tasks(ctx context.Context, db DB, flowID string) ([]Task, error) {
-	rows, err := db.Query(ctx, `select id::text, flow_id::text, task_type, task_category, status, created_at, updated_at
-		from flow_tasks where flow_id = $1 order by created_at, id`, flowID)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Task, error) {
-		var t Task
-		err := r.Scan(&t.ID, &t.FlowID, &t.TaskType, &t.TaskCategory, &t.Status, &t.CreatedAt, &t.UpdatedAt)
-		return t, err
-	})
-}
+const taskColumns = `organization_id, id::text, flow_id::text, task_type, task_category, status, created_at, updated_at`
 
-// GetTask returns one task. ErrNoRows.
-func GetTask(ctx context.Context, db DB, id string) (Task, error) {
+func scanTask(row pgx.Row) (Task, error) {
 	var t Task
-	err := db.QueryRow(ctx, `select id::text, flow_id::text, task_type, task_category, status, created_at, updated_at
-		from flow_tasks where id = $1`, id).Scan(&t.ID, &t.FlowID, &t.TaskType, &t.TaskCategory, &t.Status, &t.CreatedAt, &t.UpdatedAt)
+	err := row.Scan(&t.OrganizationID, &t.ID, &t.FlowID, &t.TaskType, &t.TaskCategory, &t.Status, &t.CreatedAt, &t.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, ErrNoRows
 	}
 	return t, err
 }
 
+// Tasks lists a flow's tasks, oldest first.
+func Tasks(ctx context.Context, db DB, organizationID, flowID string) ([]Task, error) {
+	rows, err := db.Query(ctx, `select `+taskColumns+`
+		from flow_tasks where organization_id = $1 and flow_id = $2 order by created_at, id`, organizationID, flowID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Task, error) { return scanTask(r) })
+}
+
+// GetTask returns a task of any organization. ErrNoRows. It is the one
+// read of a tenant table by id alone, since a webhook delivery reports on
+// its task by id (webhooks.TaskReporter); on Citus it asks every shard.
+func GetTask(ctx context.Context, db DB, id string) (Task, error) {
+	return scanTask(db.QueryRow(ctx, `select `+taskColumns+` from flow_tasks where id = $1`, id))
+}
+
 // SetTaskStatus moves a task to status.
-func SetTaskStatus(ctx context.Context, db DB, id, status string) error {
-	_, err := db.Exec(ctx, `update flow_tasks set status = $2, updated_at = now() where id = $1 and status <> $2`, id, status)
+func SetTaskStatus(ctx context.Context, db DB, organizationID, id, status string) error {
+	_, err := db.Exec(ctx, `update flow_tasks set status = $3, updated_at = now()
+		where organization_id = $1 and id = $2 and status <> $3`, organizationID, id, status)
 	return err
 }
 
-// CompleteCleanTask completes a task that is not completed yet when it has
-// no open incident and its flow has no errors, the case in which completing
-// it changes nothing else about the flow; it reports whether it did.
+// CompleteCleanTask completes a task of any organization that is not
+// completed yet when it has no open incident and its flow has no errors,
+// the case in which completing it changes nothing else about the flow; it
+// reports whether it did. Like GetTask it finds the task by id alone; its
+// other tables are joined by organization, so that on Citus each shard
+// answers for its own rows.
 func CompleteCleanTask(ctx context.Context, db DB, id string) (bool, error) {
 	tag, err := db.Exec(ctx, `update flow_tasks t set status = 'completed', updated_at = now()
 		where t.id = $1 and t.status <> 'completed'
-		and not exists (select 1 from flow_incidents i where i.task_id = t.id and i.resolved_at is null)
-		and not exists (select 1 from flows f where f.id = t.flow_id and f.has_errors)
-		and not exists (select 1 from flow_tasks o where o.flow_id = t.flow_id and o.status = 'failed')`, id)
+		and not exists (select 1 from flow_incidents i
+			where i.organization_id = t.organization_id and i.task_id = t.id and i.resolved_at is null)
+		and not exists (select 1 from flows f
+			where f.organization_id = t.organization_id and f.id = t.flow_id and f.has_errors)
+		and not exists (select 1 from flow_tasks o
+			where o.organization_id = t.organization_id and o.flow_id = t.flow_id and o.status = 'failed')`, id)
 	return tag.RowsAffected() == 1, err
 }
 
 // SetTasksStatus moves a flow's tasks of taskType from one status to another.
-func SetTasksStatus(ctx context.Context, db DB, flowID, taskType, from, to string) error {
-	_, err := db.Exec(ctx, `update flow_tasks set status = $4, updated_at = now()
-		where flow_id = $1 and task_type = $2 and status = $3`, flowID, taskType, from, to)
+func SetTasksStatus(ctx context.Context, db DB, organizationID, flowID, taskType, from, to string) error {
+	_, err := db.Exec(ctx, `update flow_tasks set status = $5, updated_at = now()
+		where organization_id = $1 and flow_id = $2 and task_type = $3 and status = $4`,
+		organizationID, flowID, taskType, from, to)
 	return err
 }
 
 // AnyTaskFailed reports whether a task of the flow failed for good.
-func AnyTaskFailed(ctx context.Context, db DB, flowID string) (bool, error) {
+func AnyTaskFailed(ctx context.Context, db DB, organizationID, flowID string) (bool, error) {
 	var failed bool
-	err := db.QueryRow(ctx, `select exists (select 1 from flow_tasks where flow_id = $1 and status = 'failed')`, flowID).Scan(&failed)
+	err := db.QueryRow(ctx, `select exists (select 1 from flow_tasks
+		where organization_id = $1 and flow_id = $2 and status = 'failed')`, organizationID, flowID).Scan(&failed)
 	return failed, err
 }
 
 // Incident is an open row of flow_incidents.
 type Incident struct {
-	ID, FlowID, TaskID, TaskType, Message string
-	OpenedAt                              time.Time
+	OrganizationID, ID, FlowID, TaskID, TaskType, Message string
+	OpenedAt                                              time.Time
 }
 
 // OpenIncident opens inc unless its task has an open one; it reports whether it did.
 func OpenIncident(ctx context.Context, db DB, inc Incident) (bool, error) {
-	tag, err := db.Exec(ctx, `insert into flow_incidents (id, flow_id, task_id, task_type, message)
-		values ($1, $2, $3, $4, $5) on conflict (task_id) where resolved_at is null do nothing`,
-		inc.ID, inc.FlowID, inc.TaskID, inc.TaskType, inc.Message)
+	tag, err := db.Exec(ctx, `insert into flow_incidents (organization_id, id, flow_id, task_id, task_type, message)
+		values ($1, $2, $3, $4, $5, $6) on conflict (organization_id, task_id) where resolved_at is null do nothing`,
+		inc.OrganizationID, inc.ID, inc.FlowID, inc.TaskID, inc.TaskType, inc.Message)
 	return tag.RowsAffected() == 1, err
 }
 
 // ResolveIncidents resolves a task's open incident and reports whether there was one.
-func ResolveIncidents(ctx context.Context, db DB, taskID string) (bool, error) {
-	tag, err := db.Exec(ctx, `update flow_incidents set resolved_at = now() where task_id = $1 and resolved_at is null`, taskID)
+func ResolveIncidents(ctx context.Context, db DB, organizationID, taskID string) (bool, error) {
+	tag, err := db.Exec(ctx, `update flow_incidents set resolved_at = now()
+		where organization_id = $1 and task_id = $2 and resolved_at is null`, organizationID, taskID)
 	return tag.RowsAffected() > 0, err
 }
 
-// OpenIncidents lists the open incidents of flowIDs, oldest first.
-func OpenIncidents(ctx context.Context, db DB, flowIDs []string) ([]Incident, error) {
-	rows, err := db.Query(ctx, openIncidentsSQL, flowIDs)
+// OpenIncidents lists the open incidents of an organization's flowIDs, oldest first.
+func OpenIncidents(ctx context.Context, db DB, organizationID string, flowIDs []string) ([]Incident, error) {
+	rows, err := db.Query(ctx, openIncidentsSQL, organizationID, flowIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -446,13 +470,14 @@ func OpenIncidents(ctx context.Context, db DB, flowIDs []string) ([]Incident, er
 // openIncidentsSQL takes the flow ids as text[]: pgx writes a []string as
 // text[] directly, while as uuid[] it first fails a binary encoding and
 // builds an error for every element on each call.
-const openIncidentsSQL = `select id::text, flow_id::text, task_id::text, task_type, message, opened_at
-		from flow_incidents where flow_id = any($1::text[]::uuid[]) and resolved_at is null order by opened_at, id`
+const openIncidentsSQL = `select organization_id, id::text, flow_id::text, task_id::text, task_type, message, opened_at
+		from flow_incidents where organization_id = $1 and flow_id = any($2::text[]::uuid[]) and resolved_at is null
+		order by opened_at, id`
 
 func collectIncidents(rows pgx.Rows) ([]Incident, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Incident, error) {
 		var i Incident
-		err := r.Scan(&i.ID, &i.FlowID, &i.TaskID, &i.TaskType, &i.Message, &i.OpenedAt)
+		err := r.Scan(&i.OrganizationID, &i.ID, &i.FlowID, &i.TaskID, &i.TaskType, &i.Message, &i.OpenedAt)
 		return i, err
 	})
 }
@@ -503,10 +528,13 @@ func GetKey(ctx context.Context, db DB, organizationID, key string) (Idempotency
 	return k, err
 }
 
-// PurgeKeys deletes up to limit expired idempotency keys and returns how many.
+// PurgeKeys deletes up to limit expired idempotency keys of every
+// organization and returns how many. The keys are chosen by primary key,
+// not ctid: on Citus the choice is made over every shard, where a ctid
+// names a different row on each.
 func PurgeKeys(ctx context.Context, db DB, limit int) (int64, error) {
-	tag, err := db.Exec(ctx, `delete from flow_idempotency_keys where ctid in (
-		select ctid from flow_idempotency_keys where expires_at <= now() limit $1)`, limit)
+	tag, err := db.Exec(ctx, `delete from flow_idempotency_keys where (organization_id, key) in (
+		select organization_id, key from flow_idempotency_keys where expires_at <= now() limit $1)`, limit)
 	return tag.RowsAffected(), err
 }
 
@@ -556,7 +584,7 @@ type Attachment struct {
 // in one statement; created_at is the database clock's.
 func InsertAttachment(ctx context.Context, db DB, a *Attachment) error {
 	return db.QueryRow(ctx, `with counted as (
-			update flows set num_attachments = num_attachments + 1 where id = $3)
+			update flows set num_attachments = num_attachments + 1 where organization_id = $1 and id = $3)
 		insert into flow_attachments (organization_id, id, flow_id, kind, content_type, body)
 		values ($1, $2, $3, $4, $5, $6) returning created_at`,
 		a.OrganizationID, a.ID, a.FlowID, a.Kind, a.ContentType, a.Body).Scan(&a.CreatedAt)

@@ -1,0 +1,2 @@
+-- Placeholder on the citus branch: another helper's migration takes this number at merge.
+select 1;
