@@ -18,18 +18,27 @@ func TestProgressMovesTheFlowAlong(t *testing.T) {
 	id := b.create(t, newFlow("ID-12345")).FlowID
 
 	var f flows.Flow
-	if err := b.inTx(func(tx pgx.Tx) (err error) { f, err = b.flows.MarkOpenedTx(ctx, tx, b.caller.OrganizationID, id); return }); err != nil {
+	if err := b.inTx(func(tx pgx.Tx) (err error) {
+		f, err = b.flows.MarkOpenedTx(ctx, tx, b.caller.OrganizationID, id)
+		return
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if f.ConsentStatus != flows.Opened || f.Version != 2 || f.OpenedAt == nil || f.NationalID != "ID-12345" {
 		t.Fatalf("opened: %+v", f)
 	}
 	// Opening again changes nothing.
-	if err := b.inTx(func(tx pgx.Tx) (err error) { f, err = b.flows.MarkOpenedTx(ctx, tx, b.caller.OrganizationID, id); return }); err != nil || f.Version != 2 {
+	if err := b.inTx(func(tx pgx.Tx) (err error) {
+		f, err = b.flows.MarkOpenedTx(ctx, tx, b.caller.OrganizationID, id)
+		return
+	}); err != nil || f.Version != 2 {
 		t.Fatalf("second open: %v %d", err, f.Version)
 	}
 	pass := func(flows.Flow, time.Time) (flows.Evidence, error) { return flows.Evidence{}, nil }
-	if err := b.inTx(func(tx pgx.Tx) (err error) { f, err = b.flows.DecideTx(ctx, tx, b.caller.OrganizationID, id, true, pass); return }); err != nil {
+	if err := b.inTx(func(tx pgx.Tx) (err error) {
+		f, err = b.flows.DecideTx(ctx, tx, b.caller.OrganizationID, id, true, pass)
+		return
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if f.ConsentStatus != flows.Accepted || f.ProcessStatus != flows.Completed || f.Version != 3 || f.DecidedAt == nil || f.OpenedAt == nil {
@@ -38,14 +47,26 @@ func TestProgressMovesTheFlowAlong(t *testing.T) {
 	if got := b.get(t, id); got.ConsentStatus != flows.Accepted || got.Version != 3 || !got.UpdatedAt.Equal(f.UpdatedAt) || got.DecidedAt == nil {
 		t.Fatalf("decided, as stored: %+v; DecideTx said %+v", got, f)
 	}
-	if err := b.inTx(func(tx pgx.Tx) error { _, err := b.flows.DecideTx(ctx, tx, b.caller.OrganizationID, id, false, pass); return err }); !errors.Is(err, flows.ErrNotActive) {
+	if err := b.inTx(func(tx pgx.Tx) error {
+		_, err := b.flows.DecideTx(ctx, tx, b.caller.OrganizationID, id, false, pass)
+		return err
+	}); !errors.Is(err, flows.ErrNotActive) {
 		t.Fatalf("deciding twice: %v", err)
 	}
+	if err := b.inTx(func(tx pgx.Tx) error { _, err := b.flows.MarkOpenedTx(ctx, tx, "org-b", id); return err }); !errors.Is(err, flows.ErrNotFound) {
+		t.Fatalf("opening org-a's flow as org-b's: %v", err)
+	}
 	for _, unknown := range []string{"00000000-0000-0000-0000-000000000000", "not-an-id"} {
-		if err := b.inTx(func(tx pgx.Tx) error { _, err := b.flows.MarkOpenedTx(ctx, tx, b.caller.OrganizationID, unknown); return err }); !errors.Is(err, flows.ErrNotFound) {
+		if err := b.inTx(func(tx pgx.Tx) error {
+			_, err := b.flows.MarkOpenedTx(ctx, tx, b.caller.OrganizationID, unknown)
+			return err
+		}); !errors.Is(err, flows.ErrNotFound) {
 			t.Fatalf("opening unknown flow %q: %v", unknown, err)
 		}
-		if err := b.inTx(func(tx pgx.Tx) error { _, err := b.flows.DecideTx(ctx, tx, b.caller.OrganizationID, unknown, true, pass); return err }); !errors.Is(err, flows.ErrNotFound) {
+		if err := b.inTx(func(tx pgx.Tx) error {
+			_, err := b.flows.DecideTx(ctx, tx, b.caller.OrganizationID, unknown, true, pass)
+			return err
+		}); !errors.Is(err, flows.ErrNotFound) {
 			t.Fatalf("deciding unknown flow %q: %v", unknown, err)
 		}
 	}
@@ -66,7 +87,10 @@ func TestProgressMovesTheFlowAlong(t *testing.T) {
 	if f := b.get(t, notDue); f.ProcessStatus != flows.Active {
 		t.Fatalf("flow not due: %s", f.ProcessStatus)
 	}
-	if err := b.inTx(func(tx pgx.Tx) error { _, err := b.flows.DecideTx(ctx, tx, b.caller.OrganizationID, due, true, pass); return err }); !errors.Is(err, flows.ErrNotActive) {
+	if err := b.inTx(func(tx pgx.Tx) error {
+		_, err := b.flows.DecideTx(ctx, tx, b.caller.OrganizationID, due, true, pass)
+		return err
+	}); !errors.Is(err, flows.ErrNotActive) {
 		t.Fatalf("deciding an expired flow: %v", err)
 	}
 	for flowID, want := range map[string]string{id: "flow.created:1,flow.opened:2,flow.accepted:3", due: "flow.created:1,flow.cancelled:2", notDue: "flow.created:1"} {
