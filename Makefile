@@ -1,7 +1,7 @@
 # flowd — see README.md. The two commands: `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test build generate lint bench test-reliability fuzz docker clean
+.PHONY: run test test-citus build generate lint bench test-reliability fuzz docker clean
 
 ## run: start flowd with a local PostgreSQL in .data (when DATABASE_URL is unset)
 run:
@@ -10,6 +10,13 @@ run:
 ## test: run every test against a throwaway PostgreSQL, with the race detector
 test:
 	scripts/test.sh
+
+## test-citus: the flows, consent, webhooks, API and migration suites against a throwaway
+## three-node Citus cluster, the tenant tables distributed (docs/operations.md, "Running on Citus");
+## needs the shared Citus tools (FLOWD_CITUS_TOOLS) and root to install Citus on first use
+CITUS_PACKAGES ?= ./internal/database/... ./internal/app/... ./modules/... ./web/...
+test-citus:
+	scripts/citus.sh test go test -race -count=1 -timeout 30m $(CITUS_PACKAGES)
 
 ## test-reliability: the reliability and security suite in full — long variants
 ## (more load, more kills) and every fuzz target for FUZZTIME each (docs/operations.md, "Reliability")

@@ -10,9 +10,11 @@ import (
 	"github.com/flowd/flowd/internal/database"
 )
 
-// runMigrate handles "flowd migrate": apply every pending migration and exit.
+// runMigrate handles "flowd migrate [--citus]": apply every pending
+// migration and, on Citus, distribute the tenant tables; then exit.
 func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	citus := fs.Bool("citus", false, "distribute the tenant tables on a Citus coordinator (default FLOWD_CITUS)")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -29,5 +31,12 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	fmt.Fprintln(stdout, "migrations are current")
+	if !*citus && !cfg.Citus {
+		return nil
+	}
+	if err := database.Distribute(ctx, pool, newLogger(stderr, cfg.LogLevel)); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "tenant tables are distributed by organization_id")
 	return nil
 }

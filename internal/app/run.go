@@ -16,7 +16,9 @@ const usage = `flowd — consent flows for organizations
 
 Usage:
   flowd serve      serve the API, console, consent pages and webhook workers
-  flowd migrate    apply database migrations and exit
+  flowd migrate [--citus]
+                   apply database migrations and exit; --citus (or FLOWD_CITUS=true) then
+                   distributes the tenant tables on a Citus coordinator
   flowd orgs rotate-webhook-secret --org ORG_ID [--json]
                    make a new webhook signing secret (the old one signs for 24 h more)
   flowd staff create --org ORG_ID --username U --role admin|viewer --password-stdin [--json]

@@ -58,6 +58,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		if err := database.Migrate(ctx, pool); err != nil {
 			return err
 		}
+		if cfg.Citus {
+			if err := database.Distribute(ctx, pool, log); err != nil {
+				return err
+			}
+		}
 	}
 	// The webhook workers and River get a pool of their own, so that under
 	// load deliveries do not queue for connections behind API requests and

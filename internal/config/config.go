@@ -25,6 +25,9 @@ type Config struct {
 	BaseURL          *url.URL
 	LogLevel         string
 	MigrateOnStart   bool
+	// Citus makes migrate, and serve when it migrates, distribute the
+	// tenant tables on a Citus coordinator (FLOWD_CITUS; docs/operations.md).
+	Citus bool
 	// ShutdownDelay is how long serve, once told to stop, keeps serving
 	// while /readyz answers 503, so that load balancers stop sending it
 	// requests before it closes its listener (FLOWD_SHUTDOWN_DELAY; 0: none).
@@ -106,6 +109,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		BaseURL:          r.baseURL("FLOWD_BASE_URL", "http://localhost:8080"),
 		LogLevel:         r.oneOf("FLOWD_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 		MigrateOnStart:   r.boolean("FLOWD_MIGRATE_ON_START", true),
+		Citus:            r.boolean("FLOWD_CITUS", false),
 		ShutdownDelay:    r.durationOrZero("FLOWD_SHUTDOWN_DELAY", 5*time.Second),
 		ShutdownTimeout:  r.duration("FLOWD_SHUTDOWN_TIMEOUT", 20*time.Second),
 		PprofAddr:        r.str("FLOWD_PPROF_ADDR", ""),

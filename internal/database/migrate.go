@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/tern/v2/migrate"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -34,6 +35,35 @@ const FlowsRiverSchema = "flows_river"
 // RiverSchemas) under one advisory lock; running it again, or from two
 // instances at once, is a no-op.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	return withMigrateLock(ctx, pool, func(conn *pgx.Conn) error {
+		m, err := migrate.NewMigrator(ctx, conn, versionTable)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		if err := m.LoadMigrations(migrations.FS); err != nil {
+			return fmt.Errorf("migrate: load: %w", err)
+		}
+		if err := m.Migrate(ctx); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		for _, schema := range RiverSchemas {
+			river, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema})
+			if err != nil {
+				return fmt.Errorf("migrate river: %w", err)
+			}
+			// River's migrations each take a transaction of their own (one adds an enum
+			// value that the next uses); our lock still keeps instances apart.
+			if _, err := river.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+				return fmt.Errorf("migrate river %q: %w", schema, err)
+			}
+		}
+		return nil
+	})
+}
+
+// withMigrateLock runs fn on a connection that holds the migrations'
+// advisory lock, so that instances starting at once take turns.
+func withMigrateLock(ctx context.Context, pool *pgxpool.Pool, fn func(conn *pgx.Conn) error) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -43,29 +73,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		return fmt.Errorf("migrate: lock: %w", err)
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "select pg_advisory_unlock($1)", migrateLock) //nolint:errcheck
-
-	m, err := migrate.NewMigrator(ctx, conn.Conn(), versionTable)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	if err := m.LoadMigrations(migrations.FS); err != nil {
-		return fmt.Errorf("migrate: load: %w", err)
-	}
-	if err := m.Migrate(ctx); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	for _, schema := range RiverSchemas {
-		river, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema})
-		if err != nil {
-			return fmt.Errorf("migrate river: %w", err)
-		}
-		// River's migrations each take a transaction of their own (one adds an enum
-		// value that the next uses); our lock above still keeps instances apart.
-		if _, err := river.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-			return fmt.Errorf("migrate river %q: %w", schema, err)
-		}
-	}
-	return nil
+	return fn(conn.Conn())
 }
 
 // MigrationsCurrent reports whether every migration of flowd and River is applied.

@@ -1,0 +1,206 @@
+package database_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/modules/consent"
+)
+
+// beforeOrganizationKeys is the last migration before the tenant tables were
+// keyed by organization (021).
+const beforeOrganizationKeys = 20
+
+// fillBeforeOrganizationKeys fills the tenant tables as they were before
+// migration 021: 30 flows of three organizations, their tasks, incidents,
+// attachments, idempotency keys and consent requests, and deletions and
+// audit entries. It returns the consent link tokens, by flow id.
+func fillBeforeOrganizationKeys(t *testing.T, pool *pgxpool.Pool, sealer *pii.Sealer) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	for _, sql := range []string{`
+		insert into flows (id, organization_id, flow_number, reference_id, sandbox, pii_key_id,
+			national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, process_instance_id,
+			flow_definition_id, flow_definition_version, created_by, expires_at)
+		select ('00000000-0000-7000-8000-' || lpad(to_hex(n), 12, '0'))::uuid, 'org-' || n % 3, n, 'REF-' || n,
+			false, 'k', '\x00', '\x00', '\x00', 'https://x.example', gen_random_uuid(), 'consent', 1, 'test',
+			now() + interval '1 day'
+		from generate_series(1, 30) n`, `
+		insert into flow_tasks (id, flow_id, task_type, task_category, status)
+		select gen_random_uuid(), id, 'consent', 'user-task', 'pending' from flows`, `
+		insert into flow_tasks (id, flow_id, task_type, task_category, status)
+		select gen_random_uuid(), id, 'send-initiate-webhook', 'service-task', 'failed' from flows where flow_number % 2 = 0`, `
+		insert into flow_incidents (id, flow_id, task_id, task_type, message)
+		select gen_random_uuid(), flow_id, id, task_type, 'receiver down' from flow_tasks where status = 'failed'`, `
+		insert into flow_attachments (organization_id, id, flow_id, kind, content_type, body)
+		select organization_id, gen_random_uuid(), id, 'consent-receipt', 'application/jwt', 'a.b.c' from flows
+		where flow_number % 3 = 0`, `
+		insert into flow_idempotency_keys (organization_id, key, request_hash, flow_id, pii_key_id, expires_at)
+		select organization_id, 'key-' || flow_number, '\x00', id, 'k', now() + interval '1 day' from flows`, `
+		insert into flow_deletions (organization_id, flow_id, reference_id, deleted_by)
+		select 'org-' || n % 3, gen_random_uuid(), 'GONE-' || n, 'test' from generate_series(1, 5) n`, `
+		insert into audit_log (organization_id, actor, action)
+		select 'org-' || n % 3, 'staff:ada', 'flow.cancel' from generate_series(1, 7) n`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	// Consent links as they were made then: 32 random bytes, no route.
+	rows, err := pool.Query(ctx, `select id::text, organization_id from flows order by flow_number`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type flow struct{ id, org string }
+	var all []flow
+	for rows.Next() {
+		var f flow
+		if err := rows.Scan(&f.id, &f.org); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, f)
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	tokens := map[string]string{}
+	for i, f := range all {
+		raw := sha256.Sum256([]byte(fmt.Sprint("token ", i)))
+		token := base64.RawURLEncoding.EncodeToString(raw[:])
+		hash := sha256.Sum256([]byte(token))
+		if _, err := pool.Exec(ctx, `insert into consent_requests (flow_id, organization_id, token_hash, pii_key_id, token_sealed)
+			values ($1, $2, $3, $4, $5)`, f.id, f.org, hash[:], sealer.KeyID(), sealer.Seal(token, "consent:"+f.id+":token")); err != nil {
+			t.Fatal(err)
+		}
+		tokens[f.id] = token
+	}
+	return tokens
+}
+
+// tenantCounts counts the rows of the tables fillBeforeOrganizationKeys fills.
+var tenantCounts = []string{"flows", "flow_tasks", "flow_incidents", "flow_attachments", "flow_idempotency_keys",
+	"flow_deletions", "consent_requests", "audit_log"}
+
+func counts(t *testing.T, pool *pgxpool.Pool) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, table := range tenantCounts {
+		var n int
+		if err := pool.QueryRow(context.Background(), "select count(*) from "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out[table] = n
+	}
+	return out
+}
+
+// TestKeyingTenantTablesByOrganizationKeepsEveryRow: migration 021 runs on
+// a database filled by the schema before it and loses no row; tasks and
+// incidents take their flow's organization, every tenant table can then be
+// distributed, the keys between them still cascade, and consent links made
+// before still lead to their flows. On Citus (FLOWD_TEST_CITUS=1) the
+// database is then distributed, and the same holds.
+func TestKeyingTenantTablesByOrganizationKeepsEveryRow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := database.Open(ctx, dbtest.NewEmptyURL(t), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := database.MigrateTo(ctx, pool, beforeOrganizationKeys); err != nil {
+		t.Fatal(err)
+	}
+	sealer, err := pii.New([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := fillBeforeOrganizationKeys(t, pool, sealer)
+	before := counts(t, pool)
+	if before["flow_incidents"] != 15 || before["consent_requests"] != 30 {
+		t.Fatalf("filled %v", before)
+	}
+
+	if err := database.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if dbtest.Citus() {
+		if err := database.Distribute(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := counts(t, pool); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("rows before the migration %v, after %v", before, after)
+	}
+	// Each row joins its flow (and an incident its task) by organization.
+	for _, c := range []struct{ table, sql string }{
+		{"flow_tasks", `select count(*) from flow_tasks t
+			join flows f on f.organization_id = t.organization_id and f.id = t.flow_id`},
+		{"flow_incidents", `select count(*) from flow_incidents i
+			join flow_tasks t on t.organization_id = i.organization_id and t.id = i.task_id
+			join flows f on f.organization_id = i.organization_id and f.id = i.flow_id`},
+		{"flow_attachments", `select count(*) from flow_attachments a
+			join flows f on f.organization_id = a.organization_id and f.id = a.flow_id`},
+	} {
+		var n int
+		if err := pool.QueryRow(ctx, c.sql).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != before[c.table] {
+			t.Errorf("%s: %d of %d rows join their flow by organization", c.table, n, before[c.table])
+		}
+	}
+	for _, table := range database.TenantTables {
+		if keyed, err := database.KeyedByOrganization(ctx, pool, table); err != nil || !keyed {
+			t.Errorf("%s: keys do not all include organization_id (%v)", table, err)
+		}
+	}
+
+	// Flow 6 (org-0) has two tasks, an incident and an attachment: they go with it.
+	if _, err := pool.Exec(ctx, `delete from flows where organization_id = 'org-0' and flow_number = 6`); err != nil {
+		t.Fatal(err)
+	}
+	after := counts(t, pool)
+	for table, gone := range map[string]int{"flows": 1, "flow_tasks": 2, "flow_incidents": 1, "flow_attachments": 1} {
+		if before[table]-after[table] != gone {
+			t.Errorf("deleting a flow took %d rows of %s, want %d", before[table]-after[table], table, gone)
+		}
+	}
+
+	links := consent.NewRequests(pool, sealer, "https://flowd.example")
+	for flowID, token := range tokens {
+		var org string
+		if err := pool.QueryRow(ctx, `select organization_id from consent_requests where flow_id = $1`, flowID).Scan(&org); err != nil {
+			t.Fatal(err)
+		}
+		got, err := links.FlowForToken(ctx, token)
+		if err != nil || got != (consent.FlowRef{OrganizationID: org, FlowID: flowID}) {
+			t.Fatalf("a link made before the migration: %+v, %v; want flow %s of %s", got, err, flowID, org)
+		}
+		if link, err := links.URL(ctx, org, flowID); err != nil || link != "https://flowd.example/consent/"+token {
+			t.Fatalf("the link of %s: %q, %v", flowID, link, err)
+		}
+	}
+}
+
+// TestEveryTableIsTenantOrCoordinatorTable: each table a migration makes is
+// listed as distributed, pending or kept on the coordinator, so that
+// nobody adds a table without deciding where it lives on Citus.
+func TestEveryTableIsTenantOrCoordinatorTable(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	tables, err := database.UnclassifiedTables(context.Background(), pool)
+	if err != nil || len(tables) > 0 {
+		t.Fatalf("tables no list of internal/database/citus.go names: %v %v", tables, err)
+	}
+}
