@@ -132,7 +132,7 @@ func (b *bench) samplePgVars(ctx context.Context) error {
 	var keyID string
 	var ni, nh, ln, tok []byte
 	err = conn.QueryRow(ctx, `select f.pii_key_id, f.national_id_sealed, f.national_id_hmac, f.last_name_sealed, c.token_sealed
-		from flows f join consent_requests c on c.flow_id = f.id where f.id = $1`, created.FlowID).Scan(&keyID, &ni, &nh, &ln, &tok)
+		from flows f join consent_requests c on c.organization_id = f.organization_id and c.flow_id = f.id where f.id = $1`, created.FlowID).Scan(&keyID, &ni, &nh, &ln, &tok)
 	if err != nil {
 		return err
 	}

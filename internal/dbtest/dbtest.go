@@ -186,20 +186,25 @@ func (c cluster) copy(ctx context.Context, template, name string) error {
 	})
 }
 
-// drop drops database name on every node. On Citus a daemon of the
-// database may be connecting as it goes, which FORCE does not end: the
-// drop is tried again for a while.
+// drop drops database name on every node.
 func (c cluster) drop(ctx context.Context, name string) error {
 	return c.each(ctx, func(_ int, conn *pgx.Conn) error {
-		for try := 0; ; try++ {
-			_, err := conn.Exec(ctx, fmt.Sprintf("drop database if exists %s with (force)", ident(name)))
-			var pgErr *pgconn.PgError
-			if !c.citus() || try == 50 || !errors.As(err, &pgErr) || pgErr.Code != "55006" {
-				return err
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		return c.execInUse(ctx, conn, fmt.Sprintf("drop database if exists %s with (force)", ident(name)))
 	})
+}
+
+// execInUse runs sql, which needs a database nobody is connected to. On
+// Citus a daemon connects to each database and takes a moment to leave
+// when told to, which FORCE does not wait for: sql is tried again for a while.
+func (c cluster) execInUse(ctx context.Context, conn *pgx.Conn, sql string) error {
+	for try := 0; ; try++ {
+		_, err := conn.Exec(ctx, sql)
+		var pgErr *pgconn.PgError
+		if !c.citus() || try == 50 || !errors.As(err, &pgErr) || pgErr.Code != "55006" {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // emptyTemplate returns the template of empty databases: template1 on one
@@ -298,31 +303,43 @@ func (c cluster) template(t testing.TB, ctx context.Context, name string, build 
 	if exists {
 		return name
 	}
+	// What a run that failed half way left goes first.
 	building := name + "_building"
-	if err := c.drop(ctx, building); err != nil {
-		t.Fatalf("dbtest: %v", err)
+	for _, db := range []string{building, name} {
+		if err := c.drop(ctx, db); err != nil {
+			t.Fatalf("dbtest: %v", err)
+		}
 	}
 	if err := build(building); err != nil {
 		t.Fatalf("dbtest: make template %s: %v", name, err)
 	}
-	err := c.each(ctx, func(_ int, conn *pgx.Conn) error {
-		if c.citus() {
-			// Citus keeps a daemon connected to each database; a template
-			// is copied only while nobody is connected to it.
-			if _, err := conn.Exec(ctx, "alter database "+ident(building)+" allow_connections false"); err != nil {
-				return err
-			}
-			if _, err := conn.Exec(ctx, "select pg_terminate_backend(pid) from pg_stat_activity where datname = $1", building); err != nil {
-				return err
-			}
+	// The coordinator's goes last: its name tells the others the template is whole.
+	for i := len(c.nodes) - 1; i >= 0; i-- {
+		if err := c.seal(ctx, c.nodes[i], building, name); err != nil {
+			t.Fatalf("dbtest: template %s: %v", name, err)
 		}
-		_, err := conn.Exec(ctx, fmt.Sprintf("alter database %s rename to %s", ident(building), ident(name)))
-		return err
-	})
-	if err != nil {
-		t.Fatalf("dbtest: template %s: %v", name, err)
 	}
 	return name
+}
+
+// seal makes the database building on node the template name.
+func (c cluster) seal(ctx context.Context, node, building, name string) error {
+	conn, err := pgx.Connect(ctx, node)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if c.citus() {
+		// Citus keeps a daemon connected to each database; a template is
+		// copied only while nobody is connected to it.
+		if _, err := conn.Exec(ctx, "alter database "+ident(building)+" allow_connections false"); err != nil {
+			return err
+		}
+		if _, err := conn.Exec(ctx, "select pg_terminate_backend(pid) from pg_stat_activity where datname = $1", building); err != nil {
+			return err
+		}
+	}
+	return c.execInUse(ctx, conn, fmt.Sprintf("alter database %s rename to %s", ident(building), ident(name)))
 }
 
 func migrationsHash(t testing.TB) string {

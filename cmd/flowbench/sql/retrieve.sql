@@ -11,9 +11,10 @@ select id::text, organization_id, flow_number, reference_id, reference_name, ver
 	flow_definition_id, flow_definition_version, version_tag, consent_text_sha256, consent_language,
 	assurance_level, acr, valid_until, created_by, has_errors, created_at, updated_at, opened_at, decided_at, withdrawn_at, withdrawn_by,
 	num_attachments, expires_at, expired_at
-	from flows where id = ('00000000-0000-7000-8000-' || lpad(to_hex(:n::bigint), 12, '0'))::uuid and (:org = '' or organization_id = :org);
-select id::text, flow_id::text, task_id::text, task_type, message, opened_at
-	from flow_incidents where flow_id = any(array[('00000000-0000-7000-8000-' || lpad(to_hex(:n::bigint), 12, '0'))]::uuid[]) and resolved_at is null order by opened_at, id;
+	from flows where organization_id = :org and id = ('00000000-0000-7000-8000-' || lpad(to_hex(:n::bigint), 12, '0'))::uuid;
+select organization_id, id::text, flow_id::text, task_id::text, task_type, message, opened_at
+	from flow_incidents where organization_id = :org and flow_id = any(array[('00000000-0000-7000-8000-' || lpad(to_hex(:n::bigint), 12, '0'))]::uuid[]) and resolved_at is null
+	order by opened_at, id;
 select flow_id::text, organization_id, token_hash, pii_key_id, token_sealed
-	from consent_requests where flow_id = ('00000000-0000-7000-8000-' || lpad(to_hex(:n::bigint), 12, '0'))::uuid;
+	from consent_requests where organization_id = :org and flow_id = ('00000000-0000-7000-8000-' || lpad(to_hex(:n::bigint), 12, '0'))::uuid;
 \endpipeline

@@ -26,10 +26,10 @@ with n as (select flowd_next_flow_number(:writeorg) as v)
 	:keyid, :nisealed, :nihmac, :lnsealed, :redirect, :hookurl, '', gen_random_uuid(), 'consent', 1, null, :client, now() + 2592000000000 * interval '1 microsecond', 1
 	from n
 	returning flow_number, reference_id, version, consent_status, process_status, created_at, updated_at, expires_at;
-insert into flow_tasks (id, flow_id, task_type, task_category, status)
-	values ((lpad(to_hex(:t1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, 'consent', 'userTask', 'pending') returning created_at, updated_at;
-insert into flow_tasks (id, flow_id, task_type, task_category, status)
-	values ((lpad(to_hex(:t2::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, 'send-initiate-webhook', 'serviceTask', 'pending') returning created_at, updated_at;
+insert into flow_tasks (organization_id, id, flow_id, task_type, task_category, status)
+	values (:writeorg, (lpad(to_hex(:t1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, 'consent', 'userTask', 'pending') returning created_at, updated_at;
+insert into flow_tasks (organization_id, id, flow_id, task_type, task_category, status)
+	values (:writeorg, (lpad(to_hex(:t2::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, 'send-initiate-webhook', 'serviceTask', 'pending') returning created_at, updated_at;
 \endpipeline
 insert into consent_requests (flow_id, organization_id, token_hash, pii_key_id, token_sealed)
 	values ((lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :writeorg, sha256(:f1::text::bytea || :f2::text::bytea), :keyid, :toksealed);
