@@ -35,8 +35,9 @@ func TestCreateAndRetrieveAFlow(t *testing.T) {
 	}
 	consentURL := links["consent"].(map[string]any)["href"].(string)
 	token, ok := strings.CutPrefix(consentURL, "https://flowd.example/consent/")
-	if !ok || len(token) != 43 || strings.Contains(consentURL, id) {
-		t.Fatalf("consent link %q: want {base_url}/consent/<43-character token>, not the flow id", consentURL)
+	_, secret, routed := strings.Cut(token, ".")
+	if !ok || !routed || len(secret) != 43 || strings.Contains(consentURL, id) {
+		t.Fatalf("consent link %q: want {base_url}/consent/<route>.<43-character secret>, not the flow id", consentURL)
 	}
 	if created["referenceId"] != "ACME-1" {
 		t.Fatalf("referenceId %v, want ACME-1", created["referenceId"])

@@ -16,20 +16,17 @@ import (
 )
 
 // breakAuditLog makes every insert into the audit log fail, as a full disk,
-// a lost privilege or a bad entry would, until the returned function mends it.
+// a lost privilege or a bad entry would, until the returned function mends
+// it. A check that no row passes does it on PostgreSQL and Citus alike
+// (Citus has no triggers on distributed tables).
 func breakAuditLog(t *testing.T, pool *pgxpool.Pool) (mend func()) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `create function test_break_audit() returns trigger language plpgsql as
-		$$ begin raise exception 'the audit log is broken'; end $$`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, `create trigger test_break_audit before insert on audit_log
-		for each row execute function test_break_audit()`); err != nil {
+	if _, err := pool.Exec(ctx, `alter table audit_log add constraint test_break_audit check (false) not valid`); err != nil {
 		t.Fatal(err)
 	}
 	return func() {
-		if _, err := pool.Exec(ctx, `drop trigger test_break_audit on audit_log`); err != nil {
+		if _, err := pool.Exec(ctx, `alter table audit_log drop constraint test_break_audit`); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -332,15 +332,23 @@ func TestARetireWaitsForTheCreatesPinningIt(t *testing.T) {
 		_, err := defs.Retire(ctx, author, "mortgage")
 		retired <- err
 	}()
-	// The retire is waiting on the pin's lock: wait until PostgreSQL says so.
-	for {
+	// The retire is waiting on the pin's lock: wait until PostgreSQL says so
+	// (on Citus, the worker that holds the definition).
+	activity := "pg_stat_activity"
+	if dbtest.Citus() {
+		activity = "citus_stat_activity"
+	}
+	for deadline := time.Now().Add(time.Minute); ; {
 		var waiting bool
-		if err := pool.QueryRow(ctx, `select exists (select from pg_stat_activity
+		if err := pool.QueryRow(ctx, `select exists (select from `+activity+`
 			where datname = current_database() and wait_event_type = 'Lock')`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
 		if waiting {
 			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the retire never waited for the pin's lock")
 		}
 		select {
 		case err := <-retired:

@@ -207,12 +207,13 @@ func Publish(ctx context.Context, db DB, v Version) error {
 
 // Retire marks the definition retired, once. It waits for the creates
 // that pinned it to end, so that none commits a flow on it afterwards.
-// ErrNoRows.
+// ErrNoRows. The first retirement's time stays: least ignores a null, and
+// unlike coalesce it may hold now() on Citus.
 func Retire(ctx context.Context, db DB, organizationID, id string) (Definition, error) {
 	if _, err := scanDefinition(db.QueryRow(ctx, `select `+definitionColumns+` from consent_definitions
 		where organization_id = $1 and id = $2 for update`, organizationID, id)); err != nil {
 		return Definition{}, err
 	}
-	return scanDefinition(db.QueryRow(ctx, `update consent_definitions set retired_at = coalesce(retired_at, now())
+	return scanDefinition(db.QueryRow(ctx, `update consent_definitions set retired_at = least(retired_at, now())
 		where organization_id = $1 and id = $2 returning `+definitionColumns, organizationID, id))
 }

@@ -496,15 +496,16 @@ type IdempotencyKey struct {
 // ClaimKey records k for a create that is about to happen, unless an
 // unexpired row holds the key already; it reports whether the claim won. A
 // concurrent claim of the same key waits here until the first transaction
-// ends, and then sees its row.
+// ends, and then sees its row. The conflict's update takes the time from
+// the row it would have inserted: on Citus it may not call now() itself.
 func ClaimKey(ctx context.Context, db DB, k IdempotencyKey, ttl time.Duration) (bool, error) {
 	tag, err := db.Exec(ctx, `insert into flow_idempotency_keys
-		(organization_id, key, request_hash, flow_id, pii_key_id, expires_at)
-		values ($1, $2, $3, $4, $5, now() + $6 * interval '1 microsecond')
+		(organization_id, key, request_hash, flow_id, pii_key_id, created_at, expires_at)
+		values ($1, $2, $3, $4, $5, now(), now() + $6 * interval '1 microsecond')
 		on conflict (organization_id, key) do update set request_hash = excluded.request_hash,
 			flow_id = excluded.flow_id, reference_id = '', pii_key_id = excluded.pii_key_id,
-			consent_sealed = null, created_at = now(), expires_at = excluded.expires_at
-		where flow_idempotency_keys.expires_at <= now()`,
+			consent_sealed = null, created_at = excluded.created_at, expires_at = excluded.expires_at
+		where flow_idempotency_keys.expires_at <= excluded.created_at`,
 		k.OrganizationID, k.Key, k.RequestHash, k.FlowID, k.PIIKeyID, ttl.Microseconds())
 	return tag.RowsAffected() == 1, err
 }
