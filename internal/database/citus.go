@@ -98,8 +98,9 @@ func distribute(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
 	for _, t := range unknown {
 		log.WarnContext(ctx, "citus: a table flowd does not list stays local on the coordinator", "table", t)
 	}
-	for _, t := range PendingTenantTables {
-		log.InfoContext(ctx, "citus: a tenant table stays local on the coordinator until its module names the organization", "table", t)
+	if len(PendingTenantTables) > 0 {
+		log.InfoContext(ctx, "citus: tenant tables stay local on the coordinator until their module names the organization",
+			"tables", PendingTenantTables)
 	}
 	todo, err := tablesToDistribute(ctx, conn, log)
 	if err != nil || len(todo) == 0 {

@@ -204,3 +204,28 @@ func TestEveryTableIsTenantOrCoordinatorTable(t *testing.T) {
 		t.Fatalf("tables no list of internal/database/citus.go names: %v %v", tables, err)
 	}
 }
+
+// TestKeyedByOrganization: Citus distributes a table by organization_id only
+// when every key of it includes that column; --citus leaves the others local.
+func TestKeyedByOrganization(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		table, columns string
+		want           bool
+	}{
+		{"keyed", "organization_id text, id int, primary key (organization_id, id)", true},
+		{"keyless", "organization_id text, note text", true},
+		{"primary_key_without", "organization_id text, id int primary key", false},
+		{"unique_without", "organization_id text, id int, code text unique, primary key (organization_id, id)", false},
+		{"no_organization", "id int primary key", false},
+	} {
+		if _, err := pool.Exec(ctx, "create table "+c.table+" ("+c.columns+")"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := database.KeyedByOrganization(ctx, pool, c.table); err != nil || got != c.want {
+			t.Errorf("%s (%s): %v %v, want %v", c.table, c.columns, got, err, c.want)
+		}
+	}
+}
