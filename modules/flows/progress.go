@@ -37,12 +37,12 @@ func (m *Manager) MarkOpenedTx(ctx context.Context, tx database.Tx, organization
 	return f, m.publishTx(ctx, tx, f, webhooks.FlowOpened)
 }
 
-// DecideTx locks the organization's flow in tx and hands it to check with the decision's
-// time; check may look at the person the flow is for, write in tx, and
-// returns the evidence to record. When check returns nil, DecideTx records
-// the final answer (flow.accepted or flow.rejected) with the evidence and
-// its signed receipt. An acceptance with a validity has its expiry
-// scheduled (see RunExpiry).
+// DecideTx locks the organization's flow in tx and hands it to check with
+// the decision's time; check may look at the person the flow is for, write
+// in tx, and returns the evidence to record. When check returns nil,
+// DecideTx records the final answer (flow.accepted or flow.rejected) with
+// the evidence and its signed receipt. An acceptance with a validity has
+// its expiry scheduled (see RunExpiry).
 // check's error is returned with nothing recorded. ErrNotFound, and
 // ErrNotActive when the flow was already decided, cancelled or expired.
 func (m *Manager) DecideTx(ctx context.Context, tx database.Tx, organizationID, flowID string, accepted bool,
