@@ -59,6 +59,9 @@ func (s *Server) renderEndpoint(c echo.Context, status int, e webhooks.Endpoint,
 	p := pages.EndpointPage{Frame: s.frame(c, "webhooks", "Webhook endpoint"), ID: e.ID, URL: e.URL, Description: orDash(e.Description),
 		Events: endpointEvents(e), Enabled: e.Enabled, DisabledReason: e.DisabledReason, Created: consoleTime(e.CreatedAt),
 		Since: since, Errors: errs}
+	// A refusal of the whole request shows above the page: the form is not
+	// there for a disabled endpoint.
+	p.Frame.Error = errs["form"]
 	for _, r := range list {
 		p.Recoveries = append(p.Recoveries, pages.RecoveryRow{ID: r.ID, Requested: consoleTime(r.CreatedAt),
 			Since: r.Since.UTC().Format("2006-01-02 15:04:05 UTC"), RequestedBy: r.RequestedBy, State: string(r.State),
