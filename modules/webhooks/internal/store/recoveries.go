@@ -136,9 +136,10 @@ type FailedDelivery struct {
 
 // NextFailed returns, and locks until tx ends, up to limit of the failed
 // deliveries of a recovery's window that come after its cursor by
-// (created_at, id).
+// (created_at, id), in the order of webhook_events_endpoint_failed (the id
+// is selected under another name, so that the order is the column's).
 func NextFailed(ctx context.Context, tx DB, r RecoveryRun, limit int) ([]FailedDelivery, error) {
-	rows, err := tx.Query(ctx, `select id::text, created_at `+failedInWindow("$4")+`
+	rows, err := tx.Query(ctx, `select id::text as delivery_id, created_at `+failedInWindow("$4")+`
 		  and ($5::timestamptz is null or (created_at, id) > ($5, $6::uuid))
 		order by created_at, id
 		limit $7
