@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -145,7 +146,8 @@ type redeliverResponse struct {
 }
 
 // handleEventRedeliver handles "POST /api/events/:id/redeliver": the event
-// goes out again now, to every destination it had, or to one endpoint.
+// goes out again now, to every destination it had, or to one endpoint; the
+// audit log records it in the redelivery's transaction.
 func (s *Server) handleEventRedeliver(c echo.Context) error {
 	var req redeliverRequest
 	if c.Request().ContentLength != 0 {
@@ -153,7 +155,10 @@ func (s *Server) handleEventRedeliver(c echo.Context) error {
 			return err
 		}
 	}
-	n, err := s.webhooks.Redeliver(c.Request().Context(), callerOf(c).OrganizationID, c.Param("id"), req.EndpointID)
+	n, err := s.webhooks.Redeliver(c.Request().Context(), callerOf(c).OrganizationID, c.Param("id"), req.EndpointID,
+		apiAudited(s, c, identity.AuditEventRedeliver, func(r webhooks.Redelivery) (string, string) {
+			return r.EventID, redeliveryAudit(r)
+		}))
 	switch {
 	case errors.Is(err, webhooks.ErrNotFound):
 		return apperr.New(apperr.NotFound, "No event with this id.")

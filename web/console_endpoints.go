@@ -40,15 +40,7 @@ func (s *Server) handleConsoleEndpoints(c echo.Context) error {
 	p := pages.EndpointsPage{Frame: s.frame(c, "webhooks", "Webhook endpoints"), Full: len(list) >= webhooks.MaxEndpoints,
 		Max: webhooks.MaxEndpoints}
 	for _, e := range list {
-		events := "All events"
-		if len(e.EventTypes) > 0 {
-			names := make([]string, len(e.EventTypes))
-			for i, t := range e.EventTypes {
-				names[i] = string(t)
-			}
-			events = strings.Join(names, ", ")
-		}
-		p.Rows = append(p.Rows, pages.EndpointRow{ID: e.ID, URL: e.URL, Description: e.Description, Events: events,
+		p.Rows = append(p.Rows, pages.EndpointRow{ID: e.ID, URL: e.URL, Description: e.Description, Events: endpointEvents(e),
 			Enabled: e.Enabled, DisabledReason: e.DisabledReason, Created: consoleTime(e.CreatedAt)})
 	}
 	return s.renderConsole(c, http.StatusOK, pages.Endpoints(p))

@@ -178,9 +178,12 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 	if err := river.AddWorkerSafely(workers, &cleanupWorker{pool: pool, retention: opts.Retention, eventRetention: opts.EventRetention}); err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
+	if err := river.AddWorkerSafely(workers, &recoveryWorker{m: m}); err != nil {
+		return nil, fmt.Errorf("webhooks: %w", err)
+	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Logger:               slog.New(minLevel{opts.Log.Handler(), slog.LevelWarn}),
-		Queues:               map[string]river.QueueConfig{queue: {MaxWorkers: opts.Workers}},
+		Queues:               map[string]river.QueueConfig{queue: {MaxWorkers: opts.Workers}, recoveryQueue: {MaxWorkers: recoveryWorkers}},
 		FetchPollInterval:    opts.PollInterval,
 		FetchCooldown:        opts.FetchCooldown,
 		Workers:              workers,
@@ -438,7 +441,7 @@ var ErrNothingToRedeliver = errors.New("webhooks: the event has no delivery to s
 // gets a delivery of its own if it had none (it subscribed later, or was
 // disabled then). It returns how many deliveries are on their way.
 // ErrNotFound for the event, ErrEndpointNotFound, ErrNothingToRedeliver.
-func (m *Module) Redeliver(ctx context.Context, organizationID, eventID, endpointID string) (int, error) {
+func (m *Module) Redeliver(ctx context.Context, organizationID, eventID, endpointID string, before ...database.BeforeCommit[Redelivery]) (int, error) {
 	if !isUUID(eventID) {
 		return 0, ErrNotFound
 	}
@@ -474,12 +477,15 @@ func (m *Module) Redeliver(ctx context.Context, organizationID, eventID, endpoin
 		n = len(deliveries)
 		if n == 0 && endpointID != "" {
 			n = 1
-			return m.fanOutTx(ctx, tx, ev, []store.Target{{EndpointID: target.ID, URL: target.URL}})
+			if err := m.fanOutTx(ctx, tx, ev, []store.Target{{EndpointID: target.ID, URL: target.URL}}); err != nil {
+				return err
+			}
 		}
 		if n == 0 {
 			return ErrNothingToRedeliver
 		}
-		return nil
+		return database.RunBeforeCommit(ctx, tx, Redelivery{EventID: ev.ID, Type: EventType(ev.Type), FlowID: ev.FlowID,
+			EndpointID: endpointID, Deliveries: n}, before)
 	})
 	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrEndpointNotFound) && !errors.Is(err, ErrNothingToRedeliver) {
 		return 0, fmt.Errorf("webhooks: redeliver: %w", database.Classify(err))

@@ -162,6 +162,32 @@ type Service interface {
 	Event(ctx context.Context, organizationID, id string) (EventRecord, []Delivery, error)
 	// Redeliver sends an event again now, to every destination it had or
 	// to one endpoint, and returns how many deliveries are on their way.
-	// ErrNotFound, ErrEndpointNotFound, ErrNothingToRedeliver.
-	Redeliver(ctx context.Context, organizationID, eventID, endpointID string) (int, error)
+	// before runs in the redelivery's transaction with what it sent (see
+	// database.BeforeCommit). ErrNotFound, ErrEndpointNotFound,
+	// ErrNothingToRedeliver.
+	Redeliver(ctx context.Context, organizationID, eventID, endpointID string, before ...database.BeforeCommit[Redelivery]) (int, error)
+	// Recover sends every delivery to the endpoint that failed since since
+	// again, in the background, and returns the recovery, queued. requestedBy
+	// names who asked ("client:<id>", "staff:<username>"). before runs in the
+	// request's transaction with the recovery. apperr Invalid naming "since"
+	// (missing or in the future), ErrEndpointNotFound, ErrEndpointDisabled,
+	// ErrRecoveryRunning (one is queued or running for the endpoint).
+	Recover(ctx context.Context, organizationID, endpointID string, since time.Time, requestedBy string,
+		before ...database.BeforeCommit[Recovery]) (Recovery, error)
+	// Recovery returns one of an endpoint's recoveries, with its progress.
+	// ErrRecoveryNotFound, also when the endpoint is unknown.
+	Recovery(ctx context.Context, organizationID, endpointID, id string) (Recovery, error)
+	// Recoveries lists an endpoint's latest recoveries, newest first (at
+	// most RecoveriesShown). ErrEndpointNotFound.
+	Recoveries(ctx context.Context, organizationID, endpointID string) ([]Recovery, error)
+}
+
+// Redelivery is what Redeliver sent again: one event, to every
+// destination it had or to one endpoint.
+type Redelivery struct {
+	EventID    string
+	Type       EventType
+	FlowID     string
+	EndpointID string // empty: every destination
+	Deliveries int    // how many are on their way
 }
