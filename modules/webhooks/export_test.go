@@ -7,6 +7,3 @@ import "context"
 func (m *Module) RecoverBatch(ctx context.Context, organizationID, id string) (more bool, err error) {
 	return m.recoverBatch(ctx, organizationID, id)
 }
-
-// RecoveryBatch is how many deliveries a batch sends again.
-const RecoveryBatch = recoveryBatch

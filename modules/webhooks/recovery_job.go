@@ -29,15 +29,21 @@ const recoveryQueue = "webhook_recoveries"
 // holds a database connection while it writes a batch.
 const recoveryWorkers = 2
 
-// recoveryBatch is how many deliveries a recovery sends again per
+// DefaultRecoveryBatch is how many deliveries a recovery sends again per
 // transaction: large enough that a big backlog takes few round trips, small
 // enough that a batch holds its locks briefly.
-const recoveryBatch = 1000
+const DefaultRecoveryBatch = 1000
 
 // recoveryRunFor bounds one run of a recovery job. The job then snoozes,
 // to run again at once, so that no run outlives the job timeout or looks
 // stuck to River's rescuer, which would run it a second time beside itself.
 const recoveryRunFor = 5 * time.Second
+
+// recoveryAttempts is how often a recovery job runs into an error before
+// the recovery fails: with the deliveries' schedule, a database that is back
+// within about half an hour lets it go on, and a lasting fault does not hold
+// the endpoint's one recovery for a day.
+const recoveryAttempts = 4
 
 // recoveryArgs are a recovery job's arguments: the recovery's row holds
 // the rest.
@@ -76,7 +82,7 @@ func (m *Module) Recover(ctx context.Context, organizationID, endpointID string,
 			return err
 		}
 		if _, err := m.river.InsertTx(ctx, tx, recoveryArgs{OrganizationID: organizationID, RecoveryID: id},
-			&river.InsertOpts{Queue: recoveryQueue}); err != nil {
+			&river.InsertOpts{Queue: recoveryQueue, MaxAttempts: recoveryAttempts}); err != nil {
 			return fmt.Errorf("enqueue: %w", err)
 		}
 		out = fromRecoveryRow(row)
@@ -194,7 +200,7 @@ func (m *Module) recoverBatch(ctx context.Context, organizationID, id string) (m
 		case !r.EndpointEnabled:
 			return store.FinishRecovery(ctx, tx, organizationID, id, store.RecoveryFailed, "The endpoint was disabled.")
 		}
-		batch, err := store.NextFailed(ctx, tx, r, recoveryBatch)
+		batch, err := store.NextFailed(ctx, tx, r, m.recoveryBatch)
 		if err != nil {
 			return err
 		}
@@ -218,7 +224,7 @@ func (m *Module) recoverBatch(ctx context.Context, organizationID, id string) (m
 				return err
 			}
 		}
-		if len(batch) < recoveryBatch {
+		if len(batch) < m.recoveryBatch {
 			return store.FinishRecovery(ctx, tx, organizationID, id, store.RecoveryDone, "")
 		}
 		more = true

@@ -86,6 +86,9 @@ type Options struct {
 	// context ends before it cancels them (Timeout plus 5 s: a whole attempt
 	// and its bookkeeping).
 	DrainTimeout time.Duration
+	// RecoveryBatch is how many failed deliveries a recovery sends again per
+	// transaction (DefaultRecoveryBatch). Tests use small batches.
+	RecoveryBatch int
 }
 
 // DefaultFetchCooldown lets the workers fetch new deliveries every 10 ms
@@ -109,6 +112,7 @@ type Module struct {
 	timeout       time.Duration
 	schedule      []time.Duration
 	incidentAfter int
+	recoveryBatch int
 	metrics       *metrics
 	sealer        *sealer
 }
@@ -149,6 +153,9 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 	if opts.EventRetention <= 0 {
 		opts.EventRetention = DefaultEventRetention
 	}
+	if opts.RecoveryBatch <= 0 {
+		opts.RecoveryBatch = DefaultRecoveryBatch
+	}
 	// A job may run the attempt plus a little database work; a job running
 	// longer than twice that belonged to an instance that died, and River's
 	// rescuer makes it available again.
@@ -169,6 +176,7 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 		timeout:       opts.Timeout,
 		schedule:      opts.Schedule,
 		incidentAfter: opts.IncidentAfter,
+		recoveryBatch: opts.RecoveryBatch,
 		metrics:       newMetrics(opts.Registry),
 	}
 	workers := river.NewWorkers()
