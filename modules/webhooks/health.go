@@ -74,18 +74,22 @@ func (m *Module) disableEndpoint(ctx context.Context, organizationID, endpointID
 	reason := fmt.Sprintf("Deliveries failed for %s without a success; the last failure: %s.", spellDuration(failingFor), failure)
 	var out Endpoint
 	err := database.WithTx(ctx, m.pool, func(tx database.Tx) error {
+		// The deliveries first, then the endpoint: the order in which
+		// RecordAttempt locks them, so that a success recorded meanwhile
+		// waits or is waited for, never deadlocks, and when it commits
+		// first the endpoint is no longer due and all of this rolls back.
+		// The failed deliveries' jobs end at their next run without sending,
+		// as a failed delivery's do; cancelling them here would cost a
+		// statement per delivery, and a dead endpoint may have thousands.
+		if _, err := store.FailPendingDeliveries(ctx, tx, organizationID, endpointID,
+			"Not sent: flowd disabled the endpoint. "+reason); err != nil {
+			return err
+		}
 		row, err := store.DisableFailing(ctx, tx, organizationID, endpointID, m.disableAfter, reason)
 		if err != nil {
 			return err
 		}
 		out = fromEndpointRow(row)
-		// Their jobs end at their next run without sending, as a failed
-		// delivery's do; cancelling them here would cost a statement per
-		// delivery, and a dead endpoint may have thousands pending.
-		if _, err := store.FailPendingDeliveries(ctx, tx, organizationID, endpointID,
-			"Not sent: flowd disabled the endpoint. "+reason); err != nil {
-			return err
-		}
 		return m.publishDisabledTx(ctx, tx, out)
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {

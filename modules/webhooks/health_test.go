@@ -298,15 +298,22 @@ func TestTwoInstancesDisableOnce(t *testing.T) {
 	logs := []*countingHandler{{counts: map[string]int{}}, {counts: map[string]int{}}}
 	var instances []*bundle
 	for _, h := range logs {
+		// Few workers each, and a slow receiver: neither instance can take
+		// every delivery, so both make failed attempts.
 		b := newBundle(t, pool, func(o *webhooks.Options) {
 			o.DisableAfter = time.Second
 			o.Schedule = slices.Repeat([]time.Duration{100 * time.Millisecond}, 40)
+			o.Workers = 4
 			o.Log = slog.New(h)
 		})
 		instances = append(instances, b)
 	}
 	b := instances[0]
-	dead, _ := failingReceiver(t, b.secret)
+	dead := newReceiver(t, b.secret)
+	dead.respond = func(delivery, int) int {
+		time.Sleep(50 * time.Millisecond)
+		return http.StatusInternalServerError
+	}
 	watcher := newReceiver(t, b.secret)
 	ep := b.createEndpoint(t, dead, true)
 	b.createEndpoint(t, watcher, true, webhooks.EndpointDisabled)
