@@ -14,12 +14,13 @@ import (
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
-// eventJSON is an event as the events API shows it.
+// eventJSON is an event as the events API shows it. An event of no flow
+// (endpoint.disabled) has a null flowId and sequence.
 type eventJSON struct {
 	ID        string          `json:"id"`
 	Type      string          `json:"type"`
-	FlowID    string          `json:"flowId"`
-	Sequence  int             `json:"sequence"`
+	FlowID    *string         `json:"flowId"`
+	Sequence  *int            `json:"sequence"`
 	CreatedAt apiInstant      `json:"createdAt"`
 	Data      json.RawMessage `json:"data"`
 }
@@ -56,8 +57,11 @@ var eventQueryParams = map[string]bool{"limit": true, "type": true, "flowId": tr
 	"createdBefore": true, "starting_after": true, "ending_before": true}
 
 func toEventJSON(e webhooks.EventRecord) eventJSON {
-	return eventJSON{ID: e.ID, Type: string(e.Type), FlowID: e.FlowID, Sequence: e.Sequence,
-		CreatedAt: apiInstant(e.CreatedAt), Data: e.Data}
+	out := eventJSON{ID: e.ID, Type: string(e.Type), FlowID: nonEmpty(e.FlowID), CreatedAt: apiInstant(e.CreatedAt), Data: e.Data}
+	if e.Sequence > 0 {
+		out.Sequence = &e.Sequence
+	}
+	return out
 }
 
 // handleEventList handles "GET /api/events": the organization's events,

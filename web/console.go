@@ -54,6 +54,7 @@ func (s *Server) frame(c echo.Context, section, title string) layouts.Console {
 			f.OrgName = org.Name
 		}
 	}
+	f.Banner = s.endpointBanner(c, m.OrganizationID)
 	return f
 }
 

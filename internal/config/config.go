@@ -89,6 +89,9 @@ type Config struct {
 	// (FLOWD_WEBHOOK_RETRY_SCHEDULE); empty means the webhooks module's
 	// default of at least 24 hours. Tests shorten it.
 	WebhookRetrySchedule []time.Duration
+	// WebhookDisableAfter is how long an endpoint's deliveries may fail
+	// without a success before flowd disables it.
+	WebhookDisableAfter time.Duration
 }
 
 // Getenv looks up one environment variable, as os.Getenv does.
@@ -143,6 +146,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		WebhookAllowPrivate:  r.boolean("FLOWD_WEBHOOK_ALLOW_PRIVATE", false),
 		WebhookTimeout:       r.duration("FLOWD_WEBHOOK_TIMEOUT", 10*time.Second),
 		WebhookRetrySchedule: r.durations("FLOWD_WEBHOOK_RETRY_SCHEDULE"),
+		WebhookDisableAfter:  r.duration("FLOWD_WEBHOOK_DISABLE_AFTER", 5*24*time.Hour),
 	}
 	if need.Database && c.DatabaseURL == "" {
 		r.fail("DATABASE_URL", "is required (a PostgreSQL URL such as postgres://user@host:5432/flowd)")

@@ -124,15 +124,16 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	}
 	dbctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	after, err := store.RecordAttempt(dbctx, m.pool, store.Attempt{
+	rec, err := store.RecordAttempt(dbctx, m.pool, store.Attempt{
 		EventID: ev.ID, At: start, StatusCode: status, Error: failure, Latency: latency,
 	}, state, message)
 	if err != nil {
 		return fmt.Errorf("record attempt: %w", err)
 	}
+	m.disableFailing(dbctx, ev.OrganizationID, rec, failure)
 	log := m.log.With("event_id", ev.ID, "event_type", ev.Type, "flow_id", ev.FlowID, "host", host,
 		"attempt", job.Attempt, "status", status, "latency_ms", latency.Milliseconds())
-	if after == store.Cancelled {
+	if rec.State == store.Cancelled {
 		log.Info("webhook event cancelled during delivery")
 		return river.JobCancel(errors.New("event cancelled: its flow was deleted"))
 	}

@@ -82,6 +82,10 @@ type Options struct {
 	// EventRetention is how long events are kept for the events API
 	// (FLOWD_EVENT_RETENTION, DefaultEventRetention).
 	EventRetention time.Duration
+	// DisableAfter is how long an endpoint's deliveries may fail without a
+	// success before flowd disables it (FLOWD_WEBHOOK_DISABLE_AFTER,
+	// DefaultDisableAfter).
+	DisableAfter time.Duration
 	// DrainTimeout is how long Run lets in-flight deliveries finish once its
 	// context ends before it cancels them (Timeout plus 5 s: a whole attempt
 	// and its bookkeeping).
@@ -113,6 +117,7 @@ type Module struct {
 	schedule      []time.Duration
 	incidentAfter int
 	recoveryBatch int
+	disableAfter  time.Duration
 	metrics       *metrics
 	sealer        *sealer
 }
@@ -156,6 +161,9 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 	if opts.RecoveryBatch <= 0 {
 		opts.RecoveryBatch = DefaultRecoveryBatch
 	}
+	if opts.DisableAfter <= 0 {
+		opts.DisableAfter = DefaultDisableAfter
+	}
 	// A job may run the attempt plus a little database work; a job running
 	// longer than twice that belonged to an instance that died, and River's
 	// rescuer makes it available again.
@@ -177,6 +185,7 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 		schedule:      opts.Schedule,
 		incidentAfter: opts.IncidentAfter,
 		recoveryBatch: opts.RecoveryBatch,
+		disableAfter:  opts.DisableAfter,
 		metrics:       newMetrics(opts.Registry),
 	}
 	workers := river.NewWorkers()
@@ -272,7 +281,7 @@ func (m *Module) PublishTx(ctx context.Context, tx database.Tx, ev Event) error 
 	}
 	b, err := json.Marshal(body{
 		Type:      ev.Type,
-		Timestamp: ev.OccurredAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+		Timestamp: apiTime(ev.OccurredAt),
 		Data: bodyData{
 			FlowID: ev.FlowID, ReferenceID: ev.ReferenceID, OrganizationID: ev.OrganizationID,
 			Status: ev.Status, FlowStatus: ev.FlowStatus, Version: ev.Version, Sequence: ev.Sequence,
