@@ -50,6 +50,7 @@ func TestLoadNamesTheBadSetting(t *testing.T) {
 		{"bad session lifetime", "FLOWD_CONSOLE_SESSION_IDLE", "-5m"},
 		{"bad retry schedule", "FLOWD_WEBHOOK_RETRY_SCHEDULE", "5s,soon"},
 		{"zero retry wait", "FLOWD_WEBHOOK_RETRY_SCHEDULE", "0s"},
+		{"zero host concurrency", "FLOWD_WEBHOOK_HOST_CONCURRENCY", "0"},
 		{"negative shutdown delay", "FLOWD_SHUTDOWN_DELAY", "-1s"},
 		{"bad shutdown delay", "FLOWD_SHUTDOWN_DELAY", "later"},
 		{"zero shutdown timeout", "FLOWD_SHUTDOWN_TIMEOUT", "0s"},

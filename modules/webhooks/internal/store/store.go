@@ -244,6 +244,13 @@ func ResetLatestForTask(ctx context.Context, db DB, organizationID, taskID strin
 	return e, err
 }
 
+// SetJobPriority sets a River job's priority. River keeps a job's priority
+// for its retries and snoozes and has no call to change it.
+func SetJobPriority(ctx context.Context, db DB, jobID int64, priority int) error {
+	_, err := db.Exec(ctx, `update river_job set priority = $2 where id = $1`, jobID, priority)
+	return err
+}
+
 // SetJob points an event at a new delivery job.
 func SetJob(ctx context.Context, db DB, eventID string, jobID int64) error {
 	_, err := db.Exec(ctx, `update webhook_events set job_id = $2 where id = $1`, eventID, jobID)
