@@ -90,7 +90,6 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 		return err
 	}
 	host := hostOf(ev.URL)
-	start := time.Now()
 	var (
 		status  int
 		failure string
@@ -98,12 +97,15 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	)
 	// A delivery its host cannot take now waits, but no longer than its
 	// retries would have lasted.
-	ok, wait := m.gate.enter(host)
+	t, ok, wait := m.gate.enter(ctx, host)
+	start := time.Now()
 	tooOld := !ok && time.Since(job.CreatedAt) > m.holdLimit
 	switch {
 	case ok:
 		status, failure, abort = m.send(ctx, ev, secrets)
-		m.gate.leave(host, m.verdictOf(ctx, status, time.Since(start)))
+		m.gate.leave(t, m.verdictOf(ctx, status, time.Since(start)))
+	case ctx.Err() != nil:
+		return ctx.Err()
 	case !tooOld:
 		return w.hold(ctx, job, wait)
 	default:

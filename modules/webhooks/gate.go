@@ -1,16 +1,18 @@
 package webhooks
 
 import (
+	"context"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 )
 
 // DefaultHostConcurrency is how many deliveries one instance sends to one
-// host at once: enough for a receiver that answers in 100 ms to take 100
+// host at once: enough for a receiver that answers in 100 ms to take 200
 // deliveries a second from each instance, few enough that a receiver that
-// hangs holds a tenth of the workers.
-const DefaultHostConcurrency = 10
+// hangs holds a fifth of the workers until its circuit opens.
+const DefaultHostConcurrency = 20
 
 // DefaultHoldBackoff is the first wait of a delivery held back by its host.
 const DefaultHoldBackoff = time.Second
@@ -20,21 +22,28 @@ const DefaultHoldBackoff = time.Second
 // deliveries within ten.
 const holdCeiling = 300
 
-// gate keeps a slow host from taking an instance's delivery workers: at most
-// limit deliveries to one host are in flight at once, and the others are held
-// back (their jobs snoozed). A host that does not answer within the timeout
-// opens its circuit: nothing more goes to it until its backoff has passed,
-// then one delivery at a time probes it, and the first answer closes the
-// circuit. The backoff doubles, at most once per backoff, while the host
-// stays saturated or keeps timing out, and falls back to its first wait once
-// a whole backoff passes without either; held deliveries wake spread over a
-// backoff, so that a held backlog costs about its size over the backoff in
-// fetches a second, not a herd at each turn.
+// gate keeps a slow host from taking an instance's delivery workers. At most
+// limit deliveries to one host are in flight at once. A delivery beyond them
+// waits a moment for one to finish while they are young (a busy host that
+// answers quickly), and is otherwise held back: its job is snoozed for the
+// host's backoff. A host that does not answer within the timeout opens its
+// circuit: nothing more goes to it until its backoff has passed, then one
+// delivery at a time probes it, and the first answer closes the circuit.
+//
+// The backoff doubles, at most once per backoff, while the host stays
+// saturated with deliveries older than its first wait or keeps timing out,
+// and falls back to its first wait after a quiet backoff. Held deliveries
+// wake spread over a backoff, so that a held backlog costs about its size
+// over the backoff in fetches a second, not a herd at each turn.
 type gate struct {
-	limit   int
-	base    time.Duration
-	ceiling time.Duration
-	now     func() time.Time
+	limit int
+	base  time.Duration // the first backoff
+	// queue is how long a delivery waits for a slot among young deliveries
+	// before it is held; slow is the age from which a delivery in flight
+	// counts as slow.
+	queue, slow time.Duration
+	ceiling     time.Duration
+	now         func() time.Time
 
 	mu    sync.Mutex
 	hosts map[string]*hostState
@@ -43,15 +52,22 @@ type gate struct {
 // hostState is what the gate knows of one host; hosts with nothing in flight
 // and nothing against them are forgotten.
 type hostState struct {
-	inFlight int
+	started []time.Time // of the deliveries in flight, oldest first
+	left    chan struct{}
 	// strikes counts the backoffs in a row in which the host was saturated
-	// or timed out; the backoff is base << (strikes-1).
+	// with slow deliveries or timed out; the backoff is base << (strikes-1).
 	strikes    int
 	nextStrike time.Time // a strike before this does not count again
 	lastBad    time.Time // the last saturation or timeout
 	// openUntil is when the open circuit lets a probe through; zero while closed.
 	openUntil time.Time
 	probing   bool
+}
+
+// ticket is a delivery let through; it leaves with it.
+type ticket struct {
+	host    string
+	started time.Time
 }
 
 // verdict is what a delivery learned of its host.
@@ -64,41 +80,77 @@ const (
 )
 
 func newGate(limit int, base time.Duration) *gate {
-	return &gate{limit: limit, base: base, ceiling: holdCeiling * base, now: time.Now, hosts: map[string]*hostState{}}
+	return &gate{limit: limit, base: base, queue: base / 10, slow: base, ceiling: holdCeiling * base,
+		now: time.Now, hosts: map[string]*hostState{}}
 }
 
 // enter lets a delivery to host go, or says how long to hold it back. A
-// delivery that entered must leave.
-func (g *gate) enter(host string) (bool, time.Duration) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	now := g.now()
-	s := g.hosts[host]
-	if s == nil {
-		s = &hostState{}
-		g.hosts[host] = s
-	}
-	open := !s.openUntil.IsZero()
-	if open && (now.Before(s.openUntil) || s.probing) || s.inFlight >= g.limit {
-		g.strike(s, now)
-		wait := g.backoff(s)
-		if open && now.Before(s.openUntil) {
-			wait += s.openUntil.Sub(now)
+// delivery that entered must leave. When ctx ends while it waits, it is
+// neither let through nor held.
+func (g *gate) enter(ctx context.Context, host string) (t ticket, ok bool, hold time.Duration) {
+	var expired <-chan time.Time
+	waited := false
+	for {
+		g.mu.Lock()
+		now := g.now()
+		s := g.hosts[host]
+		if s == nil {
+			s = &hostState{}
+			g.hosts[host] = s
 		}
-		return false, wait + rand.N(g.backoff(s))
+		open := !s.openUntil.IsZero()
+		switch {
+		case open && (now.Before(s.openUntil) || s.probing):
+			g.strike(s, now)
+			hold = g.backoff(s) + max(0, s.openUntil.Sub(now))
+		case len(s.started) < g.limit:
+			s.probing = open
+			s.started = append(s.started, now)
+			g.mu.Unlock()
+			return ticket{host: host, started: now}, true, 0
+		case now.Sub(s.started[0]) >= g.slow:
+			g.strike(s, now)
+			hold = g.backoff(s)
+		case waited || g.queue == 0:
+			hold = g.backoff(s)
+		}
+		if hold > 0 {
+			hold += rand.N(g.backoff(s))
+			g.mu.Unlock()
+			return ticket{}, false, hold
+		}
+		// Young deliveries fill the host: wait a moment for one to leave.
+		if expired == nil {
+			expired = time.After(g.queue)
+		}
+		if s.left == nil {
+			s.left = make(chan struct{})
+		}
+		left := s.left
+		g.mu.Unlock()
+		select {
+		case <-left:
+		case <-expired:
+			waited = true
+		case <-ctx.Done():
+			return ticket{}, false, 0
+		}
 	}
-	s.probing = open
-	s.inFlight++
-	return true, 0
 }
 
 // leave ends a delivery that entered, with what it learned of its host.
-func (g *gate) leave(host string, v verdict) {
+func (g *gate) leave(t ticket, v verdict) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
-	s := g.hosts[host]
-	s.inFlight--
+	s := g.hosts[t.host]
+	if i := slices.Index(s.started, t.started); i >= 0 {
+		s.started = slices.Delete(s.started, i, i+1)
+	}
+	if s.left != nil {
+		close(s.left)
+		s.left = nil
+	}
 	switch v {
 	case answered:
 		s.openUntil, s.probing = time.Time{}, false
@@ -108,14 +160,14 @@ func (g *gate) leave(host string, v verdict) {
 	case interrupted:
 		s.probing = false
 	}
-	if s.inFlight == 0 && s.openUntil.IsZero() && now.Sub(s.lastBad) > g.backoff(s) {
-		delete(g.hosts, host)
+	if len(s.started) == 0 && s.openUntil.IsZero() && now.Sub(s.lastBad) > g.backoff(s) {
+		delete(g.hosts, t.host)
 	}
 }
 
-// strike notes that the host is saturated or timed out: the backoff doubles
-// once per backoff while this goes on, and starts again after a quiet one
-// with the circuit closed (a probe's wait for its timeout is not quiet).
+// strike notes that the host is slow or timed out: the backoff doubles once
+// per backoff while this goes on, and starts again after a quiet one with
+// the circuit closed (a probe's wait for its timeout is not quiet).
 func (g *gate) strike(s *hostState, now time.Time) {
 	if s.strikes > 0 && s.openUntil.IsZero() && now.Sub(s.lastBad) > g.backoff(s) {
 		s.strikes = 0

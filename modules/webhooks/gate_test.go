@@ -1,14 +1,16 @@
 package webhooks
 
 import (
+	"context"
 	"testing"
 	"time"
 )
 
 // TestGate walks the gate through saturation, timeouts and recovery on a
-// clock of its own: limit 2 per host, a first backoff of 1 s. Each step
-// enters (and says whether it should pass, or how long the hold may be) or
-// leaves with a verdict.
+// clock of its own: limit 2 per host, a first backoff of 1 s, no waiting for
+// a slot (TestGateWaitsForYoungDeliveries). Each step enters (and says
+// whether it should pass, or how long the hold may be) or lets the host's
+// oldest delivery leave with a verdict.
 func TestGate(t *testing.T) {
 	t.Parallel()
 	const s = time.Second
@@ -20,7 +22,7 @@ func TestGate(t *testing.T) {
 		// A held delivery waits at least min and less than max.
 		min, max time.Duration
 	}
-	enter := func(host string, pass bool) step { return step{host: host, pass: pass} }
+	enter := func(after time.Duration, host string) step { return step{after: after, host: host, pass: true} }
 	held := func(after time.Duration, host string, min, max time.Duration) step {
 		return step{after: after, host: host, min: min, max: max}
 	}
@@ -30,42 +32,42 @@ func TestGate(t *testing.T) {
 		steps []step
 	}{
 		{"a host takes its limit, then holds the rest; another host is not affected", []step{
-			enter("a", true), enter("a", true), held(0, "a", s, 2*s), held(0, "a", s, 2*s),
-			enter("b", true), enter("b", true),
-			leave(0, "a", answered), enter("a", true),
+			enter(0, "a"), enter(0, "a"), held(0, "a", s, 2*s), held(0, "a", s, 2*s),
+			enter(0, "b"), enter(0, "b"),
+			leave(0, "a", answered), enter(0, "a"),
 		}},
-		{"the backoff doubles once per backoff while the host stays saturated", []step{
-			enter("a", true), enter("a", true),
+		{"held behind young deliveries, a delivery waits the first backoff; behind slow ones, the backoff doubles once per backoff", []step{
+			enter(0, "a"), enter(0, "a"),
 			held(0, "a", s, 2*s), held(500*time.Millisecond, "a", s, 2*s),
-			held(500*time.Millisecond, "a", 2*s, 4*s), held(s, "a", 2*s, 4*s),
+			held(500*time.Millisecond, "a", s, 2*s), held(s, "a", 2*s, 4*s), held(s, "a", 2*s, 4*s),
 			held(s, "a", 4*s, 8*s),
 		}},
 		{"a quiet backoff starts it again", []step{
-			enter("a", true), enter("a", true),
-			held(0, "a", s, 2*s), held(s, "a", 2*s, 4*s), held(2*s, "a", 4*s, 8*s),
+			enter(0, "a"), enter(0, "a"),
+			held(s, "a", s, 2*s), held(s, "a", 2*s, 4*s), held(2*s, "a", 4*s, 8*s),
 			held(5*s, "a", s, 2*s),
 		}},
 		{"a timeout opens the circuit; after the backoff one probe goes, and its answer closes it", []step{
-			enter("a", true), leave(10*s, "a", timedOut),
+			enter(0, "a"), leave(10*s, "a", timedOut),
 			held(0, "a", 2*s, 3*s), held(500*time.Millisecond, "a", 1500*time.Millisecond, 2500*time.Millisecond),
-			enter("b", true),
-			step{after: 600 * time.Millisecond, host: "a", pass: true}, held(0, "a", 2*s, 4*s),
-			leave(100*time.Millisecond, "a", answered), enter("a", true), enter("a", true),
+			enter(0, "b"),
+			enter(600*time.Millisecond, "a"), held(0, "a", 2*s, 4*s),
+			leave(100*time.Millisecond, "a", answered), enter(0, "a"), enter(0, "a"),
 		}},
 		{"a probe that times out opens it for longer", []step{
-			enter("a", true), leave(10*s, "a", timedOut),
-			step{after: 1100 * time.Millisecond, host: "a", pass: true}, leave(10*s, "a", timedOut),
+			enter(0, "a"), leave(10*s, "a", timedOut),
+			enter(1100*time.Millisecond, "a"), leave(10*s, "a", timedOut),
 			held(0, "a", 4*s, 6*s),
 		}},
 		{"a probe interrupted by flowd lets the next one go", []step{
-			enter("a", true), leave(10*s, "a", timedOut),
-			step{after: 1100 * time.Millisecond, host: "a", pass: true}, leave(0, "a", interrupted),
-			enter("a", true),
+			enter(0, "a"), leave(10*s, "a", timedOut),
+			enter(1100*time.Millisecond, "a"), leave(0, "a", interrupted),
+			enter(0, "a"),
 		}},
 		{"a failure quicker than the timeout closes the circuit", []step{
-			enter("a", true), leave(10*s, "a", timedOut),
-			step{after: 1100 * time.Millisecond, host: "a", pass: true}, leave(10*time.Millisecond, "a", answered),
-			enter("a", true), enter("a", true),
+			enter(0, "a"), leave(10*s, "a", timedOut),
+			enter(1100*time.Millisecond, "a"), leave(10*time.Millisecond, "a", answered),
+			enter(0, "a"), enter(0, "a"),
 		}},
 	}
 	for _, tt := range tests {
@@ -73,23 +75,70 @@ func TestGate(t *testing.T) {
 			t.Parallel()
 			now := time.Unix(1_000_000, 0)
 			g := newGate(2, time.Second)
-			g.now = func() time.Time { return now }
+			g.now, g.queue = func() time.Time { return now }, 0
+			inFlight := map[string][]ticket{}
 			for i, st := range tt.steps {
 				now = now.Add(st.after)
 				if st.leave != nil {
-					g.leave(st.host, *st.leave)
+					g.leave(inFlight[st.host][0], *st.leave)
+					inFlight[st.host] = inFlight[st.host][1:]
 					continue
 				}
-				pass, wait := g.enter(st.host)
+				tk, pass, wait := g.enter(context.Background(), st.host)
 				switch {
 				case pass != st.pass:
 					t.Fatalf("step %d: enter %s passed %v, want %v", i, st.host, pass, st.pass)
-				case !pass && (wait < st.min || wait >= st.max):
+				case pass:
+					inFlight[st.host] = append(inFlight[st.host], tk)
+				case wait < st.min || wait >= st.max:
 					t.Fatalf("step %d: %s held for %v, want [%v, %v)", i, st.host, wait, st.min, st.max)
 				}
 			}
 		})
 	}
+}
+
+// TestGateWaitsForYoungDeliveries: a delivery to a host full of young
+// deliveries (one that answers quickly but is busy) waits for one to leave
+// rather than being held at once; held only when none leaves in time, and
+// neither let through nor held when its context ends.
+func TestGateWaitsForYoungDeliveries(t *testing.T) {
+	t.Parallel()
+	g := newGate(1, time.Second)
+	g.queue = time.Hour // only a leave or the context ends the wait
+	first, ok, _ := g.enter(context.Background(), "a")
+	if !ok {
+		t.Fatal("the first delivery was held")
+	}
+	type entered struct {
+		t  ticket
+		ok bool
+	}
+	second := make(chan entered)
+	go func() {
+		tk, ok, _ := g.enter(context.Background(), "a")
+		second <- entered{tk, ok}
+	}()
+	for waiting := false; !waiting; time.Sleep(time.Millisecond) {
+		g.mu.Lock()
+		waiting = g.hosts["a"].left != nil
+		g.mu.Unlock()
+	}
+	g.leave(first, answered)
+	got := <-second
+	if !got.ok {
+		t.Fatal("the waiting delivery was held when the first left")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, ok, hold := g.enter(ctx, "a"); ok || hold != 0 {
+		t.Fatalf("with its context ended a delivery passed %v, held %v", ok, hold)
+	}
+	g.queue = time.Millisecond
+	if _, ok, hold := g.enter(context.Background(), "a"); ok || hold < time.Second || hold >= 2*time.Second {
+		t.Fatalf("after waiting in vain a delivery passed %v, held %v; want held for [1s, 2s)", ok, hold)
+	}
+	g.leave(got.t, answered)
 }
 
 // TestGateBackoffStopsAtItsCeiling: however long a host stays saturated, a
@@ -98,13 +147,13 @@ func TestGateBackoffStopsAtItsCeiling(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1_000_000, 0)
 	g := newGate(1, time.Second)
-	g.now = func() time.Time { return now }
-	if pass, _ := g.enter("a"); !pass {
+	g.now, g.queue = func() time.Time { return now }, 0
+	if _, pass, _ := g.enter(context.Background(), "a"); !pass {
 		t.Fatal("the first delivery was held")
 	}
 	var wait time.Duration
 	for range 100 {
-		_, wait = g.enter("a")
+		_, _, wait = g.enter(context.Background(), "a")
 		now = now.Add(wait / 2)
 	}
 	if ceiling := holdCeiling * time.Second; wait < ceiling || wait >= 2*ceiling {
@@ -118,10 +167,11 @@ func TestGateForgetsHealthyHosts(t *testing.T) {
 	t.Parallel()
 	g := newGate(2, time.Second)
 	for _, h := range []string{"a", "b", "c"} {
-		if pass, _ := g.enter(h); !pass {
+		tk, pass, _ := g.enter(context.Background(), h)
+		if !pass {
 			t.Fatalf("%s was held", h)
 		}
-		g.leave(h, answered)
+		g.leave(tk, answered)
 	}
 	if len(g.hosts) != 0 {
 		t.Fatalf("the gate remembers %d hosts", len(g.hosts))
