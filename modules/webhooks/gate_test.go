@@ -26,7 +26,9 @@ func TestGate(t *testing.T) {
 	held := func(after time.Duration, host string, min, max time.Duration) step {
 		return step{after: after, host: host, min: min, max: max}
 	}
-	leave := func(after time.Duration, host string, v verdict) step { return step{after: after, host: host, leave: &v} }
+	leave := func(after time.Duration, host string, v verdict) step {
+		return step{after: after, host: host, leave: &v}
+	}
 	tests := []struct {
 		name  string
 		steps []step

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flowd/flowd/modules/webhooks"
@@ -231,4 +233,30 @@ func TestADeliveryHeldLongerThanItsRetriesFails(t *testing.T) {
 	hanging.Release()
 	first := eventID(t, b.pool, "flow-a", webhooks.FlowCreated)
 	eventually(t, "the first delivery", func() bool { return eventState(t, b.pool, first) == "delivered" })
+}
+
+// TestNoIndexStopsHOTUpdatesOfDeliveries: an attempt updates its delivery's
+// state, last error and finish time (a redelivery its job too); an index on
+// any of them would make each such update write every index of the table
+// rather than update the row in place.
+func TestNoIndexStopsHOTUpdatesOfDeliveries(t *testing.T) {
+	t.Parallel()
+	rows, err := newPool(t).Query(context.Background(),
+		`select pg_get_indexdef(indexrelid) from pg_index where indrelid = 'webhook_events'::regclass`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	updated := regexp.MustCompile(`\b(state|last_error|finished_at|job_id)\b`)
+	for _, d := range defs {
+		if updated.MatchString(d) {
+			t.Errorf("an index on a column a delivery's attempt updates: %s", d)
+		}
+	}
+	if len(defs) == 0 {
+		t.Fatal("webhook_events has no indexes")
+	}
 }

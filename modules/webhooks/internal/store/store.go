@@ -342,12 +342,14 @@ func RotateSecret(ctx context.Context, db DB, organizationID, secret string, ove
 }
 
 // DeleteFinished deletes up to limit events finished before before, with
-// their attempts, and returns how many it deleted.
+// their attempts, and returns how many it deleted. A delivery finishes after
+// it is created: the creation time's BRIN index narrows the search, and no
+// index on the finish time keeps the updates of deliveries HOT.
 func DeleteFinished(ctx context.Context, db DB, before time.Time, limit int) (int64, error) {
 	tag, err := db.Exec(ctx, `
 		delete from webhook_events where id in (
 			select id from webhook_events
-			where state <> 'pending' and finished_at < $1
+			where created_at < $1 and state <> 'pending' and finished_at < $1
 			limit $2)`, before, limit)
 	return tag.RowsAffected(), err
 }
