@@ -97,17 +97,17 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	)
 	// A delivery its host cannot take now waits, but no longer than its
 	// retries would have lasted.
-	t, ok, wait := m.gate.enter(ctx, host)
+	a := m.gate.enter(ctx, host)
 	start := time.Now()
-	tooOld := !ok && time.Since(job.CreatedAt) > m.holdLimit
+	tooOld := !a.ok && time.Since(job.CreatedAt) > m.holdLimit
 	switch {
-	case ok:
+	case a.ok:
 		status, failure, abort = m.send(ctx, ev, secrets)
-		m.gate.leave(t, m.verdictOf(ctx, status, time.Since(start)))
+		m.gate.leave(a.ticket, m.verdictOf(ctx, status, time.Since(start)))
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case !tooOld:
-		return w.hold(ctx, job, wait)
+		return w.hold(ctx, job, a)
 	default:
 		failure = fmt.Sprintf("not sent: the host was busy or did not answer within %s for as long as the retries last", m.timeout)
 	}
@@ -174,12 +174,15 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	return w.report(dbctx, ev, gone, message)
 }
 
-// hold snoozes a delivery that its host cannot take now, for wait: River
-// does not count a snooze as an attempt.
-func (w *deliveryWorker) hold(ctx context.Context, job *river.Job[deliveryArgs], wait time.Duration) error {
+// hold snoozes a delivery that its host cannot take now: River does not
+// count a snooze as an attempt. One held by a slow host goes behind fresh
+// deliveries, as such holds pile up; one held by a busy host keeps its place.
+func (w *deliveryWorker) hold(ctx context.Context, job *river.Job[deliveryArgs], a admission) error {
 	w.m.metrics.held.Inc()
-	w.demote(ctx, job)
-	return river.JobSnooze(wait)
+	if a.slow {
+		w.demote(ctx, job)
+	}
+	return river.JobSnooze(a.hold)
 }
 
 // demote moves a job behind first attempts: River fetches a retry or a held

@@ -70,6 +70,16 @@ type ticket struct {
 	started time.Time
 }
 
+// admission is the gate's answer to a delivery.
+type admission struct {
+	ok     bool
+	ticket ticket        // when ok: to leave with
+	hold   time.Duration // when not: how long to hold it back; 0 when its context ended
+	// slow says it is held because its host is slow or its circuit open,
+	// not only busy: such holds can pile up.
+	slow bool
+}
+
 // verdict is what a delivery learned of its host.
 type verdict int
 
@@ -87,7 +97,7 @@ func newGate(limit int, base time.Duration) *gate {
 // enter lets a delivery to host go, or says how long to hold it back. A
 // delivery that entered must leave. When ctx ends while it waits, it is
 // neither let through nor held.
-func (g *gate) enter(ctx context.Context, host string) (t ticket, ok bool, hold time.Duration) {
+func (g *gate) enter(ctx context.Context, host string) admission {
 	var expired <-chan time.Time
 	waited := false
 	for {
@@ -99,25 +109,26 @@ func (g *gate) enter(ctx context.Context, host string) (t ticket, ok bool, hold 
 			g.hosts[host] = s
 		}
 		open := !s.openUntil.IsZero()
+		var a admission
 		switch {
 		case open && (now.Before(s.openUntil) || s.probing):
 			g.strike(s, now)
-			hold = g.backoff(s) + max(0, s.openUntil.Sub(now))
+			a = admission{hold: g.backoff(s) + max(0, s.openUntil.Sub(now)), slow: true}
 		case len(s.started) < g.limit:
 			s.probing = open
 			s.started = append(s.started, now)
 			g.mu.Unlock()
-			return ticket{host: host, started: now}, true, 0
+			return admission{ok: true, ticket: ticket{host: host, started: now}}
 		case now.Sub(s.started[0]) >= g.slow:
 			g.strike(s, now)
-			hold = g.backoff(s)
+			a = admission{hold: g.backoff(s), slow: true}
 		case waited || g.queue == 0:
-			hold = g.backoff(s)
+			a = admission{hold: g.backoff(s)}
 		}
-		if hold > 0 {
-			hold += rand.N(g.backoff(s))
+		if a.hold > 0 {
+			a.hold += rand.N(g.backoff(s))
 			g.mu.Unlock()
-			return ticket{}, false, hold
+			return a
 		}
 		// Young deliveries fill the host: wait a moment for one to leave.
 		if expired == nil {
@@ -133,7 +144,7 @@ func (g *gate) enter(ctx context.Context, host string) (t ticket, ok bool, hold 
 		case <-expired:
 			waited = true
 		case <-ctx.Done():
-			return ticket{}, false, 0
+			return admission{}
 		}
 	}
 }

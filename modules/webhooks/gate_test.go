@@ -19,12 +19,17 @@ func TestGate(t *testing.T) {
 		host  string
 		leave *verdict // nil: enter
 		pass  bool
-		// A held delivery waits at least min and less than max.
+		// A held delivery waits at least min and less than max, held for a
+		// slow host or only a busy one.
 		min, max time.Duration
+		slow     bool
 	}
 	enter := func(after time.Duration, host string) step { return step{after: after, host: host, pass: true} }
-	held := func(after time.Duration, host string, min, max time.Duration) step {
+	busy := func(after time.Duration, host string, min, max time.Duration) step {
 		return step{after: after, host: host, min: min, max: max}
+	}
+	slow := func(after time.Duration, host string, min, max time.Duration) step {
+		return step{after: after, host: host, min: min, max: max, slow: true}
 	}
 	leave := func(after time.Duration, host string, v verdict) step {
 		return step{after: after, host: host, leave: &v}
@@ -34,32 +39,32 @@ func TestGate(t *testing.T) {
 		steps []step
 	}{
 		{"a host takes its limit, then holds the rest; another host is not affected", []step{
-			enter(0, "a"), enter(0, "a"), held(0, "a", s, 2*s), held(0, "a", s, 2*s),
+			enter(0, "a"), enter(0, "a"), busy(0, "a", s, 2*s), busy(0, "a", s, 2*s),
 			enter(0, "b"), enter(0, "b"),
 			leave(0, "a", answered), enter(0, "a"),
 		}},
 		{"held behind young deliveries, a delivery waits the first backoff; behind slow ones, the backoff doubles once per backoff", []step{
 			enter(0, "a"), enter(0, "a"),
-			held(0, "a", s, 2*s), held(500*time.Millisecond, "a", s, 2*s),
-			held(500*time.Millisecond, "a", s, 2*s), held(s, "a", 2*s, 4*s), held(s, "a", 2*s, 4*s),
-			held(s, "a", 4*s, 8*s),
+			busy(0, "a", s, 2*s), busy(500*time.Millisecond, "a", s, 2*s),
+			slow(500*time.Millisecond, "a", s, 2*s), slow(s, "a", 2*s, 4*s), slow(s, "a", 2*s, 4*s),
+			slow(s, "a", 4*s, 8*s),
 		}},
 		{"a quiet backoff starts it again", []step{
 			enter(0, "a"), enter(0, "a"),
-			held(s, "a", s, 2*s), held(s, "a", 2*s, 4*s), held(2*s, "a", 4*s, 8*s),
-			held(5*s, "a", s, 2*s),
+			slow(s, "a", s, 2*s), slow(s, "a", 2*s, 4*s), slow(2*s, "a", 4*s, 8*s),
+			slow(5*s, "a", s, 2*s),
 		}},
 		{"a timeout opens the circuit; after the backoff one probe goes, and its answer closes it", []step{
 			enter(0, "a"), leave(10*s, "a", timedOut),
-			held(0, "a", 2*s, 3*s), held(500*time.Millisecond, "a", 1500*time.Millisecond, 2500*time.Millisecond),
+			slow(0, "a", 2*s, 3*s), slow(500*time.Millisecond, "a", 1500*time.Millisecond, 2500*time.Millisecond),
 			enter(0, "b"),
-			enter(600*time.Millisecond, "a"), held(0, "a", 2*s, 4*s),
+			enter(600*time.Millisecond, "a"), slow(0, "a", 2*s, 4*s),
 			leave(100*time.Millisecond, "a", answered), enter(0, "a"), enter(0, "a"),
 		}},
 		{"a probe that times out opens it for longer", []step{
 			enter(0, "a"), leave(10*s, "a", timedOut),
 			enter(1100*time.Millisecond, "a"), leave(10*s, "a", timedOut),
-			held(0, "a", 4*s, 6*s),
+			slow(0, "a", 4*s, 6*s),
 		}},
 		{"a probe interrupted by flowd lets the next one go", []step{
 			enter(0, "a"), leave(10*s, "a", timedOut),
@@ -86,14 +91,14 @@ func TestGate(t *testing.T) {
 					inFlight[st.host] = inFlight[st.host][1:]
 					continue
 				}
-				tk, pass, wait := g.enter(context.Background(), st.host)
+				a := g.enter(context.Background(), st.host)
 				switch {
-				case pass != st.pass:
-					t.Fatalf("step %d: enter %s passed %v, want %v", i, st.host, pass, st.pass)
-				case pass:
-					inFlight[st.host] = append(inFlight[st.host], tk)
-				case wait < st.min || wait >= st.max:
-					t.Fatalf("step %d: %s held for %v, want [%v, %v)", i, st.host, wait, st.min, st.max)
+				case a.ok != st.pass:
+					t.Fatalf("step %d: enter %s passed %v, want %v", i, st.host, a.ok, st.pass)
+				case a.ok:
+					inFlight[st.host] = append(inFlight[st.host], a.ticket)
+				case a.hold < st.min || a.hold >= st.max || a.slow != st.slow:
+					t.Fatalf("step %d: %s held for %v (slow %v), want [%v, %v) (slow %v)", i, st.host, a.hold, a.slow, st.min, st.max, st.slow)
 				}
 			}
 		})
@@ -108,39 +113,32 @@ func TestGateWaitsForYoungDeliveries(t *testing.T) {
 	t.Parallel()
 	g := newGate(1, time.Second)
 	g.queue = time.Hour // only a leave or the context ends the wait
-	first, ok, _ := g.enter(context.Background(), "a")
-	if !ok {
+	first := g.enter(context.Background(), "a")
+	if !first.ok {
 		t.Fatal("the first delivery was held")
 	}
-	type entered struct {
-		t  ticket
-		ok bool
-	}
-	second := make(chan entered)
-	go func() {
-		tk, ok, _ := g.enter(context.Background(), "a")
-		second <- entered{tk, ok}
-	}()
+	second := make(chan admission)
+	go func() { second <- g.enter(context.Background(), "a") }()
 	for waiting := false; !waiting; time.Sleep(time.Millisecond) {
 		g.mu.Lock()
 		waiting = g.hosts["a"].left != nil
 		g.mu.Unlock()
 	}
-	g.leave(first, answered)
+	g.leave(first.ticket, answered)
 	got := <-second
 	if !got.ok {
 		t.Fatal("the waiting delivery was held when the first left")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, ok, hold := g.enter(ctx, "a"); ok || hold != 0 {
-		t.Fatalf("with its context ended a delivery passed %v, held %v", ok, hold)
+	if a := g.enter(ctx, "a"); a.ok || a.hold != 0 {
+		t.Fatalf("with its context ended a delivery passed %v, held %v", a.ok, a.hold)
 	}
 	g.queue = time.Millisecond
-	if _, ok, hold := g.enter(context.Background(), "a"); ok || hold < time.Second || hold >= 2*time.Second {
-		t.Fatalf("after waiting in vain a delivery passed %v, held %v; want held for [1s, 2s)", ok, hold)
+	if a := g.enter(context.Background(), "a"); a.ok || a.slow || a.hold < time.Second || a.hold >= 2*time.Second {
+		t.Fatalf("after waiting in vain a delivery passed %v, held %v (slow %v); want held for [1s, 2s), busy", a.ok, a.hold, a.slow)
 	}
-	g.leave(got.t, answered)
+	g.leave(got.ticket, answered)
 }
 
 // TestGateBackoffStopsAtItsCeiling: however long a host stays saturated, a
@@ -150,12 +148,12 @@ func TestGateBackoffStopsAtItsCeiling(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	g := newGate(1, time.Second)
 	g.now, g.queue = func() time.Time { return now }, 0
-	if _, pass, _ := g.enter(context.Background(), "a"); !pass {
+	if a := g.enter(context.Background(), "a"); !a.ok {
 		t.Fatal("the first delivery was held")
 	}
 	var wait time.Duration
 	for range 100 {
-		_, _, wait = g.enter(context.Background(), "a")
+		wait = g.enter(context.Background(), "a").hold
 		now = now.Add(wait / 2)
 	}
 	if ceiling := holdCeiling * time.Second; wait < ceiling || wait >= 2*ceiling {
@@ -169,11 +167,11 @@ func TestGateForgetsHealthyHosts(t *testing.T) {
 	t.Parallel()
 	g := newGate(2, time.Second)
 	for _, h := range []string{"a", "b", "c"} {
-		tk, pass, _ := g.enter(context.Background(), h)
-		if !pass {
+		a := g.enter(context.Background(), h)
+		if !a.ok {
 			t.Fatalf("%s was held", h)
 		}
-		g.leave(tk, answered)
+		g.leave(a.ticket, answered)
 	}
 	if len(g.hosts) != 0 {
 		t.Fatalf("the gate remembers %d hosts", len(g.hosts))
