@@ -53,7 +53,9 @@ type gate struct {
 // and nothing against them are forgotten.
 type hostState struct {
 	started []time.Time // of the deliveries in flight, oldest first
-	left    chan struct{}
+	// waiting are the deliveries waiting for a slot, first come first: a
+	// delivery that leaves wakes one.
+	waiting []chan struct{}
 	// strikes counts the backoffs in a row in which the host was saturated
 	// with slow deliveries or timed out; the backoff is base << (strikes-1).
 	strikes    int
@@ -134,18 +136,34 @@ func (g *gate) enter(ctx context.Context, host string) admission {
 		if expired == nil {
 			expired = time.After(g.queue)
 		}
-		if s.left == nil {
-			s.left = make(chan struct{})
-		}
-		left := s.left
+		woken := make(chan struct{})
+		s.waiting = append(s.waiting, woken)
 		g.mu.Unlock()
 		select {
-		case <-left:
+		case <-woken:
+			continue
 		case <-expired:
 			waited = true
 		case <-ctx.Done():
+		}
+		g.mu.Lock()
+		if i := slices.Index(s.waiting, woken); i >= 0 {
+			s.waiting = slices.Delete(s.waiting, i, i+1)
+		} else {
+			s.wake() // it was woken as it gave up: the slot goes to the next
+		}
+		g.mu.Unlock()
+		if ctx.Err() != nil {
 			return admission{}
 		}
+	}
+}
+
+// wake lets the first waiting delivery try again.
+func (s *hostState) wake() {
+	if len(s.waiting) > 0 {
+		close(s.waiting[0])
+		s.waiting = s.waiting[1:]
 	}
 }
 
@@ -158,10 +176,7 @@ func (g *gate) leave(t ticket, v verdict) {
 	if i := slices.Index(s.started, t.started); i >= 0 {
 		s.started = slices.Delete(s.started, i, i+1)
 	}
-	if s.left != nil {
-		close(s.left)
-		s.left = nil
-	}
+	s.wake()
 	switch v {
 	case answered:
 		s.openUntil, s.probing = time.Time{}, false
@@ -171,7 +186,7 @@ func (g *gate) leave(t ticket, v verdict) {
 	case interrupted:
 		s.probing = false
 	}
-	if len(s.started) == 0 && s.openUntil.IsZero() && now.Sub(s.lastBad) > g.backoff(s) {
+	if len(s.started) == 0 && len(s.waiting) == 0 && s.openUntil.IsZero() && now.Sub(s.lastBad) > g.backoff(s) {
 		delete(g.hosts, t.host)
 	}
 }

@@ -121,7 +121,7 @@ func TestGateWaitsForYoungDeliveries(t *testing.T) {
 	go func() { second <- g.enter(context.Background(), "a") }()
 	for waiting := false; !waiting; time.Sleep(time.Millisecond) {
 		g.mu.Lock()
-		waiting = g.hosts["a"].left != nil
+		waiting = len(g.hosts["a"].waiting) > 0
 		g.mu.Unlock()
 	}
 	g.leave(first.ticket, answered)
