@@ -88,6 +88,12 @@ func perCall(d time.Duration, n float64) float64 {
 // mallocs reads flowd's heap allocations so far from its /metrics; 0 when
 // it cannot.
 func (b *bench) mallocs(ctx context.Context) float64 {
+	return b.metric(ctx, "go_memstats_mallocs_total")
+}
+
+// metric reads one of flowd's counters (without labels) from its /metrics;
+// 0 when it cannot.
+func (b *bench) metric(ctx context.Context, name string) float64 {
 	req, err := http.NewRequestWithContext(ctx, "GET", b.base+"/metrics", nil)
 	if err != nil {
 		return 0
@@ -99,7 +105,7 @@ func (b *bench) mallocs(ctx context.Context) float64 {
 	defer res.Body.Close()
 	sc := bufio.NewScanner(res.Body)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_mallocs_total "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			n, _ := strconv.ParseFloat(v, 64)
 			return n
 		}

@@ -99,7 +99,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	hooks, err := webhooks.New(hookPool, flows.NewTaskReports(hookPool), webhooks.Options{
 		Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, KeyEncryptionKey: cfg.KeyEncryptionKey,
 		Schedule: cfg.WebhookRetrySchedule, EventRetention: cfg.EventRetention, DisableAfter: cfg.WebhookDisableAfter,
-		Log: log, Registry: registry,
+		HostConcurrency: cfg.WebhookHostConcurrency, Log: log, Registry: registry,
 	})
 	if err != nil {
 		return err

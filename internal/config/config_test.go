@@ -51,6 +51,7 @@ func TestLoadNamesTheBadSetting(t *testing.T) {
 		{"bad retry schedule", "FLOWD_WEBHOOK_RETRY_SCHEDULE", "5s,soon"},
 		{"zero retry wait", "FLOWD_WEBHOOK_RETRY_SCHEDULE", "0s"},
 		{"zero disable window", "FLOWD_WEBHOOK_DISABLE_AFTER", "0s"},
+		{"zero host concurrency", "FLOWD_WEBHOOK_HOST_CONCURRENCY", "0"},
 		{"negative shutdown delay", "FLOWD_SHUTDOWN_DELAY", "-1s"},
 		{"bad shutdown delay", "FLOWD_SHUTDOWN_DELAY", "later"},
 		{"zero shutdown timeout", "FLOWD_SHUTDOWN_TIMEOUT", "0s"},

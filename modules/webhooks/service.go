@@ -42,6 +42,14 @@ const secretOverlap = 24 * time.Hour
 // queue is the River queue of webhook deliveries.
 const queue = "webhooks"
 
+// Delivery priorities; River fetches the lowest first. A first attempt goes
+// before retries and deliveries held back by their host, so that a backlog
+// coming due after an outage does not delay fresh events.
+const (
+	firstPriority = 1
+	retryPriority = 2
+)
+
 // Options configure the service. Zero values take the defaults.
 type Options struct {
 	// Timeout bounds each attempt (FLOWD_WEBHOOK_TIMEOUT, 10 s).
@@ -93,6 +101,13 @@ type Options struct {
 	// RecoveryBatch is how many failed deliveries a recovery sends again per
 	// transaction (DefaultRecoveryBatch). Tests use small batches.
 	RecoveryBatch int
+	// HostConcurrency is how many deliveries the instance sends to one host
+	// at once (FLOWD_WEBHOOK_HOST_CONCURRENCY, DefaultHostConcurrency); the
+	// others wait, so that a receiver that hangs holds only these workers.
+	HostConcurrency int
+	// HoldBackoff is the first wait of a delivery held back by its host
+	// (DefaultHoldBackoff); tests shorten it.
+	HoldBackoff time.Duration
 }
 
 // DefaultFetchCooldown lets the workers fetch new deliveries every 10 ms
@@ -120,6 +135,10 @@ type Module struct {
 	disableAfter  time.Duration
 	metrics       *metrics
 	sealer        *sealer
+	gate          *gate
+	// holdLimit is how long a delivery may be held back by its host: as long
+	// as its retries would have taken.
+	holdLimit time.Duration
 }
 
 var _ Service = (*Module)(nil)
@@ -163,6 +182,13 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 	}
 	if opts.DisableAfter <= 0 {
 		opts.DisableAfter = DefaultDisableAfter
+
+	}
+	if opts.HostConcurrency <= 0 {
+		opts.HostConcurrency = DefaultHostConcurrency
+	}
+	if opts.HoldBackoff <= 0 {
+		opts.HoldBackoff = DefaultHoldBackoff
 	}
 	// A job may run the attempt plus a little database work; a job running
 	// longer than twice that belonged to an instance that died, and River's
@@ -187,6 +213,10 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 		recoveryBatch: opts.RecoveryBatch,
 		disableAfter:  opts.DisableAfter,
 		metrics:       newMetrics(opts.Registry),
+		gate:          newGate(opts.HostConcurrency, opts.HoldBackoff),
+	}
+	for _, d := range opts.Schedule {
+		m.holdLimit += d
 	}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &deliveryWorker{m: m}); err != nil {
@@ -299,7 +329,7 @@ func (m *Module) PublishTx(ctx context.Context, tx database.Tx, ev Event) error 
 	// The delivery to the flow's own URL has the event's id.
 	var own *store.Event
 	if ev.URL != "" {
-		res, err := m.river.InsertTx(ctx, tx, deliveryArgs{EventID: id}, &river.InsertOpts{Queue: queue})
+		res, err := m.river.InsertTx(ctx, tx, deliveryArgs{EventID: id}, &river.InsertOpts{Queue: queue, Priority: firstPriority})
 		if err != nil {
 			return fmt.Errorf("webhooks: enqueue: %w", database.Classify(err))
 		}
@@ -324,7 +354,7 @@ func (m *Module) fanOutTx(ctx context.Context, tx database.Tx, ev store.StoredEv
 	params := make([]river.InsertManyParams, len(targets))
 	for i, t := range targets {
 		ids[i], endpoints[i], urls[i] = uuid.Must(uuid.NewV7()).String(), t.EndpointID, t.URL
-		params[i] = river.InsertManyParams{Args: deliveryArgs{EventID: ids[i]}, InsertOpts: &river.InsertOpts{Queue: queue}}
+		params[i] = river.InsertManyParams{Args: deliveryArgs{EventID: ids[i]}, InsertOpts: &river.InsertOpts{Queue: queue, Priority: firstPriority}}
 	}
 	res, err := m.river.InsertManyTx(ctx, tx, params)
 	if err != nil {
@@ -522,7 +552,7 @@ func (m *Module) retryJobTx(ctx context.Context, tx database.Tx, ev store.Event)
 	// The job is gone (pruned), or running right now, which River's retry
 	// leaves alone: a new job sends at once. Should the running attempt
 	// succeed first, the new job finds the event delivered and only reports.
-	res, err := m.river.InsertTx(ctx, tx, deliveryArgs{EventID: ev.ID}, &river.InsertOpts{Queue: queue})
+	res, err := m.river.InsertTx(ctx, tx, deliveryArgs{EventID: ev.ID}, &river.InsertOpts{Queue: queue, Priority: firstPriority})
 	if err != nil {
 		return err
 	}
