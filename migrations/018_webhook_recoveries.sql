@@ -30,8 +30,11 @@ create unique index webhook_recoveries_active on webhook_recoveries (organizatio
 -- An endpoint's recoveries, newest first.
 create index webhook_recoveries_by_endpoint on webhook_recoveries (organization_id, endpoint_id, created_at desc);
 
--- An endpoint's failed deliveries in the order a recovery pages them. Few
--- deliveries are failed at any time, so the index stays small, and a
--- recovery reads only the deliveries it sends again, not all the endpoint had.
-create index webhook_events_endpoint_failed on webhook_events (organization_id, endpoint_id, created_at, id)
-    where state = 'failed' and endpoint_id is not null;
+-- An endpoint's deliveries in the order a recovery pages them; it replaces
+-- migration 017's index, of which it is a prefix. No column a delivery's
+-- attempt updates (state) is in it, not even in its predicate, so that an
+-- attempt updates the row in place (HOT, migration 020); a recovery skips
+-- the deliveries that are not failed.
+drop index webhook_events_endpoint;
+create index webhook_events_endpoint on webhook_events (organization_id, endpoint_id, created_at, id)
+    where endpoint_id is not null;

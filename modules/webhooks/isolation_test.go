@@ -162,8 +162,10 @@ func TestAHangingHostHoldsOnlyItsLimitOfWorkers(t *testing.T) {
 			held++
 		}
 	}
-	if held < 18 {
-		t.Errorf("%d deliveries were held back, want the 18 beyond the limit at least", held)
+	// The 18 beyond the limit were held, but for those (at most the four
+	// other workers) waiting for a slot as the receiver answered.
+	if held < 14 {
+		t.Errorf("%d deliveries were held back, want at least 14 of the 18 beyond the limit", held)
 	}
 }
 

@@ -51,7 +51,7 @@ func scanRecovery(row pgx.Row) (Recovery, error) {
 
 // failedInWindow selects the failed deliveries of organization $1 to
 // endpoint $2 created from $3 to until, the window of a recovery. It
-// repeats the predicate of the index webhook_events_endpoint_failed.
+// repeats the predicate of the index webhook_events_endpoint.
 func failedInWindow(until string) string {
 	return `from webhook_events
 	where organization_id = $1 and endpoint_id = $2 and state = 'failed' and endpoint_id is not null
@@ -136,7 +136,7 @@ type FailedDelivery struct {
 
 // NextFailed returns, and locks until tx ends, up to limit of the failed
 // deliveries of a recovery's window that come after its cursor by
-// (created_at, id), in the order of webhook_events_endpoint_failed (the id
+// (created_at, id), in the order of webhook_events_endpoint (the id
 // is selected under another name, so that the order is the column's).
 func NextFailed(ctx context.Context, tx DB, r RecoveryRun, limit int) ([]FailedDelivery, error) {
 	rows, err := tx.Query(ctx, `select id::text as delivery_id, created_at `+failedInWindow("$4")+`
