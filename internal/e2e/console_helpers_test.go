@@ -30,11 +30,10 @@ const staffPassword = "a long and careful passphrase"
 
 // startConsole starts flowd with a short webhook retry schedule, so that a
 // failing receiver opens an incident (on the third failed attempt) within a
-// second; the fourth retry waits an hour, so the incident stays open. opts
-// add to flowd's settings.
-func startConsole(t *testing.T, opts ...flowdtest.Option) *consoleEnv {
+// second; the fourth retry waits an hour, so the incident stays open.
+func startConsole(t *testing.T) *consoleEnv {
 	t.Helper()
-	in := flowdtest.Start(t, append([]flowdtest.Option{flowdtest.WithEnv("FLOWD_WEBHOOK_RETRY_SCHEDULE", "100ms,100ms,1h")}, opts...)...)
+	in := flowdtest.Start(t, flowdtest.WithEnv("FLOWD_WEBHOOK_RETRY_SCHEDULE", "100ms,100ms,1h"))
 	e := &consoleEnv{in: in}
 	e.acme, e.acmeAPI = createOrgAndClient(t, in, "Acme Bank", "ACME")
 	e.other, e.otherAPI = createOrgAndClient(t, in, "Other Lender", "OTH")
