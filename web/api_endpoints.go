@@ -24,15 +24,19 @@ type WebhookEndpoint struct {
 	EventTypes  []string `json:"eventTypes"` // empty: every type
 	Enabled     bool     `json:"enabled"`
 	// DisabledReason says why flowd disabled the endpoint; null otherwise.
-	DisabledReason *string    `json:"disabledReason"`
-	CreatedAt      apiInstant `json:"createdAt"`
-	UpdatedAt      apiInstant `json:"updatedAt"`
+	DisabledReason *string `json:"disabledReason"`
+	// FailingSince is the endpoint's first failed delivery since its last
+	// success; null while it is healthy.
+	FailingSince *apiInstant `json:"failingSince"`
+	CreatedAt    apiInstant  `json:"createdAt"`
+	UpdatedAt    apiInstant  `json:"updatedAt"`
 }
 
 // newWebhookEndpoint renders e.
 func newWebhookEndpoint(e webhooks.Endpoint) WebhookEndpoint {
 	out := WebhookEndpoint{ID: e.ID, URL: e.URL, Description: e.Description, EventTypes: make([]string, len(e.EventTypes)),
-		Enabled: e.Enabled, DisabledReason: nonEmpty(e.DisabledReason), CreatedAt: apiInstant(e.CreatedAt), UpdatedAt: apiInstant(e.UpdatedAt)}
+		Enabled: e.Enabled, DisabledReason: nonEmpty(e.DisabledReason), FailingSince: (*apiInstant)(e.FailingSince),
+		CreatedAt: apiInstant(e.CreatedAt), UpdatedAt: apiInstant(e.UpdatedAt)}
 	for i, t := range e.EventTypes {
 		out.EventTypes[i] = string(t)
 	}

@@ -10,15 +10,17 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
-// eventJSON is an event as the events API shows it.
+// eventJSON is an event as the events API shows it. An event of no flow
+// (endpoint.disabled) has a null flowId and sequence.
 type eventJSON struct {
 	ID        string          `json:"id"`
 	Type      string          `json:"type"`
-	FlowID    string          `json:"flowId"`
-	Sequence  int             `json:"sequence"`
+	FlowID    *string         `json:"flowId"`
+	Sequence  *int            `json:"sequence"`
 	CreatedAt apiInstant      `json:"createdAt"`
 	Data      json.RawMessage `json:"data"`
 }
@@ -55,8 +57,11 @@ var eventQueryParams = map[string]bool{"limit": true, "type": true, "flowId": tr
 	"createdBefore": true, "starting_after": true, "ending_before": true}
 
 func toEventJSON(e webhooks.EventRecord) eventJSON {
-	return eventJSON{ID: e.ID, Type: string(e.Type), FlowID: e.FlowID, Sequence: e.Sequence,
-		CreatedAt: apiInstant(e.CreatedAt), Data: e.Data}
+	out := eventJSON{ID: e.ID, Type: string(e.Type), FlowID: nonEmpty(e.FlowID), CreatedAt: apiInstant(e.CreatedAt), Data: e.Data}
+	if e.Sequence > 0 {
+		out.Sequence = &e.Sequence
+	}
+	return out
 }
 
 // handleEventList handles "GET /api/events": the organization's events,
@@ -145,7 +150,8 @@ type redeliverResponse struct {
 }
 
 // handleEventRedeliver handles "POST /api/events/:id/redeliver": the event
-// goes out again now, to every destination it had, or to one endpoint.
+// goes out again now, to every destination it had, or to one endpoint; the
+// audit log records it in the redelivery's transaction.
 func (s *Server) handleEventRedeliver(c echo.Context) error {
 	var req redeliverRequest
 	if c.Request().ContentLength != 0 {
@@ -153,7 +159,10 @@ func (s *Server) handleEventRedeliver(c echo.Context) error {
 			return err
 		}
 	}
-	n, err := s.webhooks.Redeliver(c.Request().Context(), callerOf(c).OrganizationID, c.Param("id"), req.EndpointID)
+	n, err := s.webhooks.Redeliver(c.Request().Context(), callerOf(c).OrganizationID, c.Param("id"), req.EndpointID,
+		apiAudited(s, c, identity.AuditEventRedeliver, func(r webhooks.Redelivery) (string, string) {
+			return r.EventID, redeliveryAudit(r)
+		}))
 	switch {
 	case errors.Is(err, webhooks.ErrNotFound):
 		return apperr.New(apperr.NotFound, "No event with this id.")

@@ -54,6 +54,7 @@ func (s *Server) frame(c echo.Context, section, title string) layouts.Console {
 			f.OrgName = org.Name
 		}
 	}
+	f.Banner = s.endpointBanner(c, m.OrganizationID)
 	return f
 }
 
@@ -81,6 +82,10 @@ var notices = map[string]string{
 	"endpoint_enabled":  "Webhook endpoint %s was enabled; it receives events again.",
 	"endpoint_disabled": "Webhook endpoint %s was disabled; it receives no events until it is enabled.",
 	"endpoint_deleted":  "Webhook endpoint %s was deleted.",
+	"recovery_started":  "The failed deliveries to %s are being sent again; the progress shows below.",
+
+	"redelivered":         "Event %s is being sent again to every destination it had.",
+	"nothing_redelivered": "Event %s has no delivery to send again: the flow has no webhook URL and no endpoint received it.",
 }
 
 // withNotice adds a notice to a console path.

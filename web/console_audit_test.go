@@ -60,6 +60,9 @@ func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 		return c
 	}
 	kept, doomed := newFlow("REVEAL-55501"), newFlow("DELETE-55502")
+	const endpoint = "019ab3c6-1111-7f80-9a1b-2c3d4e5f6a7d"
+	insertEndpoint(t, ls.pool, org.ID, endpoint, "http://127.0.0.1:9/hooks", true)
+	event := seedFlowEvent(t, ls.pool, org.ID, kept.FlowID, 1, "failed")
 	flow := func(t *testing.T, id string) (flows.Flow, bool) {
 		f, err := ls.flows.Get(ctx, caller, id)
 		if errors.Is(err, flows.ErrNotFound) {
@@ -115,6 +118,14 @@ func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 					t.Fatal(err)
 				}
 				return o.ReferencePrefix == "NEW"
+			}},
+		{"recover an endpoint", "/console/webhooks/" + endpoint + "/recover", url.Values{"since": {"2026-01-01T00:00"}},
+			identity.AuditWebhookEndpointRecover, endpoint, http.StatusSeeOther, "", func(t *testing.T) bool {
+				return countRows(t, ls.pool, `select count(*) from webhook_recoveries`) == 1
+			}},
+		{"redeliver an event", "/console/flows/" + kept.FlowID + "/events/" + event + "/redeliver", nil, identity.AuditEventRedeliver, event,
+			http.StatusSeeOther, "", func(t *testing.T) bool {
+				return countRows(t, ls.pool, `select count(*) from webhook_events where state = 'pending'`) == 1
 			}},
 	}
 	post := func(t *testing.T, path string, form url.Values) formbrowser.Page {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -11,6 +12,8 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
+	"github.com/flowd/flowd/views/i18n"
+	"github.com/flowd/flowd/views/layouts"
 	"github.com/flowd/flowd/views/pages"
 )
 
@@ -30,6 +33,48 @@ func endpointHost(e webhooks.Endpoint) string {
 	return "endpoint"
 }
 
+// bannerNames is how many disabled endpoints the banner names; it counts
+// the rest.
+const bannerNames = 3
+
+// endpointBanner is the warning every console page of the organization
+// shows while flowd has disabled one of its endpoints, in the staff
+// member's language; nil when there is none. It costs each page one query;
+// a failed one is logged and shows no banner rather than no page.
+func (s *Server) endpointBanner(c echo.Context, organizationID string) *layouts.Banner {
+	disabled, err := s.endpoints.Disabled(c.Request().Context(), organizationID)
+	if err != nil {
+		s.log.Warn("console: reading the disabled webhook endpoints", "request_id", requestIDOf(c), "error", err.Error())
+		return nil
+	}
+	if len(disabled) == 0 {
+		return nil
+	}
+	lang := i18n.Negotiate("", c.Request().Header.Get("Accept-Language"))
+	t := i18n.EndpointBannerTexts(lang)
+	names := make([]string, 0, bannerNames+1)
+	for i, e := range disabled {
+		if i == bannerNames {
+			names = append(names, fmt.Sprintf(t.More, len(disabled)-bannerNames))
+			break
+		}
+		names = append(names, endpointName(e))
+	}
+	text := fmt.Sprintf(t.One, names[0])
+	if len(disabled) > 1 {
+		text = fmt.Sprintf(t.Many, strings.Join(names, ", "))
+	}
+	return &layouts.Banner{Lang: lang.String(), Text: text, LinkText: t.Link, Href: "/console/webhooks"}
+}
+
+// endpointName is how the banner names an endpoint: its description, else its host.
+func endpointName(e webhooks.Endpoint) string {
+	if e.Description != "" {
+		return truncateRunes(e.Description, 80)
+	}
+	return endpointHost(e)
+}
+
 // handleConsoleEndpoints handles "GET /console/webhooks": the
 // organization's webhook endpoints, in the order they were added.
 func (s *Server) handleConsoleEndpoints(c echo.Context) error {
@@ -40,16 +85,8 @@ func (s *Server) handleConsoleEndpoints(c echo.Context) error {
 	p := pages.EndpointsPage{Frame: s.frame(c, "webhooks", "Webhook endpoints"), Full: len(list) >= webhooks.MaxEndpoints,
 		Max: webhooks.MaxEndpoints}
 	for _, e := range list {
-		events := "All events"
-		if len(e.EventTypes) > 0 {
-			names := make([]string, len(e.EventTypes))
-			for i, t := range e.EventTypes {
-				names[i] = string(t)
-			}
-			events = strings.Join(names, ", ")
-		}
-		p.Rows = append(p.Rows, pages.EndpointRow{ID: e.ID, URL: e.URL, Description: e.Description, Events: events,
-			Enabled: e.Enabled, DisabledReason: e.DisabledReason, Created: consoleTime(e.CreatedAt)})
+		p.Rows = append(p.Rows, pages.EndpointRow{ID: e.ID, URL: e.URL, Description: e.Description, Events: endpointEvents(e),
+			Enabled: e.Enabled, DisabledReason: e.DisabledReason, FailingSince: consoleTimePtr(e.FailingSince, ""), Created: consoleTime(e.CreatedAt)})
 	}
 	return s.renderConsole(c, http.StatusOK, pages.Endpoints(p))
 }

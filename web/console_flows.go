@@ -144,8 +144,12 @@ func (s *Server) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) err
 		return consoleNotFound(err, flows.ErrNotFound)
 	}
 	var attempts []webhooks.Attempt
+	var events webhooks.EventPage
 	if s.webhooks != nil {
 		if attempts, err = s.webhooks.Attempts(ctx, org, f.ID); err != nil {
+			return err
+		}
+		if events, err = s.webhooks.Events(ctx, org, webhooks.EventQuery{FlowID: f.ID, Limit: webhooks.MaxEventLimit}); err != nil {
 			return err
 		}
 	}
@@ -220,6 +224,10 @@ func (s *Server) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) err
 			row.Status = strconv.Itoa(a.StatusCode)
 		}
 		p.Attempts = append(p.Attempts, row)
+	}
+	for _, e := range events.Events {
+		p.Events = append(p.Events, pages.EventRow{ID: e.ID, Type: string(e.Type), Sequence: e.Sequence, Created: consoleTime(e.CreatedAt),
+			RedeliverURL: s.echo.Reverse("console.flow.redeliver", f.ID, e.ID)})
 	}
 	return s.renderConsole(c, http.StatusOK, pages.FlowDetail(p))
 }

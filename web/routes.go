@@ -65,6 +65,9 @@ func (s *Server) routes() {
 	api.GET("/webhook-endpoints/:id", s.handleEndpointGet, s.authenticate, requireScope(identity.ScopeWebhooksManage))
 	api.PATCH("/webhook-endpoints/:id", s.handleEndpointUpdate, s.authenticate, requireScope(identity.ScopeWebhooksManage))
 	api.DELETE("/webhook-endpoints/:id", s.handleEndpointDelete, s.authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.POST("/webhook-endpoints/:id/recover", s.handleEndpointRecover, s.authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.GET("/webhook-endpoints/:id/recoveries", s.handleRecoveryList, s.authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.GET("/webhook-endpoints/:id/recoveries/:recoveryId", s.handleRecoveryGet, s.authenticate, requireScope(identity.ScopeWebhooksManage))
 
 	// Consent receipts: public; anyone holding a receipt may check it.
 	e.POST("/api/receipts/verify", s.handleReceiptVerify)
@@ -104,6 +107,7 @@ func (s *Server) routes() {
 	console.GET("/flows/:id", s.handleConsoleFlow).Name = "console.flow"
 	console.POST("/flows/:id/reveal", s.handleConsoleRevealNationalID, requireAdmin)
 	console.POST("/flows/:id/incidents/:incident/retry", s.handleConsoleRetryIncident, requireAdmin).Name = "console.flow.retry"
+	console.POST("/flows/:id/events/:event/redeliver", s.handleConsoleRedeliver, requireAdmin).Name = "console.flow.redeliver"
 	console.GET("/flows/:id/cancel", s.handleConsoleCancelConfirm, requireAdmin)
 	console.POST("/flows/:id/cancel", s.handleConsoleCancel, requireAdmin)
 	console.GET("/flows/:id/receipts/:attachmentId", s.handleConsoleReceipt)
@@ -133,6 +137,8 @@ func (s *Server) routes() {
 	console.GET("/webhooks", s.handleConsoleEndpoints).Name = "console.webhooks"
 	console.GET("/webhooks/new", s.handleConsoleNewEndpoint, requireAdmin)
 	console.POST("/webhooks", s.handleConsoleCreateEndpoint, requireAdmin)
+	console.GET("/webhooks/:id", s.handleConsoleEndpoint).Name = "console.webhook"
+	console.POST("/webhooks/:id/recover", s.handleConsoleRecover, requireAdmin)
 	console.GET("/webhooks/:id/edit", s.handleConsoleEditEndpoint, requireAdmin)
 	console.POST("/webhooks/:id", s.handleConsoleSaveEndpoint, requireAdmin)
 	console.POST("/webhooks/:id/enable", s.handleConsoleEnableEndpoint, requireAdmin)

@@ -58,8 +58,11 @@ type bench struct {
 	adminURL string
 	dbName   string
 	pgbench  string
-	server   *server
-	base     string
+	// postmaster is the pid of the cluster's postmaster, "" when it is not
+	// on this machine: its processes are PostgreSQL's CPU (cpuNow).
+	postmaster string
+	server     *server
+	base       string
 	// main is the organization that creates; deep has o.deepFlows seeded
 	// flows; writes takes pgbench's flows (see runPgbench).
 	main, deep, writes org
@@ -131,6 +134,11 @@ func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_
 		return nil, fmt.Errorf("connect to %s: %w", redact(adminURL), err)
 	}
 	_, err = admin.Exec(ctx, "create database "+pgx.Identifier{b.dbName}.Sanitize())
+	if err == nil {
+		var backend int
+		err = admin.QueryRow(ctx, "select pg_backend_pid()").Scan(&backend)
+		b.postmaster = postmasterOf(strconv.Itoa(backend))
+	}
 	admin.Close(ctx)
 	if err != nil {
 		return nil, err

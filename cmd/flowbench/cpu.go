@@ -30,11 +30,11 @@ func (c cpuTimes) sub(o cpuTimes) cpuTimes {
 	return cpuTimes{flowd: c.flowd - o.flowd, postgres: c.postgres - o.postgres, load: c.load - o.load}
 }
 
-// cpuNow reads the three from /proc. PostgreSQL is every process named
-// postgres, plus the CPU of the backends that have exited, which the
-// postmaster counts as its children's: pgbench's backends are gone by the
-// time its run is measured. Another busy cluster on the machine would count
-// too.
+// cpuNow reads the three from /proc. PostgreSQL is the run's cluster: its
+// postmaster and every process it started, plus the CPU of the backends that
+// have exited, which the postmaster counts as its children's (pgbench's
+// backends are gone by the time its run is measured). When the postmaster is
+// unknown, every process named postgres counts, another cluster's too.
 func (b *bench) cpuNow() cpuTimes {
 	var c cpuTimes
 	if b.server != nil {
@@ -47,26 +47,58 @@ func (b *bench) cpuNow() cpuTimes {
 		if err != nil || string(bytes.TrimSpace(comm)) != "postgres" {
 			continue
 		}
-		own, children := procCPU(filepath.Base(d))
+		pid := filepath.Base(d)
+		if b.postmaster != "" && pid != b.postmaster && procParent(pid) != b.postmaster {
+			continue
+		}
+		own, children := procCPU(pid)
 		c.postgres += own + children
 	}
 	return c
 }
 
+// postmasterOf returns the postmaster of a backend of the run's cluster
+// when both are processes named postgres on this machine, else "".
+func postmasterOf(backend string) string {
+	parent := procParent(backend)
+	for _, pid := range []string{backend, parent} {
+		comm, err := os.ReadFile("/proc/" + pid + "/comm")
+		if pid == "" || err != nil || string(bytes.TrimSpace(comm)) != "postgres" {
+			return ""
+		}
+	}
+	return parent
+}
+
+// procParent returns a process's parent's pid, "" when it is gone.
+func procParent(pid string) string {
+	f := procStat(pid)
+	if len(f) < 2 {
+		return ""
+	}
+	return string(f[1]) // field 4, ppid
+}
+
+// procStat returns the fields of /proc/PID/stat after the command name,
+// from field 3 (state) on; nil when the process is gone.
+func procStat(pid string) [][]byte {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return nil
+	}
+	// The command name, in parentheses, may hold spaces: fields count from
+	// after its closing parenthesis.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return nil
+	}
+	return bytes.Fields(stat[i+1:])
+}
+
 // procCPU returns a process's own CPU time and that of its reaped children,
 // from /proc/PID/stat; zero when the process is gone.
 func procCPU(pid string) (own, children time.Duration) {
-	stat, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return 0, 0
-	}
-	// The command name, in parentheses, may hold spaces: fields count from
-	// after its closing parenthesis, where field 3 (state) starts.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, 0
-	}
-	f := bytes.Fields(stat[i+1:])
+	f := procStat(pid)
 	if len(f) < 15 {
 		return 0, 0
 	}
@@ -88,6 +120,12 @@ func perCall(d time.Duration, n float64) float64 {
 // mallocs reads flowd's heap allocations so far from its /metrics; 0 when
 // it cannot.
 func (b *bench) mallocs(ctx context.Context) float64 {
+	return b.metric(ctx, "go_memstats_mallocs_total")
+}
+
+// metric reads one of flowd's counters (without labels) from its /metrics;
+// 0 when it cannot.
+func (b *bench) metric(ctx context.Context, name string) float64 {
 	req, err := http.NewRequestWithContext(ctx, "GET", b.base+"/metrics", nil)
 	if err != nil {
 		return 0
@@ -99,7 +137,7 @@ func (b *bench) mallocs(ctx context.Context) float64 {
 	defer res.Body.Close()
 	sc := bufio.NewScanner(res.Body)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_mallocs_total "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			n, _ := strconv.ParseFloat(v, 64)
 			return n
 		}

@@ -42,6 +42,7 @@ type options struct {
 	slices      int // turns flowd and pgbench take within duration
 	scenarios   []string
 	deepFlows   int
+	backlog     int // deliveries webhook-backlog seeds
 	out         string
 	pprof       string   // FLOWD_PPROF_ADDR for flowd, "" for none
 	keep        bool     // keep the database and the build for a look afterwards
@@ -58,6 +59,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.IntVar(&o.slices, "slices", 5, "turns flowd and pgbench take, each, within a scenario's duration")
 	fs.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios")
 	fs.IntVar(&o.deepFlows, "deep-flows", 1_000_000, "flows of the organization the deep-page scenario reads")
+	fs.IntVar(&o.backlog, "backlog", 100_000, "due deliveries the webhook-backlog scenario seeds")
 	fs.StringVar(&o.out, "out", defaultOut, "folder for the JSON results (git ignores the default)")
 	fs.StringVar(&o.pprof, "pprof", "", "let flowd serve pprof on this address (FLOWD_PPROF_ADDR), e.g. 127.0.0.1:6060")
 	fs.StringVar(&o.against, "against", "", "another checkout (such as a git worktree of main) whose flowd takes turns with this one's, on the same database, for a comparison this machine's drift does not spoil")

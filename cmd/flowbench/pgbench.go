@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -101,7 +100,7 @@ func startPgbench(ctx context.Context, bin, dbURL, dir string, files []string, v
 		s.kill()
 		return nil, fmt.Errorf("pgbench did not run a full second within %s: %s", pgbenchWarmUp, s.stderr.text())
 	}
-	return s, s.signal(syscall.SIGSTOP)
+	return s, s.signal(pauseSignal)
 }
 
 // turn lets pgbench run for d, reading the CPU PostgreSQL and pgbench spend
@@ -109,11 +108,11 @@ func startPgbench(ctx context.Context, bin, dbURL, dir string, files []string, v
 func (s *pgbenchSession) turn(d time.Duration, cpu func() time.Duration) error {
 	pg, client := cpu(), s.clientCPU()
 	t := turn{from: time.Now()}
-	if err := s.signal(syscall.SIGCONT); err != nil {
+	if err := s.signal(resumeSignal); err != nil {
 		return err
 	}
 	time.Sleep(d)
-	if err := s.signal(syscall.SIGSTOP); err != nil {
+	if err := s.signal(pauseSignal); err != nil {
 		return err
 	}
 	t.to = time.Now()
@@ -126,10 +125,10 @@ func (s *pgbenchSession) turn(d time.Duration, cpu func() time.Duration) error {
 // finish ends pgbench and counts the transactions that ended in its turns.
 // It returns them and the CPU PostgreSQL spent in the turns.
 func (s *pgbenchSession) finish() (pgbenchRun, time.Duration, error) {
-	if err := s.signal(syscall.SIGALRM); err != nil {
+	if err := s.signal(endSignal); err != nil {
 		return pgbenchRun{}, 0, err
 	}
-	if err := s.signal(syscall.SIGCONT); err != nil {
+	if err := s.signal(resumeSignal); err != nil {
 		return pgbenchRun{}, 0, err
 	}
 	<-s.stderr.done // before Wait, which closes the pipe
@@ -159,7 +158,7 @@ func (s *pgbenchSession) kill() {
 	}
 }
 
-func (s *pgbenchSession) signal(sig syscall.Signal) error {
+func (s *pgbenchSession) signal(sig os.Signal) error {
 	if err := s.cmd.Process.Signal(sig); err != nil {
 		return fmt.Errorf("pgbench: %s: %w", sig, err)
 	}

@@ -18,7 +18,8 @@ type scenario func(ctx context.Context, b *bench) (Result, error)
 
 // allScenarios is the default order: creates first, so that later scenarios
 // read a database that has been written to.
-var allScenarios = []string{"token", "create", "retrieve", "list-first", "list-deep", "mixed", "webhook"}
+var allScenarios = []string{"token", "create", "retrieve", "list-first", "list-deep", "mixed", "webhook",
+	"webhook-isolation", "webhook-backlog"}
 
 var scenarioByName = map[string]scenario{
 	"token":      tokenScenario,
@@ -28,6 +29,9 @@ var scenarioByName = map[string]scenario{
 	"list-deep":  listDeepScenario,
 	"mixed":      mixedScenario,
 	"webhook":    webhookScenario,
+	// The delivery scenarios that leave rows and held deliveries behind go last.
+	"webhook-isolation": webhookIsolationScenario,
+	"webhook-backlog":   webhookBacklogScenario,
 }
 
 // measure drives flowd with op and pgbench with files (vars defined) in

@@ -103,7 +103,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	registry := prometheus.NewRegistry()
 	hooks, err := webhooks.New(hookPool, flows.NewTaskReports(hookPool), webhooks.Options{
 		Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, KeyEncryptionKey: cfg.KeyEncryptionKey,
-		Schedule: cfg.WebhookRetrySchedule, EventRetention: cfg.EventRetention, Log: log, Registry: registry,
+		Schedule: cfg.WebhookRetrySchedule, EventRetention: cfg.EventRetention, DisableAfter: cfg.WebhookDisableAfter,
+		HostConcurrency: cfg.WebhookHostConcurrency, Log: log, Registry: registry,
 	})
 	if err != nil {
 		return err

@@ -92,6 +92,12 @@ type Config struct {
 	// (FLOWD_WEBHOOK_RETRY_SCHEDULE); empty means the webhooks module's
 	// default of at least 24 hours. Tests shorten it.
 	WebhookRetrySchedule []time.Duration
+	// WebhookDisableAfter is how long an endpoint's deliveries may fail
+	// without a success before flowd disables it.
+	WebhookDisableAfter time.Duration
+	// WebhookHostConcurrency is how many deliveries an instance sends to one
+	// host at once; 0 means the webhooks module's default.
+	WebhookHostConcurrency int
 }
 
 // Getenv looks up one environment variable, as os.Getenv does.
@@ -144,9 +150,11 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		ConsentSessionIdle:      r.duration("FLOWD_CONSENT_SESSION_IDLE", 15*time.Minute),
 		ConsentSessionMax:       r.duration("FLOWD_CONSENT_SESSION_MAX", time.Hour),
 
-		WebhookAllowPrivate:  r.boolean("FLOWD_WEBHOOK_ALLOW_PRIVATE", false),
-		WebhookTimeout:       r.duration("FLOWD_WEBHOOK_TIMEOUT", 10*time.Second),
-		WebhookRetrySchedule: r.durations("FLOWD_WEBHOOK_RETRY_SCHEDULE"),
+		WebhookAllowPrivate:    r.boolean("FLOWD_WEBHOOK_ALLOW_PRIVATE", false),
+		WebhookTimeout:         r.duration("FLOWD_WEBHOOK_TIMEOUT", 10*time.Second),
+		WebhookRetrySchedule:   r.durations("FLOWD_WEBHOOK_RETRY_SCHEDULE"),
+		WebhookDisableAfter:    r.duration("FLOWD_WEBHOOK_DISABLE_AFTER", 5*24*time.Hour),
+		WebhookHostConcurrency: r.integer("FLOWD_WEBHOOK_HOST_CONCURRENCY", 0, 1, 1000),
 	}
 	if need.Database && c.DatabaseURL == "" {
 		r.fail("DATABASE_URL", "is required (a PostgreSQL URL such as postgres://user@host:5432/flowd)")

@@ -50,6 +50,8 @@ func TestLoadNamesTheBadSetting(t *testing.T) {
 		{"bad session lifetime", "FLOWD_CONSOLE_SESSION_IDLE", "-5m"},
 		{"bad retry schedule", "FLOWD_WEBHOOK_RETRY_SCHEDULE", "5s,soon"},
 		{"zero retry wait", "FLOWD_WEBHOOK_RETRY_SCHEDULE", "0s"},
+		{"zero disable window", "FLOWD_WEBHOOK_DISABLE_AFTER", "0s"},
+		{"zero host concurrency", "FLOWD_WEBHOOK_HOST_CONCURRENCY", "0"},
 		{"negative shutdown delay", "FLOWD_SHUTDOWN_DELAY", "-1s"},
 		{"bad shutdown delay", "FLOWD_SHUTDOWN_DELAY", "later"},
 		{"zero shutdown timeout", "FLOWD_SHUTDOWN_TIMEOUT", "0s"},
@@ -112,6 +114,18 @@ func TestWebhookRetrySchedule(t *testing.T) {
 	}
 	if c, _ := Load(env(nil), Need{}); c.WebhookRetrySchedule != nil {
 		t.Fatalf("default schedule %v, want the module's (nil)", c.WebhookRetrySchedule)
+	}
+}
+
+func TestWebhookDisableAfter(t *testing.T) {
+	for value, want := range map[string]time.Duration{"": 5 * 24 * time.Hour, "2s": 2 * time.Second, "3d": 3 * 24 * time.Hour} {
+		c, err := Load(env(map[string]string{"FLOWD_WEBHOOK_DISABLE_AFTER": value}), Need{})
+		if err != nil {
+			t.Fatalf("FLOWD_WEBHOOK_DISABLE_AFTER=%q: %v", value, err)
+		}
+		if c.WebhookDisableAfter != want {
+			t.Errorf("FLOWD_WEBHOOK_DISABLE_AFTER=%q gave %v, want %v", value, c.WebhookDisableAfter, want)
+		}
 	}
 }
 

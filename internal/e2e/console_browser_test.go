@@ -198,7 +198,9 @@ func clickTo(t *testing.T, b *browsertest.Browser, sel, want string) {
 // page whose address contains want.
 func waitForNewPage(t *testing.T, b *browsertest.Browser, want string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	// Generous: under `make test` on two cores a sign-in's password hash
+	// alone has taken 15 s.
+	deadline := time.Now().Add(45 * time.Second)
 	for time.Now().Before(deadline) {
 		var fresh bool
 		var loc string

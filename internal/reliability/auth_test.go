@@ -78,11 +78,15 @@ const draftBody = `{"title":{"en":"Terms","nb":"Vilkår"},"purpose":{"en":"Why",
 // has none.
 const noSuchAttachment = "00000000-0000-7000-8000-000000000000"
 
+// noSuchRecovery names a recovery: the suite's endpoint has had none.
+const noSuchRecovery = "00000000-0000-7000-8000-000000000001"
+
 // suiteIDs are the ids of what the suite made: its flow, that flow's
 // flow.created event, and a webhook endpoint.
 type suiteIDs struct{ flow, event, endpoint string }
 
-// target fills a route's parameters with the suite's ids, ownDefinition and its version 1.
+// target fills a route's parameters with the suite's ids, ownDefinition and
+// its version 1, and gives a recovery its since.
 func (r route) target(base string, ids suiteIDs) string {
 	p := strings.ReplaceAll(r.Path, "{flowId}", ids.flow)
 	p = strings.ReplaceAll(p, "{id}", ids.flow)
@@ -91,8 +95,12 @@ func (r route) target(base string, ids suiteIDs) string {
 	p = strings.ReplaceAll(p, "{definitionId}", ownDefinition)
 	p = strings.ReplaceAll(p, "{version}", "1")
 	p = strings.ReplaceAll(p, "{attachmentId}", noSuchAttachment)
-	if r.Path == "/api/tasks" {
+	p = strings.ReplaceAll(p, "{recoveryId}", noSuchRecovery)
+	switch {
+	case r.Path == "/api/tasks":
 		p += "?flowId=" + ids.flow
+	case strings.HasSuffix(r.Path, "/recover"):
+		p += "?since=2026-01-01T00:00:00Z"
 	}
 	return base + p
 }
@@ -322,7 +330,7 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 	for _, r := range routes {
 		if r.Secured && r.Method == "GET" {
 			want := 200
-			if strings.Contains(r.Path, "{attachmentId}") {
+			if strings.Contains(r.Path, "{attachmentId}") || strings.Contains(r.Path, "{recoveryId}") {
 				want = 404
 			}
 			if a := mustDo(t, r.Method, r.target(p.URL, ids), tok, ""); a.Status != want {

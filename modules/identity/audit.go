@@ -24,25 +24,27 @@ type AuditEntry struct {
 	At             time.Time
 }
 
-// Audit actions the console records.
+// Audit actions the console and the API record.
 const (
-	AuditFlowRevealNationalID  = "flow.reveal_national_id"
-	AuditFlowCancel            = "flow.cancel"
-	AuditFlowDelete            = "flow.delete"
-	AuditTaskRetry             = "task.retry"
-	AuditClientCreate          = "client.create"
-	AuditClientRotate          = "client.rotate_secret"
-	AuditClientRevoke          = "client.revoke"
-	AuditWebhookSecretReveal   = "webhook_secret.reveal"
-	AuditWebhookSecretRotate   = "webhook_secret.rotate"
-	AuditSettingsUpdate        = "settings.update"
-	AuditDefinitionCreate      = "definition.create"
-	AuditDefinitionPublish     = "definition.publish"
-	AuditDefinitionRetire      = "definition.retire"
-	AuditFlowWithdraw          = "flow.withdraw"
-	AuditWebhookEndpointCreate = "webhook_endpoint.create"
-	AuditWebhookEndpointUpdate = "webhook_endpoint.update"
-	AuditWebhookEndpointDelete = "webhook_endpoint.delete"
+	AuditFlowRevealNationalID   = "flow.reveal_national_id"
+	AuditFlowCancel             = "flow.cancel"
+	AuditFlowDelete             = "flow.delete"
+	AuditTaskRetry              = "task.retry"
+	AuditClientCreate           = "client.create"
+	AuditClientRotate           = "client.rotate_secret"
+	AuditClientRevoke           = "client.revoke"
+	AuditWebhookSecretReveal    = "webhook_secret.reveal"
+	AuditWebhookSecretRotate    = "webhook_secret.rotate"
+	AuditSettingsUpdate         = "settings.update"
+	AuditDefinitionCreate       = "definition.create"
+	AuditDefinitionPublish      = "definition.publish"
+	AuditDefinitionRetire       = "definition.retire"
+	AuditFlowWithdraw           = "flow.withdraw"
+	AuditWebhookEndpointCreate  = "webhook_endpoint.create"
+	AuditWebhookEndpointUpdate  = "webhook_endpoint.update"
+	AuditWebhookEndpointDelete  = "webhook_endpoint.delete"
+	AuditWebhookEndpointRecover = "webhook_endpoint.recover"
+	AuditEventRedeliver         = "event.redeliver"
 )
 
 // Validate checks an entry before it is stored; an Invalid error names the field.

@@ -17,8 +17,8 @@ type cleanupArgs struct{}
 func (cleanupArgs) Kind() string { return "flowd.webhook_cleanup" }
 
 // cleanupWorker deletes deliveries finished longer than retention ago, with
-// their attempts, and events older than eventRetention, in small batches so
-// that no lock is held for long.
+// their attempts, events older than eventRetention, and recoveries finished
+// longer than retention ago, in small batches so that no lock is held for long.
 type cleanupWorker struct {
 	river.WorkerDefaults[cleanupArgs]
 	pool           *pgxpool.Pool
@@ -33,6 +33,7 @@ func (w *cleanupWorker) Work(ctx context.Context, _ *river.Job[cleanupArgs]) err
 	}{
 		{time.Now().Add(-w.retention), store.DeleteFinished},
 		{time.Now().Add(-w.eventRetention), store.DeleteOldEvents},
+		{time.Now().Add(-w.retention), store.DeleteOldRecoveries},
 	} {
 		for {
 			n, err := prune.delete(ctx, w.pool, prune.before, 1000)

@@ -2,15 +2,18 @@ package webhooks
 
 import (
 	"context"
-	"github.com/jackc/pgx/v5"
+	"slices"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
 )
 
 // TestCleanup: finished events older than the retention go with their
-// attempts; pending and recent ones stay.
+// attempts; pending and recently finished ones stay, also when they were
+// created long ago.
 func TestCleanup(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
@@ -20,7 +23,7 @@ func TestCleanup(t *testing.T) {
 	}
 	ctx := context.Background()
 	err = database.WithTx(ctx, pool, func(tx database.Tx) error {
-		for _, f := range []string{"old-done", "old-pending", "new-done"} {
+		for _, f := range []string{"old-done", "old-pending", "new-done", "old-redelivered"} {
 			ev := Event{Type: FlowCreated, FlowID: f, OrganizationID: "o", Sequence: 1, URL: "https://example.com/h"}
 			if err := m.PublishTx(ctx, tx, ev); err != nil {
 				return err
@@ -32,7 +35,10 @@ func TestCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = pool.Exec(ctx, `
-		update webhook_events set state = 'delivered', finished_at = now() - interval '100 days' where flow_id = 'old-done';
+		update webhook_events set state = 'delivered', created_at = now() - interval '101 days', finished_at = now() - interval '100 days'
+			where flow_id = 'old-done';
+		update webhook_events set state = 'delivered', created_at = now() - interval '101 days', finished_at = now() - interval '1 day'
+			where flow_id = 'old-redelivered';
 		update webhook_events set created_at = now() - interval '100 days' where flow_id = 'old-pending';
 		update webhook_events set state = 'failed', finished_at = now() - interval '1 day' where flow_id = 'new-done';
 		insert into webhook_attempts (event_id, attempted_at, latency_us) select id, now(), 1 from webhook_events;
@@ -54,12 +60,12 @@ func TestCleanup(t *testing.T) {
 		_ = rows.Scan(&f)
 		left = append(left, f)
 	}
-	if len(left) != 2 || left[0] != "new-done" || left[1] != "old-pending" {
-		t.Errorf("events left: %v, want new-done and old-pending", left)
+	if want := []string{"new-done", "old-pending", "old-redelivered"}; !slices.Equal(left, want) {
+		t.Errorf("events left: %v, want %v", left, want)
 	}
 	var attempts int
-	if err := pool.QueryRow(ctx, "select count(*) from webhook_attempts").Scan(&attempts); err != nil || attempts != 2 {
-		t.Errorf("attempts left: %d, %v; want 2", attempts, err)
+	if err := pool.QueryRow(ctx, "select count(*) from webhook_attempts").Scan(&attempts); err != nil || attempts != 3 {
+		t.Errorf("attempts left: %d, %v; want 3", attempts, err)
 	}
 	// Events go by their own retention: the one older than 30 days.
 	var events []string
@@ -67,8 +73,8 @@ func TestCleanup(t *testing.T) {
 	if err == nil {
 		events, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	}
-	if err != nil || len(events) != 2 || events[0] != "new-done" || events[1] != "old-pending" {
-		t.Errorf("events left: %v, %v; want new-done and old-pending", events, err)
+	if want := []string{"new-done", "old-pending", "old-redelivered"}; err != nil || !slices.Equal(events, want) {
+		t.Errorf("events left: %v, %v; want %v", events, err, want)
 	}
 }
 

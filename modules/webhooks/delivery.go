@@ -90,8 +90,27 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 		return err
 	}
 	host := hostOf(ev.URL)
+	var (
+		status  int
+		failure string
+		abort   bool
+	)
+	// A delivery its host cannot take now waits, but no longer than its
+	// retries would have lasted.
+	a := m.gate.enter(ctx, host)
 	start := time.Now()
-	status, failure, abort := m.send(ctx, ev, secrets)
+	tooOld := !a.ok && time.Since(job.CreatedAt) > m.holdLimit
+	switch {
+	case a.ok:
+		status, failure, abort = m.send(ctx, ev, secrets)
+		m.gate.leave(a.ticket, m.verdictOf(ctx, status, time.Since(start)))
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case !tooOld:
+		return w.hold(ctx, job, a)
+	default:
+		failure = fmt.Sprintf("not sent: the host was busy or did not answer within %s for as long as the retries last", m.timeout)
+	}
 	latency := time.Since(start)
 	if ctx.Err() != nil {
 		// Cancelled (the flow was deleted) or stopping: not the receiver's
@@ -107,7 +126,7 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	case abort:
 		out, failure = gone, fmt.Sprintf("HTTP %d %s with webhook-delivery: abort: the receiver asked for no more attempts of this event",
 			status, http.StatusText(status))
-	case job.Attempt >= job.MaxAttempts:
+	case tooOld, job.Attempt >= job.MaxAttempts:
 		out = exhausted
 	default:
 		out = failing
@@ -124,15 +143,16 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	}
 	dbctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	after, err := store.RecordAttempt(dbctx, m.pool, store.Attempt{
+	rec, err := store.RecordAttempt(dbctx, m.pool, store.Attempt{
 		EventID: ev.ID, At: start, StatusCode: status, Error: failure, Latency: latency,
 	}, state, message)
 	if err != nil {
 		return fmt.Errorf("record attempt: %w", err)
 	}
+	m.disableFailing(dbctx, ev.OrganizationID, rec, failure)
 	log := m.log.With("event_id", ev.ID, "event_type", ev.Type, "flow_id", ev.FlowID, "host", host,
 		"attempt", job.Attempt, "status", status, "latency_ms", latency.Milliseconds())
-	if after == store.Cancelled {
+	if rec.State == store.Cancelled {
 		log.Info("webhook event cancelled during delivery")
 		return river.JobCancel(errors.New("event cancelled: its flow was deleted"))
 	}
@@ -147,11 +167,46 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 				log.Error("webhook: reporting the failing task", "error", err.Error())
 			}
 		}
+		w.demote(dbctx, job)
 		// The error makes River retry on the schedule; its text is kept in
 		// River's job row and logs, so it names the host, not the URL.
 		return errors.New(message)
 	}
 	return w.report(dbctx, ev, gone, message)
+}
+
+// hold snoozes a delivery that its host cannot take now: River does not
+// count a snooze as an attempt. One held by a slow host goes behind fresh
+// deliveries, as such holds pile up; one held by a busy host keeps its place.
+func (w *deliveryWorker) hold(ctx context.Context, job *river.Job[deliveryArgs], a admission) error {
+	w.m.metrics.held.Inc()
+	if a.slow {
+		w.demote(ctx, job)
+	}
+	return river.JobSnooze(a.hold)
+}
+
+// demote moves a job behind first attempts: River fetches a retry or a held
+// delivery with its job's priority, and it is not fresh any more.
+func (w *deliveryWorker) demote(ctx context.Context, job *river.Job[deliveryArgs]) {
+	if job.Priority >= retryPriority {
+		return
+	}
+	if err := store.SetJobPriority(ctx, w.m.pool, job.ID, retryPriority); err != nil {
+		w.m.log.Error("webhook: demoting a delivery behind fresh ones", "job_id", job.ID, "error", err.Error())
+	}
+}
+
+// verdictOf says what an attempt that got status after latency learned of
+// its host: with no answer within the whole timeout, it timed out.
+func (m *Module) verdictOf(ctx context.Context, status int, latency time.Duration) verdict {
+	switch {
+	case ctx.Err() != nil:
+		return interrupted
+	case status == 0 && latency >= m.timeout:
+		return timedOut
+	}
+	return answered
 }
 
 // report tells the reporter of a final outcome. When that fails the job is

@@ -143,6 +143,10 @@ type Endpoints interface {
 	Update(ctx context.Context, organizationID, id string, u EndpointUpdate, before ...database.BeforeCommit[EndpointChange]) (Endpoint, error)
 	// Delete removes an endpoint for good and returns it. ErrEndpointNotFound.
 	Delete(ctx context.Context, organizationID, id string, before ...database.BeforeCommit[Endpoint]) (Endpoint, error)
+	// Disabled returns the organization's endpoints flowd disabled because
+	// their deliveries kept failing (DisabledReason set), oldest first: what
+	// the console's banner names.
+	Disabled(ctx context.Context, organizationID string) ([]Endpoint, error)
 	// MatchingTx returns, in tx, the organization's enabled endpoints that
 	// subscribe to t, oldest first: what an event of type t fans out to, read
 	// in the transaction that publishes it.

@@ -177,6 +177,19 @@ func (s *EndpointStore) Delete(ctx context.Context, organizationID, id string, b
 	return out, nil
 }
 
+// Disabled implements Endpoints.
+func (s *EndpointStore) Disabled(ctx context.Context, organizationID string) ([]Endpoint, error) {
+	rows, err := store.DisabledEndpoints(ctx, s.pool, organizationID)
+	if err != nil {
+		return nil, database.Classify(err)
+	}
+	out := make([]Endpoint, len(rows))
+	for i, r := range rows {
+		out[i] = fromEndpointRow(r)
+	}
+	return out, nil
+}
+
 // MatchingTx implements Endpoints.
 func (s *EndpointStore) MatchingTx(ctx context.Context, tx database.Tx, organizationID string, t EventType) ([]Endpoint, error) {
 	return matchingEndpointsTx(ctx, tx, organizationID, t)

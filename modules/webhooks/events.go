@@ -14,12 +14,12 @@ import (
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
 
-// EventRecord is a stored event: what happened to a flow, kept for the
-// event retention whether or not a webhook received it.
+// EventRecord is a stored event: what happened to a flow or an endpoint,
+// kept for the event retention whether or not a webhook received it.
 type EventRecord struct {
 	ID        string // the webhook-id of its deliveries
-	FlowID    string
-	Sequence  int
+	FlowID    string // empty for an event of no flow (endpoint.disabled)
+	Sequence  int    // 0 for an event of no flow
 	Type      EventType
 	Data      json.RawMessage // the data object every delivery carries
 	CreatedAt time.Time

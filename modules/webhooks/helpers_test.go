@@ -53,6 +53,9 @@ func newBundle(t *testing.T, pool *pgxpool.Pool, mutate ...func(*webhooks.Option
 	opts := webhooks.Options{
 		Timeout: 5 * time.Second, AllowPrivate: true, Schedule: testSchedule, PollInterval: 100 * time.Millisecond,
 		KeyEncryptionKey: testKEK,
+		// A busy test machine makes a local receiver look slow to the
+		// gate; a short first hold keeps its backoff within seconds.
+		HoldBackoff: 50 * time.Millisecond,
 	}
 	for _, m := range mutate {
 		m(&opts)

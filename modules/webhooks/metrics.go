@@ -10,6 +10,7 @@ import (
 type metrics struct {
 	deliveries *prometheus.CounterVec
 	latency    prometheus.Histogram
+	held       prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -23,9 +24,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Time from sending a webhook to its response or failure.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}),
+		held: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flowd_webhook_deliveries_held_total",
+			Help: "Webhook deliveries held back (snoozed, not attempted) because their host had too many in flight or did not answer in time.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.deliveries, m.latency)
+		reg.MustRegister(m.deliveries, m.latency, m.held)
 	}
 	return m
 }

@@ -42,6 +42,14 @@ const secretOverlap = 24 * time.Hour
 // queue is the River queue of webhook deliveries.
 const queue = "webhooks"
 
+// Delivery priorities; River fetches the lowest first. A first attempt goes
+// before retries and deliveries held back by their host, so that a backlog
+// coming due after an outage does not delay fresh events.
+const (
+	firstPriority = 1
+	retryPriority = 2
+)
+
 // Options configure the service. Zero values take the defaults.
 type Options struct {
 	// Timeout bounds each attempt (FLOWD_WEBHOOK_TIMEOUT, 10 s).
@@ -82,10 +90,24 @@ type Options struct {
 	// EventRetention is how long events are kept for the events API
 	// (FLOWD_EVENT_RETENTION, DefaultEventRetention).
 	EventRetention time.Duration
+	// DisableAfter is how long an endpoint's deliveries may fail without a
+	// success before flowd disables it (FLOWD_WEBHOOK_DISABLE_AFTER,
+	// DefaultDisableAfter).
+	DisableAfter time.Duration
 	// DrainTimeout is how long Run lets in-flight deliveries finish once its
 	// context ends before it cancels them (Timeout plus 5 s: a whole attempt
 	// and its bookkeeping).
 	DrainTimeout time.Duration
+	// RecoveryBatch is how many failed deliveries a recovery sends again per
+	// transaction (DefaultRecoveryBatch). Tests use small batches.
+	RecoveryBatch int
+	// HostConcurrency is how many deliveries the instance sends to one host
+	// at once (FLOWD_WEBHOOK_HOST_CONCURRENCY, DefaultHostConcurrency); the
+	// others wait, so that a receiver that hangs holds only these workers.
+	HostConcurrency int
+	// HoldBackoff is the first wait of a delivery held back by its host
+	// (DefaultHoldBackoff); tests shorten it.
+	HoldBackoff time.Duration
 }
 
 // DefaultFetchCooldown lets the workers fetch new deliveries every 10 ms
@@ -109,8 +131,14 @@ type Module struct {
 	timeout       time.Duration
 	schedule      []time.Duration
 	incidentAfter int
+	recoveryBatch int
+	disableAfter  time.Duration
 	metrics       *metrics
 	sealer        *sealer
+	gate          *gate
+	// holdLimit is how long a delivery may be held back by its host: as long
+	// as its retries would have taken.
+	holdLimit time.Duration
 }
 
 var _ Service = (*Module)(nil)
@@ -149,6 +177,19 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 	if opts.EventRetention <= 0 {
 		opts.EventRetention = DefaultEventRetention
 	}
+	if opts.RecoveryBatch <= 0 {
+		opts.RecoveryBatch = DefaultRecoveryBatch
+	}
+	if opts.DisableAfter <= 0 {
+		opts.DisableAfter = DefaultDisableAfter
+
+	}
+	if opts.HostConcurrency <= 0 {
+		opts.HostConcurrency = DefaultHostConcurrency
+	}
+	if opts.HoldBackoff <= 0 {
+		opts.HoldBackoff = DefaultHoldBackoff
+	}
 	// A job may run the attempt plus a little database work; a job running
 	// longer than twice that belonged to an instance that died, and River's
 	// rescuer makes it available again.
@@ -169,7 +210,13 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 		timeout:       opts.Timeout,
 		schedule:      opts.Schedule,
 		incidentAfter: opts.IncidentAfter,
+		recoveryBatch: opts.RecoveryBatch,
+		disableAfter:  opts.DisableAfter,
 		metrics:       newMetrics(opts.Registry),
+		gate:          newGate(opts.HostConcurrency, opts.HoldBackoff),
+	}
+	for _, d := range opts.Schedule {
+		m.holdLimit += d
 	}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &deliveryWorker{m: m}); err != nil {
@@ -178,9 +225,12 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 	if err := river.AddWorkerSafely(workers, &cleanupWorker{pool: pool, retention: opts.Retention, eventRetention: opts.EventRetention}); err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
+	if err := river.AddWorkerSafely(workers, &recoveryWorker{m: m}); err != nil {
+		return nil, fmt.Errorf("webhooks: %w", err)
+	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Logger:               slog.New(minLevel{opts.Log.Handler(), slog.LevelWarn}),
-		Queues:               map[string]river.QueueConfig{queue: {MaxWorkers: opts.Workers}},
+		Queues:               map[string]river.QueueConfig{queue: {MaxWorkers: opts.Workers}, recoveryQueue: {MaxWorkers: recoveryWorkers}},
 		FetchPollInterval:    opts.PollInterval,
 		FetchCooldown:        opts.FetchCooldown,
 		Workers:              workers,
@@ -261,7 +311,7 @@ func (m *Module) PublishTx(ctx context.Context, tx database.Tx, ev Event) error 
 	}
 	b, err := json.Marshal(body{
 		Type:      ev.Type,
-		Timestamp: ev.OccurredAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+		Timestamp: apiTime(ev.OccurredAt),
 		Data: bodyData{
 			FlowID: ev.FlowID, ReferenceID: ev.ReferenceID, OrganizationID: ev.OrganizationID,
 			Status: ev.Status, FlowStatus: ev.FlowStatus, Version: ev.Version, Sequence: ev.Sequence,
@@ -279,7 +329,7 @@ func (m *Module) PublishTx(ctx context.Context, tx database.Tx, ev Event) error 
 	// The delivery to the flow's own URL has the event's id.
 	var own *store.Event
 	if ev.URL != "" {
-		res, err := m.river.InsertTx(ctx, tx, deliveryArgs{EventID: id}, &river.InsertOpts{Queue: queue})
+		res, err := m.river.InsertTx(ctx, tx, deliveryArgs{EventID: id}, &river.InsertOpts{Queue: queue, Priority: firstPriority})
 		if err != nil {
 			return fmt.Errorf("webhooks: enqueue: %w", database.Classify(err))
 		}
@@ -304,7 +354,7 @@ func (m *Module) fanOutTx(ctx context.Context, tx database.Tx, ev store.StoredEv
 	params := make([]river.InsertManyParams, len(targets))
 	for i, t := range targets {
 		ids[i], endpoints[i], urls[i] = uuid.Must(uuid.NewV7()).String(), t.EndpointID, t.URL
-		params[i] = river.InsertManyParams{Args: deliveryArgs{EventID: ids[i]}, InsertOpts: &river.InsertOpts{Queue: queue}}
+		params[i] = river.InsertManyParams{Args: deliveryArgs{EventID: ids[i]}, InsertOpts: &river.InsertOpts{Queue: queue, Priority: firstPriority}}
 	}
 	res, err := m.river.InsertManyTx(ctx, tx, params)
 	if err != nil {
@@ -438,7 +488,7 @@ var ErrNothingToRedeliver = errors.New("webhooks: the event has no delivery to s
 // gets a delivery of its own if it had none (it subscribed later, or was
 // disabled then). It returns how many deliveries are on their way.
 // ErrNotFound for the event, ErrEndpointNotFound, ErrNothingToRedeliver.
-func (m *Module) Redeliver(ctx context.Context, organizationID, eventID, endpointID string) (int, error) {
+func (m *Module) Redeliver(ctx context.Context, organizationID, eventID, endpointID string, before ...database.BeforeCommit[Redelivery]) (int, error) {
 	if !isUUID(eventID) {
 		return 0, ErrNotFound
 	}
@@ -474,12 +524,15 @@ func (m *Module) Redeliver(ctx context.Context, organizationID, eventID, endpoin
 		n = len(deliveries)
 		if n == 0 && endpointID != "" {
 			n = 1
-			return m.fanOutTx(ctx, tx, ev, []store.Target{{EndpointID: target.ID, URL: target.URL}})
+			if err := m.fanOutTx(ctx, tx, ev, []store.Target{{EndpointID: target.ID, URL: target.URL}}); err != nil {
+				return err
+			}
 		}
 		if n == 0 {
 			return ErrNothingToRedeliver
 		}
-		return nil
+		return database.RunBeforeCommit(ctx, tx, Redelivery{EventID: ev.ID, Type: EventType(ev.Type), FlowID: ev.FlowID,
+			EndpointID: endpointID, Deliveries: n}, before)
 	})
 	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrEndpointNotFound) && !errors.Is(err, ErrNothingToRedeliver) {
 		return 0, fmt.Errorf("webhooks: redeliver: %w", database.Classify(err))
@@ -499,7 +552,7 @@ func (m *Module) retryJobTx(ctx context.Context, tx database.Tx, ev store.Event)
 	// The job is gone (pruned), or running right now, which River's retry
 	// leaves alone: a new job sends at once. Should the running attempt
 	// succeed first, the new job finds the event delivered and only reports.
-	res, err := m.river.InsertTx(ctx, tx, deliveryArgs{EventID: ev.ID}, &river.InsertOpts{Queue: queue})
+	res, err := m.river.InsertTx(ctx, tx, deliveryArgs{EventID: ev.ID}, &river.InsertOpts{Queue: queue, Priority: firstPriority})
 	if err != nil {
 		return err
 	}

@@ -9,12 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/flowd/flowd/internal/database"
 )
 
-// EventType names what happened to a flow.
+// EventType names what happened: to a flow (flow.*), or to one of the
+// organization's webhook endpoints (endpoint.*).
 type EventType string
 
 const (
@@ -26,10 +28,16 @@ const (
 	FlowDeleted   EventType = "flow.deleted"
 	FlowWithdrawn EventType = "flow.withdrawn"
 	FlowExpired   EventType = "flow.expired"
+	// EndpointDisabled: flowd disabled an endpoint whose deliveries kept
+	// failing. It goes to the organization's other endpoints, not to any
+	// flow's webhookUrl, and has no flow and no sequence.
+	EndpointDisabled EventType = "endpoint.disabled"
 )
 
-// EventTypes lists every event type, in the order a flow meets them.
-var EventTypes = []EventType{FlowCreated, FlowOpened, FlowAccepted, FlowRejected, FlowCancelled, FlowDeleted, FlowWithdrawn, FlowExpired}
+// EventTypes lists every event type: a flow's in the order a flow meets
+// them, then an endpoint's.
+var EventTypes = []EventType{FlowCreated, FlowOpened, FlowAccepted, FlowRejected, FlowCancelled, FlowDeleted, FlowWithdrawn, FlowExpired,
+	EndpointDisabled}
 
 // Valid reports whether t is one of EventTypes.
 func (t EventType) Valid() bool {
@@ -40,6 +48,9 @@ func (t EventType) Valid() bool {
 	}
 	return false
 }
+
+// ofFlow reports whether t is a flow's event type, one PublishTx takes.
+func (t EventType) ofFlow() bool { return t.Valid() && strings.HasPrefix(string(t), "flow.") }
 
 // Errors the service returns.
 var (
@@ -72,11 +83,11 @@ type Event struct {
 }
 
 // Validate reports ErrInvalidEvent, wrapped with the reason, unless the event
-// names a known type, a flow, an organization and an absolute http(s) URL.
+// names a flow's event type, a flow, an organization and an absolute http(s) URL.
 func (ev Event) Validate() error {
 	switch {
-	case !ev.Type.Valid():
-		return fmt.Errorf("%w: unknown type %q", ErrInvalidEvent, ev.Type)
+	case !ev.Type.ofFlow():
+		return fmt.Errorf("%w: %q is not a flow's event type", ErrInvalidEvent, ev.Type)
 	case ev.FlowID == "" || ev.OrganizationID == "":
 		return fmt.Errorf("%w: flow and organization ids are required", ErrInvalidEvent)
 	case ev.Sequence < 1:
@@ -162,6 +173,32 @@ type Service interface {
 	Event(ctx context.Context, organizationID, id string) (EventRecord, []Delivery, error)
 	// Redeliver sends an event again now, to every destination it had or
 	// to one endpoint, and returns how many deliveries are on their way.
-	// ErrNotFound, ErrEndpointNotFound, ErrNothingToRedeliver.
-	Redeliver(ctx context.Context, organizationID, eventID, endpointID string) (int, error)
+	// before runs in the redelivery's transaction with what it sent (see
+	// database.BeforeCommit). ErrNotFound, ErrEndpointNotFound,
+	// ErrNothingToRedeliver.
+	Redeliver(ctx context.Context, organizationID, eventID, endpointID string, before ...database.BeforeCommit[Redelivery]) (int, error)
+	// Recover sends every delivery to the endpoint that failed since since
+	// again, in the background, and returns the recovery, queued. requestedBy
+	// names who asked ("client:<id>", "staff:<username>"). before runs in the
+	// request's transaction with the recovery. apperr Invalid naming "since"
+	// (missing or in the future), ErrEndpointNotFound, ErrEndpointDisabled,
+	// ErrRecoveryRunning (one is queued or running for the endpoint).
+	Recover(ctx context.Context, organizationID, endpointID string, since time.Time, requestedBy string,
+		before ...database.BeforeCommit[Recovery]) (Recovery, error)
+	// Recovery returns one of an endpoint's recoveries, with its progress.
+	// ErrRecoveryNotFound, also when the endpoint is unknown.
+	Recovery(ctx context.Context, organizationID, endpointID, id string) (Recovery, error)
+	// Recoveries lists an endpoint's latest recoveries, newest first (at
+	// most RecoveriesShown). ErrEndpointNotFound.
+	Recoveries(ctx context.Context, organizationID, endpointID string) ([]Recovery, error)
+}
+
+// Redelivery is what Redeliver sent again: one event, to every
+// destination it had or to one endpoint.
+type Redelivery struct {
+	EventID    string
+	Type       EventType
+	FlowID     string
+	EndpointID string // empty: every destination
+	Deliveries int    // how many are on their way
 }

@@ -430,6 +430,7 @@ func TestPublishValidates(t *testing.T) {
 		{Type: webhooks.FlowCreated, FlowID: "f", OrganizationID: "o", Sequence: 1, URL: "ftp://example.com"},
 		{Type: webhooks.FlowCreated, FlowID: "f", OrganizationID: "o", Sequence: 1, URL: "/relative"},
 		{Type: webhooks.FlowCreated, FlowID: "f", OrganizationID: "o", URL: "https://example.com"},
+		{Type: webhooks.EndpointDisabled, FlowID: "f", OrganizationID: "o", Sequence: 1, URL: "https://example.com"},
 	}
 	for _, ev := range bad {
 		err := database.WithTx(context.Background(), b.pool, func(tx database.Tx) error {

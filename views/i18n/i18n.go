@@ -1,5 +1,6 @@
 // Package i18n picks the language of the pages the public sees (the consent
-// journey) and holds their texts in English and Norwegian Bokmål.
+// journey) and holds their texts in English and Norwegian Bokmål, with the
+// console's warning about disabled webhook endpoints.
 package i18n
 
 import (
@@ -512,4 +513,36 @@ func FormatPeriod(l Lang, years, months, weeks, days int) string {
 		return strings.Join(parts, "")
 	}
 	return strings.Join(parts[:len(parts)-1], ", ") + and + parts[len(parts)-1]
+}
+
+// EndpointBanner holds the console's warning about webhook endpoints flowd
+// disabled because their deliveries kept failing.
+type EndpointBanner struct {
+	One  string // "%s": the endpoint's name
+	Many string // "%s": the endpoints' names
+	More string // "%d": how many more are not named
+	Link string // to the Webhooks page
+}
+
+var endpointBanner = map[Lang]EndpointBanner{
+	English: {
+		One:  "flowd disabled the webhook endpoint “%s”: its deliveries kept failing, so it receives no events until it is enabled again.",
+		Many: "flowd disabled these webhook endpoints because their deliveries kept failing: %s. They receive no events until they are enabled again.",
+		More: "and %d more",
+		Link: "See why on the Webhooks page",
+	},
+	Norwegian: {
+		One:  "flowd har slått av webhook-endepunktet «%s»: leveransene til det feilet gang på gang, så det får ingen hendelser før det slås på igjen.",
+		Many: "flowd har slått av disse webhook-endepunktene fordi leveransene til dem feilet gang på gang: %s. De får ingen hendelser før de slås på igjen.",
+		More: "og %d til",
+		Link: "Se hvorfor på Webhooks-siden",
+	},
+}
+
+// EndpointBannerTexts returns the console's endpoint warning in l.
+func EndpointBannerTexts(l Lang) EndpointBanner {
+	if t, ok := endpointBanner[l]; ok {
+		return t
+	}
+	return endpointBanner[English]
 }

@@ -109,7 +109,9 @@ func TestEveryTextIsTranslated(t *testing.T) {
 	}
 	check("Consent", ConsentTexts(English), ConsentTexts(Norwegian))
 	check("TestEID", TestEIDTexts(English), TestEIDTexts(Norwegian))
-	if ConsentTexts("xx") != ConsentTexts(English) || TestEIDTexts("xx") != TestEIDTexts(English) {
+	check("EndpointBanner", EndpointBannerTexts(English), EndpointBannerTexts(Norwegian))
+	if ConsentTexts("xx") != ConsentTexts(English) || TestEIDTexts("xx") != TestEIDTexts(English) ||
+		EndpointBannerTexts("xx") != EndpointBannerTexts(English) {
 		t.Error("an unknown language does not fall back to English")
 	}
 }

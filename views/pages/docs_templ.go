@@ -575,7 +575,7 @@ func Docs(p DocsPage) templ.Component {
 				}
 			}
 			if len(p.Webhooks) > 0 {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 44, "<section aria-labelledby=\"webhook-events\"><h2 id=\"webhook-events\">Webhook events</h2><p>What flowd sends to a flow's <code>webhookUrl</code>. See <a href=\"#webhooks\">Webhooks</a> on delivery and signatures.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 44, "<section aria-labelledby=\"webhook-events\"><h2 id=\"webhook-events\">Webhook events</h2><p>What flowd sends to a flow's <code>webhookUrl</code> and to the organization's endpoints. See <a href=\"#webhooks\">Webhooks</a> on delivery and signatures.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

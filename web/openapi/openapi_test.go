@@ -189,6 +189,7 @@ func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
 		"createFlowDefinition", "getFlowDefinition", "publishFlowDefinitionVersion", "getFlowDefinitionVersion", "retireFlowDefinition",
 		"listFlowAttachments", "getFlowAttachment", "verifyReceipt", "checkReceiptSubject", "listEvents", "getEvent", "redeliverEvent",
 		"listWebhookEndpoints", "createWebhookEndpoint", "getWebhookEndpoint", "updateWebhookEndpoint", "deleteWebhookEndpoint",
+		"recoverWebhookEndpoint", "listWebhookRecoveries", "getWebhookRecovery",
 		"createToken", "getOpenAPIDocument"}
 	slices.Sort(want)
 	sorted := slices.Sorted(slices.Values(got))
@@ -207,8 +208,15 @@ func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
 			t.Errorf("the overview has no %q section: %v", id, intro)
 		}
 	}
-	if len(p.Webhooks) != 1 || p.Webhooks[0].RequestBody == nil {
-		t.Fatal("the webhook is not shown")
+	var hooks []string
+	for _, h := range p.Webhooks {
+		hooks = append(hooks, h.ID)
+		if h.RequestBody == nil {
+			t.Errorf("webhook %s: no body shown", h.ID)
+		}
+	}
+	if !slices.Equal(hooks, []string{"webhook-flowevent", "webhook-endpointdisabled"}) {
+		t.Fatalf("webhooks shown: %v, want flowEvent then endpointDisabled", hooks)
 	}
 
 	create := p.Groups[0].Operations[0]

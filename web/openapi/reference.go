@@ -77,20 +77,20 @@ func Reference(doc *openapi3.T, raw []byte, baseURL string) (pages.DocsPage, err
 		}
 	}
 
-	names := make([]string, 0, len(doc.Webhooks))
-	for name := range doc.Webhooks {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		item := doc.Webhooks[name]
+	// Webhooks too are shown in the order they are written.
+	var hooks []located
+	for name, item := range doc.Webhooks {
 		for method, op := range item.Operations() {
 			v, err := r.webhook(name, method, op)
 			if err != nil {
 				return p, err
 			}
-			p.Webhooks = append(p.Webhooks, v)
+			hooks = append(hooks, located{op: v, line: line(op.Origin), method: method})
 		}
+	}
+	slices.SortFunc(hooks, func(a, b located) int { return a.line - b.line })
+	for _, h := range hooks {
+		p.Webhooks = append(p.Webhooks, h.op)
 	}
 	return p, nil
 }

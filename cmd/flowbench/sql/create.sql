@@ -37,7 +37,7 @@ insert into consent_requests (flow_id, organization_id, token_hash, pii_key_id, 
 with event as (
 	insert into events (organization_id, id, flow_id, sequence, type, body)
 	values (:writeorg, (lpad(to_hex(:t2::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid,
-	(lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0')), 1, 'flow.created',
+	nullif(lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'), ''), nullif(1, 0), 'flow.created',
 	'{"type":"flow.created","timestamp":"2026-01-02T03:04:05.678Z","data":{"flowId":"' || (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid || '","referenceId":"PGB-1","organizationId":"' || :writeorg || '","status":"Unopened","flowStatus":"active","version":1,"sequence":1,"flowDefinitionId":"consent"}}'))
 select id::text, url from webhook_endpoints
 	where organization_id = :writeorg and enabled and (cardinality(event_types) = 0 or 'flow.created' = any (event_types))

@@ -118,3 +118,31 @@ func MatchingEndpoints(ctx context.Context, db DB, organizationID, eventType str
 		where organization_id = $1 and enabled and (cardinality(event_types) = 0 or $2 = any (event_types))
 		order by created_at, id`, organizationID, eventType))
 }
+
+// DisableFailing disables an enabled endpoint that has failed for at least
+// after, with reason, and returns it. The row's own condition decides, so
+// that of instances racing to disable it one does. ErrNotFound when it is
+// not due: disabled already, healthy again, or gone.
+func DisableFailing(ctx context.Context, db DB, organizationID, id string, after time.Duration, reason string) (Endpoint, error) {
+	return scanEndpoint(db.QueryRow(ctx, `
+		update webhook_endpoints set enabled = false, disabled_reason = $4, updated_at = now()
+		where organization_id = $1 and id = $2 and enabled and failing_since <= now() - make_interval(secs => $3)
+		returning `+endpointColumns, organizationID, id, after.Seconds(), reason))
+}
+
+// FailPendingDeliveries marks the endpoint's pending deliveries failed with
+// lastError and returns how many it marked.
+func FailPendingDeliveries(ctx context.Context, db DB, organizationID, endpointID, lastError string) (int64, error) {
+	tag, err := db.Exec(ctx, `
+		update webhook_events set state = 'failed', last_error = $3, finished_at = now()
+		where organization_id = $1 and endpoint_id = $2 and state = 'pending'`, organizationID, endpointID, lastError)
+	return tag.RowsAffected(), err
+}
+
+// DisabledEndpoints returns the organization's endpoints flowd disabled,
+// oldest first.
+func DisabledEndpoints(ctx context.Context, db DB, organizationID string) ([]Endpoint, error) {
+	return collectEndpoints(db.Query(ctx, `select `+endpointColumns+` from webhook_endpoints
+		where organization_id = $1 and disabled_reason is not null
+		order by created_at, id`, organizationID))
+}

@@ -29,12 +29,13 @@ const (
 	Cancelled = "cancelled"
 )
 
-// StoredEvent is a row of events: one change of a flow, delivered or not.
+// StoredEvent is a row of events: one change of a flow, or of an endpoint,
+// delivered or not.
 type StoredEvent struct {
 	ID             string
 	OrganizationID string
-	FlowID         string
-	Sequence       int
+	FlowID         string // empty (null) for an event of no flow
+	Sequence       int    // 0 (null) for an event of no flow
 	Type           string
 	Body           string
 	CreatedAt      time.Time
@@ -77,7 +78,8 @@ func InsertEvent(ctx context.Context, db DB, ev StoredEvent, delivery *Event) ([
 	if delivery == nil {
 		rows, err = db.Query(ctx, `
 			with event as (
-				insert into events (organization_id, id, flow_id, sequence, type, body) values ($1, $3, $4, $5, $2, $6))
+				insert into events (organization_id, id, flow_id, sequence, type, body)
+				values ($1, $3, nullif($4, ''), nullif($5::integer, 0), $2, $6))
 			`+matchingTargets, ev.OrganizationID, ev.Type, ev.ID, ev.FlowID, ev.Sequence, ev.Body)
 	} else {
 		e := delivery
@@ -114,7 +116,7 @@ func InsertDeliveries(ctx context.Context, db DB, ev StoredEvent, ids, endpoints
 // GetStoredEvent returns one of an organization's events, locked against
 // a concurrent redelivery when forUpdate. ErrNotFound.
 func GetStoredEvent(ctx context.Context, db DB, organizationID, id string, forUpdate bool) (StoredEvent, error) {
-	q := `select id::text, organization_id, flow_id, sequence, type, body, created_at from events
+	q := `select ` + storedEventColumns + ` from events
 		where organization_id = $1 and id = $2`
 	if forUpdate {
 		q += ` for update`
@@ -197,31 +199,66 @@ type Attempt struct {
 	EventID    string
 	At         time.Time
 	StatusCode int
-	Error      string
+	Error      string // empty on success
 	Latency    time.Duration
 }
 
-// RecordAttempt stores a and moves the event to state (with lastError) if it is
-// still pending; it returns the event's state afterwards, so that an event
-// cancelled meanwhile stays cancelled and the caller can tell.
-func RecordAttempt(ctx context.Context, db DB, a Attempt, state, lastError string) (string, error) {
-	// One statement, so one round trip: the attempt's insert runs as a
-	// data-modifying CTE beside the event's update.
-	var after string
+// Recorded is what RecordAttempt leaves behind.
+type Recorded struct {
+	// State is the delivery's state afterwards.
+	State string
+	// EndpointID is the delivery's endpoint; empty for a flow's own URL.
+	EndpointID string
+	// FailingFor is how long the endpoint has failed without a success,
+	// this attempt included, when the attempt failed and the endpoint is
+	// enabled; nil otherwise.
+	FailingFor *time.Duration
+}
+
+// RecordAttempt stores a and moves the delivery to state (with lastError)
+// if it is still pending, so that a delivery cancelled meanwhile stays
+// cancelled and the caller can tell. The delivery's endpoint, if it has
+// one, keeps the health it is disabled by: a failure starts its
+// failing_since unless it is failing already, a success clears it.
+func RecordAttempt(ctx context.Context, db DB, a Attempt, state, lastError string) (Recorded, error) {
+	// One statement, so one round trip: the attempt's insert and the
+	// endpoint's update run as data-modifying CTEs beside the delivery's
+	// update. The endpoint is written only when its health changes, so a
+	// healthy endpoint's successes cost a read of its row. The endpoint CTE
+	// reads the row as it was, hence the coalesce with this attempt's time.
+	var r Recorded
+	var seconds *float64
 	err := db.QueryRow(ctx, `
 		with attempt as (
 			insert into webhook_attempts (event_id, attempted_at, status_code, error, latency_us)
-			values ($1, $4, $5, $6, $7))
-		update webhook_events set
-			state = case when state = 'pending' then $2 else state end,
-			last_error = case when state = 'pending' then $3 else last_error end,
-			finished_at = case when state = 'pending' and $2 <> 'pending' then now() else finished_at end
-		where id = $1
-		returning state`, a.EventID, state, lastError, a.At, a.StatusCode, a.Error, a.Latency.Microseconds()).Scan(&after)
+			values ($1, $4, $5, $6, $7)),
+		delivery as (
+			update webhook_events set
+				state = case when state = 'pending' then $2 else state end,
+				last_error = case when state = 'pending' then $3 else last_error end,
+				finished_at = case when state = 'pending' and $2 <> 'pending' then now() else finished_at end
+			where id = $1
+			returning state, organization_id, endpoint_id),
+		endpoint as (
+			select w.enabled, w.failing_since from webhook_endpoints w join delivery d
+			on w.organization_id = d.organization_id and w.id = d.endpoint_id),
+		health as (
+			update webhook_endpoints w set failing_since = case when $8::boolean then null else $4::timestamptz end
+			from delivery d
+			where w.organization_id = d.organization_id and w.id = d.endpoint_id
+			  and (w.failing_since is null) = not $8::boolean)
+		select d.state, coalesce(d.endpoint_id::text, ''),
+			(select extract(epoch from now() - coalesce(e.failing_since, $4))::float8 from endpoint e where e.enabled and not $8::boolean)
+		from delivery d`, a.EventID, state, lastError, a.At, a.StatusCode, a.Error, a.Latency.Microseconds(), a.Error == "").
+		Scan(&r.State, &r.EndpointID, &seconds)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", ErrNotFound
+		return Recorded{}, ErrNotFound
 	}
-	return after, err
+	if seconds != nil {
+		d := time.Duration(*seconds * float64(time.Second))
+		r.FailingFor = &d
+	}
+	return r, err
 }
 
 // ResetLatestForTask makes the newest event of an organization's task pending
@@ -242,6 +279,13 @@ func ResetLatestForTask(ctx context.Context, db DB, organizationID, taskID strin
 		return Event{}, ErrNotFound
 	}
 	return e, err
+}
+
+// SetJobPriority sets a River job's priority. River keeps a job's priority
+// for its retries and snoozes and has no call to change it.
+func SetJobPriority(ctx context.Context, db DB, jobID int64, priority int) error {
+	_, err := db.Exec(ctx, `update river_job set priority = $2 where id = $1`, jobID, priority)
+	return err
 }
 
 // SetJob points an event at a new delivery job.
@@ -335,12 +379,14 @@ func RotateSecret(ctx context.Context, db DB, organizationID, secret string, ove
 }
 
 // DeleteFinished deletes up to limit events finished before before, with
-// their attempts, and returns how many it deleted.
+// their attempts, and returns how many it deleted. A delivery finishes after
+// it is created: the creation time's BRIN index narrows the search, and no
+// index on the finish time keeps the updates of deliveries HOT.
 func DeleteFinished(ctx context.Context, db DB, before time.Time, limit int) (int64, error) {
 	tag, err := db.Exec(ctx, `
 		delete from webhook_events where id in (
 			select id from webhook_events
-			where state <> 'pending' and finished_at < $1
+			where created_at < $1 and state <> 'pending' and finished_at < $1
 			limit $2)`, before, limit)
 	return tag.RowsAffected(), err
 }
@@ -386,7 +432,7 @@ func Events(ctx context.Context, db DB, q EventQuery) ([]StoredEvent, bool, erro
 		cmp, order = ">", "asc"
 	}
 	rows, err := db.Query(ctx, `
-		select id::text, organization_id, flow_id, sequence, type, body, created_at from events
+		select `+storedEventColumns+` from events
 		where organization_id = $1
 		  and ($2 = '' or type = $2)
 		  and ($3 = '' or flow_id = $3)
@@ -422,6 +468,10 @@ func nullIfEmpty(s string) *string {
 	return &s
 }
 
+// storedEventColumns are the columns scanStoredEvent reads; an event of no
+// flow reads as flow "" and sequence 0.
+const storedEventColumns = `id::text, organization_id, coalesce(flow_id, ''), coalesce(sequence, 0), type, body, created_at`
+
 func scanStoredEvent(r pgx.CollectableRow) (StoredEvent, error) {
 	var e StoredEvent
 	err := r.Scan(&e.ID, &e.OrganizationID, &e.FlowID, &e.Sequence, &e.Type, &e.Body, &e.CreatedAt)
@@ -439,7 +489,7 @@ type DeliveryRow struct {
 // EventWithDeliveries returns one of an organization's events with its
 // deliveries and their attempts, oldest first. ErrNotFound.
 func EventWithDeliveries(ctx context.Context, db DB, organizationID, id string) (StoredEvent, []DeliveryRow, error) {
-	rows, err := db.Query(ctx, `select id::text, organization_id, flow_id, sequence, type, body, created_at from events
+	rows, err := db.Query(ctx, `select `+storedEventColumns+` from events
 		where organization_id = $1 and id = $2`, organizationID, id)
 	if err != nil {
 		return StoredEvent{}, nil, err

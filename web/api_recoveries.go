@@ -1,0 +1,131 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/webhooks"
+)
+
+// recoveryJSON is a recovery of an endpoint's failed deliveries as the API
+// shows it.
+type recoveryJSON struct {
+	ID          string      `json:"id"`
+	EndpointID  string      `json:"endpointId"`
+	Since       apiInstant  `json:"since"`
+	State       string      `json:"state"`
+	Total       int         `json:"total"`
+	Scheduled   int         `json:"scheduled"`
+	RequestedBy string      `json:"requestedBy"`
+	CreatedAt   apiInstant  `json:"createdAt"`
+	StartedAt   *apiInstant `json:"startedAt"`
+	FinishedAt  *apiInstant `json:"finishedAt"`
+	Error       *string     `json:"error"`
+}
+
+func toRecoveryJSON(r webhooks.Recovery) recoveryJSON {
+	return recoveryJSON{ID: r.ID, EndpointID: r.EndpointID, Since: apiInstant(r.Since), State: string(r.State), Total: r.Total,
+		Scheduled: r.Scheduled, RequestedBy: r.RequestedBy, CreatedAt: apiInstant(r.CreatedAt),
+		StartedAt: (*apiInstant)(r.StartedAt), FinishedAt: (*apiInstant)(r.FinishedAt), Error: nonEmpty(r.Error)}
+}
+
+func recoveryPath(endpointID, id string) string {
+	return endpointPath(endpointID) + "/recoveries/" + url.PathEscape(id)
+}
+
+// recoveryAudit describes a recovery for the audit log.
+func recoveryAudit(r webhooks.Recovery) string {
+	return fmt.Sprintf("recovery %s of %d failed deliveries since %s", r.ID, r.Total, r.Since.UTC().Format(time.RFC3339))
+}
+
+// redeliveryAudit describes a redelivery for the audit log.
+func redeliveryAudit(r webhooks.Redelivery) string {
+	to := "every destination"
+	if r.EndpointID != "" {
+		to = "endpoint " + r.EndpointID
+	}
+	noun := "deliveries"
+	if r.Deliveries == 1 {
+		noun = "delivery"
+	}
+	return fmt.Sprintf("%s of flow %s to %s (%d %s)", r.Type, truncateRunes(r.FlowID, 100), to, r.Deliveries, noun)
+}
+
+// recoveryError maps the webhooks module's errors of a recovery request to
+// application errors; a recovery already running is named, with where its
+// progress shows.
+func (s *Server) recoveryError(ctx context.Context, organizationID, endpointID string, err error) error {
+	switch {
+	case errors.Is(err, webhooks.ErrEndpointNotFound):
+		return apperr.New(apperr.NotFound, "No webhook endpoint with this id.")
+	case errors.Is(err, webhooks.ErrEndpointDisabled):
+		return apperr.New(apperr.Conflict, "The endpoint is disabled: enable it, then recover its failed deliveries.")
+	case errors.Is(err, webhooks.ErrRecoveryRunning):
+		if list, lerr := s.webhooks.Recoveries(ctx, organizationID, endpointID); lerr == nil && len(list) > 0 && list[0].State.Active() {
+			return apperr.New(apperr.Conflict, "A recovery of this endpoint is already %s (%d of %d deliveries sent again); %s shows its progress.",
+				list[0].State, list[0].Scheduled, list[0].Total, recoveryPath(endpointID, list[0].ID))
+		}
+		return apperr.New(apperr.Conflict, "A recovery of this endpoint is already running.")
+	}
+	return err
+}
+
+// handleEndpointRecover handles "POST /api/webhook-endpoints/:id/recover":
+// every delivery to the endpoint that failed since ?since= is sent again,
+// by a background job whose progress the answer's Location shows.
+func (s *Server) handleEndpointRecover(c echo.Context) error {
+	var since time.Time
+	if v := c.QueryParam("since"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return apperr.InvalidFields([]apperr.FieldError{{Field: "since", Message: "must be an RFC 3339 time, such as 2026-01-02T03:04:05Z"}})
+		}
+		since = t
+	}
+	ctx, p := c.Request().Context(), principalOf(c)
+	r, err := s.webhooks.Recover(ctx, p.OrganizationID, c.Param("id"), since, "client:"+p.ClientID,
+		apiAudited(s, c, identity.AuditWebhookEndpointRecover, func(r webhooks.Recovery) (string, string) {
+			return r.EndpointID, recoveryAudit(r)
+		}))
+	if err != nil {
+		return s.recoveryError(ctx, p.OrganizationID, c.Param("id"), err)
+	}
+	c.Response().Header().Set(echo.HeaderLocation, recoveryPath(r.EndpointID, r.ID))
+	return s.writeJSON(c, http.StatusAccepted, toRecoveryJSON(r))
+}
+
+// handleRecoveryList handles "GET /api/webhook-endpoints/:id/recoveries":
+// the endpoint's latest recoveries, newest first.
+func (s *Server) handleRecoveryList(c echo.Context) error {
+	list, err := s.webhooks.Recoveries(c.Request().Context(), principalOf(c).OrganizationID, c.Param("id"))
+	if err != nil {
+		return endpointError(err)
+	}
+	out := struct {
+		Data []recoveryJSON `json:"data"`
+	}{Data: make([]recoveryJSON, len(list))}
+	for i, r := range list {
+		out.Data[i] = toRecoveryJSON(r)
+	}
+	return s.writeJSON(c, http.StatusOK, out)
+}
+
+// handleRecoveryGet handles "GET /api/webhook-endpoints/:id/recoveries/:recoveryId".
+func (s *Server) handleRecoveryGet(c echo.Context) error {
+	r, err := s.webhooks.Recovery(c.Request().Context(), principalOf(c).OrganizationID, c.Param("id"), c.Param("recoveryId"))
+	if errors.Is(err, webhooks.ErrRecoveryNotFound) {
+		return apperr.New(apperr.NotFound, "No recovery with this id for this webhook endpoint.")
+	}
+	if err != nil {
+		return err
+	}
+	return s.writeJSON(c, http.StatusOK, toRecoveryJSON(r))
+}

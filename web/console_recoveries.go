@@ -1,0 +1,152 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/webhooks"
+	"github.com/flowd/flowd/views/pages"
+)
+
+// This file holds the console's replay of webhooks (issue 20): an
+// endpoint's page, where admins recover its failed deliveries and everyone
+// follows the recoveries' progress, and the redelivery of a flow's event.
+
+// recoveryRefresh is how often, in seconds, an endpoint's page reloads
+// while one of its recoveries is under way.
+const recoveryRefresh = 2
+
+// sinceLayout is the value of a datetime-local input, to the second.
+const sinceLayout = "2006-01-02T15:04:05"
+
+// parseSince reads the recovery form's time, in UTC: a datetime-local
+// value, with or without seconds.
+func parseSince(v string) (time.Time, bool) {
+	for _, layout := range []string{sinceLayout, "2006-01-02T15:04"} {
+		if t, err := time.ParseInLocation(layout, v, time.UTC); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// endpointEvents is how the console names an endpoint's event types.
+func endpointEvents(e webhooks.Endpoint) string {
+	if len(e.EventTypes) == 0 {
+		return "All events"
+	}
+	names := make([]string, len(e.EventTypes))
+	for i, t := range e.EventTypes {
+		names[i] = string(t)
+	}
+	return strings.Join(names, ", ")
+}
+
+// renderEndpoint renders an endpoint's page with status, the recovery form
+// holding since and errs.
+func (s *Server) renderEndpoint(c echo.Context, status int, e webhooks.Endpoint, since string, errs map[string]string) error {
+	list, err := s.webhooks.Recoveries(c.Request().Context(), staffOf(c).OrganizationID, e.ID)
+	if err != nil {
+		return consoleNotFound(err, webhooks.ErrEndpointNotFound)
+	}
+	p := pages.EndpointPage{Frame: s.frame(c, "webhooks", "Webhook endpoint"), ID: e.ID, URL: e.URL, Description: orDash(e.Description),
+		Events: endpointEvents(e), Enabled: e.Enabled, DisabledReason: e.DisabledReason, Created: consoleTime(e.CreatedAt),
+		Since: since, Errors: errs}
+	// A refusal of the whole request shows above the page: the form is not
+	// there for a disabled endpoint.
+	p.Frame.Error = errs["form"]
+	for _, r := range list {
+		p.Recoveries = append(p.Recoveries, pages.RecoveryRow{ID: r.ID, Requested: consoleTime(r.CreatedAt),
+			Since: r.Since.UTC().Format("2006-01-02 15:04:05 UTC"), RequestedBy: r.RequestedBy, State: string(r.State),
+			Scheduled: r.Scheduled, Total: r.Total, Finished: consoleTimePtr(r.FinishedAt, ""), Error: r.Error})
+		if r.State.Active() {
+			p.Frame.Refresh = recoveryRefresh
+		}
+	}
+	return s.renderConsole(c, status, pages.Endpoint(p))
+}
+
+// handleConsoleEndpoint handles "GET /console/webhooks/:id": the endpoint
+// and its recoveries; the form proposes the last 24 hours.
+func (s *Server) handleConsoleEndpoint(c echo.Context) error {
+	e, err := s.consoleEndpoint(c)
+	if err != nil {
+		return err
+	}
+	since := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Minute).Format(sinceLayout)
+	return s.renderEndpoint(c, http.StatusOK, e, since, nil)
+}
+
+// handleConsoleRecover handles "POST /console/webhooks/:id/recover"
+// (admins): the endpoint's failed deliveries since the form's time are sent
+// again in the background; the request and its audit entry commit together.
+func (s *Server) handleConsoleRecover(c echo.Context) error {
+	f, err := bindForm(c)
+	if err != nil {
+		return err
+	}
+	e, err := s.consoleEndpoint(c)
+	if err != nil {
+		return err
+	}
+	raw := strings.TrimSpace(f.values.Get("since"))
+	since, ok := parseSince(raw)
+	if raw != "" && !ok {
+		f.Fail("since", "Give a date and time, such as 2026-01-02T03:04.")
+		return s.renderEndpoint(c, http.StatusBadRequest, e, raw, f.Errors)
+	}
+	ctx, m := c.Request().Context(), staffOf(c)
+	_, err = s.webhooks.Recover(ctx, m.OrganizationID, e.ID, since, staffActor(m),
+		audited(s, c, identity.AuditWebhookEndpointRecover, func(r webhooks.Recovery) (string, string) {
+			return r.EndpointID, recoveryAudit(r)
+		}))
+	if f.Refused(err, nil) {
+		return s.renderEndpoint(c, http.StatusBadRequest, e, raw, f.Errors)
+	}
+	if err != nil {
+		err = s.recoveryError(ctx, m.OrganizationID, e.ID, err)
+		if ae, ok := apperr.As(err); ok && ae.Code == apperr.Conflict {
+			f.Fail("form", "%s", ae.Message)
+			return s.renderEndpoint(c, http.StatusConflict, e, raw, f.Errors)
+		}
+		return consoleNotFound(err, webhooks.ErrEndpointNotFound)
+	}
+	return c.Redirect(http.StatusSeeOther, withNotice(s.echo.Reverse("console.webhook", e.ID), "recovery_started", endpointHost(e)))
+}
+
+// handleConsoleRedeliver handles "POST /console/flows/:id/events/:event/redeliver"
+// (admins): the flow's event goes out again now to every destination it
+// had; the redelivery and its audit entry commit together.
+func (s *Server) handleConsoleRedeliver(c echo.Context) error {
+	fl, err := s.consoleFlow(c)
+	if err != nil {
+		return err
+	}
+	ctx, org := c.Request().Context(), staffOf(c).OrganizationID
+	ev, _, err := s.webhooks.Event(ctx, org, c.Param("event"))
+	if err == nil && ev.FlowID != fl.ID {
+		err = webhooks.ErrNotFound
+	}
+	if err != nil {
+		return consoleNotFound(err, webhooks.ErrNotFound)
+	}
+	_, err = s.webhooks.Redeliver(ctx, org, ev.ID, "",
+		audited(s, c, identity.AuditEventRedeliver, func(r webhooks.Redelivery) (string, string) {
+			return r.EventID, redeliveryAudit(r)
+		}))
+	self, label := s.echo.Reverse("console.flow", fl.ID), string(ev.Type)+" #"+strconv.Itoa(ev.Sequence)
+	if errors.Is(err, webhooks.ErrNothingToRedeliver) {
+		return c.Redirect(http.StatusSeeOther, withNotice(self, "nothing_redelivered", label))
+	}
+	if err != nil {
+		return consoleNotFound(err, webhooks.ErrNotFound)
+	}
+	return c.Redirect(http.StatusSeeOther, withNotice(self, "redelivered", label))
+}
