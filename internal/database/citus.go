@@ -50,6 +50,7 @@ var PendingTenantTables = []string{
 	"webhook_secrets",
 	"webhook_events",
 	"webhook_attempts",
+	"webhook_recoveries",
 }
 
 // CoordinatorTables stay local tables on the coordinator, as do River's
