@@ -336,7 +336,7 @@ func TestIncidentsAreShownOnTheFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	const msg = "hooks.example: 502 Bad Gateway"
-	if err := flows.NewTaskReports(e.pool).TaskFailing(context.Background(), taskID, msg); err != nil {
+	if err := flows.NewTaskReports(e.pool).TaskFailing(context.Background(), orgA, taskID, msg); err != nil {
 		t.Fatal(err)
 	}
 	f := e.flowJSON(t, id)

@@ -443,7 +443,7 @@ func TestDeleteRemovesEverythingAndLogsIt(t *testing.T) {
 	if err := e.pool.QueryRow(context.Background(), `select id::text from flow_tasks where flow_id = $1 and task_type = 'send-initiate-webhook'`, id).Scan(&taskID); err != nil {
 		t.Fatal(err)
 	}
-	if err := flows.NewTaskReports(e.pool).TaskFailing(context.Background(), taskID, "hooks.example: connection refused"); err != nil {
+	if err := flows.NewTaskReports(e.pool).TaskFailing(context.Background(), orgA, taskID, "hooks.example: connection refused"); err != nil {
 		t.Fatal(err)
 	}
 	r := e.call(t, "DELETE", "/api/flows/"+id, tokA, "")

@@ -102,7 +102,7 @@ func (e *tableEvents) PublishTx(ctx context.Context, tx database.Tx, ev webhooks
 	return nil
 }
 
-func (e *tableEvents) CancelPendingTx(ctx context.Context, tx database.Tx, flowID string) error {
+func (e *tableEvents) CancelPendingTx(ctx context.Context, tx database.Tx, _, flowID string) error {
 	_, err := tx.Exec(ctx, `insert into test_events (kind, flow_id) values ('cancel-pending', $1)`, flowID)
 	return err
 }

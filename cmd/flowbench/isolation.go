@@ -244,7 +244,7 @@ with seed as materialized (
 ), job as (
 	insert into river_job (id, args, attempt, attempted_at, attempted_by, created_at, errors, kind, max_attempts, metadata,
 		priority, queue, state, scheduled_at, tags)
-	select job_id, jsonb_build_object('event_id', delivery_id), 1, at, array['flowd'], at,
+	select job_id, jsonb_build_object('organization_id', $1::text, 'event_id', delivery_id), 1, at, array['flowd'], at,
 		array[jsonb_build_object('at', at, 'attempt', 1, 'error', 'Webhook delivery to ' || $4 || ' failed: connection refused', 'trace', '')],
 		'flowd.webhook_delivery', 8, '{}', 2, 'webhooks', 'available', at + interval '5 seconds', '{}'
 	from body
@@ -254,5 +254,5 @@ with seed as materialized (
 		'Webhook delivery to ' || $4 || ' failed: connection refused', job_id, at, event_id, $2::uuid
 	from body
 )
-insert into webhook_attempts (event_id, attempted_at, status_code, error, latency_us)
-select delivery_id, at, 0, 'connection refused', 200 from body`
+insert into webhook_attempts (organization_id, event_id, attempted_at, status_code, error, latency_us)
+select $1, delivery_id, at, 0, 'connection refused', 200 from body`

@@ -52,7 +52,7 @@ func TestWebhookSSRFRefusedAtDeliveryTime(t *testing.T) {
 		flows = append(flows, c.FlowID)
 	}
 	eventually(t, 60*time.Second, "a refused attempt for every event", func() bool {
-		return count(t, pool, `select count(distinct e.id) from webhook_events e join webhook_attempts a on a.event_id = e.id
+		return count(t, pool, `select count(distinct e.id) from webhook_events e join webhook_attempts a on a.organization_id = e.organization_id and a.event_id = e.id
 			where a.error <> '' and a.status_code = 0`) == len(flows)
 	})
 	if got := rcv.deliveries(); len(got) != 0 || rcv.failures() != 0 {

@@ -36,7 +36,7 @@ func (tableEvents) PublishTx(ctx context.Context, tx database.Tx, ev webhooks.Ev
 	return err
 }
 
-func (tableEvents) CancelPendingTx(context.Context, database.Tx, string) error { return nil }
+func (tableEvents) CancelPendingTx(context.Context, database.Tx, string, string) error { return nil }
 
 // substantial is the acr of a sign-in at the substantial level, which the
 // default definition's level (low) is met by.

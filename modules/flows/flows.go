@@ -369,6 +369,7 @@ type OrganizationSettings struct {
 type Events interface {
 	// PublishTx stores ev for delivery when tx commits.
 	PublishTx(ctx context.Context, tx database.Tx, ev webhooks.Event) error
-	// CancelPendingTx drops the undelivered events of a deleted flow when tx commits.
-	CancelPendingTx(ctx context.Context, tx database.Tx, flowID string) error
+	// CancelPendingTx drops the undelivered events of an organization's
+	// deleted flow when tx commits.
+	CancelPendingTx(ctx context.Context, tx database.Tx, organizationID, flowID string) error
 }

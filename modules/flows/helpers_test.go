@@ -150,7 +150,7 @@ func (tableEvents) PublishTx(ctx context.Context, tx database.Tx, ev webhooks.Ev
 	return err
 }
 
-func (tableEvents) CancelPendingTx(ctx context.Context, tx database.Tx, flowID string) error {
+func (tableEvents) CancelPendingTx(ctx context.Context, tx database.Tx, _, flowID string) error {
 	_, err := tx.Exec(ctx, `insert into test_events (kind, flow_id) values ('cancel-pending', $1)`, flowID)
 	return err
 }

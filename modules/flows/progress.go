@@ -176,19 +176,19 @@ func NewTaskReports(pool *pgxpool.Pool) *TaskReports { return &TaskReports{pool:
 
 // TaskSucceeded implements webhooks.TaskReporter. A task whose flow was
 // deleted meanwhile is nothing to report on.
-func (m *TaskReports) TaskSucceeded(ctx context.Context, taskID string) error {
-	if !validID(taskID) {
+func (m *TaskReports) TaskSucceeded(ctx context.Context, organizationID, taskID string) error {
+	if !validID(taskID) || organizationID == "" {
 		return nil
 	}
 	// Nearly every delivery succeeds at the first attempt: the task has no
 	// open incident and its flow no errors, so completing the task changes
 	// nothing else and one statement does it. Anything else takes the full
 	// path below, which locks the flow.
-	done, err := store.CompleteCleanTask(ctx, m.pool, taskID)
+	done, err := store.CompleteCleanTask(ctx, m.pool, organizationID, taskID)
 	if err != nil || done {
 		return err
 	}
-	return m.reportTask(ctx, taskID, func(tx pgx.Tx, row *store.Flow, task store.Task) (bool, error) {
+	return m.reportTask(ctx, organizationID, taskID, func(tx pgx.Tx, row *store.Flow, task store.Task) (bool, error) {
 		if err := store.SetTaskStatus(ctx, tx, row.OrganizationID, taskID, TaskCompleted); err != nil {
 			return false, err
 		}
@@ -209,8 +209,8 @@ func (m *TaskReports) TaskSucceeded(ctx context.Context, taskID string) error {
 
 // TaskFailing implements webhooks.TaskReporter: the first failure report
 // opens the task's incident; later ones leave it as it is.
-func (m *TaskReports) TaskFailing(ctx context.Context, taskID, message string) error {
-	return m.reportTask(ctx, taskID, func(tx pgx.Tx, row *store.Flow, task store.Task) (bool, error) {
+func (m *TaskReports) TaskFailing(ctx context.Context, organizationID, taskID, message string) error {
+	return m.reportTask(ctx, organizationID, taskID, func(tx pgx.Tx, row *store.Flow, task store.Task) (bool, error) {
 		return store.OpenIncident(ctx, tx, store.Incident{OrganizationID: row.OrganizationID, ID: newID(),
 			FlowID: row.ID, TaskID: taskID, TaskType: task.TaskType, Message: message})
 	})
@@ -218,8 +218,8 @@ func (m *TaskReports) TaskFailing(ctx context.Context, taskID, message string) e
 
 // TaskFailed implements webhooks.TaskReporter: the task failed for good, the
 // flow has errors, and an incident stays open for staff to retry.
-func (m *TaskReports) TaskFailed(ctx context.Context, taskID, message string) error {
-	return m.reportTask(ctx, taskID, func(tx pgx.Tx, row *store.Flow, task store.Task) (bool, error) {
+func (m *TaskReports) TaskFailed(ctx context.Context, organizationID, taskID, message string) error {
+	return m.reportTask(ctx, organizationID, taskID, func(tx pgx.Tx, row *store.Flow, task store.Task) (bool, error) {
 		if err := store.SetTaskStatus(ctx, tx, row.OrganizationID, taskID, TaskFailed); err != nil {
 			return false, err
 		}
@@ -234,15 +234,17 @@ func (m *TaskReports) TaskFailed(ctx context.Context, taskID, message string) er
 	})
 }
 
-// reportTask runs change on a task's flow, locked, and bumps the flow's
-// version when change reports that the flow changed. The task is found by
-// its id alone (see store.GetTask), before the transaction: a task never
-// moves to another flow, and one deleted meanwhile has no flow to lock.
-func (m *TaskReports) reportTask(ctx context.Context, taskID string, change func(tx pgx.Tx, row *store.Flow, task store.Task) (bool, error)) error {
-	if !validID(taskID) {
+// reportTask runs change on an organization's task's flow, locked, and
+// bumps the flow's version when change reports that the flow changed. The
+// task is read before the transaction: a task never moves to another flow,
+// and one deleted meanwhile, or of another organization, has no flow to
+// lock and nothing to report.
+func (m *TaskReports) reportTask(ctx context.Context, organizationID, taskID string,
+	change func(tx pgx.Tx, row *store.Flow, task store.Task) (bool, error)) error {
+	if !validID(taskID) || organizationID == "" {
 		return nil
 	}
-	task, err := store.GetTask(ctx, m.pool, taskID)
+	task, err := store.GetTask(ctx, m.pool, organizationID, taskID)
 	if errors.Is(err, store.ErrNoRows) {
 		return nil
 	}
@@ -250,7 +252,7 @@ func (m *TaskReports) reportTask(ctx context.Context, taskID string, change func
 		return err
 	}
 	return database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
-		row, err := store.GetFlow(ctx, tx, task.OrganizationID, task.FlowID, true)
+		row, err := store.GetFlow(ctx, tx, organizationID, task.FlowID, true)
 		if errors.Is(err, store.ErrNoRows) {
 			return nil
 		}

@@ -700,7 +700,7 @@ func (m *Manager) Delete(ctx context.Context, c Caller, flowID string, before ..
 		if err := m.consent.DeleteTx(ctx, tx, c.OrganizationID, flowID); err != nil {
 			return err
 		}
-		if err := m.events.CancelPendingTx(ctx, tx, flowID); err != nil {
+		if err := m.events.CancelPendingTx(ctx, tx, c.OrganizationID, flowID); err != nil {
 			return err
 		}
 		receiptIDs, err := store.DeleteAttachments(ctx, tx, c.OrganizationID, flowID)

@@ -25,7 +25,7 @@ func TestWebhookTaskReportsOpenAndResolveIncidents(t *testing.T) {
 	taskID := b.deliveryTask(t, id)
 	const msg = "hooks.example: 502 Bad Gateway"
 	for range 2 {
-		if err := b.reports.TaskFailing(ctx, taskID, msg); err != nil {
+		if err := b.reports.TaskFailing(ctx, b.caller.OrganizationID, taskID, msg); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -36,13 +36,13 @@ func TestWebhookTaskReportsOpenAndResolveIncidents(t *testing.T) {
 	if inc := f.Incidents[0]; inc.TaskID != taskID || inc.Message != msg || inc.TaskType != flows.TaskSendInitiateWebhook || inc.ID == "" {
 		t.Fatalf("incident %+v", inc)
 	}
-	if err := b.reports.TaskSucceeded(ctx, taskID); err != nil {
+	if err := b.reports.TaskSucceeded(ctx, b.caller.OrganizationID, taskID); err != nil {
 		t.Fatal(err)
 	}
 	if f := b.get(t, id); f.Version != 3 || len(f.Incidents) != 0 {
 		t.Fatalf("after success: version %d, incidents %+v", f.Version, f.Incidents)
 	}
-	if err := b.reports.TaskFailed(ctx, taskID, "hooks.example: 410 Gone"); err != nil {
+	if err := b.reports.TaskFailed(ctx, b.caller.OrganizationID, taskID, "hooks.example: 410 Gone"); err != nil {
 		t.Fatal(err)
 	}
 	if f := b.get(t, id); f.Version != 4 || !f.HasErrors || len(f.Incidents) != 1 {
@@ -52,17 +52,26 @@ func TestWebhookTaskReportsOpenAndResolveIncidents(t *testing.T) {
 		t.Fatal("the task is not failed")
 	}
 	// A retry by staff that succeeds clears the flow's errors.
-	if err := b.reports.TaskSucceeded(ctx, taskID); err != nil {
+	if err := b.reports.TaskSucceeded(ctx, b.caller.OrganizationID, taskID); err != nil {
 		t.Fatal(err)
 	}
 	if f := b.get(t, id); f.Version != 5 || f.HasErrors || len(f.Incidents) != 0 {
 		t.Fatalf("after a retry succeeded: version %d, errors %v, incidents %+v", f.Version, f.HasErrors, f.Incidents)
 	}
-	// Reports about unknown or deleted tasks are nothing to act on.
-	for _, bad := range []string{"nope", "00000000-0000-0000-0000-000000000000"} {
-		if err := b.reports.TaskFailing(ctx, bad, "x"); err != nil {
-			t.Fatalf("unknown task %q: %v", bad, err)
+	// Reports about unknown or deleted tasks, or naming another
+	// organization, are nothing to act on.
+	for _, bad := range []struct{ org, task string }{
+		{b.caller.OrganizationID, "nope"},
+		{b.caller.OrganizationID, "00000000-0000-0000-0000-000000000000"},
+		{"org-b", taskID},
+		{"", taskID},
+	} {
+		if err := b.reports.TaskFailed(ctx, bad.org, bad.task, "x"); err != nil {
+			t.Fatalf("task %q of %q: %v", bad.task, bad.org, err)
 		}
+	}
+	if f := b.get(t, id); f.Version != 5 || f.HasErrors || len(f.Incidents) != 0 {
+		t.Fatalf("after reports on tasks it does not have: version %d, errors %v, incidents %+v", f.Version, f.HasErrors, f.Incidents)
 	}
 }
 
@@ -73,7 +82,13 @@ func TestAFirstDeliveryThatSucceedsChangesOnlyItsTask(t *testing.T) {
 	b := setup(t)
 	id := b.create(t, newFlow("ID-1")).FlowID
 	taskID := b.deliveryTask(t, id)
-	if err := b.reports.TaskSucceeded(context.Background(), taskID); err != nil {
+	if err := b.reports.TaskSucceeded(context.Background(), "org-b", taskID); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, `select count(*) from flow_tasks where id = $1 and status = 'completed'`, taskID); n != 0 {
+		t.Fatal("a report naming another organization completed the task")
+	}
+	if err := b.reports.TaskSucceeded(context.Background(), b.caller.OrganizationID, taskID); err != nil {
 		t.Fatal(err)
 	}
 	if f := b.get(t, id); f.Version != 1 || f.HasErrors || len(f.Incidents) != 0 {

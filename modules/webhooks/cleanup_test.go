@@ -41,7 +41,8 @@ func TestCleanup(t *testing.T) {
 			where flow_id = 'old-redelivered';
 		update webhook_events set created_at = now() - interval '100 days' where flow_id = 'old-pending';
 		update webhook_events set state = 'failed', finished_at = now() - interval '1 day' where flow_id = 'new-done';
-		insert into webhook_attempts (event_id, attempted_at, latency_us) select id, now(), 1 from webhook_events;
+		insert into webhook_attempts (organization_id, event_id, attempted_at, latency_us)
+			select organization_id, id, now(), 1 from webhook_events;
 		update events set created_at = now() - interval '31 days' where flow_id = 'old-done';`)
 	if err != nil {
 		t.Fatal(err)
@@ -105,17 +106,17 @@ func TestSealer(t *testing.T) {
 // report fails the test.
 type unusedReporter struct{ t *testing.T }
 
-func (r unusedReporter) TaskSucceeded(_ context.Context, taskID string) error {
+func (r unusedReporter) TaskSucceeded(_ context.Context, _, taskID string) error {
 	r.t.Errorf("unexpected report: %s succeeded", taskID)
 	return nil
 }
 
-func (r unusedReporter) TaskFailing(_ context.Context, taskID, _ string) error {
+func (r unusedReporter) TaskFailing(_ context.Context, _, taskID, _ string) error {
 	r.t.Errorf("unexpected report: %s failing", taskID)
 	return nil
 }
 
-func (r unusedReporter) TaskFailed(_ context.Context, taskID, _ string) error {
+func (r unusedReporter) TaskFailed(_ context.Context, _, taskID, _ string) error {
 	r.t.Errorf("unexpected report: %s failed", taskID)
 	return nil
 }

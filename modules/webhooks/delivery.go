@@ -68,7 +68,16 @@ const (
 // same webhook-id, and the event's state only moves on from pending.
 func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs]) error {
 	m := w.m
-	ev, stored, err := store.GetEventAndSecrets(ctx, m.pool, job.Args.EventID)
+	org := job.Args.OrganizationID
+	var err error
+	if org == "" {
+		org, err = store.DeliveryOrganization(ctx, m.pool, job.Args.EventID)
+	}
+	var ev store.Event
+	var stored *store.Secrets
+	if err == nil {
+		ev, stored, err = store.GetEventAndSecrets(ctx, m.pool, org, job.Args.EventID)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return river.JobCancel(fmt.Errorf("event %s no longer exists", job.Args.EventID))
 	}
@@ -144,8 +153,8 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	dbctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	rec, err := store.RecordAttempt(dbctx, m.pool, store.Attempt{
-		EventID: ev.ID, At: start, StatusCode: status, Error: failure, Latency: latency,
-	}, state, message)
+		OrganizationID: ev.OrganizationID, EventID: ev.ID, At: start, StatusCode: status, Error: failure, Latency: latency,
+	}, state, message, time.Now())
 	if err != nil {
 		return fmt.Errorf("record attempt: %w", err)
 	}
@@ -163,7 +172,7 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	log.Warn("webhook delivery failed", "error", failure, "final", out != failing)
 	if out == failing {
 		if job.Attempt >= m.incidentAfter && ev.TaskID != "" {
-			if err := m.reporter.TaskFailing(dbctx, ev.TaskID, message); err != nil {
+			if err := m.reporter.TaskFailing(dbctx, ev.OrganizationID, ev.TaskID, message); err != nil {
 				log.Error("webhook: reporting the failing task", "error", err.Error())
 			}
 		}
@@ -216,9 +225,9 @@ func (w *deliveryWorker) report(ctx context.Context, ev store.Event, out outcome
 	if ev.TaskID != "" {
 		var err error
 		if out == delivered {
-			err = w.m.reporter.TaskSucceeded(ctx, ev.TaskID)
+			err = w.m.reporter.TaskSucceeded(ctx, ev.OrganizationID, ev.TaskID)
 		} else {
-			err = w.m.reporter.TaskFailed(ctx, ev.TaskID, message)
+			err = w.m.reporter.TaskFailed(ctx, ev.OrganizationID, ev.TaskID, message)
 		}
 		if err != nil {
 			w.m.log.Error("webhook: reporting the task's outcome; will report again", "event_id", ev.ID, "error", err.Error())

@@ -170,7 +170,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // recorder is a TaskReporter that remembers every call.
 type recorder struct {
 	mu    sync.Mutex
-	calls []string // "succeeded task", "failing task: message", "failed task: message"
+	calls []string // "succeeded org/task", "failing org/task: message", "failed org/task: message"
 }
 
 func (r *recorder) add(s string) error {
@@ -180,16 +180,16 @@ func (r *recorder) add(s string) error {
 	return nil
 }
 
-func (r *recorder) TaskSucceeded(_ context.Context, taskID string) error {
-	return r.add("succeeded " + taskID)
+func (r *recorder) TaskSucceeded(_ context.Context, organizationID, taskID string) error {
+	return r.add("succeeded " + organizationID + "/" + taskID)
 }
 
-func (r *recorder) TaskFailing(_ context.Context, taskID, message string) error {
-	return r.add("failing " + taskID + ": " + message)
+func (r *recorder) TaskFailing(_ context.Context, organizationID, taskID, message string) error {
+	return r.add("failing " + organizationID + "/" + taskID + ": " + message)
 }
 
-func (r *recorder) TaskFailed(_ context.Context, taskID, message string) error {
-	return r.add("failed " + taskID + ": " + message)
+func (r *recorder) TaskFailed(_ context.Context, organizationID, taskID, message string) error {
+	return r.add("failed " + organizationID + "/" + taskID + ": " + message)
 }
 
 func (r *recorder) Calls() []string {

@@ -79,7 +79,7 @@ type deliveryJob struct {
 func deliveryJobs(t *testing.T, pool *pgxpool.Pool, url string) []deliveryJob {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `
-		select e.id::text, e.state, (select count(*) from webhook_attempts a where a.event_id = e.id),
+		select e.id::text, e.state, (select count(*) from webhook_attempts a where a.organization_id = e.organization_id and a.event_id = e.id),
 			j.attempt, j.priority, coalesce((j.metadata->>'snoozes')::int, 0)
 		from webhook_events e join river_job j on j.id = e.job_id
 		where e.url = $1 order by e.created_at, e.id`, url)
@@ -237,7 +237,7 @@ func TestADeliveryHeldLongerThanItsRetriesFails(t *testing.T) {
 	if err != nil || len(attempts) != 1 || attempts[0].StatusCode != 0 || !strings.HasPrefix(attempts[0].Error, "not sent") {
 		t.Fatalf("attempts of the held delivery: %+v, %v", attempts, err)
 	}
-	eventually(t, "its task to fail", func() bool { return b.reporter.has("failed task-flow-b: Webhook delivery to 127.0.0.1") })
+	eventually(t, "its task to fail", func() bool { return b.reporter.has("failed org-1/task-flow-b: Webhook delivery to 127.0.0.1") })
 	if calls, _ := hanging.Counts(); calls != 1 {
 		t.Errorf("the receiver got %d requests, want only the first delivery's", calls)
 	}

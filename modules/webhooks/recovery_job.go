@@ -209,7 +209,7 @@ func (m *Module) recoverBatch(ctx context.Context, organizationID, id string) (m
 			params := make([]river.InsertManyParams, len(batch))
 			for i, d := range batch {
 				ids[i] = d.ID
-				params[i] = river.InsertManyParams{Args: deliveryArgs{EventID: d.ID},
+				params[i] = river.InsertManyParams{Args: deliveryArgs{OrganizationID: organizationID, EventID: d.ID},
 					InsertOpts: &river.InsertOpts{Queue: queue, Priority: backlogPriority}}
 			}
 			res, err := m.river.InsertManyTx(ctx, tx, params)

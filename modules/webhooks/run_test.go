@@ -68,7 +68,7 @@ func TestRunDrainsInFlightDeliveries(t *testing.T) {
 	if s := jobState(t, b.pool, id); s != "completed" {
 		t.Errorf("job state after Run = %s, want completed", s)
 	}
-	if calls := b.reporter.Calls(); len(calls) != 1 || calls[0] != "succeeded task-flow-1" {
+	if calls := b.reporter.Calls(); len(calls) != 1 || calls[0] != "succeeded org-1/task-flow-1" {
 		t.Errorf("reporter calls after Run = %q, want the task succeeded", calls)
 	}
 }

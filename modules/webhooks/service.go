@@ -272,10 +272,14 @@ func (m *Module) Run(ctx context.Context) error {
 	return nil
 }
 
-// deliveryArgs are a River job's arguments: only the event's id; the event
-// itself is in webhook_events.
+// deliveryArgs are a River job's arguments: the delivery's organization
+// and id; the delivery itself is in webhook_events. Every statement of the
+// job names the organization (on Citus, its node). Migration 022 gave the
+// jobs queued before it their organization; one inserted since by an older
+// instance has none, and its delivery is looked up by its id alone.
 type deliveryArgs struct {
-	EventID string `json:"event_id"`
+	OrganizationID string `json:"organization_id,omitempty"`
+	EventID        string `json:"event_id"`
 }
 
 // Kind names the job kind in River's table.
@@ -329,7 +333,8 @@ func (m *Module) PublishTx(ctx context.Context, tx database.Tx, ev Event) error 
 	// The delivery to the flow's own URL has the event's id.
 	var own *store.Event
 	if ev.URL != "" {
-		res, err := m.river.InsertTx(ctx, tx, deliveryArgs{EventID: id}, &river.InsertOpts{Queue: queue, Priority: firstPriority})
+		res, err := m.river.InsertTx(ctx, tx, deliveryArgs{OrganizationID: ev.OrganizationID, EventID: id},
+			&river.InsertOpts{Queue: queue, Priority: firstPriority})
 		if err != nil {
 			return fmt.Errorf("webhooks: enqueue: %w", database.Classify(err))
 		}
@@ -354,7 +359,8 @@ func (m *Module) fanOutTx(ctx context.Context, tx database.Tx, ev store.StoredEv
 	params := make([]river.InsertManyParams, len(targets))
 	for i, t := range targets {
 		ids[i], endpoints[i], urls[i] = uuid.Must(uuid.NewV7()).String(), t.EndpointID, t.URL
-		params[i] = river.InsertManyParams{Args: deliveryArgs{EventID: ids[i]}, InsertOpts: &river.InsertOpts{Queue: queue, Priority: firstPriority}}
+		params[i] = river.InsertManyParams{Args: deliveryArgs{OrganizationID: ev.OrganizationID, EventID: ids[i]},
+			InsertOpts: &river.InsertOpts{Queue: queue, Priority: firstPriority}}
 	}
 	res, err := m.river.InsertManyTx(ctx, tx, params)
 	if err != nil {
@@ -370,10 +376,11 @@ func (m *Module) fanOutTx(ctx context.Context, tx database.Tx, ev store.StoredEv
 	return nil
 }
 
-// CancelPendingTx cancels the flow's undelivered events and their jobs in tx,
-// all but flow.deleted. A delivery already under way is interrupted.
-func (m *Module) CancelPendingTx(ctx context.Context, tx database.Tx, flowID string) error {
-	jobs, err := store.CancelPending(ctx, tx, flowID)
+// CancelPendingTx cancels the organization's flow's undelivered events and
+// their jobs in tx, all but flow.deleted. A delivery already under way is
+// interrupted.
+func (m *Module) CancelPendingTx(ctx context.Context, tx database.Tx, organizationID, flowID string) error {
+	jobs, err := store.CancelPending(ctx, tx, organizationID, flowID)
 	if err != nil {
 		return fmt.Errorf("webhooks: cancel: %w", database.Classify(err))
 	}
@@ -552,11 +559,12 @@ func (m *Module) retryJobTx(ctx context.Context, tx database.Tx, ev store.Event)
 	// The job is gone (pruned), or running right now, which River's retry
 	// leaves alone: a new job sends at once. Should the running attempt
 	// succeed first, the new job finds the event delivered and only reports.
-	res, err := m.river.InsertTx(ctx, tx, deliveryArgs{EventID: ev.ID}, &river.InsertOpts{Queue: queue, Priority: firstPriority})
+	res, err := m.river.InsertTx(ctx, tx, deliveryArgs{OrganizationID: ev.OrganizationID, EventID: ev.ID},
+		&river.InsertOpts{Queue: queue, Priority: firstPriority})
 	if err != nil {
 		return err
 	}
-	return store.SetJob(ctx, tx, ev.ID, res.Job.ID)
+	return store.SetJob(ctx, tx, ev.OrganizationID, ev.ID, res.Job.ID)
 }
 
 // schedulePolicy is River's retry policy for deliveries: the n-th failure

@@ -119,23 +119,26 @@ type Publisher interface {
 	// commits; nothing is kept or sent if tx rolls back. An invalid event is
 	// ErrInvalidEvent.
 	PublishTx(ctx context.Context, tx database.Tx, ev Event) error
-	// CancelPendingTx drops the undelivered events of a flow (its deletion), when tx commits.
-	CancelPendingTx(ctx context.Context, tx database.Tx, flowID string) error
+	// CancelPendingTx drops the undelivered events of an organization's
+	// flow (its deletion), when tx commits.
+	CancelPendingTx(ctx context.Context, tx database.Tx, organizationID, flowID string) error
 }
 
 // TaskReporter is told how a flow's send-initiate-webhook task is going; the
-// flows module implements it (it owns tasks and incidents).
+// flows module implements it (it owns tasks and incidents). A task is named
+// by its organization and id: the delivery knows both, and the flows
+// module's statements all name the organization.
 type TaskReporter interface {
 	// TaskSucceeded marks the task done and resolves its open incident, if any.
-	TaskSucceeded(ctx context.Context, taskID string) error
+	TaskSucceeded(ctx context.Context, organizationID, taskID string) error
 	// TaskFailing records a failed attempt that will be retried: it opens an
 	// incident naming message, once, when the first attempts fail. The
 	// webhooks module calls it for every failed attempt from the third on
 	// (IncidentAfter), so it must open at most one incident per task; it may
 	// update the open incident's message.
-	TaskFailing(ctx context.Context, taskID, message string) error
+	TaskFailing(ctx context.Context, organizationID, taskID, message string) error
 	// TaskFailed marks the task failed for good (retries exhausted or 410 Gone).
-	TaskFailed(ctx context.Context, taskID, message string) error
+	TaskFailed(ctx context.Context, organizationID, taskID, message string) error
 }
 
 // Secret is an organization's signing secret, "whsec_" and base64.

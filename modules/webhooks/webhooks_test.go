@@ -26,7 +26,7 @@ func TestDeliverySignedAndShaped(t *testing.T) {
 	ev.OccurredAt = at
 	publish(t, b.pool, b.hooks, ev)
 	id := eventID(t, b.pool, "flow-1", webhooks.FlowAccepted)
-	eventually(t, "task succeeded", func() bool { return b.reporter.has("succeeded task-flow-1") })
+	eventually(t, "task succeeded", func() bool { return b.reporter.has("succeeded org-1/task-flow-1") })
 
 	ds := rcv.Deliveries()
 	if len(ds) != 1 {
@@ -73,7 +73,7 @@ func TestRetryThenSuccess(t *testing.T) {
 	}
 	publish(t, b.pool, b.hooks, b.event(webhooks.FlowCreated, "flow-1", rcv.URL()))
 	id := eventID(t, b.pool, "flow-1", webhooks.FlowCreated)
-	eventually(t, "task succeeded", func() bool { return b.reporter.has("succeeded task-flow-1") })
+	eventually(t, "task succeeded", func() bool { return b.reporter.has("succeeded org-1/task-flow-1") })
 
 	if n := rcv.count(id, 200, 300); n != 1 {
 		t.Errorf("accepted deliveries = %d, want 1", n)
@@ -88,8 +88,8 @@ func TestRetryThenSuccess(t *testing.T) {
 		}
 	}
 	calls := b.reporter.Calls()
-	wantFailing := "failing task-flow-1: Webhook delivery to " + strings.TrimPrefix(rcv.srv.URL, "http://") + " failed: HTTP 503 Service Unavailable"
-	if len(calls) != 2 || calls[0] != wantFailing || calls[1] != "succeeded task-flow-1" {
+	wantFailing := "failing org-1/task-flow-1: Webhook delivery to " + strings.TrimPrefix(rcv.srv.URL, "http://") + " failed: HTTP 503 Service Unavailable"
+	if len(calls) != 2 || calls[0] != wantFailing || calls[1] != "succeeded org-1/task-flow-1" {
 		t.Errorf("reporter calls = %q, want the incident opened at the third failure (%q) then resolved", calls, wantFailing)
 	}
 	for _, c := range calls {
@@ -122,7 +122,7 @@ func TestGoneStops(t *testing.T) {
 	rcv.respond = func(delivery, int) int { return http.StatusGone }
 	publish(t, b.pool, b.hooks, b.event(webhooks.FlowOpened, "flow-1", rcv.URL()))
 	id := eventID(t, b.pool, "flow-1", webhooks.FlowOpened)
-	eventually(t, "task failed", func() bool { return b.reporter.has("failed task-flow-1") })
+	eventually(t, "task failed", func() bool { return b.reporter.has("failed org-1/task-flow-1") })
 	eventually(t, "job finalized", func() bool { return jobState(t, b.pool, id) == "cancelled" })
 
 	if n := len(rcv.Deliveries()); n != 1 {
@@ -147,7 +147,7 @@ func TestGoneStops(t *testing.T) {
 	if err := b.hooks.RetryTask(context.Background(), b.org, "task-flow-1"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "retried task succeeded", func() bool { return b.reporter.has("succeeded task-flow-1") })
+	eventually(t, "retried task succeeded", func() bool { return b.reporter.has("succeeded org-1/task-flow-1") })
 	if n := rcv.count(id, 200, 300); n != 1 {
 		t.Errorf("accepted deliveries after retry = %d, want 1", n)
 	}
@@ -164,7 +164,7 @@ func TestAbortHeaderStops(t *testing.T) {
 	rcv.header = http.Header{"Webhook-Delivery": {"abort"}}
 	publish(t, b.pool, b.hooks, b.event(webhooks.FlowOpened, "flow-1", rcv.URL()))
 	id := eventID(t, b.pool, "flow-1", webhooks.FlowOpened)
-	eventually(t, "task failed", func() bool { return b.reporter.has("failed task-flow-1") })
+	eventually(t, "task failed", func() bool { return b.reporter.has("failed org-1/task-flow-1") })
 	if n := len(rcv.Deliveries()); n != 1 {
 		t.Errorf("deliveries = %d, want 1", n)
 	}
@@ -183,7 +183,7 @@ func TestAbortHeaderStops(t *testing.T) {
 		return http.StatusOK
 	}
 	publish(t, b.pool, b.hooks, b.event(webhooks.FlowOpened, "flow-2", again.URL()))
-	eventually(t, "the retry without the header", func() bool { return b.reporter.has("succeeded task-flow-2") })
+	eventually(t, "the retry without the header", func() bool { return b.reporter.has("succeeded org-1/task-flow-2") })
 }
 
 // TestExhaustion: a receiver that always fails gets every attempt of the
@@ -195,7 +195,7 @@ func TestExhaustion(t *testing.T) {
 	rcv.respond = func(delivery, int) int { return http.StatusInternalServerError }
 	publish(t, b.pool, b.hooks, b.event(webhooks.FlowRejected, "flow-1", rcv.URL()))
 	id := eventID(t, b.pool, "flow-1", webhooks.FlowRejected)
-	eventually(t, "task failed", func() bool { return b.reporter.has("failed task-flow-1") })
+	eventually(t, "task failed", func() bool { return b.reporter.has("failed org-1/task-flow-1") })
 	eventually(t, "job finalized", func() bool { return jobState(t, b.pool, id) == "cancelled" })
 	if n := len(rcv.Deliveries()); n != 3 {
 		t.Errorf("deliveries = %d, want 3 (the first and two retries)", n)
@@ -225,7 +225,7 @@ func TestRotation(t *testing.T) {
 	}
 	rcv := newReceiver(t, s.Value, old)
 	publish(t, b.pool, b.hooks, b.event(webhooks.FlowCancelled, "flow-1", rcv.URL()))
-	eventually(t, "task succeeded", func() bool { return b.reporter.has("succeeded task-flow-1") })
+	eventually(t, "task succeeded", func() bool { return b.reporter.has("succeeded org-1/task-flow-1") })
 
 	d := rcv.Deliveries()[0]
 	sigs := strings.Fields(d.Signature)
@@ -318,7 +318,8 @@ func TestSSRFGuard(t *testing.T) {
 }
 
 // TestCancelPending: deleting a flow cancels its pending deliveries, all but
-// the flow.deleted event published with the deletion.
+// the flow.deleted event published with the deletion; a flow of the same id
+// in another organization cancels none of them.
 func TestCancelPending(t *testing.T) {
 	t.Parallel()
 	b := newBundle(t, newPool(t))
@@ -327,10 +328,19 @@ func TestCancelPending(t *testing.T) {
 		b.event(webhooks.FlowCreated, "flow-1", rcv.URL()),
 		b.event(webhooks.FlowOpened, "flow-1", rcv.URL()),
 		b.event(webhooks.FlowCreated, "flow-2", rcv.URL()))
+	err := database.WithTx(context.Background(), b.pool, func(tx database.Tx) error {
+		return b.hooks.CancelPendingTx(context.Background(), tx, "org-2", "flow-1")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := eventState(t, b.pool, eventID(t, b.pool, "flow-1", webhooks.FlowCreated)); s != "pending" {
+		t.Fatalf("another organization's deletion of flow-1 left its event %s", s)
+	}
 	deleted := b.event(webhooks.FlowDeleted, "flow-1", rcv.URL())
 	deleted.TaskID = ""
-	err := database.WithTx(context.Background(), b.pool, func(tx database.Tx) error {
-		if err := b.hooks.CancelPendingTx(context.Background(), tx, "flow-1"); err != nil {
+	err = database.WithTx(context.Background(), b.pool, func(tx database.Tx) error {
+		if err := b.hooks.CancelPendingTx(context.Background(), tx, b.org, "flow-1"); err != nil {
 			return err
 		}
 		return b.hooks.PublishTx(context.Background(), tx, deleted)
@@ -356,7 +366,7 @@ func TestCancelPending(t *testing.T) {
 		}
 	}
 	for _, c := range b.reporter.Calls() {
-		if c != "succeeded task-flow-2" {
+		if c != "succeeded org-1/task-flow-2" {
 			t.Errorf("reporter call %q; want only flow-2's task (flow.deleted has none)", c)
 		}
 	}
@@ -378,7 +388,7 @@ func TestCancelInFlight(t *testing.T) {
 	id := eventID(t, b.pool, "flow-1", webhooks.FlowOpened)
 	eventually(t, "the delivery under way", func() bool { return rcv.Arrived() == 1 })
 	err := database.WithTx(context.Background(), b.pool, func(tx database.Tx) error {
-		return b.hooks.CancelPendingTx(context.Background(), tx, "flow-1")
+		return b.hooks.CancelPendingTx(context.Background(), tx, b.org, "flow-1")
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -495,7 +505,7 @@ func TestRetryTaskAfterJobPruned(t *testing.T) {
 	}
 	publish(t, b.pool, b.hooks, b.event(webhooks.FlowCreated, "flow-1", rcv.URL()))
 	id := eventID(t, b.pool, "flow-1", webhooks.FlowCreated)
-	eventually(t, "task failed", func() bool { return b.reporter.has("failed task-flow-1") })
+	eventually(t, "task failed", func() bool { return b.reporter.has("failed org-1/task-flow-1") })
 	eventually(t, "job finalized", func() bool { return jobState(t, b.pool, id) == "cancelled" })
 	if _, err := b.pool.Exec(context.Background(), "delete from river_job where id = (select job_id from webhook_events where id = $1)", id); err != nil {
 		t.Fatal(err)
@@ -503,7 +513,7 @@ func TestRetryTaskAfterJobPruned(t *testing.T) {
 	if err := b.hooks.RetryTask(context.Background(), b.org, "task-flow-1"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "task succeeded", func() bool { return b.reporter.has("succeeded task-flow-1") })
+	eventually(t, "task succeeded", func() bool { return b.reporter.has("succeeded org-1/task-flow-1") })
 	if n := rcv.count(id, 200, 300); n != 1 {
 		t.Errorf("accepted deliveries = %d, want 1", n)
 	}

@@ -389,11 +389,10 @@ func Tasks(ctx context.Context, db DB, organizationID, flowID string) ([]Task, e
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Task, error) { return scanTask(r) })
 }
 
-// GetTask returns a task of any organization. ErrNoRows. It is the one
-// read of a tenant table by id alone, since a webhook delivery reports on
-// its task by id (webhooks.TaskReporter); on Citus it asks every shard.
-func GetTask(ctx context.Context, db DB, id string) (Task, error) {
-	return scanTask(db.QueryRow(ctx, `select `+taskColumns+` from flow_tasks where id = $1`, id))
+// GetTask returns an organization's task. ErrNoRows.
+func GetTask(ctx context.Context, db DB, organizationID, id string) (Task, error) {
+	return scanTask(db.QueryRow(ctx, `select `+taskColumns+` from flow_tasks where organization_id = $1 and id = $2`,
+		organizationID, id))
 }
 
 // SetTaskStatus moves a task to status.
@@ -403,21 +402,20 @@ func SetTaskStatus(ctx context.Context, db DB, organizationID, id, status string
 	return err
 }
 
-// CompleteCleanTask completes a task of any organization that is not
-// completed yet when it has no open incident and its flow has no errors,
-// the case in which completing it changes nothing else about the flow; it
-// reports whether it did. Like GetTask it finds the task by id alone; its
-// other tables are joined by organization, so that on Citus each shard
-// answers for its own rows.
-func CompleteCleanTask(ctx context.Context, db DB, id string) (bool, error) {
+// CompleteCleanTask completes an organization's task that is not completed
+// yet when it has no open incident and its flow has no errors, the case in
+// which completing it changes nothing else about the flow; it reports
+// whether it did. Every table it reads is named by the organization, so
+// that on Citus the statement runs on the organization's node.
+func CompleteCleanTask(ctx context.Context, db DB, organizationID, id string) (bool, error) {
 	tag, err := db.Exec(ctx, `update flow_tasks t set status = 'completed', updated_at = now()
-		where t.id = $1 and t.status <> 'completed'
+		where t.organization_id = $1 and t.id = $2 and t.status <> 'completed'
 		and not exists (select 1 from flow_incidents i
-			where i.organization_id = t.organization_id and i.task_id = t.id and i.resolved_at is null)
+			where i.organization_id = $1 and i.task_id = t.id and i.resolved_at is null)
 		and not exists (select 1 from flows f
-			where f.organization_id = t.organization_id and f.id = t.flow_id and f.has_errors)
+			where f.organization_id = $1 and f.id = t.flow_id and f.has_errors)
 		and not exists (select 1 from flow_tasks o
-			where o.organization_id = t.organization_id and o.flow_id = t.flow_id and o.status = 'failed')`, id)
+			where o.organization_id = $1 and o.flow_id = t.flow_id and o.status = 'failed')`, organizationID, id)
 	return tag.RowsAffected() == 1, err
 }
 

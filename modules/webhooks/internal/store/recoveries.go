@@ -158,16 +158,18 @@ func NextFailed(ctx context.Context, tx DB, r RecoveryRun, limit int) ([]FailedD
 // ScheduleBatch makes deliveries pending again, each with its new job and
 // the endpoint's URL of now, and moves the recovery's cursor past the last
 // of them and its progress on by their number: one statement, so that the
-// batch and the progress commit together.
+// batch and the progress commit together. Both of its tables are named by
+// the organization, so that on Citus it runs on the organization's node;
+// least keeps the first start's time, as coalesce may not call now() there.
 func ScheduleBatch(ctx context.Context, tx DB, organizationID, recoveryID, url string, ids []string, jobs []int64, last FailedDelivery) error {
 	_, err := tx.Exec(ctx, `
 		with reset as (
 			update webhook_events e set state = 'pending', finished_at = null, url = $3, job_id = d.job
 			from unnest($4::uuid[], $5::bigint[]) as d(id, job)
-			where e.id = d.id
+			where e.organization_id = $1 and e.id = d.id
 			returning 1)
 		update webhook_recoveries set scheduled = scheduled + (select count(*) from reset),
-			cursor_created_at = $6, cursor_id = $7, state = 'running', started_at = coalesce(started_at, now())
+			cursor_created_at = $6, cursor_id = $7, state = 'running', started_at = least(started_at, now())
 		where organization_id = $1 and id = $2`,
 		organizationID, recoveryID, url, ids, jobs, last.CreatedAt, last.ID)
 	return err
@@ -176,10 +178,10 @@ func ScheduleBatch(ctx context.Context, tx DB, organizationID, recoveryID, url s
 // FinishRecovery ends a recovery in state (done or failed) with message.
 // A finished recovery's total becomes what it scheduled: deliveries that
 // stopped failing before it reached them (sent again by hand) are not
-// counted as left undone.
+// counted as left undone. least keeps the first start's time (see ScheduleBatch).
 func FinishRecovery(ctx context.Context, db DB, organizationID, id, state, message string) error {
 	_, err := db.Exec(ctx, `update webhook_recoveries set state = $3, error = $4, finished_at = now(),
-			started_at = coalesce(started_at, now()),
+			started_at = least(started_at, now()),
 			total = case when $3 = 'done' then scheduled else total end
 		where organization_id = $1 and id = $2 and state in ('queued', 'running')`, organizationID, id, state, message)
 	return err

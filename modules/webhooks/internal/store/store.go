@@ -152,10 +152,11 @@ func ResetDeliveries(ctx context.Context, db DB, organizationID, eventID, endpoi
 	})
 }
 
-// GetEventAndSecrets returns one event and its organization's signing
-// secrets, in one query: a delivery needs both. The secrets are nil when the
-// organization has none yet. ErrNotFound when the event does not exist.
-func GetEventAndSecrets(ctx context.Context, db DB, id string) (Event, *Secrets, error) {
+// GetEventAndSecrets returns one of an organization's deliveries and the
+// organization's signing secrets, in one query: a delivery needs both. The
+// secrets are nil when the organization has none yet. ErrNotFound when the
+// delivery does not exist.
+func GetEventAndSecrets(ctx context.Context, db DB, organizationID, id string) (Event, *Secrets, error) {
 	var e Event
 	var cur, prev *string
 	var createdAt, prevExp *time.Time
@@ -165,7 +166,7 @@ func GetEventAndSecrets(ctx context.Context, db DB, id string) (Event, *Secrets,
 			case when s.previous_expires_at > now() then s.previous_secret end,
 			case when s.previous_expires_at > now() then s.previous_expires_at end
 		from webhook_events e left join webhook_secrets s on s.organization_id = e.organization_id
-		where e.id = $1`, id).
+		where e.organization_id = $1 and e.id = $2`, organizationID, id).
 		Scan(&e.ID, &e.EventID, &e.OrganizationID, &e.FlowID, &e.TaskID, &e.Type, &e.URL, &e.Body, &e.State, &e.LastError, &e.JobID,
 			&cur, &createdAt, &prev, &prevExp)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -181,13 +182,26 @@ func GetEventAndSecrets(ctx context.Context, db DB, id string) (Event, *Secrets,
 	return e, s, nil
 }
 
-// CancelPending marks a flow's pending events cancelled, except flow.deleted,
-// and returns the ids of their jobs.
-func CancelPending(ctx context.Context, db DB, flowID string) ([]int64, error) {
+// DeliveryOrganization returns the organization of a delivery found by its
+// id alone: a job queued by an instance older than migration 022 names no
+// organization. It reads every row (on Citus, every shard), as no index
+// holds the id alone; such jobs are rare and short-lived. ErrNotFound.
+func DeliveryOrganization(ctx context.Context, db DB, id string) (string, error) {
+	var org string
+	err := db.QueryRow(ctx, `select organization_id from webhook_events where id = $1`, id).Scan(&org)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	return org, err
+}
+
+// CancelPending marks an organization's flow's pending events cancelled,
+// except flow.deleted, and returns the ids of their jobs.
+func CancelPending(ctx context.Context, db DB, organizationID, flowID string) ([]int64, error) {
 	rows, err := db.Query(ctx, `
 		update webhook_events set state = 'cancelled', finished_at = now()
-		where flow_id = $1 and state = 'pending' and type <> 'flow.deleted'
-		returning job_id`, flowID)
+		where organization_id = $1 and flow_id = $2 and state = 'pending' and type <> 'flow.deleted'
+		returning job_id`, organizationID, flowID)
 	if err != nil {
 		return nil, err
 	}
@@ -196,6 +210,8 @@ func CancelPending(ctx context.Context, db DB, flowID string) ([]int64, error) {
 
 // Attempt is one delivery attempt to record.
 type Attempt struct {
+	OrganizationID string
+	// EventID is the delivery's id.
 	EventID    string
 	At         time.Time
 	StatusCode int
@@ -217,39 +233,44 @@ type Recorded struct {
 
 // RecordAttempt stores a and moves the delivery to state (with lastError)
 // if it is still pending, so that a delivery cancelled meanwhile stays
-// cancelled and the caller can tell. The delivery's endpoint, if it has
-// one, keeps the health it is disabled by: a failure starts its
-// failing_since unless it is failing already, a success clears it.
-func RecordAttempt(ctx context.Context, db DB, a Attempt, state, lastError string) (Recorded, error) {
+// cancelled and the caller can tell; a delivery that leaves pending
+// finishes at now. The delivery's endpoint, if it has one, keeps the health
+// it is disabled by: a failure starts its failing_since unless it is failing
+// already, a success clears it.
+func RecordAttempt(ctx context.Context, db DB, a Attempt, state, lastError string, now time.Time) (Recorded, error) {
 	// One statement, so one round trip: the attempt's insert and the
 	// endpoint's update run as data-modifying CTEs beside the delivery's
-	// update. The endpoint is written only when its health changes, so a
-	// healthy endpoint's successes cost a read of its row. The endpoint CTE
-	// reads the row as it was, hence the coalesce with this attempt's time.
+	// update, each naming the organization, so that on Citus the statement
+	// goes to the organization's node, which may run it (nor may a CASE
+	// there call now(): the time is a parameter). The endpoint is written
+	// only when its health changes, so a healthy endpoint's successes cost a
+	// read of its row. The endpoint CTE reads the row as it was, hence the
+	// coalesce with this attempt's time.
 	var r Recorded
 	var seconds *float64
 	err := db.QueryRow(ctx, `
 		with attempt as (
-			insert into webhook_attempts (event_id, attempted_at, status_code, error, latency_us)
-			values ($1, $4, $5, $6, $7)),
+			insert into webhook_attempts (organization_id, event_id, attempted_at, status_code, error, latency_us)
+			values ($9, $1, $4, $5, $6, $7)),
 		delivery as (
 			update webhook_events set
 				state = case when state = 'pending' then $2 else state end,
 				last_error = case when state = 'pending' then $3 else last_error end,
-				finished_at = case when state = 'pending' and $2 <> 'pending' then now() else finished_at end
-			where id = $1
-			returning state, organization_id, endpoint_id),
+				finished_at = case when state = 'pending' and $2 <> 'pending' then $10::timestamptz else finished_at end
+			where organization_id = $9 and id = $1
+			returning state, endpoint_id),
 		endpoint as (
 			select w.enabled, w.failing_since from webhook_endpoints w join delivery d
-			on w.organization_id = d.organization_id and w.id = d.endpoint_id),
+			on w.organization_id = $9 and w.id = d.endpoint_id),
 		health as (
 			update webhook_endpoints w set failing_since = case when $8::boolean then null else $4::timestamptz end
 			from delivery d
-			where w.organization_id = d.organization_id and w.id = d.endpoint_id
+			where w.organization_id = $9 and w.id = d.endpoint_id
 			  and (w.failing_since is null) = not $8::boolean)
 		select d.state, coalesce(d.endpoint_id::text, ''),
-			(select extract(epoch from now() - coalesce(e.failing_since, $4))::float8 from endpoint e where e.enabled and not $8::boolean)
-		from delivery d`, a.EventID, state, lastError, a.At, a.StatusCode, a.Error, a.Latency.Microseconds(), a.Error == "").
+			(select extract(epoch from $10::timestamptz - coalesce(e.failing_since, $4))::float8 from endpoint e where e.enabled and not $8::boolean)
+		from delivery d`, a.EventID, state, lastError, a.At, a.StatusCode, a.Error, a.Latency.Microseconds(), a.Error == "",
+		a.OrganizationID, now).
 		Scan(&r.State, &r.EndpointID, &seconds)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Recorded{}, ErrNotFound
@@ -267,7 +288,7 @@ func ResetLatestForTask(ctx context.Context, db DB, organizationID, taskID strin
 	var e Event
 	err := db.QueryRow(ctx, `
 		update webhook_events set state = 'pending', finished_at = null
-		where id = (
+		where organization_id = $1 and id = (
 			select id from webhook_events
 			where organization_id = $1 and task_id = $2 and task_id <> '' and state <> 'cancelled'
 			order by created_at desc limit 1
@@ -288,9 +309,10 @@ func SetJobPriority(ctx context.Context, db DB, jobID int64, priority int) error
 	return err
 }
 
-// SetJob points an event at a new delivery job.
-func SetJob(ctx context.Context, db DB, eventID string, jobID int64) error {
-	_, err := db.Exec(ctx, `update webhook_events set job_id = $2 where id = $1`, eventID, jobID)
+// SetJob points an organization's delivery at a new job.
+func SetJob(ctx context.Context, db DB, organizationID, id string, jobID int64) error {
+	_, err := db.Exec(ctx, `update webhook_events set job_id = $3 where organization_id = $1 and id = $2`,
+		organizationID, id, jobID)
 	return err
 }
 
@@ -304,8 +326,8 @@ type AttemptRow struct {
 func Attempts(ctx context.Context, db DB, organizationID, flowID string, limit int) ([]AttemptRow, error) {
 	rows, err := db.Query(ctx, `
 		select a.event_id::text, e.type, a.attempted_at, a.status_code, a.error, a.latency_us
-		from webhook_attempts a join webhook_events e on e.id = a.event_id
-		where e.organization_id = $1 and e.flow_id = $2
+		from webhook_attempts a join webhook_events e on e.organization_id = a.organization_id and e.id = a.event_id
+		where e.organization_id = $1 and a.organization_id = $1 and e.flow_id = $2
 		order by a.attempted_at desc, a.id desc
 		limit $3`, organizationID, flowID, limit)
 	if err != nil {
@@ -378,14 +400,16 @@ func RotateSecret(ctx context.Context, db DB, organizationID, secret string, ove
 	return createdAt, err
 }
 
-// DeleteFinished deletes up to limit events finished before before, with
-// their attempts, and returns how many it deleted. A delivery finishes after
-// it is created: the creation time's BRIN index narrows the search, and no
-// index on the finish time keeps the updates of deliveries HOT.
+// DeleteFinished deletes up to limit deliveries of every organization
+// finished before before, with their attempts, and returns how many it
+// deleted. A delivery finishes after it is created: the creation time's
+// BRIN index narrows the search, and no index on the finish time keeps the
+// updates of deliveries HOT. The deliveries are chosen by primary key, so
+// that on Citus the choice made over every shard deletes those rows.
 func DeleteFinished(ctx context.Context, db DB, before time.Time, limit int) (int64, error) {
 	tag, err := db.Exec(ctx, `
-		delete from webhook_events where id in (
-			select id from webhook_events
+		delete from webhook_events where (organization_id, id) in (
+			select organization_id, id from webhook_events
 			where created_at < $1 and state <> 'pending' and finished_at < $1
 			limit $2)`, before, limit)
 	return tag.RowsAffected(), err
@@ -504,7 +528,7 @@ func EventWithDeliveries(ctx context.Context, db DB, organizationID, id string) 
 	rows, err = db.Query(ctx, `
 		select d.id::text, d.url, d.state, d.last_error, d.created_at, d.finished_at,
 			a.attempted_at, a.status_code, a.error, a.latency_us
-		from webhook_events d left join webhook_attempts a on a.event_id = d.id
+		from webhook_events d left join webhook_attempts a on a.organization_id = d.organization_id and a.event_id = d.id
 		where d.organization_id = $1 and d.event_id = $2
 		order by d.created_at, d.id, a.attempted_at, a.id`, organizationID, id)
 	if err != nil {
