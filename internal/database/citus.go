@@ -37,14 +37,6 @@ var TenantTables = []string{
 	"consent_definition_versions",
 	"receipt_subject_salts",
 	"audit_log",
-}
-
-// PendingTenantTables are tenant tables not distributed yet: the webhooks
-// module's, until its keys and queries name the organization (issue 21).
-// They stay local on the coordinator, which Citus allows beside distributed
-// tables, also in one transaction. Moving a line to TenantTables
-// distributes the table on the next migrate --citus.
-var PendingTenantTables = []string{
 	"events",
 	"webhook_endpoints",
 	"webhook_secrets",
@@ -98,10 +90,6 @@ func distribute(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
 	}
 	for _, t := range unknown {
 		log.WarnContext(ctx, "citus: a table flowd does not list stays local on the coordinator", "table", t)
-	}
-	if len(PendingTenantTables) > 0 {
-		log.InfoContext(ctx, "citus: tenant tables stay local on the coordinator until their module names the organization",
-			"tables", PendingTenantTables)
 	}
 	todo, err := tablesToDistribute(ctx, conn, log)
 	if err != nil || len(todo) == 0 {
@@ -238,6 +226,6 @@ func unclassifiedTables(ctx context.Context, conn *pgx.Conn) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	listed := slices.Concat(TenantTables, PendingTenantTables, CoordinatorTables)
+	listed := slices.Concat(TenantTables, CoordinatorTables)
 	return slices.DeleteFunc(tables, func(t string) bool { return slices.Contains(listed, t) }), nil
 }

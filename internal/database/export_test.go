@@ -6,6 +6,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/tern/v2/migrate"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/flowd/flowd/migrations"
 )
@@ -43,4 +45,19 @@ func UnclassifiedTables(ctx context.Context, pool *pgxpool.Pool) ([]string, erro
 		return err
 	})
 	return tables, err
+}
+
+// MigrateRiver applies River's migrations alone: a test queues jobs in a
+// schema filled as it was before a migration of flowd's.
+func MigrateRiver(ctx context.Context, pool *pgxpool.Pool) error {
+	for _, schema := range RiverSchemas {
+		river, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema})
+		if err != nil {
+			return err
+		}
+		if _, err := river.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -194,7 +194,7 @@ func TestKeyingTenantTablesByOrganizationKeepsEveryRow(t *testing.T) {
 }
 
 // TestEveryTableIsTenantOrCoordinatorTable: each table a migration makes is
-// listed as distributed, pending or kept on the coordinator, so that
+// listed as distributed or kept on the coordinator, so that
 // nobody adds a table without deciding where it lives on Citus.
 func TestEveryTableIsTenantOrCoordinatorTable(t *testing.T) {
 	t.Parallel()
@@ -226,6 +226,136 @@ func TestKeyedByOrganization(t *testing.T) {
 		}
 		if got, err := database.KeyedByOrganization(ctx, pool, c.table); err != nil || got != c.want {
 			t.Errorf("%s (%s): %v %v, want %v", c.table, c.columns, got, err, c.want)
+		}
+	}
+}
+
+// beforeWebhookKeys is the last migration before the webhooks module's
+// tables were keyed by organization (022).
+const beforeWebhookKeys = 21
+
+// webhookCounts counts the webhooks module's rows.
+func webhookCounts(t *testing.T, pool *pgxpool.Pool) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, table := range []string{"events", "webhook_secrets", "webhook_endpoints", "webhook_events", "webhook_attempts", "webhook_recoveries"} {
+		var n int
+		if err := pool.QueryRow(context.Background(), "select count(*) from "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out[table] = n
+	}
+	return out
+}
+
+// TestKeyingWebhooksByOrganizationKeepsEveryRow: migration 022 runs on a
+// database filled by the schema before it and loses no row; every attempt
+// takes its delivery's organization and still cascades with it, the delivery
+// jobs queued before name their delivery's organization, and every webhooks
+// table can then be distributed. On Citus (FLOWD_TEST_CITUS=1) the database
+// is then distributed, and the same holds.
+func TestKeyingWebhooksByOrganizationKeepsEveryRow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := database.Open(ctx, dbtest.NewEmptyURL(t), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := database.MigrateTo(ctx, pool, beforeWebhookKeys); err != nil {
+		t.Fatal(err)
+	}
+	if err := database.MigrateRiver(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	// 30 events of three organizations, each delivered to its flow's URL
+	// (the delivery has the event's id) and every other one to an endpoint
+	// too; each delivery has two attempts and a job that names no organization.
+	for _, sql := range []string{`
+		insert into webhook_secrets (organization_id, secret) select 'org-' || n, 'whsec_x' from generate_series(0, 2) n`, `
+		insert into webhook_endpoints (organization_id, id, url) select 'org-' || n, gen_random_uuid(), 'https://hooks.example/' || n
+		from generate_series(0, 2) n`, `
+		insert into events (organization_id, id, flow_id, sequence, type, body)
+		select 'org-' || n % 3, ('00000000-0000-7000-8000-' || lpad(to_hex(n), 12, '0'))::uuid, 'flow-' || n, 1, 'flow.created', '{}'
+		from generate_series(1, 30) n`, `
+		insert into webhook_events (id, event_id, organization_id, flow_id, task_id, type, url, body, job_id, state)
+		select id, id, organization_id, flow_id, 'task-' || flow_id, type, 'https://flow.example', body, 0, 'failed' from events`, `
+		insert into webhook_events (id, event_id, organization_id, flow_id, type, url, body, job_id, endpoint_id)
+		select gen_random_uuid(), v.id, v.organization_id, v.flow_id, v.type, e.url, v.body, 0, e.id
+		from events v join webhook_endpoints e on e.organization_id = v.organization_id where v.sequence = 1 and v.flow_id ~ '[02468]$'`, `
+		insert into webhook_attempts (event_id, attempted_at, status_code, latency_us)
+		select id, now(), 503, 1000 from webhook_events, generate_series(1, 2)`, `
+		insert into webhook_recoveries (organization_id, id, endpoint_id, since, total, requested_by)
+		select organization_id, gen_random_uuid(), id, now() - interval '1 day', 1, 'staff:ada' from webhook_endpoints`, `
+		insert into river_job (args, kind, max_attempts, queue, state)
+		select jsonb_build_object('event_id', id), 'flowd.webhook_delivery', 8, 'webhooks', 'retryable' from webhook_events`, `
+		update webhook_events e set job_id = j.id from river_job j where j.args->>'event_id' = e.id::text`, `
+		insert into river_job (args, kind, max_attempts, queue, state)
+		values ('{"organization_id": "org-1", "recovery_id": "r"}', 'flowd.webhook_recovery', 4, 'webhook_recoveries', 'available')`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	before := webhookCounts(t, pool)
+	if before["webhook_events"] != 45 || before["webhook_attempts"] != 90 {
+		t.Fatalf("filled %v", before)
+	}
+
+	if err := database.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	// Every delivery job names its delivery's organization; the other jobs are as they were.
+	var named, jobs int
+	if err := pool.QueryRow(ctx, `select count(*) filter (where j.args->>'organization_id' = e.organization_id), count(*)
+		from river_job j left join webhook_events e on e.id::text = j.args->>'event_id'
+		where j.kind = 'flowd.webhook_delivery'`).Scan(&named, &jobs); err != nil {
+		t.Fatal(err)
+	}
+	if named != 45 || jobs != 45 {
+		t.Errorf("%d of %d delivery jobs name their delivery's organization, want 45", named, jobs)
+	}
+	var args string
+	if err := pool.QueryRow(ctx, `select args::text from river_job where kind = 'flowd.webhook_recovery'`).Scan(&args); err != nil ||
+		args != `{"recovery_id": "r", "organization_id": "org-1"}` {
+		t.Errorf("a recovery job's args: %s %v", args, err)
+	}
+	if dbtest.Citus() {
+		if err := database.Distribute(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := webhookCounts(t, pool); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("rows before the migration %v, after %v", before, after)
+	}
+	var linked int
+	if err := pool.QueryRow(ctx, `select count(*) from webhook_attempts a
+		join webhook_events e on e.organization_id = a.organization_id and e.id = a.event_id`).Scan(&linked); err != nil {
+		t.Fatal(err)
+	}
+	if linked != before["webhook_attempts"] {
+		t.Errorf("%d of %d attempts join their delivery by organization", linked, before["webhook_attempts"])
+	}
+	for _, table := range []string{"events", "webhook_secrets", "webhook_endpoints", "webhook_events", "webhook_attempts", "webhook_recoveries"} {
+		if keyed, err := database.KeyedByOrganization(ctx, pool, table); err != nil || !keyed {
+			t.Errorf("%s: keys do not all include organization_id (%v)", table, err)
+		}
+	}
+	var leftover *string
+	if err := pool.QueryRow(ctx, `select to_regclass('flow_tasks_id_idx')::text`).Scan(&leftover); err != nil || leftover != nil {
+		t.Errorf("021's index of tasks by id alone: %v %v", leftover, err)
+	}
+
+	// The flow's own delivery of flow-2's event (org-2) has two attempts,
+	// and they go with it.
+	if _, err := pool.Exec(ctx, `delete from webhook_events
+		where organization_id = 'org-2' and flow_id = 'flow-2' and endpoint_id is null`); err != nil {
+		t.Fatal(err)
+	}
+	after := webhookCounts(t, pool)
+	for table, gone := range map[string]int{"webhook_events": 1, "webhook_attempts": 2, "events": 0} {
+		if before[table]-after[table] != gone {
+			t.Errorf("deleting a delivery took %d rows of %s, want %d", before[table]-after[table], table, gone)
 		}
 	}
 }

@@ -317,6 +317,30 @@ func TestSSRFGuard(t *testing.T) {
 	}
 }
 
+// TestAJobQueuedBeforeOrganizationsDelivers: a delivery job that names no
+// organization (queued by an instance older than migration 022) still
+// delivers its event, and its task is reported under its organization.
+func TestAJobQueuedBeforeOrganizationsDelivers(t *testing.T) {
+	t.Parallel()
+	b := newBundle(t, newPool(t))
+	rcv := newReceiver(t, b.secret)
+	publish(t, b.pool, b.hooks, b.event(webhooks.FlowCreated, "flow-1", rcv.URL()))
+	id := eventID(t, b.pool, "flow-1", webhooks.FlowCreated)
+	tag, err := b.pool.Exec(context.Background(), `update river_job set args = args - 'organization_id'
+		where kind = 'flowd.webhook_delivery' and args->>'event_id' = $1 and args->>'organization_id' = $2`, id, b.org)
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("the job of %s names its organization? %v %v", id, tag, err)
+	}
+	b.start(t)
+	eventually(t, "task succeeded", func() bool { return b.reporter.has("succeeded org-1/task-flow-1") })
+	if s := eventState(t, b.pool, id); s != "delivered" || rcv.Arrived() != 1 {
+		t.Fatalf("delivery %s, %d arrived", s, rcv.Arrived())
+	}
+	if attempts, err := b.hooks.Attempts(context.Background(), b.org, "flow-1"); err != nil || len(attempts) != 1 {
+		t.Fatalf("attempts %+v, %v", attempts, err)
+	}
+}
+
 // TestCancelPending: deleting a flow cancels its pending deliveries, all but
 // the flow.deleted event published with the deletion; a flow of the same id
 // in another organization cancels none of them.
