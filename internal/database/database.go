@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -102,13 +103,18 @@ func Classify(err error) error {
 }
 
 // IsUniqueViolation reports whether err is a unique constraint violation,
-// optionally of the named constraint.
+// optionally of the named constraint. On Citus a shard's copy of the
+// constraint is named after it, with the shard's id: constraint_102075.
 func IsUniqueViolation(err error, constraint string) bool {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
 		return false
 	}
-	return constraint == "" || pgErr.ConstraintName == constraint
+	if constraint == "" || pgErr.ConstraintName == constraint {
+		return true
+	}
+	shard, ok := strings.CutPrefix(pgErr.ConstraintName, constraint+"_")
+	return ok && shard != "" && strings.Trim(shard, "0123456789") == ""
 }
 
 // Tx is the transaction a …Tx method of a module joins. It is pgx's, named

@@ -240,12 +240,12 @@ type Recorded struct {
 func RecordAttempt(ctx context.Context, db DB, a Attempt, state, lastError string, now time.Time) (Recorded, error) {
 	// One statement, so one round trip: the attempt's insert and the
 	// endpoint's update run as data-modifying CTEs beside the delivery's
-	// update, each naming the organization, so that on Citus the statement
-	// goes to the organization's node, which may run it (nor may a CASE
-	// there call now(): the time is a parameter). The endpoint is written
-	// only when its health changes, so a healthy endpoint's successes cost a
-	// read of its row. The endpoint CTE reads the row as it was, hence the
-	// coalesce with this attempt's time.
+	// update. Each names the organization: Citus runs such a statement only
+	// on one node, the organization's. The time is a parameter, as Citus
+	// refuses now() in a CASE of a write. The endpoint is written only when
+	// its health changes, so a healthy endpoint's successes cost a read of
+	// its row. The endpoint CTE reads the row as it was, hence the coalesce
+	// with this attempt's time.
 	var r Recorded
 	var seconds *float64
 	err := db.QueryRow(ctx, `
