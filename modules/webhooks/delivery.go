@@ -68,16 +68,7 @@ const (
 // same webhook-id, and the event's state only moves on from pending.
 func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs]) error {
 	m := w.m
-	org := job.Args.OrganizationID
-	var err error
-	if org == "" {
-		org, err = store.DeliveryOrganization(ctx, m.pool, job.Args.EventID)
-	}
-	var ev store.Event
-	var stored *store.Secrets
-	if err == nil {
-		ev, stored, err = store.GetEventAndSecrets(ctx, m.pool, org, job.Args.EventID)
-	}
+	ev, stored, err := m.delivery(ctx, job.Args)
 	if errors.Is(err, store.ErrNotFound) {
 		return river.JobCancel(fmt.Errorf("event %s no longer exists", job.Args.EventID))
 	}
@@ -182,6 +173,20 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 		return errors.New(message)
 	}
 	return w.report(dbctx, ev, gone, message)
+}
+
+// delivery reads a job's delivery and its organization's signing secrets.
+// A job queued by an instance older than migration 022 names no
+// organization: its delivery's is looked up first. store.ErrNotFound.
+func (m *Module) delivery(ctx context.Context, args deliveryArgs) (store.Event, *store.Secrets, error) {
+	org := args.OrganizationID
+	if org == "" {
+		var err error
+		if org, err = store.DeliveryOrganization(ctx, m.pool, args.EventID); err != nil {
+			return store.Event{}, nil, err
+		}
+	}
+	return store.GetEventAndSecrets(ctx, m.pool, org, args.EventID)
 }
 
 // hold snoozes a delivery that its host cannot take now: River does not

@@ -160,7 +160,7 @@ func NextFailed(ctx context.Context, tx DB, r RecoveryRun, limit int) ([]FailedD
 // of them and its progress on by their number: one statement, so that the
 // batch and the progress commit together. Both of its tables are named by
 // the organization, so that on Citus it runs on the organization's node;
-// least keeps the first start's time, as coalesce may not call now() there.
+// least keeps the first start's time: on Citus, coalesce may not call now().
 func ScheduleBatch(ctx context.Context, tx DB, organizationID, recoveryID, url string, ids []string, jobs []int64, last FailedDelivery) error {
 	_, err := tx.Exec(ctx, `
 		with reset as (
