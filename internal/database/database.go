@@ -104,16 +104,24 @@ func Classify(err error) error {
 
 // IsUniqueViolation reports whether err is a unique constraint violation,
 // optionally of the named constraint. On Citus a shard's copy of the
-// constraint is named after it, with the shard's id: constraint_102075.
+// constraint is named after it, with the shard's id (constraint_102075),
+// and the coordinator passes a worker's error on without the constraint's
+// name, which then comes from the message.
 func IsUniqueViolation(err error, constraint string) bool {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
 		return false
 	}
-	if constraint == "" || pgErr.ConstraintName == constraint {
+	name := pgErr.ConstraintName
+	if name == "" {
+		if _, quoted, ok := strings.Cut(pgErr.Message, `"`); ok {
+			name, _, _ = strings.Cut(quoted, `"`)
+		}
+	}
+	if constraint == "" || name == constraint {
 		return true
 	}
-	shard, ok := strings.CutPrefix(pgErr.ConstraintName, constraint+"_")
+	shard, ok := strings.CutPrefix(name, constraint+"_")
 	return ok && shard != "" && strings.Trim(shard, "0123456789") == ""
 }
 

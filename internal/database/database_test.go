@@ -11,7 +11,8 @@ import (
 
 // TestIsUniqueViolation: a violation of a constraint is told apart from
 // others', also on a Citus shard, whose copy of the constraint carries the
-// shard's id.
+// shard's id, and whose error reaches the coordinator with the name in its
+// message alone.
 func TestIsUniqueViolation(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -22,6 +23,8 @@ func TestIsUniqueViolation(t *testing.T) {
 		{&pgconn.PgError{Code: "23505", ConstraintName: "things_key"}, "things_key", true},
 		{&pgconn.PgError{Code: "23505", ConstraintName: "things_key_102075"}, "things_key", true},
 		{fmt.Errorf("insert: %w", &pgconn.PgError{Code: "23505", ConstraintName: "things_key"}), "things_key", true},
+		{&pgconn.PgError{Code: "23505", Message: `duplicate key value violates unique constraint "things_key_102075"`}, "things_key", true},
+		{&pgconn.PgError{Code: "23505", Message: `duplicate key value violates unique constraint "other_key_102075"`}, "things_key", false},
 		{&pgconn.PgError{Code: "23505", ConstraintName: "things_key"}, "", true},
 		{&pgconn.PgError{Code: "23505", ConstraintName: "things_key_other"}, "things_key", false},
 		{&pgconn.PgError{Code: "23505", ConstraintName: "things_key_"}, "things_key", false},
