@@ -56,6 +56,7 @@ docker:
 clean:
 	rm -rf bin
 
-## bench: measure flowd against pgbench on a throwaway cluster (FLOWBENCH="-duration 5s" to pass flags)
+## bench: measure flowd against pgbench on a throwaway cluster (FLOWBENCH="-duration 5s" to pass flags;
+## FLOWBENCH="-citus" runs on a throwaway three-node Citus cluster, as make test-citus does)
 bench:
-	scripts/pg.sh test $(GO) run ./cmd/flowbench $(FLOWBENCH)
+	$(if $(findstring -citus,$(FLOWBENCH)),scripts/citus.sh test,scripts/pg.sh test) $(GO) run ./cmd/flowbench $(FLOWBENCH)

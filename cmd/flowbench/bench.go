@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"encoding/base64"
@@ -58,9 +59,10 @@ type bench struct {
 	adminURL string
 	dbName   string
 	pgbench  string
-	// postmaster is the pid of the cluster's postmaster, "" when it is not
-	// on this machine: its processes are PostgreSQL's CPU (cpuNow).
-	postmaster string
+	// postmasters are the pids of the cluster's postmasters (a Citus
+	// cluster's coordinator and workers), none when they are not on this
+	// machine: their processes are PostgreSQL's CPU (cpuNow).
+	postmasters []string
 	server     *server
 	base       string
 	// main is the organization that creates; deep has o.deepFlows seeded
@@ -128,27 +130,16 @@ func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_
 		return nil, fmt.Errorf("build flowd: %w", err)
 	}
 
-	b.dbName = "flowbench_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	admin, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", redact(adminURL), err)
-	}
-	_, err = admin.Exec(ctx, "create database "+pgx.Identifier{b.dbName}.Sanitize())
-	if err == nil {
-		var backend int
-		err = admin.QueryRow(ctx, "select pg_backend_pid()").Scan(&backend)
-		b.postmaster = postmasterOf(strconv.Itoa(backend))
-	}
-	admin.Close(ctx)
-	if err != nil {
+	if o.citus {
+		// The cluster's own database, which has the citus extension on
+		// every node: a new one would need it made on each.
+		b.dbURL = adminURL
+		if b.postmasters, err = citusPostmasters(ctx, adminURL); err != nil {
+			return nil, err
+		}
+	} else if err := b.createDatabase(ctx); err != nil {
 		return nil, err
 	}
-	u, err := url.Parse(adminURL)
-	if err != nil {
-		return nil, err
-	}
-	u.Path = "/" + b.dbName
-	b.dbURL = u.String()
 
 	b.env = []string{
 		"DATABASE_URL=" + b.dbURL,
@@ -165,12 +156,15 @@ func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_
 	if o.pprof != "" {
 		b.env = append(b.env, "FLOWD_PPROF_ADDR="+o.pprof)
 	}
+	if o.citus {
+		b.env = append(b.env, "FLOWD_CITUS=true")
+	}
 	b.env = append(b.env, o.env...)
 	logFile, err := os.Create(filepath.Join(b.tmp, "flowd.log"))
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintln(out, "starting flowd on", b.base, "database", b.dbName)
+	fmt.Fprintln(out, "starting flowd on", b.base, "database", cmp.Or(b.dbName, redact(b.dbURL)))
 	if b.server, err = startServer(ctx, b.flowd, b.base, b.env, logFile); err != nil {
 		return nil, err
 	}
@@ -190,10 +184,42 @@ func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_
 	if b.writes, err = b.seedOrg(ctx, "Pgbench Writes", "PGBW"); err != nil {
 		return nil, err
 	}
+	if o.citus {
+		if err := b.spreadOrgs(ctx); err != nil {
+			return nil, fmt.Errorf("citus: %w", err)
+		}
+	}
 	if err := b.seedDeep(ctx); err != nil {
 		return nil, fmt.Errorf("seed %d flows: %w", o.deepFlows, err)
 	}
 	return b, nil
+}
+
+// createDatabase makes the run's database on the cluster at b.adminURL.
+func (b *bench) createDatabase(ctx context.Context) error {
+	b.dbName = "flowbench_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	admin, err := pgx.Connect(ctx, b.adminURL)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", redact(b.adminURL), err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "create database "+pgx.Identifier{b.dbName}.Sanitize()); err != nil {
+		return err
+	}
+	var backend int
+	if err := admin.QueryRow(ctx, "select pg_backend_pid()").Scan(&backend); err != nil {
+		return err
+	}
+	if pm := postmasterOf(strconv.Itoa(backend)); pm != "" {
+		b.postmasters = []string{pm}
+	}
+	u, err := url.Parse(b.adminURL)
+	if err != nil {
+		return err
+	}
+	u.Path = "/" + b.dbName
+	b.dbURL = u.String()
+	return nil
 }
 
 // startAgainst builds flowd from the -against directory and starts it on

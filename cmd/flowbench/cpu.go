@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,10 +32,11 @@ func (c cpuTimes) sub(o cpuTimes) cpuTimes {
 }
 
 // cpuNow reads the three from /proc. PostgreSQL is the run's cluster: its
-// postmaster and every process it started, plus the CPU of the backends that
-// have exited, which the postmaster counts as its children's (pgbench's
-// backends are gone by the time its run is measured). When the postmaster is
-// unknown, every process named postgres counts, another cluster's too.
+// postmasters (one, or a Citus cluster's coordinator and workers) and every
+// process they started, plus the CPU of the backends that have exited, which
+// a postmaster counts as its children's (pgbench's backends are gone by the
+// time its run is measured). When no postmaster is known, every process
+// named postgres counts, another cluster's too.
 func (b *bench) cpuNow() cpuTimes {
 	var c cpuTimes
 	if b.server != nil {
@@ -48,7 +50,7 @@ func (b *bench) cpuNow() cpuTimes {
 			continue
 		}
 		pid := filepath.Base(d)
-		if b.postmaster != "" && pid != b.postmaster && procParent(pid) != b.postmaster {
+		if len(b.postmasters) > 0 && !slices.Contains(b.postmasters, pid) && !slices.Contains(b.postmasters, procParent(pid)) {
 			continue
 		}
 		own, children := procCPU(pid)

@@ -48,6 +48,7 @@ type options struct {
 	keep        bool     // keep the database and the build for a look afterwards
 	env         []string // extra FLOWD_* settings for flowd
 	against     string   // another checkout whose flowd takes turns with this one, "" for none
+	citus       bool     // TEST_DATABASE_URL is a Citus coordinator: distribute, and spread the organizations
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -63,6 +64,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.StringVar(&o.out, "out", defaultOut, "folder for the JSON results (git ignores the default)")
 	fs.StringVar(&o.pprof, "pprof", "", "let flowd serve pprof on this address (FLOWD_PPROF_ADDR), e.g. 127.0.0.1:6060")
 	fs.StringVar(&o.against, "against", "", "another checkout (such as a git worktree of main) whose flowd takes turns with this one's, on the same database, for a comparison this machine's drift does not spoil")
+	fs.BoolVar(&o.citus, "citus", false, "TEST_DATABASE_URL is the coordinator of a Citus cluster (make bench starts one with this flag): flowd distributes the tenant tables, the organizations are spread over the workers, and pgbench runs on the coordinator")
 	fs.BoolVar(&o.keep, "keep", false, "keep the database and flowd's log afterwards")
 	fs.Func("env", "an extra KEY=VALUE setting for flowd (repeatable)", func(s string) error {
 		o.env = append(o.env, s)
