@@ -22,20 +22,10 @@ func TestConsoleBannerNamesEndpointsFlowdDisabled(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
 	ctx := context.Background()
-	org, err := ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Hook Bank", ReferencePrefix: "HOOK"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Other Bank", ReferencePrefix: "OTH"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ls.createStaff(t, org.ID, "ada", identity.RoleAdmin)
-	ls.createStaff(t, org.ID, "vic", identity.RoleViewer)
+	s := ls.signInStaffPair(t, "Hook Bank", "HOOK")
+	org, other, admin, viewer, csrf := s.org, s.other, s.admin, s.viewer, s.adminCSRF
 	ls.createStaff(t, other.ID, "oscar", identity.RoleAdmin)
-	admin, viewer, outsider := formbrowser.New(t), formbrowser.New(t), formbrowser.New(t)
-	csrf := signInStaff(t, admin, ls.url, "ada", testPassword).HiddenFields(t).Get("csrf")
-	signInStaff(t, viewer, ls.url, "vic", testPassword)
+	outsider := formbrowser.New(t)
 	signInStaff(t, outsider, ls.url, "oscar", testPassword)
 	create := func(orgID, u, description string, enabled bool) webhooks.Endpoint {
 		t.Helper()

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowd/flowd/internal/formbrowser"
-	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -17,19 +15,8 @@ func TestConsoleWebhookEndpoints(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
 	ctx := context.Background()
-	org, err := ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Hook Bank", ReferencePrefix: "HOOK"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Other Bank", ReferencePrefix: "OTH"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ls.createStaff(t, org.ID, "ada", identity.RoleAdmin)
-	ls.createStaff(t, org.ID, "vic", identity.RoleViewer)
-	admin, viewer := formbrowser.New(t), formbrowser.New(t)
-	csrf := signInStaff(t, admin, ls.url, "ada", testPassword).HiddenFields(t).Get("csrf")
-	viewerCSRF := signInStaff(t, viewer, ls.url, "vic", testPassword).HiddenFields(t).Get("csrf")
+	s := ls.signInStaffPair(t, "Hook Bank", "HOOK")
+	org, other, admin, viewer, csrf, viewerCSRF := s.org, s.other, s.admin, s.viewer, s.adminCSRF, s.viewerCSRF
 	list := func() []webhooks.Endpoint {
 		t.Helper()
 		l, err := ls.srv.endpoints.List(ctx, org.ID, webhooks.OldestFirst)

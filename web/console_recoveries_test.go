@@ -12,7 +12,6 @@ import (
 
 	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -57,19 +56,8 @@ func TestConsoleRecoveryAndRedelivery(t *testing.T) {
 	ls := setupLogin(t, loginOptions{})
 	createTestEvents(t, ls.pool)
 	ctx := context.Background()
-	org, err := ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Replay Bank", ReferencePrefix: "REP"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Other Bank", ReferencePrefix: "OTH"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ls.createStaff(t, org.ID, "ada", identity.RoleAdmin)
-	ls.createStaff(t, org.ID, "vic", identity.RoleViewer)
-	admin, viewer := formbrowser.New(t), formbrowser.New(t)
-	csrf := signInStaff(t, admin, ls.url, "ada", testPassword).HiddenFields(t).Get("csrf")
-	viewerCSRF := signInStaff(t, viewer, ls.url, "vic", testPassword).HiddenFields(t).Get("csrf")
+	s := ls.signInStaffPair(t, "Replay Bank", "REP")
+	org, other, admin, viewer, csrf, viewerCSRF := s.org, s.other, s.admin, s.viewer, s.adminCSRF, s.viewerCSRF
 	const (
 		endpoint = "019ab3c6-1111-7f80-9a1b-2c3d4e5f6a7d"
 		disabled = "019ab3c6-2222-7f80-9a1b-2c3d4e5f6a7d"

@@ -141,6 +141,35 @@ func (ls loginServer) createStaff(t *testing.T, org, username string, role ident
 	return a
 }
 
+// staffPair is an organization with an admin and a viewer signed in to the
+// console, and a second organization to show that nothing crosses over.
+type staffPair struct {
+	org, other            identity.Organization
+	admin, viewer         *formbrowser.Browser
+	adminCSRF, viewerCSRF string
+}
+
+// signInStaffPair creates the organizations of a staffPair, its admin "ada"
+// and viewer "vic", and signs both in.
+func (ls loginServer) signInStaffPair(t *testing.T, name, prefix string) staffPair {
+	t.Helper()
+	ctx := context.Background()
+	var s staffPair
+	var err error
+	if s.org, err = ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: name, ReferencePrefix: prefix}); err != nil {
+		t.Fatal(err)
+	}
+	if s.other, err = ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Other Bank", ReferencePrefix: "OTH"}); err != nil {
+		t.Fatal(err)
+	}
+	ls.createStaff(t, s.org.ID, "ada", identity.RoleAdmin)
+	ls.createStaff(t, s.org.ID, "vic", identity.RoleViewer)
+	s.admin, s.viewer = formbrowser.New(t), formbrowser.New(t)
+	s.adminCSRF = signInStaff(t, s.admin, ls.url, "ada", testPassword).HiddenFields(t).Get("csrf")
+	s.viewerCSRF = signInStaff(t, s.viewer, ls.url, "vic", testPassword).HiddenFields(t).Get("csrf")
+	return s
+}
+
 // signInStaff drives a console sign-in through the staff form and returns the
 // page the browser lands on.
 func signInStaff(t *testing.T, b *formbrowser.Browser, base, username, password string) formbrowser.Page {

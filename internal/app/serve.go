@@ -120,7 +120,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	receipts := consent.NewReceipts(pool, ident, definitions, cfg.BaseURL.String())
 	flowsModule := flows.New(pool, sealer, consentRequests, definitions, receipts, orgs, hooks, log, registry, flows.Config{
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
-		ReadRoundTrips: cfg.DBReadRoundTrips,
+		ReadRoundTrips: cfg.DBReadRoundTrips, MaintenanceInterval: cfg.MaintenanceInterval,
 	})
 
 	srv, err := web.New(web.Deps{

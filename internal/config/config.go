@@ -57,8 +57,12 @@ type Config struct {
 	NationalIDFormat  string
 	AllowInsecureURLs bool
 
-	ConsentTTL  time.Duration
-	ConsentAuth string // "oidc" or "none"
+	ConsentTTL time.Duration
+	// MaintenanceInterval is how often each instance cancels the flows whose
+	// consent link expired and purges expired idempotency keys
+	// (FLOWD_MAINTENANCE_INTERVAL); tests shorten it.
+	MaintenanceInterval time.Duration
+	ConsentAuth         string // "oidc" or "none"
 	// Consent relying party; empty issuer means the built-in provider.
 	ConsentOIDCIssuer       string
 	ConsentOIDCClientID     string
@@ -129,6 +133,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		AllowInsecureURLs: r.boolean("FLOWD_ALLOW_INSECURE_URLS", false),
 
 		ConsentTTL:              r.duration("FLOWD_CONSENT_TTL", 30*24*time.Hour),
+		MaintenanceInterval:     r.duration("FLOWD_MAINTENANCE_INTERVAL", time.Minute),
 		ConsentAuth:             r.oneOf("FLOWD_CONSENT_AUTH", "oidc", "oidc", "none"),
 		ConsentOIDCIssuer:       r.str("FLOWD_CONSENT_OIDC_ISSUER", ""),
 		ConsentOIDCClientID:     r.str("FLOWD_CONSENT_OIDC_CLIENT_ID", ""),

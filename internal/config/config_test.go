@@ -20,7 +20,7 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Addr != ":8080" || c.BaseURL.String() != "http://localhost:8080" || c.Audience != "flowd" ||
-		c.ConsentTTL != 30*24*time.Hour || c.ConsentAuth != "oidc" || c.NationalIDFormat != "generic" || !c.MigrateOnStart {
+		c.ConsentTTL != 30*24*time.Hour || c.MaintenanceInterval != time.Minute || c.ConsentAuth != "oidc" || c.NationalIDFormat != "generic" || !c.MigrateOnStart {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
 	if c.ConsoleSessionIdle != 30*time.Minute || c.ConsoleSessionMax != 12*time.Hour ||
@@ -41,6 +41,7 @@ func TestLoadNamesTheBadSetting(t *testing.T) {
 		{"missing database", "DATABASE_URL", ""},
 		{"bad bool", "FLOWD_TEST_EID", "maybe"},
 		{"bad duration", "FLOWD_CONSENT_TTL", "soon"},
+		{"zero maintenance interval", "FLOWD_MAINTENANCE_INTERVAL", "0s"},
 		{"bad choice", "FLOWD_NATIONAL_ID_FORMAT", "dk"},
 		{"bad base url", "FLOWD_BASE_URL", "localhost"},
 		{"short key", "FLOWD_SESSION_KEY", "c2hvcnQ="},

@@ -14,38 +14,40 @@ import (
 	"github.com/flowd/flowd/internal/dbtest"
 )
 
-// TestTwoInstancesUnderLoad runs two flowd processes on one database.
-// Clients create flows through both at once: no flow number is handed out
-// twice. Many browsers decide the same consent at the same moment through
-// both: exactly one decision wins, the rest are told it is closed. Every
-// webhook arrives exactly once.
-func TestTwoInstancesUnderLoad(t *testing.T) {
+// TestInstancesUnderLoad runs two, then three flowd processes on one
+// database behind one round-robin balancer. Clients create flows through
+// all of them at once: no flow number is handed out twice. Many browsers
+// decide the same consent at the same moment through all of them: exactly
+// one decision wins, the rest are told it is closed. Every webhook arrives
+// exactly once.
+func TestInstancesUnderLoad(t *testing.T) {
 	t.Parallel()
+	tests := []struct {
+		instances int
+		load      time.Duration // of creates; three instances share the cores with more processes
+	}{
+		{2, 3 * time.Second},
+		{3, 2 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%d instances", tt.instances), func(t *testing.T) {
+			underLoad(t, tt.instances, tt.load)
+		})
+	}
+}
+
+func underLoad(t *testing.T, instances int, load time.Duration) {
 	dbURL := dbtest.NewURL(t)
-	env := map[string]string{"FLOWD_CONSENT_AUTH": "none"}
-	a := startFlowd(t, dbURL, "", env)
-	// Instances behind one load balancer share one base URL: the issuer of
-	// tokens and the address of consent links.
-	b := startFlowd(t, dbURL, "", map[string]string{"FLOWD_CONSENT_AUTH": "none", "FLOWD_BASE_URL": a.URL})
-	tn := newTenant(t, a.Env, "Twin Bank", "TWIN")
+	ps := startInstances(t, dbURL, instances, map[string]string{"FLOWD_CONSENT_AUTH": "none"})
+	first := ps[0]
+	tn := newTenant(t, first.Env, "Twin Bank", "TWIN")
 	rcv := newReceiver(t, tn.WebhookSecret)
-	tok := tn.token(t, a.URL)
+	tok := tn.token(t, first.URL)
 	pool := openPool(t, dbURL)
 
 	stop := make(chan struct{})
-	var mu sync.Mutex
-	turn := 0
-	pick := func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		turn++
-		if turn%2 == 0 {
-			return a.URL
-		}
-		return b.URL
-	}
-	l, wg := runLoad(t, pick, tok, rcv.URL(), 4, stop)
-	time.Sleep(3 * time.Second)
+	l, wg := runLoad(t, roundRobin(ps), tok, rcv.URL(), 4, stop)
+	time.Sleep(load)
 	if long() {
 		time.Sleep(10 * time.Second)
 	}
@@ -57,21 +59,26 @@ func TestTwoInstancesUnderLoad(t *testing.T) {
 	}
 	for _, o := range l.results() {
 		if o.Status != 201 {
-			t.Errorf("a create through two healthy instances got %d", o.Status)
+			t.Errorf("a create through %d healthy instances got %d", instances, o.Status)
+		}
+	}
+	for i, p := range ps {
+		if n := sample(t, scrape(t, p.URL), `flowd_http_requests_total{method="POST",route="/api/flows",status="201"}`); n == 0 {
+			t.Errorf("instance %d created no flow: the load did not reach every instance", i)
 		}
 	}
 	checkIntegrity(t, pool, acked) // includes: no duplicate flow numbers
-	if n := count(t, pool, `select count(distinct flow_number) from flows`); n != len(acked) {
+	if n := count(t, pool, `select count(distinct flow_number) from flows where organization_id = $1`, tn.OrgID); n != len(acked) {
 		t.Errorf("%d distinct flow numbers for %d flows", n, len(acked))
 	}
 
-	// Racing decisions on one consent, through both instances.
+	// Racing decisions on one consent, through every instance.
 	races := 3
 	if long() {
 		races = 10
 	}
 	for r := range races {
-		id, link := createFlow(t, a.URL, tok, fmt.Sprintf("RACE%d", r), rcv.URL())
+		id, link := createFlow(t, first.URL, tok, fmt.Sprintf("RACE%d", r), rcv.URL())
 		const browsers = 8
 		type ready struct {
 			client *http.Client
@@ -80,11 +87,7 @@ func TestTwoInstancesUnderLoad(t *testing.T) {
 		}
 		var contenders []ready
 		for i := range browsers {
-			base := a.URL
-			if i%2 == 1 {
-				base = b.URL
-			}
-			target := strings.Replace(link, a.URL, base, 1)
+			target := strings.Replace(link, first.URL, ps[i%instances].URL, 1)
 			jar, _ := cookiejar.New(nil)
 			c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 			resp, err := c.Get(target)
@@ -133,11 +136,11 @@ func TestTwoInstancesUnderLoad(t *testing.T) {
 		if won != 1 {
 			t.Errorf("race %d: %d decisions won (statuses %v); want exactly one", r, won, statuses)
 		}
-		if n := count(t, pool, `select count(*) from webhook_events where flow_id = $1 and type in ('flow.accepted', 'flow.rejected')`, id); n != 1 {
+		if n := count(t, pool, `select count(*) from webhook_events where organization_id = $1 and flow_id = $2 and type in ('flow.accepted', 'flow.rejected')`, tn.OrgID, id); n != 1 {
 			t.Errorf("race %d: %d decision events", r, n)
 		}
 		var v flowView
-		mustDo(t, "GET", a.URL+"/api/flows/"+id, tok, "").json(t, &v)
+		mustDo(t, "GET", ps[r%instances].URL+"/api/flows/"+id, tok, "").json(t, &v)
 		if v.Flow.Version != 3 { // created 1, opened 2, decided 3
 			t.Errorf("race %d: version %d after one open and one decision, want 3", r, v.Flow.Version)
 		}
@@ -150,7 +153,7 @@ func TestTwoInstancesUnderLoad(t *testing.T) {
 	}
 	for id, n := range seen {
 		if n != 1 {
-			t.Errorf("webhook %s delivered %d times by two healthy instances, want once", id, n)
+			t.Errorf("webhook %s delivered %d times by %d healthy instances, want once", id, n, instances)
 		}
 	}
 }

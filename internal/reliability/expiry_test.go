@@ -15,33 +15,40 @@ import (
 	"github.com/flowd/flowd/internal/dbtest"
 )
 
-// TestTwoInstancesExpireEachAcceptanceOnce runs two flowd processes on one
-// database. Acceptances of a consent definition with a validity, given
-// through both, reach their validUntil: each becomes Expired exactly once,
-// and its flow.expired webhook arrives exactly once.
-func TestTwoInstancesExpireEachAcceptanceOnce(t *testing.T) {
+// TestInstancesExpireEachAcceptanceOnce runs two, then three flowd
+// processes on one database. Acceptances of a consent definition with a
+// validity, given through each in turn, reach their validUntil: each becomes
+// Expired exactly once, and its flow.expired webhook arrives exactly once.
+func TestInstancesExpireEachAcceptanceOnce(t *testing.T) {
 	t.Parallel()
+	for _, instances := range []int{2, 3} {
+		t.Run(fmt.Sprintf("%d instances", instances), func(t *testing.T) { expireEachAcceptanceOnce(t, instances) })
+	}
+}
+
+func expireEachAcceptanceOnce(t *testing.T, instances int) {
 	dbURL := dbtest.NewURL(t)
-	a := startFlowd(t, dbURL, "", map[string]string{"FLOWD_CONSENT_AUTH": "none"})
-	b := startFlowd(t, dbURL, "", map[string]string{"FLOWD_CONSENT_AUTH": "none", "FLOWD_BASE_URL": a.URL})
-	tn := newTenant(t, a.Env, "Expiring Bank", "EXP")
+	ps := startInstances(t, dbURL, instances, map[string]string{"FLOWD_CONSENT_AUTH": "none"})
+	first, last := ps[0], ps[instances-1]
+	tn := newTenant(t, first.Env, "Expiring Bank", "EXP")
 	rcv := newReceiver(t, tn.WebhookSecret)
-	tok := tn.token(t, a.URL)
+	tok := tn.token(t, first.URL)
 	pool := openPool(t, dbURL)
 
 	definition, _ := json.Marshal(map[string]any{"id": "yearly",
 		"title": map[string]string{"en": "Share your income", "nb": "Del inntekten din"}, "purpose": map[string]string{"en": "We check it.", "nb": "Vi sjekker den."},
 		"dataCategories": []map[string]string{{"en": "Income", "nb": "Inntekt"}}, "validity": "P1Y", "assuranceLevel": "low"})
-	if r := mustDo(t, "POST", a.URL+"/api/flow-definitions", tok, string(definition)); r.Status != http.StatusCreated {
+	if r := mustDo(t, "POST", first.URL+"/api/flow-definitions", tok, string(definition)); r.Status != http.StatusCreated {
 		t.Fatalf("publish the definition: %d %s", r.Status, r.Body)
 	}
 	n := 12
 	if long() {
 		n = 60
 	}
+	next := roundRobin(ps)
 	ids := make([]string, n)
 	for i := range ids {
-		base := []string{a.URL, b.URL}[i%2]
+		base := next()
 		body, _ := json.Marshal(map[string]string{"nationalId": fmt.Sprintf("EXP%d", i), "lastName": "Expiring",
 			"redirectUrl": "https://bank.example/done", "webhookUrl": rcv.URL(), "flowDefinitionId": "yearly"})
 		r := mustDo(t, "POST", base+"/api/flows", tok, string(body))
@@ -56,11 +63,11 @@ func TestTwoInstancesExpireEachAcceptanceOnce(t *testing.T) {
 		}
 		r.json(t, &c)
 		ids[i] = c.FlowID
-		accept(t, strings.Replace(c.Links.Consent.Href, a.URL, base, 1))
+		accept(t, strings.Replace(c.Links.Consent.Href, first.URL, base, 1))
 	}
 	for _, id := range ids {
 		var v consentView
-		mustDo(t, "GET", a.URL+"/api/flows/"+id, tok, "").json(t, &v)
+		mustDo(t, "GET", first.URL+"/api/flows/"+id, tok, "").json(t, &v)
 		if v.Flow.Consent.Status != "Accepted" || v.Flow.Consent.ValidUntil == nil {
 			t.Fatalf("flow %s after the acceptance: %+v", id, v.Flow.Consent)
 		}
@@ -69,7 +76,7 @@ func TestTwoInstancesExpireEachAcceptanceOnce(t *testing.T) {
 	// A year passes: the acceptances' validity ends, and River's scheduler
 	// would make their jobs available.
 	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `update flows set valid_until = now() - interval '1 second' where id = any($1::uuid[])`, ids); err != nil {
+	if _, err := pool.Exec(ctx, `update flows set valid_until = now() - interval '1 second' where organization_id = $1 and id = any($2::uuid[])`, tn.OrgID, ids); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `update flows_river.river_job set scheduled_at = now() where kind = 'flowd.consent_expiry'`); err != nil {
@@ -79,7 +86,7 @@ func TestTwoInstancesExpireEachAcceptanceOnce(t *testing.T) {
 		var page struct {
 			Data []struct{ ID string } `json:"data"`
 		}
-		mustDo(t, "GET", b.URL+"/api/flows?archived=true&status=Expired&limit=100", tok, "").json(t, &page)
+		mustDo(t, "GET", last.URL+"/api/flows?archived=true&status=Expired&limit=100", tok, "").json(t, &page)
 		return len(page.Data) == n
 	})
 	checkDelivered(t, pool, rcv, 60*time.Second)
@@ -94,7 +101,7 @@ func TestTwoInstancesExpireEachAcceptanceOnce(t *testing.T) {
 			t.Errorf("flow %s: flow.expired arrived %d times, want once", id, expired[id])
 		}
 		var v consentView
-		mustDo(t, "GET", b.URL+"/api/flows/"+id, tok, "").json(t, &v)
+		mustDo(t, "GET", last.URL+"/api/flows/"+id, tok, "").json(t, &v)
 		if v.Flow.Consent.Status != "Expired" || v.Flow.Consent.ExpiredAt == nil || v.Flow.Version != 4 { // created, opened, accepted, expired
 			t.Errorf("flow %s: %+v, version %d", id, v.Flow.Consent, v.Flow.Version)
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,6 +156,32 @@ func startFlowd(t *testing.T, dbURL, addr string, extra map[string]string) *proc
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// startInstances runs n flowd processes on dbURL with extra settings. They
+// share the first one's base URL, as instances behind one load balancer
+// do: the issuer of tokens and the address of consent links.
+func startInstances(t *testing.T, dbURL string, n int, extra map[string]string) []*process {
+	t.Helper()
+	ps := make([]*process, n)
+	for i := range ps {
+		env := maps.Clone(extra)
+		if env == nil {
+			env = map[string]string{}
+		}
+		if i > 0 {
+			env["FLOWD_BASE_URL"] = ps[0].URL
+		}
+		ps[i] = startFlowd(t, dbURL, "", env)
+	}
+	return ps
+}
+
+// roundRobin hands out the instances' URLs in turn, as a load balancer
+// would; it is safe for concurrent use.
+func roundRobin(ps []*process) func() string {
+	var turn atomic.Uint64
+	return func() string { return ps[(turn.Add(1)-1)%uint64(len(ps))].URL }
 }
 
 // kill ends the process with SIGKILL, no graceful stop, and waits for it.

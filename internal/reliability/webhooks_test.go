@@ -102,17 +102,30 @@ func TestTwoInstancesShareWebhookDeliveries(t *testing.T) {
 // deliveredMetric reads the delivered-deliveries counter of an instance.
 func deliveredMetric(t *testing.T, base string) float64 {
 	t.Helper()
+	body := scrape(t, base)
+	if !strings.Contains(body, "flowd_webhook_delivery_duration_seconds") {
+		t.Errorf("%s/metrics lacks the webhook delivery histogram", base)
+	}
+	return sample(t, body, `flowd_webhook_deliveries_total{outcome="delivered"}`)
+}
+
+// scrape reads an instance's /metrics.
+func scrape(t *testing.T, base string) string {
+	t.Helper()
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	if !strings.Contains(string(body), "flowd_webhook_delivery_duration_seconds") {
-		t.Errorf("%s/metrics lacks the webhook delivery histogram", base)
-	}
-	for line := range strings.SplitSeq(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, `flowd_webhook_deliveries_total{outcome="delivered"} `); ok {
+	return string(body)
+}
+
+// sample is the value of one series in a scrape, 0 when it is absent.
+func sample(t *testing.T, scraped, series string) float64 {
+	t.Helper()
+	for line := range strings.SplitSeq(scraped, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				t.Fatal(err)

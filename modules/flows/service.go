@@ -39,7 +39,8 @@ type Config struct {
 	// connections.
 	ReadRoundTrips int
 	// MaintenanceInterval is how often Run expires due flows and purges
-	// expired idempotency keys; zero means a minute.
+	// expired idempotency keys (FLOWD_MAINTENANCE_INTERVAL); zero means a
+	// minute.
 	MaintenanceInterval time.Duration
 	// ExpiryPollInterval is how often RunExpiry's workers look for due
 	// expiry jobs; zero means a second.
