@@ -11,12 +11,14 @@ run:
 test:
 	scripts/test.sh
 
-## test-citus: the flows, consent, webhooks, API and migration suites against a throwaway
-## three-node Citus cluster, the tenant tables distributed (docs/operations.md, "Running on Citus");
-## needs the shared Citus tools (FLOWD_CITUS_TOOLS) and root to install Citus on first use
+## test-citus: the flows, consent, webhooks, API and migration suites, and several instances on one
+## database, against a throwaway three-node Citus cluster, the tenant tables distributed
+## (docs/operations.md, "Running on Citus"); needs the shared Citus tools (FLOWD_CITUS_TOOLS) and
+## root to install Citus on first use
 CITUS_PACKAGES ?= ./internal/database/... ./internal/app/... ./modules/... ./web/...
 test-citus:
-	scripts/citus.sh test go test -race -count=1 -timeout 30m $(CITUS_PACKAGES)
+	scripts/citus.sh test sh -c 'go test -race -count=1 -timeout 30m $(CITUS_PACKAGES) && \
+		go test -race -count=1 -timeout 10m -run TestInstances ./internal/reliability/'
 
 ## test-reliability: the reliability and security suite in full — long variants
 ## (more load, more kills) and every fuzz target for FUZZTIME each (docs/operations.md, "Reliability")
