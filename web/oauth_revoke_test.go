@@ -196,8 +196,12 @@ func TestRevocationAnswers(t *testing.T) {
 		// revoked says whether the client's own access token is refused afterwards.
 		revoked bool
 	}{
-		{"own access token, hinted", own, func(m, _ tokenResponse) string { return form("token", m.AccessToken, "token_type_hint", "access_token") }, 200, "", true},
-		{"own access token, hinted wrongly", own, func(m, _ tokenResponse) string { return form("token", m.AccessToken, "token_type_hint", "refresh_token") }, 200, "", true},
+		{"own access token, hinted", own, func(m, _ tokenResponse) string {
+			return form("token", m.AccessToken, "token_type_hint", "access_token")
+		}, 200, "", true},
+		{"own access token, hinted wrongly", own, func(m, _ tokenResponse) string {
+			return form("token", m.AccessToken, "token_type_hint", "refresh_token")
+		}, 200, "", true},
 		{"own access token, unknown hint", own, func(m, _ tokenResponse) string { return form("token", m.AccessToken, "token_type_hint", "id_token") }, 200, "", true},
 		{"own access token, client in the form", "", func(m, _ tokenResponse) string {
 			return form("token", m.AccessToken, "client_id", ts.full.ID, "client_secret", ts.full.Secret)
