@@ -43,11 +43,8 @@ func (m *Module) Revoke(ctx context.Context, req ClientTokenRequest) error {
 // audits it.
 func (m *Module) revokeAccessToken(ctx context.Context, c store.Client, raw string) error {
 	v, err := m.verifyToken(ctx, raw)
-	if unavailable(err) {
-		return err
-	}
 	if err != nil || v.external {
-		return nil // expired or invalid: nothing to revoke
+		return onlyUnavailable(err) // expired or invalid: nothing to revoke
 	}
 	if v.clientID != c.ID {
 		m.log.InfoContext(ctx, "identity: a client asked to revoke another client's access token; ignored", "client_id", c.ID)
@@ -135,27 +132,21 @@ func (m *Module) Introspect(ctx context.Context, req ClientTokenRequest) (Intros
 // everything an API call checks and is c's.
 func (m *Module) introspectAccessToken(ctx context.Context, c store.Client, raw string) (Introspection, error) {
 	v, err := m.verifyToken(ctx, raw)
-	if unavailable(err) {
-		return Introspection{}, err
-	}
 	if err != nil || v.external || v.clientID != c.ID {
-		return Introspection{}, nil
+		return Introspection{}, onlyUnavailable(err)
 	}
 	if _, err := m.admitBuiltin(ctx, v); err != nil {
-		if unavailable(err) {
-			return Introspection{}, err
-		}
-		return Introspection{}, nil
+		return Introspection{}, onlyUnavailable(err)
 	}
-	// The signature is verified: the payload is the token's own.
+	// The signature is verified, so go-oidc has read this payload already.
 	parts := strings.Split(raw, ".")
 	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
 	if err != nil {
-		return Introspection{}, nil
+		return Introspection{}, err
 	}
 	var claims accessClaims
 	if err := json.Unmarshal(payload, &claims); err != nil {
-		return Introspection{}, nil
+		return Introspection{}, err
 	}
 	out := Introspection{
 		Active: true, Scope: claims.Scope, ClientID: claims.ClientID, TokenType: "Bearer",
@@ -193,4 +184,14 @@ func (m *Module) introspectRefreshToken(ctx context.Context, c store.Client, raw
 func unavailable(err error) bool {
 	e, ok := apperr.As(err)
 	return ok && e.Code == apperr.Unavailable
+}
+
+// onlyUnavailable keeps an error the caller must hear and drops one that
+// only says the token is not valid, which revocation and introspection
+// answer as success.
+func onlyUnavailable(err error) error {
+	if unavailable(err) {
+		return err
+	}
+	return nil
 }
