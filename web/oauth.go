@@ -85,21 +85,46 @@ func (s *Server) writeTokenError(c echo.Context, e *identity.TokenError) error {
 // RFC 6749 3.2 requires.
 var tokenParams = []string{"grant_type", "client_id", "client_secret", "refresh_token", "scope"}
 
-// parseTokenRequest reads a token request: an
-// application/x-www-form-urlencoded body, each parameter at most once (RFC
-// 6749 3.2), and the client's credentials either in the body
-// (client_secret_post) or in HTTP Basic (client_secret_basic, each part
-// form-encoded as RFC 6749 2.3.1 says), never both.
+// parseTokenRequest reads a token request (see parseClientForm).
 func parseTokenRequest(r *http.Request) (identity.TokenRequest, url.Values, *identity.TokenError) {
-	invalid := func(desc string) (identity.TokenRequest, url.Values, *identity.TokenError) {
-		return identity.TokenRequest{}, nil, &identity.TokenError{Code: identity.ErrCodeInvalidRequest, Description: desc}
+	p, auth, form, terr := parseClientForm(r, tokenParams, "refresh_token")
+	if terr != nil {
+		return identity.TokenRequest{}, nil, terr
+	}
+	return identity.TokenRequest{ClientAuth: auth, GrantType: p["grant_type"], RefreshToken: p["refresh_token"], Scope: p["scope"]}, form, nil
+}
+
+// clientTokenParams are the parameters of the revocation (RFC 7009 2.1) and
+// introspection (RFC 7662 2.1) endpoints.
+var clientTokenParams = []string{"token", "token_type_hint", "client_id", "client_secret"}
+
+// parseClientTokenRequest reads a request to the revocation or
+// introspection endpoint (see parseClientForm).
+func parseClientTokenRequest(r *http.Request) (identity.ClientTokenRequest, *identity.TokenError) {
+	p, auth, _, terr := parseClientForm(r, clientTokenParams, "token")
+	if terr != nil {
+		return identity.ClientTokenRequest{}, terr
+	}
+	return identity.ClientTokenRequest{ClientAuth: auth, Token: p["token"], TokenTypeHint: p["token_type_hint"]}, nil
+}
+
+// parseClientForm reads a request to one of the provider's endpoints that
+// authenticate API clients: an application/x-www-form-urlencoded body, each
+// of params at most once (RFC 6749 3.2), and the client's credentials either
+// in the body (client_secret_post) or in HTTP Basic (client_secret_basic,
+// each part form-encoded as RFC 6749 2.3.1 says), never both. Neither the
+// client secret nor the secret parameter may come in the URL. It returns
+// the values of params, the client's authentication and the whole form.
+func parseClientForm(r *http.Request, params []string, secret string) (map[string]string, identity.ClientAuth, url.Values, *identity.TokenError) {
+	invalid := func(desc string) (map[string]string, identity.ClientAuth, url.Values, *identity.TokenError) {
+		return nil, identity.ClientAuth{}, nil, &identity.TokenError{Code: identity.ErrCodeInvalidRequest, Description: desc}
 	}
 	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mediaType != "application/x-www-form-urlencoded" {
 		return invalid("The request body must be application/x-www-form-urlencoded.")
 	}
 	q := r.URL.Query()
-	if q.Has("client_secret") || q.Has("refresh_token") {
+	if q.Has("client_secret") || q.Has(secret) {
 		return invalid("Credentials must not be sent in the URL.")
 	}
 	body, err := io.ReadAll(r.Body)
@@ -110,12 +135,8 @@ func parseTokenRequest(r *http.Request) (identity.TokenRequest, url.Values, *ide
 	if err != nil {
 		return invalid("The request body is not valid form encoding.")
 	}
-	var req identity.TokenRequest
-	fields := map[string]*string{
-		"grant_type": &req.GrantType, "client_id": &req.ClientID, "client_secret": &req.ClientSecret,
-		"refresh_token": &req.RefreshToken, "scope": &req.Scope,
-	}
-	for _, name := range tokenParams {
+	p := make(map[string]string, len(params))
+	for _, name := range params {
 		vs := form[name]
 		if len(vs) > 1 {
 			return invalid("The parameter " + name + " must not be repeated.")
@@ -124,25 +145,25 @@ func parseTokenRequest(r *http.Request) (identity.TokenRequest, url.Values, *ide
 			if !utf8.ValidString(vs[0]) || strings.ContainsRune(vs[0], 0) {
 				return invalid("The parameter " + name + " is not valid UTF-8 text.")
 			}
-			*fields[name] = vs[0]
+			p[name] = vs[0]
 		}
 	}
-	req.AuthMethod = identity.AuthSecretPost
-	if auth := r.Header.Get("Authorization"); auth != "" {
-		id, secret, ok := parseBasic(auth)
+	auth := identity.ClientAuth{ClientID: p["client_id"], ClientSecret: p["client_secret"], AuthMethod: identity.AuthSecretPost}
+	if header := r.Header.Get("Authorization"); header != "" {
+		id, sec, ok := parseBasic(header)
 		if !ok {
-			return identity.TokenRequest{}, nil, &identity.TokenError{Code: identity.ErrCodeInvalidClient, AuthMethod: identity.AuthSecretBasic,
+			return nil, identity.ClientAuth{}, nil, &identity.TokenError{Code: identity.ErrCodeInvalidClient, AuthMethod: identity.AuthSecretBasic,
 				Description: "The Authorization header must be HTTP Basic with the form-encoded client_id and client_secret."}
 		}
-		if req.ClientSecret != "" {
+		if auth.ClientSecret != "" {
 			return invalid("Use one client authentication method: HTTP Basic or client_secret in the body, not both.")
 		}
-		if req.ClientID != "" && req.ClientID != id {
+		if auth.ClientID != "" && auth.ClientID != id {
 			return invalid("client_id in the body differs from the one in HTTP Basic.")
 		}
-		req.ClientID, req.ClientSecret, req.AuthMethod = id, secret, identity.AuthSecretBasic
+		auth = identity.ClientAuth{ClientID: id, ClientSecret: sec, AuthMethod: identity.AuthSecretBasic}
 	}
-	return req, form, nil
+	return p, auth, form, nil
 }
 
 // parseBasic reads an HTTP Basic Authorization header whose user and
@@ -170,6 +191,69 @@ func parseBasic(header string) (id, secret string, ok bool) {
 		return "", "", false
 	}
 	return id, secret, id != ""
+}
+
+// handleRevoke handles "POST /oauth/revoke" (RFC 7009): 200 with an empty
+// body whether or not there was anything to revoke; errors as the token
+// endpoint's.
+func (s *Server) handleRevoke(c echo.Context) error {
+	noStore(c)
+	req, terr := parseClientTokenRequest(c.Request())
+	if terr != nil {
+		return s.writeTokenError(c, terr)
+	}
+	req.RemoteAddr = c.RealIP()
+	if err := s.identity.Revoke(c.Request().Context(), req); err != nil {
+		if errors.As(err, &terr) {
+			return s.writeTokenError(c, terr)
+		}
+		return err
+	}
+	return c.NoContent(http.StatusOK)
+}
+
+// introspectionResponse is the introspection endpoint's body (RFC 7662
+// 2.2): only active when the token is not.
+type introspectionResponse struct {
+	Active    bool   `json:"active"`
+	Scope     string `json:"scope,omitempty"`
+	ClientID  string `json:"client_id,omitempty"`
+	TokenType string `json:"token_type,omitempty"`
+	Expiry    int64  `json:"exp,omitempty"`
+	IssuedAt  int64  `json:"iat,omitempty"`
+	NotBefore int64  `json:"nbf,omitempty"`
+	Subject   string `json:"sub,omitempty"`
+	Audience  string `json:"aud,omitempty"`
+	Issuer    string `json:"iss,omitempty"`
+	JWTID     string `json:"jti,omitempty"`
+	OrgID     string `json:"org_id,omitempty"`
+}
+
+// handleIntrospect handles "POST /oauth/introspect" (RFC 7662).
+func (s *Server) handleIntrospect(c echo.Context) error {
+	noStore(c)
+	req, terr := parseClientTokenRequest(c.Request())
+	if terr != nil {
+		return s.writeTokenError(c, terr)
+	}
+	req.RemoteAddr = c.RealIP()
+	in, err := s.identity.Introspect(c.Request().Context(), req)
+	if err != nil {
+		if errors.As(err, &terr) {
+			return s.writeTokenError(c, terr)
+		}
+		return err
+	}
+	out := introspectionResponse{Active: in.Active}
+	if in.Active {
+		out = introspectionResponse{Active: true, Scope: in.Scope, ClientID: in.ClientID, TokenType: in.TokenType,
+			Expiry: in.Expiry.Unix(), IssuedAt: in.IssuedAt.Unix(), Subject: in.Subject, Audience: in.Audience,
+			Issuer: in.Issuer, JWTID: in.JWTID, OrgID: in.OrganizationID}
+		if !in.NotBefore.IsZero() {
+			out.NotBefore = in.NotBefore.Unix()
+		}
+	}
+	return s.writeJSON(c, http.StatusOK, out)
 }
 
 // handleJWKS handles "GET /oauth/jwks": the public keys that verify access

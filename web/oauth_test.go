@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
@@ -31,6 +32,8 @@ import (
 // that may only read.
 type oauthServer struct {
 	url      string
+	pool     *pgxpool.Pool
+	cfg      identity.Config
 	identity *identity.Module
 	org      identity.Organization
 	full     identity.ClientCredentials
@@ -80,7 +83,7 @@ func setupOAuth(t *testing.T, change func(*identity.Config)) oauthServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return oauthServer{url: base, identity: id, org: org, full: full, reader: reader}
+	return oauthServer{url: base, pool: pool, cfg: icfg, identity: id, org: org, full: full, reader: reader}
 }
 
 // postToken sends a token request with form values and an optional

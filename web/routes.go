@@ -22,6 +22,8 @@ func (s *Server) routes() {
 
 	// The built-in OAuth 2.0 provider: public, client authentication in the handlers.
 	e.POST("/oauth/token", s.handleToken)
+	e.POST("/oauth/revoke", s.handleRevoke)
+	e.POST("/oauth/introspect", s.handleIntrospect)
 	e.GET("/oauth/jwks", s.handleJWKS)
 	e.GET("/.well-known/openid-configuration", s.handleDiscovery)
 	e.GET("/.well-known/oauth-authorization-server", s.handleDiscovery)

@@ -52,6 +52,7 @@ var CoordinatorTables = []string{
 	"organizations",
 	"api_clients",
 	"refresh_tokens",
+	"revoked_access_tokens",
 	"signing_keys",
 	"external_clients",
 	"staff_accounts",

@@ -13,6 +13,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -208,6 +210,16 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 	if _, err := flowdtest.RunCLI(getenvOf(p.Env), "", "clients", "revoke", revoked.ClientID); err != nil {
 		t.Fatal(err)
 	}
+	// A token its own client revoked at the revocation endpoint (RFC 7009).
+	revokedAccess := acme.token(t, p.URL)
+	resp, err := http.PostForm(p.URL+"/oauth/revoke", url.Values{"token": {revokedAccess}, "client_id": {acme.ClientID}, "client_secret": {acme.ClientSecret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("revoke: %d", resp.StatusCode)
+	}
 	a := mustDo(t, "POST", p.URL+"/api/flows", tok, createBody("ISO123", "Berg", ""))
 	if a.Status != 201 {
 		t.Fatalf("create: %d %s", a.Status, a.Body)
@@ -261,6 +273,7 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 		"tampered payload":          parts[0] + "." + base64.RawURLEncoding.EncodeToString(tamperedBody) + "." + parts[2],
 		"signature stripped":        parts[0] + "." + parts[1] + ".",
 		"revoked client":            revokedTok,
+		"revoked access token":      revokedAccess,
 		"real key, another org":     sign(t, jose.ES256, key, kid, tampered),
 		"real key, unknown client":  sign(t, jose.ES256, key, kid, with(real, "sub", "nobody", "client_id", "nobody")),
 		"real key, unknown org":     sign(t, jose.ES256, key, kid, with(real, "org_id", "00000000-0000-0000-0000-000000000000")),

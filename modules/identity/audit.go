@@ -11,13 +11,13 @@ import (
 	"github.com/flowd/flowd/modules/identity/internal/store"
 )
 
-// AuditEntry records one thing a staff member did in the console: who, what,
+// AuditEntry records one thing a staff member or an API client did: who, what,
 // to which target, when. It never holds a secret, a token or a full national
 // id: Target names a flow, client or setting, Detail says what changed.
 type AuditEntry struct {
 	ID             int64
 	OrganizationID string
-	Actor          string // "staff:<username>"
+	Actor          string // "staff:<username>", "client:<id>"
 	Action         string // e.g. "flow.delete", "client.create"
 	Target         string // e.g. a reference id or client id
 	Detail         string
@@ -45,6 +45,9 @@ const (
 	AuditWebhookEndpointDelete  = "webhook_endpoint.delete"
 	AuditWebhookEndpointRecover = "webhook_endpoint.recover"
 	AuditEventRedeliver         = "event.redeliver"
+	// A client revoked one of its tokens at /oauth/revoke.
+	AuditRefreshTokenRevoke = "refresh_token.revoke"
+	AuditAccessTokenRevoke  = "access_token.revoke"
 )
 
 // Validate checks an entry before it is stored; an Invalid error names the field.

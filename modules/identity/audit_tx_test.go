@@ -74,8 +74,8 @@ func TestClientAndSettingsActionsCommitWithTheirAuditEntry(t *testing.T) {
 		return len(cl)
 	}
 	secretWorks := func(t *testing.T, id, secret string) bool {
-		_, err := f.m.Token(ctx, TokenRequest{GrantType: GrantClientCredentials, ClientID: id, ClientSecret: secret,
-			AuthMethod: AuthSecretPost, RemoteAddr: "192.0.2.7"})
+		_, err := f.m.Token(ctx, TokenRequest{GrantType: GrantClientCredentials,
+			ClientAuth: ClientAuth{ClientID: id, ClientSecret: secret, AuthMethod: AuthSecretPost, RemoteAddr: "192.0.2.7"}})
 		var te *TokenError
 		if err != nil && !errors.As(err, &te) {
 			t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,6 +94,7 @@ type verifiedToken struct {
 	expiry   time.Time
 	external bool
 	keyID    string // built-in tokens: the signing key, re-checked for retirement
+	jti      string // built-in tokens: the token's id, re-checked for revocation
 	clientID string
 	orgID    string // the org_id (or FLOWD_ORG_CLAIM) claim; may be empty for external tokens
 	scopes   []string
@@ -128,6 +130,118 @@ func (c *tokenCache) put(sum [32]byte, v verifiedToken, now time.Time) {
 		}
 	}
 	c.entries[sum] = v
+}
+
+// revokedTokens holds the jti and expiry of every revoked access token that
+// has not expired, so that refusing one, and admitting every other, costs a
+// map lookup. Revocations only add to it: each is announced on
+// store.NotifyChannel in its transaction ("jti:<jti> <exp>"). The set is
+// complete while the listener is connected and has loaded the table since it
+// began to listen; otherwise (at start, after losing the connection, or past
+// revokedMax) a jti it does not hold is looked up in the database.
+type revokedTokens struct {
+	mu       sync.Mutex
+	jtis     map[string]time.Time
+	complete bool
+	epoch    uint64 // bumped when the listener is lost, so that a load racing it does not claim completeness
+}
+
+// revokedMax bounds the set; a client that revokes more tokens than this
+// within their lifetime sends verification to the database until they expire.
+const revokedMax = 100_000
+
+func (r *revokedTokens) init() { r.jtis = map[string]time.Time{} }
+
+// has reports whether jti is known revoked, and whether the set is complete,
+// so that a jti it does not hold was not revoked.
+func (r *revokedTokens) has(jti string) (revoked, complete bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, revoked = r.jtis[jti]
+	return revoked, r.complete
+}
+
+// add records a revocation; a full set gives up being complete.
+func (r *revokedTokens) add(jti string, expiry, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.addLocked(jti, expiry, now)
+}
+
+func (r *revokedTokens) addLocked(jti string, expiry, now time.Time) {
+	if len(r.jtis) >= revokedMax {
+		r.pruneLocked(now)
+	}
+	if len(r.jtis) >= revokedMax {
+		r.complete = false
+		return
+	}
+	r.jtis[jti] = expiry
+}
+
+func (r *revokedTokens) pruneLocked(now time.Time) {
+	for jti, exp := range r.jtis {
+		if !now.Before(exp) {
+			delete(r.jtis, jti)
+		}
+	}
+}
+
+// prune forgets revocations of expired tokens, which verification refuses anyway.
+func (r *revokedTokens) prune(now time.Time) {
+	r.mu.Lock()
+	r.pruneLocked(now)
+	r.mu.Unlock()
+}
+
+// lost marks the set incomplete: notifications may be missed from now on.
+func (r *revokedTokens) lost() {
+	r.mu.Lock()
+	r.complete = false
+	r.epoch++
+	r.mu.Unlock()
+}
+
+// needsLoad reports whether the set is incomplete, and the epoch a load
+// must still see when it finishes.
+func (r *revokedTokens) needsLoad() (bool, uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.complete, r.epoch
+}
+
+// loaded merges what a load read after LISTEN began, and makes the set
+// complete unless the listener was lost meanwhile or the set is full.
+func (r *revokedTokens) loaded(rows []store.RevokedAccessToken, epoch uint64, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	full := len(rows) > revokedMax
+	if full {
+		rows = rows[:revokedMax]
+	}
+	for _, t := range rows {
+		r.addLocked(t.JTI, t.ExpiresAt, now)
+	}
+	if !full && r.epoch == epoch && len(r.jtis) < revokedMax {
+		r.complete = true
+	}
+}
+
+// loadRevoked fills the revoked set from the database while the listener
+// is connected: it calls it once LISTEN is in place, so that no revocation
+// falls between the two. The epoch is read before listening is checked, so
+// that a listener lost after the check leaves the set incomplete.
+func (m *Module) loadRevoked(ctx context.Context) error {
+	todo, epoch := m.revoked.needsLoad()
+	if !todo || !m.states.listening.Load() {
+		return nil
+	}
+	rows, err := store.RevokedAccessTokens(ctx, m.pool, revokedMax+1)
+	if err != nil {
+		return err
+	}
+	m.revoked.loaded(rows, epoch, m.now())
+	return nil
 }
 
 // verifiedSecrets remembers, for a few minutes, the SHA-256 of client secrets
@@ -184,6 +298,7 @@ func (m *Module) Run(ctx context.Context) error {
 		start := time.Now()
 		err := m.listen(ctx)
 		m.states.setListening(false)
+		m.revoked.lost()
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -216,6 +331,9 @@ func (m *Module) listen(ctx context.Context) error {
 	m.states.setListening(true)
 	m.keys.invalidate()
 	m.signer.invalidate()
+	if err := m.loadRevoked(ctx); err != nil {
+		return err
+	}
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -226,6 +344,15 @@ func (m *Module) listen(ctx context.Context) error {
 			id := strings.TrimPrefix(p, "client:")
 			m.states.invalidate("client:" + id)
 			m.secrets.forget(id)
+		case strings.HasPrefix(p, "jti:"):
+			jti, exp, _ := strings.Cut(strings.TrimPrefix(p, "jti:"), " ")
+			unix, err := strconv.ParseInt(exp, 10, 64)
+			if err != nil {
+				// Not from this version of flowd: look every jti up until reconnected.
+				m.revoked.lost()
+				continue
+			}
+			m.revoked.add(jti, time.Unix(unix, 0), m.now())
 		case p == "keys":
 			m.keys.invalidate()
 			m.signer.invalidate()
@@ -235,7 +362,9 @@ func (m *Module) listen(ctx context.Context) error {
 	}
 }
 
-// sweep deletes long-expired refresh tokens every ten minutes.
+// sweep deletes long-expired refresh tokens and the revocations of expired
+// access tokens every ten minutes, and completes the revoked set again when
+// it overflowed.
 func (m *Module) sweep(ctx context.Context) {
 	t := time.NewTicker(10 * time.Minute)
 	defer t.Stop()
@@ -245,11 +374,24 @@ func (m *Module) sweep(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		m.sweepOnce(ctx)
+	}
+}
+
+// sweepOnce is one round of sweep.
+func (m *Module) sweepOnce(ctx context.Context) {
+	for _, del := range []func(context.Context, store.Querier) (int64, error){
+		store.DeleteExpiredRefreshTokens, store.DeleteExpiredRevokedAccessTokens,
+	} {
 		for {
-			n, err := store.DeleteExpiredRefreshTokens(ctx, m.pool)
+			n, err := del(ctx, m.pool)
 			if err != nil || n == 0 {
 				break
 			}
 		}
+	}
+	m.revoked.prune(m.now())
+	if err := m.loadRevoked(ctx); err != nil {
+		m.log.Warn("identity: loading revoked access tokens", "error", err)
 	}
 }

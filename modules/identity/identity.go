@@ -339,15 +339,54 @@ const (
 	GrantRefreshToken      = "refresh_token"
 )
 
-// TokenRequest is a parsed request to the token endpoint.
-type TokenRequest struct {
-	GrantType    string
+// ClientAuth is how an API client authenticates at the token, revocation
+// and introspection endpoints: one check, one rate limit for all three.
+type ClientAuth struct {
 	ClientID     string
 	ClientSecret string
 	AuthMethod   string // AuthSecretBasic or AuthSecretPost
+	RemoteAddr   string // the caller's address, for rate limiting
+}
+
+// TokenRequest is a parsed request to the token endpoint.
+type TokenRequest struct {
+	ClientAuth
+	GrantType    string
 	RefreshToken string
 	Scope        string // space-separated; empty asks for everything allowed
-	RemoteAddr   string // the caller's address, for rate limiting
+}
+
+// Token type hints of the revocation and introspection endpoints (RFC 7009
+// 2.1). flowd tells its tokens apart by their form, so a hint only has to be
+// one of these or absent; an unknown hint is ignored, as RFC 7009 allows.
+const (
+	TokenTypeAccess  = "access_token"
+	TokenTypeRefresh = "refresh_token"
+)
+
+// ClientTokenRequest is a client's request about one of its own tokens, to
+// the revocation (RFC 7009) or the introspection (RFC 7662) endpoint.
+type ClientTokenRequest struct {
+	ClientAuth
+	Token         string
+	TokenTypeHint string
+}
+
+// Introspection is the introspection endpoint's answer (RFC 7662 2.2). An
+// inactive token has only Active false: nothing else is told about it.
+type Introspection struct {
+	Active         bool
+	Scope          string // space-separated
+	ClientID       string
+	TokenType      string // "Bearer" for access tokens, TokenTypeRefresh for refresh tokens
+	Expiry         time.Time
+	IssuedAt       time.Time
+	NotBefore      time.Time // zero for refresh tokens
+	Subject        string
+	Audience       string // empty for refresh tokens
+	Issuer         string
+	JWTID          string // empty for refresh tokens
+	OrganizationID string
 }
 
 // Token is the token endpoint's answer.
@@ -458,6 +497,16 @@ type Provider interface {
 	JWKS(ctx context.Context) ([]byte, error)
 	// Discovery returns the OpenID Provider metadata document.
 	Discovery() map[string]any
+	// Revoke answers the revocation endpoint (RFC 7009): a refresh token
+	// revokes its whole family, an access token is refused by every instance
+	// until it expires. A token that is unknown, invalid, expired, already
+	// revoked or another client's changes nothing and is no error. Failures
+	// are *TokenError values (invalid_request, invalid_client, slow_down).
+	Revoke(ctx context.Context, req ClientTokenRequest) error
+	// Introspect answers the introspection endpoint (RFC 7662): the token's
+	// claims when it is active and the calling client's own, else only
+	// Active false. Failures are as Revoke's.
+	Introspect(ctx context.Context, req ClientTokenRequest) (Introspection, error)
 	// RotateSigningKeys makes a new signing key of every algorithm (ES256
 	// for access tokens, RS256 and ES256 for ID tokens); the previous ones
 	// are retired but stay in the JWKS until the tokens they signed have

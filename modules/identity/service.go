@@ -80,6 +80,7 @@ type Module struct {
 	keys    keyCache
 	states  stateCache
 	tokens  tokenCache
+	revoked revokedTokens
 	secrets verifiedSecrets
 	limiter *failureLimiter
 	hashing chan struct{} // bounds concurrent argon2id work
@@ -135,6 +136,7 @@ func New(pool *pgxpool.Pool, cfg Config) *Module {
 	}
 	m.states.init()
 	m.tokens.init()
+	m.revoked.init()
 	m.secrets.init()
 	m.keys.init()
 	m.builtin = newBuiltinVerifier(m)

@@ -44,7 +44,7 @@ func (m *Module) Token(ctx context.Context, req TokenRequest) (Token, error) {
 	default:
 		return Token{}, tokenErr(ErrCodeUnsupportedGrantType, "grant_type must be client_credentials or refresh_token.")
 	}
-	client, err := m.authenticateClient(ctx, req)
+	client, err := m.authenticateClient(ctx, req.ClientAuth)
 	if err != nil {
 		return Token{}, err
 	}
@@ -77,7 +77,7 @@ func (m *Module) Token(ctx context.Context, req TokenRequest) (Token, error) {
 
 // authenticateClient checks the client's id and secret, refusing with 429
 // while the client or the address has failed too often.
-func (m *Module) authenticateClient(ctx context.Context, req TokenRequest) (store.Client, error) {
+func (m *Module) authenticateClient(ctx context.Context, req ClientAuth) (store.Client, error) {
 	if req.ClientID == "" || req.ClientSecret == "" {
 		return store.Client{}, &TokenError{Code: ErrCodeInvalidClient, AuthMethod: req.AuthMethod,
 			Description: "Client authentication is required: client_id and client_secret in the body, or HTTP Basic."}
@@ -260,14 +260,16 @@ func (m *Module) refresh(ctx context.Context, c store.Client, raw string, reques
 			// Another client holds this client's token: it leaked.
 			fail = tokenErr(ErrCodeInvalidGrant, "The refresh token was not issued to this client.")
 			m.log.Warn("identity: refresh token presented by another client; revoking its family", "client_id", c.ID, "family", t.FamilyID)
-			return store.RevokeFamily(ctx, tx, t.FamilyID)
+			_, err := store.RevokeFamily(ctx, tx, t.FamilyID)
+			return err
 		case t.RevokedAt != nil:
 			fail = tokenErr(ErrCodeInvalidGrant, "The refresh token is invalid, expired or revoked.")
 			return nil
 		case t.UsedAt != nil:
 			fail = tokenErr(ErrCodeInvalidGrant, "The refresh token was already used; its family is revoked.")
 			m.log.Warn("identity: refresh token reused; revoking its family", "client_id", c.ID, "family", t.FamilyID)
-			return store.RevokeFamily(ctx, tx, t.FamilyID)
+			_, err := store.RevokeFamily(ctx, tx, t.FamilyID)
+			return err
 		case !m.now().Before(t.ExpiresAt):
 			fail = tokenErr(ErrCodeInvalidGrant, "The refresh token is invalid, expired or revoked.")
 			return nil
@@ -325,7 +327,13 @@ func (m *Module) Discovery() map[string]any {
 		"jwks_uri":                              m.cfg.Issuer + "/oauth/jwks",
 		"grant_types_supported":                 []string{GrantClientCredentials, GrantRefreshToken},
 		"token_endpoint_auth_methods_supported": []string{AuthSecretBasic, AuthSecretPost},
-		"scopes_supported":                      AllScopes,
+		// RFC 8414 2: the revocation and introspection endpoints authenticate
+		// clients as the token endpoint does.
+		"revocation_endpoint":                           m.cfg.Issuer + "/oauth/revoke",
+		"revocation_endpoint_auth_methods_supported":    []string{AuthSecretBasic, AuthSecretPost},
+		"introspection_endpoint":                        m.cfg.Issuer + "/oauth/introspect",
+		"introspection_endpoint_auth_methods_supported": []string{AuthSecretBasic, AuthSecretPost},
+		"scopes_supported":                              AllScopes,
 		// Without the interactive login there is no authorization endpoint,
 		// so no response type; the login's document adds "code".
 		"response_types_supported":              []string{},

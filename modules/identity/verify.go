@@ -35,30 +35,41 @@ var externalAlgorithms = []string{
 // current through PostgreSQL notifications (or the database itself while
 // notifications are not flowing).
 func (m *Module) VerifyAccessToken(ctx context.Context, raw string) (Principal, error) {
-	if raw == "" || len(raw) > maxTokenLen {
-		return Principal{}, ErrInvalidToken
-	}
-	now := m.now()
-	v, sum, ok := m.tokens.get(raw, now)
-	if !ok {
-		var err error
-		switch iss := peekIssuer(raw); {
-		case iss == m.cfg.Issuer:
-			v, err = m.builtin.verify(ctx, raw)
-		case m.external != nil && iss == m.external.issuer:
-			v, err = m.external.verify(ctx, raw)
-		default:
-			err = ErrInvalidToken
-		}
-		if err != nil {
-			return Principal{}, err
-		}
-		m.tokens.put(sum, v, now)
+	v, err := m.verifyToken(ctx, raw)
+	if err != nil {
+		return Principal{}, err
 	}
 	if v.external {
 		return m.admitExternal(ctx, v)
 	}
 	return m.admitBuiltin(ctx, v)
+}
+
+// verifyToken checks what a token proves by itself (signature, issuer,
+// audience, expiry), through the token cache.
+func (m *Module) verifyToken(ctx context.Context, raw string) (verifiedToken, error) {
+	if raw == "" || len(raw) > maxTokenLen {
+		return verifiedToken{}, ErrInvalidToken
+	}
+	now := m.now()
+	v, sum, ok := m.tokens.get(raw, now)
+	if ok {
+		return v, nil
+	}
+	var err error
+	switch iss := peekIssuer(raw); {
+	case iss == m.cfg.Issuer:
+		v, err = m.builtin.verify(ctx, raw)
+	case m.external != nil && iss == m.external.issuer:
+		v, err = m.external.verify(ctx, raw)
+	default:
+		err = ErrInvalidToken
+	}
+	if err != nil {
+		return verifiedToken{}, err
+	}
+	m.tokens.put(sum, v, now)
+	return v, nil
 }
 
 // peekIssuer reads the iss claim of a JWT without verifying anything, only to
@@ -84,7 +95,7 @@ func peekIssuer(raw string) string {
 // invalid logs why a token was refused (at debug: a client's mistake, not
 // ours) and returns the one error callers see.
 func (m *Module) invalid(ctx context.Context, reason string, err error) error {
-	if e, ok := apperr.As(err); ok && e.Code == apperr.Unavailable {
+	if unavailable(err) {
 		return err
 	}
 	attrs := []any{"reason", reason}
@@ -155,9 +166,10 @@ func (b *builtinVerifier) verify(ctx context.Context, raw string) (verifiedToken
 		ClientID string `json:"client_id"`
 		Scope    string `json:"scope"`
 		OrgID    string `json:"org_id"`
+		ID       string `json:"jti"`
 	}
-	if err := tok.Claims(&c); err != nil || c.ClientID == "" || c.ClientID != tok.Subject || c.OrgID == "" {
-		return verifiedToken{}, b.m.invalid(ctx, "built-in token lacks client_id, sub or org_id", err)
+	if err := tok.Claims(&c); err != nil || c.ClientID == "" || c.ClientID != tok.Subject || c.OrgID == "" || c.ID == "" {
+		return verifiedToken{}, b.m.invalid(ctx, "built-in token lacks client_id, sub, org_id or jti", err)
 	}
 	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{accessTokenAlgorithm})
 	if err != nil {
@@ -168,12 +180,13 @@ func (b *builtinVerifier) verify(ctx context.Context, raw string) (verifiedToken
 		keyID:    jws.Signatures[0].Header.KeyID,
 		clientID: c.ClientID,
 		orgID:    c.OrgID,
+		jti:      c.ID,
 		scopes:   knownScopes(strings.Fields(c.Scope)),
 	}, nil
 }
 
 // admitBuiltin checks what may have changed since the token was signed: its
-// key's retirement and its client's revocation.
+// key's retirement, its client's revocation and its own.
 func (m *Module) admitBuiltin(ctx context.Context, v verifiedToken) (Principal, error) {
 	if _, err := m.publicKey(ctx, v.keyID); err != nil {
 		return Principal{}, m.invalid(ctx, "signing key no longer trusted", err)
@@ -185,7 +198,30 @@ func (m *Module) admitBuiltin(ctx context.Context, v verifiedToken) (Principal, 
 	if st == nil || st.Revoked || st.OrganizationID != v.orgID {
 		return Principal{}, m.invalid(ctx, "client unknown or revoked", nil)
 	}
+	revoked, err := m.accessTokenRevoked(ctx, v)
+	if err != nil {
+		return Principal{}, err
+	}
+	if revoked {
+		return Principal{}, m.invalid(ctx, "token revoked", nil)
+	}
 	return Principal{OrganizationID: v.orgID, ClientID: v.clientID, Scopes: v.scopes, Sandbox: st.Sandbox}, nil
+}
+
+// accessTokenRevoked reports whether the token was revoked, from the revoked
+// set while it is complete, else from the database.
+func (m *Module) accessTokenRevoked(ctx context.Context, v verifiedToken) (bool, error) {
+	if revoked, complete := m.revoked.has(v.jti); revoked || complete {
+		return revoked, nil
+	}
+	revoked, err := store.AccessTokenRevoked(ctx, m.pool, v.jti)
+	if err != nil {
+		return false, database.Classify(err)
+	}
+	if revoked {
+		m.revoked.add(v.jti, v.expiry, m.now())
+	}
+	return revoked, nil
 }
 
 // clientState returns a client's state, nil when there is no such client.

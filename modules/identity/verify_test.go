@@ -82,7 +82,7 @@ func newFixture(t testing.TB, change func(*Config)) fixture {
 func (f fixture) token(t testing.TB) Token {
 	t.Helper()
 	tok, err := f.m.Token(context.Background(), TokenRequest{GrantType: GrantClientCredentials,
-		ClientID: f.client.ID, ClientSecret: f.client.Secret, AuthMethod: AuthSecretPost, RemoteAddr: "192.0.2.1"})
+		ClientAuth: ClientAuth{ClientID: f.client.ID, ClientSecret: f.client.Secret, AuthMethod: AuthSecretPost, RemoteAddr: "192.0.2.1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestRevokedClientsTokensStopAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertInvalid(t, f.m, tok.AccessToken, "revoked client's token")
-	_, err := f.m.Token(ctx, TokenRequest{GrantType: GrantClientCredentials, ClientID: f.client.ID, ClientSecret: f.client.Secret})
+	_, err := f.m.Token(ctx, TokenRequest{GrantType: GrantClientCredentials, ClientAuth: ClientAuth{ClientID: f.client.ID, ClientSecret: f.client.Secret}})
 	if te, ok := err.(*TokenError); !ok || te.Code != ErrCodeInvalidClient {
 		t.Fatalf("revoked client asks for a token: %v", err)
 	}
@@ -446,7 +446,7 @@ func TestRefreshTokenReuseRevokesTheFamily(t *testing.T) {
 	ctx := context.Background()
 	first := f.token(t)
 	refresh := func(rt string) (Token, error) {
-		return f.m.Token(ctx, TokenRequest{GrantType: GrantRefreshToken, ClientID: f.client.ID, ClientSecret: f.client.Secret, RefreshToken: rt})
+		return f.m.Token(ctx, TokenRequest{GrantType: GrantRefreshToken, ClientAuth: ClientAuth{ClientID: f.client.ID, ClientSecret: f.client.Secret}, RefreshToken: rt})
 	}
 	second, err := refresh(first.RefreshToken)
 	if err != nil || second.RefreshToken == first.RefreshToken || second.AccessToken == "" {
@@ -471,7 +471,7 @@ func TestRefreshTokensExpireAndDieWithTheSecret(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
 	refresh := func(secret, rt string) error {
-		_, err := f.m.Token(ctx, TokenRequest{GrantType: GrantRefreshToken, ClientID: f.client.ID, ClientSecret: secret, RefreshToken: rt})
+		_, err := f.m.Token(ctx, TokenRequest{GrantType: GrantRefreshToken, ClientAuth: ClientAuth{ClientID: f.client.ID, ClientSecret: secret}, RefreshToken: rt})
 		return err
 	}
 	old := f.token(t)

@@ -22,7 +22,7 @@ type Querier interface {
 var ErrNotFound = errors.New("not found")
 
 // NotifyChannel is the PostgreSQL channel on which changes that caches must
-// see are announced: "client:<id>", "keys", "external".
+// see are announced: "client:<id>", "keys", "external", "jti:<jti> <exp>".
 const NotifyChannel = "flowd_identity"
 
 // Notify announces a change on NotifyChannel when q's transaction commits.
@@ -260,9 +260,21 @@ type RefreshToken struct {
 	FamilyID  string
 	ClientID  string
 	Scopes    []string
+	CreatedAt time.Time
 	ExpiresAt time.Time
 	UsedAt    *time.Time
 	RevokedAt *time.Time
+}
+
+const refreshColumns = "token_hash, family_id::text, client_id, scopes, created_at, expires_at, used_at, revoked_at"
+
+func scanRefreshToken(row pgx.Row) (RefreshToken, error) {
+	var t RefreshToken
+	err := row.Scan(&t.Hash, &t.FamilyID, &t.ClientID, &t.Scopes, &t.CreatedAt, &t.ExpiresAt, &t.UsedAt, &t.RevokedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, ErrNotFound
+	}
+	return t, err
 }
 
 // InsertRefreshToken stores a refresh token's hash.
@@ -274,14 +286,12 @@ func InsertRefreshToken(ctx context.Context, q Querier, t RefreshToken) error {
 
 // LockRefreshToken reads a refresh token for update.
 func LockRefreshToken(ctx context.Context, q Querier, hash []byte) (RefreshToken, error) {
-	var t RefreshToken
-	err := q.QueryRow(ctx, `select token_hash, family_id::text, client_id, scopes, expires_at, used_at, revoked_at
-		from refresh_tokens where token_hash = $1 for update`, hash).
-		Scan(&t.Hash, &t.FamilyID, &t.ClientID, &t.Scopes, &t.ExpiresAt, &t.UsedAt, &t.RevokedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return t, ErrNotFound
-	}
-	return t, err
+	return scanRefreshToken(q.QueryRow(ctx, "select "+refreshColumns+" from refresh_tokens where token_hash = $1 for update", hash))
+}
+
+// GetRefreshToken reads a refresh token.
+func GetRefreshToken(ctx context.Context, q Querier, hash []byte) (RefreshToken, error) {
+	return scanRefreshToken(q.QueryRow(ctx, "select "+refreshColumns+" from refresh_tokens where token_hash = $1", hash))
 }
 
 // MarkRefreshTokenUsed records the one use of a refresh token.
@@ -290,16 +300,60 @@ func MarkRefreshTokenUsed(ctx context.Context, q Querier, hash []byte) error {
 	return err
 }
 
-// RevokeFamily revokes every refresh token of a family.
-func RevokeFamily(ctx context.Context, q Querier, familyID string) error {
-	_, err := q.Exec(ctx, "update refresh_tokens set revoked_at = coalesce(revoked_at, now()) where family_id = $1", familyID)
-	return err
+// RevokeFamily revokes every refresh token of a family and returns how many
+// were not revoked before.
+func RevokeFamily(ctx context.Context, q Querier, familyID string) (int64, error) {
+	tag, err := q.Exec(ctx, "update refresh_tokens set revoked_at = now() where family_id = $1 and revoked_at is null", familyID)
+	return tag.RowsAffected(), err
 }
 
 // DeleteExpiredRefreshTokens removes refresh tokens expired for a day, a batch at a time.
 func DeleteExpiredRefreshTokens(ctx context.Context, q Querier) (int64, error) {
 	tag, err := q.Exec(ctx, `delete from refresh_tokens where token_hash in (
 		select token_hash from refresh_tokens where expires_at < now() - interval '1 day' limit 1000)`)
+	return tag.RowsAffected(), err
+}
+
+// RevokedAccessToken is a row of revoked_access_tokens.
+type RevokedAccessToken struct {
+	JTI       string
+	ExpiresAt time.Time
+}
+
+// RevokeAccessToken records the revocation of a client's access token and
+// reports whether it was not recorded before.
+func RevokeAccessToken(ctx context.Context, q Querier, jti, clientID string, expiresAt time.Time) (bool, error) {
+	tag, err := q.Exec(ctx, `insert into revoked_access_tokens (jti, client_id, expires_at) values ($1, $2, $3)
+		on conflict (jti) do nothing`, jti, clientID, expiresAt)
+	return tag.RowsAffected() == 1, err
+}
+
+// AccessTokenRevoked reports whether the access token of jti was revoked.
+func AccessTokenRevoked(ctx context.Context, q Querier, jti string) (bool, error) {
+	var revoked bool
+	err := q.QueryRow(ctx, "select exists (select from revoked_access_tokens where jti = $1)", jti).Scan(&revoked)
+	return revoked, err
+}
+
+// RevokedAccessTokens returns every revoked access token that has not
+// expired, at most limit of them.
+func RevokedAccessTokens(ctx context.Context, q Querier, limit int) ([]RevokedAccessToken, error) {
+	rows, err := q.Query(ctx, "select jti, expires_at from revoked_access_tokens where expires_at > now() limit $1", limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (RevokedAccessToken, error) {
+		var t RevokedAccessToken
+		err := r.Scan(&t.JTI, &t.ExpiresAt)
+		return t, err
+	})
+}
+
+// DeleteExpiredRevokedAccessTokens forgets revocations of access tokens
+// expired for a minute (clock skew between instances), a batch at a time.
+func DeleteExpiredRevokedAccessTokens(ctx context.Context, q Querier) (int64, error) {
+	tag, err := q.Exec(ctx, `delete from revoked_access_tokens where jti in (
+		select jti from revoked_access_tokens where expires_at < now() - interval '1 minute' limit 1000)`)
 	return tag.RowsAffected(), err
 }
 
