@@ -63,8 +63,8 @@ type bench struct {
 	// cluster's coordinator and workers), none when they are not on this
 	// machine: their processes are PostgreSQL's CPU (cpuNow).
 	postmasters []string
-	server     *server
-	base       string
+	server      *server
+	base        string
 	// main is the organization that creates; deep has o.deepFlows seeded
 	// flows; writes takes pgbench's flows (see runPgbench).
 	main, deep, writes org
