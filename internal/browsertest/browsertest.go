@@ -110,6 +110,15 @@ func (b *Browser) Run(actions ...chromedp.Action) {
 	}
 }
 
+// Try runs chromedp actions with a generous deadline and returns their
+// error: for steps that may meet a page in the middle of navigating, where
+// Chromium refuses a call that a moment later succeeds.
+func (b *Browser) Try(actions ...chromedp.Action) error {
+	ctx, cancel := context.WithTimeout(b.Ctx, 30*time.Second)
+	defer cancel()
+	return chromedp.Run(ctx, actions...)
+}
+
 // Location returns the page's current URL.
 func (b *Browser) Location() string {
 	b.t.Helper()

@@ -190,7 +190,10 @@ func navigate(t *testing.T, b *browsertest.Browser, u string) {
 // that contains want.
 func clickTo(t *testing.T, b *browsertest.Browser, sel, want string) {
 	t.Helper()
-	b.Run(chromedp.Evaluate(`window.flowdStale = true`, nil), chromedp.Click(sel, chromedp.ByQuery, chromedp.NodeVisible))
+	b.Run(chromedp.Evaluate(`window.flowdStale = true`, nil))
+	// The click's page may navigate before chromedp is done with it; a
+	// click that did not happen shows as no new page below.
+	_ = b.Try(chromedp.Click(sel, chromedp.ByQuery, chromedp.NodeVisible))
 	waitForNewPage(t, b, want)
 }
 
@@ -204,8 +207,9 @@ func waitForNewPage(t *testing.T, b *browsertest.Browser, want string) {
 	for time.Now().Before(deadline) {
 		var fresh bool
 		var loc string
-		b.Run(chromedp.Evaluate(`window.flowdStale !== true && document.readyState === "complete"`, &fresh), chromedp.Location(&loc))
-		if fresh && strings.Contains(loc, want) {
+		// An error here is a page in the middle of navigating: ask again.
+		err := b.Try(chromedp.Evaluate(`window.flowdStale !== true && document.readyState === "complete"`, &fresh), chromedp.Location(&loc))
+		if err == nil && fresh && strings.Contains(loc, want) {
 			return
 		}
 		time.Sleep(25 * time.Millisecond)
