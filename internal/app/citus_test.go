@@ -21,7 +21,7 @@ import (
 // organizations then live on different shards, on different workers.
 func TestMigrateCitusDistributesByOrganization(t *testing.T) {
 	if !dbtest.Citus() {
-		t.Skip("needs a Citus cluster: make test-citus")
+		t.Skip("needs a Citus cluster: make test-citus runs it (CI runs make test-citus after make test)")
 	}
 	t.Parallel()
 	ctx := context.Background()
@@ -149,7 +149,7 @@ func TestMigrateCitusDistributesByOrganization(t *testing.T) {
 // missing rather than half doing it.
 func TestMigrateCitusNeedsCitus(t *testing.T) {
 	if dbtest.Citus() {
-		t.Skip("the cluster is a Citus cluster")
+		t.Skip("tests migrate --citus on plain PostgreSQL: make test runs it")
 	}
 	t.Parallel()
 	env := map[string]string{"DATABASE_URL": dbtest.NewURL(t)}

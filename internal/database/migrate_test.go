@@ -91,10 +91,11 @@ func fillBeforeOrganizationKeys(t *testing.T, pool *pgxpool.Pool, sealer *pii.Se
 var tenantCounts = []string{"flows", "flow_tasks", "flow_incidents", "flow_attachments", "flow_idempotency_keys",
 	"flow_deletions", "consent_requests", "audit_log"}
 
-func counts(t *testing.T, pool *pgxpool.Pool) map[string]int {
+// rowCounts counts the rows of each of tables.
+func rowCounts(t *testing.T, pool *pgxpool.Pool, tables []string) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	for _, table := range tenantCounts {
+	for _, table := range tables {
 		var n int
 		if err := pool.QueryRow(context.Background(), "select count(*) from "+table).Scan(&n); err != nil {
 			t.Fatal(err)
@@ -126,7 +127,7 @@ func TestKeyingTenantTablesByOrganizationKeepsEveryRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	tokens := fillBeforeOrganizationKeys(t, pool, sealer)
-	before := counts(t, pool)
+	before := rowCounts(t, pool, tenantCounts)
 	if before["flow_incidents"] != 15 || before["consent_requests"] != 30 {
 		t.Fatalf("filled %v", before)
 	}
@@ -139,7 +140,7 @@ func TestKeyingTenantTablesByOrganizationKeepsEveryRow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if after := counts(t, pool); fmt.Sprint(after) != fmt.Sprint(before) {
+	if after := rowCounts(t, pool, tenantCounts); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("rows before the migration %v, after %v", before, after)
 	}
 	// Each row joins its flow (and an incident its task) by organization.
@@ -170,7 +171,7 @@ func TestKeyingTenantTablesByOrganizationKeepsEveryRow(t *testing.T) {
 	if _, err := pool.Exec(ctx, `delete from flows where organization_id = 'org-0' and flow_number = 6`); err != nil {
 		t.Fatal(err)
 	}
-	after := counts(t, pool)
+	after := rowCounts(t, pool, tenantCounts)
 	for table, gone := range map[string]int{"flows": 1, "flow_tasks": 2, "flow_incidents": 1, "flow_attachments": 1} {
 		if before[table]-after[table] != gone {
 			t.Errorf("deleting a flow took %d rows of %s, want %d", before[table]-after[table], table, gone)
@@ -234,19 +235,8 @@ func TestKeyedByOrganization(t *testing.T) {
 // tables were keyed by organization (022).
 const beforeWebhookKeys = 21
 
-// webhookCounts counts the webhooks module's rows.
-func webhookCounts(t *testing.T, pool *pgxpool.Pool) map[string]int {
-	t.Helper()
-	out := map[string]int{}
-	for _, table := range []string{"events", "webhook_secrets", "webhook_endpoints", "webhook_events", "webhook_attempts", "webhook_recoveries"} {
-		var n int
-		if err := pool.QueryRow(context.Background(), "select count(*) from "+table).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		out[table] = n
-	}
-	return out
-}
+// webhookTables are the webhooks module's tables.
+var webhookTables = []string{"events", "webhook_secrets", "webhook_endpoints", "webhook_events", "webhook_attempts", "webhook_recoveries"}
 
 // TestKeyingWebhooksByOrganizationKeepsEveryRow: migration 022 runs on a
 // database filled by the schema before it and loses no row; every attempt
@@ -297,7 +287,7 @@ func TestKeyingWebhooksByOrganizationKeepsEveryRow(t *testing.T) {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
-	before := webhookCounts(t, pool)
+	before := rowCounts(t, pool, webhookTables)
 	if before["webhook_events"] != 45 || before["webhook_attempts"] != 90 {
 		t.Fatalf("filled %v", before)
 	}
@@ -325,7 +315,7 @@ func TestKeyingWebhooksByOrganizationKeepsEveryRow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if after := webhookCounts(t, pool); fmt.Sprint(after) != fmt.Sprint(before) {
+	if after := rowCounts(t, pool, webhookTables); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("rows before the migration %v, after %v", before, after)
 	}
 	var linked int
@@ -352,7 +342,7 @@ func TestKeyingWebhooksByOrganizationKeepsEveryRow(t *testing.T) {
 		where organization_id = 'org-2' and flow_id = 'flow-2' and endpoint_id is null`); err != nil {
 		t.Fatal(err)
 	}
-	after := webhookCounts(t, pool)
+	after := rowCounts(t, pool, webhookTables)
 	for table, gone := range map[string]int{"webhook_events": 1, "webhook_attempts": 2, "events": 0} {
 		if before[table]-after[table] != gone {
 			t.Errorf("deleting a delivery took %d rows of %s, want %d", before[table]-after[table], table, gone)

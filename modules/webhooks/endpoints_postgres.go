@@ -115,17 +115,22 @@ func (s *EndpointStore) Get(ctx context.Context, organizationID, id string) (End
 	return fromEndpointRow(row), nil
 }
 
+// fromEndpointRows converts stored endpoints.
+func fromEndpointRows(rows []store.Endpoint) []Endpoint {
+	out := make([]Endpoint, len(rows))
+	for i, r := range rows {
+		out[i] = fromEndpointRow(r)
+	}
+	return out
+}
+
 // List implements Endpoints.
 func (s *EndpointStore) List(ctx context.Context, organizationID string, order EndpointOrder) ([]Endpoint, error) {
 	rows, err := store.ListEndpoints(ctx, s.pool, organizationID, order == NewestFirst, MaxEndpoints)
 	if err != nil {
 		return nil, database.Classify(err)
 	}
-	out := make([]Endpoint, len(rows))
-	for i, r := range rows {
-		out[i] = fromEndpointRow(r)
-	}
-	return out, nil
+	return fromEndpointRows(rows), nil
 }
 
 // Update implements Endpoints. The endpoint's row is held while it changes,
@@ -183,11 +188,7 @@ func (s *EndpointStore) Disabled(ctx context.Context, organizationID string) ([]
 	if err != nil {
 		return nil, database.Classify(err)
 	}
-	out := make([]Endpoint, len(rows))
-	for i, r := range rows {
-		out[i] = fromEndpointRow(r)
-	}
-	return out, nil
+	return fromEndpointRows(rows), nil
 }
 
 // MatchingTx implements Endpoints.
