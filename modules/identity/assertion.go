@@ -24,7 +24,7 @@ const (
 	// that the used jti need be kept only briefly.
 	MaxAssertionLifetime = 5 * time.Minute
 	// assertionLeeway is the clock skew allowed for iat and nbf.
-	assertionLeeway = 30 * time.Second
+	assertionLeeway  = 30 * time.Second
 	maxAssertionSize = 16 << 10
 	maxJTILength     = 256
 )

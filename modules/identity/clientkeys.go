@@ -34,7 +34,9 @@ type ClientKeys struct {
 }
 
 // IsZero reports whether no keys are given.
-func (k ClientKeys) IsZero() bool { return len(bytes.TrimSpace(k.JWKS)) == 0 && strings.TrimSpace(k.JWKSURI) == "" }
+func (k ClientKeys) IsZero() bool {
+	return len(bytes.TrimSpace(k.JWKS)) == 0 && strings.TrimSpace(k.JWKSURI) == ""
+}
 
 // Limits of a client's key set.
 const (
