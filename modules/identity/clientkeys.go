@@ -329,3 +329,18 @@ func (m *Module) ReplaceClientKeys(ctx context.Context, organizationID, clientID
 	m.forgetClientKeys(clientID)
 	return toClient(row), nil
 }
+
+// ErrNoClientSecret refuses to rotate the secret of an assertion-only client:
+// a rotation would give it a secret it was made without.
+var ErrNoClientSecret = apperr.New(apperr.Conflict, "The client has no secret: it authenticates with private_key_jwt; replace its keys instead.")
+
+// noSecretToRotate tells why a secret rotation found no client:
+// ErrNoClientSecret for the organization's active assertion-only client,
+// else ErrClientNotFound.
+func (m *Module) noSecretToRotate(ctx context.Context, organizationID, clientID string) error {
+	c, err := store.GetClient(ctx, m.pool, clientID)
+	if err == nil && c.OrganizationID == organizationID && c.RevokedAt == nil && c.SecretHash == "" {
+		return ErrNoClientSecret
+	}
+	return ErrClientNotFound
+}

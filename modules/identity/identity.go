@@ -487,7 +487,8 @@ type Clients interface {
 	// working at once, and so do the client's refresh tokens. before runs in
 	// the rotation's transaction (see database.BeforeCommit); its error keeps
 	// the old secret and is returned.
-	// ErrClientNotFound (also for another organization's or a revoked client).
+	// ErrClientNotFound (also for another organization's or a revoked
+	// client), ErrNoClientSecret for an assertion-only client.
 	RotateClientSecret(ctx context.Context, organizationID, clientID string, before ...database.BeforeCommit[ClientCredentials]) (ClientCredentials, error)
 	// ReplaceClientKeys replaces the client's public keys (private_key_jwt)
 	// by keys, which are validated (apperr Invalid); its secret, if any,

@@ -342,7 +342,7 @@ func (m *Module) RotateClientSecret(ctx context.Context, organizationID, clientI
 		return database.RunBeforeCommit(ctx, tx, ClientCredentials{Client: toClient(row), Secret: sec}, before)
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		return ClientCredentials{}, ErrClientNotFound
+		return ClientCredentials{}, m.noSecretToRotate(ctx, organizationID, clientID)
 	}
 	if err != nil {
 		return ClientCredentials{}, database.Classify(err)

@@ -137,13 +137,14 @@ func ListClients(ctx context.Context, q Querier, organizationID string) ([]Clien
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Client, error) { return scanClient(r) })
 }
 
-// SetClientSecret replaces an active client's secret hash and revokes its refresh tokens.
+// SetClientSecret replaces an active client's secret hash and revokes its
+// refresh tokens; an assertion-only client (no secret) is not found.
 func SetClientSecret(ctx context.Context, q Querier, organizationID, id, hash string) (Client, error) {
 	if !isUUID(organizationID) {
 		return Client{}, ErrNotFound
 	}
 	c, err := scanClient(q.QueryRow(ctx, `update api_clients set secret_hash = $3, secret_rotated_at = now()
-		where id = $1 and organization_id = $2 and revoked_at is null returning `+clientColumns, id, organizationID, hash))
+		where id = $1 and organization_id = $2 and revoked_at is null and secret_hash is not null returning `+clientColumns, id, organizationID, hash))
 	if err != nil {
 		return c, err
 	}
