@@ -28,6 +28,12 @@ func clientKeysForm(f *consoleForm, choice bool) (identity.ClientKeys, pages.Cli
 		}
 		return identity.ClientKeys{}, fields
 	}
+	if identity.ContainsPrivateKey([]byte(fields.JWKS)) {
+		// Checked again by the identity module; here so that the refused
+		// form does not show the private key back.
+		f.Fail("jwks", "The key set holds a private key: paste the public keys only. It was not kept.")
+		fields.JWKS = ""
+	}
 	if len(fields.JWKS) > maxJWKSInput {
 		f.Fail("jwks", "Paste at most %d KiB.", maxJWKSInput>>10)
 	}

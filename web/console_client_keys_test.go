@@ -61,7 +61,7 @@ func TestConsoleCreatesPrivateKeyJWTClients(t *testing.T) {
 		want string
 	}{
 		{"no keys", url.Values{"auth": {"private_key_jwt"}}, "Paste the client&#39;s public keys"},
-		{"a private key", url.Values{"auth": {"private_key_jwt"}, "jwks": {string(private)}}, "private member &#34;d&#34;"},
+		{"a private key", url.Values{"auth": {"private_key_jwt"}, "jwks": {string(private)}}, "holds a private key"},
 		{"a jwks_uri without allowed hosts", url.Values{"auth": {"private_key_jwt"}, "jwks_uri": {"https://keys.bank.example/jwks"}},
 			"FLOWD_CLIENT_JWKS_HOSTS is empty"},
 		{"an unknown method", url.Values{"auth": {"magic"}}, "Choose a client secret or private key JWT"},

@@ -109,6 +109,7 @@ func clientDetails(s *Server, cl identity.Client) []pages.KV {
 	}
 	return []pages.KV{{Label: "Name", Value: cl.Name}, {Label: "Client id", Value: cl.ID, Code: true},
 		{Label: "Scopes", Value: strings.Join(cl.Scopes, " ")}, {Label: "Environment", Value: env},
+		{Label: "Authentication", Value: strings.Join(cl.AuthMethods(), " ")},
 		{Label: "Token endpoint", Value: s.cfg.URL("/oauth/token"), Code: true}}
 }
 

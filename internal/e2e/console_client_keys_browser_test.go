@@ -36,7 +36,12 @@ func TestConsolePrivateKeyJWTClientInABrowser(t *testing.T) {
 		chromedp.SetValue("#jwks", string(private), chromedp.ByQuery))
 	shot("01-new-client")
 	clickTo(t, b, `form[action="/console/credentials/clients"] button[type=submit]`, "/console/credentials/clients")
-	wantText(t, b, `private member "d"`)
+	wantText(t, b, "holds a private key")
+	var kept string
+	b.Run(chromedp.Value("#jwks", &kept, chromedp.ByQuery))
+	if kept != "" {
+		t.Fatal("the refused form shows the private key back")
+	}
 	shot("02-private-key-refused")
 	var checked bool
 	b.Run(chromedp.Evaluate(`document.querySelector("input[name=auth][value=private_key_jwt]").checked`, &checked))

@@ -100,6 +100,25 @@ func checkJWKSURI(raw string, allowedHosts []string) error {
 	return nil
 }
 
+// ContainsPrivateKey reports whether raw, meant as a client's public key
+// set, holds private key material, which a refused form must not show back.
+func ContainsPrivateKey(raw []byte) bool {
+	var set struct {
+		Keys []map[string]any `json:"keys"`
+	}
+	if json.Unmarshal(raw, &set) != nil {
+		return bytes.Contains(raw, []byte(`"d"`))
+	}
+	for _, k := range set.Keys {
+		for _, m := range privateMembers {
+			if _, ok := k[m]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // parseClientJWKS reads a client's JSON Web Key Set: public signing keys
 // only, RSA of at least 2048 bits or EC P-256, at most MaxClientKeys of
 // them, with distinct kids. Its errors name the offending key and are safe

@@ -58,7 +58,7 @@ func clientAuthChoice(k ClientKeyFields, errors map[string]string) templ.Compone
 			templ_7745c5c3_Var1 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<fieldset class=\"choices\"><legend>Authentication</legend> <label class=\"choice\"><input type=\"radio\" name=\"auth\" value=\"secret\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<fieldset class=\"choices\"><legend>Authentication</legend> <label class=\"check\"><input type=\"radio\" name=\"auth\" value=\"secret\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -68,7 +68,7 @@ func clientAuthChoice(k ClientKeyFields, errors map[string]string) templ.Compone
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "> Client secret <span class=\"muted\">(client_secret_basic or client_secret_post; shown once)</span></label> <label class=\"choice\"><input type=\"radio\" name=\"auth\" value=\"private_key_jwt\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "> Client secret <span class=\"muted\">(client_secret_basic or client_secret_post; shown once)</span></label> <label class=\"check\"><input type=\"radio\" name=\"auth\" value=\"private_key_jwt\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
