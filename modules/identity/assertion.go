@@ -58,6 +58,36 @@ func assertionClientID(raw string) string {
 	return claims.Subject
 }
 
+// assertionAuth reads a client assertion's parameters into req: its
+// method becomes AuthPrivateKeyJWT and its client id, when not given, the
+// assertion's sub. An assertion beside a secret, or of another type, is an
+// invalid_request; one that names no client or another client than
+// client_id is refused (and counted) by the caller.
+func assertionAuth(req ClientAuth) (ClientAuth, *authFailure, *TokenError) {
+	if req.ClientAssertion == "" && req.ClientAssertionType == "" {
+		return req, nil, nil
+	}
+	switch {
+	case req.ClientSecret != "" || req.AuthMethod == AuthSecretBasic:
+		return req, nil, tokenErr(ErrCodeInvalidRequest, "Use one client authentication method: a client assertion, or a client secret (HTTP Basic or in the body), not both.")
+	case req.ClientAssertionType != ClientAssertionType:
+		return req, nil, tokenErr(ErrCodeInvalidRequest, "client_assertion_type must be "+ClientAssertionType+".")
+	case req.ClientAssertion == "":
+		return req, nil, tokenErr(ErrCodeInvalidRequest, "client_assertion is required with client_assertion_type.")
+	}
+	req.AuthMethod = AuthPrivateKeyJWT
+	claimed := assertionClientID(req.ClientAssertion)
+	switch {
+	case req.ClientID == "" && claimed == "":
+		return req, refuse("client_assertion must be a JWT signed with RS256, PS256 or ES256, whose sub is the client_id."), nil
+	case req.ClientID == "":
+		req.ClientID = claimed
+	case claimed != "" && claimed != req.ClientID:
+		return req, refuse("client_id differs from the client assertion's sub."), nil
+	}
+	return req, nil, nil
+}
+
 // checkAssertion authenticates client c by a client assertion: signed by
 // one of c's keys with an allowed algorithm, with the claims RFC 7523 3
 // requires, and never seen before. Failures are *authFailure values; its

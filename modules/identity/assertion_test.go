@@ -272,6 +272,13 @@ func TestAssertionOnlyClientRefusesSecretsAndCountsFailures(t *testing.T) {
 	if _, err := f.assertionToken(f.m, cc.ID, signJWT(t, ec, jose.ES256, "k", assertionClaims(cc.ID, f.clock.now()))); err != nil {
 		t.Fatalf("after the window: %v", err)
 	}
+	// Assertions that name no client count too.
+	for range 3 {
+		_, err := f.assertionToken(f.m, "", "not a JWT")
+		wantTokenError(t, err, ErrCodeInvalidClient, "must be a JWT")
+	}
+	_, err = f.assertionToken(f.m, "", "not a JWT")
+	wantTokenError(t, err, ErrCodeSlowDown, "")
 }
 
 func TestClientKeysValidate(t *testing.T) {

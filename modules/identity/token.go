@@ -80,11 +80,11 @@ func (m *Module) Token(ctx context.Context, req TokenRequest) (Token, error) {
 // assertion (private_key_jwt), refusing with 429 while the client or the
 // address has failed too often. Both ways fail and count alike.
 func (m *Module) authenticateClient(ctx context.Context, req ClientAuth) (store.Client, error) {
-	req, terr := assertionAuth(req)
+	req, refused, terr := assertionAuth(req)
 	if terr != nil {
 		return store.Client{}, terr
 	}
-	if req.ClientID == "" || (req.ClientSecret == "" && req.AuthMethod != AuthPrivateKeyJWT) {
+	if refused == nil && (req.ClientID == "" || (req.ClientSecret == "" && req.AuthMethod != AuthPrivateKeyJWT)) {
 		return store.Client{}, &TokenError{Code: ErrCodeInvalidClient, AuthMethod: req.AuthMethod,
 			Description: "Client authentication is required: client_id and client_secret in the body, HTTP Basic, or a client assertion."}
 	}
@@ -106,6 +106,9 @@ func (m *Module) authenticateClient(ctx context.Context, req ClientAuth) (store.
 		m.limiter.fail(clientKey, m.cfg.ClientFailureLimit)
 		m.limiter.fail(addrKey, m.cfg.AddressFailureLimit)
 		return store.Client{}, &TokenError{Code: ErrCodeInvalidClient, AuthMethod: req.AuthMethod, Description: f.description}
+	}
+	if refused != nil {
+		return fail(refused)
 	}
 	failed := refuse("Client authentication failed.")
 	if len(req.ClientID) > 128 || len(req.ClientSecret) > 512 {
@@ -135,37 +138,6 @@ func (m *Module) authenticateClient(ctx context.Context, req ClientAuth) (store.
 	}
 	m.limiter.reset(clientKey)
 	return c, nil
-}
-
-// assertionAuth reads a client assertion's parameters into req: its
-// method becomes AuthPrivateKeyJWT and its client id, when not given, the
-// assertion's. An assertion beside a secret, or of another type, is an
-// invalid_request.
-func assertionAuth(req ClientAuth) (ClientAuth, *TokenError) {
-	if req.ClientAssertion == "" && req.ClientAssertionType == "" {
-		return req, nil
-	}
-	switch {
-	case req.ClientSecret != "" || req.AuthMethod == AuthSecretBasic:
-		return req, tokenErr(ErrCodeInvalidRequest, "Use one client authentication method: a client assertion, or a client secret (HTTP Basic or in the body), not both.")
-	case req.ClientAssertionType != ClientAssertionType:
-		return req, tokenErr(ErrCodeInvalidRequest, "client_assertion_type must be "+ClientAssertionType+".")
-	case req.ClientAssertion == "":
-		return req, tokenErr(ErrCodeInvalidRequest, "client_assertion is required with client_assertion_type.")
-	}
-	req.AuthMethod = AuthPrivateKeyJWT
-	claimed := assertionClientID(req.ClientAssertion)
-	if req.ClientID == "" {
-		req.ClientID = claimed
-	} else if claimed != "" && claimed != req.ClientID {
-		return req, &TokenError{Code: ErrCodeInvalidClient, AuthMethod: AuthPrivateKeyJWT,
-			Description: "client_id differs from the client assertion's sub."}
-	}
-	if req.ClientID == "" {
-		return req, &TokenError{Code: ErrCodeInvalidClient, AuthMethod: AuthPrivateKeyJWT,
-			Description: "client_assertion must be a JWT signed with RS256, PS256 or ES256, whose sub is the client_id."}
-	}
-	return req, nil
 }
 
 // checkSecret checks a client secret against c's hash, remembering a match
