@@ -197,13 +197,12 @@ type jwksEntry struct {
 	uri       string
 	keys      []jose.JSONWebKey
 	fetchedAt time.Time
-	forcedAt  time.Time // the last refetch an unknown kid forced
 }
 
 // clientKeySet returns the keys of a client: its inline set, or the set at
 // its jwks_uri, fetched when not cached or when force is set (a kid the
-// cached set lacks), at most once per jwksRefetchEvery. A fetch failure is
-// returned as an error whose text names the reason, for the logs.
+// cached set lacks) and the set is older than jwksRefetchEvery. A fetch
+// failure is returned as an error whose text names the reason, for the logs.
 func (m *Module) clientKeySet(ctx context.Context, clientID string, keys ClientKeys, force bool) ([]jose.JSONWebKey, error) {
 	if len(keys.JWKS) > 0 {
 		return parseClientJWKS(keys.JWKS)
@@ -218,7 +217,7 @@ func (m *Module) clientKeySet(ctx context.Context, clientID string, keys ClientK
 		e = nil
 	}
 	fresh := e != nil && now.Sub(e.fetchedAt) < jwksCacheTTL
-	if fresh && (!force || now.Sub(e.forcedAt) < jwksRefetchEvery) {
+	if fresh && (!force || now.Sub(e.fetchedAt) < jwksRefetchEvery) {
 		out := e.keys
 		m.jwks.mu.Unlock()
 		return out, nil
@@ -234,11 +233,7 @@ func (m *Module) clientKeySet(ctx context.Context, clientID string, keys ClientK
 	if m.jwks.entries == nil {
 		m.jwks.entries = map[string]*jwksEntry{}
 	}
-	next := &jwksEntry{uri: keys.JWKSURI, keys: set, fetchedAt: now}
-	if force {
-		next.forcedAt = now
-	}
-	m.jwks.entries[clientID] = next
+	m.jwks.entries[clientID] = &jwksEntry{uri: keys.JWKSURI, keys: set, fetchedAt: now}
 	return set, nil
 }
 
