@@ -140,7 +140,7 @@ func parseClientJWKS(raw []byte) ([]jose.JSONWebKey, error) {
 	for i, rawKey := range set.Keys {
 		key, err := parseClientJWK(rawKey)
 		if err != nil {
-			return nil, fmt.Errorf("key %d: %v", i+1, err)
+			return nil, fmt.Errorf("key %d: %w", i+1, err)
 		}
 		if key.KeyID != "" && slices.ContainsFunc(keys, func(k jose.JSONWebKey) bool { return k.KeyID == key.KeyID }) {
 			return nil, fmt.Errorf("key %d: kid %q is used by another key", i+1, key.KeyID)
@@ -250,7 +250,7 @@ func (m *Module) forgetClientKeys(clientID string) {
 // valid set within jwksBodyLimit, in jwksFetchTimeout.
 func (m *Module) fetchJWKS(ctx context.Context, uri string) ([]jose.JSONWebKey, error) {
 	if err := checkJWKSURI(uri, m.cfg.ClientJWKSHosts); err != nil {
-		return nil, fmt.Errorf("jwks_uri %s: %v", uri, err)
+		return nil, fmt.Errorf("jwks_uri %s: %w", uri, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, jwksFetchTimeout)
 	defer cancel()
@@ -278,7 +278,7 @@ func (m *Module) fetchJWKS(ctx context.Context, uri string) ([]jose.JSONWebKey, 
 	}
 	set, err := parseClientJWKS(body)
 	if err != nil {
-		return nil, fmt.Errorf("jwks_uri %s: %v", uri, err)
+		return nil, fmt.Errorf("jwks_uri %s: %w", uri, err)
 	}
 	return set, nil
 }
