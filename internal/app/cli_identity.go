@@ -30,6 +30,7 @@ func identityConfig(cfg *config.Config, log *slog.Logger) identity.Config {
 		ExternalIssuer:      cfg.OIDCIssuer,
 		ExternalAudiences:   cfg.OIDCAudience,
 		OrgClaim:            cfg.OrgClaim,
+		DPoPNonceRequired:   cfg.DPoPNonce == "required",
 		Log:                 log,
 	}
 }

@@ -56,6 +56,13 @@ type Config struct {
 	TestEID           bool
 	NationalIDFormat  string
 	AllowInsecureURLs bool
+	// DPoPNonce is "required" or "off" (FLOWD_DPOP_NONCE): whether DPoP
+	// proofs must carry a server nonce (RFC 9449 8 and 9). Off by default:
+	// the proof's one-minute iat window and single use across instances
+	// already bound a copied or pre-made proof more tightly than a nonce
+	// valid for five to ten minutes would, while requiring one costs every
+	// client an extra round trip at its first request and at each rotation.
+	DPoPNonce string
 
 	ConsentTTL time.Duration
 	// MaintenanceInterval is how often each instance cancels the flows whose
@@ -131,6 +138,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		TestEID:           r.boolean("FLOWD_TEST_EID", false),
 		NationalIDFormat:  r.oneOf("FLOWD_NATIONAL_ID_FORMAT", "generic", "generic", "no", "se"),
 		AllowInsecureURLs: r.boolean("FLOWD_ALLOW_INSECURE_URLS", false),
+		DPoPNonce:         r.oneOf("FLOWD_DPOP_NONCE", "off", "off", "required"),
 
 		ConsentTTL:              r.duration("FLOWD_CONSENT_TTL", 30*24*time.Hour),
 		MaintenanceInterval:     r.duration("FLOWD_MAINTENANCE_INTERVAL", time.Minute),
