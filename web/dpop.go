@@ -30,7 +30,7 @@ func dpopToken(header string) (string, bool) {
 // against. The proof's htu is compared with FLOWD_BASE_URL and this path,
 // never with the Host header.
 func dpopRequest(r *http.Request) identity.DPoPRequest {
-	return identity.DPoPRequest{Proofs: r.Header.Values("DPoP"), Method: r.Method, Path: r.URL.EscapedPath()}
+	return identity.NewDPoPRequest(r.Header.Values("DPoP"), r.Method, r.URL.EscapedPath())
 }
 
 // setDPoPNonce sends the current server nonce (RFC 9449 8 and 9) to a

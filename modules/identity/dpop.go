@@ -66,14 +66,25 @@ const (
 // its method and its path. The htu a proof must name is the configured
 // issuer (FLOWD_BASE_URL) and the path: never the Host header, which the
 // caller chooses.
+// It is comparable, as TokenRequest must stay.
 type DPoPRequest struct {
-	Proofs []string // every value of the DPoP header
-	Method string
-	Path   string // the request URL's escaped path
+	Proof   string // the DPoP header's value
+	Headers int    // how many DPoP headers the request carried: a proof needs exactly one
+	Method  string
+	Path    string // the request URL's escaped path
+}
+
+// NewDPoPRequest makes the DPoPRequest of a request's DPoP header values.
+func NewDPoPRequest(values []string, method, path string) DPoPRequest {
+	r := DPoPRequest{Headers: len(values), Method: method, Path: path}
+	if len(values) == 1 {
+		r.Proof = values[0]
+	}
+	return r
 }
 
 // Present reports whether the request carries a DPoP header at all.
-func (r DPoPRequest) Present() bool { return len(r.Proofs) > 0 }
+func (r DPoPRequest) Present() bool { return r.Headers > 0 }
 
 // DPoPError is why a DPoP proof was refused: ErrCodeInvalidDPoPProof or
 // ErrCodeUseDPoPNonce, with a Description safe to show the caller. The
@@ -129,10 +140,10 @@ func badProof(desc string) error {
 // accessToken, when not empty, is the token the proof must name in ath.
 // Failures are *DPoPError values.
 func (m *Module) checkDPoPProof(in DPoPRequest, accessToken string) (dpopProof, error) {
-	if len(in.Proofs) != 1 {
+	if in.Headers != 1 {
 		return dpopProof{}, badProof("Send exactly one DPoP header.")
 	}
-	raw := in.Proofs[0]
+	raw := in.Proof
 	if raw == "" || len(raw) > maxDPoPProofLen {
 		return dpopProof{}, badProof("The DPoP proof is empty or too long.")
 	}

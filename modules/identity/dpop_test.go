@@ -92,7 +92,7 @@ func (k dpopKey) proof(t testing.TB, f fixture, method, path, token string) stri
 }
 
 func tokenDPoPRequest(proofs ...string) DPoPRequest {
-	return DPoPRequest{Proofs: proofs, Method: "POST", Path: "/oauth/token"}
+	return NewDPoPRequest(proofs, "POST", "/oauth/token")
 }
 
 // dpopToken gets a DPoP-bound token for the fixture's client and key.
@@ -245,7 +245,7 @@ func TestDPoPProofChecks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := DPoPRequest{Proofs: tt.proofs, Method: "GET", Path: "/api/flows"}
+			in := NewDPoPRequest(tt.proofs, "GET", "/api/flows")
 			_, err := f.m.VerifyDPoPAccessToken(context.Background(), tok, in)
 			if tt.want == "" {
 				if err != nil {
@@ -291,8 +291,8 @@ func TestDPoPRSAKeys(t *testing.T) {
 		if err != nil || tok.TokenType != "DPoP" {
 			t.Fatalf("%s: %+v, %v", alg, tok, err)
 		}
-		in := DPoPRequest{Proofs: []string{rsaProof(t, key, alg, proofClaims(f.clock.now(), "DELETE", "/api/flows/x", tok.AccessToken))},
-			Method: "DELETE", Path: "/api/flows/x"}
+		in := NewDPoPRequest([]string{rsaProof(t, key, alg, proofClaims(f.clock.now(), "DELETE", "/api/flows/x", tok.AccessToken))},
+			"DELETE", "/api/flows/x")
 		if _, err := f.m.VerifyDPoPAccessToken(ctx, tok.AccessToken, in); err != nil {
 			t.Fatalf("%s: %v", alg, err)
 		}
@@ -311,21 +311,21 @@ func TestDPoPSchemeAndBinding(t *testing.T) {
 	if _, err := f.m.VerifyAccessToken(ctx, bound); apperr.CodeOf(err) != apperr.Unauthenticated {
 		t.Fatalf("a DPoP-bound token as a bearer token: %v", err)
 	}
-	in := DPoPRequest{Proofs: []string{k.proof(t, f, "GET", "/api/flows", bearer)}, Method: "GET", Path: "/api/flows"}
+	in := NewDPoPRequest([]string{k.proof(t, f, "GET", "/api/flows", bearer)}, "GET", "/api/flows")
 	if _, err := f.m.VerifyDPoPAccessToken(ctx, bearer, in); apperr.CodeOf(err) != apperr.Unauthenticated || dpopCode(err) != "" {
 		t.Fatalf("a bearer token with the DPoP scheme: %v, want invalid_token", err)
 	}
-	if _, err := f.m.VerifyDPoPAccessToken(ctx, bound, DPoPRequest{Method: "GET", Path: "/api/flows"}); dpopCode(err) != ErrCodeInvalidDPoPProof {
+	if _, err := f.m.VerifyDPoPAccessToken(ctx, bound, NewDPoPRequest(nil, "GET", "/api/flows")); dpopCode(err) != ErrCodeInvalidDPoPProof {
 		t.Fatalf("no proof: %v", err)
 	}
 	// The cached verification still binds: the same token again, and its
 	// cache entry, need the same key.
 	for range 2 {
-		in := DPoPRequest{Proofs: []string{newDPoPKey(t).proof(t, f, "GET", "/api/flows", bound)}, Method: "GET", Path: "/api/flows"}
+		in := NewDPoPRequest([]string{newDPoPKey(t).proof(t, f, "GET", "/api/flows", bound)}, "GET", "/api/flows")
 		if _, err := f.m.VerifyDPoPAccessToken(ctx, bound, in); dpopCode(err) != ErrCodeInvalidDPoPProof {
 			t.Fatalf("another key: %v", err)
 		}
-		in.Proofs = []string{k.proof(t, f, "GET", "/api/flows", bound)}
+		in = NewDPoPRequest([]string{k.proof(t, f, "GET", "/api/flows", bound)}, "GET", "/api/flows")
 		p, err := f.m.VerifyDPoPAccessToken(ctx, bound, in)
 		if err != nil || p.ClientID != f.client.ID || p.OrganizationID != f.org.ID {
 			t.Fatalf("%+v, %v", p, err)
@@ -344,7 +344,7 @@ func TestDPoPReplay(t *testing.T) {
 	other := New(f.m.pool, f.m.cfg)
 	ctx := context.Background()
 	claims := proofClaims(f.clock.now(), "GET", "/api/flows", tok)
-	in := DPoPRequest{Proofs: []string{k.sign(t, k.header(), claims)}, Method: "GET", Path: "/api/flows"}
+	in := NewDPoPRequest([]string{k.sign(t, k.header(), claims)}, "GET", "/api/flows")
 	if _, err := f.m.VerifyDPoPAccessToken(ctx, tok, in); err != nil {
 		t.Fatal(err)
 	}
@@ -418,11 +418,11 @@ func TestDPoPNonce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := DPoPRequest{Proofs: []string{k.proof(t, f, "GET", "/api/flows", tok.AccessToken)}, Method: "GET", Path: "/api/flows"}
+	in := NewDPoPRequest([]string{k.proof(t, f, "GET", "/api/flows", tok.AccessToken)}, "GET", "/api/flows")
 	if _, err := f.m.VerifyDPoPAccessToken(ctx, tok.AccessToken, in); apperr.CodeOf(err) != apperr.Unauthenticated || dpopCode(err) != ErrCodeUseDPoPNonce {
 		t.Fatalf("resource without a nonce: %v", err)
 	}
-	in.Proofs = []string{k.sign(t, k.header(), with(proofClaims(f.clock.now(), "GET", "/api/flows", tok.AccessToken), "nonce", f.m.DPoPNonce()))}
+	in = NewDPoPRequest([]string{k.sign(t, k.header(), with(proofClaims(f.clock.now(), "GET", "/api/flows", tok.AccessToken), "nonce", f.m.DPoPNonce()))}, "GET", "/api/flows")
 	if _, err := f.m.VerifyDPoPAccessToken(ctx, tok.AccessToken, in); err != nil {
 		t.Fatalf("resource with the nonce: %v", err)
 	}
