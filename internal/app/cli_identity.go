@@ -203,18 +203,22 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// runClients handles "flowd clients create|list|rotate|revoke|map".
+// runClients handles "flowd clients create|list|rotate|revoke|map|dpop".
 func runClients(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("clients: give a subcommand: create, list, rotate, revoke or map")
+		return errors.New("clients: give a subcommand: create, list, rotate, revoke, map or dpop")
 	}
 	sub := args[0]
+	if sub == "dpop" {
+		return runClientDPoP(ctx, args[1:], getenv, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("clients "+sub, flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	var org, name, scopes, clientID, issuer *string
-	var sandbox *bool
+	var sandbox, dpop *bool
 	switch sub {
 	case "create":
+		dpop = fs.Bool("dpop", false, "require DPoP (RFC 9449): token requests without a DPoP proof are refused")
 		org = fs.String("org", "", "the organization's id (required)")
 		name = fs.String("name", "", `a name for the client (default "API client")`)
 		scopes = fs.String("scopes", "", `space-separated scopes (default all: "`+strings.Join(identity.AllScopes, " ")+`")`)
@@ -230,7 +234,7 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 		scopes = fs.String("scopes", "", "scopes granted when a token carries none of flowd's (default all)")
 		sandbox = fs.Bool("sandbox", false, "a sandbox client: its flows carry sandbox: true")
 	default:
-		return fmt.Errorf("clients: unknown subcommand %q (create, list, rotate, revoke, map)", sub)
+		return fmt.Errorf("clients: unknown subcommand %q (create, list, rotate, revoke, map, dpop)", sub)
 	}
 	rest := args[1:]
 	// rotate and revoke also take the client id as their one argument.
@@ -254,7 +258,7 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 	id := env.identity
 	switch sub {
 	case "create":
-		cc, err := id.CreateClient(ctx, identity.NewClient{OrganizationID: *org, Name: *name, Scopes: splitList(*scopes), Sandbox: *sandbox})
+		cc, err := id.CreateClient(ctx, identity.NewClient{OrganizationID: *org, Name: *name, Scopes: splitList(*scopes), Sandbox: *sandbox, DPoPBound: *dpop})
 		if err != nil {
 			return adminError(err)
 		}
@@ -275,7 +279,7 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 			list := make([]map[string]any, len(clients))
 			for i, c := range clients {
 				list[i] = map[string]any{"clientId": c.ID, "name": c.Name, "scopes": c.Scopes, "sandbox": c.Sandbox,
-					"createdAt": c.CreatedAt, "lastUsedAt": c.LastUsedAt, "revokedAt": c.RevokedAt}
+					"createdAt": c.CreatedAt, "lastUsedAt": c.LastUsedAt, "revokedAt": c.RevokedAt, "dpopBound": c.DPoPBound}
 			}
 			ext := make([]map[string]any, len(mapped))
 			for i, x := range mapped {
@@ -298,6 +302,9 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 			sb := ""
 			if c.Sandbox {
 				sb = " sandbox"
+			}
+			if c.DPoPBound {
+				sb += " dpop"
 			}
 			fmt.Fprintf(stdout, "%s  %-7s  %s  %q  %s%s\n", c.ID, state, strings.Join(c.Scopes, " "), c.Name, last, sb)
 		}

@@ -39,3 +39,11 @@ func (m *Module) SetClientDPoP(ctx context.Context, organizationID, clientID str
 	m.states.invalidate("client:" + clientID)
 	return change.After, nil
 }
+
+// DPoPAuditDetail is the audit log's detail of a change to c's DPoP requirement.
+func DPoPAuditDetail(c Client) string {
+	if c.DPoPBound {
+		return "DPoP required: token requests without a DPoP proof are refused"
+	}
+	return "DPoP no longer required: bearer tokens may be obtained"
+}
