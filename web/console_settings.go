@@ -26,7 +26,7 @@ func (s *Server) handleConsoleCredentials(c echo.Context) error {
 	}
 	p := pages.CredentialsPage{Frame: s.frame(c, "credentials", "Credentials"), TokenURL: s.cfg.URL("/oauth/token"), SecretCreated: "—"}
 	for _, cl := range clients {
-		p.Clients = append(p.Clients, pages.ClientRow{ID: cl.ID, Name: cl.Name, Scopes: strings.Join(cl.Scopes, " "), Sandbox: cl.Sandbox,
+		p.Clients = append(p.Clients, pages.ClientRow{ID: cl.ID, Name: cl.Name, Scopes: strings.Join(cl.Scopes, " "), Sandbox: cl.Sandbox, DPoP: cl.DPoPBound,
 			Created: consoleTime(cl.CreatedAt), LastUsed: consoleTimePtr(cl.LastUsedAt, "never"), Revoked: consoleTimePtr(cl.RevokedAt, "")})
 	}
 	if sec, err := s.webhooks.CurrentSecret(ctx, org); err == nil {
@@ -39,12 +39,14 @@ func (s *Server) handleConsoleCredentials(c echo.Context) error {
 
 // handleConsoleNewClient handles "GET /console/credentials/clients/new" (admins).
 func (s *Server) handleConsoleNewClient(c echo.Context) error {
-	return s.renderClientForm(c, http.StatusOK, "", map[string]bool{identity.ScopeFlowsRead: true, identity.ScopeFlowsWrite: true}, false, nil)
+	return s.renderClientForm(c, http.StatusOK, pages.ClientFormPage{Scopes: map[string]bool{identity.ScopeFlowsRead: true, identity.ScopeFlowsWrite: true}})
 }
 
-func (s *Server) renderClientForm(c echo.Context, status int, name string, scopes map[string]bool, sandbox bool, errs map[string]string) error {
-	return s.renderConsole(c, status, pages.ClientForm(pages.ClientFormPage{Frame: s.frame(c, "credentials", "New API client"),
-		Name: name, AllScopes: identity.AllScopes, Scopes: scopes, Sandbox: sandbox, Errors: errs}))
+// renderClientForm renders the new-client form p with the page's frame
+// and choices filled in.
+func (s *Server) renderClientForm(c echo.Context, status int, p pages.ClientFormPage) error {
+	p.Frame, p.AllScopes = s.frame(c, "credentials", "New API client"), identity.AllScopes
+	return s.renderConsole(c, status, pages.ClientForm(p))
 }
 
 // handleConsoleCreateClient handles "POST /console/credentials/clients"
@@ -58,6 +60,7 @@ func (s *Server) handleConsoleCreateClient(c echo.Context) error {
 	name := f.Text("name", 200)
 	scopes := f.All("scopes")
 	sandbox := f.Bool("sandbox")
+	dpop := f.Bool("dpop")
 	if len(scopes) == 0 {
 		f.Fail("scopes", "Choose at least one scope.")
 	}
@@ -65,16 +68,17 @@ func (s *Server) handleConsoleCreateClient(c echo.Context) error {
 	for _, sc := range scopes {
 		chosen[sc] = true
 	}
+	again := pages.ClientFormPage{Name: name, Scopes: chosen, Sandbox: sandbox, DPoP: dpop, Errors: f.Errors}
 	if !f.Valid() {
-		return s.renderClientForm(c, http.StatusBadRequest, name, chosen, sandbox, f.Errors)
+		return s.renderClientForm(c, http.StatusBadRequest, again)
 	}
 	creds, err := s.identity.CreateClient(c.Request().Context(), identity.NewClient{OrganizationID: staffOf(c).OrganizationID,
-		Name: name, Scopes: scopes, Sandbox: sandbox},
+		Name: name, Scopes: scopes, Sandbox: sandbox, DPoPBound: dpop},
 		audited(s, c, identity.AuditClientCreate, func(cc identity.ClientCredentials) (string, string) {
-			return cc.ID, cc.Name + "; scopes " + strings.Join(cc.Scopes, " ") + sandboxNote(cc.Sandbox)
+			return cc.ID, cc.Name + "; scopes " + strings.Join(cc.Scopes, " ") + sandboxNote(cc.Sandbox) + dpopNote(cc.DPoPBound)
 		}))
 	if f.Refused(err, nil) {
-		return s.renderClientForm(c, http.StatusBadRequest, name, chosen, sandbox, f.Errors)
+		return s.renderClientForm(c, http.StatusBadRequest, again)
 	}
 	if err != nil {
 		return consoleNotFound(err, identity.ErrOrganizationNotFound)
