@@ -204,7 +204,11 @@ func TestDPoPProofChecks(t *testing.T) {
 		return input + "." + b64(mac.Sum(nil))
 	}
 	private := k.jwk()
-	private["d"] = b64(k.priv.D.FillBytes(make([]byte, 32)))
+	d, err := k.priv.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	private["d"] = b64(d)
 
 	tests := []struct {
 		name   string
