@@ -300,9 +300,9 @@ func (m *Module) spendDPoPProof(ctx context.Context, p dpopProof) error {
 // endpoint) and returns its key's thumbprint, which binds the access token;
 // empty when there is no proof, which a client required to use DPoP may not
 // send. Failures are *TokenError values.
-func (m *Module) tokenDPoP(ctx context.Context, c clientDPoP, in DPoPRequest) (string, error) {
+func (m *Module) tokenDPoP(ctx context.Context, c store.Client, in DPoPRequest) (string, error) {
 	if !in.Present() {
-		if c.dpopBound {
+		if c.DPoPBound {
 			// RFC 9449 5.2 names no code for the missing proof; the one
 			// for a bad proof tells DPoP clients what to fix.
 			return "", tokenErr(ErrCodeInvalidDPoPProof, "This client must send a DPoP proof with its token requests.")
@@ -322,9 +322,6 @@ func (m *Module) tokenDPoP(ctx context.Context, c clientDPoP, in DPoPRequest) (s
 	}
 	return p.jkt, nil
 }
-
-// clientDPoP is what tokenDPoP needs to know of the client.
-type clientDPoP struct{ dpopBound bool }
 
 // VerifyDPoPAccessToken implements DPoP. The proof is spent last, so that a
 // request refused for its token does not use it up.

@@ -54,7 +54,7 @@ func (m *Module) Token(ctx context.Context, req TokenRequest) (Token, error) {
 	if err != nil {
 		return Token{}, err
 	}
-	jkt, err := m.tokenDPoP(ctx, clientDPoP{dpopBound: client.DPoPBound}, req.DPoP)
+	jkt, err := m.tokenDPoP(ctx, client, req.DPoP)
 	if err != nil {
 		return Token{}, err
 	}
