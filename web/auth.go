@@ -11,15 +11,24 @@ import (
 
 const principalKey = "principal"
 
-// authenticate admits API requests that carry a valid bearer token and puts
-// the verified Principal where principalOf finds it. No handler parses tokens.
+// authenticate admits API requests that carry a valid bearer token, or a
+// DPoP-bound token with its proof (RFC 9449 7), and puts the verified
+// Principal where principalOf finds it. No handler parses tokens.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		raw, ok := bearerToken(c.Request().Header.Get(echo.HeaderAuthorization))
-		if !ok {
-			return apperr.New(apperr.Unauthenticated, "A bearer token is required.")
+		var (
+			p   identity.Principal
+			err error
+		)
+		header := c.Request().Header.Get(echo.HeaderAuthorization)
+		if raw, ok := bearerToken(header); ok {
+			p, err = s.identity.VerifyAccessToken(c.Request().Context(), raw)
+		} else if raw, ok := dpopToken(header); ok {
+			s.setDPoPNonce(c)
+			p, err = s.identity.VerifyDPoPAccessToken(c.Request().Context(), raw, dpopRequest(c.Request()))
+		} else {
+			return apperr.New(apperr.Unauthenticated, "An access token is required, with the Bearer or the DPoP scheme.")
 		}
-		p, err := s.identity.VerifyAccessToken(c.Request().Context(), raw)
 		if err != nil {
 			return err
 		}

@@ -87,6 +87,9 @@ var notices = map[string]string{
 
 	"redelivered":         "Event %s is being sent again to every destination it had.",
 	"nothing_redelivered": "Event %s has no delivery to send again: the flow has no webhook URL and no endpoint received it.",
+
+	"dpop_on":  "API client %s must now use DPoP: its token requests without a DPoP proof are refused.",
+	"dpop_off": "API client %s no longer has to use DPoP; it may obtain bearer tokens again.",
 }
 
 // withNotice adds a notice to a console path.

@@ -26,7 +26,7 @@ func (s *Server) handleConsoleCredentials(c echo.Context) error {
 	}
 	p := pages.CredentialsPage{Frame: s.frame(c, "credentials", "Credentials"), TokenURL: s.cfg.URL("/oauth/token"), SecretCreated: "—"}
 	for _, cl := range clients {
-		p.Clients = append(p.Clients, pages.ClientRow{ID: cl.ID, Name: cl.Name, Scopes: strings.Join(cl.Scopes, " "), Sandbox: cl.Sandbox,
+		p.Clients = append(p.Clients, pages.ClientRow{ID: cl.ID, Name: cl.Name, Scopes: strings.Join(cl.Scopes, " "), Sandbox: cl.Sandbox, DPoP: cl.DPoPBound,
 			Created: consoleTime(cl.CreatedAt), LastUsed: consoleTimePtr(cl.LastUsedAt, "never"), Revoked: consoleTimePtr(cl.RevokedAt, ""),
 			Auth: clientAuthLabel(cl), HasSecret: cl.HasSecret})
 	}
@@ -62,6 +62,7 @@ func (s *Server) handleConsoleCreateClient(c echo.Context) error {
 	name := f.Text("name", 200)
 	scopes := f.All("scopes")
 	sandbox := f.Bool("sandbox")
+	dpop := f.Bool("dpop")
 	if len(scopes) == 0 {
 		f.Fail("scopes", "Choose at least one scope.")
 	}
@@ -70,14 +71,14 @@ func (s *Server) handleConsoleCreateClient(c echo.Context) error {
 		chosen[sc] = true
 	}
 	keys, keyFields := clientKeysForm(f, true)
-	again := pages.ClientFormPage{Name: name, Scopes: chosen, Sandbox: sandbox, Keys: keyFields, Errors: f.Errors}
+	again := pages.ClientFormPage{Name: name, Scopes: chosen, Sandbox: sandbox, DPoP: dpop, Keys: keyFields, Errors: f.Errors}
 	if !f.Valid() {
 		return s.renderClientForm(c, http.StatusBadRequest, again)
 	}
 	creds, err := s.identity.CreateClient(c.Request().Context(), identity.NewClient{OrganizationID: staffOf(c).OrganizationID,
-		Name: name, Scopes: scopes, Sandbox: sandbox, Keys: keys},
+		Name: name, Scopes: scopes, Sandbox: sandbox, Keys: keys, DPoPBound: dpop},
 		audited(s, c, identity.AuditClientCreate, func(cc identity.ClientCredentials) (string, string) {
-			return cc.ID, cc.Name + "; scopes " + strings.Join(cc.Scopes, " ") + sandboxNote(cc.Sandbox) + authNote(cc.Client)
+			return cc.ID, cc.Name + "; scopes " + strings.Join(cc.Scopes, " ") + sandboxNote(cc.Sandbox) + authNote(cc.Client) + dpopNote(cc.DPoPBound)
 		}))
 	if f.Refused(err, clientKeyFormFields) {
 		return s.renderClientForm(c, http.StatusBadRequest, again)

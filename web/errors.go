@@ -65,10 +65,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	switch appErr.Code {
 	case apperr.Unauthenticated:
 		if isAPI(c) {
-			h.Set("WWW-Authenticate", bearerChallenge(c, appErr))
+			setChallenges(c, appErr)
 		}
 	case apperr.InsufficientScope:
-		h.Set("WWW-Authenticate", bearerChallenge(c, appErr))
+		setChallenges(c, appErr)
 	case apperr.Unavailable:
 		if appErr.RetryAfter == 0 {
 			appErr.RetryAfter = 5 * time.Second

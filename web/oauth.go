@@ -49,6 +49,9 @@ func (s *Server) handleToken(c echo.Context) error {
 		return s.exchangeAuthorizationCode(c, form, req.ClientID, req.ClientSecret)
 	}
 	req.RemoteAddr = c.RealIP()
+	if req.DPoP = dpopRequest(c.Request()); req.DPoP.Present() {
+		s.setDPoPNonce(c)
+	}
 	tok, err := s.identity.Token(c.Request().Context(), req)
 	if err != nil {
 		if errors.As(err, &terr) {
@@ -233,6 +236,13 @@ type introspectionResponse struct {
 	Issuer    string `json:"iss,omitempty"`
 	JWTID     string `json:"jti,omitempty"`
 	OrgID     string `json:"org_id,omitempty"`
+	// Cnf binds a DPoP token to its key (RFC 9449 6.2).
+	Cnf *introspectionCnf `json:"cnf,omitempty"`
+}
+
+// introspectionCnf is the cnf member of an introspection answer.
+type introspectionCnf struct {
+	JKT string `json:"jkt"`
 }
 
 // handleIntrospect handles "POST /oauth/introspect" (RFC 7662).
@@ -257,6 +267,9 @@ func (s *Server) handleIntrospect(c echo.Context) error {
 			Issuer: in.Issuer, JWTID: in.JWTID, OrgID: in.OrganizationID}
 		if !in.NotBefore.IsZero() {
 			out.NotBefore = in.NotBefore.Unix()
+		}
+		if in.DPoPJKT != "" {
+			out.Cnf = &introspectionCnf{JKT: in.DPoPJKT}
 		}
 	}
 	return s.writeJSON(c, http.StatusOK, out)

@@ -129,6 +129,7 @@ func (s *Server) routes() {
 	console.GET("/credentials", s.handleConsoleCredentials).Name = "console.credentials"
 	console.GET("/credentials/clients/new", s.handleConsoleNewClient, requireAdmin)
 	console.POST("/credentials/clients", s.handleConsoleCreateClient, requireAdmin)
+	console.POST("/credentials/clients/:id/dpop", s.handleConsoleClientDPoP, requireAdmin)
 	console.GET("/credentials/clients/:id/rotate", s.handleConsoleRotateClientConfirm, requireAdmin)
 	console.POST("/credentials/clients/:id/rotate", s.handleConsoleRotateClient, requireAdmin)
 	console.GET("/credentials/clients/:id/revoke", s.handleConsoleRevokeClientConfirm, requireAdmin)

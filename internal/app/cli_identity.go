@@ -33,6 +33,7 @@ func identityConfig(cfg *config.Config, log *slog.Logger) identity.Config {
 		ExternalAudiences:   cfg.OIDCAudience,
 		OrgClaim:            cfg.OrgClaim,
 		ClientJWKSHosts:     cfg.ClientJWKSHosts,
+		DPoPNonceRequired:   cfg.DPoPNonce == "required",
 		Log:                 log,
 	}
 }
@@ -205,19 +206,23 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// runClients handles "flowd clients create|list|rotate|revoke|keys|map".
+// runClients handles "flowd clients create|list|rotate|revoke|keys|map|dpop".
 func runClients(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("clients: give a subcommand: create, list, rotate, revoke, keys or map")
+		return errors.New("clients: give a subcommand: create, list, rotate, revoke, keys, map or dpop")
 	}
 	sub := args[0]
+	if sub == "dpop" {
+		return runClientDPoP(ctx, args[1:], getenv, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("clients "+sub, flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	var org, name, scopes, clientID, issuer *string
-	var sandbox, withSecret *bool
+	var sandbox, withSecret, dpop *bool
 	var keys keyFlags
 	switch sub {
 	case "create":
+		dpop = fs.Bool("dpop", false, "require DPoP (RFC 9449): token requests without a DPoP proof are refused")
 		org = fs.String("org", "", "the organization's id (required)")
 		name = fs.String("name", "", `a name for the client (default "API client")`)
 		scopes = fs.String("scopes", "", `space-separated scopes (default all: "`+strings.Join(identity.AllScopes, " ")+`")`)
@@ -238,7 +243,7 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 		scopes = fs.String("scopes", "", "scopes granted when a token carries none of flowd's (default all)")
 		sandbox = fs.Bool("sandbox", false, "a sandbox client: its flows carry sandbox: true")
 	default:
-		return fmt.Errorf("clients: unknown subcommand %q (create, list, rotate, revoke, keys, map)", sub)
+		return fmt.Errorf("clients: unknown subcommand %q (create, list, rotate, revoke, keys, map, dpop)", sub)
 	}
 	rest := args[1:]
 	// rotate, revoke and keys also take the client id as their one argument.
@@ -273,7 +278,7 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 	switch sub {
 	case "create":
 		cc, err := id.CreateClient(ctx, identity.NewClient{OrganizationID: *org, Name: *name, Scopes: splitList(*scopes), Sandbox: *sandbox,
-			Keys: clientKeys, AlsoSecret: *withSecret})
+			Keys: clientKeys, AlsoSecret: *withSecret, DPoPBound: *dpop})
 		if err != nil {
 			return oneLine(err, "--")
 		}
@@ -294,7 +299,7 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 			list := make([]map[string]any, len(clients))
 			for i, c := range clients {
 				list[i] = map[string]any{"clientId": c.ID, "name": c.Name, "scopes": c.Scopes, "sandbox": c.Sandbox,
-					"authMethods": c.AuthMethods(), "createdAt": c.CreatedAt, "lastUsedAt": c.LastUsedAt, "revokedAt": c.RevokedAt}
+					"authMethods": c.AuthMethods(), "createdAt": c.CreatedAt, "lastUsedAt": c.LastUsedAt, "revokedAt": c.RevokedAt, "dpopBound": c.DPoPBound}
 			}
 			ext := make([]map[string]any, len(mapped))
 			for i, x := range mapped {
@@ -317,6 +322,9 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 			sb := ""
 			if c.Sandbox {
 				sb = " sandbox"
+			}
+			if c.DPoPBound {
+				sb += " dpop"
 			}
 			fmt.Fprintf(stdout, "%s  %-7s  %s  %q  %s%s  auth %s\n", c.ID, state, strings.Join(c.Scopes, " "), c.Name, last, sb,
 				strings.Join(c.AuthMethods(), " "))

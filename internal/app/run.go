@@ -28,7 +28,7 @@ Usage:
                    set a staff account's password
   flowd orgs create --name NAME [--org-number N] [--prefix P] [--redirect-origins "URL ..."] [--json]
   flowd orgs list [--json]
-  flowd clients create --org ORG_ID [--name N] [--scopes "flows:read flows:write"] [--sandbox]
+  flowd clients create --org ORG_ID [--name N] [--scopes "flows:read flows:write"] [--sandbox] [--dpop]
                    [--jwks FILE|- | --jwks-uri URL [--secret]] [--json]
                    with keys, a private_key_jwt client (no secret unless --secret)
   flowd clients list --org ORG_ID [--json]
@@ -36,6 +36,8 @@ Usage:
   flowd clients keys CLIENT_ID --jwks FILE|- | --jwks-uri URL [--json]
                    replace a client's public keys (private_key_jwt)
   flowd clients map --org ORG_ID --issuer URL --client-id ID [--scopes S] [--sandbox] [--json]
+  flowd clients dpop CLIENT_ID on|off [--json]
+                   require DPoP-bound tokens (RFC 9449) of a client, or stop requiring them
   flowd keys rotate [--json]   make new token-signing keys (ES256 and RS256)
   flowd keys rotate-data-key [--batch N] [--json]
                    re-seal personal data under FLOWD_DATA_KEY (old keys in FLOWD_DATA_KEY_PREVIOUS)

@@ -60,6 +60,13 @@ type Config struct {
 	// (FLOWD_CLIENT_JWKS_HOSTS, comma-separated); empty allows no jwks_uri,
 	// so that registering a client cannot make flowd fetch from anywhere.
 	ClientJWKSHosts []string
+	// DPoPNonce is "required" or "off" (FLOWD_DPOP_NONCE): whether DPoP
+	// proofs must carry a server nonce (RFC 9449 8 and 9). Off by default:
+	// the proof's one-minute iat window and single use across instances
+	// already bound a copied or pre-made proof more tightly than a nonce
+	// valid for five to ten minutes would, while requiring one costs every
+	// client an extra round trip at its first request and at each rotation.
+	DPoPNonce string
 
 	ConsentTTL time.Duration
 	// MaintenanceInterval is how often each instance cancels the flows whose
@@ -136,6 +143,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		NationalIDFormat:  r.oneOf("FLOWD_NATIONAL_ID_FORMAT", "generic", "generic", "no", "se"),
 		AllowInsecureURLs: r.boolean("FLOWD_ALLOW_INSECURE_URLS", false),
 		ClientJWKSHosts:   r.hosts("FLOWD_CLIENT_JWKS_HOSTS"),
+		DPoPNonce:         r.oneOf("FLOWD_DPOP_NONCE", "off", "off", "required"),
 
 		ConsentTTL:              r.duration("FLOWD_CONSENT_TTL", 30*24*time.Hour),
 		MaintenanceInterval:     r.duration("FLOWD_MAINTENANCE_INTERVAL", time.Minute),

@@ -54,6 +54,7 @@ var CoordinatorTables = []string{
 	"refresh_tokens",
 	"revoked_access_tokens",
 	"client_assertion_jtis",
+	"dpop_proofs",
 	"signing_keys",
 	"external_clients",
 	"staff_accounts",

@@ -34,6 +34,7 @@ const (
 	AuditClientRotate           = "client.rotate_secret"
 	AuditClientRevoke           = "client.revoke"
 	AuditClientKeys             = "client.replace_keys"
+	AuditClientDPoP             = "client.dpop" // DPoP required or no longer required
 	AuditWebhookSecretReveal    = "webhook_secret.reveal"
 	AuditWebhookSecretRotate    = "webhook_secret.rotate"
 	AuditSettingsUpdate         = "settings.update"

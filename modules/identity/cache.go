@@ -99,6 +99,7 @@ type verifiedToken struct {
 	orgID    string // the org_id (or FLOWD_ORG_CLAIM) claim; may be empty for external tokens
 	scopes   []string
 	audience []string // external tokens
+	jkt      string   // cnf.jkt: the token is DPoP-bound to this key (RFC 9449 6.1)
 }
 
 const tokenCacheMax = 50_000
@@ -363,8 +364,9 @@ func (m *Module) listen(ctx context.Context) error {
 }
 
 // sweep deletes long-expired refresh tokens, the revocations of expired
-// access tokens and the used jti of expired client assertions every ten
-// minutes, and completes the revoked set again when it overflowed.
+// access tokens, the used jti of expired client assertions and the jtis of
+// expired DPoP proofs every ten minutes, and completes the revoked set again
+// when it overflowed.
 func (m *Module) sweep(ctx context.Context) {
 	t := time.NewTicker(10 * time.Minute)
 	defer t.Stop()
@@ -381,7 +383,7 @@ func (m *Module) sweep(ctx context.Context) {
 // sweepOnce is one round of sweep.
 func (m *Module) sweepOnce(ctx context.Context) {
 	for _, del := range []func(context.Context, store.Querier) (int64, error){
-		store.DeleteExpiredRefreshTokens, store.DeleteExpiredRevokedAccessTokens, store.DeleteExpiredAssertionJTIs,
+		store.DeleteExpiredRefreshTokens, store.DeleteExpiredRevokedAccessTokens, store.DeleteExpiredAssertionJTIs, store.DeleteExpiredDPoPProofs,
 	} {
 		for {
 			n, err := del(ctx, m.pool)
@@ -391,6 +393,7 @@ func (m *Module) sweepOnce(ctx context.Context) {
 		}
 	}
 	m.revoked.prune(m.now())
+	m.dpopSeen.prune(m.now())
 	if err := m.loadRevoked(ctx); err != nil {
 		m.log.Warn("identity: loading revoked access tokens", "error", err)
 	}

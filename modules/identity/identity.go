@@ -234,6 +234,9 @@ type Client struct {
 	CreatedAt      time.Time
 	LastUsedAt     *time.Time
 	RevokedAt      *time.Time
+	// DPoPBound requires DPoP proofs at the token endpoint (RFC 9449 5.2's
+	// dpop_bound_access_tokens), so that every token it gets is DPoP-bound.
+	DPoPBound bool
 }
 
 // Revoked reports whether the client may no longer obtain or use tokens.
@@ -249,6 +252,7 @@ type NewClient struct {
 	// it then gets no secret unless AlsoSecret is set (to migrate).
 	Keys       ClientKeys
 	AlsoSecret bool
+	DPoPBound  bool // see Client.DPoPBound
 }
 
 // Validate checks the input and fills in defaults; it returns an apperr
@@ -367,6 +371,7 @@ type TokenRequest struct {
 	GrantType    string
 	RefreshToken string
 	Scope        string // space-separated; empty asks for everything allowed
+	DPoP         DPoPRequest
 }
 
 // Token type hints of the revocation and introspection endpoints (RFC 7009
@@ -400,6 +405,7 @@ type Introspection struct {
 	Issuer         string
 	JWTID          string // empty for refresh tokens
 	OrganizationID string
+	DPoPJKT        string // cnf.jkt of a DPoP-bound access token (RFC 9449 6.2)
 }
 
 // Token is the token endpoint's answer.
@@ -472,6 +478,12 @@ type OrganizationChange struct {
 	Before, After Organization
 }
 
+// ClientChange is a client as a change found it and as it left it, both
+// read in the change's transaction.
+type ClientChange struct {
+	Before, After Client
+}
+
 // Clients manages API clients and external client mappings.
 type Clients interface {
 	// CreateClient makes a client and its secret, shown only now (no
@@ -501,6 +513,12 @@ type Clients interface {
 	// revocation's transaction (see database.BeforeCommit); its error leaves
 	// the client working and is returned. ErrClientNotFound.
 	RevokeClient(ctx context.Context, organizationID, clientID string, before ...database.BeforeCommit[Client]) (Client, error)
+	// SetClientDPoP turns DPoP-bound access tokens on or off for a client
+	// (Client.DPoPBound); tokens it already holds are unchanged. before runs
+	// in the change's transaction with the client as it was and as it is
+	// now; its error undoes the change and is returned. ErrClientNotFound
+	// (also for another organization's or a revoked client).
+	SetClientDPoP(ctx context.Context, organizationID, clientID string, on bool, before ...database.BeforeCommit[ClientChange]) (Client, error)
 	// MapExternalClient maps an external issuer's client id to an
 	// organization, replacing an earlier mapping. ErrOrganizationNotFound, apperr Invalid.
 	MapExternalClient(ctx context.Context, in ExternalClient) (ExternalClient, error)
@@ -549,6 +567,7 @@ type Service interface {
 	Clients
 	Provider
 	Audit
+	DPoP
 	// VerifyAccessToken turns a bearer token (built-in or from a configured
 	// external issuer) into a Principal. Any failure is an apperr
 	// Unauthenticated error that does not say more than "invalid token".

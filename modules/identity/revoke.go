@@ -156,6 +156,9 @@ func (m *Module) introspectAccessToken(ctx context.Context, c store.Client, raw 
 	if claims.NotBefore != 0 {
 		out.NotBefore = time.Unix(claims.NotBefore, 0)
 	}
+	if jkt := claims.Confirmation.thumbprint(); jkt != "" {
+		out.TokenType, out.DPoPJKT = "DPoP", jkt // RFC 9449 6.2
+	}
 	return out, nil
 }
 

@@ -53,6 +53,10 @@ type Config struct {
 	// OrgClaim names the claim that carries the organization id in external tokens.
 	OrgClaim string
 
+	// DPoPNonceRequired makes DPoP proofs carry a server nonce (RFC 9449 8
+	// and 9; FLOWD_DPOP_NONCE=required).
+	DPoPNonceRequired bool
+
 	// HashParams are argon2id's costs for new secrets; zero means DefaultHashParams.
 	HashParams HashParams
 	// AccessTTL and RefreshTTL default to AccessTokenTTL and RefreshTokenTTL.
@@ -91,6 +95,9 @@ type Module struct {
 	jwks    jwksCache
 	limiter *failureLimiter
 	hashing chan struct{} // bounds concurrent argon2id work
+
+	dpopSeen     seenProofs
+	dpopNonceKey []byte
 
 	builtin  *builtinVerifier
 	external *externalVerifier
@@ -149,6 +156,8 @@ func New(pool *pgxpool.Pool, cfg Config) *Module {
 	m.revoked.init()
 	m.secrets.init()
 	m.keys.init()
+	m.dpopSeen.init()
+	m.dpopNonceKey = dpopNonceKey(cfg.KeyEncryptionKey)
 	m.builtin = newBuiltinVerifier(m)
 	if cfg.ExternalIssuer != "" {
 		m.external = newExternalVerifier(m)
@@ -279,7 +288,7 @@ func (m *Module) CreateClient(ctx context.Context, in NewClient, before ...datab
 	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		row, err := store.InsertClient(ctx, tx, store.Client{
 			ID: newClientID(), OrganizationID: in.OrganizationID, Name: in.Name,
-			SecretHash: hash, JWKS: in.Keys.JWKS, JWKSURI: in.Keys.JWKSURI, Scopes: in.Scopes, Sandbox: in.Sandbox,
+			SecretHash: hash, JWKS: in.Keys.JWKS, JWKSURI: in.Keys.JWKSURI, Scopes: in.Scopes, Sandbox: in.Sandbox, DPoPBound: in.DPoPBound,
 		})
 		if err != nil {
 			return err
@@ -379,7 +388,7 @@ func (m *Module) RevokeClient(ctx context.Context, organizationID, clientID stri
 func toClient(r store.Client) Client {
 	return Client{ID: r.ID, OrganizationID: r.OrganizationID, Name: r.Name, HasSecret: r.SecretHash != "",
 		Keys: ClientKeys{JWKS: r.JWKS, JWKSURI: r.JWKSURI}, Scopes: r.Scopes, Sandbox: r.Sandbox,
-		CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt}
+		CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt, DPoPBound: r.DPoPBound}
 }
 
 // MapExternalClient implements Clients.

@@ -32,6 +32,8 @@ type accessClaims struct {
 	ID        string `json:"jti"`
 	Scope     string `json:"scope"`
 	OrgID     string `json:"org_id"`
+	// Confirmation binds a DPoP token to its key (RFC 9449 6.1); nil for bearer tokens.
+	Confirmation *confirmation `json:"cnf,omitempty"`
 }
 
 func tokenErr(code, format string) *TokenError { return &TokenError{Code: code, Description: format} }
@@ -53,6 +55,10 @@ func (m *Module) Token(ctx context.Context, req TokenRequest) (Token, error) {
 	if err != nil {
 		return Token{}, err
 	}
+	jkt, err := m.tokenDPoP(ctx, client, req.DPoP)
+	if err != nil {
+		return Token{}, err
+	}
 	var tok Token
 	switch req.GrantType {
 	case GrantClientCredentials:
@@ -63,9 +69,9 @@ func (m *Module) Token(ctx context.Context, req TokenRequest) (Token, error) {
 			}
 			scopes = requested
 		}
-		tok, err = m.issue(ctx, client, scopes, "")
+		tok, err = m.issue(ctx, client, scopes, jkt)
 	case GrantRefreshToken:
-		tok, err = m.refresh(ctx, client, req.RefreshToken, requested)
+		tok, err = m.refresh(ctx, client, req.RefreshToken, requested, jkt)
 	}
 	if err != nil {
 		return Token{}, err
@@ -209,17 +215,17 @@ func subset(a, b []string) bool {
 	return true
 }
 
-// issue signs an access token and stores a refresh token of family (a new
-// family when empty).
-func (m *Module) issue(ctx context.Context, c store.Client, scopes []string, family string) (Token, error) {
-	rt, err := m.storeRefreshToken(ctx, m.pool, c.ID, scopes, family)
+// issue signs an access token and stores the first refresh token of a new
+// family, both bound to the DPoP key of thumbprint jkt unless it is empty.
+func (m *Module) issue(ctx context.Context, c store.Client, scopes []string, jkt string) (Token, error) {
+	rt, err := m.storeRefreshToken(ctx, m.pool, c.ID, scopes, "", jkt)
 	if err != nil {
 		return Token{}, err
 	}
-	return m.sign(ctx, c, scopes, rt)
+	return m.sign(ctx, c, scopes, rt, jkt)
 }
 
-func (m *Module) storeRefreshToken(ctx context.Context, q store.Querier, clientID string, scopes []string, family string) (string, error) {
+func (m *Module) storeRefreshToken(ctx context.Context, q store.Querier, clientID string, scopes []string, family, jkt string) (string, error) {
 	if family == "" {
 		family = newUUID()
 	}
@@ -227,6 +233,7 @@ func (m *Module) storeRefreshToken(ctx context.Context, q store.Querier, clientI
 	sum := sha256.Sum256([]byte(raw))
 	err := store.InsertRefreshToken(ctx, q, store.RefreshToken{
 		Hash: sum[:], FamilyID: family, ClientID: clientID, Scopes: ordered(scopes), ExpiresAt: m.now().Add(m.cfg.RefreshTTL),
+		DPoPJKT: jkt,
 	})
 	if err != nil {
 		return "", database.Classify(err)
@@ -234,19 +241,25 @@ func (m *Module) storeRefreshToken(ctx context.Context, q store.Querier, clientI
 	return raw, nil
 }
 
-// sign makes the access token and the answer of the token endpoint.
-func (m *Module) sign(ctx context.Context, c store.Client, scopes []string, refreshToken string) (Token, error) {
+// sign makes the access token and the answer of the token endpoint: a DPoP
+// token bound to the key of thumbprint jkt, a bearer token when it is empty.
+func (m *Module) sign(ctx context.Context, c store.Client, scopes []string, refreshToken, jkt string) (Token, error) {
 	key, err := m.activeKey(ctx, accessTokenAlgorithm)
 	if err != nil {
 		return Token{}, err
 	}
 	now := m.now()
 	scope := strings.Join(ordered(scopes), " ")
-	payload, err := json.Marshal(accessClaims{
+	claims := accessClaims{
 		Issuer: m.cfg.Issuer, Subject: c.ID, ClientID: c.ID, Audience: m.cfg.Audience,
 		Expiry: now.Add(m.cfg.AccessTTL).Unix(), IssuedAt: now.Unix(), NotBefore: now.Unix(),
 		ID: secret.Random("", 16), Scope: scope, OrgID: c.OrganizationID,
-	})
+	}
+	tokenType := "Bearer"
+	if jkt != "" {
+		claims.Confirmation, tokenType = &confirmation{JKT: jkt}, "DPoP"
+	}
+	payload, err := json.Marshal(claims)
 	if err != nil {
 		return Token{}, err
 	}
@@ -261,7 +274,7 @@ func (m *Module) sign(ctx context.Context, c store.Client, scopes []string, refr
 	return Token{
 		AccessToken: at, ExpiresIn: int(m.cfg.AccessTTL / time.Second),
 		RefreshToken: refreshToken, RefreshExpiresIn: int(m.cfg.RefreshTTL / time.Second),
-		TokenType: "Bearer", Scope: scope,
+		TokenType: tokenType, Scope: scope,
 	}, nil
 }
 
@@ -269,7 +282,12 @@ func (m *Module) sign(ctx context.Context, c store.Client, scopes []string, refr
 // and unexpired; it is then used up and succeeded by a new one of the same
 // family. A used token presented again means it was copied: the whole family
 // is revoked, and that revocation is committed although the request fails.
-func (m *Module) refresh(ctx context.Context, c store.Client, raw string, requested []string) (Token, error) {
+// A family first issued with DPoP stays bound to that key: each refresh
+// needs a proof of it (jkt). RFC 9449 5 requires this for public clients,
+// whose refresh tokens nothing else binds; for flowd's confidential clients
+// it is cheap defence in depth, as a stolen refresh token then needs both
+// the client secret and the DPoP private key.
+func (m *Module) refresh(ctx context.Context, c store.Client, raw string, requested []string, jkt string) (Token, error) {
 	if raw == "" {
 		return Token{}, tokenErr(ErrCodeInvalidRequest, "refresh_token is required.")
 	}
@@ -306,6 +324,9 @@ func (m *Module) refresh(ctx context.Context, c store.Client, raw string, reques
 		case !m.now().Before(t.ExpiresAt):
 			fail = tokenErr(ErrCodeInvalidGrant, "The refresh token is invalid, expired or revoked.")
 			return nil
+		case t.DPoPJKT != "" && t.DPoPJKT != jkt:
+			fail = tokenErr(ErrCodeInvalidGrant, "The refresh token is DPoP-bound: send a DPoP proof signed with the key it was issued to.")
+			return nil
 		}
 		// The client may have lost scopes since the token was issued.
 		scopes = intersect(t.Scopes, c.Scopes)
@@ -319,7 +340,7 @@ func (m *Module) refresh(ctx context.Context, c store.Client, raw string, reques
 		if err := store.MarkRefreshTokenUsed(ctx, tx, sum[:]); err != nil {
 			return err
 		}
-		next, err = m.storeRefreshToken(ctx, tx, c.ID, scopes, t.FamilyID)
+		next, err = m.storeRefreshToken(ctx, tx, c.ID, scopes, t.FamilyID, t.DPoPJKT)
 		return err
 	})
 	if err != nil {
@@ -328,7 +349,7 @@ func (m *Module) refresh(ctx context.Context, c store.Client, raw string, reques
 	if fail != nil {
 		return Token{}, fail
 	}
-	return m.sign(ctx, c, scopes, next)
+	return m.sign(ctx, c, scopes, next, jkt)
 }
 
 func intersect(a, b []string) []string {
@@ -381,7 +402,8 @@ func (m *Module) Discovery() map[string]any {
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": algorithmNames(IDTokenAlgorithms),
 		// The claims of access tokens.
-		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "nbf", "jti", "client_id", "scope", "org_id"},
+		"claims_supported":                  []string{"iss", "sub", "aud", "exp", "iat", "nbf", "jti", "client_id", "scope", "org_id", "cnf"},
+		"dpop_signing_alg_values_supported": DPoPAlgorithmNames,
 	}
 }
 

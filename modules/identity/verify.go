@@ -39,6 +39,10 @@ func (m *Module) VerifyAccessToken(ctx context.Context, raw string) (Principal, 
 	if err != nil {
 		return Principal{}, err
 	}
+	if v.jkt != "" {
+		// RFC 9449 7.2: a DPoP-bound token is no bearer token.
+		return Principal{}, errDPoPBoundAsBearer
+	}
 	if v.external {
 		return m.admitExternal(ctx, v)
 	}
@@ -163,10 +167,11 @@ func (b *builtinVerifier) verify(ctx context.Context, raw string) (verifiedToken
 		return verifiedToken{}, b.m.invalid(ctx, "built-in token failed verification", err)
 	}
 	var c struct {
-		ClientID string `json:"client_id"`
-		Scope    string `json:"scope"`
-		OrgID    string `json:"org_id"`
-		ID       string `json:"jti"`
+		ClientID string        `json:"client_id"`
+		Scope    string        `json:"scope"`
+		OrgID    string        `json:"org_id"`
+		ID       string        `json:"jti"`
+		Cnf      *confirmation `json:"cnf"`
 	}
 	if err := tok.Claims(&c); err != nil || c.ClientID == "" || c.ClientID != tok.Subject || c.OrgID == "" || c.ID == "" {
 		return verifiedToken{}, b.m.invalid(ctx, "built-in token lacks client_id, sub, org_id or jti", err)
@@ -182,6 +187,7 @@ func (b *builtinVerifier) verify(ctx context.Context, raw string) (verifiedToken
 		orgID:    c.OrgID,
 		jti:      c.ID,
 		scopes:   knownScopes(strings.Fields(c.Scope)),
+		jkt:      c.Cnf.thumbprint(),
 	}, nil
 }
 
@@ -322,6 +328,10 @@ func (x *externalVerifier) verify(ctx context.Context, raw string) (verifiedToke
 		out.clientID = tok.Audience[0]
 	}
 	out.orgID = stringClaim(claims, x.m.cfg.OrgClaim)
+	if cnf, ok := claims["cnf"].(map[string]any); ok {
+		// An external issuer's DPoP-bound token binds as the built-in one does.
+		out.jkt = stringClaim(cnf, "jkt")
+	}
 	out.scopes = knownScopes(scopeClaim(claims))
 	if out.clientID == "" {
 		out.clientID = tok.Subject

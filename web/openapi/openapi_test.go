@@ -112,8 +112,10 @@ func TestEveryOperationIsCompletelyDescribed(t *testing.T) {
 			continue
 		}
 		if !public[name] {
-			if len(*op.Security) != 1 || len((*op.Security)[0]["oauth2"]) != 1 {
-				t.Errorf("%s: needs exactly one OAuth scope", name)
+			// A bearer token or a DPoP-bound one (RFC 9449), with the same scope.
+			if len(*op.Security) != 2 || len((*op.Security)[0]["oauth2"]) != 1 ||
+				!slices.Equal((*op.Security)[1]["dpop"], (*op.Security)[0]["oauth2"]) {
+				t.Errorf("%s: needs exactly one OAuth scope, then DPoP with the same scope", name)
 			}
 			for _, s := range (*op.Security)[0]["oauth2"] {
 				if _, ok := scopes[s]; !ok {

@@ -167,6 +167,8 @@ func (r *reference) auth(op *openapi3.Operation) (string, []string) {
 			case scheme != nil && scheme.Value.Type == "oauth2":
 				ways = append(ways, "a bearer access token with the scope")
 				scopes = append(scopes, ss...)
+			case scheme != nil && scheme.Value.Type == "http" && strings.EqualFold(scheme.Value.Scheme, "DPoP"):
+				ways = append(ways, "a DPoP-bound access token with the scope and its DPoP proof")
 			case scheme != nil && scheme.Value.Type == "http":
 				ways = append(ways, "HTTP "+scheme.Value.Scheme+" authentication with the client id and secret")
 			case scheme != nil && scheme.Value.Type == "apiKey":

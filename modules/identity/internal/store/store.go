@@ -100,13 +100,15 @@ type Client struct {
 	CreatedAt      time.Time
 	LastUsedAt     *time.Time
 	RevokedAt      *time.Time
+	// DPoPBound is dpop_bound_access_tokens: token requests need a DPoP proof.
+	DPoPBound bool
 }
 
-const clientColumns = "id, organization_id::text, name, coalesce(secret_hash, ''), jwks, coalesce(jwks_uri, ''), scopes, sandbox, created_at, last_used_at, revoked_at"
+const clientColumns = "id, organization_id::text, name, coalesce(secret_hash, ''), jwks, coalesce(jwks_uri, ''), scopes, sandbox, created_at, last_used_at, revoked_at, dpop_bound_access_tokens"
 
 func scanClient(row pgx.Row) (Client, error) {
 	var c Client
-	err := row.Scan(&c.ID, &c.OrganizationID, &c.Name, &c.SecretHash, &c.JWKS, &c.JWKSURI, &c.Scopes, &c.Sandbox, &c.CreatedAt, &c.LastUsedAt, &c.RevokedAt)
+	err := row.Scan(&c.ID, &c.OrganizationID, &c.Name, &c.SecretHash, &c.JWKS, &c.JWKSURI, &c.Scopes, &c.Sandbox, &c.CreatedAt, &c.LastUsedAt, &c.RevokedAt, &c.DPoPBound)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, ErrNotFound
 	}
@@ -115,9 +117,9 @@ func scanClient(row pgx.Row) (Client, error) {
 
 // InsertClient stores a new API client.
 func InsertClient(ctx context.Context, q Querier, c Client) (Client, error) {
-	return scanClient(q.QueryRow(ctx, `insert into api_clients (id, organization_id, name, secret_hash, jwks, jwks_uri, scopes, sandbox)
-		values ($1, $2, $3, nullif($4, ''), $5, nullif($6, ''), $7, $8) returning `+clientColumns,
-		c.ID, c.OrganizationID, c.Name, c.SecretHash, c.JWKS, c.JWKSURI, c.Scopes, c.Sandbox))
+	return scanClient(q.QueryRow(ctx, `insert into api_clients (id, organization_id, name, secret_hash, jwks, jwks_uri, scopes, sandbox, dpop_bound_access_tokens)
+		values ($1, $2, $3, nullif($4, ''), $5, nullif($6, ''), $7, $8, $9) returning `+clientColumns,
+		c.ID, c.OrganizationID, c.Name, c.SecretHash, c.JWKS, c.JWKSURI, c.Scopes, c.Sandbox, c.DPoPBound))
 }
 
 // GetClient returns one client.
@@ -268,13 +270,15 @@ type RefreshToken struct {
 	ExpiresAt time.Time
 	UsedAt    *time.Time
 	RevokedAt *time.Time
+	// DPoPJKT is the thumbprint of the DPoP key the family is bound to; empty when unbound.
+	DPoPJKT string
 }
 
-const refreshColumns = "token_hash, family_id::text, client_id, scopes, created_at, expires_at, used_at, revoked_at"
+const refreshColumns = "token_hash, family_id::text, client_id, scopes, created_at, expires_at, used_at, revoked_at, coalesce(dpop_jkt, '')"
 
 func scanRefreshToken(row pgx.Row) (RefreshToken, error) {
 	var t RefreshToken
-	err := row.Scan(&t.Hash, &t.FamilyID, &t.ClientID, &t.Scopes, &t.CreatedAt, &t.ExpiresAt, &t.UsedAt, &t.RevokedAt)
+	err := row.Scan(&t.Hash, &t.FamilyID, &t.ClientID, &t.Scopes, &t.CreatedAt, &t.ExpiresAt, &t.UsedAt, &t.RevokedAt, &t.DPoPJKT)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, ErrNotFound
 	}
@@ -283,8 +287,9 @@ func scanRefreshToken(row pgx.Row) (RefreshToken, error) {
 
 // InsertRefreshToken stores a refresh token's hash.
 func InsertRefreshToken(ctx context.Context, q Querier, t RefreshToken) error {
-	_, err := q.Exec(ctx, `insert into refresh_tokens (token_hash, family_id, client_id, scopes, expires_at) values ($1, $2, $3, $4, $5)`,
-		t.Hash, t.FamilyID, t.ClientID, t.Scopes, t.ExpiresAt)
+	_, err := q.Exec(ctx, `insert into refresh_tokens (token_hash, family_id, client_id, scopes, expires_at, dpop_jkt)
+		values ($1, $2, $3, $4, $5, nullif($6, ''))`,
+		t.Hash, t.FamilyID, t.ClientID, t.Scopes, t.ExpiresAt, t.DPoPJKT)
 	return err
 }
 

@@ -1,0 +1,56 @@
+package web
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/identity"
+)
+
+// handleConsoleClientDPoP handles "POST /console/credentials/clients/:id/dpop"
+// (admins): dpop=on requires the client to use DPoP (RFC 9449), dpop=off
+// stops requiring it. Tokens it holds are unchanged. A change is audited;
+// asking for the setting the client already has records nothing.
+func (s *Server) handleConsoleClientDPoP(c echo.Context) error {
+	f, err := bindForm(c)
+	if err != nil {
+		return err
+	}
+	var on bool
+	switch f.Text("dpop", 3) {
+	case "on":
+		on = true
+	case "off":
+	default:
+		return apperr.New(apperr.Invalid, "Choose on or off.")
+	}
+	record := audited(s, c, identity.AuditClientDPoP, func(ch identity.ClientChange) (string, string) {
+		return ch.After.ID, identity.DPoPAuditDetail(ch.After)
+	})
+	cl, err := s.identity.SetClientDPoP(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"), on,
+		func(ctx context.Context, tx database.Tx, ch identity.ClientChange) error {
+			if ch.Before.DPoPBound == ch.After.DPoPBound {
+				return nil
+			}
+			return record(ctx, tx, ch)
+		})
+	if err != nil {
+		return consoleNotFound(err, identity.ErrClientNotFound)
+	}
+	notice := "dpop_off"
+	if cl.DPoPBound {
+		notice = "dpop_on"
+	}
+	return c.Redirect(http.StatusSeeOther, withNotice("/console/credentials", notice, cl.Name))
+}
+
+func dpopNote(required bool) string {
+	if required {
+		return "; DPoP required"
+	}
+	return ""
+}
