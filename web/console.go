@@ -75,6 +75,7 @@ var notices = map[string]string{
 	"withdrawn": "The consent of flow %s was withdrawn; a withdrawal receipt was signed.",
 	"retried":   "The webhook delivery of %s is being retried now.",
 	"revoked":   "API client %s was revoked. Its tokens stop working at once.",
+	"keys":      "The keys of API client %s were replaced; assertions signed with other keys are refused.",
 	"saved":     "Settings saved. New flows use them at once.",
 
 	"endpoint_added":    "Webhook endpoint %s was added.",

@@ -103,6 +103,14 @@ func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 				}
 				return len(cl) == 2
 			}},
+		{"add keys to a client", "/console/credentials/clients/" + client.ID + "/keys", url.Values{"jwks": {string(testJWKS(t))}},
+			identity.AuditClientKeys, client.ID, http.StatusSeeOther, "", func(t *testing.T) bool {
+				cl, err := ls.ident.Client(ctx, client.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return !cl.Keys.IsZero()
+			}},
 		{"revoke a client", "/console/credentials/clients/" + client.ID + "/revoke", nil, identity.AuditClientRevoke, client.ID,
 			http.StatusSeeOther, "", func(t *testing.T) bool {
 				cl, err := ls.ident.Client(ctx, client.ID)

@@ -27,7 +27,8 @@ func (s *Server) handleConsoleCredentials(c echo.Context) error {
 	p := pages.CredentialsPage{Frame: s.frame(c, "credentials", "Credentials"), TokenURL: s.cfg.URL("/oauth/token"), SecretCreated: "—"}
 	for _, cl := range clients {
 		p.Clients = append(p.Clients, pages.ClientRow{ID: cl.ID, Name: cl.Name, Scopes: strings.Join(cl.Scopes, " "), Sandbox: cl.Sandbox,
-			Created: consoleTime(cl.CreatedAt), LastUsed: consoleTimePtr(cl.LastUsedAt, "never"), Revoked: consoleTimePtr(cl.RevokedAt, "")})
+			Created: consoleTime(cl.CreatedAt), LastUsed: consoleTimePtr(cl.LastUsedAt, "never"), Revoked: consoleTimePtr(cl.RevokedAt, ""),
+			Auth: clientAuthLabel(cl), HasSecret: cl.HasSecret})
 	}
 	if sec, err := s.webhooks.CurrentSecret(ctx, org); err == nil {
 		p.SecretCreated = consoleTime(sec.CreatedAt)
@@ -39,17 +40,20 @@ func (s *Server) handleConsoleCredentials(c echo.Context) error {
 
 // handleConsoleNewClient handles "GET /console/credentials/clients/new" (admins).
 func (s *Server) handleConsoleNewClient(c echo.Context) error {
-	return s.renderClientForm(c, http.StatusOK, "", map[string]bool{identity.ScopeFlowsRead: true, identity.ScopeFlowsWrite: true}, false, nil)
+	return s.renderClientForm(c, http.StatusOK, pages.ClientFormPage{Scopes: map[string]bool{identity.ScopeFlowsRead: true, identity.ScopeFlowsWrite: true}})
 }
 
-func (s *Server) renderClientForm(c echo.Context, status int, name string, scopes map[string]bool, sandbox bool, errs map[string]string) error {
-	return s.renderConsole(c, status, pages.ClientForm(pages.ClientFormPage{Frame: s.frame(c, "credentials", "New API client"),
-		Name: name, AllScopes: identity.AllScopes, Scopes: scopes, Sandbox: sandbox, Errors: errs}))
+// renderClientForm renders the new-client form p with the page's frame
+// and choices filled in.
+func (s *Server) renderClientForm(c echo.Context, status int, p pages.ClientFormPage) error {
+	p.Frame, p.AllScopes = s.frame(c, "credentials", "New API client"), identity.AllScopes
+	p.Keys.URIAllowed = len(s.cfg.ClientJWKSHosts) > 0 || p.Keys.JWKSURI != ""
+	return s.renderConsole(c, status, pages.ClientForm(p))
 }
 
 // handleConsoleCreateClient handles "POST /console/credentials/clients"
-// (admins): the client is made and its secret shown once; it obtains
-// tokens at once.
+// (admins): the client is made and its secret shown once (or its public
+// keys registered, for private_key_jwt); it obtains tokens at once.
 func (s *Server) handleConsoleCreateClient(c echo.Context) error {
 	f, err := bindForm(c)
 	if err != nil {
@@ -65,22 +69,28 @@ func (s *Server) handleConsoleCreateClient(c echo.Context) error {
 	for _, sc := range scopes {
 		chosen[sc] = true
 	}
+	keys, keyFields := clientKeysForm(f, true)
+	again := pages.ClientFormPage{Name: name, Scopes: chosen, Sandbox: sandbox, Keys: keyFields, Errors: f.Errors}
 	if !f.Valid() {
-		return s.renderClientForm(c, http.StatusBadRequest, name, chosen, sandbox, f.Errors)
+		return s.renderClientForm(c, http.StatusBadRequest, again)
 	}
 	creds, err := s.identity.CreateClient(c.Request().Context(), identity.NewClient{OrganizationID: staffOf(c).OrganizationID,
-		Name: name, Scopes: scopes, Sandbox: sandbox},
+		Name: name, Scopes: scopes, Sandbox: sandbox, Keys: keys},
 		audited(s, c, identity.AuditClientCreate, func(cc identity.ClientCredentials) (string, string) {
-			return cc.ID, cc.Name + "; scopes " + strings.Join(cc.Scopes, " ") + sandboxNote(cc.Sandbox)
+			return cc.ID, cc.Name + "; scopes " + strings.Join(cc.Scopes, " ") + sandboxNote(cc.Sandbox) + authNote(cc.Client)
 		}))
-	if f.Refused(err, nil) {
-		return s.renderClientForm(c, http.StatusBadRequest, name, chosen, sandbox, f.Errors)
+	if f.Refused(err, clientKeyFormFields) {
+		return s.renderClientForm(c, http.StatusBadRequest, again)
 	}
 	if err != nil {
 		return consoleNotFound(err, identity.ErrOrganizationNotFound)
 	}
+	intro := "Use the client id and secret at the token endpoint (client credentials grant)."
+	if creds.Secret == "" {
+		intro = "The client has no secret: it authenticates at the token endpoint with a JWT signed by one of its registered keys (private_key_jwt)."
+	}
 	return s.renderConsole(c, http.StatusCreated, pages.Secret(pages.SecretPage{Frame: s.frame(c, "credentials", "API client created"),
-		Heading: "API client created", Intro: "Use the client id and secret at the token endpoint (client credentials grant).",
+		Heading: "API client created", Intro: intro,
 		Label: "Client secret", Secret: creds.Secret, Details: clientDetails(s, creds.Client),
 		BackURL: "/console/credentials", Back: "Done"}))
 }
@@ -99,6 +109,7 @@ func clientDetails(s *Server, cl identity.Client) []pages.KV {
 	}
 	return []pages.KV{{Label: "Name", Value: cl.Name}, {Label: "Client id", Value: cl.ID, Code: true},
 		{Label: "Scopes", Value: strings.Join(cl.Scopes, " ")}, {Label: "Environment", Value: env},
+		{Label: "Authentication", Value: strings.Join(cl.AuthMethods(), " ")},
 		{Label: "Token endpoint", Value: s.cfg.URL("/oauth/token"), Code: true}}
 }
 

@@ -83,7 +83,7 @@ func (s *Server) writeTokenError(c echo.Context, e *identity.TokenError) error {
 
 // tokenParams are the token endpoint's parameters; any other is ignored, as
 // RFC 6749 3.2 requires.
-var tokenParams = []string{"grant_type", "client_id", "client_secret", "refresh_token", "scope"}
+var tokenParams = append([]string{"grant_type", "client_id", "client_secret", "refresh_token", "scope"}, assertionParams...)
 
 // parseTokenRequest reads a token request (see parseClientForm).
 func parseTokenRequest(r *http.Request) (identity.TokenRequest, url.Values, *identity.TokenError) {
@@ -96,7 +96,10 @@ func parseTokenRequest(r *http.Request) (identity.TokenRequest, url.Values, *ide
 
 // clientTokenParams are the parameters of the revocation (RFC 7009 2.1) and
 // introspection (RFC 7662 2.1) endpoints.
-var clientTokenParams = []string{"token", "token_type_hint", "client_id", "client_secret"}
+var clientTokenParams = append([]string{"token", "token_type_hint", "client_id", "client_secret"}, assertionParams...)
+
+// assertionParams carry private_key_jwt's client assertion (RFC 7523 2.2).
+var assertionParams = []string{"client_assertion_type", "client_assertion"}
 
 // parseClientTokenRequest reads a request to the revocation or
 // introspection endpoint (see parseClientForm).
@@ -112,7 +115,8 @@ func parseClientTokenRequest(r *http.Request) (identity.ClientTokenRequest, *ide
 // authenticate API clients: an application/x-www-form-urlencoded body, each
 // of params at most once (RFC 6749 3.2), and the client's credentials either
 // in the body (client_secret_post) or in HTTP Basic (client_secret_basic,
-// each part form-encoded as RFC 6749 2.3.1 says), never both. Neither the
+// each part form-encoded as RFC 6749 2.3.1 says), never both, or a client
+// assertion (private_key_jwt), which the identity module tells apart. Neither the
 // client secret nor the secret parameter may come in the URL. It returns
 // the values of params, the client's authentication and the whole form.
 func parseClientForm(r *http.Request, params []string, secret string) (map[string]string, identity.ClientAuth, url.Values, *identity.TokenError) {
@@ -124,7 +128,7 @@ func parseClientForm(r *http.Request, params []string, secret string) (map[strin
 		return invalid("The request body must be application/x-www-form-urlencoded.")
 	}
 	q := r.URL.Query()
-	if q.Has("client_secret") || q.Has(secret) {
+	if q.Has("client_secret") || q.Has("client_assertion") || q.Has(secret) {
 		return invalid("Credentials must not be sent in the URL.")
 	}
 	body, err := io.ReadAll(r.Body)
@@ -148,7 +152,8 @@ func parseClientForm(r *http.Request, params []string, secret string) (map[strin
 			p[name] = vs[0]
 		}
 	}
-	auth := identity.ClientAuth{ClientID: p["client_id"], ClientSecret: p["client_secret"], AuthMethod: identity.AuthSecretPost}
+	auth := identity.ClientAuth{ClientID: p["client_id"], ClientSecret: p["client_secret"], AuthMethod: identity.AuthSecretPost,
+		ClientAssertionType: p["client_assertion_type"], ClientAssertion: p["client_assertion"]}
 	if header := r.Header.Get("Authorization"); header != "" {
 		id, sec, ok := parseBasic(header)
 		if !ok {
@@ -161,7 +166,8 @@ func parseClientForm(r *http.Request, params []string, secret string) (map[strin
 		if auth.ClientID != "" && auth.ClientID != id {
 			return invalid("client_id in the body differs from the one in HTTP Basic.")
 		}
-		auth = identity.ClientAuth{ClientID: id, ClientSecret: sec, AuthMethod: identity.AuthSecretBasic}
+		auth = identity.ClientAuth{ClientID: id, ClientSecret: sec, AuthMethod: identity.AuthSecretBasic,
+			ClientAssertionType: auth.ClientAssertionType, ClientAssertion: auth.ClientAssertion}
 	}
 	return p, auth, form, nil
 }

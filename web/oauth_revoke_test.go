@@ -89,7 +89,7 @@ func TestIndependentClientRevokesAndIntrospects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	methods := []zoidc.AuthMethod{zoidc.AuthMethodBasic, zoidc.AuthMethodPost}
+	methods := []zoidc.AuthMethod{zoidc.AuthMethodBasic, zoidc.AuthMethodPost, zoidc.AuthMethodPrivateKeyJWT}
 	if disc.RevocationEndpoint != ts.url+"/oauth/revoke" || disc.IntrospectionEndpoint != ts.url+"/oauth/introspect" ||
 		!slices.Equal(disc.RevocationEndpointAuthMethodsSupported, methods) || !slices.Equal(disc.IntrospectionEndpointAuthMethodsSupported, methods) {
 		t.Fatalf("discovery: revocation %q %v, introspection %q %v", disc.RevocationEndpoint, disc.RevocationEndpointAuthMethodsSupported,

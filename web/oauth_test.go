@@ -334,9 +334,14 @@ func TestDiscoveryAndJWKSServeStandardVerifiers(t *testing.T) {
 		JWKSURI       string   `json:"jwks_uri"`
 		Grants        []string `json:"grant_types_supported"`
 		AuthMethods   []string `json:"token_endpoint_auth_methods_supported"`
+		RevokeMethods []string `json:"revocation_endpoint_auth_methods_supported"`
+		InspectAlgs   []string `json:"introspection_endpoint_auth_signing_alg_values_supported"`
+		SigningAlgs   []string `json:"token_endpoint_auth_signing_alg_values_supported"`
 	}
 	if err := provider.Claims(&meta); err != nil || meta.TokenEndpoint != ts.url+"/oauth/token" || meta.JWKSURI != ts.url+"/oauth/jwks" ||
-		strings.Join(meta.Grants, " ") != "client_credentials refresh_token authorization_code" || strings.Join(meta.AuthMethods, " ") != "client_secret_basic client_secret_post" {
+		strings.Join(meta.Grants, " ") != "client_credentials refresh_token authorization_code" || strings.Join(meta.AuthMethods, " ") != "client_secret_basic client_secret_post private_key_jwt" ||
+		strings.Join(meta.RevokeMethods, " ") != "client_secret_basic client_secret_post private_key_jwt" ||
+		strings.Join(meta.SigningAlgs, " ") != "RS256 PS256 ES256" || strings.Join(meta.InspectAlgs, " ") != "RS256 PS256 ES256" {
 		t.Fatalf("discovery %+v %v", meta, err)
 	}
 	cc := clientcredentials.Config{ClientID: ts.full.ID, ClientSecret: ts.full.Secret, TokenURL: meta.TokenEndpoint}

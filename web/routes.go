@@ -132,6 +132,8 @@ func (s *Server) routes() {
 	console.GET("/credentials/clients/:id/rotate", s.handleConsoleRotateClientConfirm, requireAdmin)
 	console.POST("/credentials/clients/:id/rotate", s.handleConsoleRotateClient, requireAdmin)
 	console.GET("/credentials/clients/:id/revoke", s.handleConsoleRevokeClientConfirm, requireAdmin)
+	console.GET("/credentials/clients/:id/keys", s.handleConsoleClientKeys, requireAdmin)
+	console.POST("/credentials/clients/:id/keys", s.handleConsoleReplaceClientKeys, requireAdmin)
 	console.POST("/credentials/clients/:id/revoke", s.handleConsoleRevokeClient, requireAdmin)
 	console.POST("/credentials/webhook-secret/reveal", s.handleConsoleRevealWebhookSecret, requireAdmin)
 	console.GET("/credentials/webhook-secret/rotate", s.handleConsoleRotateWebhookSecretConfirm, requireAdmin)

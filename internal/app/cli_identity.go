@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,6 +32,7 @@ func identityConfig(cfg *config.Config, log *slog.Logger) identity.Config {
 		ExternalIssuer:      cfg.OIDCIssuer,
 		ExternalAudiences:   cfg.OIDCAudience,
 		OrgClaim:            cfg.OrgClaim,
+		ClientJWKSHosts:     cfg.ClientJWKSHosts,
 		Log:                 log,
 	}
 }
@@ -202,22 +205,28 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// runClients handles "flowd clients create|list|rotate|revoke|map".
-func runClients(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// runClients handles "flowd clients create|list|rotate|revoke|keys|map".
+func runClients(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("clients: give a subcommand: create, list, rotate, revoke or map")
+		return errors.New("clients: give a subcommand: create, list, rotate, revoke, keys or map")
 	}
 	sub := args[0]
 	fs := flag.NewFlagSet("clients "+sub, flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	var org, name, scopes, clientID, issuer *string
-	var sandbox *bool
+	var sandbox, withSecret *bool
+	var keys keyFlags
 	switch sub {
 	case "create":
 		org = fs.String("org", "", "the organization's id (required)")
 		name = fs.String("name", "", `a name for the client (default "API client")`)
 		scopes = fs.String("scopes", "", `space-separated scopes (default all: "`+strings.Join(identity.AllScopes, " ")+`")`)
 		sandbox = fs.Bool("sandbox", false, "a sandbox client: its flows carry sandbox: true")
+		keys.define(fs)
+		withSecret = fs.Bool("secret", false, "with --jwks or --jwks-uri: give the client a secret too (to migrate)")
+	case "keys":
+		clientID = fs.String("client-id", "", "the client's id (required; or give it as the argument)")
+		keys.define(fs)
 	case "list":
 		org = fs.String("org", "", "the organization's id (required)")
 	case "rotate", "revoke":
@@ -229,11 +238,11 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 		scopes = fs.String("scopes", "", "scopes granted when a token carries none of flowd's (default all)")
 		sandbox = fs.Bool("sandbox", false, "a sandbox client: its flows carry sandbox: true")
 	default:
-		return fmt.Errorf("clients: unknown subcommand %q (create, list, rotate, revoke, map)", sub)
+		return fmt.Errorf("clients: unknown subcommand %q (create, list, rotate, revoke, keys, map)", sub)
 	}
 	rest := args[1:]
-	// rotate and revoke also take the client id as their one argument.
-	if (sub == "rotate" || sub == "revoke") && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+	// rotate, revoke and keys also take the client id as their one argument.
+	if (sub == "rotate" || sub == "revoke" || sub == "keys") && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 		*clientID, rest = rest[0], rest[1:]
 	}
 	if err := parseFlags(fs, rest, stderr); err != nil {
@@ -245,6 +254,16 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 	if clientID != nil && *clientID == "" {
 		return fmt.Errorf("clients %s: --client-id is required", sub)
 	}
+	clientKeys, err := keys.read(stdin)
+	if err != nil {
+		return fmt.Errorf("clients %s: %w", sub, err)
+	}
+	if sub == "keys" && clientKeys.IsZero() {
+		return errors.New("clients keys: give the new keys with --jwks FILE or --jwks-uri URL")
+	}
+	if withSecret != nil && *withSecret && clientKeys.IsZero() {
+		return errors.New("clients create: --secret goes with --jwks or --jwks-uri (a client without keys always has a secret)")
+	}
 	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
 	if err != nil {
 		return err
@@ -253,9 +272,10 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 	id := env.identity
 	switch sub {
 	case "create":
-		cc, err := id.CreateClient(ctx, identity.NewClient{OrganizationID: *org, Name: *name, Scopes: splitList(*scopes), Sandbox: *sandbox})
+		cc, err := id.CreateClient(ctx, identity.NewClient{OrganizationID: *org, Name: *name, Scopes: splitList(*scopes), Sandbox: *sandbox,
+			Keys: clientKeys, AlsoSecret: *withSecret})
 		if err != nil {
-			return adminError(err)
+			return oneLine(err, "--")
 		}
 		return printCredentials(stdout, env.cfg, cc, *asJSON, "Created")
 	case "list":
@@ -274,7 +294,7 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 			list := make([]map[string]any, len(clients))
 			for i, c := range clients {
 				list[i] = map[string]any{"clientId": c.ID, "name": c.Name, "scopes": c.Scopes, "sandbox": c.Sandbox,
-					"createdAt": c.CreatedAt, "lastUsedAt": c.LastUsedAt, "revokedAt": c.RevokedAt}
+					"authMethods": c.AuthMethods(), "createdAt": c.CreatedAt, "lastUsedAt": c.LastUsedAt, "revokedAt": c.RevokedAt}
 			}
 			ext := make([]map[string]any, len(mapped))
 			for i, x := range mapped {
@@ -298,7 +318,8 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 			if c.Sandbox {
 				sb = " sandbox"
 			}
-			fmt.Fprintf(stdout, "%s  %-7s  %s  %q  %s%s\n", c.ID, state, strings.Join(c.Scopes, " "), c.Name, last, sb)
+			fmt.Fprintf(stdout, "%s  %-7s  %s  %q  %s%s  auth %s\n", c.ID, state, strings.Join(c.Scopes, " "), c.Name, last, sb,
+				strings.Join(c.AuthMethods(), " "))
 		}
 		for _, x := range mapped {
 			fmt.Fprintf(stdout, "%s  mapped   %s  issuer %s\n", x.ClientID, strings.Join(x.Scopes, " "), x.Issuer)
@@ -314,6 +335,20 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 			return adminError(err)
 		}
 		return printCredentials(stdout, env.cfg, cc, *asJSON, "Rotated the secret of")
+	case "keys":
+		c, err := id.Client(ctx, *clientID)
+		if err != nil {
+			return adminError(err)
+		}
+		c, err = id.ReplaceClientKeys(ctx, c.OrganizationID, c.ID, clientKeys)
+		if err != nil {
+			return oneLine(err, "--")
+		}
+		if *asJSON {
+			return printJSON(stdout, map[string]any{"clientId": c.ID, "authMethods": c.AuthMethods(), "jwksUri": c.Keys.JWKSURI})
+		}
+		fmt.Fprintf(stdout, "Replaced the keys of client %s: assertions signed with the previous keys are refused from now on.\n", c.ID)
+		return nil
 	case "revoke":
 		c, err := id.Client(ctx, *clientID)
 		if err != nil {
@@ -347,19 +382,71 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 	return nil
 }
 
-// printCredentials shows a client's id and secret, once.
+// printCredentials shows a client's id and secret, once, and how it
+// authenticates. An assertion-only client has no secret to show.
 func printCredentials(w io.Writer, cfg *config.Config, cc identity.ClientCredentials, asJSON bool, verb string) error {
 	if asJSON {
-		return printJSON(w, map[string]any{"clientId": cc.ID, "clientSecret": cc.Secret, "scopes": cc.Scopes, "sandbox": cc.Sandbox})
+		out := map[string]any{"clientId": cc.ID, "scopes": cc.Scopes, "sandbox": cc.Sandbox, "authMethods": cc.AuthMethods()}
+		if cc.Secret != "" {
+			out["clientSecret"] = cc.Secret
+		}
+		if cc.Keys.JWKSURI != "" {
+			out["jwksUri"] = cc.Keys.JWKSURI
+		}
+		return printJSON(w, out)
 	}
 	kind := "client"
 	if cc.Sandbox {
 		kind = "sandbox client"
 	}
-	fmt.Fprintf(w, "%s %s %s of organization %s\n  client_id      %s\n  client_secret  %s\n  scopes         %s\n  token URL      %s\n",
-		verb, kind, cc.ID, cc.OrganizationID, cc.ID, cc.Secret, strings.Join(cc.Scopes, " "), cfg.URL("/oauth/token"))
-	fmt.Fprintln(w, "The secret is shown only now: store it safely.")
+	fmt.Fprintf(w, "%s %s %s of organization %s\n  client_id      %s\n", verb, kind, cc.ID, cc.OrganizationID, cc.ID)
+	if cc.Secret != "" {
+		fmt.Fprintf(w, "  client_secret  %s\n", cc.Secret)
+	}
+	fmt.Fprintf(w, "  auth methods   %s\n  scopes         %s\n  token URL      %s\n",
+		strings.Join(cc.AuthMethods(), " "), strings.Join(cc.Scopes, " "), cfg.URL("/oauth/token"))
+	if cc.Secret != "" {
+		fmt.Fprintln(w, "The secret is shown only now: store it safely.")
+	}
 	return nil
+}
+
+// keyFlags are the flags that give a client's public keys for private_key_jwt.
+type keyFlags struct {
+	jwksFile, jwksURI *string
+}
+
+func (k *keyFlags) define(fs *flag.FlagSet) {
+	k.jwksFile = fs.String("jwks", "", "a JSON Web Key Set file of the client's public keys, for private_key_jwt (- for stdin)")
+	k.jwksURI = fs.String("jwks-uri", "", "an https URL of the client's JSON Web Key Set (its host must be in FLOWD_CLIENT_JWKS_HOSTS)")
+}
+
+// read returns the keys the flags give; none when they were not defined or not set.
+func (k *keyFlags) read(stdin io.Reader) (identity.ClientKeys, error) {
+	if k.jwksFile == nil {
+		return identity.ClientKeys{}, nil
+	}
+	keys := identity.ClientKeys{JWKSURI: *k.jwksURI}
+	switch *k.jwksFile {
+	case "":
+		return keys, nil
+	case "-":
+		raw, err := io.ReadAll(io.LimitReader(stdin, 1<<20))
+		if err != nil {
+			return keys, fmt.Errorf("reading the key set from stdin: %w", err)
+		}
+		keys.JWKS = raw
+	default:
+		raw, err := os.ReadFile(*k.jwksFile)
+		if err != nil {
+			return keys, fmt.Errorf("--jwks: %w", err)
+		}
+		keys.JWKS = raw
+	}
+	if len(bytes.TrimSpace(keys.JWKS)) == 0 {
+		return keys, errors.New("--jwks: the key set is empty")
+	}
+	return keys, nil
 }
 
 // runKeys handles "flowd keys rotate".

@@ -28,9 +28,13 @@ Usage:
                    set a staff account's password
   flowd orgs create --name NAME [--org-number N] [--prefix P] [--redirect-origins "URL ..."] [--json]
   flowd orgs list [--json]
-  flowd clients create --org ORG_ID [--name N] [--scopes "flows:read flows:write"] [--sandbox] [--json]
+  flowd clients create --org ORG_ID [--name N] [--scopes "flows:read flows:write"] [--sandbox]
+                   [--jwks FILE|- | --jwks-uri URL [--secret]] [--json]
+                   with keys, a private_key_jwt client (no secret unless --secret)
   flowd clients list --org ORG_ID [--json]
   flowd clients rotate|revoke CLIENT_ID [--json]
+  flowd clients keys CLIENT_ID --jwks FILE|- | --jwks-uri URL [--json]
+                   replace a client's public keys (private_key_jwt)
   flowd clients map --org ORG_ID --issuer URL --client-id ID [--scopes S] [--sandbox] [--json]
   flowd keys rotate [--json]   make new token-signing keys (ES256 and RS256)
   flowd keys rotate-data-key [--batch N] [--json]
@@ -67,7 +71,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "staff":
 		return runStaff(ctx, rest, getenv, stdin, stdout, stderr)
 	case "clients":
-		return runClients(ctx, rest, getenv, stdout, stderr)
+		return runClients(ctx, rest, getenv, stdin, stdout, stderr)
 	case "keys":
 		return runKeys(ctx, rest, getenv, stdout, stderr)
 	case "definitions":

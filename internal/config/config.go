@@ -56,6 +56,10 @@ type Config struct {
 	TestEID           bool
 	NationalIDFormat  string
 	AllowInsecureURLs bool
+	// ClientJWKSHosts are the hosts an API client's jwks_uri may point to
+	// (FLOWD_CLIENT_JWKS_HOSTS, comma-separated); empty allows no jwks_uri,
+	// so that registering a client cannot make flowd fetch from anywhere.
+	ClientJWKSHosts []string
 
 	ConsentTTL time.Duration
 	// MaintenanceInterval is how often each instance cancels the flows whose
@@ -131,6 +135,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		TestEID:           r.boolean("FLOWD_TEST_EID", false),
 		NationalIDFormat:  r.oneOf("FLOWD_NATIONAL_ID_FORMAT", "generic", "generic", "no", "se"),
 		AllowInsecureURLs: r.boolean("FLOWD_ALLOW_INSECURE_URLS", false),
+		ClientJWKSHosts:   r.hosts("FLOWD_CLIENT_JWKS_HOSTS"),
 
 		ConsentTTL:              r.duration("FLOWD_CONSENT_TTL", 30*24*time.Hour),
 		MaintenanceInterval:     r.duration("FLOWD_MAINTENANCE_INTERVAL", time.Minute),
@@ -298,6 +303,20 @@ func (r *reader) acrMap(name string) consent.ACRMap {
 
 func (r *reader) list(name string) []string {
 	return strings.FieldsFunc(r.getenv(name), func(c rune) bool { return c == ',' || c == ' ' })
+}
+
+// hosts reads a list of bare host names: a scheme, port or path would
+// never match a URL's host, so it is refused rather than silently ignored.
+func (r *reader) hosts(name string) []string {
+	var out []string
+	for _, h := range r.list(name) {
+		if strings.ContainsAny(h, ":/@?#") || strings.Trim(h, ".") == "" {
+			r.fail(name, "must list host names such as keys.bank.example, not %q", h)
+			continue
+		}
+		out = append(out, strings.ToLower(h))
+	}
+	return out
 }
 
 func (r *reader) listOr(name string, def []string) []string {

@@ -30,6 +30,13 @@ func TestLoadDefaults(t *testing.T) {
 	if len(c.SessionKey) != 32 {
 		t.Fatalf("session key is %d bytes", len(c.SessionKey))
 	}
+	if c.ClientJWKSHosts != nil {
+		t.Fatalf("jwks_uri hosts allowed by default: %v", c.ClientJWKSHosts)
+	}
+	c, err = Load(env(map[string]string{"FLOWD_CLIENT_JWKS_HOSTS": "Keys.Bank.example, keys.other.example"}), Need{})
+	if err != nil || strings.Join(c.ClientJWKSHosts, " ") != "keys.bank.example keys.other.example" {
+		t.Fatalf("FLOWD_CLIENT_JWKS_HOSTS: %v %v", c.ClientJWKSHosts, err)
+	}
 }
 
 func TestLoadNamesTheBadSetting(t *testing.T) {
@@ -56,6 +63,7 @@ func TestLoadNamesTheBadSetting(t *testing.T) {
 		{"negative shutdown delay", "FLOWD_SHUTDOWN_DELAY", "-1s"},
 		{"bad shutdown delay", "FLOWD_SHUTDOWN_DELAY", "later"},
 		{"zero shutdown timeout", "FLOWD_SHUTDOWN_TIMEOUT", "0s"},
+		{"a URL for a jwks_uri host", "FLOWD_CLIENT_JWKS_HOSTS", "keys.bank.example,https://other.example"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

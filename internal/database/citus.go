@@ -53,6 +53,7 @@ var CoordinatorTables = []string{
 	"api_clients",
 	"refresh_tokens",
 	"revoked_access_tokens",
+	"client_assertion_jtis",
 	"signing_keys",
 	"external_clients",
 	"staff_accounts",

@@ -33,6 +33,7 @@ const (
 	AuditClientCreate           = "client.create"
 	AuditClientRotate           = "client.rotate_secret"
 	AuditClientRevoke           = "client.revoke"
+	AuditClientKeys             = "client.replace_keys"
 	AuditWebhookSecretReveal    = "webhook_secret.reveal"
 	AuditWebhookSecretRotate    = "webhook_secret.rotate"
 	AuditSettingsUpdate         = "settings.update"

@@ -362,9 +362,9 @@ func (m *Module) listen(ctx context.Context) error {
 	}
 }
 
-// sweep deletes long-expired refresh tokens and the revocations of expired
-// access tokens every ten minutes, and completes the revoked set again when
-// it overflowed.
+// sweep deletes long-expired refresh tokens, the revocations of expired
+// access tokens and the used jti of expired client assertions every ten
+// minutes, and completes the revoked set again when it overflowed.
 func (m *Module) sweep(ctx context.Context) {
 	t := time.NewTicker(10 * time.Minute)
 	defer t.Stop()
@@ -381,7 +381,7 @@ func (m *Module) sweep(ctx context.Context) {
 // sweepOnce is one round of sweep.
 func (m *Module) sweepOnce(ctx context.Context) {
 	for _, del := range []func(context.Context, store.Querier) (int64, error){
-		store.DeleteExpiredRefreshTokens, store.DeleteExpiredRevokedAccessTokens,
+		store.DeleteExpiredRefreshTokens, store.DeleteExpiredRevokedAccessTokens, store.DeleteExpiredAssertionJTIs,
 	} {
 		for {
 			n, err := del(ctx, m.pool)

@@ -221,11 +221,14 @@ func normalizeOrigin(s string) (string, error) {
 }
 
 // Client is an API client of an organization: the holder of a client id and
-// secret that obtains tokens from the built-in provider.
+// a secret, or public keys for private_key_jwt, or both, that obtains tokens
+// from the built-in provider.
 type Client struct {
 	ID             string
 	OrganizationID string
 	Name           string
+	HasSecret      bool       // false for an assertion-only client
+	Keys           ClientKeys // its public keys; zero when it has none
 	Scopes         []string
 	Sandbox        bool
 	CreatedAt      time.Time
@@ -242,6 +245,10 @@ type NewClient struct {
 	Name           string   // "API client" when empty
 	Scopes         []string // AllScopes when empty
 	Sandbox        bool
+	// Keys, when given, let the client authenticate with private_key_jwt;
+	// it then gets no secret unless AlsoSecret is set (to migrate).
+	Keys       ClientKeys
+	AlsoSecret bool
 }
 
 // Validate checks the input and fills in defaults; it returns an apperr
@@ -331,6 +338,8 @@ func (x *ExternalClient) Validate() error {
 const (
 	AuthSecretBasic = "client_secret_basic"
 	AuthSecretPost  = "client_secret_post"
+	// AuthPrivateKeyJWT is a JWT signed with the client's key (RFC 7523 2.2).
+	AuthPrivateKeyJWT = "private_key_jwt"
 )
 
 // Grant types of the token endpoint.
@@ -344,8 +353,12 @@ const (
 type ClientAuth struct {
 	ClientID     string
 	ClientSecret string
-	AuthMethod   string // AuthSecretBasic or AuthSecretPost
+	AuthMethod   string // AuthSecretBasic, AuthSecretPost or AuthPrivateKeyJWT
 	RemoteAddr   string // the caller's address, for rate limiting
+	// ClientAssertionType and ClientAssertion are private_key_jwt's
+	// parameters; ClientID may then be empty (the assertion's sub).
+	ClientAssertionType string
+	ClientAssertion     string
 }
 
 // TokenRequest is a parsed request to the token endpoint.
@@ -461,7 +474,8 @@ type OrganizationChange struct {
 
 // Clients manages API clients and external client mappings.
 type Clients interface {
-	// CreateClient makes a client and its secret, shown only now. before
+	// CreateClient makes a client and its secret, shown only now (no
+	// secret for a client with Keys, unless AlsoSecret). before
 	// runs in the create's transaction (see database.BeforeCommit); its error
 	// undoes the create and is returned. ErrOrganizationNotFound, apperr Invalid.
 	CreateClient(ctx context.Context, in NewClient, before ...database.BeforeCommit[ClientCredentials]) (ClientCredentials, error)
@@ -473,8 +487,15 @@ type Clients interface {
 	// working at once, and so do the client's refresh tokens. before runs in
 	// the rotation's transaction (see database.BeforeCommit); its error keeps
 	// the old secret and is returned.
-	// ErrClientNotFound (also for another organization's or a revoked client).
+	// ErrClientNotFound (also for another organization's or a revoked
+	// client), ErrNoClientSecret for an assertion-only client.
 	RotateClientSecret(ctx context.Context, organizationID, clientID string, before ...database.BeforeCommit[ClientCredentials]) (ClientCredentials, error)
+	// ReplaceClientKeys replaces the client's public keys (private_key_jwt)
+	// by keys, which are validated (apperr Invalid); its secret, if any,
+	// stays. before runs in the replacement's transaction (see
+	// database.BeforeCommit); its error keeps the old keys and is returned.
+	// ErrClientNotFound (also for another organization's or a revoked client).
+	ReplaceClientKeys(ctx context.Context, organizationID, clientID string, keys ClientKeys, before ...database.BeforeCommit[Client]) (Client, error)
 	// RevokeClient stops the client: it can obtain no token, and the tokens it
 	// holds stop working at once on every instance. before runs in the
 	// revocation's transaction (see database.BeforeCommit); its error leaves

@@ -65,6 +65,12 @@ type Config struct {
 	Log *slog.Logger
 	// HTTPClient fetches the external issuer's discovery document and keys.
 	HTTPClient *http.Client
+	// ClientJWKSHosts are the hosts a client's jwks_uri may be on
+	// (FLOWD_CLIENT_JWKS_HOSTS); empty allows no jwks_uri.
+	ClientJWKSHosts []string
+	// JWKSHTTPClient fetches clients' jwks_uri; each fetch has its own
+	// 5-second limit. A plain client when nil.
+	JWKSHTTPClient *http.Client
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -82,6 +88,7 @@ type Module struct {
 	tokens  tokenCache
 	revoked revokedTokens
 	secrets verifiedSecrets
+	jwks    jwksCache
 	limiter *failureLimiter
 	hashing chan struct{} // bounds concurrent argon2id work
 
@@ -123,6 +130,9 @@ func New(pool *pgxpool.Pool, cfg Config) *Module {
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if cfg.JWKSHTTPClient == nil {
+		cfg.JWKSHTTPClient = &http.Client{}
 	}
 	now := cfg.Now
 	if now == nil {
@@ -254,19 +264,22 @@ func toOrganization(r store.Organization) Organization {
 // CreateClient implements Clients.
 func (m *Module) CreateClient(ctx context.Context, in NewClient, before ...database.BeforeCommit[ClientCredentials]) (ClientCredentials, error) {
 	in.Scopes = slices.Clone(in.Scopes)
-	if err := in.Validate(); err != nil {
+	if err := invalidFields(in.Validate(), in.Keys.Validate(m.cfg.ClientJWKSHosts)); err != nil {
 		return ClientCredentials{}, err
 	}
 	if _, err := m.Organization(ctx, in.OrganizationID); err != nil {
 		return ClientCredentials{}, err
 	}
-	sec := newClientSecret()
-	hash := mustHash(sec, m.cfg.HashParams)
+	var sec, hash string
+	if in.Keys.IsZero() || in.AlsoSecret {
+		sec = newClientSecret()
+		hash = mustHash(sec, m.cfg.HashParams)
+	}
 	var out ClientCredentials
 	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		row, err := store.InsertClient(ctx, tx, store.Client{
 			ID: newClientID(), OrganizationID: in.OrganizationID, Name: in.Name,
-			SecretHash: hash, Scopes: in.Scopes, Sandbox: in.Sandbox,
+			SecretHash: hash, JWKS: in.Keys.JWKS, JWKSURI: in.Keys.JWKSURI, Scopes: in.Scopes, Sandbox: in.Sandbox,
 		})
 		if err != nil {
 			return err
@@ -329,7 +342,7 @@ func (m *Module) RotateClientSecret(ctx context.Context, organizationID, clientI
 		return database.RunBeforeCommit(ctx, tx, ClientCredentials{Client: toClient(row), Secret: sec}, before)
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		return ClientCredentials{}, ErrClientNotFound
+		return ClientCredentials{}, m.noSecretToRotate(ctx, organizationID, clientID)
 	}
 	if err != nil {
 		return ClientCredentials{}, database.Classify(err)
@@ -364,7 +377,8 @@ func (m *Module) RevokeClient(ctx context.Context, organizationID, clientID stri
 }
 
 func toClient(r store.Client) Client {
-	return Client{ID: r.ID, OrganizationID: r.OrganizationID, Name: r.Name, Scopes: r.Scopes, Sandbox: r.Sandbox,
+	return Client{ID: r.ID, OrganizationID: r.OrganizationID, Name: r.Name, HasSecret: r.SecretHash != "",
+		Keys: ClientKeys{JWKS: r.JWKS, JWKSURI: r.JWKSURI}, Scopes: r.Scopes, Sandbox: r.Sandbox,
 		CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt}
 }
 

@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -75,12 +76,17 @@ func (m *Module) Token(ctx context.Context, req TokenRequest) (Token, error) {
 	return tok, nil
 }
 
-// authenticateClient checks the client's id and secret, refusing with 429
-// while the client or the address has failed too often.
+// authenticateClient checks the client's credentials, a secret or a client
+// assertion (private_key_jwt), refusing with 429 while the client or the
+// address has failed too often. Both ways fail and count alike.
 func (m *Module) authenticateClient(ctx context.Context, req ClientAuth) (store.Client, error) {
-	if req.ClientID == "" || req.ClientSecret == "" {
+	req, refused, terr := assertionAuth(req)
+	if terr != nil {
+		return store.Client{}, terr
+	}
+	if refused == nil && (req.ClientID == "" || (req.ClientSecret == "" && req.AuthMethod != AuthPrivateKeyJWT)) {
 		return store.Client{}, &TokenError{Code: ErrCodeInvalidClient, AuthMethod: req.AuthMethod,
-			Description: "Client authentication is required: client_id and client_secret in the body, or HTTP Basic."}
+			Description: "Client authentication is required: client_id and client_secret in the body, HTTP Basic, or a client assertion."}
 	}
 	clientKey, addrKey := "client:"+req.ClientID, "addr:"+req.RemoteAddr
 	for _, k := range []struct {
@@ -94,45 +100,72 @@ func (m *Module) authenticateClient(ctx context.Context, req ClientAuth) (store.
 				Description: "Too many failed client authentications; try again later."}
 		}
 	}
-	fail := func() (store.Client, error) {
-		m.log.InfoContext(ctx, "identity: client authentication failed", "client_id", loggableID(req.ClientID), "remote_addr", req.RemoteAddr)
+	fail := func(f *authFailure) (store.Client, error) {
+		m.log.InfoContext(ctx, "identity: client authentication failed", "client_id", loggableID(req.ClientID),
+			"remote_addr", req.RemoteAddr, "method", req.AuthMethod, "reason", cmp.Or(f.reason, f.description))
 		m.limiter.fail(clientKey, m.cfg.ClientFailureLimit)
 		m.limiter.fail(addrKey, m.cfg.AddressFailureLimit)
-		return store.Client{}, &TokenError{Code: ErrCodeInvalidClient, AuthMethod: req.AuthMethod,
-			Description: "Client authentication failed."}
+		return store.Client{}, &TokenError{Code: ErrCodeInvalidClient, AuthMethod: req.AuthMethod, Description: f.description}
 	}
+	if refused != nil {
+		return fail(refused)
+	}
+	failed := refuse("Client authentication failed.")
 	if len(req.ClientID) > 128 || len(req.ClientSecret) > 512 {
-		return fail()
+		return fail(failed)
 	}
 	c, err := store.GetClient(ctx, m.pool, req.ClientID)
 	if errors.Is(err, store.ErrNotFound) {
-		return fail()
+		return fail(failed)
 	}
 	if err != nil {
 		return store.Client{}, database.Classify(err)
 	}
 	if c.RevokedAt != nil {
-		return fail()
+		return fail(failed)
 	}
-	now := m.now()
-	if !m.secrets.ok(c.ID, c.SecretHash, req.ClientSecret, now) {
-		select {
-		case m.hashing <- struct{}{}:
-		case <-ctx.Done():
-			return store.Client{}, ctx.Err()
-		}
-		ok, err := secrethash.Verify(req.ClientSecret, c.SecretHash)
-		<-m.hashing
-		if err != nil {
-			return store.Client{}, err
-		}
-		if !ok {
-			return fail()
-		}
-		m.secrets.remember(c.ID, c.SecretHash, req.ClientSecret, now)
+	if req.AuthMethod == AuthPrivateKeyJWT {
+		err = m.checkAssertion(ctx, c, req.ClientAssertion)
+	} else {
+		err = m.checkSecret(ctx, c, req.ClientSecret)
+	}
+	var f *authFailure
+	if errors.As(err, &f) {
+		return fail(f)
+	}
+	if err != nil {
+		return store.Client{}, err
 	}
 	m.limiter.reset(clientKey)
 	return c, nil
+}
+
+// checkSecret checks a client secret against c's hash, remembering a match
+// for a while so that a busy client does not pay argon2id on every request.
+// An assertion-only client has no secret: any secret fails like a wrong one.
+func (m *Module) checkSecret(ctx context.Context, c store.Client, secret string) error {
+	if c.SecretHash == "" {
+		return refuse("Client authentication failed.")
+	}
+	now := m.now()
+	if m.secrets.ok(c.ID, c.SecretHash, secret, now) {
+		return nil
+	}
+	select {
+	case m.hashing <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	ok, err := secrethash.Verify(secret, c.SecretHash)
+	<-m.hashing
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return refuse("Client authentication failed.")
+	}
+	m.secrets.remember(c.ID, c.SecretHash, secret, now)
+	return nil
 }
 
 // loggableID shortens a client id as given for the logs, and hides it when
@@ -319,6 +352,10 @@ func ordered(scopes []string) []string {
 	return out
 }
 
+// clientAuthMethods are the client authentication methods of the token,
+// revocation and introspection endpoints.
+var clientAuthMethods = []string{AuthSecretBasic, AuthSecretPost, AuthPrivateKeyJWT}
+
 // Discovery implements Provider.
 func (m *Module) Discovery() map[string]any {
 	return map[string]any{
@@ -326,13 +363,17 @@ func (m *Module) Discovery() map[string]any {
 		"token_endpoint":                        m.cfg.Issuer + "/oauth/token",
 		"jwks_uri":                              m.cfg.Issuer + "/oauth/jwks",
 		"grant_types_supported":                 []string{GrantClientCredentials, GrantRefreshToken},
-		"token_endpoint_auth_methods_supported": []string{AuthSecretBasic, AuthSecretPost},
+		"token_endpoint_auth_methods_supported": clientAuthMethods,
+		// private_key_jwt's algorithms, for the three endpoints alike.
+		"token_endpoint_auth_signing_alg_values_supported":         algorithmNames(AssertionAlgorithms),
+		"revocation_endpoint_auth_signing_alg_values_supported":    algorithmNames(AssertionAlgorithms),
+		"introspection_endpoint_auth_signing_alg_values_supported": algorithmNames(AssertionAlgorithms),
 		// RFC 8414 2: the revocation and introspection endpoints authenticate
 		// clients as the token endpoint does.
 		"revocation_endpoint":                           m.cfg.Issuer + "/oauth/revoke",
-		"revocation_endpoint_auth_methods_supported":    []string{AuthSecretBasic, AuthSecretPost},
+		"revocation_endpoint_auth_methods_supported":    clientAuthMethods,
 		"introspection_endpoint":                        m.cfg.Issuer + "/oauth/introspect",
-		"introspection_endpoint_auth_methods_supported": []string{AuthSecretBasic, AuthSecretPost},
+		"introspection_endpoint_auth_methods_supported": clientAuthMethods,
 		"scopes_supported":                              AllScopes,
 		// Without the interactive login there is no authorization endpoint,
 		// so no response type; the login's document adds "code".

@@ -92,7 +92,9 @@ type Client struct {
 	ID             string
 	OrganizationID string
 	Name           string
-	SecretHash     string
+	SecretHash     string // empty for an assertion-only client
+	JWKS           []byte // the registered public keys, or nil
+	JWKSURI        string // where the public keys are, or empty
 	Scopes         []string
 	Sandbox        bool
 	CreatedAt      time.Time
@@ -100,11 +102,11 @@ type Client struct {
 	RevokedAt      *time.Time
 }
 
-const clientColumns = "id, organization_id::text, name, secret_hash, scopes, sandbox, created_at, last_used_at, revoked_at"
+const clientColumns = "id, organization_id::text, name, coalesce(secret_hash, ''), jwks, coalesce(jwks_uri, ''), scopes, sandbox, created_at, last_used_at, revoked_at"
 
 func scanClient(row pgx.Row) (Client, error) {
 	var c Client
-	err := row.Scan(&c.ID, &c.OrganizationID, &c.Name, &c.SecretHash, &c.Scopes, &c.Sandbox, &c.CreatedAt, &c.LastUsedAt, &c.RevokedAt)
+	err := row.Scan(&c.ID, &c.OrganizationID, &c.Name, &c.SecretHash, &c.JWKS, &c.JWKSURI, &c.Scopes, &c.Sandbox, &c.CreatedAt, &c.LastUsedAt, &c.RevokedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, ErrNotFound
 	}
@@ -113,8 +115,9 @@ func scanClient(row pgx.Row) (Client, error) {
 
 // InsertClient stores a new API client.
 func InsertClient(ctx context.Context, q Querier, c Client) (Client, error) {
-	return scanClient(q.QueryRow(ctx, `insert into api_clients (id, organization_id, name, secret_hash, scopes, sandbox)
-		values ($1, $2, $3, $4, $5, $6) returning `+clientColumns, c.ID, c.OrganizationID, c.Name, c.SecretHash, c.Scopes, c.Sandbox))
+	return scanClient(q.QueryRow(ctx, `insert into api_clients (id, organization_id, name, secret_hash, jwks, jwks_uri, scopes, sandbox)
+		values ($1, $2, $3, nullif($4, ''), $5, nullif($6, ''), $7, $8) returning `+clientColumns,
+		c.ID, c.OrganizationID, c.Name, c.SecretHash, c.JWKS, c.JWKSURI, c.Scopes, c.Sandbox))
 }
 
 // GetClient returns one client.
@@ -134,13 +137,14 @@ func ListClients(ctx context.Context, q Querier, organizationID string) ([]Clien
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Client, error) { return scanClient(r) })
 }
 
-// SetClientSecret replaces an active client's secret hash and revokes its refresh tokens.
+// SetClientSecret replaces an active client's secret hash and revokes its
+// refresh tokens; an assertion-only client (no secret) is not found.
 func SetClientSecret(ctx context.Context, q Querier, organizationID, id, hash string) (Client, error) {
 	if !isUUID(organizationID) {
 		return Client{}, ErrNotFound
 	}
 	c, err := scanClient(q.QueryRow(ctx, `update api_clients set secret_hash = $3, secret_rotated_at = now()
-		where id = $1 and organization_id = $2 and revoked_at is null returning `+clientColumns, id, organizationID, hash))
+		where id = $1 and organization_id = $2 and revoked_at is null and secret_hash is not null returning `+clientColumns, id, organizationID, hash))
 	if err != nil {
 		return c, err
 	}

@@ -1,0 +1,468 @@
+package identity
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/modules/identity/internal/store"
+)
+
+// rsaTestKey is one 2048-bit key for the whole package: generating one per
+// test would dominate its run time.
+var rsaTestKey = sync.OnceValue(func() *rsa.PrivateKey {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		panic(err)
+	}
+	return k
+})
+
+func newECKey(t testing.TB) *ecdsa.PrivateKey {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// jwksOf returns the JSON Web Key Set of the public halves of keys, by kid.
+func jwksOf(t testing.TB, keys map[string]any) []byte {
+	t.Helper()
+	var set jose.JSONWebKeySet
+	for kid, k := range keys {
+		var pub any
+		switch k := k.(type) {
+		case *rsa.PrivateKey:
+			pub = &k.PublicKey
+		case *ecdsa.PrivateKey:
+			pub = &k.PublicKey
+		}
+		set.Keys = append(set.Keys, jose.JSONWebKey{Key: pub, KeyID: kid, Use: "sig"})
+	}
+	b, err := json.Marshal(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// signJWT signs claims with key and alg, kid in the header when not empty.
+func signJWT(t testing.TB, key any, alg jose.SignatureAlgorithm, kid string, claims map[string]any) string {
+	t.Helper()
+	opts := (&jose.SignerOptions{}).WithType("JWT")
+	if kid != "" {
+		opts = opts.WithHeader("kid", kid)
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: key}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := json.Marshal(claims)
+	jws, err := signer.Sign(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := jws.CompactSerialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// assertionClaims are good claims of an assertion of clientID at now.
+func assertionClaims(clientID string, now time.Time) map[string]any {
+	return map[string]any{"iss": clientID, "sub": clientID, "aud": testIssuer + "/oauth/token",
+		"iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": newUUID()}
+}
+
+// keyClient makes an assertion-only client with keys.
+func (f fixture) keyClient(t testing.TB, keys ClientKeys) ClientCredentials {
+	t.Helper()
+	cc, err := f.m.CreateClient(context.Background(), NewClient{OrganizationID: f.org.ID, Name: "Keys", Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.Secret != "" || cc.HasSecret {
+		t.Fatalf("an assertion-only client got a secret: %+v", cc.Client)
+	}
+	return cc
+}
+
+// assertionToken asks for a token with a client assertion.
+func (f fixture) assertionToken(m *Module, clientID, assertion string) (Token, error) {
+	return m.Token(context.Background(), TokenRequest{GrantType: GrantClientCredentials, ClientAuth: ClientAuth{
+		ClientID: clientID, AuthMethod: AuthSecretPost, RemoteAddr: "192.0.2.7",
+		ClientAssertionType: ClientAssertionType, ClientAssertion: assertion}})
+}
+
+// wantTokenError checks that err is a TokenError of code whose description contains desc.
+func wantTokenError(t *testing.T, err error, code, desc string) {
+	t.Helper()
+	var te *TokenError
+	if !errors.As(err, &te) || te.Code != code || !strings.Contains(te.Description, desc) {
+		t.Fatalf("got %v, want %s containing %q", err, code, desc)
+	}
+}
+
+func TestClientAssertion(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(c *Config) { c.ClientFailureLimit = 100 })
+	ec, other := newECKey(t), newECKey(t)
+	cc := f.keyClient(t, ClientKeys{JWKS: jwksOf(t, map[string]any{"ec1": ec, "rsa1": rsaTestKey()})})
+	hsKey, _ := json.Marshal(jose.JSONWebKey{Key: &rsaTestKey().PublicKey})
+	none := func(claims map[string]any) string {
+		h := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`))
+		p, _ := json.Marshal(claims)
+		return h + "." + base64.RawURLEncoding.EncodeToString(p) + "."
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(c map[string]any)
+		sign   func(c map[string]any) string
+		want   string // a part of the error description; empty for success
+	}{
+		{name: "good ES256 with kid"},
+		{name: "good RS256 without kid", sign: func(c map[string]any) string { return signJWT(t, rsaTestKey(), jose.RS256, "", c) }},
+		{name: "good PS256", sign: func(c map[string]any) string { return signJWT(t, rsaTestKey(), jose.PS256, "rsa1", c) }},
+		{name: "aud issuer", change: func(c map[string]any) { c["aud"] = testIssuer }},
+		{name: "aud array", change: func(c map[string]any) { c["aud"] = []string{"https://other.test", testIssuer + "/oauth/token"} }},
+		{name: "no iat", change: func(c map[string]any) { delete(c, "iat") }},
+		{name: "aud other", change: func(c map[string]any) { c["aud"] = "https://other.test/token" }, want: "aud must be"},
+		{name: "aud revocation endpoint", change: func(c map[string]any) { c["aud"] = testIssuer + "/oauth/revoke" }, want: "aud must be"},
+		{name: "iss other", change: func(c map[string]any) { c["iss"] = "fc_other" }, want: "iss and sub"},
+		{name: "sub other", change: func(c map[string]any) { c["sub"] = "fc_other" }, want: "differs from the client assertion's sub"},
+		{name: "exp missing", change: func(c map[string]any) { delete(c, "exp") }, want: "must have exp"},
+		{name: "exp past", change: func(c map[string]any) { c["exp"] = time.Now().Add(-time.Second).Unix() }, want: "expired"},
+		{name: "iat future", change: func(c map[string]any) {
+			c["iat"], c["exp"] = time.Now().Add(2*time.Minute).Unix(), time.Now().Add(3*time.Minute).Unix()
+		}, want: "iat is in the future"},
+		{name: "nbf future", change: func(c map[string]any) { c["nbf"] = time.Now().Add(time.Minute).Unix() }, want: "not valid yet"},
+		{name: "jti missing", change: func(c map[string]any) { delete(c, "jti") }, want: "must have a jti"},
+		{name: "lifetime too long", change: func(c map[string]any) { c["exp"] = time.Now().Add(6 * time.Minute).Unix() }, want: "lifetime"},
+		{name: "lifetime too long without iat", change: func(c map[string]any) {
+			delete(c, "iat")
+			c["exp"] = time.Now().Add(6 * time.Minute).Unix()
+		}, want: "lifetime"},
+		{name: "wrong key", sign: func(c map[string]any) string { return signJWT(t, other, jose.ES256, "ec1", c) }, want: "signature does not verify"},
+		{name: "wrong key without kid", sign: func(c map[string]any) string { return signJWT(t, other, jose.ES256, "", c) }, want: "signature does not verify"},
+		{name: "unknown kid", sign: func(c map[string]any) string { return signJWT(t, ec, jose.ES256, "ec9", c) }, want: "No key of the client"},
+		{name: "alg none", sign: none, want: "must be a JWT signed with RS256, PS256 or ES256"},
+		{name: "HS256 with the public key as secret", sign: func(c map[string]any) string { return signJWT(t, hsKey, jose.HS256, "rsa1", c) },
+			want: "must be a JWT signed with RS256, PS256 or ES256"},
+		{name: "not a JWT", sign: func(map[string]any) string { return "not.a.jwt" }, want: "must be a JWT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			claims := assertionClaims(cc.ID, time.Now())
+			if tc.change != nil {
+				tc.change(claims)
+			}
+			sign := tc.sign
+			if sign == nil {
+				sign = func(c map[string]any) string { return signJWT(t, ec, jose.ES256, "ec1", c) }
+			}
+			tok, err := f.assertionToken(f.m, cc.ID, sign(claims))
+			if tc.want == "" {
+				if err != nil || tok.AccessToken == "" {
+					t.Fatalf("a good assertion: %v", err)
+				}
+				p, err := f.m.VerifyAccessToken(context.Background(), tok.AccessToken)
+				if err != nil || p.ClientID != cc.ID {
+					t.Fatalf("the token of an assertion: %+v %v", p, err)
+				}
+				return
+			}
+			wantTokenError(t, err, ErrCodeInvalidClient, tc.want)
+		})
+	}
+}
+
+func TestClientAssertionReplayAndMixing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ec := newECKey(t)
+	cc := f.keyClient(t, ClientKeys{JWKS: jwksOf(t, map[string]any{"k": ec})})
+	assertion := signJWT(t, ec, jose.ES256, "k", assertionClaims(cc.ID, time.Now()))
+	if _, err := f.assertionToken(f.m, "", assertion); err != nil {
+		t.Fatalf("without client_id: %v", err)
+	}
+	// Another instance shares the record of used jti.
+	_, err := f.assertionToken(New(f.m.pool, f.m.cfg), cc.ID, assertion)
+	wantTokenError(t, err, ErrCodeInvalidClient, "already used")
+
+	fresh := signJWT(t, ec, jose.ES256, "k", assertionClaims(cc.ID, time.Now()))
+	for _, tc := range []struct {
+		name string
+		auth ClientAuth
+		code string
+	}{
+		{"with a secret in the body", ClientAuth{ClientID: cc.ID, ClientSecret: "fcs_x", AuthMethod: AuthSecretPost}, ErrCodeInvalidRequest},
+		{"with Basic", ClientAuth{ClientID: cc.ID, ClientSecret: "fcs_x", AuthMethod: AuthSecretBasic}, ErrCodeInvalidRequest},
+		{"another client_id", ClientAuth{ClientID: f.client.ID, AuthMethod: AuthSecretPost}, ErrCodeInvalidClient},
+		{"wrong type", ClientAuth{ClientID: cc.ID, AuthMethod: AuthSecretPost, ClientAssertionType: "urn:x"}, ErrCodeInvalidRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.auth.ClientAssertion = fresh
+			if tc.auth.ClientAssertionType == "" {
+				tc.auth.ClientAssertionType = ClientAssertionType
+			}
+			_, err := f.m.Token(context.Background(), TokenRequest{GrantType: GrantClientCredentials, ClientAuth: tc.auth})
+			wantTokenError(t, err, tc.code, "")
+		})
+	}
+	// The refused requests did not use the assertion up.
+	if _, err := f.assertionToken(f.m, cc.ID, fresh); err != nil {
+		t.Fatal(err)
+	}
+	// The sweep forgets the jti of expired assertions only.
+	ctx := context.Background()
+	if _, err := store.UseAssertionJTI(ctx, f.m.pool, cc.ID, "old", time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	f.m.sweepOnce(ctx)
+	var left []string
+	rows, _ := f.m.pool.Query(ctx, "select jti from client_assertion_jtis where client_id = $1 order by jti", cc.ID)
+	for rows.Next() {
+		var j string
+		_ = rows.Scan(&j)
+		left = append(left, j)
+	}
+	if len(left) != 2 || strings.Contains(strings.Join(left, " "), "old") {
+		t.Fatalf("after the sweep: %v", left)
+	}
+}
+
+// TestAssertionOnlyClientRefusesSecretsAndCountsFailures: a secret fails
+// against a client without one, and failed assertions count toward the
+// limit like wrong secrets, until even a good assertion is answered 429.
+func TestAssertionOnlyClientRefusesSecretsAndCountsFailures(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(c *Config) { c.ClientFailureLimit = 3 })
+	ec := newECKey(t)
+	cc := f.keyClient(t, ClientKeys{JWKS: jwksOf(t, map[string]any{"k": ec})})
+	ctx := context.Background()
+	_, err := f.m.Token(ctx, TokenRequest{GrantType: GrantClientCredentials,
+		ClientAuth: ClientAuth{ClientID: cc.ID, ClientSecret: "fcs_guess", AuthMethod: AuthSecretPost, RemoteAddr: "192.0.2.9"}})
+	wantTokenError(t, err, ErrCodeInvalidClient, "Client authentication failed.")
+	for range 2 {
+		bad := signJWT(t, newECKey(t), jose.ES256, "k", assertionClaims(cc.ID, time.Now()))
+		_, err := f.assertionToken(f.m, cc.ID, bad)
+		wantTokenError(t, err, ErrCodeInvalidClient, "signature")
+	}
+	good := signJWT(t, ec, jose.ES256, "k", assertionClaims(cc.ID, time.Now()))
+	_, err = f.assertionToken(f.m, cc.ID, good)
+	wantTokenError(t, err, ErrCodeSlowDown, "")
+	f.clock.advance(2 * time.Minute)
+	if _, err := f.assertionToken(f.m, cc.ID, signJWT(t, ec, jose.ES256, "k", assertionClaims(cc.ID, f.clock.now()))); err != nil {
+		t.Fatalf("after the window: %v", err)
+	}
+	// Assertions that name no client count too.
+	for range 3 {
+		_, err := f.assertionToken(f.m, "", "not a JWT")
+		wantTokenError(t, err, ErrCodeInvalidClient, "must be a JWT")
+	}
+	_, err = f.assertionToken(f.m, "", "not a JWT")
+	wantTokenError(t, err, ErrCodeSlowDown, "")
+}
+
+func TestClientKeysValidate(t *testing.T) {
+	t.Parallel()
+	ec := newECKey(t)
+	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	small, _ := rsa.GenerateKey(rand.Reader, 1024)
+	private, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: ec, KeyID: "p"}}})
+	enc, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &ec.PublicKey, Use: "enc"}}})
+	dup, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &ec.PublicKey, KeyID: "a"}, {Key: &rsaTestKey().PublicKey, KeyID: "a"}}})
+	var many jose.JSONWebKeySet
+	for range MaxClientKeys + 1 {
+		many.Keys = append(many.Keys, jose.JSONWebKey{Key: &ec.PublicKey})
+	}
+	manyJSON, _ := json.Marshal(many)
+	hosts := []string{"keys.bank.example"}
+	for _, tc := range []struct {
+		name  string
+		keys  ClientKeys
+		field string // the field named, empty for valid keys
+		msg   string
+	}{
+		{"inline", ClientKeys{JWKS: jwksOf(t, map[string]any{"a": ec, "b": rsaTestKey()})}, "", ""},
+		{"uri", ClientKeys{JWKSURI: "https://keys.bank.example/jwks.json"}, "", ""},
+		{"both", ClientKeys{JWKS: jwksOf(t, map[string]any{"a": ec}), JWKSURI: "https://keys.bank.example/jwks.json"}, "jwksUri", "not both"},
+		{"private key", ClientKeys{JWKS: private}, "jwks", `private member "d"`},
+		{"P-384", ClientKeys{JWKS: jwksOf(t, map[string]any{"a": p384})}, "jwks", "P-256"},
+		{"RSA 1024", ClientKeys{JWKS: jwksOf(t, map[string]any{"a": small})}, "jwks", "1024 bits"},
+		{"use enc", ClientKeys{JWKS: enc}, "jwks", `use "enc"`},
+		{"duplicate kid", ClientKeys{JWKS: dup}, "jwks", `key 2: kid "a"`},
+		{"too many", ClientKeys{JWKS: manyJSON}, "jwks", "at most 10"},
+		{"symmetric", ClientKeys{JWKS: []byte(`{"keys":[{"kty":"oct","k":"c2VjcmV0"}]}`)}, "jwks", `private member "k"`},
+		{"not a set", ClientKeys{JWKS: []byte(`[1]`)}, "jwks", "JSON Web Key Set"},
+		{"empty set", ClientKeys{JWKS: []byte(`{"keys":[]}`)}, "jwks", "at least one"},
+		{"http", ClientKeys{JWKSURI: "http://keys.bank.example/jwks.json"}, "jwksUri", "https"},
+		{"host not allowed", ClientKeys{JWKSURI: "https://evil.example/jwks.json"}, "jwksUri", "FLOWD_CLIENT_JWKS_HOSTS"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.keys.Validate(hosts)
+			if tc.field == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			e, ok := apperr.As(err)
+			if !ok || len(e.Fields) != 1 || e.Fields[0].Field != tc.field || !strings.Contains(e.Fields[0].Message, tc.msg) {
+				t.Fatalf("got %v, want %s: …%s…", err, tc.field, tc.msg)
+			}
+		})
+	}
+	if err := (&ClientKeys{JWKSURI: "https://keys.bank.example/jwks.json"}).Validate(nil); apperr.CodeOf(err) != apperr.Invalid {
+		t.Fatal("a jwks_uri was accepted with no allowed host")
+	}
+}
+
+func TestCreateClientCredentials(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	jwks := jwksOf(t, map[string]any{"k": newECKey(t)})
+	both, err := f.m.CreateClient(ctx, NewClient{OrganizationID: f.org.ID, Keys: ClientKeys{JWKS: jwks}, AlsoSecret: true})
+	if err != nil || both.Secret == "" || strings.Join(both.AuthMethods(), " ") != "client_secret_basic client_secret_post private_key_jwt" {
+		t.Fatalf("a client with keys and a secret: %+v %v", both, err)
+	}
+	if strings.Join(f.client.AuthMethods(), " ") != "client_secret_basic client_secret_post" {
+		t.Fatalf("a secret client's methods: %v", f.client.AuthMethods())
+	}
+	_, err = f.m.CreateClient(ctx, NewClient{OrganizationID: f.org.ID, Name: strings.Repeat("x", 201), Keys: ClientKeys{JWKS: []byte("{")}})
+	if e, ok := apperr.As(err); !ok || len(e.Fields) != 2 {
+		t.Fatalf("every bad field at once: %v", err)
+	}
+	// A bad replacement changes nothing; another organization's client is not found.
+	if _, err := f.m.ReplaceClientKeys(ctx, f.org.ID, both.ID, ClientKeys{JWKS: []byte(`{"keys":[]}`)}); apperr.CodeOf(err) != apperr.Invalid {
+		t.Fatalf("bad keys: %v", err)
+	}
+	if _, err := f.m.ReplaceClientKeys(ctx, "00000000-0000-0000-0000-000000000000", both.ID, ClientKeys{JWKS: jwks}); !errors.Is(err, ErrClientNotFound) {
+		t.Fatalf("another organization: %v", err)
+	}
+	got, _ := f.m.Client(ctx, both.ID)
+	if !strings.Contains(string(got.Keys.JWKS), `"kid": "k"`) || !got.HasSecret {
+		t.Fatalf("after refused replacements: %s", got.Keys.JWKS)
+	}
+}
+
+// jwksServer serves a key set that a test may change, counting fetches.
+type jwksServer struct {
+	*httptest.Server
+	mu      sync.Mutex
+	set     []byte
+	fetches atomic.Int32
+}
+
+func newJWKSServer(t *testing.T, set []byte) *jwksServer {
+	s := &jwksServer{set: set}
+	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.fetches.Add(1)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if r.URL.Path == "/redirect" {
+			http.Redirect(w, r, "/jwks", http.StatusFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(s.set)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *jwksServer) serve(set []byte) {
+	s.mu.Lock()
+	s.set = set
+	s.mu.Unlock()
+}
+
+// TestJWKSURI: keys come from the client's jwks_uri, cached; an unknown kid
+// fetches again (the client rotated) when the set is older than 30
+// seconds; a key replacement at flowd takes effect at once.
+func TestJWKSURI(t *testing.T) {
+	t.Parallel()
+	first, second, third := newECKey(t), newECKey(t), newECKey(t)
+	srv := newJWKSServer(t, jwksOf(t, map[string]any{"one": first}))
+	f := newFixture(t, func(c *Config) {
+		c.ClientJWKSHosts = []string{"127.0.0.1"}
+		c.JWKSHTTPClient = srv.Client()
+	})
+	cc := f.keyClient(t, ClientKeys{JWKSURI: srv.URL + "/jwks"})
+	assert := func(key *ecdsa.PrivateKey, kid string) error {
+		_, err := f.assertionToken(f.m, cc.ID, signJWT(t, key, jose.ES256, kid, assertionClaims(cc.ID, f.clock.now())))
+		return err
+	}
+	for range 2 {
+		if err := assert(first, "one"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := srv.fetches.Load(); n != 1 {
+		t.Fatalf("%d fetches for two assertions, want 1 (cached)", n)
+	}
+	srv.serve(jwksOf(t, map[string]any{"two": second}))
+	wantTokenError(t, assert(second, "two"), ErrCodeInvalidClient, "No key of the client")
+	f.clock.advance(31 * time.Second)
+	if err := assert(second, "two"); err != nil {
+		t.Fatalf("a rotated key, 31 seconds after the last fetch: %v", err)
+	}
+	srv.serve(jwksOf(t, map[string]any{"two": second, "three": third}))
+	wantTokenError(t, assert(third, "three"), ErrCodeInvalidClient, "No key of the client")
+	if n := srv.fetches.Load(); n != 2 {
+		t.Fatalf("%d fetches, want 2: unknown kids within 30 seconds of a fetch fetch nothing", n)
+	}
+	f.clock.advance(31 * time.Second)
+	if err := assert(third, "three"); err != nil {
+		t.Fatalf("an unknown kid after 30 seconds: %v", err)
+	}
+
+	// The keys are replaced by inline ones: the URL's keys stop working.
+	if _, err := f.m.ReplaceClientKeys(context.Background(), f.org.ID, cc.ID, ClientKeys{JWKS: jwksOf(t, map[string]any{"one": first})}); err != nil {
+		t.Fatal(err)
+	}
+	wantTokenError(t, assert(third, "three"), ErrCodeInvalidClient, "No key")
+	if err := assert(first, "one"); err != nil {
+		t.Fatal(err)
+	}
+
+	// A redirect, an error status or a host no longer allowed fail the fetch.
+	for _, tc := range []struct {
+		name string
+		uri  string
+		cfg  func(*Config)
+	}{
+		{"redirect", srv.URL + "/redirect", nil},
+		{"host no longer allowed", srv.URL + "/jwks", func(c *Config) { c.ClientJWKSHosts = []string{"keys.bank.example"} }},
+	} {
+		if _, err := f.m.ReplaceClientKeys(context.Background(), f.org.ID, cc.ID, ClientKeys{JWKSURI: tc.uri}); err != nil {
+			t.Fatal(err)
+		}
+		m := f.m
+		if tc.cfg != nil {
+			cfg := f.m.cfg
+			tc.cfg(&cfg)
+			m = New(f.m.pool, cfg)
+		}
+		_, err := f.assertionToken(m, cc.ID, signJWT(t, first, jose.ES256, "one", assertionClaims(cc.ID, f.clock.now())))
+		wantTokenError(t, err, ErrCodeInvalidClient, "could not be obtained")
+	}
+}
