@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test.sh is `make test`: every test, with the race detector, against a
 # throwaway PostgreSQL (or TEST_DATABASE_URL when set). It installs Chromium
-# for the browser tests when it is missing and apt-get can.
+# for the browser tests, and Node.js with the locked client library of the
+# independent-client test (internal/e2e/testdata/oauth4webapi), when they are
+# missing and apt-get and npm can.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -11,6 +13,17 @@ if ! command -v chromium >/dev/null 2>&1 && [ -z "${FLOWD_CHROMIUM:-}" ]; then
     echo "test.sh: installing chromium for the browser tests" >&2
     apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
   fi
+fi
+
+if ! command -v npm >/dev/null 2>&1 && [ -z "${FLOWD_NODE:-}" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "test.sh: installing Node.js for the independent-client test" >&2
+    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+  fi
+fi
+clientlib=internal/e2e/testdata/oauth4webapi
+if command -v npm >/dev/null 2>&1 && [ ! "$clientlib/node_modules/.package-lock.json" -nt "$clientlib/package-lock.json" ]; then
+  npm ci --prefix "$clientlib" --no-audit --no-fund --loglevel=error >&2
 fi
 
 exec scripts/pg.sh test go test -race -count=1 -timeout 9m "${@:-./...}"
