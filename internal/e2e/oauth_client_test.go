@@ -124,12 +124,13 @@ func TestAnIndependentClientLibrary(t *testing.T) {
 		{"the client had to follow the server's nonce", got.NonceRetries >= 1},
 		{"with a proof it gets a DPoP token the API accepts with proofs", got.DPoP.TokenType == "dpop" && got.DPoP.APIStatus == 200},
 		{"a replayed proof is refused", dpopChallenge(got.ReplayedProof, "invalid_dpop_proof")},
-		{"the bound token sent as a bearer token is refused", got.AsBearer.Status == 401},
+		{"the bound token sent as a bearer token is refused", got.AsBearer.Status == 401 && strings.Contains(got.AsBearer.WWWAuthenticate, `error="invalid_token"`)},
 		{"the bound token without a proof is refused", got.SchemeWithoutProof.Status == 401 && strings.Contains(got.SchemeWithoutProof.WWWAuthenticate, "DPoP ")},
 		{"refreshing keeps the binding", got.Refreshed.TokenType == "dpop"},
 		{"introspection shows the key the client holds", got.Introspection.Active && got.Introspection.TokenType == "DPoP" &&
 			got.Introspection.JKT == got.Thumbprint && got.Thumbprint != "" && got.Introspection.ClientID == dpopClient},
-		{"the API refuses a revoked token", got.AfterRevocation.Status == 401},
+		{"the API refuses a revoked token", got.AfterRevocation.Status == 401 && len(got.AfterRevocation.Challenges) == 1 &&
+			got.AfterRevocation.Challenges[0].Scheme == "dpop" && got.AfterRevocation.Challenges[0].Error == "invalid_token"},
 		{"introspection calls a revoked token inactive", !got.IntrospectionAfterRevocation.Active},
 		{"a revoked refresh token is refused", got.RefreshAfterRevocation.Error == "invalid_grant"},
 	}
@@ -138,7 +139,7 @@ func TestAnIndependentClientLibrary(t *testing.T) {
 			t.Errorf("%s: no", c.what)
 		}
 	}
-	if t.Failed() {
+	if t.Failed() || testing.Verbose() {
 		t.Logf("client.mjs observed: %s", stdout.String())
 	}
 }

@@ -18,7 +18,7 @@ const clientKey = await crypto.subtle.importKey('jwk', input.clientKey, { name: 
 const clientAuth = oauth.PrivateKeyJwt({ key: clientKey, kid: input.clientKey.kid })
 const keyClient = { client_id: input.keyClientId }
 const dpopClient = { client_id: input.dpopClientId }
-const flowsURL = new URL('/v1/flows', issuer)
+const flowsURL = new URL('/api/flows', issuer)
 const out = {
   discovery: {
     tokenAuthMethods: as.token_endpoint_auth_methods_supported,
