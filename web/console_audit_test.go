@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/internal/testkeys"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
 )
@@ -103,7 +104,7 @@ func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 				}
 				return len(cl) == 2
 			}},
-		{"add keys to a client", "/console/credentials/clients/" + client.ID + "/keys", url.Values{"jwks": {string(testJWKS(t))}},
+		{"add keys to a client", "/console/credentials/clients/" + client.ID + "/keys", url.Values{"jwks": {string(testkeys.PublicJWKS(t, "k1", testkeys.EC(t)))}},
 			identity.AuditClientKeys, client.ID, http.StatusSeeOther, "", func(t *testing.T) bool {
 				cl, err := ls.ident.Client(ctx, client.ID)
 				if err != nil {

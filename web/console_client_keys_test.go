@@ -14,22 +14,9 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/internal/testkeys"
 	"github.com/flowd/flowd/modules/identity"
 )
-
-// testJWKS returns the key set of a new EC P-256 public key.
-func testJWKS(t *testing.T) []byte {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &k.PublicKey, KeyID: "k1", Use: "sig"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // TestConsoleCreatesPrivateKeyJWTClients submits the new-client form with
 // private_key_jwt: bad keys re-render the form with the error beside the
@@ -80,7 +67,7 @@ func TestConsoleCreatesPrivateKeyJWTClients(t *testing.T) {
 	}
 
 	p := post("/console/credentials/clients", url.Values{"name": {"Signer"}, "scopes": {identity.ScopeFlowsRead},
-		"auth": {"private_key_jwt"}, "jwks": {string(testJWKS(t))}})
+		"auth": {"private_key_jwt"}, "jwks": {string(testkeys.PublicJWKS(t, "k1", testkeys.EC(t)))}})
 	if p.Status != http.StatusCreated || strings.Contains(p.Body, "fcs_") || !strings.Contains(p.Body, "private_key_jwt") {
 		t.Fatalf("creating a private_key_jwt client: %d\n%s", p.Status, p.Body)
 	}

@@ -2,8 +2,6 @@ package app_test
 
 import (
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -16,6 +14,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/internal/testkeys"
 )
 
 // TestClientKeysCommands registers a private_key_jwt client from a JWKS
@@ -25,9 +24,9 @@ func TestClientKeysCommands(t *testing.T) {
 	t.Parallel()
 	in := flowdtest.Start(t)
 	orgID := cliJSON(t, in, "orgs", "create", "--name", "Key Bank")["id"].(string)
-	first, second := newCLIKey(t), newCLIKey(t)
+	first, second := testkeys.EC(t), testkeys.EC(t)
 	file := filepath.Join(t.TempDir(), "jwks.json")
-	if err := os.WriteFile(file, publicJWKS(t, "one", first), 0o600); err != nil {
+	if err := os.WriteFile(file, testkeys.PublicJWKS(t, "one", first), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
@@ -45,7 +44,7 @@ func TestClientKeysCommands(t *testing.T) {
 	}
 
 	// Replacing the keys: the old key stops, the new one works.
-	if out, err := flowdtest.RunCLI(in.Getenv, string(publicJWKS(t, "two", second)), "clients", "keys", id, "--jwks", "-"); err != nil ||
+	if out, err := flowdtest.RunCLI(in.Getenv, string(testkeys.PublicJWKS(t, "two", second)), "clients", "keys", id, "--jwks", "-"); err != nil ||
 		!strings.Contains(out, "Replaced the keys") {
 		t.Fatalf("clients keys: %q %v", out, err)
 	}
@@ -76,24 +75,6 @@ func TestClientKeysCommands(t *testing.T) {
 			t.Errorf("flowd %s: %q %v, want an error with %q", strings.Join(tc.args, " "), out, err, tc.want)
 		}
 	}
-}
-
-func newCLIKey(t *testing.T) *ecdsa.PrivateKey {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-func publicJWKS(t *testing.T, kid string, k *ecdsa.PrivateKey) []byte {
-	t.Helper()
-	b, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &k.PublicKey, KeyID: kid, Use: "sig"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // assertionToken asks in's token endpoint for a token with an assertion

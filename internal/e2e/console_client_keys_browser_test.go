@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -14,6 +12,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/flowd/flowd/internal/browsertest"
+	"github.com/flowd/flowd/internal/testkeys"
 )
 
 // TestConsolePrivateKeyJWTClientInABrowser: an admin creates an API client
@@ -24,7 +23,7 @@ import (
 func TestConsolePrivateKeyJWTClientInABrowser(t *testing.T) {
 	e := startConsole(t)
 	base := e.in.URL
-	first, second := browserTestKey(t), browserTestKey(t)
+	first, second := testkeys.EC(t), testkeys.EC(t)
 	b := browsertest.New(t, browsertest.Desktop)
 	shot := func(name string) { b.Screenshot("desktop-pkjwt-" + name) }
 	signInBrowser(t, b, base, "ada@acme.example", nil)
@@ -48,7 +47,7 @@ func TestConsolePrivateKeyJWTClientInABrowser(t *testing.T) {
 	if !checked {
 		t.Fatal("the refused form forgot the choice of private key JWT")
 	}
-	b.Run(chromedp.SetValue("#jwks", string(publicKeySet(t, "one", first)), chromedp.ByQuery))
+	b.Run(chromedp.SetValue("#jwks", string(testkeys.PublicJWKS(t, "one", first)), chromedp.ByQuery))
 	clickTo(t, b, `form[action="/console/credentials/clients"] button[type=submit]`, "/console/credentials/clients")
 	wantText(t, b, "API client created", "private_key_jwt")
 	notText(t, b, "only time it is shown")
@@ -63,7 +62,7 @@ func TestConsolePrivateKeyJWTClientInABrowser(t *testing.T) {
 	wantText(t, b, "Bank signer", "private key JWT")
 	clickTo(t, b, `a[href="/console/credentials/clients/`+clientID+`/keys"]`, "/keys")
 	wantText(t, b, "Keys of Bank signer", "given inline")
-	b.Run(chromedp.SetValue("#jwks", string(publicKeySet(t, "two", second)), chromedp.ByQuery))
+	b.Run(chromedp.SetValue("#jwks", string(testkeys.PublicJWKS(t, "two", second)), chromedp.ByQuery))
 	shot("04-replace-keys")
 	clickTo(t, b, `form[action$="/keys"] button[type=submit]`, "notice=keys")
 	wantText(t, b, "The keys of API client Bank signer were replaced")
@@ -78,24 +77,6 @@ func TestConsolePrivateKeyJWTClientInABrowser(t *testing.T) {
 	wantText(t, b, "client.create", "client.replace_keys", "auth private_key_jwt (keys given inline)")
 	notText(t, b, `"kty"`)
 	shot("05-audit")
-}
-
-func browserTestKey(t *testing.T) *ecdsa.PrivateKey {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-func publicKeySet(t *testing.T, kid string, k *ecdsa.PrivateKey) []byte {
-	t.Helper()
-	b, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &k.PublicKey, KeyID: kid, Use: "sig"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // assertionStatus asks for a token with a client assertion signed by k.

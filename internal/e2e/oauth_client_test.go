@@ -3,9 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -18,6 +15,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/internal/testkeys"
 )
 
 // clientLibraryDir holds the independent client (oauth4webapi) and its
@@ -164,18 +162,13 @@ func nodeWithClientLibrary(t *testing.T) string {
 // library and the public JWKS to register.
 func clientKeyPair(t *testing.T) (private, public json.RawMessage) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	const kid = "e2e-1"
+	key := testkeys.EC(t)
+	private, err := jose.JSONWebKey{Key: key, KeyID: kid}.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
-	jwk := jose.JSONWebKey{Key: key, KeyID: "e2e-1", Algorithm: string(jose.ES256), Use: "sig"}
-	if private, err = jwk.MarshalJSON(); err != nil {
-		t.Fatal(err)
-	}
-	if public, err = json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{jwk.Public()}}); err != nil {
-		t.Fatal(err)
-	}
-	return private, public
+	return private, testkeys.PublicJWKS(t, kid, key)
 }
 
 // createKeyClient registers an assertion-only client with the public JWKS

@@ -20,6 +20,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/testkeys"
 	"github.com/flowd/flowd/modules/identity/internal/store"
 )
 
@@ -32,15 +33,6 @@ var rsaTestKey = sync.OnceValue(func() *rsa.PrivateKey {
 	}
 	return k
 })
-
-func newECKey(t testing.TB) *ecdsa.PrivateKey {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 // jwksOf returns the JSON Web Key Set of the public halves of keys, by kid.
 func jwksOf(t testing.TB, keys map[string]any) []byte {
@@ -124,7 +116,7 @@ func wantTokenError(t *testing.T, err error, code, desc string) {
 func TestClientAssertion(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, func(c *Config) { c.ClientFailureLimit = 100 })
-	ec, other := newECKey(t), newECKey(t)
+	ec, other := testkeys.EC(t), testkeys.EC(t)
 	cc := f.keyClient(t, ClientKeys{JWKS: jwksOf(t, map[string]any{"ec1": ec, "rsa1": rsaTestKey()})})
 	hsKey, _ := json.Marshal(jose.JSONWebKey{Key: &rsaTestKey().PublicKey})
 	none := func(claims map[string]any) string {
@@ -196,7 +188,7 @@ func TestClientAssertion(t *testing.T) {
 func TestClientAssertionReplayAndMixing(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
-	ec := newECKey(t)
+	ec := testkeys.EC(t)
 	cc := f.keyClient(t, ClientKeys{JWKS: jwksOf(t, map[string]any{"k": ec})})
 	assertion := signJWT(t, ec, jose.ES256, "k", assertionClaims(cc.ID, time.Now()))
 	if _, err := f.assertionToken(f.m, "", assertion); err != nil {
@@ -254,14 +246,14 @@ func TestClientAssertionReplayAndMixing(t *testing.T) {
 func TestAssertionOnlyClientRefusesSecretsAndCountsFailures(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, func(c *Config) { c.ClientFailureLimit = 3 })
-	ec := newECKey(t)
+	ec := testkeys.EC(t)
 	cc := f.keyClient(t, ClientKeys{JWKS: jwksOf(t, map[string]any{"k": ec})})
 	ctx := context.Background()
 	_, err := f.m.Token(ctx, TokenRequest{GrantType: GrantClientCredentials,
 		ClientAuth: ClientAuth{ClientID: cc.ID, ClientSecret: "fcs_guess", AuthMethod: AuthSecretPost, RemoteAddr: "192.0.2.9"}})
 	wantTokenError(t, err, ErrCodeInvalidClient, "Client authentication failed.")
 	for range 2 {
-		bad := signJWT(t, newECKey(t), jose.ES256, "k", assertionClaims(cc.ID, time.Now()))
+		bad := signJWT(t, testkeys.EC(t), jose.ES256, "k", assertionClaims(cc.ID, time.Now()))
 		_, err := f.assertionToken(f.m, cc.ID, bad)
 		wantTokenError(t, err, ErrCodeInvalidClient, "signature")
 	}
@@ -283,7 +275,7 @@ func TestAssertionOnlyClientRefusesSecretsAndCountsFailures(t *testing.T) {
 
 func TestClientKeysValidate(t *testing.T) {
 	t.Parallel()
-	ec := newECKey(t)
+	ec := testkeys.EC(t)
 	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
 	small, _ := rsa.GenerateKey(rand.Reader, 1024)
 	private, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: ec, KeyID: "p"}}})
@@ -339,7 +331,7 @@ func TestCreateClientCredentials(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
 	ctx := context.Background()
-	jwks := jwksOf(t, map[string]any{"k": newECKey(t)})
+	jwks := jwksOf(t, map[string]any{"k": testkeys.EC(t)})
 	both, err := f.m.CreateClient(ctx, NewClient{OrganizationID: f.org.ID, Keys: ClientKeys{JWKS: jwks}, AlsoSecret: true})
 	if err != nil || both.Secret == "" || strings.Join(both.AuthMethods(), " ") != "client_secret_basic client_secret_post private_key_jwt" {
 		t.Fatalf("a client with keys and a secret: %+v %v", both, err)
@@ -400,7 +392,7 @@ func (s *jwksServer) serve(set []byte) {
 // seconds; a key replacement at flowd takes effect at once.
 func TestJWKSURI(t *testing.T) {
 	t.Parallel()
-	first, second, third := newECKey(t), newECKey(t), newECKey(t)
+	first, second, third := testkeys.EC(t), testkeys.EC(t), testkeys.EC(t)
 	srv := newJWKSServer(t, jwksOf(t, map[string]any{"one": first}))
 	f := newFixture(t, func(c *Config) {
 		c.ClientJWKSHosts = []string{"127.0.0.1"}
