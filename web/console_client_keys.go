@@ -55,19 +55,6 @@ func clientAuthLabel(cl identity.Client) string {
 	return strings.Join(parts, ", ")
 }
 
-// authNote is the audit detail of how a client authenticates: the methods
-// and where its keys are, never the keys.
-func authNote(cl identity.Client) string {
-	note := "; auth " + strings.Join(cl.AuthMethods(), " ")
-	switch {
-	case cl.Keys.JWKSURI != "":
-		note += " (jwks_uri " + cl.Keys.JWKSURI + ")"
-	case !cl.Keys.IsZero():
-		note += " (keys given inline)"
-	}
-	return note
-}
-
 // currentKeys describes a client's registered keys for the keys page.
 func currentKeys(cl identity.Client) string {
 	switch {
@@ -114,7 +101,7 @@ func (s *Server) handleConsoleReplaceClientKeys(c echo.Context) error {
 		return s.renderClientKeys(c, http.StatusBadRequest, cl, fields, f.Errors)
 	}
 	cl, err = s.identity.ReplaceClientKeys(c.Request().Context(), staffOf(c).OrganizationID, cl.ID, keys,
-		audited(s, c, identity.AuditClientKeys, func(cl identity.Client) (string, string) { return cl.ID, cl.Name + authNote(cl) }))
+		audited(s, c, identity.AuditClientKeys, func(cl identity.Client) (string, string) { return cl.ID, identity.ClientKeysDetail(cl) }))
 	if f.Refused(err, clientKeyFormFields) {
 		return s.renderClientKeys(c, http.StatusBadRequest, cl, fields, f.Errors)
 	}

@@ -1,13 +1,11 @@
 package web
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
-	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/identity"
 )
 
@@ -28,16 +26,10 @@ func (s *Server) handleConsoleClientDPoP(c echo.Context) error {
 	default:
 		return apperr.New(apperr.Invalid, "Choose on or off.")
 	}
-	record := audited(s, c, identity.AuditClientDPoP, func(ch identity.ClientChange) (string, string) {
-		return ch.After.ID, identity.DPoPAuditDetail(ch.After)
-	})
 	cl, err := s.identity.SetClientDPoP(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"), on,
-		func(ctx context.Context, tx database.Tx, ch identity.ClientChange) error {
-			if ch.Before.DPoPBound == ch.After.DPoPBound {
-				return nil
-			}
-			return record(ctx, tx, ch)
-		})
+		audited(s, c, identity.AuditClientDPoP, func(ch identity.ClientChange) (string, string) {
+			return ch.After.ID, identity.DPoPAuditDetail(ch.After)
+		}))
 	if err != nil {
 		return consoleNotFound(err, identity.ErrClientNotFound)
 	}
@@ -46,11 +38,4 @@ func (s *Server) handleConsoleClientDPoP(c echo.Context) error {
 		notice = "dpop_on"
 	}
 	return c.Redirect(http.StatusSeeOther, withNotice("/console/credentials", notice, cl.Name))
-}
-
-func dpopNote(required bool) string {
-	if required {
-		return "; DPoP required"
-	}
-	return ""
 }

@@ -114,7 +114,7 @@ func TestConsoleClientDPoP(t *testing.T) {
 	if bound(foreign.ID) {
 		t.Fatal("another organization's client was changed")
 	}
-	if log := dpopEntries(); !strings.HasPrefix(log[0], "client.dpop staff:ada "+client.ID+": DPoP no longer required") {
+	if log := dpopEntries(); !strings.HasPrefix(log[0], "client.dpop staff:ada "+client.ID+": Backend; DPoP no longer required") {
 		t.Fatalf("newest entry %q", log[0])
 	}
 

@@ -78,7 +78,7 @@ func (s *Server) handleConsoleCreateClient(c echo.Context) error {
 	creds, err := s.identity.CreateClient(c.Request().Context(), identity.NewClient{OrganizationID: staffOf(c).OrganizationID,
 		Name: name, Scopes: scopes, Sandbox: sandbox, Keys: keys, DPoPBound: dpop},
 		audited(s, c, identity.AuditClientCreate, func(cc identity.ClientCredentials) (string, string) {
-			return cc.ID, cc.Name + "; scopes " + strings.Join(cc.Scopes, " ") + sandboxNote(cc.Sandbox) + authNote(cc.Client) + dpopNote(cc.DPoPBound)
+			return cc.ID, identity.ClientCreatedDetail(cc.Client)
 		}))
 	if f.Refused(err, clientKeyFormFields) {
 		return s.renderClientForm(c, http.StatusBadRequest, again)
@@ -94,13 +94,6 @@ func (s *Server) handleConsoleCreateClient(c echo.Context) error {
 		Heading: "API client created", Intro: intro,
 		Label: "Client secret", Secret: creds.Secret, Details: clientDetails(s, creds.Client),
 		BackURL: "/console/credentials", Back: "Done"}))
-}
-
-func sandboxNote(sandbox bool) string {
-	if sandbox {
-		return "; sandbox"
-	}
-	return ""
 }
 
 func clientDetails(s *Server, cl identity.Client) []pages.KV {

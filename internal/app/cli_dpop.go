@@ -7,7 +7,6 @@ import (
 	"io"
 
 	"github.com/flowd/flowd/internal/config"
-	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/identity"
 )
 
@@ -37,7 +36,9 @@ func runClientDPoP(ctx context.Context, args []string, getenv func(string) strin
 	if err != nil {
 		return adminError(err)
 	}
-	c, err = env.identity.SetClientDPoP(ctx, c.OrganizationID, c.ID, on, auditClientDPoP(env.identity, "operator:cli"))
+	c, err = env.identity.SetClientDPoP(ctx, c.OrganizationID, c.ID, on, byOperator(env.identity, identity.AuditClientDPoP, func(ch identity.ClientChange) (string, string, string) {
+		return ch.After.OrganizationID, ch.After.ID, identity.DPoPAuditDetail(ch.After)
+	}))
 	if err != nil {
 		return adminError(err)
 	}
@@ -50,16 +51,4 @@ func runClientDPoP(ctx context.Context, args []string, getenv func(string) strin
 		fmt.Fprintf(stdout, "Client %s may now obtain bearer tokens; DPoP stays available to it.\n", c.ID)
 	}
 	return nil
-}
-
-// auditClientDPoP records a change of a client's DPoP requirement by actor,
-// in the change's transaction; an unchanged setting records nothing.
-func auditClientDPoP(id *identity.Module, actor string) database.BeforeCommit[identity.ClientChange] {
-	return func(ctx context.Context, tx database.Tx, ch identity.ClientChange) error {
-		if ch.Before.DPoPBound == ch.After.DPoPBound {
-			return nil
-		}
-		return id.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: ch.After.OrganizationID, Actor: actor,
-			Action: identity.AuditClientDPoP, Target: ch.After.ID, Detail: identity.DPoPAuditDetail(ch.After)})
-	}
 }

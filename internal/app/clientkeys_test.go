@@ -1,17 +1,20 @@
 package app_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/flowd/flowd/internal/flowdtest"
 	"github.com/flowd/flowd/internal/testkeys"
@@ -31,10 +34,15 @@ func TestClientKeysCommands(t *testing.T) {
 	}
 
 	client := cliJSON(t, in, "clients", "create", "--org", orgID, "--jwks", file)
-	if keys(client) != "authMethods,clientId,sandbox,scopes" || mustJSON(client["authMethods"]) != `["private_key_jwt"]` {
+	if keys(client) != "authMethods,clientId,dpopBound,sandbox,scopes" || mustJSON(client["authMethods"]) != `["private_key_jwt"]` {
 		t.Fatalf("clients create --jwks: %v", client)
 	}
 	id := client["clientId"].(string)
+	var scopeList []string
+	for _, sc := range client["scopes"].([]any) {
+		scopeList = append(scopeList, sc.(string))
+	}
+	scopes := strings.Join(scopeList, " ")
 	if status := assertionToken(t, in, id, first, "one"); status != http.StatusOK {
 		t.Fatalf("a token with the registered key: %d", status)
 	}
@@ -59,6 +67,15 @@ func TestClientKeysCommands(t *testing.T) {
 		t.Fatalf("clients list: %s", list)
 	}
 
+	wantAudit := []string{
+		"client.create " + id + ": API client; scopes " + scopes + "; auth private_key_jwt (keys given inline)",
+		"client.create " + both["clientId"].(string) + ": API client; scopes " + scopes + "; auth client_secret_basic client_secret_post private_key_jwt (keys given inline)",
+		"client.replace_keys " + id + ": API client; auth private_key_jwt (keys given inline)",
+	}
+	if got := operatorAudit(t, in); !slices.Equal(got, wantAudit) {
+		t.Fatalf("the operator's audit entries:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantAudit, "\n"))
+	}
+
 	for _, tc := range []struct {
 		args  []string
 		stdin string
@@ -75,6 +92,30 @@ func TestClientKeysCommands(t *testing.T) {
 			t.Errorf("flowd %s: %q %v, want an error with %q", strings.Join(tc.args, " "), out, err, tc.want)
 		}
 	}
+	if got := operatorAudit(t, in); len(got) != len(wantAudit) {
+		t.Fatalf("refused commands were audited: %q", got[len(wantAudit):])
+	}
+}
+
+// operatorAudit lists the audit entries the CLI made, oldest first, as
+// "action target: detail".
+func operatorAudit(t *testing.T, in *flowdtest.Instance) []string {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), in.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(context.Background(),
+		"select action || ' ' || target || ': ' || detail from audit_log where actor = 'operator:cli' order by id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 // assertionToken asks in's token endpoint for a token with an assertion

@@ -19,7 +19,8 @@ import (
 // that authenticates with private_key_jwt by pasting its public keys (a
 // private key pasted first is refused inline), the client obtains a token
 // with an assertion, and the admin replaces its keys: the old key stops
-// working and the new one works. Both actions are in the audit log.
+// working and the new one works. Then the admin requires DPoP of it: a
+// token request without a proof is refused. Each action is in the audit log.
 func TestConsolePrivateKeyJWTClientInABrowser(t *testing.T) {
 	e := startConsole(t)
 	base := e.in.URL
@@ -73,10 +74,18 @@ func TestConsolePrivateKeyJWTClientInABrowser(t *testing.T) {
 		t.Fatalf("the new key: %d", s)
 	}
 
+	navigate(t, b, base+"/console/credentials")
+	clickTo(t, b, `form[action="/console/credentials/clients/`+clientID+`/dpop"] button[type=submit]`, "notice=dpop_on")
+	wantText(t, b, "API client Bank signer must now use DPoP", "DPoP required", "Stop requiring DPoP")
+	shot("05-dpop-required")
+	if s := assertionStatus(t, base, clientID, second, "two"); s != http.StatusBadRequest {
+		t.Fatalf("a token request without a DPoP proof from a client required to use DPoP: %d", s)
+	}
+
 	navigate(t, b, base+"/console/audit")
-	wantText(t, b, "client.create", "client.replace_keys", "auth private_key_jwt (keys given inline)")
+	wantText(t, b, "client.create", "client.replace_keys", "client.dpop", "auth private_key_jwt (keys given inline)")
 	notText(t, b, `"kty"`)
-	shot("05-audit")
+	shot("06-audit")
 }
 
 // assertionStatus asks for a token with a client assertion signed by k.

@@ -17,7 +17,7 @@ import (
 type AuditEntry struct {
 	ID             int64
 	OrganizationID string
-	Actor          string // "staff:<username>", "client:<id>"
+	Actor          string // "staff:<username>", "client:<id>", "operator:cli"
 	Action         string // e.g. "flow.delete", "client.create"
 	Target         string // e.g. a reference id or client id
 	Detail         string

@@ -28,6 +28,9 @@ func (m *Module) SetClientDPoP(ctx context.Context, organizationID, clientID str
 		if err := store.Notify(ctx, tx, "client:"+clientID); err != nil {
 			return err
 		}
+		if change.Before.DPoPBound == change.After.DPoPBound {
+			return nil // nothing changed: nothing to record
+		}
 		return database.RunBeforeCommit(ctx, tx, change, before)
 	})
 	if errors.Is(err, store.ErrNotFound) {
@@ -38,12 +41,4 @@ func (m *Module) SetClientDPoP(ctx context.Context, organizationID, clientID str
 	}
 	m.states.invalidate("client:" + clientID)
 	return change.After, nil
-}
-
-// DPoPAuditDetail is the audit log's detail of a change to c's DPoP requirement.
-func DPoPAuditDetail(c Client) string {
-	if c.DPoPBound {
-		return "DPoP required: token requests without a DPoP proof are refused"
-	}
-	return "DPoP no longer required: bearer tokens may be obtained"
 }

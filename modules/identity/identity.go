@@ -515,8 +515,9 @@ type Clients interface {
 	RevokeClient(ctx context.Context, organizationID, clientID string, before ...database.BeforeCommit[Client]) (Client, error)
 	// SetClientDPoP turns DPoP-bound access tokens on or off for a client
 	// (Client.DPoPBound); tokens it already holds are unchanged. before runs
-	// in the change's transaction with the client as it was and as it is
-	// now; its error undoes the change and is returned. ErrClientNotFound
+	// in the change's transaction, only when the setting changes, with the
+	// client as it was and as it is now; its error undoes the change and is
+	// returned. ErrClientNotFound
 	// (also for another organization's or a revoked client).
 	SetClientDPoP(ctx context.Context, organizationID, clientID string, on bool, before ...database.BeforeCommit[ClientChange]) (Client, error)
 	// MapExternalClient maps an external issuer's client id to an
