@@ -74,7 +74,7 @@ func TestIdentityCommandsAndTokensEndToEnd(t *testing.T) {
 	}
 
 	client := cliJSON(t, in, "clients", "create", "--org", orgID, "--scopes", "flows:read flows:write", "--sandbox")
-	if keys(client) != "authMethods,clientId,clientSecret,sandbox,scopes" || client["sandbox"] != true || mustJSON(client["scopes"]) != `["flows:read","flows:write"]` {
+	if keys(client) != "authMethods,clientId,clientSecret,dpopBound,sandbox,scopes" || client["sandbox"] != true || client["dpopBound"] != false || mustJSON(client["scopes"]) != `["flows:read","flows:write"]` {
 		t.Fatalf("clients create: %v", client)
 	}
 	id, sec := client["clientId"].(string), client["clientSecret"].(string)
