@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -371,8 +372,9 @@ func truncate(b []byte, n int) string {
 }
 
 // startPgbench starts pgbench on a scenario's script(s) (name, or
-// "name@weight" each) with the run's concurrency, warmed up and paused for
-// its turns.
+// "name@weight" each; "a+b" is script a followed by script b, in one
+// transaction of pgbench's) with the run's concurrency, warmed up and
+// paused for its turns.
 func (b *bench) startPgbench(ctx context.Context, vars map[string]string, files ...string) (*pgbenchSession, error) {
 	dir := filepath.Join(b.tmp, "sql")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -381,9 +383,13 @@ func (b *bench) startPgbench(ctx context.Context, vars map[string]string, files 
 	var paths []string
 	for _, f := range files {
 		name, weight, _ := cutWeight(f)
-		src, err := scripts.ReadFile("sql/" + name + ".sql")
-		if err != nil {
-			return nil, err
+		var src []byte
+		for _, part := range strings.Split(name, "+") {
+			script, err := scripts.ReadFile("sql/" + part + ".sql")
+			if err != nil {
+				return nil, err
+			}
+			src = append(src, script...)
 		}
 		p := filepath.Join(dir, name+".sql")
 		if err := os.WriteFile(p, src, 0o644); err != nil {

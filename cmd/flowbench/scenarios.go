@@ -18,17 +18,19 @@ type scenario func(ctx context.Context, b *bench) (Result, error)
 
 // allScenarios is the default order: creates first, so that later scenarios
 // read a database that has been written to.
-var allScenarios = []string{"token", "create", "retrieve", "list-first", "list-deep", "mixed", "webhook",
+var allScenarios = []string{"token", "create", "retrieve", "retrieve-dpop", "list-first", "list-deep", "mixed", "webhook",
 	"webhook-isolation", "webhook-backlog"}
 
 var scenarioByName = map[string]scenario{
-	"token":      tokenScenario,
-	"create":     createScenario,
-	"retrieve":   retrieveScenario,
-	"list-first": listFirstScenario,
-	"list-deep":  listDeepScenario,
-	"mixed":      mixedScenario,
-	"webhook":    webhookScenario,
+	"token":    tokenScenario,
+	"create":   createScenario,
+	"retrieve": retrieveScenario,
+	// retrieve with DPoP-bound tokens: what sender-constraining costs.
+	"retrieve-dpop": retrieveDPoPScenario,
+	"list-first":    listFirstScenario,
+	"list-deep":     listDeepScenario,
+	"mixed":         mixedScenario,
+	"webhook":       webhookScenario,
 	// The delivery scenarios that leave rows and held deliveries behind go last.
 	"webhook-isolation": webhookIsolationScenario,
 	"webhook-backlog":   webhookBacklogScenario,
