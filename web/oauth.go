@@ -118,10 +118,11 @@ func parseClientTokenRequest(r *http.Request) (identity.ClientTokenRequest, *ide
 // authenticate API clients: an application/x-www-form-urlencoded body, each
 // of params at most once (RFC 6749 3.2), and the client's credentials either
 // in the body (client_secret_post) or in HTTP Basic (client_secret_basic,
-// each part form-encoded as RFC 6749 2.3.1 says), never both, or a client
-// assertion (private_key_jwt), which the identity module tells apart. Neither the
-// client secret nor the secret parameter may come in the URL. It returns
-// the values of params, the client's authentication and the whole form.
+// each part form-encoded as RFC 6749 2.3.1 says), never both; or a client
+// assertion (private_key_jwt), which the identity module tells apart.
+// Neither a client secret, an assertion nor the secret parameter may come
+// in the URL. It returns the values of params, the client's authentication
+// and the whole form.
 func parseClientForm(r *http.Request, params []string, secret string) (map[string]string, identity.ClientAuth, url.Values, *identity.TokenError) {
 	invalid := func(desc string) (map[string]string, identity.ClientAuth, url.Values, *identity.TokenError) {
 		return nil, identity.ClientAuth{}, nil, &identity.TokenError{Code: identity.ErrCodeInvalidRequest, Description: desc}
