@@ -80,17 +80,7 @@ func dpopTokenRequest(t *testing.T, ts oauthServer, c identity.ClientCredentials
 	if proof != "" {
 		req.Header.Set("DPoP", proof)
 	}
-	resp, err := openapitest.Client(t).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var m map[string]any
-	b, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("token endpoint answered %d with %q", resp.StatusCode, b)
-	}
-	return resp, m
+	return sendTokenRequest(t, openapitest.Client(t), req)
 }
 
 var clientCredentials = url.Values{"grant_type": {"client_credentials"}}

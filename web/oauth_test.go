@@ -97,7 +97,14 @@ func postToken(t *testing.T, tokenURL, contentType, body, authorization string) 
 	if authorization != "" {
 		req.Header.Set("Authorization", authorization)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	return sendTokenRequest(t, http.DefaultClient, req)
+}
+
+// sendTokenRequest sends a request to the token endpoint with hc and returns the
+// response and its JSON body.
+func sendTokenRequest(t *testing.T, hc *http.Client, req *http.Request) (*http.Response, map[string]any) {
+	t.Helper()
+	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
