@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
@@ -70,7 +71,7 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	m := w.m
 	ev, stored, err := m.delivery(ctx, job.Args)
 	if errors.Is(err, store.ErrNotFound) {
-		return river.JobCancel(fmt.Errorf("event %s no longer exists", job.Args.EventID))
+		return missingEvent(job.JobRow, job.Args.EventID, time.Now())
 	}
 	if err != nil {
 		return err
@@ -187,6 +188,27 @@ func (m *Module) delivery(ctx context.Context, args deliveryArgs) (store.Event, 
 		}
 	}
 	return store.GetEventAndSecrets(ctx, m.pool, org, args.EventID)
+}
+
+// eventVisibleWithin is how long a delivery waits for its event to become
+// visible. On Citus the job is on the coordinator and the event on a worker
+// node, and their distributed commit makes the coordinator's part visible
+// first: a worker that picks the job up at once may not see the event yet.
+// Once that long has passed, a missing event was deleted, and the job ends.
+const eventVisibleWithin = time.Minute
+
+// missingEventRetry is how soon a delivery whose event is not visible yet
+// looks again.
+const missingEventRetry = time.Second
+
+// missingEvent is the end of a job whose event cannot be read: a snooze
+// (not an attempt) while the event may still become visible, else a
+// cancellation.
+func missingEvent(job *rivertype.JobRow, eventID string, now time.Time) error {
+	if now.Sub(job.CreatedAt) < eventVisibleWithin {
+		return river.JobSnooze(missingEventRetry)
+	}
+	return river.JobCancel(fmt.Errorf("event %s no longer exists", eventID))
 }
 
 // hold snoozes a delivery that its host cannot take now: River does not
