@@ -71,7 +71,10 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	m := w.m
 	ev, stored, err := m.delivery(ctx, job.Args)
 	if errors.Is(err, store.ErrNotFound) {
-		return missingEvent(job.JobRow, job.Args.EventID, time.Now())
+		if wait := awaitRow(job.JobRow, time.Now()); wait != nil {
+			return wait
+		}
+		return river.JobCancel(fmt.Errorf("event %s no longer exists", job.Args.EventID))
 	}
 	if err != nil {
 		return err
@@ -190,25 +193,24 @@ func (m *Module) delivery(ctx context.Context, args deliveryArgs) (store.Event, 
 	return store.GetEventAndSecrets(ctx, m.pool, org, args.EventID)
 }
 
-// eventVisibleWithin is how long a delivery waits for its event to become
-// visible. On Citus the job is on the coordinator and the event on a worker
-// node, and their distributed commit makes the coordinator's part visible
-// first: a worker that picks the job up at once may not see the event yet.
-// Once that long has passed, a missing event was deleted, and the job ends.
-const eventVisibleWithin = time.Minute
+// rowVisibleWithin is how long a job waits for the row it was queued with
+// (a delivery's event, a recovery) to become visible. On Citus the job is
+// on the coordinator and the row on a worker node, and their distributed
+// commit makes the coordinator's part visible first: a worker that picks
+// the job up at once may not see the row yet. Once that long has passed, a
+// missing row was deleted.
+const rowVisibleWithin = time.Minute
 
-// missingEventRetry is how soon a delivery whose event is not visible yet
-// looks again.
-const missingEventRetry = time.Second
+// notVisibleRetry is how soon a job whose row is not visible yet looks again.
+const notVisibleRetry = time.Second
 
-// missingEvent is the end of a job whose event cannot be read: a snooze
-// (not an attempt) while the event may still become visible, else a
-// cancellation.
-func missingEvent(job *rivertype.JobRow, eventID string, now time.Time) error {
-	if now.Sub(job.CreatedAt) < eventVisibleWithin {
-		return river.JobSnooze(missingEventRetry)
+// awaitRow is the snooze (not an attempt) of a job whose row it cannot read
+// while the row may still become visible, and nil once it cannot.
+func awaitRow(job *rivertype.JobRow, now time.Time) error {
+	if now.Sub(job.CreatedAt) < rowVisibleWithin {
+		return river.JobSnooze(notVisibleRetry)
 	}
-	return river.JobCancel(fmt.Errorf("event %s no longer exists", eventID))
+	return nil
 }
 
 // hold snoozes a delivery that its host cannot take now: River does not

@@ -143,12 +143,16 @@ type recoveryWorker struct {
 // Work sends batches of the recovery's failed deliveries again until none
 // is left or recoveryRunFor has passed, when it snoozes to go on at once. A
 // run that dies loses at most its uncommitted batch, which the next run
-// takes again: nothing is sent twice by the recovery itself.
+// takes again: nothing is sent twice by the recovery itself. A recovery it
+// cannot read yet it awaits (awaitRow).
 func (w *recoveryWorker) Work(ctx context.Context, job *river.Job[recoveryArgs]) error {
 	a := job.Args
 	until := time.Now().Add(recoveryRunFor)
 	for {
 		more, err := w.m.recoverBatch(ctx, a.OrganizationID, a.RecoveryID)
+		if errors.Is(err, errRecoveryGone) {
+			return awaitRow(job.JobRow, time.Now())
+		}
 		if err != nil {
 			w.m.log.Error("webhook recovery: a batch failed", "recovery_id", a.RecoveryID, "attempt", job.Attempt, "error", err.Error())
 			if job.Attempt >= job.MaxAttempts {
@@ -175,18 +179,22 @@ func (m *Module) failRecovery(organizationID, id, message string) {
 	}
 }
 
+// errRecoveryGone is a recovery its job cannot read: not visible yet (see
+// rowVisibleWithin), or pruned long after it finished.
+var errRecoveryGone = errors.New("webhooks: the recovery is not there")
+
 // recoverBatch sends the next batch of a recovery's failed deliveries
 // again, in one transaction: each delivery is made pending with a new job
 // at backlogPriority, to the endpoint's URL of now, and the recovery's
 // cursor and progress move past them, so that the batch is all or nothing.
 // It reports whether more may follow; the batch that finds fewer than a
 // full batch ends the recovery. A recovery of an endpoint deleted or
-// disabled meanwhile fails.
+// disabled meanwhile fails; one that cannot be read is errRecoveryGone.
 func (m *Module) recoverBatch(ctx context.Context, organizationID, id string) (more bool, err error) {
 	err = database.WithTx(ctx, m.pool, func(tx database.Tx) error {
 		r, err := store.LockRecovery(ctx, tx, organizationID, id)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil // pruned long after it finished
+			return errRecoveryGone
 		}
 		if err != nil {
 			return err
