@@ -88,7 +88,10 @@ func (s *Server) consentProven(c echo.Context, frame pages.ConsentFrame, req con
 	if s.cfg.ConsentAuth != "oidc" {
 		return true, nil
 	}
-	proven, ok := s.consentIdentityOf(c)
+	proven, ok, err := s.consentIdentityOf(c)
+	if err != nil {
+		return false, err
+	}
 	if !ok {
 		return false, s.render(c, http.StatusOK, pages.ConsentStartPage(pages.ConsentStart{
 			ConsentFrame: frame, Request: summary, LoginURL: "/consent/" + c.Param("token") + "/login", TestEID: s.cfg.TestEID,
@@ -137,7 +140,11 @@ func (s *Server) consentAnswered(c echo.Context, frame pages.ConsentFrame, req c
 // the withdrawal's receipt on the page that confirms it.
 func (s *Server) handleConsentWithdraw(c echo.Context) error {
 	frame := s.consentFrame(c)
-	r, err := s.consent.Withdraw(c.Request().Context(), c.Param("token"), s.consentProof(c))
+	proof, err := s.consentProof(c)
+	if err != nil {
+		return err
+	}
+	r, err := s.consent.Withdraw(c.Request().Context(), c.Param("token"), proof)
 	if err != nil {
 		return s.consentRefused(c, frame, err)
 	}
@@ -148,12 +155,16 @@ func (s *Server) handleConsentWithdraw(c echo.Context) error {
 
 // consentProof is the proof a decision or withdrawal comes with: the
 // identity signed in, or none needed when proof is off.
-func (s *Server) consentProof(c echo.Context) consent.Proof {
+func (s *Server) consentProof(c echo.Context) (consent.Proof, error) {
 	proof := consent.Proof{Skip: s.cfg.ConsentAuth != "oidc"}
-	if id, ok := s.consentIdentityOf(c); ok && !proof.Skip {
+	if proof.Skip {
+		return proof, nil
+	}
+	id, ok, err := s.consentIdentityOf(c)
+	if ok {
 		proof.NationalID, proof.ACR = id.NationalID, id.ACR
 	}
-	return proof
+	return proof, err
 }
 
 // consentRefused answers a decision or withdrawal the journey refused.
@@ -185,7 +196,9 @@ func (s *Server) handleConsentProve(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, self)
 	}
 	if c.QueryParam("again") != "" {
-		s.consentSessions.Clear(c.Response(), c.Request())
+		if err := s.replaceSession(c, s.consentSessions); err != nil {
+			return err
+		}
 	}
 	params := s.consentAuthParams(c)
 	// A level asks the eID for a sign-in that reaches it.
@@ -207,7 +220,11 @@ func (s *Server) handleConsentDecision(c echo.Context) error {
 	default:
 		return echo.NewHTTPError(http.StatusBadRequest, "Choose Accept or Reject.")
 	}
-	d, err := s.consent.Decide(c.Request().Context(), c.Param("token"), s.consentProof(c),
+	proof, err := s.consentProof(c)
+	if err != nil {
+		return err
+	}
+	d, err := s.consent.Decide(c.Request().Context(), c.Param("token"), proof,
 		consent.Answer{Accept: accept, Language: c.FormValue("lang")})
 	if err != nil {
 		return s.consentRefused(c, frame, err)

@@ -90,6 +90,11 @@ var notices = map[string]string{
 
 	"dpop_on":  "API client %s must now use DPoP: its token requests without a DPoP proof are refused.",
 	"dpop_off": "API client %s no longer has to use DPoP; it may obtain bearer tokens again.",
+
+	"session_ended":  "A session of %s was ended; that browser is signed out.",
+	"sessions_ended": "Every session of %s was ended.",
+	"others_ended":   "Every other session of yours was ended; only this browser is signed in.",
+	"no_others":      "No other session of yours was live; only this browser is signed in.",
 }
 
 // withNotice adds a notice to a console path.

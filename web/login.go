@@ -2,7 +2,6 @@ package web
 
 import (
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
@@ -27,26 +27,32 @@ import (
 // end-session; and the console's and consent pages' relying-party side:
 // sign-in, callback, sessions, sign-out.
 
-// idpSessions is the built-in provider's own cookie: a random browser id that
-// binds sign-in forms to the browser that opened them, and, after a staff
-// sign-in, the staff member (single sign-on until it ends or is signed out).
-func idpSessions(s *Server) *oidclogin.Sessions {
-	return oidclogin.NewSessions(oidclogin.SessionConfig{Name: "flowd_idp", Key: s.cfg.SessionKey,
-		Secure: s.cfg.Secure(), Idle: 2 * time.Hour, Absolute: 12 * time.Hour})
-}
+// The built-in provider's own cookie (s.idp, flowd_idp) holds a random
+// browser id that binds sign-in forms to the browser that opened them, and,
+// after a staff sign-in, the staff member (single sign-on until it ends or
+// is signed out; the server keeps its record).
 
 // idpSession returns the browser's provider session, starting an anonymous one.
 func (s *Server) idpSession(c echo.Context) (oidclogin.Session, error) {
-	if sess, ok := s.idp.Get(c.Response(), c.Request()); ok && sess.Attrs["bid"] != "" {
+	sess, ok, err := s.idp.Get(c.Response(), c.Request())
+	if err != nil {
+		return sess, err
+	}
+	if ok && sess.Attrs["bid"] != "" {
 		return sess, nil
 	}
-	return s.startIdpSession(c, "")
+	return s.startIdpSession(c, nil, "")
 }
 
-// startIdpSession starts a new provider session (a new browser id) for staffID or nobody.
-func (s *Server) startIdpSession(c echo.Context, staffID string) (oidclogin.Session, error) {
-	return s.idp.Start(c.Response(), c.Request(), oidclogin.Session{Subject: staffID,
-		Attrs: map[string]string{"bid": newBrowserID()}})
+// startIdpSession starts a new provider session (a new browser id) for the
+// staff member a, signed in as provider session sid, or for nobody (a nil).
+func (s *Server) startIdpSession(c echo.Context, a *identity.StaffAccount, sid string) (oidclogin.Session, error) {
+	sess := oidclogin.Session{Attrs: map[string]string{"bid": newBrowserID()}}
+	if a != nil {
+		sess.Issuer, sess.Subject = s.login.Issuer(), a.ID
+		sess.Record = s.staffRecord(c, sid, a.ID, a.OrganizationID, a.Username)
+	}
+	return s.idp.Start(c.Response(), c.Request(), sess)
 }
 
 func newBrowserID() string {
@@ -72,7 +78,7 @@ func (s *Server) handleAuthorize(c echo.Context) error {
 	ctx := c.Request().Context()
 	recent := req.MaxAge < 0 || time.Since(sess.CreatedAt) <= time.Duration(req.MaxAge)*time.Second
 	if req.Method == login.MethodStaff && sess.Subject != "" && req.Prompt != "login" && recent {
-		to, err := s.login.IssueForStaff(ctx, req, sess.Subject, sess.CreatedAt)
+		to, err := s.login.IssueForStaff(ctx, req, sess.Subject, sess.Record.ID, sess.CreatedAt)
 		if err == nil {
 			return c.Redirect(http.StatusSeeOther, to)
 		}
@@ -80,7 +86,7 @@ func (s *Server) handleAuthorize(c echo.Context) error {
 			return err
 		}
 		// The account was disabled or removed since: forget it and ask again.
-		if sess, err = s.startIdpSession(c, ""); err != nil {
+		if sess, err = s.startIdpSession(c, nil, ""); err != nil {
 			return err
 		}
 	}
@@ -220,7 +226,8 @@ func (s *Server) handleLoginSubmit(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, to)
 	}
 	username := c.FormValue("username")
-	to, a, err := s.login.CompleteStaffLogin(ctx, id, bid, token, username, c.FormValue("password"), c.RealIP())
+	sid := uuid.NewString() // the provider session's, promised to the ID token before it starts
+	to, a, err := s.login.CompleteStaffLogin(ctx, id, bid, token, username, c.FormValue("password"), c.RealIP(), sid)
 	if errors.Is(err, identity.ErrBadCredentials) {
 		return s.renderLoginForm(c, http.StatusUnauthorized, p, username, identity.ErrBadCredentials.Message, 0)
 	}
@@ -230,8 +237,12 @@ func (s *Server) handleLoginSubmit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// A new provider session, so that a browser id known before sign-in is not the one signed in.
-	if _, err := s.startIdpSession(c, a.ID); err != nil {
+	// A new provider session, so that a browser id known before sign-in is
+	// not the one signed in; one signed in before in this browser ends.
+	if err := s.replaceSession(c, s.idp); err != nil {
+		return err
+	}
+	if _, err := s.startIdpSession(c, &a, sid); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, to)
@@ -294,7 +305,13 @@ func (s *Server) handleEndSession(c echo.Context) error {
 		return s.renderNotice(c, http.StatusBadRequest, "Sign-out request refused", "The request is malformed.", "", "")
 	}
 	to, err := s.login.EndSession(c.Request().Context(), params)
-	s.idp.Clear(c.Response(), c.Request())
+	if sess, ok, gerr := s.idp.Get(c.Response(), c.Request()); gerr != nil {
+		return gerr
+	} else if ok {
+		if _, err := s.idp.End(c.Response(), c.Request(), sess, s.signedOut()); err != nil {
+			return err
+		}
+	}
 	var ae *login.AuthorizeError
 	if errors.As(err, &ae) {
 		return s.renderNotice(c, http.StatusBadRequest, "You are signed out", "You are signed out here, but the application's return address was refused: "+ae.Description, "", "")
@@ -315,95 +332,6 @@ func (s *Server) renderNotice(c echo.Context, status int, title, message, linkUR
 }
 
 // --- The relying parties: console (staff) and consent (end users). ---
-
-const (
-	staffKey = "staff"
-	csrfKey  = "csrf"
-)
-
-// StaffMember is the signed-in staff member of a console request. The
-// organization comes only from here, never from the request.
-type StaffMember struct {
-	Issuer         string
-	Subject        string
-	OrganizationID string
-	Username       string
-	Name           string
-	Role           identity.Role
-}
-
-// IsAdmin reports whether the staff member may change things.
-func (m StaffMember) IsAdmin() bool { return m.Role == identity.RoleAdmin }
-
-// staffOf returns the staff member requireStaff admitted.
-func staffOf(c echo.Context) StaffMember {
-	m, _ := c.Get(staffKey).(StaffMember)
-	return m
-}
-
-// csrfTokenOf returns the session's CSRF token, for the forms of a page.
-func csrfTokenOf(c echo.Context) string {
-	t, _ := c.Get(csrfKey).(string)
-	return t
-}
-
-// requireStaff admits console requests with a live console session: a page
-// visit without one goes to sign-in and comes back; a POST must carry the
-// session's CSRF token (form field csrf or header X-CSRF-Token).
-func (s *Server) requireStaff(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		sess, ok := s.consoleSessions.Get(c.Response(), r)
-		role := identity.Role(sess.Attrs["role"])
-		if !ok || sess.Attrs["org"] == "" || !role.Valid() {
-			if r.Method == http.MethodGet || r.Method == http.MethodHead {
-				return c.Redirect(http.StatusSeeOther, "/console/auth/login?return="+url.QueryEscape(r.URL.RequestURI()))
-			}
-			return apperr.New(apperr.Unauthenticated, "Your session has ended. Sign in again.")
-		}
-		if s.login != nil && sess.Issuer == s.login.Issuer() {
-			// Staff of the built-in provider: a disabled account's sessions end now.
-			active, err := s.login.StaffActive(r.Context(), sess.Subject)
-			if err != nil {
-				return err
-			}
-			if !active {
-				s.consoleSessions.Clear(c.Response(), r)
-				return s.renderNotice(c, http.StatusForbidden, "Account disabled",
-					"Your staff account is disabled. Ask an admin of your organization.", "", "")
-			}
-		}
-		if !safeMethod(r.Method) && !csrfMatches(c, sess.CSRF) {
-			return apperr.New(apperr.Forbidden, "This form has expired. Reload the page and try again.")
-		}
-		c.Set(staffKey, StaffMember{Issuer: sess.Issuer, Subject: sess.Subject, OrganizationID: sess.Attrs["org"],
-			Username: sess.Attrs["username"], Name: sess.Attrs["name"], Role: role})
-		c.Set(csrfKey, sess.CSRF)
-		return next(c)
-	}
-}
-
-// requireAdmin admits only admins; use it after requireStaff.
-func requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if !staffOf(c).IsAdmin() {
-			return apperr.New(apperr.Forbidden, "Only an admin of your organization may do this.")
-		}
-		return next(c)
-	}
-}
-
-func safeMethod(m string) bool {
-	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
-}
-
-func csrfMatches(c echo.Context, want string) bool {
-	got := c.Request().Header.Get("X-CSRF-Token")
-	if got == "" {
-		got = c.FormValue("csrf")
-	}
-	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
-}
 
 // safeReturn accepts only a local path under prefix as where to go after
 // sign-in, so that the sign-in cannot be turned into an open redirect.
@@ -487,8 +415,12 @@ func (s *Server) handleConsoleCallback(c echo.Context) error {
 		return s.renderNotice(c, http.StatusForbidden, "No access to the console",
 			"You signed in, but "+err.Error()+". Ask an admin of your organization for access.", other, "Sign in with another account")
 	}
+	if err := s.replaceSession(c, s.consoleSessions); err != nil {
+		return err
+	}
 	_, err = s.consoleSessions.Start(c.Response(), c.Request(), oidclogin.Session{Issuer: id.Issuer, Subject: id.Subject, IDToken: id.IDToken,
-		Attrs: map[string]string{"org": m.OrganizationID, "username": m.Username, "name": m.Name, "role": string(m.Role)}})
+		Attrs:  map[string]string{"org": m.OrganizationID, "username": m.Username, "name": m.Name, "role": string(m.Role)},
+		Record: s.consoleRecord(c, id, m)})
 	if err != nil {
 		return err
 	}
@@ -507,15 +439,23 @@ func (s *Server) handleConsentLogout(c echo.Context) error {
 	return s.logout(c, s.consentSessions, s.consentRP, "/consent/signed-out")
 }
 
+// logout ends the session of store here, with its record and those of its
+// sign-in (a console session's provider session), each in the audit log,
+// then at the provider.
 func (s *Server) logout(c echo.Context, store *oidclogin.Sessions, rp *oidclogin.RelyingParty, signedOut string) error {
-	sess, ok := store.Get(c.Response(), c.Request())
+	sess, ok, err := store.Get(c.Response(), c.Request())
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return c.Redirect(http.StatusSeeOther, signedOut)
 	}
 	if !csrfMatches(c, sess.CSRF) {
 		return apperr.New(apperr.Forbidden, "This form has expired. Reload the page and try again.")
 	}
-	store.Clear(c.Response(), c.Request())
+	if _, err := store.End(c.Response(), c.Request(), sess, s.signedOut()); err != nil {
+		return err
+	}
 	if rp != nil {
 		if to := rp.LogoutURL(c.Request().Context(), sess.IDToken); to != "" {
 			return c.Redirect(http.StatusSeeOther, to)
@@ -554,14 +494,15 @@ type ConsentIdentity struct {
 	CSRF string
 }
 
-// consentIdentityOf returns the end user of the request's consent session.
-func (s *Server) consentIdentityOf(c echo.Context) (ConsentIdentity, bool) {
-	sess, ok := s.consentSessions.Get(c.Response(), c.Request())
-	if !ok || sess.Attrs["nid"] == "" {
-		return ConsentIdentity{}, false
+// consentIdentityOf returns the end user of the request's consent session;
+// an error only when the session's record cannot be read.
+func (s *Server) consentIdentityOf(c echo.Context) (ConsentIdentity, bool, error) {
+	sess, ok, err := s.consentSessions.Get(c.Response(), c.Request())
+	if err != nil || !ok || sess.Attrs["nid"] == "" {
+		return ConsentIdentity{}, false, err
 	}
 	return ConsentIdentity{Issuer: sess.Issuer, Subject: sess.Subject, NationalID: sess.Attrs["nid"], ACR: sess.Attrs["acr"],
-		TestIdentity: sess.Attrs["test"] == "1", CSRF: sess.CSRF}, true
+		TestIdentity: sess.Attrs["test"] == "1", CSRF: sess.CSRF}, true, nil
 }
 
 // handleConsentCallback handles "GET /consent/auth/callback": the national
@@ -581,6 +522,9 @@ func (s *Server) handleConsentCallback(c echo.Context) error {
 	if test, _ := id.Claims["flowd_test_identity"].(bool); test {
 		attrs["test"] = "1"
 	}
+	if err := s.replaceSession(c, s.consentSessions); err != nil {
+		return err
+	}
 	_, err = s.consentSessions.Start(c.Response(), c.Request(), oidclogin.Session{Issuer: id.Issuer, Subject: id.Subject,
 		IDToken: id.IDToken, Attrs: attrs})
 	if err != nil {
@@ -592,7 +536,9 @@ func (s *Server) handleConsentCallback(c echo.Context) error {
 // handleConsentSignedIn handles "GET /consent/signed-in": where a consent
 // sign-in without a page to return to ends.
 func (s *Server) handleConsentSignedIn(c echo.Context) error {
-	if _, ok := s.consentIdentityOf(c); !ok {
+	if _, ok, err := s.consentIdentityOf(c); err != nil {
+		return err
+	} else if !ok {
 		return s.renderNotice(c, http.StatusUnauthorized, "Not signed in", "Open the consent link you were sent to start again.", "", "")
 	}
 	return s.renderNotice(c, http.StatusOK, "Identity proven", "You have proven who you are. Go back to the consent link you were sent.", "", "")

@@ -385,7 +385,7 @@ func TestDiscoveryListsWhatTheProviderDoes(t *testing.T) {
 		"scopes_supported": append(slices.Clone(identity.AllScopes), "openid", "profile"),
 		// Claims of access tokens, then of ID tokens.
 		"claims_supported": {"iss", "sub", "aud", "exp", "iat", "nbf", "jti", "client_id", "scope", "org_id",
-			"auth_time", "nonce", "acr", "azp", "preferred_username", "name", "roles", "pid"},
+			"auth_time", "nonce", "acr", "azp", "preferred_username", "name", "sid", "roles", "pid"},
 		"id_token_signing_alg_values_supported": {"RS256", "ES256"},
 		// The test eID's levels, as FLOWD_CONSENT_ACR_MAP names them.
 		"acr_values_supported":     {"http://eidas.europa.eu/LoA/low", "http://eidas.europa.eu/LoA/substantial", "http://eidas.europa.eu/LoA/high"},

@@ -153,6 +153,14 @@ func (s *Server) routes() {
 	console.GET("/settings", s.handleConsoleSettings).Name = "console.settings"
 	console.POST("/settings", s.handleConsoleSaveSettings, requireAdmin)
 	console.GET("/audit", s.handleConsoleAudit, requireAdmin).Name = "console.audit"
+	// Sessions: everyone ends their own, admins anyone's in the organization.
+	console.GET("/sessions", s.handleConsoleSessions).Name = "console.sessions"
+	console.GET("/sessions/others/end", s.handleConsoleEndOtherSessionsConfirm)
+	console.POST("/sessions/others/end", s.handleConsoleEndOtherSessions)
+	console.GET("/sessions/:id/end", s.handleConsoleEndSessionConfirm)
+	console.POST("/sessions/:id/end", s.handleConsoleEndSession)
+	console.GET("/sessions/:id/end-all", s.handleConsoleEndPersonSessionsConfirm, requireAdmin)
+	console.POST("/sessions/:id/end-all", s.handleConsoleEndPersonSessions, requireAdmin)
 
 	// Static assets, embedded in the binary.
 	static, _ := fs.Sub(assets.FS, ".")

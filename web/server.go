@@ -49,6 +49,11 @@ type Deps struct {
 	Login     *login.Provider
 	ConsoleRP *oidclogin.RelyingParty
 	ConsentRP *oidclogin.RelyingParty
+	// Sessions keeps the records of the console's, the provider's and the
+	// consent pages' sessions, so that the server can end them.
+	Sessions identity.Sessions
+	// Now is the sessions' clock; time.Now when nil.
+	Now func() time.Time
 }
 
 // Server is flowd's HTTP server.
@@ -74,6 +79,7 @@ type Server struct {
 	idp             *oidclogin.Sessions
 	consoleSessions *oidclogin.Sessions
 	consentSessions *oidclogin.Sessions
+	sessions        identity.Sessions
 }
 
 // New builds the server with every dependency it needs.
@@ -88,10 +94,11 @@ func New(d Deps) (*Server, error) {
 		echo: e, log: d.Log, cfg: d.Config, pool: d.Pool, metrics: newMetrics(d.Registry, d.Pool),
 		identity: d.Identity, flows: d.Flows, webhooks: d.Webhooks, endpoints: d.Endpoints,
 		consent: d.Consent, definitions: d.Definitions, receipts: d.Receipts,
-		login: d.Login, consoleRP: d.ConsoleRP, consentRP: d.ConsentRP,
-		consoleSessions: oidclogin.ConsoleSessions(d.Config), consentSessions: oidclogin.ConsentSessions(d.Config),
+		login: d.Login, consoleRP: d.ConsoleRP, consentRP: d.ConsentRP, sessions: d.Sessions,
+		idp:             oidclogin.ProviderSessions(d.Config, d.Sessions, d.Now),
+		consoleSessions: oidclogin.ConsoleSessions(d.Config, d.Sessions, d.Now),
+		consentSessions: oidclogin.ConsentSessions(d.Config, d.Sessions, d.Now),
 	}
-	s.idp = idpSessions(s)
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = echo.ExtractIPDirect()
 	s.routes()
@@ -107,7 +114,7 @@ func (d Deps) check() error {
 		{"Log", d.Log == nil}, {"Config", d.Config == nil}, {"Pool", d.Pool == nil}, {"Registry", d.Registry == nil},
 		{"Identity", d.Identity == nil}, {"Flows", d.Flows == nil}, {"Webhooks", d.Webhooks == nil}, {"Endpoints", d.Endpoints == nil},
 		{"Consent", d.Consent == nil}, {"Definitions", d.Definitions == nil}, {"Receipts", d.Receipts == nil}, {"Login", d.Login == nil}, {"ConsoleRP", d.ConsoleRP == nil},
-		{"ConsentRP", d.ConsentRP == nil},
+		{"ConsentRP", d.ConsentRP == nil}, {"Sessions", d.Sessions == nil},
 	} {
 		if dep.missing {
 			return fmt.Errorf("web: New needs %s", dep.name)

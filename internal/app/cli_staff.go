@@ -3,14 +3,15 @@ package app
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/flowd/flowd/internal/config"
+	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
 )
@@ -19,6 +20,13 @@ const staffUsage = `Usage:
   flowd staff create --org ORG_ID --username U --role admin|viewer [--name N] --password-stdin [--json]
   flowd staff disable --username U [--json]
   flowd staff reset-password --username U --password-stdin [--json]
+  flowd staff set-role --username U --role admin|viewer [--json]
+  flowd staff delete --username U [--json]
+  flowd staff sessions --username U [--json]
+  flowd staff end-sessions --username U [--json]
+A disable, a password reset, a role change, a deletion and end-sessions end
+every session of the account at once, at the console and at the sign-in
+service; each is in the organization's audit log.
 `
 
 // runStaff handles "flowd staff …": the console's staff accounts.
@@ -26,6 +34,12 @@ func runStaff(ctx context.Context, args []string, getenv func(string) string, st
 	if len(args) == 0 {
 		fmt.Fprint(stderr, staffUsage)
 		return errors.New("staff: no subcommand given")
+	}
+	switch args[0] {
+	case "sessions":
+		return runStaffSessions(ctx, args[1:], getenv, stdout, stderr)
+	case "end-sessions":
+		return runStaffEndSessions(ctx, args[1:], getenv, stdout, stderr)
 	}
 	sub, rest := args[0], args[1:]
 	fs := flag.NewFlagSet("staff "+sub, flag.ContinueOnError)
@@ -41,7 +55,9 @@ func runStaff(ctx context.Context, args []string, getenv func(string) string, st
 		passwordStdin = fs.Bool("password-stdin", false, "read the password from standard input")
 	case "reset-password":
 		passwordStdin = fs.Bool("password-stdin", false, "read the password from standard input")
-	case "disable":
+	case "set-role":
+		role = fs.String("role", "", "admin or viewer")
+	case "disable", "delete":
 	default:
 		fmt.Fprint(stderr, staffUsage)
 		return fmt.Errorf("staff: unknown subcommand %q", sub)
@@ -64,43 +80,170 @@ func runStaff(ctx context.Context, args []string, getenv func(string) string, st
 		password = p
 	}
 
-	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	env, staff, err := openStaff(ctx, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.pool.Close()
-	staff, err := login.NewStaff(env.pool, organizationDirectory{env.identity}, login.StaffConfig{})
-	if err != nil {
-		return err
-	}
 
-	var a identity.StaffAccount
+	var ch identity.StaffChange
 	var summary string
 	switch sub {
 	case "create":
-		a, err = staff.CreateStaff(ctx, identity.NewStaffAccount{
+		ch.Account, err = staff.CreateStaff(ctx, identity.NewStaffAccount{
 			OrganizationID: strings.TrimSpace(*org), Username: *username, Name: strings.TrimSpace(*name),
 			Role: identity.Role(*role), Password: password,
 		})
 		summary = "created staff account %s (%s) in organization %s\n"
 	case "disable":
-		a, err = staff.DisableStaff(ctx, *username)
+		ch, err = staff.DisableStaff(ctx, *username, env.staffAudited(identity.AuditStaffDisable, identity.EndedByDisable))
 		summary = "disabled staff account %s (%s) of organization %s\n"
 	case "reset-password":
-		a, err = staff.ResetStaffPassword(ctx, *username, password)
+		ch, err = staff.ResetStaffPassword(ctx, *username, password, env.staffAudited(identity.AuditStaffPasswordReset, identity.EndedByPasswordReset))
 		summary = "set a new password for staff account %s (%s) of organization %s\n"
+	case "set-role":
+		ch, err = staff.SetStaffRole(ctx, *username, identity.Role(*role), env.staffAudited(identity.AuditStaffRoleChange, identity.EndedByRoleChange))
+		summary = "staff account %s now has the role %s in organization %s\n"
+	case "delete":
+		ch, err = staff.DeleteStaff(ctx, *username, env.staffAudited(identity.AuditStaffDelete, identity.EndedByDelete))
+		summary = "deleted staff account %s (%s) of organization %s\n"
 	}
 	if err != nil {
 		return cliError(err)
 	}
 	if *asJSON {
-		out := map[string]any{"id": a.ID, "username": a.Username, "role": a.Role}
-		if sub == "disable" {
+		out := map[string]any{"id": ch.Account.ID, "username": ch.Account.Username, "role": ch.Account.Role}
+		switch sub {
+		case "disable":
 			out["disabled"] = true
+		case "delete":
+			out["deleted"] = true
 		}
-		return json.NewEncoder(stdout).Encode(out)
+		if sub != "create" {
+			out["sessionsEnded"] = len(ch.Ended)
+		}
+		return printJSON(stdout, out)
 	}
-	fmt.Fprintf(stdout, summary, a.Username, a.Role, a.OrganizationID)
+	fmt.Fprintf(stdout, summary, ch.Account.Username, ch.Account.Role, ch.Account.OrganizationID)
+	if len(ch.Ended) > 0 {
+		fmt.Fprintf(stdout, "ended %d session(s)\n", len(ch.Ended))
+	}
+	return nil
+}
+
+// openStaff opens the database and the staff service of an admin command.
+func openStaff(ctx context.Context, getenv func(string) string, stderr io.Writer) (*adminEnv, *login.Staff, error) {
+	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	staff, err := login.NewStaff(env.pool, organizationDirectory{env.identity}, login.StaffConfig{})
+	if err != nil {
+		env.pool.Close()
+		return nil, nil, err
+	}
+	return env, staff, nil
+}
+
+// staffAudited records, in the transaction of a change to a staff account,
+// the change (action, unless "") and each session it ended (for why), by
+// the operator.
+func (env *adminEnv) staffAudited(action, why string) database.BeforeCommit[identity.StaffChange] {
+	return func(ctx context.Context, tx database.Tx, ch identity.StaffChange) error {
+		var entries []identity.AuditEntry
+		if action != "" {
+			entries = append(entries, identity.AuditEntry{OrganizationID: ch.Account.OrganizationID, Actor: operatorActor,
+				Action: action, Target: ch.Account.Username,
+				Detail: fmt.Sprintf("role %s; %d session(s) ended", ch.Account.Role, len(ch.Ended))})
+		}
+		for _, e := range append(entries, identity.SessionAuditEntries(operatorActor, why, ch.Ended)...) {
+			if err := env.identity.RecordAuditTx(ctx, tx, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// sessionJSON is a session as the staff commands print it.
+type sessionJSON struct {
+	ID         string    `json:"id"`
+	Kind       string    `json:"kind"`
+	StartedAt  time.Time `json:"startedAt"`
+	LastSeenAt time.Time `json:"lastSeenAt"`
+	EndsAt     time.Time `json:"endsAt"`
+	UserAgent  string    `json:"userAgent"`
+	Address    string    `json:"address"`
+}
+
+// runStaffSessions handles "flowd staff sessions --username U": the
+// account's live sessions, newest first.
+func runStaffSessions(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("staff sessions", flag.ContinueOnError)
+	username := fs.String("username", "", "username or e-mail address")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if *username == "" {
+		return errors.New("staff sessions: --username is required")
+	}
+	env, staff, err := openStaff(ctx, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.pool.Close()
+	a, all, err := staff.StaffSessions(ctx, *username)
+	if err != nil {
+		return cliError(err)
+	}
+	now := time.Now()
+	live := []sessionJSON{}
+	for _, s := range all {
+		if s.LiveAt(now) {
+			live = append(live, sessionJSON{ID: s.ID, Kind: string(s.Kind), StartedAt: s.CreatedAt.UTC(), LastSeenAt: s.LastSeenAt.UTC(),
+				EndsAt: s.IdleUntil.UTC(), UserAgent: s.UserAgent, Address: s.Address})
+			if s.ExpiresAt.Before(s.IdleUntil) {
+				live[len(live)-1].EndsAt = s.ExpiresAt.UTC()
+			}
+		}
+	}
+	if *asJSON {
+		return printJSON(stdout, map[string]any{"id": a.ID, "username": a.Username, "sessions": live})
+	}
+	fmt.Fprintf(stdout, "%d live session(s) of %s\n", len(live), a.Username)
+	for _, s := range live {
+		fmt.Fprintf(stdout, "%s  %-8s  started %s  last seen %s  %s  %s\n", s.ID, s.Kind, s.StartedAt.Format(time.RFC3339),
+			s.LastSeenAt.Format(time.RFC3339), s.UserAgent, s.Address)
+	}
+	return nil
+}
+
+// runStaffEndSessions handles "flowd staff end-sessions --username U": every
+// session of the account ends at once, each in the audit log.
+func runStaffEndSessions(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("staff end-sessions", flag.ContinueOnError)
+	username := fs.String("username", "", "username or e-mail address")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if *username == "" {
+		return errors.New("staff end-sessions: --username is required")
+	}
+	env, staff, err := openStaff(ctx, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.pool.Close()
+	ch, err := staff.EndStaffSessions(ctx, *username, env.staffAudited("", identity.EndedByOperator))
+	if err != nil {
+		return cliError(err)
+	}
+	if *asJSON {
+		return printJSON(stdout, map[string]any{"id": ch.Account.ID, "username": ch.Account.Username, "sessionsEnded": len(ch.Ended)})
+	}
+	fmt.Fprintf(stdout, "ended %d session(s) of %s\n", len(ch.Ended), ch.Account.Username)
 	return nil
 }
 

@@ -26,6 +26,10 @@ Usage:
   flowd staff disable --username U            stop a staff account from signing in
   flowd staff reset-password --username U --password-stdin
                    set a staff account's password
+  flowd staff set-role --username U --role admin|viewer
+  flowd staff delete --username U
+  flowd staff sessions --username U           list a staff account's live sessions
+  flowd staff end-sessions --username U       end every session of a staff account
   flowd orgs create --name NAME [--org-number N] [--prefix P] [--redirect-origins "URL ..."] [--json]
   flowd orgs list [--json]
   flowd clients create --org ORG_ID [--name N] [--scopes "flows:read flows:write"] [--sandbox] [--dpop]

@@ -97,6 +97,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	// The records of sessions, so that the server can end them; every
+	// instance reads them, so an end holds everywhere at once.
+	sessions, err := login.NewSessions(pool, login.SessionsConfig{Log: log})
+	if err != nil {
+		return err
+	}
 	consoleRP := oidclogin.New(oidclogin.ConsoleConfig(cfg))
 	consentRP := oidclogin.New(oidclogin.ConsentConfig(cfg))
 
@@ -129,7 +135,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			AllowPrivate: cfg.WebhookAllowPrivate}),
 		Flows: flowsModule, Definitions: definitions, Receipts: receipts,
 		Consent: consent.NewJourney(pool, consentRequests, flowsModule, definitions, receipts, orgs, cfg.ConsentACRMap, log),
-		Login:   provider, ConsoleRP: consoleRP, ConsentRP: consentRP,
+		Login:   provider, ConsoleRP: consoleRP, ConsentRP: consentRP, Sessions: sessions,
 	})
 	if err != nil {
 		return err
@@ -139,6 +145,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		{"flows maintenance", flowsModule.Run},
 		{"consent expiry", flowsModule.RunExpiry},
 		{"webhook workers", hooks.Run},
+		{"session sweep", sessions.Run},
 	}
 
 	// The listeners open last, once nothing else can fail.

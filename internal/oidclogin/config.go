@@ -45,15 +45,29 @@ func ConsentConfig(cfg *config.Config) Config {
 	return c
 }
 
-// ConsoleSessions returns the console's session store: cookie flowd_console.
-func ConsoleSessions(cfg *config.Config) *Sessions {
-	return NewSessions(SessionConfig{Name: "flowd_console", Key: cfg.SessionKey, Secure: cfg.Secure(),
+// ConsoleSessions returns the console's session store: cookie flowd_console,
+// records of kind console.
+func ConsoleSessions(cfg *config.Config, records Records, now func() time.Time) *Sessions {
+	return NewSessions(SessionConfig{Name: "flowd_console", Kind: identity.SessionConsole, Records: records,
+		Key: cfg.SessionKey, Secure: cfg.Secure(), Now: now,
 		Idle: orDefault(cfg.ConsoleSessionIdle, 30*time.Minute), Absolute: orDefault(cfg.ConsoleSessionMax, 12*time.Hour)})
 }
 
-// ConsentSessions returns the consent pages' session store: cookie flowd_consent.
-func ConsentSessions(cfg *config.Config) *Sessions {
-	return NewSessions(SessionConfig{Name: "flowd_consent", Key: cfg.SessionKey, Secure: cfg.Secure(),
+// ProviderSessions returns the built-in provider's session store: cookie
+// flowd_idp, records of kind provider. Its only staff client is the console,
+// so its single sign-on lives no longer than a console session may: once a
+// console session times out, signing in again takes the password.
+func ProviderSessions(cfg *config.Config, records Records, now func() time.Time) *Sessions {
+	return NewSessions(SessionConfig{Name: "flowd_idp", Kind: identity.SessionProvider, Records: records,
+		Key: cfg.SessionKey, Secure: cfg.Secure(), Now: now,
+		Idle: orDefault(cfg.ConsoleSessionIdle, 30*time.Minute), Absolute: orDefault(cfg.ConsoleSessionMax, 12*time.Hour)})
+}
+
+// ConsentSessions returns the consent pages' session store: cookie
+// flowd_consent, records of kind consent.
+func ConsentSessions(cfg *config.Config, records Records, now func() time.Time) *Sessions {
+	return NewSessions(SessionConfig{Name: "flowd_consent", Kind: identity.SessionConsent, Records: records,
+		Key: cfg.SessionKey, Secure: cfg.Secure(), Now: now,
 		Idle: orDefault(cfg.ConsentSessionIdle, 15*time.Minute), Absolute: orDefault(cfg.ConsentSessionMax, time.Hour)})
 }
 

@@ -1,6 +1,7 @@
 package oidclogin
 
 import (
+	"context"
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
@@ -11,12 +12,17 @@ import (
 	"time"
 
 	"github.com/gorilla/sessions"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/identity"
 )
 
-// Session is a signed-in person as a relying party remembers them in an
-// encrypted, signed cookie.
+// Session is a signed-in person as a relying party remembers them: an
+// encrypted, signed cookie and, for a session the server can end, its
+// record (Record), without which the cookie admits nothing.
 type Session struct {
-	// ID is random and new at every sign-in.
+	// ID is random and new at every sign-in; it is the token of the
+	// session's record, which stores only its hash.
 	ID      string
 	Issuer  string
 	Subject string
@@ -29,13 +35,34 @@ type Session struct {
 	Attrs     map[string]string
 	CreatedAt time.Time
 	SeenAt    time.Time
+	// Record is the server's record of the session. Before Start the
+	// caller fills in what only it knows (the staff account, organization,
+	// username, provider session, browser and address, and the ID when it
+	// was promised before, as the provider's sid is); Start and Get return
+	// it as stored.
+	Record identity.Session
 }
 
-// Sessions keeps one kind of session (console or consent) in a cookie of its
-// own, with keys of its own derived from the session key.
+// Records keeps the server's records of sessions; the identity module's
+// login.Sessions implements it.
+type Records interface {
+	StartSession(ctx context.Context, n identity.NewSession) (identity.Session, error)
+	SessionByToken(ctx context.Context, token string) (identity.Session, bool, error)
+	TouchSession(ctx context.Context, id string, now, idleUntil time.Time) error
+	EndSessionByToken(ctx context.Context, token string, before ...database.BeforeCommit[[]identity.Session]) ([]identity.Session, error)
+}
+
+// Sessions keeps one kind of session (console, consent, the provider's) in
+// a cookie of its own, with keys of its own derived from the session key,
+// and, with Records, a record on the server of every session that has a
+// subject: such a session lives only while its record does, so the server
+// ends it by deleting the record. A session without a subject (the
+// provider's anonymous browser id) is the cookie alone.
 type Sessions struct {
 	store    *sessions.CookieStore
 	name     string
+	kind     identity.SessionKind
+	records  Records
 	idle     time.Duration
 	absolute time.Duration
 	now      func() time.Time
@@ -45,6 +72,11 @@ type Sessions struct {
 type SessionConfig struct {
 	// Name is the cookie's name, e.g. flowd_console.
 	Name string
+	// Kind is the kind of the sessions' records.
+	Kind identity.SessionKind
+	// Records keeps the records; nil keeps sessions in the cookie alone,
+	// which nothing on the server can end (for tests of the cookie).
+	Records Records
 	// Key is the deployment's session key (FLOWD_SESSION_KEY); the cookie's
 	// signing and encryption keys are derived from it and Name, so no two
 	// kinds of cookie share keys.
@@ -52,7 +84,7 @@ type SessionConfig struct {
 	// Secure sets the cookie's Secure flag (under https).
 	Secure bool
 	// Idle ends a session not used for this long; Absolute ends any session
-	// this long after sign-in.
+	// this long after sign-in. The server enforces both on the record too.
 	Idle, Absolute time.Duration
 	Now            func() time.Time
 }
@@ -71,8 +103,8 @@ func NewSessions(c SessionConfig) *Sessions {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return &Sessions{store: cookieStore(c.Key, c.Name, c.Secure, c.Absolute), name: c.Name,
-		idle: c.Idle, absolute: c.Absolute, now: c.Now}
+	return &Sessions{store: cookieStore(c.Key, c.Name, c.Secure, c.Absolute), name: c.Name, kind: c.Kind,
+		records: c.Records, idle: c.Idle, absolute: c.Absolute, now: c.Now}
 }
 
 func cookieStore(root []byte, name string, secure bool, maxAge time.Duration) *sessions.CookieStore {
@@ -82,19 +114,21 @@ func cookieStore(root []byte, name string, secure bool, maxAge time.Duration) *s
 	return st
 }
 
-// Get returns the request's session when it exists and has not timed out.
-// It refreshes the idle clock (re-sending the cookie) at most once a minute.
-func (s *Sessions) Get(w http.ResponseWriter, r *http.Request) (Session, bool) {
+// Get returns the request's session when it exists, has not timed out and,
+// when it has a subject, its record lives; an error only when the records
+// cannot be read. It refreshes the idle clocks (re-sending the cookie,
+// touching the record) at most once a minute.
+func (s *Sessions) Get(w http.ResponseWriter, r *http.Request) (Session, bool, error) {
 	raw, err := s.store.New(r, s.name)
 	if err != nil || raw.IsNew {
-		return Session{}, false
+		return Session{}, false, nil
 	}
 	v := raw.Values
 	sess := Session{Attrs: map[string]string{}}
 	var created, seen int64
 	var ok bool
 	if sess.ID, ok = v["id"].(string); !ok || sess.ID == "" {
-		return Session{}, false
+		return Session{}, false, nil
 	}
 	sess.Issuer, _ = v["iss"].(string)
 	sess.Subject, _ = v["sub"].(string)
@@ -111,23 +145,51 @@ func (s *Sessions) Get(w http.ResponseWriter, r *http.Request) (Session, bool) {
 	now := s.now()
 	if now.Sub(sess.CreatedAt) > s.absolute || now.Sub(sess.SeenAt) > s.idle {
 		s.Clear(w, r)
-		return Session{}, false
+		return Session{}, false, nil
+	}
+	if s.records != nil && sess.Subject != "" {
+		rec, found, err := s.records.SessionByToken(r.Context(), sess.ID)
+		if err != nil {
+			return Session{}, false, err
+		}
+		if !found || rec.Kind != s.kind || !rec.LiveAt(now) {
+			s.Clear(w, r)
+			return Session{}, false, nil
+		}
+		if now.Sub(rec.LastSeenAt) > time.Minute {
+			if err := s.records.TouchSession(r.Context(), rec.ID, now, now.Add(s.idle)); err != nil {
+				return Session{}, false, err
+			}
+			rec.LastSeenAt, rec.IdleUntil = now, now.Add(s.idle)
+		}
+		sess.Record = rec
 	}
 	if now.Sub(sess.SeenAt) > time.Minute {
 		sess.SeenAt = now
 		raw.Values["seen"] = now.Unix()
 		_ = s.store.Save(r, w, raw)
 	}
-	return sess, true
+	return sess, true, nil
 }
 
 // Start begins a new session, replacing whatever cookie the browser sent, so
 // that a session planted before sign-in is never the one signed in. It fills
-// in ID, CSRF and the times.
+// in ID, CSRF and the times and, for a session with a subject, stores its
+// record (see Session.Record).
 func (s *Sessions) Start(w http.ResponseWriter, r *http.Request, sess Session) (Session, error) {
 	now := s.now()
 	sess.ID, sess.CSRF = randomString(), randomString()
 	sess.CreatedAt, sess.SeenAt = now, now
+	if s.records != nil && sess.Subject != "" {
+		rec := sess.Record
+		rec.Kind, rec.Issuer, rec.Subject = s.kind, sess.Issuer, sess.Subject
+		rec.CreatedAt, rec.LastSeenAt, rec.IdleUntil, rec.ExpiresAt = now, now, now.Add(s.idle), now.Add(s.absolute)
+		stored, err := s.records.StartSession(r.Context(), identity.NewSession{Session: rec, Token: sess.ID})
+		if err != nil {
+			return Session{}, err
+		}
+		sess.Record = stored
+	}
 	raw := sessions.NewSession(s.store, s.name)
 	opts := *s.store.Options
 	raw.Options = &opts
@@ -152,7 +214,19 @@ func (s *Sessions) Start(w http.ResponseWriter, r *http.Request, sess Session) (
 	return sess, nil
 }
 
-// Clear ends the session by expiring its cookie.
+// End ends sess, which Get returned: its record goes, with the records of
+// the same sign-in (see identity.Sessions), and the cookie is expired. It
+// returns the sessions ended; before runs in the transaction that ends them.
+func (s *Sessions) End(w http.ResponseWriter, r *http.Request, sess Session, before ...database.BeforeCommit[[]identity.Session]) ([]identity.Session, error) {
+	s.Clear(w, r)
+	if s.records == nil || sess.Subject == "" {
+		return nil, nil
+	}
+	return s.records.EndSessionByToken(r.Context(), sess.ID, before...)
+}
+
+// Clear forgets the session in this browser by expiring its cookie; its
+// record, if any, is left to End or to its timeouts.
 func (s *Sessions) Clear(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: s.name, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
 		Secure: s.store.Options.Secure, SameSite: http.SameSiteLaxMode})

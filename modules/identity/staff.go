@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/database"
 )
 
 // This file holds the domain of interactive login (issue 6): staff accounts,
@@ -116,16 +117,48 @@ var (
 	ErrTooManyAttempts = apperr.New(apperr.RateLimited, "Too many failed attempts. Wait a while and try again.")
 )
 
-// StaffService manages staff accounts; the CLI and the built-in provider use it.
+// StaffChange is an account as a change left it (as it was, for a
+// deletion) and the sessions the change ended.
+type StaffChange struct {
+	Account StaffAccount
+	Ended   []Session
+}
+
+// Audit actions of staff accounts.
+const (
+	AuditStaffDisable       = "staff.disable"
+	AuditStaffPasswordReset = "staff.reset_password"
+	AuditStaffRoleChange    = "staff.set_role"
+	AuditStaffDelete        = "staff.delete"
+)
+
+// StaffService manages staff accounts; the CLI and the built-in provider use
+// it. A change that may have been made because an account was misused (a
+// disable, a password reset, a role change, a deletion) ends every session
+// of the account, at the console and at the provider, in the change's
+// transaction; before runs there too, with the change (see
+// database.BeforeCommit), and its error undoes the change.
 type StaffService interface {
 	// CreateStaff creates an account. Errors: apperr Invalid (fields),
 	// ErrStaffExists, apperr NotFound for an unknown organization.
 	CreateStaff(ctx context.Context, n NewStaffAccount) (StaffAccount, error)
-	// DisableStaff stops an account from signing in. Errors: ErrStaffNotFound.
-	DisableStaff(ctx context.Context, username string) (StaffAccount, error)
-	// ResetStaffPassword sets a new password (and enables nothing else).
-	// Errors: apperr Invalid, ErrStaffNotFound.
-	ResetStaffPassword(ctx context.Context, username, password string) (StaffAccount, error)
+	// DisableStaff stops an account from signing in and ends its sessions.
+	// Errors: ErrStaffNotFound.
+	DisableStaff(ctx context.Context, username string, before ...database.BeforeCommit[StaffChange]) (StaffChange, error)
+	// ResetStaffPassword sets a new password (and enables nothing else) and
+	// ends the account's sessions. Errors: apperr Invalid, ErrStaffNotFound.
+	ResetStaffPassword(ctx context.Context, username, password string, before ...database.BeforeCommit[StaffChange]) (StaffChange, error)
+	// SetStaffRole gives an account another role and ends its sessions; the
+	// role it has already changes nothing and ends nothing. Errors: apperr
+	// Invalid, ErrStaffNotFound.
+	SetStaffRole(ctx context.Context, username string, role Role, before ...database.BeforeCommit[StaffChange]) (StaffChange, error)
+	// DeleteStaff deletes an account with its sessions. Errors: ErrStaffNotFound.
+	DeleteStaff(ctx context.Context, username string, before ...database.BeforeCommit[StaffChange]) (StaffChange, error)
+	// StaffSessions returns an account and its sessions, newest first,
+	// including those timed out but not yet swept. Errors: ErrStaffNotFound.
+	StaffSessions(ctx context.Context, username string) (StaffAccount, []Session, error)
+	// EndStaffSessions ends every session of an account. Errors: ErrStaffNotFound.
+	EndStaffSessions(ctx context.Context, username string, before ...database.BeforeCommit[StaffChange]) (StaffChange, error)
 	// AuthenticateStaff checks a username and password from address, under the
 	// rate limit. Errors: ErrBadCredentials, ErrTooManyAttempts (with RetryAfter).
 	AuthenticateStaff(ctx context.Context, username, password, address string) (StaffAccount, error)

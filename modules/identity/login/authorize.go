@@ -206,9 +206,11 @@ func (p *Provider) pending(ctx context.Context, id, browserID, token string) (st
 }
 
 // CompleteStaffLogin checks the staff form of pending request id and returns
-// the client's redirect URL with a code, and the account signed in. Errors:
+// the client's redirect URL with a code, and the account signed in. sid
+// names the provider session the sign-in starts; the ID token carries it,
+// so that the client's session ends with that one. Errors:
 // ErrLoginExpired, identity.ErrBadCredentials, a rate-limited apperr.
-func (p *Provider) CompleteStaffLogin(ctx context.Context, id, browserID, token, username, password, address string) (string, identity.StaffAccount, error) {
+func (p *Provider) CompleteStaffLogin(ctx context.Context, id, browserID, token, username, password, address, sid string) (string, identity.StaffAccount, error) {
 	req, err := p.pending(ctx, id, browserID, token)
 	if err != nil {
 		return "", identity.StaffAccount{}, err
@@ -220,14 +222,14 @@ func (p *Provider) CompleteStaffLogin(ctx context.Context, id, browserID, token,
 	if err != nil {
 		return "", a, err
 	}
-	to, err := p.issueCode(ctx, req, p.staffClaims(a), timeNow(), id)
+	to, err := p.issueCode(ctx, req, p.staffClaims(a, sid), timeNow(), id)
 	return to, a, err
 }
 
-// IssueForStaff completes r at once for a staff member who holds a provider
-// session from an earlier sign-in at authTime; the account must still be
-// enabled. Errors: identity.ErrBadCredentials for a disabled or gone account.
-func (p *Provider) IssueForStaff(ctx context.Context, r AuthRequest, staffID string, authTime time.Time) (string, error) {
+// IssueForStaff completes r at once for a staff member who holds provider
+// session sid from an earlier sign-in at authTime; the account must still
+// be enabled. Errors: identity.ErrBadCredentials for a disabled or gone account.
+func (p *Provider) IssueForStaff(ctx context.Context, r AuthRequest, staffID, sid string, authTime time.Time) (string, error) {
 	a, err := p.store.StaffByID(ctx, staffID)
 	if errors.Is(err, identity.ErrStaffNotFound) || (err == nil && a.Disabled) {
 		return "", identity.ErrBadCredentials
@@ -237,18 +239,7 @@ func (p *Provider) IssueForStaff(ctx context.Context, r AuthRequest, staffID str
 	}
 	req := store.Request{ClientID: r.Client.ID, RedirectURI: r.RedirectURI, Scope: r.Scope, State: r.State,
 		Nonce: r.Nonce, CodeChallenge: r.CodeChallenge, Method: string(r.Method)}
-	return p.issueCode(ctx, req, p.staffClaims(a), authTime, "")
-}
-
-// StaffActive reports whether the staff account id exists and is enabled;
-// the console asks on every request of a session from this provider, so that
-// disabling an account ends its sessions at once.
-func (p *Provider) StaffActive(ctx context.Context, id string) (bool, error) {
-	a, err := p.store.StaffByID(ctx, id)
-	if errors.Is(err, identity.ErrStaffNotFound) {
-		return false, nil
-	}
-	return err == nil && !a.Disabled, err
+	return p.issueCode(ctx, req, p.staffClaims(a, sid), authTime, "")
 }
 
 var nationalIDRE = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)
@@ -302,18 +293,24 @@ func (p *Provider) CompleteTestEID(ctx context.Context, id, browserID, token, na
 	return p.issueCode(ctx, req, claims, timeNow(), id)
 }
 
-func (p *Provider) staffClaims(a identity.StaffAccount) map[string]any {
+// staffClaims are the claims of a staff member's ID token; sid names the
+// provider session (OpenID Connect Front-Channel Logout 1.0, section 3).
+func (p *Provider) staffClaims(a identity.StaffAccount, sid string) map[string]any {
 	name := a.Name
 	if name == "" {
 		name = a.Username
 	}
-	return map[string]any{
+	claims := map[string]any{
 		"sub":                a.ID,
 		"preferred_username": a.Username,
 		"name":               name,
 		p.cfg.OrgClaim:       a.OrganizationID,
 		p.cfg.RolesClaim:     []string{string(a.Role)},
 	}
+	if sid != "" {
+		claims["sid"] = sid
+	}
+	return claims
 }
 
 // codeClaims is what a code carries, sealed, to the token endpoint.

@@ -230,7 +230,7 @@ func (p *Provider) Discovery() map[string]any {
 		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post"},
 		// The claims of ID tokens and userinfo.
 		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "acr", "azp",
-			"preferred_username", "name", p.cfg.OrgClaim, p.cfg.RolesClaim, p.cfg.NationalIDClaim, "flowd_test_identity"},
+			"preferred_username", "name", "sid", p.cfg.OrgClaim, p.cfg.RolesClaim, p.cfg.NationalIDClaim, "flowd_test_identity"},
 		// Request objects are refused; absent, request_uri_parameter_supported
 		// would mean true (OpenID Connect Discovery 1.0, section 3).
 		"request_parameter_supported":     false,

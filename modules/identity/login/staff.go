@@ -2,17 +2,19 @@ package login
 
 import (
 	"context"
-
 	"encoding/hex"
 	"errors"
-	"github.com/flowd/flowd/modules/identity/login/internal/store"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/login/internal/store"
 )
 
 // Staff manages staff accounts and checks their passwords (identity.StaffService).
@@ -93,25 +95,111 @@ func (p *Staff) CreateStaff(ctx context.Context, n identity.NewStaffAccount) (id
 }
 
 // DisableStaff stops an account from signing in; see identity.StaffService.
-func (p *Staff) DisableStaff(ctx context.Context, username string) (identity.StaffAccount, error) {
-	return p.store.DisableStaff(ctx, username)
+func (p *Staff) DisableStaff(ctx context.Context, username string, before ...database.BeforeCommit[identity.StaffChange]) (identity.StaffChange, error) {
+	return p.change(ctx, before, func(tx pgx.Tx) (identity.StaffAccount, error) { return store.DisableStaffTx(ctx, tx, username) })
 }
 
 // ResetStaffPassword sets a new password; see identity.StaffService. It also
 // lifts the account's sign-in pause, as an administrator intends.
-func (p *Staff) ResetStaffPassword(ctx context.Context, username, password string) (identity.StaffAccount, error) {
+func (p *Staff) ResetStaffPassword(ctx context.Context, username, password string, before ...database.BeforeCommit[identity.StaffChange]) (identity.StaffChange, error) {
 	if err := identity.ValidatePassword(password); err != nil {
-		return identity.StaffAccount{}, apperr.InvalidFields([]apperr.FieldError{{Field: "password", Message: err.Error()}})
+		return identity.StaffChange{}, apperr.InvalidFields([]apperr.FieldError{{Field: "password", Message: err.Error()}})
 	}
 	hash, err := secrethash.Hash(password, p.cfg.PasswordParams)
 	if err != nil {
-		return identity.StaffAccount{}, err
+		return identity.StaffChange{}, err
 	}
-	a, err := p.store.SetStaffPassword(ctx, username, hash)
+	ch, err := p.change(ctx, before, func(tx pgx.Tx) (identity.StaffAccount, error) {
+		return store.SetStaffPasswordTx(ctx, tx, username, hash)
+	})
 	if err != nil {
-		return a, err
+		return ch, err
 	}
-	return a, p.store.ClearFailures(ctx, accountBucket(username))
+	return ch, p.store.ClearFailures(ctx, accountBucket(username))
+}
+
+// SetStaffRole gives an account another role; see identity.StaffService.
+func (p *Staff) SetStaffRole(ctx context.Context, username string, role identity.Role, before ...database.BeforeCommit[identity.StaffChange]) (identity.StaffChange, error) {
+	if !role.Valid() {
+		return identity.StaffChange{}, apperr.InvalidFields([]apperr.FieldError{{Field: "role", Message: "must be admin or viewer"}})
+	}
+	var ch identity.StaffChange
+	err := database.WithTx(ctx, p.store.Pool(), func(tx pgx.Tx) error {
+		a, err := store.LockStaffTx(ctx, tx, username)
+		if err != nil || a.Role == role {
+			ch.Account = a
+			return err
+		}
+		if ch.Account, err = store.SetStaffRoleTx(ctx, tx, a.ID, role); err != nil {
+			return err
+		}
+		if ch.Ended, err = store.EndStaffSessionsTx(ctx, tx, a.ID); err != nil {
+			return err
+		}
+		return database.RunBeforeCommit(ctx, tx, ch, before)
+	})
+	if err != nil {
+		return identity.StaffChange{}, err
+	}
+	return ch, nil
+}
+
+// DeleteStaff deletes an account with its sessions; see identity.StaffService.
+func (p *Staff) DeleteStaff(ctx context.Context, username string, before ...database.BeforeCommit[identity.StaffChange]) (identity.StaffChange, error) {
+	var ch identity.StaffChange
+	err := database.WithTx(ctx, p.store.Pool(), func(tx pgx.Tx) error {
+		a, err := store.LockStaffTx(ctx, tx, username)
+		if err != nil {
+			return err
+		}
+		// The sessions go first, so that the change names each one ended.
+		if ch.Ended, err = store.EndStaffSessionsTx(ctx, tx, a.ID); err != nil {
+			return err
+		}
+		if ch.Account, err = store.DeleteStaffTx(ctx, tx, username); err != nil {
+			return err
+		}
+		return database.RunBeforeCommit(ctx, tx, ch, before)
+	})
+	if err != nil {
+		return identity.StaffChange{}, err
+	}
+	return ch, nil
+}
+
+// StaffSessions returns an account and its sessions; see identity.StaffService.
+func (p *Staff) StaffSessions(ctx context.Context, username string) (identity.StaffAccount, []identity.Session, error) {
+	a, _, err := p.store.StaffByUsername(ctx, username)
+	if err != nil {
+		return a, nil, err
+	}
+	sessions, err := store.StaffSessions(ctx, p.store.Pool(), a.ID)
+	return a, sessions, err
+}
+
+// EndStaffSessions ends every session of an account; see identity.StaffService.
+func (p *Staff) EndStaffSessions(ctx context.Context, username string, before ...database.BeforeCommit[identity.StaffChange]) (identity.StaffChange, error) {
+	return p.change(ctx, before, func(tx pgx.Tx) (identity.StaffAccount, error) { return store.LockStaffTx(ctx, tx, username) })
+}
+
+// change runs do on an account, then ends the account's sessions and runs
+// before, all in one transaction.
+func (p *Staff) change(ctx context.Context, before []database.BeforeCommit[identity.StaffChange], do func(pgx.Tx) (identity.StaffAccount, error)) (identity.StaffChange, error) {
+	var ch identity.StaffChange
+	err := database.WithTx(ctx, p.store.Pool(), func(tx pgx.Tx) error {
+		var err error
+		if ch.Account, err = do(tx); err != nil {
+			return err
+		}
+		if ch.Ended, err = store.EndStaffSessionsTx(ctx, tx, ch.Account.ID); err != nil {
+			return err
+		}
+		return database.RunBeforeCommit(ctx, tx, ch, before)
+	})
+	if err != nil {
+		return identity.StaffChange{}, err
+	}
+	return ch, nil
 }
 
 // StaffByID returns an account; see identity.StaffService.

@@ -62,17 +62,38 @@ func (s *Store) StaffByID(ctx context.Context, id string) (identity.StaffAccount
 	return a, err
 }
 
-// DisableStaff marks an account disabled.
-func (s *Store) DisableStaff(ctx context.Context, username string) (identity.StaffAccount, error) {
-	a, _, err := scanStaff(s.pool.QueryRow(ctx, `update staff_accounts set disabled = true, updated_at = now()
+// DisableStaffTx marks an account disabled.
+func DisableStaffTx(ctx context.Context, tx pgx.Tx, username string) (identity.StaffAccount, error) {
+	a, _, err := scanStaff(tx.QueryRow(ctx, `update staff_accounts set disabled = true, updated_at = now()
 		where lower(username) = $1 returning `+staffColumns+`, password_hash`, identity.NormalizeUsername(username)))
 	return a, err
 }
 
-// SetStaffPassword replaces an account's password hash.
-func (s *Store) SetStaffPassword(ctx context.Context, username, hash string) (identity.StaffAccount, error) {
-	a, _, err := scanStaff(s.pool.QueryRow(ctx, `update staff_accounts set password_hash = $2, updated_at = now()
+// SetStaffPasswordTx replaces an account's password hash.
+func SetStaffPasswordTx(ctx context.Context, tx pgx.Tx, username, hash string) (identity.StaffAccount, error) {
+	a, _, err := scanStaff(tx.QueryRow(ctx, `update staff_accounts set password_hash = $2, updated_at = now()
 		where lower(username) = $1 returning `+staffColumns+`, password_hash`, identity.NormalizeUsername(username), hash))
+	return a, err
+}
+
+// LockStaffTx returns an account, locked for the transaction.
+func LockStaffTx(ctx context.Context, tx pgx.Tx, username string) (identity.StaffAccount, error) {
+	a, _, err := scanStaff(tx.QueryRow(ctx, `select `+staffColumns+`, password_hash from staff_accounts
+		where lower(username) = $1 for update`, identity.NormalizeUsername(username)))
+	return a, err
+}
+
+// SetStaffRoleTx gives an account role.
+func SetStaffRoleTx(ctx context.Context, tx pgx.Tx, id string, role identity.Role) (identity.StaffAccount, error) {
+	a, _, err := scanStaff(tx.QueryRow(ctx, `update staff_accounts set role = $2, updated_at = now()
+		where id = $1::uuid returning `+staffColumns+`, password_hash`, id, string(role)))
+	return a, err
+}
+
+// DeleteStaffTx deletes an account and returns it.
+func DeleteStaffTx(ctx context.Context, tx pgx.Tx, username string) (identity.StaffAccount, error) {
+	a, _, err := scanStaff(tx.QueryRow(ctx, `delete from staff_accounts where lower(username) = $1
+		returning `+staffColumns+`, password_hash`, identity.NormalizeUsername(username)))
 	return a, err
 }
 

@@ -1,0 +1,201 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/views/pages"
+)
+
+// This file is the console's sessions page: each staff member sees and ends
+// their own sessions; an admin sees and ends everyone's in the organization.
+
+// ownerOf is the signed-in staff member as the owner of sessions.
+func ownerOf(m StaffMember) identity.SessionOwner {
+	return identity.SessionOwner{OrganizationID: m.OrganizationID, Issuer: m.Issuer, Subject: m.Subject}
+}
+
+// owns reports whether sess is one of m's.
+func owns(m StaffMember, sess identity.Session) bool {
+	return sess.Issuer == m.Issuer && sess.Subject == m.Subject
+}
+
+// sessionKindLabel is how the page names a kind of session.
+func sessionKindLabel(k identity.SessionKind) string {
+	if k == identity.SessionProvider {
+		return "Sign-in service (single sign-on)"
+	}
+	return "Console"
+}
+
+// sessionRow is the page's row of sess; current names the sessions of
+// the browser looking at the page.
+func sessionRow(sess identity.Session, current map[string]bool) pages.SessionRow {
+	return pages.SessionRow{ID: sess.ID, Kind: sessionKindLabel(sess.Kind), Started: consoleTime(sess.CreatedAt),
+		LastSeen: consoleTime(sess.LastSeenAt), Browser: sess.UserAgent, Address: sess.Address, Current: current[sess.ID],
+		EndURL: "/console/sessions/" + sess.ID + "/end"}
+}
+
+// handleConsoleSessions handles "GET /console/sessions".
+func (s *Server) handleConsoleSessions(c echo.Context) error {
+	ctx := c.Request().Context()
+	m := staffOf(c)
+	owner := ownerOf(m)
+	own, err := s.sessions.ListSessions(ctx, m.OrganizationID, &owner)
+	if err != nil {
+		return err
+	}
+	// This browser's sessions: the console session of the request and the
+	// provider session it was signed in through.
+	current := map[string]bool{m.SessionID: true}
+	for _, sess := range own {
+		if sess.ID == m.SessionID && sess.ProviderSessionID != "" {
+			current[sess.ProviderSessionID] = true
+		}
+	}
+	p := pages.SessionsPage{Frame: s.frame(c, "sessions", "Sessions")}
+	for _, sess := range own {
+		p.Own = append(p.Own, sessionRow(sess, current))
+		if !current[sess.ID] {
+			p.OthersURL = "/console/sessions/others/end"
+		}
+	}
+	if m.IsAdmin() {
+		all, err := s.sessions.ListSessions(ctx, m.OrganizationID, nil)
+		if err != nil {
+			return err
+		}
+		p.People, p.Truncated = sessionPeople(all, current, s.login.Issuer()), len(all) >= sessionListLimit
+	}
+	return s.renderConsole(c, http.StatusOK, pages.Sessions(p))
+}
+
+// sessionListLimit is how many sessions identity.Sessions lists at most.
+const sessionListLimit = 1000
+
+// sessionPeople groups sessions (ordered by person) into people; an issuer
+// other than builtIn is named.
+func sessionPeople(all []identity.Session, current map[string]bool, builtIn string) []pages.SessionPerson {
+	var people []pages.SessionPerson
+	for i, sess := range all {
+		if i == 0 || sess.Issuer != all[i-1].Issuer || sess.Subject != all[i-1].Subject {
+			person := pages.SessionPerson{Username: sess.Username, EndAllURL: "/console/sessions/" + sess.ID + "/end-all"}
+			if sess.Issuer != builtIn {
+				person.Issuer = sess.Issuer
+			}
+			people = append(people, person)
+		}
+		last := &people[len(people)-1]
+		last.Rows = append(last.Rows, sessionRow(sess, current))
+	}
+	return people
+}
+
+// endableSession returns the session of the path that the signed-in staff
+// member may end: their own, or, for an admin, any of the organization's.
+func (s *Server) endableSession(c echo.Context) (identity.Session, error) {
+	m := staffOf(c)
+	sess, err := s.sessions.Session(c.Request().Context(), m.OrganizationID, c.Param("id"))
+	if err != nil {
+		return sess, err
+	}
+	if !owns(m, sess) && !m.IsAdmin() {
+		return sess, identity.ErrSessionNotFound
+	}
+	return sess, nil
+}
+
+// sessionDetails describes a session on a confirmation page.
+func sessionDetails(sess identity.Session) []pages.KV {
+	return []pages.KV{{Label: "Person", Value: sess.Username}, {Label: "Kind", Value: sessionKindLabel(sess.Kind)},
+		{Label: "Started", Value: consoleTime(sess.CreatedAt)}, {Label: "Last seen", Value: consoleTime(sess.LastSeenAt)},
+		{Label: "Browser", Value: sess.UserAgent}, {Label: "Address", Value: sess.Address, Code: true}}
+}
+
+// whyEnded is why the audit log says the signed-in staff member ended
+// someone's sessions: their own, or as an admin.
+func whyEnded(m StaffMember, owner identity.Session) string {
+	if owns(m, owner) {
+		return identity.EndedBySelf
+	}
+	return identity.EndedByAdmin
+}
+
+// handleConsoleEndSessionConfirm handles "GET /console/sessions/:id/end".
+func (s *Server) handleConsoleEndSessionConfirm(c echo.Context) error {
+	sess, err := s.endableSession(c)
+	if err != nil {
+		return err
+	}
+	return s.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: s.frame(c, "sessions", "End a session"),
+		Heading: "End this session?", Details: sessionDetails(sess), Danger: true, Button: "End session",
+		Message: "The browser of this session is signed out at once, at the console and at the sign-in service; its next page asks for the password.",
+		Action:  "/console/sessions/" + sess.ID + "/end", BackURL: "/console/sessions"}))
+}
+
+// handleConsoleEndSession handles "POST /console/sessions/:id/end".
+func (s *Server) handleConsoleEndSession(c echo.Context) error {
+	m := staffOf(c)
+	sess, err := s.endableSession(c)
+	if err != nil {
+		return err
+	}
+	_, err = s.sessions.EndSession(c.Request().Context(), m.OrganizationID, sess.ID, s.sessionsEnded(staffActor(m), whyEnded(m, sess)))
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, withNotice("/console/sessions", "session_ended", sess.Username))
+}
+
+// handleConsoleEndPersonSessionsConfirm handles "GET /console/sessions/:id/end-all".
+func (s *Server) handleConsoleEndPersonSessionsConfirm(c echo.Context) error {
+	sess, err := s.endableSession(c)
+	if err != nil {
+		return err
+	}
+	return s.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: s.frame(c, "sessions", "End all sessions"),
+		Heading: "End every session of " + sess.Username + "?", Details: []pages.KV{{Label: "Person", Value: sess.Username}},
+		Message: "Every browser signed in as this person is signed out at once, at the console and at the sign-in service.",
+		Danger:  true, Button: "End all sessions", Action: "/console/sessions/" + sess.ID + "/end-all", BackURL: "/console/sessions"}))
+}
+
+// handleConsoleEndPersonSessions handles "POST /console/sessions/:id/end-all":
+// every session of the person whose session id is.
+func (s *Server) handleConsoleEndPersonSessions(c echo.Context) error {
+	m := staffOf(c)
+	sess, err := s.endableSession(c)
+	if err != nil {
+		return err
+	}
+	owner := identity.SessionOwner{OrganizationID: m.OrganizationID, Issuer: sess.Issuer, Subject: sess.Subject}
+	_, err = s.sessions.EndSessionsOf(c.Request().Context(), owner, "", s.sessionsEnded(staffActor(m), whyEnded(m, sess)))
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, withNotice("/console/sessions", "sessions_ended", sess.Username))
+}
+
+// handleConsoleEndOtherSessionsConfirm handles "GET /console/sessions/others/end".
+func (s *Server) handleConsoleEndOtherSessionsConfirm(c echo.Context) error {
+	return s.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: s.frame(c, "sessions", "Sign out everywhere else"),
+		Heading: "Sign out everywhere else?", Button: "Sign out everywhere else", Danger: true,
+		Message: "Every other browser signed in as you is signed out at once, at the console and at the sign-in service. This browser stays signed in.",
+		Action:  "/console/sessions/others/end", BackURL: "/console/sessions"}))
+}
+
+// handleConsoleEndOtherSessions handles "POST /console/sessions/others/end":
+// every session of the signed-in person but this browser's.
+func (s *Server) handleConsoleEndOtherSessions(c echo.Context) error {
+	m := staffOf(c)
+	ended, err := s.sessions.EndSessionsOf(c.Request().Context(), ownerOf(m), m.SessionID, s.sessionsEnded(staffActor(m), identity.EndedBySelf))
+	if err != nil {
+		return err
+	}
+	key := "others_ended"
+	if len(ended) == 0 {
+		key = "no_others"
+	}
+	return c.Redirect(http.StatusSeeOther, withNotice("/console/sessions", key, ""))
+}
