@@ -109,6 +109,13 @@ func newServer(t testing.TB, d Deps) *Server {
 			t.Fatal(err)
 		}
 	}
+	if d.Sessions == nil {
+		sessions, err := login.NewSessions(d.Pool, login.SessionsConfig{Log: d.Log, Now: d.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Sessions = sessions
+	}
 	if d.ConsoleRP == nil {
 		d.ConsoleRP = oidclogin.New(oidclogin.ConsoleConfig(cfg))
 	}
@@ -151,7 +158,8 @@ func TestNewRefusesAMissingCollaborator(t *testing.T) {
 	complete := newServer(t, Deps{})
 	d := Deps{Log: complete.log, Config: complete.cfg, Pool: complete.pool, Registry: prometheus.NewRegistry(),
 		Identity: complete.identity, Flows: complete.flows, Webhooks: complete.webhooks, Endpoints: complete.endpoints, Consent: complete.consent,
-		Definitions: complete.definitions, Receipts: complete.receipts, Login: complete.login, ConsoleRP: complete.consoleRP, ConsentRP: complete.consentRP}
+		Definitions: complete.definitions, Receipts: complete.receipts, Login: complete.login, ConsoleRP: complete.consoleRP, ConsentRP: complete.consentRP,
+		Sessions: complete.sessions}
 	if _, err := New(d); err != nil {
 		t.Fatalf("every collaborator given: %v", err)
 	}
@@ -163,6 +171,7 @@ func TestNewRefusesAMissingCollaborator(t *testing.T) {
 		"Definitions": func(d *Deps) { d.Definitions = nil },
 		"Receipts":    func(d *Deps) { d.Receipts = nil },
 		"Login":       func(d *Deps) { d.Login = nil },
+		"Sessions":    func(d *Deps) { d.Sessions = nil },
 		"Pool":        func(d *Deps) { d.Pool = nil },
 	} {
 		without := d

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
@@ -43,8 +44,9 @@ type loginServer struct {
 	url   string
 	srv   *Server
 	cfg   *config.Config
-	staff *login.Staff
-	pool  *pgxpool.Pool
+	staff    *login.Staff
+	sessions *login.Sessions
+	pool     *pgxpool.Pool
 	ident *identity.Module
 	flows *flows.Manager
 }
@@ -59,6 +61,8 @@ type loginOptions struct {
 	// preset gives the listener before the server is built, so that two
 	// servers may name each other.
 	preset *httptest.Server
+	// now is the sessions' clock; time.Now when nil.
+	now func() time.Time
 }
 
 func newListener() *httptest.Server { return httptest.NewUnstartedServer(nil) }
@@ -113,12 +117,16 @@ func setupLogin(t *testing.T, o loginOptions) loginServer {
 		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), flows.Config{NationalIDFormat: flows.FormatGeneric})
 	consoleCfg := oidclogin.ConsoleConfig(cfg)
 	consoleCfg.HTTPClient = o.consoleHTTP
+	sessions, err := login.NewSessions(pool, login.SessionsConfig{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: o.now})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := newServer(t, Deps{Config: cfg, Pool: pool, Identity: ident, Flows: flowsModule, Receipts: receipts, Login: provider,
-		ConsoleRP: oidclogin.New(consoleCfg), ConsentRP: oidclogin.New(oidclogin.ConsentConfig(cfg))})
+		ConsoleRP: oidclogin.New(consoleCfg), ConsentRP: oidclogin.New(oidclogin.ConsentConfig(cfg)), Sessions: sessions, Now: o.now})
 	hs.Config.Handler = srv
 	hs.Start()
 	t.Cleanup(hs.Close)
-	return loginServer{url: base, srv: srv, cfg: cfg, staff: staff, pool: pool, ident: ident, flows: flowsModule}
+	return loginServer{url: base, srv: srv, cfg: cfg, staff: staff, sessions: sessions, pool: pool, ident: ident, flows: flowsModule}
 }
 
 func randomKey(t *testing.T) []byte {
@@ -315,8 +323,8 @@ func TestDisablingEndsSessions(t *testing.T) {
 	if _, err := ls.staff.DisableStaff(context.Background(), "ada"); err != nil {
 		t.Fatal(err)
 	}
-	if p := b.Get(ls.url + "/console"); p.Status != http.StatusForbidden || !strings.Contains(p.Body, "disabled") {
-		t.Fatalf("the session of a disabled account: %d %s", p.Status, p.Body)
+	if p := b.Get(ls.url + "/console"); p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.url+"/console/auth/login") {
+		t.Fatalf("the session of a disabled account: %d %s", p.Status, p.Location)
 	}
 }
 
@@ -358,7 +366,10 @@ func TestTestEIDSignIn(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
 	ls.srv.Echo().GET("/consent/test-whoami", func(c echo.Context) error {
-		id, ok := ls.srv.consentIdentityOf(c)
+		id, ok, err := ls.srv.consentIdentityOf(c)
+		if err != nil {
+			return err
+		}
 		if !ok {
 			return c.String(http.StatusUnauthorized, "nobody")
 		}
@@ -544,7 +555,10 @@ func TestConsentWithAnExternalEIDAndAnotherClaimName(t *testing.T) {
 		"FLOWD_TEST_EID": "false", // this server's own test eID is off; the external one is used
 	}})
 	ls.srv.Echo().GET("/consent/test-whoami", func(c echo.Context) error {
-		id, ok := ls.srv.consentIdentityOf(c)
+		id, ok, err := ls.srv.consentIdentityOf(c)
+		if err != nil {
+			return err
+		}
 		if !ok {
 			return c.String(http.StatusUnauthorized, "nobody")
 		}

@@ -33,7 +33,7 @@ func TestSessionTimeoutsAndRenewal(t *testing.T) {
 		t.Fatal(err)
 	}
 	cookies := w.Result().Cookies()
-	got, ok := s.Get(httptest.NewRecorder(), request(cookies))
+	got, ok, _ := s.Get(httptest.NewRecorder(), request(cookies))
 	if !ok || got.Subject != "ada" || got.Attrs["org"] != "org-a" || got.ID != first.ID || got.CSRF == "" {
 		t.Fatalf("read back: %+v %v", got, ok)
 	}
@@ -50,7 +50,7 @@ func TestSessionTimeoutsAndRenewal(t *testing.T) {
 	for range 5 {
 		clk.now = clk.now.Add(20 * time.Minute)
 		w = httptest.NewRecorder()
-		if _, ok := s.Get(w, request(cookies)); !ok {
+		if _, ok, _ := s.Get(w, request(cookies)); !ok {
 			t.Fatalf("session ended at %v despite use", clk.now)
 		}
 		if c := w.Result().Cookies(); len(c) > 0 {
@@ -59,7 +59,7 @@ func TestSessionTimeoutsAndRenewal(t *testing.T) {
 	}
 	// … but not past the absolute limit (1h40m so far).
 	clk.now = clk.now.Add(25 * time.Minute)
-	if _, ok := s.Get(httptest.NewRecorder(), request(cookies)); ok {
+	if _, ok, _ := s.Get(httptest.NewRecorder(), request(cookies)); ok {
 		t.Fatal("session outlived its absolute timeout")
 	}
 
@@ -68,7 +68,7 @@ func TestSessionTimeoutsAndRenewal(t *testing.T) {
 	_, _ = s.Start(w, request(nil), Session{Subject: "ada"})
 	cookies = w.Result().Cookies()
 	clk.now = clk.now.Add(31 * time.Minute)
-	if _, ok := s.Get(httptest.NewRecorder(), request(cookies)); ok {
+	if _, ok, _ := s.Get(httptest.NewRecorder(), request(cookies)); ok {
 		t.Fatal("session outlived its idle timeout")
 	}
 }
@@ -87,7 +87,7 @@ func TestSessionCookiesOfOnePurposeAreWorthlessForAnother(t *testing.T) {
 		t.Fatalf("console cookie flags: %+v", c)
 	}
 	c.Name = "flowd_consent" // the same value presented as the other cookie
-	if _, ok := consent.Get(httptest.NewRecorder(), request([]*http.Cookie{c})); ok {
+	if _, ok, _ := consent.Get(httptest.NewRecorder(), request([]*http.Cookie{c})); ok {
 		t.Fatal("a console cookie opened a consent session")
 	}
 	w = httptest.NewRecorder()
@@ -97,7 +97,7 @@ func TestSessionCookiesOfOnePurposeAreWorthlessForAnother(t *testing.T) {
 	}
 	tampered := w.Result().Cookies()[0]
 	tampered.Value = tampered.Value[:len(tampered.Value)-2] + "AA"
-	if _, ok := consent.Get(httptest.NewRecorder(), request([]*http.Cookie{tampered})); ok {
+	if _, ok, _ := consent.Get(httptest.NewRecorder(), request([]*http.Cookie{tampered})); ok {
 		t.Fatal("a tampered cookie was accepted")
 	}
 }
