@@ -2,11 +2,15 @@ package app_test
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/modules/identity"
 )
 
 func TestStaffCommands(t *testing.T) {
@@ -72,5 +76,133 @@ func TestStaffCommands(t *testing.T) {
 				t.Fatalf("want %q in %q (%v)", tt.want, out, err)
 			}
 		})
+	}
+}
+
+// consoleBrowser is a browser signed in to in's console as username, and
+// copies of its console and provider cookies in two other browsers.
+type consoleBrowser struct {
+	b, consoleCopy, providerCopy *formbrowser.Browser
+	csrf                         string
+}
+
+func signInConsole(t *testing.T, in *flowdtest.Instance, username string) consoleBrowser {
+	t.Helper()
+	b := formbrowser.New(t)
+	form := b.Follow(http.MethodGet, in.URL+"/console", nil)
+	v := form.HiddenFields(t)
+	v.Set("username", username)
+	v.Set("password", "a long enough password")
+	home := b.Follow(http.MethodPost, in.URL+"/idp/login", v)
+	if home.Status != http.StatusOK || !strings.Contains(home.Body, "Sign out") {
+		t.Fatalf("%s did not sign in: %d %s", username, home.Status, home.Body)
+	}
+	u, _ := url.Parse(in.URL)
+	copyOf := func(name string) *formbrowser.Browser {
+		c := formbrowser.New(t)
+		for _, ck := range b.Jar().Cookies(u) {
+			if ck.Name == name {
+				c.Jar().SetCookies(u, []*http.Cookie{{Name: name, Value: ck.Value, Path: "/"}})
+			}
+		}
+		return c
+	}
+	return consoleBrowser{b: b, consoleCopy: copyOf("flowd_console"), providerCopy: copyOf("flowd_idp"), csrf: home.HiddenFields(t).Get("csrf")}
+}
+
+// refused fails the test unless the browser and the copies of its cookies
+// are all signed out: a console page goes to sign-in, a POST is 401, and
+// the provider asks for the password.
+func (cb consoleBrowser) refused(t *testing.T, in *flowdtest.Instance, after string) {
+	t.Helper()
+	for _, b := range []*formbrowser.Browser{cb.b, cb.consoleCopy} {
+		if p := b.Get(in.URL + "/console/flows"); p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, in.URL+"/console/auth/login") {
+			t.Fatalf("after %s, a console page: %d %s", after, p.Status, p.Location)
+		}
+	}
+	if p := cb.consoleCopy.Post(in.URL+"/console/settings", url.Values{"csrf": {cb.csrf}, "reference_prefix": {"PWNED"}}); p.Status != http.StatusUnauthorized {
+		t.Fatalf("after %s, a POST with the copied console cookie: %d", after, p.Status)
+	}
+	if p := cb.providerCopy.Follow(http.MethodGet, in.URL+"/console", nil); !strings.Contains(p.Body, `name="password"`) {
+		t.Fatalf("after %s, the copied provider cookie signed in: %s %s", after, p.URL, p.Body)
+	}
+}
+
+// TestStaffCommandsEndSessions: against a running flowd, `staff sessions`
+// lists a person's sessions, and reset-password, set-role, disable,
+// end-sessions and delete end them at once: the browser and copies of its
+// cookies are refused. Each end is in the audit log, by the operator.
+func TestStaffCommandsEndSessions(t *testing.T) {
+	t.Parallel()
+	in := flowdtest.Start(t)
+	orgID := cliJSON(t, in, "orgs", "create", "--name", "Session Bank")["id"].(string)
+	for _, u := range []string{"ada", "bob"} {
+		in.CLI(t, "a long enough password\n", "staff", "create", "--org", orgID, "--username", u, "--role", "admin", "--password-stdin")
+	}
+	signInConsole(t, in, "ada")
+	ada := signInConsole(t, in, "ada")
+
+	listed := cliJSON(t, in, "staff", "sessions", "--username", "ada")
+	sessions, _ := listed["sessions"].([]any)
+	if len(sessions) != 4 {
+		t.Fatalf("staff sessions: %v, want two sign-ins' console and provider sessions", listed)
+	}
+	first, _ := sessions[0].(map[string]any)
+	if first["userAgent"] != "Go-http-client" || first["address"] != "127.0.0.1" || first["kind"] == "" || first["startedAt"] == "" {
+		t.Fatalf("a listed session: %v", first)
+	}
+	if out := in.CLI(t, "", "staff", "sessions", "--username", "ada"); !strings.Contains(out, "4 live session(s) of ada") {
+		t.Fatalf("staff sessions: %q", out)
+	}
+
+	steps := []struct {
+		name  string
+		stdin string
+		args  []string
+		ended float64
+	}{
+		{"reset-password", "another long password\n", []string{"staff", "reset-password", "--username", "ada", "--password-stdin"}, 4},
+		{"set-role", "", []string{"staff", "set-role", "--username", "ada", "--role", "viewer"}, 2},
+		{"disable", "", []string{"staff", "disable", "--username", "ada"}, 2},
+	}
+	for i, st := range steps {
+		if i > 0 {
+			ada = signInConsole(t, in, "ada")
+		}
+		out, err := flowdtest.RunCLI(in.Getenv, st.stdin, append(st.args, "--json")...)
+		var got map[string]any
+		if err != nil || json.Unmarshal([]byte(out), &got) != nil || got["sessionsEnded"] != st.ended {
+			t.Fatalf("%s: %q (%v), want %v sessions ended", st.name, out, err, st.ended)
+		}
+		ada.refused(t, in, st.name)
+		if i == 0 {
+			// The new password signs in again.
+			in.CLI(t, "a long enough password\n", "staff", "reset-password", "--username", "ada", "--password-stdin")
+		}
+	}
+	if del := cliJSON(t, in, "staff", "delete", "--username", "ada"); del["deleted"] != true || del["sessionsEnded"] != 0.0 {
+		t.Fatalf("staff delete: %v", del)
+	}
+	if _, err := flowdtest.RunCLI(in.Getenv, "", "staff", "sessions", "--username", "ada"); err == nil || !strings.Contains(err.Error(), "No staff account") {
+		t.Fatalf("sessions of a deleted account: %v", err)
+	}
+
+	bob := signInConsole(t, in, "bob")
+	if ended := cliJSON(t, in, "staff", "end-sessions", "--username", "bob"); ended["sessionsEnded"] != 2.0 {
+		t.Fatalf("staff end-sessions: %v", ended)
+	}
+	bob.refused(t, in, "end-sessions")
+
+	audit := strings.Join(operatorAudit(t, in), "\n")
+	for _, want := range []string{"staff.reset_password ada: role admin; 4 session(s) ended", "staff.set_role ada: role viewer; 2 session(s) ended",
+		"staff.disable ada: role viewer; 2 session(s) ended", "staff.delete ada: role viewer; 0 session(s) ended"} {
+		if !strings.Contains(audit, want) {
+			t.Errorf("the audit log lacks %q:\n%s", want, audit)
+		}
+	}
+	for why, n := range map[string]int{identity.EndedByPasswordReset: 4, identity.EndedByRoleChange: 2, identity.EndedByDisable: 2, identity.EndedByOperator: 2} {
+		if got := strings.Count(audit, ": "+why); got != n {
+			t.Errorf("%d session.end entries for %q, want %d:\n%s", got, why, n, audit)
+		}
 	}
 }
