@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/login"
 )
 
 // copyCookies returns a fresh browser holding copies of from's cookies
@@ -378,5 +379,60 @@ func TestPersonEndsTheirOtherSessions(t *testing.T) {
 	}
 	if n != 2 {
 		t.Fatalf("%d audit entries of the ended sessions, want 2: %+v", n, entries)
+	}
+}
+
+// TestExternalIssuersStaffSessionsAreListedAndEnded: staff who sign in at
+// an external issuer have console sessions too; the sessions page names
+// the issuer, and ending one signs that browser out of the console.
+func TestExternalIssuersStaffSessionsAreListedAndEnded(t *testing.T) {
+	t.Parallel()
+	rpListener := newListener()
+	issuer := setupLogin(t, loginOptions{extraClients: func(string) []login.Client {
+		return []login.Client{{ID: "external-console", Name: "an external console", Secret: "external secret",
+			Method: login.MethodStaff, RedirectURIs: []string{baseOf(rpListener) + "/console/auth/callback"},
+			PostLogoutRedirectURIs: []string{baseOf(rpListener) + "/console/signed-out"}}}
+	}})
+	issuer.createStaff(t, "tenant-7", "eve@tenant.example", identity.RoleAdmin)
+	ls := setupLogin(t, loginOptions{preset: rpListener, env: map[string]string{
+		"FLOWD_CONSOLE_OIDC_ISSUER": issuer.url, "FLOWD_CONSOLE_OIDC_CLIENT_ID": "external-console",
+		"FLOWD_CONSOLE_OIDC_CLIENT_SECRET": "external secret",
+	}})
+	signIn := func() *formbrowser.Browser {
+		b := formbrowser.New(t)
+		form := b.Follow(http.MethodGet, ls.url+"/console", nil)
+		v := form.HiddenFields(t)
+		v.Set("username", "eve@tenant.example")
+		v.Set("password", testPassword)
+		if p := b.Follow(http.MethodPost, issuer.url+"/idp/login", v); p.Status != http.StatusOK || !strings.HasPrefix(p.URL, ls.url+"/console") {
+			t.Fatalf("sign-in at the external issuer: %d %s", p.Status, p.URL)
+		}
+		return b
+	}
+	here, there := signIn(), signIn()
+
+	page := here.Get(ls.url + "/console/sessions")
+	ids := sessionIDs(page.Body)
+	if len(ids) != 4 || !strings.Contains(page.Body, `<span class="badge">`+issuer.url+`</span>`) {
+		t.Fatalf("eve's two console sessions, in her list and everyone's, naming the issuer: %v %s", ids, page.Body)
+	}
+	all, err := ls.sessions.ListSessions(context.Background(), "tenant-7", nil)
+	if err != nil || len(all) != 2 {
+		t.Fatalf("sessions of tenant-7: %+v (%v)", all, err)
+	}
+	for _, s := range all {
+		if s.Kind != identity.SessionConsole || s.Issuer != issuer.url || s.StaffID != "" || s.ProviderSessionID != "" {
+			t.Fatalf("an external issuer's staff session: %+v", s)
+		}
+	}
+	confirm := here.Get(ls.url + "/console/sessions/" + ids[0] + "/end")
+	if p := here.Post(ls.url+"/console/sessions/"+ids[0]+"/end", confirm.HiddenFields(t)); p.Status != http.StatusSeeOther {
+		t.Fatalf("ending eve's newest session: %d %s", p.Status, p.Body)
+	}
+	if consoleAdmits(t, there, ls.url) {
+		t.Fatal("the ended browser is still signed in to the console")
+	}
+	if !consoleAdmits(t, here, ls.url) {
+		t.Fatal("this browser was signed out too")
 	}
 }
