@@ -41,14 +41,14 @@ import (
 // loginServer is a real server with the built-in provider and both relying
 // parties, on a fresh database, listening on its base URL.
 type loginServer struct {
-	url   string
-	srv   *Server
-	cfg   *config.Config
+	url      string
+	srv      *Server
+	cfg      *config.Config
 	staff    *login.Staff
 	sessions *login.Sessions
 	pool     *pgxpool.Pool
-	ident *identity.Module
-	flows *flows.Manager
+	ident    *identity.Module
+	flows    *flows.Manager
 }
 
 // loginOptions vary a loginServer.

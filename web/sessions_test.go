@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
@@ -434,5 +436,47 @@ func TestExternalIssuersStaffSessionsAreListedAndEnded(t *testing.T) {
 	}
 	if !consoleAdmits(t, here, ls.url) {
 		t.Fatal("this browser was signed out too")
+	}
+}
+
+// TestConsentSignOutEndsTheSessionOnTheServer: a copy of the consent pages'
+// cookie proves no one once its person signed out, and the session's record
+// names no one.
+func TestConsentSignOutEndsTheSessionOnTheServer(t *testing.T) {
+	t.Parallel()
+	ls := setupLogin(t, loginOptions{})
+	ls.srv.Echo().GET("/consent/test-whoami", func(c echo.Context) error {
+		id, ok, err := ls.srv.consentIdentityOf(c)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return c.String(http.StatusUnauthorized, "nobody")
+		}
+		return c.String(http.StatusOK, id.CSRF)
+	})
+	b := formbrowser.New(t)
+	form := b.Follow(http.MethodGet, ls.url+"/consent/auth/login?return=%2Fconsent%2Ftest-whoami", nil)
+	v := form.HiddenFields(t)
+	v.Set("national_id", "01017012345")
+	v.Set("level", "substantial")
+	signedIn := b.Follow(http.MethodPost, ls.url+"/idp/login", v)
+	if signedIn.Status != http.StatusOK {
+		t.Fatalf("consent sign-in: %d %s", signedIn.Status, signedIn.Body)
+	}
+	cp := copyCookies(t, b, ls.url, "flowd_consent")
+	if p := cp.Get(ls.url + "/consent/test-whoami"); p.Status != http.StatusOK {
+		t.Fatalf("the copy before the sign-out: %d", p.Status)
+	}
+	var named int
+	if err := ls.pool.QueryRow(context.Background(), `select count(*) from login_sessions
+		where kind = 'consent' and (subject <> '' or issuer <> '' or address <> '' or user_agent <> '')`).Scan(&named); err != nil || named != 0 {
+		t.Fatalf("%d consent sessions name someone (%v)", named, err)
+	}
+	if p := b.Post(ls.url+"/consent/auth/logout", url.Values{"csrf": {signedIn.Body}}); p.Status != http.StatusSeeOther {
+		t.Fatalf("consent sign-out: %d %s", p.Status, p.Body)
+	}
+	if p := cp.Get(ls.url + "/consent/test-whoami"); p.Status != http.StatusUnauthorized {
+		t.Fatalf("the copy after the sign-out: %d %s", p.Status, p.Body)
 	}
 }

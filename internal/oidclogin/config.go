@@ -64,9 +64,9 @@ func ProviderSessions(cfg *config.Config, records Records, now func() time.Time)
 }
 
 // ConsentSessions returns the consent pages' session store: cookie
-// flowd_consent, records of kind consent.
+// flowd_consent, anonymous records of kind consent.
 func ConsentSessions(cfg *config.Config, records Records, now func() time.Time) *Sessions {
-	return NewSessions(SessionConfig{Name: "flowd_consent", Kind: identity.SessionConsent, Records: records,
+	return NewSessions(SessionConfig{Name: "flowd_consent", Kind: identity.SessionConsent, Records: records, Anonymous: true,
 		Key: cfg.SessionKey, Secure: cfg.Secure(), Now: now,
 		Idle: orDefault(cfg.ConsentSessionIdle, 15*time.Minute), Absolute: orDefault(cfg.ConsentSessionMax, time.Hour)})
 }

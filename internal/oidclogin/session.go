@@ -59,13 +59,14 @@ type Records interface {
 // ends it by deleting the record. A session without a subject (the
 // provider's anonymous browser id) is the cookie alone.
 type Sessions struct {
-	store    *sessions.CookieStore
-	name     string
-	kind     identity.SessionKind
-	records  Records
-	idle     time.Duration
-	absolute time.Duration
-	now      func() time.Time
+	store     *sessions.CookieStore
+	name      string
+	kind      identity.SessionKind
+	records   Records
+	anonymous bool
+	idle      time.Duration
+	absolute  time.Duration
+	now       func() time.Time
 }
 
 // SessionConfig configures a Sessions.
@@ -77,6 +78,9 @@ type SessionConfig struct {
 	// Records keeps the records; nil keeps sessions in the cookie alone,
 	// which nothing on the server can end (for tests of the cookie).
 	Records Records
+	// Anonymous records do not name the person: an end user's subject at
+	// an eID may be personal data, and nothing lists their sessions.
+	Anonymous bool
 	// Key is the deployment's session key (FLOWD_SESSION_KEY); the cookie's
 	// signing and encryption keys are derived from it and Name, so no two
 	// kinds of cookie share keys.
@@ -104,7 +108,7 @@ func NewSessions(c SessionConfig) *Sessions {
 		c.Now = time.Now
 	}
 	return &Sessions{store: cookieStore(c.Key, c.Name, c.Secure, c.Absolute), name: c.Name, kind: c.Kind,
-		records: c.Records, idle: c.Idle, absolute: c.Absolute, now: c.Now}
+		records: c.Records, anonymous: c.Anonymous, idle: c.Idle, absolute: c.Absolute, now: c.Now}
 }
 
 func cookieStore(root []byte, name string, secure bool, maxAge time.Duration) *sessions.CookieStore {
@@ -182,7 +186,10 @@ func (s *Sessions) Start(w http.ResponseWriter, r *http.Request, sess Session) (
 	sess.CreatedAt, sess.SeenAt = now, now
 	if s.records != nil && sess.Subject != "" {
 		rec := sess.Record
-		rec.Kind, rec.Issuer, rec.Subject = s.kind, sess.Issuer, sess.Subject
+		rec.Kind = s.kind
+		if !s.anonymous {
+			rec.Issuer, rec.Subject = sess.Issuer, sess.Subject
+		}
 		rec.CreatedAt, rec.LastSeenAt, rec.IdleUntil, rec.ExpiresAt = now, now, now.Add(s.idle), now.Add(s.absolute)
 		stored, err := s.records.StartSession(r.Context(), identity.NewSession{Session: rec, Token: sess.ID})
 		if err != nil {

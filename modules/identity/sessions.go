@@ -79,12 +79,16 @@ func (n NewSession) Validate() error {
 		if n.OrganizationID == "" {
 			f.Add("organizationId", "is required of a staff session")
 		}
+		if n.Issuer == "" || n.Subject == "" {
+			f.Add("subject", "the issuer and subject are required of a staff session")
+		}
 	case SessionConsent:
+		// An end user's session names no one: their subject may be personal data.
+		if n.Subject != "" || n.OrganizationID != "" || n.Username != "" || n.Address != "" || n.UserAgent != "" {
+			f.Add("subject", "a consent session names no one")
+		}
 	default:
 		f.Add("kind", "must be console, provider or consent")
-	}
-	if n.Issuer == "" || n.Subject == "" {
-		f.Add("subject", "the issuer and subject are required")
 	}
 	if !n.CreatedAt.Before(n.IdleUntil) || !n.CreatedAt.Before(n.ExpiresAt) {
 		f.Add("expiresAt", "must be after the start")
