@@ -128,12 +128,7 @@ func (s *Server) consoleRecord(c echo.Context, id oidclogin.Identity, m oidclogi
 // replaceSession ends the session of store that the browser brings to a
 // new sign-in, so that a copy of its cookie does not outlive it.
 func (s *Server) replaceSession(c echo.Context, store *oidclogin.Sessions) error {
-	old, ok, err := store.Get(c.Response(), c.Request())
-	if err != nil || !ok {
-		return err
-	}
-	_, err = store.End(c.Response(), c.Request(), old, s.sessionsEnded("", identity.EndedBySignIn))
-	return err
+	return store.Replace(c.Response(), c.Request(), s.sessionsEnded("", identity.EndedBySignIn))
 }
 
 // signedOut records, in the transaction of a sign-out, an entry of each

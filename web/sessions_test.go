@@ -480,3 +480,30 @@ func TestConsentSignOutEndsTheSessionOnTheServer(t *testing.T) {
 		t.Fatalf("the copy after the sign-out: %d %s", p.Status, p.Body)
 	}
 }
+
+// TestANewSignInReplacesTheBrowsersSession: signing in again in a browser
+// ends its console session, so that a copy of the old cookie is refused,
+// while the provider's single sign-on it came through lives on.
+func TestANewSignInReplacesTheBrowsersSession(t *testing.T) {
+	t.Parallel()
+	ls := setupLogin(t, loginOptions{})
+	ls.createStaff(t, "org-again", "ada", identity.RoleAdmin)
+	b := formbrowser.New(t)
+	signInStaff(t, b, ls.url, "ada", testPassword)
+	oldConsole := copyCookies(t, b, ls.url, "flowd_console")
+	provider := copyCookies(t, b, ls.url, "flowd_idp")
+	if p := b.Follow(http.MethodGet, ls.url+"/console/auth/login", nil); p.Status != http.StatusOK || !strings.Contains(p.Body, "Sign out") {
+		t.Fatalf("signing in again through single sign-on: %d %s %s", p.Status, p.URL, p.Body)
+	}
+	if consoleAdmits(t, oldConsole, ls.url) {
+		t.Fatal("the replaced console session still admits a copy of its cookie")
+	}
+	if !consoleAdmits(t, b, ls.url) || !providerSignsIn(t, provider, ls.url) {
+		t.Fatal("the new console session or the single sign-on it came through ended")
+	}
+	entries, _, err := ls.ident.AuditLog(context.Background(), "org-again", 50, 0)
+	if err != nil || len(entries) != 1 || entries[0].Action != identity.AuditSessionEnd ||
+		!strings.HasPrefix(entries[0].Detail, "console session") || !strings.HasSuffix(entries[0].Detail, identity.EndedBySignIn) {
+		t.Fatalf("audit entries: %+v (%v)", entries, err)
+	}
+}

@@ -50,6 +50,7 @@ type Records interface {
 	SessionByToken(ctx context.Context, token string) (identity.Session, bool, error)
 	TouchSession(ctx context.Context, id string, now, idleUntil time.Time) error
 	EndSessionByToken(ctx context.Context, token string, before ...database.BeforeCommit[[]identity.Session]) ([]identity.Session, error)
+	EndReplacedSession(ctx context.Context, token string, before ...database.BeforeCommit[[]identity.Session]) ([]identity.Session, error)
 }
 
 // Sessions keeps one kind of session (console, consent, the provider's) in
@@ -230,6 +231,20 @@ func (s *Sessions) End(w http.ResponseWriter, r *http.Request, sess Session, bef
 		return nil, nil
 	}
 	return s.records.EndSessionByToken(r.Context(), sess.ID, before...)
+}
+
+// Replace ends the session the request brings, alone, before a new sign-in
+// in its browser replaces it: a copy of its cookie must not outlive it, but
+// the sessions of its sign-in (the provider's single sign-on the new
+// sign-in may come through) live on. before runs in the transaction that
+// ends it.
+func (s *Sessions) Replace(w http.ResponseWriter, r *http.Request, before ...database.BeforeCommit[[]identity.Session]) error {
+	old, ok, err := s.Get(w, r)
+	if err != nil || !ok || s.records == nil || old.Subject == "" {
+		return err
+	}
+	_, err = s.records.EndReplacedSession(r.Context(), old.ID, before...)
+	return err
 }
 
 // Clear forgets the session in this browser by expiring its cookie; its

@@ -125,6 +125,10 @@ type Sessions interface {
 	// EndSessionByToken ends the session of token (a sign-out) with those
 	// of its sign-in, and returns them; none when it had ended already.
 	EndSessionByToken(ctx context.Context, token string, before ...database.BeforeCommit[[]Session]) ([]Session, error)
+	// EndReplacedSession ends the session of token alone, as a new sign-in
+	// in its browser replaces it, and returns it; none when it had ended
+	// already. The sessions of its sign-in live on.
+	EndReplacedSession(ctx context.Context, token string, before ...database.BeforeCommit[[]Session]) ([]Session, error)
 	// ListSessions returns the live staff sessions of an organization, of
 	// one person when owner is not nil, ordered by person, newest first.
 	ListSessions(ctx context.Context, organizationID string, owner *SessionOwner) ([]Session, error)

@@ -75,6 +75,11 @@ func (s *Sessions) EndSessionByToken(ctx context.Context, token string, before .
 	return s.end(ctx, before, func(tx pgx.Tx) ([]identity.Session, error) { return store.EndSessionByToken(ctx, tx, token) })
 }
 
+// EndReplacedSession implements identity.Sessions.
+func (s *Sessions) EndReplacedSession(ctx context.Context, token string, before ...database.BeforeCommit[[]identity.Session]) ([]identity.Session, error) {
+	return s.end(ctx, before, func(tx pgx.Tx) ([]identity.Session, error) { return store.EndOneSessionByToken(ctx, tx, token) })
+}
+
 // ListSessions implements identity.Sessions.
 func (s *Sessions) ListSessions(ctx context.Context, organizationID string, owner *identity.SessionOwner) ([]identity.Session, error) {
 	return store.ListSessions(ctx, s.pool, organizationID, owner, s.now(), listLimit)

@@ -148,6 +148,11 @@ func EndSessionByToken(ctx context.Context, q Querier, token string) ([]identity
 	return deleteSignIns(ctx, q, `token_hash = $1`, TokenHash(token))
 }
 
+// EndOneSessionByToken deletes the session of token alone.
+func EndOneSessionByToken(ctx context.Context, q Querier, token string) ([]identity.Session, error) {
+	return sessionsOf(q.Query(ctx, `delete from login_sessions where token_hash = $1 returning `+sessionColumns(""), TokenHash(token)))
+}
+
 // EndSession deletes an organization's staff session with those of its sign-in.
 func EndSession(ctx context.Context, q Querier, organizationID, id string) ([]identity.Session, error) {
 	return deleteSignIns(ctx, q, `id = $1::uuid and organization_id = $2 and kind <> 'consent'`, id, organizationID)
