@@ -305,12 +305,14 @@ func (s *Server) handleEndSession(c echo.Context) error {
 		return s.renderNotice(c, http.StatusBadRequest, "Sign-out request refused", "The request is malformed.", "", "")
 	}
 	to, err := s.login.EndSession(c.Request().Context(), params)
-	if sess, ok, gerr := s.idp.Get(c.Response(), c.Request()); gerr != nil {
-		return gerr
-	} else if ok {
-		if _, err := s.idp.End(c.Response(), c.Request(), sess, s.signedOut()); err != nil {
-			return err
-		}
+	// The browser's provider session ends whatever the request's other
+	// parameters say: the person asked to sign out.
+	sess, ok, endErr := s.idp.Get(c.Response(), c.Request())
+	if ok {
+		_, endErr = s.idp.End(c.Response(), c.Request(), sess, s.signedOut())
+	}
+	if endErr != nil {
+		return endErr
 	}
 	var ae *login.AuthorizeError
 	if errors.As(err, &ae) {

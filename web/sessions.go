@@ -105,9 +105,11 @@ func csrfMatches(c echo.Context, want string) bool {
 // staffRecord is what a staff session's record holds besides its times:
 // the session's id when promised before (sid), the account, and the browser
 // and address it was signed in from.
+// An external issuer's username, or a forwarded address, longer than the
+// record holds is cut short rather than refusing the sign-in.
 func (s *Server) staffRecord(c echo.Context, id, staffID, organizationID, username string) identity.Session {
-	return identity.Session{ID: id, StaffID: staffID, OrganizationID: organizationID, Username: username,
-		UserAgent: identity.SummarizeUserAgent(c.Request().UserAgent()), Address: c.RealIP()}
+	return identity.Session{ID: id, StaffID: staffID, OrganizationID: organizationID, Username: truncateRunes(username, 320),
+		UserAgent: identity.SummarizeUserAgent(c.Request().UserAgent()), Address: truncateRunes(c.RealIP(), 64)}
 }
 
 // consoleRecord is the record of the console session of sign-in id, staff
