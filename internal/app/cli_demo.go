@@ -91,7 +91,8 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 		_, err := staff.CreateStaff(ctx, identity.NewStaffAccount{OrganizationID: org.ID, Username: st.StaffUsername,
 			Name: "Demo Admin", Role: identity.RoleAdmin, Password: st.StaffPassword})
 		if errors.Is(err, identity.ErrStaffExists) {
-			_, err = staff.ResetStaffPassword(ctx, st.StaffUsername, st.StaffPassword)
+			_, err = staff.ResetStaffPassword(ctx, st.StaffUsername, st.StaffPassword,
+				env.staffAudited(identity.AuditStaffPasswordReset, identity.EndedByPasswordReset))
 		}
 		if err != nil {
 			return adminError(err)

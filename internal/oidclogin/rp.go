@@ -2,7 +2,8 @@
 // implementation for the staff console and the consent pages: provider
 // discovery and ID token verification through go-oidc, the code exchange
 // with PKCE through x/oauth2, state and nonce checks, sessions in
-// gorilla/sessions cookies, and RP-initiated logout. The issuer, client and
+// gorilla/sessions cookies whose records the server keeps (so that it can
+// end them), and RP-initiated logout. The issuer, client and
 // claim names are configuration, so an external provider (Keycloak, Entra,
 // ID-porten, a BankID broker) replaces the built-in one without code changes.
 package oidclogin
