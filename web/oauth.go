@@ -67,7 +67,7 @@ func (s *Server) handleToken(c echo.Context) error {
 
 // writeTokenError writes an RFC 6749 5.2 error with its status: 401 for
 // invalid_client (with a Basic challenge when the client tried Basic), 429
-// with Retry-After when the client or address failed too often, else 400.
+// with Retry-After when the address failed costly checks too often, else 400.
 func (s *Server) writeTokenError(c echo.Context, e *identity.TokenError) error {
 	status := http.StatusBadRequest
 	switch e.Code {

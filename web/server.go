@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -100,9 +101,26 @@ func New(d Deps) (*Server, error) {
 		consentSessions: oidclogin.ConsentSessions(d.Config, d.Sessions, d.Now),
 	}
 	e.HTTPErrorHandler = s.handleError
-	e.IPExtractor = echo.ExtractIPDirect()
+	e.IPExtractor = ipExtractor(d.Config.TrustedProxies)
 	s.routes()
 	return s, nil
+}
+
+// ipExtractor is how c.RealIP() finds a request's source: the connection's
+// peer, unless the peer is one of trusted, when X-Forwarded-For is read from
+// the right, each trusted hop skipped, to the first address not trusted.
+// Loopback, link-local and private addresses are trusted only when listed:
+// echo trusts them by default, which would let anyone on those networks
+// choose their address.
+func ipExtractor(trusted []netip.Prefix) echo.IPExtractor {
+	if len(trusted) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, p := range trusted {
+		opts = append(opts, echo.TrustIPRange(&net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
 }
 
 // check names the first collaborator missing from d.

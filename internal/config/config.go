@@ -6,6 +6,7 @@ package config
 import (
 	"encoding/base64"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -37,6 +38,10 @@ type Config struct {
 	// PprofAddr, when set, serves net/http/pprof on its own listener
 	// (FLOWD_PPROF_ADDR, off by default; bind it to loopback).
 	PprofAddr string
+	// TrustedProxies are the proxies whose X-Forwarded-For is believed
+	// (FLOWD_TRUSTED_PROXIES: addresses or CIDR ranges); none by default,
+	// loopback and private ranges included.
+	TrustedProxies []netip.Prefix
 
 	// KeyEncryptionKey encrypts the token-signing keys kept in the database.
 	KeyEncryptionKey []byte
@@ -134,6 +139,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		ShutdownDelay:    r.durationOrZero("FLOWD_SHUTDOWN_DELAY", 5*time.Second),
 		ShutdownTimeout:  r.duration("FLOWD_SHUTDOWN_TIMEOUT", 20*time.Second),
 		PprofAddr:        r.str("FLOWD_PPROF_ADDR", ""),
+		TrustedProxies:   r.prefixes("FLOWD_TRUSTED_PROXIES"),
 
 		Audience:          r.str("FLOWD_AUDIENCE", "flowd"),
 		OIDCIssuer:        r.str("FLOWD_OIDC_ISSUER", ""),
@@ -323,6 +329,26 @@ func (r *reader) hosts(name string) []string {
 			continue
 		}
 		out = append(out, strings.ToLower(h))
+	}
+	return out
+}
+
+// prefixes reads a list of IP addresses and CIDR ranges; an address is a
+// range of one.
+func (r *reader) prefixes(name string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, v := range r.list(name) {
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			a, aerr := netip.ParseAddr(v)
+			if aerr != nil || a.Zone() != "" {
+				r.fail(name, "must list IP addresses or CIDR ranges such as 10.0.0.0/8, not %q", v)
+				continue
+			}
+			a = a.Unmap()
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		out = append(out, p.Masked())
 	}
 	return out
 }

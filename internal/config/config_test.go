@@ -64,6 +64,8 @@ func TestLoadNamesTheBadSetting(t *testing.T) {
 		{"bad shutdown delay", "FLOWD_SHUTDOWN_DELAY", "later"},
 		{"zero shutdown timeout", "FLOWD_SHUTDOWN_TIMEOUT", "0s"},
 		{"a URL for a jwks_uri host", "FLOWD_CLIENT_JWKS_HOSTS", "keys.bank.example,https://other.example"},
+		{"a host name for a trusted proxy", "FLOWD_TRUSTED_PROXIES", "10.0.0.1,lb.internal"},
+		{"a bad trusted range", "FLOWD_TRUSTED_PROXIES", "10.0.0.0/33"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,6 +88,24 @@ func TestLoadNamesTheBadSetting(t *testing.T) {
 func TestLoadWithoutSecretsForMigrate(t *testing.T) {
 	if _, err := Load(env(map[string]string{"DATABASE_URL": "postgres://x/y"}), Need{Database: true}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestTrustedProxies(t *testing.T) {
+	c, err := Load(env(map[string]string{}), Need{})
+	if err != nil || c.TrustedProxies != nil {
+		t.Fatalf("proxies trusted by default: %v %v", c.TrustedProxies, err)
+	}
+	c, err = Load(env(map[string]string{"FLOWD_TRUSTED_PROXIES": "10.1.2.3, 192.168.7.9/16,2001:db8::/32 ::ffff:172.16.0.1"}), Need{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range c.TrustedProxies {
+		got = append(got, p.String())
+	}
+	if want := "10.1.2.3/32 192.168.0.0/16 2001:db8::/32 172.16.0.1/32"; strings.Join(got, " ") != want {
+		t.Fatalf("FLOWD_TRUSTED_PROXIES gave %v, want %s", got, want)
 	}
 }
 

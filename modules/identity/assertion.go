@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"crypto/rsa"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -91,8 +92,9 @@ func assertionAuth(req ClientAuth) (ClientAuth, *authFailure, *TokenError) {
 // checkAssertion authenticates client c by a client assertion: signed by
 // one of c's keys with an allowed algorithm, with the claims RFC 7523 3
 // requires, and never seen before. Failures are *authFailure values; its
-// jti is recorded only when everything else holds.
-func (m *Module) checkAssertion(ctx context.Context, c store.Client, raw string) error {
+// jti is recorded only when everything else holds. A fetch of the client's
+// jwks_uri goes through gate.
+func (m *Module) checkAssertion(ctx context.Context, c store.Client, raw string, gate *costGate) error {
 	if len(raw) > maxAssertionSize {
 		return refuse("client_assertion is too large.")
 	}
@@ -100,7 +102,7 @@ func (m *Module) checkAssertion(ctx context.Context, c store.Client, raw string)
 	if err != nil || len(tok.Headers) != 1 {
 		return refuse("client_assertion must be a JWT signed with RS256, PS256 or ES256.")
 	}
-	claims, err := m.verifyAssertion(ctx, c, tok)
+	claims, err := m.verifyAssertion(ctx, c, tok, gate)
 	if err != nil {
 		return err
 	}
@@ -120,21 +122,22 @@ func (m *Module) checkAssertion(ctx context.Context, c store.Client, raw string)
 // verifyAssertion checks the assertion's signature with the client's key
 // of its kid, or without a kid with each of its keys of the algorithm's
 // type. A kid the client's jwks_uri set lacks fetches the set again: the
-// client may have rotated its keys.
-func (m *Module) verifyAssertion(ctx context.Context, c store.Client, tok *jwt.JSONWebToken) (jwt.Claims, error) {
+// client may have rotated its keys. A fetch goes through gate, whose
+// refusal is returned as it is.
+func (m *Module) verifyAssertion(ctx context.Context, c store.Client, tok *jwt.JSONWebToken, gate *costGate) (jwt.Claims, error) {
 	keys := ClientKeys{JWKS: c.JWKS, JWKSURI: c.JWKSURI}
 	if keys.IsZero() {
 		return jwt.Claims{}, refuse("The client has no registered keys; it authenticates with its secret.")
 	}
 	h := tok.Headers[0]
-	set, err := m.clientKeySet(ctx, c.ID, keys, false)
+	set, err := m.clientKeySet(ctx, c.ID, keys, false, gate)
 	if err != nil {
-		return jwt.Claims{}, &authFailure{description: "The client's keys could not be obtained.", reason: err.Error()}
+		return jwt.Claims{}, keysUnavailable(err)
 	}
 	candidates := matchingKeys(set, h)
 	if len(candidates) == 0 && h.KeyID != "" && keys.JWKSURI != "" {
-		if set, err = m.clientKeySet(ctx, c.ID, keys, true); err != nil {
-			return jwt.Claims{}, &authFailure{description: "The client's keys could not be obtained.", reason: err.Error()}
+		if set, err = m.clientKeySet(ctx, c.ID, keys, true, gate); err != nil {
+			return jwt.Claims{}, keysUnavailable(err)
 		}
 		candidates = matchingKeys(set, h)
 	}
@@ -148,6 +151,16 @@ func (m *Module) verifyAssertion(ctx context.Context, c store.Client, tok *jwt.J
 		}
 	}
 	return jwt.Claims{}, refuse("The client assertion's signature does not verify with the client's keys.")
+}
+
+// keysUnavailable is the failure of an assertion whose client's keys could
+// not be had; the gate's slow_down stays what it is.
+func keysUnavailable(err error) error {
+	var te *TokenError
+	if errors.As(err, &te) {
+		return te
+	}
+	return &authFailure{description: "The client's keys could not be obtained.", reason: err.Error()}
 }
 
 // matchingKeys returns the keys of set that may have signed a JWS of

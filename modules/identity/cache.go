@@ -3,7 +3,6 @@ package identity
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"strconv"
 	"strings"
 	"sync"
@@ -245,47 +244,6 @@ func (m *Module) loadRevoked(ctx context.Context) error {
 	return nil
 }
 
-// verifiedSecrets remembers, for a few minutes, the SHA-256 of client secrets
-// that passed argon2id, keyed by client and stored hash, so that a client
-// asking for tokens often does not pay the slow hash each time. A rotated or
-// revoked secret has another stored hash (or none) and misses. Secrets are
-// 256 random bits, so their SHA-256 in memory gives nothing away.
-type verifiedSecrets struct {
-	mu      sync.Mutex
-	entries map[string]secretEntry
-}
-
-type secretEntry struct {
-	storedHash string
-	sum        [32]byte
-	until      time.Time
-}
-
-func (v *verifiedSecrets) init() { v.entries = map[string]secretEntry{} }
-
-func (v *verifiedSecrets) ok(clientID, storedHash, secret string, now time.Time) bool {
-	v.mu.Lock()
-	e, found := v.entries[clientID]
-	v.mu.Unlock()
-	sum := sha256.Sum256([]byte(secret))
-	return found && e.storedHash == storedHash && now.Before(e.until) && subtle.ConstantTimeCompare(e.sum[:], sum[:]) == 1
-}
-
-func (v *verifiedSecrets) remember(clientID, storedHash, secret string, now time.Time) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if len(v.entries) >= 10_000 {
-		clear(v.entries)
-	}
-	v.entries[clientID] = secretEntry{storedHash: storedHash, sum: sha256.Sum256([]byte(secret)), until: now.Add(5 * time.Minute)}
-}
-
-func (v *verifiedSecrets) forget(clientID string) {
-	v.mu.Lock()
-	delete(v.entries, clientID)
-	v.mu.Unlock()
-}
-
 // Run keeps this instance's caches coherent with the database until ctx
 // ends: it listens for changes other instances (and the CLI) announce, and
 // removes expired refresh tokens now and then. serve runs it beside the
@@ -344,7 +302,6 @@ func (m *Module) listen(ctx context.Context) error {
 		case strings.HasPrefix(p, "client:"):
 			id := strings.TrimPrefix(p, "client:")
 			m.states.invalidate("client:" + id)
-			m.secrets.forget(id)
 		case strings.HasPrefix(p, "jti:"):
 			jti, exp, _ := strings.Cut(strings.TrimPrefix(p, "jti:"), " ")
 			unix, err := strconv.ParseInt(exp, 10, 64)

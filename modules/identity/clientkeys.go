@@ -202,8 +202,9 @@ type jwksEntry struct {
 // clientKeySet returns the keys of a client: its inline set, or the set at
 // its jwks_uri, fetched when not cached or when force is set (a kid the
 // cached set lacks) and the set is older than jwksRefetchEvery. A fetch
-// failure is returned as an error whose text names the reason, for the logs.
-func (m *Module) clientKeySet(ctx context.Context, clientID string, keys ClientKeys, force bool) ([]jose.JSONWebKey, error) {
+// must first pass gate; a failure is returned as an error whose text names
+// the reason, for the logs.
+func (m *Module) clientKeySet(ctx context.Context, clientID string, keys ClientKeys, force bool, gate *costGate) ([]jose.JSONWebKey, error) {
 	if len(keys.JWKS) > 0 {
 		return parseClientJWKS(keys.JWKS)
 	}
@@ -224,6 +225,9 @@ func (m *Module) clientKeySet(ctx context.Context, clientID string, keys ClientK
 	}
 	m.jwks.mu.Unlock()
 
+	if err := gate.enter(); err != nil {
+		return nil, err
+	}
 	set, err := m.fetchJWKS(ctx, keys.JWKSURI)
 	if err != nil {
 		return nil, err

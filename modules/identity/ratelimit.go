@@ -1,79 +1,120 @@
 package identity
 
 import (
+	"net/netip"
 	"sync"
 	"time"
 )
 
-// failureLimiter counts failed client authentications per key (a client id or
-// an address) in a sliding window. A key with too many failures is refused
-// before any secret is hashed, which stops online guessing and keeps a flood
-// of bad secrets from burning CPU on argon2id. The counts are per instance:
-// they guard this instance's CPU, and a guesser spread over instances still
-// meets a 256-bit secret.
-type failureLimiter struct {
-	mu       sync.Mutex
-	now      func() time.Time
-	window   time.Duration
-	failures map[string][]time.Time
-	swept    time.Time
+// costLimiter bounds, per source address, the client authentications that
+// cost flowd real work: argon2id of a secret without a current MAC, and a
+// fetch of a client's jwks_uri. Each such attempt takes one of limit slots
+// for the window and gives it back when it succeeds, so an address that
+// fails limit times in a window is refused the costly path until the oldest
+// failure leaves it; the hashing semaphore bounds the work of all addresses
+// together. Nothing else is counted: a secret with a MAC and an assertion
+// whose keys are at hand are checked for little, so a third party's
+// failures never refuse a client's correct credentials. The counts are per
+// instance: they guard this instance's CPU, and a guesser spread over
+// instances still meets a 256-bit secret.
+type costLimiter struct {
+	mu     sync.Mutex
+	now    func() time.Time
+	window time.Duration
+	limit  int
+	taken  map[string][]time.Time
+	swept  time.Time
 }
 
-func newFailureLimiter(now func() time.Time, window time.Duration) *failureLimiter {
-	return &failureLimiter{now: now, window: window, failures: map[string][]time.Time{}}
+func newCostLimiter(now func() time.Time, window time.Duration, limit int) *costLimiter {
+	return &costLimiter{now: now, window: window, limit: limit, taken: map[string][]time.Time{}}
 }
 
-// blocked reports whether key has limit or more failures in the window, and
-// if so how long until the oldest of them leaves it.
-func (l *failureLimiter) blocked(key string, limit int) (time.Duration, bool) {
+// take takes a slot for key, or reports how long until one frees up.
+func (l *costLimiter) take(key string) (wait time.Duration, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	fs := l.recent(key, now)
-	if len(fs) < limit {
-		return 0, false
+	ts := l.recent(key, now)
+	if len(ts) >= l.limit {
+		wait = ts[len(ts)-l.limit].Add(l.window).Sub(now)
+		return max(wait, time.Second), false
 	}
-	wait := fs[len(fs)-limit].Add(l.window).Sub(now)
-	return max(wait, time.Second), true
-}
-
-// fail records a failure of key.
-func (l *failureLimiter) fail(key string, limit int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	fs := append(l.recent(key, now), now)
-	if len(fs) > limit {
-		fs = fs[len(fs)-limit:]
-	}
-	l.failures[key] = fs
+	l.taken[key] = append(ts, now)
 	if now.Sub(l.swept) > l.window {
 		l.swept = now
-		for k := range l.failures {
+		for k := range l.taken {
 			l.recent(k, now)
 		}
 	}
+	return 0, true
 }
 
-// reset forgets key's failures, after it authenticated.
-func (l *failureLimiter) reset(key string) {
+// giveBack returns the latest slot of key, after the attempt that took it
+// succeeded or never did the costly work.
+func (l *costLimiter) giveBack(key string) {
 	l.mu.Lock()
-	delete(l.failures, key)
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	if ts := l.taken[key]; len(ts) > 0 {
+		l.taken[key] = ts[:len(ts)-1]
+	}
 }
 
-// recent drops key's failures older than the window and returns the rest.
-func (l *failureLimiter) recent(key string, now time.Time) []time.Time {
-	fs := l.failures[key]
+// recent drops key's slots older than the window and returns the rest.
+func (l *costLimiter) recent(key string, now time.Time) []time.Time {
+	ts := l.taken[key]
 	i := 0
-	for i < len(fs) && now.Sub(fs[i]) >= l.window {
+	for i < len(ts) && now.Sub(ts[i]) >= l.window {
 		i++
 	}
-	fs = fs[i:]
-	if len(fs) == 0 {
-		delete(l.failures, key)
+	ts = ts[i:]
+	if len(ts) == 0 {
+		delete(l.taken, key)
 		return nil
 	}
-	l.failures[key] = fs
-	return fs
+	l.taken[key] = ts
+	return ts
+}
+
+// addressKey is what the limit counts by: an IPv4 address, or the /64 of
+// an IPv6 address, since one subscriber commonly holds a whole /64.
+func addressKey(addr string) string {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return addr
+	}
+	a = a.Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
+}
+
+// costGate lets one client authentication onto the costly path, taking a
+// slot of its address the first time it is asked.
+type costGate struct {
+	limiter *costLimiter
+	key     string
+	entered bool
+}
+
+// enter takes the address's slot, or answers slow_down with how long to wait.
+func (g *costGate) enter() error {
+	if g.entered {
+		return nil
+	}
+	if wait, ok := g.limiter.take(g.key); !ok {
+		return &TokenError{Code: ErrCodeSlowDown, RetryAfter: wait,
+			Description: "Too many failed client authentications from this address; try again later."}
+	}
+	g.entered = true
+	return nil
+}
+
+// done gives the slot back unless the authentication failed after taking it.
+func (g *costGate) done(failed bool) {
+	if g.entered && !failed {
+		g.limiter.giveBack(g.key)
+	}
 }

@@ -61,10 +61,12 @@ type Config struct {
 	HashParams HashParams
 	// AccessTTL and RefreshTTL default to AccessTokenTTL and RefreshTokenTTL.
 	AccessTTL, RefreshTTL time.Duration
-	// ClientFailureLimit and AddressFailureLimit are how many failed client
-	// authentications within FailureWindow answer 429; zero means 10, 30 and a minute.
-	ClientFailureLimit, AddressFailureLimit int
-	FailureWindow                           time.Duration
+	// AddressFailureLimit is how many costly client authentications (argon2id
+	// of a secret without a MAC, a fetch of a jwks_uri) one address may fail
+	// within FailureWindow before further costly ones answer 429; zero means
+	// 30 and a minute.
+	AddressFailureLimit int
+	FailureWindow       time.Duration
 
 	Log *slog.Logger
 	// HTTPClient fetches the external issuer's discovery document and keys.
@@ -91,9 +93,9 @@ type Module struct {
 	states  stateCache
 	tokens  tokenCache
 	revoked revokedTokens
-	secrets verifiedSecrets
 	jwks    jwksCache
-	limiter *failureLimiter
+	macs    secretMACs
+	limiter *costLimiter
 	hashing chan struct{} // bounds concurrent argon2id work
 
 	dpopSeen     seenProofs
@@ -120,9 +122,6 @@ func New(pool *pgxpool.Pool, cfg Config) *Module {
 	if cfg.ReceiptKeyRetention <= 0 {
 		cfg.ReceiptKeyRetention = DefaultReceiptKeyRetention
 	}
-	if cfg.ClientFailureLimit == 0 {
-		cfg.ClientFailureLimit = 10
-	}
 	if cfg.AddressFailureLimit == 0 {
 		cfg.AddressFailureLimit = 30
 	}
@@ -148,13 +147,13 @@ func New(pool *pgxpool.Pool, cfg Config) *Module {
 	cfg.Issuer = strings.TrimRight(cfg.Issuer, "/")
 	m := &Module{
 		pool: pool, cfg: cfg, log: cfg.Log, now: now,
-		limiter: newFailureLimiter(now, cfg.FailureWindow),
+		macs:    newSecretMACs(cfg.KeyEncryptionKey),
+		limiter: newCostLimiter(now, cfg.FailureWindow, cfg.AddressFailureLimit),
 		hashing: make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
 	}
 	m.states.init()
 	m.tokens.init()
 	m.revoked.init()
-	m.secrets.init()
 	m.keys.init()
 	m.dpopSeen.init()
 	m.dpopNonceKey = dpopNonceKey(cfg.KeyEncryptionKey)
@@ -279,16 +278,18 @@ func (m *Module) CreateClient(ctx context.Context, in NewClient, before ...datab
 	if _, err := m.Organization(ctx, in.OrganizationID); err != nil {
 		return ClientCredentials{}, err
 	}
-	var sec, hash string
+	var (
+		sec, hash string
+		mac       []byte
+	)
 	if in.Keys.IsZero() || in.AlsoSecret {
-		sec = newClientSecret()
-		hash = mustHash(sec, m.cfg.HashParams)
+		sec, hash, mac = m.newSecret()
 	}
 	var out ClientCredentials
 	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		row, err := store.InsertClient(ctx, tx, store.Client{
 			ID: newClientID(), OrganizationID: in.OrganizationID, Name: in.Name,
-			SecretHash: hash, JWKS: in.Keys.JWKS, JWKSURI: in.Keys.JWKSURI, Scopes: in.Scopes, Sandbox: in.Sandbox, DPoPBound: in.DPoPBound,
+			SecretHash: hash, SecretMAC: mac, JWKS: in.Keys.JWKS, JWKSURI: in.Keys.JWKSURI, Scopes: in.Scopes, Sandbox: in.Sandbox, DPoPBound: in.DPoPBound,
 		})
 		if err != nil {
 			return err
@@ -336,12 +337,11 @@ func (m *Module) ListClients(ctx context.Context, organizationID string) ([]Clie
 
 // RotateClientSecret implements Clients.
 func (m *Module) RotateClientSecret(ctx context.Context, organizationID, clientID string, before ...database.BeforeCommit[ClientCredentials]) (ClientCredentials, error) {
-	sec := newClientSecret()
-	hash := mustHash(sec, m.cfg.HashParams)
+	sec, hash, mac := m.newSecret()
 	var row store.Client
 	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		var err error
-		row, err = store.SetClientSecret(ctx, tx, organizationID, clientID, hash)
+		row, err = store.SetClientSecret(ctx, tx, organizationID, clientID, hash, mac)
 		if err != nil {
 			return err
 		}
@@ -356,7 +356,6 @@ func (m *Module) RotateClientSecret(ctx context.Context, organizationID, clientI
 	if err != nil {
 		return ClientCredentials{}, database.Classify(err)
 	}
-	m.secrets.forget(clientID)
 	return ClientCredentials{Client: toClient(row), Secret: sec}, nil
 }
 
@@ -381,7 +380,6 @@ func (m *Module) RevokeClient(ctx context.Context, organizationID, clientID stri
 		return Client{}, database.Classify(err)
 	}
 	m.states.invalidate("client:" + clientID)
-	m.secrets.forget(clientID)
 	return toClient(row), nil
 }
 

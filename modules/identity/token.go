@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/identity/internal/secret"
 	"github.com/flowd/flowd/modules/identity/internal/store"
 )
@@ -83,8 +82,11 @@ func (m *Module) Token(ctx context.Context, req TokenRequest) (Token, error) {
 }
 
 // authenticateClient checks the client's credentials, a secret or a client
-// assertion (private_key_jwt), refusing with 429 while the client or the
-// address has failed too often. Both ways fail and count alike.
+// assertion (private_key_jwt). Failures are not counted per client, so that
+// no one can lock a client out by failing in its name; only the costly
+// checks (argon2id of a secret without a MAC, a fetch of the client's
+// jwks_uri) are bounded, per source address, and answer slow_down (429)
+// when their address has failed too often.
 func (m *Module) authenticateClient(ctx context.Context, req ClientAuth) (store.Client, error) {
 	req, refused, terr := assertionAuth(req)
 	if terr != nil {
@@ -94,84 +96,51 @@ func (m *Module) authenticateClient(ctx context.Context, req ClientAuth) (store.
 		return store.Client{}, &TokenError{Code: ErrCodeInvalidClient, AuthMethod: req.AuthMethod,
 			Description: "Client authentication is required: client_id and client_secret in the body, HTTP Basic, or a client assertion."}
 	}
-	clientKey, addrKey := "client:"+req.ClientID, "addr:"+req.RemoteAddr
-	for _, k := range []struct {
-		key   string
-		limit int
-	}{{clientKey, m.cfg.ClientFailureLimit}, {addrKey, m.cfg.AddressFailureLimit}} {
-		if wait, blocked := m.limiter.blocked(k.key, k.limit); blocked {
-			m.log.WarnContext(ctx, "identity: token request refused after repeated failed client authentication",
-				"client_id", loggableID(req.ClientID), "remote_addr", req.RemoteAddr, "retry_after", wait.String())
-			return store.Client{}, &TokenError{Code: ErrCodeSlowDown, RetryAfter: wait,
-				Description: "Too many failed client authentications; try again later."}
-		}
-	}
-	fail := func(f *authFailure) (store.Client, error) {
+	gate := &costGate{limiter: m.limiter, key: addressKey(req.RemoteAddr)}
+	c, err := m.checkClient(ctx, req, refused, gate)
+	var f *authFailure
+	gate.done(errors.As(err, &f))
+	switch {
+	case f != nil:
 		m.log.InfoContext(ctx, "identity: client authentication failed", "client_id", loggableID(req.ClientID),
 			"remote_addr", req.RemoteAddr, "method", req.AuthMethod, "reason", cmp.Or(f.reason, f.description))
-		m.limiter.fail(clientKey, m.cfg.ClientFailureLimit)
-		m.limiter.fail(addrKey, m.cfg.AddressFailureLimit)
 		return store.Client{}, &TokenError{Code: ErrCodeInvalidClient, AuthMethod: req.AuthMethod, Description: f.description}
+	case errors.As(err, &terr) && terr.Code == ErrCodeSlowDown:
+		m.log.WarnContext(ctx, "identity: costly client authentication refused after repeated failures from the address",
+			"client_id", loggableID(req.ClientID), "remote_addr", req.RemoteAddr, "method", req.AuthMethod, "retry_after", terr.RetryAfter.String())
 	}
+	return c, err
+}
+
+// checkClient finds the client and checks its credentials; a refusal is an
+// *authFailure.
+func (m *Module) checkClient(ctx context.Context, req ClientAuth, refused *authFailure, gate *costGate) (store.Client, error) {
 	if refused != nil {
-		return fail(refused)
+		return store.Client{}, refused
 	}
 	failed := refuse("Client authentication failed.")
 	if len(req.ClientID) > 128 || len(req.ClientSecret) > 512 {
-		return fail(failed)
+		return store.Client{}, failed
 	}
 	c, err := store.GetClient(ctx, m.pool, req.ClientID)
 	if errors.Is(err, store.ErrNotFound) {
-		return fail(failed)
+		return store.Client{}, failed
 	}
 	if err != nil {
 		return store.Client{}, database.Classify(err)
 	}
 	if c.RevokedAt != nil {
-		return fail(failed)
+		return store.Client{}, failed
 	}
 	if req.AuthMethod == AuthPrivateKeyJWT {
-		err = m.checkAssertion(ctx, c, req.ClientAssertion)
+		err = m.checkAssertion(ctx, c, req.ClientAssertion, gate)
 	} else {
-		err = m.checkSecret(ctx, c, req.ClientSecret)
-	}
-	var f *authFailure
-	if errors.As(err, &f) {
-		return fail(f)
+		err = m.checkSecret(ctx, c, req.ClientSecret, gate)
 	}
 	if err != nil {
 		return store.Client{}, err
 	}
-	m.limiter.reset(clientKey)
 	return c, nil
-}
-
-// checkSecret checks a client secret against c's hash, remembering a match
-// for a while so that a busy client does not pay argon2id on every request.
-// An assertion-only client has no secret: any secret fails like a wrong one.
-func (m *Module) checkSecret(ctx context.Context, c store.Client, secret string) error {
-	if c.SecretHash == "" {
-		return refuse("Client authentication failed.")
-	}
-	now := m.now()
-	if m.secrets.ok(c.ID, c.SecretHash, secret, now) {
-		return nil
-	}
-	select {
-	case m.hashing <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	ok, err := secrethash.Verify(secret, c.SecretHash)
-	<-m.hashing
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return refuse("Client authentication failed.")
-	}
-	m.secrets.remember(c.ID, c.SecretHash, secret, now)
-	return nil
 }
 
 // loggableID shortens a client id as given for the logs, and hides it when

@@ -93,22 +93,25 @@ type Client struct {
 	OrganizationID string
 	Name           string
 	SecretHash     string // empty for an assertion-only client
-	JWKS           []byte // the registered public keys, or nil
-	JWKSURI        string // where the public keys are, or empty
-	Scopes         []string
-	Sandbox        bool
-	CreatedAt      time.Time
-	LastUsedAt     *time.Time
-	RevokedAt      *time.Time
+	// SecretMAC is the secret's keyed MAC, tagged with the SecretHash it
+	// was made beside; nil until made.
+	SecretMAC  []byte
+	JWKS       []byte // the registered public keys, or nil
+	JWKSURI    string // where the public keys are, or empty
+	Scopes     []string
+	Sandbox    bool
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
 	// DPoPBound is dpop_bound_access_tokens: token requests need a DPoP proof.
 	DPoPBound bool
 }
 
-const clientColumns = "id, organization_id::text, name, coalesce(secret_hash, ''), jwks, coalesce(jwks_uri, ''), scopes, sandbox, created_at, last_used_at, revoked_at, dpop_bound_access_tokens"
+const clientColumns = "id, organization_id::text, name, coalesce(secret_hash, ''), secret_mac, jwks, coalesce(jwks_uri, ''), scopes, sandbox, created_at, last_used_at, revoked_at, dpop_bound_access_tokens"
 
 func scanClient(row pgx.Row) (Client, error) {
 	var c Client
-	err := row.Scan(&c.ID, &c.OrganizationID, &c.Name, &c.SecretHash, &c.JWKS, &c.JWKSURI, &c.Scopes, &c.Sandbox, &c.CreatedAt, &c.LastUsedAt, &c.RevokedAt, &c.DPoPBound)
+	err := row.Scan(&c.ID, &c.OrganizationID, &c.Name, &c.SecretHash, &c.SecretMAC, &c.JWKS, &c.JWKSURI, &c.Scopes, &c.Sandbox, &c.CreatedAt, &c.LastUsedAt, &c.RevokedAt, &c.DPoPBound)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, ErrNotFound
 	}
@@ -117,9 +120,9 @@ func scanClient(row pgx.Row) (Client, error) {
 
 // InsertClient stores a new API client.
 func InsertClient(ctx context.Context, q Querier, c Client) (Client, error) {
-	return scanClient(q.QueryRow(ctx, `insert into api_clients (id, organization_id, name, secret_hash, jwks, jwks_uri, scopes, sandbox, dpop_bound_access_tokens)
-		values ($1, $2, $3, nullif($4, ''), $5, nullif($6, ''), $7, $8, $9) returning `+clientColumns,
-		c.ID, c.OrganizationID, c.Name, c.SecretHash, c.JWKS, c.JWKSURI, c.Scopes, c.Sandbox, c.DPoPBound))
+	return scanClient(q.QueryRow(ctx, `insert into api_clients (id, organization_id, name, secret_hash, secret_mac, jwks, jwks_uri, scopes, sandbox, dpop_bound_access_tokens)
+		values ($1, $2, $3, nullif($4, ''), $5, $6, nullif($7, ''), $8, $9, $10) returning `+clientColumns,
+		c.ID, c.OrganizationID, c.Name, c.SecretHash, c.SecretMAC, c.JWKS, c.JWKSURI, c.Scopes, c.Sandbox, c.DPoPBound))
 }
 
 // GetClient returns one client.
@@ -139,14 +142,15 @@ func ListClients(ctx context.Context, q Querier, organizationID string) ([]Clien
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Client, error) { return scanClient(r) })
 }
 
-// SetClientSecret replaces an active client's secret hash and revokes its
-// refresh tokens; an assertion-only client (no secret) is not found.
-func SetClientSecret(ctx context.Context, q Querier, organizationID, id, hash string) (Client, error) {
+// SetClientSecret replaces an active client's secret hash and MAC and
+// revokes its refresh tokens; an assertion-only client (no secret) is not
+// found.
+func SetClientSecret(ctx context.Context, q Querier, organizationID, id, hash string, mac []byte) (Client, error) {
 	if !isUUID(organizationID) {
 		return Client{}, ErrNotFound
 	}
-	c, err := scanClient(q.QueryRow(ctx, `update api_clients set secret_hash = $3, secret_rotated_at = now()
-		where id = $1 and organization_id = $2 and revoked_at is null and secret_hash is not null returning `+clientColumns, id, organizationID, hash))
+	c, err := scanClient(q.QueryRow(ctx, `update api_clients set secret_hash = $3, secret_mac = $4, secret_rotated_at = now()
+		where id = $1 and organization_id = $2 and revoked_at is null and secret_hash is not null returning `+clientColumns, id, organizationID, hash, mac))
 	if err != nil {
 		return c, err
 	}
@@ -154,6 +158,13 @@ func SetClientSecret(ctx context.Context, q Querier, organizationID, id, hash st
 		return c, err
 	}
 	return c, nil
+}
+
+// SetClientSecretMAC stores the MAC of a client's secret beside its hash,
+// unless the hash has changed meanwhile.
+func SetClientSecretMAC(ctx context.Context, q Querier, id, hash string, mac []byte) error {
+	_, err := q.Exec(ctx, "update api_clients set secret_mac = $3 where id = $1 and secret_hash = $2", id, hash, mac)
+	return err
 }
 
 // RevokeClient marks a client revoked (keeping the first revocation time) and

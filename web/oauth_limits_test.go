@@ -1,0 +1,201 @@
+package web
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	zclient "github.com/zitadel/oidc/v3/pkg/client"
+
+	"github.com/flowd/flowd/modules/identity"
+)
+
+// tokenFrom asks for a client_credentials token with body and authorization
+// from addr: the test server's peer is loopback, and addr, when given, is
+// what a proxy in front would have put in X-Forwarded-For.
+func tokenFrom(t *testing.T, ts oauthServer, addr, body, authorization string) (*http.Response, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, ts.url+"/oauth/token", strings.NewReader(body))
+	req.Header.Set("Content-Type", formType)
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	if addr != "" {
+		req.Header.Set("X-Forwarded-For", addr)
+	}
+	return sendTokenRequest(t, http.DefaultClient, req)
+}
+
+// dropSecretMAC makes a client's secret as one stored before secrets had
+// MACs: only argon2id can check it, which is the costly path.
+func (ts oauthServer) dropSecretMAC(t *testing.T, clientID string) {
+	t.Helper()
+	if _, err := ts.pool.Exec(context.Background(), "update api_clients set secret_mac = null where id = $1", clientID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWrongCredentialsLockNoClientOut: a hundred wrong secrets and bad
+// assertions in the name of a client, from a hundred other addresses and
+// from the client's own, leave its right secret and its good assertion at
+// 200.
+func TestWrongCredentialsLockNoClientOut(t *testing.T) {
+	t.Parallel()
+	ts := setupOAuthWith(t, map[string]string{"FLOWD_TRUSTED_PROXIES": "127.0.0.1"}, nil)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKCS8PrivateKey(key)
+	signer, err := zclient.NewSignerFromPrivateKeyByte(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, _ = x509.MarshalPKCS8PrivateKey(forged)
+	forger, _ := zclient.NewSignerFromPrivateKeyByte(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), "k")
+	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k", Use: "sig"}}})
+	keyed, err := ts.identity.CreateClient(context.Background(), identity.NewClient{OrganizationID: ts.org.ID, Keys: identity.ClientKeys{JWKS: jwks}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertion := func(s jose.Signer) string {
+		a, err := zclient.SignedJWTProfileAssertion(keyed.ID, []string{ts.url + "/oauth/token"}, time.Minute, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return form("grant_type", "client_credentials", "client_assertion_type", identity.ClientAssertionType, "client_assertion", a)
+	}
+
+	const own = "198.51.100.7"
+	for i := range 100 {
+		for _, addr := range []string{fmt.Sprintf("203.0.113.%d", i), own} {
+			if resp, body := tokenFrom(t, ts, addr, form("grant_type", "client_credentials"), basic(ts.full.ID, "fcs_wrong")); resp.StatusCode != 401 {
+				t.Fatalf("a wrong secret from %s: %d %v", addr, resp.StatusCode, body)
+			}
+			if resp, body := tokenFrom(t, ts, addr, assertion(forger), ""); resp.StatusCode != 401 {
+				t.Fatalf("a forged assertion from %s: %d %v", addr, resp.StatusCode, body)
+			}
+		}
+	}
+	if resp, body := tokenFrom(t, ts, own, form("grant_type", "client_credentials"), basic(ts.full.ID, ts.full.Secret)); resp.StatusCode != 200 {
+		t.Fatalf("the right secret after 200 wrong ones: %d %v", resp.StatusCode, body)
+	}
+	if resp, body := tokenFrom(t, ts, own, assertion(signer), ""); resp.StatusCode != 200 {
+		t.Fatalf("a good assertion after 200 forged ones: %d %v", resp.StatusCode, body)
+	}
+}
+
+// TestCostlyFailuresCountPerRealAddress: behind a trusted proxy the limit
+// on costly failures (argon2id of a secret without a MAC) counts per
+// address in X-Forwarded-For, the rightmost one the proxy did not add
+// itself; without a trusted proxy the header is ignored and every request
+// is the peer's.
+func TestCostlyFailuresCountPerRealAddress(t *testing.T) {
+	t.Parallel()
+	limit := func(c *identity.Config) { c.AddressFailureLimit = 3 }
+	const guesser, other = "203.0.113.5", "203.0.113.6"
+	grant := form("grant_type", "client_credentials")
+
+	t.Run("behind a trusted proxy", func(t *testing.T) {
+		t.Parallel()
+		ts := setupOAuthWith(t, map[string]string{"FLOWD_TRUSTED_PROXIES": "127.0.0.0/8"}, limit)
+		ts.dropSecretMAC(t, ts.full.ID)
+		ts.dropSecretMAC(t, ts.reader.ID)
+		wrong := basic(ts.reader.ID, "fcs_wrong")
+		for range 3 {
+			if resp, body := tokenFrom(t, ts, guesser, grant, wrong); resp.StatusCode != 401 {
+				t.Fatalf("a wrong secret: %d %v", resp.StatusCode, body)
+			}
+		}
+		resp, body := tokenFrom(t, ts, guesser, grant, wrong)
+		if resp.StatusCode != 429 || body["error"] != "slow_down" || body["error_description"] == nil {
+			t.Fatalf("after 3 costly failures: %d %v", resp.StatusCode, body)
+		}
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || s < 1 || s > 60 {
+			t.Fatalf("Retry-After %q", resp.Header.Get("Retry-After"))
+		}
+		// An address the guesser writes in front of its own is not believed.
+		if resp, body := tokenFrom(t, ts, other+", "+guesser, grant, basic(ts.full.ID, ts.full.Secret)); resp.StatusCode != 429 {
+			t.Fatalf("a costly check with a made-up first hop: %d %v", resp.StatusCode, body)
+		}
+		if resp, body := tokenFrom(t, ts, other, grant, basic(ts.full.ID, ts.full.Secret)); resp.StatusCode != 200 {
+			t.Fatalf("another address behind the proxy: %d %v", resp.StatusCode, body)
+		}
+		// Once checked, the secret has a MAC and passes from the guesser's address too.
+		if resp, body := tokenFrom(t, ts, guesser, grant, basic(ts.full.ID, ts.full.Secret)); resp.StatusCode != 200 {
+			t.Fatalf("a secret with a MAC from the limited address: %d %v", resp.StatusCode, body)
+		}
+	})
+	t.Run("from an untrusted peer", func(t *testing.T) {
+		t.Parallel()
+		ts := setupOAuthWith(t, nil, limit)
+		ts.dropSecretMAC(t, ts.full.ID)
+		ts.dropSecretMAC(t, ts.reader.ID)
+		for i := range 3 {
+			if resp, body := tokenFrom(t, ts, fmt.Sprintf("198.51.100.%d", i), grant, basic(ts.reader.ID, "fcs_wrong")); resp.StatusCode != 401 {
+				t.Fatalf("a wrong secret: %d %v", resp.StatusCode, body)
+			}
+		}
+		if resp, body := tokenFrom(t, ts, other, grant, basic(ts.full.ID, ts.full.Secret)); resp.StatusCode != 429 {
+			t.Fatalf("X-Forwarded-For was believed from an untrusted peer: %d %v", resp.StatusCode, body)
+		}
+	})
+}
+
+// TestIPExtractor: X-Forwarded-For is read only from a trusted peer, from
+// the right, past trusted hops; loopback and private peers are trusted only
+// when listed.
+func TestIPExtractor(t *testing.T) {
+	t.Parallel()
+	prefixes := func(ss ...string) []netip.Prefix {
+		var out []netip.Prefix
+		for _, s := range ss {
+			out = append(out, netip.MustParsePrefix(s))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		trusted []netip.Prefix
+		peer    string
+		xff     string
+		want    string
+	}{
+		{"nothing trusted, a private peer", nil, "10.0.0.1:4000", "203.0.113.5", "10.0.0.1"},
+		{"nothing trusted, a loopback peer", nil, "127.0.0.1:4000", "203.0.113.5", "127.0.0.1"},
+		{"a trusted peer", prefixes("10.0.0.0/8"), "10.0.0.1:4000", "203.0.113.5", "203.0.113.5"},
+		{"a trusted peer without the header", prefixes("10.0.0.0/8"), "10.0.0.1:4000", "", "10.0.0.1"},
+		{"a made-up first hop", prefixes("10.0.0.0/8"), "10.0.0.1:4000", "198.51.100.1, 203.0.113.5", "203.0.113.5"},
+		{"trusted hops skipped", prefixes("10.0.0.0/8"), "10.0.0.1:4000", "203.0.113.5, 10.9.9.9", "203.0.113.5"},
+		{"an untrusted peer", prefixes("10.0.0.0/8"), "203.0.113.9:4000", "198.51.100.1", "203.0.113.9"},
+		{"loopback not listed", prefixes("10.0.0.0/8"), "127.0.0.1:4000", "198.51.100.1", "127.0.0.1"},
+		{"private not listed", prefixes("10.0.0.0/8"), "192.168.1.1:4000", "198.51.100.1", "192.168.1.1"},
+		{"one address", prefixes("192.168.1.1/32"), "192.168.1.1:4000", "198.51.100.1", "198.51.100.1"},
+		{"IPv6", prefixes("fd00::/8"), "[fd00::1]:4000", "2001:db8::7", "2001:db8::7"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.RemoteAddr = tc.peer
+			if tc.xff != "" {
+				r.Header.Set("X-Forwarded-For", tc.xff)
+			}
+			if got := ipExtractor(tc.trusted)(r); got != tc.want {
+				t.Fatalf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
