@@ -22,6 +22,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 	"github.com/flowd/flowd/modules/webhooks"
@@ -47,10 +48,10 @@ type Config struct {
 	ExpiryPollInterval time.Duration
 }
 
-// Limits of the API.
+// Limits of the API. The Idempotency-Key's are those of every POST.
 const (
-	MaxIdempotencyKey = 255
-	IdempotencyTTL    = 24 * time.Hour
+	MaxIdempotencyKey = idempotency.MaxKey
+	IdempotencyTTL    = idempotency.TTL
 	DefaultLimit      = 10
 	MaxLimit          = 100
 )
@@ -210,6 +211,12 @@ func (m *Manager) Create(ctx context.Context, c Caller, in NewFlow, idempotencyK
 		return Created{}, err
 	}
 	return out, nil
+}
+
+// IdempotencyKeyHeld implements Service.
+func (m *Manager) IdempotencyKeyHeld(ctx context.Context, c Caller, idempotencyKey string) (bool, error) {
+	held, err := store.KeyHeld(ctx, m.pool, c.OrganizationID, idempotencyKey)
+	return held, database.Classify(err)
 }
 
 // replay answers a create whose idempotency key an earlier create holds.
@@ -414,13 +421,36 @@ func (m *Manager) complete(row store.Flow, incidents []store.Incident, consentUR
 	if err != nil {
 		return Flow{}, err
 	}
+	return withLinks(f, incidents, consentURL)
+}
+
+// withLinks adds a flow's open incidents and its consent link, which
+// consentURL gives.
+func withLinks(f Flow, incidents []store.Incident, consentURL func() (string, error)) (Flow, error) {
 	for _, i := range incidents {
 		f.Incidents = append(f.Incidents, Incident{ID: i.ID, TaskID: i.TaskID, TaskType: i.TaskType, Message: i.Message, OpenedAt: i.OpenedAt})
 	}
+	var err error
 	if f.ConsentURL, err = consentURL(); err != nil {
 		return Flow{}, fmt.Errorf("flows: consent link of %s: %w", f.ID, err)
 	}
 	return f, nil
+}
+
+// completeTx adds to f, just changed in tx, what Get shows besides its row:
+// its open incidents and its consent link, read in tx in one round trip.
+// Cancel and Withdraw answer with it and hand it to their before hooks, so
+// that what a hook records (the API's answer to an Idempotency-Key) is the
+// flow as the caller is told it.
+func (m *Manager) completeTx(ctx context.Context, tx pgx.Tx, f Flow) (Flow, error) {
+	var consentURL func() (string, error)
+	incidents, err := store.OpenIncidentsWith(ctx, tx, f.OrganizationID, f.ID, func(read database.SharedRead) {
+		consentURL = m.consent.QueueURL(read, f.OrganizationID, f.ID)
+	})
+	if err != nil {
+		return Flow{}, err
+	}
+	return withLinks(f, incidents, consentURL)
 }
 
 // Check validates p and fills in its default limit; errors name the query
@@ -530,6 +560,7 @@ func (m *Manager) Cancel(ctx context.Context, c Caller, flowID string, before ..
 	if !validID(flowID) || c.OrganizationID == "" {
 		return Flow{}, ErrNotFound
 	}
+	var out Flow
 	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		row, err := store.GetFlow(ctx, tx, c.OrganizationID, flowID, true)
 		if err != nil {
@@ -542,12 +573,15 @@ func (m *Manager) Cancel(ctx context.Context, c Caller, flowID string, before ..
 		if err != nil {
 			return err
 		}
-		return database.RunBeforeCommit(ctx, tx, f, before)
+		if out, err = m.completeTx(ctx, tx, f); err != nil {
+			return err
+		}
+		return database.RunBeforeCommit(ctx, tx, out, before)
 	})
 	if err != nil {
 		return Flow{}, err
 	}
-	return m.Get(ctx, c, flowID)
+	return out, nil
 }
 
 // cancelTx ends an active flow's process: cancelled, its consent task too,
@@ -572,6 +606,7 @@ func (m *Manager) Withdraw(ctx context.Context, c Caller, flowID string, before 
 	if !validID(flowID) || c.OrganizationID == "" {
 		return Flow{}, ErrNotFound
 	}
+	var out Flow
 	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		row, err := store.GetFlow(ctx, tx, c.OrganizationID, flowID, true)
 		if err != nil {
@@ -581,12 +616,15 @@ func (m *Manager) Withdraw(ctx context.Context, c Caller, flowID string, before 
 		if err != nil {
 			return err
 		}
-		return database.RunBeforeCommit(ctx, tx, f, before)
+		if out, err = m.completeTx(ctx, tx, f); err != nil {
+			return err
+		}
+		return database.RunBeforeCommit(ctx, tx, out, before)
 	})
 	if err != nil {
 		return Flow{}, err
 	}
-	return m.Get(ctx, c, flowID)
+	return out, nil
 }
 
 // withdrawTx withdraws row's acceptance, locked in tx, for by
