@@ -2,12 +2,10 @@ package flows
 
 import (
 	"context"
-	"crypto/hmac"
 	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -136,26 +134,6 @@ func newID() string { return uuid.Must(uuid.NewV7()).String() }
 // reused buffer, and a list page opens ten national ids.
 func sealContext(flowID, field string) []string { return []string{"flow:", flowID, ":", field} }
 
-// requestHash identifies a create request for its idempotency key. It is a
-// keyed hash because the request holds a national id.
-func (m *Manager) requestHash(c Caller, in NewFlow) []byte {
-	return m.sealer.Hash("idempotency", requestKey(c, in))
-}
-
-// requestKey is what requestHash hashes.
-func requestKey(c Caller, in NewFlow) string {
-	parts := []string{c.ClientID, strconv.FormatBool(c.Sandbox), in.NationalID, in.LastName, in.RedirectURL, in.WebhookURL, in.ReferenceName}
-	// A definition is hashed only when named, so that keys stored before
-	// definitions existed still match their requests.
-	if in.FlowDefinitionID != "" || in.FlowDefinitionVersion != 0 {
-		parts = append(parts, in.FlowDefinitionID, strconv.Itoa(in.FlowDefinitionVersion))
-	}
-	for i, p := range parts {
-		parts[i] = strconv.Quote(p)
-	}
-	return strings.Join(parts, ",")
-}
-
 // Create implements Service.
 func (m *Manager) Create(ctx context.Context, c Caller, in NewFlow, idempotencyKey string) (Created, error) {
 	if c.OrganizationID == "" {
@@ -211,35 +189,6 @@ func (m *Manager) Create(ctx context.Context, c Caller, in NewFlow, idempotencyK
 		return Created{}, err
 	}
 	return out, nil
-}
-
-// IdempotencyKeyHeld implements Service.
-func (m *Manager) IdempotencyKeyHeld(ctx context.Context, c Caller, idempotencyKey string) (bool, error) {
-	held, err := store.KeyHeld(ctx, m.pool, c.OrganizationID, idempotencyKey)
-	return held, database.Classify(err)
-}
-
-// replay answers a create whose idempotency key an earlier create holds.
-// request is the create's requestKey: a key stored before a data-key
-// rotation was hashed under the previous key, which still matches.
-func (m *Manager) replay(ctx context.Context, tx pgx.Tx, claim store.IdempotencyKey, request string) (Created, error) {
-	k, err := store.GetKey(ctx, tx, claim.OrganizationID, claim.Key)
-	if errors.Is(err, store.ErrNoRows) {
-		// The key expired between the claim and this read: rare; the client may retry.
-		return Created{}, apperr.New(apperr.Conflict, "The Idempotency-Key expired while this request ran. Retry it.")
-	}
-	if err != nil {
-		return Created{}, err
-	}
-	if !hmac.Equal(k.RequestHash, claim.RequestHash) && !m.sealer.HashMatches("idempotency", request, k.RequestHash) {
-		return Created{}, apperr.New(apperr.IdempotencyMismatch,
-			"This Idempotency-Key was used within the last 24 hours with a different request.")
-	}
-	consentURL, err := m.sealer.Open(k.PIIKeyID, k.ConsentSealed, "idempotency:"+k.FlowID)
-	if err != nil {
-		return Created{}, fmt.Errorf("flows: idempotency key result: %w", err)
-	}
-	return Created{FlowID: k.FlowID, ReferenceID: k.ReferenceID, ConsentURL: consentURL, Replayed: true}, nil
 }
 
 // createTx writes the flow, its consent request, its tasks and its
@@ -799,19 +748,6 @@ func (m *Manager) Deletions(ctx context.Context, organizationID string, limit in
 		out[i] = toDeletion(r)
 	}
 	return out, more, nil
-}
-
-// PurgeExpiredKeys deletes idempotency keys older than 24 hours, in batches,
-// and returns how many it deleted.
-func (m *Manager) PurgeExpiredKeys(ctx context.Context) (int64, error) {
-	var total int64
-	for {
-		n, err := store.PurgeKeys(ctx, m.pool, 1000)
-		total += n
-		if err != nil || n < 1000 {
-			return total, err
-		}
-	}
 }
 
 // Run expires due flows and purges expired idempotency keys every
