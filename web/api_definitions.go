@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/consent"
 )
 
@@ -112,17 +114,17 @@ func (s *Server) handleDefinitionCreate(c echo.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return withFieldErrors(err, req.Draft().Normalize().Validate())
 	}
-	p, err := s.definitions.Create(c.Request().Context(), authorOf(c), req.ID, req.Draft())
+	p, err := s.definitions.Create(c.Request().Context(), authorOf(c), req.ID, req.Draft(), keepReply(c, definitionCreated))
 	if err != nil {
 		return definitionError(err)
 	}
-	return s.writeDefinitionCreated(c, p)
+	return s.writeReply(c, definitionCreated(p))
 }
 
-func (s *Server) writeDefinitionCreated(c echo.Context, p consent.Published) error {
+// definitionCreated answers a new definition or version with it.
+func definitionCreated(p consent.Published) reply {
 	out := NewFlowDefinition(p)
-	c.Response().Header().Set(echo.HeaderLocation, out.Links.Self)
-	return s.writeJSON(c, http.StatusCreated, out)
+	return reply{status: http.StatusCreated, header: http.Header{echo.HeaderLocation: {out.Links.Self}}, body: out}
 }
 
 // handleDefinitionGet handles "GET /api/flow-definitions/:id" (the latest
@@ -151,23 +153,35 @@ func (s *Server) handleDefinitionPublish(c echo.Context) error {
 	if req.ID != "" && req.ID != c.Param("id") {
 		return apperr.InvalidFields([]apperr.FieldError{{Field: "id", Message: "must be left out or be the definition's id"}})
 	}
-	p, err := s.definitions.Publish(c.Request().Context(), authorOf(c), c.Param("id"), req.Draft())
+	p, err := s.definitions.Publish(c.Request().Context(), authorOf(c), c.Param("id"), req.Draft(), keepReply(c, definitionCreated))
 	if err != nil {
 		return definitionError(err)
 	}
-	return s.writeDefinitionCreated(c, p)
+	return s.writeReply(c, definitionCreated(p))
 }
 
 // handleDefinitionRetire handles "POST /api/flow-definitions/:id/retire":
-// no new flows; it answers with the latest version, retiredAt set.
+// no new flows; it answers with the latest version, retiredAt set. The
+// version is read first, so that the answer is whole in the retirement's
+// transaction (keepReply); a version published in between is a 409.
 func (s *Server) handleDefinitionRetire(c echo.Context) error {
 	ctx := c.Request().Context()
-	if _, err := s.definitions.Retire(ctx, authorOf(c), c.Param("id")); err != nil {
-		return definitionError(err)
-	}
-	p, err := s.definitions.Get(ctx, principalOf(c).OrganizationID, c.Param("id"), 0)
+	latest, err := s.definitions.Get(ctx, principalOf(c).OrganizationID, c.Param("id"), 0)
 	if err != nil {
 		return definitionError(err)
 	}
-	return s.writeJSON(c, http.StatusOK, NewFlowDefinition(p))
+	answer := func(d consent.Definition) reply {
+		return reply{status: http.StatusOK, body: NewFlowDefinition(consent.Published{Definition: d, Version: latest.Version})}
+	}
+	d, err := s.definitions.Retire(ctx, authorOf(c), c.Param("id"),
+		func(_ context.Context, _ database.Tx, d consent.Definition) error {
+			if d.LatestVersion != latest.Version.Version {
+				return apperr.New(apperr.Conflict, "A new version of the consent definition was published while it was being retired; retry.")
+			}
+			return nil
+		}, keepReply(c, answer))
+	if err != nil {
+		return definitionError(err)
+	}
+	return s.writeReply(c, answer(d))
 }

@@ -165,15 +165,17 @@ func (s *Server) handleEndpointCreate(c echo.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return withFieldErrors(err, req.newEndpoint().Validate(s.endpointRules()))
 	}
+	answer := func(e webhooks.Endpoint) reply {
+		return reply{status: http.StatusCreated, header: http.Header{echo.HeaderLocation: {endpointPath(e.ID)}}, body: newWebhookEndpoint(e)}
+	}
 	e, err := s.endpoints.Create(c.Request().Context(), principalOf(c).OrganizationID, req.newEndpoint(),
 		apiAudited(s, c, identity.AuditWebhookEndpointCreate, func(e webhooks.Endpoint) (string, string) {
 			return e.ID, endpointAudit(e)
-		}))
+		}), keepReply(c, answer))
 	if err != nil {
 		return endpointError(err)
 	}
-	c.Response().Header().Set(echo.HeaderLocation, endpointPath(e.ID))
-	return s.writeJSON(c, http.StatusCreated, newWebhookEndpoint(e))
+	return s.writeReply(c, answer(e))
 }
 
 // handleEndpointGet handles "GET /api/webhook-endpoints/:id".

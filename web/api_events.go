@@ -159,10 +159,13 @@ func (s *Server) handleEventRedeliver(c echo.Context) error {
 			return err
 		}
 	}
+	answer := func(n int) reply {
+		return reply{status: http.StatusAccepted, body: redeliverResponse{Status: "scheduled", Deliveries: n}}
+	}
 	n, err := s.webhooks.Redeliver(c.Request().Context(), callerOf(c).OrganizationID, c.Param("id"), req.EndpointID,
 		apiAudited(s, c, identity.AuditEventRedeliver, func(r webhooks.Redelivery) (string, string) {
 			return r.EventID, redeliveryAudit(r)
-		}))
+		}), keepReply(c, func(r webhooks.Redelivery) reply { return answer(r.Deliveries) }))
 	switch {
 	case errors.Is(err, webhooks.ErrNotFound):
 		return apperr.New(apperr.NotFound, "No event with this id.")
@@ -173,5 +176,5 @@ func (s *Server) handleEventRedeliver(c echo.Context) error {
 	case err != nil:
 		return err
 	}
-	return s.writeJSON(c, http.StatusAccepted, redeliverResponse{Status: "scheduled", Deliveries: n})
+	return s.writeReply(c, answer(n))
 }

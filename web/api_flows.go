@@ -128,7 +128,11 @@ func (s *Server) handleFlowCreate(c echo.Context) error {
 		return withFieldErrors(err, in().Normalize().Validate(flows.Rules{
 			NationalIDFormat: s.cfg.NationalIDFormat, AllowInsecureURLs: s.cfg.AllowInsecureURLs}))
 	}
-	created, err := s.flows.Create(c.Request().Context(), callerOf(c), in(), c.Request().Header.Get("Idempotency-Key"))
+	key := c.Request().Header.Get(headerIdempotencyKey)
+	if err := s.keyFreeForCreate(c, key); err != nil {
+		return err
+	}
+	created, err := s.flows.Create(c.Request().Context(), callerOf(c), in(), key)
 	if err != nil {
 		return flowError(err)
 	}
@@ -139,7 +143,7 @@ func (s *Server) handleFlowCreate(c echo.Context) error {
 	h := c.Response().Header()
 	h.Set(echo.HeaderLocation, flowPath(created.FlowID))
 	if created.Replayed {
-		h.Set("Idempotent-Replayed", "true")
+		h.Set(headerIdempotentReplayed, "true")
 	}
 	return s.writeJSON(c, http.StatusCreated, resp)
 }
@@ -382,15 +386,22 @@ func (s *Server) handleFlowGet(c echo.Context) error {
 	return s.writeJSON(c, http.StatusOK, envelopeOf(f, principalOf(c)))
 }
 
+// flowReply answers a change of a flow with the flow, as GET /api/flows/:id
+// shows it to p.
+func flowReply(p identity.Principal) func(flows.Flow) reply {
+	return func(f flows.Flow) reply { return reply{status: http.StatusOK, body: envelopeOf(f, p), flowID: f.ID} }
+}
+
 // handleFlowCancel handles "POST /api/flows/:id/cancel": it answers with the
 // cancelled flow, as GET /api/flows/:id shows it; a flow that is no longer
 // active is a 409.
 func (s *Server) handleFlowCancel(c echo.Context) error {
-	f, err := s.flows.Cancel(c.Request().Context(), callerOf(c), c.Param("id"))
+	answer := flowReply(principalOf(c))
+	f, err := s.flows.Cancel(c.Request().Context(), callerOf(c), c.Param("id"), keepReply(c, answer))
 	if err != nil {
 		return flowError(err)
 	}
-	return s.writeJSON(c, http.StatusOK, envelopeOf(f, principalOf(c)))
+	return s.writeReply(c, answer(f))
 }
 
 // withdrawRequest is the body of POST /api/flows/:id/withdraw.
@@ -422,15 +433,16 @@ func (s *Server) handleFlowWithdraw(c echo.Context) error {
 			Message: fmt.Sprintf("is required: 1 to %d characters without control characters", maxWithdrawReason)}})
 	}
 	p := principalOf(c)
+	answer := flowReply(p)
 	f, err := s.flows.Withdraw(c.Request().Context(), callerOf(c), c.Param("id"),
 		func(ctx context.Context, tx database.Tx, f flows.Flow) error {
 			return auditFailed(s.identity.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: p.OrganizationID,
 				Actor: "client:" + p.ClientID, Action: identity.AuditFlowWithdraw, Target: f.ReferenceID, Detail: reason}))
-		})
+		}, keepReply(c, answer))
 	if err != nil {
 		return flowError(err)
 	}
-	return s.writeJSON(c, http.StatusOK, envelopeOf(f, p))
+	return s.writeReply(c, answer(f))
 }
 
 type deleteFlowResponse struct {
@@ -441,7 +453,7 @@ type deleteFlowResponse struct {
 
 // handleFlowDelete handles "DELETE /api/flows/:id".
 func (s *Server) handleFlowDelete(c echo.Context) error {
-	d, err := s.flows.Delete(c.Request().Context(), callerOf(c), c.Param("id"))
+	d, err := s.flows.Delete(c.Request().Context(), callerOf(c), c.Param("id"), s.forgetAnswers(callerOf(c).OrganizationID))
 	if err != nil {
 		return flowError(err)
 	}

@@ -91,15 +91,18 @@ func (s *Server) handleEndpointRecover(c echo.Context) error {
 		since = t
 	}
 	ctx, p := c.Request().Context(), principalOf(c)
+	answer := func(r webhooks.Recovery) reply {
+		return reply{status: http.StatusAccepted, header: http.Header{echo.HeaderLocation: {recoveryPath(r.EndpointID, r.ID)}},
+			body: toRecoveryJSON(r)}
+	}
 	r, err := s.webhooks.Recover(ctx, p.OrganizationID, c.Param("id"), since, "client:"+p.ClientID,
 		apiAudited(s, c, identity.AuditWebhookEndpointRecover, func(r webhooks.Recovery) (string, string) {
 			return r.EndpointID, recoveryAudit(r)
-		}))
+		}), keepReply(c, answer))
 	if err != nil {
 		return s.recoveryError(ctx, p.OrganizationID, c.Param("id"), err)
 	}
-	c.Response().Header().Set(echo.HeaderLocation, recoveryPath(r.EndpointID, r.ID))
-	return s.writeJSON(c, http.StatusAccepted, toRecoveryJSON(r))
+	return s.writeReply(c, answer(r))
 }
 
 // handleRecoveryList handles "GET /api/webhook-endpoints/:id/recoveries":

@@ -384,7 +384,7 @@ func (s *Server) handleConsoleDelete(c echo.Context) error {
 	d, err := s.flows.Delete(c.Request().Context(), consoleCaller(c), c.Param("id"),
 		audited(s, c, identity.AuditFlowDelete, func(d flows.Deletion) (string, string) {
 			return d.ReferenceID, fmt.Sprintf("flow %s", d.FlowID)
-		}))
+		}), s.forgetAnswers(staffOf(c).OrganizationID))
 	if err != nil {
 		return consoleNotFound(err, flows.ErrNotFound)
 	}

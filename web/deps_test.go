@@ -12,6 +12,7 @@ import (
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/internal/secrethash"
@@ -122,6 +123,9 @@ func newServer(t testing.TB, d Deps) *Server {
 	if d.ConsentRP == nil {
 		d.ConsentRP = oidclogin.New(oidclogin.ConsentConfig(cfg))
 	}
+	if d.Idempotency == nil {
+		d.Idempotency = idempotency.New(d.Pool, sealer, d.Log, 0)
+	}
 	srv, err := New(d)
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +163,7 @@ func TestNewRefusesAMissingCollaborator(t *testing.T) {
 	d := Deps{Log: complete.log, Config: complete.cfg, Pool: complete.pool, Registry: prometheus.NewRegistry(),
 		Identity: complete.identity, Flows: complete.flows, Webhooks: complete.webhooks, Endpoints: complete.endpoints, Consent: complete.consent,
 		Definitions: complete.definitions, Receipts: complete.receipts, Login: complete.login, ConsoleRP: complete.consoleRP, ConsentRP: complete.consentRP,
-		Sessions: complete.sessions}
+		Sessions: complete.sessions, Idempotency: complete.answers}
 	if _, err := New(d); err != nil {
 		t.Fatalf("every collaborator given: %v", err)
 	}
@@ -173,6 +177,7 @@ func TestNewRefusesAMissingCollaborator(t *testing.T) {
 		"Login":       func(d *Deps) { d.Login = nil },
 		"Sessions":    func(d *Deps) { d.Sessions = nil },
 		"Pool":        func(d *Deps) { d.Pool = nil },
+		"Idempotency": func(d *Deps) { d.Idempotency = nil },
 	} {
 		without := d
 		drop(&without)

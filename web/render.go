@@ -33,12 +33,7 @@ func (s *Server) writeProblem(c echo.Context, status int, p Problem) error {
 func writeJSONType(c echo.Context, status int, contentType string, v any) error {
 	buf := jsonBuffers.Get().(*bytes.Buffer)
 	defer putJSONBuffer(buf)
-	// Encode writes what json.Marshal would, HTML-escaped as well, plus the
-	// trailing newline; encoding into a reused buffer spares a response's
-	// allocations and the copy that appending the newline made.
-	if a, ok := v.(jsonAppender); ok {
-		buf.Write(a.appendJSON(buf.AvailableBuffer()))
-	} else if err := json.NewEncoder(buf).Encode(v); err != nil {
+	if err := encodeJSON(buf, v); err != nil {
 		return err
 	}
 	h := c.Response().Header()
@@ -50,6 +45,18 @@ func writeJSONType(c echo.Context, status int, contentType string, v any) error 
 	}
 	_, err := c.Response().Write(buf.Bytes())
 	return err
+}
+
+// encodeJSON appends v to buf as a JSON response body.
+func encodeJSON(buf *bytes.Buffer, v any) error {
+	// Encode writes what json.Marshal would, HTML-escaped as well, plus the
+	// trailing newline; encoding into a reused buffer spares a response's
+	// allocations and the copy that appending the newline made.
+	if a, ok := v.(jsonAppender); ok {
+		buf.Write(a.appendJSON(buf.AvailableBuffer()))
+		return nil
+	}
+	return json.NewEncoder(buf).Encode(v)
 }
 
 // jsonBuffers holds the buffers JSON responses are encoded into.

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowd/flowd/internal/config"
+	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
@@ -44,6 +45,9 @@ type Deps struct {
 	Definitions consent.Definitions
 	// Receipts checks consent receipts for anyone who has one.
 	Receipts consent.ReceiptChecker
+	// Idempotency keeps the answers to the API's requests that carry an
+	// Idempotency-Key (flow creation's are the flows module's).
+	Idempotency idempotency.Store
 
 	// Interactive login: the built-in provider's sign-in side and the
 	// console's and consent pages' relying parties.
@@ -74,6 +78,7 @@ type Server struct {
 	consent         consent.Journey
 	definitions     consent.Definitions
 	receipts        consent.ReceiptChecker
+	answers         idempotency.Store
 	login           *login.Provider
 	consoleRP       *oidclogin.RelyingParty
 	consentRP       *oidclogin.RelyingParty
@@ -94,7 +99,7 @@ func New(d Deps) (*Server, error) {
 	s := &Server{
 		echo: e, log: d.Log, cfg: d.Config, pool: d.Pool, metrics: newMetrics(d.Registry, d.Pool),
 		identity: d.Identity, flows: d.Flows, webhooks: d.Webhooks, endpoints: d.Endpoints,
-		consent: d.Consent, definitions: d.Definitions, receipts: d.Receipts,
+		consent: d.Consent, definitions: d.Definitions, receipts: d.Receipts, answers: d.Idempotency,
 		login: d.Login, consoleRP: d.ConsoleRP, consentRP: d.ConsentRP, sessions: d.Sessions,
 		idp:             oidclogin.ProviderSessions(d.Config, d.Sessions, d.Now),
 		consoleSessions: oidclogin.ConsoleSessions(d.Config, d.Sessions, d.Now),
@@ -132,7 +137,7 @@ func (d Deps) check() error {
 		{"Log", d.Log == nil}, {"Config", d.Config == nil}, {"Pool", d.Pool == nil}, {"Registry", d.Registry == nil},
 		{"Identity", d.Identity == nil}, {"Flows", d.Flows == nil}, {"Webhooks", d.Webhooks == nil}, {"Endpoints", d.Endpoints == nil},
 		{"Consent", d.Consent == nil}, {"Definitions", d.Definitions == nil}, {"Receipts", d.Receipts == nil}, {"Login", d.Login == nil}, {"ConsoleRP", d.ConsoleRP == nil},
-		{"ConsentRP", d.ConsentRP == nil}, {"Sessions", d.Sessions == nil},
+		{"ConsentRP", d.ConsentRP == nil}, {"Sessions", d.Sessions == nil}, {"Idempotency", d.Idempotency == nil},
 	} {
 		if dep.missing {
 			return fmt.Errorf("web: New needs %s", dep.name)

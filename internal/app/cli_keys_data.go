@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/flowd/flowd/internal/config"
+	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
@@ -43,6 +45,8 @@ func runRotateDataKey(ctx context.Context, args []string, getenv func(string) st
 		return err
 	}
 	flowsResealer := flows.NewResealer(env.pool, sealer)
+	// Only its ResealBatch runs here, which logs nothing.
+	answers := idempotency.New(env.pool, sealer, slog.New(slog.DiscardHandler), 0)
 	requests := consent.NewRequests(env.pool, sealer, env.cfg.BaseURL.String())
 	var total struct {
 		KeyID           string `json:"keyId"`
@@ -59,6 +63,16 @@ func runRotateDataKey(ctx context.Context, args []string, getenv func(string) st
 		total.Flows += f
 		total.IdempotencyKeys += k
 		if f == 0 && k == 0 {
+			break
+		}
+	}
+	for {
+		n, err := answers.ResealBatch(ctx, *batch)
+		if err != nil {
+			return rotateDataKeyError(err)
+		}
+		total.IdempotencyKeys += n
+		if n == 0 {
 			break
 		}
 	}

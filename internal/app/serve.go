@@ -16,6 +16,7 @@ import (
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/consent"
@@ -129,13 +130,16 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		ReadRoundTrips: cfg.DBReadRoundTrips, MaintenanceInterval: cfg.MaintenanceInterval,
 	})
 
+	// The answers to the API's requests that carry an Idempotency-Key.
+	answers := idempotency.New(pool, sealer, log, cfg.MaintenanceInterval)
+
 	srv, err := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Identity: ident, Webhooks: hooks,
 		Endpoints: webhooks.NewEndpoints(pool, webhooks.EndpointRules{AllowInsecureURLs: cfg.AllowInsecureURLs,
 			AllowPrivate: cfg.WebhookAllowPrivate}),
 		Flows: flowsModule, Definitions: definitions, Receipts: receipts,
 		Consent: consent.NewJourney(pool, consentRequests, flowsModule, definitions, receipts, orgs, cfg.ConsentACRMap, log),
-		Login:   provider, ConsoleRP: consoleRP, ConsentRP: consentRP, Sessions: sessions,
+		Login:   provider, ConsoleRP: consoleRP, ConsentRP: consentRP, Sessions: sessions, Idempotency: answers,
 	})
 	if err != nil {
 		return err
@@ -143,6 +147,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	runners := []runner{
 		{"identity", ident.Run},
 		{"flows maintenance", flowsModule.Run},
+		{"idempotency maintenance", answers.Run},
 		{"consent expiry", flowsModule.RunExpiry},
 		{"webhook workers", hooks.Run},
 		{"session sweep", sessions.Run},

@@ -43,6 +43,7 @@ var TenantTables = []string{
 	"webhook_events",
 	"webhook_attempts",
 	"webhook_recoveries",
+	"api_idempotency_keys",
 }
 
 // CoordinatorTables stay local tables on the coordinator, as do River's

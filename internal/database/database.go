@@ -152,16 +152,16 @@ type Row interface {
 // with what the change produced (done). When it fails, the change is rolled
 // back and the module's method returns its error, so that the two commit
 // together or not at all. The console uses it to record a staff action in the
-// audit log in the transaction of the action.
+// audit log in the transaction of the action, the API to keep its answer to
+// an Idempotency-Key in the transaction of the change it answers.
 //
 // It is the one shape flowd's modules take such work in: a trailing variadic
 // parameter "before ...database.BeforeCommit[T]" of the method that makes the
 // change, T being what that method returns. Why this shape and not another:
 //   - Not a …Tx form of each write (the caller begins and commits): the
 //     module's write is followed by work only the module knows and that must
-//     follow the commit (identity drops cached clients and organizations,
-//     flows reads the cancelled flow back), which a …Tx form would hand to
-//     every caller.
+//     follow the commit (identity drops cached clients and organizations),
+//     which a …Tx form would hand to every caller.
 //   - Not a field on each input: Cancel and Delete take ids, not inputs, and
 //     one shape for every module keeps callers uniform.
 //   - done, because the record names what was done (a reference, a client's

@@ -50,6 +50,12 @@ func TestRotateDataKey(t *testing.T) {
 	for i := range 7 {
 		create(p.URL, i)
 	}
+	// An answer of another POST, kept under the old key too.
+	const endpointBody = `{"url":"https://hooks.rotation.example/flowd"}`
+	endpoint := mustDo(t, "POST", p.URL+"/api/webhook-endpoints", tok, endpointBody, "Idempotency-Key", "rotation-endpoint")
+	if endpoint.Status != 201 {
+		t.Fatalf("endpoint: %d %s", endpoint.Status, endpoint.Body)
+	}
 	p.kill(t)
 
 	raw := make([]byte, 32)
@@ -84,10 +90,11 @@ func TestRotateDataKey(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%q: %v", out, err)
 	}
-	if got.KeyID != oldSealer.KeyID() || got.Flows != 5 || got.IdempotencyKeys != 5 || got.ConsentRequests != 7 {
-		t.Errorf("rotate-data-key: %+v; want the new key, 5 flows and 5 idempotency keys (2 each done before), 7 consent requests", got)
+	if got.KeyID != oldSealer.KeyID() || got.Flows != 5 || got.IdempotencyKeys != 6 || got.ConsentRequests != 7 {
+		t.Errorf("rotate-data-key: %+v; want the new key, 5 flows and 6 idempotency keys (2 flows and 2 keys done before, "+
+			"the endpoint's answer too), 7 consent requests", got)
 	}
-	for _, table := range []string{"flows", "consent_requests", "flow_idempotency_keys"} {
+	for _, table := range []string{"flows", "consent_requests", "flow_idempotency_keys", "api_idempotency_keys"} {
 		if n := count(t, pool, "select count(*) from "+table+" where pii_key_id <> $1", got.KeyID); n != 0 {
 			t.Errorf("%s: %d rows still under an old key", table, n)
 		}
@@ -121,6 +128,10 @@ func TestRotateDataKey(t *testing.T) {
 	a = mustDo(t, "POST", p.URL+"/api/flows", tok, first.body, "Idempotency-Key", first.key)
 	if a.Status != 201 || a.Header.Get("Idempotent-Replayed") != "true" || !strings.Contains(string(a.Body), first.id) {
 		t.Errorf("replay of a key from before the rotation: %d %s", a.Status, a.Body)
+	}
+	a = mustDo(t, "POST", p.URL+"/api/webhook-endpoints", tok, endpointBody, "Idempotency-Key", "rotation-endpoint")
+	if a.Status != 201 || a.Header.Get("Idempotent-Replayed") != "true" || string(a.Body) != string(endpoint.Body) {
+		t.Errorf("replay of the endpoint's answer re-sealed: %d %s", a.Status, a.Body)
 	}
 
 	// A data key nobody configured cannot open anything: the command says which setting to fix.

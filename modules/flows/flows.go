@@ -288,6 +288,10 @@ type Service interface {
 	// organization, as Stripe keeps them: within them the replay answers the
 	// first result even after the flow was deleted.
 	Create(ctx context.Context, c Caller, in NewFlow, idempotencyKey string) (Created, error)
+	// IdempotencyKeyHeld reports whether a create of the caller's
+	// organization holds idempotencyKey (for 24 hours), so that the API can
+	// refuse it for any other operation.
+	IdempotencyKeyHeld(ctx context.Context, c Caller, idempotencyKey string) (bool, error)
 	// Get returns one flow with its open incidents and consent link. ErrNotFound.
 	Get(ctx context.Context, c Caller, flowID string) (Flow, error)
 	// List returns a page of flows as lists show them. Bad parameters are

@@ -2,12 +2,10 @@ package flows
 
 import (
 	"context"
-	"crypto/hmac"
 	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 	"github.com/flowd/flowd/modules/webhooks"
@@ -47,10 +46,10 @@ type Config struct {
 	ExpiryPollInterval time.Duration
 }
 
-// Limits of the API.
+// Limits of the API. The Idempotency-Key's are those of every POST.
 const (
-	MaxIdempotencyKey = 255
-	IdempotencyTTL    = 24 * time.Hour
+	MaxIdempotencyKey = idempotency.MaxKey
+	IdempotencyTTL    = idempotency.TTL
 	DefaultLimit      = 10
 	MaxLimit          = 100
 )
@@ -135,26 +134,6 @@ func newID() string { return uuid.Must(uuid.NewV7()).String() }
 // reused buffer, and a list page opens ten national ids.
 func sealContext(flowID, field string) []string { return []string{"flow:", flowID, ":", field} }
 
-// requestHash identifies a create request for its idempotency key. It is a
-// keyed hash because the request holds a national id.
-func (m *Manager) requestHash(c Caller, in NewFlow) []byte {
-	return m.sealer.Hash("idempotency", requestKey(c, in))
-}
-
-// requestKey is what requestHash hashes.
-func requestKey(c Caller, in NewFlow) string {
-	parts := []string{c.ClientID, strconv.FormatBool(c.Sandbox), in.NationalID, in.LastName, in.RedirectURL, in.WebhookURL, in.ReferenceName}
-	// A definition is hashed only when named, so that keys stored before
-	// definitions existed still match their requests.
-	if in.FlowDefinitionID != "" || in.FlowDefinitionVersion != 0 {
-		parts = append(parts, in.FlowDefinitionID, strconv.Itoa(in.FlowDefinitionVersion))
-	}
-	for i, p := range parts {
-		parts[i] = strconv.Quote(p)
-	}
-	return strings.Join(parts, ",")
-}
-
 // Create implements Service.
 func (m *Manager) Create(ctx context.Context, c Caller, in NewFlow, idempotencyKey string) (Created, error) {
 	if c.OrganizationID == "" {
@@ -210,29 +189,6 @@ func (m *Manager) Create(ctx context.Context, c Caller, in NewFlow, idempotencyK
 		return Created{}, err
 	}
 	return out, nil
-}
-
-// replay answers a create whose idempotency key an earlier create holds.
-// request is the create's requestKey: a key stored before a data-key
-// rotation was hashed under the previous key, which still matches.
-func (m *Manager) replay(ctx context.Context, tx pgx.Tx, claim store.IdempotencyKey, request string) (Created, error) {
-	k, err := store.GetKey(ctx, tx, claim.OrganizationID, claim.Key)
-	if errors.Is(err, store.ErrNoRows) {
-		// The key expired between the claim and this read: rare; the client may retry.
-		return Created{}, apperr.New(apperr.Conflict, "The Idempotency-Key expired while this request ran. Retry it.")
-	}
-	if err != nil {
-		return Created{}, err
-	}
-	if !hmac.Equal(k.RequestHash, claim.RequestHash) && !m.sealer.HashMatches("idempotency", request, k.RequestHash) {
-		return Created{}, apperr.New(apperr.IdempotencyMismatch,
-			"This Idempotency-Key was used within the last 24 hours with a different request.")
-	}
-	consentURL, err := m.sealer.Open(k.PIIKeyID, k.ConsentSealed, "idempotency:"+k.FlowID)
-	if err != nil {
-		return Created{}, fmt.Errorf("flows: idempotency key result: %w", err)
-	}
-	return Created{FlowID: k.FlowID, ReferenceID: k.ReferenceID, ConsentURL: consentURL, Replayed: true}, nil
 }
 
 // createTx writes the flow, its consent request, its tasks and its
@@ -414,13 +370,36 @@ func (m *Manager) complete(row store.Flow, incidents []store.Incident, consentUR
 	if err != nil {
 		return Flow{}, err
 	}
+	return withLinks(f, incidents, consentURL)
+}
+
+// withLinks adds a flow's open incidents and its consent link, which
+// consentURL gives.
+func withLinks(f Flow, incidents []store.Incident, consentURL func() (string, error)) (Flow, error) {
 	for _, i := range incidents {
 		f.Incidents = append(f.Incidents, Incident{ID: i.ID, TaskID: i.TaskID, TaskType: i.TaskType, Message: i.Message, OpenedAt: i.OpenedAt})
 	}
+	var err error
 	if f.ConsentURL, err = consentURL(); err != nil {
 		return Flow{}, fmt.Errorf("flows: consent link of %s: %w", f.ID, err)
 	}
 	return f, nil
+}
+
+// completeTx adds to f, just changed in tx, what Get shows besides its row:
+// its open incidents and its consent link, read in tx in one round trip.
+// Cancel and Withdraw answer with it and hand it to their before hooks, so
+// that what a hook records (the API's answer to an Idempotency-Key) is the
+// flow as the caller is told it.
+func (m *Manager) completeTx(ctx context.Context, tx pgx.Tx, f Flow) (Flow, error) {
+	var consentURL func() (string, error)
+	incidents, err := store.OpenIncidentsWith(ctx, tx, f.OrganizationID, f.ID, func(read database.SharedRead) {
+		consentURL = m.consent.QueueURL(read, f.OrganizationID, f.ID)
+	})
+	if err != nil {
+		return Flow{}, err
+	}
+	return withLinks(f, incidents, consentURL)
 }
 
 // Check validates p and fills in its default limit; errors name the query
@@ -530,6 +509,7 @@ func (m *Manager) Cancel(ctx context.Context, c Caller, flowID string, before ..
 	if !validID(flowID) || c.OrganizationID == "" {
 		return Flow{}, ErrNotFound
 	}
+	var out Flow
 	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		row, err := store.GetFlow(ctx, tx, c.OrganizationID, flowID, true)
 		if err != nil {
@@ -542,12 +522,15 @@ func (m *Manager) Cancel(ctx context.Context, c Caller, flowID string, before ..
 		if err != nil {
 			return err
 		}
-		return database.RunBeforeCommit(ctx, tx, f, before)
+		if out, err = m.completeTx(ctx, tx, f); err != nil {
+			return err
+		}
+		return database.RunBeforeCommit(ctx, tx, out, before)
 	})
 	if err != nil {
 		return Flow{}, err
 	}
-	return m.Get(ctx, c, flowID)
+	return out, nil
 }
 
 // cancelTx ends an active flow's process: cancelled, its consent task too,
@@ -572,6 +555,7 @@ func (m *Manager) Withdraw(ctx context.Context, c Caller, flowID string, before 
 	if !validID(flowID) || c.OrganizationID == "" {
 		return Flow{}, ErrNotFound
 	}
+	var out Flow
 	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		row, err := store.GetFlow(ctx, tx, c.OrganizationID, flowID, true)
 		if err != nil {
@@ -581,12 +565,15 @@ func (m *Manager) Withdraw(ctx context.Context, c Caller, flowID string, before 
 		if err != nil {
 			return err
 		}
-		return database.RunBeforeCommit(ctx, tx, f, before)
+		if out, err = m.completeTx(ctx, tx, f); err != nil {
+			return err
+		}
+		return database.RunBeforeCommit(ctx, tx, out, before)
 	})
 	if err != nil {
 		return Flow{}, err
 	}
-	return m.Get(ctx, c, flowID)
+	return out, nil
 }
 
 // withdrawTx withdraws row's acceptance, locked in tx, for by
@@ -761,19 +748,6 @@ func (m *Manager) Deletions(ctx context.Context, organizationID string, limit in
 		out[i] = toDeletion(r)
 	}
 	return out, more, nil
-}
-
-// PurgeExpiredKeys deletes idempotency keys older than 24 hours, in batches,
-// and returns how many it deleted.
-func (m *Manager) PurgeExpiredKeys(ctx context.Context) (int64, error) {
-	var total int64
-	for {
-		n, err := store.PurgeKeys(ctx, m.pool, 1000)
-		total += n
-		if err != nil || n < 1000 {
-			return total, err
-		}
-	}
 }
 
 // Run expires due flows and purges expired idempotency keys every

@@ -255,6 +255,25 @@ func (s *SharedReads) GetFlowAndIncidents(ctx context.Context, organizationID, i
 	return f, incidents, err
 }
 
+// OpenIncidentsWith returns a flow's open incidents, read in one round trip
+// with another module's statements, which also adds (as for
+// GetFlowAndIncidents). db is the transaction of a change that wants the
+// flow as a retrieve would show it.
+func OpenIncidentsWith(ctx context.Context, db DB, organizationID, id string, also func(database.SharedRead)) ([]Incident, error) {
+	var incidents []Incident
+	b := &pgx.Batch{}
+	b.Queue(openIncidentsSQL, organizationID, []string{id}).Query(func(rows pgx.Rows) error {
+		var err error
+		incidents, err = collectIncidents(rows)
+		return err
+	})
+	also(batchRead{b})
+	if err := db.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	return incidents, nil
+}
+
 // batchRead is the database.SharedRead of a round trip's batch.
 type batchRead struct{ b *pgx.Batch }
 

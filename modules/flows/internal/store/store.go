@@ -527,6 +527,14 @@ func GetKey(ctx context.Context, db DB, organizationID, key string) (Idempotency
 	return k, err
 }
 
+// KeyHeld reports whether an unexpired row holds a key.
+func KeyHeld(ctx context.Context, db DB, organizationID, key string) (bool, error) {
+	var held bool
+	err := db.QueryRow(ctx, `select exists (select from flow_idempotency_keys
+		where organization_id = $1 and key = $2 and expires_at > now())`, organizationID, key).Scan(&held)
+	return held, err
+}
+
 // PurgeKeys deletes up to limit expired idempotency keys of every
 // organization and returns how many. The keys are chosen by primary key,
 // not ctid: on Citus the choice is made over every shard, where a ctid
