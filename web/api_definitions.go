@@ -122,7 +122,7 @@ func (s *Server) handleDefinitionCreate(c echo.Context) error {
 func (s *Server) writeDefinitionCreated(c echo.Context, p consent.Published) error {
 	out := NewFlowDefinition(p)
 	c.Response().Header().Set(echo.HeaderLocation, out.Links.Self)
-	return s.writeJSON(c, http.StatusCreated, out)
+	return s.writeResource(c, http.StatusCreated, p.ETag(), out)
 }
 
 // handleDefinitionGet handles "GET /api/flow-definitions/:id" (the latest
@@ -139,7 +139,7 @@ func (s *Server) handleDefinitionGet(c echo.Context) error {
 	if err != nil {
 		return definitionError(err)
 	}
-	return s.writeJSON(c, http.StatusOK, NewFlowDefinition(p))
+	return s.writeResource(c, http.StatusOK, p.ETag(), NewFlowDefinition(p))
 }
 
 // handleDefinitionPublish handles "POST /api/flow-definitions/:id/versions".
@@ -161,13 +161,17 @@ func (s *Server) handleDefinitionPublish(c echo.Context) error {
 // handleDefinitionRetire handles "POST /api/flow-definitions/:id/retire":
 // no new flows; it answers with the latest version, retiredAt set.
 func (s *Server) handleDefinitionRetire(c echo.Context) error {
+	cond, err := ifMatch(c)
+	if err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
-	if _, err := s.definitions.Retire(ctx, authorOf(c), c.Param("id")); err != nil {
+	if _, err := s.definitions.Retire(ctx, authorOf(c), c.Param("id"), cond); err != nil {
 		return definitionError(err)
 	}
 	p, err := s.definitions.Get(ctx, principalOf(c).OrganizationID, c.Param("id"), 0)
 	if err != nil {
 		return definitionError(err)
 	}
-	return s.writeJSON(c, http.StatusOK, NewFlowDefinition(p))
+	return s.writeResource(c, http.StatusOK, p.ETag(), NewFlowDefinition(p))
 }

@@ -173,7 +173,7 @@ func (s *Server) handleEndpointCreate(c echo.Context) error {
 		return endpointError(err)
 	}
 	c.Response().Header().Set(echo.HeaderLocation, endpointPath(e.ID))
-	return s.writeJSON(c, http.StatusCreated, newWebhookEndpoint(e))
+	return s.writeResource(c, http.StatusCreated, e.ETag(), newWebhookEndpoint(e))
 }
 
 // handleEndpointGet handles "GET /api/webhook-endpoints/:id".
@@ -182,7 +182,7 @@ func (s *Server) handleEndpointGet(c echo.Context) error {
 	if err != nil {
 		return endpointError(err)
 	}
-	return s.writeJSON(c, http.StatusOK, newWebhookEndpoint(e))
+	return s.writeResource(c, http.StatusOK, e.ETag(), newWebhookEndpoint(e))
 }
 
 // handleEndpointUpdate handles "PATCH /api/webhook-endpoints/:id": the
@@ -192,14 +192,18 @@ func (s *Server) handleEndpointUpdate(c echo.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return withFieldErrors(err, req.update().Validate(s.endpointRules()))
 	}
-	e, err := s.endpoints.Update(c.Request().Context(), principalOf(c).OrganizationID, c.Param("id"), req.update(),
+	cond, err := ifMatch(c)
+	if err != nil {
+		return err
+	}
+	e, err := s.endpoints.Update(c.Request().Context(), principalOf(c).OrganizationID, c.Param("id"), req.update(), cond,
 		apiAudited(s, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
 			return ch.After.ID, ch.Describe() + ": " + endpointAudit(ch.After)
 		}))
 	if err != nil {
 		return endpointError(err)
 	}
-	return s.writeJSON(c, http.StatusOK, newWebhookEndpoint(e))
+	return s.writeResource(c, http.StatusOK, e.ETag(), newWebhookEndpoint(e))
 }
 
 type deleteEndpointResponse struct {
@@ -209,7 +213,11 @@ type deleteEndpointResponse struct {
 
 // handleEndpointDelete handles "DELETE /api/webhook-endpoints/:id".
 func (s *Server) handleEndpointDelete(c echo.Context) error {
-	e, err := s.endpoints.Delete(c.Request().Context(), principalOf(c).OrganizationID, c.Param("id"),
+	cond, err := ifMatch(c)
+	if err != nil {
+		return err
+	}
+	e, err := s.endpoints.Delete(c.Request().Context(), principalOf(c).OrganizationID, c.Param("id"), cond,
 		apiAudited(s, c, identity.AuditWebhookEndpointDelete, func(e webhooks.Endpoint) (string, string) {
 			return e.ID, endpointAudit(e)
 		}))

@@ -379,18 +379,22 @@ func (s *Server) handleFlowGet(c echo.Context) error {
 	if err != nil {
 		return flowError(err)
 	}
-	return s.writeJSON(c, http.StatusOK, envelopeOf(f, principalOf(c)))
+	return s.writeResource(c, http.StatusOK, f.ETag(), envelopeOf(f, principalOf(c)))
 }
 
 // handleFlowCancel handles "POST /api/flows/:id/cancel": it answers with the
 // cancelled flow, as GET /api/flows/:id shows it; a flow that is no longer
 // active is a 409.
 func (s *Server) handleFlowCancel(c echo.Context) error {
-	f, err := s.flows.Cancel(c.Request().Context(), callerOf(c), c.Param("id"))
+	cond, err := ifMatch(c)
+	if err != nil {
+		return err
+	}
+	f, err := s.flows.Cancel(c.Request().Context(), callerOf(c), c.Param("id"), cond)
 	if err != nil {
 		return flowError(err)
 	}
-	return s.writeJSON(c, http.StatusOK, envelopeOf(f, principalOf(c)))
+	return s.writeResource(c, http.StatusOK, f.ETag(), envelopeOf(f, principalOf(c)))
 }
 
 // withdrawRequest is the body of POST /api/flows/:id/withdraw.
@@ -421,8 +425,12 @@ func (s *Server) handleFlowWithdraw(c echo.Context) error {
 		return apperr.InvalidFields([]apperr.FieldError{{Field: "reason",
 			Message: fmt.Sprintf("is required: 1 to %d characters without control characters", maxWithdrawReason)}})
 	}
+	cond, err := ifMatch(c)
+	if err != nil {
+		return err
+	}
 	p := principalOf(c)
-	f, err := s.flows.Withdraw(c.Request().Context(), callerOf(c), c.Param("id"),
+	f, err := s.flows.Withdraw(c.Request().Context(), callerOf(c), c.Param("id"), cond,
 		func(ctx context.Context, tx database.Tx, f flows.Flow) error {
 			return auditFailed(s.identity.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: p.OrganizationID,
 				Actor: "client:" + p.ClientID, Action: identity.AuditFlowWithdraw, Target: f.ReferenceID, Detail: reason}))
@@ -430,7 +438,7 @@ func (s *Server) handleFlowWithdraw(c echo.Context) error {
 	if err != nil {
 		return flowError(err)
 	}
-	return s.writeJSON(c, http.StatusOK, envelopeOf(f, p))
+	return s.writeResource(c, http.StatusOK, f.ETag(), envelopeOf(f, p))
 }
 
 type deleteFlowResponse struct {
@@ -441,7 +449,11 @@ type deleteFlowResponse struct {
 
 // handleFlowDelete handles "DELETE /api/flows/:id".
 func (s *Server) handleFlowDelete(c echo.Context) error {
-	d, err := s.flows.Delete(c.Request().Context(), callerOf(c), c.Param("id"))
+	cond, err := ifMatch(c)
+	if err != nil {
+		return err
+	}
+	d, err := s.flows.Delete(c.Request().Context(), callerOf(c), c.Param("id"), cond)
 	if err != nil {
 		return flowError(err)
 	}

@@ -99,7 +99,7 @@ func (s *Server) handleEndpointRecover(c echo.Context) error {
 		return s.recoveryError(ctx, p.OrganizationID, c.Param("id"), err)
 	}
 	c.Response().Header().Set(echo.HeaderLocation, recoveryPath(r.EndpointID, r.ID))
-	return s.writeJSON(c, http.StatusAccepted, toRecoveryJSON(r))
+	return s.writeUnversioned(c, http.StatusAccepted, toRecoveryJSON(r))
 }
 
 // handleRecoveryList handles "GET /api/webhook-endpoints/:id/recoveries":
@@ -127,5 +127,5 @@ func (s *Server) handleRecoveryGet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.writeJSON(c, http.StatusOK, toRecoveryJSON(r))
+	return s.writeUnversioned(c, http.StatusOK, toRecoveryJSON(r))
 }
