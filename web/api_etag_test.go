@@ -47,7 +47,7 @@ func TestEverySingleResourceAnswerCarriesAnETag(t *testing.T) {
 		t.Fatal(err)
 	}
 	resources := map[string]string{
-		"/api/flows/:id":                                    "/api/flows/" + flowID,
+		"/api/flows/:id": "/api/flows/" + flowID,
 		"/api/flows/:id/attachments/:attachmentId":          "/api/flows/" + flowID + "/attachments/" + attachment,
 		"/api/events/:id":                                   "/api/events/" + event,
 		"/api/flow-definitions/:id":                         "/api/flow-definitions/consent",
@@ -97,7 +97,7 @@ func TestAFlowsETagChangesWithEveryChange(t *testing.T) {
 	e := newAPI(t)
 	ctx := context.Background()
 	seen := map[string]map[string]string{} // path → ETag → the change after which it was read
-	last := map[string]string{}             // path → its latest ETag
+	last := map[string]string{}            // path → its latest ETag
 	changed := func(what, path string) {
 		t.Helper()
 		tag, _ := e.tagOf(t, path)
