@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"testing"
 	"time"
 
@@ -132,5 +135,35 @@ func TestAnEndpointsWritesCheckIfMatch(t *testing.T) {
 	}
 	if _, err := eps.Delete(ctx, b.org, ep.ID, cond("*")); !errors.Is(err, webhooks.ErrEndpointNotFound) {
 		t.Fatalf("a deleted endpoint with If-Match: *: %v, want not found", err)
+	}
+}
+
+// TestEveryUpdateOfAnEndpointGrowsItsVersion reads the module's SQL: each
+// statement that updates webhook_endpoints must grow version, or the
+// endpoint's ETag stays while what the API shows of it changes, and an
+// If-Match read before the change would still hold.
+func TestEveryUpdateOfAnEndpointGrowsItsVersion(t *testing.T) {
+	t.Parallel()
+	statement := regexp.MustCompile(`(?is)update\s+webhook_endpoints\b.*?\bwhere\b`)
+	grows := regexp.MustCompile(`(?i)\bversion\s*=\s*(\w+\.)?version\s*\+\s*1\b`)
+	files, err := filepath.Glob(filepath.Join("internal", "store", "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("the store's files: %v %v", files, err)
+	}
+	n := 0
+	for _, file := range files {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range statement.FindAll(src, -1) {
+			n++
+			if !grows.Match(s) {
+				t.Errorf("%s: an update of webhook_endpoints that leaves version:\n%s", file, s)
+			}
+		}
+	}
+	if n < 3 {
+		t.Fatalf("found %d updates of webhook_endpoints; the update, the disabling and the health at least", n)
 	}
 }
