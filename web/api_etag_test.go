@@ -47,12 +47,12 @@ func TestEverySingleResourceAnswerCarriesAnETag(t *testing.T) {
 		t.Fatal(err)
 	}
 	resources := map[string]string{
-		"/api/flows/:id": "/api/flows/" + flowID,
-		"/api/flows/:id/attachments/:attachmentId":          "/api/flows/" + flowID + "/attachments/" + attachment,
+		"/api/flows/:id":                                    "/api/flows/" + flowID,
 		"/api/events/:id":                                   "/api/events/" + event,
 		"/api/flow-definitions/:id":                         "/api/flow-definitions/consent",
-		"/api/flow-definitions/:id/versions/:version":       "/api/flow-definitions/consent/versions/1",
 		"/api/webhook-endpoints/:id":                        "/api/webhook-endpoints/" + endpoint,
+		"/api/flows/:id/attachments/:attachmentId":          "/api/flows/" + flowID + "/attachments/" + attachment,
+		"/api/flow-definitions/:id/versions/:version":       "/api/flow-definitions/consent/versions/1",
 		"/api/webhook-endpoints/:id/recoveries/:recoveryId": "/api/webhook-endpoints/" + endpoint + "/recoveries/" + recovery,
 	}
 	routed := 0
@@ -342,10 +342,10 @@ func TestIfMatchForms(t *testing.T) {
 	}
 }
 
-// TestOfWritesWithTheSameIfMatchOneWins: concurrent writes that each name
+// TestConcurrentWritesWithOneIfMatchOneWins: concurrent writes that each name
 // the ETag they read are applied one after the other, so exactly one finds
 // it current; the others answer 412 and change nothing.
-func TestOfWritesWithTheSameIfMatchOneWins(t *testing.T) {
+func TestConcurrentWritesWithOneIfMatchOneWins(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
 	const n = 8
