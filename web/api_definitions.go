@@ -124,7 +124,7 @@ func (s *Server) handleDefinitionCreate(c echo.Context) error {
 // definitionCreated answers a new definition or version with it.
 func definitionCreated(p consent.Published) reply {
 	out := NewFlowDefinition(p)
-	return reply{status: http.StatusCreated, header: http.Header{echo.HeaderLocation: {out.Links.Self}}, body: out}
+	return reply{status: http.StatusCreated, header: http.Header{echo.HeaderLocation: {out.Links.Self}, "Etag": {p.ETag()}}, body: out}
 }
 
 // handleDefinitionGet handles "GET /api/flow-definitions/:id" (the latest
@@ -141,7 +141,7 @@ func (s *Server) handleDefinitionGet(c echo.Context) error {
 	if err != nil {
 		return definitionError(err)
 	}
-	return s.writeJSON(c, http.StatusOK, NewFlowDefinition(p))
+	return s.writeResource(c, http.StatusOK, p.ETag(), NewFlowDefinition(p))
 }
 
 // handleDefinitionPublish handles "POST /api/flow-definitions/:id/versions".
@@ -165,15 +165,20 @@ func (s *Server) handleDefinitionPublish(c echo.Context) error {
 // version is read first, so that the answer is whole in the retirement's
 // transaction (keepReply); a version published in between is a 409.
 func (s *Server) handleDefinitionRetire(c echo.Context) error {
+	cond, err := ifMatch(c)
+	if err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	latest, err := s.definitions.Get(ctx, principalOf(c).OrganizationID, c.Param("id"), 0)
 	if err != nil {
 		return definitionError(err)
 	}
 	answer := func(d consent.Definition) reply {
-		return reply{status: http.StatusOK, body: NewFlowDefinition(consent.Published{Definition: d, Version: latest.Version})}
+		p := consent.Published{Definition: d, Version: latest.Version}
+		return reply{status: http.StatusOK, header: http.Header{"Etag": {p.ETag()}}, body: NewFlowDefinition(p)}
 	}
-	d, err := s.definitions.Retire(ctx, authorOf(c), c.Param("id"),
+	d, err := s.definitions.Retire(ctx, authorOf(c), c.Param("id"), cond,
 		func(_ context.Context, _ database.Tx, d consent.Definition) error {
 			if d.LatestVersion != latest.Version.Version {
 				return apperr.New(apperr.Conflict, "A new version of the consent definition was published while it was being retired; retry.")

@@ -166,7 +166,8 @@ func (s *Server) handleEndpointCreate(c echo.Context) error {
 		return withFieldErrors(err, req.newEndpoint().Validate(s.endpointRules()))
 	}
 	answer := func(e webhooks.Endpoint) reply {
-		return reply{status: http.StatusCreated, header: http.Header{echo.HeaderLocation: {endpointPath(e.ID)}}, body: newWebhookEndpoint(e)}
+		return reply{status: http.StatusCreated, header: http.Header{echo.HeaderLocation: {endpointPath(e.ID)}, "Etag": {e.ETag()}},
+			body: newWebhookEndpoint(e)}
 	}
 	e, err := s.endpoints.Create(c.Request().Context(), principalOf(c).OrganizationID, req.newEndpoint(),
 		apiAudited(s, c, identity.AuditWebhookEndpointCreate, func(e webhooks.Endpoint) (string, string) {
@@ -184,7 +185,7 @@ func (s *Server) handleEndpointGet(c echo.Context) error {
 	if err != nil {
 		return endpointError(err)
 	}
-	return s.writeJSON(c, http.StatusOK, newWebhookEndpoint(e))
+	return s.writeResource(c, http.StatusOK, e.ETag(), newWebhookEndpoint(e))
 }
 
 // handleEndpointUpdate handles "PATCH /api/webhook-endpoints/:id": the
@@ -194,14 +195,18 @@ func (s *Server) handleEndpointUpdate(c echo.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return withFieldErrors(err, req.update().Validate(s.endpointRules()))
 	}
-	e, err := s.endpoints.Update(c.Request().Context(), principalOf(c).OrganizationID, c.Param("id"), req.update(),
+	cond, err := ifMatch(c)
+	if err != nil {
+		return err
+	}
+	e, err := s.endpoints.Update(c.Request().Context(), principalOf(c).OrganizationID, c.Param("id"), req.update(), cond,
 		apiAudited(s, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
 			return ch.After.ID, ch.Describe() + ": " + endpointAudit(ch.After)
 		}))
 	if err != nil {
 		return endpointError(err)
 	}
-	return s.writeJSON(c, http.StatusOK, newWebhookEndpoint(e))
+	return s.writeResource(c, http.StatusOK, e.ETag(), newWebhookEndpoint(e))
 }
 
 type deleteEndpointResponse struct {
@@ -211,7 +216,11 @@ type deleteEndpointResponse struct {
 
 // handleEndpointDelete handles "DELETE /api/webhook-endpoints/:id".
 func (s *Server) handleEndpointDelete(c echo.Context) error {
-	e, err := s.endpoints.Delete(c.Request().Context(), principalOf(c).OrganizationID, c.Param("id"),
+	cond, err := ifMatch(c)
+	if err != nil {
+		return err
+	}
+	e, err := s.endpoints.Delete(c.Request().Context(), principalOf(c).OrganizationID, c.Param("id"), cond,
 		apiAudited(s, c, identity.AuditWebhookEndpointDelete, func(e webhooks.Endpoint) (string, string) {
 			return e.ID, endpointAudit(e)
 		}))

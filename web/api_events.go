@@ -135,7 +135,7 @@ func (s *Server) handleEventGet(c echo.Context) error {
 		}
 		out.Deliveries[i] = dj
 	}
-	return s.writeJSON(c, http.StatusOK, out)
+	return s.writeUnversioned(c, http.StatusOK, out)
 }
 
 // redeliverRequest is the body of POST /api/events/:id/redeliver; no body

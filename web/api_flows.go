@@ -383,21 +383,27 @@ func (s *Server) handleFlowGet(c echo.Context) error {
 	if err != nil {
 		return flowError(err)
 	}
-	return s.writeJSON(c, http.StatusOK, envelopeOf(f, principalOf(c)))
+	return s.writeResource(c, http.StatusOK, f.ETag(), envelopeOf(f, principalOf(c)))
 }
 
 // flowReply answers a change of a flow with the flow, as GET /api/flows/:id
 // shows it to p.
 func flowReply(p identity.Principal) func(flows.Flow) reply {
-	return func(f flows.Flow) reply { return reply{status: http.StatusOK, body: envelopeOf(f, p), flowID: f.ID} }
+	return func(f flows.Flow) reply {
+		return reply{status: http.StatusOK, header: http.Header{"Etag": {f.ETag()}}, body: envelopeOf(f, p), flowID: f.ID}
+	}
 }
 
 // handleFlowCancel handles "POST /api/flows/:id/cancel": it answers with the
 // cancelled flow, as GET /api/flows/:id shows it; a flow that is no longer
 // active is a 409.
 func (s *Server) handleFlowCancel(c echo.Context) error {
+	cond, err := ifMatch(c)
+	if err != nil {
+		return err
+	}
 	answer := flowReply(principalOf(c))
-	f, err := s.flows.Cancel(c.Request().Context(), callerOf(c), c.Param("id"), keepReply(c, answer))
+	f, err := s.flows.Cancel(c.Request().Context(), callerOf(c), c.Param("id"), cond, keepReply(c, answer))
 	if err != nil {
 		return flowError(err)
 	}
@@ -432,9 +438,13 @@ func (s *Server) handleFlowWithdraw(c echo.Context) error {
 		return apperr.InvalidFields([]apperr.FieldError{{Field: "reason",
 			Message: fmt.Sprintf("is required: 1 to %d characters without control characters", maxWithdrawReason)}})
 	}
+	cond, err := ifMatch(c)
+	if err != nil {
+		return err
+	}
 	p := principalOf(c)
 	answer := flowReply(p)
-	f, err := s.flows.Withdraw(c.Request().Context(), callerOf(c), c.Param("id"),
+	f, err := s.flows.Withdraw(c.Request().Context(), callerOf(c), c.Param("id"), cond,
 		func(ctx context.Context, tx database.Tx, f flows.Flow) error {
 			return auditFailed(s.identity.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: p.OrganizationID,
 				Actor: "client:" + p.ClientID, Action: identity.AuditFlowWithdraw, Target: f.ReferenceID, Detail: reason}))
@@ -453,7 +463,11 @@ type deleteFlowResponse struct {
 
 // handleFlowDelete handles "DELETE /api/flows/:id".
 func (s *Server) handleFlowDelete(c echo.Context) error {
-	d, err := s.flows.Delete(c.Request().Context(), callerOf(c), c.Param("id"), s.forgetAnswers(callerOf(c).OrganizationID))
+	cond, err := ifMatch(c)
+	if err != nil {
+		return err
+	}
+	d, err := s.flows.Delete(c.Request().Context(), callerOf(c), c.Param("id"), cond, s.forgetAnswers(callerOf(c).OrganizationID))
 	if err != nil {
 		return flowError(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/webhooks"
 )
@@ -62,7 +63,7 @@ func TestPaginationWalksBothWaysWithoutGapsOrRepeats(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range ids[:30] {
-		if _, err := e.flows.Cancel(ctx, caller, id); err != nil {
+		if _, err := e.flows.Cancel(ctx, caller, id, etag.Any); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -131,6 +131,7 @@ func createTestEvents(t testing.TB, pool *pgxpool.Pool) {
 // fresh database.
 type apiEnv struct {
 	url    string
+	srv    *Server
 	pool   *pgxpool.Pool
 	flows  *flows.Manager
 	events *tableEvents
@@ -219,7 +220,7 @@ func newAPI(t testing.TB, opts ...envOption) *apiEnv {
 	srv := newServer(t, d)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	return &apiEnv{url: hs.URL, pool: pool, flows: m, events: events, proxy: proxy, receiptKeys: receiptKeys, hooks: hooks}
+	return &apiEnv{url: hs.URL, srv: srv, pool: pool, flows: m, events: events, proxy: proxy, receiptKeys: receiptKeys, hooks: hooks}
 }
 
 // response is what call returns.

@@ -52,7 +52,7 @@ func (s *Server) handleAttachmentGet(c echo.Context) error {
 		return err
 	}
 	c.Response().Header().Set("Content-Disposition", `attachment; filename="consent-receipt-`+a.ID+`.jwt"`)
-	return c.Blob(http.StatusOK, a.ContentType, []byte(a.Body))
+	return writeTagged(c, http.StatusOK, a.ContentType, []byte(a.Body))
 }
 
 // verifyReceiptRequest is the body of POST /api/receipts/verify.

@@ -92,8 +92,9 @@ func (s *Server) handleEndpointRecover(c echo.Context) error {
 	}
 	ctx, p := c.Request().Context(), principalOf(c)
 	answer := func(r webhooks.Recovery) reply {
-		return reply{status: http.StatusAccepted, header: http.Header{echo.HeaderLocation: {recoveryPath(r.EndpointID, r.ID)}},
-			body: toRecoveryJSON(r)}
+		body := toRecoveryJSON(r)
+		return reply{status: http.StatusAccepted, header: http.Header{echo.HeaderLocation: {recoveryPath(r.EndpointID, r.ID)}, "Etag": {bodyTag(body)}},
+			body: body}
 	}
 	r, err := s.webhooks.Recover(ctx, p.OrganizationID, c.Param("id"), since, "client:"+p.ClientID,
 		apiAudited(s, c, identity.AuditWebhookEndpointRecover, func(r webhooks.Recovery) (string, string) {
@@ -130,5 +131,5 @@ func (s *Server) handleRecoveryGet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.writeJSON(c, http.StatusOK, toRecoveryJSON(r))
+	return s.writeUnversioned(c, http.StatusOK, toRecoveryJSON(r))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/views/i18n"
@@ -295,7 +296,7 @@ func (s *Server) handleConsoleRetireConfirm(c echo.Context) error {
 // handleConsoleRetire handles "POST /console/definitions/:id/retire" (admins).
 func (s *Server) handleConsoleRetire(c echo.Context) error {
 	author := consent.Author{OrganizationID: staffOf(c).OrganizationID, By: staffActor(staffOf(c))}
-	d, err := s.definitions.Retire(c.Request().Context(), author, c.Param("id"),
+	d, err := s.definitions.Retire(c.Request().Context(), author, c.Param("id"), etag.Any,
 		audited(s, c, identity.AuditDefinitionRetire, func(d consent.Definition) (string, string) { return d.ID, "" }))
 	if err != nil {
 		return consoleNotFound(err, consent.ErrDefinitionNotFound) // a Conflict (the default) shows as such

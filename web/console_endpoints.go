@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/views/i18n"
@@ -184,7 +185,7 @@ func (s *Server) handleConsoleSaveEndpoint(c echo.Context) error {
 		return err
 	}
 	saved, err := s.endpoints.Update(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
-		webhooks.EndpointUpdate{URL: &e.URL, Description: &e.Description, EventTypes: &e.EventTypes, Enabled: &e.Enabled},
+		webhooks.EndpointUpdate{URL: &e.URL, Description: &e.Description, EventTypes: &e.EventTypes, Enabled: &e.Enabled}, etag.Any,
 		audited(s, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
 			return ch.After.ID, ch.Describe() + ": " + endpointAudit(ch.After)
 		}))
@@ -203,7 +204,7 @@ func (s *Server) handleConsoleSaveEndpoint(c echo.Context) error {
 func (s *Server) handleConsoleEnableEndpoint(c echo.Context) error {
 	enable := strings.HasSuffix(c.Path(), "/enable")
 	e, err := s.endpoints.Update(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
-		webhooks.EndpointUpdate{Enabled: &enable},
+		webhooks.EndpointUpdate{Enabled: &enable}, etag.Any,
 		audited(s, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
 			return ch.After.ID, ch.Describe() + ": " + endpointAudit(ch.After)
 		}))
@@ -231,7 +232,7 @@ func (s *Server) handleConsoleDeleteEndpointConfirm(c echo.Context) error {
 
 // handleConsoleDeleteEndpoint handles "POST /console/webhooks/:id/delete" (admins).
 func (s *Server) handleConsoleDeleteEndpoint(c echo.Context) error {
-	e, err := s.endpoints.Delete(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
+	e, err := s.endpoints.Delete(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"), etag.Any,
 		audited(s, c, identity.AuditWebhookEndpointDelete, func(e webhooks.Endpoint) (string, string) { return e.ID, endpointAudit(e) }))
 	if err != nil {
 		return consoleNotFound(err, webhooks.ErrEndpointNotFound)

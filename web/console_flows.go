@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
@@ -348,7 +349,7 @@ func (s *Server) handleConsoleCancelConfirm(c echo.Context) error {
 // handleConsoleCancel handles "POST /console/flows/:id/cancel" (admins):
 // the cancel and its audit entry commit together.
 func (s *Server) handleConsoleCancel(c echo.Context) error {
-	f, err := s.flows.Cancel(c.Request().Context(), consoleCaller(c), c.Param("id"),
+	f, err := s.flows.Cancel(c.Request().Context(), consoleCaller(c), c.Param("id"), etag.Any,
 		audited(s, c, identity.AuditFlowCancel, func(f flows.Flow) (string, string) { return f.ReferenceID, "" }))
 	if errors.Is(err, flows.ErrNotActive) {
 		return apperr.New(apperr.Conflict, "The flow is no longer active, so it cannot be cancelled.")
@@ -381,7 +382,7 @@ func flowConfirmDetails(f flows.Flow) []pages.KV {
 // flow is gone, and the list says so. The delete and its audit entry commit
 // together.
 func (s *Server) handleConsoleDelete(c echo.Context) error {
-	d, err := s.flows.Delete(c.Request().Context(), consoleCaller(c), c.Param("id"),
+	d, err := s.flows.Delete(c.Request().Context(), consoleCaller(c), c.Param("id"), etag.Any,
 		audited(s, c, identity.AuditFlowDelete, func(d flows.Deletion) (string, string) {
 			return d.ReferenceID, fmt.Sprintf("flow %s", d.FlowID)
 		}), s.forgetAnswers(staffOf(c).OrganizationID))
@@ -463,7 +464,7 @@ func (s *Server) handleConsoleWithdraw(c echo.Context) error {
 		return s.renderConsole(c, http.StatusBadRequest, s.withdrawConfirm(c, f,
 			fmt.Sprintf("Give a reason of 1 to %d characters.", maxWithdrawReason)))
 	}
-	f, err := s.flows.Withdraw(c.Request().Context(), consoleCaller(c), c.Param("id"),
+	f, err := s.flows.Withdraw(c.Request().Context(), consoleCaller(c), c.Param("id"), etag.Any,
 		audited(s, c, identity.AuditFlowWithdraw, func(f flows.Flow) (string, string) { return f.ReferenceID, reason }))
 	if errors.Is(err, flows.ErrNotAccepted) {
 		return apperr.New(apperr.Conflict, "Only an accepted consent can be withdrawn.")

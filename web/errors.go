@@ -38,6 +38,7 @@ var problemKinds = map[apperr.Code]struct {
 	apperr.UnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported media type"},
 	apperr.TooLarge:             {http.StatusRequestEntityTooLarge, "Request body too large"},
 	apperr.IdempotencyMismatch:  {http.StatusUnprocessableEntity, "Idempotency key reused with a different request"},
+	apperr.PreconditionFailed:   {http.StatusPreconditionFailed, "Precondition failed"},
 	apperr.RateLimited:          {http.StatusTooManyRequests, "Too many requests"},
 	apperr.Unavailable:          {http.StatusServiceUnavailable, "Service unavailable"},
 	apperr.MethodNotAllowed:     {http.StatusMethodNotAllowed, "Method not allowed"},

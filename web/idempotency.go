@@ -214,11 +214,13 @@ func keepReply[T any](c echo.Context, render func(done T) reply) database.Before
 	}
 	return func(ctx context.Context, tx database.Tx, done T) error {
 		r := render(done)
-		var body bytes.Buffer
-		if err := encodeJSON(&body, r.body); err != nil {
+		buf, err := encodeJSON(r.body)
+		if err != nil {
 			return err
 		}
-		a := idempotency.Answer{Status: r.status, Header: r.header.Clone(), Body: body.Bytes(), FlowID: r.flowID}
+		body := bytes.Clone(buf.Bytes())
+		putJSONBuffer(buf)
+		a := idempotency.Answer{Status: r.status, Header: r.header.Clone(), Body: body, FlowID: r.flowID}
 		if a.Header == nil {
 			a.Header = http.Header{}
 		}

@@ -31,32 +31,41 @@ func (s *Server) writeProblem(c echo.Context, status int, p Problem) error {
 }
 
 func writeJSONType(c echo.Context, status int, contentType string, v any) error {
-	buf := jsonBuffers.Get().(*bytes.Buffer)
-	defer putJSONBuffer(buf)
-	if err := encodeJSON(buf, v); err != nil {
+	buf, err := encodeJSON(v)
+	if err != nil {
 		return err
 	}
-	h := c.Response().Header()
-	h.Set(echo.HeaderContentType, contentType)
-	h.Set(echo.HeaderContentLength, strconv.Itoa(buf.Len()))
-	c.Response().WriteHeader(status)
-	if c.Request().Method == http.MethodHead {
-		return nil
-	}
-	_, err := c.Response().Write(buf.Bytes())
-	return err
+	defer putJSONBuffer(buf)
+	return writeBody(c, status, contentType, buf.Bytes())
 }
 
-// encodeJSON appends v to buf as a JSON response body.
-func encodeJSON(buf *bytes.Buffer, v any) error {
+// encodeJSON encodes v into a buffer of jsonBuffers, which the caller puts
+// back with putJSONBuffer once it has written the bytes.
+func encodeJSON(v any) (*bytes.Buffer, error) {
+	buf := jsonBuffers.Get().(*bytes.Buffer)
 	// Encode writes what json.Marshal would, HTML-escaped as well, plus the
 	// trailing newline; encoding into a reused buffer spares a response's
 	// allocations and the copy that appending the newline made.
 	if a, ok := v.(jsonAppender); ok {
 		buf.Write(a.appendJSON(buf.AvailableBuffer()))
+	} else if err := json.NewEncoder(buf).Encode(v); err != nil {
+		putJSONBuffer(buf)
+		return nil, err
+	}
+	return buf, nil
+}
+
+// writeBody writes body as the response with status and contentType.
+func writeBody(c echo.Context, status int, contentType string, body []byte) error {
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, contentType)
+	h.Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
+	c.Response().WriteHeader(status)
+	if c.Request().Method == http.MethodHead {
 		return nil
 	}
-	return json.NewEncoder(buf).Encode(v)
+	_, err := c.Response().Write(body)
+	return err
 }
 
 // jsonBuffers holds the buffers JSON responses are encoded into.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/config"
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/web"
 )
@@ -77,7 +78,7 @@ func runDefinitions(ctx context.Context, args []string, getenv func(string) stri
 	case "show", "retire":
 		n := 0
 		if sub == "retire" {
-			if _, err := defs.Retire(ctx, author, name); err != nil {
+			if _, err := defs.Retire(ctx, author, name, etag.Any); err != nil {
 				return definitionCLIError(err)
 			}
 		} else {

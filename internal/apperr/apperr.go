@@ -23,6 +23,7 @@ const (
 	UnsupportedMediaType Code = "unsupported-media-type" // body is not JSON
 	TooLarge             Code = "too-large"              // body over the limit
 	IdempotencyMismatch  Code = "idempotency-key-reused" // same key, different body
+	PreconditionFailed   Code = "precondition-failed"    // If-Match names another version
 	RateLimited          Code = "rate-limited"           // too many attempts
 	Unavailable          Code = "unavailable"            // a dependency (the database) is down
 	MethodNotAllowed     Code = "method-not-allowed"     // the route exists for other methods

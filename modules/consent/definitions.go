@@ -16,6 +16,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/etag"
 )
 
 // A consent definition is what an organization asks its individuals to
@@ -53,6 +54,17 @@ type Definition struct {
 // Retired reports whether new flows may no longer use the definition.
 func (d Definition) Retired() bool { return d.RetiredAt != nil }
 
+// ETag is the entity tag of the definition shown with its version n. A
+// version never changes; what the definition adds to it changes only when a
+// version is published (LatestVersion) and when it is retired, once.
+func (d Definition) ETag(n int) string {
+	tag := "v" + strconv.Itoa(n) + "-" + strconv.Itoa(d.LatestVersion)
+	if d.Retired() {
+		tag += "-retired"
+	}
+	return etag.Strong(tag)
+}
+
 // Version is one published, immutable version of a definition.
 type Version struct {
 	DefinitionID   string
@@ -74,6 +86,9 @@ type Published struct {
 	Definition Definition
 	Version    Version
 }
+
+// ETag is the entity tag of the definition with this version.
+func (p Published) ETag() string { return p.Definition.ETag(p.Version.Version) }
 
 // Draft is a version before it is published.
 type Draft struct {
@@ -119,9 +134,11 @@ type Definitions interface {
 	// apperr Invalid; apperr Conflict when the definition is retired.
 	Publish(ctx context.Context, a Author, id string, d Draft, before ...database.BeforeCommit[Published]) (Published, error)
 	// Retire stops new flows from using the definition; flows that pinned it
-	// keep it. Retiring twice is no error. ErrDefinitionNotFound; apperr
-	// Conflict for the default definition.
-	Retire(ctx context.Context, a Author, id string, before ...database.BeforeCommit[Definition]) (Definition, error)
+	// keep it. Retiring twice is no error. cond is checked against the ETag
+	// of the definition with its latest version under the retirement's lock:
+	// when it does not hold, nothing changes. ErrDefinitionNotFound; apperr
+	// PreconditionFailed; apperr Conflict for the default definition.
+	Retire(ctx context.Context, a Author, id string, cond etag.IfMatch, before ...database.BeforeCommit[Definition]) (Definition, error)
 	// Preview returns d as it would be published as the definition's next
 	// version (version 1 of a new one), without storing anything. apperr
 	// Invalid.

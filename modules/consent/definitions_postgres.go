@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/consent/internal/definitions"
 	"github.com/flowd/flowd/modules/flows"
 )
@@ -287,7 +288,7 @@ func (s *DefinitionStore) Publish(ctx context.Context, a Author, id string, d Dr
 }
 
 // Retire implements Definitions.
-func (s *DefinitionStore) Retire(ctx context.Context, a Author, id string, before ...database.BeforeCommit[Definition]) (Definition, error) {
+func (s *DefinitionStore) Retire(ctx context.Context, a Author, id string, cond etag.IfMatch, before ...database.BeforeCommit[Definition]) (Definition, error) {
 	if !ValidDefinitionID(id) {
 		return Definition{}, ErrDefinitionNotFound
 	}
@@ -296,9 +297,15 @@ func (s *DefinitionStore) Retire(ctx context.Context, a Author, id string, befor
 	}
 	var out definitions.Definition
 	err := database.WithTx(ctx, s.pool, func(tx database.Tx) error {
-		def, err := definitions.Get(ctx, tx, a.OrganizationID, id, false)
+		// The row is held from the check of cond to the retirement, so that
+		// no publish or other retirement comes between them.
+		def, err := definitions.Get(ctx, tx, a.OrganizationID, id, true)
 		if err != nil {
 			return definitionNotFound(err)
+		}
+		d := fromDefinitionRow(def)
+		if err := cond.Check(d.ETag(d.LatestVersion)); err != nil {
+			return err
 		}
 		if def.Default {
 			return apperr.New(apperr.Conflict, "The default consent definition cannot be retired: flows that name no definition use it.")

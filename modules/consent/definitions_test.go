@@ -14,6 +14,7 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 )
@@ -287,14 +288,14 @@ func TestPinningAndRetiring(t *testing.T) {
 		}
 	}
 
-	if _, err := defs.Retire(ctx, author, consent.DefaultDefinitionID); apperr.CodeOf(err) != apperr.Conflict {
+	if _, err := defs.Retire(ctx, author, consent.DefaultDefinitionID, etag.Any); apperr.CodeOf(err) != apperr.Conflict {
 		t.Fatalf("retiring the default = %v, want Conflict", err)
 	}
-	retired, err := defs.Retire(ctx, author, "mortgage")
+	retired, err := defs.Retire(ctx, author, "mortgage", etag.Any)
 	if err != nil || !retired.Retired() {
 		t.Fatalf("retire = %+v, %v", retired, err)
 	}
-	if again, err := defs.Retire(ctx, author, "mortgage"); err != nil || !again.RetiredAt.Equal(*retired.RetiredAt) {
+	if again, err := defs.Retire(ctx, author, "mortgage", etag.Any); err != nil || !again.RetiredAt.Equal(*retired.RetiredAt) {
 		t.Fatalf("retiring again = %+v, %v; want no change", again, err)
 	}
 	if _, err := pin(defs, pool, "org-1", "mortgage", 0); apperr.CodeOf(err) != apperr.Conflict {
@@ -303,7 +304,7 @@ func TestPinningAndRetiring(t *testing.T) {
 	if _, err := defs.Publish(ctx, author, "mortgage", mortgage()); apperr.CodeOf(err) != apperr.Conflict {
 		t.Fatalf("publishing to a retired definition = %v, want Conflict", err)
 	}
-	if _, err := defs.Retire(ctx, author, "unknown"); !errors.Is(err, consent.ErrDefinitionNotFound) {
+	if _, err := defs.Retire(ctx, author, "unknown", etag.Any); !errors.Is(err, consent.ErrDefinitionNotFound) {
 		t.Fatalf("retiring an unknown definition = %v", err)
 	}
 }
@@ -329,7 +330,7 @@ func TestARetireWaitsForTheCreatesPinningIt(t *testing.T) {
 	}
 	retired := make(chan error, 1)
 	go func() {
-		_, err := defs.Retire(ctx, author, "mortgage")
+		_, err := defs.Retire(ctx, author, "mortgage", etag.Any)
 		retired <- err
 	}()
 	// The retire is waiting on the pin's lock: wait until PostgreSQL says so

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/internal/syncbuf"
 	"github.com/flowd/flowd/modules/consent"
@@ -346,7 +347,7 @@ func TestClosedRequestsAcceptNothing(t *testing.T) {
 
 	// Cancelled by the organization.
 	c, token := e.create(t, "https://bank.example/done")
-	if _, err := e.flows.Cancel(ctx, e.caller, c.FlowID); err != nil {
+	if _, err := e.flows.Cancel(ctx, e.caller, c.FlowID, etag.Any); err != nil {
 		t.Fatal(err)
 	}
 	req, err := e.journey.Visit(ctx, token)
@@ -363,7 +364,7 @@ func TestClosedRequestsAcceptNothing(t *testing.T) {
 
 	// Deleted: the link is unknown.
 	c, token = e.create(t, "https://bank.example/done")
-	if _, err := e.flows.Delete(ctx, e.caller, c.FlowID); err != nil {
+	if _, err := e.flows.Delete(ctx, e.caller, c.FlowID, etag.Any); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.journey.Visit(ctx, token); !errors.Is(err, consent.ErrUnknownLink) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/flows"
 )
 
@@ -38,7 +39,7 @@ func TestFlowWritesRunTheirBeforeCommitWork(t *testing.T) {
 
 	t.Run("cancel", func(t *testing.T) {
 		c := create(t)
-		_, err := e.flows.Cancel(ctx, caller, c.FlowID, func(context.Context, database.Tx, flows.Flow) error { return refused })
+		_, err := e.flows.Cancel(ctx, caller, c.FlowID, etag.Any, func(context.Context, database.Tx, flows.Flow) error { return refused })
 		if !errors.Is(err, refused) {
 			t.Fatalf("Cancel with failing work = %v, want its error", err)
 		}
@@ -60,7 +61,7 @@ func TestFlowWritesRunTheirBeforeCommitWork(t *testing.T) {
 		}
 
 		var seen flows.Flow
-		got, err := e.flows.Cancel(ctx, caller, c.FlowID, func(ctx context.Context, tx database.Tx, f flows.Flow) error {
+		got, err := e.flows.Cancel(ctx, caller, c.FlowID, etag.Any, func(ctx context.Context, tx database.Tx, f flows.Flow) error {
 			seen = f
 			return probe(ctx, tx, f.ID)
 		})
@@ -77,7 +78,7 @@ func TestFlowWritesRunTheirBeforeCommitWork(t *testing.T) {
 
 	t.Run("delete", func(t *testing.T) {
 		c := create(t)
-		_, err := e.flows.Delete(ctx, caller, c.FlowID, func(context.Context, database.Tx, flows.Deletion) error { return refused })
+		_, err := e.flows.Delete(ctx, caller, c.FlowID, etag.Any, func(context.Context, database.Tx, flows.Deletion) error { return refused })
 		if !errors.Is(err, refused) {
 			t.Fatalf("Delete with failing work = %v, want its error", err)
 		}
@@ -93,7 +94,7 @@ func TestFlowWritesRunTheirBeforeCommitWork(t *testing.T) {
 		}
 
 		var seen flows.Deletion
-		d, err := e.flows.Delete(ctx, caller, c.FlowID, func(ctx context.Context, tx database.Tx, d flows.Deletion) error {
+		d, err := e.flows.Delete(ctx, caller, c.FlowID, etag.Any, func(ctx context.Context, tx database.Tx, d flows.Deletion) error {
 			seen = d
 			return probe(ctx, tx, d.FlowID)
 		})

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/flows"
 )
 
@@ -124,13 +125,13 @@ func TestExpiryJobExpiresADueAcceptanceOnce(t *testing.T) {
 		{"due", true, func(t *testing.T, id string) { b.makeDue(t, id) }, "attempted completed", flows.Expired,
 			"flow.created:1,flow.accepted:2,flow.expired:3"},
 		{"withdrawn, then due", true, func(t *testing.T, id string) {
-			if _, err := b.flows.Withdraw(ctx, b.caller, id); err != nil {
+			if _, err := b.flows.Withdraw(ctx, b.caller, id, etag.Any); err != nil {
 				t.Fatal(err)
 			}
 			b.makeDue(t, id)
 		}, "attempted completed", flows.Withdrawn, "flow.created:1,flow.accepted:2,flow.withdrawn:3"},
 		{"deleted, then due", true, func(t *testing.T, id string) {
-			if _, err := b.flows.Delete(ctx, b.caller, id); err != nil {
+			if _, err := b.flows.Delete(ctx, b.caller, id, etag.Any); err != nil {
 				t.Fatal(err)
 			}
 			b.makeJobsAvailable(t, id)
@@ -180,7 +181,7 @@ func TestExpiryJobExpiresADueAcceptanceOnce(t *testing.T) {
 	if n, err := b.flows.ExpireDueAcceptances(ctx, 100); n != 0 || err != nil {
 		t.Fatalf("a sweep after the job: %d, %v", n, err)
 	}
-	if _, err := b.flows.Withdraw(ctx, b.caller, id); !errors.Is(err, flows.ErrNotAccepted) {
+	if _, err := b.flows.Withdraw(ctx, b.caller, id, etag.Any); !errors.Is(err, flows.ErrNotAccepted) {
 		t.Fatalf("withdrawing an expired acceptance: %v", err)
 	}
 	if got := b.eventsOf(t, id); got != "flow.created:1,flow.accepted:2,flow.expired:3" {

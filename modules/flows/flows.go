@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -100,6 +101,11 @@ type Flow struct {
 
 // Archived reports whether the flow's process is over.
 func (f Flow) Archived() bool { return f.ProcessStatus != Active }
+
+// ETag is the flow's entity tag. Its version names every state the API
+// shows: each change of the flow (its consent, process, incidents, errors
+// and receipts) grows it in the change's transaction.
+func (f Flow) ETag() string { return etag.Version(f.Version) }
 
 // ProcessDefinitionID names the definition version the flow runs: "<id>:<version>".
 func (f Flow) ProcessDefinitionID() string {
@@ -300,19 +306,23 @@ type Service interface {
 	// Tasks lists a flow's tasks, oldest first. ErrNotFound.
 	Tasks(ctx context.Context, c Caller, flowID string) ([]Task, error)
 	// Cancel ends an active flow's process; its consent link stops working.
-	// before runs in the cancel's transaction with the cancelled flow (see
+	// cond is checked against the flow's ETag under the cancel's lock: when
+	// it does not hold, the cancel is an apperr PreconditionFailed error and
+	// changes nothing (Withdraw and Delete take it alike). before runs in the
+	// cancel's transaction with the cancelled flow (see
 	// database.BeforeCommit); its error leaves the flow active and is
 	// returned. ErrNotFound, ErrNotActive.
-	Cancel(ctx context.Context, c Caller, flowID string, before ...database.BeforeCommit[Flow]) (Flow, error)
+	Cancel(ctx context.Context, c Caller, flowID string, cond etag.IfMatch, before ...database.BeforeCommit[Flow]) (Flow, error)
 	// Delete removes the flow and everything personal for good and logs the
 	// deletion. before runs in the delete's transaction with the deletion
 	// (see database.BeforeCommit); its error leaves the flow as it was and is
-	// returned. ErrNotFound.
-	Delete(ctx context.Context, c Caller, flowID string, before ...database.BeforeCommit[Deletion]) (Deletion, error)
+	// returned. ErrNotFound, apperr PreconditionFailed.
+	Delete(ctx context.Context, c Caller, flowID string, cond etag.IfMatch, before ...database.BeforeCommit[Deletion]) (Deletion, error)
 	// Withdraw withdraws an accepted consent on the person's behalf
 	// (flow.withdrawn). before runs in the withdrawal's transaction with the
-	// flow, as for Cancel. ErrNotFound, ErrNotAccepted.
-	Withdraw(ctx context.Context, c Caller, flowID string, before ...database.BeforeCommit[Flow]) (Flow, error)
+	// flow, as for Cancel. ErrNotFound, apperr PreconditionFailed,
+	// ErrNotAccepted.
+	Withdraw(ctx context.Context, c Caller, flowID string, cond etag.IfMatch, before ...database.BeforeCommit[Flow]) (Flow, error)
 	// Deletions lists the organization's deletion log, newest first.
 	Deletions(ctx context.Context, organizationID string, limit int, before string) ([]Deletion, bool, error)
 	// Attachments lists a flow's attachments, oldest first, without their

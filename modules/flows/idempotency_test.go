@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/flows"
 )
 
@@ -116,7 +117,7 @@ func TestAReplayAnswersAfterTheFlowWasDeleted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.flows.Delete(ctx, b.caller, first.FlowID); err != nil {
+	if _, err := b.flows.Delete(ctx, b.caller, first.FlowID, etag.Any); err != nil {
 		t.Fatal(err)
 	}
 	again, err := b.flows.Create(ctx, b.caller, in, "delete-me")

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 	"github.com/flowd/flowd/modules/webhooks"
 )
@@ -123,11 +124,21 @@ func orNil(s string) *string {
 
 // lockedFlow reads an organization's flow, locked for update in tx. ErrNotFound.
 func lockedFlow(ctx context.Context, tx database.Tx, organizationID, flowID string) (store.Flow, error) {
+	return lockedFlowIfMatch(ctx, tx, organizationID, flowID, etag.Any)
+}
+
+// lockedFlowIfMatch is lockedFlow for a write of the API: it checks cond
+// against the flow's ETag under the lock, so that no other change comes
+// between the check and the write. ErrNotFound, apperr PreconditionFailed.
+func lockedFlowIfMatch(ctx context.Context, tx database.Tx, organizationID, flowID string, cond etag.IfMatch) (store.Flow, error) {
 	if !validID(flowID) || organizationID == "" {
 		return store.Flow{}, ErrNotFound
 	}
 	row, err := store.GetFlow(ctx, tx, organizationID, flowID, true)
-	return row, notFound(err)
+	if err != nil {
+		return row, notFound(err)
+	}
+	return row, cond.Check(Flow{Version: row.Version}.ETag())
 }
 
 // ExpireDue cancels up to limit active flows whose consent expired by now

@@ -21,6 +21,7 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/idempotency"
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 	"github.com/flowd/flowd/modules/webhooks"
@@ -505,15 +506,15 @@ func toTask(t store.Task) Task {
 }
 
 // Cancel implements Service.
-func (m *Manager) Cancel(ctx context.Context, c Caller, flowID string, before ...database.BeforeCommit[Flow]) (Flow, error) {
+func (m *Manager) Cancel(ctx context.Context, c Caller, flowID string, cond etag.IfMatch, before ...database.BeforeCommit[Flow]) (Flow, error) {
 	if !validID(flowID) || c.OrganizationID == "" {
 		return Flow{}, ErrNotFound
 	}
 	var out Flow
 	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
-		row, err := store.GetFlow(ctx, tx, c.OrganizationID, flowID, true)
+		row, err := lockedFlowIfMatch(ctx, tx, c.OrganizationID, flowID, cond)
 		if err != nil {
-			return notFound(err)
+			return err
 		}
 		if row.ProcessStatus != string(Active) {
 			return ErrNotActive
@@ -551,15 +552,15 @@ func (m *Manager) cancelTx(ctx context.Context, tx pgx.Tx, row store.Flow) (Flow
 }
 
 // Withdraw implements Service.
-func (m *Manager) Withdraw(ctx context.Context, c Caller, flowID string, before ...database.BeforeCommit[Flow]) (Flow, error) {
+func (m *Manager) Withdraw(ctx context.Context, c Caller, flowID string, cond etag.IfMatch, before ...database.BeforeCommit[Flow]) (Flow, error) {
 	if !validID(flowID) || c.OrganizationID == "" {
 		return Flow{}, ErrNotFound
 	}
 	var out Flow
 	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
-		row, err := store.GetFlow(ctx, tx, c.OrganizationID, flowID, true)
+		row, err := lockedFlowIfMatch(ctx, tx, c.OrganizationID, flowID, cond)
 		if err != nil {
-			return notFound(err)
+			return err
 		}
 		f, _, err := m.withdrawTx(ctx, tx, row, ByOrganization)
 		if err != nil {
@@ -675,15 +676,15 @@ func toAttachment(a store.Attachment) Attachment {
 }
 
 // Delete implements Service.
-func (m *Manager) Delete(ctx context.Context, c Caller, flowID string, before ...database.BeforeCommit[Deletion]) (Deletion, error) {
+func (m *Manager) Delete(ctx context.Context, c Caller, flowID string, cond etag.IfMatch, before ...database.BeforeCommit[Deletion]) (Deletion, error) {
 	if !validID(flowID) || c.OrganizationID == "" {
 		return Deletion{}, ErrNotFound
 	}
 	var d store.Deletion
 	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
-		row, err := store.GetFlow(ctx, tx, c.OrganizationID, flowID, true)
+		row, err := lockedFlowIfMatch(ctx, tx, c.OrganizationID, flowID, cond)
 		if err != nil {
-			return notFound(err)
+			return err
 		}
 		if err := m.consent.DeleteTx(ctx, tx, c.OrganizationID, flowID); err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/internal/fieldcheck"
 )
 
@@ -38,7 +39,13 @@ type Endpoint struct {
 	FailingSince *time.Time
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+	// Version grows with every change of the endpoint: by a person, by
+	// flowd disabling it, and by its health (FailingSince) changing.
+	Version int
 }
+
+// ETag is the endpoint's entity tag, which names its version.
+func (e Endpoint) ETag() string { return etag.Version(e.Version) }
 
 // Subscribes reports whether the endpoint wants events of type t, enabled or not.
 func (e Endpoint) Subscribes(t EventType) bool {
@@ -138,11 +145,15 @@ type Endpoints interface {
 	// List returns the organization's endpoints, at most MaxEndpoints, by
 	// creation in the order asked for.
 	List(ctx context.Context, organizationID string, order EndpointOrder) ([]Endpoint, error)
-	// Update changes an endpoint. ErrEndpointNotFound; apperr Invalid as
-	// Create. Enabling an endpoint clears its DisabledReason and FailingSince.
-	Update(ctx context.Context, organizationID, id string, u EndpointUpdate, before ...database.BeforeCommit[EndpointChange]) (Endpoint, error)
-	// Delete removes an endpoint for good and returns it. ErrEndpointNotFound.
-	Delete(ctx context.Context, organizationID, id string, before ...database.BeforeCommit[Endpoint]) (Endpoint, error)
+	// Update changes an endpoint. cond is checked against the endpoint's
+	// ETag under the update's lock: when it does not hold, the update is an
+	// apperr PreconditionFailed error and changes nothing (Delete takes it
+	// alike). ErrEndpointNotFound; apperr Invalid as Create. Enabling an
+	// endpoint clears its DisabledReason and FailingSince.
+	Update(ctx context.Context, organizationID, id string, u EndpointUpdate, cond etag.IfMatch, before ...database.BeforeCommit[EndpointChange]) (Endpoint, error)
+	// Delete removes an endpoint for good and returns it.
+	// ErrEndpointNotFound, apperr PreconditionFailed.
+	Delete(ctx context.Context, organizationID, id string, cond etag.IfMatch, before ...database.BeforeCommit[Endpoint]) (Endpoint, error)
 	// Disabled returns the organization's endpoints flowd disabled because
 	// their deliveries kept failing (DisabledReason set), oldest first: what
 	// the console's banner names.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
 
@@ -29,7 +30,7 @@ func NewEndpoints(pool *pgxpool.Pool, rules EndpointRules) *EndpointStore {
 func fromEndpointRow(r store.Endpoint) Endpoint {
 	e := Endpoint{ID: r.ID, OrganizationID: r.OrganizationID, URL: r.URL, Description: r.Description,
 		EventTypes: make([]EventType, len(r.EventTypes)), Enabled: r.Enabled, FailingSince: r.FailingSince,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version}
 	for i, t := range r.EventTypes {
 		e.EventTypes[i] = EventType(t)
 	}
@@ -135,7 +136,7 @@ func (s *EndpointStore) List(ctx context.Context, organizationID string, order E
 
 // Update implements Endpoints. The endpoint's row is held while it changes,
 // so that two updates apply one after the other.
-func (s *EndpointStore) Update(ctx context.Context, organizationID, id string, u EndpointUpdate, before ...database.BeforeCommit[EndpointChange]) (Endpoint, error) {
+func (s *EndpointStore) Update(ctx context.Context, organizationID, id string, u EndpointUpdate, cond etag.IfMatch, before ...database.BeforeCommit[EndpointChange]) (Endpoint, error) {
 	if !validEndpointID(id) {
 		return Endpoint{}, ErrEndpointNotFound
 	}
@@ -149,6 +150,9 @@ func (s *EndpointStore) Update(ctx context.Context, organizationID, id string, u
 			return endpointNotFound(err)
 		}
 		was := fromEndpointRow(row)
+		if err := cond.Check(was.ETag()); err != nil {
+			return err
+		}
 		row, err = store.UpdateEndpoint(ctx, tx, toEndpointRow(u.apply(was)))
 		if err != nil {
 			return endpointNotFound(err)
@@ -162,14 +166,22 @@ func (s *EndpointStore) Update(ctx context.Context, organizationID, id string, u
 	return out, nil
 }
 
-// Delete implements Endpoints.
-func (s *EndpointStore) Delete(ctx context.Context, organizationID, id string, before ...database.BeforeCommit[Endpoint]) (Endpoint, error) {
+// Delete implements Endpoints. The endpoint's row is held from the check of
+// cond to the delete.
+func (s *EndpointStore) Delete(ctx context.Context, organizationID, id string, cond etag.IfMatch, before ...database.BeforeCommit[Endpoint]) (Endpoint, error) {
 	if !validEndpointID(id) {
 		return Endpoint{}, ErrEndpointNotFound
 	}
 	var out Endpoint
 	err := database.WithTx(ctx, s.pool, func(tx database.Tx) error {
-		row, err := store.DeleteEndpoint(ctx, tx, organizationID, id)
+		row, err := store.GetEndpoint(ctx, tx, organizationID, id, true)
+		if err != nil {
+			return endpointNotFound(err)
+		}
+		if err := cond.Check(fromEndpointRow(row).ETag()); err != nil {
+			return err
+		}
+		row, err = store.DeleteEndpoint(ctx, tx, organizationID, id)
 		if err != nil {
 			return endpointNotFound(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -147,7 +148,7 @@ func TestEndpointCRUD(t *testing.T) {
 
 	// PATCH: only what is given changes.
 	var change webhooks.EndpointChange
-	u, err := eps.Update(ctx, org, a.ID, webhooks.EndpointUpdate{Description: ptr("Billing v2"), Enabled: ptr(false)},
+	u, err := eps.Update(ctx, org, a.ID, webhooks.EndpointUpdate{Description: ptr("Billing v2"), Enabled: ptr(false)}, etag.Any,
 		func(_ context.Context, _ database.Tx, c webhooks.EndpointChange) error { change = c; return nil })
 	if err != nil {
 		t.Fatal(err)
@@ -158,17 +159,17 @@ func TestEndpointCRUD(t *testing.T) {
 	if change.Before.Description != "Billing" || change.After.Description != "Billing v2" || change.Describe() != "description, disabled" {
 		t.Fatalf("change %+v: %q", change, change.Describe())
 	}
-	u, err = eps.Update(ctx, org, a.ID, webhooks.EndpointUpdate{URL: ptr("https://a2.example/"), EventTypes: &[]webhooks.EventType{}, Enabled: ptr(true)})
+	u, err = eps.Update(ctx, org, a.ID, webhooks.EndpointUpdate{URL: ptr("https://a2.example/"), EventTypes: &[]webhooks.EventType{}, Enabled: ptr(true)}, etag.Any)
 	if err != nil || u.URL != "https://a2.example/" || len(u.EventTypes) != 0 || !u.Enabled {
 		t.Fatalf("second update: %+v %v", u, err)
 	}
 	// A refused update changes nothing.
-	if _, err := eps.Update(ctx, org, a.ID, webhooks.EndpointUpdate{URL: ptr("http://a3.example/"), EventTypes: &[]webhooks.EventType{"x"}}); !slices.Equal(fieldsOf(err), []string{"url", "eventTypes[0]"}) {
+	if _, err := eps.Update(ctx, org, a.ID, webhooks.EndpointUpdate{URL: ptr("http://a3.example/"), EventTypes: &[]webhooks.EventType{"x"}}, etag.Any); !slices.Equal(fieldsOf(err), []string{"url", "eventTypes[0]"}) {
 		t.Fatalf("bad update: %v", err)
 	}
 	// A failing before hook rolls the change back.
 	boom := errors.New("boom")
-	if _, err := eps.Update(ctx, org, a.ID, webhooks.EndpointUpdate{Description: ptr("never")},
+	if _, err := eps.Update(ctx, org, a.ID, webhooks.EndpointUpdate{Description: ptr("never")}, etag.Any,
 		func(context.Context, database.Tx, webhooks.EndpointChange) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("failing hook: %v", err)
 	}
@@ -177,14 +178,14 @@ func TestEndpointCRUD(t *testing.T) {
 	}
 
 	// Delete, once.
-	if _, err := eps.Delete(ctx, org, b.ID, func(context.Context, database.Tx, webhooks.Endpoint) error { return boom }); !errors.Is(err, boom) {
+	if _, err := eps.Delete(ctx, org, b.ID, etag.Any, func(context.Context, database.Tx, webhooks.Endpoint) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("failing delete hook: %v", err)
 	}
-	d, err := eps.Delete(ctx, org, b.ID)
+	d, err := eps.Delete(ctx, org, b.ID, etag.Any)
 	if err != nil || d.ID != b.ID {
 		t.Fatalf("delete: %+v %v", d, err)
 	}
-	if _, err := eps.Delete(ctx, org, b.ID); !errors.Is(err, webhooks.ErrEndpointNotFound) {
+	if _, err := eps.Delete(ctx, org, b.ID, etag.Any); !errors.Is(err, webhooks.ErrEndpointNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
 	if _, err := eps.Get(ctx, org, b.ID); !errors.Is(err, webhooks.ErrEndpointNotFound) {
@@ -195,10 +196,10 @@ func TestEndpointCRUD(t *testing.T) {
 		if _, err := eps.Get(ctx, org, id); !errors.Is(err, webhooks.ErrEndpointNotFound) {
 			t.Errorf("get %q: %v", id, err)
 		}
-		if _, err := eps.Update(ctx, org, id, webhooks.EndpointUpdate{}); !errors.Is(err, webhooks.ErrEndpointNotFound) {
+		if _, err := eps.Update(ctx, org, id, webhooks.EndpointUpdate{}, etag.Any); !errors.Is(err, webhooks.ErrEndpointNotFound) {
 			t.Errorf("update %q: %v", id, err)
 		}
-		if _, err := eps.Delete(ctx, org, id); !errors.Is(err, webhooks.ErrEndpointNotFound) {
+		if _, err := eps.Delete(ctx, org, id, etag.Any); !errors.Is(err, webhooks.ErrEndpointNotFound) {
 			t.Errorf("delete %q: %v", id, err)
 		}
 	}
@@ -223,10 +224,10 @@ func TestAnotherOrganizationsEndpointsDoNotExist(t *testing.T) {
 	if _, err := eps.Get(ctx, "org-other", mine.ID); !errors.Is(err, webhooks.ErrEndpointNotFound) {
 		t.Errorf("get: %v", err)
 	}
-	if _, err := eps.Update(ctx, "org-other", mine.ID, webhooks.EndpointUpdate{Enabled: ptr(false)}); !errors.Is(err, webhooks.ErrEndpointNotFound) {
+	if _, err := eps.Update(ctx, "org-other", mine.ID, webhooks.EndpointUpdate{Enabled: ptr(false)}, etag.Any); !errors.Is(err, webhooks.ErrEndpointNotFound) {
 		t.Errorf("update: %v", err)
 	}
-	if _, err := eps.Delete(ctx, "org-other", mine.ID); !errors.Is(err, webhooks.ErrEndpointNotFound) {
+	if _, err := eps.Delete(ctx, "org-other", mine.ID, etag.Any); !errors.Is(err, webhooks.ErrEndpointNotFound) {
 		t.Errorf("delete: %v", err)
 	}
 	if list, err := eps.List(ctx, "org-other", webhooks.OldestFirst); err != nil || len(list) != 0 {
@@ -324,7 +325,7 @@ func TestMatchingTxFindsEnabledSubscribers(t *testing.T) {
 		}
 	}
 	// Disabling takes an endpoint out; enabling brings it back.
-	if _, err := eps.Update(ctx, org, all.ID, webhooks.EndpointUpdate{Enabled: ptr(false)}); err != nil {
+	if _, err := eps.Update(ctx, org, all.ID, webhooks.EndpointUpdate{Enabled: ptr(false)}, etag.Any); err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(webhooks.FlowCreated); len(got) != 0 {
@@ -372,10 +373,10 @@ func TestEnablingClearsTheFailureState(t *testing.T) {
 		t.Fatalf("disabled by flowd: %+v %v", got, err)
 	}
 	// A change that leaves it disabled keeps the reason.
-	if got, err = eps.Update(ctx, "org-f", e.ID, webhooks.EndpointUpdate{Description: ptr("x")}); err != nil || got.DisabledReason == "" {
+	if got, err = eps.Update(ctx, "org-f", e.ID, webhooks.EndpointUpdate{Description: ptr("x")}, etag.Any); err != nil || got.DisabledReason == "" {
 		t.Fatalf("description: %+v %v", got, err)
 	}
-	if got, err = eps.Update(ctx, "org-f", e.ID, webhooks.EndpointUpdate{Enabled: ptr(true)}); err != nil || !got.Enabled ||
+	if got, err = eps.Update(ctx, "org-f", e.ID, webhooks.EndpointUpdate{Enabled: ptr(true)}, etag.Any); err != nil || !got.Enabled ||
 		got.DisabledReason != "" || got.FailingSince != nil {
 		t.Fatalf("enabled: %+v %v", got, err)
 	}

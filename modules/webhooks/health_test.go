@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -180,7 +181,7 @@ func TestAFailingEndpointIsDisabledOnce(t *testing.T) {
 		t.Fatalf("Disabled = %v, %v", list, err)
 	}
 	status.Store(http.StatusOK)
-	got, err = b.endpoints().Update(ctx, b.org, ep.ID, webhooks.EndpointUpdate{Enabled: ptr(true)})
+	got, err = b.endpoints().Update(ctx, b.org, ep.ID, webhooks.EndpointUpdate{Enabled: ptr(true)}, etag.Any)
 	if err != nil || !got.Enabled || got.DisabledReason != "" || got.FailingSince != nil {
 		t.Fatalf("enabled: %+v, %v", got, err)
 	}

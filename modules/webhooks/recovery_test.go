@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -265,7 +266,7 @@ func TestRecoveryRefusals(t *testing.T) {
 	ep := b.newEndpoint(t, "http://127.0.0.1:9/hooks")
 	endpoints := webhooks.NewEndpoints(b.pool, webhooks.EndpointRules{AllowPrivate: true, AllowInsecureURLs: true})
 	disabled := b.newEndpoint(t, "http://127.0.0.1:9/off")
-	if _, err := endpoints.Update(ctx, b.org, disabled.ID, webhooks.EndpointUpdate{Enabled: ptr(false)}); err != nil {
+	if _, err := endpoints.Update(ctx, b.org, disabled.ID, webhooks.EndpointUpdate{Enabled: ptr(false)}, etag.Any); err != nil {
 		t.Fatal(err)
 	}
 	hour := time.Now().Add(-time.Hour)
@@ -305,10 +306,10 @@ func TestRecoveryRefusals(t *testing.T) {
 		want   string
 	}{
 		{"disabled", func(id string) error {
-			_, err := endpoints.Update(ctx, b.org, id, webhooks.EndpointUpdate{Enabled: ptr(false)})
+			_, err := endpoints.Update(ctx, b.org, id, webhooks.EndpointUpdate{Enabled: ptr(false)}, etag.Any)
 			return err
 		}, "The endpoint was disabled."},
-		{"deleted", func(id string) error { _, err := endpoints.Delete(ctx, b.org, id); return err }, "The endpoint was deleted."},
+		{"deleted", func(id string) error { _, err := endpoints.Delete(ctx, b.org, id, etag.Any); return err }, "The endpoint was deleted."},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := b.newEndpoint(t, "http://127.0.0.1:9/"+c.name)

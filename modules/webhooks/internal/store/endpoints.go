@@ -20,15 +20,18 @@ type Endpoint struct {
 	FailingSince   *time.Time
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	// Version grows with every change of the row: each statement that
+	// updates webhook_endpoints sets version = version + 1.
+	Version int
 }
 
 const endpointColumns = `organization_id, id::text, url, description, event_types, enabled, disabled_reason,
-	failing_since, created_at, updated_at`
+	failing_since, created_at, updated_at, version`
 
 func scanEndpoint(row pgx.Row) (Endpoint, error) {
 	var e Endpoint
 	err := row.Scan(&e.OrganizationID, &e.ID, &e.URL, &e.Description, &e.EventTypes, &e.Enabled, &e.DisabledReason,
-		&e.FailingSince, &e.CreatedAt, &e.UpdatedAt)
+		&e.FailingSince, &e.CreatedAt, &e.UpdatedAt, &e.Version)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, ErrNotFound
 	}
@@ -99,7 +102,7 @@ func ListEndpoints(ctx context.Context, db DB, organizationID string, desc bool,
 func UpdateEndpoint(ctx context.Context, db DB, e Endpoint) (Endpoint, error) {
 	return scanEndpoint(db.QueryRow(ctx, `
 		update webhook_endpoints set url = $3, description = $4, event_types = $5, enabled = $6,
-			disabled_reason = $7, failing_since = $8, updated_at = now()
+			disabled_reason = $7, failing_since = $8, updated_at = now(), version = version + 1
 		where organization_id = $1 and id = $2
 		returning `+endpointColumns,
 		e.OrganizationID, e.ID, e.URL, e.Description, e.EventTypes, e.Enabled, e.DisabledReason, e.FailingSince))
@@ -125,7 +128,7 @@ func MatchingEndpoints(ctx context.Context, db DB, organizationID, eventType str
 // not due: disabled already, healthy again, or gone.
 func DisableFailing(ctx context.Context, db DB, organizationID, id string, after time.Duration, reason string) (Endpoint, error) {
 	return scanEndpoint(db.QueryRow(ctx, `
-		update webhook_endpoints set enabled = false, disabled_reason = $4, updated_at = now()
+		update webhook_endpoints set enabled = false, disabled_reason = $4, updated_at = now(), version = version + 1
 		where organization_id = $1 and id = $2 and enabled and failing_since <= now() - make_interval(secs => $3)
 		returning `+endpointColumns, organizationID, id, after.Seconds(), reason))
 }

@@ -263,7 +263,8 @@ func RecordAttempt(ctx context.Context, db DB, a Attempt, state, lastError strin
 			select w.enabled, w.failing_since from webhook_endpoints w join delivery d
 			on w.organization_id = $9 and w.id = d.endpoint_id),
 		health as (
-			update webhook_endpoints w set failing_since = case when $8::boolean then null else $4::timestamptz end
+			update webhook_endpoints w set failing_since = case when $8::boolean then null else $4::timestamptz end,
+				version = w.version + 1
 			from delivery d
 			where w.organization_id = $9 and w.id = d.endpoint_id
 			  and (w.failing_since is null) = not $8::boolean)
