@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/fieldcheck"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/views/layouts"
 )
@@ -175,14 +177,14 @@ func bindForm(c echo.Context) (*consoleForm, error) {
 }
 
 // Text returns a trimmed field, noting an error when it is longer than max
-// characters or contains control characters.
+// characters or contains control or formatting characters.
 func (f *consoleForm) Text(name string, max int) string {
 	v := strings.TrimSpace(f.values.Get(name))
 	switch {
 	case utf8.RuneCountInString(v) > max:
 		f.Fail(name, "Use at most %d characters.", max)
-	case strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		f.Fail(name, "Remove the control characters.")
+	case strings.ContainsFunc(v, fieldcheck.IsControlOrFormat):
+		f.Fail(name, "Remove the control and formatting characters.")
 	}
 	return v
 }
@@ -206,6 +208,9 @@ func (f *consoleForm) Lines(name string, maxLines int) []string {
 	}
 	if len(out) > maxLines {
 		f.Fail(name, "List at most %d lines.", maxLines)
+	}
+	if slices.ContainsFunc(out, func(l string) bool { return strings.ContainsFunc(l, fieldcheck.IsControlOrFormat) }) {
+		f.Fail(name, "Remove the control and formatting characters.")
 	}
 	return out
 }

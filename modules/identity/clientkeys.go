@@ -22,6 +22,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/fieldcheck"
 	"github.com/flowd/flowd/internal/netguard"
 	"github.com/flowd/flowd/modules/identity/internal/store"
 )
@@ -85,6 +86,9 @@ func (k *ClientKeys) Validate(allowedHosts []string) error {
 
 // checkJWKSURI accepts an https URL on one of allowedHosts.
 func checkJWKSURI(raw string, allowedHosts []string) error {
+	if strings.ContainsFunc(raw, fieldcheck.IsControlOrFormat) {
+		return errors.New(fieldcheck.ControlOrFormatMessage)
+	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.User != nil || u.Fragment != "" {
 		return errors.New("must be an absolute https URL")

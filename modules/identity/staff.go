@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/fieldcheck"
 )
 
 // This file holds the domain of interactive login (issue 6): staff accounts,
@@ -70,6 +71,8 @@ func (n NewStaffAccount) Validate() error {
 	}
 	if len(n.Name) > 200 {
 		f.Add("name", "must be at most 200 characters")
+	} else if msg := fieldcheck.Text(n.Name, 200); msg != "" {
+		f.Add("name", "%s", msg)
 	}
 	if !n.Role.Valid() {
 		f.Add("role", "must be admin or viewer")
