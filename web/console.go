@@ -50,14 +50,20 @@ func (s *Server) frame(c echo.Context, section, title string) layouts.Console {
 		name = m.Username
 	}
 	f := layouts.Console{Title: title, Section: section, StaffName: name, Username: m.Username, Role: string(m.Role),
-		IsAdmin: m.IsAdmin(), OrgName: m.OrganizationID, CSRF: csrfTokenOf(c), Notice: noticeOf(c)}
-	if s.identity != nil {
-		if org, err := s.identity.Organization(c.Request().Context(), m.OrganizationID); err == nil {
-			f.OrgName = org.Name
-		}
-	}
+		IsAdmin: m.IsAdmin(), OrgName: s.organizationName(c, m.OrganizationID), CSRF: csrfTokenOf(c), Notice: noticeOf(c)}
 	f.Banner = s.endpointBanner(c, m.OrganizationID)
 	return f
+}
+
+// organizationName is the organization's registered name, or its id when
+// the identity module does not know it (an external issuer's claim).
+func (s *Server) organizationName(c echo.Context, organizationID string) string {
+	if s.identity != nil {
+		if org, err := s.identity.Organization(c.Request().Context(), organizationID); err == nil {
+			return org.Name
+		}
+	}
+	return organizationID
 }
 
 // renderConsole renders a console page; console pages are never cached,
