@@ -219,10 +219,11 @@ func checkOrganizationNumber(f *apperr.Fields, number string) {
 
 // normalizeOrigin accepts an absolute http(s) URL and returns its origin.
 func normalizeOrigin(s string) (string, error) {
+	s = strings.TrimSpace(s)
 	if strings.ContainsFunc(s, fieldcheck.IsControlOrFormat) {
 		return "", errors.New(fieldcheck.ControlOrFormatMessage)
 	}
-	u, err := url.Parse(strings.TrimSpace(s))
+	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("must be an absolute http(s) URL")
 	}
