@@ -36,16 +36,17 @@ const largeObject = 32
 // Find returns the duplicate members of data, a valid JSON text in UTF-8
 // (encoding/json reads invalid UTF-8 as U+FFFD, so that names distinct here
 // may collide there: check data with utf8.Valid first), in the order they
-// appear. It reads data once and allocates nothing unless a
-// member name holds escapes or an object is large; on text that is not
-// valid JSON it stops early and never fails.
+// appear. It reads data once and allocates nothing unless it finds a
+// duplicate, a member name holds escapes or an object is large; on text that
+// is not valid JSON it stops early and never fails.
 func Find(data []byte) []Duplicate {
 	s := scanners.Get().(*scanner)
 	s.data, s.i, s.path, s.names = data, 0, s.path[:0], s.names[:0]
 	s.value()
 	found := s.found
-	// The names point into data: drop them, and the room of a large body.
+	// Names and paths point into data: drop them, and the room of a large body.
 	clear(s.names[:cap(s.names)])
+	clear(s.path[:cap(s.path)])
 	s.data, s.found = nil, nil
 	if cap(s.names) > 1024 || cap(s.path) > 1024 {
 		s.names, s.path = nil, nil
@@ -116,8 +117,8 @@ func (s *scanner) members(start int) {
 			return // not JSON
 		}
 		name := s.str()
-		if earlier, ok := s.earlier(s.names[start:], &folded, name); ok {
-			s.found = append(s.found, Duplicate{Path: s.pathTo(name), Name: string(name), Earlier: string(earlier)})
+		if prev, ok := earlier(s.names[start:], &folded, name); ok {
+			s.found = append(s.found, Duplicate{Path: s.pathTo(name), Name: string(name), Earlier: string(prev)})
 		}
 		s.names = append(s.names, name)
 		s.skipSpace()
@@ -137,7 +138,7 @@ func (s *scanner) members(start int) {
 // earlier returns the name of seen that name repeats, exactly or but for
 // case. Past largeObject names it keeps them in folded instead of comparing
 // each pair.
-func (s *scanner) earlier(seen [][]byte, folded *map[string]string, name []byte) ([]byte, bool) {
+func earlier(seen [][]byte, folded *map[string]string, name []byte) ([]byte, bool) {
 	if len(seen) < largeObject {
 		for _, prev := range seen {
 			if bytes.EqualFold(prev, name) {
