@@ -14,6 +14,7 @@ targets=(
   ./modules/identity:FuzzVerifyAccessToken
   ./modules/identity:FuzzVerifySignedClaims
   ./internal/reliability:FuzzConsentDecisionForm
+  ./internal/jsondup:FuzzFind
 )
 run() {
   for t in "${targets[@]}"; do

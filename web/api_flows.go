@@ -11,13 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/fieldcheck"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
 )
@@ -419,10 +418,11 @@ type withdrawRequest struct {
 const maxWithdrawReason = 400
 
 // withdrawReason trims a withdrawal's reason and reports whether it is one:
-// 1 to maxWithdrawReason characters without control characters.
+// 1 to maxWithdrawReason characters without control or formatting
+// characters.
 func withdrawReason(raw string) (string, bool) {
 	reason := strings.TrimSpace(raw)
-	return reason, reason != "" && utf8.RuneCountInString(reason) <= maxWithdrawReason && !strings.ContainsFunc(reason, unicode.IsControl)
+	return reason, reason != "" && fieldcheck.Text(reason, maxWithdrawReason) == ""
 }
 
 // handleFlowWithdraw handles "POST /api/flows/:id/withdraw": the
@@ -436,7 +436,7 @@ func (s *Server) handleFlowWithdraw(c echo.Context) error {
 	reason, ok := withdrawReason(req.Reason)
 	if !ok {
 		return apperr.InvalidFields([]apperr.FieldError{{Field: "reason",
-			Message: fmt.Sprintf("is required: 1 to %d characters without control characters", maxWithdrawReason)}})
+			Message: fmt.Sprintf("is required: 1 to %d characters without control or formatting characters", maxWithdrawReason)}})
 	}
 	cond, err := ifMatch(c)
 	if err != nil {

@@ -447,6 +447,7 @@ func TestWithdrawingAnAcceptedConsent(t *testing.T) {
 	}{
 		{"no reason", accepted, tokA, `{"reason":"  "}`, http.StatusBadRequest},
 		{"a reason too long", accepted, tokA, `{"reason":"` + strings.Repeat("x", 401) + `"}`, http.StatusBadRequest},
+		{"a reason with a right-to-left override", accepted, tokA, `{"reason":"Asked by phone \u202E"}`, http.StatusBadRequest},
 		{"without flows:write", accepted, tokARead, reason, http.StatusForbidden},
 		{"another organization's flow", accepted, tokB, reason, http.StatusNotFound},
 		{"a rejected consent", rejected, tokA, reason, http.StatusConflict},

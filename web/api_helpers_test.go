@@ -209,7 +209,7 @@ func newAPI(t testing.TB, opts ...envOption) *apiEnv {
 	}
 	definitions := consent.NewDefinitions(pool, testOrganizations{})
 	receiptKeys := identity.New(pool, identity.Config{Issuer: cfg.BaseURL.String(), KeyEncryptionKey: key, HashParams: secrethash.Cheap})
-	receipts := consent.NewReceipts(pool, receiptKeys, definitions, cfg.BaseURL.String())
+	receipts := consent.NewReceipts(pool, receiptKeys, definitions, testOrganizations{}, cfg.BaseURL.String())
 	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, cfg.BaseURL.String()),
 		definitions, receipts, orgs, publisher,
 		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), fcfg)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -59,7 +60,7 @@ func (s *Server) handleConsentPage(c echo.Context) error {
 	if req.Closure != consent.Open && req.Closure != consent.Decided {
 		return s.consentClosed(c, frame, req.Closure)
 	}
-	summary := pages.ConsentRequest{Text: consentTextOf(req.Text, frame), ReferenceName: req.ReferenceName,
+	summary := pages.ConsentRequest{Text: consentTextOf(req.Text, req.OrganizationName, frame), ReferenceName: req.ReferenceName,
 		ReferenceID: req.ReferenceID, MaskedNationalID: req.MaskedNationalID, NationalIDEnd: req.NationalIDEnd}
 	if !req.ExpiresAt.IsZero() && req.Closure == consent.Open {
 		summary.AnswerBy = i18n.FormatDate(frame.Lang, req.ExpiresAt)
@@ -124,7 +125,7 @@ func (s *Server) consentAnswered(c echo.Context, frame pages.ConsentFrame, req c
 	if req.Status == flows.Accepted {
 		page.Answer = fmt.Sprintf(frame.T.AnsweredAccepted, when)
 		page.WithdrawURL = "/consent/" + c.Param("token") + "/withdraw"
-		page.WithdrawFor = req.Text.Recipient
+		page.WithdrawFor = req.OrganizationName
 		if req.ValidUntil != nil {
 			page.ValidUntil = i18n.FormatDate(frame.Lang, *req.ValidUntil)
 		}
@@ -149,8 +150,18 @@ func (s *Server) handleConsentWithdraw(c echo.Context) error {
 		return s.consentRefused(c, frame, err)
 	}
 	return s.render(c, http.StatusOK, pages.ConsentWithdrawnPage(pages.ConsentWithdrawn{ConsentFrame: frame,
-		Message:  fmt.Sprintf(frame.T.WithdrawnDone, r.Receipt.OrganizationName),
+		Message:  withdrawnMessage(frame.T, r.Receipt),
 		Receipts: []pages.ReceiptCard{receiptCard(frame, r.Receipt, r.JWS)}, VerifyURL: "/receipts/verify"}))
+}
+
+// withdrawnMessage says who has been told of a withdrawal: the organization
+// that asked, and who may no longer receive the data when that is another.
+func withdrawnMessage(t i18n.Consent, r consent.Receipt) string {
+	organization, recipient := r.Parties()
+	if organization == "" || organization == recipient {
+		return fmt.Sprintf(t.WithdrawnDone, cmp.Or(organization, recipient))
+	}
+	return fmt.Sprintf(t.WithdrawnDoneFor, organization, recipient)
 }
 
 // consentProof is the proof a decision or withdrawal comes with: the
@@ -294,11 +305,13 @@ func (s *Server) consentNeedsStrongerEID(c echo.Context, frame pages.ConsentFram
 	}))
 }
 
-// consentTextOf is a definition version's text in the page's language.
-func consentTextOf(v consent.Version, frame pages.ConsentFrame) pages.ConsentText {
+// consentTextOf is a definition version's text in the page's language, as
+// organization, its registered name, asks for it.
+func consentTextOf(v consent.Version, organization string, frame pages.ConsentFrame) pages.ConsentText {
 	lang := string(frame.Lang)
-	x := pages.ConsentText{Title: v.Title.In(lang), Recipient: v.Recipient, Assurance: frame.T.Level(string(v.AssuranceLevel)),
-		Validity: i18n.FormatPeriod(frame.Lang, v.Validity.Years, v.Validity.Months, v.Validity.Weeks, v.Validity.Days)}
+	x := pages.ConsentText{Title: v.Title.In(lang), Organization: organization, Recipient: v.Recipient,
+		Assurance: frame.T.Level(string(v.AssuranceLevel)),
+		Validity:  i18n.FormatPeriod(frame.Lang, v.Validity.Years, v.Validity.Months, v.Validity.Weeks, v.Validity.Days)}
 	x.Purpose = textBlocksOf(v.Purpose.In(lang))
 	for _, c := range v.DataCategories {
 		x.DataCategories = append(x.DataCategories, c.In(lang))

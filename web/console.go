@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/fieldcheck"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/views/layouts"
 )
@@ -48,14 +50,20 @@ func (s *Server) frame(c echo.Context, section, title string) layouts.Console {
 		name = m.Username
 	}
 	f := layouts.Console{Title: title, Section: section, StaffName: name, Username: m.Username, Role: string(m.Role),
-		IsAdmin: m.IsAdmin(), OrgName: m.OrganizationID, CSRF: csrfTokenOf(c), Notice: noticeOf(c)}
-	if s.identity != nil {
-		if org, err := s.identity.Organization(c.Request().Context(), m.OrganizationID); err == nil {
-			f.OrgName = org.Name
-		}
-	}
+		IsAdmin: m.IsAdmin(), OrgName: s.organizationName(c, m.OrganizationID), CSRF: csrfTokenOf(c), Notice: noticeOf(c)}
 	f.Banner = s.endpointBanner(c, m.OrganizationID)
 	return f
+}
+
+// organizationName is the organization's registered name, or its id when
+// the identity module does not know it (an external issuer's claim).
+func (s *Server) organizationName(c echo.Context, organizationID string) string {
+	if s.identity != nil {
+		if org, err := s.identity.Organization(c.Request().Context(), organizationID); err == nil {
+			return org.Name
+		}
+	}
+	return organizationID
 }
 
 // renderConsole renders a console page; console pages are never cached,
@@ -180,14 +188,14 @@ func bindForm(c echo.Context) (*consoleForm, error) {
 }
 
 // Text returns a trimmed field, noting an error when it is longer than max
-// characters or contains control characters.
+// characters or contains control or formatting characters.
 func (f *consoleForm) Text(name string, max int) string {
 	v := strings.TrimSpace(f.values.Get(name))
 	switch {
 	case utf8.RuneCountInString(v) > max:
 		f.Fail(name, "Use at most %d characters.", max)
-	case strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		f.Fail(name, "Remove the control characters.")
+	case strings.ContainsFunc(v, fieldcheck.IsControlOrFormat):
+		f.Fail(name, "Remove the control and formatting characters.")
 	}
 	return v
 }
@@ -211,6 +219,9 @@ func (f *consoleForm) Lines(name string, maxLines int) []string {
 	}
 	if len(out) > maxLines {
 		f.Fail(name, "List at most %d lines.", maxLines)
+	}
+	if slices.ContainsFunc(out, func(l string) bool { return strings.ContainsFunc(l, fieldcheck.IsControlOrFormat) }) {
+		f.Fail(name, "Remove the control and formatting characters.")
 	}
 	return out
 }

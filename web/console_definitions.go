@@ -258,9 +258,11 @@ func (s *Server) handleConsoleSaveDefinition(c echo.Context) error {
 		return refuse(err)
 	}
 	if f.values.Get("action") != "publish" {
+		org := s.organizationName(c, author.OrganizationID)
 		for _, lang := range []i18n.Lang{i18n.English, i18n.Norwegian} {
 			frame := pages.ConsentFrame{Lang: lang, T: i18n.ConsentTexts(lang)}
-			form.Previews = append(form.Previews, pages.DefinitionPreview{Language: string(lang), T: frame.T, Text: consentTextOf(preview, frame)})
+			form.Previews = append(form.Previews, pages.DefinitionPreview{Language: string(lang), T: frame.T,
+				Text: consentTextOf(preview, org, frame)})
 		}
 		return s.renderConsole(c, http.StatusOK, pages.DefinitionForm(s.definitionForm(c, id, isNew, form)))
 	}

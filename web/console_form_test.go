@@ -18,6 +18,8 @@ func TestConsoleFormCollectsFieldErrors(t *testing.T) {
 		"name":    {"  Backend  "},
 		"long":    {strings.Repeat("x", 11)},
 		"ctl":     {"a\x07b"},
+		"bidi":    {"Bank\u202Eknab"},
+		"c1":      {"a\u0085b"},
 		"box":     {"on"},
 		"scopes":  {"flows:read", "flows:write"},
 		"origins": {" https://a.example \n\n https://b.example\r\n"},
@@ -34,6 +36,8 @@ func TestConsoleFormCollectsFieldErrors(t *testing.T) {
 	}
 	f.Text("long", 10)
 	f.Text("ctl", 10)
+	f.Text("bidi", 10)
+	f.Text("c1", 10)
 	if !f.Bool("box") || f.Bool("missing") {
 		t.Error("Bool")
 	}
@@ -50,7 +54,9 @@ func TestConsoleFormCollectsFieldErrors(t *testing.T) {
 	}
 	want := map[string]string{
 		"long":             "Use at most 10 characters.",
-		"ctl":              "Remove the control characters.",
+		"ctl":              "Remove the control and formatting characters.",
+		"bidi":             "Remove the control and formatting characters.",
+		"c1":               "Remove the control and formatting characters.",
 		"origins":          "List at most 1 lines.",
 		"reference_prefix": "Must be 2 to 8 letters. Is taken.",
 	}

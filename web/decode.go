@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"reflect"
@@ -14,13 +15,16 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/jsondup"
 )
 
 // decodeJSON reads the request body, a JSON object, into dst, a pointer to a
 // struct with json tags. Unlike json.Decoder it does not stop at the first
-// problem: every unknown field and every field of the wrong type is named in
-// the one 400 it returns. A body that is not application/json is a 415, one
-// over the limit a 413.
+// problem: every unknown field, every field of the wrong type and every
+// member given twice in one object (exactly or but for case, nested ones
+// too: encoding/json would keep the last, a proxy may read the first) is
+// named in the one 400 it returns. A body that is not application/json is a
+// 415, one over the limit a 413.
 func decodeJSON(c echo.Context, dst any) error {
 	mediaType, _, err := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
 	if err != nil || (mediaType != echo.MIMEApplicationJSON && !strings.HasSuffix(mediaType, "+json")) {
@@ -46,10 +50,16 @@ func decodeJSON(c echo.Context, dst any) error {
 		return apperr.InvalidFields([]apperr.FieldError{{Field: "", Message: "the body must hold nothing after the JSON object"}})
 	}
 
+	var problems apperr.Fields
+	for _, d := range jsondup.Find(body) {
+		problems.Add(d.Path, "%s", duplicateMessage(d))
+	}
 	v := reflect.ValueOf(dst).Elem()
 	fields := jsonFields(v.Type())
-	var problems apperr.Fields
 	for _, name := range sortedKeys(raw) {
+		if len(problems) > 0 && slices.ContainsFunc(problems, func(p apperr.FieldError) bool { return p.Field == name }) {
+			continue // given twice: named already
+		}
 		i, ok := fields[name]
 		if !ok {
 			problems.Add(name, "unknown field")
@@ -60,6 +70,14 @@ func decodeJSON(c echo.Context, dst any) error {
 		}
 	}
 	return problems.Err()
+}
+
+// duplicateMessage says what is wrong with a member given twice.
+func duplicateMessage(d jsondup.Duplicate) string {
+	if d.Name == d.Earlier {
+		return "is given more than once"
+	}
+	return fmt.Sprintf("is given more than once: names are matched without regard to case, and %q comes before it", d.Earlier)
 }
 
 // jsonFields maps each JSON name of struct type t to its field index.

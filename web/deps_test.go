@@ -86,7 +86,7 @@ func newServer(t testing.TB, d Deps) *Server {
 	if d.Definitions == nil {
 		d.Definitions = definitions
 	}
-	receipts := consent.NewReceipts(d.Pool, ident, definitions, base)
+	receipts := consent.NewReceipts(d.Pool, ident, definitions, testOrganizations{}, base)
 	if d.Receipts == nil {
 		d.Receipts = receipts
 	}
@@ -96,7 +96,7 @@ func newServer(t testing.TB, d Deps) *Server {
 		d.Flows = flowsModule
 	}
 	if d.Consent == nil {
-		d.Consent = consent.NewJourney(d.Pool, requests, flowsModule, definitions, receipts, testOrganizations{}, consent.DefaultACRMap, d.Log)
+		d.Consent = consent.NewJourney(d.Pool, requests, flowsModule, definitions, receipts, testOrganizations{}, testOrganizations{}, consent.DefaultACRMap, d.Log)
 	}
 	if d.Login == nil {
 		staff, err := login.NewStaff(d.Pool, testOrganizations{}, login.StaffConfig{PasswordParams: secrethash.Cheap})

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -185,6 +186,22 @@ func handlePublicPreflight(c echo.Context) error {
 	h.Set(echo.HeaderAccessControlAllowHeaders, "*")
 	h.Set(echo.HeaderAccessControlMaxAge, "86400")
 	return c.NoContent(http.StatusNoContent)
+}
+
+// filesOnly is a file system whose directories cannot be opened, so that
+// http.FileServer answers 404 for them instead of listing what they hold.
+type filesOnly struct{ fs.FS }
+
+func (f filesOnly) Open(name string) (fs.File, error) {
+	file, err := f.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := file.Stat(); err != nil || st.IsDir() {
+		_ = file.Close()
+		return nil, fs.ErrNotExist
+	}
+	return file, nil
 }
 
 // cacheAssets lets browsers keep embedded assets for an hour.

@@ -60,7 +60,13 @@ func receiptCard(frame pages.ConsentFrame, r consent.Receipt, jws string) pages.
 		card.Lines = append(card.Lines, pages.ReceiptLine{Label: label, Value: value, Code: code})
 	}
 	line(t.ReceiptSignedAt, card.SignedAt, false)
-	line(t.ReceiptOrg, r.OrganizationName, false)
+	// A receipt from before the recipient had a claim of its own names only
+	// the recipient.
+	organization, recipient := r.Parties()
+	if organization != "" {
+		line(t.ReceiptOrg, organization, false)
+	}
+	line(t.ReceiptRecipient, recipient, false)
 	line(t.Reference, r.ReferenceID, false)
 	line(t.ReceiptText, fmt.Sprintf(t.ReceiptVersion, r.Definition.ID, r.Definition.Version), false)
 	line(t.ReceiptTextHash, r.Definition.TextSHA256, true)

@@ -166,5 +166,5 @@ func (s *Server) routes() {
 
 	// Static assets, embedded in the binary.
 	static, _ := fs.Sub(assets.FS, ".")
-	e.GET("/assets/*", echo.WrapHandler(http.StripPrefix("/assets/", cacheAssets(http.FileServer(http.FS(static))))))
+	e.GET("/assets/*", echo.WrapHandler(http.StripPrefix("/assets/", cacheAssets(http.FileServer(http.FS(filesOnly{static}))))))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/etag"
+	"github.com/flowd/flowd/internal/jsondup"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/web"
 )
@@ -137,7 +138,7 @@ func publishDefinition(ctx context.Context, defs *consent.DefinitionStore, a con
 }
 
 // decodeDraft reads raw as the API reads a definition's body: one JSON
-// object of known members, in UTF-8, with nothing after it.
+// object of known members, each given once, in UTF-8, with nothing after it.
 func decodeDraft(raw []byte) (web.FlowDefinitionDraft, error) {
 	var draft web.FlowDefinitionDraft
 	if !utf8.Valid(raw) {
@@ -153,6 +154,9 @@ func decodeDraft(raw []byte) (web.FlowDefinitionDraft, error) {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return draft, errors.New("it must hold nothing after the JSON object")
+	}
+	if dups := jsondup.Find(raw); len(dups) > 0 {
+		return draft, fmt.Errorf("%s is given more than once", dups[0].Path)
 	}
 	return draft, nil
 }

@@ -98,6 +98,7 @@ func TestDefinitionsCommands(t *testing.T) {
 		{"bad fields", `{"id":"bad","title":{"en":"","nb":"x"},"purpose":{"en":"p","nb":"p"},"assuranceLevel":"extreme"}`, nil,
 			"title.en is required; assuranceLevel must be low, substantial or high"},
 		{"an unknown member", `{"id":"bad","html":"<b>"}`, nil, `unknown field "html"`},
+		{"a member given twice", `{"id":"twice","title":{"en":"t","nb":"t","en":"u"},"purpose":{"en":"p","nb":"p"}}`, nil, "title.en is given more than once"},
 		{"no id", `{"title":{"en":"t","nb":"t"},"purpose":{"en":"p","nb":"p"}}`, nil, "--id"},
 		{"--id and the file's id differ", `{"id":"other","title":{"en":"t","nb":"t"},"purpose":{"en":"p","nb":"p"}}`,
 			[]string{"definitions", "publish", "--org", org.ID, "--id", "loan", "--file", file}, `--id "loan" and the file's id "other" differ`},

@@ -33,6 +33,7 @@ func identityConfig(cfg *config.Config, log *slog.Logger) identity.Config {
 		ExternalAudiences:   cfg.OIDCAudience,
 		OrgClaim:            cfg.OrgClaim,
 		ClientJWKSHosts:     cfg.ClientJWKSHosts,
+		JWKSAllowPrivate:    cfg.WebhookAllowPrivate,
 		DPoPNonceRequired:   cfg.DPoPNonce == "required",
 		Log:                 log,
 	}

@@ -80,7 +80,15 @@ func runReceipts(ctx context.Context, args []string, getenv func(string) string,
 	fmt.Fprintf(stdout, "Valid: %s signed this receipt with key %s.\n", r.Issuer, v.KeyID)
 	fmt.Fprintf(stdout, "  receipt     %s, signed %s\n", r.ID, r.IssuedAtTime().Format(time.RFC3339))
 	fmt.Fprintf(stdout, "  decision    %s\n", r.Decision)
-	fmt.Fprintf(stdout, "  flow        %s (%s) of %s (%s)\n", r.FlowID, r.ReferenceID, r.OrganizationName, r.OrganizationID)
+	organization, recipient := r.Parties()
+	if organization == "" {
+		// A receipt from before the recipient had a claim of its own.
+		organization = "organization " + r.OrganizationID
+	} else {
+		organization += " (" + r.OrganizationID + ")"
+	}
+	fmt.Fprintf(stdout, "  flow        %s (%s) of %s\n", r.FlowID, r.ReferenceID, organization)
+	fmt.Fprintf(stdout, "  recipient   %s\n", recipient)
 	fmt.Fprintf(stdout, "  definition  %s version %d, text SHA-256 %s, shown in %s\n", r.Definition.ID, r.Definition.Version,
 		r.Definition.TextSHA256, r.Definition.Language)
 	if r.ValidUntil != "" {

@@ -24,8 +24,8 @@ func URL(raw string, allowInsecure bool) string {
 		return "must be at most " + strconv.Itoa(MaxURL) + " characters"
 	}
 	for _, r := range raw {
-		if r <= ' ' || r == 0x7f {
-			return "must not contain spaces or control characters"
+		if r <= ' ' || IsControlOrFormat(r) {
+			return "must not contain spaces, control or formatting characters"
 		}
 	}
 	u, err := url.Parse(raw)
@@ -59,15 +59,35 @@ func IsLoopbackHost(host string) bool {
 }
 
 // Text reports what is wrong with a text of at most max characters without
-// control characters.
+// control or formatting characters (IsControlOrFormat).
 func Text(s string, max int) string {
 	if utf8.RuneCountInString(s) > max {
 		return "must be at most " + strconv.Itoa(max) + " characters"
 	}
-	for _, r := range s {
-		if unicode.IsControl(r) || r == utf8.RuneError {
-			return "must not contain control characters"
-		}
+	if strings.ContainsFunc(s, IsControlOrFormat) {
+		return ControlOrFormatMessage
 	}
 	return ""
+}
+
+// ControlOrFormatMessage is what Text says of a text with a character that
+// IsControlOrFormat refuses.
+const ControlOrFormatMessage = "must not contain control or formatting characters"
+
+// IsControlOrFormat reports whether r may not appear in a name, reference,
+// URL or other text that people read: a control character (Unicode
+// category Cc), a format character (Cf), the line or paragraph separator,
+// or the replacement of a byte that is not UTF-8. Format characters are
+// invisible and some reorder the text around them (the bidirectional
+// embeddings, overrides and isolates U+202A–U+202E and U+2066–U+2069, the
+// marks U+200E, U+200F and U+061C), so that what a page shows is not what
+// was stored; the zero-width space, joiners and word joiner, the byte order
+// mark and the soft hyphen make two texts that look alike differ. Each of
+// them is refused, with no exception for the joiners of emoji sequences or
+// the soft hyphen: no field flowd takes needs them.
+func IsControlOrFormat(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r < 0x20 || r == 0x7f
+	}
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' || r == utf8.RuneError
 }

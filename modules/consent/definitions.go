@@ -11,12 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/etag"
+	"github.com/flowd/flowd/internal/fieldcheck"
 )
 
 // A consent definition is what an organization asks its individuals to
@@ -216,19 +216,20 @@ func checkText(f *apperr.Fields, field, s string, limit int, required, multiline
 	case utf8.RuneCountInString(s) > limit:
 		f.Add(field, "must be at most %d characters", limit)
 	case !plain(s, multiline):
-		f.Add(field, "must be plain text without control characters")
+		f.Add(field, "must be plain text without control or formatting characters")
 	}
 }
 
-// plain reports whether s holds no control characters but, in multiline
-// text, line feeds. The line and paragraph separators are refused too: the
-// canonical form would escape them differently from RFC 8785.
+// plain reports whether s holds none of the characters fieldcheck refuses
+// in text (control and formatting characters, the line and paragraph
+// separators, which the canonical form would also escape differently from
+// RFC 8785) but tabs and, in multiline text, line feeds.
 func plain(s string, multiline bool) bool {
 	for _, r := range s {
 		if (r == '\n' && multiline) || r == '\t' {
 			continue
 		}
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+		if fieldcheck.IsControlOrFormat(r) {
 			return false
 		}
 	}

@@ -63,8 +63,11 @@ const (
 
 // Request is a consent request as its individual sees it.
 type Request struct {
-	FlowID           string
-	OrganizationID   string
+	FlowID         string
+	OrganizationID string
+	// OrganizationName is the organization's registered name: who asks.
+	// The data's recipient is Text.Recipient.
+	OrganizationName string
 	ReferenceID      string
 	ReferenceName    string // the flow's own name for the request; empty when not set
 	MaskedNationalID string
@@ -198,8 +201,9 @@ type Texts interface {
 	VersionTx(ctx context.Context, tx database.Tx, organizationID, id string, n int) (Version, error)
 }
 
-// OrganizationNames names an organization in its default definition's
-// text and as a definition's recipient.
+// OrganizationNames gives an organization's registered name: in its
+// default definition's text, as a definition's recipient unless it names
+// another, on the consent page and in receipts.
 type OrganizationNames interface {
 	OrganizationName(ctx context.Context, organizationID string) (string, error)
 }
@@ -218,17 +222,18 @@ type JourneyService struct {
 	flows    Flows
 	texts    Texts
 	receipts ReceiptVerifier
+	orgs     OrganizationNames
 	audit    MismatchRecorder
 	acr      ACRMap
 	log      *slog.Logger
 }
 
-// NewJourney returns the consent journey; acr reads the eID's acr claims
-// as assurance levels.
+// NewJourney returns the consent journey; orgs names the organization that
+// asks, and acr reads the eID's acr claims as assurance levels.
 func NewJourney(db database.Beginner, links LinkStore, flowsModule Flows, texts Texts, receipts ReceiptVerifier,
-	audit MismatchRecorder, acr ACRMap, log *slog.Logger) *JourneyService {
+	orgs OrganizationNames, audit MismatchRecorder, acr ACRMap, log *slog.Logger) *JourneyService {
 	return &JourneyService{db: db, links: links, flows: flowsModule, texts: texts, receipts: receipts,
-		audit: audit, acr: acr, log: log}
+		orgs: orgs, audit: audit, acr: acr, log: log}
 }
 
 // Visit implements Journey.
@@ -257,7 +262,11 @@ func (s *JourneyService) Visit(ctx context.Context, token string) (Request, erro
 	if err != nil {
 		return Request{}, err
 	}
-	return s.request(f, text), nil
+	req := s.request(f, text)
+	if req.OrganizationName, err = s.orgs.OrganizationName(ctx, f.OrganizationID); err != nil {
+		return Request{}, fmt.Errorf("consent: the organization of flow %s: %w", f.ID, err)
+	}
+	return req, nil
 }
 
 // Decide implements Journey. The flow is locked for the whole decision, so

@@ -104,10 +104,10 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, ttl time.Duration) *journeyEnv {
 	if err := ident.Prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	receipts := consent.NewReceipts(pool, ident, defs, "https://flowd.example")
+	receipts := consent.NewReceipts(pool, ident, defs, orgs{}, "https://flowd.example")
 	m := flows.New(pool, sealer, requests, defs, receipts, orgs{}, tableEvents{}, log, prometheus.NewRegistry(),
 		flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: ttl})
-	j := consent.NewJourney(pool, requests, m, defs, receipts, tableAudit{}, consent.DefaultACRMap, log)
+	j := consent.NewJourney(pool, requests, m, defs, receipts, orgs{}, tableAudit{}, consent.DefaultACRMap, log)
 	return &journeyEnv{pool: pool, flows: m, journey: j, defs: defs, logs: logs, caller: flows.Caller{OrganizationID: "org-1", ClientID: "client-1"}}
 }
 
@@ -186,7 +186,7 @@ func TestVisitOpensOnceAndShowsOnlyAMaskedID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if req.FlowID != c.FlowID || req.Text.Recipient != "Acme Bank" || req.ReferenceName != "Mortgage application" ||
+	if req.FlowID != c.FlowID || req.Text.Recipient != "Acme Bank" || req.OrganizationName != "Acme Bank" || req.ReferenceName != "Mortgage application" ||
 		req.ReferenceID != c.ReferenceID || req.Status != flows.Opened || req.Closure != consent.Open ||
 		req.MaskedNationalID != "•••••••••01" || req.NationalIDEnd != "01" || req.ExpiresAt.IsZero() {
 		t.Fatalf("first visit: %+v", req)

@@ -28,15 +28,21 @@ import (
 // Receipt and ISO/IEC 27560. It names the person only by Subject, a keyed
 // hash of their national id that only flowd can compute.
 type Receipt struct {
-	Issuer           string            `json:"iss"`
-	ID               string            `json:"jti"`
-	IssuedAt         int64             `json:"iat"`
-	FlowID           string            `json:"flowId"`
-	ReferenceID      string            `json:"referenceId"`
-	OrganizationID   string            `json:"organizationId"`
-	OrganizationName string            `json:"organizationName"`
-	Definition       ReceiptDefinition `json:"definition"`
-	Decision         string            `json:"decision"` // accepted, rejected or withdrawn
+	Issuer         string `json:"iss"`
+	ID             string `json:"jti"`
+	IssuedAt       int64  `json:"iat"`
+	FlowID         string `json:"flowId"`
+	ReferenceID    string `json:"referenceId"`
+	OrganizationID string `json:"organizationId"`
+	// OrganizationName is the organization's registered name when the
+	// receipt was signed: who asked for the consent.
+	OrganizationName string `json:"organizationName"`
+	// Recipient is who receives the data, as the consent text names it.
+	// Receipts signed before it was a claim of its own lack it, and their
+	// OrganizationName is the recipient instead (see Parties).
+	Recipient  string            `json:"recipient,omitempty"`
+	Definition ReceiptDefinition `json:"definition"`
+	Decision   string            `json:"decision"` // accepted, rejected or withdrawn
 	// ValidUntil is when an acceptance with a validity ends (RFC 3339).
 	ValidUntil string `json:"validUntil,omitempty"`
 	// Assurance is null when the deployment turned the eID proof off.
@@ -65,6 +71,17 @@ type ReceiptAssurance struct {
 
 // IssuedAtTime is when the receipt was signed: the decision or withdrawal.
 func (r Receipt) IssuedAtTime() time.Time { return time.Unix(r.IssuedAt, 0).UTC() }
+
+// Parties returns who asked for the consent and who receives the data, as
+// the receipt names them. A receipt signed before the recipient had a claim
+// of its own named only the recipient, in organizationName: its
+// organization is then "".
+func (r Receipt) Parties() (organization, recipient string) {
+	if r.Recipient == "" {
+		return "", r.OrganizationName
+	}
+	return r.OrganizationName, r.Recipient
+}
 
 // ReceiptSigner signs receipts and gives the keys that verify them: the
 // identity module, whose JWKS publishes those keys.
@@ -174,6 +191,7 @@ type ReceiptService struct {
 	pool   *pgxpool.Pool
 	signer ReceiptSigner
 	texts  Texts
+	orgs   OrganizationNames
 	issuer string
 
 	mu         sync.Mutex
@@ -193,10 +211,12 @@ var (
 )
 
 // NewReceipts returns the receipt service; texts gives the definition
-// version a receipt names, and issuer is the receipts' iss, flowd's base
-// URL, whose /oauth/jwks publishes the keys.
-func NewReceipts(pool *pgxpool.Pool, signer ReceiptSigner, texts Texts, issuer string) *ReceiptService {
-	return &ReceiptService{pool: pool, signer: signer, texts: texts, issuer: strings.TrimRight(issuer, "/"), salts: map[string][]byte{}}
+// version a receipt names, orgs the organization's registered name, and
+// issuer is the receipts' iss, flowd's base URL, whose /oauth/jwks
+// publishes the keys.
+func NewReceipts(pool *pgxpool.Pool, signer ReceiptSigner, texts Texts, orgs OrganizationNames, issuer string) *ReceiptService {
+	return &ReceiptService{pool: pool, signer: signer, texts: texts, orgs: orgs, issuer: strings.TrimRight(issuer, "/"),
+		salts: map[string][]byte{}}
 }
 
 // IssueTx implements flows.Receipts. It reads and writes only through tx.
@@ -206,16 +226,20 @@ func (s *ReceiptService) IssueTx(ctx context.Context, tx database.Tx, in flows.R
 	if err != nil {
 		return flows.SignedReceipt{}, err
 	}
-	// The organization is named as the definition names it: the text the
-	// person saw.
+	// The organization is named by its registered name; the recipient as
+	// the definition names it: the text the person saw.
 	text, err := s.texts.VersionTx(ctx, tx, f.OrganizationID, f.FlowDefinitionID, f.FlowDefinitionVersion)
 	if err != nil {
 		return flows.SignedReceipt{}, err
 	}
-	orgName := text.Recipient
+	orgName, err := s.orgs.OrganizationName(ctx, f.OrganizationID)
+	if err != nil {
+		return flows.SignedReceipt{}, fmt.Errorf("consent: the organization of a receipt: %w", err)
+	}
 	r := Receipt{
 		Issuer: s.issuer, ID: uuid.Must(uuid.NewV7()).String(), IssuedAt: in.At.Unix(),
 		FlowID: f.ID, ReferenceID: f.ReferenceID, OrganizationID: f.OrganizationID, OrganizationName: orgName,
+		Recipient: text.Recipient,
 		Definition: ReceiptDefinition{ID: f.FlowDefinitionID, Version: f.FlowDefinitionVersion,
 			TextSHA256: hex.EncodeToString(f.Evidence.TextSHA256), Language: f.Evidence.Language},
 		Decision: in.Decision, Subject: subjectHash(salt, f.NationalID), Previous: in.Previous,

@@ -172,5 +172,5 @@ var receiptKEK = []byte("flows-tests-key-encryption-key!!")
 // sealed under kek, as flowd serve does.
 func testReceipts(pool *pgxpool.Pool, texts consent.Texts, kek []byte) *consent.ReceiptService {
 	ident := identity.New(pool, identity.Config{Issuer: "https://flowd.example", KeyEncryptionKey: kek})
-	return consent.NewReceipts(pool, ident, texts, "https://flowd.example")
+	return consent.NewReceipts(pool, ident, texts, orgs{}, "https://flowd.example")
 }

@@ -20,8 +20,8 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/etag"
+	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 	"github.com/flowd/flowd/modules/webhooks"

@@ -76,7 +76,8 @@ func (in NewFlow) Validate(r Rules) error {
 	return f.Err()
 }
 
-// checkText allows up to max characters of text without control characters.
+// checkText allows up to max characters of text without control or
+// formatting characters.
 func checkText(s string, max int) string { return fieldcheck.Text(s, max) }
 
 // CheckURL reports what is wrong with an address flowd sends people or

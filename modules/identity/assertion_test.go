@@ -369,6 +369,7 @@ func TestJWKSURI(t *testing.T) {
 	f := newFixture(t, func(c *Config) {
 		c.ClientJWKSHosts = []string{"127.0.0.1"}
 		c.JWKSHTTPClient = srv.Client()
+		c.JWKSAllowPrivate = true
 	})
 	cc := f.keyClient(t, ClientKeys{JWKSURI: srv.URL + "/jwks"})
 	assert := func(key *ecdsa.PrivateKey, kid string) error {

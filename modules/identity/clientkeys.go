@@ -22,6 +22,8 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/fieldcheck"
+	"github.com/flowd/flowd/internal/netguard"
 	"github.com/flowd/flowd/modules/identity/internal/store"
 )
 
@@ -84,6 +86,9 @@ func (k *ClientKeys) Validate(allowedHosts []string) error {
 
 // checkJWKSURI accepts an https URL on one of allowedHosts.
 func checkJWKSURI(raw string, allowedHosts []string) error {
+	if strings.ContainsFunc(raw, fieldcheck.IsControlOrFormat) {
+		return errors.New(fieldcheck.ControlOrFormatMessage)
+	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.User != nil || u.Fragment != "" {
 		return errors.New("must be an absolute https URL")
@@ -248,10 +253,31 @@ func (m *Module) forgetClientKeys(clientID string) {
 	m.jwks.mu.Unlock()
 }
 
+// jwksClient returns the client that fetches jwks_uri: base (a plain client
+// when nil) with its TLS settings kept, connecting only through the address
+// guard of webhook deliveries unless allowPrivate, with no proxy from the
+// environment (a proxy would hide the real destination from the guard), and
+// following no redirects (they could lead off the allow-list).
+func jwksClient(base *http.Client, allowPrivate bool) *http.Client {
+	c := &http.Client{}
+	if base != nil {
+		*c = *base
+	}
+	t, ok := c.Transport.(*http.Transport)
+	if !ok {
+		t = http.DefaultTransport.(*http.Transport)
+	}
+	t = t.Clone()
+	t.Proxy = nil
+	t.DialContext, t.DialTLSContext = netguard.NewDialer(jwksFetchTimeout, allowPrivate).DialContext, nil
+	c.Transport = t
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return c
+}
+
 // fetchJWKS gets a key set from a client's jwks_uri with the module's
-// JWKS HTTP client: the host must still be allowed, redirects are not
-// followed (they could lead off the allow-list), and the answer must be a
-// valid set within jwksBodyLimit, in jwksFetchTimeout.
+// JWKS HTTP client (jwksClient): the host must still be allowed, and the
+// answer must be a valid set within jwksBodyLimit, in jwksFetchTimeout.
 func (m *Module) fetchJWKS(ctx context.Context, uri string) ([]jose.JSONWebKey, error) {
 	if err := checkJWKSURI(uri, m.cfg.ClientJWKSHosts); err != nil {
 		return nil, fmt.Errorf("jwks_uri %s: %w", uri, err)
@@ -263,9 +289,7 @@ func (m *Module) fetchJWKS(ctx context.Context, uri string) ([]jose.JSONWebKey, 
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/jwk-set+json, application/json")
-	client := *m.cfg.JWKSHTTPClient
-	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err := client.Do(req)
+	resp, err := m.cfg.JWKSHTTPClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("fetching jwks_uri %s: %w", uri, err)
 	}

@@ -5,6 +5,7 @@ package identity
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -12,10 +13,10 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/fieldcheck"
 )
 
 // Scopes an API client may hold.
@@ -82,15 +83,12 @@ func (n *NewOrganization) Validate() error {
 	n.Name = strings.TrimSpace(n.Name)
 	n.OrganizationNumber = strings.TrimSpace(n.OrganizationNumber)
 	n.ReferencePrefix = strings.ToUpper(strings.TrimSpace(n.ReferencePrefix))
-	switch {
-	case n.Name == "":
+	if n.Name == "" {
 		f.Add("name", "is required")
-	case utf8.RuneCountInString(n.Name) > 200:
-		f.Add("name", "must be at most 200 characters")
+	} else if msg := fieldcheck.Text(n.Name, 200); msg != "" {
+		f.Add("name", "%s", msg)
 	}
-	if len(n.OrganizationNumber) > 64 {
-		f.Add("organizationNumber", "must be at most 64 characters")
-	}
+	checkOrganizationNumber(&f, n.OrganizationNumber)
 	if n.ReferencePrefix == "" && n.Name != "" {
 		n.ReferencePrefix = DerivePrefix(n.Name)
 	}
@@ -181,9 +179,7 @@ func (u *OrganizationUpdate) Validate() error {
 	if !prefixPattern.MatchString(u.ReferencePrefix) {
 		f.Add("referencePrefix", "must be 2 to 8 letters A-Z or digits")
 	}
-	if len(u.OrganizationNumber) > 64 {
-		f.Add("organizationNumber", "must be at most 64 characters")
-	}
+	checkOrganizationNumber(&f, u.OrganizationNumber)
 	var origins []string
 	for _, raw := range u.RedirectOrigins {
 		raw = strings.TrimSpace(raw)
@@ -211,9 +207,23 @@ func (u *OrganizationUpdate) Validate() error {
 	return f.Err()
 }
 
+// checkOrganizationNumber holds an organization number to at most 64 bytes
+// of text without control or formatting characters.
+func checkOrganizationNumber(f *apperr.Fields, number string) {
+	if len(number) > 64 {
+		f.Add("organizationNumber", "must be at most 64 characters")
+	} else if msg := fieldcheck.Text(number, 64); msg != "" {
+		f.Add("organizationNumber", "%s", msg)
+	}
+}
+
 // normalizeOrigin accepts an absolute http(s) URL and returns its origin.
 func normalizeOrigin(s string) (string, error) {
-	u, err := url.Parse(strings.TrimSpace(s))
+	s = strings.TrimSpace(s)
+	if strings.ContainsFunc(s, fieldcheck.IsControlOrFormat) {
+		return "", errors.New(fieldcheck.ControlOrFormatMessage)
+	}
+	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("must be an absolute http(s) URL")
 	}
@@ -263,8 +273,8 @@ func (n *NewClient) Validate() error {
 	if n.Name == "" {
 		n.Name = "API client"
 	}
-	if utf8.RuneCountInString(n.Name) > 200 {
-		f.Add("name", "must be at most 200 characters")
+	if msg := fieldcheck.Text(n.Name, 200); msg != "" {
+		f.Add("name", "%s", msg)
 	}
 	if n.OrganizationID == "" {
 		f.Add("organizationId", "is required")
@@ -324,8 +334,8 @@ func (x *ExternalClient) Validate() error {
 	if u, err := url.Parse(x.Issuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		f.Add("issuer", "must be the issuer's absolute URL")
 	}
-	if x.ClientID == "" || len(x.ClientID) > 255 {
-		f.Add("clientId", "is required, at most 255 characters")
+	if x.ClientID == "" || len(x.ClientID) > 255 || strings.ContainsFunc(x.ClientID, fieldcheck.IsControlOrFormat) {
+		f.Add("clientId", "is required, at most 255 characters without control or formatting characters")
 	}
 	if x.OrganizationID == "" {
 		f.Add("organizationId", "is required")

@@ -44,6 +44,9 @@ func TestNewOrganizationValidate(t *testing.T) {
 		{"long name", NewOrganization{Name: strings.Repeat("a", 201)}, "name"},
 		{"bad prefix", NewOrganization{Name: "A", ReferencePrefix: "toolongprefix"}, "referencePrefix"},
 		{"bad origin", NewOrganization{Name: "A B", RedirectOrigins: []string{"ftp://x"}}, "redirectOrigins"},
+		{"a bidirectional override in the name", NewOrganization{Name: "Demo \u202Eknab"}, "name"},
+		{"a zero-width space in the number", NewOrganization{Name: "Demo Bank", OrganizationNumber: "923\u200B609016"}, "organizationNumber"},
+		{"an isolate in an origin", NewOrganization{Name: "Demo Bank", RedirectOrigins: []string{"https://bank\u2066.example"}}, "redirectOrigins"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,6 +68,26 @@ func TestNewOrganizationValidate(t *testing.T) {
 	_ = in.Validate()
 	if in.Name != "Demo Bank" || in.ReferencePrefix != "DB" || in.RedirectOrigins[0] != "https://bank.example" {
 		t.Fatalf("normalized %+v", in)
+	}
+}
+
+// TestNamesRefuseFormattingCharacters: the names staff read in the console
+// (clients, staff accounts, an organization's settings) refuse the
+// characters that reorder or hide text, as they refuse control characters.
+func TestNamesRefuseFormattingCharacters(t *testing.T) {
+	t.Parallel()
+	for name, err := range map[string]error{
+		"client name":  (&NewClient{OrganizationID: "o", Name: "Backend\u202Edne"}).Validate(),
+		"staff name":   NewStaffAccount{OrganizationID: "o", Username: "kari", Name: "Kari\u200D", Role: RoleAdmin, Password: strings.Repeat("p", 12)}.Validate(),
+		"settings":     (&OrganizationUpdate{ReferencePrefix: "DB", OrganizationNumber: "\uFEFF923609016"}).Validate(),
+		"external id":  (&ExternalClient{Issuer: "https://idp.example", ClientID: "svc\u2067", OrganizationID: "o"}).Validate(),
+		"jwks_uri":     (&ClientKeys{JWKSURI: "https://keys.bank.example/\u202Ejwks"}).Validate([]string{"keys.bank.example"}),
+		"origin again": (&OrganizationUpdate{ReferencePrefix: "DB", RedirectOrigins: []string{"https://bank.example\u200F"}}).Validate(),
+	} {
+		e, ok := apperr.As(err)
+		if !ok || len(e.Fields) != 1 || !strings.Contains(e.Fields[0].Message, "control or formatting characters") {
+			t.Errorf("%s: %v, want one field refused for its formatting character", name, err)
+		}
 	}
 }
 

@@ -75,8 +75,12 @@ type Config struct {
 	// (FLOWD_CLIENT_JWKS_HOSTS); empty allows no jwks_uri.
 	ClientJWKSHosts []string
 	// JWKSHTTPClient fetches clients' jwks_uri; each fetch has its own
-	// 5-second limit. A plain client when nil.
-	JWKSHTTPClient *http.Client
+	// 5-second limit. A plain client when nil. Whatever it is, its
+	// connections are made by the address guard of webhook deliveries
+	// (internal/netguard), which refuses non-public addresses unless
+	// JWKSAllowPrivate is set (FLOWD_WEBHOOK_ALLOW_PRIVATE).
+	JWKSHTTPClient   *http.Client
+	JWKSAllowPrivate bool
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -137,9 +141,7 @@ func New(pool *pgxpool.Pool, cfg Config) *Module {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
-	if cfg.JWKSHTTPClient == nil {
-		cfg.JWKSHTTPClient = &http.Client{}
-	}
+	cfg.JWKSHTTPClient = jwksClient(cfg.JWKSHTTPClient, cfg.JWKSAllowPrivate)
 	now := cfg.Now
 	if now == nil {
 		now = time.Now

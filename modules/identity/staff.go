@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/fieldcheck"
 )
 
 // This file holds the domain of interactive login (issue 6): staff accounts,
@@ -71,6 +72,8 @@ func (n NewStaffAccount) Validate() error {
 	}
 	if len(n.Name) > 200 {
 		f.Add("name", "must be at most 200 characters")
+	} else if msg := fieldcheck.Text(n.Name, 200); msg != "" {
+		f.Add("name", "%s", msg)
 	}
 	if !n.Role.Valid() {
 		f.Add("role", "must be admin or viewer")

@@ -19,6 +19,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/netguard"
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
 
@@ -26,10 +27,7 @@ import (
 // attempt, no redirects, no proxy from the environment (a proxy would hide
 // the real destination from the SSRF guard), and the guard on every connect.
 func newHTTPClient(timeout time.Duration, allowPrivate bool) *http.Client {
-	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
-	if !allowPrivate {
-		dialer.Control = guardControl
-	}
+	dialer := netguard.NewDialer(timeout, allowPrivate)
 	return &http.Client{
 		Timeout: timeout,
 		Transport: &http.Transport{
@@ -344,7 +342,7 @@ func describe(err error, timeout time.Duration) string {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	var blocked *blockedError
+	var blocked *netguard.BlockedError
 	var dnsErr *net.DNSError
 	var certErr *tls.CertificateVerificationError
 	var recordErr tls.RecordHeaderError

@@ -14,6 +14,7 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/internal/fieldcheck"
+	"github.com/flowd/flowd/internal/netguard"
 )
 
 // An endpoint is a URL an organization registers to receive its flows'
@@ -254,7 +255,7 @@ func checkEndpointURL(f *apperr.Fields, raw string, r EndpointRules) {
 // publicHost reports whether the host of raw, an absolute URL, may be
 // public: a host name other than localhost (what it resolves to is checked
 // when each delivery connects), or a public address by the delivery guard's
-// rule (checkAddr).
+// rule (netguard.CheckAddr).
 func publicHost(raw string) bool {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -268,7 +269,7 @@ func publicHost(raw string) bool {
 	if err != nil {
 		return true // a name
 	}
-	return checkAddr(a) == nil
+	return netguard.CheckAddr(a) == nil
 }
 
 func checkDescription(f *apperr.Fields, s string) {

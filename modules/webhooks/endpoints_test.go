@@ -74,6 +74,8 @@ func TestEndpointValidation(t *testing.T) {
 		{"description of 200", webhooks.NewEndpoint{URL: "https://h.example/", Description: strings.Repeat("é", 200)}, webhooks.EndpointRules{}, nil},
 		{"description with a control character", webhooks.NewEndpoint{URL: "https://h.example/", Description: "a\x07b"}, webhooks.EndpointRules{}, []string{"description"}},
 		{"description with a newline", webhooks.NewEndpoint{URL: "https://h.example/", Description: "a\nb"}, webhooks.EndpointRules{}, []string{"description"}},
+		{"description with a bidirectional isolate", webhooks.NewEndpoint{URL: "https://h.example/", Description: "Loans \u2067(prod)"}, webhooks.EndpointRules{}, []string{"description"}},
+		{"URL with a zero-width space", webhooks.NewEndpoint{URL: "https://h.example/\u200Bhook"}, webhooks.EndpointRules{}, []string{"url"}},
 		{"known types", webhooks.NewEndpoint{URL: "https://h.example/", EventTypes: []webhooks.EventType{webhooks.FlowAccepted, webhooks.FlowCreated}}, webhooks.EndpointRules{}, nil},
 		{"unknown types named by index", webhooks.NewEndpoint{URL: "https://h.example/", EventTypes: []webhooks.EventType{webhooks.FlowAccepted, "flow.exploded", "", webhooks.FlowCreated}},
 			webhooks.EndpointRules{}, []string{"eventTypes[1]", "eventTypes[2]"}},

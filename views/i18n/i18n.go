@@ -156,6 +156,7 @@ type Consent struct {
 	FormExpired      string
 	BackToRequest    string
 	DataCategories   string
+	AskedBy          string
 	Recipient        string
 	Validity         string
 	UntilWithdrawn   string
@@ -181,6 +182,7 @@ type Consent struct {
 	ReceiptID         string
 	ReceiptSignedAt   string
 	ReceiptOrg        string
+	ReceiptRecipient  string
 	ReceiptText       string
 	ReceiptVersion    string // "%s, version %d": the definition and its version
 	ReceiptTextHash   string
@@ -196,7 +198,8 @@ type Consent struct {
 	WithdrawHelp      string // "%s": the organization
 	Withdraw          string
 	WithdrawnTitle    string
-	WithdrawnDone     string // "%s": the organization
+	WithdrawnDone     string // "%s": the organization, which receives the data too
+	WithdrawnDoneFor  string // "%[1]s": the organization; "%[2]s": the data's recipient
 	WithdrawnClosed   string
 	VerifyTitle       string
 	VerifyHelp        string
@@ -238,7 +241,8 @@ var consent = map[Lang]Consent{
 		FormExpired:       "Nothing was recorded. Open the request again and give your answer there.",
 		BackToRequest:     "Back to the request",
 		DataCategories:    "The data it covers",
-		Recipient:         "Who receives your consent",
+		AskedBy:           "Who asks for your consent",
+		Recipient:         "Who receives the data",
 		Validity:          "How long your consent lasts",
 		UntilWithdrawn:    "Until you withdraw it",
 		Assurance:         "Electronic ID level required",
@@ -261,7 +265,8 @@ var consent = map[Lang]Consent{
 		ReceiptWithdrawn:  "Consent withdrawn",
 		ReceiptID:         "Receipt number",
 		ReceiptSignedAt:   "Signed",
-		ReceiptOrg:        "Organization",
+		ReceiptOrg:        "Organization that asked",
+		ReceiptRecipient:  "Recipient of the data",
 		ReceiptText:       "Consent text",
 		ReceiptVersion:    "%s, version %d",
 		ReceiptTextHash:   "Fingerprint of the text (SHA-256)",
@@ -278,6 +283,7 @@ var consent = map[Lang]Consent{
 		Withdraw:          "Withdraw consent",
 		WithdrawnTitle:    "Your consent is withdrawn",
 		WithdrawnDone:     "%s has been told. Keep the receipt below: it shows that and when you withdrew.",
+		WithdrawnDoneFor:  "%[1]s has been told that you no longer consent to %[2]s receiving your data. Keep the receipt below: it shows that and when you withdrew.",
 		WithdrawnClosed:   "This consent has been withdrawn. Nothing more can be done with this link.",
 		VerifyTitle:       "Check a consent receipt",
 		VerifyHelp:        "Paste a receipt: the text of the .jwt file. flowd checks its signature and shows what it says.",
@@ -317,7 +323,8 @@ var consent = map[Lang]Consent{
 		FormExpired:       "Ingenting ble registrert. Åpne forespørselen på nytt og svar der.",
 		BackToRequest:     "Tilbake til forespørselen",
 		DataCategories:    "Opplysninger samtykket gjelder",
-		Recipient:         "Hvem som mottar samtykket",
+		AskedBy:           "Hvem som ber om samtykket",
+		Recipient:         "Hvem som mottar opplysningene",
 		Validity:          "Hvor lenge samtykket varer",
 		UntilWithdrawn:    "Til du trekker det tilbake",
 		Assurance:         "Krav til elektronisk ID",
@@ -340,7 +347,8 @@ var consent = map[Lang]Consent{
 		ReceiptWithdrawn:  "Samtykke trukket tilbake",
 		ReceiptID:         "Kvitteringsnummer",
 		ReceiptSignedAt:   "Signert",
-		ReceiptOrg:        "Virksomhet",
+		ReceiptOrg:        "Virksomheten som spurte",
+		ReceiptRecipient:  "Mottaker av opplysningene",
 		ReceiptText:       "Samtykketekst",
 		ReceiptVersion:    "%s, versjon %d",
 		ReceiptTextHash:   "Fingeravtrykk av teksten (SHA-256)",
@@ -357,6 +365,7 @@ var consent = map[Lang]Consent{
 		Withdraw:          "Trekk tilbake samtykket",
 		WithdrawnTitle:    "Samtykket er trukket tilbake",
 		WithdrawnDone:     "%s har fått beskjed. Ta vare på kvitteringen under: den viser at og når du trakk samtykket tilbake.",
+		WithdrawnDoneFor:  "%[1]s har fått beskjed om at du ikke lenger samtykker til at %[2]s mottar opplysningene dine. Ta vare på kvitteringen under: den viser at og når du trakk samtykket tilbake.",
 		WithdrawnClosed:   "Dette samtykket er trukket tilbake. Lenken kan ikke brukes til mer.",
 		VerifyTitle:       "Sjekk en samtykkekvittering",
 		VerifyHelp:        "Lim inn en kvittering: teksten i .jwt-filen. flowd sjekker signaturen og viser hva den sier.",

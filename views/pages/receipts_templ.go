@@ -208,7 +208,7 @@ type ConsentAnswered struct {
 	Receipts   []ReceiptCard
 	// WithdrawURL is empty unless the consent can be withdrawn.
 	WithdrawURL string
-	WithdrawFor string // the organization, named in the help text
+	WithdrawFor string // the organization, which is told: named in the help text
 	CSRFField   string
 	CSRFToken   string
 	VerifyURL   string

@@ -1,4 +1,4 @@
-package webhooks
+package netguard
 
 import (
 	"errors"
@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// TestGuardControl: the dialer's guard refuses every address that is not on
+// TestControl: the dialer's guard refuses every address that is not on
 // the public internet, however it is spelled (IPv4-mapped, IPv4-compatible,
 // 6to4, NAT64, deprecated site-local), and lets public addresses through on
 // any port.
-func TestGuardControl(t *testing.T) {
+func TestControl(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string
@@ -71,16 +71,16 @@ func TestGuardControl(t *testing.T) {
 			if ap, err := netip.ParseAddrPort(tt.address); err == nil && ap.Addr().Is4() {
 				network = "tcp4"
 			}
-			err := guardControl(network, tt.address, nil)
+			err := control(network, tt.address, nil)
 			if !tt.refused {
 				if err != nil {
-					t.Errorf("guardControl(%s, %s) = %v, want allowed", network, tt.address, err)
+					t.Errorf("control(%s, %s) = %v, want allowed", network, tt.address, err)
 				}
 				return
 			}
-			var blocked *blockedError
+			var blocked *BlockedError
 			if !errors.As(err, &blocked) || !strings.Contains(err.Error(), "refused to connect") {
-				t.Errorf("guardControl(%s, %s) = %v, want refused", network, tt.address, err)
+				t.Errorf("control(%s, %s) = %v, want refused", network, tt.address, err)
 			}
 		})
 	}
