@@ -38,7 +38,8 @@ func (s *Server) routes() {
 	e.GET("/oauth/end_session", s.handleEndSession)
 	e.POST("/oauth/end_session", s.handleEndSession)
 
-	// The API: bearer token, organization from the token, scopes per route.
+	// The API: bearer token, organization from the token, scopes per route;
+	// s.authenticate also holds the token's client to its rate limit.
 	// Authentication is part of each route, not of the group: a group's
 	// middleware also runs for paths and methods it does not route, which
 	// then answered 401 where 404 or 405 is right.

@@ -34,6 +34,7 @@ func identityConfig(cfg *config.Config, log *slog.Logger) identity.Config {
 		OrgClaim:            cfg.OrgClaim,
 		ClientJWKSHosts:     cfg.ClientJWKSHosts,
 		DPoPNonceRequired:   cfg.DPoPNonce == "required",
+		APIRateLimit:        cfg.APIRateLimit,
 		Log:                 log,
 	}
 }

@@ -47,10 +47,60 @@ type Principal struct {
 	ClientID       string
 	Scopes         []string
 	Sandbox        bool
+	// External marks a token of the external issuer (FLOWD_OIDC_ISSUER):
+	// its client id is counted apart from the built-in provider's clients.
+	External bool
+	// RateLimit is the client's own API rate limit, when it has one.
+	RateLimit RateLimit
 }
 
 // HasScope reports whether the principal was granted scope.
 func (p Principal) HasScope(scope string) bool { return slices.Contains(p.Scopes, scope) }
+
+// RateLimit is an API client's own limit of API requests per minute. The
+// zero value is no limit of its own: the deployment's default
+// (FLOWD_API_RATE_LIMIT) applies.
+type RateLimit struct {
+	Own       bool
+	PerMinute int // with Own: the client's limit; 0 is no limit at all
+}
+
+// MaxRateLimit is the highest limit per minute a client may be given.
+const MaxRateLimit = 1_000_000_000
+
+// Validate returns an apperr Invalid error naming perMinute when the limit
+// is out of range.
+func (r RateLimit) Validate() error {
+	if r.Own && (r.PerMinute < 0 || r.PerMinute > MaxRateLimit) {
+		return apperr.InvalidFields([]apperr.FieldError{{Field: "perMinute", Message: fmt.Sprintf("must be from 0 (no limit) to %d", MaxRateLimit)}})
+	}
+	return nil
+}
+
+// RateLimitWindow is the window API rate limits count in: limits are per minute.
+const RateLimitWindow = time.Minute
+
+// RateLimitStatus is a client's standing after one API request.
+type RateLimitStatus struct {
+	// Limit is the client's limit per RateLimitWindow; 0 is no limit, and
+	// the other fields are then zero.
+	Limit int
+	// Remaining is how many more requests the current window admits.
+	Remaining int
+	// Reset is the time until the window ends, in whole seconds rounded up.
+	Reset time.Duration
+	// Allowed is false for a request past the limit, which was not counted.
+	Allowed bool
+}
+
+// APILimits holds API clients to their rate limits across instances.
+type APILimits interface {
+	// AdmitAPIRequest counts one API request of p's client in the client's
+	// current window, unless the client has used up its limit there
+	// (Allowed false). It reads no database: each instance counts in
+	// memory and reconciles its counts with the other instances' in Run.
+	AdmitAPIRequest(p Principal) RateLimitStatus
+}
 
 // Organization is a customer of flowd: a bank or lender that asks individuals
 // for consent. Its settings shape the flows it creates.
@@ -237,6 +287,8 @@ type Client struct {
 	// DPoPBound requires DPoP proofs at the token endpoint (RFC 9449 5.2's
 	// dpop_bound_access_tokens), so that every token it gets is DPoP-bound.
 	DPoPBound bool
+	// RateLimit is its own API rate limit, if it has one.
+	RateLimit RateLimit
 }
 
 // Revoked reports whether the client may no longer obtain or use tokens.
@@ -314,6 +366,7 @@ type ExternalClient struct {
 	Scopes         []string // granted when the token carries none of flowd's scopes
 	Sandbox        bool
 	CreatedAt      time.Time
+	RateLimit      RateLimit // its own API rate limit, if it has one
 }
 
 // Validate checks the input and fills in defaults.
@@ -520,6 +573,17 @@ type Clients interface {
 	// returned. ErrClientNotFound
 	// (also for another organization's or a revoked client).
 	SetClientDPoP(ctx context.Context, organizationID, clientID string, on bool, before ...database.BeforeCommit[ClientChange]) (Client, error)
+	// SetClientRateLimit gives a client its own API rate limit, or returns
+	// it to the default with a zero RateLimit; every instance applies it
+	// within moments. before runs in the change's transaction, only when
+	// the limit changes, with the client as it was and as it is now; its
+	// error undoes the change and is returned. apperr Invalid,
+	// ErrClientNotFound (also for another organization's or a revoked client).
+	SetClientRateLimit(ctx context.Context, organizationID, clientID string, limit RateLimit, before ...database.BeforeCommit[ClientChange]) (Client, error)
+	// SetExternalClientRateLimit does the same for a mapped client of an
+	// external issuer; before runs in the change's transaction. apperr
+	// Invalid, ErrClientNotFound when the client is not mapped.
+	SetExternalClientRateLimit(ctx context.Context, issuer, clientID string, limit RateLimit, before ...database.BeforeCommit[ExternalClient]) (ExternalClient, error)
 	// MapExternalClient maps an external issuer's client id to an
 	// organization, replacing an earlier mapping. ErrOrganizationNotFound, apperr Invalid.
 	MapExternalClient(ctx context.Context, in ExternalClient) (ExternalClient, error)

@@ -61,6 +61,10 @@ type Config struct {
 	HashParams HashParams
 	// AccessTTL and RefreshTTL default to AccessTokenTTL and RefreshTokenTTL.
 	AccessTTL, RefreshTTL time.Duration
+	// APIRateLimit is how many API requests a minute a client without a
+	// limit of its own may make (FLOWD_API_RATE_LIMIT); 0 is no limit.
+	APIRateLimit int
+
 	// ClientFailureLimit and AddressFailureLimit are how many failed client
 	// authentications within FailureWindow answer 429; zero means 10, 30 and a minute.
 	ClientFailureLimit, AddressFailureLimit int
@@ -94,6 +98,7 @@ type Module struct {
 	secrets verifiedSecrets
 	jwks    jwksCache
 	limiter *failureLimiter
+	limits  *apiLimiter
 	hashing chan struct{} // bounds concurrent argon2id work
 
 	dpopSeen     seenProofs
@@ -149,6 +154,7 @@ func New(pool *pgxpool.Pool, cfg Config) *Module {
 	m := &Module{
 		pool: pool, cfg: cfg, log: cfg.Log, now: now,
 		limiter: newFailureLimiter(now, cfg.FailureWindow),
+		limits:  newAPILimiter(now, cfg.APIRateLimit),
 		hashing: make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
 	}
 	m.states.init()
@@ -388,7 +394,7 @@ func (m *Module) RevokeClient(ctx context.Context, organizationID, clientID stri
 func toClient(r store.Client) Client {
 	return Client{ID: r.ID, OrganizationID: r.OrganizationID, Name: r.Name, HasSecret: r.SecretHash != "",
 		Keys: ClientKeys{JWKS: r.JWKS, JWKSURI: r.JWKSURI}, Scopes: r.Scopes, Sandbox: r.Sandbox,
-		CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt, DPoPBound: r.DPoPBound}
+		CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt, DPoPBound: r.DPoPBound, RateLimit: toRateLimit(r.RateLimit)}
 }
 
 // MapExternalClient implements Clients.
@@ -434,7 +440,7 @@ func (m *Module) ListExternalClients(ctx context.Context, organizationID string)
 
 func toExternal(r store.ExternalClient) ExternalClient {
 	return ExternalClient{Issuer: r.Issuer, ClientID: r.ClientID, OrganizationID: r.OrganizationID,
-		Scopes: r.Scopes, Sandbox: r.Sandbox, CreatedAt: r.CreatedAt}
+		Scopes: r.Scopes, Sandbox: r.Sandbox, CreatedAt: r.CreatedAt, RateLimit: toRateLimit(r.RateLimit)}
 }
 
 // mustHash hashes a client secret. It fails only for unusable parameters,
