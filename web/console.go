@@ -90,6 +90,8 @@ var notices = map[string]string{
 
 	"dpop_on":  "API client %s must now use DPoP: its token requests without a DPoP proof are refused.",
 	"dpop_off": "API client %s no longer has to use DPoP; it may obtain bearer tokens again.",
+
+	"rate_limit": "The rate limit of API client %s was saved; every instance applies it within seconds.",
 }
 
 // withNotice adds a notice to a console path.

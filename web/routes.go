@@ -131,6 +131,8 @@ func (s *Server) routes() {
 	console.GET("/credentials/clients/new", s.handleConsoleNewClient, requireAdmin)
 	console.POST("/credentials/clients", s.handleConsoleCreateClient, requireAdmin)
 	console.POST("/credentials/clients/:id/dpop", s.handleConsoleClientDPoP, requireAdmin)
+	console.GET("/credentials/clients/:id/rate-limit", s.handleConsoleClientRateLimit, requireAdmin)
+	console.POST("/credentials/clients/:id/rate-limit", s.handleConsoleSaveClientRateLimit, requireAdmin)
 	console.GET("/credentials/clients/:id/rotate", s.handleConsoleRotateClientConfirm, requireAdmin)
 	console.POST("/credentials/clients/:id/rotate", s.handleConsoleRotateClient, requireAdmin)
 	console.GET("/credentials/clients/:id/revoke", s.handleConsoleRevokeClientConfirm, requireAdmin)

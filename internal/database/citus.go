@@ -62,6 +62,7 @@ var CoordinatorTables = []string{
 	"login_codes",
 	"login_access_tokens",
 	"login_attempts",
+	"api_rate_windows",
 }
 
 // distributionColumn is the column every tenant table is distributed by.
