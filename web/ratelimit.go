@@ -33,9 +33,13 @@ func (s *Server) limitRate(next echo.HandlerFunc) echo.HandlerFunc {
 		if st.Limit == 0 {
 			return next(c)
 		}
+		// One allocation holds both values; each keeps a capacity of one,
+		// so that adding to either header does not touch the other.
+		values := make([]string, 2)
+		values[0], values[1] = s.rateLimitPolicy(st.Limit), rateLimitState(st)
 		h := c.Response().Header()
-		h[headerRateLimitPolicy] = []string{rateLimitPolicy(st.Limit)}
-		h[headerRateLimit] = []string{rateLimitState(st)}
+		h[headerRateLimitPolicy] = values[0:1:1]
+		h[headerRateLimit] = values[1:2:2]
 		if !st.Allowed {
 			return &apperr.Error{Code: apperr.RateLimited, RetryAfter: st.Reset,
 				Message: "This API client has made its " + strconv.Itoa(st.Limit) + " requests of the minute: try again in " +
@@ -45,9 +49,25 @@ func (s *Server) limitRate(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// policyField is a RateLimit-Policy field and the limit it states.
+type policyField struct {
+	limit int
+	value string
+}
+
 // rateLimitPolicy is the RateLimit-Policy field of a limit per minute, e.g.
-// "default";q=600;w=60.
-func rateLimitPolicy(limit int) string {
+// "default";q=600;w=60. The last one made is kept: most clients have the
+// default limit, so that most requests reuse it.
+func (s *Server) rateLimitPolicy(limit int) string {
+	if last := s.lastPolicy.Load(); last != nil && last.limit == limit {
+		return last.value
+	}
+	p := &policyField{limit: limit, value: rateLimitPolicyField(limit)}
+	s.lastPolicy.Store(p)
+	return p.value
+}
+
+func rateLimitPolicyField(limit int) string {
 	b := make([]byte, 0, 32)
 	b = append(b, rateLimitPolicyName+";q="...)
 	b = strconv.AppendInt(b, int64(limit), 10)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -77,6 +78,9 @@ type Server struct {
 	idp             *oidclogin.Sessions
 	consoleSessions *oidclogin.Sessions
 	consentSessions *oidclogin.Sessions
+
+	// lastPolicy is the RateLimit-Policy field made last (rateLimitPolicy).
+	lastPolicy atomic.Pointer[policyField]
 }
 
 // New builds the server with every dependency it needs.
