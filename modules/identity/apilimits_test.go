@@ -228,9 +228,9 @@ func TestConcurrentInstancesCountEveryRequestOnce(t *testing.T) {
 	if n := sharedCount(t, pool, "fc_one") + sharedCount(t, pool, "fc_two"); n != total {
 		t.Fatalf("the shared counts add up to %d; the instances admitted %d", n, total)
 	}
-	for i, n := range admitted {
-		if n.Load() > 2*limit {
-			t.Fatalf("instance %d admitted %d requests of two clients limited to %d", i, n.Load(), limit)
+	for i := range admitted {
+		if n := admitted[i].Load(); n > 2*limit {
+			t.Fatalf("instance %d admitted %d requests of two clients limited to %d", i, n, limit)
 		}
 	}
 }
