@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"fmt"
 	"hash/fnv"
 	"log/slog"
 	"slices"
@@ -9,8 +10,54 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/modules/identity/internal/store"
 )
+
+// RateLimit is an API client's own limit of API requests per minute. The
+// zero value is no limit of its own: the deployment's default
+// (FLOWD_API_RATE_LIMIT) applies.
+type RateLimit struct {
+	Own       bool
+	PerMinute int // with Own: the client's limit; 0 is no limit at all
+}
+
+// MaxRateLimit is the highest limit per minute a client may be given.
+const MaxRateLimit = 1_000_000_000
+
+// Validate returns an apperr Invalid error naming perMinute when the limit
+// is out of range.
+func (r RateLimit) Validate() error {
+	if r.Own && (r.PerMinute < 0 || r.PerMinute > MaxRateLimit) {
+		return apperr.InvalidFields([]apperr.FieldError{{Field: "perMinute", Message: fmt.Sprintf("must be from 0 (no limit) to %d", MaxRateLimit)}})
+	}
+	return nil
+}
+
+// RateLimitWindow is the window API rate limits count in: limits are per minute.
+const RateLimitWindow = time.Minute
+
+// RateLimitStatus is a client's standing after one API request.
+type RateLimitStatus struct {
+	// Limit is the client's limit per RateLimitWindow; 0 is no limit: the
+	// request is allowed, and the other fields are zero.
+	Limit int
+	// Remaining is how many more requests the current window admits.
+	Remaining int
+	// Reset is the time until the window ends, in whole seconds rounded up.
+	Reset time.Duration
+	// Allowed is false for a request past the limit, which was not counted.
+	Allowed bool
+}
+
+// APILimits holds API clients to their rate limits across instances.
+type APILimits interface {
+	// AdmitAPIRequest counts one API request of p's client in the client's
+	// current window, unless the client has used up its limit there
+	// (Allowed false). It reads no database: each instance counts in
+	// memory and reconciles its counts with the other instances' in Run.
+	AdmitAPIRequest(p Principal) RateLimitStatus
+}
 
 // apiLimitSync is how often an instance reconciles its API request counts
 // with the other instances' when nothing makes it reconcile sooner.
