@@ -13,8 +13,10 @@ const principalKey = "principal"
 
 // authenticate admits API requests that carry a valid bearer token, or a
 // DPoP-bound token with its proof (RFC 9449 7), and puts the verified
-// Principal where principalOf finds it. No handler parses tokens.
+// Principal where principalOf finds it. No handler parses tokens. Every
+// request it admits then counts against its client's rate limit (limitRate).
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	next = s.limitRate(next)
 	return func(c echo.Context) error {
 		var (
 			p   identity.Principal

@@ -103,6 +103,8 @@ var notices = map[string]string{
 	"sessions_ended": "Every session of %s was ended.",
 	"others_ended":   "Every other session of yours was ended; only this browser is signed in.",
 	"no_others":      "No other session of yours was live; only this browser is signed in.",
+
+	"rate_limit": "The rate limit of API client %s was saved; every instance applies it within seconds.",
 }
 
 // withNotice adds a notice to a console path.

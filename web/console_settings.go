@@ -28,7 +28,7 @@ func (s *Server) handleConsoleCredentials(c echo.Context) error {
 	for _, cl := range clients {
 		p.Clients = append(p.Clients, pages.ClientRow{ID: cl.ID, Name: cl.Name, Scopes: strings.Join(cl.Scopes, " "), Sandbox: cl.Sandbox, DPoP: cl.DPoPBound,
 			Created: consoleTime(cl.CreatedAt), LastUsed: consoleTimePtr(cl.LastUsedAt, "never"), Revoked: consoleTimePtr(cl.RevokedAt, ""),
-			Auth: clientAuthLabel(cl), HasSecret: cl.HasSecret})
+			Auth: clientAuthLabel(cl), HasSecret: cl.HasSecret, RateLimit: rateLimitLabel(cl.RateLimit, s.cfg.APIRateLimit)})
 	}
 	if sec, err := s.webhooks.CurrentSecret(ctx, org); err == nil {
 		p.SecretCreated = consoleTime(sec.CreatedAt)

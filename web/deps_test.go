@@ -60,10 +60,13 @@ func newServer(t testing.TB, d Deps) *Server {
 	ident, _ := d.Identity.(*identity.Module)
 	if ident == nil {
 		ident = identity.New(d.Pool, identity.Config{Issuer: base, Audience: cfg.Audience, KeyEncryptionKey: testKey(t),
-			HashParams: secrethash.Cheap, Log: d.Log})
+			HashParams: secrethash.Cheap, Log: d.Log, APIRateLimit: cfg.APIRateLimit})
 	}
 	if d.Identity == nil {
 		d.Identity = ident
+	}
+	if d.Limits == nil {
+		d.Limits = ident
 	}
 	hooks, err := webhooks.New(d.Pool, flows.NewTaskReports(d.Pool), webhooks.Options{KeyEncryptionKey: testKey(t),
 		Log: d.Log, Registry: prometheus.NewRegistry()})
@@ -161,7 +164,7 @@ func TestNewRefusesAMissingCollaborator(t *testing.T) {
 	t.Parallel()
 	complete := newServer(t, Deps{})
 	d := Deps{Log: complete.log, Config: complete.cfg, Pool: complete.pool, Registry: prometheus.NewRegistry(),
-		Identity: complete.identity, Flows: complete.flows, Webhooks: complete.webhooks, Endpoints: complete.endpoints, Consent: complete.consent,
+		Identity: complete.identity, Limits: complete.limits, Flows: complete.flows, Webhooks: complete.webhooks, Endpoints: complete.endpoints, Consent: complete.consent,
 		Definitions: complete.definitions, Receipts: complete.receipts, Login: complete.login, ConsoleRP: complete.consoleRP, ConsentRP: complete.consentRP,
 		Sessions: complete.sessions, Idempotency: complete.answers}
 	if _, err := New(d); err != nil {
@@ -169,6 +172,7 @@ func TestNewRefusesAMissingCollaborator(t *testing.T) {
 	}
 	for name, drop := range map[string]func(*Deps){
 		"Identity":    func(d *Deps) { d.Identity = nil },
+		"Limits":      func(d *Deps) { d.Limits = nil },
 		"Flows":       func(d *Deps) { d.Flows = nil },
 		"Endpoints":   func(d *Deps) { d.Endpoints = nil },
 		"Consent":     func(d *Deps) { d.Consent = nil },

@@ -89,7 +89,7 @@ func setupLogin(t *testing.T, o loginOptions) loginServer {
 	// The identity module signs ID tokens and serves the token endpoint,
 	// JWKS and discovery, as in flowd serve.
 	ident := identity.New(pool, identity.Config{Issuer: base, Audience: cfg.Audience, KeyEncryptionKey: randomKey(t),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), APIRateLimit: cfg.APIRateLimit})
 	staff, err := login.NewStaff(pool, testOrganizations{}, login.StaffConfig{PasswordParams: secrethash.Cheap, AccountLimit: 3, AddressLimit: 5})
 	if err != nil {
 		t.Fatal(err)

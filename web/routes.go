@@ -38,7 +38,8 @@ func (s *Server) routes() {
 	e.GET("/oauth/end_session", s.handleEndSession)
 	e.POST("/oauth/end_session", s.handleEndSession)
 
-	// The API: bearer token, organization from the token, scopes per route.
+	// The API: bearer token, organization from the token, scopes per route;
+	// s.authenticate also holds the token's client to its rate limit.
 	// Authentication is part of each route, not of the group: a group's
 	// middleware also runs for paths and methods it does not route, which
 	// then answered 401 where 404 or 405 is right. Every POST honours
@@ -132,6 +133,8 @@ func (s *Server) routes() {
 	console.GET("/credentials/clients/new", s.handleConsoleNewClient, requireAdmin)
 	console.POST("/credentials/clients", s.handleConsoleCreateClient, requireAdmin)
 	console.POST("/credentials/clients/:id/dpop", s.handleConsoleClientDPoP, requireAdmin)
+	console.GET("/credentials/clients/:id/rate-limit", s.handleConsoleClientRateLimit, requireAdmin)
+	console.POST("/credentials/clients/:id/rate-limit", s.handleConsoleSaveClientRateLimit, requireAdmin)
 	console.GET("/credentials/clients/:id/rotate", s.handleConsoleRotateClientConfirm, requireAdmin)
 	console.POST("/credentials/clients/:id/rotate", s.handleConsoleRotateClient, requireAdmin)
 	console.GET("/credentials/clients/:id/revoke", s.handleConsoleRevokeClientConfirm, requireAdmin)

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -35,6 +36,8 @@ type Deps struct {
 	Pool     *pgxpool.Pool
 	Registry *prometheus.Registry
 	Identity identity.Service
+	// Limits holds API clients to their rate limits.
+	Limits   identity.APILimits
 	Flows    flows.Service
 	Webhooks webhooks.Service
 	// Endpoints are the organizations' webhook endpoints.
@@ -70,6 +73,7 @@ type Server struct {
 	metrics  *metrics
 	ready    readiness
 	identity identity.Service
+	limits   identity.APILimits
 	flows    flows.Service
 	webhooks webhooks.Service
 	// endpoints are the organizations' webhook endpoints.
@@ -86,6 +90,9 @@ type Server struct {
 	consoleSessions *oidclogin.Sessions
 	consentSessions *oidclogin.Sessions
 	sessions        identity.Sessions
+
+	// lastPolicy is the RateLimit-Policy field made last (rateLimitPolicy).
+	lastPolicy atomic.Pointer[policyField]
 }
 
 // New builds the server with every dependency it needs.
@@ -98,7 +105,7 @@ func New(d Deps) (*Server, error) {
 	e.HidePort = true
 	s := &Server{
 		echo: e, log: d.Log, cfg: d.Config, pool: d.Pool, metrics: newMetrics(d.Registry, d.Pool),
-		identity: d.Identity, flows: d.Flows, webhooks: d.Webhooks, endpoints: d.Endpoints,
+		identity: d.Identity, limits: d.Limits, flows: d.Flows, webhooks: d.Webhooks, endpoints: d.Endpoints,
 		consent: d.Consent, definitions: d.Definitions, receipts: d.Receipts, answers: d.Idempotency,
 		login: d.Login, consoleRP: d.ConsoleRP, consentRP: d.ConsentRP, sessions: d.Sessions,
 		idp:             oidclogin.ProviderSessions(d.Config, d.Sessions, d.Now),
@@ -135,7 +142,7 @@ func (d Deps) check() error {
 		missing bool
 	}{
 		{"Log", d.Log == nil}, {"Config", d.Config == nil}, {"Pool", d.Pool == nil}, {"Registry", d.Registry == nil},
-		{"Identity", d.Identity == nil}, {"Flows", d.Flows == nil}, {"Webhooks", d.Webhooks == nil}, {"Endpoints", d.Endpoints == nil},
+		{"Identity", d.Identity == nil}, {"Limits", d.Limits == nil}, {"Flows", d.Flows == nil}, {"Webhooks", d.Webhooks == nil}, {"Endpoints", d.Endpoints == nil},
 		{"Consent", d.Consent == nil}, {"Definitions", d.Definitions == nil}, {"Receipts", d.Receipts == nil}, {"Login", d.Login == nil}, {"ConsoleRP", d.ConsoleRP == nil},
 		{"ConsentRP", d.ConsentRP == nil}, {"Sessions", d.Sessions == nil}, {"Idempotency", d.Idempotency == nil},
 	} {

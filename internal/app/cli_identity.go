@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -35,6 +36,7 @@ func identityConfig(cfg *config.Config, log *slog.Logger) identity.Config {
 		ClientJWKSHosts:     cfg.ClientJWKSHosts,
 		JWKSAllowPrivate:    cfg.WebhookAllowPrivate,
 		DPoPNonceRequired:   cfg.DPoPNonce == "required",
+		APIRateLimit:        cfg.APIRateLimit,
 		Log:                 log,
 	}
 }
@@ -220,14 +222,17 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// runClients handles "flowd clients create|list|rotate|revoke|keys|map|dpop".
+// runClients handles "flowd clients create|list|rotate|revoke|keys|map|dpop|rate-limit".
 func runClients(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("clients: give a subcommand: create, list, rotate, revoke, keys, map or dpop")
+		return errors.New("clients: give a subcommand: create, list, rotate, revoke, keys, map, dpop or rate-limit")
 	}
 	sub := args[0]
 	if sub == "dpop" {
 		return runClientDPoP(ctx, args[1:], getenv, stdout, stderr)
+	}
+	if sub == "rate-limit" {
+		return runClientRateLimit(ctx, args[1:], getenv, stdout, stderr)
 	}
 	fs := flag.NewFlagSet("clients "+sub, flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -257,7 +262,7 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 		scopes = fs.String("scopes", "", "scopes granted when a token carries none of flowd's (default all)")
 		sandbox = fs.Bool("sandbox", false, "a sandbox client: its flows carry sandbox: true")
 	default:
-		return fmt.Errorf("clients: unknown subcommand %q (create, list, rotate, revoke, keys, map, dpop)", sub)
+		return fmt.Errorf("clients: unknown subcommand %q (create, list, rotate, revoke, keys, map, dpop, rate-limit)", sub)
 	}
 	rest := args[1:]
 	// rotate, revoke and keys also take the client id as their one argument.
@@ -316,11 +321,13 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 			list := make([]map[string]any, len(clients))
 			for i, c := range clients {
 				list[i] = map[string]any{"clientId": c.ID, "name": c.Name, "scopes": c.Scopes, "sandbox": c.Sandbox,
-					"authMethods": c.AuthMethods(), "createdAt": c.CreatedAt, "lastUsedAt": c.LastUsedAt, "revokedAt": c.RevokedAt, "dpopBound": c.DPoPBound}
+					"authMethods": c.AuthMethods(), "createdAt": c.CreatedAt, "lastUsedAt": c.LastUsedAt, "revokedAt": c.RevokedAt, "dpopBound": c.DPoPBound,
+					"rateLimit": ownRateLimit(c.RateLimit)}
 			}
 			ext := make([]map[string]any, len(mapped))
 			for i, x := range mapped {
-				ext[i] = map[string]any{"issuer": x.Issuer, "clientId": x.ClientID, "scopes": x.Scopes, "sandbox": x.Sandbox, "createdAt": x.CreatedAt}
+				ext[i] = map[string]any{"issuer": x.Issuer, "clientId": x.ClientID, "scopes": x.Scopes, "sandbox": x.Sandbox, "createdAt": x.CreatedAt,
+					"rateLimit": ownRateLimit(x.RateLimit)}
 			}
 			return printJSON(stdout, map[string]any{"clients": list, "externalClients": ext})
 		}
@@ -342,6 +349,12 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 			}
 			if c.DPoPBound {
 				sb += " dpop"
+			}
+			switch {
+			case c.RateLimit.Own && c.RateLimit.PerMinute == 0:
+				sb += " no-rate-limit"
+			case c.RateLimit.Own:
+				sb += " rate-limit " + strconv.Itoa(c.RateLimit.PerMinute) + "/min"
 			}
 			fmt.Fprintf(stdout, "%s  %-7s  %s  %q  %s%s  auth %s\n", c.ID, state, strings.Join(c.Scopes, " "), c.Name, last, sb,
 				strings.Join(c.AuthMethods(), " "))

@@ -42,6 +42,8 @@ Usage:
   flowd clients map --org ORG_ID --issuer URL --client-id ID [--scopes S] [--sandbox] [--json]
   flowd clients dpop CLIENT_ID on|off [--json]
                    require DPoP-bound tokens (RFC 9449) of a client, or stop requiring them
+  flowd clients rate-limit CLIENT_ID [--per-minute N|default] [--issuer URL] [--json]
+                   show a client's API rate limit, or set its own (N a minute, 0 none) or the default
   flowd keys rotate [--json]   make new token-signing keys (ES256 and RS256)
   flowd keys rotate-data-key [--batch N] [--json]
                    re-seal personal data under FLOWD_DATA_KEY (old keys in FLOWD_DATA_KEY_PREVIOUS)

@@ -134,7 +134,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	answers := idempotency.New(pool, sealer, log, cfg.MaintenanceInterval)
 
 	srv, err := web.New(web.Deps{
-		Log: log, Config: cfg, Pool: pool, Registry: registry, Identity: ident, Webhooks: hooks,
+		Log: log, Config: cfg, Pool: pool, Registry: registry, Identity: ident, Limits: ident, Webhooks: hooks,
 		Endpoints: webhooks.NewEndpoints(pool, webhooks.EndpointRules{AllowInsecureURLs: cfg.AllowInsecureURLs,
 			AllowPrivate: cfg.WebhookAllowPrivate}),
 		Flows: flowsModule, Definitions: definitions, Receipts: receipts,

@@ -72,6 +72,10 @@ type Config struct {
 	// valid for five to ten minutes would, while requiring one costs every
 	// client an extra round trip at its first request and at each rotation.
 	DPoPNonce string
+	// APIRateLimit is how many API requests a minute a client without a
+	// limit of its own may make, counted across instances
+	// (FLOWD_API_RATE_LIMIT); 0 is no limit.
+	APIRateLimit int
 
 	ConsentTTL time.Duration
 	// MaintenanceInterval is how often each instance cancels the flows whose
@@ -120,6 +124,10 @@ type Config struct {
 	WebhookHostConcurrency int
 }
 
+// DefaultAPIRateLimit is FLOWD_API_RATE_LIMIT's default: ten requests a
+// second on average, the whole minute's worth at once when a client needs it.
+const DefaultAPIRateLimit = 600
+
 // Getenv looks up one environment variable, as os.Getenv does.
 type Getenv func(string) string
 
@@ -150,6 +158,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		AllowInsecureURLs: r.boolean("FLOWD_ALLOW_INSECURE_URLS", false),
 		ClientJWKSHosts:   r.hosts("FLOWD_CLIENT_JWKS_HOSTS"),
 		DPoPNonce:         r.oneOf("FLOWD_DPOP_NONCE", "off", "off", "required"),
+		APIRateLimit:      r.integer("FLOWD_API_RATE_LIMIT", DefaultAPIRateLimit, 0, 1_000_000_000),
 
 		ConsentTTL:              r.duration("FLOWD_CONSENT_TTL", 30*24*time.Hour),
 		MaintenanceInterval:     r.duration("FLOWD_MAINTENANCE_INTERVAL", time.Minute),

@@ -66,6 +66,8 @@ func TestLoadNamesTheBadSetting(t *testing.T) {
 		{"a URL for a jwks_uri host", "FLOWD_CLIENT_JWKS_HOSTS", "keys.bank.example,https://other.example"},
 		{"a host name for a trusted proxy", "FLOWD_TRUSTED_PROXIES", "10.0.0.1,lb.internal"},
 		{"a bad trusted range", "FLOWD_TRUSTED_PROXIES", "10.0.0.0/33"},
+		{"a negative rate limit", "FLOWD_API_RATE_LIMIT", "-1"},
+		{"a rate limit beyond reason", "FLOWD_API_RATE_LIMIT", "1000000001"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,6 +126,17 @@ func TestShutdownDelay(t *testing.T) {
 		c, err := Load(env(map[string]string{"FLOWD_SHUTDOWN_DELAY": tt.value}), Need{})
 		if err != nil || c.ShutdownDelay != tt.want {
 			t.Errorf("FLOWD_SHUTDOWN_DELAY=%q gave %v, %v; want %v", tt.value, c.ShutdownDelay, err, tt.want)
+		}
+	}
+}
+
+func TestAPIRateLimit(t *testing.T) {
+	for value, want := range map[string]int{"": 600, "0": 0, "1200": 1200} {
+		c, err := Load(env(map[string]string{"FLOWD_API_RATE_LIMIT": value}), Need{})
+		if err != nil {
+			t.Errorf("FLOWD_API_RATE_LIMIT=%q: %v", value, err)
+		} else if c.APIRateLimit != want {
+			t.Errorf("FLOWD_API_RATE_LIMIT=%q gave %d; want %d", value, c.APIRateLimit, want)
 		}
 	}
 }

@@ -64,6 +64,7 @@ var CoordinatorTables = []string{
 	"login_access_tokens",
 	"login_attempts",
 	"login_sessions",
+	"api_rate_windows",
 }
 
 // distributionColumn is the column every tenant table is distributed by.

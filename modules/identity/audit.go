@@ -50,6 +50,9 @@ const (
 	// A client revoked one of its tokens at /oauth/revoke.
 	AuditRefreshTokenRevoke = "refresh_token.revoke"
 	AuditAccessTokenRevoke  = "access_token.revoke"
+
+	// A client given its own API rate limit, or the default again.
+	AuditClientRateLimit = "client.rate_limit"
 )
 
 // Validate checks an entry before it is stored; an Invalid error names the field.

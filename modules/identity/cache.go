@@ -245,13 +245,16 @@ func (m *Module) loadRevoked(ctx context.Context) error {
 }
 
 // Run keeps this instance's caches coherent with the database until ctx
-// ends: it listens for changes other instances (and the CLI) announce, and
-// removes expired refresh tokens now and then. serve runs it beside the
-// server; without it every verification reads the database.
+// ends: it listens for changes other instances (and the CLI) announce,
+// reconciles API request counts with the other instances', and removes
+// expired refresh tokens now and then. serve runs it beside the server;
+// without it every verification reads the database and API rate limits
+// count this instance's requests alone.
 func (m *Module) Run(ctx context.Context) error {
 	var sweeping sync.WaitGroup
 	defer sweeping.Wait()
 	sweeping.Go(func() { m.sweep(ctx) })
+	sweeping.Go(func() { m.limits.run(ctx, m.pool, m.log) })
 	backoff := time.Second
 	for ctx.Err() == nil {
 		start := time.Now()

@@ -1,6 +1,9 @@
 package identity
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // The audit log's details of changes to API clients, the same whether staff
 // made them in the console or an operator with the CLI: what an auditor
@@ -29,6 +32,18 @@ func DPoPAuditDetail(c Client) string {
 		return c.Name + "; DPoP required: token requests without a DPoP proof are refused"
 	}
 	return c.Name + "; DPoP no longer required: bearer tokens may be obtained"
+}
+
+// RateLimitAuditDetail describes a change to the API rate limit of the
+// client named name, whose limit is now r.
+func RateLimitAuditDetail(name string, r RateLimit) string {
+	switch {
+	case !r.Own:
+		return name + "; API rate limit: the default"
+	case r.PerMinute == 0:
+		return name + "; API rate limit: none"
+	}
+	return name + "; API rate limit: " + strconv.Itoa(r.PerMinute) + " requests per minute"
 }
 
 // authDetail is how a client authenticates: the methods and where its keys

@@ -48,6 +48,11 @@ type Principal struct {
 	ClientID       string
 	Scopes         []string
 	Sandbox        bool
+	// External marks a token of the external issuer (FLOWD_OIDC_ISSUER):
+	// its client id is counted apart from the built-in provider's clients.
+	External bool
+	// RateLimit is the client's own API rate limit, when it has one.
+	RateLimit RateLimit
 }
 
 // HasScope reports whether the principal was granted scope.
@@ -247,6 +252,8 @@ type Client struct {
 	// DPoPBound requires DPoP proofs at the token endpoint (RFC 9449 5.2's
 	// dpop_bound_access_tokens), so that every token it gets is DPoP-bound.
 	DPoPBound bool
+	// RateLimit is its own API rate limit, if it has one.
+	RateLimit RateLimit
 }
 
 // Revoked reports whether the client may no longer obtain or use tokens.
@@ -324,6 +331,7 @@ type ExternalClient struct {
 	Scopes         []string // granted when the token carries none of flowd's scopes
 	Sandbox        bool
 	CreatedAt      time.Time
+	RateLimit      RateLimit // its own API rate limit, if it has one
 }
 
 // Validate checks the input and fills in defaults.
@@ -530,6 +538,17 @@ type Clients interface {
 	// returned. ErrClientNotFound
 	// (also for another organization's or a revoked client).
 	SetClientDPoP(ctx context.Context, organizationID, clientID string, on bool, before ...database.BeforeCommit[ClientChange]) (Client, error)
+	// SetClientRateLimit gives a client its own API rate limit, or returns
+	// it to the default with a zero RateLimit; every instance applies it
+	// within moments. before runs in the change's transaction, only when
+	// the limit changes, with the client as it was and as it is now; its
+	// error undoes the change and is returned. apperr Invalid,
+	// ErrClientNotFound (also for another organization's or a revoked client).
+	SetClientRateLimit(ctx context.Context, organizationID, clientID string, limit RateLimit, before ...database.BeforeCommit[ClientChange]) (Client, error)
+	// SetExternalClientRateLimit does the same for a mapped client of an
+	// external issuer; before runs in the change's transaction. apperr
+	// Invalid, ErrClientNotFound when the client is not mapped.
+	SetExternalClientRateLimit(ctx context.Context, issuer, clientID string, limit RateLimit, before ...database.BeforeCommit[ExternalClient]) (ExternalClient, error)
 	// MapExternalClient maps an external issuer's client id to an
 	// organization, replacing an earlier mapping. ErrOrganizationNotFound, apperr Invalid.
 	MapExternalClient(ctx context.Context, in ExternalClient) (ExternalClient, error)

@@ -61,6 +61,10 @@ type Config struct {
 	HashParams HashParams
 	// AccessTTL and RefreshTTL default to AccessTokenTTL and RefreshTokenTTL.
 	AccessTTL, RefreshTTL time.Duration
+	// APIRateLimit is how many API requests a minute a client without a
+	// limit of its own may make (FLOWD_API_RATE_LIMIT); 0 is no limit.
+	APIRateLimit int
+
 	// AddressFailureLimit is how many costly client authentications (argon2id
 	// of a secret without a MAC, a fetch of a jwks_uri) one address may fail
 	// within FailureWindow before further costly ones answer 429; zero means
@@ -100,6 +104,7 @@ type Module struct {
 	jwks    jwksCache
 	macs    secretMACs
 	limiter *costLimiter
+	limits  *apiLimiter
 	hashing chan struct{} // bounds concurrent argon2id work
 
 	dpopSeen     seenProofs
@@ -151,6 +156,7 @@ func New(pool *pgxpool.Pool, cfg Config) *Module {
 		pool: pool, cfg: cfg, log: cfg.Log, now: now,
 		macs:    newSecretMACs(cfg.KeyEncryptionKey),
 		limiter: newCostLimiter(now, cfg.FailureWindow, cfg.AddressFailureLimit),
+		limits:  newAPILimiter(now, cfg.APIRateLimit),
 		hashing: make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
 	}
 	m.states.init()
@@ -388,7 +394,7 @@ func (m *Module) RevokeClient(ctx context.Context, organizationID, clientID stri
 func toClient(r store.Client) Client {
 	return Client{ID: r.ID, OrganizationID: r.OrganizationID, Name: r.Name, HasSecret: r.SecretHash != "",
 		Keys: ClientKeys{JWKS: r.JWKS, JWKSURI: r.JWKSURI}, Scopes: r.Scopes, Sandbox: r.Sandbox,
-		CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt, DPoPBound: r.DPoPBound}
+		CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt, DPoPBound: r.DPoPBound, RateLimit: toRateLimit(r.RateLimit)}
 }
 
 // MapExternalClient implements Clients.
@@ -434,7 +440,7 @@ func (m *Module) ListExternalClients(ctx context.Context, organizationID string)
 
 func toExternal(r store.ExternalClient) ExternalClient {
 	return ExternalClient{Issuer: r.Issuer, ClientID: r.ClientID, OrganizationID: r.OrganizationID,
-		Scopes: r.Scopes, Sandbox: r.Sandbox, CreatedAt: r.CreatedAt}
+		Scopes: r.Scopes, Sandbox: r.Sandbox, CreatedAt: r.CreatedAt, RateLimit: toRateLimit(r.RateLimit)}
 }
 
 // mustHash hashes a client secret. It fails only for unusable parameters,

@@ -211,7 +211,7 @@ func (m *Module) admitBuiltin(ctx context.Context, v verifiedToken) (Principal, 
 	if revoked {
 		return Principal{}, m.invalid(ctx, "token revoked", nil)
 	}
-	return Principal{OrganizationID: v.orgID, ClientID: v.clientID, Scopes: v.scopes, Sandbox: st.Sandbox}, nil
+	return Principal{OrganizationID: v.orgID, ClientID: v.clientID, Scopes: v.scopes, Sandbox: st.Sandbox, RateLimit: toRateLimit(st.RateLimit)}, nil
 }
 
 // accessTokenRevoked reports whether the token was revoked, from the revoked
@@ -361,7 +361,7 @@ func (m *Module) admitExternal(ctx context.Context, v verifiedToken) (Principal,
 	if !audOK {
 		return Principal{}, m.invalid(ctx, "external token for another audience", nil)
 	}
-	p := Principal{OrganizationID: v.orgID, ClientID: v.clientID, Scopes: v.scopes}
+	p := Principal{OrganizationID: v.orgID, ClientID: v.clientID, Scopes: v.scopes, External: true}
 	if mapping != nil {
 		if p.OrganizationID == "" {
 			p.OrganizationID = mapping.OrganizationID
@@ -374,6 +374,7 @@ func (m *Module) admitExternal(ctx context.Context, v verifiedToken) (Principal,
 			p.Scopes = mapping.Scopes
 		}
 		p.Sandbox = mapping.Sandbox
+		p.RateLimit = toRateLimit(mapping.RateLimit)
 	}
 	if p.OrganizationID == "" {
 		return Principal{}, m.invalid(ctx, "external token names no organization and its client is not mapped", nil)

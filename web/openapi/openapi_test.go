@@ -122,9 +122,15 @@ func TestEveryOperationIsCompletelyDescribed(t *testing.T) {
 					t.Errorf("%s: unknown scope %q", name, s)
 				}
 			}
-			for _, code := range []int{401, 403, 500, 503} {
+			for _, code := range []int{401, 403, 429, 500, 503} {
 				if op.Responses.Status(code) == nil {
 					t.Errorf("%s: does not document %d", name, code)
+				}
+			}
+			// Every answer to a request with a valid token carries the client's rate limit.
+			for code, r := range op.Responses.Map() {
+				if code != "401" && (r.Value.Headers["RateLimit-Policy"] == nil || r.Value.Headers["RateLimit"] == nil) {
+					t.Errorf("%s %s: RateLimit-Policy and RateLimit are not documented", name, code)
 				}
 			}
 		}

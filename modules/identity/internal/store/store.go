@@ -105,13 +105,16 @@ type Client struct {
 	RevokedAt  *time.Time
 	// DPoPBound is dpop_bound_access_tokens: token requests need a DPoP proof.
 	DPoPBound bool
+	// RateLimit is api_rate_limit: the client's own limit of API requests
+	// per minute (0: none), nil when the default applies.
+	RateLimit *int
 }
 
-const clientColumns = "id, organization_id::text, name, coalesce(secret_hash, ''), secret_mac, jwks, coalesce(jwks_uri, ''), scopes, sandbox, created_at, last_used_at, revoked_at, dpop_bound_access_tokens"
+const clientColumns = "id, organization_id::text, name, coalesce(secret_hash, ''), secret_mac, jwks, coalesce(jwks_uri, ''), scopes, sandbox, created_at, last_used_at, revoked_at, dpop_bound_access_tokens, api_rate_limit"
 
 func scanClient(row pgx.Row) (Client, error) {
 	var c Client
-	err := row.Scan(&c.ID, &c.OrganizationID, &c.Name, &c.SecretHash, &c.SecretMAC, &c.JWKS, &c.JWKSURI, &c.Scopes, &c.Sandbox, &c.CreatedAt, &c.LastUsedAt, &c.RevokedAt, &c.DPoPBound)
+	err := row.Scan(&c.ID, &c.OrganizationID, &c.Name, &c.SecretHash, &c.SecretMAC, &c.JWKS, &c.JWKSURI, &c.Scopes, &c.Sandbox, &c.CreatedAt, &c.LastUsedAt, &c.RevokedAt, &c.DPoPBound, &c.RateLimit)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, ErrNotFound
 	}
@@ -197,13 +200,14 @@ type ClientState struct {
 	OrganizationID string
 	Sandbox        bool
 	Revoked        bool
+	RateLimit      *int // as in Client
 }
 
 // GetClientState reads a client's state by its primary key.
 func GetClientState(ctx context.Context, q Querier, id string) (ClientState, error) {
 	var s ClientState
-	err := q.QueryRow(ctx, "select organization_id::text, sandbox, revoked_at is not null from api_clients where id = $1", id).
-		Scan(&s.OrganizationID, &s.Sandbox, &s.Revoked)
+	err := q.QueryRow(ctx, "select organization_id::text, sandbox, revoked_at is not null, api_rate_limit from api_clients where id = $1", id).
+		Scan(&s.OrganizationID, &s.Sandbox, &s.Revoked, &s.RateLimit)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, ErrNotFound
 	}
@@ -385,13 +389,14 @@ type ExternalClient struct {
 	Scopes         []string
 	Sandbox        bool
 	CreatedAt      time.Time
+	RateLimit      *int // as in Client
 }
 
-const externalColumns = "issuer, client_id, organization_id::text, scopes, sandbox, created_at"
+const externalColumns = "issuer, client_id, organization_id::text, scopes, sandbox, created_at, api_rate_limit"
 
 func scanExternal(row pgx.Row) (ExternalClient, error) {
 	var x ExternalClient
-	err := row.Scan(&x.Issuer, &x.ClientID, &x.OrganizationID, &x.Scopes, &x.Sandbox, &x.CreatedAt)
+	err := row.Scan(&x.Issuer, &x.ClientID, &x.OrganizationID, &x.Scopes, &x.Sandbox, &x.CreatedAt, &x.RateLimit)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return x, ErrNotFound
 	}

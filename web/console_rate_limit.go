@@ -1,0 +1,98 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/views/pages"
+)
+
+// rateLimitLabel says what limit a client is held to, for the credentials
+// page: its own, or the deployment's default (perMinute per minute; 0 none).
+func rateLimitLabel(r identity.RateLimit, defaultPerMinute int) string {
+	if !r.Own {
+		return perMinuteLabel(defaultPerMinute) + " (default)"
+	}
+	return perMinuteLabel(r.PerMinute)
+}
+
+func perMinuteLabel(perMinute int) string {
+	if perMinute == 0 {
+		return "no limit"
+	}
+	return strconv.Itoa(perMinute) + " per minute"
+}
+
+// handleConsoleClientRateLimit handles
+// "GET /console/credentials/clients/:id/rate-limit" (admins).
+func (s *Server) handleConsoleClientRateLimit(c echo.Context) error {
+	cl, err := s.consoleClient(c)
+	if err != nil {
+		return err
+	}
+	if cl.Revoked() {
+		return c.Redirect(http.StatusSeeOther, "/console/credentials")
+	}
+	p := pages.ClientRateLimitPage{Choice: "default"}
+	switch r := cl.RateLimit; {
+	case r.Own && r.PerMinute == 0:
+		p.Choice = "none"
+	case r.Own:
+		p.Choice, p.PerMinute = "own", strconv.Itoa(r.PerMinute)
+	}
+	return s.renderClientRateLimit(c, http.StatusOK, cl, p)
+}
+
+func (s *Server) renderClientRateLimit(c echo.Context, status int, cl identity.Client, p pages.ClientRateLimitPage) error {
+	p.Frame, p.ClientID, p.Name = s.frame(c, "credentials", "Client rate limit"), cl.ID, cl.Name
+	p.Default = perMinuteLabel(s.cfg.APIRateLimit)
+	return s.renderConsole(c, status, pages.ClientRateLimit(p))
+}
+
+// handleConsoleSaveClientRateLimit handles
+// "POST /console/credentials/clients/:id/rate-limit" (admins): limit=default
+// returns the client to the deployment's default, limit=own sets its own
+// (per_minute, at least 1) and limit=none lifts its limit. A change is
+// audited; saving the limit the client has records nothing.
+func (s *Server) handleConsoleSaveClientRateLimit(c echo.Context) error {
+	cl, err := s.consoleClient(c)
+	if err != nil {
+		return err
+	}
+	f, err := bindForm(c)
+	if err != nil {
+		return err
+	}
+	again := pages.ClientRateLimitPage{Choice: f.Text("limit", 10), PerMinute: f.Text("per_minute", 20), Errors: f.Errors}
+	var limit identity.RateLimit
+	switch again.Choice {
+	case "default":
+	case "none":
+		limit = identity.RateLimit{Own: true}
+	case "own":
+		n, err := strconv.Atoi(again.PerMinute)
+		if err != nil || n < 1 || n > identity.MaxRateLimit {
+			f.Fail("per_minute", "Give a whole number of requests from 1 to %d.", identity.MaxRateLimit)
+		}
+		limit = identity.RateLimit{Own: true, PerMinute: n}
+	default:
+		f.Fail("limit", "Choose the default, its own limit or no limit.")
+	}
+	if !f.Valid() {
+		return s.renderClientRateLimit(c, http.StatusBadRequest, cl, again)
+	}
+	saved, err := s.identity.SetClientRateLimit(c.Request().Context(), staffOf(c).OrganizationID, cl.ID, limit,
+		audited(s, c, identity.AuditClientRateLimit, func(ch identity.ClientChange) (string, string) {
+			return ch.After.ID, identity.RateLimitAuditDetail(ch.After.Name, ch.After.RateLimit)
+		}))
+	if f.Refused(err, map[string]string{"perMinute": "per_minute"}) {
+		return s.renderClientRateLimit(c, http.StatusBadRequest, cl, again)
+	}
+	if err != nil {
+		return consoleNotFound(err, identity.ErrClientNotFound)
+	}
+	return c.Redirect(http.StatusSeeOther, withNotice("/console/credentials", "rate_limit", saved.Name))
+}
