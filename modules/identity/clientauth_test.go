@@ -206,6 +206,7 @@ func TestJWKSFetchesAreBoundedPerAddress(t *testing.T) {
 		c.AddressFailureLimit = limit
 		c.ClientJWKSHosts = []string{"127.0.0.1"}
 		c.JWKSHTTPClient = srv.Client()
+		c.JWKSAllowPrivate = true
 	})
 	cc := f.keyClient(t, ClientKeys{JWKSURI: srv.URL + "/jwks"})
 	const guesser, other = "203.0.113.9", "198.51.100.7"
