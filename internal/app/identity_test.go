@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
@@ -78,6 +79,11 @@ func TestIdentityCommandsAndTokensEndToEnd(t *testing.T) {
 		t.Fatalf("clients create: %v", client)
 	}
 	id, sec := client["clientId"].(string), client["clientSecret"].(string)
+	// Given the key encryption key, the command stores the secret's MAC, so
+	// that the client's first token request is already cheap to check.
+	if hasMAC := queryBool(t, in.DatabaseURL, `select secret_mac is not null from api_clients where id = $1`, id); !hasMAC {
+		t.Fatal("clients create with FLOWD_KEY_ENCRYPTION_KEY set stored no MAC of the secret")
+	}
 	if _, err := flowdtest.RunCLI(in.Getenv, "", "clients", "create", "--org", orgID, "--scopes", "flows:admin"); err == nil {
 		t.Fatal("clients create accepted an unknown scope")
 	}
@@ -236,4 +242,19 @@ func TestServeRefusesAKeyEncryptionKeyThatCannotOpenTheSigningKey(t *testing.T) 
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// queryBool answers a one-row, one-column boolean query on the database at url.
+func queryBool(t *testing.T, url, sql string, args ...any) bool {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var v bool
+	if err := conn.QueryRow(context.Background(), sql, args...).Scan(&v); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return v
 }

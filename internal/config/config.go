@@ -197,6 +197,10 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		c.SessionKey = r.key("FLOWD_SESSION_KEY")
 		c.DataKey = r.key("FLOWD_DATA_KEY")
 		c.DataKeyPrevious = r.keys("FLOWD_DATA_KEY_PREVIOUS")
+	} else if getenv("FLOWD_KEY_ENCRYPTION_KEY") != "" {
+		// An admin command given the key uses it where it helps: a client
+		// secret it makes gets its MAC at once.
+		c.KeyEncryptionKey = r.key("FLOWD_KEY_ENCRYPTION_KEY")
 	}
 	if r.err != nil {
 		return nil, r.err
