@@ -36,8 +36,12 @@ type Endpoint struct {
 	// FailingSince is the first failed delivery since the last success; nil
 	// while the endpoint is healthy.
 	FailingSince *time.Time
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// DisabledAt is when the endpoint was disabled, by a person or by
+	// flowd: what it missed since then a recovery sends once it is enabled
+	// again. Nil while it is enabled.
+	DisabledAt *time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // Subscribes reports whether the endpoint wants events of type t, enabled or not.
@@ -139,7 +143,8 @@ type Endpoints interface {
 	// creation in the order asked for.
 	List(ctx context.Context, organizationID string, order EndpointOrder) ([]Endpoint, error)
 	// Update changes an endpoint. ErrEndpointNotFound; apperr Invalid as
-	// Create. Enabling an endpoint clears its DisabledReason and FailingSince.
+	// Create. Enabling an endpoint clears its DisabledReason, FailingSince
+	// and DisabledAt; disabling it sets DisabledAt.
 	Update(ctx context.Context, organizationID, id string, u EndpointUpdate, before ...database.BeforeCommit[EndpointChange]) (Endpoint, error)
 	// Delete removes an endpoint for good and returns it. ErrEndpointNotFound.
 	Delete(ctx context.Context, organizationID, id string, before ...database.BeforeCommit[Endpoint]) (Endpoint, error)

@@ -29,7 +29,7 @@ func NewEndpoints(pool *pgxpool.Pool, rules EndpointRules) *EndpointStore {
 func fromEndpointRow(r store.Endpoint) Endpoint {
 	e := Endpoint{ID: r.ID, OrganizationID: r.OrganizationID, URL: r.URL, Description: r.Description,
 		EventTypes: make([]EventType, len(r.EventTypes)), Enabled: r.Enabled, FailingSince: r.FailingSince,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		DisabledAt: r.DisabledAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	for i, t := range r.EventTypes {
 		e.EventTypes[i] = EventType(t)
 	}
@@ -149,7 +149,7 @@ func (s *EndpointStore) Update(ctx context.Context, organizationID, id string, u
 			return endpointNotFound(err)
 		}
 		was := fromEndpointRow(row)
-		row, err = store.UpdateEndpoint(ctx, tx, toEndpointRow(u.apply(was)))
+		row, err = store.UpdateEndpoint(ctx, tx, toEndpointRow(u.apply(was)), was.Enabled)
 		if err != nil {
 			return endpointNotFound(err)
 		}

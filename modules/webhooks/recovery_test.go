@@ -282,6 +282,7 @@ func TestRecoveryRefusals(t *testing.T) {
 		{"disabled", b.org, disabled.ID, hour, webhooks.ErrEndpointDisabled, false},
 		{"no since", b.org, ep.ID, time.Time{}, nil, true},
 		{"since in the future", b.org, ep.ID, time.Now().Add(time.Minute), nil, true},
+		{"since past what is kept", b.org, ep.ID, time.Now().Add(-webhooks.DefaultEventRetention - time.Minute), nil, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := b.hooks.Recover(ctx, c.org, c.id, c.since, "client:test")
