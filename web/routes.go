@@ -70,6 +70,9 @@ func (s *Server) routes() {
 	api.POST("/webhook-endpoints/:id/recover", s.handleEndpointRecover, s.authenticate, requireScope(identity.ScopeWebhooksManage))
 	api.GET("/webhook-endpoints/:id/recoveries", s.handleRecoveryList, s.authenticate, requireScope(identity.ScopeWebhooksManage))
 	api.GET("/webhook-endpoints/:id/recoveries/:recoveryId", s.handleRecoveryGet, s.authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.POST("/webhook-recoveries", s.handleFlowURLRecover, s.authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.GET("/webhook-recoveries", s.handleFlowURLRecoveryList, s.authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.GET("/webhook-recoveries/:recoveryId", s.handleFlowURLRecoveryGet, s.authenticate, requireScope(identity.ScopeWebhooksManage))
 
 	// Consent receipts: public; anyone holding a receipt may check it.
 	e.POST("/api/receipts/verify", s.handleReceiptVerify)
