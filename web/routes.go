@@ -147,8 +147,10 @@ func (s *Server) routes() {
 	console.POST("/webhooks", s.handleConsoleCreateEndpoint, requireAdmin)
 	console.GET("/webhooks/:id", s.handleConsoleEndpoint).Name = "console.webhook"
 	console.POST("/webhooks/:id/recover", s.handleConsoleRecover, requireAdmin)
+	console.POST("/webhooks/recover", s.handleConsoleRecoverFlowURLs, requireAdmin)
 	console.GET("/webhooks/:id/edit", s.handleConsoleEditEndpoint, requireAdmin)
 	console.POST("/webhooks/:id", s.handleConsoleSaveEndpoint, requireAdmin)
+	console.GET("/webhooks/:id/enable", s.handleConsoleEnableEndpointConfirm, requireAdmin)
 	console.POST("/webhooks/:id/enable", s.handleConsoleEnableEndpoint, requireAdmin)
 	console.POST("/webhooks/:id/disable", s.handleConsoleEnableEndpoint, requireAdmin)
 	console.GET("/webhooks/:id/delete", s.handleConsoleDeleteEndpointConfirm, requireAdmin)
