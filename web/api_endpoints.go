@@ -28,15 +28,17 @@ type WebhookEndpoint struct {
 	// FailingSince is the endpoint's first failed delivery since its last
 	// success; null while it is healthy.
 	FailingSince *apiInstant `json:"failingSince"`
-	CreatedAt    apiInstant  `json:"createdAt"`
-	UpdatedAt    apiInstant  `json:"updatedAt"`
+	// DisabledAt is when the endpoint was disabled; null while it is enabled.
+	DisabledAt *apiInstant `json:"disabledAt"`
+	CreatedAt  apiInstant  `json:"createdAt"`
+	UpdatedAt  apiInstant  `json:"updatedAt"`
 }
 
 // newWebhookEndpoint renders e.
 func newWebhookEndpoint(e webhooks.Endpoint) WebhookEndpoint {
 	out := WebhookEndpoint{ID: e.ID, URL: e.URL, Description: e.Description, EventTypes: make([]string, len(e.EventTypes)),
 		Enabled: e.Enabled, DisabledReason: nonEmpty(e.DisabledReason), FailingSince: (*apiInstant)(e.FailingSince),
-		CreatedAt: apiInstant(e.CreatedAt), UpdatedAt: apiInstant(e.UpdatedAt)}
+		DisabledAt: (*apiInstant)(e.DisabledAt), CreatedAt: apiInstant(e.CreatedAt), UpdatedAt: apiInstant(e.UpdatedAt)}
 	for i, t := range e.EventTypes {
 		out.EventTypes[i] = string(t)
 	}

@@ -55,7 +55,7 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}
 	a := endpointOf(t, r)
-	if got := keysOf(r.json(t)); got != "createdAt,description,disabledReason,enabled,eventTypes,failingSince,id,updatedAt,url" {
+	if got := keysOf(r.json(t)); got != "createdAt,description,disabledAt,disabledReason,enabled,eventTypes,failingSince,id,updatedAt,url" {
 		t.Errorf("members %s", got)
 	}
 	if a.URL != "https://hooks.bank.example/flowd?k=secret" || a.Description != "Decisions" || !a.Enabled || a.DisabledReason != nil ||

@@ -46,7 +46,13 @@ func TestEverySingleResourceAnswerCarriesAnETag(t *testing.T) {
 		values ($1, $2, $3, now() - interval '1 day', 'done', 3, 3, 'client:client-a')`, orgA, recovery, endpoint); err != nil {
 		t.Fatal(err)
 	}
+	const flowURLRecovery = "019ab3d0-4c5d-7e6f-8a9b-0c1d2e3f4a5c"
+	if _, err := e.pool.Exec(ctx, `insert into webhook_recoveries (organization_id, id, endpoint_id, since, state, total, scheduled, requested_by)
+		values ($1, $2, null, now() - interval '1 day', 'done', 2, 2, 'client:client-a')`, orgA, flowURLRecovery); err != nil {
+		t.Fatal(err)
+	}
 	resources := map[string]string{
+		"/api/webhook-recoveries/:recoveryId":               "/api/webhook-recoveries/" + flowURLRecovery,
 		"/api/flows/:id":                                    "/api/flows/" + flowID,
 		"/api/events/:id":                                   "/api/events/" + event,
 		"/api/flow-definitions/:id":                         "/api/flow-definitions/consent",

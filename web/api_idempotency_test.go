@@ -163,6 +163,18 @@ var idempotentRoutes = map[string]idempotentRoute{
 			return e.count(t, `select count(*) from webhook_recoveries where endpoint_id = $1`, c.subject)
 		},
 	},
+	"/api/webhook-recoveries": {
+		status: http.StatusAccepted,
+		prepare: func(t *testing.T, e *apiEnv, n int) keyedCall {
+			host := fmt.Sprintf("hooks-%d.bank.example", n)
+			since := url.QueryEscape(time.Now().Add(-2 * time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339))
+			path := "/api/webhook-recoveries?since=" + since + "&host="
+			return keyedCall{path: path + host, otherPath: path + "other-" + host, subject: host}
+		},
+		effects: func(t *testing.T, e *apiEnv, c keyedCall) int {
+			return e.count(t, `select count(*) from webhook_recoveries where organization_id = $1 and endpoint_id is null`, orgA)
+		},
+	},
 }
 
 // publicPOSTs are the POSTs under /api that take no token and so no key:

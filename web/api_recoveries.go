@@ -15,11 +15,12 @@ import (
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
-// recoveryJSON is a recovery of an endpoint's failed deliveries as the API
-// shows it.
+// recoveryJSON is a recovery, of an endpoint or of the flows' own webhook
+// URLs (endpointId null), as the API shows it.
 type recoveryJSON struct {
 	ID          string      `json:"id"`
-	EndpointID  string      `json:"endpointId"`
+	EndpointID  *string     `json:"endpointId"`
+	Host        *string     `json:"host"`
 	Since       apiInstant  `json:"since"`
 	State       string      `json:"state"`
 	Total       int         `json:"total"`
@@ -32,18 +33,30 @@ type recoveryJSON struct {
 }
 
 func toRecoveryJSON(r webhooks.Recovery) recoveryJSON {
-	return recoveryJSON{ID: r.ID, EndpointID: r.EndpointID, Since: apiInstant(r.Since), State: string(r.State), Total: r.Total,
+	return recoveryJSON{ID: r.ID, EndpointID: nonEmpty(r.EndpointID), Host: nonEmpty(r.Host), Since: apiInstant(r.Since), State: string(r.State), Total: r.Total,
 		Scheduled: r.Scheduled, RequestedBy: r.RequestedBy, CreatedAt: apiInstant(r.CreatedAt),
 		StartedAt: (*apiInstant)(r.StartedAt), FinishedAt: (*apiInstant)(r.FinishedAt), Error: nonEmpty(r.Error)}
 }
 
+// recoveryPath is the path of a recovery of an endpoint, or of the flows'
+// own webhook URLs when endpointID is empty.
 func recoveryPath(endpointID, id string) string {
+	if endpointID == "" {
+		return "/api/webhook-recoveries/" + url.PathEscape(id)
+	}
 	return endpointPath(endpointID) + "/recoveries/" + url.PathEscape(id)
 }
 
 // recoveryAudit describes a recovery for the audit log.
 func recoveryAudit(r webhooks.Recovery) string {
-	return fmt.Sprintf("recovery %s of %d failed deliveries since %s", r.ID, r.Total, r.Since.UTC().Format(time.RFC3339))
+	of := "failed deliveries"
+	if r.EndpointID == "" {
+		of += " to the flows' webhook URLs"
+		if r.Host != "" {
+			of += " on " + r.Host
+		}
+	}
+	return fmt.Sprintf("recovery %s of %d %s since %s", r.ID, r.Total, of, r.Since.UTC().Format(time.RFC3339))
 }
 
 // redeliveryAudit describes a redelivery for the audit log.
@@ -59,10 +72,18 @@ func redeliveryAudit(r webhooks.Redelivery) string {
 	return fmt.Sprintf("%s of flow %s to %s (%d %s)", r.Type, truncateRunes(r.FlowID, 100), to, r.Deliveries, noun)
 }
 
-// recoveryError maps the webhooks module's errors of a recovery request to
+// recoveryError maps the webhooks module's errors of a recovery request,
+// of an endpoint or of the flows' own URLs when endpointID is empty, to
 // application errors; a recovery already running is named, with where its
 // progress shows.
 func (s *Server) recoveryError(ctx context.Context, organizationID, endpointID string, err error) error {
+	if endpointID == "" && errors.Is(err, webhooks.ErrRecoveryRunning) {
+		if list, lerr := s.webhooks.FlowURLRecoveries(ctx, organizationID); lerr == nil && len(list) > 0 && list[0].State.Active() {
+			return apperr.New(apperr.Conflict, "A recovery of the flows' webhook URLs is already %s (%d of %d deliveries sent again); %s shows its progress.",
+				list[0].State, list[0].Scheduled, list[0].Total, recoveryPath("", list[0].ID))
+		}
+		return apperr.New(apperr.Conflict, "A recovery of the flows' webhook URLs is already running.")
+	}
 	switch {
 	case errors.Is(err, webhooks.ErrEndpointNotFound):
 		return apperr.New(apperr.NotFound, "No webhook endpoint with this id.")
@@ -78,32 +99,99 @@ func (s *Server) recoveryError(ctx context.Context, organizationID, endpointID s
 	return err
 }
 
+// sinceParam reads the query parameter since, an RFC 3339 time; zero when
+// it is missing, which the module refuses as it does any other bad time.
+func sinceParam(c echo.Context) (time.Time, error) {
+	v := c.QueryParam("since")
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, apperr.InvalidFields([]apperr.FieldError{{Field: "since", Message: "must be an RFC 3339 time, such as 2026-01-02T03:04:05Z"}})
+	}
+	return t, nil
+}
+
 // handleEndpointRecover handles "POST /api/webhook-endpoints/:id/recover":
-// every delivery to the endpoint that failed since ?since= is sent again,
-// by a background job whose progress the answer's Location shows.
+// every event of the endpoint's types since ?since= that it has not
+// received is sent, by a background job whose progress the answer's
+// Location shows.
 func (s *Server) handleEndpointRecover(c echo.Context) error {
-	var since time.Time
-	if v := c.QueryParam("since"); v != "" {
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			return apperr.InvalidFields([]apperr.FieldError{{Field: "since", Message: "must be an RFC 3339 time, such as 2026-01-02T03:04:05Z"}})
-		}
-		since = t
+	since, err := sinceParam(c)
+	if err != nil {
+		return err
 	}
 	ctx, p := c.Request().Context(), principalOf(c)
-	answer := func(r webhooks.Recovery) reply {
-		body := toRecoveryJSON(r)
-		return reply{status: http.StatusAccepted, header: http.Header{echo.HeaderLocation: {recoveryPath(r.EndpointID, r.ID)}, "Etag": {bodyTag(body)}},
-			body: body}
-	}
 	r, err := s.webhooks.Recover(ctx, p.OrganizationID, c.Param("id"), since, "client:"+p.ClientID,
 		apiAudited(s, c, identity.AuditWebhookEndpointRecover, func(r webhooks.Recovery) (string, string) {
 			return r.EndpointID, recoveryAudit(r)
-		}), keepReply(c, answer))
+		}), keepReply(c, recoveryReply))
 	if err != nil {
 		return s.recoveryError(ctx, p.OrganizationID, c.Param("id"), err)
 	}
-	return s.writeReply(c, answer(r))
+	return s.writeReply(c, recoveryReply(r))
+}
+
+// handleFlowURLRecover handles "POST /api/webhook-recoveries": every
+// delivery to a flow's own webhook URL (of ?host= only, when given) that
+// failed since ?since= is sent again, by a background job whose progress
+// the answer's Location shows.
+func (s *Server) handleFlowURLRecover(c echo.Context) error {
+	since, err := sinceParam(c)
+	if err != nil {
+		return err
+	}
+	ctx, p := c.Request().Context(), principalOf(c)
+	r, err := s.webhooks.RecoverFlowURLs(ctx, p.OrganizationID, since, c.QueryParam("host"), "client:"+p.ClientID,
+		apiAudited(s, c, identity.AuditWebhookRecover, func(r webhooks.Recovery) (string, string) {
+			return r.ID, recoveryAudit(r)
+		}), keepReply(c, recoveryReply))
+	if err != nil {
+		return s.recoveryError(ctx, p.OrganizationID, "", err)
+	}
+	return s.writeReply(c, recoveryReply(r))
+}
+
+// recoveryReply answers a new recovery with it, queued: 202, its path in
+// Location.
+func recoveryReply(r webhooks.Recovery) reply {
+	body := toRecoveryJSON(r)
+	return reply{status: http.StatusAccepted, header: http.Header{echo.HeaderLocation: {recoveryPath(r.EndpointID, r.ID)}, "Etag": {bodyTag(body)}},
+		body: body}
+}
+
+// writeRecoveries writes a list of recoveries.
+func (s *Server) writeRecoveries(c echo.Context, list []webhooks.Recovery) error {
+	out := struct {
+		Data []recoveryJSON `json:"data"`
+	}{Data: make([]recoveryJSON, len(list))}
+	for i, r := range list {
+		out.Data[i] = toRecoveryJSON(r)
+	}
+	return s.writeJSON(c, http.StatusOK, out)
+}
+
+// handleFlowURLRecoveryList handles "GET /api/webhook-recoveries": the
+// latest recoveries of the flows' own webhook URLs, newest first.
+func (s *Server) handleFlowURLRecoveryList(c echo.Context) error {
+	list, err := s.webhooks.FlowURLRecoveries(c.Request().Context(), principalOf(c).OrganizationID)
+	if err != nil {
+		return err
+	}
+	return s.writeRecoveries(c, list)
+}
+
+// handleFlowURLRecoveryGet handles "GET /api/webhook-recoveries/:recoveryId".
+func (s *Server) handleFlowURLRecoveryGet(c echo.Context) error {
+	r, err := s.webhooks.FlowURLRecovery(c.Request().Context(), principalOf(c).OrganizationID, c.Param("recoveryId"))
+	if errors.Is(err, webhooks.ErrRecoveryNotFound) {
+		return apperr.New(apperr.NotFound, "No recovery of the flows' webhook URLs with this id.")
+	}
+	if err != nil {
+		return err
+	}
+	return s.writeUnversioned(c, http.StatusOK, toRecoveryJSON(r))
 }
 
 // handleRecoveryList handles "GET /api/webhook-endpoints/:id/recoveries":
@@ -113,13 +201,7 @@ func (s *Server) handleRecoveryList(c echo.Context) error {
 	if err != nil {
 		return endpointError(err)
 	}
-	out := struct {
-		Data []recoveryJSON `json:"data"`
-	}{Data: make([]recoveryJSON, len(list))}
-	for i, r := range list {
-		out.Data[i] = toRecoveryJSON(r)
-	}
-	return s.writeJSON(c, http.StatusOK, out)
+	return s.writeRecoveries(c, list)
 }
 
 // handleRecoveryGet handles "GET /api/webhook-endpoints/:id/recoveries/:recoveryId".

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -128,7 +129,7 @@ func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 				}
 				return o.ReferencePrefix == "NEW"
 			}},
-		{"recover an endpoint", "/console/webhooks/" + endpoint + "/recover", url.Values{"since": {"2026-01-01T00:00"}},
+		{"recover an endpoint", "/console/webhooks/" + endpoint + "/recover", url.Values{"since": {time.Now().UTC().Add(-time.Hour).Format("2006-01-02T15:04")}},
 			identity.AuditWebhookEndpointRecover, endpoint, http.StatusSeeOther, "", func(t *testing.T) bool {
 				return countRows(t, ls.pool, `select count(*) from webhook_recoveries`) == 1
 			}},

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -77,19 +78,36 @@ func endpointName(e webhooks.Endpoint) string {
 }
 
 // handleConsoleEndpoints handles "GET /console/webhooks": the
-// organization's webhook endpoints, in the order they were added.
+// organization's webhook endpoints, in the order they were added, and the
+// recoveries of the flows' own webhook URLs; the recovery form proposes the
+// last 24 hours.
 func (s *Server) handleConsoleEndpoints(c echo.Context) error {
-	list, err := s.endpoints.List(c.Request().Context(), staffOf(c).OrganizationID, webhooks.OldestFirst)
+	return s.renderEndpoints(c, http.StatusOK, dayAgo(), "", nil)
+}
+
+// renderEndpoints renders the webhooks page with status, the recovery form
+// of the flows' own URLs holding since and host, and errs.
+func (s *Server) renderEndpoints(c echo.Context, status int, since, host string, errs map[string]string) error {
+	ctx, org := c.Request().Context(), staffOf(c).OrganizationID
+	list, err := s.endpoints.List(ctx, org, webhooks.OldestFirst)
+	if err != nil {
+		return err
+	}
+	recoveries, err := s.webhooks.FlowURLRecoveries(ctx, org)
 	if err != nil {
 		return err
 	}
 	p := pages.EndpointsPage{Frame: s.frame(c, "webhooks", "Webhook endpoints"), Full: len(list) >= webhooks.MaxEndpoints,
-		Max: webhooks.MaxEndpoints}
+		Max: webhooks.MaxEndpoints, Since: since, Host: host, Errors: errs}
 	for _, e := range list {
 		p.Rows = append(p.Rows, pages.EndpointRow{ID: e.ID, URL: e.URL, Description: e.Description, Events: endpointEvents(e),
 			Enabled: e.Enabled, DisabledReason: e.DisabledReason, FailingSince: consoleTimePtr(e.FailingSince, ""), Created: consoleTime(e.CreatedAt)})
 	}
-	return s.renderConsole(c, http.StatusOK, pages.Endpoints(p))
+	var active bool
+	if p.Recoveries, active = recoveryRows(recoveries); active {
+		p.Frame.Refresh = recoveryRefresh
+	}
+	return s.renderConsole(c, status, pages.Endpoints(p))
 }
 
 // endpointForm is the view model of the endpoint form for e, the types
@@ -199,11 +217,76 @@ func (s *Server) handleConsoleSaveEndpoint(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, withNotice("/console/webhooks", "endpoint_saved", endpointHost(saved)))
 }
 
+// handleConsoleEnableEndpointConfirm handles "GET /console/webhooks/:id/enable"
+// (admins): the confirmation of enabling a disabled endpoint, which offers
+// to recover what it missed since MissedSince.
+func (s *Server) handleConsoleEnableEndpointConfirm(c echo.Context) error {
+	e, err := s.consoleEndpoint(c)
+	if err != nil {
+		return err
+	}
+	if e.Enabled {
+		return c.Redirect(http.StatusSeeOther, "/console/webhooks")
+	}
+	return s.renderEnable(c, http.StatusOK, e, "", true, nil)
+}
+
+// renderEnable renders the confirmation of enabling e with status, the
+// recovery ticked when recover, its time since (MissedSince's when empty)
+// and errs.
+func (s *Server) renderEnable(c echo.Context, status int, e webhooks.Endpoint, since string, recover bool, errs map[string]string) error {
+	missed, clamped := s.webhooks.MissedSince(e, time.Now())
+	note := "When it was disabled."
+	switch {
+	case clamped:
+		// The oldest time kept moves on while the form is open.
+		missed = missed.Add(10 * time.Minute).Truncate(time.Minute)
+		note = "About the oldest time flowd keeps events from: what it missed before is gone."
+	case e.FailingSince != nil:
+		note = "A whole retry schedule before its deliveries began to fail (" + consoleTime(*e.FailingSince) +
+			"), so that the events already under way then are covered too."
+	}
+	if since == "" {
+		since = missed.UTC().Format(sinceLayout)
+	}
+	details := []pages.KV{{Label: "URL", Value: e.URL, Code: true}}
+	if e.Description != "" {
+		details = append(details, pages.KV{Label: "Description", Value: e.Description})
+	}
+	if e.DisabledAt != nil {
+		details = append(details, pages.KV{Label: "Disabled", Value: consoleTime(*e.DisabledAt)})
+	}
+	if e.DisabledReason != "" {
+		details = append(details, pages.KV{Label: "Disabled because", Value: e.DisabledReason})
+	}
+	return s.renderConsole(c, status, pages.EndpointEnable(pages.EndpointEnablePage{Frame: s.frame(c, "webhooks", "Enable endpoint"),
+		ID: e.ID, Details: details, Recover: recover, Since: since, SinceNote: note, Errors: errs}))
+}
+
 // handleConsoleEnableEndpoint handles "POST /console/webhooks/:id/enable"
-// and "POST /console/webhooks/:id/disable" (admins).
+// and "POST /console/webhooks/:id/disable" (admins). With recover ticked,
+// enabling then recovers what the endpoint missed since the form's time,
+// whose progress its page shows; a time that cannot be read enables
+// nothing.
 func (s *Server) handleConsoleEnableEndpoint(c echo.Context) error {
 	enable := strings.HasSuffix(c.Path(), "/enable")
-	e, err := s.endpoints.Update(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
+	f, err := bindForm(c)
+	if err != nil {
+		return err
+	}
+	recoverToo := enable && f.Bool("recover")
+	raw := strings.TrimSpace(f.values.Get("since"))
+	since, ok := parseSince(raw)
+	if recoverToo && !ok {
+		e, err := s.consoleEndpoint(c)
+		if err != nil {
+			return err
+		}
+		f.Fail("since", "Give a date and time, such as 2026-01-02T03:04.")
+		return s.renderEnable(c, http.StatusBadRequest, e, raw, true, f.Errors)
+	}
+	ctx, m := c.Request().Context(), staffOf(c)
+	e, err := s.endpoints.Update(ctx, m.OrganizationID, c.Param("id"),
 		webhooks.EndpointUpdate{Enabled: &enable}, etag.Any,
 		audited(s, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
 			return ch.After.ID, ch.Describe() + ": " + endpointAudit(ch.After)
@@ -211,11 +294,19 @@ func (s *Server) handleConsoleEnableEndpoint(c echo.Context) error {
 	if err != nil {
 		return consoleNotFound(err, webhooks.ErrEndpointNotFound)
 	}
-	notice := "endpoint_disabled"
-	if enable {
-		notice = "endpoint_enabled"
+	if !recoverToo {
+		notice := "endpoint_disabled"
+		if enable {
+			notice = "endpoint_enabled"
+		}
+		return c.Redirect(http.StatusSeeOther, withNotice("/console/webhooks", notice, endpointHost(e)))
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice("/console/webhooks", notice, endpointHost(e)))
+	_, err = s.webhooks.Recover(ctx, m.OrganizationID, e.ID, since, staffActor(m), s.auditedRecovery(c))
+	if err != nil {
+		f.Fail("form", "Webhook endpoint %s was enabled, but the recovery of what it missed was not started.", endpointHost(e))
+		return s.recoveryRefused(c, f, e, raw, err)
+	}
+	return c.Redirect(http.StatusSeeOther, withNotice(s.echo.Reverse("console.webhook", e.ID), "endpoint_enabled_recovering", endpointHost(e)))
 }
 
 // handleConsoleDeleteEndpointConfirm handles "GET /console/webhooks/:id/delete" (admins).

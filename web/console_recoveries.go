@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -10,14 +11,16 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/views/pages"
 )
 
-// This file holds the console's replay of webhooks (issue 20): an
-// endpoint's page, where admins recover its failed deliveries and everyone
-// follows the recoveries' progress, and the redelivery of a flow's event.
+// This file holds the console's replay of webhooks: an endpoint's page,
+// where admins recover what it missed and everyone follows the recoveries'
+// progress; the recovery of the flows' own webhook URLs on the webhooks
+// page; and the redelivery of a flow's event.
 
 // recoveryRefresh is how often, in seconds, an endpoint's page reloads
 // while one of its recoveries is under way.
@@ -49,6 +52,26 @@ func endpointEvents(e webhooks.Endpoint) string {
 	return strings.Join(names, ", ")
 }
 
+// dayAgo is what a recovery form proposes: the last 24 hours.
+func dayAgo() string {
+	return time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Minute).Format(sinceLayout)
+}
+
+// recoveryRows are the rows of recoveries, and whether one is under way.
+func recoveryRows(list []webhooks.Recovery) (rows []pages.RecoveryRow, active bool) {
+	for _, r := range list {
+		host := r.Host
+		if host == "" {
+			host = "every host"
+		}
+		rows = append(rows, pages.RecoveryRow{ID: r.ID, Requested: consoleTime(r.CreatedAt),
+			Since: r.Since.UTC().Format("2006-01-02 15:04:05 UTC"), Host: host, RequestedBy: r.RequestedBy, State: string(r.State),
+			Scheduled: r.Scheduled, Total: r.Total, Finished: consoleTimePtr(r.FinishedAt, ""), Error: r.Error})
+		active = active || r.State.Active()
+	}
+	return rows, active
+}
+
 // renderEndpoint renders an endpoint's page with status, the recovery form
 // holding since and errs.
 func (s *Server) renderEndpoint(c echo.Context, status int, e webhooks.Endpoint, since string, errs map[string]string) error {
@@ -62,13 +85,9 @@ func (s *Server) renderEndpoint(c echo.Context, status int, e webhooks.Endpoint,
 	// A refusal of the whole request shows above the page: the form is not
 	// there for a disabled endpoint.
 	p.Frame.Error = errs["form"]
-	for _, r := range list {
-		p.Recoveries = append(p.Recoveries, pages.RecoveryRow{ID: r.ID, Requested: consoleTime(r.CreatedAt),
-			Since: r.Since.UTC().Format("2006-01-02 15:04:05 UTC"), RequestedBy: r.RequestedBy, State: string(r.State),
-			Scheduled: r.Scheduled, Total: r.Total, Finished: consoleTimePtr(r.FinishedAt, ""), Error: r.Error})
-		if r.State.Active() {
-			p.Frame.Refresh = recoveryRefresh
-		}
+	var active bool
+	if p.Recoveries, active = recoveryRows(list); active {
+		p.Frame.Refresh = recoveryRefresh
 	}
 	return s.renderConsole(c, status, pages.Endpoint(p))
 }
@@ -80,13 +99,40 @@ func (s *Server) handleConsoleEndpoint(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	since := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Minute).Format(sinceLayout)
-	return s.renderEndpoint(c, http.StatusOK, e, since, nil)
+	return s.renderEndpoint(c, http.StatusOK, e, dayAgo(), nil)
+}
+
+// auditedRecovery records a staff member's recovery in the audit log, in
+// the request's transaction: one of an endpoint by the endpoint, one of the
+// flows' own URLs by its id.
+func (s *Server) auditedRecovery(c echo.Context) database.BeforeCommit[webhooks.Recovery] {
+	return func(ctx context.Context, tx database.Tx, r webhooks.Recovery) error {
+		action, target := identity.AuditWebhookEndpointRecover, r.EndpointID
+		if r.EndpointID == "" {
+			action, target = identity.AuditWebhookRecover, r.ID
+		}
+		return auditFailed(s.identity.RecordAuditTx(ctx, tx, auditEntry(c, action, target, recoveryAudit(r))))
+	}
+}
+
+// recoveryRefused renders the endpoint's page with the refusal err of a
+// recovery of e since raw: beside the time when it was the time's, above
+// the page when it was a conflict (one is running).
+func (s *Server) recoveryRefused(c echo.Context, f *consoleForm, e webhooks.Endpoint, raw string, err error) error {
+	if f.Refused(err, nil) {
+		return s.renderEndpoint(c, http.StatusBadRequest, e, raw, f.Errors)
+	}
+	err = s.recoveryError(c.Request().Context(), staffOf(c).OrganizationID, e.ID, err)
+	if ae, ok := apperr.As(err); ok && ae.Code == apperr.Conflict {
+		f.Fail("form", "%s", ae.Message)
+		return s.renderEndpoint(c, http.StatusConflict, e, raw, f.Errors)
+	}
+	return consoleNotFound(err, webhooks.ErrEndpointNotFound)
 }
 
 // handleConsoleRecover handles "POST /console/webhooks/:id/recover"
-// (admins): the endpoint's failed deliveries since the form's time are sent
-// again in the background; the request and its audit entry commit together.
+// (admins): what the endpoint missed since the form's time is sent in the
+// background; the request and its audit entry commit together.
 func (s *Server) handleConsoleRecover(c echo.Context) error {
 	f, err := bindForm(c)
 	if err != nil {
@@ -102,23 +148,49 @@ func (s *Server) handleConsoleRecover(c echo.Context) error {
 		f.Fail("since", "Give a date and time, such as 2026-01-02T03:04.")
 		return s.renderEndpoint(c, http.StatusBadRequest, e, raw, f.Errors)
 	}
-	ctx, m := c.Request().Context(), staffOf(c)
-	_, err = s.webhooks.Recover(ctx, m.OrganizationID, e.ID, since, staffActor(m),
-		audited(s, c, identity.AuditWebhookEndpointRecover, func(r webhooks.Recovery) (string, string) {
-			return r.EndpointID, recoveryAudit(r)
-		}))
-	if f.Refused(err, nil) {
-		return s.renderEndpoint(c, http.StatusBadRequest, e, raw, f.Errors)
-	}
-	if err != nil {
-		err = s.recoveryError(ctx, m.OrganizationID, e.ID, err)
-		if ae, ok := apperr.As(err); ok && ae.Code == apperr.Conflict {
-			f.Fail("form", "%s", ae.Message)
-			return s.renderEndpoint(c, http.StatusConflict, e, raw, f.Errors)
-		}
-		return consoleNotFound(err, webhooks.ErrEndpointNotFound)
+	m := staffOf(c)
+	if _, err = s.webhooks.Recover(c.Request().Context(), m.OrganizationID, e.ID, since, staffActor(m), s.auditedRecovery(c)); err != nil {
+		return s.recoveryRefused(c, f, e, raw, err)
 	}
 	return c.Redirect(http.StatusSeeOther, withNotice(s.echo.Reverse("console.webhook", e.ID), "recovery_started", endpointHost(e)))
+}
+
+// handleConsoleRecoverFlowURLs handles "POST /console/webhooks/recover"
+// (admins): the failed deliveries to the flows' own webhook URLs (of the
+// form's host, when given) since the form's time are sent again in the
+// background; the request and its audit entry commit together.
+func (s *Server) handleConsoleRecoverFlowURLs(c echo.Context) error {
+	f, err := bindForm(c)
+	if err != nil {
+		return err
+	}
+	raw := strings.TrimSpace(f.values.Get("since"))
+	host := f.Text("host", webhooks.MaxRecoveryHost)
+	since, ok := parseSince(raw)
+	if raw != "" && !ok {
+		f.Fail("since", "Give a date and time, such as 2026-01-02T03:04.")
+	}
+	if !f.Valid() {
+		return s.renderEndpoints(c, http.StatusBadRequest, raw, host, f.Errors)
+	}
+	ctx, m := c.Request().Context(), staffOf(c)
+	_, err = s.webhooks.RecoverFlowURLs(ctx, m.OrganizationID, since, host, staffActor(m), s.auditedRecovery(c))
+	if f.Refused(err, nil) {
+		return s.renderEndpoints(c, http.StatusBadRequest, raw, host, f.Errors)
+	}
+	if err != nil {
+		err = s.recoveryError(ctx, m.OrganizationID, "", err)
+		if ae, ok := apperr.As(err); ok && ae.Code == apperr.Conflict {
+			f.Fail("form", "%s", ae.Message)
+			return s.renderEndpoints(c, http.StatusConflict, raw, host, f.Errors)
+		}
+		return err
+	}
+	ref := strings.ToLower(host)
+	if ref == "" {
+		ref = "every host"
+	}
+	return c.Redirect(http.StatusSeeOther, withNotice("/console/webhooks", "flow_urls_recovering", ref)+"#flow-urls")
 }
 
 // handleConsoleRedeliver handles "POST /console/flows/:id/events/:event/redeliver"

@@ -73,6 +73,9 @@ func (s *Server) routes() {
 	api.POST("/webhook-endpoints/:id/recover", s.handleEndpointRecover, s.authenticate, requireScope(identity.ScopeWebhooksManage), s.idempotent)
 	api.GET("/webhook-endpoints/:id/recoveries", s.handleRecoveryList, s.authenticate, requireScope(identity.ScopeWebhooksManage))
 	api.GET("/webhook-endpoints/:id/recoveries/:recoveryId", s.handleRecoveryGet, s.authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.POST("/webhook-recoveries", s.handleFlowURLRecover, s.authenticate, requireScope(identity.ScopeWebhooksManage), s.idempotent)
+	api.GET("/webhook-recoveries", s.handleFlowURLRecoveryList, s.authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.GET("/webhook-recoveries/:recoveryId", s.handleFlowURLRecoveryGet, s.authenticate, requireScope(identity.ScopeWebhooksManage))
 
 	// Consent receipts: public; anyone holding a receipt may check it.
 	e.POST("/api/receipts/verify", s.handleReceiptVerify)
@@ -149,8 +152,10 @@ func (s *Server) routes() {
 	console.POST("/webhooks", s.handleConsoleCreateEndpoint, requireAdmin)
 	console.GET("/webhooks/:id", s.handleConsoleEndpoint).Name = "console.webhook"
 	console.POST("/webhooks/:id/recover", s.handleConsoleRecover, requireAdmin)
+	console.POST("/webhooks/recover", s.handleConsoleRecoverFlowURLs, requireAdmin)
 	console.GET("/webhooks/:id/edit", s.handleConsoleEditEndpoint, requireAdmin)
 	console.POST("/webhooks/:id", s.handleConsoleSaveEndpoint, requireAdmin)
+	console.GET("/webhooks/:id/enable", s.handleConsoleEnableEndpointConfirm, requireAdmin)
 	console.POST("/webhooks/:id/enable", s.handleConsoleEnableEndpoint, requireAdmin)
 	console.POST("/webhooks/:id/disable", s.handleConsoleEnableEndpoint, requireAdmin)
 	console.GET("/webhooks/:id/delete", s.handleConsoleDeleteEndpointConfirm, requireAdmin)

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"html"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -97,15 +99,30 @@ type flakyReceiver struct {
 	srv    *httptest.Server
 	status atomic.Int32
 	hits   atomic.Int32
+	mu     sync.Mutex
+	acked  map[string]int // the deliveries answered 2xx, by webhook-id
+}
+
+// ackedIDs returns how many deliveries of each webhook-id were answered 2xx.
+func (r *flakyReceiver) ackedIDs() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.acked)
 }
 
 func newFlakyReceiver(t *testing.T, status int) *flakyReceiver {
-	r := &flakyReceiver{}
+	r := &flakyReceiver{acked: map[string]int{}}
 	r.status.Store(int32(status))
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		_, _ = io.Copy(io.Discard, req.Body)
 		r.hits.Add(1)
-		w.WriteHeader(int(r.status.Load()))
+		s := int(r.status.Load())
+		if s >= 200 && s < 300 {
+			r.mu.Lock()
+			r.acked[req.Header.Get("webhook-id")]++
+			r.mu.Unlock()
+		}
+		w.WriteHeader(s)
 	}))
 	t.Cleanup(r.srv.Close)
 	return r

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +16,11 @@ import (
 
 // TestDisabledEndpointBannerInABrowser: with a disable window of a second,
 // an endpoint registered over the API that keeps failing is disabled by
-// flowd; the console's pages show a banner naming it that leads to the
-// Webhooks page, where the reason shows and Enable ends the banner.
+// flowd; flows created meanwhile send it nothing. The console's pages show
+// a banner naming it that leads to the Webhooks page, where the reason
+// shows; Enable asks to confirm, offering to recover what the endpoint
+// missed, ticked and prefilled. Enabling so ends the banner and sends the
+// receiver, back again, every event it missed once, by webhook-id.
 func TestDisabledEndpointBannerInABrowser(t *testing.T) {
 	in := flowdtest.Start(t, flowdtest.WithEnv("FLOWD_WEBHOOK_DISABLE_AFTER", "1s"),
 		flowdtest.WithEnv("FLOWD_WEBHOOK_RETRY_SCHEDULE", strings.TrimSuffix(strings.Repeat("200ms,", 30), ",")),
@@ -37,9 +42,10 @@ func TestDisabledEndpointBannerInABrowser(t *testing.T) {
 	for {
 		var got struct {
 			DisabledReason *string `json:"disabledReason"`
+			DisabledAt     *string `json:"disabledAt"`
 		}
 		call(t, e.acmeAPI, "GET", in.URL+"/api/webhook-endpoints/"+ep.ID, "", &got)
-		if got.DisabledReason != nil {
+		if got.DisabledReason != nil && got.DisabledAt != nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -47,6 +53,12 @@ func TestDisabledEndpointBannerInABrowser(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// Flows created while it is disabled send it nothing.
+	const missed = 4
+	for i := range missed {
+		e.createFlow(t, e.acmeAPI, fmt.Sprintf("2345678901%d", i), "")
+	}
+	rcv.status.Store(http.StatusNoContent)
 
 	b := browsertest.New(t, browsertest.Desktop)
 	signInBrowser(t, b, in.URL, "ada@acme.example", nil)
@@ -61,21 +73,56 @@ func TestDisabledEndpointBannerInABrowser(t *testing.T) {
 	clickTo(t, b, `#console-banner a`, "/console/webhooks")
 	wantText(t, b, "Deliveries failed for", "HTTP 503 Service Unavailable")
 	b.Screenshot("endpoint-disabled-02-webhooks")
-	clickTo(t, b, `form[action="/console/webhooks/`+ep.ID+`/enable"] button`, "notice=endpoint_enabled")
-	wantText(t, b, "was enabled; it receives events again")
+	clickTo(t, b, `form[action="/console/webhooks/`+ep.ID+`/enable"] button`, "/console/webhooks/"+ep.ID+"/enable")
+	wantText(t, b, "Enable this webhook endpoint?", "Also send it every event of its types it missed", "before its deliveries began to fail")
+	var ticked bool
+	var since string
+	b.Run(chromedp.Evaluate(`document.getElementById("recover").checked`, &ticked), chromedp.Value(`#since`, &since, chromedp.ByQuery))
+	if !ticked || since == "" {
+		t.Fatalf("the recovery is not offered ticked and prefilled: ticked %v, since %q", ticked, since)
+	}
+	b.Screenshot("endpoint-disabled-03-enable")
+	clickTo(t, b, `form[action="/console/webhooks/`+ep.ID+`/enable"] button[type=submit]`, "notice=endpoint_enabled_recovering")
+	wantText(t, b, "was enabled; the events it missed are being sent")
 	notText(t, b, "flowd disabled the webhook endpoint")
+	// The page reloads itself until the recovery is done.
+	b.Run(chromedp.WaitVisible(`#recoveries .badge.ok`, chromedp.ByQuery))
+	b.Screenshot("endpoint-disabled-04-recovered")
 	navigate(t, b, in.URL+"/console/flows")
 	notText(t, b, "flowd disabled the webhook endpoint")
-	b.Screenshot("endpoint-disabled-03-enabled")
 
 	var after struct {
 		Enabled        bool    `json:"enabled"`
 		DisabledReason *string `json:"disabledReason"`
 		FailingSince   *string `json:"failingSince"`
+		DisabledAt     *string `json:"disabledAt"`
 	}
 	call(t, e.acmeAPI, "GET", in.URL+"/api/webhook-endpoints/"+ep.ID, "", &after)
-	if !after.Enabled || after.DisabledReason != nil || after.FailingSince != nil {
+	if !after.Enabled || after.DisabledReason != nil || after.FailingSince != nil || after.DisabledAt != nil {
 		raw, _ := json.Marshal(after)
 		t.Fatalf("after Enable: %s", raw)
+	}
+	// Every event it missed arrives once: the failed flow.created, those of
+	// the flows made while it was disabled, and its own endpoint.disabled.
+	var events struct {
+		Data []struct {
+			ID   string `json:"id"`
+			Type string `json:"type"`
+		} `json:"data"`
+	}
+	call(t, e.acmeAPI, "GET", in.URL+"/api/events?limit=100", "", &events)
+	if len(events.Data) != missed+2 {
+		t.Fatalf("%d events, want %d", len(events.Data), missed+2)
+	}
+	for deadline := time.Now().Add(30 * time.Second); len(rcv.ackedIDs()) < len(events.Data); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d missed events arrived", len(rcv.ackedIDs()), len(events.Data))
+		}
+	}
+	got := rcv.ackedIDs()
+	for _, ev := range events.Data {
+		if got[ev.ID] != 1 {
+			t.Errorf("%s %s arrived %d times, want once", ev.Type, ev.ID, got[ev.ID])
+		}
 	}
 }

@@ -102,7 +102,7 @@ func (r route) target(base string, ids suiteIDs) string {
 	case r.Path == "/api/tasks":
 		p += "?flowId=" + ids.flow
 	case strings.HasSuffix(r.Path, "/recover"):
-		p += "?since=2026-01-01T00:00:00Z"
+		p += "?since=" + url.QueryEscape(time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
 	}
 	return base + p
 }

@@ -46,6 +46,7 @@ const (
 	AuditWebhookEndpointUpdate  = "webhook_endpoint.update"
 	AuditWebhookEndpointDelete  = "webhook_endpoint.delete"
 	AuditWebhookEndpointRecover = "webhook_endpoint.recover"
+	AuditWebhookRecover         = "webhook.recover" // of the flows' own webhook URLs
 	AuditEventRedeliver         = "event.redeliver"
 	// A client revoked one of its tokens at /oauth/revoke.
 	AuditRefreshTokenRevoke = "refresh_token.revoke"

@@ -77,6 +77,14 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	if err != nil {
 		return err
 	}
+	if ev.JobID != job.ID {
+		// The delivery has a newer job than this one: a recovery's, or a
+		// redelivery's while this one ran. A delivery failed when its
+		// endpoint was disabled keeps its job, which runs once more: the
+		// newer job sends it, and this one must not, least of all use up
+		// its last attempt and fail it for good.
+		return river.JobCancel(fmt.Errorf("delivery %s has a newer job", ev.ID))
+	}
 	switch ev.State {
 	case store.Cancelled:
 		return river.JobCancel(errors.New("event cancelled: its flow was deleted"))

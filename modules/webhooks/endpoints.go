@@ -38,8 +38,12 @@ type Endpoint struct {
 	// FailingSince is the first failed delivery since the last success; nil
 	// while the endpoint is healthy.
 	FailingSince *time.Time
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// DisabledAt is when the endpoint was disabled, by a person or by
+	// flowd: what it missed since then a recovery sends once it is enabled
+	// again. Nil while it is enabled.
+	DisabledAt *time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 	// Version grows with every change of the endpoint: by a person, by
 	// flowd disabling it, and by its health (FailingSince) changing.
 	Version int
@@ -150,7 +154,8 @@ type Endpoints interface {
 	// ETag under the update's lock: when it does not hold, the update is an
 	// apperr PreconditionFailed error and changes nothing (Delete takes it
 	// alike). ErrEndpointNotFound; apperr Invalid as Create. Enabling an
-	// endpoint clears its DisabledReason and FailingSince.
+	// endpoint clears its DisabledReason, FailingSince and DisabledAt;
+	// disabling it sets DisabledAt.
 	Update(ctx context.Context, organizationID, id string, u EndpointUpdate, cond etag.IfMatch, before ...database.BeforeCommit[EndpointChange]) (Endpoint, error)
 	// Delete removes an endpoint for good and returns it.
 	// ErrEndpointNotFound, apperr PreconditionFailed.

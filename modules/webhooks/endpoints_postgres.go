@@ -30,7 +30,7 @@ func NewEndpoints(pool *pgxpool.Pool, rules EndpointRules) *EndpointStore {
 func fromEndpointRow(r store.Endpoint) Endpoint {
 	e := Endpoint{ID: r.ID, OrganizationID: r.OrganizationID, URL: r.URL, Description: r.Description,
 		EventTypes: make([]EventType, len(r.EventTypes)), Enabled: r.Enabled, FailingSince: r.FailingSince,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version}
+		DisabledAt: r.DisabledAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version}
 	for i, t := range r.EventTypes {
 		e.EventTypes[i] = EventType(t)
 	}
@@ -153,7 +153,7 @@ func (s *EndpointStore) Update(ctx context.Context, organizationID, id string, u
 		if err := cond.Check(was.ETag()); err != nil {
 			return err
 		}
-		row, err = store.UpdateEndpoint(ctx, tx, toEndpointRow(u.apply(was)))
+		row, err = store.UpdateEndpoint(ctx, tx, toEndpointRow(u.apply(was)), was.Enabled)
 		if err != nil {
 			return endpointNotFound(err)
 		}

@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -165,4 +166,80 @@ func toRecord(r store.StoredEvent) (EventRecord, error) {
 		return EventRecord{}, fmt.Errorf("webhooks: event %s: %w", r.ID, err)
 	}
 	return EventRecord{ID: r.ID, FlowID: r.FlowID, Sequence: r.Sequence, Type: EventType(r.Type), Data: b.Data, CreatedAt: r.CreatedAt}, nil
+}
+
+// ErrNothingToRedeliver: the event has no delivery to send again (its flow
+// has no webhookUrl and no endpoint wanted it, or its flow was deleted).
+var ErrNothingToRedeliver = errors.New("webhooks: the event has no delivery to send again")
+
+// Redeliver sends one of an organization's events again, now: to every
+// destination it had, or, with endpointID, to that endpoint only, which
+// gets a delivery of its own if it had none (it subscribed later, or was
+// disabled then). It returns how many deliveries are on their way.
+// ErrNotFound for the event, ErrEndpointNotFound, ErrNothingToRedeliver.
+func (m *Module) Redeliver(ctx context.Context, organizationID, eventID, endpointID string, before ...database.BeforeCommit[Redelivery]) (int, error) {
+	if !isUUID(eventID) {
+		return 0, ErrNotFound
+	}
+	if endpointID != "" && !isUUID(endpointID) {
+		return 0, ErrEndpointNotFound
+	}
+	n := 0
+	err := database.WithTx(ctx, m.pool, func(tx database.Tx) error {
+		ev, err := store.GetStoredEvent(ctx, tx, organizationID, eventID, true)
+		if errors.Is(err, store.ErrNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		var target store.Endpoint
+		if endpointID != "" {
+			if target, err = store.GetEndpoint(ctx, tx, organizationID, endpointID, false); errors.Is(err, store.ErrNotFound) {
+				return ErrEndpointNotFound
+			} else if err != nil {
+				return err
+			}
+		}
+		deliveries, err := store.ResetDeliveries(ctx, tx, organizationID, eventID, endpointID)
+		if err != nil {
+			return err
+		}
+		for _, d := range deliveries {
+			if err := m.retryJobTx(ctx, tx, d); err != nil {
+				return err
+			}
+		}
+		n = len(deliveries)
+		if n == 0 && endpointID != "" {
+			// An event has one delivery to an endpoint at most: one
+			// cancelled (its flow was deleted) stays so.
+			if had, err := store.HasDelivery(ctx, tx, organizationID, eventID, endpointID); err != nil || had {
+				return cmp.Or(err, ErrNothingToRedeliver)
+			}
+			// Added unless a recovery adds it at the same time, which
+			// sends it as well.
+			n = 1
+			ids, jobs, err := m.claimTx(ctx, tx, organizationID, target.ID, target.URL, nil, []store.Missed{{
+				DeliveryID: uuid.Must(uuid.NewV7()).String(), EventID: ev.ID, FlowID: ev.FlowID, Type: ev.Type, Body: ev.Body,
+			}}, firstPriority)
+			if err != nil {
+				return err
+			}
+			for i, id := range ids {
+				if err := store.SetJob(ctx, tx, organizationID, id, jobs[i]); err != nil {
+					return err
+				}
+			}
+		}
+		if n == 0 {
+			return ErrNothingToRedeliver
+		}
+		return database.RunBeforeCommit(ctx, tx, Redelivery{EventID: ev.ID, Type: EventType(ev.Type), FlowID: ev.FlowID,
+			EndpointID: endpointID, Deliveries: n}, before)
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrEndpointNotFound) && !errors.Is(err, ErrNothingToRedeliver) {
+		return 0, fmt.Errorf("webhooks: redeliver: %w", database.Classify(err))
+	}
+	return n, err
 }

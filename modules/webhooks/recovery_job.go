@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
 
+	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
@@ -29,9 +30,10 @@ const recoveryQueue = "webhook_recoveries"
 // holds a database connection while it writes a batch.
 const recoveryWorkers = 2
 
-// DefaultRecoveryBatch is how many deliveries a recovery sends again per
-// transaction: large enough that a big backlog takes few round trips, small
-// enough that a batch holds its locks briefly.
+// DefaultRecoveryBatch is how many events a recovery looks at per
+// transaction, sending again those it covers: large enough that a big
+// backlog takes few round trips, small enough that a batch holds its locks
+// briefly.
 const DefaultRecoveryBatch = 1000
 
 // recoveryRunFor bounds one run of a recovery job. The job then snoozes,
@@ -55,34 +57,104 @@ type recoveryArgs struct {
 // Kind names the job kind in River's table.
 func (recoveryArgs) Kind() string { return "flowd.webhook_recovery" }
 
+// recoverySettle is how long a recovery's job waits before it starts: an
+// event published in a transaction that began before the request (one that
+// still saw the endpoint disabled) may commit a little after it, and on
+// Citus a worker's rows become visible a moment after the coordinator's.
+// The recovery looks at events once, in order, so it lets them settle.
+const recoverySettle = 2 * time.Second
+
 // Recover implements Service.
 func (m *Module) Recover(ctx context.Context, organizationID, endpointID string, since time.Time, requestedBy string,
 	before ...database.BeforeCommit[Recovery]) (Recovery, error) {
 	if !isUUID(endpointID) {
 		return Recovery{}, ErrEndpointNotFound
 	}
-	if err := CheckSince(since, time.Now()); err != nil {
+	now := time.Now()
+	if err := CheckSince(since, now, m.reach); err != nil {
 		return Recovery{}, err
 	}
+	return m.requestRecovery(ctx, organizationID, since, requestedBy, before, func(tx database.Tx) (store.Scope, error) {
+		ep, err := store.GetEndpoint(ctx, tx, organizationID, endpointID, false)
+		if err != nil {
+			return store.Scope{}, endpointNotFound(err)
+		}
+		if !ep.Enabled {
+			return store.Scope{}, ErrEndpointDisabled
+		}
+		return m.endpointScope(ep.ID, ep.EventTypes, ep.CreatedAt, now), nil
+	})
+}
+
+// RecoverFlowURLs implements Service.
+func (m *Module) RecoverFlowURLs(ctx context.Context, organizationID string, since time.Time, host, requestedBy string,
+	before ...database.BeforeCommit[Recovery]) (Recovery, error) {
+	var f apperr.Fields
+	if e, ok := apperr.As(CheckSince(since, time.Now(), m.reach)); ok {
+		f = append(f, e.Fields...)
+	}
+	host, ok := NormalizeHost(host)
+	if !ok {
+		f.Add("host", "must be a host name or address, with a port if the URLs name one, such as hooks.example.com or hooks.example.com:8443")
+	}
+	if err := f.Err(); err != nil {
+		return Recovery{}, err
+	}
+	return m.requestRecovery(ctx, organizationID, since, requestedBy, before, func(database.Tx) (store.Scope, error) {
+		return store.Scope{Host: host}, nil
+	})
+}
+
+// MissedSince implements Service.
+func (m *Module) MissedSince(e Endpoint, now time.Time) (time.Time, bool) {
+	since := now
+	switch {
+	case e.FailingSince != nil:
+		since = e.FailingSince.Add(-m.holdLimit)
+	case e.DisabledAt != nil:
+		since = *e.DisabledAt
+	}
+	if oldest, _ := m.reach.Oldest(now); since.Before(oldest) {
+		return oldest, true
+	}
+	return since, false
+}
+
+// endpointScope is what a recovery of an endpoint with types, created at
+// created, covers in a batch run at now.
+func (m *Module) endpointScope(endpointID string, types []string, created, now time.Time) store.Scope {
+	return store.Scope{EndpointID: endpointID, Types: types, MissedFrom: latest(created, now.Add(-m.reach.Deliveries))}
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// requestRecovery stores a queued recovery of what scope, read in the
+// request's transaction, says, and its job, which starts recoverySettle
+// later; before runs in the same transaction.
+func (m *Module) requestRecovery(ctx context.Context, organizationID string, since time.Time, requestedBy string,
+	before []database.BeforeCommit[Recovery], scope func(tx database.Tx) (store.Scope, error)) (Recovery, error) {
 	id := uuid.Must(uuid.NewV7()).String()
 	var out Recovery
 	err := database.WithTx(ctx, m.pool, func(tx database.Tx) error {
-		ep, err := store.GetEndpoint(ctx, tx, organizationID, endpointID, false)
+		s, err := scope(tx)
 		if err != nil {
-			return endpointNotFound(err)
+			return err
 		}
-		if !ep.Enabled {
-			return ErrEndpointDisabled
-		}
-		row, err := store.InsertRecovery(ctx, tx, organizationID, id, endpointID, since, requestedBy)
-		if database.IsUniqueViolation(err, store.RecoveryActiveIndex) {
+		row, err := store.InsertRecovery(ctx, tx, store.NewRecovery{OrganizationID: organizationID, ID: id, Scope: s,
+			Since: since, RequestedBy: requestedBy})
+		if database.IsUniqueViolation(err, store.RecoveryActiveIndex) || database.IsUniqueViolation(err, store.RecoveryFlowURLsActiveIndex) {
 			return ErrRecoveryRunning
 		}
 		if err != nil {
 			return err
 		}
 		if _, err := m.river.InsertTx(ctx, tx, recoveryArgs{OrganizationID: organizationID, RecoveryID: id},
-			&river.InsertOpts{Queue: recoveryQueue, MaxAttempts: recoveryAttempts}); err != nil {
+			&river.InsertOpts{Queue: recoveryQueue, MaxAttempts: recoveryAttempts, ScheduledAt: time.Now().Add(recoverySettle)}); err != nil {
 			return fmt.Errorf("enqueue: %w", err)
 		}
 		out = fromRecoveryRow(row)
@@ -96,7 +168,21 @@ func (m *Module) Recover(ctx context.Context, organizationID, endpointID string,
 
 // Recovery implements Service.
 func (m *Module) Recovery(ctx context.Context, organizationID, endpointID, id string) (Recovery, error) {
-	if !isUUID(endpointID) || !isUUID(id) {
+	if !isUUID(endpointID) {
+		return Recovery{}, ErrRecoveryNotFound
+	}
+	return m.recovery(ctx, organizationID, endpointID, id)
+}
+
+// FlowURLRecovery implements Service.
+func (m *Module) FlowURLRecovery(ctx context.Context, organizationID, id string) (Recovery, error) {
+	return m.recovery(ctx, organizationID, "", id)
+}
+
+// recovery returns a recovery of the endpoint, or of the flows' own URLs
+// when endpointID is empty.
+func (m *Module) recovery(ctx context.Context, organizationID, endpointID, id string) (Recovery, error) {
+	if !isUUID(id) {
 		return Recovery{}, ErrRecoveryNotFound
 	}
 	row, err := store.GetRecovery(ctx, m.pool, organizationID, endpointID, id)
@@ -117,6 +203,15 @@ func (m *Module) Recoveries(ctx context.Context, organizationID, endpointID stri
 	if _, err := store.GetEndpoint(ctx, m.pool, organizationID, endpointID, false); err != nil {
 		return nil, endpointNotFound(err)
 	}
+	return m.recoveries(ctx, organizationID, endpointID)
+}
+
+// FlowURLRecoveries implements Service.
+func (m *Module) FlowURLRecoveries(ctx context.Context, organizationID string) ([]Recovery, error) {
+	return m.recoveries(ctx, organizationID, "")
+}
+
+func (m *Module) recoveries(ctx context.Context, organizationID, endpointID string) ([]Recovery, error) {
 	rows, err := store.ListRecoveries(ctx, m.pool, organizationID, endpointID, RecoveriesShown)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: recoveries: %w", database.Classify(err))
@@ -129,7 +224,7 @@ func (m *Module) Recoveries(ctx context.Context, organizationID, endpointID stri
 }
 
 func fromRecoveryRow(r store.Recovery) Recovery {
-	return Recovery{ID: r.ID, EndpointID: r.EndpointID, Since: r.Since, State: RecoveryState(r.State), Total: r.Total,
+	return Recovery{ID: r.ID, EndpointID: r.EndpointID, Host: r.Host, Since: r.Since, State: RecoveryState(r.State), Total: r.Total,
 		Scheduled: r.Scheduled, RequestedBy: r.RequestedBy, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt,
 		FinishedAt: r.FinishedAt, Error: r.Error}
 }
@@ -140,11 +235,11 @@ type recoveryWorker struct {
 	m *Module
 }
 
-// Work sends batches of the recovery's failed deliveries again until none
-// is left or recoveryRunFor has passed, when it snoozes to go on at once. A
-// run that dies loses at most its uncommitted batch, which the next run
-// takes again: nothing is sent twice by the recovery itself. A recovery it
-// cannot read yet it awaits (awaitRow).
+// Work runs batches of the recovery until none is left or recoveryRunFor
+// has passed, when it snoozes to go on at once. A run that dies loses at
+// most its uncommitted batch, which the next run takes again: nothing is
+// sent twice by the recovery itself. A recovery it cannot read yet it
+// awaits (awaitRow).
 func (w *recoveryWorker) Work(ctx context.Context, job *river.Job[recoveryArgs]) error {
 	a := job.Args
 	until := time.Now().Add(recoveryRunFor)
@@ -183,12 +278,14 @@ func (m *Module) failRecovery(organizationID, id, message string) {
 // rowVisibleWithin), or pruned long after it finished.
 var errRecoveryGone = errors.New("webhooks: the recovery is not there")
 
-// recoverBatch sends the next batch of a recovery's failed deliveries
-// again, in one transaction: each delivery is made pending with a new job
-// at backlogPriority, to the endpoint's URL of now, and the recovery's
-// cursor and progress move past them, so that the batch is all or nothing.
-// It reports whether more may follow; the batch that finds fewer than a
-// full batch ends the recovery. A recovery of an endpoint deleted or
+// recoverBatch runs the next batch of a recovery, in one transaction: it
+// looks at the next recoveryBatch events of the recovery's window, makes
+// the deliveries of them it covers pending again (to the endpoint's URL of
+// now) and adds a delivery to the endpoint of each it covers that had
+// none, each with a new job at backlogPriority, and moves the recovery's
+// cursor and progress past them, so that the batch is all or nothing. It
+// reports whether more may follow; the batch that finds fewer events than
+// a full batch ends the recovery. A recovery of an endpoint deleted or
 // disabled meanwhile fails; one that cannot be read is errRecoveryGone.
 func (m *Module) recoverBatch(ctx context.Context, organizationID, id string) (more bool, err error) {
 	err = database.WithTx(ctx, m.pool, func(tx database.Tx) error {
@@ -202,37 +299,26 @@ func (m *Module) recoverBatch(ctx context.Context, organizationID, id string) (m
 		if !RecoveryState(r.State).Active() {
 			return nil
 		}
-		switch {
-		case r.EndpointURL == nil:
-			return store.FinishRecovery(ctx, tx, organizationID, id, store.RecoveryFailed, "The endpoint was deleted.")
-		case !r.EndpointEnabled:
-			return store.FinishRecovery(ctx, tx, organizationID, id, store.RecoveryFailed, "The endpoint was disabled.")
+		scope, url := store.Scope{Host: r.Host}, ""
+		if r.EndpointID != "" {
+			switch {
+			case r.EndpointURL == nil || r.EndpointCreatedAt == nil:
+				return store.FinishRecovery(ctx, tx, organizationID, id, store.RecoveryFailed, "The endpoint was deleted.")
+			case !r.EndpointEnabled:
+				return store.FinishRecovery(ctx, tx, organizationID, id, store.RecoveryFailed, "The endpoint was disabled.")
+			}
+			scope, url = m.endpointScope(r.EndpointID, r.EndpointTypes, *r.EndpointCreatedAt, time.Now()), *r.EndpointURL
 		}
-		batch, err := store.NextFailed(ctx, tx, r, m.recoveryBatch)
+		events, err := store.ScanRecovery(ctx, tx, r, scope, m.recoveryBatch)
 		if err != nil {
 			return err
 		}
-		if len(batch) > 0 {
-			ids := make([]string, len(batch))
-			params := make([]river.InsertManyParams, len(batch))
-			for i, d := range batch {
-				ids[i] = d.ID
-				params[i] = river.InsertManyParams{Args: deliveryArgs{OrganizationID: organizationID, EventID: d.ID},
-					InsertOpts: &river.InsertOpts{Queue: queue, Priority: backlogPriority}}
-			}
-			res, err := m.river.InsertManyTx(ctx, tx, params)
-			if err != nil {
-				return fmt.Errorf("enqueue: %w", err)
-			}
-			jobs := make([]int64, len(res))
-			for i, j := range res {
-				jobs[i] = j.Job.ID
-			}
-			if err := store.ScheduleBatch(ctx, tx, organizationID, id, *r.EndpointURL, ids, jobs, batch[len(batch)-1]); err != nil {
+		if len(events) > 0 {
+			if err := m.scheduleBatch(ctx, tx, r, url, events); err != nil {
 				return err
 			}
 		}
-		if len(batch) < m.recoveryBatch {
+		if len(events) < m.recoveryBatch {
 			return store.FinishRecovery(ctx, tx, organizationID, id, store.RecoveryDone, "")
 		}
 		more = true
@@ -242,4 +328,55 @@ func (m *Module) recoverBatch(ctx context.Context, organizationID, id string) (m
 		return false, database.Classify(err)
 	}
 	return more, nil
+}
+
+// scheduleBatch sends the events of a batch that the recovery covers
+// again, in tx, and moves the recovery past the batch.
+func (m *Module) scheduleBatch(ctx context.Context, tx database.Tx, r store.RecoveryRun, url string, events []store.Scanned) error {
+	var resets []string
+	var missed []store.Missed
+	for _, e := range events {
+		switch {
+		case !e.Send:
+		case e.DeliveryID != nil:
+			resets = append(resets, *e.DeliveryID)
+		default:
+			missed = append(missed, store.Missed{DeliveryID: uuid.Must(uuid.NewV7()).String(), EventID: e.EventID,
+				FlowID: e.FlowID, Type: e.Type, Body: e.Body})
+		}
+	}
+	ids, jobs, err := m.claimTx(ctx, tx, r.OrganizationID, r.EndpointID, url, resets, missed, backlogPriority)
+	if err != nil {
+		return err
+	}
+	return store.ScheduleBatch(ctx, tx, r.OrganizationID, r.ID, ids, jobs, events[len(events)-1])
+}
+
+// claimTx makes the failed deliveries resets pending again and adds the
+// missed ones to the endpoint, at url (see store.ClaimDeliveries), and
+// inserts a job at priority for each it claimed. It returns the claimed
+// deliveries with their jobs, which the caller records on them.
+func (m *Module) claimTx(ctx context.Context, tx database.Tx, organizationID, endpointID, url string,
+	resets []string, missed []store.Missed, priority int) ([]string, []int64, error) {
+	if len(resets)+len(missed) == 0 {
+		return nil, nil, nil
+	}
+	ids, err := store.ClaimDeliveries(ctx, tx, organizationID, endpointID, url, resets, missed)
+	if err != nil || len(ids) == 0 {
+		return nil, nil, err
+	}
+	params := make([]river.InsertManyParams, len(ids))
+	for i, d := range ids {
+		params[i] = river.InsertManyParams{Args: deliveryArgs{OrganizationID: organizationID, EventID: d},
+			InsertOpts: &river.InsertOpts{Queue: queue, Priority: priority}}
+	}
+	res, err := m.river.InsertManyTx(ctx, tx, params)
+	if err != nil {
+		return nil, nil, fmt.Errorf("enqueue: %w", err)
+	}
+	jobs := make([]int64, len(res))
+	for i, j := range res {
+		jobs[i] = j.Job.ID
+	}
+	return ids, jobs, nil
 }

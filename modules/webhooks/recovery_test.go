@@ -3,6 +3,7 @@ package webhooks_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 	"sync"
 	"testing"
@@ -283,6 +284,7 @@ func TestRecoveryRefusals(t *testing.T) {
 		{"disabled", b.org, disabled.ID, hour, webhooks.ErrEndpointDisabled, false},
 		{"no since", b.org, ep.ID, time.Time{}, nil, true},
 		{"since in the future", b.org, ep.ID, time.Now().Add(time.Minute), nil, true},
+		{"since past what is kept", b.org, ep.ID, time.Now().Add(-webhooks.DefaultEventRetention - time.Minute), nil, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := b.hooks.Recover(ctx, c.org, c.id, c.since, "client:test")
@@ -331,5 +333,54 @@ func TestRecoveryRefusals(t *testing.T) {
 				t.Errorf("the recovery is %s (%q), want failed (%q)", state, message, c.want)
 			}
 		})
+	}
+}
+
+// TestARecoveredDeliveryIsSentByItsNewJob: a delivery failed when its
+// endpoint was disabled keeps its job, with its last attempt left, and a
+// recovery gives it a new one. The old job ends without sending, so that
+// the receiver's first failures cost the new job retries, not the delivery.
+func TestARecoveredDeliveryIsSentByItsNewJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newBundle(t, dbtest.New(t))
+	rcv := newReceiver(t, b.secret)
+	rcv.respond = func(_ delivery, nth int) int {
+		if nth <= 2 {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	}
+	ep := b.createEndpoint(t, rcv, true)
+	since := time.Now()
+	publish(t, b.pool, b.hooks, b.flowEvent("flow-1"))
+	id := deliveriesTo(t, b.pool, ep.ID)[0].ID
+	var oldJob int64
+	// As flowd disabling the endpoint leaves it: the delivery failed, its
+	// job still to run, at its last attempt.
+	if err := b.pool.QueryRow(ctx, `update webhook_events set state = 'failed', finished_at = now() where id = $1
+		returning job_id`, id).Scan(&oldJob); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(ctx, `update river_job set attempt = max_attempts - 1 where id = $1`, oldJob); err != nil {
+		t.Fatal(err)
+	}
+	r, err := b.hooks.Recover(ctx, b.org, ep.ID, since, "staff:ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if more, err := b.hooks.RecoverBatch(ctx, b.org, r.ID); more || err != nil {
+		t.Fatalf("the batch: more %v, %v", more, err)
+	}
+	b.start(t)
+	eventually(t, "the recovered delivery to be delivered or to fail", func() bool {
+		return eventState(t, b.pool, id) != "pending"
+	})
+	if got := eventState(t, b.pool, id); got != "delivered" || rcv.count(eventID(t, b.pool, "flow-1", webhooks.FlowCreated), 200, 300) != 1 {
+		t.Fatalf("the recovered delivery is %s after %d requests, want delivered once", got, rcv.Arrived())
+	}
+	var state string
+	if err := b.pool.QueryRow(ctx, `select state::text from river_job where id = $1`, oldJob).Scan(&state); err != nil || state != "cancelled" {
+		t.Errorf("the old job is %s (%v), want cancelled", state, err)
 	}
 }

@@ -132,6 +132,7 @@ type Module struct {
 	schedule      []time.Duration
 	incidentAfter int
 	recoveryBatch int
+	reach         Reach
 	disableAfter  time.Duration
 	metrics       *metrics
 	sealer        *sealer
@@ -211,6 +212,7 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 		schedule:      opts.Schedule,
 		incidentAfter: opts.IncidentAfter,
 		recoveryBatch: opts.RecoveryBatch,
+		reach:         Reach{Events: opts.EventRetention, Deliveries: opts.Retention},
 		disableAfter:  opts.DisableAfter,
 		metrics:       newMetrics(opts.Registry),
 		gate:          newGate(opts.HostConcurrency, opts.HoldBackoff),
@@ -484,67 +486,6 @@ func (m *Module) RetryTask(ctx context.Context, organizationID, taskID string, b
 		return fmt.Errorf("webhooks: retry: %w", database.Classify(err))
 	}
 	return err
-}
-
-// ErrNothingToRedeliver: the event has no delivery to send again (its flow
-// has no webhookUrl and no endpoint wanted it, or its flow was deleted).
-var ErrNothingToRedeliver = errors.New("webhooks: the event has no delivery to send again")
-
-// Redeliver sends one of an organization's events again, now: to every
-// destination it had, or, with endpointID, to that endpoint only, which
-// gets a delivery of its own if it had none (it subscribed later, or was
-// disabled then). It returns how many deliveries are on their way.
-// ErrNotFound for the event, ErrEndpointNotFound, ErrNothingToRedeliver.
-func (m *Module) Redeliver(ctx context.Context, organizationID, eventID, endpointID string, before ...database.BeforeCommit[Redelivery]) (int, error) {
-	if !isUUID(eventID) {
-		return 0, ErrNotFound
-	}
-	if endpointID != "" && !isUUID(endpointID) {
-		return 0, ErrEndpointNotFound
-	}
-	n := 0
-	err := database.WithTx(ctx, m.pool, func(tx database.Tx) error {
-		ev, err := store.GetStoredEvent(ctx, tx, organizationID, eventID, true)
-		if errors.Is(err, store.ErrNotFound) {
-			return ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		var target store.Endpoint
-		if endpointID != "" {
-			if target, err = store.GetEndpoint(ctx, tx, organizationID, endpointID, false); errors.Is(err, store.ErrNotFound) {
-				return ErrEndpointNotFound
-			} else if err != nil {
-				return err
-			}
-		}
-		deliveries, err := store.ResetDeliveries(ctx, tx, organizationID, eventID, endpointID)
-		if err != nil {
-			return err
-		}
-		for _, d := range deliveries {
-			if err := m.retryJobTx(ctx, tx, d); err != nil {
-				return err
-			}
-		}
-		n = len(deliveries)
-		if n == 0 && endpointID != "" {
-			n = 1
-			if err := m.fanOutTx(ctx, tx, ev, []store.Target{{EndpointID: target.ID, URL: target.URL}}); err != nil {
-				return err
-			}
-		}
-		if n == 0 {
-			return ErrNothingToRedeliver
-		}
-		return database.RunBeforeCommit(ctx, tx, Redelivery{EventID: ev.ID, Type: EventType(ev.Type), FlowID: ev.FlowID,
-			EndpointID: endpointID, Deliveries: n}, before)
-	})
-	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrEndpointNotFound) && !errors.Is(err, ErrNothingToRedeliver) {
-		return 0, fmt.Errorf("webhooks: redeliver: %w", database.Classify(err))
-	}
-	return n, err
 }
 
 // retryJobTx makes the event's job available now in tx.

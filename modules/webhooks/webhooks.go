@@ -180,12 +180,15 @@ type Service interface {
 	// database.BeforeCommit). ErrNotFound, ErrEndpointNotFound,
 	// ErrNothingToRedeliver.
 	Redeliver(ctx context.Context, organizationID, eventID, endpointID string, before ...database.BeforeCommit[Redelivery]) (int, error)
-	// Recover sends every delivery to the endpoint that failed since since
-	// again, in the background, and returns the recovery, queued. requestedBy
-	// names who asked ("client:<id>", "staff:<username>"). before runs in the
-	// request's transaction with the recovery. apperr Invalid naming "since"
-	// (missing or in the future), ErrEndpointNotFound, ErrEndpointDisabled,
-	// ErrRecoveryRunning (one is queued or running for the endpoint).
+	// Recover sends the endpoint every event of its types since since that
+	// it has not received, in the background, and returns the recovery,
+	// queued: those whose delivery to it failed, and those published while
+	// it was disabled (from its creation on), each once. requestedBy names
+	// who asked ("client:<id>", "staff:<username>"). before runs in the
+	// request's transaction with the recovery. apperr Invalid naming
+	// "since" (missing, in the future, or beyond Reach),
+	// ErrEndpointNotFound, ErrEndpointDisabled, ErrRecoveryRunning (one is
+	// queued or running for the endpoint).
 	Recover(ctx context.Context, organizationID, endpointID string, since time.Time, requestedBy string,
 		before ...database.BeforeCommit[Recovery]) (Recovery, error)
 	// Recovery returns one of an endpoint's recoveries, with its progress.
@@ -194,6 +197,27 @@ type Service interface {
 	// Recoveries lists an endpoint's latest recoveries, newest first (at
 	// most RecoveriesShown). ErrEndpointNotFound.
 	Recoveries(ctx context.Context, organizationID, endpointID string) ([]Recovery, error)
+	// MissedSince returns the since from which a recovery of the disabled
+	// endpoint e, once enabled, covers every event it missed: when it was
+	// disabled; or, when it was failing, when its deliveries began to fail
+	// less the retry schedule, as the deliveries under way then failed
+	// later. It is never older than what flowd keeps (Reach), and clamped
+	// says when that cut it short.
+	MissedSince(e Endpoint, now time.Time) (since time.Time, clamped bool)
+	// RecoverFlowURLs sends every delivery to a flow's own webhook URL
+	// that failed since since again, to host's URLs only unless host is
+	// empty, in the background, and returns the recovery, queued, as
+	// Recover does. apperr Invalid naming "since" or "host" (see
+	// NormalizeHost), ErrRecoveryRunning (one of the flows' URLs is queued
+	// or running).
+	RecoverFlowURLs(ctx context.Context, organizationID string, since time.Time, host, requestedBy string,
+		before ...database.BeforeCommit[Recovery]) (Recovery, error)
+	// FlowURLRecovery returns one recovery of the flows' own URLs.
+	// ErrRecoveryNotFound.
+	FlowURLRecovery(ctx context.Context, organizationID, id string) (Recovery, error)
+	// FlowURLRecoveries lists the latest recoveries of the flows' own URLs,
+	// newest first (at most RecoveriesShown).
+	FlowURLRecoveries(ctx context.Context, organizationID string) ([]Recovery, error)
 }
 
 // Redelivery is what Redeliver sent again: one event, to every

@@ -199,7 +199,7 @@ func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
 		"createFlowDefinition", "getFlowDefinition", "publishFlowDefinitionVersion", "getFlowDefinitionVersion", "retireFlowDefinition",
 		"listFlowAttachments", "getFlowAttachment", "verifyReceipt", "checkReceiptSubject", "listEvents", "getEvent", "redeliverEvent",
 		"listWebhookEndpoints", "createWebhookEndpoint", "getWebhookEndpoint", "updateWebhookEndpoint", "deleteWebhookEndpoint",
-		"recoverWebhookEndpoint", "listWebhookRecoveries", "getWebhookRecovery",
+		"recoverWebhookEndpoint", "listWebhookRecoveries", "getWebhookRecovery", "recoverFlowWebhooks", "listFlowWebhookRecoveries", "getFlowWebhookRecovery",
 		"createToken", "revokeToken", "introspectToken", "getOpenAPIDocument"}
 	slices.Sort(want)
 	sorted := slices.Sorted(slices.Values(got))

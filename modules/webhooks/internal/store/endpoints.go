@@ -18,20 +18,22 @@ type Endpoint struct {
 	Enabled        bool
 	DisabledReason *string
 	FailingSince   *time.Time
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// DisabledAt is when the endpoint was disabled; nil while it is enabled.
+	DisabledAt *time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 	// Version grows with every change of the row: each statement that
 	// updates webhook_endpoints sets version = version + 1.
 	Version int
 }
 
 const endpointColumns = `organization_id, id::text, url, description, event_types, enabled, disabled_reason,
-	failing_since, created_at, updated_at, version`
+	failing_since, disabled_at, created_at, updated_at, version`
 
 func scanEndpoint(row pgx.Row) (Endpoint, error) {
 	var e Endpoint
 	err := row.Scan(&e.OrganizationID, &e.ID, &e.URL, &e.Description, &e.EventTypes, &e.Enabled, &e.DisabledReason,
-		&e.FailingSince, &e.CreatedAt, &e.UpdatedAt, &e.Version)
+		&e.FailingSince, &e.DisabledAt, &e.CreatedAt, &e.UpdatedAt, &e.Version)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, ErrNotFound
 	}
@@ -68,13 +70,28 @@ func CountEndpoints(ctx context.Context, db DB, organizationID string) (int, err
 	return n, err
 }
 
-// InsertEndpoint stores a new endpoint and returns it as stored.
+// InsertEndpoint stores a new endpoint and returns it as stored; one
+// stored disabled is disabled from its creation.
 func InsertEndpoint(ctx context.Context, db DB, e Endpoint) (Endpoint, error) {
 	return scanEndpoint(db.QueryRow(ctx, `
-		insert into webhook_endpoints (organization_id, id, url, description, event_types, enabled)
-		values ($1, $2, $3, $4, $5, $6)
+		insert into webhook_endpoints (organization_id, id, url, description, event_types, enabled, disabled_at)
+		values ($1, $2, $3, $4, $5, $6, `+disabledAt(e.Enabled, true, "null")+`)
 		returning `+endpointColumns,
 		e.OrganizationID, e.ID, e.URL, e.Description, e.EventTypes, e.Enabled))
+}
+
+// disabledAt is the SQL of an endpoint's disabled_at once it is enabled or
+// not: null when enabled, the transaction's time when it was enabled
+// before, kept as it was (was) otherwise. The choice is made here and not
+// in SQL, as Citus refuses now() in a CASE of a write.
+func disabledAt(enabled, wasEnabled bool, was string) string {
+	switch {
+	case enabled:
+		return "null"
+	case wasEnabled:
+		return "now()"
+	}
+	return was
 }
 
 // GetEndpoint returns one endpoint, its row locked until tx ends when
@@ -98,11 +115,14 @@ func ListEndpoints(ctx context.Context, db DB, organizationID string, desc bool,
 		where organization_id = $1 order by `+order+` limit $2`, organizationID, limit))
 }
 
-// UpdateEndpoint writes an endpoint's changeable columns and returns it as stored. ErrNotFound.
-func UpdateEndpoint(ctx context.Context, db DB, e Endpoint) (Endpoint, error) {
+// UpdateEndpoint writes an endpoint's changeable columns and returns it as
+// stored; wasEnabled is whether it was enabled before, which decides its
+// disabled_at. ErrNotFound.
+func UpdateEndpoint(ctx context.Context, db DB, e Endpoint, wasEnabled bool) (Endpoint, error) {
 	return scanEndpoint(db.QueryRow(ctx, `
 		update webhook_endpoints set url = $3, description = $4, event_types = $5, enabled = $6,
-			disabled_reason = $7, failing_since = $8, updated_at = now(), version = version + 1
+			disabled_reason = $7, failing_since = $8, updated_at = now(), version = version + 1,
+			disabled_at = `+disabledAt(e.Enabled, wasEnabled, "disabled_at")+`
 		where organization_id = $1 and id = $2
 		returning `+endpointColumns,
 		e.OrganizationID, e.ID, e.URL, e.Description, e.EventTypes, e.Enabled, e.DisabledReason, e.FailingSince))
@@ -128,7 +148,8 @@ func MatchingEndpoints(ctx context.Context, db DB, organizationID, eventType str
 // not due: disabled already, healthy again, or gone.
 func DisableFailing(ctx context.Context, db DB, organizationID, id string, after time.Duration, reason string) (Endpoint, error) {
 	return scanEndpoint(db.QueryRow(ctx, `
-		update webhook_endpoints set enabled = false, disabled_reason = $4, updated_at = now(), version = version + 1
+		update webhook_endpoints set enabled = false, disabled_reason = $4, disabled_at = now(), updated_at = now(),
+			version = version + 1
 		where organization_id = $1 and id = $2 and enabled and failing_since <= now() - make_interval(secs => $3)
 		returning `+endpointColumns, organizationID, id, after.Seconds(), reason))
 }

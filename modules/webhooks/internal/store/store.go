@@ -152,6 +152,15 @@ func ResetDeliveries(ctx context.Context, db DB, organizationID, eventID, endpoi
 	})
 }
 
+// HasDelivery reports whether an organization's event has a delivery to
+// the endpoint, in any state.
+func HasDelivery(ctx context.Context, db DB, organizationID, eventID, endpointID string) (bool, error) {
+	var had bool
+	err := db.QueryRow(ctx, `select exists (select from webhook_events
+		where organization_id = $1 and endpoint_id = $2 and event_id = $3)`, organizationID, endpointID, eventID).Scan(&had)
+	return had, err
+}
+
 // GetEventAndSecrets returns one of an organization's deliveries and the
 // organization's signing secrets, in one query: a delivery needs both. The
 // secrets are nil when the organization has none yet. ErrNotFound when the
