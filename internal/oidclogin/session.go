@@ -126,7 +126,8 @@ func cookieStore(root []byte, name string, secure bool, maxAge time.Duration) *s
 func (s *Sessions) Get(w http.ResponseWriter, r *http.Request) (Session, bool, error) {
 	raw, err := s.store.New(r, s.name)
 	if err != nil || raw.IsNew {
-		return Session{}, false, nil
+		// A cookie that does not decode (another key, tampered) is no session.
+		return Session{}, false, nil //nolint:nilerr
 	}
 	v := raw.Values
 	sess := Session{Attrs: map[string]string{}}
