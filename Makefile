@@ -30,9 +30,14 @@ test-reliability:
 fuzz:
 	scripts/fuzz.sh
 
-## build: the static flowd binary in bin/
+## build: the static flowd binary in bin/, stamped with its version (`flowd version`)
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_TIME ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+STAMP = github.com/flowd/flowd/internal/version
+LDFLAGS = -s -w -X $(STAMP).stampedVersion=$(VERSION) -X $(STAMP).stampedCommit=$(COMMIT) -X $(STAMP).stampedBuildTime=$(BUILD_TIME)
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o bin/flowd ./cmd/flowd
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o bin/flowd ./cmd/flowd
 
 ## generate: regenerate templ components (committed)
 generate:
@@ -53,7 +58,7 @@ lint:
 
 ## docker: build the container image (needs a Docker engine)
 docker:
-	docker build -t flowd .
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg BUILD_TIME=$(BUILD_TIME) -t flowd .
 
 clean:
 	rm -rf bin

@@ -31,10 +31,10 @@ type demoState struct {
 // The first time (or after the database was reset) it creates the "Demo
 // Bank" organization and an API client and saves their ids and the secret in
 // FILE (mode 0600); every time it prints them with a ready-to-paste curl line.
-func runDemo(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func runDemo(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	fset := flag.NewFlagSet("demo", flag.ContinueOnError)
 	statePath := fset.String("state", "", "file that keeps the demo organization and client (required)")
-	if err := parseFlags(fset, args, stderr); err != nil {
+	if err := parseFlags(fset, args); err != nil {
 		return err
 	}
 	if *statePath == "" {
