@@ -26,16 +26,29 @@ import (
 
 const testIssuer = "https://flowd.test"
 
-// clock is a settable clock for a test's module.
+// clock is a settable clock for a test's module: real time moved on by
+// advance, or, once stopped, a time that moves only by advance.
 type clock struct {
-	mu  sync.Mutex
-	off time.Duration
+	mu      sync.Mutex
+	off     time.Duration
+	stopped time.Time
 }
 
 func (c *clock) now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.stopped.IsZero() {
+		return c.stopped.Add(c.off)
+	}
 	return time.Now().Add(c.off)
+}
+
+// stop makes the clock stand still, so that how long the test takes does
+// not move what it checks across a window's edge.
+func (c *clock) stop() {
+	c.mu.Lock()
+	c.stopped = time.Now()
+	c.mu.Unlock()
 }
 
 func (c *clock) advance(d time.Duration) {
