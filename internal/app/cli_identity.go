@@ -97,10 +97,15 @@ func adminError(err error) error { return oneLine(err, "") }
 
 // oneLine spells out an application error and its fields on one line, each
 // field named with prefix (e.g. "--" where fields are the command's flags).
+// Of a fault (the database unreachable, a bug) it tells the cause too: the
+// operator at the terminal is the one who would read it in a server's log.
 func oneLine(err error, prefix string) error {
 	e, ok := apperr.As(err)
 	if !ok {
 		return err
+	}
+	if (e.Code == apperr.Internal || e.Code == apperr.Unavailable) && e.Err != nil {
+		return fmt.Errorf("%s (%w)", e.Message, e.Err)
 	}
 	if len(e.Fields) == 0 {
 		return errors.New(e.Message)
