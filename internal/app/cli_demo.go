@@ -30,7 +30,8 @@ type demoState struct {
 // runDemo handles "flowd demo --state FILE": make run calls it before serve.
 // The first time (or after the database was reset) it creates the "Demo
 // Bank" organization and an API client and saves their ids and the secret in
-// FILE (mode 0600); every time it prints them with a ready-to-paste curl line.
+// FILE (mode 0600), saying on stderr what it creates as it goes; every time it
+// prints them on stdout with a ready-to-paste curl line.
 func runDemo(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	fset := flag.NewFlagSet("demo", flag.ContinueOnError)
 	statePath := fset.String("state", "", "file that keeps the demo organization and client (required)")
@@ -61,6 +62,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, _ i
 	seeded := false
 	org, err := id.Organization(ctx, st.OrganizationID)
 	if errors.Is(err, identity.ErrOrganizationNotFound) {
+		fmt.Fprintln(stderr, `demo: creating the organization "Demo Bank"`)
 		org, _, err = env.createOrganization(ctx, identity.NewOrganization{Name: "Demo Bank", OrganizationNumber: "000000000", ReferencePrefix: "DEMO"})
 		st = demoState{OrganizationID: org.ID}
 		seeded = true
@@ -70,6 +72,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, _ i
 	}
 	client, err := id.Client(ctx, st.ClientID)
 	if errors.Is(err, identity.ErrClientNotFound) || (err == nil && (client.Revoked() || client.OrganizationID != org.ID)) || st.ClientSecret == "" {
+		fmt.Fprintln(stderr, "demo: creating its API client")
 		cc, err := id.CreateClient(ctx, identity.NewClient{OrganizationID: org.ID, Name: "Demo client"})
 		if err != nil {
 			return adminError(err)
@@ -88,6 +91,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, _ i
 		// demo admin; an account left from an earlier database keeps its
 		// name and gets the new password.
 		st.StaffUsername, st.StaffPassword = "admin@demo.bank", randomPassword()
+		fmt.Fprintf(stderr, "demo: creating its staff admin %s\n", st.StaffUsername)
 		_, err := staff.CreateStaff(ctx, identity.NewStaffAccount{OrganizationID: org.ID, Username: st.StaffUsername,
 			Name: "Demo Admin", Role: identity.RoleAdmin, Password: st.StaffPassword})
 		if errors.Is(err, identity.ErrStaffExists) {
