@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/modules/identity"
@@ -19,7 +20,10 @@ import (
 // re-renders the form; viewers and other organizations' clients are refused.
 func TestConsoleClientRateLimit(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
+	// The rate limit's one-minute window must not end while the test
+	// counts the client's requests in it: the identity module's clock stands still.
+	stopped := time.Now()
+	ls := setupLogin(t, loginOptions{identityNow: func() time.Time { return stopped }})
 	ctx := context.Background()
 	org, err := ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Limit Bank", ReferencePrefix: "LIM"})
 	if err != nil {

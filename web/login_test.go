@@ -63,6 +63,9 @@ type loginOptions struct {
 	preset *httptest.Server
 	// now is the sessions' clock; time.Now when nil.
 	now func() time.Time
+	// identityNow is the identity module's clock (tokens, rate limit
+	// windows); time.Now when nil.
+	identityNow func() time.Time
 }
 
 func newListener() *httptest.Server { return httptest.NewUnstartedServer(nil) }
@@ -89,7 +92,7 @@ func setupLogin(t *testing.T, o loginOptions) loginServer {
 	// The identity module signs ID tokens and serves the token endpoint,
 	// JWKS and discovery, as in flowd serve.
 	ident := identity.New(pool, identity.Config{Issuer: base, Audience: cfg.Audience, KeyEncryptionKey: randomKey(t),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), APIRateLimit: cfg.APIRateLimit})
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), APIRateLimit: cfg.APIRateLimit, Now: o.identityNow})
 	staff, err := login.NewStaff(pool, testOrganizations{}, login.StaffConfig{PasswordParams: secrethash.Cheap, AccountLimit: 3, AddressLimit: 5})
 	if err != nil {
 		t.Fatal(err)
