@@ -19,6 +19,7 @@ import (
 
 	"github.com/flowd/flowd/internal/browsertest"
 	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/internal/testwait"
 )
 
 // The consent journey in a real headless Chromium against the real flowd:
@@ -134,7 +135,7 @@ type page struct{ url, text string }
 func waitPage(t *testing.T, ctx context.Context, want string) page {
 	t.Helper()
 	var last page
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := testwait.Deadline(t)
 	for time.Now().Before(deadline) {
 		var res []string
 		c, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -154,7 +155,7 @@ func waitPage(t *testing.T, ctx context.Context, want string) page {
 
 func run(t *testing.T, ctx context.Context, actions ...chromedp.Action) {
 	t.Helper()
-	c, cancel := context.WithTimeout(ctx, 20*time.Second)
+	c, cancel := context.WithDeadline(ctx, testwait.Deadline(t))
 	defer cancel()
 	if err := chromedp.Run(c, actions...); err != nil {
 		t.Fatalf("browser: %v", err)
@@ -573,7 +574,7 @@ func TestExpiredConsentLinkInABrowser(t *testing.T) {
 	ctx := e.b.Ctx
 	c := e.createFlow(t, false)
 	// Wait for the condition — the link answers 410 — never for a time.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := testwait.Deadline(t)
 	for {
 		resp, err := http.Get(c.Links.Consent.Href)
 		if err != nil {
