@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/etag"
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/webhooks"
 )
@@ -413,7 +414,7 @@ func TestALostDatabaseAnswers503(t *testing.T) {
 		}
 	}
 	e.proxy.Restore()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := testwait.Deadline(t)
 	for e.call(t, "GET", "/api/flows/"+id, tokA, "").status != 200 {
 		if time.Now().After(deadline) {
 			t.Fatal("the API did not recover")

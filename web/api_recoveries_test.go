@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/testwait"
 )
 
 // seedFailedDeliveries stores n events of org, each with a delivery to
@@ -167,7 +168,7 @@ func TestRecoveryAPI(t *testing.T) {
 		rec.Scheduled != 0 || rec.RequestedBy != "client:client-a" {
 		t.Fatalf("the recovery: %s, Location %s", r.body, r.header.Get("Location"))
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := testwait.Deadline(t)
 	for rec.State != "done" {
 		if time.Now().After(deadline) {
 			t.Fatalf("the recovery did not finish: %+v", rec)
@@ -184,7 +185,7 @@ func TestRecoveryAPI(t *testing.T) {
 	if rec.Scheduled != n || rec.Total != n || rec.Error != nil {
 		t.Fatalf("done: %s", r.body)
 	}
-	for deadline := time.Now().Add(30 * time.Second); len(rcv.counts()) < n; {
+	for deadline := testwait.Deadline(t); len(rcv.counts()) < n; {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d deliveries arrived", len(rcv.counts()), n)
 		}

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/flowd/flowd/internal/config"
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
@@ -365,7 +366,7 @@ func TestRevokedAccessTokenIsRefusedByEveryInstance(t *testing.T) {
 	if got := apiStatus(t, cold, tok.AccessToken); got != http.StatusUnauthorized {
 		t.Fatalf("the instance without a listener: %d", got)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testwait.Deadline(t)
 	for apiStatus(t, listening, tok.AccessToken) != http.StatusUnauthorized {
 		if time.Now().After(deadline) {
 			t.Fatal("the listening instance still admits the revoked token after 10 seconds")

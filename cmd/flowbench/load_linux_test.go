@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/flowd/flowd/internal/testwait"
 )
 
 // testLoad is the load generator against srv with the given workers.
@@ -90,11 +92,9 @@ func TestLoadDrivesEveryWorkerThroughClosedConnections(t *testing.T) {
 			t.Fatalf("run %d: %d requests counted, %d served, want %d", run, len(s.latencies), served.Load()-before, perRun*len(perWorker))
 		}
 		// The server closes the idle connections before the next run.
-		for deadline := time.Now().Add(time.Minute); open.Load() != 0; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("run %d: the server still has %d connections open a minute after the run", run, open.Load())
-			}
-		}
+		testwait.For(t, "the server to close the idle connections", func() (bool, string) {
+			return open.Load() == 0, fmt.Sprintf("%d connections open", open.Load())
+		})
 	}
 	for w := range perWorker {
 		if got := perWorker[w].Load(); got != 2*perRun {

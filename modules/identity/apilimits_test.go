@@ -13,6 +13,7 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testwait"
 )
 
 // manualClock stands still until a test moves it.
@@ -289,7 +290,7 @@ func TestSetClientRateLimit(t *testing.T) {
 		t.Fatalf("limit %d before any change, want the default 600", got)
 	}
 	// The other instance caches the client's state only while it listens.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testwait.Deadline(t)
 	for !other.states.listening.Load() && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/secrethash"
+	"github.com/flowd/flowd/internal/testwait"
 )
 
 const testIssuer = "https://flowd.test"
@@ -310,10 +311,10 @@ func TestRevocationReachesOtherInstances(t *testing.T) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testwait.Deadline(t)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited 10s for %s", what)
+			t.Fatalf("waited until the test's deadline for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
