@@ -25,8 +25,9 @@ func staffFlags(name string) (fs *flag.FlagSet, username *string, asJSON *bool) 
 	return fs, username, asJSON
 }
 
-// staffPassword reads the password of a staff command from stdin, which
-// --password-stdin must say: passwords never go on the command line.
+// staffPassword checks that a staff command names the account, then reads
+// its password from stdin, which --password-stdin must say: passwords never
+// go on the command line.
 func staffPassword(fs *flag.FlagSet, username string, passwordStdin bool, stdin io.Reader) (string, error) {
 	if username == "" {
 		return "", errors.New(fs.Name() + ": --username is required")
