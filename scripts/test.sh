@@ -34,10 +34,23 @@ fi
 # than they compute: packages (-p) and tests (-parallel) run several to a
 # core, which go test would limit to one.
 mkdir -p testdata-output
+# Without arguments every package runs, the longest first (by the last run's
+# times, else by their number of test files), so that the longest does not
+# start last. go test starts packages in the order they are named.
+if [ $# -eq 0 ]; then
+  {
+    if [ -f testdata-output/test.json ]; then
+      sed -nE 's/.*"Action":"(pass|fail)","Package":"([^"]*)","Elapsed":([0-9.]+).*/\3 \2/p' testdata-output/test.json
+    fi
+    go list -f '{{len .TestGoFiles}} {{len .XTestGoFiles}} {{.ImportPath}}' ./... | awk '{print ($1 + $2) / 1000, $3}'
+  } | sort -rn | awk '!seen[$2]++ {print $2}' > testdata-output/packages
+  # Only packages that still exist.
+  set -- $(go list ./... | grep -Fxf - testdata-output/packages)
+fi
 status=0
 scripts/pg.sh test go tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg \
   --jsonfile testdata-output/test.json -- \
-  -race -count=1 -timeout 9m -p 4 -parallel 8 "${@:-./...}" || status=$?
+  -race -count=1 -timeout 9m -p 4 -parallel 8 "$@" || status=$?
 echo "The slowest tests (go tool gotestsum tool slowest --jsonfile testdata-output/test.json):"
 go tool gotestsum tool slowest --jsonfile testdata-output/test.json --threshold 20s | head -n 10
 exit $status
