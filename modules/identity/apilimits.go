@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/modules/identity/internal/store"
@@ -70,19 +70,22 @@ const apiLimitWake = 10 // a tenth
 
 // apiLimiter counts each client's API requests in fixed one-minute windows
 // (RateLimitWindow), in memory, and reconciles its counts with the other
-// instances' through api_rate_windows: one statement adds what this
-// instance admitted since its last reconciliation and reads back every
-// instance's total, for all the clients it has seen in their current
-// windows. A request is admitted while the total last read plus what this
-// instance admitted since stays under the limit, so admitting never waits
-// for the database. An instance reconciles every second, at once when a
+// instances' through api_rate_windows: one statement writes how many
+// requests of each client this instance has admitted in the window so far
+// (a count of its own, never an addition, so that a statement that
+// committed but whose answer was lost is harmless to send again) and reads
+// back every instance's together, for all the clients it has seen in their
+// current windows. A request is admitted while the total last read plus
+// what this instance admitted since stays under the limit, so admitting
+// never waits for the database. An instance reconciles every second, at once when a
 // client it has not seen in the window arrives, and at once when a client
 // has used a tenth of its limit here since the last reconciliation. Each
 // client's windows start at an offset of its own within the minute, so that
 // clients that wait for a reset do not all come back at once.
 type apiLimiter struct {
 	now          func() time.Time
-	defaultLimit int // per window; 0 is no limit
+	defaultLimit int    // per window; 0 is no limit
+	instance     string // this instance's rows in api_rate_windows
 
 	mu      sync.RWMutex
 	windows map[string]*clientWindow // by client key
@@ -95,16 +98,17 @@ type apiLimiter struct {
 type clientWindow struct {
 	offset time.Duration // where the client's windows start within the minute
 
-	mu       sync.Mutex
-	start    time.Time
-	shared   int64 // every instance's count, as the last reconciliation read it
-	pending  int64 // admitted here since, not yet added to shared
-	inFlight int64 // admitted here and being added by the reconciliation under way
-	gone     bool  // dropped from the limiter: look it up again
+	mu     sync.Mutex
+	start  time.Time
+	local  int64 // admitted here in the window
+	synced int64 // local as the last reconciliation wrote it
+	shared int64 // every instance's count, as the last reconciliation read it (synced among it)
+	gone   bool  // dropped from the limiter: look it up again
 }
 
 func newAPILimiter(now func() time.Time, defaultLimit int) *apiLimiter {
-	return &apiLimiter{now: now, defaultLimit: defaultLimit, windows: map[string]*clientWindow{}, wake: make(chan struct{}, 1)}
+	return &apiLimiter{now: now, defaultLimit: defaultLimit, instance: uuid.NewString(),
+		windows: map[string]*clientWindow{}, wake: make(chan struct{}, 1)}
 }
 
 // AdmitAPIRequest implements APILimits.
@@ -168,16 +172,16 @@ func (l *apiLimiter) window(key string) (*clientWindow, bool) {
 // here since the last reconciliation.
 func (w *clientWindow) admit(now time.Time, limit int) (RateLimitStatus, bool) {
 	if start := windowStart(now, w.offset); !start.Equal(w.start) {
-		w.start, w.shared, w.pending, w.inFlight = start, 0, 0, 0
+		w.start, w.local, w.synced, w.shared = start, 0, 0, 0
 	}
 	st := RateLimitStatus{Limit: limit, Reset: wholeSeconds(w.start.Add(RateLimitWindow).Sub(now))}
-	used := w.shared + w.pending + w.inFlight
+	used := w.shared + w.local - w.synced
 	if used >= int64(limit) {
 		return st, false
 	}
-	w.pending++
+	w.local++
 	st.Allowed, st.Remaining = true, limit-int(used)-1
-	return st, w.pending >= max(1, int64(limit/apiLimitWake))
+	return st, w.local-w.synced >= max(1, int64(limit/apiLimitWake))
 }
 
 func (l *apiLimiter) wakeUp() {
@@ -208,11 +212,10 @@ func wholeSeconds(d time.Duration) time.Duration {
 	return (d + time.Second - 1) / time.Second * time.Second
 }
 
-// reconcile adds what this instance admitted since its last reconciliation
-// to every instance's counts and reads back their totals, for the clients
-// whose windows are current, in one statement; windows that have ended are
-// forgotten. When the statement fails, what it was to add is kept for the
-// next try.
+// reconcile writes what this instance has admitted in each current window
+// and reads back every instance's totals, in one statement; windows that
+// have ended are forgotten. When the statement fails, the next one writes
+// the counts again, grown by what was admitted meanwhile.
 func (l *apiLimiter) reconcile(ctx context.Context, q store.Querier) error {
 	type sending struct {
 		counts store.APIRequests
@@ -227,9 +230,7 @@ func (l *apiLimiter) reconcile(ctx context.Context, q store.Querier) error {
 			w.gone = true
 			delete(l.windows, key)
 		} else {
-			w.inFlight += w.pending
-			w.pending = 0
-			batch = append(batch, sending{store.APIRequests{ClientKey: key, WindowStart: w.start, Requests: w.inFlight}, w})
+			batch = append(batch, sending{store.APIRequests{ClientKey: key, WindowStart: w.start, Requests: w.local}, w})
 		}
 		w.mu.Unlock()
 	}
@@ -237,15 +238,13 @@ func (l *apiLimiter) reconcile(ctx context.Context, q store.Querier) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	// Rows are locked in key order, the same on every instance.
-	slices.SortFunc(batch, func(a, b sending) int { return strings.Compare(a.counts.ClientKey, b.counts.ClientKey) })
 	counts := make([]store.APIRequests, len(batch))
 	for i, s := range batch {
 		counts[i] = s.counts
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	rows, err := store.AddAPIRequests(ctx, q, counts)
+	rows, err := store.WriteAPIRequests(ctx, q, l.instance, counts)
 	totals := make(map[string]int64, len(rows))
 	for _, r := range rows {
 		totals[r.ClientKey] = r.Requests
@@ -253,13 +252,8 @@ func (l *apiLimiter) reconcile(ctx context.Context, q store.Querier) error {
 	for _, s := range batch {
 		w := s.w
 		w.mu.Lock()
-		if w.start.Equal(s.counts.WindowStart) {
-			if err != nil {
-				w.pending += w.inFlight
-			} else {
-				w.shared = totals[s.counts.ClientKey]
-			}
-			w.inFlight = 0
+		if err == nil && w.start.Equal(s.counts.WindowStart) {
+			w.synced, w.shared = s.counts.Requests, totals[s.counts.ClientKey]
 		}
 		w.mu.Unlock()
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flowd/flowd/internal/apperr"
@@ -341,5 +342,51 @@ func TestSetClientRateLimit(t *testing.T) {
 	}
 	if _, err := f.m.SetClientRateLimit(ctx, f.org.ID, f.client.ID, RateLimit{Own: true, PerMinute: 9}); !errors.Is(err, ErrClientNotFound) {
 		t.Fatalf("a revoked client: %v", err)
+	}
+}
+
+// answerLost runs each query to its end and then fails, as a connection
+// that drops after the database committed: the caller cannot tell whether
+// its write was made.
+type answerLost struct{ *pgxpool.Pool }
+
+func (q answerLost) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	rows, err := q.Pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return nil, errors.New("connection lost after the commit")
+}
+
+// TestAReconciliationWhoseAnswerWasLostCountsOnce: when the write of an
+// instance's counts committed but its answer never came, the next
+// reconciliation writes them again, and each request still counts once.
+func TestAReconciliationWhoseAnswerWasLostCountsOnce(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	m := limitedInstance(pool, newManualClock(), 100)
+	p := Principal{ClientID: "fc_lost"}
+	for range 3 {
+		m.AdmitAPIRequest(p)
+	}
+	if err := m.limits.reconcile(context.Background(), answerLost{pool}); err == nil {
+		t.Fatal("a reconciliation whose answer was lost succeeded")
+	}
+	if n := sharedCount(t, pool, p.ClientID); n != 3 {
+		t.Fatalf("after the lost answer the shared count is %d, want the 3 it wrote", n)
+	}
+	m.AdmitAPIRequest(p)
+	if err := m.limits.reconcile(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	if n := sharedCount(t, pool, p.ClientID); n != 4 {
+		t.Fatalf("shared count %d, want 4: each request once", n)
+	}
+	if st := m.AdmitAPIRequest(p); st.Remaining != 95 {
+		t.Fatalf("after reconciling: %+v", st)
 	}
 }

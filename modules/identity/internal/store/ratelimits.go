@@ -25,38 +25,46 @@ func SetExternalClientRateLimit(ctx context.Context, q Querier, issuer, clientID
 }
 
 // APIRequests is what an instance counted of one client in one window, or,
-// as AddAPIRequests returns it, the count of every instance together.
+// as WriteAPIRequests returns it, the count of every instance together.
 type APIRequests struct {
 	ClientKey   string    `db:"client_key"`
 	WindowStart time.Time `db:"window_start"`
 	Requests    int64     `db:"requests"`
 }
 
-// AddAPIRequests adds each count to its client's window in one statement
-// and returns the totals of those windows. A count of 0 adds nothing and
-// only reads the total (an absent window is not returned). The rows are
-// locked in the order given: callers sort them by key, so that two
-// instances adding at once cannot deadlock.
-func AddAPIRequests(ctx context.Context, q Querier, counts []APIRequests) ([]APIRequests, error) {
+// WriteAPIRequests writes instance's count of each client's window, in one
+// statement, and returns the windows' totals over every instance. A count
+// only grows: writing one again, or an older one, changes nothing, so a
+// statement whose answer was lost may be sent again. A count of 0 writes
+// nothing and only reads the total (an absent window is not returned). Each
+// instance writes rows of its own: instances never wait on each other.
+func WriteAPIRequests(ctx context.Context, q Querier, instance string, counts []APIRequests) ([]APIRequests, error) {
 	keys := make([]string, len(counts))
 	starts := make([]time.Time, len(counts))
-	added := make([]int64, len(counts))
+	requests := make([]int64, len(counts))
 	for i, c := range counts {
-		keys[i], starts[i], added[i] = c.ClientKey, c.WindowStart, c.Requests
+		keys[i], starts[i], requests[i] = c.ClientKey, c.WindowStart, c.Requests
 	}
+	// The statement reads the table as it was before its own insert: the
+	// other instances' rows, and this instance's from what the insert
+	// returns.
 	rows, err := q.Query(ctx, `with counted as (
-			select * from unnest($1::text[], $2::timestamptz[], $3::bigint[]) with ordinality as c(client_key, window_start, requests, n)
-		), added as (
-			insert into api_rate_windows as w (client_key, window_start, requests)
-			select client_key, window_start, requests from counted where requests > 0 order by n
-			on conflict (client_key, window_start) do update set requests = w.requests + excluded.requests
+			select * from unnest($1::text[], $2::timestamptz[], $3::bigint[]) as c(client_key, window_start, requests)
+		), written as (
+			insert into api_rate_windows as w (client_key, window_start, instance, requests)
+			select client_key, window_start, $4, requests from counted where requests > 0
+			on conflict (client_key, window_start, instance) do update set requests = greatest(w.requests, excluded.requests)
 			returning w.client_key, w.window_start, w.requests
 		)
-		select client_key, window_start, requests from added
-		union all
-		select w.client_key, w.window_start, w.requests from api_rate_windows w
-		join counted c on c.client_key = w.client_key and c.window_start = w.window_start and c.requests = 0`,
-		keys, starts, added)
+		select c.client_key, c.window_start,
+			coalesce((select sum(o.requests) from api_rate_windows o
+				where o.client_key = c.client_key and o.window_start = c.window_start and o.instance <> $4), 0)::bigint
+			+ coalesce((select own.requests from written own
+				where own.client_key = c.client_key and own.window_start = c.window_start), 0) as requests
+		from counted c
+		where c.requests > 0 or exists (select from api_rate_windows o
+			where o.client_key = c.client_key and o.window_start = c.window_start)`,
+		keys, starts, requests, instance)
 	if err != nil {
 		return nil, err
 	}
