@@ -193,8 +193,8 @@ type Flows interface {
 	AttachmentsTx(ctx context.Context, tx database.Tx, f flows.Flow) ([]flows.Attachment, error)
 }
 
-// Texts gives the journey the definition version a flow pinned, read in
-// the journey's own transaction.
+// Texts gives consent the definition version a flow pinned, read in
+// consent's own transaction.
 type Texts interface {
 	// VersionTx returns version n of the organization's definition id.
 	// ErrDefinitionNotFound.
