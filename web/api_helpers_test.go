@@ -130,12 +130,14 @@ func createTestEvents(t testing.TB, pool *pgxpool.Pool) {
 // apiEnv is the real server with the real flows and consent modules on a
 // fresh database.
 type apiEnv struct {
-	url    string
-	srv    *Server
-	pool   *pgxpool.Pool
-	flows  *flows.Manager
-	events *tableEvents
-	proxy  *dbtest.Proxy // cuts the database away
+	url   string
+	srv   *Server
+	pool  *pgxpool.Pool
+	flows *flows.Manager
+	// journey decides the flows as their people would.
+	journey *consent.JourneyService
+	events  *tableEvents
+	proxy   *dbtest.Proxy // cuts the database away
 	// receiptKeys signs the flows' receipts; its JWKS is what /oauth/jwks serves.
 	receiptKeys *identity.Module
 	// hooks is the webhooks module withWebhooks runs; nil without it.
@@ -209,18 +211,20 @@ func newAPI(t testing.TB, opts ...envOption) *apiEnv {
 	}
 	definitions := consent.NewDefinitions(pool, testOrganizations{})
 	receiptKeys := identity.New(pool, identity.Config{Issuer: cfg.BaseURL.String(), KeyEncryptionKey: key, HashParams: secrethash.Cheap})
-	receipts := consent.NewReceipts(pool, receiptKeys, definitions, testOrganizations{}, cfg.BaseURL.String())
-	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, cfg.BaseURL.String()),
-		definitions, receipts, orgs, publisher,
-		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), fcfg)
-	d := Deps{Config: cfg, Pool: pool, Identity: fakeIdentity{}, Flows: m, Receipts: receipts}
+	receipts := consent.NewReceipts(pool, receiptKeys, testOrganizations{}, cfg.BaseURL.String())
+	requests := consent.NewRequests(pool, sealer, cfg.BaseURL.String())
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m := flows.New(pool, sealer, requests, definitions, orgs, publisher, log, prometheus.NewRegistry(), fcfg)
+	journey := consent.NewJourney(pool, requests, m, definitions, receipts, testOrganizations{}, testOrganizations{}, consent.DefaultACRMap, log)
+	d := Deps{Config: cfg, Pool: pool, Identity: fakeIdentity{}, Flows: m, Receipts: receipts, Consent: journey,
+		Withdrawals: consent.NewWithdrawals(pool, requests, m, definitions, receipts)}
 	if hooks != nil {
 		d.Webhooks = hooks
 	}
 	srv := newServer(t, d)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	return &apiEnv{url: hs.URL, srv: srv, pool: pool, flows: m, events: events, proxy: proxy, receiptKeys: receiptKeys, hooks: hooks}
+	return &apiEnv{url: hs.URL, srv: srv, pool: pool, flows: m, journey: journey, events: events, proxy: proxy, receiptKeys: receiptKeys, hooks: hooks}
 }
 
 // response is what call returns.

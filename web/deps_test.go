@@ -89,17 +89,20 @@ func newServer(t testing.TB, d Deps) *Server {
 	if d.Definitions == nil {
 		d.Definitions = definitions
 	}
-	receipts := consent.NewReceipts(d.Pool, ident, definitions, testOrganizations{}, base)
+	receipts := consent.NewReceipts(d.Pool, ident, testOrganizations{}, base)
 	if d.Receipts == nil {
 		d.Receipts = receipts
 	}
-	flowsModule := flows.New(d.Pool, sealer, requests, definitions, receipts, fakeOrgs{settings: defaultSettings}, hooks, d.Log,
+	flowsModule := flows.New(d.Pool, sealer, requests, definitions, fakeOrgs{settings: defaultSettings}, hooks, d.Log,
 		prometheus.NewRegistry(), flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: cfg.ConsentTTL})
 	if d.Flows == nil {
 		d.Flows = flowsModule
 	}
 	if d.Consent == nil {
 		d.Consent = consent.NewJourney(d.Pool, requests, flowsModule, definitions, receipts, testOrganizations{}, testOrganizations{}, consent.DefaultACRMap, d.Log)
+	}
+	if d.Withdrawals == nil {
+		d.Withdrawals = consent.NewWithdrawals(d.Pool, requests, flowsModule, definitions, receipts)
 	}
 	if d.Login == nil {
 		staff, err := login.NewStaff(d.Pool, testOrganizations{}, login.StaffConfig{PasswordParams: secrethash.Cheap})
@@ -165,7 +168,7 @@ func TestNewRefusesAMissingCollaborator(t *testing.T) {
 	complete := newServer(t, Deps{})
 	d := Deps{Log: complete.log, Config: complete.cfg, Pool: complete.pool, Registry: prometheus.NewRegistry(),
 		Identity: complete.identity, Limits: complete.limits, Flows: complete.flows, Webhooks: complete.webhooks, Endpoints: complete.endpoints, Consent: complete.consent,
-		Definitions: complete.definitions, Receipts: complete.receipts, Login: complete.login, ConsoleRP: complete.consoleRP, ConsentRP: complete.consentRP,
+		Withdrawals: complete.withdrawals, Definitions: complete.definitions, Receipts: complete.receipts, Login: complete.login, ConsoleRP: complete.consoleRP, ConsentRP: complete.consentRP,
 		Sessions: complete.sessions, Idempotency: complete.answers}
 	if _, err := New(d); err != nil {
 		t.Fatalf("every collaborator given: %v", err)
@@ -176,6 +179,7 @@ func TestNewRefusesAMissingCollaborator(t *testing.T) {
 		"Flows":       func(d *Deps) { d.Flows = nil },
 		"Endpoints":   func(d *Deps) { d.Endpoints = nil },
 		"Consent":     func(d *Deps) { d.Consent = nil },
+		"Withdrawals": func(d *Deps) { d.Withdrawals = nil },
 		"Definitions": func(d *Deps) { d.Definitions = nil },
 		"Receipts":    func(d *Deps) { d.Receipts = nil },
 		"Login":       func(d *Deps) { d.Login = nil },

@@ -111,9 +111,9 @@ func setupLogin(t *testing.T, o loginOptions) loginServer {
 		t.Fatal(err)
 	}
 	definitions := consent.NewDefinitions(pool, testOrganizations{})
-	receipts := consent.NewReceipts(pool, ident, definitions, testOrganizations{}, base)
+	receipts := consent.NewReceipts(pool, ident, testOrganizations{}, base)
 	flowsModule := flows.New(pool, sealer, consent.NewRequests(pool, sealer, base), definitions,
-		receipts, fakeOrgs{settings: defaultSettings}, &tableEvents{},
+		fakeOrgs{settings: defaultSettings}, &tableEvents{},
 		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), flows.Config{NationalIDFormat: flows.FormatGeneric})
 	consoleCfg := oidclogin.ConsoleConfig(cfg)
 	consoleCfg.HTTPClient = o.consoleHTTP

@@ -44,6 +44,8 @@ type Deps struct {
 	Endpoints webhooks.Endpoints
 	// Consent is the individual's journey; ConsentRP (below) proves who they are.
 	Consent consent.Journey
+	// Withdrawals are the organizations' withdrawals of accepted consents.
+	Withdrawals consent.Withdrawals
 	// Definitions are the organizations' consent definitions.
 	Definitions consent.Definitions
 	// Receipts checks consent receipts for anyone who has one.
@@ -80,6 +82,7 @@ type Server struct {
 	endpoints webhooks.Endpoints
 
 	consent         consent.Journey
+	withdrawals     consent.Withdrawals
 	definitions     consent.Definitions
 	receipts        consent.ReceiptChecker
 	answers         idempotency.Store
@@ -106,7 +109,7 @@ func New(d Deps) (*Server, error) {
 	s := &Server{
 		echo: e, log: d.Log, cfg: d.Config, pool: d.Pool, metrics: newMetrics(d.Registry, d.Pool),
 		identity: d.Identity, limits: d.Limits, flows: d.Flows, webhooks: d.Webhooks, endpoints: d.Endpoints,
-		consent: d.Consent, definitions: d.Definitions, receipts: d.Receipts, answers: d.Idempotency,
+		consent: d.Consent, withdrawals: d.Withdrawals, definitions: d.Definitions, receipts: d.Receipts, answers: d.Idempotency,
 		login: d.Login, consoleRP: d.ConsoleRP, consentRP: d.ConsentRP, sessions: d.Sessions,
 		idp:             oidclogin.ProviderSessions(d.Config, d.Sessions, d.Now),
 		consoleSessions: oidclogin.ConsoleSessions(d.Config, d.Sessions, d.Now),
@@ -143,7 +146,7 @@ func (d Deps) check() error {
 	}{
 		{"Log", d.Log == nil}, {"Config", d.Config == nil}, {"Pool", d.Pool == nil}, {"Registry", d.Registry == nil},
 		{"Identity", d.Identity == nil}, {"Limits", d.Limits == nil}, {"Flows", d.Flows == nil}, {"Webhooks", d.Webhooks == nil}, {"Endpoints", d.Endpoints == nil},
-		{"Consent", d.Consent == nil}, {"Definitions", d.Definitions == nil}, {"Receipts", d.Receipts == nil}, {"Login", d.Login == nil}, {"ConsoleRP", d.ConsoleRP == nil},
+		{"Consent", d.Consent == nil}, {"Withdrawals", d.Withdrawals == nil}, {"Definitions", d.Definitions == nil}, {"Receipts", d.Receipts == nil}, {"Login", d.Login == nil}, {"ConsoleRP", d.ConsoleRP == nil},
 		{"ConsentRP", d.ConsentRP == nil}, {"Sessions", d.Sessions == nil}, {"Idempotency", d.Idempotency == nil},
 	} {
 		if dep.missing {

@@ -124,8 +124,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// Flow events go out through the webhooks module, whose workers report
 	// their delivery tasks back to flows.
 	definitions := consent.NewDefinitions(pool, orgs)
-	receipts := consent.NewReceipts(pool, ident, definitions, orgs, cfg.BaseURL.String())
-	flowsModule := flows.New(pool, sealer, consentRequests, definitions, receipts, orgs, hooks, log, registry, flows.Config{
+	receipts := consent.NewReceipts(pool, ident, orgs, cfg.BaseURL.String())
+	flowsModule := flows.New(pool, sealer, consentRequests, definitions, orgs, hooks, log, registry, flows.Config{
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
 		ReadRoundTrips: cfg.DBReadRoundTrips, MaintenanceInterval: cfg.MaintenanceInterval,
 	})
@@ -138,8 +138,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		Endpoints: webhooks.NewEndpoints(pool, webhooks.EndpointRules{AllowInsecureURLs: cfg.AllowInsecureURLs,
 			AllowPrivate: cfg.WebhookAllowPrivate}),
 		Flows: flowsModule, Definitions: definitions, Receipts: receipts,
-		Consent: consent.NewJourney(pool, consentRequests, flowsModule, definitions, receipts, orgs, orgs, cfg.ConsentACRMap, log),
-		Login:   provider, ConsoleRP: consoleRP, ConsentRP: consentRP, Sessions: sessions, Idempotency: answers,
+		Consent:     consent.NewJourney(pool, consentRequests, flowsModule, definitions, receipts, orgs, orgs, cfg.ConsentACRMap, log),
+		Withdrawals: consent.NewWithdrawals(pool, consentRequests, flowsModule, definitions, receipts),
+		Login:       provider, ConsoleRP: consoleRP, ConsentRP: consentRP, Sessions: sessions, Idempotency: answers,
 	})
 	if err != nil {
 		return err
