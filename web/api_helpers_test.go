@@ -20,11 +20,12 @@ import (
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/identitytest"
 	"github.com/flowd/flowd/internal/pii"
-	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/tokens"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
@@ -52,9 +53,9 @@ var testPrincipals = map[string]identity.Principal{
 }
 
 // fakeIdentity maps test token strings to principals. The API tests need
-// only bearer verification; the rest of identity.Service is the real
-// module's, tested in oauth_test.go and end to end.
-type fakeIdentity struct{ identity.Service }
+// only bearer verification; the rest of identity is the real module's,
+// tested in oauth_test.go and end to end.
+type fakeIdentity struct{ tokens.Verifier }
 
 func (fakeIdentity) VerifyAccessToken(_ context.Context, raw string) (identity.Principal, error) {
 	if p, ok := testPrincipals[raw]; ok {
@@ -137,7 +138,7 @@ type apiEnv struct {
 	events *tableEvents
 	proxy  *dbtest.Proxy // cuts the database away
 	// receiptKeys signs the flows' receipts; its JWKS is what /oauth/jwks serves.
-	receiptKeys *identity.Module
+	receiptKeys *identitytest.Identity
 	// hooks is the webhooks module withWebhooks runs; nil without it.
 	hooks *webhooks.Module
 }
@@ -208,12 +209,12 @@ func newAPI(t testing.TB, opts ...envOption) *apiEnv {
 		t.Cleanup(func() { stop(); <-done })
 	}
 	definitions := consent.NewDefinitions(pool, testOrganizations{})
-	receiptKeys := identity.New(pool, identity.Config{Issuer: cfg.BaseURL.String(), KeyEncryptionKey: key, HashParams: secrethash.Cheap})
+	receiptKeys := identitytest.New(t, pool, identitytest.Config{Issuer: cfg.BaseURL.String(), KeyEncryptionKey: key})
 	receipts := consent.NewReceipts(pool, receiptKeys, definitions, testOrganizations{}, cfg.BaseURL.String())
 	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, cfg.BaseURL.String()),
 		definitions, receipts, orgs, publisher,
 		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), fcfg)
-	d := Deps{Config: cfg, Pool: pool, Identity: fakeIdentity{}, Flows: m, Receipts: receipts}
+	d := Deps{Config: cfg, Pool: pool, Bearer: fakeIdentity{}, Flows: m, Receipts: receipts}
 	if hooks != nil {
 		d.Webhooks = hooks
 	}

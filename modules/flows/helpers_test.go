@@ -17,7 +17,8 @@ import (
 	"github.com/flowd/flowd/internal/syncbuf"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/changes"
+	"github.com/flowd/flowd/modules/identity/keys"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -171,6 +172,9 @@ var receiptKEK = []byte("flows-tests-key-encryption-key!!")
 // testReceipts signs receipts with the identity module's receipt keys,
 // sealed under kek, as flowd serve does.
 func testReceipts(pool *pgxpool.Pool, texts consent.Texts, kek []byte) *consent.ReceiptService {
-	ident := identity.New(pool, identity.Config{Issuer: "https://flowd.example", KeyEncryptionKey: kek})
-	return consent.NewReceipts(pool, ident, texts, orgs{}, "https://flowd.example")
+	signing, err := keys.New(pool, changes.NewFeed(pool, nil), keys.Config{KeyEncryptionKey: kek})
+	if err != nil {
+		panic(err) // keys.New refuses only a missing pool or feed
+	}
+	return consent.NewReceipts(pool, signing, texts, orgs{}, "https://flowd.example")
 }

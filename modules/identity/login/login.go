@@ -1,8 +1,8 @@
-// Package login is the built-in OpenID provider's interactive side (issue 6):
-// the authorization code flow with PKCE for flowd's own relying parties (the
-// console and the consent pages), staff accounts with argon2id passwords and
-// a rate limit on guessing, the test eID, ID tokens, userinfo and
-// RP-initiated logout. It signs through a Signer that issue 3's key store
+// Package login is the built-in OpenID provider's interactive side: the
+// authorization code flow with PKCE for flowd's own relying parties (the
+// console and the consent pages), sign-in with staff accounts (whose
+// passwords the staff part checks) or the test eID, ID tokens, userinfo and
+// RP-initiated logout. It signs through a Signer, which the keys part
 // implements; it knows nothing of HTTP frameworks: the web layer binds,
 // calls these methods and renders.
 package login
@@ -27,8 +27,9 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/keys"
 	"github.com/flowd/flowd/modules/identity/login/internal/store"
+	"github.com/flowd/flowd/modules/identity/staff"
 )
 
 // Method is how the people of a client sign in.
@@ -66,7 +67,7 @@ type Client struct {
 	Method                 Method
 	// IDTokenSignedResponseAlg is the algorithm of the client's ID tokens,
 	// as the client metadata of OpenID Connect Dynamic Client Registration
-	// names it: one of identity.IDTokenAlgorithms; empty means RS256, the
+	// names it: one of keys.IDTokenAlgorithms; empty means RS256, the
 	// one every relying party accepts. The built-in clients keep RS256:
 	// flowd's own relying party accepts either.
 	IDTokenSignedResponseAlg jose.SignatureAlgorithm
@@ -75,7 +76,7 @@ type Client struct {
 // idTokenAlg is the algorithm that signs the client's ID tokens.
 func (c Client) idTokenAlg() jose.SignatureAlgorithm {
 	if c.IDTokenSignedResponseAlg == "" {
-		return identity.IDTokenAlgorithms[0]
+		return keys.IDTokenAlgorithms[0]
 	}
 	return c.IDTokenSignedResponseAlg
 }
@@ -131,26 +132,27 @@ type Config struct {
 	TokenTTL   time.Duration // 5m: ID and userinfo tokens
 }
 
-// Organizations tells whether an organization exists; issue 3's identity
-// service implements it. nil skips the check (until the merge wires it).
-type Organizations interface {
-	OrganizationExists(ctx context.Context, id string) (bool, error)
+// StaffAccounts checks the passwords of staff accounts and finds them
+// (part of staff.Accounts).
+type StaffAccounts interface {
+	AuthenticateStaff(ctx context.Context, username, password, address string) (staff.Account, error)
+	StaffByID(ctx context.Context, id string) (staff.Account, error)
 }
 
 // Provider is the built-in provider's interactive side.
 type Provider struct {
 	cfg       Config
 	store     *store.Store
-	staff     *Staff
+	staff     StaffAccounts
 	signer    Signer
 	aead      cipher.AEAD
 	pseudoKey []byte
 }
 
-// New builds the provider; staff checks the passwords of staff accounts.
-func New(pool *pgxpool.Pool, signer Signer, staff *Staff, cfg Config) (*Provider, error) {
-	if pool == nil || signer == nil || staff == nil {
-		return nil, errors.New("login: New needs a pool, a Signer and the Staff service")
+// New builds the provider; accounts checks the passwords of staff accounts.
+func New(pool *pgxpool.Pool, signer Signer, accounts StaffAccounts, cfg Config) (*Provider, error) {
+	if pool == nil || signer == nil || accounts == nil {
+		return nil, errors.New("login: New needs a pool, a Signer and the staff accounts")
 	}
 	if len(cfg.DataKey) < 32 {
 		return nil, errors.New("login: a 32-byte data key is required")
@@ -173,7 +175,7 @@ func New(pool *pgxpool.Pool, signer Signer, staff *Staff, cfg Config) (*Provider
 		cfg.RolesClaim = "roles"
 	}
 	for _, c := range cfg.Clients {
-		if !slices.Contains(identity.IDTokenAlgorithms, c.idTokenAlg()) {
+		if !slices.Contains(keys.IDTokenAlgorithms, c.idTokenAlg()) {
 			return nil, fmt.Errorf("login: client %s: ID tokens cannot be signed with %q (RS256 or ES256)", c.ID, c.IDTokenSignedResponseAlg)
 		}
 	}
@@ -193,7 +195,7 @@ func New(pool *pgxpool.Pool, signer Signer, staff *Staff, cfg Config) (*Provider
 	if err != nil {
 		return nil, err
 	}
-	return &Provider{cfg: cfg, store: store.New(pool), staff: staff, signer: signer, aead: aead, pseudoKey: pseudoKey}, nil
+	return &Provider{cfg: cfg, store: store.New(pool), staff: accounts, signer: signer, aead: aead, pseudoKey: pseudoKey}, nil
 }
 
 // Issuer is the provider's issuer URL.
