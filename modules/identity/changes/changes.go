@@ -27,10 +27,25 @@ import (
 )
 
 // Channel is the PostgreSQL channel the parts announce their changes on.
-// Its payloads are a topic, or a topic and a subject ("client:<id>",
-// "org:<id>", "external", "keys", "jti:<jti> <exp>"): instances of other
-// versions of flowd read the same channel, so a payload keeps its form.
+// Its payloads are a topic, or a topic and a subject ("client:<id>"):
+// instances of other versions of flowd read the same channel, so a payload
+// keeps its form.
 const Channel = "flowd_identity"
+
+// The topics of announcements.
+const (
+	// TopicClient: an API client's state changed; the subject is its id.
+	TopicClient = "client"
+	// TopicOrganization: an organization's settings changed; the subject is its id.
+	TopicOrganization = "org"
+	// TopicExternal: an external issuer's client was mapped or its mapping changed.
+	TopicExternal = "external"
+	// TopicKeys: the signing keys were rotated.
+	TopicKeys = "keys"
+	// TopicRevoked: an access token was revoked; the subject is its jti and
+	// its expiry in Unix seconds, space-separated.
+	TopicRevoked = "jti"
+)
 
 // Execer is what both *pgxpool.Pool and pgx.Tx offer.
 type Execer interface {
@@ -57,7 +72,7 @@ type Feed struct {
 	listening atomic.Bool
 
 	mu       sync.Mutex
-	topics   map[string]func(subject string)
+	topics   map[string][]func(subject string)
 	caches   []interface{ ForgetAll() }
 	onListen []func(context.Context) error
 	onLost   []func()
@@ -68,14 +83,21 @@ func NewFeed(pool *pgxpool.Pool, log *slog.Logger) *Feed {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Feed{pool: pool, log: log, topics: map[string]func(string){}}
+	return &Feed{pool: pool, log: log, topics: map[string][]func(string){}}
 }
 
 // Subscribe hands the announcements of topic to changed, with their subject.
 func (f *Feed) Subscribe(topic string, changed func(subject string)) {
 	f.mu.Lock()
-	f.topics[topic] = changed
+	f.topics[topic] = append(f.topics[topic], changed)
 	f.mu.Unlock()
+}
+
+// Changed hands a change this instance made to its subscribers at once,
+// as if its announcement had arrived: other parts of the instance drop
+// what they copied of it before the caller returns.
+func (f *Feed) Changed(topic, subject string) {
+	f.dispatch(topic, subject)
 }
 
 // OnListen runs fn each time the feed begins to listen, after it has
@@ -163,19 +185,21 @@ func (f *Feed) listen(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		f.dispatch(n.Payload)
+		topic, subject, _ := strings.Cut(n.Payload, ":")
+		f.dispatch(topic, subject)
 	}
 }
 
-// dispatch hands payload to its topic's subscriber. A topic no part knows
+// dispatch hands a change to its topic's subscribers. A topic no part knows
 // (from another version of flowd) empties every cache.
-func (f *Feed) dispatch(payload string) {
-	topic, subject, _ := strings.Cut(payload, ":")
+func (f *Feed) dispatch(topic, subject string) {
 	f.mu.Lock()
-	changed := f.topics[topic]
+	subscribers := f.topics[topic]
 	f.mu.Unlock()
-	if changed != nil {
+	for _, changed := range subscribers {
 		changed(subject)
+	}
+	if len(subscribers) > 0 {
 		return
 	}
 	for _, c := range f.hooks().caches {

@@ -80,13 +80,10 @@ func New(pool *pgxpool.Pool, feed *changes.Feed, cfg Config) (*Service, error) {
 	}
 	s := &Service{pool: pool, cfg: cfg, log: cfg.Log, now: cfg.Now}
 	s.public.init()
-	feed.Subscribe(topic, func(string) { s.forget() })
+	feed.Subscribe(changes.TopicKeys, func(string) { s.forget() })
 	feed.OnListen(func(context.Context) error { s.forget(); return nil })
 	return s, nil
 }
-
-// topic is the feed's topic of rotations.
-const topic = "keys"
 
 // forget drops the keys copied into memory, so that the next use reads them again.
 func (s *Service) forget() {
@@ -357,7 +354,7 @@ func (s *Service) rotate(ctx context.Context, force bool, roles ...keyRole) ([]S
 		if len(made) == 0 {
 			return nil
 		}
-		return changes.Notify(ctx, tx, topic, "")
+		return changes.Notify(ctx, tx, changes.TopicKeys, "")
 	})
 	if err != nil {
 		return nil, database.Classify(err)

@@ -156,9 +156,6 @@ type StoredClient struct {
 	// SecretMAC is the secret's keyed MAC, tagged with the SecretHash it
 	// was made beside; nil until made.
 	SecretMAC []byte
-	// KeysReplacedAt is when its keys were last replaced; zero if never.
-	// Keys fetched from its jwks_uri before then are not its keys.
-	KeysReplacedAt time.Time
 }
 
 // ClientState is what bearer verification needs of a client on every

@@ -110,7 +110,7 @@ func (s *Service) RotateClientSecret(ctx context.Context, organizationID, client
 		if err := s.grants.RevokeClientGrantsTx(ctx, tx, clientID); err != nil {
 			return err
 		}
-		if err := changes.Notify(ctx, tx, topicClient, clientID); err != nil {
+		if err := changes.Notify(ctx, tx, changes.TopicClient, clientID); err != nil {
 			return err
 		}
 		return database.RunBeforeCommit(ctx, tx, ClientCredentials{Client: toClient(row), Secret: sec}, before)
@@ -147,7 +147,7 @@ func (s *Service) RevokeClient(ctx context.Context, organizationID, clientID str
 		if err := s.grants.RevokeClientGrantsTx(ctx, tx, clientID); err != nil {
 			return err
 		}
-		if err := changes.Notify(ctx, tx, topicClient, clientID); err != nil {
+		if err := changes.Notify(ctx, tx, changes.TopicClient, clientID); err != nil {
 			return err
 		}
 		return database.RunBeforeCommit(ctx, tx, toClient(row), before)
@@ -164,8 +164,8 @@ func (s *Service) RevokeClient(ctx context.Context, organizationID, clientID str
 
 // ReplaceClientKeys implements Clients. Replacing keys is routine rotation,
 // not a sign of compromise: unlike a new secret it leaves the client's
-// refresh tokens alone. Key sets fetched from the client's jwks_uri before
-// the replacement are known by its time (StoredClient.KeysReplacedAt).
+// refresh tokens alone. This instance forgets at once what it fetched of
+// the client's previous keys.
 func (s *Service) ReplaceClientKeys(ctx context.Context, organizationID, clientID string, keys ClientKeys, before ...database.BeforeCommit[Client]) (Client, error) {
 	keys.JWKS = bytes.Clone(keys.JWKS)
 	if err := keys.Validate(s.cfg.ClientJWKSHosts); err != nil {
@@ -189,6 +189,7 @@ func (s *Service) ReplaceClientKeys(ctx context.Context, organizationID, clientI
 	if err != nil {
 		return Client{}, database.Classify(err)
 	}
+	s.feed.Changed(changes.TopicClient, clientID)
 	return toClient(row), nil
 }
 
@@ -207,7 +208,7 @@ func (s *Service) SetClientDPoP(ctx context.Context, organizationID, clientID st
 			return err
 		}
 		change = ClientChange{Before: toClient(prev), After: toClient(row)}
-		if err := changes.Notify(ctx, tx, topicClient, clientID); err != nil {
+		if err := changes.Notify(ctx, tx, changes.TopicClient, clientID); err != nil {
 			return err
 		}
 		if change.Before.DPoPBound == change.After.DPoPBound {
@@ -246,7 +247,7 @@ func (s *Service) SetClientRateLimit(ctx context.Context, organizationID, client
 		if change.Before.RateLimit == change.After.RateLimit {
 			return nil // nothing changed: nothing to announce or record
 		}
-		if err := changes.Notify(ctx, tx, topicClient, clientID); err != nil {
+		if err := changes.Notify(ctx, tx, changes.TopicClient, clientID); err != nil {
 			return err
 		}
 		return database.RunBeforeCommit(ctx, tx, change, before)
@@ -274,7 +275,7 @@ func (s *Service) SetExternalClientRateLimit(ctx context.Context, issuer, client
 		if err != nil {
 			return err
 		}
-		if err := changes.Notify(ctx, tx, topicExternal, ""); err != nil {
+		if err := changes.Notify(ctx, tx, changes.TopicExternal, ""); err != nil {
 			return err
 		}
 		return database.RunBeforeCommit(ctx, tx, toExternal(row), before)
@@ -308,7 +309,7 @@ func (s *Service) MapExternalClient(ctx context.Context, in ExternalClient) (Ext
 		if err != nil {
 			return err
 		}
-		return changes.Notify(ctx, tx, topicExternal, "")
+		return changes.Notify(ctx, tx, changes.TopicExternal, "")
 	})
 	if err != nil {
 		return ExternalClient{}, database.Classify(err)

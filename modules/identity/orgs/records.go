@@ -17,11 +17,7 @@ func (s *Service) StoredClient(ctx context.Context, clientID string) (StoredClie
 	if err != nil {
 		return StoredClient{}, database.Classify(err)
 	}
-	out := StoredClient{Client: toClient(row), SecretHash: row.SecretHash, SecretMAC: row.SecretMAC}
-	if row.KeysReplacedAt.Valid {
-		out.KeysReplacedAt = row.KeysReplacedAt.Time
-	}
-	return out, nil
+	return StoredClient{Client: toClient(row), SecretHash: row.SecretHash, SecretMAC: row.SecretMAC}, nil
 }
 
 // ClientState implements ClientRecords: every API request with a built-in

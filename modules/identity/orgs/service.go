@@ -49,6 +49,7 @@ const (
 // announces itself in its own transaction.
 type Service struct {
 	pool   *pgxpool.Pool
+	feed   *changes.Feed
 	cfg    Config
 	log    *slog.Logger
 	grants Grants
@@ -81,14 +82,6 @@ var (
 	_ ClientRecords = (*Service)(nil)
 )
 
-// Topics of the feed: a client's state ("client:<id>"), an organization's
-// settings ("org:<id>"), the external clients' mappings ("external").
-const (
-	topicClient   = "client"
-	topicOrg      = "org"
-	topicExternal = "external"
-)
-
 // New returns the organizations and clients on pool, their caches kept
 // current through feed; grants ends a client's grants when its secret is
 // replaced or it is revoked. It does not touch the database.
@@ -103,15 +96,15 @@ func New(pool *pgxpool.Pool, feed *changes.Feed, grants Grants, cfg Config) (*Se
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{
-		pool: pool, cfg: cfg, log: cfg.Log, grants: grants, macs: secret.NewMACs(cfg.KeyEncryptionKey),
+		pool: pool, feed: feed, cfg: cfg, log: cfg.Log, grants: grants, macs: secret.NewMACs(cfg.KeyEncryptionKey),
 		organizations: changes.NewCache[string, Organization](feed, maxCachedOrganizations),
 		existing:      changes.NewCache[string, bool](feed, maxCachedOrganizations),
 		states:        changes.NewCache[string, clientState](feed, maxCachedClients),
 		externals:     changes.NewCache[externalKey, externalClient](feed, maxCachedClients),
 	}
-	feed.Subscribe(topicClient, s.states.Forget)
-	feed.Subscribe(topicOrg, s.organizations.Forget)
-	feed.Subscribe(topicExternal, func(string) { s.externals.ForgetAll() })
+	feed.Subscribe(changes.TopicClient, s.states.Forget)
+	feed.Subscribe(changes.TopicOrganization, s.organizations.Forget)
+	feed.Subscribe(changes.TopicExternal, func(string) { s.externals.ForgetAll() })
 	return s, nil
 }
 
@@ -210,7 +203,7 @@ func (s *Service) UpdateOrganization(ctx context.Context, u OrganizationUpdate, 
 		if err != nil {
 			return err
 		}
-		if err := changes.Notify(ctx, tx, topicOrg, u.ID); err != nil {
+		if err := changes.Notify(ctx, tx, changes.TopicOrganization, u.ID); err != nil {
 			return err
 		}
 		return database.RunBeforeCommit(ctx, tx, OrganizationChange{Before: toOrganization(prev), After: toOrganization(row)}, before)

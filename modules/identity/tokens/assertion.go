@@ -226,20 +226,15 @@ type jwksCache struct {
 	entries map[string]*jwksEntry // by client id
 }
 
-// jwksEntry is a set fetched from uri while the client's keys were those
-// replaced at replacedAt: another uri or a later replacement makes it no
-// longer the client's, on every instance.
 type jwksEntry struct {
-	uri        string
-	replacedAt time.Time
-	keys       []jose.JSONWebKey
-	fetchedAt  time.Time
+	uri       string
+	keys      []jose.JSONWebKey
+	fetchedAt time.Time
 }
 
 // clientKeySet returns the keys of a client: its inline set, or the set at
-// its jwks_uri, fetched when not cached (or cached before the client's keys
-// were last replaced) or when force is set (a kid the cached set lacks) and
-// the set is older than jwksRefetchEvery. A fetch
+// its jwks_uri, fetched when not cached or when force is set (a kid the
+// cached set lacks) and the set is older than jwksRefetchEvery. A fetch
 // must first pass gate; a failure is returned as an error whose text names
 // the reason, for the logs.
 func (s *Service) clientKeySet(ctx context.Context, c orgs.StoredClient, force bool, gate *costGate) ([]jose.JSONWebKey, error) {
@@ -253,7 +248,7 @@ func (s *Service) clientKeySet(ctx context.Context, c orgs.StoredClient, force b
 	now := s.now()
 	s.jwks.mu.Lock()
 	e := s.jwks.entries[c.ID]
-	if e != nil && (e.uri != keys.JWKSURI || !e.replacedAt.Equal(c.KeysReplacedAt)) {
+	if e != nil && e.uri != keys.JWKSURI {
 		e = nil
 	}
 	fresh := e != nil && now.Sub(e.fetchedAt) < jwksCacheTTL
@@ -276,8 +271,16 @@ func (s *Service) clientKeySet(ctx context.Context, c orgs.StoredClient, force b
 	if s.jwks.entries == nil {
 		s.jwks.entries = map[string]*jwksEntry{}
 	}
-	s.jwks.entries[c.ID] = &jwksEntry{uri: keys.JWKSURI, replacedAt: c.KeysReplacedAt, keys: set, fetchedAt: now}
+	s.jwks.entries[c.ID] = &jwksEntry{uri: keys.JWKSURI, keys: set, fetchedAt: now}
 	return set, nil
+}
+
+// forgetClientKeys drops a client's fetched key set: its keys were
+// replaced, or it changed otherwise (changes.TopicClient).
+func (s *Service) forgetClientKeys(clientID string) {
+	s.jwks.mu.Lock()
+	delete(s.jwks.entries, clientID)
+	s.jwks.mu.Unlock()
 }
 
 // jwksClient returns the client that fetches jwks_uri: base (a plain client

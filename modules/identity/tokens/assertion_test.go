@@ -17,7 +17,6 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
-	"github.com/google/uuid"
 
 	"github.com/flowd/flowd/internal/testkeys"
 	"github.com/flowd/flowd/modules/identity"
@@ -82,7 +81,7 @@ func signJWT(t testing.TB, key any, alg jose.SignatureAlgorithm, kid string, cla
 // assertionClaims are good claims of an assertion of clientID at now.
 func assertionClaims(clientID string, now time.Time) map[string]any {
 	return map[string]any{"iss": clientID, "sub": clientID, "aud": testIssuer + "/oauth/token",
-		"iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": uuid.NewString()}
+		"iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": newUUID()}
 }
 
 // keyClient makes an assertion-only client with keys.

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
-	"github.com/google/uuid"
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
@@ -80,7 +79,7 @@ func (k dpopKey) sign(t testing.TB, header, claims map[string]any) string {
 // proofClaims are the claims of a good proof for method and path, naming
 // the access token in ath when there is one.
 func proofClaims(now time.Time, method, path, token string) map[string]any {
-	c := map[string]any{"jti": uuid.NewString(), "htm": method, "htu": testIssuer + path, "iat": now.Unix()}
+	c := map[string]any{"jti": newUUID(), "htm": method, "htu": testIssuer + path, "iat": now.Unix()}
 	if token != "" {
 		sum := sha256.Sum256([]byte(token))
 		c["ath"] = b64(sum[:])

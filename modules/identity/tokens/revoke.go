@@ -64,7 +64,7 @@ func (s *Service) revokeAccessToken(ctx context.Context, c orgs.StoredClient, ra
 			Detail: "refused until it expires at " + v.expiry.UTC().Format(time.RFC3339)}); err != nil {
 			return err
 		}
-		return changes.Notify(ctx, tx, topicRevoked, v.jti+" "+strconv.FormatInt(v.expiry.Unix(), 10))
+		return changes.Notify(ctx, tx, changes.TopicRevoked, v.jti+" "+strconv.FormatInt(v.expiry.Unix(), 10))
 	})
 	if err != nil {
 		return database.Classify(err)

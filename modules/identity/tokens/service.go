@@ -148,15 +148,12 @@ func New(pool *pgxpool.Pool, feed *changes.Feed, clients Clients, keys Keys, aud
 	if cfg.ExternalIssuer != "" {
 		s.external = newExternalVerifier(s)
 	}
-	feed.Subscribe(topicRevoked, s.revokedElsewhere)
+	feed.Subscribe(changes.TopicRevoked, s.revokedElsewhere)
+	feed.Subscribe(changes.TopicClient, s.forgetClientKeys)
 	feed.OnListen(s.loadRevoked)
 	feed.OnLost(s.revoked.lost)
 	return s, nil
 }
-
-// topicRevoked is the feed's topic of access token revocations: its
-// subject is the token's jti and its expiry in Unix seconds.
-const topicRevoked = "jti"
 
 // revokedElsewhere records a revocation another instance announced.
 func (s *Service) revokedElsewhere(subject string) {

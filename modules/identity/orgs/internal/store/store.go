@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // Querier is what both *pgxpool.Pool and pgx.Tx offer.
@@ -101,15 +100,13 @@ type Client struct {
 	// RateLimit is api_rate_limit: the client's own limit of API requests
 	// per minute (0: none), nil when the default applies.
 	RateLimit *int
-	// KeysReplacedAt is when its keys were last replaced; not Valid if never.
-	KeysReplacedAt pgtype.Timestamptz
 }
 
-const clientColumns = "id, organization_id::text, name, coalesce(secret_hash, ''), secret_mac, jwks, coalesce(jwks_uri, ''), scopes, sandbox, created_at, last_used_at, revoked_at, dpop_bound_access_tokens, api_rate_limit, keys_replaced_at"
+const clientColumns = "id, organization_id::text, name, coalesce(secret_hash, ''), secret_mac, jwks, coalesce(jwks_uri, ''), scopes, sandbox, created_at, last_used_at, revoked_at, dpop_bound_access_tokens, api_rate_limit"
 
 func scanClient(row pgx.Row) (Client, error) {
 	var c Client
-	err := row.Scan(&c.ID, &c.OrganizationID, &c.Name, &c.SecretHash, &c.SecretMAC, &c.JWKS, &c.JWKSURI, &c.Scopes, &c.Sandbox, &c.CreatedAt, &c.LastUsedAt, &c.RevokedAt, &c.DPoPBound, &c.RateLimit, &c.KeysReplacedAt)
+	err := row.Scan(&c.ID, &c.OrganizationID, &c.Name, &c.SecretHash, &c.SecretMAC, &c.JWKS, &c.JWKSURI, &c.Scopes, &c.Sandbox, &c.CreatedAt, &c.LastUsedAt, &c.RevokedAt, &c.DPoPBound, &c.RateLimit)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, ErrNotFound
 	}
