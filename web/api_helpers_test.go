@@ -25,6 +25,7 @@ import (
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/audit"
 	"github.com/flowd/flowd/modules/identity/tokens"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web/openapi/openapitest"
@@ -52,10 +53,14 @@ var testPrincipals = map[string]identity.Principal{
 	tokB:        {OrganizationID: orgB, ClientID: "client-b", Scopes: identity.AllScopes},
 }
 
-// fakeIdentity maps test token strings to principals. The API tests need
-// only bearer verification; the rest of identity is the real module's,
-// tested in oauth_test.go and end to end.
-type fakeIdentity struct{ tokens.Verifier }
+// fakeIdentity maps test token strings to principals and keeps the audit
+// log in test_events. The API tests need only bearer verification and the
+// audit log; the rest of identity is the real module's, tested in
+// oauth_test.go and end to end.
+type fakeIdentity struct {
+	tokens.Verifier
+	audit.Log
+}
 
 func (fakeIdentity) VerifyAccessToken(_ context.Context, raw string) (identity.Principal, error) {
 	if p, ok := testPrincipals[raw]; ok {
@@ -214,7 +219,7 @@ func newAPI(t testing.TB, opts ...envOption) *apiEnv {
 	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, cfg.BaseURL.String()),
 		definitions, receipts, orgs, publisher,
 		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), fcfg)
-	d := Deps{Config: cfg, Pool: pool, Bearer: fakeIdentity{}, Flows: m, Receipts: receipts}
+	d := Deps{Config: cfg, Pool: pool, Bearer: fakeIdentity{}, Audit: fakeIdentity{}, Flows: m, Receipts: receipts}
 	if hooks != nil {
 		d.Webhooks = hooks
 	}

@@ -60,7 +60,6 @@ type Identity struct {
 	*audit.Store
 	Feed   *changes.Feed
 	Limits *orgs.Limits
-	Config Config
 }
 
 // AdmitAPIRequest is the instance's Limits'.
@@ -101,17 +100,5 @@ func New(t testing.TB, pool *pgxpool.Pool, cfg Config) *Identity {
 		t.Fatal(err)
 	}
 	return &Identity{tokenService: tokenService, orgService: organizations, keyService: signing, Store: auditLog, Feed: feed,
-		Limits: orgs.NewLimits(pool, orgs.LimitsConfig{PerMinute: cfg.APIRateLimit, Log: cfg.Log, Now: cfg.Now}), Config: cfg}
+		Limits: orgs.NewLimits(pool, orgs.LimitsConfig{PerMinute: cfg.APIRateLimit, Log: cfg.Log, Now: cfg.Now})}
 }
-
-// Tokens is the token service.
-func (id *Identity) Tokens() *tokens.Service { return id.tokenService }
-
-// Orgs is the organizations and clients.
-func (id *Identity) Orgs() *orgs.Service { return id.orgService }
-
-// Keys is the signing keys.
-func (id *Identity) Keys() *keys.Service { return id.keyService }
-
-// Audit is the audit log.
-func (id *Identity) Audit() *audit.Store { return id.Store }

@@ -96,7 +96,7 @@ func (p *Provider) Client(id string) (Client, bool) {
 }
 
 // Discovery returns the provider metadata of the interactive login. The web
-// layer lays it over the identity module's document (issuer, jwks_uri,
+// layer lays it over the token service's document (issuer, jwks_uri,
 // token_endpoint, the ID token algorithms), joining the lists both have.
 func (p *Provider) Discovery() map[string]any {
 	base := p.cfg.Issuer

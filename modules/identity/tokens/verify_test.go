@@ -35,7 +35,7 @@ func TestVerifyAcceptsTheProvidersTokens(t *testing.T) {
 			t.Fatalf("principal %+v", p)
 		}
 	}
-	// The claims CONTRACT.md names.
+	// The claims every built-in access token carries.
 	parts := strings.Split(tok.AccessToken, ".")
 	payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
 	var c map[string]any
