@@ -132,8 +132,10 @@ func (f *Feed) Run(ctx context.Context) error {
 		for _, lost := range f.hooks().onLost {
 			lost()
 		}
-		if ctx.Err() != nil {
-			return nil
+		select {
+		case <-ctx.Done():
+			return nil // told to stop: the lost connection is no failure
+		default:
 		}
 		if time.Since(start) > time.Minute {
 			backoff = time.Second
