@@ -22,7 +22,8 @@ import (
 	"github.com/flowd/flowd/internal/syncbuf"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/changes"
+	"github.com/flowd/flowd/modules/identity/keys"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -102,11 +103,14 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, ttl time.Duration) *journeyEnv {
 	defs := consent.NewDefinitions(pool, orgs{})
 	// Receipts are signed with the identity module's receipt key, made
 	// before the first decision as flowd serve makes it at start.
-	ident := identity.New(pool, identity.Config{Issuer: "https://flowd.example", KeyEncryptionKey: key})
-	if err := ident.Prepare(context.Background()); err != nil {
+	signing, err := keys.New(pool, changes.NewFeed(pool, nil), keys.Config{KeyEncryptionKey: key})
+	if err != nil {
 		t.Fatal(err)
 	}
-	receipts := consent.NewReceipts(pool, ident, orgs{}, "https://flowd.example")
+	if err := signing.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	receipts := consent.NewReceipts(pool, signing, orgs{}, "https://flowd.example")
 	m := flows.New(pool, sealer, requests, defs, orgs{}, tableEvents{}, log, prometheus.NewRegistry(),
 		flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: ttl})
 	j := consent.NewJourney(pool, requests, m, defs, receipts, orgs{}, tableAudit{}, consent.DefaultACRMap, log)
