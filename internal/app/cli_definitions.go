@@ -43,7 +43,7 @@ func openDefinitions(ctx context.Context, fs *flag.FlagSet, org string, getenv f
 	if err != nil {
 		return nil, nil, author, err
 	}
-	return env, consent.NewDefinitions(env.pool, organizationDirectory{env.identity}), author, nil
+	return env, consent.NewDefinitions(env.pool, organizationDirectory{env.orgs, env.audit}), author, nil
 }
 
 // parseDefinitionID parses the flags of a definitions command on one

@@ -15,7 +15,8 @@ import (
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/modules/identity"
-	"github.com/flowd/flowd/modules/identity/login"
+	"github.com/flowd/flowd/modules/identity/orgs"
+	"github.com/flowd/flowd/modules/identity/staff"
 )
 
 // demoState is what `flowd demo` remembers between runs.
@@ -46,7 +47,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, _ i
 		return err
 	}
 	defer env.pool.Close()
-	id := env.identity
+	id := env.orgs
 
 	var st demoState
 	b, err := os.ReadFile(*statePath)
@@ -61,9 +62,9 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, _ i
 
 	seeded := false
 	org, err := id.Organization(ctx, st.OrganizationID)
-	if errors.Is(err, identity.ErrOrganizationNotFound) {
+	if errors.Is(err, orgs.ErrOrganizationNotFound) {
 		fmt.Fprintln(stderr, `demo: creating the organization "Demo Bank"`)
-		org, _, err = env.createOrganization(ctx, identity.NewOrganization{Name: "Demo Bank", OrganizationNumber: "000000000", ReferencePrefix: "DEMO"})
+		org, _, err = env.createOrganization(ctx, orgs.NewOrganization{Name: "Demo Bank", OrganizationNumber: "000000000", ReferencePrefix: "DEMO"})
 		st = demoState{OrganizationID: org.ID}
 		seeded = true
 	}
@@ -71,9 +72,9 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, _ i
 		return adminError(err)
 	}
 	client, err := id.Client(ctx, st.ClientID)
-	if errors.Is(err, identity.ErrClientNotFound) || (err == nil && (client.Revoked() || client.OrganizationID != org.ID)) || st.ClientSecret == "" {
+	if errors.Is(err, orgs.ErrClientNotFound) || (err == nil && (client.Revoked() || client.OrganizationID != org.ID)) || st.ClientSecret == "" {
 		fmt.Fprintln(stderr, "demo: creating its API client")
-		cc, err := id.CreateClient(ctx, identity.NewClient{OrganizationID: org.ID, Name: "Demo client"})
+		cc, err := id.CreateClient(ctx, orgs.NewClient{OrganizationID: org.ID, Name: "Demo client"})
 		if err != nil {
 			return adminError(err)
 		}
@@ -82,7 +83,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, _ i
 	} else if err != nil {
 		return adminError(err)
 	}
-	staff, err := login.NewStaff(env.pool, organizationDirectory{id}, login.StaffConfig{})
+	accounts, err := staff.NewAccounts(env.pool, env.orgs, staff.Config{})
 	if err != nil {
 		return err
 	}
@@ -92,11 +93,11 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, _ i
 		// name and gets the new password.
 		st.StaffUsername, st.StaffPassword = "admin@demo.bank", randomPassword()
 		fmt.Fprintf(stderr, "demo: creating its staff admin %s\n", st.StaffUsername)
-		_, err := staff.CreateStaff(ctx, identity.NewStaffAccount{OrganizationID: org.ID, Username: st.StaffUsername,
-			Name: "Demo Admin", Role: identity.RoleAdmin, Password: st.StaffPassword})
-		if errors.Is(err, identity.ErrStaffExists) {
-			_, err = staff.ResetStaffPassword(ctx, st.StaffUsername, st.StaffPassword,
-				env.staffAudited(identity.AuditStaffPasswordReset, identity.EndedByPasswordReset))
+		_, err := accounts.CreateStaff(ctx, staff.NewAccount{OrganizationID: org.ID, Username: st.StaffUsername,
+			Name: "Demo Admin", Role: staff.RoleAdmin, Password: st.StaffPassword})
+		if errors.Is(err, staff.ErrAccountExists) {
+			_, err = accounts.ResetStaffPassword(ctx, st.StaffUsername, st.StaffPassword,
+				env.staffAudited(identity.AuditStaffPasswordReset, staff.EndedByPasswordReset))
 		}
 		if err != nil {
 			return adminError(err)

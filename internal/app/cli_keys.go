@@ -115,7 +115,7 @@ func runKeysRotate(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	defer env.pool.Close()
-	made, err := env.identity.RotateSigningKeys(ctx)
+	made, err := env.keys.RotateSigningKeys(ctx)
 	if err != nil {
 		return adminError(err)
 	}

@@ -54,7 +54,7 @@ func runReceiptsVerify(ctx context.Context, args []string, getenv func(string) s
 			return openErr
 		}
 		defer env.pool.Close()
-		keys, keysErr := env.identity.ReceiptKeys(ctx)
+		keys, keysErr := env.keys.ReceiptKeys(ctx)
 		if keysErr != nil {
 			return keysErr
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/identity"
-	"github.com/flowd/flowd/modules/identity/login"
+	"github.com/flowd/flowd/modules/identity/staff"
 )
 
 // staffFlags starts the flag set of a staff command: each names the account
@@ -52,15 +52,15 @@ func runStaffCreate(ctx context.Context, args []string, getenv func(string) stri
 	if err != nil {
 		return err
 	}
-	env, staff, err := openStaff(ctx, getenv, stderr)
+	env, accounts, err := openStaff(ctx, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.pool.Close()
-	var ch identity.StaffChange
-	ch.Account, err = staff.CreateStaff(ctx, identity.NewStaffAccount{
+	var ch staff.Change
+	ch.Account, err = accounts.CreateStaff(ctx, staff.NewAccount{
 		OrganizationID: strings.TrimSpace(*org), Username: *username, Name: strings.TrimSpace(*name),
-		Role: identity.Role(*role), Password: password,
+		Role: staff.Role(*role), Password: password,
 	})
 	if err != nil {
 		return cliError(err)
@@ -78,12 +78,12 @@ func runStaffDisable(ctx context.Context, args []string, getenv func(string) str
 	if *username == "" {
 		return errors.New("staff disable: --username is required")
 	}
-	env, staff, err := openStaff(ctx, getenv, stderr)
+	env, accounts, err := openStaff(ctx, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.pool.Close()
-	ch, err := staff.DisableStaff(ctx, *username, env.staffAudited(identity.AuditStaffDisable, identity.EndedByDisable))
+	ch, err := accounts.DisableStaff(ctx, *username, env.staffAudited(identity.AuditStaffDisable, staff.EndedByDisable))
 	if err != nil {
 		return cliError(err)
 	}
@@ -102,12 +102,12 @@ func runStaffResetPassword(ctx context.Context, args []string, getenv func(strin
 	if err != nil {
 		return err
 	}
-	env, staff, err := openStaff(ctx, getenv, stderr)
+	env, accounts, err := openStaff(ctx, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.pool.Close()
-	ch, err := staff.ResetStaffPassword(ctx, *username, password, env.staffAudited(identity.AuditStaffPasswordReset, identity.EndedByPasswordReset))
+	ch, err := accounts.ResetStaffPassword(ctx, *username, password, env.staffAudited(identity.AuditStaffPasswordReset, staff.EndedByPasswordReset))
 	if err != nil {
 		return cliError(err)
 	}
@@ -125,12 +125,12 @@ func runStaffSetRole(ctx context.Context, args []string, getenv func(string) str
 	if *username == "" {
 		return errors.New("staff set-role: --username is required")
 	}
-	env, staff, err := openStaff(ctx, getenv, stderr)
+	env, accounts, err := openStaff(ctx, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.pool.Close()
-	ch, err := staff.SetStaffRole(ctx, *username, identity.Role(*role), env.staffAudited(identity.AuditStaffRoleChange, identity.EndedByRoleChange))
+	ch, err := accounts.SetStaffRole(ctx, *username, staff.Role(*role), env.staffAudited(identity.AuditStaffRoleChange, staff.EndedByRoleChange))
 	if err != nil {
 		return cliError(err)
 	}
@@ -147,12 +147,12 @@ func runStaffDelete(ctx context.Context, args []string, getenv func(string) stri
 	if *username == "" {
 		return errors.New("staff delete: --username is required")
 	}
-	env, staff, err := openStaff(ctx, getenv, stderr)
+	env, accounts, err := openStaff(ctx, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.pool.Close()
-	ch, err := staff.DeleteStaff(ctx, *username, env.staffAudited(identity.AuditStaffDelete, identity.EndedByDelete))
+	ch, err := accounts.DeleteStaff(ctx, *username, env.staffAudited(identity.AuditStaffDelete, staff.EndedByDelete))
 	if err != nil {
 		return cliError(err)
 	}
@@ -163,7 +163,7 @@ func runStaffDelete(ctx context.Context, args []string, getenv func(string) stri
 // account's username, role and organization) and the sessions it ended, or
 // with asJSON the account and, unless ended is nil (an account just made),
 // what ended adds and the number of sessions ended.
-func printStaffChange(stdout io.Writer, ch identity.StaffChange, asJSON bool, ended map[string]any, summary string) error {
+func printStaffChange(stdout io.Writer, ch staff.Change, asJSON bool, ended map[string]any, summary string) error {
 	if asJSON {
 		out := map[string]any{"id": ch.Account.ID, "username": ch.Account.Username, "role": ch.Account.Role}
 		if ended != nil {
@@ -181,33 +181,33 @@ func printStaffChange(stdout io.Writer, ch identity.StaffChange, asJSON bool, en
 	return nil
 }
 
-// openStaff opens the database and the staff service of an admin command.
-func openStaff(ctx context.Context, getenv func(string) string, stderr io.Writer) (*adminEnv, *login.Staff, error) {
+// openStaff opens the database and the staff accounts of an admin command.
+func openStaff(ctx context.Context, getenv func(string) string, stderr io.Writer) (*adminEnv, *staff.AccountService, error) {
 	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
 	if err != nil {
 		return nil, nil, err
 	}
-	staff, err := login.NewStaff(env.pool, organizationDirectory{env.identity}, login.StaffConfig{})
+	accounts, err := staff.NewAccounts(env.pool, env.orgs, staff.Config{})
 	if err != nil {
 		env.pool.Close()
 		return nil, nil, err
 	}
-	return env, staff, nil
+	return env, accounts, nil
 }
 
 // staffAudited records, in the transaction of a change to a staff account,
 // the change (action, unless "") and each session it ended (for why), by
 // the operator.
-func (env *adminEnv) staffAudited(action, why string) database.BeforeCommit[identity.StaffChange] {
-	return func(ctx context.Context, tx database.Tx, ch identity.StaffChange) error {
+func (env *adminEnv) staffAudited(action, why string) database.BeforeCommit[staff.Change] {
+	return func(ctx context.Context, tx database.Tx, ch staff.Change) error {
 		var entries []identity.AuditEntry
 		if action != "" {
 			entries = append(entries, identity.AuditEntry{OrganizationID: ch.Account.OrganizationID, Actor: operatorActor,
 				Action: action, Target: ch.Account.Username,
 				Detail: fmt.Sprintf("role %s; %d session(s) ended", ch.Account.Role, len(ch.Ended))})
 		}
-		for _, e := range append(entries, identity.SessionAuditEntries(operatorActor, why, ch.Ended)...) {
-			if err := env.identity.RecordAuditTx(ctx, tx, e); err != nil {
+		for _, e := range append(entries, staff.SessionAuditEntries(operatorActor, why, ch.Ended)...) {
+			if err := env.audit.RecordAuditTx(ctx, tx, e); err != nil {
 				return err
 			}
 		}
@@ -236,12 +236,12 @@ func runStaffSessions(ctx context.Context, args []string, getenv func(string) st
 	if *username == "" {
 		return errors.New("staff sessions: --username is required")
 	}
-	env, staff, err := openStaff(ctx, getenv, stderr)
+	env, accounts, err := openStaff(ctx, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.pool.Close()
-	a, all, err := staff.StaffSessions(ctx, *username)
+	a, all, err := accounts.StaffSessions(ctx, *username)
 	if err != nil {
 		return cliError(err)
 	}
@@ -277,12 +277,12 @@ func runStaffEndSessions(ctx context.Context, args []string, getenv func(string)
 	if *username == "" {
 		return errors.New("staff end-sessions: --username is required")
 	}
-	env, staff, err := openStaff(ctx, getenv, stderr)
+	env, accounts, err := openStaff(ctx, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.pool.Close()
-	ch, err := staff.EndStaffSessions(ctx, *username, env.staffAudited("", identity.EndedByOperator))
+	ch, err := accounts.EndStaffSessions(ctx, *username, env.staffAudited("", staff.EndedByOperator))
 	if err != nil {
 		return cliError(err)
 	}
@@ -295,7 +295,7 @@ func runStaffEndSessions(ctx context.Context, args []string, getenv func(string)
 
 // readPassword reads one line from stdin, without its line ending.
 func readPassword(stdin io.Reader) (string, error) {
-	line, err := bufio.NewReader(io.LimitReader(stdin, identity.MaxPasswordLength+3)).ReadString('\n')
+	line, err := bufio.NewReader(io.LimitReader(stdin, staff.MaxPasswordLength+3)).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("reading the password: %w", err)
 	}
