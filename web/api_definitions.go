@@ -13,6 +13,7 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // FlowDefinitionDraft is the body of POST /api/flow-definitions (with ID)
@@ -87,14 +88,14 @@ func definitionError(err error) error {
 }
 
 func authorOf(c echo.Context) consent.Author {
-	p := principalOf(c)
+	p := httpkit.Principal(c)
 	return consent.Author{OrganizationID: p.OrganizationID, By: p.ClientID}
 }
 
 // handleDefinitionList handles "GET /api/flow-definitions": every
 // definition of the organization with its latest version, by id.
 func (s *Server) handleDefinitionList(c echo.Context) error {
-	list, err := s.definitions.List(c.Request().Context(), principalOf(c).OrganizationID)
+	list, err := s.definitions.List(c.Request().Context(), httpkit.Principal(c).OrganizationID)
 	if err != nil {
 		return err
 	}
@@ -104,15 +105,15 @@ func (s *Server) handleDefinitionList(c echo.Context) error {
 	for i, p := range list {
 		out.Data[i] = NewFlowDefinition(p)
 	}
-	return s.writeJSON(c, http.StatusOK, out)
+	return httpkit.WriteJSON(c, http.StatusOK, out)
 }
 
 // handleDefinitionCreate handles "POST /api/flow-definitions": a new
 // definition and its version 1.
 func (s *Server) handleDefinitionCreate(c echo.Context) error {
 	var req FlowDefinitionDraft
-	if err := decodeJSON(c, &req); err != nil {
-		return withFieldErrors(err, req.Draft().Normalize().Validate())
+	if err := httpkit.DecodeJSON(c, &req); err != nil {
+		return httpkit.WithFieldErrors(err, req.Draft().Normalize().Validate())
 	}
 	p, err := s.definitions.Create(c.Request().Context(), authorOf(c), req.ID, req.Draft(), keepReply(c, definitionCreated))
 	if err != nil {
@@ -137,7 +138,7 @@ func (s *Server) handleDefinitionGet(c echo.Context) error {
 			return definitionError(consent.ErrDefinitionNotFound)
 		}
 	}
-	p, err := s.definitions.Get(c.Request().Context(), principalOf(c).OrganizationID, c.Param("id"), n)
+	p, err := s.definitions.Get(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("id"), n)
 	if err != nil {
 		return definitionError(err)
 	}
@@ -147,8 +148,8 @@ func (s *Server) handleDefinitionGet(c echo.Context) error {
 // handleDefinitionPublish handles "POST /api/flow-definitions/:id/versions".
 func (s *Server) handleDefinitionPublish(c echo.Context) error {
 	var req FlowDefinitionDraft
-	if err := decodeJSON(c, &req); err != nil {
-		return withFieldErrors(err, req.Draft().Normalize().Validate())
+	if err := httpkit.DecodeJSON(c, &req); err != nil {
+		return httpkit.WithFieldErrors(err, req.Draft().Normalize().Validate())
 	}
 	if req.ID != "" && req.ID != c.Param("id") {
 		return apperr.InvalidFields([]apperr.FieldError{{Field: "id", Message: "must be left out or be the definition's id"}})
@@ -170,7 +171,7 @@ func (s *Server) handleDefinitionRetire(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	latest, err := s.definitions.Get(ctx, principalOf(c).OrganizationID, c.Param("id"), 0)
+	latest, err := s.definitions.Get(ctx, httpkit.Principal(c).OrganizationID, c.Param("id"), 0)
 	if err != nil {
 		return definitionError(err)
 	}

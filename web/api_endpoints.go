@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -14,6 +11,7 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // WebhookEndpoint is an organization's webhook endpoint as the API shows it.
@@ -100,46 +98,14 @@ func endpointError(err error) error {
 	return err
 }
 
-func endpointPath(id string) string { return "/api/webhook-endpoints/" + url.PathEscape(id) }
-
-// endpointAudit describes an endpoint for the audit log: its origin (never
-// its path or query, which may hold a token of the receiver's), the types it
-// takes and whether it is enabled, within the log's 500 characters.
-func endpointAudit(e webhooks.Endpoint) string {
-	origin := e.URL
-	if u, err := url.Parse(e.URL); err == nil {
-		origin = u.Scheme + "://" + u.Host
-	}
-	types := "all events"
-	if len(e.EventTypes) > 0 {
-		s := make([]string, len(e.EventTypes))
-		for i, t := range e.EventTypes {
-			s[i] = string(t)
-		}
-		types = strings.Join(s, " ")
-	}
-	state := "enabled"
-	if !e.Enabled {
-		state = "disabled"
-	}
-	return truncateRunes(origin, 300) + "; " + types + "; " + state
-}
-
-func truncateRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
-}
-
 // apiAudited returns the hook that records an API client's change in the
 // audit log in the change's own transaction (database.BeforeCommit), as
 // audited does for staff.
 func apiAudited[T any](s *Server, c echo.Context, action string, describe func(done T) (target, detail string)) database.BeforeCommit[T] {
-	p := principalOf(c)
+	p := httpkit.Principal(c)
 	return func(ctx context.Context, tx database.Tx, done T) error {
 		target, detail := describe(done)
-		return auditFailed(s.identity.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: p.OrganizationID,
+		return httpkit.AuditFailed(s.identity.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: p.OrganizationID,
 			Actor: "client:" + p.ClientID, Action: action, Target: target, Detail: detail}))
 	}
 }
@@ -147,7 +113,7 @@ func apiAudited[T any](s *Server, c echo.Context, action string, describe func(d
 // handleEndpointList handles "GET /api/webhook-endpoints": every endpoint
 // of the organization (at most webhooks.MaxEndpoints), newest first.
 func (s *Server) handleEndpointList(c echo.Context) error {
-	list, err := s.endpoints.List(c.Request().Context(), principalOf(c).OrganizationID, webhooks.NewestFirst)
+	list, err := s.endpoints.List(c.Request().Context(), httpkit.Principal(c).OrganizationID, webhooks.NewestFirst)
 	if err != nil {
 		return err
 	}
@@ -158,22 +124,22 @@ func (s *Server) handleEndpointList(c echo.Context) error {
 	for i, e := range list {
 		out.Data[i] = newWebhookEndpoint(e)
 	}
-	return s.writeJSON(c, http.StatusOK, out)
+	return httpkit.WriteJSON(c, http.StatusOK, out)
 }
 
 // handleEndpointCreate handles "POST /api/webhook-endpoints".
 func (s *Server) handleEndpointCreate(c echo.Context) error {
 	var req endpointRequest
-	if err := decodeJSON(c, &req); err != nil {
-		return withFieldErrors(err, req.newEndpoint().Validate(s.endpointRules()))
+	if err := httpkit.DecodeJSON(c, &req); err != nil {
+		return httpkit.WithFieldErrors(err, req.newEndpoint().Validate(s.endpointRules()))
 	}
 	answer := func(e webhooks.Endpoint) reply {
-		return reply{status: http.StatusCreated, header: http.Header{echo.HeaderLocation: {endpointPath(e.ID)}, "Etag": {e.ETag()}},
+		return reply{status: http.StatusCreated, header: http.Header{echo.HeaderLocation: {httpkit.EndpointPath(e.ID)}, "Etag": {e.ETag()}},
 			body: newWebhookEndpoint(e)}
 	}
-	e, err := s.endpoints.Create(c.Request().Context(), principalOf(c).OrganizationID, req.newEndpoint(),
+	e, err := s.endpoints.Create(c.Request().Context(), httpkit.Principal(c).OrganizationID, req.newEndpoint(),
 		apiAudited(s, c, identity.AuditWebhookEndpointCreate, func(e webhooks.Endpoint) (string, string) {
-			return e.ID, endpointAudit(e)
+			return e.ID, httpkit.EndpointAudit(e)
 		}), keepReply(c, answer))
 	if err != nil {
 		return endpointError(err)
@@ -183,7 +149,7 @@ func (s *Server) handleEndpointCreate(c echo.Context) error {
 
 // handleEndpointGet handles "GET /api/webhook-endpoints/:id".
 func (s *Server) handleEndpointGet(c echo.Context) error {
-	e, err := s.endpoints.Get(c.Request().Context(), principalOf(c).OrganizationID, c.Param("id"))
+	e, err := s.endpoints.Get(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("id"))
 	if err != nil {
 		return endpointError(err)
 	}
@@ -194,16 +160,16 @@ func (s *Server) handleEndpointGet(c echo.Context) error {
 // members sent replace the endpoint's.
 func (s *Server) handleEndpointUpdate(c echo.Context) error {
 	var req endpointRequest
-	if err := decodeJSON(c, &req); err != nil {
-		return withFieldErrors(err, req.update().Validate(s.endpointRules()))
+	if err := httpkit.DecodeJSON(c, &req); err != nil {
+		return httpkit.WithFieldErrors(err, req.update().Validate(s.endpointRules()))
 	}
 	cond, err := ifMatch(c)
 	if err != nil {
 		return err
 	}
-	e, err := s.endpoints.Update(c.Request().Context(), principalOf(c).OrganizationID, c.Param("id"), req.update(), cond,
+	e, err := s.endpoints.Update(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("id"), req.update(), cond,
 		apiAudited(s, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
-			return ch.After.ID, ch.Describe() + ": " + endpointAudit(ch.After)
+			return ch.After.ID, ch.Describe() + ": " + httpkit.EndpointAudit(ch.After)
 		}))
 	if err != nil {
 		return endpointError(err)
@@ -222,12 +188,12 @@ func (s *Server) handleEndpointDelete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	e, err := s.endpoints.Delete(c.Request().Context(), principalOf(c).OrganizationID, c.Param("id"), cond,
+	e, err := s.endpoints.Delete(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("id"), cond,
 		apiAudited(s, c, identity.AuditWebhookEndpointDelete, func(e webhooks.Endpoint) (string, string) {
-			return e.ID, endpointAudit(e)
+			return e.ID, httpkit.EndpointAudit(e)
 		}))
 	if err != nil {
 		return endpointError(err)
 	}
-	return s.writeJSON(c, http.StatusOK, deleteEndpointResponse{Status: "deleted", ID: e.ID})
+	return httpkit.WriteJSON(c, http.StatusOK, deleteEndpointResponse{Status: "deleted", ID: e.ID})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // eventJSON is an event as the events API shows it. An event of no flow
@@ -108,7 +109,7 @@ func (s *Server) handleEventList(c echo.Context) error {
 	for i, e := range page.Events {
 		out.Data[i] = toEventJSON(e)
 	}
-	return s.writeJSON(c, http.StatusOK, out)
+	return httpkit.WriteJSON(c, http.StatusOK, out)
 }
 
 // handleEventGet handles "GET /api/events/:id": one event with its
@@ -155,7 +156,7 @@ type redeliverResponse struct {
 func (s *Server) handleEventRedeliver(c echo.Context) error {
 	var req redeliverRequest
 	if c.Request().ContentLength != 0 {
-		if err := decodeJSON(c, &req); err != nil {
+		if err := httpkit.DecodeJSON(c, &req); err != nil {
 			return err
 		}
 	}
@@ -164,7 +165,7 @@ func (s *Server) handleEventRedeliver(c echo.Context) error {
 	}
 	n, err := s.webhooks.Redeliver(c.Request().Context(), callerOf(c).OrganizationID, c.Param("id"), req.EndpointID,
 		apiAudited(s, c, identity.AuditEventRedeliver, func(r webhooks.Redelivery) (string, string) {
-			return r.EventID, redeliveryAudit(r)
+			return r.EventID, httpkit.RedeliveryAudit(r)
 		}), keepReply(c, func(r webhooks.Redelivery) reply { return answer(r.Deliveries) }))
 	switch {
 	case errors.Is(err, webhooks.ErrNotFound):

@@ -9,16 +9,15 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/fieldcheck"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // apiTime is how the API writes instants: RFC 3339, UTC, milliseconds.
@@ -80,7 +79,7 @@ func flowError(err error) error {
 
 // callerOf turns the verified principal into the flows module's caller.
 func callerOf(c echo.Context) flows.Caller {
-	p := principalOf(c)
+	p := httpkit.Principal(c)
 	return flows.Caller{OrganizationID: p.OrganizationID, ClientID: p.ClientID, Sandbox: p.Sandbox}
 }
 
@@ -121,10 +120,10 @@ func (s *Server) handleFlowCreate(c echo.Context) error {
 			WebhookURL: req.WebhookURL, ReferenceName: req.ReferenceName,
 			FlowDefinitionID: req.FlowDefinitionID, FlowDefinitionVersion: req.FlowDefinitionVersion}
 	}
-	if err := decodeJSON(c, &req); err != nil {
+	if err := httpkit.DecodeJSON(c, &req); err != nil {
 		// Name the fields that decoded but are invalid too, so that one
 		// answer lists every problem of the body.
-		return withFieldErrors(err, in().Normalize().Validate(flows.Rules{
+		return httpkit.WithFieldErrors(err, in().Normalize().Validate(flows.Rules{
 			NationalIDFormat: s.cfg.NationalIDFormat, AllowInsecureURLs: s.cfg.AllowInsecureURLs}))
 	}
 	key := c.Request().Header.Get(headerIdempotencyKey)
@@ -144,7 +143,7 @@ func (s *Server) handleFlowCreate(c echo.Context) error {
 	if created.Replayed {
 		h.Set(headerIdempotentReplayed, "true")
 	}
-	return s.writeJSON(c, http.StatusCreated, resp)
+	return httpkit.WriteJSON(c, http.StatusCreated, resp)
 }
 
 // flowListItem is one flow of GET /api/flows: the seed's flow model plus a
@@ -240,7 +239,7 @@ func (s *Server) handleFlowList(c echo.Context) error {
 			CreatedAt: apiInstant(f.CreatedAt), UpdatedAt: apiInstant(f.UpdatedAt), FlowDefinitionID: f.FlowDefinitionID,
 		}
 	}
-	return s.writeJSON(c, http.StatusOK, out)
+	return httpkit.WriteJSON(c, http.StatusOK, out)
 }
 
 // withFieldsOf adds the field errors of err, a module's check of the
@@ -382,7 +381,7 @@ func (s *Server) handleFlowGet(c echo.Context) error {
 	if err != nil {
 		return flowError(err)
 	}
-	return s.writeResource(c, http.StatusOK, f.ETag(), envelopeOf(f, principalOf(c)))
+	return s.writeResource(c, http.StatusOK, f.ETag(), envelopeOf(f, httpkit.Principal(c)))
 }
 
 // flowReply answers a change of a flow with the flow, as GET /api/flows/:id
@@ -401,7 +400,7 @@ func (s *Server) handleFlowCancel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	answer := flowReply(principalOf(c))
+	answer := flowReply(httpkit.Principal(c))
 	f, err := s.flows.Cancel(c.Request().Context(), callerOf(c), c.Param("id"), cond, keepReply(c, answer))
 	if err != nil {
 		return flowError(err)
@@ -414,39 +413,28 @@ type withdrawRequest struct {
 	Reason string `json:"reason"`
 }
 
-// maxWithdrawReason keeps the reason within what the audit log takes.
-const maxWithdrawReason = 400
-
-// withdrawReason trims a withdrawal's reason and reports whether it is one:
-// 1 to maxWithdrawReason characters without control or formatting
-// characters.
-func withdrawReason(raw string) (string, bool) {
-	reason := strings.TrimSpace(raw)
-	return reason, reason != "" && fieldcheck.Text(reason, maxWithdrawReason) == ""
-}
-
 // handleFlowWithdraw handles "POST /api/flows/:id/withdraw": the
 // organization withdraws an accepted consent on the person's behalf; the
 // reason goes to the audit log in the withdrawal's transaction.
 func (s *Server) handleFlowWithdraw(c echo.Context) error {
 	var req withdrawRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := httpkit.DecodeJSON(c, &req); err != nil {
 		return err
 	}
-	reason, ok := withdrawReason(req.Reason)
+	reason, ok := httpkit.WithdrawReason(req.Reason)
 	if !ok {
 		return apperr.InvalidFields([]apperr.FieldError{{Field: "reason",
-			Message: fmt.Sprintf("is required: 1 to %d characters without control or formatting characters", maxWithdrawReason)}})
+			Message: fmt.Sprintf("is required: 1 to %d characters without control or formatting characters", httpkit.MaxWithdrawReason)}})
 	}
 	cond, err := ifMatch(c)
 	if err != nil {
 		return err
 	}
-	p := principalOf(c)
+	p := httpkit.Principal(c)
 	answer := flowReply(p)
 	f, err := s.flows.Withdraw(c.Request().Context(), callerOf(c), c.Param("id"), cond,
 		func(ctx context.Context, tx database.Tx, f flows.Flow) error {
-			return auditFailed(s.identity.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: p.OrganizationID,
+			return httpkit.AuditFailed(s.identity.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: p.OrganizationID,
 				Actor: "client:" + p.ClientID, Action: identity.AuditFlowWithdraw, Target: f.ReferenceID, Detail: reason}))
 		}, keepReply(c, answer))
 	if err != nil {
@@ -467,11 +455,11 @@ func (s *Server) handleFlowDelete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.flows.Delete(c.Request().Context(), callerOf(c), c.Param("id"), cond, s.forgetAnswers(callerOf(c).OrganizationID))
+	d, err := s.flows.Delete(c.Request().Context(), callerOf(c), c.Param("id"), cond, httpkit.ForgetAnswers(s.answers, callerOf(c).OrganizationID))
 	if err != nil {
 		return flowError(err)
 	}
-	return s.writeJSON(c, http.StatusOK, deleteFlowResponse{Status: "deleted", FlowID: d.FlowID, ReferenceID: d.ReferenceID})
+	return httpkit.WriteJSON(c, http.StatusOK, deleteFlowResponse{Status: "deleted", FlowID: d.FlowID, ReferenceID: d.ReferenceID})
 }
 
 type taskJSON struct {
@@ -505,5 +493,5 @@ func (s *Server) handleTaskList(c echo.Context) error {
 		out.Data[i] = taskJSON{ID: t.ID, FlowID: t.FlowID, TaskType: t.TaskType, TaskCategory: t.TaskCategory,
 			Status: t.Status, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt)}
 	}
-	return s.writeJSON(c, http.StatusOK, out)
+	return httpkit.WriteJSON(c, http.StatusOK, out)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/webhooks"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 type listPage struct {
@@ -385,7 +386,7 @@ func FuzzCreateFlowBody(f *testing.F) {
 				t.Fatalf("stored %v for %v", data["nationalId"], in["nationalId"])
 			}
 		case 400:
-			var p Problem
+			var p httpkit.Problem
 			if json.Unmarshal(r.body, &p) != nil || p.Status != 400 || len(p.Errors) == 0 {
 				t.Fatalf("400 without named fields for %q: %s", body, r.body)
 			}

@@ -26,6 +26,7 @@ import (
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
+	"github.com/flowd/flowd/web/internal/httpkit"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
 
@@ -242,7 +243,7 @@ func (r response) json(t testing.TB) map[string]any {
 // fields returns the field names of a problem body's errors.
 func (r response) fields(t testing.TB) []string {
 	t.Helper()
-	var p Problem
+	var p httpkit.Problem
 	if err := json.Unmarshal(r.body, &p); err != nil {
 		t.Fatalf("not a problem: %s", r.body)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // attachmentJSON is a flow's attachment as lists show it.
@@ -38,7 +39,7 @@ func (s *Server) handleAttachmentList(c echo.Context) error {
 		out.Data[i] = attachmentJSON{ID: a.ID, Kind: a.Kind, CreatedAt: apiInstant(a.CreatedAt),
 			Href: flowPath(a.FlowID) + "/attachments/" + a.ID}
 	}
-	return s.writeJSON(c, http.StatusOK, out)
+	return httpkit.WriteJSON(c, http.StatusOK, out)
 }
 
 // handleAttachmentGet handles "GET /api/flows/:id/attachments/:attachmentId":
@@ -60,43 +61,18 @@ type verifyReceiptRequest struct {
 	Receipt string `json:"receipt"`
 }
 
-// receiptVerification is the answer of POST /api/receipts/verify: whether
-// flowd signed the receipt, and what it says when it did.
-type receiptVerification struct {
-	Valid   bool             `json:"valid"`
-	Reason  *string          `json:"reason"` // why not, when not valid
-	KeyID   *string          `json:"keyId"`
-	Receipt *consent.Receipt `json:"receipt"`
-}
-
 // handleReceiptVerify handles "POST /api/receipts/verify", public: anyone
 // holding a receipt may ask whether flowd signed it. A receipt that does not
 // verify is an answer, not an error: 200 with valid false and the reason.
 func (s *Server) handleReceiptVerify(c echo.Context) error {
 	var req verifyReceiptRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := httpkit.DecodeJSON(c, &req); err != nil {
 		return err
 	}
 	if strings.TrimSpace(req.Receipt) == "" {
 		return apperr.InvalidFields([]apperr.FieldError{{Field: "receipt", Message: "is required: the receipt's compact JWS"}})
 	}
-	return s.writeJSON(c, http.StatusOK, s.verifyReceipt(c, req.Receipt))
-}
-
-// verifyReceipt checks jws for the API and the public page alike.
-func (s *Server) verifyReceipt(c echo.Context, jws string) receiptVerification {
-	v, err := s.receipts.Verify(c.Request().Context(), jws)
-	var bad *consent.InvalidReceiptError
-	switch {
-	case errors.As(err, &bad):
-		reason := "The receipt is not valid: " + bad.Reason + "."
-		return receiptVerification{Reason: &reason}
-	case err != nil:
-		s.log.ErrorContext(c.Request().Context(), "verifying a receipt", "error", err.Error())
-		reason := "The receipt could not be checked right now. Try again later."
-		return receiptVerification{Reason: &reason}
-	}
-	return receiptVerification{Valid: true, KeyID: &v.KeyID, Receipt: &v.Receipt}
+	return httpkit.WriteJSON(c, http.StatusOK, httpkit.VerifyReceipt(c, s.receipts, s.log, req.Receipt))
 }
 
 // subjectCheckRequest is the body of POST /api/receipts/subject.
@@ -114,7 +90,7 @@ type subjectCheck struct {
 // The subject is a hash under a salt only flowd knows, so no one else can.
 func (s *Server) handleReceiptSubject(c echo.Context) error {
 	var req subjectCheckRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := httpkit.DecodeJSON(c, &req); err != nil {
 		return err
 	}
 	var problems apperr.Fields
@@ -138,5 +114,5 @@ func (s *Server) handleReceiptSubject(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.writeJSON(c, http.StatusOK, subjectCheck{Matches: matches})
+	return httpkit.WriteJSON(c, http.StatusOK, subjectCheck{Matches: matches})
 }

@@ -1,11 +1,8 @@
 package web
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -13,6 +10,7 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // recoveryJSON is a recovery, of an endpoint or of the flows' own webhook
@@ -38,67 +36,6 @@ func toRecoveryJSON(r webhooks.Recovery) recoveryJSON {
 		StartedAt: (*apiInstant)(r.StartedAt), FinishedAt: (*apiInstant)(r.FinishedAt), Error: nonEmpty(r.Error)}
 }
 
-// recoveryPath is the path of a recovery of an endpoint, or of the flows'
-// own webhook URLs when endpointID is empty.
-func recoveryPath(endpointID, id string) string {
-	if endpointID == "" {
-		return "/api/webhook-recoveries/" + url.PathEscape(id)
-	}
-	return endpointPath(endpointID) + "/recoveries/" + url.PathEscape(id)
-}
-
-// recoveryAudit describes a recovery for the audit log.
-func recoveryAudit(r webhooks.Recovery) string {
-	of := "failed deliveries"
-	if r.EndpointID == "" {
-		of += " to the flows' webhook URLs"
-		if r.Host != "" {
-			of += " on " + r.Host
-		}
-	}
-	return fmt.Sprintf("recovery %s of %d %s since %s", r.ID, r.Total, of, r.Since.UTC().Format(time.RFC3339))
-}
-
-// redeliveryAudit describes a redelivery for the audit log.
-func redeliveryAudit(r webhooks.Redelivery) string {
-	to := "every destination"
-	if r.EndpointID != "" {
-		to = "endpoint " + r.EndpointID
-	}
-	noun := "deliveries"
-	if r.Deliveries == 1 {
-		noun = "delivery"
-	}
-	return fmt.Sprintf("%s of flow %s to %s (%d %s)", r.Type, truncateRunes(r.FlowID, 100), to, r.Deliveries, noun)
-}
-
-// recoveryError maps the webhooks module's errors of a recovery request,
-// of an endpoint or of the flows' own URLs when endpointID is empty, to
-// application errors; a recovery already running is named, with where its
-// progress shows.
-func (s *Server) recoveryError(ctx context.Context, organizationID, endpointID string, err error) error {
-	if endpointID == "" && errors.Is(err, webhooks.ErrRecoveryRunning) {
-		if list, lerr := s.webhooks.FlowURLRecoveries(ctx, organizationID); lerr == nil && len(list) > 0 && list[0].State.Active() {
-			return apperr.New(apperr.Conflict, "A recovery of the flows' webhook URLs is already %s (%d of %d deliveries sent again); %s shows its progress.",
-				list[0].State, list[0].Scheduled, list[0].Total, recoveryPath("", list[0].ID))
-		}
-		return apperr.New(apperr.Conflict, "A recovery of the flows' webhook URLs is already running.")
-	}
-	switch {
-	case errors.Is(err, webhooks.ErrEndpointNotFound):
-		return apperr.New(apperr.NotFound, "No webhook endpoint with this id.")
-	case errors.Is(err, webhooks.ErrEndpointDisabled):
-		return apperr.New(apperr.Conflict, "The endpoint is disabled: enable it, then recover its failed deliveries.")
-	case errors.Is(err, webhooks.ErrRecoveryRunning):
-		if list, lerr := s.webhooks.Recoveries(ctx, organizationID, endpointID); lerr == nil && len(list) > 0 && list[0].State.Active() {
-			return apperr.New(apperr.Conflict, "A recovery of this endpoint is already %s (%d of %d deliveries sent again); %s shows its progress.",
-				list[0].State, list[0].Scheduled, list[0].Total, recoveryPath(endpointID, list[0].ID))
-		}
-		return apperr.New(apperr.Conflict, "A recovery of this endpoint is already running.")
-	}
-	return err
-}
-
 // sinceParam reads the query parameter since, an RFC 3339 time; zero when
 // it is missing, which the module refuses as it does any other bad time.
 func sinceParam(c echo.Context) (time.Time, error) {
@@ -122,13 +59,13 @@ func (s *Server) handleEndpointRecover(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, p := c.Request().Context(), principalOf(c)
+	ctx, p := c.Request().Context(), httpkit.Principal(c)
 	r, err := s.webhooks.Recover(ctx, p.OrganizationID, c.Param("id"), since, "client:"+p.ClientID,
 		apiAudited(s, c, identity.AuditWebhookEndpointRecover, func(r webhooks.Recovery) (string, string) {
-			return r.EndpointID, recoveryAudit(r)
+			return r.EndpointID, httpkit.RecoveryAudit(r)
 		}), keepReply(c, recoveryReply))
 	if err != nil {
-		return s.recoveryError(ctx, p.OrganizationID, c.Param("id"), err)
+		return httpkit.RecoveryError(ctx, s.webhooks, p.OrganizationID, c.Param("id"), err)
 	}
 	return s.writeReply(c, recoveryReply(r))
 }
@@ -142,13 +79,13 @@ func (s *Server) handleFlowURLRecover(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, p := c.Request().Context(), principalOf(c)
+	ctx, p := c.Request().Context(), httpkit.Principal(c)
 	r, err := s.webhooks.RecoverFlowURLs(ctx, p.OrganizationID, since, c.QueryParam("host"), "client:"+p.ClientID,
 		apiAudited(s, c, identity.AuditWebhookRecover, func(r webhooks.Recovery) (string, string) {
-			return r.ID, recoveryAudit(r)
+			return r.ID, httpkit.RecoveryAudit(r)
 		}), keepReply(c, recoveryReply))
 	if err != nil {
-		return s.recoveryError(ctx, p.OrganizationID, "", err)
+		return httpkit.RecoveryError(ctx, s.webhooks, p.OrganizationID, "", err)
 	}
 	return s.writeReply(c, recoveryReply(r))
 }
@@ -157,7 +94,7 @@ func (s *Server) handleFlowURLRecover(c echo.Context) error {
 // Location.
 func recoveryReply(r webhooks.Recovery) reply {
 	body := toRecoveryJSON(r)
-	return reply{status: http.StatusAccepted, header: http.Header{echo.HeaderLocation: {recoveryPath(r.EndpointID, r.ID)}, "Etag": {bodyTag(body)}},
+	return reply{status: http.StatusAccepted, header: http.Header{echo.HeaderLocation: {httpkit.RecoveryPath(r.EndpointID, r.ID)}, "Etag": {bodyTag(body)}},
 		body: body}
 }
 
@@ -169,13 +106,13 @@ func (s *Server) writeRecoveries(c echo.Context, list []webhooks.Recovery) error
 	for i, r := range list {
 		out.Data[i] = toRecoveryJSON(r)
 	}
-	return s.writeJSON(c, http.StatusOK, out)
+	return httpkit.WriteJSON(c, http.StatusOK, out)
 }
 
 // handleFlowURLRecoveryList handles "GET /api/webhook-recoveries": the
 // latest recoveries of the flows' own webhook URLs, newest first.
 func (s *Server) handleFlowURLRecoveryList(c echo.Context) error {
-	list, err := s.webhooks.FlowURLRecoveries(c.Request().Context(), principalOf(c).OrganizationID)
+	list, err := s.webhooks.FlowURLRecoveries(c.Request().Context(), httpkit.Principal(c).OrganizationID)
 	if err != nil {
 		return err
 	}
@@ -184,7 +121,7 @@ func (s *Server) handleFlowURLRecoveryList(c echo.Context) error {
 
 // handleFlowURLRecoveryGet handles "GET /api/webhook-recoveries/:recoveryId".
 func (s *Server) handleFlowURLRecoveryGet(c echo.Context) error {
-	r, err := s.webhooks.FlowURLRecovery(c.Request().Context(), principalOf(c).OrganizationID, c.Param("recoveryId"))
+	r, err := s.webhooks.FlowURLRecovery(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("recoveryId"))
 	if errors.Is(err, webhooks.ErrRecoveryNotFound) {
 		return apperr.New(apperr.NotFound, "No recovery of the flows' webhook URLs with this id.")
 	}
@@ -197,7 +134,7 @@ func (s *Server) handleFlowURLRecoveryGet(c echo.Context) error {
 // handleRecoveryList handles "GET /api/webhook-endpoints/:id/recoveries":
 // the endpoint's latest recoveries, newest first.
 func (s *Server) handleRecoveryList(c echo.Context) error {
-	list, err := s.webhooks.Recoveries(c.Request().Context(), principalOf(c).OrganizationID, c.Param("id"))
+	list, err := s.webhooks.Recoveries(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("id"))
 	if err != nil {
 		return endpointError(err)
 	}
@@ -206,7 +143,7 @@ func (s *Server) handleRecoveryList(c echo.Context) error {
 
 // handleRecoveryGet handles "GET /api/webhook-endpoints/:id/recoveries/:recoveryId".
 func (s *Server) handleRecoveryGet(c echo.Context) error {
-	r, err := s.webhooks.Recovery(c.Request().Context(), principalOf(c).OrganizationID, c.Param("id"), c.Param("recoveryId"))
+	r, err := s.webhooks.Recovery(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("id"), c.Param("recoveryId"))
 	if errors.Is(err, webhooks.ErrRecoveryNotFound) {
 		return apperr.New(apperr.NotFound, "No recovery with this id for this webhook endpoint.")
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/etag"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // Conditional requests (RFC 9110 section 13): every answer that is one
@@ -27,17 +28,17 @@ func (s *Server) writeResource(c echo.Context, status int, tag string, v any) er
 	if notModified(c, status, tag) {
 		return c.NoContent(http.StatusNotModified)
 	}
-	return s.writeJSON(c, status, v)
+	return httpkit.WriteJSON(c, status, v)
 }
 
 // writeUnversioned writes v, one resource that has no version (the API
 // cannot change it), as JSON with status, tagged by a hash of its body.
 func (s *Server) writeUnversioned(c echo.Context, status int, v any) error {
-	buf, err := encodeJSON(v)
+	buf, err := httpkit.EncodeJSON(v)
 	if err != nil {
 		return err
 	}
-	defer putJSONBuffer(buf)
+	defer httpkit.PutJSONBuffer(buf)
 	return writeTagged(c, status, echo.MIMEApplicationJSON, buf.Bytes())
 }
 
@@ -49,7 +50,7 @@ func writeTagged(c echo.Context, status int, contentType string, body []byte) er
 	if notModified(c, status, tag) {
 		return c.NoContent(http.StatusNotModified)
 	}
-	return writeBody(c, status, contentType, body)
+	return httpkit.WriteBody(c, status, contentType, body)
 }
 
 // notModified reports whether a GET's answer with status and tag would be
@@ -66,10 +67,10 @@ func notModified(c echo.Context, status int, tag string) bool {
 // bodyTag is the entity tag writeUnversioned gives v, for an answer kept
 // for an Idempotency-Key, which is encoded later.
 func bodyTag(v any) string {
-	buf, err := encodeJSON(v)
+	buf, err := httpkit.EncodeJSON(v)
 	if err != nil {
 		return ""
 	}
-	defer putJSONBuffer(buf)
+	defer httpkit.PutJSONBuffer(buf)
 	return etag.Of(buf.Bytes())
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/views/i18n"
 	"github.com/flowd/flowd/views/pages"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 const (
@@ -41,7 +42,7 @@ func (s *Server) consentCSRF() echo.MiddlewareFunc {
 		// page again, where a fresh form awaits; nothing was recorded.
 		ErrorHandler: func(err error, c echo.Context) error {
 			frame := s.consentFrame(c)
-			return s.render(c, http.StatusForbidden, pages.ConsentMessagePage(pages.ConsentMessage{
+			return httpkit.Render(c, http.StatusForbidden, pages.ConsentMessagePage(pages.ConsentMessage{
 				ConsentFrame: frame, Title: frame.T.FormExpiredTitle, Message: frame.T.FormExpired,
 				ActionURL: "/consent/" + c.Param("token"), ActionLabel: frame.T.BackToRequest,
 			}))
@@ -60,7 +61,7 @@ func (s *Server) handleConsentPage(c echo.Context) error {
 	if req.Closure != consent.Open && req.Closure != consent.Decided {
 		return s.consentClosed(c, frame, req.Closure)
 	}
-	summary := pages.ConsentRequest{Text: consentTextOf(req.Text, req.OrganizationName, frame), ReferenceName: req.ReferenceName,
+	summary := pages.ConsentRequest{Text: httpkit.ConsentTextOf(req.Text, req.OrganizationName, frame), ReferenceName: req.ReferenceName,
 		ReferenceID: req.ReferenceID, MaskedNationalID: req.MaskedNationalID, NationalIDEnd: req.NationalIDEnd}
 	if !req.ExpiresAt.IsZero() && req.Closure == consent.Open {
 		summary.AnswerBy = i18n.FormatDate(frame.Lang, req.ExpiresAt)
@@ -78,7 +79,7 @@ func (s *Server) handleConsentPage(c echo.Context) error {
 	if s.cfg.ConsentAuth == "oidc" {
 		page.SwitchPersonURL = self + "/login?again=1"
 	}
-	return s.render(c, http.StatusOK, pages.ConsentDecidePage(page))
+	return httpkit.Render(c, http.StatusOK, pages.ConsentDecidePage(page))
 }
 
 // consentProven checks, when proof is on, that the person signed in is the
@@ -94,7 +95,7 @@ func (s *Server) consentProven(c echo.Context, frame pages.ConsentFrame, req con
 		return false, err
 	}
 	if !ok {
-		return false, s.render(c, http.StatusOK, pages.ConsentStartPage(pages.ConsentStart{
+		return false, httpkit.Render(c, http.StatusOK, pages.ConsentStartPage(pages.ConsentStart{
 			ConsentFrame: frame, Request: summary, LoginURL: "/consent/" + c.Param("token") + "/login", TestEID: s.cfg.TestEID,
 		}))
 	}
@@ -133,7 +134,7 @@ func (s *Server) consentAnswered(c echo.Context, frame pages.ConsentFrame, req c
 	for _, r := range receipts {
 		page.Receipts = append(page.Receipts, receiptCard(frame, r.Receipt, r.JWS))
 	}
-	return s.render(c, http.StatusOK, pages.ConsentAnsweredPage(page))
+	return httpkit.Render(c, http.StatusOK, pages.ConsentAnsweredPage(page))
 }
 
 // handleConsentWithdraw handles "POST /consent/:token/withdraw": the person
@@ -149,7 +150,7 @@ func (s *Server) handleConsentWithdraw(c echo.Context) error {
 	if err != nil {
 		return s.consentRefused(c, frame, err)
 	}
-	return s.render(c, http.StatusOK, pages.ConsentWithdrawnPage(pages.ConsentWithdrawn{ConsentFrame: frame,
+	return httpkit.Render(c, http.StatusOK, pages.ConsentWithdrawnPage(pages.ConsentWithdrawn{ConsentFrame: frame,
 		Message:  withdrawnMessage(frame.T, r.Receipt),
 		Receipts: []pages.ReceiptCard{receiptCard(frame, r.Receipt, r.JWS)}, VerifyURL: "/receipts/verify"}))
 }
@@ -207,7 +208,7 @@ func (s *Server) handleConsentProve(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, self)
 	}
 	if c.QueryParam("again") != "" {
-		if err := s.replaceSession(c, s.consentSessions); err != nil {
+		if err := httpkit.ReplaceSession(c, s.consentSessions, s.identity); err != nil {
 			return err
 		}
 	}
@@ -216,7 +217,7 @@ func (s *Server) handleConsentProve(c echo.Context) error {
 	if acr := s.cfg.ConsentACRMap.ACR(consent.AssuranceLevel(c.QueryParam("level"))); acr != "" {
 		params.Set("acr_values", acr)
 	}
-	return s.beginLogin(c, s.consentRP, self, params)
+	return httpkit.BeginLogin(c, s.consentRP, self, params)
 }
 
 // handleConsentDecision handles "POST /consent/:token": Accept or Reject,
@@ -262,32 +263,16 @@ func withReceiptLink(redirectURL, consentURL string) string {
 // and must show a decision made in another tab, also after Back.
 func (s *Server) consentFrame(c echo.Context) pages.ConsentFrame {
 	c.Response().Header().Set("Cache-Control", "no-store")
-	lang := s.publicLang(c)
+	lang := httpkit.PublicLang(c, s.cfg.Secure())
 	return pages.ConsentFrame{Lang: lang, T: i18n.ConsentTexts(lang),
 		SwitchURL: c.Request().URL.Path + "?lang=" + string(lang.Other())}
-}
-
-// publicLang picks the language of a page the public sees (the consent
-// pages and the test eID): ?lang= (the switch, remembered in a cookie for
-// the whole site so that the eID sign-in follows it), else the cookie, else
-// Accept-Language.
-func (s *Server) publicLang(c echo.Context) i18n.Lang {
-	choice := c.QueryParam("lang")
-	if choice != "" {
-		lang := i18n.Negotiate(choice, "")
-		c.SetCookie(&http.Cookie{Name: langCookie, Value: string(lang), Path: "/", MaxAge: 365 * 24 * 3600,
-			HttpOnly: true, Secure: s.cfg.Secure(), SameSite: http.SameSiteLaxMode})
-	} else if ck, err := c.Cookie(langCookie); err == nil {
-		choice = ck.Value
-	}
-	return i18n.Negotiate(choice, c.Request().Header.Get("Accept-Language"))
 }
 
 // consentWrongPerson is the page of a proven identity that is not the one
 // the request is for: it shows nothing of the request, only a way to sign in
 // as someone else. The journey has recorded the mismatch.
 func (s *Server) consentWrongPerson(c echo.Context, frame pages.ConsentFrame) error {
-	return s.render(c, http.StatusForbidden, pages.ConsentMessagePage(pages.ConsentMessage{
+	return httpkit.Render(c, http.StatusForbidden, pages.ConsentMessagePage(pages.ConsentMessage{
 		ConsentFrame: frame, Title: frame.T.WrongPerson, Message: frame.T.WrongPersonHelp,
 		ActionURL: "/consent/" + c.Param("token") + "/login?again=1", ActionLabel: frame.T.TryAnother,
 	}))
@@ -297,26 +282,12 @@ func (s *Server) consentWrongPerson(c echo.Context, frame pages.ConsentFrame) er
 // consent requires: nothing was decided, and the way on is a new sign-in
 // that asks the eID for the level.
 func (s *Server) consentNeedsStrongerEID(c echo.Context, frame pages.ConsentFrame, weak *consent.AssuranceError) error {
-	return s.render(c, http.StatusForbidden, pages.ConsentMessagePage(pages.ConsentMessage{
+	return httpkit.Render(c, http.StatusForbidden, pages.ConsentMessagePage(pages.ConsentMessage{
 		ConsentFrame: frame, Title: frame.T.StrongerEIDTitle,
 		Message:     fmt.Sprintf(frame.T.StrongerEID, frame.T.Level(string(weak.Required))),
 		ActionURL:   "/consent/" + c.Param("token") + "/login?again=1&level=" + url.QueryEscape(string(weak.Required)),
 		ActionLabel: frame.T.SignInStronger,
 	}))
-}
-
-// consentTextOf is a definition version's text in the page's language, as
-// organization, its registered name, asks for it.
-func consentTextOf(v consent.Version, organization string, frame pages.ConsentFrame) pages.ConsentText {
-	lang := string(frame.Lang)
-	x := pages.ConsentText{Title: v.Title.In(lang), Organization: organization, Recipient: v.Recipient,
-		Assurance: frame.T.Level(string(v.AssuranceLevel)),
-		Validity:  i18n.FormatPeriod(frame.Lang, v.Validity.Years, v.Validity.Months, v.Validity.Weeks, v.Validity.Days)}
-	x.Purpose = textBlocksOf(v.Purpose.In(lang))
-	for _, c := range v.DataCategories {
-		x.DataCategories = append(x.DataCategories, c.In(lang))
-	}
-	return x
 }
 
 func (s *Server) consentClosed(c echo.Context, frame pages.ConsentFrame, why consent.Closure) error {
@@ -329,13 +300,13 @@ func (s *Server) consentClosed(c echo.Context, frame pages.ConsentFrame, why con
 	case consent.Expired:
 		msg = frame.T.Expired
 	}
-	return s.render(c, http.StatusGone, pages.ConsentMessagePage(pages.ConsentMessage{
+	return httpkit.Render(c, http.StatusGone, pages.ConsentMessagePage(pages.ConsentMessage{
 		ConsentFrame: frame, Title: frame.T.ClosedTitle, Message: msg}))
 }
 
 func (s *Server) consentError(c echo.Context, frame pages.ConsentFrame, err error) error {
 	if errors.Is(err, consent.ErrUnknownLink) {
-		return s.render(c, http.StatusNotFound, pages.ConsentMessagePage(pages.ConsentMessage{
+		return httpkit.Render(c, http.StatusNotFound, pages.ConsentMessagePage(pages.ConsentMessage{
 			ConsentFrame: frame, Title: frame.T.NotFoundTitle, Message: frame.T.NotFoundHelp}))
 	}
 	return err

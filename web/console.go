@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -15,9 +14,9 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/fieldcheck"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/views/layouts"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // This file holds what every console page shares (issue 8): the frame, the
@@ -72,7 +71,7 @@ func (s *Server) renderConsole(c echo.Context, status int, page templ.Component)
 	h := c.Response().Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("Pragma", "no-cache")
-	return s.render(c, status, page)
+	return httpkit.Render(c, status, page)
 }
 
 // notices are the messages a redirect after an action may ask the next page
@@ -142,7 +141,7 @@ func noticeOf(c echo.Context) string {
 func audited[T any](s *Server, c echo.Context, action string, describe func(done T) (target, detail string)) database.BeforeCommit[T] {
 	return func(ctx context.Context, tx database.Tx, done T) error {
 		target, detail := describe(done)
-		return auditFailed(s.identity.RecordAuditTx(ctx, tx, auditEntry(c, action, target, detail)))
+		return httpkit.AuditFailed(s.identity.RecordAuditTx(ctx, tx, auditEntry(c, action, target, detail)))
 	}
 }
 
@@ -157,124 +156,11 @@ func auditEntry(c echo.Context, action, target, detail string) identity.AuditEnt
 // it only when this returns nil, so that nothing is revealed without a
 // committed record of who saw it.
 func (s *Server) auditFirst(c echo.Context, action, target, detail string) error {
-	return auditFailed(s.identity.RecordAudit(c.Request().Context(), auditEntry(c, action, target, detail)))
-}
-
-// auditFailed makes a failure to record an action an internal error, which
-// is logged with the request id and shown as a generic message, unless the
-// database is unavailable (503). An Invalid entry is a fault of ours, not of
-// the staff member's input: it must not come back as a form error.
-func auditFailed(err error) error {
-	if err == nil || apperr.CodeOf(err) == apperr.Unavailable {
-		return err
-	}
-	return apperr.Wrap(err, apperr.Internal, "The action could not be recorded in the audit log, so it was not done.")
+	return httpkit.AuditFailed(s.identity.RecordAudit(c.Request().Context(), auditEntry(c, action, target, detail)))
 }
 
 // staffActor is how a staff member appears in the deletion and audit logs.
 func staffActor(m StaffMember) string { return "staff:" + m.Username }
-
-// consoleForm is the one form-binding helper of the console: it reads a
-// submitted form and collects an error per field, so that a refused form
-// re-renders with what was typed and what is wrong with it.
-type consoleForm struct {
-	values url.Values
-	Errors map[string]string
-}
-
-// bindForm reads the request's form.
-func bindForm(c echo.Context) (*consoleForm, error) {
-	v, err := c.FormParams()
-	if err != nil {
-		return nil, apperr.New(apperr.Invalid, "The form could not be read.")
-	}
-	return &consoleForm{values: v, Errors: map[string]string{}}, nil
-}
-
-// Text returns a trimmed field, noting an error when it is longer than max
-// characters or contains control or formatting characters.
-func (f *consoleForm) Text(name string, max int) string {
-	v := strings.TrimSpace(f.values.Get(name))
-	switch {
-	case utf8.RuneCountInString(v) > max:
-		f.Fail(name, "Use at most %d characters.", max)
-	case strings.ContainsFunc(v, fieldcheck.IsControlOrFormat):
-		f.Fail(name, "Remove the control and formatting characters.")
-	}
-	return v
-}
-
-// Bool reports whether a checkbox was ticked.
-func (f *consoleForm) Bool(name string) bool {
-	v := f.values.Get(name)
-	return v == "true" || v == "on" || v == "1"
-}
-
-// All returns every value of a repeated field (checkboxes).
-func (f *consoleForm) All(name string) []string { return f.values[name] }
-
-// Lines returns the non-empty trimmed lines of a text area.
-func (f *consoleForm) Lines(name string, maxLines int) []string {
-	var out []string
-	for _, l := range strings.Split(f.values.Get(name), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			out = append(out, l)
-		}
-	}
-	if len(out) > maxLines {
-		f.Fail(name, "List at most %d lines.", maxLines)
-	}
-	if slices.ContainsFunc(out, func(l string) bool { return strings.ContainsFunc(l, fieldcheck.IsControlOrFormat) }) {
-		f.Fail(name, "Remove the control and formatting characters.")
-	}
-	return out
-}
-
-// Fail notes an error of a field; a field's errors are shown together.
-func (f *consoleForm) Fail(name, format string, args ...any) {
-	msg := apperr.New(apperr.Invalid, format, args...).Message
-	if prev, ok := f.Errors[name]; ok {
-		msg = prev + " " + msg
-	}
-	f.Errors[name] = msg
-}
-
-// Valid reports whether no field failed.
-func (f *consoleForm) Valid() bool { return len(f.Errors) == 0 }
-
-// Refused takes a module's apperr Invalid error and notes each of its fields
-// under the form's name for it (fields maps module names to form names). It
-// reports whether err was such an error; any other error is the caller's.
-func (f *consoleForm) Refused(err error, fields map[string]string) bool {
-	e, ok := apperr.As(err)
-	if !ok || e.Code != apperr.Invalid {
-		return false
-	}
-	for _, fe := range e.Fields {
-		name, ok := fields[fe.Field]
-		if !ok {
-			name = fe.Field
-		}
-		f.Fail(name, "%s", sentence(fe.Message))
-	}
-	if len(e.Fields) == 0 {
-		f.Fail("form", "%s", e.Message)
-	}
-	return true
-}
-
-// sentence makes a module's field message ("must be …") read as a sentence.
-func sentence(msg string) string {
-	if msg == "" {
-		return msg
-	}
-	r, size := utf8.DecodeRuneInString(msg)
-	msg = strings.ToUpper(string(r)) + msg[size:]
-	if !strings.HasSuffix(msg, ".") {
-		msg += "."
-	}
-	return msg
-}
 
 // handleConsoleHome handles "GET /console": the flows list is the console's home.
 func (s *Server) handleConsoleHome(c echo.Context) error {

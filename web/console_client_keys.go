@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/views/pages"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // clientKeyFormFields maps the identity module's key fields to the form's.
@@ -19,8 +20,8 @@ const maxJWKSInput = 64 << 10
 // clientKeysForm reads a client's public keys from a form: the JWKS text
 // area or the jwks_uri field. On the new-client form (choice) they count
 // only when private_key_jwt is chosen, and are then required.
-func clientKeysForm(f *consoleForm, choice bool) (identity.ClientKeys, pages.ClientKeyFields) {
-	fields := pages.ClientKeyFields{Method: f.values.Get("auth"), JWKS: strings.TrimSpace(f.values.Get("jwks")),
+func clientKeysForm(f *httpkit.Form, choice bool) (identity.ClientKeys, pages.ClientKeyFields) {
+	fields := pages.ClientKeyFields{Method: f.Value("auth"), JWKS: strings.TrimSpace(f.Value("jwks")),
 		JWKSURI: f.Text("jwks_uri", 2000)}
 	if choice && fields.Method != identity.AuthPrivateKeyJWT {
 		if fields.Method != "" && fields.Method != "secret" {
@@ -92,7 +93,7 @@ func (s *Server) handleConsoleReplaceClientKeys(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f, err := bindForm(c)
+	f, err := httpkit.BindForm(c)
 	if err != nil {
 		return err
 	}

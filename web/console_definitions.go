@@ -16,6 +16,7 @@ import (
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/views/i18n"
 	"github.com/flowd/flowd/views/pages"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 func definitionConsolePath(id string) string { return "/console/definitions/" + url.PathEscape(id) }
@@ -111,7 +112,7 @@ func versionFields(v consent.Version) []versionField {
 		return versionField{label: label, text: text, value: pages.CompareValue{Text: text}}
 	}
 	purpose := func(label, text string) versionField {
-		return versionField{label: label, text: text, value: pages.CompareValue{Blocks: textBlocksOf(text)}}
+		return versionField{label: label, text: text, value: pages.CompareValue{Blocks: httpkit.TextBlocksOf(text)}}
 	}
 	categories := line("Data it covers", "none")
 	if len(cats) > 0 {
@@ -133,15 +134,6 @@ func versionFields(v consent.Version) []versionField {
 		{label: "Text SHA-256", text: sha, value: pages.CompareValue{Text: sha}, code: true, differsAlways: true},
 		{label: "Published", text: published, value: pages.CompareValue{Text: published}, differsAlways: true},
 	}
-}
-
-// textBlocksOf is a plain text's paragraphs and lists.
-func textBlocksOf(text string) []pages.TextBlock {
-	var out []pages.TextBlock
-	for _, b := range consent.Blocks(text) {
-		out = append(out, pages.TextBlock(b))
-	}
-	return out
 }
 
 // handleConsoleNewDefinition handles "GET /console/definitions/new" (admins).
@@ -189,13 +181,13 @@ func draftError(field, msg string) (name, message string) {
 	}
 	switch field {
 	case "dataCategories":
-		return "categories", sentence(msg)
+		return "categories", httpkit.Sentence(msg)
 	case "versionTag":
-		return "tag", sentence(msg)
+		return "tag", httpkit.Sentence(msg)
 	case "assuranceLevel":
-		return "level", sentence(msg)
+		return "level", httpkit.Sentence(msg)
 	}
-	return strings.ReplaceAll(field, ".", "_"), sentence(msg)
+	return strings.ReplaceAll(field, ".", "_"), httpkit.Sentence(msg)
 }
 
 // handleConsoleSaveDefinition handles "POST /console/definitions" (a new
@@ -203,18 +195,18 @@ func draftError(field, msg string) (name, message string) {
 // shows the consent page in both languages and stores nothing; Publish
 // publishes, with its audit entry in the same transaction.
 func (s *Server) handleConsoleSaveDefinition(c echo.Context) error {
-	f, err := bindForm(c)
+	f, err := httpkit.BindForm(c)
 	if err != nil {
 		return err
 	}
 	isNew := c.Param("id") == ""
 	id := c.Param("id")
 	if isNew {
-		id = strings.TrimSpace(f.values.Get("id"))
+		id = strings.TrimSpace(f.Value("id"))
 	}
-	form := pages.DefinitionFormPage{Tag: f.values.Get("tag"), TitleEN: f.values.Get("title_en"), TitleNB: f.values.Get("title_nb"),
-		PurposeEN: f.values.Get("purpose_en"), PurposeNB: f.values.Get("purpose_nb"), Categories: f.values.Get("categories"),
-		Recipient: f.values.Get("recipient"), Validity: f.values.Get("validity"), Level: f.values.Get("level")}
+	form := pages.DefinitionFormPage{Tag: f.Value("tag"), TitleEN: f.Value("title_en"), TitleNB: f.Value("title_nb"),
+		PurposeEN: f.Value("purpose_en"), PurposeNB: f.Value("purpose_nb"), Categories: f.Value("categories"),
+		Recipient: f.Value("recipient"), Validity: f.Value("validity"), Level: f.Value("level")}
 	draft := consent.Draft{Tag: form.Tag, Title: consent.Text{EN: form.TitleEN, NB: form.TitleNB},
 		Purpose: consent.Text{EN: form.PurposeEN, NB: form.PurposeNB}, Recipient: form.Recipient, Validity: form.Validity,
 		AssuranceLevel: consent.AssuranceLevel(form.Level)}
@@ -257,12 +249,12 @@ func (s *Server) handleConsoleSaveDefinition(c echo.Context) error {
 		}
 		return refuse(err)
 	}
-	if f.values.Get("action") != "publish" {
+	if f.Value("action") != "publish" {
 		org := s.organizationName(c, author.OrganizationID)
 		for _, lang := range []i18n.Lang{i18n.English, i18n.Norwegian} {
 			frame := pages.ConsentFrame{Lang: lang, T: i18n.ConsentTexts(lang)}
 			form.Previews = append(form.Previews, pages.DefinitionPreview{Language: string(lang), T: frame.T,
-				Text: consentTextOf(preview, org, frame)})
+				Text: httpkit.ConsentTextOf(preview, org, frame)})
 		}
 		return s.renderConsole(c, http.StatusOK, pages.DefinitionForm(s.definitionForm(c, id, isNew, form)))
 	}

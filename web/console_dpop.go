@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // handleConsoleClientDPoP handles "POST /console/credentials/clients/:id/dpop"
@@ -14,7 +15,7 @@ import (
 // stops requiring it. Tokens it holds are unchanged. A change is audited;
 // asking for the setting the client already has records nothing.
 func (s *Server) handleConsoleClientDPoP(c echo.Context) error {
-	f, err := bindForm(c)
+	f, err := httpkit.BindForm(c)
 	if err != nil {
 		return err
 	}

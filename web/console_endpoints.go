@@ -17,6 +17,7 @@ import (
 	"github.com/flowd/flowd/views/i18n"
 	"github.com/flowd/flowd/views/layouts"
 	"github.com/flowd/flowd/views/pages"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // endpointFormField maps a webhooks module field name to the form's.
@@ -30,7 +31,7 @@ func endpointFormField(field string) string {
 // endpointHost is how a notice names an endpoint: its host.
 func endpointHost(e webhooks.Endpoint) string {
 	if u, err := url.Parse(e.URL); err == nil && u.Host != "" {
-		return truncateRunes(u.Host, 80)
+		return httpkit.TruncateRunes(u.Host, 80)
 	}
 	return "endpoint"
 }
@@ -46,7 +47,7 @@ const bannerNames = 3
 func (s *Server) endpointBanner(c echo.Context, organizationID string) *layouts.Banner {
 	disabled, err := s.endpoints.Disabled(c.Request().Context(), organizationID)
 	if err != nil {
-		s.log.Warn("console: reading the disabled webhook endpoints", "request_id", requestIDOf(c), "error", err.Error())
+		s.log.Warn("console: reading the disabled webhook endpoints", "request_id", httpkit.RequestID(c), "error", err.Error())
 		return nil
 	}
 	if len(disabled) == 0 {
@@ -72,7 +73,7 @@ func (s *Server) endpointBanner(c echo.Context, organizationID string) *layouts.
 // endpointName is how the banner names an endpoint: its description, else its host.
 func endpointName(e webhooks.Endpoint) string {
 	if e.Description != "" {
-		return truncateRunes(e.Description, 80)
+		return httpkit.TruncateRunes(e.Description, 80)
 	}
 	return endpointHost(e)
 }
@@ -128,12 +129,12 @@ func (s *Server) handleConsoleNewEndpoint(c echo.Context) error {
 }
 
 // bindEndpointForm reads the endpoint form; the module checks its values.
-func bindEndpointForm(c echo.Context) (*consoleForm, webhooks.Endpoint, error) {
-	f, err := bindForm(c)
+func bindEndpointForm(c echo.Context) (*httpkit.Form, webhooks.Endpoint, error) {
+	f, err := httpkit.BindForm(c)
 	if err != nil {
 		return nil, webhooks.Endpoint{}, err
 	}
-	e := webhooks.Endpoint{URL: strings.TrimSpace(f.values.Get("url")), Description: strings.TrimSpace(f.values.Get("description")),
+	e := webhooks.Endpoint{URL: strings.TrimSpace(f.Value("url")), Description: strings.TrimSpace(f.Value("description")),
 		EventTypes: []webhooks.EventType{}, Enabled: f.Bool("enabled")}
 	for _, t := range f.All("event_types") {
 		e.EventTypes = append(e.EventTypes, webhooks.EventType(t))
@@ -144,14 +145,14 @@ func bindEndpointForm(c echo.Context) (*consoleForm, webhooks.Endpoint, error) {
 // refusedEndpoint notes the module's field errors on the form, or the
 // message of a conflict (the organization's limit) above it; ok reports
 // whether err was one of those.
-func refusedEndpoint(f *consoleForm, err error) (status int, ok bool) {
+func refusedEndpoint(f *httpkit.Form, err error) (status int, ok bool) {
 	if e, isApp := apperr.As(err); isApp && e.Code == apperr.Conflict {
 		f.Fail("form", "%s", e.Message)
 		return http.StatusConflict, true
 	}
 	if e, isApp := apperr.As(err); isApp && e.Code == apperr.Invalid {
 		for _, fe := range e.Fields {
-			f.Fail(endpointFormField(fe.Field), "%s", sentence(fe.Message))
+			f.Fail(endpointFormField(fe.Field), "%s", httpkit.Sentence(fe.Message))
 		}
 		return http.StatusBadRequest, true
 	}
@@ -166,7 +167,7 @@ func (s *Server) handleConsoleCreateEndpoint(c echo.Context) error {
 	}
 	created, err := s.endpoints.Create(c.Request().Context(), staffOf(c).OrganizationID,
 		webhooks.NewEndpoint{URL: e.URL, Description: e.Description, EventTypes: e.EventTypes, Enabled: e.Enabled},
-		audited(s, c, identity.AuditWebhookEndpointCreate, func(e webhooks.Endpoint) (string, string) { return e.ID, endpointAudit(e) }))
+		audited(s, c, identity.AuditWebhookEndpointCreate, func(e webhooks.Endpoint) (string, string) { return e.ID, httpkit.EndpointAudit(e) }))
 	if status, ok := refusedEndpoint(f, err); ok {
 		return s.renderConsole(c, status, pages.EndpointForm(s.endpointForm(c, "Add a webhook endpoint", "/console/webhooks",
 			"Add endpoint", e, f.Errors)))
@@ -205,7 +206,7 @@ func (s *Server) handleConsoleSaveEndpoint(c echo.Context) error {
 	saved, err := s.endpoints.Update(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
 		webhooks.EndpointUpdate{URL: &e.URL, Description: &e.Description, EventTypes: &e.EventTypes, Enabled: &e.Enabled}, etag.Any,
 		audited(s, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
-			return ch.After.ID, ch.Describe() + ": " + endpointAudit(ch.After)
+			return ch.After.ID, ch.Describe() + ": " + httpkit.EndpointAudit(ch.After)
 		}))
 	if status, ok := refusedEndpoint(f, err); ok {
 		return s.renderConsole(c, status, pages.EndpointForm(s.endpointForm(c, "Edit webhook endpoint", endpointEditPath(c.Param("id")),
@@ -270,12 +271,12 @@ func (s *Server) renderEnable(c echo.Context, status int, e webhooks.Endpoint, s
 // nothing.
 func (s *Server) handleConsoleEnableEndpoint(c echo.Context) error {
 	enable := strings.HasSuffix(c.Path(), "/enable")
-	f, err := bindForm(c)
+	f, err := httpkit.BindForm(c)
 	if err != nil {
 		return err
 	}
 	recoverToo := enable && f.Bool("recover")
-	raw := strings.TrimSpace(f.values.Get("since"))
+	raw := strings.TrimSpace(f.Value("since"))
 	since, ok := parseSince(raw)
 	if recoverToo && !ok {
 		e, err := s.consoleEndpoint(c)
@@ -289,7 +290,7 @@ func (s *Server) handleConsoleEnableEndpoint(c echo.Context) error {
 	e, err := s.endpoints.Update(ctx, m.OrganizationID, c.Param("id"),
 		webhooks.EndpointUpdate{Enabled: &enable}, etag.Any,
 		audited(s, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
-			return ch.After.ID, ch.Describe() + ": " + endpointAudit(ch.After)
+			return ch.After.ID, ch.Describe() + ": " + httpkit.EndpointAudit(ch.After)
 		}))
 	if err != nil {
 		return consoleNotFound(err, webhooks.ErrEndpointNotFound)
@@ -324,7 +325,7 @@ func (s *Server) handleConsoleDeleteEndpointConfirm(c echo.Context) error {
 // handleConsoleDeleteEndpoint handles "POST /console/webhooks/:id/delete" (admins).
 func (s *Server) handleConsoleDeleteEndpoint(c echo.Context) error {
 	e, err := s.endpoints.Delete(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"), etag.Any,
-		audited(s, c, identity.AuditWebhookEndpointDelete, func(e webhooks.Endpoint) (string, string) { return e.ID, endpointAudit(e) }))
+		audited(s, c, identity.AuditWebhookEndpointDelete, func(e webhooks.Endpoint) (string, string) { return e.ID, httpkit.EndpointAudit(e) }))
 	if err != nil {
 		return consoleNotFound(err, webhooks.ErrEndpointNotFound)
 	}

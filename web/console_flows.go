@@ -20,6 +20,7 @@ import (
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/views/pages"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // consoleCaller is the flows module's caller for the signed-in staff member:
@@ -385,7 +386,7 @@ func (s *Server) handleConsoleDelete(c echo.Context) error {
 	d, err := s.flows.Delete(c.Request().Context(), consoleCaller(c), c.Param("id"), etag.Any,
 		audited(s, c, identity.AuditFlowDelete, func(d flows.Deletion) (string, string) {
 			return d.ReferenceID, fmt.Sprintf("flow %s", d.FlowID)
-		}), s.forgetAnswers(staffOf(c).OrganizationID))
+		}), httpkit.ForgetAnswers(s.answers, staffOf(c).OrganizationID))
 	if err != nil {
 		return consoleNotFound(err, flows.ErrNotFound)
 	}
@@ -455,14 +456,14 @@ func (s *Server) withdrawConfirm(c echo.Context, f flows.Flow, problem string) t
 // handleConsoleWithdraw handles "POST /console/flows/:id/withdraw" (admins):
 // the withdrawal and its audit entry, with the reason, commit together.
 func (s *Server) handleConsoleWithdraw(c echo.Context) error {
-	reason, ok := withdrawReason(c.FormValue("reason"))
+	reason, ok := httpkit.WithdrawReason(c.FormValue("reason"))
 	if !ok {
 		f, err := s.consoleFlow(c)
 		if err != nil {
 			return err
 		}
 		return s.renderConsole(c, http.StatusBadRequest, s.withdrawConfirm(c, f,
-			fmt.Sprintf("Give a reason of 1 to %d characters.", maxWithdrawReason)))
+			fmt.Sprintf("Give a reason of 1 to %d characters.", httpkit.MaxWithdrawReason)))
 	}
 	f, err := s.flows.Withdraw(c.Request().Context(), consoleCaller(c), c.Param("id"), etag.Any,
 		audited(s, c, identity.AuditFlowWithdraw, func(f flows.Flow) (string, string) { return f.ReferenceID, reason }))

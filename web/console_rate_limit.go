@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/views/pages"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // rateLimitLabel says what limit a client is held to, for the credentials
@@ -62,7 +63,7 @@ func (s *Server) handleConsoleSaveClientRateLimit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f, err := bindForm(c)
+	f, err := httpkit.BindForm(c)
 	if err != nil {
 		return err
 	}

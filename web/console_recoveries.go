@@ -15,6 +15,7 @@ import (
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/views/pages"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // This file holds the console's replay of webhooks: an endpoint's page,
@@ -111,18 +112,18 @@ func (s *Server) auditedRecovery(c echo.Context) database.BeforeCommit[webhooks.
 		if r.EndpointID == "" {
 			action, target = identity.AuditWebhookRecover, r.ID
 		}
-		return auditFailed(s.identity.RecordAuditTx(ctx, tx, auditEntry(c, action, target, recoveryAudit(r))))
+		return httpkit.AuditFailed(s.identity.RecordAuditTx(ctx, tx, auditEntry(c, action, target, httpkit.RecoveryAudit(r))))
 	}
 }
 
 // recoveryRefused renders the endpoint's page with the refusal err of a
 // recovery of e since raw: beside the time when it was the time's, above
 // the page when it was a conflict (one is running).
-func (s *Server) recoveryRefused(c echo.Context, f *consoleForm, e webhooks.Endpoint, raw string, err error) error {
+func (s *Server) recoveryRefused(c echo.Context, f *httpkit.Form, e webhooks.Endpoint, raw string, err error) error {
 	if f.Refused(err, nil) {
 		return s.renderEndpoint(c, http.StatusBadRequest, e, raw, f.Errors)
 	}
-	err = s.recoveryError(c.Request().Context(), staffOf(c).OrganizationID, e.ID, err)
+	err = httpkit.RecoveryError(c.Request().Context(), s.webhooks, staffOf(c).OrganizationID, e.ID, err)
 	if ae, ok := apperr.As(err); ok && ae.Code == apperr.Conflict {
 		f.Fail("form", "%s", ae.Message)
 		return s.renderEndpoint(c, http.StatusConflict, e, raw, f.Errors)
@@ -134,7 +135,7 @@ func (s *Server) recoveryRefused(c echo.Context, f *consoleForm, e webhooks.Endp
 // (admins): what the endpoint missed since the form's time is sent in the
 // background; the request and its audit entry commit together.
 func (s *Server) handleConsoleRecover(c echo.Context) error {
-	f, err := bindForm(c)
+	f, err := httpkit.BindForm(c)
 	if err != nil {
 		return err
 	}
@@ -142,7 +143,7 @@ func (s *Server) handleConsoleRecover(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	raw := strings.TrimSpace(f.values.Get("since"))
+	raw := strings.TrimSpace(f.Value("since"))
 	since, ok := parseSince(raw)
 	if raw != "" && !ok {
 		f.Fail("since", "Give a date and time, such as 2026-01-02T03:04.")
@@ -160,11 +161,11 @@ func (s *Server) handleConsoleRecover(c echo.Context) error {
 // form's host, when given) since the form's time are sent again in the
 // background; the request and its audit entry commit together.
 func (s *Server) handleConsoleRecoverFlowURLs(c echo.Context) error {
-	f, err := bindForm(c)
+	f, err := httpkit.BindForm(c)
 	if err != nil {
 		return err
 	}
-	raw := strings.TrimSpace(f.values.Get("since"))
+	raw := strings.TrimSpace(f.Value("since"))
 	host := f.Text("host", webhooks.MaxRecoveryHost)
 	since, ok := parseSince(raw)
 	if raw != "" && !ok {
@@ -179,7 +180,7 @@ func (s *Server) handleConsoleRecoverFlowURLs(c echo.Context) error {
 		return s.renderEndpoints(c, http.StatusBadRequest, raw, host, f.Errors)
 	}
 	if err != nil {
-		err = s.recoveryError(ctx, m.OrganizationID, "", err)
+		err = httpkit.RecoveryError(ctx, s.webhooks, m.OrganizationID, "", err)
 		if ae, ok := apperr.As(err); ok && ae.Code == apperr.Conflict {
 			f.Fail("form", "%s", ae.Message)
 			return s.renderEndpoints(c, http.StatusConflict, raw, host, f.Errors)
@@ -211,7 +212,7 @@ func (s *Server) handleConsoleRedeliver(c echo.Context) error {
 	}
 	_, err = s.webhooks.Redeliver(ctx, org, ev.ID, "",
 		audited(s, c, identity.AuditEventRedeliver, func(r webhooks.Redelivery) (string, string) {
-			return r.EventID, redeliveryAudit(r)
+			return r.EventID, httpkit.RedeliveryAudit(r)
 		}))
 	self, label := s.echo.Reverse("console.flow", fl.ID), string(ev.Type)+" #"+strconv.Itoa(ev.Sequence)
 	if errors.Is(err, webhooks.ErrNothingToRedeliver) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/views/pages"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // This file is the console's sessions page: each staff member sees and ends
@@ -142,7 +143,7 @@ func (s *Server) handleConsoleEndSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.sessions.EndSession(c.Request().Context(), m.OrganizationID, sess.ID, s.sessionsEnded(staffActor(m), whyEnded(m, sess)))
+	_, err = s.sessions.EndSession(c.Request().Context(), m.OrganizationID, sess.ID, httpkit.SessionsEnded(s.identity, staffActor(m), whyEnded(m, sess)))
 	if err != nil {
 		return err
 	}
@@ -170,7 +171,7 @@ func (s *Server) handleConsoleEndPersonSessions(c echo.Context) error {
 		return err
 	}
 	owner := identity.SessionOwner{OrganizationID: m.OrganizationID, Issuer: sess.Issuer, Subject: sess.Subject}
-	_, err = s.sessions.EndSessionsOf(c.Request().Context(), owner, "", s.sessionsEnded(staffActor(m), whyEnded(m, sess)))
+	_, err = s.sessions.EndSessionsOf(c.Request().Context(), owner, "", httpkit.SessionsEnded(s.identity, staffActor(m), whyEnded(m, sess)))
 	if err != nil {
 		return err
 	}
@@ -189,7 +190,7 @@ func (s *Server) handleConsoleEndOtherSessionsConfirm(c echo.Context) error {
 // every session of the signed-in person but this browser's.
 func (s *Server) handleConsoleEndOtherSessions(c echo.Context) error {
 	m := staffOf(c)
-	ended, err := s.sessions.EndSessionsOf(c.Request().Context(), ownerOf(m), m.SessionID, s.sessionsEnded(staffActor(m), identity.EndedBySelf))
+	ended, err := s.sessions.EndSessionsOf(c.Request().Context(), ownerOf(m), m.SessionID, httpkit.SessionsEnded(s.identity, staffActor(m), identity.EndedBySelf))
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/views/pages"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // handleConsoleCredentials handles "GET /console/credentials": the API
@@ -55,7 +56,7 @@ func (s *Server) renderClientForm(c echo.Context, status int, p pages.ClientForm
 // (admins): the client is made and its secret shown once (or its public
 // keys registered, for private_key_jwt); it obtains tokens at once.
 func (s *Server) handleConsoleCreateClient(c echo.Context) error {
-	f, err := bindForm(c)
+	f, err := httpkit.BindForm(c)
 	if err != nil {
 		return err
 	}
@@ -235,7 +236,7 @@ func (s *Server) handleConsoleSaveSettings(c echo.Context) error {
 	if err != nil {
 		return consoleNotFound(err, identity.ErrOrganizationNotFound)
 	}
-	f, err := bindForm(c)
+	f, err := httpkit.BindForm(c)
 	if err != nil {
 		return err
 	}
@@ -243,8 +244,8 @@ func (s *Server) handleConsoleSaveSettings(c echo.Context) error {
 		OrganizationNumber: f.Text("organization_number", 64), RedirectOrigins: f.Lines("redirect_origins", identity.MaxRedirectOrigins)}
 	rerender := func() error {
 		return s.renderConsole(c, http.StatusBadRequest, pages.Settings(pages.SettingsPage{Frame: s.frame(c, "settings", "Settings"),
-			OrganizationID: org.ID, Name: org.Name, ReferencePrefix: f.values.Get("reference_prefix"),
-			OrganizationNumber: f.values.Get("organization_number"), RedirectOrigins: f.values.Get("redirect_origins"), Errors: f.Errors}))
+			OrganizationID: org.ID, Name: org.Name, ReferencePrefix: f.Value("reference_prefix"),
+			OrganizationNumber: f.Value("organization_number"), RedirectOrigins: f.Value("redirect_origins"), Errors: f.Errors}))
 	}
 	if !f.Valid() {
 		return rerender()

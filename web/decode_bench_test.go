@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // BenchmarkDecodeJSON decodes the body of a flow create, the API's hot path.
@@ -21,7 +23,7 @@ func BenchmarkDecodeJSON(b *testing.B) {
 	for b.Loop() {
 		r.Reset(body)
 		var dst createFlowRequest
-		if err := decodeJSON(c, &dst); err != nil {
+		if err := httpkit.DecodeJSON(c, &dst); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // TestDuplicateMembersAreRefused: a body that gives a member twice in one
@@ -39,7 +41,7 @@ func TestDuplicateMembersAreRefused(t *testing.T) {
 			if r.status != http.StatusBadRequest {
 				t.Fatalf("status %d, want 400: %s", r.status, r.body)
 			}
-			var p Problem
+			var p httpkit.Problem
 			if err := json.Unmarshal(r.body, &p); err != nil {
 				t.Fatal(err)
 			}

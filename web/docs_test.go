@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/web/internal/httpkit"
 	"github.com/flowd/flowd/web/openapi"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
@@ -158,7 +159,7 @@ func TestEveryProblemTypeLeadsToItsDocumentation(t *testing.T) {
 	}
 
 	resp, body := do(t, "GET", ts.url+"/no-such-page", "", "")
-	var p Problem
+	var p httpkit.Problem
 	if err := json.Unmarshal([]byte(body), &p); err != nil || p.Type != ProblemType(base, apperr.NotFound) {
 		t.Fatalf("%d %s: want the type %s", resp.StatusCode, body, ProblemType(base, apperr.NotFound))
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // FuzzFlowListQuery feeds GET /api/flows arbitrary query strings: the answer
@@ -62,7 +64,7 @@ func FuzzFlowListQuery(f *testing.F) {
 				}
 			}
 		case 400:
-			var p Problem
+			var p httpkit.Problem
 			if json.Unmarshal(r.body, &p) != nil || p.Status != 400 {
 				t.Fatalf("400 that is not a problem for %q: %s", query, r.body)
 			}

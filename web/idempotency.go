@@ -16,7 +16,7 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/idempotency"
-	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // The headers of idempotent requests.
@@ -79,7 +79,7 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		c.Request().Body = io.NopCloser(bytes.NewReader(body))
-		p := principalOf(c)
+		p := httpkit.Principal(c)
 		k := &keyedRequest{store: s.answers, request: idempotency.Request{OrganizationID: p.OrganizationID,
 			ClientID: p.ClientID, Key: key, Method: c.Request().Method, Path: requestPath(c.Request().URL),
 			Body: canonicalJSON(body)}}
@@ -164,7 +164,7 @@ func (s *Server) keyFreeForCreate(c echo.Context, key string) error {
 	if key == "" || len(key) > idempotency.MaxKey {
 		return nil
 	}
-	holder, err := s.answers.Holder(c.Request().Context(), principalOf(c).OrganizationID, key)
+	holder, err := s.answers.Holder(c.Request().Context(), httpkit.Principal(c).OrganizationID, key)
 	if err != nil {
 		return err
 	}
@@ -172,14 +172,6 @@ func (s *Server) keyFreeForCreate(c echo.Context, key string) error {
 		return keyReused(holder)
 	}
 	return nil
-}
-
-// forgetAnswers returns the hook that deletes, in a flow's deletion, the
-// kept answers that show the flow: it takes everything personal with it.
-func (s *Server) forgetAnswers(organizationID string) database.BeforeCommit[flows.Deletion] {
-	return func(ctx context.Context, tx database.Tx, d flows.Deletion) error {
-		return s.answers.ForgetFlowTx(ctx, tx, organizationID, d.FlowID)
-	}
 }
 
 // keyReused is the 422 of a key first used with another request.
@@ -214,12 +206,12 @@ func keepReply[T any](c echo.Context, render func(done T) reply) database.Before
 	}
 	return func(ctx context.Context, tx database.Tx, done T) error {
 		r := render(done)
-		buf, err := encodeJSON(r.body)
+		buf, err := httpkit.EncodeJSON(r.body)
 		if err != nil {
 			return err
 		}
 		body := bytes.Clone(buf.Bytes())
-		putJSONBuffer(buf)
+		httpkit.PutJSONBuffer(buf)
 		a := idempotency.Answer{Status: r.status, Header: r.header.Clone(), Body: body, FlowID: r.flowID}
 		if a.Header == nil {
 			a.Header = http.Header{}
@@ -244,7 +236,7 @@ func (s *Server) writeReply(c echo.Context, r reply) error {
 	for name, values := range r.header {
 		h[name] = values
 	}
-	return s.writeJSON(c, r.status, r.body)
+	return httpkit.WriteJSON(c, r.status, r.body)
 }
 
 // writeAnswer writes a kept answer, marked as a replay when it is one.

@@ -6,16 +6,15 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
-// jsonAppender is a response body that writes its own JSON: exactly what
-// encoding/json writes for it (writeJSONType's encoder: HTML-escaped, one
-// trailing newline), without reflection. Only the API's busiest bodies do
-// (the list page and the flow envelope), where reflection and a string per
-// instant cost a measurable share of the request (docs/performance.md).
-type jsonAppender interface {
-	appendJSON(dst []byte) []byte
-}
+// The API's busiest bodies write their own JSON (httpkit.JSONAppender).
+var (
+	_ httpkit.JSONAppender = flowList{}
+	_ httpkit.JSONAppender = flowEnvelope{}
+)
 
 // apiInstant is an instant as the API writes it (apiTime).
 type apiInstant time.Time
@@ -51,7 +50,7 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-func (l flowList) appendJSON(dst []byte) []byte {
+func (l flowList) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"has_more":`...)
 	dst = strconv.AppendBool(dst, l.HasMore)
 	dst = append(dst, `,"data":`...)
@@ -63,14 +62,14 @@ func (l flowList) appendJSON(dst []byte) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = f.appendJSON(dst)
+			dst = f.AppendJSON(dst)
 		}
 		dst = append(dst, ']')
 	}
 	return append(dst, "}\n"...)
 }
 
-func (f flowListItem) appendJSON(dst []byte) []byte {
+func (f flowListItem) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"id":`...)
 	dst = appendString(dst, f.ID)
 	dst = append(dst, `,"nationalId":`...)
@@ -96,7 +95,7 @@ func (f flowListItem) appendJSON(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-func (e flowEnvelope) appendJSON(dst []byte) []byte {
+func (e flowEnvelope) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"_links":{"self":`...)
 	dst = appendString(dst, e.Links.Self)
 	dst = append(dst, `,"tasks":{"href":`...)
@@ -104,11 +103,11 @@ func (e flowEnvelope) appendJSON(dst []byte) []byte {
 	dst = append(dst, `},"consent":{"href":`...)
 	dst = appendString(dst, e.Links.Consent.Href)
 	dst = append(dst, `}},"flow":`...)
-	dst = e.Flow.appendJSON(dst)
+	dst = e.Flow.AppendJSON(dst)
 	return append(dst, "}\n"...)
 }
 
-func (d flowDetail) appendJSON(dst []byte) []byte {
+func (d flowDetail) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"flowId":`...)
 	dst = appendString(dst, d.FlowID)
 	dst = append(dst, `,"version":`...)

@@ -53,12 +53,12 @@ func TestFlowListAppendsWhatEncodingJSONWrites(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			want := encodeLikeWriteJSON(t, tt.list)
-			if got := tt.list.appendJSON(nil); !bytes.Equal(got, want) {
-				t.Fatalf("appendJSON wrote\n%s\nencoding/json writes\n%s", got, want)
+			if got := tt.list.AppendJSON(nil); !bytes.Equal(got, want) {
+				t.Fatalf("AppendJSON wrote\n%s\nencoding/json writes\n%s", got, want)
 			}
 			prefix := []byte("kept")
-			if got := tt.list.appendJSON(prefix); !bytes.Equal(got, append([]byte("kept"), want...)) {
-				t.Fatalf("appendJSON did not append to what it was given: %s", got)
+			if got := tt.list.AppendJSON(prefix); !bytes.Equal(got, append([]byte("kept"), want...)) {
+				t.Fatalf("AppendJSON did not append to what it was given: %s", got)
 			}
 		})
 	}
@@ -111,8 +111,8 @@ func TestFlowEnvelopeAppendsWhatEncodingJSONWrites(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			want := encodeLikeWriteJSON(t, tt.e)
-			if got := tt.e.appendJSON(nil); !bytes.Equal(got, want) {
-				t.Fatalf("appendJSON wrote\n%s\nencoding/json writes\n%s", got, want)
+			if got := tt.e.AppendJSON(nil); !bytes.Equal(got, want) {
+				t.Fatalf("AppendJSON wrote\n%s\nencoding/json writes\n%s", got, want)
 			}
 		})
 	}

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,6 +19,7 @@ import (
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/views/i18n"
 	"github.com/flowd/flowd/views/pages"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // This file is interactive login (issue 6): the built-in provider's
@@ -50,7 +50,7 @@ func (s *Server) startIdpSession(c echo.Context, a *identity.StaffAccount, sid s
 	sess := oidclogin.Session{Attrs: map[string]string{"bid": newBrowserID()}}
 	if a != nil {
 		sess.Issuer, sess.Subject = s.login.Issuer(), a.ID
-		sess.Record = s.staffRecord(c, sid, a.ID, a.OrganizationID, a.Username)
+		sess.Record = httpkit.StaffRecord(c, sid, a.ID, a.OrganizationID, a.Username)
 	}
 	return s.idp.Start(c.Response(), c.Request(), sess)
 }
@@ -65,7 +65,7 @@ func newBrowserID() string {
 func (s *Server) handleAuthorize(c echo.Context) error {
 	params, err := c.FormParams()
 	if err != nil {
-		return s.renderNotice(c, http.StatusBadRequest, "Sign-in request refused", "The request is malformed.", "", "")
+		return httpkit.RenderNotice(c, http.StatusBadRequest, "Sign-in request refused", "The request is malformed.", "", "")
 	}
 	req, err := s.login.ParseAuthorize(params)
 	if err != nil {
@@ -119,7 +119,7 @@ func (s *Server) authorizeError(c echo.Context, err error) error {
 	if ae.RedirectURI != "" {
 		return c.Redirect(http.StatusSeeOther, ae.RedirectURL())
 	}
-	return s.renderNotice(c, http.StatusBadRequest, "Sign-in request refused", ae.Description, "", "")
+	return httpkit.RenderNotice(c, http.StatusBadRequest, "Sign-in request refused", ae.Description, "", "")
 }
 
 // handleLoginForm handles "GET /idp/login": the staff form or the test eID,
@@ -173,9 +173,9 @@ func (s *Server) renderLoginForm(c echo.Context, status int, p login.Pending, ty
 			page.Levels = append(page.Levels, pages.TestEIDLevel{Value: l.Level, Label: t.Level(l.Level), ACR: l.ACR,
 				Checked: l.Level == choice.Selected})
 		}
-		return s.render(c, status, pages.TestEID(page))
+		return httpkit.Render(c, status, pages.TestEID(page))
 	}
-	return s.render(c, status, pages.StaffLogin(pages.StaffLoginPage{RequestID: p.ID, CSRF: p.FormToken,
+	return httpkit.Render(c, status, pages.StaffLogin(pages.StaffLoginPage{RequestID: p.ID, CSRF: p.FormToken,
 		ClientName: p.ClientName, Username: typed, Error: message}))
 }
 
@@ -194,7 +194,7 @@ func (s *Server) loginFormLang(c echo.Context) i18n.Lang {
 			return lang
 		}
 	}
-	return s.publicLang(c)
+	return httpkit.PublicLang(c, s.cfg.Secure())
 }
 
 // handleLoginSubmit handles "POST /idp/login": checks the form, then sends
@@ -239,7 +239,7 @@ func (s *Server) handleLoginSubmit(c echo.Context) error {
 	}
 	// A new provider session, so that a browser id known before sign-in is
 	// not the one signed in; one signed in before in this browser ends.
-	if err := s.replaceSession(c, s.idp); err != nil {
+	if err := httpkit.ReplaceSession(c, s.idp, s.identity); err != nil {
 		return err
 	}
 	if _, err := s.startIdpSession(c, &a, sid); err != nil {
@@ -261,19 +261,19 @@ func (s *Server) exchangeAuthorizationCode(c echo.Context, form url.Values, clie
 		return err
 	}
 	noStore(c)
-	return s.writeJSON(c, http.StatusOK, resp)
+	return httpkit.WriteJSON(c, http.StatusOK, resp)
 }
 
 func (s *Server) writeOAuthError(c echo.Context, e *login.OAuthError) error {
 	noStore(c)
 	if e.Status == http.StatusUnauthorized {
 		if e.Code == "invalid_token" {
-			c.Response().Header().Set("WWW-Authenticate", bearerChallenge(c, &apperr.Error{Code: apperr.Unauthenticated}))
+			c.Response().Header().Set("WWW-Authenticate", httpkit.BearerChallenge(c, &apperr.Error{Code: apperr.Unauthenticated}))
 		} else {
 			c.Response().Header().Set("WWW-Authenticate", `Basic realm="flowd"`)
 		}
 	}
-	return s.writeJSON(c, e.Status, e)
+	return httpkit.WriteJSON(c, e.Status, e)
 }
 
 func noStore(c echo.Context) {
@@ -283,7 +283,7 @@ func noStore(c echo.Context) {
 
 // handleUserInfo handles "GET /oauth/userinfo" and "POST /oauth/userinfo".
 func (s *Server) handleUserInfo(c echo.Context) error {
-	raw, _ := bearerToken(c.Request().Header.Get(echo.HeaderAuthorization))
+	raw, _ := httpkit.BearerToken(c.Request().Header.Get(echo.HeaderAuthorization))
 	claims, err := s.login.UserInfo(c.Request().Context(), raw)
 	var oe *login.OAuthError
 	if errors.As(err, &oe) {
@@ -293,7 +293,7 @@ func (s *Server) handleUserInfo(c echo.Context) error {
 		return err
 	}
 	noStore(c)
-	return s.writeJSON(c, http.StatusOK, claims)
+	return httpkit.WriteJSON(c, http.StatusOK, claims)
 }
 
 // handleEndSession handles "GET /oauth/end_session" and "POST /oauth/end_session" (RP-initiated logout):
@@ -302,21 +302,21 @@ func (s *Server) handleUserInfo(c echo.Context) error {
 func (s *Server) handleEndSession(c echo.Context) error {
 	params, err := c.FormParams()
 	if err != nil {
-		return s.renderNotice(c, http.StatusBadRequest, "Sign-out request refused", "The request is malformed.", "", "")
+		return httpkit.RenderNotice(c, http.StatusBadRequest, "Sign-out request refused", "The request is malformed.", "", "")
 	}
 	to, err := s.login.EndSession(c.Request().Context(), params)
 	// The browser's provider session ends whatever the request's other
 	// parameters say: the person asked to sign out.
 	sess, ok, endErr := s.idp.Get(c.Response(), c.Request())
 	if ok {
-		_, endErr = s.idp.End(c.Response(), c.Request(), sess, s.signedOut())
+		_, endErr = s.idp.End(c.Response(), c.Request(), sess, httpkit.SignedOut(s.identity))
 	}
 	if endErr != nil {
 		return endErr
 	}
 	var ae *login.AuthorizeError
 	if errors.As(err, &ae) {
-		return s.renderNotice(c, http.StatusBadRequest, "You are signed out", "You are signed out here, but the application's return address was refused: "+ae.Description, "", "")
+		return httpkit.RenderNotice(c, http.StatusBadRequest, "You are signed out", "You are signed out here, but the application's return address was refused: "+ae.Description, "", "")
 	}
 	if err != nil {
 		return err
@@ -324,39 +324,22 @@ func (s *Server) handleEndSession(c echo.Context) error {
 	if to != "" {
 		return c.Redirect(http.StatusSeeOther, to)
 	}
-	return s.renderNotice(c, http.StatusOK, "You are signed out", "You have signed out of flowd's sign-in service.", "", "")
-}
-
-// renderNotice renders a short page with a message and an optional link.
-func (s *Server) renderNotice(c echo.Context, status int, title, message, linkURL, linkText string) error {
-	c.Response().Header().Set("Cache-Control", "no-store")
-	return s.render(c, status, pages.Notice(pages.NoticePage{Status: status, Title: title, Message: message, LinkURL: linkURL, LinkText: linkText}))
+	return httpkit.RenderNotice(c, http.StatusOK, "You are signed out", "You have signed out of flowd's sign-in service.", "", "")
 }
 
 // --- The relying parties: console (staff) and consent (end users). ---
-
-// safeReturn accepts only a local path under prefix as where to go after
-// sign-in, so that the sign-in cannot be turned into an open redirect.
-func safeReturn(raw, prefix, fallback string) string {
-	u, err := url.Parse(raw)
-	if raw == "" || err != nil || u.Scheme != "" || u.Host != "" || u.User != nil ||
-		!strings.HasPrefix(raw, prefix) || strings.HasPrefix(raw, "//") || strings.ContainsAny(raw, "\\\r\n") {
-		return fallback
-	}
-	return raw
-}
 
 // handleConsoleLogin handles "GET /console/auth/login": off to the provider.
 func (s *Server) handleConsoleLogin(c echo.Context) error {
 	// The console has no language of its own to pass on: the provider's own
 	// negotiation (Accept-Language) serves its staff.
-	return s.beginLogin(c, s.consoleRP, safeReturn(c.QueryParam("return"), "/console", "/console"), nil)
+	return httpkit.BeginLogin(c, s.consoleRP, httpkit.SafeReturn(c.QueryParam("return"), "/console", "/console"), nil)
 }
 
 // handleConsentLogin handles "GET /consent/auth/login": the end user proves
 // who they are, then returns to the consent page named by return.
 func (s *Server) handleConsentLogin(c echo.Context) error {
-	return s.beginLogin(c, s.consentRP, safeReturn(c.QueryParam("return"), "/consent/", "/consent/signed-in"), s.consentAuthParams(c))
+	return httpkit.BeginLogin(c, s.consentRP, httpkit.SafeReturn(c.QueryParam("return"), "/consent/", "/consent/signed-in"), s.consentAuthParams(c))
 }
 
 // consentAuthParams are the consent sign-in's own authorization request
@@ -364,49 +347,14 @@ func (s *Server) handleConsentLogin(c echo.Context) error {
 // that the eID (the built-in test eID, or an external one such as
 // ID-porten, whose language cookie is not ours) speaks it too.
 func (s *Server) consentAuthParams(c echo.Context) url.Values {
-	return url.Values{"ui_locales": {s.publicLang(c).UILocales()}}
-}
-
-func (s *Server) beginLogin(c echo.Context, rp *oidclogin.RelyingParty, returnTo string, params url.Values) error {
-	to, err := rp.Begin(c.Response(), c.Request(), returnTo, params)
-	if errors.Is(err, oidclogin.ErrUnavailable) {
-		return apperr.Wrap(err, apperr.Unavailable, "The sign-in service cannot be reached. Try again shortly.")
-	}
-	if err != nil {
-		return err
-	}
-	return c.Redirect(http.StatusSeeOther, to)
-}
-
-// finishLogin runs the callback checks and turns their failures into pages.
-func (s *Server) finishLogin(c echo.Context, rp *oidclogin.RelyingParty, retry string) (oidclogin.Identity, bool, error) {
-	id, err := rp.Finish(c.Response(), c.Request())
-	var pe *oidclogin.ProviderError
-	switch {
-	case err == nil:
-		return id, true, nil
-	case errors.Is(err, oidclogin.ErrState):
-		return id, false, s.renderNotice(c, http.StatusBadRequest, "Sign-in expired",
-			"This sign-in was not started in this browser, was used already, or took too long.", retry, "Sign in again")
-	case errors.As(err, &pe):
-		return id, false, s.renderNotice(c, http.StatusUnauthorized, "Sign-in not completed",
-			"The sign-in service answered: "+pe.Code+".", retry, "Try again")
-	case errors.Is(err, oidclogin.ErrRejected):
-		s.log.Warn("sign-in rejected", "request_id", requestIDOf(c), "error", err.Error())
-		return id, false, s.renderNotice(c, http.StatusUnauthorized, "Sign-in failed",
-			"The answer of the sign-in service did not pass our checks.", retry, "Try again")
-	case errors.Is(err, oidclogin.ErrUnavailable):
-		return id, false, apperr.Wrap(err, apperr.Unavailable, "The sign-in service cannot be reached. Try again shortly.")
-	default:
-		return id, false, err
-	}
+	return url.Values{"ui_locales": {httpkit.PublicLang(c, s.cfg.Secure()).UILocales()}}
 }
 
 // handleConsoleCallback handles "GET /console/auth/callback": the staff
 // member's organization and role come from the ID token's configured claims;
 // without both, the console refuses them with a page saying why.
 func (s *Server) handleConsoleCallback(c echo.Context) error {
-	id, ok, err := s.finishLogin(c, s.consoleRP, "/console/auth/login")
+	id, ok, err := httpkit.FinishLogin(c, s.log, s.consoleRP, "/console/auth/login")
 	if !ok {
 		return err
 	}
@@ -414,10 +362,10 @@ func (s *Server) handleConsoleCallback(c echo.Context) error {
 	if err != nil {
 		s.consoleSessions.Clear(c.Response(), c.Request())
 		other := s.consoleRP.LogoutURL(c.Request().Context(), id.IDToken)
-		return s.renderNotice(c, http.StatusForbidden, "No access to the console",
+		return httpkit.RenderNotice(c, http.StatusForbidden, "No access to the console",
 			"You signed in, but "+err.Error()+". Ask an admin of your organization for access.", other, "Sign in with another account")
 	}
-	if err := s.replaceSession(c, s.consoleSessions); err != nil {
+	if err := httpkit.ReplaceSession(c, s.consoleSessions, s.identity); err != nil {
 		return err
 	}
 	_, err = s.consoleSessions.Start(c.Response(), c.Request(), oidclogin.Session{Issuer: id.Issuer, Subject: id.Subject, IDToken: id.IDToken,
@@ -426,49 +374,24 @@ func (s *Server) handleConsoleCallback(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, safeReturn(id.ReturnTo, "/console", "/console"))
+	return c.Redirect(http.StatusSeeOther, httpkit.SafeReturn(id.ReturnTo, "/console", "/console"))
 }
 
 // handleConsoleLogout handles "POST /console/auth/logout": the session ends
 // here, then at the provider (RP-initiated logout), which returns to
 // /console/signed-out.
 func (s *Server) handleConsoleLogout(c echo.Context) error {
-	return s.logout(c, s.consoleSessions, s.consoleRP, "/console/signed-out")
+	return httpkit.Logout(c, s.consoleSessions, s.consoleRP, s.identity, "/console/signed-out")
 }
 
 // handleConsentLogout handles "POST /consent/auth/logout".
 func (s *Server) handleConsentLogout(c echo.Context) error {
-	return s.logout(c, s.consentSessions, s.consentRP, "/consent/signed-out")
-}
-
-// logout ends the session of store here, with its record and those of its
-// sign-in (a console session's provider session), each in the audit log,
-// then at the provider.
-func (s *Server) logout(c echo.Context, store *oidclogin.Sessions, rp *oidclogin.RelyingParty, signedOut string) error {
-	sess, ok, err := store.Get(c.Response(), c.Request())
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return c.Redirect(http.StatusSeeOther, signedOut)
-	}
-	if !csrfMatches(c, sess.CSRF) {
-		return apperr.New(apperr.Forbidden, "This form has expired. Reload the page and try again.")
-	}
-	if _, err := store.End(c.Response(), c.Request(), sess, s.signedOut()); err != nil {
-		return err
-	}
-	if rp != nil {
-		if to := rp.LogoutURL(c.Request().Context(), sess.IDToken); to != "" {
-			return c.Redirect(http.StatusSeeOther, to)
-		}
-	}
-	return c.Redirect(http.StatusSeeOther, signedOut)
+	return httpkit.Logout(c, s.consentSessions, s.consentRP, s.identity, "/consent/signed-out")
 }
 
 // handleConsoleSignedOut handles "GET /console/signed-out".
 func (s *Server) handleConsoleSignedOut(c echo.Context) error {
-	return s.renderNotice(c, http.StatusOK, "You are signed out", "You have signed out of the flowd console.", "/console", "Sign in again")
+	return httpkit.RenderNotice(c, http.StatusOK, "You are signed out", "You have signed out of the flowd console.", "/console", "Sign in again")
 }
 
 // TestEIDLevels are the levels the test eID offers under m, weakest first:
@@ -510,13 +433,13 @@ func (s *Server) consentIdentityOf(c echo.Context) (ConsentIdentity, bool, error
 // handleConsentCallback handles "GET /consent/auth/callback": the national
 // id comes from the configured claim (FLOWD_CONSENT_NATIONAL_ID_CLAIM).
 func (s *Server) handleConsentCallback(c echo.Context) error {
-	id, ok, err := s.finishLogin(c, s.consentRP, "")
+	id, ok, err := httpkit.FinishLogin(c, s.log, s.consentRP, "")
 	if !ok {
 		return err
 	}
 	nid := oidclogin.NationalIDFromClaims(id, s.cfg.ConsentNationalIDClaim)
 	if nid == "" {
-		return s.renderNotice(c, http.StatusForbidden, "Identity not proven",
+		return httpkit.RenderNotice(c, http.StatusForbidden, "Identity not proven",
 			"The identity provider did not tell us your national id, so we cannot show you this request.", "", "")
 	}
 	acr, _ := id.Claims["acr"].(string)
@@ -524,7 +447,7 @@ func (s *Server) handleConsentCallback(c echo.Context) error {
 	if test, _ := id.Claims["flowd_test_identity"].(bool); test {
 		attrs["test"] = "1"
 	}
-	if err := s.replaceSession(c, s.consentSessions); err != nil {
+	if err := httpkit.ReplaceSession(c, s.consentSessions, s.identity); err != nil {
 		return err
 	}
 	_, err = s.consentSessions.Start(c.Response(), c.Request(), oidclogin.Session{Issuer: id.Issuer, Subject: id.Subject,
@@ -532,7 +455,7 @@ func (s *Server) handleConsentCallback(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, safeReturn(id.ReturnTo, "/consent/", "/consent/signed-in"))
+	return c.Redirect(http.StatusSeeOther, httpkit.SafeReturn(id.ReturnTo, "/consent/", "/consent/signed-in"))
 }
 
 // handleConsentSignedIn handles "GET /consent/signed-in": where a consent
@@ -541,12 +464,12 @@ func (s *Server) handleConsentSignedIn(c echo.Context) error {
 	if _, ok, err := s.consentIdentityOf(c); err != nil {
 		return err
 	} else if !ok {
-		return s.renderNotice(c, http.StatusUnauthorized, "Not signed in", "Open the consent link you were sent to start again.", "", "")
+		return httpkit.RenderNotice(c, http.StatusUnauthorized, "Not signed in", "Open the consent link you were sent to start again.", "", "")
 	}
-	return s.renderNotice(c, http.StatusOK, "Identity proven", "You have proven who you are. Go back to the consent link you were sent.", "", "")
+	return httpkit.RenderNotice(c, http.StatusOK, "Identity proven", "You have proven who you are. Go back to the consent link you were sent.", "", "")
 }
 
 // handleConsentSignedOut handles "GET /consent/signed-out".
 func (s *Server) handleConsentSignedOut(c echo.Context) error {
-	return s.renderNotice(c, http.StatusOK, "You are signed out", "You have signed out. You can close this page.", "", "")
+	return httpkit.RenderNotice(c, http.StatusOK, "You are signed out", "You have signed out. You can close this page.", "", "")
 }

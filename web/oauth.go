@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // tokenResponse is the token endpoint's success body (RFC 6749 5.1 plus refresh_expires_in).
@@ -49,8 +50,8 @@ func (s *Server) handleToken(c echo.Context) error {
 		return s.exchangeAuthorizationCode(c, form, req.ClientID, req.ClientSecret)
 	}
 	req.RemoteAddr = c.RealIP()
-	if req.DPoP = dpopRequest(c.Request()); req.DPoP.Present() {
-		s.setDPoPNonce(c)
+	if req.DPoP = httpkit.DPoPRequest(c.Request()); req.DPoP.Present() {
+		httpkit.SetDPoPNonce(c, s.identity)
 	}
 	tok, err := s.identity.Token(c.Request().Context(), req)
 	if err != nil {
@@ -59,7 +60,7 @@ func (s *Server) handleToken(c echo.Context) error {
 		}
 		return err
 	}
-	return s.writeJSON(c, http.StatusOK, tokenResponse{
+	return httpkit.WriteJSON(c, http.StatusOK, tokenResponse{
 		AccessToken: tok.AccessToken, ExpiresIn: tok.ExpiresIn, RefreshToken: tok.RefreshToken,
 		RefreshExpiresIn: tok.RefreshExpiresIn, TokenType: tok.TokenType, Scope: tok.Scope,
 	})
@@ -81,7 +82,7 @@ func (s *Server) writeTokenError(c echo.Context, e *identity.TokenError) error {
 		secs := int((e.RetryAfter + time.Second - 1) / time.Second)
 		c.Response().Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
 	}
-	return s.writeJSON(c, status, tokenErrorResponse{Error: e.Code, ErrorDescription: e.Description})
+	return httpkit.WriteJSON(c, status, tokenErrorResponse{Error: e.Code, ErrorDescription: e.Description})
 }
 
 // tokenParams are the token endpoint's parameters; any other is ignored, as
@@ -273,7 +274,7 @@ func (s *Server) handleIntrospect(c echo.Context) error {
 			out.Cnf = &introspectionCnf{JKT: in.DPoPJKT}
 		}
 	}
-	return s.writeJSON(c, http.StatusOK, out)
+	return httpkit.WriteJSON(c, http.StatusOK, out)
 }
 
 // handleJWKS handles "GET /oauth/jwks": the public keys that verify access
@@ -293,7 +294,7 @@ func (s *Server) handleJWKS(c echo.Context) error {
 func (s *Server) handleDiscovery(c echo.Context) error {
 	doc := mergeDiscovery(s.identity.Discovery(), s.login.Discovery())
 	c.Response().Header().Set("Cache-Control", "public, max-age=300")
-	return s.writeJSON(c, http.StatusOK, doc)
+	return httpkit.WriteJSON(c, http.StatusOK, doc)
 }
 
 // mergeDiscovery lays the interactive login's metadata over the token

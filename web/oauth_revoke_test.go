@@ -21,6 +21,7 @@ import (
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/web/internal/httpkit"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
 
@@ -46,8 +47,8 @@ func (ts oauthServer) instance(t *testing.T, listen bool) string {
 	}
 	srv := newServer(t, Deps{Config: cfg, Pool: ts.pool, Identity: id})
 	srv.Echo().GET("/api/test-principal", func(c echo.Context) error {
-		return srv.writeJSON(c, http.StatusOK, principalOf(c))
-	}, srv.authenticate, requireScope(identity.ScopeFlowsRead))
+		return httpkit.WriteJSON(c, http.StatusOK, httpkit.Principal(c))
+	}, httpkit.Authenticate(id, id), httpkit.RequireScope(identity.ScopeFlowsRead))
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return hs.URL

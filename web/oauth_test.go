@@ -24,6 +24,7 @@ import (
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // oauthServer is the real server with the real identity module on a fresh
@@ -74,8 +75,8 @@ func setupOAuthWith(t *testing.T, env map[string]string, change func(*identity.C
 	srv := newServer(t, Deps{Config: cfg, Pool: pool, Identity: id})
 	// A route behind authentication and a scope, as the API's routes are.
 	srv.Echo().GET("/api/test-principal", func(c echo.Context) error {
-		return srv.writeJSON(c, http.StatusOK, principalOf(c))
-	}, srv.authenticate, requireScope(identity.ScopeFlowsWrite))
+		return httpkit.WriteJSON(c, http.StatusOK, httpkit.Principal(c))
+	}, httpkit.Authenticate(id, id), httpkit.RequireScope(identity.ScopeFlowsWrite))
 	hs.Config.Handler = srv
 	hs.Start()
 	t.Cleanup(hs.Close)

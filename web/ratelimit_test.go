@@ -16,6 +16,7 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/web/internal/httpkit"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
 
@@ -125,7 +126,7 @@ func TestRateLimitFieldsAndRefusals(t *testing.T) {
 	if resp.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("past the limit: %d %s", resp.StatusCode, body)
 	}
-	var p Problem
+	var p httpkit.Problem
 	if err := json.Unmarshal(body, &p); err != nil || p.Type != ProblemType(api.srv.cfg.BaseURL.String(), apperr.RateLimited) || p.Status != 429 {
 		t.Fatalf("problem %s", body)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/views/i18n"
 	"github.com/flowd/flowd/views/pages"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // maxPastedReceipt bounds the public page's form field: a receipt is about
@@ -32,7 +33,7 @@ func (s *Server) handleReceiptVerifyPage(c echo.Context) error {
 			pasted = pasted[:maxPastedReceipt]
 		}
 		page.Pasted, page.Checked = pasted, true
-		v := s.verifyReceipt(c, pasted)
+		v := httpkit.VerifyReceipt(c, s.receipts, s.log, pasted)
 		page.Valid = v.Valid
 		if v.Valid {
 			page.Receipt = receiptCard(frame, *v.Receipt, "")
@@ -40,7 +41,7 @@ func (s *Server) handleReceiptVerifyPage(c echo.Context) error {
 			page.Reason = *v.Reason
 		}
 	}
-	return s.render(c, http.StatusOK, pages.ReceiptVerifyPage(page))
+	return httpkit.Render(c, http.StatusOK, pages.ReceiptVerifyPage(page))
 }
 
 // receiptCard writes a receipt out in the page's language; jws, when

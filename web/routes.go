@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowd/flowd/assets"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // routes lists every route of flowd, grouped by who may call it.
@@ -39,43 +40,44 @@ func (s *Server) routes() {
 	e.POST("/oauth/end_session", s.handleEndSession)
 
 	// The API: bearer token, organization from the token, scopes per route;
-	// s.authenticate also holds the token's client to its rate limit.
+	// authenticate also holds the token's client to its rate limit.
 	// Authentication is part of each route, not of the group: a group's
 	// middleware also runs for paths and methods it does not route, which
 	// then answered 401 where 404 or 405 is right. Every POST honours
 	// Idempotency-Key: flow creation in the flows module, the others
 	// through idempotent, after authentication.
+	authenticate, requireScope := httpkit.Authenticate(s.identity, s.limits), httpkit.RequireScope
 	api := e.Group("/api")
-	api.GET("/flows", s.handleFlowList, s.authenticate, requireScope(identity.ScopeFlowsRead))
-	api.POST("/flows", s.handleFlowCreate, s.authenticate, requireScope(identity.ScopeFlowsWrite))
-	api.GET("/flows/:id", s.handleFlowGet, s.authenticate, requireScope(identity.ScopeFlowsRead))
-	api.DELETE("/flows/:id", s.handleFlowDelete, s.authenticate, requireScope(identity.ScopeFlowsDelete))
-	api.POST("/flows/:id/cancel", s.handleFlowCancel, s.authenticate, requireScope(identity.ScopeFlowsWrite), s.idempotent)
-	api.POST("/flows/:id/withdraw", s.handleFlowWithdraw, s.authenticate, requireScope(identity.ScopeFlowsWrite), s.idempotent)
-	api.GET("/flows/:id/attachments", s.handleAttachmentList, s.authenticate, requireScope(identity.ScopeFlowsRead))
-	api.GET("/flows/:id/attachments/:attachmentId", s.handleAttachmentGet, s.authenticate, requireScope(identity.ScopeFlowsRead))
-	api.POST("/receipts/subject", s.handleReceiptSubject, s.authenticate, requireScope(identity.ScopeFlowsRead), s.idempotent)
-	api.GET("/events", s.handleEventList, s.authenticate, requireScope(identity.ScopeFlowsRead))
-	api.GET("/events/:id", s.handleEventGet, s.authenticate, requireScope(identity.ScopeFlowsRead))
-	api.POST("/events/:id/redeliver", s.handleEventRedeliver, s.authenticate, requireScope(identity.ScopeWebhooksManage), s.idempotent)
-	api.GET("/tasks", s.handleTaskList, s.authenticate, requireScope(identity.ScopeFlowsRead))
-	api.GET("/flow-definitions", s.handleDefinitionList, s.authenticate, requireScope(identity.ScopeDefinitionsRead))
-	api.POST("/flow-definitions", s.handleDefinitionCreate, s.authenticate, requireScope(identity.ScopeDefinitionsWrite), s.idempotent)
-	api.GET("/flow-definitions/:id", s.handleDefinitionGet, s.authenticate, requireScope(identity.ScopeDefinitionsRead))
-	api.GET("/flow-definitions/:id/versions/:version", s.handleDefinitionGet, s.authenticate, requireScope(identity.ScopeDefinitionsRead))
-	api.POST("/flow-definitions/:id/versions", s.handleDefinitionPublish, s.authenticate, requireScope(identity.ScopeDefinitionsWrite), s.idempotent)
-	api.POST("/flow-definitions/:id/retire", s.handleDefinitionRetire, s.authenticate, requireScope(identity.ScopeDefinitionsWrite), s.idempotent)
-	api.GET("/webhook-endpoints", s.handleEndpointList, s.authenticate, requireScope(identity.ScopeWebhooksManage))
-	api.POST("/webhook-endpoints", s.handleEndpointCreate, s.authenticate, requireScope(identity.ScopeWebhooksManage), s.idempotent)
-	api.GET("/webhook-endpoints/:id", s.handleEndpointGet, s.authenticate, requireScope(identity.ScopeWebhooksManage))
-	api.PATCH("/webhook-endpoints/:id", s.handleEndpointUpdate, s.authenticate, requireScope(identity.ScopeWebhooksManage))
-	api.DELETE("/webhook-endpoints/:id", s.handleEndpointDelete, s.authenticate, requireScope(identity.ScopeWebhooksManage))
-	api.POST("/webhook-endpoints/:id/recover", s.handleEndpointRecover, s.authenticate, requireScope(identity.ScopeWebhooksManage), s.idempotent)
-	api.GET("/webhook-endpoints/:id/recoveries", s.handleRecoveryList, s.authenticate, requireScope(identity.ScopeWebhooksManage))
-	api.GET("/webhook-endpoints/:id/recoveries/:recoveryId", s.handleRecoveryGet, s.authenticate, requireScope(identity.ScopeWebhooksManage))
-	api.POST("/webhook-recoveries", s.handleFlowURLRecover, s.authenticate, requireScope(identity.ScopeWebhooksManage), s.idempotent)
-	api.GET("/webhook-recoveries", s.handleFlowURLRecoveryList, s.authenticate, requireScope(identity.ScopeWebhooksManage))
-	api.GET("/webhook-recoveries/:recoveryId", s.handleFlowURLRecoveryGet, s.authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.GET("/flows", s.handleFlowList, authenticate, requireScope(identity.ScopeFlowsRead))
+	api.POST("/flows", s.handleFlowCreate, authenticate, requireScope(identity.ScopeFlowsWrite))
+	api.GET("/flows/:id", s.handleFlowGet, authenticate, requireScope(identity.ScopeFlowsRead))
+	api.DELETE("/flows/:id", s.handleFlowDelete, authenticate, requireScope(identity.ScopeFlowsDelete))
+	api.POST("/flows/:id/cancel", s.handleFlowCancel, authenticate, requireScope(identity.ScopeFlowsWrite), s.idempotent)
+	api.POST("/flows/:id/withdraw", s.handleFlowWithdraw, authenticate, requireScope(identity.ScopeFlowsWrite), s.idempotent)
+	api.GET("/flows/:id/attachments", s.handleAttachmentList, authenticate, requireScope(identity.ScopeFlowsRead))
+	api.GET("/flows/:id/attachments/:attachmentId", s.handleAttachmentGet, authenticate, requireScope(identity.ScopeFlowsRead))
+	api.POST("/receipts/subject", s.handleReceiptSubject, authenticate, requireScope(identity.ScopeFlowsRead), s.idempotent)
+	api.GET("/events", s.handleEventList, authenticate, requireScope(identity.ScopeFlowsRead))
+	api.GET("/events/:id", s.handleEventGet, authenticate, requireScope(identity.ScopeFlowsRead))
+	api.POST("/events/:id/redeliver", s.handleEventRedeliver, authenticate, requireScope(identity.ScopeWebhooksManage), s.idempotent)
+	api.GET("/tasks", s.handleTaskList, authenticate, requireScope(identity.ScopeFlowsRead))
+	api.GET("/flow-definitions", s.handleDefinitionList, authenticate, requireScope(identity.ScopeDefinitionsRead))
+	api.POST("/flow-definitions", s.handleDefinitionCreate, authenticate, requireScope(identity.ScopeDefinitionsWrite), s.idempotent)
+	api.GET("/flow-definitions/:id", s.handleDefinitionGet, authenticate, requireScope(identity.ScopeDefinitionsRead))
+	api.GET("/flow-definitions/:id/versions/:version", s.handleDefinitionGet, authenticate, requireScope(identity.ScopeDefinitionsRead))
+	api.POST("/flow-definitions/:id/versions", s.handleDefinitionPublish, authenticate, requireScope(identity.ScopeDefinitionsWrite), s.idempotent)
+	api.POST("/flow-definitions/:id/retire", s.handleDefinitionRetire, authenticate, requireScope(identity.ScopeDefinitionsWrite), s.idempotent)
+	api.GET("/webhook-endpoints", s.handleEndpointList, authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.POST("/webhook-endpoints", s.handleEndpointCreate, authenticate, requireScope(identity.ScopeWebhooksManage), s.idempotent)
+	api.GET("/webhook-endpoints/:id", s.handleEndpointGet, authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.PATCH("/webhook-endpoints/:id", s.handleEndpointUpdate, authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.DELETE("/webhook-endpoints/:id", s.handleEndpointDelete, authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.POST("/webhook-endpoints/:id/recover", s.handleEndpointRecover, authenticate, requireScope(identity.ScopeWebhooksManage), s.idempotent)
+	api.GET("/webhook-endpoints/:id/recoveries", s.handleRecoveryList, authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.GET("/webhook-endpoints/:id/recoveries/:recoveryId", s.handleRecoveryGet, authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.POST("/webhook-recoveries", s.handleFlowURLRecover, authenticate, requireScope(identity.ScopeWebhooksManage), s.idempotent)
+	api.GET("/webhook-recoveries", s.handleFlowURLRecoveryList, authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.GET("/webhook-recoveries/:recoveryId", s.handleFlowURLRecoveryGet, authenticate, requireScope(identity.ScopeWebhooksManage))
 
 	// Consent receipts: public; anyone holding a receipt may check it.
 	e.POST("/api/receipts/verify", s.handleReceiptVerify)

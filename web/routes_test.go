@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/web/internal/httpkit"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
 
@@ -63,7 +64,7 @@ func TestAPIAnswersByRoute(t *testing.T) {
 				openapitest.Validate(t, req, nil, resp, body)
 			}
 			if tt.problem != "" {
-				var p Problem
+				var p httpkit.Problem
 				if err := json.Unmarshal(body, &p); err != nil || resp.Header.Get("Content-Type") != "application/problem+json" {
 					t.Fatalf("not a problem (%s): %v", resp.Header.Get("Content-Type"), err)
 				}

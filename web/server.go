@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -90,9 +89,6 @@ type Server struct {
 	consoleSessions *oidclogin.Sessions
 	consentSessions *oidclogin.Sessions
 	sessions        identity.Sessions
-
-	// lastPolicy is the RateLimit-Policy field made last (rateLimitPolicy).
-	lastPolicy atomic.Pointer[policyField]
 }
 
 // New builds the server with every dependency it needs.

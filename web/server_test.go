@@ -16,6 +16,7 @@ import (
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // testServer is what each test of this package starts from.
@@ -102,7 +103,7 @@ func TestLostDatabaseAnswers503WithRetryAfter(t *testing.T) {
 		if err := ts.srv.pool.QueryRow(c.Request().Context(), "select 1").Scan(&one); err != nil {
 			return err
 		}
-		return ts.srv.writeJSON(c, 200, map[string]int{"one": one})
+		return httpkit.WriteJSON(c, 200, map[string]int{"one": one})
 	})
 	ts.proxy.Cut()
 	resp, body := do(t, "GET", ts.url+"/api/test-query", "", "")
@@ -134,10 +135,10 @@ func TestDecodeJSONNamesEveryOffendingField(t *testing.T) {
 	ts := setup(t)
 	ts.srv.Echo().POST("/api/test-decode", func(c echo.Context) error {
 		var b testBody
-		if err := decodeJSON(c, &b); err != nil {
+		if err := httpkit.DecodeJSON(c, &b); err != nil {
 			return err
 		}
-		return ts.srv.writeJSON(c, 200, b)
+		return httpkit.WriteJSON(c, 200, b)
 	})
 	url := ts.url + "/api/test-decode"
 	type fieldErr struct{ Field, Message string }

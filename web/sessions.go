@@ -1,8 +1,6 @@
 package web
 
 import (
-	"context"
-	"crypto/subtle"
 	"net/http"
 	"net/url"
 
@@ -10,9 +8,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
-	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // This file holds the console's session middleware (requireStaff,
@@ -70,7 +68,7 @@ func (s *Server) requireStaff(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return apperr.New(apperr.Unauthenticated, "Your session has ended. Sign in again.")
 		}
-		if !safeMethod(r.Method) && !csrfMatches(c, sess.CSRF) {
+		if !safeMethod(r.Method) && !httpkit.CSRFMatches(c, sess.CSRF) {
 			return apperr.New(apperr.Forbidden, "This form has expired. Reload the page and try again.")
 		}
 		c.Set(staffKey, StaffMember{Issuer: sess.Issuer, Subject: sess.Subject, OrganizationID: sess.Attrs["org"],
@@ -94,30 +92,12 @@ func safeMethod(m string) bool {
 	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
 }
 
-func csrfMatches(c echo.Context, want string) bool {
-	got := c.Request().Header.Get("X-CSRF-Token")
-	if got == "" {
-		got = c.FormValue("csrf")
-	}
-	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
-}
-
-// staffRecord is what a staff session's record holds besides its times:
-// the session's id when promised before (sid), the account, and the browser
-// and address it was signed in from.
-// An external issuer's username, or a forwarded address, longer than the
-// record holds is cut short rather than refusing the sign-in.
-func (s *Server) staffRecord(c echo.Context, id, staffID, organizationID, username string) identity.Session {
-	return identity.Session{ID: id, StaffID: staffID, OrganizationID: organizationID, Username: truncateRunes(username, 320),
-		UserAgent: identity.SummarizeUserAgent(c.Request().UserAgent()), Address: truncateRunes(c.RealIP(), 64)}
-}
-
 // consoleRecord is the record of the console session of sign-in id, staff
 // member m. Staff of the built-in provider name their account and the
 // provider session they signed in through (the ID token's sid), which ends
 // with this one; an external issuer's staff have neither here.
 func (s *Server) consoleRecord(c echo.Context, id oidclogin.Identity, m oidclogin.Staff) identity.Session {
-	rec := s.staffRecord(c, "", "", m.OrganizationID, m.Username)
+	rec := httpkit.StaffRecord(c, "", "", m.OrganizationID, m.Username)
 	if id.Issuer == s.login.Issuer() && uuid.Validate(id.Subject) == nil {
 		rec.StaffID = id.Subject
 		if sid, _ := id.Claims["sid"].(string); uuid.Validate(sid) == nil {
@@ -125,36 +105,4 @@ func (s *Server) consoleRecord(c echo.Context, id oidclogin.Identity, m oidclogi
 		}
 	}
 	return rec
-}
-
-// replaceSession ends the session of store that the browser brings to a
-// new sign-in, so that a copy of its cookie does not outlive it.
-func (s *Server) replaceSession(c echo.Context, store *oidclogin.Sessions) error {
-	return store.Replace(c.Response(), c.Request(), s.sessionsEnded("", identity.EndedBySignIn))
-}
-
-// signedOut records, in the transaction of a sign-out, an entry of each
-// staff session it ended, by the person who signed out.
-func (s *Server) signedOut() database.BeforeCommit[[]identity.Session] {
-	return s.sessionsEnded("", "")
-}
-
-// sessionsEnded records, in the transaction that ended them, an entry of
-// each staff session ended (identity.SessionAuditEntries), by actor, or by
-// each session's own person when actor is "".
-func (s *Server) sessionsEnded(actor, why string) database.BeforeCommit[[]identity.Session] {
-	return func(ctx context.Context, tx database.Tx, ended []identity.Session) error {
-		for _, one := range ended {
-			by := actor
-			if by == "" {
-				by = "staff:" + one.Username
-			}
-			for _, e := range identity.SessionAuditEntries(by, why, []identity.Session{one}) {
-				if err := s.identity.RecordAuditTx(ctx, tx, e); err != nil {
-					return auditFailed(err)
-				}
-			}
-		}
-		return nil
-	}
 }

@@ -1,4 +1,4 @@
-package web
+package httpkit
 
 import (
 	"bytes"
@@ -18,14 +18,14 @@ import (
 	"github.com/flowd/flowd/internal/jsondup"
 )
 
-// decodeJSON reads the request body, a JSON object, into dst, a pointer to a
+// DecodeJSON reads the request body, a JSON object, into dst, a pointer to a
 // struct with json tags. Unlike json.Decoder it does not stop at the first
 // problem: every unknown field, every field of the wrong type and every
 // member given twice in one object (exactly or but for case, nested ones
 // too: encoding/json would keep the last, a proxy may read the first) is
 // named in the one 400 it returns. A body that is not application/json is a
 // 415, one over the limit a 413.
-func decodeJSON(c echo.Context, dst any) error {
+func DecodeJSON(c echo.Context, dst any) error {
 	mediaType, _, err := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
 	if err != nil || (mediaType != echo.MIMEApplicationJSON && !strings.HasSuffix(mediaType, "+json")) {
 		return apperr.New(apperr.UnsupportedMediaType, "The request body must be application/json.")
@@ -126,10 +126,10 @@ func sortedKeys(m map[string]json.RawMessage) []string {
 	return keys
 }
 
-// withFieldErrors adds to decodeErr, an Invalid error of decodeJSON, the
+// WithFieldErrors adds to decodeErr, an Invalid error of DecodeJSON, the
 // field errors of validateErr for fields it does not name yet. Any other
 // decodeErr (415, 413, a body that is not an object) is returned as it is.
-func withFieldErrors(decodeErr, validateErr error) error {
+func WithFieldErrors(decodeErr, validateErr error) error {
 	d, ok := apperr.As(decodeErr)
 	v, vok := apperr.As(validateErr)
 	if !ok || d.Code != apperr.Invalid || !vok || len(d.Fields) == 0 || (len(d.Fields) == 1 && d.Fields[0].Field == "") {

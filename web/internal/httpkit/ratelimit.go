@@ -1,7 +1,8 @@
-package web
+package httpkit
 
 import (
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -21,22 +22,29 @@ const (
 // API request of a client counts against its limit per minute.
 const rateLimitPolicyName = `"default"`
 
+// rateLimiter holds API clients to their rate limits.
+type rateLimiter struct {
+	limits identity.APILimits
+	// lastPolicy is the RateLimit-Policy field made last (rateLimitPolicy).
+	lastPolicy atomic.Pointer[policyField]
+}
+
 // limitRate counts an authenticated API request against its client's rate
 // limit and tells the client where it stands: RateLimit-Policy (the limit
 // per window) and RateLimit (what remains, and the seconds until the
 // window resets) on every answer, success or not. A request past the limit
 // is answered 429 with Retry-After and reaches no handler. A client without
 // a limit gets neither field.
-func (s *Server) limitRate(next echo.HandlerFunc) echo.HandlerFunc {
+func (rl *rateLimiter) limitRate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		st := s.limits.AdmitAPIRequest(principalOf(c))
+		st := rl.limits.AdmitAPIRequest(Principal(c))
 		if st.Limit == 0 {
 			return next(c)
 		}
 		// One allocation holds both values; each keeps a capacity of one,
 		// so that adding to either header does not touch the other.
 		values := make([]string, 2)
-		values[0], values[1] = s.rateLimitPolicy(st.Limit), rateLimitState(st)
+		values[0], values[1] = rl.rateLimitPolicy(st.Limit), rateLimitState(st)
 		h := c.Response().Header()
 		h[headerRateLimitPolicy] = values[0:1:1]
 		h[headerRateLimit] = values[1:2:2]
@@ -58,12 +66,12 @@ type policyField struct {
 // rateLimitPolicy is the RateLimit-Policy field of a limit per minute, e.g.
 // "default";q=600;w=60. The last one made is kept: most clients have the
 // default limit, so that most requests reuse it.
-func (s *Server) rateLimitPolicy(limit int) string {
-	if last := s.lastPolicy.Load(); last != nil && last.limit == limit {
+func (rl *rateLimiter) rateLimitPolicy(limit int) string {
+	if last := rl.lastPolicy.Load(); last != nil && last.limit == limit {
 		return last.value
 	}
 	p := &policyField{limit: limit, value: rateLimitPolicyField(limit)}
-	s.lastPolicy.Store(p)
+	rl.lastPolicy.Store(p)
 	return p.value
 }
 

@@ -1,4 +1,4 @@
-package web
+package httpkit
 
 import (
 	"net/http"
@@ -18,8 +18,8 @@ import (
 // never reads one.
 func BenchmarkLimitRate(b *testing.B) {
 	ident := identity.New(nil, identity.Config{Issuer: "https://flowd.example", APIRateLimit: identity.MaxRateLimit})
-	s := &Server{limits: ident}
-	handler := s.limitRate(func(echo.Context) error { return nil })
+	rl := &rateLimiter{limits: ident}
+	handler := rl.limitRate(func(echo.Context) error { return nil })
 	e := echo.New()
 	newContext := func(clientID string) echo.Context {
 		c := e.NewContext(httptest.NewRequest(http.MethodGet, "/api/flows", nil), httptest.NewRecorder())

@@ -1,4 +1,4 @@
-package web
+package httpkit
 
 import (
 	"errors"
@@ -26,35 +26,35 @@ func dpopToken(header string) (string, bool) {
 	return token, token != ""
 }
 
-// dpopRequest is what the identity module checks a request's DPoP proof
+// DPoPRequest is what the identity module checks a request's DPoP proof
 // against. The proof's htu is compared with FLOWD_BASE_URL and this path,
 // never with the Host header.
-func dpopRequest(r *http.Request) identity.DPoPRequest {
+func DPoPRequest(r *http.Request) identity.DPoPRequest {
 	return identity.NewDPoPRequest(r.Header.Values("DPoP"), r.Method, r.URL.EscapedPath())
 }
 
-// setDPoPNonce sends the current server nonce (RFC 9449 8 and 9) to a
+// SetDPoPNonce sends the current server nonce (RFC 9449 8 and 9) to a
 // request that uses DPoP, when FLOWD_DPOP_NONCE requires one: on success as
 // the next nonce to use, on use_dpop_nonce as the one to retry with.
-func (s *Server) setDPoPNonce(c echo.Context) {
-	if nonce := s.identity.DPoPNonce(); nonce != "" {
+func SetDPoPNonce(c echo.Context, nonces interface{ DPoPNonce() string }) {
+	if nonce := nonces.DPoPNonce(); nonce != "" {
 		c.Response().Header().Set("DPoP-Nonce", nonce)
 	}
 }
 
-// setChallenges sets WWW-Authenticate on an API request refused with err,
+// SetChallenges sets WWW-Authenticate on an API request refused with err,
 // in the scheme the request used: Bearer (RFC 6750 3) or DPoP (RFC 9449
 // 7.1). A request that used neither learns both schemes, without error
 // codes, which RFC 6750 3.1 keeps for requests that tried one.
-func setChallenges(c echo.Context, err *apperr.Error) {
+func SetChallenges(c echo.Context, err *apperr.Error) {
 	h := c.Response().Header()
 	header := c.Request().Header.Get(echo.HeaderAuthorization)
 	if _, ok := dpopToken(header); ok {
 		h.Set("WWW-Authenticate", dpopChallenge(err))
 		return
 	}
-	if _, ok := bearerToken(header); ok || err.Code == apperr.InsufficientScope {
-		h.Set("WWW-Authenticate", bearerChallenge(c, err))
+	if _, ok := BearerToken(header); ok || err.Code == apperr.InsufficientScope {
+		h.Set("WWW-Authenticate", BearerChallenge(c, err))
 		return
 	}
 	h.Set("WWW-Authenticate", `Bearer realm="flowd"`)

@@ -1,4 +1,4 @@
-package web
+package httpkit
 
 import (
 	"net/http"
@@ -27,7 +27,7 @@ func TestConsoleFormCollectsFieldErrors(t *testing.T) {
 	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	c := echo.New().NewContext(req, httptest.NewRecorder())
-	f, err := bindForm(c)
+	f, err := BindForm(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,24 +66,6 @@ func TestConsoleFormCollectsFieldErrors(t *testing.T) {
 	for k, v := range want {
 		if f.Errors[k] != v {
 			t.Errorf("error of %s = %q, want %q", k, f.Errors[k], v)
-		}
-	}
-}
-
-func TestNoticesOnlyFromTheirKeys(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		query, want string
-	}{
-		{withNotice("/console/flows", "deleted", "ACME-7"), "Flow ACME-7 was deleted. It is listed in the deletions log."},
-		{"/console/flows?notice=saved", "Settings saved. New flows use them at once."},
-		{"/console/flows?notice=<script>", ""},
-		{"/console/flows?notice=deleted&ref=" + strings.Repeat("A", 81), ""},
-	}
-	for _, tt := range tests {
-		c := echo.New().NewContext(httptest.NewRequest(http.MethodGet, tt.query, nil), httptest.NewRecorder())
-		if got := noticeOf(c); got != tt.want {
-			t.Errorf("%s: %q, want %q", tt.query, got, tt.want)
 		}
 	}
 }
