@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"encoding/json"
@@ -8,12 +8,14 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/web"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 const tokADefinitionsRead = "token-a-definitions-read"
 
 func init() {
-	testPrincipals[tokADefinitionsRead] = identity.Principal{OrganizationID: orgA, ClientID: "client-a-defs",
+	webtest.TestPrincipals[tokADefinitionsRead] = identity.Principal{OrganizationID: webtest.OrgA, ClientID: "client-a-defs",
 		Scopes: []string{identity.ScopeDefinitionsRead, identity.ScopeFlowsWrite}}
 }
 
@@ -38,10 +40,10 @@ func draftBody(overrides map[string]any) string {
 	return string(b)
 }
 
-func decodeDefinition(t *testing.T, r response) FlowDefinition {
+func decodeDefinition(t *testing.T, r webtest.Response) web.FlowDefinition {
 	t.Helper()
-	var d FlowDefinition
-	if err := json.Unmarshal(r.body, &d); err != nil {
+	var d web.FlowDefinition
+	if err := json.Unmarshal(r.Body, &d); err != nil {
 		t.Fatal(err)
 	}
 	return d
@@ -51,61 +53,61 @@ func TestDefinitionsAPI(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
 
-	r := e.call(t, "GET", "/api/flow-definitions", tokA, "")
-	if r.status != http.StatusOK || !strings.Contains(string(r.body), `"id":"consent"`) {
-		t.Fatalf("list of a new organization: %d %s", r.status, r.body)
+	r := e.Call(t, "GET", "/api/flow-definitions", webtest.TokA, "")
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"id":"consent"`) {
+		t.Fatalf("list of a new organization: %d %s", r.Status, r.Body)
 	}
 
-	r = e.call(t, "POST", "/api/flow-definitions", tokA, draftBody(map[string]any{"id": "mortgage"}))
-	if r.status != http.StatusCreated || r.header.Get("Location") != "/api/flow-definitions/mortgage/versions/1" {
-		t.Fatalf("create: %d %v %s", r.status, r.header, r.body)
+	r = e.Call(t, "POST", "/api/flow-definitions", webtest.TokA, draftBody(map[string]any{"id": "mortgage"}))
+	if r.Status != http.StatusCreated || r.Header.Get("Location") != "/api/flow-definitions/mortgage/versions/1" {
+		t.Fatalf("create: %d %v %s", r.Status, r.Header, r.Body)
 	}
 	v1 := decodeDefinition(t, r)
 	if v1.Version != 1 || v1.Recipient != "Test Bank" || *v1.Validity != "P90D" || v1.AssuranceLevel != "high" ||
 		len(v1.TextSHA256) != 64 || v1.PublishedBy != "client-a" || v1.Default || v1.RetiredAt != nil {
 		t.Fatalf("created %+v", v1)
 	}
-	if r := e.call(t, "POST", "/api/flow-definitions", tokA, draftBody(map[string]any{"id": "mortgage"})); r.status != http.StatusConflict {
-		t.Fatalf("create again: %d %s", r.status, r.body)
+	if r := e.Call(t, "POST", "/api/flow-definitions", webtest.TokA, draftBody(map[string]any{"id": "mortgage"})); r.Status != http.StatusConflict {
+		t.Fatalf("create again: %d %s", r.Status, r.Body)
 	}
 
-	r = e.call(t, "POST", "/api/flow-definitions/mortgage/versions", tokA,
+	r = e.Call(t, "POST", "/api/flow-definitions/mortgage/versions", webtest.TokA,
 		draftBody(map[string]any{"title": map[string]string{"en": "Share your income, v2", "nb": "Del inntekten, v2"}, "validity": nil, "versionTag": nil}))
-	if r.status != http.StatusCreated || r.header.Get("Location") != "/api/flow-definitions/mortgage/versions/2" {
-		t.Fatalf("publish: %d %s", r.status, r.body)
+	if r.Status != http.StatusCreated || r.Header.Get("Location") != "/api/flow-definitions/mortgage/versions/2" {
+		t.Fatalf("publish: %d %s", r.Status, r.Body)
 	}
 	if v2 := decodeDefinition(t, r); v2.Version != 2 || v2.LatestVersion != 2 || v2.Validity != nil || v2.VersionTag != nil || v2.TextSHA256 == v1.TextSHA256 {
 		t.Fatalf("published %+v", v2)
 	}
-	if got := decodeDefinition(t, e.call(t, "GET", "/api/flow-definitions/mortgage", tokADefinitionsRead, "")); got.Version != 2 {
+	if got := decodeDefinition(t, e.Call(t, "GET", "/api/flow-definitions/mortgage", tokADefinitionsRead, "")); got.Version != 2 {
 		t.Fatalf("latest is version %d", got.Version)
 	}
-	if got := decodeDefinition(t, e.call(t, "GET", "/api/flow-definitions/mortgage/versions/1", tokA, "")); got.Title != v1.Title || got.TextSHA256 != v1.TextSHA256 || got.LatestVersion != 2 {
+	if got := decodeDefinition(t, e.Call(t, "GET", "/api/flow-definitions/mortgage/versions/1", webtest.TokA, "")); got.Title != v1.Title || got.TextSHA256 != v1.TextSHA256 || got.LatestVersion != 2 {
 		t.Fatalf("version 1 after publishing 2: %+v", got)
 	}
 	for _, path := range []string{"/api/flow-definitions/mortgage/versions/3", "/api/flow-definitions/mortgage/versions/x",
 		"/api/flow-definitions/nope", "/api/flow-definitions/Mortgage"} {
-		if r := e.call(t, "GET", path, tokA, ""); r.status != http.StatusNotFound {
-			t.Errorf("GET %s: %d", path, r.status)
+		if r := e.Call(t, "GET", path, webtest.TokA, ""); r.Status != http.StatusNotFound {
+			t.Errorf("GET %s: %d", path, r.Status)
 		}
 	}
 	// Another organization sees none of it.
-	if r := e.call(t, "GET", "/api/flow-definitions/mortgage", tokB, ""); r.status != http.StatusNotFound {
-		t.Fatalf("another organization's definition: %d", r.status)
+	if r := e.Call(t, "GET", "/api/flow-definitions/mortgage", webtest.TokB, ""); r.Status != http.StatusNotFound {
+		t.Fatalf("another organization's definition: %d", r.Status)
 	}
 
-	r = e.call(t, "POST", "/api/flow-definitions/mortgage/retire", tokA, "")
-	if d := decodeDefinition(t, r); r.status != http.StatusOK || d.RetiredAt == nil || d.Version != 2 {
-		t.Fatalf("retire: %d %s", r.status, r.body)
+	r = e.Call(t, "POST", "/api/flow-definitions/mortgage/retire", webtest.TokA, "")
+	if d := decodeDefinition(t, r); r.Status != http.StatusOK || d.RetiredAt == nil || d.Version != 2 {
+		t.Fatalf("retire: %d %s", r.Status, r.Body)
 	}
-	if r := e.call(t, "POST", "/api/flow-definitions/mortgage/versions", tokA, draftBody(nil)); r.status != http.StatusConflict {
-		t.Fatalf("publish to a retired definition: %d", r.status)
+	if r := e.Call(t, "POST", "/api/flow-definitions/mortgage/versions", webtest.TokA, draftBody(nil)); r.Status != http.StatusConflict {
+		t.Fatalf("publish to a retired definition: %d", r.Status)
 	}
-	if r := e.call(t, "POST", "/api/flow-definitions/consent/retire", tokA, ""); r.status != http.StatusConflict {
-		t.Fatalf("retire the default: %d", r.status)
+	if r := e.Call(t, "POST", "/api/flow-definitions/consent/retire", webtest.TokA, ""); r.Status != http.StatusConflict {
+		t.Fatalf("retire the default: %d", r.Status)
 	}
-	if r := e.call(t, "POST", "/api/flows", tokA, createBody(map[string]any{"flowDefinitionId": "mortgage"})); r.status != http.StatusConflict {
-		t.Fatalf("a flow on a retired definition: %d %s", r.status, r.body)
+	if r := e.Call(t, "POST", "/api/flows", webtest.TokA, webtest.CreateBody(map[string]any{"flowDefinitionId": "mortgage"})); r.Status != http.StatusConflict {
+		t.Fatalf("a flow on a retired definition: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -113,18 +115,18 @@ func TestDefinitionsNeedTheirScopes(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
 	for _, c := range []struct{ method, path, token, body string }{
-		{"GET", "/api/flow-definitions", tokARead, ""},
-		{"GET", "/api/flow-definitions/consent", tokAWrite, ""},
+		{"GET", "/api/flow-definitions", webtest.TokARead, ""},
+		{"GET", "/api/flow-definitions/consent", webtest.TokAWrite, ""},
 		{"POST", "/api/flow-definitions", tokADefinitionsRead, draftBody(map[string]any{"id": "x"})},
 		{"POST", "/api/flow-definitions/consent/versions", tokADefinitionsRead, draftBody(nil)},
 		{"POST", "/api/flow-definitions/consent/retire", tokADefinitionsRead, ""},
 	} {
-		if r := e.call(t, c.method, c.path, c.token, c.body); r.status != http.StatusForbidden {
-			t.Errorf("%s %s without its scope: %d", c.method, c.path, r.status)
+		if r := e.Call(t, c.method, c.path, c.token, c.body); r.Status != http.StatusForbidden {
+			t.Errorf("%s %s without its scope: %d", c.method, c.path, r.Status)
 		}
 	}
-	if r := e.call(t, "GET", "/api/flow-definitions", "", ""); r.status != http.StatusUnauthorized {
-		t.Errorf("without a token: %d", r.status)
+	if r := e.Call(t, "GET", "/api/flow-definitions", "", ""); r.Status != http.StatusUnauthorized {
+		t.Errorf("without a token: %d", r.Status)
 	}
 }
 
@@ -151,17 +153,17 @@ func TestABadDefinitionNamesEveryField(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := e.call(t, "POST", tt.path, tokA, tt.body)
-			got := r.fields(t)
+			r := e.Call(t, "POST", tt.path, webtest.TokA, tt.body)
+			got := r.Fields(t)
 			slices.Sort(got)
 			want := slices.Clone(tt.want)
 			slices.Sort(want)
-			if r.status != http.StatusBadRequest || !slices.Equal(got, want) {
-				t.Fatalf("%d fields %v, want %v: %s", r.status, got, want, r.body)
+			if r.Status != http.StatusBadRequest || !slices.Equal(got, want) {
+				t.Fatalf("%d fields %v, want %v: %s", r.Status, got, want, r.Body)
 			}
 		})
 	}
-	if n := e.count(t, `select count(*) from consent_definition_versions where definition_id <> 'consent'`); n != 0 {
+	if n := e.Count(t, `select count(*) from consent_definition_versions where definition_id <> 'consent'`); n != 0 {
 		t.Fatalf("bad input stored %d versions", n)
 	}
 }
@@ -169,11 +171,11 @@ func TestABadDefinitionNamesEveryField(t *testing.T) {
 func TestAFlowPinsItsDefinitionVersion(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	if r := e.call(t, "POST", "/api/flow-definitions", tokA, draftBody(map[string]any{"id": "mortgage"})); r.status != http.StatusCreated {
-		t.Fatalf("create definition: %d %s", r.status, r.body)
+	if r := e.Call(t, "POST", "/api/flow-definitions", webtest.TokA, draftBody(map[string]any{"id": "mortgage"})); r.Status != http.StatusCreated {
+		t.Fatalf("create definition: %d %s", r.Status, r.Body)
 	}
-	if r := e.call(t, "POST", "/api/flow-definitions/mortgage/versions", tokA, draftBody(map[string]any{"versionTag": "DOC-2"})); r.status != http.StatusCreated {
-		t.Fatalf("publish: %d %s", r.status, r.body)
+	if r := e.Call(t, "POST", "/api/flow-definitions/mortgage/versions", webtest.TokA, draftBody(map[string]any{"versionTag": "DOC-2"})); r.Status != http.StatusCreated {
+		t.Fatalf("publish: %d %s", r.Status, r.Body)
 	}
 	tests := []struct {
 		name                       string
@@ -187,8 +189,8 @@ func TestAFlowPinsItsDefinitionVersion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			id := e.create(t, tokA, tt.body)
-			f := e.call(t, "GET", "/api/flows/"+id, tokA, "").json(t)["flow"].(map[string]any)
+			id := e.Create(t, webtest.TokA, tt.body)
+			f := e.Call(t, "GET", "/api/flows/"+id, webtest.TokA, "").JSON(t)["flow"].(map[string]any)
 			meta := f["_meta"].(map[string]any)
 			if f["flowDefinitionId"] != tt.definition || meta["processDefinitionId"] != tt.process ||
 				meta["processVersion"] != tt.label || f["versionTag"] != tt.tag {
@@ -202,7 +204,7 @@ func TestAFlowPinsItsDefinitionVersion(t *testing.T) {
 			}
 		})
 	}
-	list := e.call(t, "GET", "/api/flows?limit=3", tokA, "").json(t)["data"].([]any)
+	list := e.Call(t, "GET", "/api/flows?limit=3", webtest.TokA, "").JSON(t)["data"].([]any)
 	if got := list[0].(map[string]any)["flowDefinitionId"]; got != "mortgage" {
 		t.Fatalf("the newest list item's flowDefinitionId = %v", got)
 	}
@@ -215,12 +217,12 @@ func TestAFlowPinsItsDefinitionVersion(t *testing.T) {
 		{map[string]any{"flowDefinitionVersion": -1}, "flowDefinitionVersion"},
 		{map[string]any{"flowDefinitionId": strings.Repeat("a", 65)}, "flowDefinitionId"},
 	} {
-		r := e.call(t, "POST", "/api/flows", tokA, createBody(c.body))
-		if r.status != http.StatusBadRequest || !slices.Equal(r.fields(t), []string{c.field}) {
-			t.Errorf("%v: %d %s", c.body, r.status, r.body)
+		r := e.Call(t, "POST", "/api/flows", webtest.TokA, webtest.CreateBody(c.body))
+		if r.Status != http.StatusBadRequest || !slices.Equal(r.Fields(t), []string{c.field}) {
+			t.Errorf("%v: %d %s", c.body, r.Status, r.Body)
 		}
 	}
-	if n := e.count(t, `select count(*) from flows`); n != 3 {
+	if n := e.Count(t, `select count(*) from flows`); n != 3 {
 		t.Fatalf("%d flows, want the three created", n)
 	}
 }
@@ -235,10 +237,10 @@ func TestTheLongestDefinitionFits(t *testing.T) {
 	if len(body) <= 64<<10 {
 		t.Fatalf("the body is only %d bytes", len(body))
 	}
-	if r := e.call(t, "POST", "/api/flow-definitions", tokA, body); r.status != http.StatusCreated {
-		t.Fatalf("the longest definition: %d %s", r.status, r.body)
+	if r := e.Call(t, "POST", "/api/flow-definitions", webtest.TokA, body); r.Status != http.StatusCreated {
+		t.Fatalf("the longest definition: %d %s", r.Status, r.Body)
 	}
-	if r := e.call(t, "POST", "/api/flows", tokA, createBody(map[string]any{"referenceName": strings.Repeat("x", 70<<10)})); r.status != http.StatusRequestEntityTooLarge {
-		t.Fatalf("a create over 64 KiB: %d", r.status)
+	if r := e.Call(t, "POST", "/api/flows", webtest.TokA, webtest.CreateBody(map[string]any{"referenceName": strings.Repeat("x", 70<<10)})); r.Status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a create over 64 KiB: %d", r.Status)
 	}
 }

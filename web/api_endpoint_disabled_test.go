@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/webhooks"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // TestAnEndpointFlowdDisabledOverTheAPI: an endpoint that has failed for
@@ -21,10 +22,10 @@ import (
 // not among any flow's events. Enabling it clears both.
 func TestAnEndpointFlowdDisabledOverTheAPI(t *testing.T) {
 	t.Parallel()
-	e := newAPI(t, withWebhooks())
+	e := newAPI(t, webtest.WithWebhooks())
 	ctx := context.Background()
-	if err := database.WithTx(ctx, e.pool, func(tx database.Tx) error {
-		_, err := e.hooks.CreateSecretTx(ctx, tx, orgA)
+	if err := database.WithTx(ctx, e.Pool, func(tx database.Tx) error {
+		_, err := e.Hooks.CreateSecretTx(ctx, tx, webtest.OrgA)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -46,24 +47,24 @@ func TestAnEndpointFlowdDisabledOverTheAPI(t *testing.T) {
 	t.Cleanup(watcher.Close)
 	// The API refuses loopback URLs; the module's registry, told to allow
 	// them, registers the test's receivers.
-	eps := webhooks.NewEndpoints(e.pool, webhooks.EndpointRules{AllowPrivate: true, AllowInsecureURLs: true})
-	ep, err := eps.Create(ctx, orgA, webhooks.NewEndpoint{URL: dead.URL + "/h?token=secret", Enabled: true})
+	eps := webhooks.NewEndpoints(e.Pool, webhooks.EndpointRules{AllowPrivate: true, AllowInsecureURLs: true})
+	ep, err := eps.Create(ctx, webtest.OrgA, webhooks.NewEndpoint{URL: dead.URL + "/h?token=secret", Enabled: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eps.Create(ctx, orgA, webhooks.NewEndpoint{URL: watcher.URL, Enabled: true,
+	if _, err := eps.Create(ctx, webtest.OrgA, webhooks.NewEndpoint{URL: watcher.URL, Enabled: true,
 		EventTypes: []webhooks.EventType{webhooks.EndpointDisabled}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.pool.Exec(ctx, `update webhook_endpoints set failing_since = now() - interval '6 days' where id = $1`, ep.ID); err != nil {
+	if _, err := e.Pool.Exec(ctx, `update webhook_endpoints set failing_since = now() - interval '6 days' where id = $1`, ep.ID); err != nil {
 		t.Fatal(err)
 	}
-	r := e.call(t, "GET", "/api/webhook-endpoints/"+ep.ID, tokA, "")
+	r := e.Call(t, "GET", "/api/webhook-endpoints/"+ep.ID, webtest.TokA, "")
 	if a := endpointOf(t, r); !a.Enabled || a.FailingSince == nil || a.DisabledReason != nil {
-		t.Fatalf("failing for six days: %s", r.body)
+		t.Fatalf("failing for six days: %s", r.Body)
 	}
 
-	flow := e.create(t, tokA, nil) // its flow.created goes to the failing endpoint
+	flow := e.Create(t, webtest.TokA, nil) // its flow.created goes to the failing endpoint
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		mu.Lock()
@@ -77,14 +78,14 @@ func TestAnEndpointFlowdDisabledOverTheAPI(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	r = e.call(t, "GET", "/api/webhook-endpoints/"+ep.ID, tokA, "")
+	r = e.Call(t, "GET", "/api/webhook-endpoints/"+ep.ID, webtest.TokA, "")
 	a := endpointOf(t, r)
 	const reason = "Deliveries failed for 6 days without a success; the last failure: HTTP 503 Service Unavailable."
 	if a.Enabled || a.DisabledReason == nil || *a.DisabledReason != reason || a.FailingSince == nil {
-		t.Fatalf("disabled: %s", r.body)
+		t.Fatalf("disabled: %s", r.Body)
 	}
 
-	ids, events, more := e.eventPage(t, tokARead, "type=endpoint.disabled")
+	ids, events, more := e.eventPage(t, webtest.TokARead, "type=endpoint.disabled")
 	if len(ids) != 1 || more {
 		t.Fatalf("endpoint.disabled events: %v", events)
 	}
@@ -97,23 +98,23 @@ func TestAnEndpointFlowdDisabledOverTheAPI(t *testing.T) {
 		data["url"] != dead.URL || data["reason"] != reason || !strings.Contains(body, `"type":"endpoint.disabled"`) {
 		t.Fatalf("listed %v; delivered %s %s", ev, webhookID, body)
 	}
-	if flowEvents, _, _ := e.eventPage(t, tokARead, "flowId="+flow); len(flowEvents) != 1 {
+	if flowEvents, _, _ := e.eventPage(t, webtest.TokARead, "flowId="+flow); len(flowEvents) != 1 {
 		t.Errorf("the flow's events: %v, want its flow.created alone", flowEvents)
 	}
-	r = e.call(t, "GET", "/api/events/"+webhookID, tokARead, "")
+	r = e.Call(t, "GET", "/api/events/"+webhookID, webtest.TokARead, "")
 	var detail struct {
 		FlowID     *string `json:"flowId"`
 		Deliveries []struct {
 			URL string `json:"url"`
 		} `json:"deliveries"`
 	}
-	if err := json.Unmarshal(r.body, &detail); err != nil || r.status != 200 || detail.FlowID != nil ||
+	if err := json.Unmarshal(r.Body, &detail); err != nil || r.Status != 200 || detail.FlowID != nil ||
 		len(detail.Deliveries) != 1 || detail.Deliveries[0].URL != watcher.URL {
-		t.Fatalf("the event: %d %s", r.status, r.body)
+		t.Fatalf("the event: %d %s", r.Status, r.Body)
 	}
 
-	r = e.call(t, "PATCH", "/api/webhook-endpoints/"+ep.ID, tokA, `{"enabled":true}`)
-	if a := endpointOf(t, r); r.status != 200 || !a.Enabled || a.DisabledReason != nil || a.FailingSince != nil {
-		t.Fatalf("enabled again: %d %s", r.status, r.body)
+	r = e.Call(t, "PATCH", "/api/webhook-endpoints/"+ep.ID, webtest.TokA, `{"enabled":true}`)
+	if a := endpointOf(t, r); r.Status != 200 || !a.Enabled || a.DisabledReason != nil || a.FailingSince != nil {
+		t.Fatalf("enabled again: %d %s", r.Status, r.Body)
 	}
 }

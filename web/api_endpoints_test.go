@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"encoding/json"
@@ -6,14 +6,17 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/flowd/flowd/web"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // endpointOf decodes a webhook endpoint body.
-func endpointOf(t *testing.T, r response) WebhookEndpoint {
+func endpointOf(t *testing.T, r webtest.Response) web.WebhookEndpoint {
 	t.Helper()
-	var e WebhookEndpoint
-	if err := json.Unmarshal(r.body, &e); err != nil {
-		t.Fatalf("not an endpoint: %s", r.body)
+	var e web.WebhookEndpoint
+	if err := json.Unmarshal(r.Body, &e); err != nil {
+		t.Fatalf("not an endpoint: %s", r.Body)
 	}
 	return e
 }
@@ -21,7 +24,7 @@ func endpointOf(t *testing.T, r response) WebhookEndpoint {
 // audits returns the API's audit entries of action, "target detail" each.
 func (e *apiEnv) audits(t *testing.T, action string) []string {
 	t.Helper()
-	rows, err := e.pool.Query(t.Context(), `select reference_id || ' ' || url from test_events
+	rows, err := e.Pool.Query(t.Context(), `select reference_id || ' ' || url from test_events
 		where kind = 'audit' and status = $1 order by id`, action)
 	if err != nil {
 		t.Fatal(err)
@@ -43,66 +46,66 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 	e := newAPI(t)
 
 	// None at first.
-	r := e.call(t, "GET", "/api/webhook-endpoints", tokA, "")
-	if r.status != 200 || string(r.body) != `{"has_more":false,"data":[]}`+"\n" && string(r.body) != `{"has_more":false,"data":[]}` {
-		t.Fatalf("empty list: %d %s", r.status, r.body)
+	r := e.Call(t, "GET", "/api/webhook-endpoints", webtest.TokA, "")
+	if r.Status != 200 || string(r.Body) != `{"has_more":false,"data":[]}`+"\n" && string(r.Body) != `{"has_more":false,"data":[]}` {
+		t.Fatalf("empty list: %d %s", r.Status, r.Body)
 	}
 
 	// Create: 201, Location, every member; defaults for those left out.
-	r = e.call(t, "POST", "/api/webhook-endpoints", tokA,
+	r = e.Call(t, "POST", "/api/webhook-endpoints", webtest.TokA,
 		`{"url":" https://hooks.bank.example/flowd?k=secret ","description":"Decisions","eventTypes":["flow.rejected","flow.accepted"]}`)
-	if r.status != http.StatusCreated {
-		t.Fatalf("create: %d %s", r.status, r.body)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
 	a := endpointOf(t, r)
-	if got := keysOf(r.json(t)); got != "createdAt,description,disabledAt,disabledReason,enabled,eventTypes,failingSince,id,updatedAt,url" {
+	if got := webtest.KeysOf(r.JSON(t)); got != "createdAt,description,disabledAt,disabledReason,enabled,eventTypes,failingSince,id,updatedAt,url" {
 		t.Errorf("members %s", got)
 	}
 	if a.URL != "https://hooks.bank.example/flowd?k=secret" || a.Description != "Decisions" || !a.Enabled || a.DisabledReason != nil ||
-		!slices.Equal(a.EventTypes, []string{"flow.accepted", "flow.rejected"}) || r.header.Get("Location") != "/api/webhook-endpoints/"+a.ID {
-		t.Fatalf("created %+v, Location %q", a, r.header.Get("Location"))
+		!slices.Equal(a.EventTypes, []string{"flow.accepted", "flow.rejected"}) || r.Header.Get("Location") != "/api/webhook-endpoints/"+a.ID {
+		t.Fatalf("created %+v, Location %q", a, r.Header.Get("Location"))
 	}
-	r = e.call(t, "POST", "/api/webhook-endpoints", tokA, `{"url":"https://audit.bank.example/","enabled":false}`)
-	if r.status != http.StatusCreated {
-		t.Fatalf("second create: %d %s", r.status, r.body)
+	r = e.Call(t, "POST", "/api/webhook-endpoints", webtest.TokA, `{"url":"https://audit.bank.example/","enabled":false}`)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("second create: %d %s", r.Status, r.Body)
 	}
 	b := endpointOf(t, r)
-	if b.Enabled || len(b.EventTypes) != 0 || b.Description != "" || !strings.Contains(string(r.body), `"eventTypes":[]`) {
-		t.Fatalf("second: %s", r.body)
+	if b.Enabled || len(b.EventTypes) != 0 || b.Description != "" || !strings.Contains(string(r.Body), `"eventTypes":[]`) {
+		t.Fatalf("second: %s", r.Body)
 	}
 
 	// Get and list, newest first.
-	if r = e.call(t, "GET", "/api/webhook-endpoints/"+a.ID, tokA, ""); r.status != 200 || endpointOf(t, r).URL != a.URL {
-		t.Fatalf("get: %d %s", r.status, r.body)
+	if r = e.Call(t, "GET", "/api/webhook-endpoints/"+a.ID, webtest.TokA, ""); r.Status != 200 || endpointOf(t, r).URL != a.URL {
+		t.Fatalf("get: %d %s", r.Status, r.Body)
 	}
-	r = e.call(t, "GET", "/api/webhook-endpoints", tokA, "")
+	r = e.Call(t, "GET", "/api/webhook-endpoints", webtest.TokA, "")
 	var list struct {
-		HasMore bool              `json:"has_more"`
-		Data    []WebhookEndpoint `json:"data"`
+		HasMore bool                  `json:"has_more"`
+		Data    []web.WebhookEndpoint `json:"data"`
 	}
-	if err := json.Unmarshal(r.body, &list); err != nil || r.status != 200 || list.HasMore || len(list.Data) != 2 ||
+	if err := json.Unmarshal(r.Body, &list); err != nil || r.Status != 200 || list.HasMore || len(list.Data) != 2 ||
 		list.Data[0].ID != b.ID || list.Data[1].ID != a.ID {
-		t.Fatalf("list: %d %s", r.status, r.body)
+		t.Fatalf("list: %d %s", r.Status, r.Body)
 	}
 
 	// PATCH changes what it names.
-	r = e.call(t, "PATCH", "/api/webhook-endpoints/"+a.ID, tokA, `{"enabled":false,"description":null}`)
-	if u := endpointOf(t, r); r.status != 200 || u.Enabled || u.Description != "Decisions" || u.URL != a.URL || len(u.EventTypes) != 2 {
-		t.Fatalf("patch: %d %s", r.status, r.body)
+	r = e.Call(t, "PATCH", "/api/webhook-endpoints/"+a.ID, webtest.TokA, `{"enabled":false,"description":null}`)
+	if u := endpointOf(t, r); r.Status != 200 || u.Enabled || u.Description != "Decisions" || u.URL != a.URL || len(u.EventTypes) != 2 {
+		t.Fatalf("patch: %d %s", r.Status, r.Body)
 	}
-	r = e.call(t, "PATCH", "/api/webhook-endpoints/"+a.ID, tokA, `{"url":"https://v2.bank.example/h","eventTypes":[],"enabled":true}`)
-	if u := endpointOf(t, r); r.status != 200 || !u.Enabled || u.URL != "https://v2.bank.example/h" || len(u.EventTypes) != 0 {
-		t.Fatalf("second patch: %d %s", r.status, r.body)
+	r = e.Call(t, "PATCH", "/api/webhook-endpoints/"+a.ID, webtest.TokA, `{"url":"https://v2.bank.example/h","eventTypes":[],"enabled":true}`)
+	if u := endpointOf(t, r); r.Status != 200 || !u.Enabled || u.URL != "https://v2.bank.example/h" || len(u.EventTypes) != 0 {
+		t.Fatalf("second patch: %d %s", r.Status, r.Body)
 	}
 
 	// Delete: 200, then 404.
-	r = e.call(t, "DELETE", "/api/webhook-endpoints/"+b.ID, tokA, "")
-	if r.status != 200 || string(r.body) != `{"status":"deleted","id":"`+b.ID+`"}`+"\n" && string(r.body) != `{"status":"deleted","id":"`+b.ID+`"}` {
-		t.Fatalf("delete: %d %s", r.status, r.body)
+	r = e.Call(t, "DELETE", "/api/webhook-endpoints/"+b.ID, webtest.TokA, "")
+	if r.Status != 200 || string(r.Body) != `{"status":"deleted","id":"`+b.ID+`"}`+"\n" && string(r.Body) != `{"status":"deleted","id":"`+b.ID+`"}` {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
 	for _, m := range []string{"GET", "DELETE"} {
-		if r = e.call(t, m, "/api/webhook-endpoints/"+b.ID, tokA, ""); r.status != 404 {
-			t.Errorf("%s after delete: %d %s", m, r.status, r.body)
+		if r = e.Call(t, m, "/api/webhook-endpoints/"+b.ID, webtest.TokA, ""); r.Status != 404 {
+			t.Errorf("%s after delete: %d %s", m, r.Status, r.Body)
 		}
 	}
 
@@ -118,10 +121,10 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 			t.Errorf("%s: %q, want %q", action, got, want)
 		}
 	}
-	if n := e.count(t, `select count(*) from test_events where kind = 'audit' and (task_id <> 'client:client-a' or organization_id <> $1)`, orgA); n != 0 {
+	if n := e.Count(t, `select count(*) from test_events where kind = 'audit' and (task_id <> 'client:client-a' or organization_id <> $1)`, webtest.OrgA); n != 0 {
 		t.Errorf("%d audit entries not by client-a of org-a", n)
 	}
-	if n := e.count(t, `select count(*) from test_events where url like '%secret%'`); n != 0 {
+	if n := e.Count(t, `select count(*) from test_events where url like '%secret%'`); n != 0 {
 		t.Error("the audit log holds the URL's query")
 	}
 }
@@ -129,9 +132,9 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 func TestWebhookEndpointsRefuseBadInput(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	r := e.call(t, "POST", "/api/webhook-endpoints", tokA, `{"url":"https://ok.example/"}`)
-	if r.status != 201 {
-		t.Fatalf("create: %d %s", r.status, r.body)
+	r := e.Call(t, "POST", "/api/webhook-endpoints", webtest.TokA, `{"url":"https://ok.example/"}`)
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
 	id := endpointOf(t, r).ID
 
@@ -166,29 +169,29 @@ func TestWebhookEndpointsRefuseBadInput(t *testing.T) {
 			if tt.method == "PATCH" {
 				path += "/" + id
 			}
-			r := e.call(t, tt.method, path, tokA, tt.body)
-			if r.status != tt.status || !slices.Equal(r.fields(t), tt.fields) {
-				t.Fatalf("%d %v, want %d %v: %s", r.status, r.fields(t), tt.status, tt.fields, r.body)
+			r := e.Call(t, tt.method, path, webtest.TokA, tt.body)
+			if r.Status != tt.status || !slices.Equal(r.Fields(t), tt.fields) {
+				t.Fatalf("%d %v, want %d %v: %s", r.Status, r.Fields(t), tt.status, tt.fields, r.Body)
 			}
 		})
 	}
 	// None of it changed anything.
-	if n := e.count(t, `select count(*) from webhook_endpoints`); n != 1 {
+	if n := e.Count(t, `select count(*) from webhook_endpoints`); n != 1 {
 		t.Fatalf("%d endpoints", n)
 	}
-	if r := e.call(t, "GET", "/api/webhook-endpoints/"+id, tokA, ""); endpointOf(t, r).URL != "https://ok.example/" || len(endpointOf(t, r).EventTypes) != 0 {
-		t.Fatalf("after the refusals: %s", r.body)
+	if r := e.Call(t, "GET", "/api/webhook-endpoints/"+id, webtest.TokA, ""); endpointOf(t, r).URL != "https://ok.example/" || len(endpointOf(t, r).EventTypes) != 0 {
+		t.Fatalf("after the refusals: %s", r.Body)
 	}
 	// A body that is not JSON is a 415; a malformed id a 404.
-	if r := e.call(t, "POST", "/api/webhook-endpoints", tokA, `{"url":"https://h.example/"}`, "Content-Type", "text/plain"); r.status != 415 {
-		t.Errorf("text/plain: %d", r.status)
+	if r := e.Call(t, "POST", "/api/webhook-endpoints", webtest.TokA, `{"url":"https://h.example/"}`, "Content-Type", "text/plain"); r.Status != 415 {
+		t.Errorf("text/plain: %d", r.Status)
 	}
 	for _, bad := range []string{"nope", "0b7e6f2a3c1d4e5f9a8b7c6d5e4f3a21", "00000000-0000-7000-8000-000000000000"} {
-		if r := e.call(t, "GET", "/api/webhook-endpoints/"+bad, tokA, ""); r.status != 404 {
-			t.Errorf("GET %s: %d", bad, r.status)
+		if r := e.Call(t, "GET", "/api/webhook-endpoints/"+bad, webtest.TokA, ""); r.Status != 404 {
+			t.Errorf("GET %s: %d", bad, r.Status)
 		}
-		if r := e.call(t, "PATCH", "/api/webhook-endpoints/"+bad, tokA, `{"enabled":false}`); r.status != 404 {
-			t.Errorf("PATCH %s: %d", bad, r.status)
+		if r := e.Call(t, "PATCH", "/api/webhook-endpoints/"+bad, webtest.TokA, `{"enabled":false}`); r.Status != 404 {
+			t.Errorf("PATCH %s: %d", bad, r.Status)
 		}
 	}
 }
@@ -196,9 +199,9 @@ func TestWebhookEndpointsRefuseBadInput(t *testing.T) {
 func TestWebhookEndpointsNeedTheirScopeAndOrganization(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	r := e.call(t, "POST", "/api/webhook-endpoints", tokA, `{"url":"https://a.example/"}`)
-	if r.status != 201 {
-		t.Fatalf("create: %d %s", r.status, r.body)
+	r := e.Call(t, "POST", "/api/webhook-endpoints", webtest.TokA, `{"url":"https://a.example/"}`)
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
 	id := endpointOf(t, r).ID
 	ops := []struct{ method, path, body string }{
@@ -210,33 +213,33 @@ func TestWebhookEndpointsNeedTheirScopeAndOrganization(t *testing.T) {
 	}
 	for _, op := range ops {
 		// No token, and tokens without webhooks:manage.
-		if r := e.call(t, op.method, op.path, "", op.body); r.status != 401 {
-			t.Errorf("%s %s without a token: %d", op.method, op.path, r.status)
+		if r := e.Call(t, op.method, op.path, "", op.body); r.Status != 401 {
+			t.Errorf("%s %s without a token: %d", op.method, op.path, r.Status)
 		}
-		for _, tok := range []string{tokARead, tokAWrite, tokADelete} {
-			r := e.call(t, op.method, op.path, tok, op.body)
-			if r.status != 403 || !strings.Contains(r.header.Get("WWW-Authenticate"), `scope="webhooks:manage"`) {
-				t.Errorf("%s %s with %s: %d %q", op.method, op.path, tok, r.status, r.header.Get("WWW-Authenticate"))
+		for _, tok := range []string{webtest.TokARead, webtest.TokAWrite, webtest.TokADelete} {
+			r := e.Call(t, op.method, op.path, tok, op.body)
+			if r.Status != 403 || !strings.Contains(r.Header.Get("WWW-Authenticate"), `scope="webhooks:manage"`) {
+				t.Errorf("%s %s with %s: %d %q", op.method, op.path, tok, r.Status, r.Header.Get("WWW-Authenticate"))
 			}
 		}
 		// Another organization's endpoint does not exist for it.
 		if strings.Contains(op.path, id) {
-			if r := e.call(t, op.method, op.path, tokB, op.body); r.status != 404 {
-				t.Errorf("%s %s with another organization's token: %d %s", op.method, op.path, r.status, r.body)
+			if r := e.Call(t, op.method, op.path, webtest.TokB, op.body); r.Status != 404 {
+				t.Errorf("%s %s with another organization's token: %d %s", op.method, op.path, r.Status, r.Body)
 			}
 		}
 	}
-	if r := e.call(t, "GET", "/api/webhook-endpoints", tokB, ""); r.status != 200 || strings.Contains(string(r.body), id) {
-		t.Errorf("another organization's list: %d %s", r.status, r.body)
+	if r := e.Call(t, "GET", "/api/webhook-endpoints", webtest.TokB, ""); r.Status != 200 || strings.Contains(string(r.Body), id) {
+		t.Errorf("another organization's list: %d %s", r.Status, r.Body)
 	}
 	// Nothing changed.
-	if r := e.call(t, "GET", "/api/webhook-endpoints/"+id, tokA, ""); r.status != 200 || !endpointOf(t, r).Enabled {
-		t.Fatalf("after the refusals: %d %s", r.status, r.body)
+	if r := e.Call(t, "GET", "/api/webhook-endpoints/"+id, webtest.TokA, ""); r.Status != 200 || !endpointOf(t, r).Enabled {
+		t.Fatalf("after the refusals: %d %s", r.Status, r.Body)
 	}
-	if n := e.count(t, `select count(*) from webhook_endpoints`); n != 1 {
+	if n := e.Count(t, `select count(*) from webhook_endpoints`); n != 1 {
 		t.Fatalf("%d endpoints", n)
 	}
-	if n := e.count(t, `select count(*) from test_events where kind = 'audit'`); n != 1 {
+	if n := e.Count(t, `select count(*) from test_events where kind = 'audit'`); n != 1 {
 		t.Fatalf("%d audit entries, want only the create", n)
 	}
 }
@@ -244,19 +247,19 @@ func TestWebhookEndpointsNeedTheirScopeAndOrganization(t *testing.T) {
 func TestAnOrganizationsHundredFirstEndpointIsAConflict(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	if _, err := e.pool.Exec(t.Context(), `insert into webhook_endpoints (organization_id, id, url)
-		select $1, gen_random_uuid(), 'https://many.example/' || n from generate_series(1, 100) n`, orgA); err != nil {
+	if _, err := e.Pool.Exec(t.Context(), `insert into webhook_endpoints (organization_id, id, url)
+		select $1, gen_random_uuid(), 'https://many.example/' || n from generate_series(1, 100) n`, webtest.OrgA); err != nil {
 		t.Fatal(err)
 	}
-	r := e.call(t, "POST", "/api/webhook-endpoints", tokA, `{"url":"https://one-more.example/"}`)
-	if r.status != 409 || !strings.Contains(string(r.body), "100 webhook endpoints") {
-		t.Fatalf("101st: %d %s", r.status, r.body)
+	r := e.Call(t, "POST", "/api/webhook-endpoints", webtest.TokA, `{"url":"https://one-more.example/"}`)
+	if r.Status != 409 || !strings.Contains(string(r.Body), "100 webhook endpoints") {
+		t.Fatalf("101st: %d %s", r.Status, r.Body)
 	}
-	if r := e.call(t, "GET", "/api/webhook-endpoints", tokA, ""); r.status != 200 || strings.Count(string(r.body), `"id"`) != 100 {
-		t.Fatalf("list of 100: %d", r.status)
+	if r := e.Call(t, "GET", "/api/webhook-endpoints", webtest.TokA, ""); r.Status != 200 || strings.Count(string(r.Body), `"id"`) != 100 {
+		t.Fatalf("list of 100: %d", r.Status)
 	}
 	// Another organization is not held to it.
-	if r := e.call(t, "POST", "/api/webhook-endpoints", tokB, `{"url":"https://one-more.example/"}`); r.status != 201 {
-		t.Fatalf("another organization: %d %s", r.status, r.body)
+	if r := e.Call(t, "POST", "/api/webhook-endpoints", webtest.TokB, `{"url":"https://one-more.example/"}`); r.Status != 201 {
+		t.Fatalf("another organization: %d %s", r.Status, r.Body)
 	}
 }

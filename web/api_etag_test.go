@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // strongTag is an entity tag as flowd writes them: strong, in quotes.
@@ -20,12 +21,12 @@ var strongTag = regexp.MustCompile(`^"[\x21\x23-\x7e]+"$`)
 // answer is 200 with a strong ETag.
 func (e *apiEnv) tagOf(t *testing.T, path string) (string, string) {
 	t.Helper()
-	r := e.call(t, "GET", path, tokA, "")
-	tag := r.header.Get("ETag")
-	if r.status != http.StatusOK || !strongTag.MatchString(tag) {
-		t.Fatalf("GET %s: %d, ETag %q: %s", path, r.status, tag, r.body)
+	r := e.Call(t, "GET", path, webtest.TokA, "")
+	tag := r.Header.Get("ETag")
+	if r.Status != http.StatusOK || !strongTag.MatchString(tag) {
+		t.Fatalf("GET %s: %d, ETag %q: %s", path, r.Status, tag, r.Body)
 	}
-	return tag, string(r.body)
+	return tag, string(r.Body)
 }
 
 // TestEverySingleResourceAnswerCarriesAnETag walks the real router: every
@@ -34,21 +35,21 @@ func (e *apiEnv) tagOf(t *testing.T, path string) (string, string) {
 // new route of one resource fails here until it is in the table.
 func TestEverySingleResourceAnswerCarriesAnETag(t *testing.T) {
 	t.Parallel()
-	e := newAPI(t, withWebhooks())
+	e := newAPI(t, webtest.WithWebhooks())
 	ctx := context.Background()
-	flowID := e.create(t, tokA, nil)
+	flowID := e.Create(t, webtest.TokA, nil)
 	e.decideWithEvidence(t, flowID, true)
-	attachment := e.call(t, "GET", "/api/flows/"+flowID+"/attachments", tokA, "").json(t)["data"].([]any)[0].(map[string]any)["id"].(string)
-	event := e.call(t, "GET", "/api/events?flowId="+flowID, tokA, "").json(t)["data"].([]any)[0].(map[string]any)["id"].(string)
-	endpoint := endpointOf(t, e.call(t, "POST", "/api/webhook-endpoints", tokA, `{"url":"https://hooks.bank.example/flowd","enabled":false}`)).ID
+	attachment := e.Call(t, "GET", "/api/flows/"+flowID+"/attachments", webtest.TokA, "").JSON(t)["data"].([]any)[0].(map[string]any)["id"].(string)
+	event := e.Call(t, "GET", "/api/events?flowId="+flowID, webtest.TokA, "").JSON(t)["data"].([]any)[0].(map[string]any)["id"].(string)
+	endpoint := endpointOf(t, e.Call(t, "POST", "/api/webhook-endpoints", webtest.TokA, `{"url":"https://hooks.bank.example/flowd","enabled":false}`)).ID
 	const recovery = "019ab3d0-4c5d-7e6f-8a9b-0c1d2e3f4a5b"
-	if _, err := e.pool.Exec(ctx, `insert into webhook_recoveries (organization_id, id, endpoint_id, since, state, total, scheduled, requested_by)
-		values ($1, $2, $3, now() - interval '1 day', 'done', 3, 3, 'client:client-a')`, orgA, recovery, endpoint); err != nil {
+	if _, err := e.Pool.Exec(ctx, `insert into webhook_recoveries (organization_id, id, endpoint_id, since, state, total, scheduled, requested_by)
+		values ($1, $2, $3, now() - interval '1 day', 'done', 3, 3, 'client:client-a')`, webtest.OrgA, recovery, endpoint); err != nil {
 		t.Fatal(err)
 	}
 	const flowURLRecovery = "019ab3d0-4c5d-7e6f-8a9b-0c1d2e3f4a5c"
-	if _, err := e.pool.Exec(ctx, `insert into webhook_recoveries (organization_id, id, endpoint_id, since, state, total, scheduled, requested_by)
-		values ($1, $2, null, now() - interval '1 day', 'done', 2, 2, 'client:client-a')`, orgA, flowURLRecovery); err != nil {
+	if _, err := e.Pool.Exec(ctx, `insert into webhook_recoveries (organization_id, id, endpoint_id, since, state, total, scheduled, requested_by)
+		values ($1, $2, null, now() - interval '1 day', 'done', 2, 2, 'client:client-a')`, webtest.OrgA, flowURLRecovery); err != nil {
 		t.Fatal(err)
 	}
 	resources := map[string]string{
@@ -62,7 +63,7 @@ func TestEverySingleResourceAnswerCarriesAnETag(t *testing.T) {
 		"/api/webhook-endpoints/:id/recoveries/:recoveryId": "/api/webhook-endpoints/" + endpoint + "/recoveries/" + recovery,
 	}
 	routed := 0
-	for _, route := range e.srv.Echo().Routes() {
+	for _, route := range e.Srv.Echo().Routes() {
 		if route.Method != http.MethodGet || !strings.HasPrefix(route.Path, "/api/") ||
 			!strings.HasPrefix(route.Path[strings.LastIndexByte(route.Path, '/')+1:], ":") {
 			continue
@@ -79,13 +80,13 @@ func TestEverySingleResourceAnswerCarriesAnETag(t *testing.T) {
 				t.Fatalf("a second read: ETag %s, then %s", tag, again)
 			}
 			for _, current := range []string{tag, `W/` + tag, `"other", ` + tag, `*`} {
-				r := e.call(t, "GET", path, tokA, "", "If-None-Match", current)
-				if r.status != http.StatusNotModified || len(r.body) != 0 || r.header.Get("ETag") != tag {
-					t.Errorf("If-None-Match: %s: %d, ETag %q, body %q; want 304 without a body", current, r.status, r.header.Get("ETag"), r.body)
+				r := e.Call(t, "GET", path, webtest.TokA, "", "If-None-Match", current)
+				if r.Status != http.StatusNotModified || len(r.Body) != 0 || r.Header.Get("ETag") != tag {
+					t.Errorf("If-None-Match: %s: %d, ETag %q, body %q; want 304 without a body", current, r.Status, r.Header.Get("ETag"), r.Body)
 				}
 			}
-			if r := e.call(t, "GET", path, tokA, "", "If-None-Match", `"other"`); r.status != http.StatusOK || string(r.body) != body {
-				t.Errorf("If-None-Match of another copy: %d %s", r.status, r.body)
+			if r := e.Call(t, "GET", path, webtest.TokA, "", "If-None-Match", `"other"`); r.Status != http.StatusOK || string(r.Body) != body {
+				t.Errorf("If-None-Match of another copy: %d %s", r.Status, r.Body)
 			}
 		})
 	}
@@ -114,69 +115,69 @@ func TestAFlowsETagChangesWithEveryChange(t *testing.T) {
 			t.Fatalf("after %s the ETag is %s, as after %s", what, tag, earlier)
 		}
 		if before, ok := last[path]; ok {
-			if r := e.call(t, "GET", path, tokA, "", "If-None-Match", before); r.status != http.StatusOK {
-				t.Fatalf("after %s, If-None-Match of the copy before: %d", what, r.status)
+			if r := e.Call(t, "GET", path, webtest.TokA, "", "If-None-Match", before); r.Status != http.StatusOK {
+				t.Fatalf("after %s, If-None-Match of the copy before: %d", what, r.Status)
 			}
 		}
 		seen[path][tag], last[path] = what, tag
 	}
 	inTx := func(fn func(tx database.Tx) error) {
 		t.Helper()
-		if err := database.WithTx(ctx, e.pool, fn); err != nil {
+		if err := database.WithTx(ctx, e.Pool, fn); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	id := e.create(t, tokA, map[string]any{"webhookUrl": "https://hooks.example/h"})
+	id := e.Create(t, webtest.TokA, map[string]any{"webhookUrl": "https://hooks.example/h"})
 	path := "/api/flows/" + id
 	changed("create", path)
-	inTx(func(tx database.Tx) error { _, err := e.flows.MarkOpenedTx(ctx, tx, orgA, id); return err })
+	inTx(func(tx database.Tx) error { _, err := e.Flows.MarkOpenedTx(ctx, tx, webtest.OrgA, id); return err })
 	changed("opening", path)
 	var task string
-	if err := e.pool.QueryRow(ctx, `select task_id from test_events where flow_id = $1 and kind = 'flow.created'`, id).Scan(&task); err != nil {
+	if err := e.Pool.QueryRow(ctx, `select task_id from test_events where flow_id = $1 and kind = 'flow.created'`, id).Scan(&task); err != nil {
 		t.Fatal(err)
 	}
-	reports := flows.NewTaskReports(e.pool)
-	if err := reports.TaskFailing(ctx, orgA, task, "hooks.example: 502 Bad Gateway"); err != nil {
+	reports := flows.NewTaskReports(e.Pool)
+	if err := reports.TaskFailing(ctx, webtest.OrgA, task, "hooks.example: 502 Bad Gateway"); err != nil {
 		t.Fatal(err)
 	}
 	changed("an incident", path)
-	if err := reports.TaskSucceeded(ctx, orgA, task); err != nil {
+	if err := reports.TaskSucceeded(ctx, webtest.OrgA, task); err != nil {
 		t.Fatal(err)
 	}
 	changed("the incident resolved", path)
 	e.decideWithEvidence(t, id, true)
 	changed("the acceptance and its receipt", path)
-	r := e.call(t, "POST", path+"/withdraw", tokA, `{"reason":"By phone."}`)
-	if r.status != http.StatusOK {
-		t.Fatalf("withdraw: %d %s", r.status, r.body)
+	r := e.Call(t, "POST", path+"/withdraw", webtest.TokA, `{"reason":"By phone."}`)
+	if r.Status != http.StatusOK {
+		t.Fatalf("withdraw: %d %s", r.Status, r.Body)
 	}
 	changed("the withdrawal", path)
-	if tag := r.header.Get("ETag"); tag != last[path] {
+	if tag := r.Header.Get("ETag"); tag != last[path] {
 		t.Fatalf("the withdrawal answered ETag %s, a retrieve after it %s", tag, last[path])
 	}
 
-	cancelled := e.create(t, tokA, nil)
+	cancelled := e.Create(t, webtest.TokA, nil)
 	changed("create", "/api/flows/"+cancelled)
-	r = e.call(t, "POST", "/api/flows/"+cancelled+"/cancel", tokA, "")
+	r = e.Call(t, "POST", "/api/flows/"+cancelled+"/cancel", webtest.TokA, "")
 	changed("the cancellation", "/api/flows/"+cancelled)
-	if tag := r.header.Get("ETag"); r.status != http.StatusOK || tag != last["/api/flows/"+cancelled] {
-		t.Fatalf("cancel: %d, ETag %s, a retrieve after it %s", r.status, tag, last["/api/flows/"+cancelled])
+	if tag := r.Header.Get("ETag"); r.Status != http.StatusOK || tag != last["/api/flows/"+cancelled] {
+		t.Fatalf("cancel: %d, ETag %s, a retrieve after it %s", r.Status, tag, last["/api/flows/"+cancelled])
 	}
 
-	expiring := e.create(t, tokA, nil)
+	expiring := e.Create(t, webtest.TokA, nil)
 	validUntil := time.Now().Add(time.Hour)
 	inTx(func(tx database.Tx) error {
-		_, err := e.flows.DecideTx(ctx, tx, orgA, expiring, true, func(flows.Flow, time.Time) (flows.Evidence, error) {
+		_, err := e.Flows.DecideTx(ctx, tx, webtest.OrgA, expiring, true, func(flows.Flow, time.Time) (flows.Evidence, error) {
 			return flows.Evidence{ValidUntil: &validUntil}, nil
 		})
 		return err
 	})
 	changed("an acceptance", "/api/flows/"+expiring)
-	if _, err := e.pool.Exec(ctx, `update flows set valid_until = now() - interval '1 second' where id = $1`, expiring); err != nil {
+	if _, err := e.Pool.Exec(ctx, `update flows set valid_until = now() - interval '1 second' where id = $1`, expiring); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := e.flows.ExpireDueAcceptances(ctx, 10); n != 1 || err != nil {
+	if n, err := e.Flows.ExpireDueAcceptances(ctx, 10); n != 1 || err != nil {
 		t.Fatalf("expiry: %d, %v", n, err)
 	}
 	changed("the acceptance expiring", "/api/flows/"+expiring)
@@ -188,8 +189,8 @@ func TestAFlowsETagChangesWithEveryChange(t *testing.T) {
 func TestADefinitionsETagChangesWithEveryChange(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	r := e.call(t, "POST", "/api/flow-definitions", tokA, draftBody(map[string]any{"id": "mortgage"}))
-	created := r.header.Get("ETag")
+	r := e.Call(t, "POST", "/api/flow-definitions", webtest.TokA, draftBody(map[string]any{"id": "mortgage"}))
+	created := r.Header.Get("ETag")
 	latest, first := "/api/flow-definitions/mortgage", "/api/flow-definitions/mortgage/versions/1"
 	tags := func() (string, string) {
 		a, _ := e.tagOf(t, latest)
@@ -197,20 +198,20 @@ func TestADefinitionsETagChangesWithEveryChange(t *testing.T) {
 		return a, b
 	}
 	l1, f1 := tags()
-	if r.status != http.StatusCreated || created != l1 || l1 != f1 {
-		t.Fatalf("create: %d, ETag %s; latest %s, version 1 %s", r.status, created, l1, f1)
+	if r.Status != http.StatusCreated || created != l1 || l1 != f1 {
+		t.Fatalf("create: %d, ETag %s; latest %s, version 1 %s", r.Status, created, l1, f1)
 	}
-	if r := e.call(t, "POST", latest+"/versions", tokA, draftBody(nil)); r.status != http.StatusCreated {
-		t.Fatalf("publish: %d %s", r.status, r.body)
+	if r := e.Call(t, "POST", latest+"/versions", webtest.TokA, draftBody(nil)); r.Status != http.StatusCreated {
+		t.Fatalf("publish: %d %s", r.Status, r.Body)
 	}
 	l2, f2 := tags()
 	if l2 == l1 || f2 == f1 || l2 == f2 {
 		t.Fatalf("after publishing version 2: latest %s (was %s), version 1 %s (was %s)", l2, l1, f2, f1)
 	}
-	r = e.call(t, "POST", latest+"/retire", tokA, "")
+	r = e.Call(t, "POST", latest+"/retire", webtest.TokA, "")
 	l3, f3 := tags()
-	if r.status != http.StatusOK || r.header.Get("ETag") != l3 || l3 == l2 || f3 == f2 {
-		t.Fatalf("retire: %d, ETag %s; latest %s (was %s), version 1 %s (was %s)", r.status, r.header.Get("ETag"), l3, l2, f3, f2)
+	if r.Status != http.StatusOK || r.Header.Get("ETag") != l3 || l3 == l2 || f3 == f2 {
+		t.Fatalf("retire: %d, ETag %s; latest %s (was %s), version 1 %s (was %s)", r.Status, r.Header.Get("ETag"), l3, l2, f3, f2)
 	}
 }
 
@@ -224,8 +225,8 @@ func TestIfMatchGuardsEveryConditionalWrite(t *testing.T) {
 	ctx := context.Background()
 	open := func(id string) func() {
 		return func() {
-			if err := database.WithTx(ctx, e.pool, func(tx database.Tx) error {
-				_, err := e.flows.MarkOpenedTx(ctx, tx, orgA, id)
+			if err := database.WithTx(ctx, e.Pool, func(tx database.Tx) error {
+				_, err := e.Flows.MarkOpenedTx(ctx, tx, webtest.OrgA, id)
 				return err
 			}); err != nil {
 				t.Fatal(err)
@@ -234,24 +235,24 @@ func TestIfMatchGuardsEveryConditionalWrite(t *testing.T) {
 	}
 	patch := func(id string) func() {
 		return func() {
-			if r := e.call(t, "PATCH", "/api/webhook-endpoints/"+id, tokA, `{"description":"another tool"}`); r.status != http.StatusOK {
-				t.Fatalf("the other tool's update: %d %s", r.status, r.body)
+			if r := e.Call(t, "PATCH", "/api/webhook-endpoints/"+id, webtest.TokA, `{"description":"another tool"}`); r.Status != http.StatusOK {
+				t.Fatalf("the other tool's update: %d %s", r.Status, r.Body)
 			}
 		}
 	}
 	newEndpoint := func() string {
-		return endpointOf(t, e.call(t, "POST", "/api/webhook-endpoints", tokA, `{"url":"https://hooks.bank.example/flowd"}`)).ID
+		return endpointOf(t, e.Call(t, "POST", "/api/webhook-endpoints", webtest.TokA, `{"url":"https://hooks.bank.example/flowd"}`)).ID
 	}
-	accepted := e.create(t, tokA, map[string]any{"webhookUrl": "https://hooks.example/h"})
+	accepted := e.Create(t, webtest.TokA, map[string]any{"webhookUrl": "https://hooks.example/h"})
 	e.decideWithEvidence(t, accepted, true)
 	var task string
-	if err := e.pool.QueryRow(ctx, `select task_id from test_events where flow_id = $1 and kind = 'flow.created'`, accepted).Scan(&task); err != nil {
+	if err := e.Pool.QueryRow(ctx, `select task_id from test_events where flow_id = $1 and kind = 'flow.created'`, accepted).Scan(&task); err != nil {
 		t.Fatal(err)
 	}
-	if r := e.call(t, "POST", "/api/flow-definitions", tokA, draftBody(map[string]any{"id": "mortgage"})); r.status != http.StatusCreated {
-		t.Fatalf("definition: %d %s", r.status, r.body)
+	if r := e.Call(t, "POST", "/api/flow-definitions", webtest.TokA, draftBody(map[string]any{"id": "mortgage"})); r.Status != http.StatusCreated {
+		t.Fatalf("definition: %d %s", r.Status, r.Body)
 	}
-	cancelled, deleted := e.create(t, tokA, nil), e.create(t, tokA, nil)
+	cancelled, deleted := e.Create(t, webtest.TokA, nil), e.Create(t, webtest.TokA, nil)
 	patched, removed := newEndpoint(), newEndpoint()
 
 	for _, c := range []struct {
@@ -263,7 +264,7 @@ func TestIfMatchGuardsEveryConditionalWrite(t *testing.T) {
 	}{
 		{"cancel", "/api/flows/" + cancelled, "POST", "/api/flows/" + cancelled + "/cancel", "", open(cancelled), http.StatusOK, false},
 		{"withdraw", "/api/flows/" + accepted, "POST", "/api/flows/" + accepted + "/withdraw", `{"reason":"By phone."}`, func() {
-			if err := flows.NewTaskReports(e.pool).TaskFailing(ctx, orgA, task, "hooks.example: 502 Bad Gateway"); err != nil {
+			if err := flows.NewTaskReports(e.Pool).TaskFailing(ctx, webtest.OrgA, task, "hooks.example: 502 Bad Gateway"); err != nil {
 				t.Fatal(err)
 			}
 		}, http.StatusOK, false},
@@ -271,8 +272,8 @@ func TestIfMatchGuardsEveryConditionalWrite(t *testing.T) {
 		{"update an endpoint", "/api/webhook-endpoints/" + patched, "PATCH", "/api/webhook-endpoints/" + patched, `{"description":"mine"}`, patch(patched), http.StatusOK, false},
 		{"delete an endpoint", "/api/webhook-endpoints/" + removed, "DELETE", "/api/webhook-endpoints/" + removed, "", patch(removed), http.StatusOK, true},
 		{"retire a definition", "/api/flow-definitions/mortgage", "POST", "/api/flow-definitions/mortgage/retire", "", func() {
-			if r := e.call(t, "POST", "/api/flow-definitions/mortgage/versions", tokA, draftBody(nil)); r.status != http.StatusCreated {
-				t.Fatalf("the other tool's publish: %d %s", r.status, r.body)
+			if r := e.Call(t, "POST", "/api/flow-definitions/mortgage/versions", webtest.TokA, draftBody(nil)); r.Status != http.StatusCreated {
+				t.Fatalf("the other tool's publish: %d %s", r.Status, r.Body)
 			}
 		}, http.StatusOK, false},
 	} {
@@ -283,29 +284,29 @@ func TestIfMatchGuardsEveryConditionalWrite(t *testing.T) {
 			if tag == read {
 				t.Fatalf("the other change left the ETag %s", tag)
 			}
-			before := e.count(t, `select count(*) from test_events`)
-			r := e.call(t, c.method, c.path, tokA, c.body, "If-Match", read)
-			if r.status != http.StatusPreconditionFailed || !strings.Contains(string(r.body), "/docs#problem-precondition-failed") {
-				t.Fatalf("with the ETag read before: %d %s, want 412 precondition-failed", r.status, r.body)
+			before := e.Count(t, `select count(*) from test_events`)
+			r := e.Call(t, c.method, c.path, webtest.TokA, c.body, "If-Match", read)
+			if r.Status != http.StatusPreconditionFailed || !strings.Contains(string(r.Body), "/docs#problem-precondition-failed") {
+				t.Fatalf("with the ETag read before: %d %s, want 412 precondition-failed", r.Status, r.Body)
 			}
 			if now, nowBody := e.tagOf(t, c.resource); now != tag || nowBody != body {
 				t.Fatalf("a refused write changed the resource: ETag %s, was %s\n%s\nwas\n%s", now, tag, nowBody, body)
 			}
-			if after := e.count(t, `select count(*) from test_events`); after != before {
+			if after := e.Count(t, `select count(*) from test_events`); after != before {
 				t.Fatalf("a refused write left %d events or audit entries", after-before)
 			}
-			r = e.call(t, c.method, c.path, tokA, c.body, "If-Match", tag)
-			if r.status != c.status {
-				t.Fatalf("with the current ETag: %d %s", r.status, r.body)
+			r = e.Call(t, c.method, c.path, webtest.TokA, c.body, "If-Match", tag)
+			if r.Status != c.status {
+				t.Fatalf("with the current ETag: %d %s", r.Status, r.Body)
 			}
 			if c.gone {
-				if got := e.call(t, "GET", c.resource, tokA, ""); got.status != http.StatusNotFound {
-					t.Fatalf("after the write: %d", got.status)
+				if got := e.Call(t, "GET", c.resource, webtest.TokA, ""); got.Status != http.StatusNotFound {
+					t.Fatalf("after the write: %d", got.Status)
 				}
 				return
 			}
-			if now, _ := e.tagOf(t, c.resource); now == tag || r.header.Get("ETag") != now {
-				t.Fatalf("the write answered ETag %q; the resource's is %s, was %s", r.header.Get("ETag"), now, tag)
+			if now, _ := e.tagOf(t, c.resource); now == tag || r.Header.Get("ETag") != now {
+				t.Fatalf("the write answered ETag %q; the resource's is %s, was %s", r.Header.Get("ETag"), now, tag)
 			}
 		})
 	}
@@ -316,35 +317,35 @@ func TestIfMatchGuardsEveryConditionalWrite(t *testing.T) {
 func TestIfMatchForms(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	id := endpointOf(t, e.call(t, "POST", "/api/webhook-endpoints", tokA, `{"url":"https://hooks.bank.example/flowd"}`)).ID
+	id := endpointOf(t, e.Call(t, "POST", "/api/webhook-endpoints", webtest.TokA, `{"url":"https://hooks.bank.example/flowd"}`)).ID
 	path := "/api/webhook-endpoints/" + id
-	patch := func(ifMatch string) response {
-		return e.call(t, "PATCH", path, tokA, `{"description":"mine"}`, "If-Match", ifMatch)
+	patch := func(ifMatch string) webtest.Response {
+		return e.Call(t, "PATCH", path, webtest.TokA, `{"description":"mine"}`, "If-Match", ifMatch)
 	}
 	tag, _ := e.tagOf(t, path)
-	if r := patch(`W/` + tag); r.status != http.StatusPreconditionFailed {
-		t.Fatalf("a weak tag: %d %s, want 412 (compared strongly)", r.status, r.body)
+	if r := patch(`W/` + tag); r.Status != http.StatusPreconditionFailed {
+		t.Fatalf("a weak tag: %d %s, want 412 (compared strongly)", r.Status, r.Body)
 	}
-	if r := patch(`"v0", ` + tag); r.status != http.StatusOK {
-		t.Fatalf("a list with the current tag: %d %s", r.status, r.body)
+	if r := patch(`"v0", ` + tag); r.Status != http.StatusOK {
+		t.Fatalf("a list with the current tag: %d %s", r.Status, r.Body)
 	}
-	if r := patch(`*`); r.status != http.StatusOK {
-		t.Fatalf("*: %d %s", r.status, r.body)
+	if r := patch(`*`); r.Status != http.StatusOK {
+		t.Fatalf("*: %d %s", r.Status, r.Body)
 	}
 	for _, bad := range []string{`v3`, `"v3`, `"v3" "v4"`} {
 		r := patch(bad)
-		if fields := r.fields(t); r.status != http.StatusBadRequest || len(fields) != 1 || fields[0] != "If-Match" {
-			t.Errorf("If-Match: %s: %d %s, want 400 naming If-Match", bad, r.status, r.body)
+		if fields := r.Fields(t); r.Status != http.StatusBadRequest || len(fields) != 1 || fields[0] != "If-Match" {
+			t.Errorf("If-Match: %s: %d %s, want 400 naming If-Match", bad, r.Status, r.Body)
 		}
 	}
-	if r := e.call(t, "DELETE", "/api/webhook-endpoints/019ab3c6-4444-7f80-9a1b-2c3d4e5f6a7d", tokA, "", "If-Match", `*`); r.status != http.StatusNotFound {
-		t.Fatalf("an unknown endpoint with If-Match: *: %d, want 404", r.status)
+	if r := e.Call(t, "DELETE", "/api/webhook-endpoints/019ab3c6-4444-7f80-9a1b-2c3d4e5f6a7d", webtest.TokA, "", "If-Match", `*`); r.Status != http.StatusNotFound {
+		t.Fatalf("an unknown endpoint with If-Match: *: %d, want 404", r.Status)
 	}
-	if r := e.call(t, "DELETE", "/api/flows/019ab3c6-4444-7f80-9a1b-2c3d4e5f6a7d", tokA, "", "If-Match", `"v1"`); r.status != http.StatusNotFound {
-		t.Fatalf("an unknown flow with If-Match: %d, want 404", r.status)
+	if r := e.Call(t, "DELETE", "/api/flows/019ab3c6-4444-7f80-9a1b-2c3d4e5f6a7d", webtest.TokA, "", "If-Match", `"v1"`); r.Status != http.StatusNotFound {
+		t.Fatalf("an unknown flow with If-Match: %d, want 404", r.Status)
 	}
-	if r := e.call(t, "GET", path, tokB, "", "If-None-Match", `*`); r.status != http.StatusNotFound {
-		t.Fatalf("another organization's endpoint with If-None-Match: *: %d, want 404", r.status)
+	if r := e.Call(t, "GET", path, webtest.TokB, "", "If-None-Match", `*`); r.Status != http.StatusNotFound {
+		t.Fatalf("another organization's endpoint with If-None-Match: *: %d, want 404", r.Status)
 	}
 }
 
@@ -355,38 +356,38 @@ func TestConcurrentWritesWithOneIfMatchOneWins(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
 	const n = 8
-	endpoint := endpointOf(t, e.call(t, "POST", "/api/webhook-endpoints", tokA, `{"url":"https://hooks.bank.example/flowd"}`)).ID
-	flowIDs := []string{e.create(t, tokA, nil), e.create(t, tokA, nil)}
+	endpoint := endpointOf(t, e.Call(t, "POST", "/api/webhook-endpoints", webtest.TokA, `{"url":"https://hooks.bank.example/flowd"}`)).ID
+	flowIDs := []string{e.Create(t, webtest.TokA, nil), e.Create(t, webtest.TokA, nil)}
 	for _, c := range []struct {
 		name, resource string
-		write          func(i int, tag string) response
+		write          func(i int, tag string) webtest.Response
 		// effects counts the changes' events or audit entries.
 		effects string
 	}{
-		{"updates of an endpoint", "/api/webhook-endpoints/" + endpoint, func(i int, tag string) response {
-			return e.call(t, "PATCH", "/api/webhook-endpoints/"+endpoint, tokA, `{"description":"tool `+string(rune('a'+i))+`"}`, "If-Match", tag)
+		{"updates of an endpoint", "/api/webhook-endpoints/" + endpoint, func(i int, tag string) webtest.Response {
+			return e.Call(t, "PATCH", "/api/webhook-endpoints/"+endpoint, webtest.TokA, `{"description":"tool `+string(rune('a'+i))+`"}`, "If-Match", tag)
 		}, `select count(*) from test_events where kind = 'audit'`},
-		{"cancellations of a flow", "/api/flows/" + flowIDs[0], func(_ int, tag string) response {
-			return e.call(t, "POST", "/api/flows/"+flowIDs[0]+"/cancel", tokA, "", "If-Match", tag)
+		{"cancellations of a flow", "/api/flows/" + flowIDs[0], func(_ int, tag string) webtest.Response {
+			return e.Call(t, "POST", "/api/flows/"+flowIDs[0]+"/cancel", webtest.TokA, "", "If-Match", tag)
 		}, `select count(*) from test_events where kind = 'flow.cancelled'`},
-		{"deletions and cancellations of a flow", "/api/flows/" + flowIDs[1], func(i int, tag string) response {
+		{"deletions and cancellations of a flow", "/api/flows/" + flowIDs[1], func(i int, tag string) webtest.Response {
 			if i%2 == 0 {
-				return e.call(t, "DELETE", "/api/flows/"+flowIDs[1], tokA, "", "If-Match", tag)
+				return e.Call(t, "DELETE", "/api/flows/"+flowIDs[1], webtest.TokA, "", "If-Match", tag)
 			}
-			return e.call(t, "POST", "/api/flows/"+flowIDs[1]+"/cancel", tokA, "", "If-Match", tag)
+			return e.Call(t, "POST", "/api/flows/"+flowIDs[1]+"/cancel", webtest.TokA, "", "If-Match", tag)
 		}, `select count(*) from test_events where kind in ('flow.cancelled', 'flow.deleted') and flow_id = '` + flowIDs[1] + `'`},
 	} {
 		tag, _ := e.tagOf(t, c.resource)
 		var mu sync.Mutex
 		statuses := map[int]int{}
-		var winner response
-		before := e.count(t, c.effects)
-		parallel(n, n, func(i int) {
+		var winner webtest.Response
+		before := e.Count(t, c.effects)
+		webtest.Parallel(n, n, func(i int) {
 			r := c.write(i, tag)
 			mu.Lock()
 			defer mu.Unlock()
-			statuses[r.status]++
-			if r.status == http.StatusOK {
+			statuses[r.Status]++
+			if r.Status == http.StatusOK {
 				winner = r
 			}
 		})
@@ -395,11 +396,11 @@ func TestConcurrentWritesWithOneIfMatchOneWins(t *testing.T) {
 			continue
 		}
 		// One change: its event or audit entry, and no other.
-		if added := e.count(t, c.effects) - before; added != 1 {
+		if added := e.Count(t, c.effects) - before; added != 1 {
 			t.Errorf("%s: %d events and audit entries, want the winner's one", c.name, added)
 		}
 		if c.name == "updates of an endpoint" {
-			if got := endpointOf(t, e.call(t, "GET", c.resource, tokA, "")); got.Description != endpointOf(t, winner).Description {
+			if got := endpointOf(t, e.Call(t, "GET", c.resource, webtest.TokA, "")); got.Description != endpointOf(t, winner).Description {
 				t.Errorf("%s: the endpoint says %q, the winner wrote %q", c.name, got.Description, endpointOf(t, winner).Description)
 			}
 		}

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web/internal/httpkit"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 type listPage struct {
@@ -30,10 +31,10 @@ type listPage struct {
 
 func (e *apiEnv) page(t *testing.T, query string) listPage {
 	t.Helper()
-	r := e.call(t, "GET", "/api/flows?"+query, tokA, "")
+	r := e.Call(t, "GET", "/api/flows?"+query, webtest.TokA, "")
 	var p listPage
-	if r.status != 200 || json.Unmarshal(r.body, &p) != nil {
-		t.Fatalf("?%s: %d %s", query, r.status, r.body)
+	if r.Status != 200 || json.Unmarshal(r.Body, &p) != nil {
+		t.Fatalf("?%s: %d %s", query, r.Status, r.Body)
 	}
 	return p
 }
@@ -42,10 +43,10 @@ func TestPaginationWalksBothWaysWithoutGapsOrRepeats(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
 	ctx := context.Background()
-	caller := flows.Caller{OrganizationID: orgA, ClientID: "seed"}
+	caller := flows.Caller{OrganizationID: webtest.OrgA, ClientID: "seed"}
 	ids := make([]string, 250)
-	parallel(len(ids), 4, func(i int) {
-		c, err := e.flows.Create(ctx, caller, flows.NewFlow{NationalID: fmt.Sprintf("ID-%d", i), LastName: "N",
+	webtest.Parallel(len(ids), 4, func(i int) {
+		c, err := e.Flows.Create(ctx, caller, flows.NewFlow{NationalID: fmt.Sprintf("ID-%d", i), LastName: "N",
 			RedirectURL: "https://bank.example/"}, "")
 		if err != nil {
 			t.Error(err)
@@ -59,25 +60,25 @@ func TestPaginationWalksBothWaysWithoutGapsOrRepeats(t *testing.T) {
 	// Many flows share a creation instant, so the id must break ties; a few
 	// are archived, and a few opened, so that filters have work to do.
 	// to_timestamp, being immutable, may take a column on Citus too.
-	if _, err := e.pool.Exec(ctx, `update flows set created_at = to_timestamp($1::float8 - flow_number % 40)`,
+	if _, err := e.Pool.Exec(ctx, `update flows set created_at = to_timestamp($1::float8 - flow_number % 40)`,
 		time.Now().Unix()); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range ids[:30] {
-		if _, err := e.flows.Cancel(ctx, caller, id, etag.Any); err != nil {
+		if _, err := e.Flows.Cancel(ctx, caller, id, etag.Any); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, id := range ids[30:45] {
-		if err := database.WithTx(ctx, e.pool, func(tx pgx.Tx) error {
-			_, err := e.flows.MarkOpenedTx(ctx, tx, orgA, id)
+		if err := database.WithTx(ctx, e.Pool, func(tx pgx.Tx) error {
+			_, err := e.Flows.MarkOpenedTx(ctx, tx, webtest.OrgA, id)
 			return err
 		}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	expected := func(where string) []string {
-		rows, err := e.pool.Query(ctx, `select id::text from flows where `+where+` order by created_at desc, id desc`)
+		rows, err := e.Pool.Query(ctx, `select id::text from flows where `+where+` order by created_at desc, id desc`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +177,7 @@ func TestListWalksTheIndexFromTheCursor(t *testing.T) {
 	ctx := context.Background()
 	// The query of a deep page must not sort or skip rows: it starts in the page index at the cursor.
 	var lines []string
-	err := database.WithTx(ctx, e.pool, func(tx pgx.Tx) error {
+	err := database.WithTx(ctx, e.Pool, func(tx pgx.Tx) error {
 		// Without statistics of an empty table the planner could pick anything;
 		// what matters is that the index serves the cursor and the order.
 		if _, err := tx.Exec(ctx, `set local enable_seqscan = off; set local enable_bitmapscan = off`); err != nil {
@@ -206,19 +207,19 @@ func TestConcurrentCreatesGetDistinctFlowNumbers(t *testing.T) {
 	var mu sync.Mutex
 	numbers := map[string]bool{}
 	refs := map[string]bool{}
-	parallel(50, 50, func(i int) {
-		r := e.call(t, "POST", "/api/flows", tokA, createBody(map[string]any{"nationalId": fmt.Sprintf("C-%d", i)}))
-		if r.status != 201 {
-			t.Errorf("create %d: %d %s", i, r.status, r.body)
+	webtest.Parallel(50, 50, func(i int) {
+		r := e.Call(t, "POST", "/api/flows", webtest.TokA, webtest.CreateBody(map[string]any{"nationalId": fmt.Sprintf("C-%d", i)}))
+		if r.Status != 201 {
+			t.Errorf("create %d: %d %s", i, r.Status, r.Body)
 			return
 		}
 		var c struct{ FlowID, ReferenceID string }
-		_ = json.Unmarshal(r.body, &c)
+		_ = json.Unmarshal(r.Body, &c)
 		mu.Lock()
 		refs[c.ReferenceID] = true
 		mu.Unlock()
 	})
-	rows, err := e.pool.Query(context.Background(), `select flow_number::text from flows where organization_id = $1`, orgA)
+	rows, err := e.Pool.Query(context.Background(), `select flow_number::text from flows where organization_id = $1`, webtest.OrgA)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,8 +231,8 @@ func TestConcurrentCreatesGetDistinctFlowNumbers(t *testing.T) {
 		t.Fatalf("%d flows, %d distinct numbers, %d distinct references", len(got), len(numbers), len(refs))
 	}
 	// Another organization counts from 1 on its own.
-	if r := e.call(t, "POST", "/api/flows", tokB, createBody(map[string]any{"redirectUrl": "https://beta.example/"})); !strings.Contains(string(r.body), `"BETA-1"`) {
-		t.Fatalf("B's first flow: %s", r.body)
+	if r := e.Call(t, "POST", "/api/flows", webtest.TokB, webtest.CreateBody(map[string]any{"redirectUrl": "https://beta.example/"})); !strings.Contains(string(r.Body), `"BETA-1"`) {
+		t.Fatalf("B's first flow: %s", r.Body)
 	}
 }
 
@@ -239,9 +240,9 @@ func TestConcurrentCreatesGetDistinctFlowNumbers(t *testing.T) {
 func (e *apiEnv) leftovers(t *testing.T) string {
 	t.Helper()
 	return fmt.Sprintf("flows=%d tasks=%d consent=%d keys=%d events=%d",
-		e.count(t, `select count(*) from flows`), e.count(t, `select count(*) from flow_tasks`),
-		e.count(t, `select count(*) from consent_requests`), e.count(t, `select count(*) from flow_idempotency_keys`),
-		e.count(t, `select count(*) from test_events`))
+		e.Count(t, `select count(*) from flows`), e.Count(t, `select count(*) from flow_tasks`),
+		e.Count(t, `select count(*) from consent_requests`), e.Count(t, `select count(*) from flow_idempotency_keys`),
+		e.Count(t, `select count(*) from test_events`))
 }
 
 func TestACrashBeforeCommitLeavesNothingBehind(t *testing.T) {
@@ -251,10 +252,10 @@ func TestACrashBeforeCommitLeavesNothingBehind(t *testing.T) {
 
 	// The last write of the transaction, the event, fails: the API answers 500
 	// and everything written before it is rolled back.
-	e.events.publish = func(context.Context, webhooks.Event) error { return errors.New("disk full") }
-	r := e.call(t, "POST", "/api/flows", tokA, createBody(map[string]any{"webhookUrl": "https://hooks.example/h"}), "Idempotency-Key", "k1")
-	if r.status != 500 || strings.Contains(string(r.body), "disk full") {
-		t.Fatalf("failing publisher: %d %s", r.status, r.body)
+	e.Events.Publish = func(context.Context, webhooks.Event) error { return errors.New("disk full") }
+	r := e.Call(t, "POST", "/api/flows", webtest.TokA, webtest.CreateBody(map[string]any{"webhookUrl": "https://hooks.example/h"}), "Idempotency-Key", "k1")
+	if r.Status != 500 || strings.Contains(string(r.Body), "disk full") {
+		t.Fatalf("failing publisher: %d %s", r.Status, r.Body)
 	}
 	if got := e.leftovers(t); got != empty {
 		t.Fatalf("after a failed publish: %s", got)
@@ -263,8 +264,8 @@ func TestACrashBeforeCommitLeavesNothingBehind(t *testing.T) {
 	// The process dies mid-transaction: here its context ends after every
 	// insert but before the commit.
 	ctx, cancel := context.WithCancel(context.Background())
-	e.events.publish = func(context.Context, webhooks.Event) error { cancel(); return nil }
-	_, err := e.flows.Create(ctx, flows.Caller{OrganizationID: orgA, ClientID: "c"}, flows.NewFlow{NationalID: "X1", LastName: "N",
+	e.Events.Publish = func(context.Context, webhooks.Event) error { cancel(); return nil }
+	_, err := e.Flows.Create(ctx, flows.Caller{OrganizationID: webtest.OrgA, ClientID: "c"}, flows.NewFlow{NationalID: "X1", LastName: "N",
 		RedirectURL: "https://bank.example/", WebhookURL: "https://hooks.example/h"}, "k2")
 	if err == nil {
 		t.Fatal("a create whose context ended before the commit succeeded")
@@ -274,9 +275,9 @@ func TestACrashBeforeCommitLeavesNothingBehind(t *testing.T) {
 	}
 
 	// The same key then works: the failed attempts did not hold it.
-	e.events.publish = nil
-	if r := e.call(t, "POST", "/api/flows", tokA, createBody(map[string]any{"webhookUrl": "https://hooks.example/h"}), "Idempotency-Key", "k1"); r.status != 201 || r.header.Get("Idempotent-Replayed") != "" {
-		t.Fatalf("retry after the crash: %d %s", r.status, r.body)
+	e.Events.Publish = nil
+	if r := e.Call(t, "POST", "/api/flows", webtest.TokA, webtest.CreateBody(map[string]any{"webhookUrl": "https://hooks.example/h"}), "Idempotency-Key", "k1"); r.Status != 201 || r.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("retry after the crash: %d %s", r.Status, r.Body)
 	}
 	if got := e.leftovers(t); got != "flows=1 tasks=2 consent=1 keys=1 events=1" {
 		t.Fatalf("after the retry: %s", got)
@@ -286,11 +287,11 @@ func TestACrashBeforeCommitLeavesNothingBehind(t *testing.T) {
 // flowJSON returns the retrieved flow object.
 func (e *apiEnv) flowJSON(t *testing.T, id string) map[string]any {
 	t.Helper()
-	r := e.call(t, "GET", "/api/flows/"+id, tokA, "")
-	if r.status != 200 {
-		t.Fatalf("get %s: %d %s", id, r.status, r.body)
+	r := e.Call(t, "GET", "/api/flows/"+id, webtest.TokA, "")
+	if r.Status != 200 {
+		t.Fatalf("get %s: %d %s", id, r.Status, r.Body)
 	}
-	return r.json(t)["flow"].(map[string]any)
+	return r.JSON(t)["flow"].(map[string]any)
 }
 
 // TestIdempotencyKeyOverHTTP: a replay answers 201 with the first body,
@@ -299,10 +300,10 @@ func (e *apiEnv) flowJSON(t *testing.T, id string) map[string]any {
 func TestIdempotencyKeyOverHTTP(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	body := createBody(map[string]any{"webhookUrl": "https://hooks.example/h"})
-	first := e.call(t, "POST", "/api/flows", tokA, body, "Idempotency-Key", "order-42")
-	if first.status != 201 || first.header.Get("Idempotent-Replayed") != "" {
-		t.Fatalf("first: %d %s", first.status, first.body)
+	body := webtest.CreateBody(map[string]any{"webhookUrl": "https://hooks.example/h"})
+	first := e.Call(t, "POST", "/api/flows", webtest.TokA, body, "Idempotency-Key", "order-42")
+	if first.Status != 201 || first.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("first: %d %s", first.Status, first.Body)
 	}
 	// The same body, formatted differently, replays the first response.
 	var m map[string]any
@@ -310,20 +311,20 @@ func TestIdempotencyKeyOverHTTP(t *testing.T) {
 	indented, _ := json.MarshalIndent(m, "", "  ")
 	replayed := func(what, body string) {
 		t.Helper()
-		r := e.call(t, "POST", "/api/flows", tokA, body, "Idempotency-Key", "order-42")
-		if r.status != 201 || r.header.Get("Idempotent-Replayed") != "true" || string(r.body) != string(first.body) ||
-			r.header.Get("Location") != first.header.Get("Location") {
-			t.Fatalf("%s: %d %q %s\nwant the first response\n%s", what, r.status, r.header.Get("Idempotent-Replayed"), r.body, first.body)
+		r := e.Call(t, "POST", "/api/flows", webtest.TokA, body, "Idempotency-Key", "order-42")
+		if r.Status != 201 || r.Header.Get("Idempotent-Replayed") != "true" || string(r.Body) != string(first.Body) ||
+			r.Header.Get("Location") != first.Header.Get("Location") {
+			t.Fatalf("%s: %d %q %s\nwant the first response\n%s", what, r.Status, r.Header.Get("Idempotent-Replayed"), r.Body, first.Body)
 		}
 	}
 	replayed("replay", string(indented))
-	if r := e.call(t, "DELETE", "/api/flows/"+first.json(t)["flowId"].(string), tokA, ""); r.status != 200 {
-		t.Fatalf("delete: %d %s", r.status, r.body)
+	if r := e.Call(t, "DELETE", "/api/flows/"+first.JSON(t)["flowId"].(string), webtest.TokA, ""); r.Status != 200 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
 	replayed("replay after delete", body)
-	r := e.call(t, "POST", "/api/flows", tokA, createBody(map[string]any{"lastName": "Other"}), "Idempotency-Key", "order-42")
-	if r.status != 422 || !strings.Contains(string(r.body), "/docs#problem-idempotency-key-reused") {
-		t.Fatalf("other body: %d %s", r.status, r.body)
+	r := e.Call(t, "POST", "/api/flows", webtest.TokA, webtest.CreateBody(map[string]any{"lastName": "Other"}), "Idempotency-Key", "order-42")
+	if r.Status != 422 || !strings.Contains(string(r.Body), "/docs#problem-idempotency-key-reused") {
+		t.Fatalf("other body: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -332,13 +333,13 @@ func TestIdempotencyKeyOverHTTP(t *testing.T) {
 func TestIncidentsAreShownOnTheFlow(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	id := e.create(t, tokA, map[string]any{"webhookUrl": "https://hooks.example/h"})
+	id := e.Create(t, webtest.TokA, map[string]any{"webhookUrl": "https://hooks.example/h"})
 	var taskID string
-	if err := e.pool.QueryRow(context.Background(), `select task_id from test_events where flow_id = $1`, id).Scan(&taskID); err != nil {
+	if err := e.Pool.QueryRow(context.Background(), `select task_id from test_events where flow_id = $1`, id).Scan(&taskID); err != nil {
 		t.Fatal(err)
 	}
 	const msg = "hooks.example: 502 Bad Gateway"
-	if err := flows.NewTaskReports(e.pool).TaskFailing(context.Background(), orgA, taskID, msg); err != nil {
+	if err := flows.NewTaskReports(e.Pool).TaskFailing(context.Background(), webtest.OrgA, taskID, msg); err != nil {
 		t.Fatal(err)
 	}
 	f := e.flowJSON(t, id)
@@ -348,7 +349,7 @@ func TestIncidentsAreShownOnTheFlow(t *testing.T) {
 	}
 	for key, v := range incidents {
 		inc := v.(map[string]any)
-		if keysOf(inc) != "id,message,taskCategory,taskType" || inc["id"] != key || inc["message"] != msg ||
+		if webtest.KeysOf(inc) != "id,message,taskCategory,taskType" || inc["id"] != key || inc["message"] != msg ||
 			inc["taskType"] != "send-initiate-webhook" || inc["taskCategory"] != "incident" {
 			t.Fatalf("incident %v", inc)
 		}
@@ -357,8 +358,8 @@ func TestIncidentsAreShownOnTheFlow(t *testing.T) {
 
 func FuzzCreateFlowBody(f *testing.F) {
 	for _, seed := range []string{
-		createBody(nil),
-		createBody(map[string]any{"webhookUrl": "https://hooks.example/h", "referenceName": "R"}),
+		webtest.CreateBody(nil),
+		webtest.CreateBody(map[string]any{"webhookUrl": "https://hooks.example/h", "referenceName": "R"}),
 		`{}`, `[]`, `null`, `{"nationalId":null}`, `{"nationalId":"a","lastName":"b","redirectUrl":"https://x.example"}`,
 		`{"nationalId":"` + strings.Repeat("9", 64) + `","lastName":"Ø","redirectUrl":"http://[::1]:8080/cb"}`,
 		`{"nationalId":"a","lastName":"b\u0007","redirectUrl":"https://x.example","extra":{}}`,
@@ -369,30 +370,30 @@ func FuzzCreateFlowBody(f *testing.F) {
 	}
 	e := newAPI(f)
 	f.Fuzz(func(t *testing.T, body string) {
-		r := e.call(t, "POST", "/api/flows", tokA, body)
-		switch r.status {
+		r := e.Call(t, "POST", "/api/flows", webtest.TokA, body)
+		switch r.Status {
 		case 201:
 			var in, created map[string]any
 			if json.Unmarshal([]byte(body), &in) != nil {
 				t.Fatalf("201 for a body that is not a JSON object: %q", body)
 			}
-			_ = json.Unmarshal(r.body, &created)
-			g := e.call(t, "GET", "/api/flows/"+fmt.Sprint(created["flowId"]), tokA, "")
-			if g.status != 200 {
-				t.Fatalf("created flow not retrievable: %d", g.status)
+			_ = json.Unmarshal(r.Body, &created)
+			g := e.Call(t, "GET", "/api/flows/"+fmt.Sprint(created["flowId"]), webtest.TokA, "")
+			if g.Status != 200 {
+				t.Fatalf("created flow not retrievable: %d", g.Status)
 			}
-			data := g.json(t)["flow"].(map[string]any)["data"].(map[string]any)
+			data := g.JSON(t)["flow"].(map[string]any)["data"].(map[string]any)
 			if data["nationalId"] != strings.TrimSpace(fmt.Sprint(in["nationalId"])) {
 				t.Fatalf("stored %v for %v", data["nationalId"], in["nationalId"])
 			}
 		case 400:
 			var p httpkit.Problem
-			if json.Unmarshal(r.body, &p) != nil || p.Status != 400 || len(p.Errors) == 0 {
-				t.Fatalf("400 without named fields for %q: %s", body, r.body)
+			if json.Unmarshal(r.Body, &p) != nil || p.Status != 400 || len(p.Errors) == 0 {
+				t.Fatalf("400 without named fields for %q: %s", body, r.Body)
 			}
 		case 413, 415:
 		default:
-			t.Fatalf("status %d for %q: %s", r.status, body, r.body)
+			t.Fatalf("status %d for %q: %s", r.Status, body, r.Body)
 		}
 	})
 }
@@ -400,22 +401,22 @@ func FuzzCreateFlowBody(f *testing.F) {
 func TestALostDatabaseAnswers503(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	id := e.create(t, tokA, nil)
-	e.proxy.Cut()
+	id := e.Create(t, webtest.TokA, nil)
+	e.Proxy.Cut()
 	for _, c := range []struct{ method, path, body string }{
-		{"POST", "/api/flows", createBody(nil)},
+		{"POST", "/api/flows", webtest.CreateBody(nil)},
 		{"GET", "/api/flows", ""},
 		{"GET", "/api/flows/" + id, ""},
 		{"DELETE", "/api/flows/" + id, ""},
 	} {
-		r := e.call(t, c.method, c.path, tokA, c.body)
-		if r.status != 503 || r.header.Get("Retry-After") == "" || r.header.Get("Content-Type") != "application/problem+json" {
-			t.Errorf("%s %s with the database gone: %d %q %s", c.method, c.path, r.status, r.header.Get("Retry-After"), r.body)
+		r := e.Call(t, c.method, c.path, webtest.TokA, c.body)
+		if r.Status != 503 || r.Header.Get("Retry-After") == "" || r.Header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("%s %s with the database gone: %d %q %s", c.method, c.path, r.Status, r.Header.Get("Retry-After"), r.Body)
 		}
 	}
-	e.proxy.Restore()
+	e.Proxy.Restore()
 	deadline := time.Now().Add(15 * time.Second)
-	for e.call(t, "GET", "/api/flows/"+id, tokA, "").status != 200 {
+	for e.Call(t, "GET", "/api/flows/"+id, webtest.TokA, "").Status != 200 {
 		if time.Now().After(deadline) {
 			t.Fatal("the API did not recover")
 		}
@@ -428,16 +429,16 @@ func TestWithdrawingAnAcceptedConsent(t *testing.T) {
 	e := newAPI(t)
 	ctx := context.Background()
 	decide := func(id string, accept bool) {
-		err := database.WithTx(ctx, e.pool, func(tx database.Tx) error {
-			_, err := e.flows.DecideTx(ctx, tx, orgA, id, accept, func(flows.Flow, time.Time) (flows.Evidence, error) { return flows.Evidence{}, nil })
+		err := database.WithTx(ctx, e.Pool, func(tx database.Tx) error {
+			_, err := e.Flows.DecideTx(ctx, tx, webtest.OrgA, id, accept, func(flows.Flow, time.Time) (flows.Evidence, error) { return flows.Evidence{}, nil })
 			return err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	accepted := e.create(t, tokA, map[string]any{"webhookUrl": "https://hooks.example/flowd"})
-	rejected, open := e.create(t, tokA, nil), e.create(t, tokA, nil)
+	accepted := e.Create(t, webtest.TokA, map[string]any{"webhookUrl": "https://hooks.example/flowd"})
+	rejected, open := e.Create(t, webtest.TokA, nil), e.Create(t, webtest.TokA, nil)
 	decide(accepted, true)
 	decide(rejected, false)
 	reason := `{"reason":"The customer withdrew by phone, case 4711."}`
@@ -446,39 +447,39 @@ func TestWithdrawingAnAcceptedConsent(t *testing.T) {
 		name, id, token, body string
 		status                int
 	}{
-		{"no reason", accepted, tokA, `{"reason":"  "}`, http.StatusBadRequest},
-		{"a reason too long", accepted, tokA, `{"reason":"` + strings.Repeat("x", 401) + `"}`, http.StatusBadRequest},
-		{"a reason with a right-to-left override", accepted, tokA, `{"reason":"Asked by phone \u202E"}`, http.StatusBadRequest},
-		{"without flows:write", accepted, tokARead, reason, http.StatusForbidden},
-		{"another organization's flow", accepted, tokB, reason, http.StatusNotFound},
-		{"a rejected consent", rejected, tokA, reason, http.StatusConflict},
-		{"an undecided one", open, tokA, reason, http.StatusConflict},
+		{"no reason", accepted, webtest.TokA, `{"reason":"  "}`, http.StatusBadRequest},
+		{"a reason too long", accepted, webtest.TokA, `{"reason":"` + strings.Repeat("x", 401) + `"}`, http.StatusBadRequest},
+		{"a reason with a right-to-left override", accepted, webtest.TokA, `{"reason":"Asked by phone \u202E"}`, http.StatusBadRequest},
+		{"without flows:write", accepted, webtest.TokARead, reason, http.StatusForbidden},
+		{"another organization's flow", accepted, webtest.TokB, reason, http.StatusNotFound},
+		{"a rejected consent", rejected, webtest.TokA, reason, http.StatusConflict},
+		{"an undecided one", open, webtest.TokA, reason, http.StatusConflict},
 	} {
-		if r := e.call(t, "POST", "/api/flows/"+c.id+"/withdraw", c.token, c.body); r.status != c.status {
-			t.Errorf("%s: %d %s, want %d", c.name, r.status, r.body, c.status)
+		if r := e.Call(t, "POST", "/api/flows/"+c.id+"/withdraw", c.token, c.body); r.Status != c.status {
+			t.Errorf("%s: %d %s, want %d", c.name, r.Status, r.Body, c.status)
 		}
 	}
-	if n := e.count(t, `select count(*) from test_events where kind in ('flow.withdrawn', 'audit')`); n != 0 {
+	if n := e.Count(t, `select count(*) from test_events where kind in ('flow.withdrawn', 'audit')`); n != 0 {
 		t.Fatalf("refused withdrawals left %d events or audit entries", n)
 	}
 
-	r := e.call(t, "POST", "/api/flows/"+accepted+"/withdraw", tokA, reason)
-	f := r.json(t)["flow"].(map[string]any)
+	r := e.Call(t, "POST", "/api/flows/"+accepted+"/withdraw", webtest.TokA, reason)
+	f := r.JSON(t)["flow"].(map[string]any)
 	consent := f["consent"].(map[string]any)
-	if r.status != http.StatusOK || consent["status"] != "Withdrawn" || consent["withdrawnAt"] == nil || f["version"] != 3.0 {
-		t.Fatalf("withdraw: %d %s", r.status, r.body)
+	if r.Status != http.StatusOK || consent["status"] != "Withdrawn" || consent["withdrawnAt"] == nil || f["version"] != 3.0 {
+		t.Fatalf("withdraw: %d %s", r.Status, r.Body)
 	}
-	if n := e.count(t, `select count(*) from test_events where kind = 'flow.withdrawn' and flow_id = $1 and status = 'Withdrawn' and version = 3`, accepted); n != 1 {
+	if n := e.Count(t, `select count(*) from test_events where kind = 'flow.withdrawn' and flow_id = $1 and status = 'Withdrawn' and version = 3`, accepted); n != 1 {
 		t.Fatalf("%d flow.withdrawn events", n)
 	}
-	if n := e.count(t, `select count(*) from test_events where kind = 'audit' and status = 'flow.withdraw' and task_id = 'client:client-a'
+	if n := e.Count(t, `select count(*) from test_events where kind = 'audit' and status = 'flow.withdraw' and task_id = 'client:client-a'
 		and url = 'The customer withdrew by phone, case 4711.'`); n != 1 {
 		t.Fatalf("%d audit entries of the withdrawal", n)
 	}
-	if r := e.call(t, "POST", "/api/flows/"+accepted+"/withdraw", tokA, reason); r.status != http.StatusConflict {
-		t.Fatalf("withdrawing twice: %d", r.status)
+	if r := e.Call(t, "POST", "/api/flows/"+accepted+"/withdraw", webtest.TokA, reason); r.Status != http.StatusConflict {
+		t.Fatalf("withdrawing twice: %d", r.Status)
 	}
-	list := e.call(t, "GET", "/api/flows?archived=true&status=Withdrawn", tokA, "").json(t)["data"].([]any)
+	list := e.Call(t, "GET", "/api/flows?archived=true&status=Withdrawn", webtest.TokA, "").JSON(t)["data"].([]any)
 	if len(list) != 1 || list[0].(map[string]any)["id"] != accepted {
 		t.Fatalf("withdrawn flows: %v", list)
 	}
@@ -492,9 +493,9 @@ func TestAnExpiredAcceptance(t *testing.T) {
 	e := newAPI(t)
 	ctx := context.Background()
 	validUntil := time.Now().Add(time.Hour)
-	id := e.create(t, tokA, map[string]any{"webhookUrl": "https://hooks.example/flowd"})
-	err := database.WithTx(ctx, e.pool, func(tx database.Tx) error {
-		_, err := e.flows.DecideTx(ctx, tx, orgA, id, true, func(flows.Flow, time.Time) (flows.Evidence, error) {
+	id := e.Create(t, webtest.TokA, map[string]any{"webhookUrl": "https://hooks.example/flowd"})
+	err := database.WithTx(ctx, e.Pool, func(tx database.Tx) error {
+		_, err := e.Flows.DecideTx(ctx, tx, webtest.OrgA, id, true, func(flows.Flow, time.Time) (flows.Evidence, error) {
 			return flows.Evidence{ValidUntil: &validUntil}, nil
 		})
 		return err
@@ -503,46 +504,46 @@ func TestAnExpiredAcceptance(t *testing.T) {
 		t.Fatal(err)
 	}
 	consentOf := func() map[string]any {
-		r := e.call(t, "GET", "/api/flows/"+id, tokA, "")
-		if r.status != http.StatusOK {
-			t.Fatalf("retrieve: %d %s", r.status, r.body)
+		r := e.Call(t, "GET", "/api/flows/"+id, webtest.TokA, "")
+		if r.Status != http.StatusOK {
+			t.Fatalf("retrieve: %d %s", r.Status, r.Body)
 		}
-		return r.json(t)["flow"].(map[string]any)["consent"].(map[string]any)
+		return r.JSON(t)["flow"].(map[string]any)["consent"].(map[string]any)
 	}
 	if c := consentOf(); c["status"] != "Accepted" || c["validUntil"] == nil || c["expiredAt"] != nil {
 		t.Fatalf("accepted: %v", c)
 	}
-	if n, err := e.flows.ExpireDueAcceptances(ctx, 10); n != 0 || err != nil {
+	if n, err := e.Flows.ExpireDueAcceptances(ctx, 10); n != 0 || err != nil {
 		t.Fatalf("expiry before the acceptance is due: %d, %v", n, err)
 	}
-	if _, err := e.pool.Exec(ctx, `update flows set valid_until = now() - interval '1 second' where id = $1`, id); err != nil {
+	if _, err := e.Pool.Exec(ctx, `update flows set valid_until = now() - interval '1 second' where id = $1`, id); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if _, err := e.flows.ExpireDueAcceptances(ctx, 10); err != nil {
+		if _, err := e.Flows.ExpireDueAcceptances(ctx, 10); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r := e.call(t, "GET", "/api/flows/"+id, tokA, "")
-	f := r.json(t)["flow"].(map[string]any)
+	r := e.Call(t, "GET", "/api/flows/"+id, webtest.TokA, "")
+	f := r.JSON(t)["flow"].(map[string]any)
 	c := f["consent"].(map[string]any)
 	if c["status"] != "Expired" || f["status"] != "completed" || f["version"] != 3.0 {
-		t.Fatalf("expired: %s", r.body)
+		t.Fatalf("expired: %s", r.Body)
 	}
 	if s, _ := c["expiredAt"].(string); !apiTimeRE.MatchString(s) {
 		t.Fatalf("expiredAt %v", c["expiredAt"])
 	}
-	if n := e.count(t, `select count(*) from test_events where kind = 'flow.expired' and flow_id = $1 and status = 'Expired' and version = 3`, id); n != 1 {
+	if n := e.Count(t, `select count(*) from test_events where kind = 'flow.expired' and flow_id = $1 and status = 'Expired' and version = 3`, id); n != 1 {
 		t.Fatalf("%d flow.expired events, want 1", n)
 	}
-	list := e.call(t, "GET", "/api/flows?archived=true&status=Expired", tokA, "").json(t)["data"].([]any)
+	list := e.Call(t, "GET", "/api/flows?archived=true&status=Expired", webtest.TokA, "").JSON(t)["data"].([]any)
 	if len(list) != 1 || list[0].(map[string]any)["id"] != id {
 		t.Fatalf("expired flows: %v", list)
 	}
-	if r := e.call(t, "GET", "/api/flows?archived=true&status=Expired", tokB, ""); len(r.json(t)["data"].([]any)) != 0 {
-		t.Fatalf("another organization's expired flows: %s", r.body)
+	if r := e.Call(t, "GET", "/api/flows?archived=true&status=Expired", webtest.TokB, ""); len(r.JSON(t)["data"].([]any)) != 0 {
+		t.Fatalf("another organization's expired flows: %s", r.Body)
 	}
-	if r := e.call(t, "POST", "/api/flows/"+id+"/withdraw", tokA, `{"reason":"Too late."}`); r.status != http.StatusConflict {
-		t.Fatalf("withdrawing an expired acceptance: %d %s", r.status, r.body)
+	if r := e.Call(t, "POST", "/api/flows/"+id+"/withdraw", webtest.TokA, `{"reason":"Too late."}`); r.Status != http.StatusConflict {
+		t.Fatalf("withdrawing an expired acceptance: %d %s", r.Status, r.Body)
 	}
 }

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"bytes"
@@ -17,6 +17,8 @@ import (
 
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/web"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // keyedCall is one POST of the API that a test sends with an Idempotency-Key.
@@ -49,39 +51,39 @@ var idempotentRoutes = map[string]idempotentRoute{
 		status: http.StatusCreated, lockTable: "flow_idempotency_keys",
 		prepare: func(t *testing.T, e *apiEnv, n int) keyedCall {
 			ref := fmt.Sprintf("Loan %d", n)
-			return keyedCall{path: "/api/flows", body: createBody(map[string]any{"referenceName": ref}), subject: ref,
-				otherBody: createBody(map[string]any{"referenceName": ref, "lastName": "Other"})}
+			return keyedCall{path: "/api/flows", body: webtest.CreateBody(map[string]any{"referenceName": ref}), subject: ref,
+				otherBody: webtest.CreateBody(map[string]any{"referenceName": ref, "lastName": "Other"})}
 		},
 		effects: func(t *testing.T, e *apiEnv, c keyedCall) int {
-			return e.count(t, `select count(*) from flows where reference_name = $1`, c.subject)
+			return e.Count(t, `select count(*) from flows where reference_name = $1`, c.subject)
 		},
 	},
 	"/api/flows/:id/cancel": {
 		status: http.StatusOK,
 		prepare: func(t *testing.T, e *apiEnv, n int) keyedCall {
-			id, other := e.create(t, tokA, nil), e.create(t, tokA, nil)
+			id, other := e.Create(t, webtest.TokA, nil), e.Create(t, webtest.TokA, nil)
 			return keyedCall{path: "/api/flows/" + id + "/cancel", otherPath: "/api/flows/" + other + "/cancel", subject: id}
 		},
 		effects: func(t *testing.T, e *apiEnv, c keyedCall) int {
-			return e.count(t, `select count(*) from test_events where kind = 'flow.cancelled' and flow_id = $1`, c.subject)
+			return e.Count(t, `select count(*) from test_events where kind = 'flow.cancelled' and flow_id = $1`, c.subject)
 		},
 	},
 	"/api/flows/:id/withdraw": {
 		status: http.StatusOK,
 		prepare: func(t *testing.T, e *apiEnv, n int) keyedCall {
-			id := e.create(t, tokA, nil)
+			id := e.Create(t, webtest.TokA, nil)
 			e.decideWithEvidence(t, id, true)
 			return keyedCall{path: "/api/flows/" + id + "/withdraw", subject: id,
 				body: `{"reason":"The person asked us by phone."}`, otherBody: `{"reason":"The person wrote to us."}`}
 		},
 		effects: func(t *testing.T, e *apiEnv, c keyedCall) int {
-			return e.count(t, `select count(*) from test_events where kind = 'flow.withdrawn' and flow_id = $1`, c.subject)
+			return e.Count(t, `select count(*) from test_events where kind = 'flow.withdrawn' and flow_id = $1`, c.subject)
 		},
 	},
 	"/api/receipts/subject": {
 		status: http.StatusOK,
 		prepare: func(t *testing.T, e *apiEnv, n int) keyedCall {
-			id := e.create(t, tokA, map[string]any{"nationalId": "12345678901"})
+			id := e.Create(t, webtest.TokA, map[string]any{"nationalId": "12345678901"})
 			e.decideWithEvidence(t, id, true)
 			receipt := e.attachments(t, id)[0]
 			return keyedCall{path: "/api/receipts/subject",
@@ -93,13 +95,13 @@ var idempotentRoutes = map[string]idempotentRoute{
 		status: http.StatusAccepted,
 		prepare: func(t *testing.T, e *apiEnv, n int) keyedCall {
 			endpoint := fmt.Sprintf("019ab3c6-%04d-7f80-9a1b-2c3d4e5f6a7d", n)
-			insertEndpoint(t, e.pool, orgA, endpoint, "https://hooks.bank.example/redeliver", true)
-			event := seedFailedDeliveries(t, e.pool, orgA, endpoint, "https://hooks.bank.example/redeliver", 1)[0]
+			webtest.InsertEndpoint(t, e.Pool, webtest.OrgA, endpoint, "https://hooks.bank.example/redeliver", true)
+			event := webtest.SeedFailedDeliveries(t, e.Pool, webtest.OrgA, endpoint, "https://hooks.bank.example/redeliver", 1)[0]
 			return keyedCall{path: "/api/events/" + event + "/redeliver", subject: event,
 				otherBody: fmt.Sprintf(`{"endpointId":%q}`, endpoint)}
 		},
 		effects: func(t *testing.T, e *apiEnv, c keyedCall) int {
-			return e.count(t, `select count(*) from test_events where kind = 'audit' and status = $1 and reference_id = $2`,
+			return e.Count(t, `select count(*) from test_events where kind = 'audit' and status = $1 and reference_id = $2`,
 				identity.AuditEventRedeliver, c.subject)
 		},
 	},
@@ -111,7 +113,7 @@ var idempotentRoutes = map[string]idempotentRoute{
 				otherBody: fmt.Sprintf(testDefinition, id, "We check your debts.")}
 		},
 		effects: func(t *testing.T, e *apiEnv, c keyedCall) int {
-			return e.count(t, `select count(*) from consent_definition_versions where definition_id = $1`, c.subject)
+			return e.Count(t, `select count(*) from consent_definition_versions where definition_id = $1`, c.subject)
 		},
 	},
 	"/api/flow-definitions/:id/versions": {
@@ -123,7 +125,7 @@ var idempotentRoutes = map[string]idempotentRoute{
 				otherBody: `{"title":{"en":"Loan check","nb":"Lånesjekk"},"purpose":{"en":"We check your savings.","nb":"Vi sjekker."}}`}
 		},
 		effects: func(t *testing.T, e *apiEnv, c keyedCall) int {
-			return e.count(t, `select count(*) from consent_definition_versions where definition_id = $1`, c.subject) - 1
+			return e.Count(t, `select count(*) from consent_definition_versions where definition_id = $1`, c.subject) - 1
 		},
 	},
 	"/api/flow-definitions/:id/retire": {
@@ -133,7 +135,7 @@ var idempotentRoutes = map[string]idempotentRoute{
 			return keyedCall{path: "/api/flow-definitions/" + id + "/retire", otherPath: "/api/flow-definitions/" + other + "/retire", subject: id}
 		},
 		effects: func(t *testing.T, e *apiEnv, c keyedCall) int {
-			return e.count(t, `select count(*) from consent_definitions where id = $1 and retired_at is not null`, c.subject)
+			return e.Count(t, `select count(*) from consent_definitions where id = $1 and retired_at is not null`, c.subject)
 		},
 	},
 	"/api/webhook-endpoints": {
@@ -144,15 +146,15 @@ var idempotentRoutes = map[string]idempotentRoute{
 				otherBody: fmt.Sprintf(`{"url":%q,"description":"Other decisions"}`, u)}
 		},
 		effects: func(t *testing.T, e *apiEnv, c keyedCall) int {
-			return e.count(t, `select count(*) from webhook_endpoints where url = $1`, c.subject)
+			return e.Count(t, `select count(*) from webhook_endpoints where url = $1`, c.subject)
 		},
 	},
 	"/api/webhook-endpoints/:id/recover": {
 		status: http.StatusAccepted,
 		prepare: func(t *testing.T, e *apiEnv, n int) keyedCall {
 			endpoint := fmt.Sprintf("019ab3c6-%04d-7f80-9a1b-2c3d4e5f6a7e", n)
-			insertEndpoint(t, e.pool, orgA, endpoint, "https://hooks.bank.example/recover", true)
-			seedFailedDeliveries(t, e.pool, orgA, endpoint, "https://hooks.bank.example/recover", 3)
+			webtest.InsertEndpoint(t, e.Pool, webtest.OrgA, endpoint, "https://hooks.bank.example/recover", true)
+			webtest.SeedFailedDeliveries(t, e.Pool, webtest.OrgA, endpoint, "https://hooks.bank.example/recover", 3)
 			since := func(d time.Duration) string {
 				return url.QueryEscape(time.Now().Add(-d).UTC().Truncate(time.Second).Format(time.RFC3339))
 			}
@@ -160,7 +162,7 @@ var idempotentRoutes = map[string]idempotentRoute{
 			return keyedCall{path: path + since(2*time.Hour), otherPath: path + since(3*time.Hour), subject: endpoint}
 		},
 		effects: func(t *testing.T, e *apiEnv, c keyedCall) int {
-			return e.count(t, `select count(*) from webhook_recoveries where endpoint_id = $1`, c.subject)
+			return e.Count(t, `select count(*) from webhook_recoveries where endpoint_id = $1`, c.subject)
 		},
 	},
 	"/api/webhook-recoveries": {
@@ -172,7 +174,7 @@ var idempotentRoutes = map[string]idempotentRoute{
 			return keyedCall{path: path + host, otherPath: path + "other-" + host, subject: host}
 		},
 		effects: func(t *testing.T, e *apiEnv, c keyedCall) int {
-			return e.count(t, `select count(*) from webhook_recoveries where organization_id = $1 and endpoint_id is null`, orgA)
+			return e.Count(t, `select count(*) from webhook_recoveries where organization_id = $1 and endpoint_id is null`, webtest.OrgA)
 		},
 	},
 }
@@ -185,8 +187,8 @@ var publicPOSTs = []string{"/api/receipts/verify"}
 func (e *apiEnv) definition(t *testing.T, n int) string {
 	t.Helper()
 	id := fmt.Sprintf("retire-me-%d", n)
-	if r := e.call(t, "POST", "/api/flow-definitions", tokA, fmt.Sprintf(testDefinition, id, "We check your income.")); r.status != http.StatusCreated {
-		t.Fatalf("definition: %d %s", r.status, r.body)
+	if r := e.Call(t, "POST", "/api/flow-definitions", webtest.TokA, fmt.Sprintf(testDefinition, id, "We check your income.")); r.Status != http.StatusCreated {
+		t.Fatalf("definition: %d %s", r.Status, r.Body)
 	}
 	return id
 }
@@ -210,14 +212,14 @@ func reencoded(t *testing.T, body string) string {
 }
 
 // keyed sends c's request (or its other one) with an Idempotency-Key.
-func (e *apiEnv) keyed(t *testing.T, token, path, body, key string) response {
+func (e *apiEnv) keyed(t *testing.T, token, path, body, key string) webtest.Response {
 	t.Helper()
-	return e.call(t, "POST", path, token, body, "Idempotency-Key", key)
+	return e.Call(t, "POST", path, token, body, "Idempotency-Key", key)
 }
 
 // isKeyReused reports whether r is the 422 of a key used with another request.
-func isKeyReused(r response) bool {
-	return r.status == http.StatusUnprocessableEntity && strings.Contains(string(r.body), "/docs#problem-idempotency-key-reused")
+func isKeyReused(r webtest.Response) bool {
+	return r.Status == http.StatusUnprocessableEntity && strings.Contains(string(r.Body), "/docs#problem-idempotency-key-reused")
 }
 
 // TestEveryPOSTOfTheAPIHonoursIdempotencyKeys walks the server's routes: for
@@ -229,7 +231,7 @@ func TestEveryPOSTOfTheAPIHonoursIdempotencyKeys(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
 	var paths []string
-	for _, r := range newServer(t, Deps{Pool: e.pool}).Echo().Routes() {
+	for _, r := range webtest.NewServer(t, web.Deps{Pool: e.Pool}).Echo().Routes() {
 		if r.Method != http.MethodPost || !strings.HasPrefix(r.Path, "/api/") || slices.Contains(publicPOSTs, r.Path) {
 			continue
 		}
@@ -256,21 +258,21 @@ func TestEveryPOSTOfTheAPIHonoursIdempotencyKeys(t *testing.T) {
 				}
 				return route.effects(t, e, c)
 			}
-			if r := e.keyed(t, tokA, c.path, c.body, strings.Repeat("k", 256)); r.status != http.StatusBadRequest ||
-				!slices.Contains(r.fields(t), "Idempotency-Key") || effects() != 0 {
-				t.Fatalf("a key of 256 characters: %d %s, %d effects", r.status, r.body, effects())
+			if r := e.keyed(t, webtest.TokA, c.path, c.body, strings.Repeat("k", 256)); r.Status != http.StatusBadRequest ||
+				!slices.Contains(r.Fields(t), "Idempotency-Key") || effects() != 0 {
+				t.Fatalf("a key of 256 characters: %d %s, %d effects", r.Status, r.Body, effects())
 			}
 			key := "key-" + path
-			first := e.keyed(t, tokA, c.path, c.body, key)
-			if first.status != route.status || first.header.Get("Idempotent-Replayed") != "" {
-				t.Fatalf("first: %d %q %s", first.status, first.header.Get("Idempotent-Replayed"), first.body)
+			first := e.keyed(t, webtest.TokA, c.path, c.body, key)
+			if first.Status != route.status || first.Header.Get("Idempotent-Replayed") != "" {
+				t.Fatalf("first: %d %q %s", first.Status, first.Header.Get("Idempotent-Replayed"), first.Body)
 			}
-			again := e.keyed(t, tokA, c.path, reencoded(t, c.body), key)
-			if again.status != first.status || !bytes.Equal(again.body, first.body) || again.header.Get("Idempotent-Replayed") != "true" ||
-				again.header.Get("Location") != first.header.Get("Location") || again.header.Get("Content-Type") != first.header.Get("Content-Type") {
-				t.Fatalf("replay: %d %q Location %q %s\nwant the first answer: %d Location %q %s", again.status,
-					again.header.Get("Idempotent-Replayed"), again.header.Get("Location"), again.body,
-					first.status, first.header.Get("Location"), first.body)
+			again := e.keyed(t, webtest.TokA, c.path, reencoded(t, c.body), key)
+			if again.Status != first.Status || !bytes.Equal(again.Body, first.Body) || again.Header.Get("Idempotent-Replayed") != "true" ||
+				again.Header.Get("Location") != first.Header.Get("Location") || again.Header.Get("Content-Type") != first.Header.Get("Content-Type") {
+				t.Fatalf("replay: %d %q Location %q %s\nwant the first answer: %d Location %q %s", again.Status,
+					again.Header.Get("Idempotent-Replayed"), again.Header.Get("Location"), again.Body,
+					first.Status, first.Header.Get("Location"), first.Body)
 			}
 			if route.effects != nil && effects() != 1 {
 				t.Fatalf("%d effects of a request and its replay, want 1", effects())
@@ -282,11 +284,11 @@ func TestEveryPOSTOfTheAPIHonoursIdempotencyKeys(t *testing.T) {
 			if c.otherBody != "" {
 				otherBody = c.otherBody
 			}
-			if r := e.keyed(t, tokA, otherPath, otherBody, key); !isKeyReused(r) {
-				t.Errorf("another request with the key: %d %s", r.status, r.body)
+			if r := e.keyed(t, webtest.TokA, otherPath, otherBody, key); !isKeyReused(r) {
+				t.Errorf("another request with the key: %d %s", r.Status, r.Body)
 			}
-			if r := e.keyed(t, tokASandbox, c.path, c.body, key); !isKeyReused(r) {
-				t.Errorf("another client with the key: %d %s", r.status, r.body)
+			if r := e.keyed(t, webtest.TokASandbox, c.path, c.body, key); !isKeyReused(r) {
+				t.Errorf("another client with the key: %d %s", r.Status, r.Body)
 			}
 			if route.effects != nil && effects() != 1 {
 				t.Fatalf("%d effects after the refusals, want 1", effects())
@@ -317,10 +319,10 @@ func TestConcurrentRequestsWithOneKeyChangeOnce(t *testing.T) {
 			answers := raceKeyed(t, e, table, c, "race-"+path, 4)
 			replays := 0
 			for _, r := range answers {
-				if r.status != route.status || !bytes.Equal(r.body, answers[0].body) {
-					t.Errorf("answers differ: %d %s\nand %d %s", r.status, r.body, answers[0].status, answers[0].body)
+				if r.Status != route.status || !bytes.Equal(r.Body, answers[0].Body) {
+					t.Errorf("answers differ: %d %s\nand %d %s", r.Status, r.Body, answers[0].Status, answers[0].Body)
 				}
-				if r.header.Get("Idempotent-Replayed") == "true" {
+				if r.Header.Get("Idempotent-Replayed") == "true" {
 					replays++
 				}
 			}
@@ -337,10 +339,10 @@ func TestConcurrentRequestsWithOneKeyChangeOnce(t *testing.T) {
 // raceKeyed sends n copies of c's request with key at once, while table is
 // locked against writes until all n wait on a lock, and returns their
 // answers.
-func raceKeyed(t *testing.T, e *apiEnv, table string, c keyedCall, key string, n int) []response {
+func raceKeyed(t *testing.T, e *apiEnv, table string, c keyedCall, key string, n int) []webtest.Response {
 	t.Helper()
 	ctx := context.Background()
-	lock, err := e.pool.Begin(ctx)
+	lock, err := e.Pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,14 +350,14 @@ func raceKeyed(t *testing.T, e *apiEnv, table string, c keyedCall, key string, n
 	if _, err := lock.Exec(ctx, "lock table "+pgx.Identifier{table}.Sanitize()+" in exclusive mode"); err != nil {
 		t.Fatal(err)
 	}
-	answers := make([]response, n)
+	answers := make([]webtest.Response, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { answers[i] = e.keyed(t, tokA, c.path, c.body, key) })
+		wg.Go(func() { answers[i] = e.keyed(t, webtest.TokA, c.path, c.body, key) })
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
-		waiting := e.count(t, `select count(*) from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)
+		waiting := e.Count(t, `select count(*) from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)
 		if waiting >= n {
 			break
 		}
@@ -379,29 +381,29 @@ func raceKeyed(t *testing.T, e *apiEnv, table string, c keyedCall, key string, n
 func TestAFailedRequestLeavesItsKeyFree(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	if r := e.keyed(t, tokA, "/api/webhook-endpoints", `{"url":"ftp://hooks.bank.example/"}`, "k-endpoint"); r.status != http.StatusBadRequest {
-		t.Fatalf("an invalid endpoint: %d %s", r.status, r.body)
+	if r := e.keyed(t, webtest.TokA, "/api/webhook-endpoints", `{"url":"ftp://hooks.bank.example/"}`, "k-endpoint"); r.Status != http.StatusBadRequest {
+		t.Fatalf("an invalid endpoint: %d %s", r.Status, r.Body)
 	}
 	body := `{"url":"https://hooks.bank.example/fixed"}`
-	first := e.keyed(t, tokA, "/api/webhook-endpoints", body, "k-endpoint")
-	if first.status != http.StatusCreated || first.header.Get("Idempotent-Replayed") != "" {
-		t.Fatalf("the corrected request: %d %s", first.status, first.body)
+	first := e.keyed(t, webtest.TokA, "/api/webhook-endpoints", body, "k-endpoint")
+	if first.Status != http.StatusCreated || first.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("the corrected request: %d %s", first.Status, first.Body)
 	}
-	if again := e.keyed(t, tokA, "/api/webhook-endpoints", body, "k-endpoint"); again.header.Get("Idempotent-Replayed") != "true" ||
-		!bytes.Equal(again.body, first.body) {
-		t.Fatalf("its replay: %d %s", again.status, again.body)
+	if again := e.keyed(t, webtest.TokA, "/api/webhook-endpoints", body, "k-endpoint"); again.Header.Get("Idempotent-Replayed") != "true" ||
+		!bytes.Equal(again.Body, first.Body) {
+		t.Fatalf("its replay: %d %s", again.Status, again.Body)
 	}
 
-	cancelled := e.create(t, tokA, nil)
-	if r := e.call(t, "POST", "/api/flows/"+cancelled+"/cancel", tokA, ""); r.status != http.StatusOK {
-		t.Fatalf("cancel: %d", r.status)
+	cancelled := e.Create(t, webtest.TokA, nil)
+	if r := e.Call(t, "POST", "/api/flows/"+cancelled+"/cancel", webtest.TokA, ""); r.Status != http.StatusOK {
+		t.Fatalf("cancel: %d", r.Status)
 	}
-	if r := e.keyed(t, tokA, "/api/flows/"+cancelled+"/cancel", "", "k-cancel"); r.status != http.StatusConflict {
-		t.Fatalf("cancelling a cancelled flow: %d %s", r.status, r.body)
+	if r := e.keyed(t, webtest.TokA, "/api/flows/"+cancelled+"/cancel", "", "k-cancel"); r.Status != http.StatusConflict {
+		t.Fatalf("cancelling a cancelled flow: %d %s", r.Status, r.Body)
 	}
-	active := e.create(t, tokA, nil)
-	if r := e.keyed(t, tokA, "/api/flows/"+active+"/cancel", "", "k-cancel"); r.status != http.StatusOK || r.header.Get("Idempotent-Replayed") != "" {
-		t.Fatalf("the key after a conflict, on another flow: %d %s", r.status, r.body)
+	active := e.Create(t, webtest.TokA, nil)
+	if r := e.keyed(t, webtest.TokA, "/api/flows/"+active+"/cancel", "", "k-cancel"); r.Status != http.StatusOK || r.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("the key after a conflict, on another flow: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -411,23 +413,23 @@ func TestAFailedRequestLeavesItsKeyFree(t *testing.T) {
 func TestAKeyServesOneOperationAcrossFlowCreation(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	if r := e.keyed(t, tokA, "/api/webhook-endpoints", `{"url":"https://hooks.bank.example/a"}`, "k-1"); r.status != http.StatusCreated {
-		t.Fatalf("endpoint: %d %s", r.status, r.body)
+	if r := e.keyed(t, webtest.TokA, "/api/webhook-endpoints", `{"url":"https://hooks.bank.example/a"}`, "k-1"); r.Status != http.StatusCreated {
+		t.Fatalf("endpoint: %d %s", r.Status, r.Body)
 	}
-	if r := e.keyed(t, tokA, "/api/flows", createBody(nil), "k-1"); !isKeyReused(r) || !strings.Contains(string(r.body), "POST /api/webhook-endpoints") {
-		t.Fatalf("a flow with the endpoint's key: %d %s", r.status, r.body)
+	if r := e.keyed(t, webtest.TokA, "/api/flows", webtest.CreateBody(nil), "k-1"); !isKeyReused(r) || !strings.Contains(string(r.Body), "POST /api/webhook-endpoints") {
+		t.Fatalf("a flow with the endpoint's key: %d %s", r.Status, r.Body)
 	}
-	if r := e.keyed(t, tokA, "/api/flows", createBody(nil), "k-2"); r.status != http.StatusCreated {
-		t.Fatalf("flow: %d %s", r.status, r.body)
+	if r := e.keyed(t, webtest.TokA, "/api/flows", webtest.CreateBody(nil), "k-2"); r.Status != http.StatusCreated {
+		t.Fatalf("flow: %d %s", r.Status, r.Body)
 	}
-	if r := e.keyed(t, tokA, "/api/webhook-endpoints", `{"url":"https://hooks.bank.example/b"}`, "k-2"); !isKeyReused(r) ||
-		!strings.Contains(string(r.body), "POST /api/flows") {
-		t.Fatalf("an endpoint with the flow's key: %d %s", r.status, r.body)
+	if r := e.keyed(t, webtest.TokA, "/api/webhook-endpoints", `{"url":"https://hooks.bank.example/b"}`, "k-2"); !isKeyReused(r) ||
+		!strings.Contains(string(r.Body), "POST /api/flows") {
+		t.Fatalf("an endpoint with the flow's key: %d %s", r.Status, r.Body)
 	}
-	if r := e.keyed(t, tokB, "/api/webhook-endpoints", `{"url":"https://hooks.beta.example/b"}`, "k-2"); r.status != http.StatusCreated {
-		t.Fatalf("another organization's endpoint with the key: %d %s", r.status, r.body)
+	if r := e.keyed(t, webtest.TokB, "/api/webhook-endpoints", `{"url":"https://hooks.beta.example/b"}`, "k-2"); r.Status != http.StatusCreated {
+		t.Fatalf("another organization's endpoint with the key: %d %s", r.Status, r.Body)
 	}
-	if n := e.count(t, `select count(*) from flows`) + e.count(t, `select count(*) from webhook_endpoints`); n != 3 {
+	if n := e.Count(t, `select count(*) from flows`) + e.Count(t, `select count(*) from webhook_endpoints`); n != 3 {
 		t.Fatalf("%d flows and endpoints, want 3", n)
 	}
 }
@@ -438,20 +440,20 @@ func TestAKeyServesOneOperationAcrossFlowCreation(t *testing.T) {
 func TestADeletedFlowTakesItsKeptAnswersAlong(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	id := e.create(t, tokA, nil)
-	if r := e.keyed(t, tokA, "/api/flows/"+id+"/cancel", "", "k-cancel"); r.status != http.StatusOK {
-		t.Fatalf("cancel: %d %s", r.status, r.body)
+	id := e.Create(t, webtest.TokA, nil)
+	if r := e.keyed(t, webtest.TokA, "/api/flows/"+id+"/cancel", "", "k-cancel"); r.Status != http.StatusOK {
+		t.Fatalf("cancel: %d %s", r.Status, r.Body)
 	}
-	if n := e.count(t, `select count(*) from api_idempotency_keys where flow_id = $1`, id); n != 1 {
+	if n := e.Count(t, `select count(*) from api_idempotency_keys where flow_id = $1`, id); n != 1 {
 		t.Fatalf("%d answers kept for the flow", n)
 	}
-	if r := e.call(t, "DELETE", "/api/flows/"+id, tokA, ""); r.status != http.StatusOK {
-		t.Fatalf("delete: %d %s", r.status, r.body)
+	if r := e.Call(t, "DELETE", "/api/flows/"+id, webtest.TokA, ""); r.Status != http.StatusOK {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
-	if n := e.count(t, `select count(*) from api_idempotency_keys`); n != 0 {
+	if n := e.Count(t, `select count(*) from api_idempotency_keys`); n != 0 {
 		t.Fatalf("%d answers outlived the flow", n)
 	}
-	if r := e.keyed(t, tokA, "/api/flows/"+id+"/cancel", "", "k-cancel"); r.status != http.StatusNotFound {
-		t.Fatalf("the key after the delete: %d %s", r.status, r.body)
+	if r := e.keyed(t, webtest.TokA, "/api/flows/"+id+"/cancel", "", "k-cancel"); r.Status != http.StatusNotFound {
+		t.Fatalf("the key after the delete: %d %s", r.Status, r.Body)
 	}
 }

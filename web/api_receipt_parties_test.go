@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // TestAReceiptNamesTheOrganizationAndTheRecipient: a definition whose
@@ -19,21 +20,21 @@ import (
 func TestAReceiptNamesTheOrganizationAndTheRecipient(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	if r := e.call(t, "POST", "/api/flow-definitions", tokA, draftBody(map[string]any{"id": "credit-check", "recipient": "Kredittbyrået AS"})); r.status != http.StatusCreated {
-		t.Fatalf("publish: %d %s", r.status, r.body)
+	if r := e.Call(t, "POST", "/api/flow-definitions", webtest.TokA, draftBody(map[string]any{"id": "credit-check", "recipient": "Kredittbyrået AS"})); r.Status != http.StatusCreated {
+		t.Fatalf("publish: %d %s", r.Status, r.Body)
 	}
-	id := e.create(t, tokA, map[string]any{"flowDefinitionId": "credit-check"})
+	id := e.Create(t, webtest.TokA, map[string]any{"flowDefinitionId": "credit-check"})
 	e.decideWithEvidence(t, id, true)
 	signed := e.attachments(t, id)[0]
 	claims := e.receiptClaims(t, signed)
-	if claims["organizationId"] != orgA || claims["organizationName"] != "Test Bank" || claims["recipient"] != "Kredittbyrået AS" {
+	if claims["organizationId"] != webtest.OrgA || claims["organizationName"] != "Test Bank" || claims["recipient"] != "Kredittbyrået AS" {
 		t.Fatalf("the receipt names organization %v (%v) and recipient %v, want Test Bank (%s) and Kredittbyrået AS",
-			claims["organizationName"], claims["organizationId"], claims["recipient"], orgA)
+			claims["organizationName"], claims["organizationId"], claims["recipient"], webtest.OrgA)
 	}
 	verify := func(jws string) map[string]any {
 		t.Helper()
 		b, _ := json.Marshal(map[string]string{"receipt": jws})
-		got := e.call(t, "POST", "/api/receipts/verify", "", string(b)).json(t)
+		got := e.Call(t, "POST", "/api/receipts/verify", "", string(b)).JSON(t)
 		if got["valid"] != true {
 			t.Fatalf("verify: %v", got)
 		}
@@ -54,8 +55,8 @@ func TestAReceiptNamesTheOrganizationAndTheRecipient(t *testing.T) {
 	raw, _ := json.Marshal(old)
 	var oldJWS string
 	ctx := context.Background()
-	if err := database.WithTx(ctx, e.pool, func(tx database.Tx) (err error) {
-		oldJWS, err = e.receiptKeys.SignReceiptTx(ctx, tx, raw)
+	if err := database.WithTx(ctx, e.Pool, func(tx database.Tx) (err error) {
+		oldJWS, err = e.ReceiptKeys.SignReceiptTx(ctx, tx, raw)
 		return err
 	}); err != nil {
 		t.Fatal(err)

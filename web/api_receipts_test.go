@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // decideWithEvidence records a decision as the journey would, with evidence.
@@ -22,8 +23,8 @@ func (e *apiEnv) decideWithEvidence(t *testing.T, id string, accept bool) {
 	t.Helper()
 	ctx := context.Background()
 	until := time.Now().Add(90 * 24 * time.Hour).UTC().Truncate(time.Second)
-	err := database.WithTx(ctx, e.pool, func(tx database.Tx) error {
-		_, err := e.flows.DecideTx(ctx, tx, orgA, id, accept, func(flows.Flow, time.Time) (flows.Evidence, error) {
+	err := database.WithTx(ctx, e.Pool, func(tx database.Tx) error {
+		_, err := e.Flows.DecideTx(ctx, tx, webtest.OrgA, id, accept, func(flows.Flow, time.Time) (flows.Evidence, error) {
 			return flows.Evidence{TextSHA256: make([]byte, 32), Language: "nb", AssuranceLevel: "substantial",
 				ACR: "http://eidas.europa.eu/LoA/substantial", ValidUntil: &until}, nil
 		})
@@ -38,7 +39,7 @@ func (e *apiEnv) decideWithEvidence(t *testing.T, id string, accept bool) {
 // and returns its claims.
 func (e *apiEnv) receiptClaims(t *testing.T, jwsText string) map[string]any {
 	t.Helper()
-	raw, err := e.receiptKeys.JWKS(context.Background())
+	raw, err := e.ReceiptKeys.JWKS(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,23 +61,23 @@ func (e *apiEnv) receiptClaims(t *testing.T, jwsText string) map[string]any {
 // attachments returns the flow's receipts as the API lists and serves them.
 func (e *apiEnv) attachments(t *testing.T, id string) []string {
 	t.Helper()
-	r := e.call(t, "GET", "/api/flows/"+id+"/attachments", tokARead, "")
-	if r.status != http.StatusOK {
-		t.Fatalf("attachments: %d %s", r.status, r.body)
+	r := e.Call(t, "GET", "/api/flows/"+id+"/attachments", webtest.TokARead, "")
+	if r.Status != http.StatusOK {
+		t.Fatalf("attachments: %d %s", r.Status, r.Body)
 	}
 	var list struct {
 		Data []struct{ ID, Kind, Href string }
 	}
-	if err := json.Unmarshal(r.body, &list); err != nil {
+	if err := json.Unmarshal(r.Body, &list); err != nil {
 		t.Fatal(err)
 	}
 	var out []string
 	for _, a := range list.Data {
-		got := e.call(t, "GET", a.Href, tokARead, "")
-		if got.status != http.StatusOK || got.header.Get("Content-Type") != "application/jwt" || a.Kind != "consent-receipt" {
-			t.Fatalf("attachment %s: %d %s %s", a.ID, got.status, got.header.Get("Content-Type"), got.body)
+		got := e.Call(t, "GET", a.Href, webtest.TokARead, "")
+		if got.Status != http.StatusOK || got.Header.Get("Content-Type") != "application/jwt" || a.Kind != "consent-receipt" {
+			t.Fatalf("attachment %s: %d %s %s", a.ID, got.Status, got.Header.Get("Content-Type"), got.Body)
 		}
-		out = append(out, string(got.body))
+		out = append(out, string(got.Body))
 	}
 	return out
 }
@@ -84,15 +85,15 @@ func (e *apiEnv) attachments(t *testing.T, id string) []string {
 func TestEveryDecisionAndWithdrawalHasAReceipt(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	accepted := e.create(t, tokA, map[string]any{"nationalId": "12345678901"})
-	rejected := e.create(t, tokA, nil)
+	accepted := e.Create(t, webtest.TokA, map[string]any{"nationalId": "12345678901"})
+	rejected := e.Create(t, webtest.TokA, nil)
 	if got := e.attachments(t, accepted); len(got) != 0 {
 		t.Fatalf("an open flow has receipts: %v", got)
 	}
 	e.decideWithEvidence(t, accepted, true)
 	e.decideWithEvidence(t, rejected, false)
 
-	flow := e.call(t, "GET", "/api/flows/"+accepted, tokA, "").json(t)["flow"].(map[string]any)
+	flow := e.Call(t, "GET", "/api/flows/"+accepted, webtest.TokA, "").JSON(t)["flow"].(map[string]any)
 	receipts := e.attachments(t, accepted)
 	if flow["numAttachments"] != 1.0 || len(receipts) != 1 {
 		t.Fatalf("after the acceptance: numAttachments %v, receipts %d", flow["numAttachments"], len(receipts))
@@ -104,7 +105,7 @@ func TestEveryDecisionAndWithdrawalHasAReceipt(t *testing.T) {
 		"iss":            {first["iss"], "https://flowd.example"},
 		"flowId":         {first["flowId"], accepted},
 		"referenceId":    {first["referenceId"], flow["referenceId"]},
-		"organizationId": {first["organizationId"], orgA},
+		"organizationId": {first["organizationId"], webtest.OrgA},
 		"decision":       {first["decision"], "accepted"},
 		"definition.id":  {def["id"], flow["flowDefinitionId"]},
 		"textSha256":     {def["textSha256"], consent["textSha256"]},
@@ -124,8 +125,8 @@ func TestEveryDecisionAndWithdrawalHasAReceipt(t *testing.T) {
 	}
 
 	// The organization withdraws: a second receipt points at the first.
-	if r := e.call(t, "POST", "/api/flows/"+accepted+"/withdraw", tokA, `{"reason":"Asked by phone."}`); r.status != http.StatusOK {
-		t.Fatalf("withdraw: %d %s", r.status, r.body)
+	if r := e.Call(t, "POST", "/api/flows/"+accepted+"/withdraw", webtest.TokA, `{"reason":"Asked by phone."}`); r.Status != http.StatusOK {
+		t.Fatalf("withdraw: %d %s", r.Status, r.Body)
 	}
 	receipts = e.attachments(t, accepted)
 	if len(receipts) != 2 {
@@ -136,25 +137,25 @@ func TestEveryDecisionAndWithdrawalHasAReceipt(t *testing.T) {
 		second["subject"] != first["subject"] {
 		t.Fatalf("the withdrawal's receipt: %v", second)
 	}
-	if n := e.call(t, "GET", "/api/flows/"+accepted, tokA, "").json(t)["flow"].(map[string]any)["numAttachments"]; n != 2.0 {
+	if n := e.Call(t, "GET", "/api/flows/"+accepted, webtest.TokA, "").JSON(t)["flow"].(map[string]any)["numAttachments"]; n != 2.0 {
 		t.Fatalf("numAttachments after the withdrawal: %v", n)
 	}
 
 	// Another organization sees none of it.
 	for _, path := range []string{"/api/flows/" + accepted + "/attachments", "/api/flows/" + accepted + "/attachments/" + first["jti"].(string)} {
-		if r := e.call(t, "GET", path, tokB, ""); r.status != http.StatusNotFound {
-			t.Errorf("%s as another organization: %d", path, r.status)
+		if r := e.Call(t, "GET", path, webtest.TokB, ""); r.Status != http.StatusNotFound {
+			t.Errorf("%s as another organization: %d", path, r.Status)
 		}
 	}
 
 	// Deleting the flow deletes its receipts; the log keeps their ids.
-	if r := e.call(t, "DELETE", "/api/flows/"+accepted, tokA, ""); r.status != http.StatusOK {
-		t.Fatalf("delete: %d", r.status)
+	if r := e.Call(t, "DELETE", "/api/flows/"+accepted, webtest.TokA, ""); r.Status != http.StatusOK {
+		t.Fatalf("delete: %d", r.Status)
 	}
-	if n := e.count(t, `select count(*) from flow_attachments where flow_id = $1`, accepted); n != 0 {
+	if n := e.Count(t, `select count(*) from flow_attachments where flow_id = $1`, accepted); n != 0 {
 		t.Fatalf("%d receipts survived the delete", n)
 	}
-	log, _, err := e.flows.Deletions(context.Background(), orgA, 10, "")
+	log, _, err := e.Flows.Deletions(context.Background(), webtest.OrgA, 10, "")
 	if err != nil || len(log) != 1 || len(log[0].ReceiptIDs) != 2 || log[0].ReceiptIDs[0] != first["jti"] && log[0].ReceiptIDs[1] != first["jti"] {
 		t.Fatalf("deletion log: %+v %v", log, err)
 	}
@@ -163,25 +164,25 @@ func TestEveryDecisionAndWithdrawalHasAReceipt(t *testing.T) {
 func TestReceiptVerificationAndSubjectCheck(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	id := e.create(t, tokA, map[string]any{"nationalId": "12345678901"})
+	id := e.Create(t, webtest.TokA, map[string]any{"nationalId": "12345678901"})
 	e.decideWithEvidence(t, id, true)
 	receipt := e.attachments(t, id)[0]
 	body := func(kv map[string]string) string { b, _ := json.Marshal(kv); return string(b) }
 
-	ok := e.call(t, "POST", "/api/receipts/verify", "", body(map[string]string{"receipt": receipt})).json(t)
+	ok := e.Call(t, "POST", "/api/receipts/verify", "", body(map[string]string{"receipt": receipt})).JSON(t)
 	if ok["valid"] != true || ok["receipt"].(map[string]any)["flowId"] != id || !strings.HasPrefix(ok["keyId"].(string), "receipt-") {
 		t.Fatalf("a genuine receipt: %v", ok)
 	}
 	parts := strings.Split(receipt, ".")
 	forged := parts[0] + "." + strings.TrimRight(parts[1], "A") + "B." + parts[2]
 	for name, r := range map[string]string{"tampered": forged, "not a JWS": "hello", "signature cut": parts[0] + "." + parts[1] + "."} {
-		got := e.call(t, "POST", "/api/receipts/verify", "", body(map[string]string{"receipt": r}))
-		if m := got.json(t); got.status != http.StatusOK || m["valid"] != false || m["reason"] == nil || m["receipt"] != nil {
-			t.Errorf("%s: %d %v", name, got.status, m)
+		got := e.Call(t, "POST", "/api/receipts/verify", "", body(map[string]string{"receipt": r}))
+		if m := got.JSON(t); got.Status != http.StatusOK || m["valid"] != false || m["reason"] == nil || m["receipt"] != nil {
+			t.Errorf("%s: %d %v", name, got.Status, m)
 		}
 	}
-	if r := e.call(t, "POST", "/api/receipts/verify", "", `{"receipt":""}`); r.status != http.StatusBadRequest || r.fields(t)[0] != "receipt" {
-		t.Errorf("an empty receipt: %d %s", r.status, r.body)
+	if r := e.Call(t, "POST", "/api/receipts/verify", "", `{"receipt":""}`); r.Status != http.StatusBadRequest || r.Fields(t)[0] != "receipt" {
+		t.Errorf("an empty receipt: %d %s", r.Status, r.Body)
 	}
 
 	for _, c := range []struct {
@@ -189,18 +190,18 @@ func TestReceiptVerificationAndSubjectCheck(t *testing.T) {
 		status                  int
 		matches                 bool
 	}{
-		{"the person", tokARead, "12345678901", 200, true},
-		{"written otherwise", tokARead, "123456-78901", 200, true},
-		{"someone else", tokARead, "10987654321", 200, false},
-		{"another organization", tokB, "12345678901", 400, false},
+		{"the person", webtest.TokARead, "12345678901", 200, true},
+		{"written otherwise", webtest.TokARead, "123456-78901", 200, true},
+		{"someone else", webtest.TokARead, "10987654321", 200, false},
+		{"another organization", webtest.TokB, "12345678901", 400, false},
 		{"no token", "", "12345678901", 401, false},
 	} {
-		r := e.call(t, "POST", "/api/receipts/subject", c.token, body(map[string]string{"receipt": receipt, "nationalId": c.nationalID}))
-		if r.status != c.status || (c.status == 200 && r.json(t)["matches"] != c.matches) {
-			t.Errorf("%s: %d %s", c.name, r.status, r.body)
+		r := e.Call(t, "POST", "/api/receipts/subject", c.token, body(map[string]string{"receipt": receipt, "nationalId": c.nationalID}))
+		if r.Status != c.status || (c.status == 200 && r.JSON(t)["matches"] != c.matches) {
+			t.Errorf("%s: %d %s", c.name, r.Status, r.Body)
 		}
 	}
-	if r := e.call(t, "POST", "/api/receipts/subject", tokA, body(map[string]string{"receipt": forged, "nationalId": "12345678901"})); r.status != 400 {
-		t.Errorf("a tampered receipt's subject: %d %s", r.status, r.body)
+	if r := e.Call(t, "POST", "/api/receipts/subject", webtest.TokA, body(map[string]string{"receipt": forged, "nationalId": "12345678901"})); r.Status != 400 {
+		t.Errorf("a tampered receipt's subject: %d %s", r.Status, r.Body)
 	}
 }

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/webhooks"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // switchedReceiver answers every delivery with status, and counts the
@@ -76,11 +77,11 @@ func (e *apiEnv) awaitRecovery(t *testing.T, path string) recoveryState {
 	t.Helper()
 	var rec recoveryState
 	waitFor(t, "the recovery at "+path+" to finish", func() bool {
-		r := e.call(t, "GET", path, tokA, "")
-		if r.status != http.StatusOK {
-			t.Fatalf("GET %s: %d %s", path, r.status, r.body)
+		r := e.Call(t, "GET", path, webtest.TokA, "")
+		if r.Status != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", path, r.Status, r.Body)
 		}
-		if err := json.Unmarshal(r.body, &rec); err != nil {
+		if err := json.Unmarshal(r.Body, &rec); err != nil {
 			t.Fatal(err)
 		}
 		return rec.State == "done" || rec.State == "failed"
@@ -91,7 +92,7 @@ func (e *apiEnv) awaitRecovery(t *testing.T, path string) recoveryState {
 // eventIDs lists the organization's events of a type, by the events API.
 func (e *apiEnv) eventIDs(t *testing.T, typ string) []string {
 	t.Helper()
-	ids, _, more := e.eventPage(t, tokA, "type="+typ+"&limit=100")
+	ids, _, more := e.eventPage(t, webtest.TokA, "type="+typ+"&limit=100")
 	if more {
 		t.Fatal("more than a page of events")
 	}
@@ -105,10 +106,10 @@ func (e *apiEnv) eventIDs(t *testing.T, typ string) []string {
 // older than the events kept is refused, naming what limits it.
 func TestRecoveryAfterADisabledWindowOverTheAPI(t *testing.T) {
 	t.Parallel()
-	e := newAPI(t, withWebhooks())
+	e := newAPI(t, webtest.WithWebhooks())
 	ctx := context.Background()
-	if err := database.WithTx(ctx, e.pool, func(tx database.Tx) error {
-		_, err := e.hooks.CreateSecretTx(ctx, tx, orgA)
+	if err := database.WithTx(ctx, e.Pool, func(tx database.Tx) error {
+		_, err := e.Hooks.CreateSecretTx(ctx, tx, webtest.OrgA)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -116,50 +117,50 @@ func TestRecoveryAfterADisabledWindowOverTheAPI(t *testing.T) {
 	rcv := newSwitchedReceiver(t, http.StatusNoContent)
 	// The API refuses loopback URLs; the module's registry, told to allow
 	// them, registers the test's receiver.
-	ep, err := webhooks.NewEndpoints(e.pool, webhooks.EndpointRules{AllowPrivate: true, AllowInsecureURLs: true}).
-		Create(ctx, orgA, webhooks.NewEndpoint{URL: rcv.srv.URL + "/hooks", Enabled: true, EventTypes: []webhooks.EventType{webhooks.FlowCreated}})
+	ep, err := webhooks.NewEndpoints(e.Pool, webhooks.EndpointRules{AllowPrivate: true, AllowInsecureURLs: true}).
+		Create(ctx, webtest.OrgA, webhooks.NewEndpoint{URL: rcv.srv.URL + "/hooks", Enabled: true, EventTypes: []webhooks.EventType{webhooks.FlowCreated}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := "/api/webhook-endpoints/" + ep.ID
 	for range 2 {
-		e.create(t, tokA, nil)
+		e.Create(t, webtest.TokA, nil)
 	}
 	waitFor(t, "the events before the outage", func() bool { return len(rcv.counts()) == 2 })
 
-	r := e.call(t, "PATCH", path, tokA, `{"enabled":false}`)
+	r := e.Call(t, "PATCH", path, webtest.TokA, `{"enabled":false}`)
 	var off struct {
 		Enabled    bool
 		DisabledAt *string
 	}
-	if err := json.Unmarshal(r.body, &off); err != nil || r.status != http.StatusOK || off.Enabled || off.DisabledAt == nil {
-		t.Fatalf("disable: %d %s", r.status, r.body)
+	if err := json.Unmarshal(r.Body, &off); err != nil || r.Status != http.StatusOK || off.Enabled || off.DisabledAt == nil {
+		t.Fatalf("disable: %d %s", r.Status, r.Body)
 	}
 	const n = 12
 	for range n {
-		e.create(t, tokA, nil)
+		e.Create(t, webtest.TokA, nil)
 	}
-	if r = e.call(t, "PATCH", path, tokA, `{"enabled":true}`); r.status != http.StatusOK || !strings.Contains(string(r.body), `"disabledAt":null`) {
-		t.Fatalf("enable: %d %s", r.status, r.body)
+	if r = e.Call(t, "PATCH", path, webtest.TokA, `{"enabled":true}`); r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"disabledAt":null`) {
+		t.Fatalf("enable: %d %s", r.Status, r.Body)
 	}
 	if got := len(rcv.counts()); got != 2 {
 		t.Fatalf("%d events arrived before the recovery, want the 2 from before the outage", got)
 	}
 
 	old := url.QueryEscape(time.Now().Add(-webhooks.DefaultEventRetention - time.Hour).UTC().Format(time.RFC3339))
-	if r = e.call(t, "POST", path+"/recover?since="+old, tokA, ""); r.status != http.StatusBadRequest ||
-		!slices.Equal(r.fields(t), []string{"since"}) || !strings.Contains(string(r.body), "FLOWD_EVENT_RETENTION") {
-		t.Fatalf("a since older than the events kept: %d %s", r.status, r.body)
+	if r = e.Call(t, "POST", path+"/recover?since="+old, webtest.TokA, ""); r.Status != http.StatusBadRequest ||
+		!slices.Equal(r.Fields(t), []string{"since"}) || !strings.Contains(string(r.Body), "FLOWD_EVENT_RETENTION") {
+		t.Fatalf("a since older than the events kept: %d %s", r.Status, r.Body)
 	}
-	r = e.call(t, "POST", path+"/recover?since="+url.QueryEscape(*off.DisabledAt), tokA, "")
-	if r.status != http.StatusAccepted {
-		t.Fatalf("recover: %d %s", r.status, r.body)
+	r = e.Call(t, "POST", path+"/recover?since="+url.QueryEscape(*off.DisabledAt), webtest.TokA, "")
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("recover: %d %s", r.Status, r.Body)
 	}
 	var queued recoveryState
-	if err := json.Unmarshal(r.body, &queued); err != nil || queued.Total != n || queued.Host != nil {
-		t.Fatalf("the recovery: %s", r.body)
+	if err := json.Unmarshal(r.Body, &queued); err != nil || queued.Total != n || queued.Host != nil {
+		t.Fatalf("the recovery: %s", r.Body)
 	}
-	if rec := e.awaitRecovery(t, r.header.Get("Location")); rec.State != "done" || rec.Scheduled != n {
+	if rec := e.awaitRecovery(t, r.Header.Get("Location")); rec.State != "done" || rec.Scheduled != n {
 		t.Fatalf("finished %+v, want done with %d sent", rec, n)
 	}
 	all := e.eventIDs(t, "flow.created")
@@ -184,10 +185,10 @@ func TestRecoveryAfterADisabledWindowOverTheAPI(t *testing.T) {
 // the flows' errors clear. What it refuses, and who sees what.
 func TestFlowURLRecoveryAPI(t *testing.T) {
 	t.Parallel()
-	e := newAPI(t, withWebhooks())
+	e := newAPI(t, webtest.WithWebhooks())
 	ctx := context.Background()
-	if err := database.WithTx(ctx, e.pool, func(tx database.Tx) error {
-		_, err := e.hooks.CreateSecretTx(ctx, tx, orgA)
+	if err := database.WithTx(ctx, e.Pool, func(tx database.Tx) error {
+		_, err := e.Hooks.CreateSecretTx(ctx, tx, webtest.OrgA)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -196,10 +197,10 @@ func TestFlowURLRecoveryAPI(t *testing.T) {
 	const n = 6
 	var flowIDs []string
 	for range n {
-		flowIDs = append(flowIDs, e.create(t, tokA, map[string]any{"webhookUrl": rcv.srv.URL + "/hooks?token=secret"}))
+		flowIDs = append(flowIDs, e.Create(t, webtest.TokA, map[string]any{"webhookUrl": rcv.srv.URL + "/hooks?token=secret"}))
 	}
 	waitFor(t, "every delivery to fail for good", func() bool {
-		return e.count(t, `select count(*) from webhook_events where state = 'failed' and endpoint_id is null`) == n
+		return e.Count(t, `select count(*) from webhook_events where state = 'failed' and endpoint_id is null`) == n
 	})
 	waitFor(t, "the flows to show their errors", func() bool {
 		return e.flowJSON(t, flowIDs[0])["hasErrors"] == true
@@ -213,39 +214,39 @@ func TestFlowURLRecoveryAPI(t *testing.T) {
 		status             int
 		fields             []string
 	}{
-		{"without webhooks:manage", tokARead, "?since=" + since, http.StatusForbidden, nil},
-		{"no since", tokA, "", http.StatusBadRequest, []string{"since"}},
-		{"since not a time", tokA, "?since=yesterday", http.StatusBadRequest, []string{"since"}},
-		{"a URL for a host", tokA, "?since=" + since + "&host=" + url.QueryEscape("http://"+host+"/hooks"), http.StatusBadRequest, []string{"host"}},
-		{"neither", tokA, "?host=%20a%20b", http.StatusBadRequest, []string{"since", "host"}},
+		{"without webhooks:manage", webtest.TokARead, "?since=" + since, http.StatusForbidden, nil},
+		{"no since", webtest.TokA, "", http.StatusBadRequest, []string{"since"}},
+		{"since not a time", webtest.TokA, "?since=yesterday", http.StatusBadRequest, []string{"since"}},
+		{"a URL for a host", webtest.TokA, "?since=" + since + "&host=" + url.QueryEscape("http://"+host+"/hooks"), http.StatusBadRequest, []string{"host"}},
+		{"neither", webtest.TokA, "?host=%20a%20b", http.StatusBadRequest, []string{"since", "host"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := e.call(t, "POST", "/api/webhook-recoveries"+c.query, c.token, "")
-			if r.status != c.status || (c.fields != nil && !slices.Equal(r.fields(t), c.fields)) {
-				t.Errorf("%d %s, want %d naming %v", r.status, r.body, c.status, c.fields)
+			r := e.Call(t, "POST", "/api/webhook-recoveries"+c.query, c.token, "")
+			if r.Status != c.status || (c.fields != nil && !slices.Equal(r.Fields(t), c.fields)) {
+				t.Errorf("%d %s, want %d naming %v", r.Status, r.Body, c.status, c.fields)
 			}
 		})
 	}
-	if got := e.count(t, `select count(*) from webhook_recoveries`); got != 0 {
+	if got := e.Count(t, `select count(*) from webhook_recoveries`); got != 0 {
 		t.Fatalf("%d recoveries after the refusals", got)
 	}
 
-	r := e.call(t, "POST", "/api/webhook-recoveries?since="+since+"&host="+url.QueryEscape(host), tokA, "")
-	if r.status != http.StatusAccepted {
-		t.Fatalf("recover: %d %s", r.status, r.body)
+	r := e.Call(t, "POST", "/api/webhook-recoveries?since="+since+"&host="+url.QueryEscape(host), webtest.TokA, "")
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("recover: %d %s", r.Status, r.Body)
 	}
 	var rec recoveryState
-	if err := json.Unmarshal(r.body, &rec); err != nil {
+	if err := json.Unmarshal(r.Body, &rec); err != nil {
 		t.Fatal(err)
 	}
 	location := "/api/webhook-recoveries/" + rec.ID
-	if r.header.Get("Location") != location || rec.EndpointID != nil || rec.Host == nil || *rec.Host != host ||
+	if r.Header.Get("Location") != location || rec.EndpointID != nil || rec.Host == nil || *rec.Host != host ||
 		rec.Total != n || rec.State != "queued" || rec.RequestedBy != "client:client-a" {
-		t.Fatalf("the recovery: %s, Location %s", r.body, r.header.Get("Location"))
+		t.Fatalf("the recovery: %s, Location %s", r.Body, r.Header.Get("Location"))
 	}
-	if r := e.call(t, "POST", "/api/webhook-recoveries?since="+since, tokA, ""); r.status != http.StatusConflict ||
-		!strings.Contains(string(r.body), "already") || !strings.Contains(string(r.body), location) {
-		t.Errorf("a second recovery: %d %s", r.status, r.body)
+	if r := e.Call(t, "POST", "/api/webhook-recoveries?since="+since, webtest.TokA, ""); r.Status != http.StatusConflict ||
+		!strings.Contains(string(r.Body), "already") || !strings.Contains(string(r.Body), location) {
+		t.Errorf("a second recovery: %d %s", r.Status, r.Body)
 	}
 	if rec = e.awaitRecovery(t, location); rec.State != "done" || rec.Scheduled != n {
 		t.Fatalf("finished %+v, want done with %d sent", rec, n)
@@ -265,25 +266,25 @@ func TestFlowURLRecoveryAPI(t *testing.T) {
 		return true
 	})
 
-	if r := e.call(t, "GET", "/api/webhook-recoveries", tokA, ""); r.status != http.StatusOK || !strings.Contains(string(r.body), `"id":"`+rec.ID+`"`) {
-		t.Errorf("the list: %d %s", r.status, r.body)
+	if r := e.Call(t, "GET", "/api/webhook-recoveries", webtest.TokA, ""); r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"id":"`+rec.ID+`"`) {
+		t.Errorf("the list: %d %s", r.Status, r.Body)
 	}
 	for _, c := range []struct {
 		name, token, path string
 		status            int
 	}{
-		{"the list without webhooks:manage", tokARead, "/api/webhook-recoveries", http.StatusForbidden},
-		{"one without webhooks:manage", tokARead, location, http.StatusForbidden},
-		{"another organization's", tokB, location, http.StatusNotFound},
-		{"an unknown one", tokA, "/api/webhook-recoveries/019ab3c6-4444-7f80-9a1b-2c3d4e5f6a7d", http.StatusNotFound},
-		{"a malformed one", tokA, "/api/webhook-recoveries/nope", http.StatusNotFound},
+		{"the list without webhooks:manage", webtest.TokARead, "/api/webhook-recoveries", http.StatusForbidden},
+		{"one without webhooks:manage", webtest.TokARead, location, http.StatusForbidden},
+		{"another organization's", webtest.TokB, location, http.StatusNotFound},
+		{"an unknown one", webtest.TokA, "/api/webhook-recoveries/019ab3c6-4444-7f80-9a1b-2c3d4e5f6a7d", http.StatusNotFound},
+		{"a malformed one", webtest.TokA, "/api/webhook-recoveries/nope", http.StatusNotFound},
 	} {
-		if r := e.call(t, "GET", c.path, c.token, ""); r.status != c.status {
-			t.Errorf("%s: %d %s, want %d", c.name, r.status, r.body, c.status)
+		if r := e.Call(t, "GET", c.path, c.token, ""); r.Status != c.status {
+			t.Errorf("%s: %d %s, want %d", c.name, r.Status, r.Body, c.status)
 		}
 	}
-	if r := e.call(t, "GET", "/api/webhook-recoveries", tokB, ""); r.status != http.StatusOK || strings.TrimSpace(string(r.body)) != `{"data":[]}` {
-		t.Errorf("another organization's list: %d %s", r.status, r.body)
+	if r := e.Call(t, "GET", "/api/webhook-recoveries", webtest.TokB, ""); r.Status != http.StatusOK || strings.TrimSpace(string(r.Body)) != `{"data":[]}` {
+		t.Errorf("another organization's list: %d %s", r.Status, r.Body)
 	}
 	if got := e.audits(t, "webhook.recover"); len(got) != 1 ||
 		!strings.HasPrefix(got[0], rec.ID+" recovery "+rec.ID+" of 6 failed deliveries to the flows' webhook URLs on "+host+" since ") {

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"net/http"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // TestEveryConsolePageNeedsAStaffSession enumerates the router's console
@@ -17,15 +18,15 @@ import (
 // methods refused, and no page content is ever served.
 func TestEveryConsolePageNeedsAStaffSession(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
 
 	// An end user's genuine consent session, through the test eID.
 	b := formbrowser.New(t)
-	form := b.Follow(http.MethodGet, ls.url+"/consent/auth/login?return=%2Fconsent%2Fsigned-in", nil)
+	form := b.Follow(http.MethodGet, ls.URL+"/consent/auth/login?return=%2Fconsent%2Fsigned-in", nil)
 	v := form.HiddenFields(t)
 	v.Set("national_id", "01017012345")
-	b.Follow(http.MethodPost, ls.url+"/idp/login", v)
-	u, _ := url.Parse(ls.url + "/consent/")
+	b.Follow(http.MethodPost, ls.URL+"/idp/login", v)
+	u, _ := url.Parse(ls.URL + "/consent/")
 	var consentCookie string
 	for _, c := range b.Jar().Cookies(u) {
 		if c.Name == "flowd_consent" {
@@ -44,7 +45,7 @@ func TestEveryConsolePageNeedsAStaffSession(t *testing.T) {
 		"a consent session as console": "flowd_console=" + consentCookie,
 	}
 	checked := 0
-	for _, r := range ls.srv.Echo().Routes() {
+	for _, r := range ls.Srv.Echo().Routes() {
 		if !strings.HasPrefix(r.Path, "/console") || strings.HasPrefix(r.Path, "/console/auth/") || r.Path == "/console/signed-out" ||
 			strings.HasPrefix(r.Method, "echo_route_any") || r.Method == "PROPFIND" || r.Method == "REPORT" {
 			continue
@@ -52,7 +53,7 @@ func TestEveryConsolePageNeedsAStaffSession(t *testing.T) {
 		checked++
 		path := param.ReplaceAllString(r.Path, "0b7e6f2a-3c1d-4e5f-9a8b-7c6d5e4f3a21")
 		for name, cookie := range cookies {
-			req, _ := http.NewRequest(r.Method, ls.url+path, strings.NewReader("_csrf=x&role=admin"))
+			req, _ := http.NewRequest(r.Method, ls.URL+path, strings.NewReader("_csrf=x&role=admin"))
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			req.Header.Set("Accept", "text/html")
 			if cookie != "" {

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/flowd/flowd/internal/testkeys"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // breakAuditLog makes every insert into the audit log fail, as a full disk,
@@ -41,21 +42,21 @@ func breakAuditLog(t *testing.T, pool *pgxpool.Pool) (mend func()) {
 // its target.
 func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
 	ctx := context.Background()
-	createTestEvents(t, ls.pool)
-	org, err := ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Audit Bank", ReferencePrefix: "AUD"})
+	webtest.CreateTestEvents(t, ls.Pool)
+	org, err := ls.Ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Audit Bank", ReferencePrefix: "AUD"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls.createStaff(t, org.ID, "ada", identity.RoleAdmin)
-	client, err := ls.ident.CreateClient(ctx, identity.NewClient{OrganizationID: org.ID, Name: "Backend"})
+	ls.CreateStaff(t, org.ID, "ada", identity.RoleAdmin)
+	client, err := ls.Ident.CreateClient(ctx, identity.NewClient{OrganizationID: org.ID, Name: "Backend"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	caller := flows.Caller{OrganizationID: org.ID, ClientID: client.ID}
 	newFlow := func(nationalID string) flows.Created {
-		c, err := ls.flows.Create(ctx, caller, flows.NewFlow{NationalID: nationalID, LastName: "Nordmann", RedirectURL: "https://bank.example/done"}, "")
+		c, err := ls.Flows.Create(ctx, caller, flows.NewFlow{NationalID: nationalID, LastName: "Nordmann", RedirectURL: "https://bank.example/done"}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,10 +64,10 @@ func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 	}
 	kept, doomed := newFlow("REVEAL-55501"), newFlow("DELETE-55502")
 	const endpoint = "019ab3c6-1111-7f80-9a1b-2c3d4e5f6a7d"
-	insertEndpoint(t, ls.pool, org.ID, endpoint, "http://127.0.0.1:9/hooks", true)
-	event := seedFlowEvent(t, ls.pool, org.ID, kept.FlowID, 1, "failed")
+	webtest.InsertEndpoint(t, ls.Pool, org.ID, endpoint, "http://127.0.0.1:9/hooks", true)
+	event := seedFlowEvent(t, ls.Pool, org.ID, kept.FlowID, 1, "failed")
 	flow := func(t *testing.T, id string) (flows.Flow, bool) {
-		f, err := ls.flows.Get(ctx, caller, id)
+		f, err := ls.Flows.Get(ctx, caller, id)
 		if errors.Is(err, flows.ErrNotFound) {
 			return f, false
 		}
@@ -77,7 +78,7 @@ func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 	}
 
 	admin := formbrowser.New(t)
-	csrf := signInStaff(t, admin, ls.url, "ada", testPassword).HiddenFields(t).Get("csrf")
+	csrf := webtest.SignInStaff(t, admin, ls.URL, "ada", webtest.TestPassword).HiddenFields(t).Get("csrf")
 	if csrf == "" {
 		t.Fatal("no CSRF token on the console's first page")
 	}
@@ -99,7 +100,7 @@ func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 			http.StatusOK, "REVEAL-55501", nil},
 		{"create a client", "/console/credentials/clients", url.Values{"name": {"Reporting"}, "scopes": {identity.ScopeFlowsRead}},
 			identity.AuditClientCreate, "", http.StatusCreated, "fcs_", func(t *testing.T) bool {
-				cl, err := ls.ident.ListClients(ctx, org.ID)
+				cl, err := ls.Ident.ListClients(ctx, org.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -107,7 +108,7 @@ func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 			}},
 		{"add keys to a client", "/console/credentials/clients/" + client.ID + "/keys", url.Values{"jwks": {string(testkeys.PublicJWKS(t, "k1", testkeys.EC(t)))}},
 			identity.AuditClientKeys, client.ID, http.StatusSeeOther, "", func(t *testing.T) bool {
-				cl, err := ls.ident.Client(ctx, client.ID)
+				cl, err := ls.Ident.Client(ctx, client.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -115,7 +116,7 @@ func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 			}},
 		{"revoke a client", "/console/credentials/clients/" + client.ID + "/revoke", nil, identity.AuditClientRevoke, client.ID,
 			http.StatusSeeOther, "", func(t *testing.T) bool {
-				cl, err := ls.ident.Client(ctx, client.ID)
+				cl, err := ls.Ident.Client(ctx, client.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -123,7 +124,7 @@ func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 			}},
 		{"save settings", "/console/settings", url.Values{"reference_prefix": {"NEW"}, "organization_number": {"123"}},
 			identity.AuditSettingsUpdate, "settings", http.StatusSeeOther, "", func(t *testing.T) bool {
-				o, err := ls.ident.Organization(ctx, org.ID)
+				o, err := ls.Ident.Organization(ctx, org.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -131,11 +132,11 @@ func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 			}},
 		{"recover an endpoint", "/console/webhooks/" + endpoint + "/recover", url.Values{"since": {time.Now().UTC().Add(-time.Hour).Format("2006-01-02T15:04")}},
 			identity.AuditWebhookEndpointRecover, endpoint, http.StatusSeeOther, "", func(t *testing.T) bool {
-				return countRows(t, ls.pool, `select count(*) from webhook_recoveries`) == 1
+				return countRows(t, ls.Pool, `select count(*) from webhook_recoveries`) == 1
 			}},
 		{"redeliver an event", "/console/flows/" + kept.FlowID + "/events/" + event + "/redeliver", nil, identity.AuditEventRedeliver, event,
 			http.StatusSeeOther, "", func(t *testing.T) bool {
-				return countRows(t, ls.pool, `select count(*) from webhook_events where state = 'pending'`) == 1
+				return countRows(t, ls.Pool, `select count(*) from webhook_events where state = 'pending'`) == 1
 			}},
 	}
 	post := func(t *testing.T, path string, form url.Values) formbrowser.Page {
@@ -143,17 +144,17 @@ func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 		for k, vs := range form {
 			v[k] = vs
 		}
-		return admin.Post(ls.url+path, v)
+		return admin.Post(ls.URL+path, v)
 	}
 	entries := func(t *testing.T) []identity.AuditEntry {
-		log, _, err := ls.ident.AuditLog(ctx, org.ID, 100, 0)
+		log, _, err := ls.Ident.AuditLog(ctx, org.ID, 100, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return log
 	}
 
-	mend := breakAuditLog(t, ls.pool)
+	mend := breakAuditLog(t, ls.Pool)
 	for _, tt := range tests {
 		t.Run("audit log broken/"+tt.name, func(t *testing.T) {
 			p := post(t, tt.path, tt.form)

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // TestConsoleBannerNamesEndpointsFlowdDisabled: while flowd has disabled an
@@ -20,16 +21,16 @@ import (
 // endpoint there ends the banner.
 func TestConsoleBannerNamesEndpointsFlowdDisabled(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
 	ctx := context.Background()
-	s := ls.signInStaffPair(t, "Hook Bank", "HOOK")
-	org, other, admin, viewer, csrf := s.org, s.other, s.admin, s.viewer, s.adminCSRF
-	ls.createStaff(t, other.ID, "oscar", identity.RoleAdmin)
+	s := ls.SignInStaffPair(t, "Hook Bank", "HOOK")
+	org, other, admin, viewer, csrf := s.Org, s.Other, s.Admin, s.Viewer, s.AdminCSRF
+	ls.CreateStaff(t, other.ID, "oscar", identity.RoleAdmin)
 	outsider := formbrowser.New(t)
-	signInStaff(t, outsider, ls.url, "oscar", testPassword)
+	webtest.SignInStaff(t, outsider, ls.URL, "oscar", webtest.TestPassword)
 	create := func(orgID, u, description string, enabled bool) webhooks.Endpoint {
 		t.Helper()
-		e, err := ls.srv.endpoints.Create(ctx, orgID, webhooks.NewEndpoint{URL: u, Description: description, Enabled: enabled})
+		e, err := ls.Srv.Deps.Endpoints.Create(ctx, orgID, webhooks.NewEndpoint{URL: u, Description: description, Enabled: enabled})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +40,7 @@ func TestConsoleBannerNamesEndpointsFlowdDisabled(t *testing.T) {
 	// leaves a failing one in (its tests show how it gets there).
 	disabledByFlowd := func(e webhooks.Endpoint) {
 		t.Helper()
-		if _, err := ls.pool.Exec(ctx, `update webhook_endpoints set enabled = false, failing_since = now() - interval '5 days',
+		if _, err := ls.Pool.Exec(ctx, `update webhook_endpoints set enabled = false, failing_since = now() - interval '5 days',
 			disabled_reason = 'Deliveries failed for 5 days without a success; the last failure: HTTP 503 Service Unavailable.'
 			where id = $1`, e.ID); err != nil {
 			t.Fatal(err)
@@ -63,7 +64,7 @@ func TestConsoleBannerNamesEndpointsFlowdDisabled(t *testing.T) {
 	create(org.ID, "https://paused.hook.example/", "Paused by a person", false)
 	create(other.ID, "https://hooks.other.example/", "", true)
 	for _, path := range pages {
-		if b := banner(admin.Get(ls.url + path)); b != "" {
+		if b := banner(admin.Get(ls.URL + path)); b != "" {
 			t.Fatalf("%s: a banner with no endpoint disabled by flowd: %s", path, b)
 		}
 	}
@@ -71,18 +72,18 @@ func TestConsoleBannerNamesEndpointsFlowdDisabled(t *testing.T) {
 	disabledByFlowd(loan)
 	for _, path := range pages {
 		for name, b := range map[string]*formbrowser.Browser{"admin": admin, "viewer": viewer} {
-			got := banner(b.Get(ls.url + path))
+			got := banner(b.Get(ls.URL + path))
 			if !strings.Contains(got, `lang="en"`) || !strings.Contains(got, "flowd disabled the webhook endpoint “Loan system”") ||
 				!strings.Contains(got, `<a href="/console/webhooks">See why on the Webhooks page</a>`) || strings.Contains(got, "secret") {
 				t.Errorf("%s, %s: banner %q", name, path, got)
 			}
 		}
-		if b := banner(outsider.Get(ls.url + path)); b != "" {
+		if b := banner(outsider.Get(ls.URL + path)); b != "" {
 			t.Errorf("another organization's staff see %s", b)
 		}
 	}
 	viewer.AcceptLanguage = "nb-NO,nb;q=0.9,en;q=0.5"
-	if got := banner(viewer.Get(ls.url + "/console/flows")); !strings.Contains(got, `lang="nb"`) ||
+	if got := banner(viewer.Get(ls.URL + "/console/flows")); !strings.Contains(got, `lang="nb"`) ||
 		!strings.Contains(got, "flowd har slått av webhook-endepunktet «Loan system»") || !strings.Contains(got, "Se hvorfor på Webhooks-siden") {
 		t.Errorf("Norwegian banner %q", got)
 	}
@@ -90,31 +91,31 @@ func TestConsoleBannerNamesEndpointsFlowdDisabled(t *testing.T) {
 	// Several are named together, by description or else by host.
 	audit := create(org.ID, "https://audit.hook.example/h?k=v", "", true)
 	disabledByFlowd(audit)
-	if got := banner(admin.Get(ls.url + "/console/flows")); !strings.Contains(got,
+	if got := banner(admin.Get(ls.URL + "/console/flows")); !strings.Contains(got,
 		"flowd disabled these webhook endpoints because their deliveries kept failing: Loan system, audit.hook.example.") {
 		t.Errorf("two disabled: %q", got)
 	}
 
 	// The Webhooks page gives the reason, and admins an Enable button, which ends the banner.
-	p := admin.Get(ls.url + "/console/webhooks")
+	p := admin.Get(ls.URL + "/console/webhooks")
 	if !strings.Contains(p.Body, "Deliveries failed for 5 days without a success; the last failure: HTTP 503 Service Unavailable.") ||
 		!strings.Contains(p.Body, `action="/console/webhooks/`+loan.ID+`/enable"`) {
 		t.Fatalf("webhooks page: %s", p.Body)
 	}
-	if p = viewer.Get(ls.url + "/console/webhooks"); strings.Contains(p.Body, "/enable") {
+	if p = viewer.Get(ls.URL + "/console/webhooks"); strings.Contains(p.Body, "/enable") {
 		t.Error("a viewer is offered the Enable button")
 	}
 	for _, e := range []string{loan.ID, audit.ID} {
-		if p := admin.Post(ls.url+"/console/webhooks/"+e+"/enable", url.Values{"csrf": {csrf}}); p.Status != http.StatusSeeOther {
+		if p := admin.Post(ls.URL+"/console/webhooks/"+e+"/enable", url.Values{"csrf": {csrf}}); p.Status != http.StatusSeeOther {
 			t.Fatalf("enable: %d %s", p.Status, p.Body)
 		}
 	}
-	got, err := ls.srv.endpoints.Get(ctx, org.ID, loan.ID)
+	got, err := ls.Srv.Deps.Endpoints.Get(ctx, org.ID, loan.ID)
 	if err != nil || !got.Enabled || got.DisabledReason != "" || got.FailingSince != nil {
 		t.Fatalf("after enabling: %+v, %v", got, err)
 	}
 	for _, path := range pages {
-		if b := banner(admin.Get(ls.url + path)); b != "" {
+		if b := banner(admin.Get(ls.URL + path)); b != "" {
 			t.Errorf("%s: banner after enabling: %s", path, b)
 		}
 	}

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/internal/testkeys"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // TestConsoleCreatesPrivateKeyJWTClients submits the new-client form with
@@ -24,23 +25,23 @@ import (
 // with its method and without a secret rotation, audited without its keys.
 func TestConsoleCreatesPrivateKeyJWTClients(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
 	ctx := context.Background()
-	org, err := ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Key Bank", ReferencePrefix: "KEY"})
+	org, err := ls.Ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Key Bank", ReferencePrefix: "KEY"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls.createStaff(t, org.ID, "ada", identity.RoleAdmin)
+	ls.CreateStaff(t, org.ID, "ada", identity.RoleAdmin)
 	admin := formbrowser.New(t)
-	csrf := signInStaff(t, admin, ls.url, "ada", testPassword).HiddenFields(t).Get("csrf")
-	if p := admin.Get(ls.url + "/console/credentials/clients/new"); !strings.Contains(p.Body, `value="private_key_jwt"`) || strings.Contains(p.Body, `name="jwks_uri"`) {
+	csrf := webtest.SignInStaff(t, admin, ls.URL, "ada", webtest.TestPassword).HiddenFields(t).Get("csrf")
+	if p := admin.Get(ls.URL + "/console/credentials/clients/new"); !strings.Contains(p.Body, `value="private_key_jwt"`) || strings.Contains(p.Body, `name="jwks_uri"`) {
 		t.Fatalf("the new-client form offers no private key JWT, or a jwks_uri without allowed hosts:\n%s", p.Body)
 	}
 	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	private, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: ec}}})
 	post := func(path string, v url.Values) formbrowser.Page {
 		v.Set("csrf", csrf)
-		return admin.Post(ls.url+path, v)
+		return admin.Post(ls.URL+path, v)
 	}
 	for _, tc := range []struct {
 		name string
@@ -60,7 +61,7 @@ func TestConsoleCreatesPrivateKeyJWTClients(t *testing.T) {
 			if p.Status != http.StatusBadRequest || !strings.Contains(p.Body, tc.want) || !strings.Contains(p.Body, `class="field-error"`) {
 				t.Fatalf("status %d, want 400 with %q:\n%s", p.Status, tc.want, p.Body)
 			}
-			if cl, _ := ls.ident.ListClients(ctx, org.ID); len(cl) != 0 {
+			if cl, _ := ls.Ident.ListClients(ctx, org.ID); len(cl) != 0 {
 				t.Fatalf("a refused form created %+v", cl)
 			}
 		})
@@ -71,23 +72,23 @@ func TestConsoleCreatesPrivateKeyJWTClients(t *testing.T) {
 	if p.Status != http.StatusCreated || strings.Contains(p.Body, "fcs_") || !strings.Contains(p.Body, "private_key_jwt") {
 		t.Fatalf("creating a private_key_jwt client: %d\n%s", p.Status, p.Body)
 	}
-	clients, _ := ls.ident.ListClients(ctx, org.ID)
+	clients, _ := ls.Ident.ListClients(ctx, org.ID)
 	if len(clients) != 1 || clients[0].HasSecret || strings.Join(clients[0].AuthMethods(), " ") != identity.AuthPrivateKeyJWT {
 		t.Fatalf("the created client: %+v", clients)
 	}
 	id := clients[0].ID
-	list := admin.Get(ls.url + "/console/credentials")
+	list := admin.Get(ls.URL + "/console/credentials")
 	if !strings.Contains(list.Body, "private key JWT") || strings.Contains(list.Body, id+"/rotate") || !strings.Contains(list.Body, id+"/keys") {
 		t.Fatalf("the client list:\n%s", list.Body)
 	}
-	log, _, _ := ls.ident.AuditLog(ctx, org.ID, 10, 0)
+	log, _, _ := ls.Ident.AuditLog(ctx, org.ID, 10, 0)
 	if len(log) != 1 || log[0].Action != identity.AuditClientCreate || !strings.Contains(log[0].Detail, "auth private_key_jwt (keys given inline)") ||
 		strings.Contains(log[0].Detail, "kty") {
 		t.Fatalf("the audit log: %+v", log)
 	}
 
 	// The keys page shows the keys; bad ones are refused beside the field.
-	if p := admin.Get(ls.url + "/console/credentials/clients/" + id + "/keys"); p.Status != http.StatusOK || !strings.Contains(p.Body, "Keys of Signer") ||
+	if p := admin.Get(ls.URL + "/console/credentials/clients/" + id + "/keys"); p.Status != http.StatusOK || !strings.Contains(p.Body, "Keys of Signer") ||
 		!strings.Contains(p.Body, "&#34;kid&#34;: &#34;k1&#34;") {
 		t.Fatalf("the keys page: %d\n%s", p.Status, p.Body)
 	}

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // TestConsoleClientDPoP creates a client that must use DPoP from the
@@ -19,41 +20,41 @@ import (
 // clients are refused.
 func TestConsoleClientDPoP(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
 	ctx := context.Background()
-	org, err := ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "DPoP Bank", ReferencePrefix: "DPB"})
+	org, err := ls.Ident.CreateOrganization(ctx, identity.NewOrganization{Name: "DPoP Bank", ReferencePrefix: "DPB"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Other Bank", ReferencePrefix: "OTB"})
+	other, err := ls.Ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Other Bank", ReferencePrefix: "OTB"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls.createStaff(t, org.ID, "ada", identity.RoleAdmin)
-	ls.createStaff(t, org.ID, "vic", identity.RoleViewer)
-	client, err := ls.ident.CreateClient(ctx, identity.NewClient{OrganizationID: org.ID, Name: "Backend"})
+	ls.CreateStaff(t, org.ID, "ada", identity.RoleAdmin)
+	ls.CreateStaff(t, org.ID, "vic", identity.RoleViewer)
+	client, err := ls.Ident.CreateClient(ctx, identity.NewClient{OrganizationID: org.ID, Name: "Backend"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign, err := ls.ident.CreateClient(ctx, identity.NewClient{OrganizationID: other.ID, Name: "Foreign"})
+	foreign, err := ls.Ident.CreateClient(ctx, identity.NewClient{OrganizationID: other.ID, Name: "Foreign"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	admin := formbrowser.New(t)
-	csrf := signInStaff(t, admin, ls.url, "ada", testPassword).HiddenFields(t).Get("csrf")
+	csrf := webtest.SignInStaff(t, admin, ls.URL, "ada", webtest.TestPassword).HiddenFields(t).Get("csrf")
 	post := func(path string, form url.Values) formbrowser.Page {
 		form.Set("csrf", csrf)
-		return admin.Post(ls.url+path, form)
+		return admin.Post(ls.URL+path, form)
 	}
 	bound := func(id string) bool {
-		c, err := ls.ident.Client(ctx, id)
+		c, err := ls.Ident.Client(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c.DPoPBound
 	}
 	dpopEntries := func() []string {
-		log, _, err := ls.ident.AuditLog(ctx, org.ID, 100, 0)
+		log, _, err := ls.Ident.AuditLog(ctx, org.ID, 100, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +67,7 @@ func TestConsoleClientDPoP(t *testing.T) {
 		return out
 	}
 
-	if p := admin.Get(ls.url + "/console/credentials/clients/new"); !strings.Contains(p.Body, `name="dpop"`) {
+	if p := admin.Get(ls.URL + "/console/credentials/clients/new"); !strings.Contains(p.Body, `name="dpop"`) {
 		t.Fatalf("the new-client form has no DPoP choice: %s", p.Body)
 	}
 	p := post("/console/credentials/clients", url.Values{"name": {"Bound"}, "scopes": {identity.ScopeFlowsRead}, "dpop": {"true"}})
@@ -77,13 +78,13 @@ func TestConsoleClientDPoP(t *testing.T) {
 		t.Fatalf("audit log after create: %q", log)
 	}
 
-	page := admin.Get(ls.url + "/console/credentials").Body
+	page := admin.Get(ls.URL + "/console/credentials").Body
 	if !strings.Contains(page, "DPoP required") || !strings.Contains(page, "Require DPoP") || !strings.Contains(page, "Stop requiring DPoP") {
 		t.Fatalf("the credentials page does not show both clients' DPoP state: %s", page)
 	}
 
 	path := "/console/credentials/clients/" + client.ID + "/dpop"
-	mend := breakAuditLog(t, ls.pool)
+	mend := breakAuditLog(t, ls.Pool)
 	if p := post(path, url.Values{"dpop": {"on"}}); p.Status != http.StatusInternalServerError || bound(client.ID) {
 		t.Fatalf("with the audit log broken: %d, bound %v", p.Status, bound(client.ID))
 	}
@@ -119,11 +120,11 @@ func TestConsoleClientDPoP(t *testing.T) {
 	}
 
 	viewer := formbrowser.New(t)
-	vcsrf := signInStaff(t, viewer, ls.url, "vic", testPassword).HiddenFields(t).Get("csrf")
-	if p := viewer.Post(ls.url+path, url.Values{"csrf": {vcsrf}, "dpop": {"on"}}); p.Status != http.StatusForbidden || bound(client.ID) {
+	vcsrf := webtest.SignInStaff(t, viewer, ls.URL, "vic", webtest.TestPassword).HiddenFields(t).Get("csrf")
+	if p := viewer.Post(ls.URL+path, url.Values{"csrf": {vcsrf}, "dpop": {"on"}}); p.Status != http.StatusForbidden || bound(client.ID) {
 		t.Fatalf("a viewer: %d, bound %v", p.Status, bound(client.ID))
 	}
-	if strings.Contains(viewer.Get(ls.url+"/console/credentials").Body, "Require DPoP") {
+	if strings.Contains(viewer.Get(ls.URL+"/console/credentials").Body, "Require DPoP") {
 		t.Fatal("a viewer is offered the DPoP button")
 	}
 }

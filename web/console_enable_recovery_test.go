@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/modules/webhooks"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // seedEvents stores n flow.created events of org, now, with no delivery:
@@ -52,59 +53,59 @@ func consoleRecovery(t *testing.T, b *formbrowser.Browser, path string) formbrow
 // only enables. Viewers are refused.
 func TestConsoleEnableWithRecovery(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
-	createTestEvents(t, ls.pool)
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
+	webtest.CreateTestEvents(t, ls.Pool)
 	ctx := context.Background()
-	s := ls.signInStaffPair(t, "Pause Bank", "PAU")
-	org, admin, viewer, csrf := s.org, s.admin, s.viewer, s.adminCSRF
+	s := ls.SignInStaffPair(t, "Pause Bank", "PAU")
+	org, admin, viewer, csrf := s.Org, s.Admin, s.Viewer, s.AdminCSRF
 	disabled := false
-	ep, err := ls.srv.endpoints.Create(ctx, org.ID, webhooks.NewEndpoint{URL: "https://hooks.pause.example/flowd", Enabled: true})
+	ep, err := ls.Srv.Deps.Endpoints.Create(ctx, org.ID, webhooks.NewEndpoint{URL: "https://hooks.pause.example/flowd", Enabled: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	off, err := ls.srv.endpoints.Update(ctx, org.ID, ep.ID, webhooks.EndpointUpdate{Enabled: &disabled}, etag.Any)
+	off, err := ls.Srv.Deps.Endpoints.Update(ctx, org.ID, ep.ID, webhooks.EndpointUpdate{Enabled: &disabled}, etag.Any)
 	if err != nil || off.DisabledAt == nil {
 		t.Fatalf("disable: %+v %v", off, err)
 	}
 	const n = 9
-	seedEvents(t, ls.pool, org.ID, n)
+	seedEvents(t, ls.Pool, org.ID, n)
 	confirm := "/console/webhooks/" + ep.ID + "/enable"
 
-	if p := admin.Get(ls.url + "/console/webhooks"); !strings.Contains(p.Body, `<form method="get" action="`+confirm+`"`) {
+	if p := admin.Get(ls.URL + "/console/webhooks"); !strings.Contains(p.Body, `<form method="get" action="`+confirm+`"`) {
 		t.Fatalf("the list does not lead to the confirmation: %s", p.Body)
 	}
-	if p := admin.Get(ls.url + "/console/webhooks/" + ep.ID); !strings.Contains(p.Body, `href="`+confirm+`"`) {
+	if p := admin.Get(ls.URL + "/console/webhooks/" + ep.ID); !strings.Contains(p.Body, `href="`+confirm+`"`) {
 		t.Fatalf("the disabled endpoint's page does not lead to the confirmation: %s", p.Body)
 	}
 	since := off.DisabledAt.UTC().Format("2006-01-02T15:04:05")
-	p := admin.Get(ls.url + confirm)
+	p := admin.Get(ls.URL + confirm)
 	if p.Status != http.StatusOK || !strings.Contains(p.Body, `name="recover" value="true" checked`) ||
 		!strings.Contains(p.Body, `value="`+since+`"`) || !strings.Contains(p.Body, "When it was disabled.") ||
 		!strings.Contains(p.Body, "hooks.pause.example") {
 		t.Fatalf("the confirmation: %d %s", p.Status, p.Body)
 	}
-	if p := viewer.Get(ls.url + confirm); p.Status != http.StatusForbidden {
+	if p := viewer.Get(ls.URL + confirm); p.Status != http.StatusForbidden {
 		t.Errorf("a viewer's confirmation: %d", p.Status)
 	}
-	if p := viewer.Post(ls.url+confirm, url.Values{"csrf": {s.viewerCSRF}, "recover": {"true"}, "since": {since}}); p.Status != http.StatusForbidden {
+	if p := viewer.Post(ls.URL+confirm, url.Values{"csrf": {s.ViewerCSRF}, "recover": {"true"}, "since": {since}}); p.Status != http.StatusForbidden {
 		t.Errorf("a viewer enables: %d", p.Status)
 	}
 
 	// An unreadable time is refused beside the field, and enables nothing.
-	p = admin.Post(ls.url+confirm, url.Values{"csrf": {csrf}, "recover": {"true"}, "since": {"when it broke"}})
+	p = admin.Post(ls.URL+confirm, url.Values{"csrf": {csrf}, "recover": {"true"}, "since": {"when it broke"}})
 	if p.Status != http.StatusBadRequest || !strings.Contains(p.Body, `id="since-error"`) || !strings.Contains(p.Body, `value="when it broke"`) {
 		t.Fatalf("an unreadable time: %d %s", p.Status, p.Body)
 	}
-	if e, err := ls.srv.endpoints.Get(ctx, org.ID, ep.ID); err != nil || e.Enabled {
+	if e, err := ls.Srv.Deps.Endpoints.Get(ctx, org.ID, ep.ID); err != nil || e.Enabled {
 		t.Fatalf("after the refusal: %+v %v, want still disabled", e, err)
 	}
 
-	p = admin.Post(ls.url+confirm, url.Values{"csrf": {csrf}, "recover": {"true"}, "since": {since}})
+	p = admin.Post(ls.URL+confirm, url.Values{"csrf": {csrf}, "recover": {"true"}, "since": {since}})
 	page := "/console/webhooks/" + ep.ID
-	if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.url+page+"?notice=endpoint_enabled_recovering") {
+	if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.URL+page+"?notice=endpoint_enabled_recovering") {
 		t.Fatalf("enable with recovery: %d %s %s", p.Status, p.Location, p.Body)
 	}
-	if e, err := ls.srv.endpoints.Get(ctx, org.ID, ep.ID); err != nil || !e.Enabled || e.DisabledAt != nil {
+	if e, err := ls.Srv.Deps.Endpoints.Get(ctx, org.ID, ep.ID); err != nil || !e.Enabled || e.DisabledAt != nil {
 		t.Fatalf("after enabling: %+v %v", e, err)
 	}
 	p = admin.Get(p.Location)
@@ -112,11 +113,11 @@ func TestConsoleEnableWithRecovery(t *testing.T) {
 		!strings.Contains(p.Body, fmt.Sprintf("0 of %d", n)) || !strings.Contains(p.Body, `http-equiv="refresh"`) {
 		t.Fatalf("the endpoint's page after enabling: %s", p.Body)
 	}
-	startWebhooks(t, ls.srv)
-	if p := consoleRecovery(t, admin, ls.url+page); !strings.Contains(p.Body, fmt.Sprintf("%d of %d", n, n)) {
+	startWebhooks(t, ls.Srv)
+	if p := consoleRecovery(t, admin, ls.URL+page); !strings.Contains(p.Body, fmt.Sprintf("%d of %d", n, n)) {
 		t.Fatalf("the recovery once done: %s", p.Body)
 	}
-	entries, _, err := ls.ident.AuditLog(ctx, org.ID, 50, 0)
+	entries, _, err := ls.Ident.AuditLog(ctx, org.ID, 50, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,36 +133,36 @@ func TestConsoleEnableWithRecovery(t *testing.T) {
 		t.Errorf("the recovery's entry: %q", got)
 	}
 	// Enabled, it has nothing to confirm.
-	if p := admin.Get(ls.url + confirm); p.Status != http.StatusSeeOther || p.Location != ls.url+"/console/webhooks" {
+	if p := admin.Get(ls.URL + confirm); p.Status != http.StatusSeeOther || p.Location != ls.URL+"/console/webhooks" {
 		t.Errorf("the confirmation of an enabled endpoint: %d %s", p.Status, p.Location)
 	}
 
 	// An endpoint that was failing is offered the retry schedule before it
 	// began to fail; unticked, enabling starts no recovery.
-	failing, err := ls.srv.endpoints.Create(ctx, org.ID, webhooks.NewEndpoint{URL: "https://down.pause.example/", Enabled: true})
+	failing, err := ls.Srv.Deps.Endpoints.Create(ctx, org.ID, webhooks.NewEndpoint{URL: "https://down.pause.example/", Enabled: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ls.pool.Exec(ctx, `update webhook_endpoints set failing_since = now() - interval '1 hour' where id = $1`, failing.ID); err != nil {
+	if _, err := ls.Pool.Exec(ctx, `update webhook_endpoints set failing_since = now() - interval '1 hour' where id = $1`, failing.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ls.srv.endpoints.Update(ctx, org.ID, failing.ID, webhooks.EndpointUpdate{Enabled: &disabled}, etag.Any); err != nil {
+	if _, err := ls.Srv.Deps.Endpoints.Update(ctx, org.ID, failing.ID, webhooks.EndpointUpdate{Enabled: &disabled}, etag.Any); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ls.srv.endpoints.Get(ctx, org.ID, failing.ID)
+	got, err := ls.Srv.Deps.Endpoints.Get(ctx, org.ID, failing.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := got.FailingSince.Add(-webhooksSchedule()).UTC().Format("2006-01-02T15:04:05")
 	confirm = "/console/webhooks/" + failing.ID + "/enable"
-	if p := admin.Get(ls.url + confirm); !strings.Contains(p.Body, `value="`+want+`"`) || !strings.Contains(p.Body, "before its deliveries began to fail") {
+	if p := admin.Get(ls.URL + confirm); !strings.Contains(p.Body, `value="`+want+`"`) || !strings.Contains(p.Body, "before its deliveries began to fail") {
 		t.Fatalf("the confirmation for a failing endpoint, want %s: %s", want, p.Body)
 	}
-	p = admin.Post(ls.url+confirm, url.Values{"csrf": {csrf}, "since": {want}})
+	p = admin.Post(ls.URL+confirm, url.Values{"csrf": {csrf}, "since": {want}})
 	if p.Status != http.StatusSeeOther || !strings.Contains(p.Location, "notice=endpoint_enabled&") {
 		t.Fatalf("enable without recovery: %d %s", p.Status, p.Location)
 	}
-	if got := countRows(t, ls.pool, `select count(*) from webhook_recoveries where endpoint_id = '`+failing.ID+`'`); got != 0 {
+	if got := countRows(t, ls.Pool, `select count(*) from webhook_recoveries where endpoint_id = '`+failing.ID+`'`); got != 0 {
 		t.Errorf("%d recoveries after enabling without one", got)
 	}
 }
@@ -181,17 +182,17 @@ func webhooksSchedule() time.Duration {
 // viewers and a missing CSRF token are refused.
 func TestConsoleFlowURLRecovery(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
-	createTestEvents(t, ls.pool)
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
+	webtest.CreateTestEvents(t, ls.Pool)
 	ctx := context.Background()
-	s := ls.signInStaffPair(t, "Flow Bank", "FLW")
-	org, admin, viewer, csrf := s.org, s.admin, s.viewer, s.adminCSRF
+	s := ls.SignInStaffPair(t, "Flow Bank", "FLW")
+	org, admin, viewer, csrf := s.Org, s.Admin, s.Viewer, s.AdminCSRF
 	const n = 4
 	for i := range n {
-		seedFlowEvent(t, ls.pool, org.ID, fmt.Sprintf("019ab3c6-%04d-7f80-9a1b-2c3d4e5f6a7d", i), 1, "failed")
+		seedFlowEvent(t, ls.Pool, org.ID, fmt.Sprintf("019ab3c6-%04d-7f80-9a1b-2c3d4e5f6a7d", i), 1, "failed")
 	}
-	seedFlowEvent(t, ls.pool, org.ID, "019ab3c6-9999-7f80-9a1b-2c3d4e5f6a7d", 1, "delivered")
-	list := ls.url + "/console/webhooks"
+	seedFlowEvent(t, ls.Pool, org.ID, "019ab3c6-9999-7f80-9a1b-2c3d4e5f6a7d", 1, "delivered")
+	list := ls.URL + "/console/webhooks"
 	since := time.Now().UTC().Add(-2 * time.Hour).Format("2006-01-02T15:04")
 
 	if p := admin.Get(list); !strings.Contains(p.Body, `action="/console/webhooks/recover"`) || strings.Contains(p.Body, `id="flow-url-recoveries"`) {
@@ -210,7 +211,7 @@ func TestConsoleFlowURLRecovery(t *testing.T) {
 		{"not a time", admin, url.Values{"csrf": {csrf}, "since": {"last week"}}, http.StatusBadRequest, `id="since-error"`},
 		{"no time", admin, url.Values{"csrf": {csrf}, "since": {""}}, http.StatusBadRequest, `id="since-error"`},
 		{"not a host", admin, url.Values{"csrf": {csrf}, "since": {since}, "host": {"https://127.0.0.1:9/hooks"}}, http.StatusBadRequest, `id="host-error"`},
-		{"a viewer", viewer, url.Values{"csrf": {s.viewerCSRF}, "since": {since}}, http.StatusForbidden, ""},
+		{"a viewer", viewer, url.Values{"csrf": {s.ViewerCSRF}, "since": {since}}, http.StatusForbidden, ""},
 		{"no CSRF token", admin, url.Values{"since": {since}}, http.StatusForbidden, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -220,7 +221,7 @@ func TestConsoleFlowURLRecovery(t *testing.T) {
 			}
 		})
 	}
-	if got := countRows(t, ls.pool, `select count(*) from webhook_recoveries`); got != 0 {
+	if got := countRows(t, ls.Pool, `select count(*) from webhook_recoveries`); got != 0 {
 		t.Fatalf("%d recoveries after the refusals", got)
 	}
 
@@ -241,11 +242,11 @@ func TestConsoleFlowURLRecovery(t *testing.T) {
 	if p := viewer.Get(list); !strings.Contains(p.Body, `id="flow-url-recoveries"`) {
 		t.Errorf("a viewer does not see the recoveries: %s", p.Body)
 	}
-	startWebhooks(t, ls.srv)
+	startWebhooks(t, ls.Srv)
 	if p := consoleRecovery(t, admin, list); !strings.Contains(p.Body, fmt.Sprintf("%d of %d", n, n)) || strings.Contains(p.Body, `http-equiv="refresh"`) {
 		t.Fatalf("the page once done: %s", p.Body)
 	}
-	entries, _, err := ls.ident.AuditLog(ctx, org.ID, 50, 0)
+	entries, _, err := ls.Ident.AuditLog(ctx, org.ID, 50, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

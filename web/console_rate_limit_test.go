@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // TestConsoleClientRateLimit: an admin gives a client its own rate limit
@@ -19,39 +20,39 @@ import (
 // re-renders the form; viewers and other organizations' clients are refused.
 func TestConsoleClientRateLimit(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
 	ctx := context.Background()
-	org, err := ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Limit Bank", ReferencePrefix: "LIM"})
+	org, err := ls.Ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Limit Bank", ReferencePrefix: "LIM"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Other Bank", ReferencePrefix: "OTB"})
+	other, err := ls.Ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Other Bank", ReferencePrefix: "OTB"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls.createStaff(t, org.ID, "ada", identity.RoleAdmin)
-	ls.createStaff(t, org.ID, "vic", identity.RoleViewer)
-	client, err := ls.ident.CreateClient(ctx, identity.NewClient{OrganizationID: org.ID, Name: "Backend"})
+	ls.CreateStaff(t, org.ID, "ada", identity.RoleAdmin)
+	ls.CreateStaff(t, org.ID, "vic", identity.RoleViewer)
+	client, err := ls.Ident.CreateClient(ctx, identity.NewClient{OrganizationID: org.ID, Name: "Backend"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign, err := ls.ident.CreateClient(ctx, identity.NewClient{OrganizationID: other.ID, Name: "Foreign"})
+	foreign, err := ls.Ident.CreateClient(ctx, identity.NewClient{OrganizationID: other.ID, Name: "Foreign"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, tok := postToken(t, ls.url+"/oauth/token", formType, url.Values{"grant_type": {"client_credentials"},
+	resp, tok := webtest.PostToken(t, ls.URL+"/oauth/token", webtest.FormType, url.Values{"grant_type": {"client_credentials"},
 		"client_id": {client.ID}, "client_secret": {client.Secret}}.Encode(), "")
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("token: %d %v", resp.StatusCode, tok)
 	}
-	api := limitedAPI{url: ls.url, srv: ls.srv, pool: ls.pool}
+	api := webtest.LimitedAPI{URL: ls.URL, Srv: ls.Srv, Pool: ls.Pool}
 	token := tok["access_token"].(string)
 	policy := func() (int, string) {
-		resp, _ := api.call(t, "GET", "/api/flows", token, "")
+		resp, _ := api.Call(t, "GET", "/api/flows", token, "")
 		return resp.StatusCode, resp.Header.Get("RateLimit-Policy")
 	}
 	entries := func() []string {
-		log, _, err := ls.ident.AuditLog(ctx, org.ID, 100, 0)
+		log, _, err := ls.Ident.AuditLog(ctx, org.ID, 100, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,21 +69,21 @@ func TestConsoleClientRateLimit(t *testing.T) {
 	}
 
 	admin := formbrowser.New(t)
-	csrf := signInStaff(t, admin, ls.url, "ada", testPassword).HiddenFields(t).Get("csrf")
+	csrf := webtest.SignInStaff(t, admin, ls.URL, "ada", webtest.TestPassword).HiddenFields(t).Get("csrf")
 	post := func(b *formbrowser.Browser, csrf, path string, form url.Values) formbrowser.Page {
 		form.Set("csrf", csrf)
-		return b.Post(ls.url+path, form)
+		return b.Post(ls.URL+path, form)
 	}
-	page := admin.Get(ls.url + "/console/credentials").Body
+	page := admin.Get(ls.URL + "/console/credentials").Body
 	path := "/console/credentials/clients/" + client.ID + "/rate-limit"
 	if !strings.Contains(page, "600 per minute (default)") || !strings.Contains(page, `href="`+path+`"`) {
 		t.Fatalf("the credentials page shows no rate limit or no link to change it: %s", page)
 	}
-	if form := admin.Get(ls.url + path); form.Status != http.StatusOK || !strings.Contains(form.Body, `name="per_minute"`) {
+	if form := admin.Get(ls.URL + path); form.Status != http.StatusOK || !strings.Contains(form.Body, `name="per_minute"`) {
 		t.Fatalf("the rate limit form: %d %s", form.Status, form.Body)
 	}
 
-	mend := breakAuditLog(t, ls.pool)
+	mend := breakAuditLog(t, ls.Pool)
 	if p := post(admin, csrf, path, url.Values{"limit": {"own"}, "per_minute": {"2"}}); p.Status != http.StatusInternalServerError {
 		t.Fatalf("with the audit log broken: %d", p.Status)
 	}
@@ -111,7 +112,7 @@ func TestConsoleClientRateLimit(t *testing.T) {
 	if p := post(admin, csrf, path, url.Values{"limit": {"own"}, "per_minute": {"4"}}); p.Status != http.StatusSeeOther || len(entries()) != 1 {
 		t.Fatalf("the same limit again: %d, audit %q", p.Status, entries())
 	}
-	if page := admin.Get(ls.url + "/console/credentials").Body; !strings.Contains(page, "4 per minute") {
+	if page := admin.Get(ls.URL + "/console/credentials").Body; !strings.Contains(page, "4 per minute") {
 		t.Fatalf("the credentials page does not show the client's own limit: %s", page)
 	}
 
@@ -128,11 +129,11 @@ func TestConsoleClientRateLimit(t *testing.T) {
 	if p := post(admin, csrf, "/console/credentials/clients/"+foreign.ID+"/rate-limit", url.Values{"limit": {"none"}}); p.Status != http.StatusNotFound {
 		t.Fatalf("another organization's client: %d", p.Status)
 	}
-	if c, err := ls.ident.Client(ctx, foreign.ID); err != nil || c.RateLimit.Own {
+	if c, err := ls.Ident.Client(ctx, foreign.ID); err != nil || c.RateLimit.Own {
 		t.Fatalf("another organization's client was changed: %+v %v", c.RateLimit, err)
 	}
 	viewer := formbrowser.New(t)
-	viewerCSRF := signInStaff(t, viewer, ls.url, "vic", testPassword).HiddenFields(t).Get("csrf")
+	viewerCSRF := webtest.SignInStaff(t, viewer, ls.URL, "vic", webtest.TestPassword).HiddenFields(t).Get("csrf")
 	if p := post(viewer, viewerCSRF, path, url.Values{"limit": {"none"}}); p.Status != http.StatusForbidden {
 		t.Fatalf("a viewer: %d", p.Status)
 	}

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/webhooks"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // seedFlowEvent stores an event of a flow with a delivery to the flow's
@@ -34,9 +35,9 @@ func seedFlowEvent(t testing.TB, pool *pgxpool.Pool, org, flowID string, sequenc
 }
 
 // startWebhooks runs the server's webhooks workers until the test ends.
-func startWebhooks(t *testing.T, s *Server) {
+func startWebhooks(t *testing.T, s *webtest.Server) {
 	t.Helper()
-	m, ok := s.webhooks.(*webhooks.Module)
+	m, ok := s.Deps.Webhooks.(*webhooks.Module)
 	if !ok {
 		t.Fatal("the server's webhooks are not the module")
 	}
@@ -53,37 +54,37 @@ func startWebhooks(t *testing.T, s *Server) {
 // both pages without the forms, and may not post them.
 func TestConsoleRecoveryAndRedelivery(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
-	createTestEvents(t, ls.pool)
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
+	webtest.CreateTestEvents(t, ls.Pool)
 	ctx := context.Background()
-	s := ls.signInStaffPair(t, "Replay Bank", "REP")
-	org, other, admin, viewer, csrf, viewerCSRF := s.org, s.other, s.admin, s.viewer, s.adminCSRF, s.viewerCSRF
+	s := ls.SignInStaffPair(t, "Replay Bank", "REP")
+	org, other, admin, viewer, csrf, viewerCSRF := s.Org, s.Other, s.Admin, s.Viewer, s.AdminCSRF, s.ViewerCSRF
 	const (
 		endpoint = "019ab3c6-1111-7f80-9a1b-2c3d4e5f6a7d"
 		disabled = "019ab3c6-2222-7f80-9a1b-2c3d4e5f6a7d"
 		foreign  = "019ab3c6-3333-7f80-9a1b-2c3d4e5f6a7d"
 	)
-	insertEndpoint(t, ls.pool, org.ID, endpoint, "http://127.0.0.1:9/hooks", true)
-	insertEndpoint(t, ls.pool, org.ID, disabled, "http://127.0.0.1:9/off", false)
-	insertEndpoint(t, ls.pool, other.ID, foreign, "http://127.0.0.1:9/other", true)
-	seedFailedDeliveries(t, ls.pool, org.ID, endpoint, "http://127.0.0.1:9/hooks", 25)
+	webtest.InsertEndpoint(t, ls.Pool, org.ID, endpoint, "http://127.0.0.1:9/hooks", true)
+	webtest.InsertEndpoint(t, ls.Pool, org.ID, disabled, "http://127.0.0.1:9/off", false)
+	webtest.InsertEndpoint(t, ls.Pool, other.ID, foreign, "http://127.0.0.1:9/other", true)
+	webtest.SeedFailedDeliveries(t, ls.Pool, org.ID, endpoint, "http://127.0.0.1:9/hooks", 25)
 	page := "/console/webhooks/" + endpoint
 	since := time.Now().UTC().Add(-2 * time.Hour).Format("2006-01-02T15:04")
 
 	// The list links the page; the page offers the last 24 hours to admins.
-	if p := admin.Get(ls.url + "/console/webhooks"); !strings.Contains(p.Body, `href="`+page+`"`) {
+	if p := admin.Get(ls.URL + "/console/webhooks"); !strings.Contains(p.Body, `href="`+page+`"`) {
 		t.Fatalf("the list does not link the endpoint's page: %s", p.Body)
 	}
-	p := admin.Get(ls.url + page)
+	p := admin.Get(ls.URL + page)
 	dayAgo := time.Now().UTC().Add(-24 * time.Hour).Format("2006-01-02T15:")
 	if p.Status != http.StatusOK || !strings.Contains(p.Body, `action="`+page+`/recover"`) || !strings.Contains(p.Body, `value="`+dayAgo) ||
 		!strings.Contains(p.Body, "No recoveries yet.") || strings.Contains(p.Body, `http-equiv="refresh"`) {
 		t.Fatalf("the endpoint's page: %d %s", p.Status, p.Body)
 	}
-	if p := viewer.Get(ls.url + page); p.Status != http.StatusOK || strings.Contains(p.Body, "/recover") {
+	if p := viewer.Get(ls.URL + page); p.Status != http.StatusOK || strings.Contains(p.Body, "/recover") {
 		t.Fatalf("the viewer's page: %d %s", p.Status, p.Body)
 	}
-	if p := admin.Get(ls.url + "/console/webhooks/" + disabled); !strings.Contains(p.Body, "Enable the endpoint to recover") ||
+	if p := admin.Get(ls.URL + "/console/webhooks/" + disabled); !strings.Contains(p.Body, "Enable the endpoint to recover") ||
 		strings.Contains(p.Body, `action="/console/webhooks/`+disabled+`/recover"`) {
 		t.Fatalf("a disabled endpoint's page: %s", p.Body)
 	}
@@ -107,20 +108,20 @@ func TestConsoleRecoveryAndRedelivery(t *testing.T) {
 		{"another organization's", admin, "/console/webhooks/" + foreign + "/recover", url.Values{"csrf": {csrf}, "since": {since}}, http.StatusNotFound, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := c.b.Post(ls.url+c.path, c.form)
+			p := c.b.Post(ls.URL+c.path, c.form)
 			if p.Status != c.status || !strings.Contains(p.Body, c.showing) {
 				t.Errorf("%d, want %d showing %q: %s", p.Status, c.status, c.showing, p.Body)
 			}
 		})
 	}
-	if n := countRows(t, ls.pool, `select count(*) from webhook_recoveries`); n != 0 {
+	if n := countRows(t, ls.Pool, `select count(*) from webhook_recoveries`); n != 0 {
 		t.Fatalf("%d recoveries after the refusals", n)
 	}
 
 	// Recover: the page shows it queued and reloads itself; a second
 	// request is refused while it waits.
-	p = admin.Post(ls.url+page+"/recover", url.Values{"csrf": {csrf}, "since": {since}})
-	if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.url+page+"?notice=recovery_started") {
+	p = admin.Post(ls.URL+page+"/recover", url.Values{"csrf": {csrf}, "since": {since}})
+	if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.URL+page+"?notice=recovery_started") {
 		t.Fatalf("recover: %d %s %s", p.Status, p.Location, p.Body)
 	}
 	p = admin.Get(p.Location)
@@ -128,15 +129,15 @@ func TestConsoleRecoveryAndRedelivery(t *testing.T) {
 		!strings.Contains(p.Body, ">queued</span>") || !strings.Contains(p.Body, "0 of 25") || !strings.Contains(p.Body, "staff:ada") {
 		t.Fatalf("the page after the request: %s", p.Body)
 	}
-	if p := admin.Post(ls.url+page+"/recover", url.Values{"csrf": {csrf}, "since": {since}}); p.Status != http.StatusConflict ||
+	if p := admin.Post(ls.URL+page+"/recover", url.Values{"csrf": {csrf}, "since": {since}}); p.Status != http.StatusConflict ||
 		!strings.Contains(p.Body, "A recovery of this endpoint is already queued") {
 		t.Fatalf("a second request: %d %s", p.Status, p.Body)
 	}
 
 	// The workers run it to the end; the page stops reloading.
-	startWebhooks(t, ls.srv)
+	startWebhooks(t, ls.Srv)
 	deadline := time.Now().Add(30 * time.Second)
-	for p = admin.Get(ls.url + page); !strings.Contains(p.Body, ">done</span>"); p = admin.Get(ls.url + page) {
+	for p = admin.Get(ls.URL + page); !strings.Contains(p.Body, ">done</span>"); p = admin.Get(ls.URL + page) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the recovery did not reach done: %s", p.Body)
 		}
@@ -147,24 +148,24 @@ func TestConsoleRecoveryAndRedelivery(t *testing.T) {
 	}
 
 	// A flow's events, each with Redeliver for admins.
-	created, err := ls.flows.Create(ctx, flows.Caller{OrganizationID: org.ID, ClientID: "c"},
+	created, err := ls.Flows.Create(ctx, flows.Caller{OrganizationID: org.ID, ClientID: "c"},
 		flows.NewFlow{NationalID: "ID-77", LastName: "Nordmann", RedirectURL: "https://bank.example/done"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sent := seedFlowEvent(t, ls.pool, org.ID, created.FlowID, 1, "failed")
+	sent := seedFlowEvent(t, ls.Pool, org.ID, created.FlowID, 1, "failed")
 	flowPage := "/console/flows/" + created.FlowID
 	redeliver := flowPage + "/events/" + sent + "/redeliver"
-	if p := admin.Get(ls.url + flowPage); !strings.Contains(p.Body, `action="`+redeliver+`"`) || !strings.Contains(p.Body, sent) {
+	if p := admin.Get(ls.URL + flowPage); !strings.Contains(p.Body, `action="`+redeliver+`"`) || !strings.Contains(p.Body, sent) {
 		t.Fatalf("the flow's page: %s", p.Body)
 	}
-	if p := viewer.Get(ls.url + flowPage); !strings.Contains(p.Body, sent) || strings.Contains(p.Body, "/redeliver") {
+	if p := viewer.Get(ls.URL + flowPage); !strings.Contains(p.Body, sent) || strings.Contains(p.Body, "/redeliver") {
 		t.Fatalf("the viewer's flow page: %s", p.Body)
 	}
-	if p := viewer.Post(ls.url+redeliver, url.Values{"csrf": {viewerCSRF}}); p.Status != http.StatusForbidden {
+	if p := viewer.Post(ls.URL+redeliver, url.Values{"csrf": {viewerCSRF}}); p.Status != http.StatusForbidden {
 		t.Errorf("a viewer redelivers: %d", p.Status)
 	}
-	p = admin.Post(ls.url+redeliver, url.Values{"csrf": {csrf}})
+	p = admin.Post(ls.URL+redeliver, url.Values{"csrf": {csrf}})
 	if p.Status != http.StatusSeeOther || !strings.Contains(p.Location, "notice=redelivered") {
 		t.Fatalf("redeliver: %d %s", p.Status, p.Body)
 	}
@@ -172,23 +173,23 @@ func TestConsoleRecoveryAndRedelivery(t *testing.T) {
 		t.Fatalf("after redelivering: %s", p.Body)
 	}
 	// An event with nowhere to go says so.
-	stopped := seedFlowEvent(t, ls.pool, org.ID, created.FlowID, 2, "cancelled")
-	p = admin.Post(ls.url+flowPage+"/events/"+stopped+"/redeliver", url.Values{"csrf": {csrf}})
+	stopped := seedFlowEvent(t, ls.Pool, org.ID, created.FlowID, 2, "cancelled")
+	p = admin.Post(ls.URL+flowPage+"/events/"+stopped+"/redeliver", url.Values{"csrf": {csrf}})
 	if p.Status != http.StatusSeeOther || !strings.Contains(p.Location, "notice=nothing_redelivered") {
 		t.Fatalf("redeliver an event with nowhere to go: %d %s", p.Status, p.Location)
 	}
 	// Another flow's event is not this flow's to send.
-	second, err := ls.flows.Create(ctx, flows.Caller{OrganizationID: org.ID, ClientID: "c"},
+	second, err := ls.Flows.Create(ctx, flows.Caller{OrganizationID: org.ID, ClientID: "c"},
 		flows.NewFlow{NationalID: "ID-78", LastName: "Nordmann", RedirectURL: "https://bank.example/done"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := admin.Post(ls.url+"/console/flows/"+second.FlowID+"/events/"+sent+"/redeliver", url.Values{"csrf": {csrf}}); p.Status != http.StatusNotFound {
+	if p := admin.Post(ls.URL+"/console/flows/"+second.FlowID+"/events/"+sent+"/redeliver", url.Values{"csrf": {csrf}}); p.Status != http.StatusNotFound {
 		t.Errorf("another flow's event: %d", p.Status)
 	}
 
 	// The audit log names both, by the admin.
-	entries, _, err := ls.ident.AuditLog(ctx, org.ID, 50, 0)
+	entries, _, err := ls.Ident.AuditLog(ctx, org.ID, 50, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/web/internal/httpkit"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // TestDuplicateMembersAreRefused: a body that gives a member twice in one
@@ -37,12 +38,12 @@ func TestDuplicateMembersAreRefused(t *testing.T) {
 			map[string]string{"dataCategories[0].NB": `"nb" comes before it`}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r := e.call(t, "POST", tt.path, tokA, tt.body)
-			if r.status != http.StatusBadRequest {
-				t.Fatalf("status %d, want 400: %s", r.status, r.body)
+			r := e.Call(t, "POST", tt.path, webtest.TokA, tt.body)
+			if r.Status != http.StatusBadRequest {
+				t.Fatalf("status %d, want 400: %s", r.Status, r.Body)
 			}
 			var p httpkit.Problem
-			if err := json.Unmarshal(r.body, &p); err != nil {
+			if err := json.Unmarshal(r.Body, &p); err != nil {
 				t.Fatal(err)
 			}
 			got := map[string]string{}
@@ -51,7 +52,7 @@ func TestDuplicateMembersAreRefused(t *testing.T) {
 			}
 			for field, msg := range tt.want {
 				if !strings.Contains(got[field], msg) {
-					t.Errorf("field %s: %q, want it to say %q (%s)", field, got[field], msg, r.body)
+					t.Errorf("field %s: %q, want it to say %q (%s)", field, got[field], msg, r.Body)
 				}
 			}
 			if len(got) != len(tt.want) {
@@ -59,10 +60,10 @@ func TestDuplicateMembersAreRefused(t *testing.T) {
 			}
 		})
 	}
-	if n := e.count(t, `select count(*) from flows`); n != 0 {
+	if n := e.Count(t, `select count(*) from flows`); n != 0 {
 		t.Fatalf("%d flows stored from refused bodies", n)
 	}
-	if n := e.count(t, `select count(*) from consent_definition_versions where definition_id <> 'consent'`); n != 0 {
+	if n := e.Count(t, `select count(*) from consent_definition_versions where definition_id <> 'consent'`); n != 0 {
 		t.Fatalf("%d definition versions stored from refused bodies", n)
 	}
 }

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/web/internal/webtest"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
 
@@ -72,15 +73,15 @@ func (d dpopClient) proof(t *testing.T, method, htu, token, nonce string) string
 
 // dpopTokenRequest posts a client_credentials or refresh request with a
 // DPoP header (none when proof is empty), checked against the OpenAPI document.
-func dpopTokenRequest(t *testing.T, ts oauthServer, c identity.ClientCredentials, form url.Values, proof string) (*http.Response, map[string]any) {
+func dpopTokenRequest(t *testing.T, ts webtest.OAuthServer, c identity.ClientCredentials, form url.Values, proof string) (*http.Response, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, ts.url+"/oauth/token", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", formType)
-	req.Header.Set("Authorization", basic(c.ID, c.Secret))
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/oauth/token", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", webtest.FormType)
+	req.Header.Set("Authorization", webtest.Basic(c.ID, c.Secret))
 	if proof != "" {
 		req.Header.Set("DPoP", proof)
 	}
-	return sendTokenRequest(t, openapitest.Client(t), req)
+	return webtest.SendTokenRequest(t, openapitest.Client(t), req)
 }
 
 var clientCredentials = url.Values{"grant_type": {"client_credentials"}}
@@ -113,11 +114,11 @@ const dpopAlgs = `DPoP algs="ES256 PS256 RS256"`
 // is refused without one; a bound family refreshes only with its key.
 func TestDPoPTokenEndpoint(t *testing.T) {
 	t.Parallel()
-	ts := setupOAuth(t, nil)
+	ts := webtest.SetupOAuth(t, nil)
 	d := newDPoPClient(t)
-	htu := ts.url + "/oauth/token"
+	htu := ts.URL + "/oauth/token"
 
-	resp, m := dpopTokenRequest(t, ts, ts.full, clientCredentials, d.proof(t, "POST", htu, "", ""))
+	resp, m := dpopTokenRequest(t, ts, ts.Full, clientCredentials, d.proof(t, "POST", htu, "", ""))
 	if resp.StatusCode != 200 || m["token_type"] != "DPoP" || resp.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("%d %v %v", resp.StatusCode, m, resp.Header)
 	}
@@ -132,9 +133,9 @@ func TestDPoPTokenEndpoint(t *testing.T) {
 		t.Fatalf("cnf.jkt %q, want %q (%v)", claims.Cnf.JKT, d.jkt(t), err)
 	}
 	form := url.Values{"token": {at}}
-	req, _ := http.NewRequest(http.MethodPost, ts.url+"/oauth/introspect", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", formType)
-	req.Header.Set("Authorization", basic(ts.full.ID, ts.full.Secret))
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/oauth/introspect", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", webtest.FormType)
+	req.Header.Set("Authorization", webtest.Basic(ts.Full.ID, ts.Full.Secret))
 	iresp, err := openapitest.Client(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +153,7 @@ func TestDPoPTokenEndpoint(t *testing.T) {
 		proof string
 		code  string
 	}{
-		{"a proof for another URL", clientCredentials, d.proof(t, "POST", ts.url+"/oauth/revoke", "", ""), "invalid_dpop_proof"},
+		{"a proof for another URL", clientCredentials, d.proof(t, "POST", ts.URL+"/oauth/revoke", "", ""), "invalid_dpop_proof"},
 		{"a proof for GET", clientCredentials, d.proof(t, "GET", htu, "", ""), "invalid_dpop_proof"},
 		{"not a proof", clientCredentials, "nonsense", "invalid_dpop_proof"},
 		{"the bound refresh token without a proof", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {m["refresh_token"].(string)}}, "", "invalid_grant"},
@@ -161,26 +162,26 @@ func TestDPoPTokenEndpoint(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, m := dpopTokenRequest(t, ts, ts.full, tt.form, tt.proof)
+			resp, m := dpopTokenRequest(t, ts, ts.Full, tt.form, tt.proof)
 			if resp.StatusCode != 400 || m["error"] != tt.code {
 				t.Fatalf("%d %v, want 400 %s", resp.StatusCode, m, tt.code)
 			}
 		})
 	}
-	resp, m = dpopTokenRequest(t, ts, ts.full, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {m["refresh_token"].(string)}},
+	resp, m = dpopTokenRequest(t, ts, ts.Full, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {m["refresh_token"].(string)}},
 		d.proof(t, "POST", htu, "", ""))
 	if resp.StatusCode != 200 || m["token_type"] != "DPoP" {
 		t.Fatalf("refresh with the key: %d %v", resp.StatusCode, m)
 	}
 
 	// A client required to use DPoP.
-	if _, err := ts.identity.SetClientDPoP(context.Background(), ts.org.ID, ts.reader.ID, true); err != nil {
+	if _, err := ts.Identity.SetClientDPoP(context.Background(), ts.Org.ID, ts.Reader.ID, true); err != nil {
 		t.Fatal(err)
 	}
-	if resp, m := dpopTokenRequest(t, ts, ts.reader, clientCredentials, ""); resp.StatusCode != 400 || m["error"] != "invalid_dpop_proof" {
+	if resp, m := dpopTokenRequest(t, ts, ts.Reader, clientCredentials, ""); resp.StatusCode != 400 || m["error"] != "invalid_dpop_proof" {
 		t.Fatalf("a DPoP client without a proof: %d %v", resp.StatusCode, m)
 	}
-	if resp, m := dpopTokenRequest(t, ts, ts.reader, clientCredentials, d.proof(t, "POST", htu, "", "")); resp.StatusCode != 200 || m["token_type"] != "DPoP" {
+	if resp, m := dpopTokenRequest(t, ts, ts.Reader, clientCredentials, d.proof(t, "POST", htu, "", "")); resp.StatusCode != 200 || m["token_type"] != "DPoP" {
 		t.Fatalf("a DPoP client with a proof: %d %v", resp.StatusCode, m)
 	}
 }
@@ -191,22 +192,22 @@ func TestDPoPTokenEndpoint(t *testing.T) {
 // both for a request without credentials.
 func TestDPoPResourceRequests(t *testing.T) {
 	t.Parallel()
-	ts := setupOAuth(t, nil)
+	ts := webtest.SetupOAuth(t, nil)
 	d := newDPoPClient(t)
 	get := func(c identity.ClientCredentials, proof string) string {
 		_, m := dpopTokenRequest(t, ts, c, clientCredentials, proof)
 		return m["access_token"].(string)
 	}
-	bound := get(ts.full, d.proof(t, "POST", ts.url+"/oauth/token", "", ""))
-	reader := get(ts.reader, d.proof(t, "POST", ts.url+"/oauth/token", "", ""))
-	bearer := get(ts.full, "")
-	route := ts.url + "/api/test-principal"
+	bound := get(ts.Full, d.proof(t, "POST", ts.URL+"/oauth/token", "", ""))
+	reader := get(ts.Reader, d.proof(t, "POST", ts.URL+"/oauth/token", "", ""))
+	bearer := get(ts.Full, "")
+	route := ts.URL + "/api/test-principal"
 	replayed := d.proof(t, "GET", route, bound, "")
-	if resp, body := dpopGet(t, ts.url, "DPoP "+bound, replayed); resp.StatusCode != 200 {
+	if resp, body := dpopGet(t, ts.URL, "DPoP "+bound, replayed); resp.StatusCode != 200 {
 		t.Fatalf("first use: %d %s", resp.StatusCode, body)
 	}
 	// Another instance, at another address: htu is still FLOWD_BASE_URL's.
-	other := ts.instance(t, false)
+	other := instance(t, ts, false)
 
 	proofErr := func(desc string) string {
 		return dpopAlgs + `, error="invalid_dpop_proof", error_description="` + desc + `"`
@@ -219,32 +220,32 @@ func TestDPoPResourceRequests(t *testing.T) {
 		status        int
 		challenges    []string
 	}{
-		{"no credentials", ts.url, "", nil, 401, []string{`Bearer realm="flowd"`, dpopAlgs}},
-		{"the DPoP scheme without a token", ts.url, "DPoP", nil, 401, []string{`Bearer realm="flowd"`, dpopAlgs}},
-		{"a DPoP token with its proof", ts.url, "DPoP " + bound, []string{d.proof(t, "GET", route, bound, "")}, 200, nil},
-		{"the scheme in lower case", ts.url, "dpop " + bound, []string{d.proof(t, "GET", route, bound, "")}, 200, nil},
+		{"no credentials", ts.URL, "", nil, 401, []string{`Bearer realm="flowd"`, dpopAlgs}},
+		{"the DPoP scheme without a token", ts.URL, "DPoP", nil, 401, []string{`Bearer realm="flowd"`, dpopAlgs}},
+		{"a DPoP token with its proof", ts.URL, "DPoP " + bound, []string{d.proof(t, "GET", route, bound, "")}, 200, nil},
+		{"the scheme in lower case", ts.URL, "dpop " + bound, []string{d.proof(t, "GET", route, bound, "")}, 200, nil},
 		{"a DPoP token on another instance", other, "DPoP " + bound, []string{d.proof(t, "GET", route, bound, "")}, 200, nil},
 		{"a proof naming the other instance's address", other, "DPoP " + bound, []string{d.proof(t, "GET", other+"/api/test-principal", bound, "")}, 401,
 			[]string{proofErr("The DPoP proof's htu is not this request's URL without query and fragment.")}},
-		{"a DPoP token as a bearer token", ts.url, "Bearer " + bound, nil, 401, []string{`Bearer realm="flowd", error="invalid_token"`}},
-		{"a bearer token with the DPoP scheme", ts.url, "DPoP " + bearer, []string{d.proof(t, "GET", route, bearer, "")}, 401,
+		{"a DPoP token as a bearer token", ts.URL, "Bearer " + bound, nil, 401, []string{`Bearer realm="flowd", error="invalid_token"`}},
+		{"a bearer token with the DPoP scheme", ts.URL, "DPoP " + bearer, []string{d.proof(t, "GET", route, bearer, "")}, 401,
 			[]string{dpopAlgs + `, error="invalid_token", error_description="The access token is not DPoP-bound: send it with the Bearer scheme."`}},
-		{"a replayed proof", ts.url, "DPoP " + bound, []string{replayed}, 401,
+		{"a replayed proof", ts.URL, "DPoP " + bound, []string{replayed}, 401,
 			[]string{proofErr("The DPoP proof was used before: make a new one for every request.")}},
-		{"a proof for another URL", ts.url, "DPoP " + bound, []string{d.proof(t, "GET", ts.url+"/api/flows", bound, "")}, 401,
+		{"a proof for another URL", ts.URL, "DPoP " + bound, []string{d.proof(t, "GET", ts.URL+"/api/flows", bound, "")}, 401,
 			[]string{proofErr("The DPoP proof's htu is not this request's URL without query and fragment.")}},
-		{"a proof for another method", ts.url, "DPoP " + bound, []string{d.proof(t, "POST", route, bound, "")}, 401,
+		{"a proof for another method", ts.URL, "DPoP " + bound, []string{d.proof(t, "POST", route, bound, "")}, 401,
 			[]string{proofErr("The DPoP proof's htm is not this request's method.")}},
-		{"a proof for another token", ts.url, "DPoP " + bound, []string{d.proof(t, "GET", route, reader, "")}, 401,
+		{"a proof for another token", ts.URL, "DPoP " + bound, []string{d.proof(t, "GET", route, reader, "")}, 401,
 			[]string{proofErr("The DPoP proof's ath is not the hash of the access token.")}},
-		{"another key's proof", ts.url, "DPoP " + bound, []string{newDPoPClient(t).proof(t, "GET", route, bound, "")}, 401,
+		{"another key's proof", ts.URL, "DPoP " + bound, []string{newDPoPClient(t).proof(t, "GET", route, bound, "")}, 401,
 			[]string{proofErr("The DPoP proof is signed by another key than the one the access token is bound to.")}},
-		{"no proof", ts.url, "DPoP " + bound, nil, 401, []string{proofErr("A DPoP proof is required with the DPoP scheme.")}},
-		{"two proofs", ts.url, "DPoP " + bound, []string{d.proof(t, "GET", route, bound, ""), d.proof(t, "GET", route, bound, "")}, 401,
+		{"no proof", ts.URL, "DPoP " + bound, nil, 401, []string{proofErr("A DPoP proof is required with the DPoP scheme.")}},
+		{"two proofs", ts.URL, "DPoP " + bound, []string{d.proof(t, "GET", route, bound, ""), d.proof(t, "GET", route, bound, "")}, 401,
 			[]string{proofErr("Send exactly one DPoP header.")}},
-		{"a DPoP token without the scope", ts.url, "DPoP " + reader, []string{d.proof(t, "GET", route, reader, "")}, 403,
+		{"a DPoP token without the scope", ts.URL, "DPoP " + reader, []string{d.proof(t, "GET", route, reader, "")}, 403,
 			[]string{dpopAlgs + `, error="insufficient_scope", scope="flows:write"`}},
-		{"a bearer token still works", ts.url, "Bearer " + bearer, nil, 200, nil},
+		{"a bearer token still works", ts.URL, "Bearer " + bearer, nil, 200, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -269,33 +270,33 @@ func TestDPoPResourceRequests(t *testing.T) {
 // a resource) and its retry with the nonce succeeds.
 func TestDPoPNonceRoundTrip(t *testing.T) {
 	t.Parallel()
-	ts := setupOAuth(t, func(c *identity.Config) { c.DPoPNonceRequired = true })
+	ts := webtest.SetupOAuth(t, func(c *identity.Config) { c.DPoPNonceRequired = true })
 	d := newDPoPClient(t)
-	htu := ts.url + "/oauth/token"
-	resp, m := dpopTokenRequest(t, ts, ts.full, clientCredentials, d.proof(t, "POST", htu, "", ""))
+	htu := ts.URL + "/oauth/token"
+	resp, m := dpopTokenRequest(t, ts, ts.Full, clientCredentials, d.proof(t, "POST", htu, "", ""))
 	nonce := resp.Header.Get("DPoP-Nonce")
 	if resp.StatusCode != 400 || m["error"] != "use_dpop_nonce" || nonce == "" {
 		t.Fatalf("without a nonce: %d %v, DPoP-Nonce %q", resp.StatusCode, m, nonce)
 	}
-	resp, m = dpopTokenRequest(t, ts, ts.full, clientCredentials, d.proof(t, "POST", htu, "", nonce))
+	resp, m = dpopTokenRequest(t, ts, ts.Full, clientCredentials, d.proof(t, "POST", htu, "", nonce))
 	if resp.StatusCode != 200 || m["token_type"] != "DPoP" || resp.Header.Get("DPoP-Nonce") == "" {
 		t.Fatalf("with the nonce: %d %v, DPoP-Nonce %q", resp.StatusCode, m, resp.Header.Get("DPoP-Nonce"))
 	}
 	at := m["access_token"].(string)
-	route := ts.url + "/api/test-principal"
+	route := ts.URL + "/api/test-principal"
 
-	resp, body := dpopGet(t, ts.url, "DPoP "+at, d.proof(t, "GET", route, at, ""))
+	resp, body := dpopGet(t, ts.URL, "DPoP "+at, d.proof(t, "GET", route, at, ""))
 	want := dpopAlgs + `, error="use_dpop_nonce", error_description="The DPoP proof must carry the nonce of the DPoP-Nonce header."`
 	if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != want || resp.Header.Get("DPoP-Nonce") == "" {
 		t.Fatalf("resource without a nonce: %d %q %q: %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), resp.Header.Get("DPoP-Nonce"), body)
 	}
 	// Another instance accepts this one's nonce.
-	resp, body = dpopGet(t, ts.instance(t, false), "DPoP "+at, d.proof(t, "GET", route, at, nonce))
+	resp, body = dpopGet(t, instance(t, ts, false), "DPoP "+at, d.proof(t, "GET", route, at, nonce))
 	if resp.StatusCode != 200 || resp.Header.Get("DPoP-Nonce") == "" {
 		t.Fatalf("resource with the nonce: %d %s", resp.StatusCode, body)
 	}
 	// A bearer request is not told a nonce.
-	if resp, _ := dpopGet(t, ts.url, ""); resp.Header.Get("DPoP-Nonce") != "" {
+	if resp, _ := dpopGet(t, ts.URL, ""); resp.Header.Get("DPoP-Nonce") != "" {
 		t.Fatal("DPoP-Nonce sent to a request without DPoP")
 	}
 }
@@ -303,8 +304,8 @@ func TestDPoPNonceRoundTrip(t *testing.T) {
 // TestDiscoveryListsDPoPAlgorithms checks RFC 9449 5.1's metadata.
 func TestDiscoveryListsDPoPAlgorithms(t *testing.T) {
 	t.Parallel()
-	ts := setupOAuth(t, nil)
-	resp, err := openapitest.Client(t).Get(ts.url + "/.well-known/oauth-authorization-server")
+	ts := webtest.SetupOAuth(t, nil)
+	resp, err := openapitest.Client(t).Get(ts.URL + "/.well-known/oauth-authorization-server")
 	if err != nil {
 		t.Fatal(err)
 	}

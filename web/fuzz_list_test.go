@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"encoding/json"
@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/web/internal/httpkit"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // FuzzFlowListQuery feeds GET /api/flows arbitrary query strings: the answer
 // is a page (200) within the limit asked for, or a 400 naming the offending
 // parameter; never anything else, and always what the OpenAPI document says
-// (call validates every response).
+// (Call validates every response).
 func FuzzFlowListQuery(f *testing.F) {
 	for _, seed := range []string{
 		"", "limit=1", "limit=100", "limit=0", "limit=101", "limit=-1", "limit=abc", "limit=1e3", "limit=%00",
@@ -27,7 +28,7 @@ func FuzzFlowListQuery(f *testing.F) {
 	}
 	e := newAPI(f)
 	for range 3 {
-		e.create(f, tokA, nil)
+		e.Create(f, webtest.TokA, nil)
 	}
 	f.Fuzz(func(t *testing.T, query string) {
 		// Bytes no HTTP client may put in a request line (space, controls,
@@ -41,15 +42,15 @@ func FuzzFlowListQuery(f *testing.F) {
 			}
 		}
 		query = b.String()
-		r := e.call(t, "GET", "/api/flows?"+query, tokA, "")
-		switch r.status {
+		r := e.Call(t, "GET", "/api/flows?"+query, webtest.TokA, "")
+		switch r.Status {
 		case 200:
 			var page struct {
 				HasMore *bool            `json:"has_more"`
 				Data    []map[string]any `json:"data"`
 			}
-			if err := json.Unmarshal(r.body, &page); err != nil || page.HasMore == nil || page.Data == nil {
-				t.Fatalf("200 without a page for %q: %s", query, r.body)
+			if err := json.Unmarshal(r.Body, &page); err != nil || page.HasMore == nil || page.Data == nil {
+				t.Fatalf("200 without a page for %q: %s", query, r.Body)
 			}
 			limit := 10
 			if v, err := url.ParseQuery(query); err == nil && v.Get("limit") != "" {
@@ -59,17 +60,17 @@ func FuzzFlowListQuery(f *testing.F) {
 				t.Fatalf("%d items for %q", len(page.Data), query)
 			}
 			for _, it := range page.Data {
-				if it["organizationId"] != orgA {
+				if it["organizationId"] != webtest.OrgA {
 					t.Fatalf("another organization's flow listed for %q: %v", query, it)
 				}
 			}
 		case 400:
 			var p httpkit.Problem
-			if json.Unmarshal(r.body, &p) != nil || p.Status != 400 {
-				t.Fatalf("400 that is not a problem for %q: %s", query, r.body)
+			if json.Unmarshal(r.Body, &p) != nil || p.Status != 400 {
+				t.Fatalf("400 that is not a problem for %q: %s", query, r.Body)
 			}
 		default:
-			t.Fatalf("status %d for %q: %s", r.status, query, r.body)
+			t.Fatalf("status %d for %q: %s", r.Status, query, r.Body)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"html"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -17,190 +16,29 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/oauth2"
 
-	"github.com/flowd/flowd/internal/config"
-	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/formbrowser"
-	"github.com/flowd/flowd/internal/oidclogin"
-	"github.com/flowd/flowd/internal/pii"
-	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/consent"
-	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
+	"github.com/flowd/flowd/web"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
-
-// loginServer is a real server with the built-in provider and both relying
-// parties, on a fresh database, listening on its base URL.
-type loginServer struct {
-	url      string
-	srv      *Server
-	cfg      *config.Config
-	staff    *login.Staff
-	sessions *login.Sessions
-	pool     *pgxpool.Pool
-	ident    *identity.Module
-	flows    *flows.Manager
-}
-
-// loginOptions vary a loginServer.
-type loginOptions struct {
-	env          map[string]string // settings, as FLOWD_* variables
-	extraClients func(base string) []login.Client
-	orgClaim     string // the provider's claim names
-	rolesClaim   string
-	consoleHTTP  *http.Client // the console relying party's client to the provider
-	// preset gives the listener before the server is built, so that two
-	// servers may name each other.
-	preset *httptest.Server
-	// now is the sessions' clock; time.Now when nil.
-	now func() time.Time
-}
-
-func newListener() *httptest.Server { return httptest.NewUnstartedServer(nil) }
-
-func baseOf(hs *httptest.Server) string { return "http://" + hs.Listener.Addr().String() }
-
-func setupLogin(t *testing.T, o loginOptions) loginServer {
-	t.Helper()
-	hs := o.preset
-	if hs == nil {
-		hs = newListener()
-	}
-	base := baseOf(hs)
-	env := map[string]string{"FLOWD_BASE_URL": base, "FLOWD_TEST_EID": "true"}
-	for k, v := range o.env {
-		env[k] = v
-	}
-	cfg, err := config.Load(func(k string) string { return env[k] }, config.Need{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.SessionKey, cfg.DataKey = randomKey(t), randomKey(t)
-	pool := dbtest.New(t)
-	// The identity module signs ID tokens and serves the token endpoint,
-	// JWKS and discovery, as in flowd serve.
-	ident := identity.New(pool, identity.Config{Issuer: base, Audience: cfg.Audience, KeyEncryptionKey: randomKey(t),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), APIRateLimit: cfg.APIRateLimit})
-	staff, err := login.NewStaff(pool, testOrganizations{}, login.StaffConfig{PasswordParams: secrethash.Cheap, AccountLimit: 3, AddressLimit: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clients := login.BuiltInClients(base, cfg.SessionKey)
-	if o.extraClients != nil {
-		clients = append(clients, o.extraClients(base)...)
-	}
-	provider, err := login.New(pool, ident, staff, login.Config{Issuer: base, Clients: clients, TestEID: cfg.TestEID,
-		TestEIDLevels:   TestEIDLevels(cfg.ConsentACRMap),
-		NationalIDClaim: cfg.ConsentNationalIDClaim, OrgClaim: o.orgClaim, RolesClaim: o.rolesClaim, DataKey: cfg.DataKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The console's pages list flows: the real flows module, with the test
-	// organizations' settings.
-	sealer, err := pii.New(randomKey(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	definitions := consent.NewDefinitions(pool, testOrganizations{})
-	receipts := consent.NewReceipts(pool, ident, definitions, testOrganizations{}, base)
-	flowsModule := flows.New(pool, sealer, consent.NewRequests(pool, sealer, base), definitions,
-		receipts, fakeOrgs{settings: defaultSettings}, &tableEvents{},
-		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), flows.Config{NationalIDFormat: flows.FormatGeneric})
-	consoleCfg := oidclogin.ConsoleConfig(cfg)
-	consoleCfg.HTTPClient = o.consoleHTTP
-	sessions, err := login.NewSessions(pool, login.SessionsConfig{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: o.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := newServer(t, Deps{Config: cfg, Pool: pool, Identity: ident, Flows: flowsModule, Receipts: receipts, Login: provider,
-		ConsoleRP: oidclogin.New(consoleCfg), ConsentRP: oidclogin.New(oidclogin.ConsentConfig(cfg)), Sessions: sessions, Now: o.now})
-	hs.Config.Handler = srv
-	hs.Start()
-	t.Cleanup(hs.Close)
-	return loginServer{url: base, srv: srv, cfg: cfg, staff: staff, sessions: sessions, pool: pool, ident: ident, flows: flowsModule}
-}
-
-func randomKey(t *testing.T) []byte {
-	k := make([]byte, 32)
-	if _, err := rand.Read(k); err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-const testPassword = "correct horse battery staple"
-
-func (ls loginServer) createStaff(t *testing.T, org, username string, role identity.Role) identity.StaffAccount {
-	t.Helper()
-	a, err := ls.staff.CreateStaff(context.Background(), identity.NewStaffAccount{OrganizationID: org, Username: username,
-		Name: "Person " + username, Role: role, Password: testPassword})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
-// staffPair is an organization with an admin and a viewer signed in to the
-// console, and a second organization to show that nothing crosses over.
-type staffPair struct {
-	org, other            identity.Organization
-	admin, viewer         *formbrowser.Browser
-	adminCSRF, viewerCSRF string
-}
-
-// signInStaffPair creates the organizations of a staffPair, its admin "ada"
-// and viewer "vic", and signs both in.
-func (ls loginServer) signInStaffPair(t *testing.T, name, prefix string) staffPair {
-	t.Helper()
-	ctx := context.Background()
-	var s staffPair
-	var err error
-	if s.org, err = ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: name, ReferencePrefix: prefix}); err != nil {
-		t.Fatal(err)
-	}
-	if s.other, err = ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Other Bank", ReferencePrefix: "OTH"}); err != nil {
-		t.Fatal(err)
-	}
-	ls.createStaff(t, s.org.ID, "ada", identity.RoleAdmin)
-	ls.createStaff(t, s.org.ID, "vic", identity.RoleViewer)
-	s.admin, s.viewer = formbrowser.New(t), formbrowser.New(t)
-	s.adminCSRF = signInStaff(t, s.admin, ls.url, "ada", testPassword).HiddenFields(t).Get("csrf")
-	s.viewerCSRF = signInStaff(t, s.viewer, ls.url, "vic", testPassword).HiddenFields(t).Get("csrf")
-	return s
-}
-
-// signInStaff drives a console sign-in through the staff form and returns the
-// page the browser lands on.
-func signInStaff(t *testing.T, b *formbrowser.Browser, base, username, password string) formbrowser.Page {
-	t.Helper()
-	form := b.Follow(http.MethodGet, base+"/console", nil)
-	if !strings.Contains(form.Body, `name="password"`) {
-		t.Fatalf("no staff sign-in form: %d %s", form.Status, form.Body)
-	}
-	v := form.HiddenFields(t)
-	v.Set("username", username)
-	v.Set("password", password)
-	return b.Follow(http.MethodPost, base+"/idp/login", v)
-}
 
 func TestStaffSignInAndOutEndToEnd(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-a", "ada@example.com", identity.RoleAdmin)
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
+	ls.CreateStaff(t, "org-a", "ada@example.com", identity.RoleAdmin)
 	b := formbrowser.New(t)
 
 	// Step by step: /console → sign-in → provider → form.
-	p := b.Get(ls.url + "/console")
-	if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.url+"/console/auth/login?return=%2Fconsole") {
+	p := b.Get(ls.URL + "/console")
+	if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.URL+"/console/auth/login?return=%2Fconsole") {
 		t.Fatalf("/console without a session: %d %s", p.Status, p.Location)
 	}
 	p = b.Get(p.Location)
@@ -216,14 +54,14 @@ func TestStaffSignInAndOutEndToEnd(t *testing.T) {
 	}
 	v := form.HiddenFields(t)
 	v.Set("username", "ADA@example.com")
-	v.Set("password", testPassword)
-	p = b.Post(ls.url+"/idp/login", v)
+	v.Set("password", webtest.TestPassword)
+	p = b.Post(ls.URL+"/idp/login", v)
 	cb, _ := url.Parse(p.Location)
 	if p.Status != http.StatusSeeOther || cb.Path != "/console/auth/callback" || cb.Query().Get("state") != q.Get("state") || cb.Query().Get("code") == "" {
 		t.Fatalf("after the form: %d %s", p.Status, p.Location)
 	}
 	p = b.Get(p.Location)
-	if p.Status != http.StatusSeeOther || p.Location != ls.url+"/console" {
+	if p.Status != http.StatusSeeOther || p.Location != ls.URL+"/console" {
 		t.Fatalf("callback: %d %s %s", p.Status, p.Location, p.Body)
 	}
 	var sessionCookie string
@@ -235,31 +73,31 @@ func TestStaffSignInAndOutEndToEnd(t *testing.T) {
 	if !strings.Contains(sessionCookie, "HttpOnly") || !strings.Contains(sessionCookie, "SameSite=Lax") || strings.Contains(sessionCookie, "Secure") {
 		t.Fatalf("console cookie flags under http: %q", sessionCookie)
 	}
-	if p := b.Get(ls.url + "/console"); p.Status != http.StatusSeeOther || p.Location != ls.url+"/console/flows" {
+	if p := b.Get(ls.URL + "/console"); p.Status != http.StatusSeeOther || p.Location != ls.URL+"/console/flows" {
 		t.Fatalf("console home: %d %s", p.Status, p.Location)
 	}
-	home := b.Get(ls.url + "/console/flows")
+	home := b.Get(ls.URL + "/console/flows")
 	if home.Status != 200 || !strings.Contains(home.Body, "Person ada@example.com") || !strings.Contains(home.Body, "org-a") ||
 		!strings.Contains(home.Body, ">admin<") {
 		t.Fatalf("console home: %d %s", home.Status, home.Body)
 	}
 
 	// Sign-out needs the session's CSRF token.
-	if p := b.Post(ls.url+"/console/auth/logout", url.Values{"csrf": {"forged"}}); p.Status != http.StatusForbidden {
+	if p := b.Post(ls.URL+"/console/auth/logout", url.Values{"csrf": {"forged"}}); p.Status != http.StatusForbidden {
 		t.Fatalf("sign-out with a forged CSRF token: %d", p.Status)
 	}
-	p = b.Post(ls.url+"/console/auth/logout", home.HiddenFields(t))
+	p = b.Post(ls.URL+"/console/auth/logout", home.HiddenFields(t))
 	end, _ := url.Parse(p.Location)
 	if p.Status != http.StatusSeeOther || end.Path != "/oauth/end_session" || end.Query().Get("id_token_hint") == "" ||
-		end.Query().Get("post_logout_redirect_uri") != ls.url+"/console/signed-out" {
+		end.Query().Get("post_logout_redirect_uri") != ls.URL+"/console/signed-out" {
 		t.Fatalf("sign-out: %d %s", p.Status, p.Location)
 	}
 	out := b.Follow(http.MethodGet, p.Location, nil)
-	if out.URL != ls.url+"/console/signed-out" || !strings.Contains(out.Body, "signed out") {
+	if out.URL != ls.URL+"/console/signed-out" || !strings.Contains(out.Body, "signed out") {
 		t.Fatalf("after sign-out: %s %s", out.URL, out.Body)
 	}
 	// Both the console session and the provider's are gone: the form again.
-	again := b.Follow(http.MethodGet, ls.url+"/console", nil)
+	again := b.Follow(http.MethodGet, ls.URL+"/console", nil)
 	if !strings.Contains(again.Body, `name="password"`) {
 		t.Fatalf("after sign-out /console did not ask to sign in: %s", again.Body)
 	}
@@ -267,29 +105,29 @@ func TestStaffSignInAndOutEndToEnd(t *testing.T) {
 
 func TestProviderSessionSignsInAgainWithoutTheForm(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-a", "ada", identity.RoleViewer)
-	ls.createStaff(t, "org-a", "bob", identity.RoleViewer)
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
+	ls.CreateStaff(t, "org-a", "ada", identity.RoleViewer)
+	ls.CreateStaff(t, "org-a", "bob", identity.RoleViewer)
 	b := formbrowser.New(t)
-	if p := signInStaff(t, b, ls.url, "ada", testPassword); !strings.Contains(p.Body, ">viewer<") {
+	if p := webtest.SignInStaff(t, b, ls.URL, "ada", webtest.TestPassword); !strings.Contains(p.Body, ">viewer<") {
 		t.Fatalf("sign-in: %s", p.Body)
 	}
 	// The console session alone is dropped (as when it times out): the
 	// provider still knows the browser and signs it in without a form.
-	for _, u := range []string{ls.url} {
+	for _, u := range []string{ls.URL} {
 		parsed, _ := url.Parse(u)
 		b.Jar().SetCookies(parsed, []*http.Cookie{{Name: "flowd_console", Value: "", MaxAge: -1, Path: "/"}})
 	}
-	if p := b.Follow(http.MethodGet, ls.url+"/console", nil); !strings.Contains(p.Body, "Person ada") {
+	if p := b.Follow(http.MethodGet, ls.URL+"/console", nil); !strings.Contains(p.Body, "Person ada") {
 		t.Fatalf("single sign-on: %s", p.Body)
 	}
 	// A disabled account loses that too.
-	if _, err := ls.staff.DisableStaff(context.Background(), "ada"); err != nil {
+	if _, err := ls.Staff.DisableStaff(context.Background(), "ada"); err != nil {
 		t.Fatal(err)
 	}
-	parsed, _ := url.Parse(ls.url)
+	parsed, _ := url.Parse(ls.URL)
 	b.Jar().SetCookies(parsed, []*http.Cookie{{Name: "flowd_console", Value: "", MaxAge: -1, Path: "/"}})
-	p := b.Follow(http.MethodGet, ls.url+"/console", nil)
+	p := b.Follow(http.MethodGet, ls.URL+"/console", nil)
 	if !strings.Contains(p.Body, `name="password"`) {
 		t.Fatalf("a disabled account was signed in by its provider session: %s", p.Body)
 	}
@@ -297,46 +135,46 @@ func TestProviderSessionSignsInAgainWithoutTheForm(t *testing.T) {
 
 func TestDisabledAccountCannotSignIn(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
-	if _, err := ls.staff.DisableStaff(context.Background(), "ada"); err != nil {
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
+	ls.CreateStaff(t, "org-a", "ada", identity.RoleAdmin)
+	if _, err := ls.Staff.DisableStaff(context.Background(), "ada"); err != nil {
 		t.Fatal(err)
 	}
 	b := formbrowser.New(t)
-	p := signInStaff(t, b, ls.url, "ada", testPassword)
+	p := webtest.SignInStaff(t, b, ls.URL, "ada", webtest.TestPassword)
 	if p.Status != http.StatusUnauthorized || !strings.Contains(p.Body, "The username or password is not right.") {
 		t.Fatalf("disabled account: %d %s", p.Status, p.Body)
 	}
-	if p := b.Get(ls.url + "/console"); p.Status != http.StatusSeeOther {
+	if p := b.Get(ls.URL + "/console"); p.Status != http.StatusSeeOther {
 		t.Fatalf("a disabled account got a session: %d", p.Status)
 	}
 }
 
 func TestDisablingEndsSessions(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
+	ls.CreateStaff(t, "org-a", "ada", identity.RoleAdmin)
 	b := formbrowser.New(t)
-	if p := signInStaff(t, b, ls.url, "ada", testPassword); p.Status != 200 {
+	if p := webtest.SignInStaff(t, b, ls.URL, "ada", webtest.TestPassword); p.Status != 200 {
 		t.Fatalf("sign-in: %d", p.Status)
 	}
-	if _, err := ls.staff.DisableStaff(context.Background(), "ada"); err != nil {
+	if _, err := ls.Staff.DisableStaff(context.Background(), "ada"); err != nil {
 		t.Fatal(err)
 	}
-	if p := b.Get(ls.url + "/console"); p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.url+"/console/auth/login") {
+	if p := b.Get(ls.URL + "/console"); p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.URL+"/console/auth/login") {
 		t.Fatalf("the session of a disabled account: %d %s", p.Status, p.Location)
 	}
 }
 
 func TestWrongCredentialsLookAlikeAndGuessingIsLimited(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{}) // 3 failures per account, 5 per address
-	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
-	ls.createStaff(t, "org-a", "cy", identity.RoleAdmin)
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{}) // 3 failures per account, 5 per address
+	ls.CreateStaff(t, "org-a", "ada", identity.RoleAdmin)
+	ls.CreateStaff(t, "org-a", "cy", identity.RoleAdmin)
 	b := formbrowser.New(t)
 
-	wrongPassword := signInStaff(t, b, ls.url, "ada", "not the password at all")
-	unknownUser := signInStaff(t, b, ls.url, "nobody", testPassword)
+	wrongPassword := webtest.SignInStaff(t, b, ls.URL, "ada", "not the password at all")
+	unknownUser := webtest.SignInStaff(t, b, ls.URL, "nobody", webtest.TestPassword)
 	msgRE := regexp.MustCompile(`role="alert">([^<]*)<`)
 	if wrongPassword.Status != http.StatusUnauthorized || unknownUser.Status != wrongPassword.Status ||
 		msgRE.FindString(wrongPassword.Body) == "" || msgRE.FindString(wrongPassword.Body) != msgRE.FindString(unknownUser.Body) {
@@ -345,28 +183,28 @@ func TestWrongCredentialsLookAlikeAndGuessingIsLimited(t *testing.T) {
 	}
 	// Two more failures for ada make three: her account pauses, even for the right password.
 	for range 2 {
-		if p := signInStaff(t, b, ls.url, "ada", "still not the password"); p.Status != http.StatusUnauthorized {
+		if p := webtest.SignInStaff(t, b, ls.URL, "ada", "still not the password"); p.Status != http.StatusUnauthorized {
 			t.Fatalf("failure: %d", p.Status)
 		}
 	}
-	p := signInStaff(t, b, ls.url, "ada", testPassword)
+	p := webtest.SignInStaff(t, b, ls.URL, "ada", webtest.TestPassword)
 	if p.Status != http.StatusTooManyRequests || p.Header.Get("Retry-After") == "" || !strings.Contains(p.Body, "Too many failed attempts") {
 		t.Fatalf("fourth attempt for a paused account: %d %q %s", p.Status, p.Header.Get("Retry-After"), p.Body)
 	}
 	// cy's account is fine until the address reaches five failures (four so far).
-	if p := signInStaff(t, b, ls.url, "cy", "wrong for cy too"); p.Status != http.StatusUnauthorized {
+	if p := webtest.SignInStaff(t, b, ls.URL, "cy", "wrong for cy too"); p.Status != http.StatusUnauthorized {
 		t.Fatalf("cy's failure: %d", p.Status)
 	}
-	if p := signInStaff(t, b, ls.url, "cy", testPassword); p.Status != http.StatusTooManyRequests {
+	if p := webtest.SignInStaff(t, b, ls.URL, "cy", webtest.TestPassword); p.Status != http.StatusTooManyRequests {
 		t.Fatalf("the address is over its limit, yet: %d %s", p.Status, p.Body)
 	}
 }
 
 func TestTestEIDSignIn(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
-	ls.srv.Echo().GET("/consent/test-whoami", func(c echo.Context) error {
-		id, ok, err := ls.srv.consentIdentityOf(c)
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
+	ls.Srv.Echo().GET("/consent/test-whoami", func(c echo.Context) error {
+		id, ok, err := ls.Srv.ConsentIdentityOf(c)
 		if err != nil {
 			return err
 		}
@@ -376,13 +214,13 @@ func TestTestEIDSignIn(t *testing.T) {
 		return c.JSON(http.StatusOK, id)
 	})
 	b := formbrowser.New(t)
-	form := b.Follow(http.MethodGet, ls.url+"/consent/auth/login?return=%2Fconsent%2Ftest-whoami", nil)
+	form := b.Follow(http.MethodGet, ls.URL+"/consent/auth/login?return=%2Fconsent%2Ftest-whoami", nil)
 	if form.Status != 200 || !strings.Contains(form.Body, "TEST identity provider") || !strings.Contains(form.Body, `name="national_id"`) {
 		t.Fatalf("test eID page: %d %s", form.Status, form.Body)
 	}
 	v := form.HiddenFields(t)
 	v.Set("national_id", "12 34")
-	if p := b.Post(ls.url+"/idp/login", v); p.Status != http.StatusBadRequest || !strings.Contains(p.Body, "1 to 64 letters") {
+	if p := b.Post(ls.URL+"/idp/login", v); p.Status != http.StatusBadRequest || !strings.Contains(p.Body, "1 to 64 letters") {
 		t.Fatalf("a malformed national id: %d %s", p.Status, p.Body)
 	}
 	v.Set("national_id", "01017012345")
@@ -392,18 +230,18 @@ func TestTestEIDSignIn(t *testing.T) {
 		t.Fatalf("the test eID's levels: %s", form.Body)
 	}
 	v.Set("level", "extreme")
-	if p := b.Post(ls.url+"/idp/login", v); p.Status != http.StatusBadRequest || !strings.Contains(p.Body, "Pick one of the levels offered.") {
+	if p := b.Post(ls.URL+"/idp/login", v); p.Status != http.StatusBadRequest || !strings.Contains(p.Body, "Pick one of the levels offered.") {
 		t.Fatalf("an unknown level: %d %s", p.Status, p.Body)
 	}
 	v.Set("level", "high")
-	p := b.Follow(http.MethodPost, ls.url+"/idp/login", v)
-	var id ConsentIdentity
+	p := b.Follow(http.MethodPost, ls.URL+"/idp/login", v)
+	var id web.ConsentIdentity
 	if err := json.Unmarshal([]byte(p.Body), &id); err != nil || id.NationalID != "01017012345" || !id.TestIdentity ||
 		id.CSRF == "" || strings.Contains(id.Subject, "01017012345") || id.ACR != consent.DefaultACRMap[consent.AssuranceHigh] {
 		t.Fatalf("consent identity: %s (%v)", p.Body, err)
 	}
 	// An open redirect is not possible through return.
-	p = b.Get(ls.url + "/consent/auth/login?return=https%3A%2F%2Fevil.example%2F")
+	p = b.Get(ls.URL + "/consent/auth/login?return=https%3A%2F%2Fevil.example%2F")
 	if p.Status != http.StatusSeeOther {
 		t.Fatalf("login with a foreign return: %d", p.Status)
 	}
@@ -415,7 +253,7 @@ func TestTestEIDSignIn(t *testing.T) {
 // test eID then speaks it.
 func TestConsentSignInAsksForThePageLanguage(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
 	tests := []struct {
 		name           string
 		acceptLanguage string
@@ -439,11 +277,11 @@ func TestConsentSignInAsksForThePageLanguage(t *testing.T) {
 			b := formbrowser.New(t)
 			b.AcceptLanguage = tt.acceptLanguage
 			if tt.cookie != "" {
-				u, _ := url.Parse(ls.url)
+				u, _ := url.Parse(ls.URL)
 				b.Jar().SetCookies(u, []*http.Cookie{{Name: "flowd_lang", Value: tt.cookie, Path: "/"}})
 			}
-			p := b.Get(ls.url + tt.start)
-			if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.url+"/oauth/authorize?") {
+			p := b.Get(ls.URL + tt.start)
+			if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.URL+"/oauth/authorize?") {
 				t.Fatalf("not sent to the provider: %d %s", p.Status, p.Location)
 			}
 			if got := mustQuery(t, p.Location)["ui_locales"]; len(got) != 1 || got[0] != tt.want {
@@ -451,7 +289,7 @@ func TestConsentSignInAsksForThePageLanguage(t *testing.T) {
 			}
 			// The test eID follows ui_locales, not its own guess: with the
 			// cookie gone, only ui_locales can carry a switched language.
-			u, _ := url.Parse(ls.url)
+			u, _ := url.Parse(ls.URL)
 			b.Jar().SetCookies(u, []*http.Cookie{{Name: "flowd_lang", Value: "", Path: "/", MaxAge: -1}})
 			form := b.Follow(http.MethodGet, p.Location, nil)
 			if form.Status != http.StatusOK || !strings.Contains(form.Body, `<html lang="`+tt.lang+`"`) {
@@ -468,7 +306,7 @@ func TestConsentSignInAsksForThePageLanguage(t *testing.T) {
 // own language switch.
 func TestTestEIDSpeaksTheRequestedLanguage(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
 	type texts struct{ lang, label, error string }
 	english := texts{"en", "National identity number", "Type a national identity number"}
 	norwegian := texts{"nb", "Fødselsnummer", "Skriv et fødselsnummer"}
@@ -500,17 +338,17 @@ func TestTestEIDSpeaksTheRequestedLanguage(t *testing.T) {
 			b := formbrowser.New(t)
 			b.AcceptLanguage = tt.acceptLanguage
 			_, challenge := pkcePair()
-			q := url.Values{"response_type": {"code"}, "client_id": {login.ConsentClientID}, "redirect_uri": {ls.url + "/consent/auth/callback"},
+			q := url.Values{"response_type": {"code"}, "client_id": {login.ConsentClientID}, "redirect_uri": {ls.URL + "/consent/auth/callback"},
 				"scope": {"openid"}, "state": {"st"}, "nonce": {"nn"}, "code_challenge": {challenge}, "code_challenge_method": {"S256"}}
 			if tt.uiLocales != "" {
 				q.Set("ui_locales", tt.uiLocales)
 			}
-			form := b.Follow(http.MethodGet, ls.url+"/oauth/authorize?"+q.Encode(), nil)
+			form := b.Follow(http.MethodGet, ls.URL+"/oauth/authorize?"+q.Encode(), nil)
 			check(t, form, tt.want, http.StatusOK, false)
 
 			v := form.HiddenFields(t)
 			v.Set("national_id", "not a national id")
-			check(t, b.Post(ls.url+"/idp/login", v), tt.want, http.StatusBadRequest, true)
+			check(t, b.Post(ls.URL+"/idp/login", v), tt.want, http.StatusBadRequest, true)
 		})
 	}
 
@@ -518,44 +356,44 @@ func TestTestEIDSpeaksTheRequestedLanguage(t *testing.T) {
 		t.Parallel()
 		b := formbrowser.New(t)
 		_, challenge := pkcePair()
-		q := url.Values{"response_type": {"code"}, "client_id": {login.ConsentClientID}, "redirect_uri": {ls.url + "/consent/auth/callback"},
+		q := url.Values{"response_type": {"code"}, "client_id": {login.ConsentClientID}, "redirect_uri": {ls.URL + "/consent/auth/callback"},
 			"scope": {"openid"}, "state": {"st"}, "nonce": {"nn"}, "code_challenge": {challenge}, "code_challenge_method": {"S256"},
 			"ui_locales": {"nb"}}
-		form := b.Follow(http.MethodGet, ls.url+"/oauth/authorize?"+q.Encode(), nil)
+		form := b.Follow(http.MethodGet, ls.URL+"/oauth/authorize?"+q.Encode(), nil)
 		check(t, form, norwegian, http.StatusOK, false)
 		m := regexp.MustCompile(`class="lang-switch" href="([^"]+)"`).FindStringSubmatch(form.Body)
 		if m == nil {
 			t.Fatalf("no language switch: %s", form.Body)
 		}
-		switched := b.Get(ls.url + html.UnescapeString(m[1]))
+		switched := b.Get(ls.URL + html.UnescapeString(m[1]))
 		check(t, switched, english, http.StatusOK, false)
 		// The switch is remembered (the cookie) but the POST holds its
 		// language by itself: with the cookie gone and a Norwegian
 		// browser, the error is still in English.
-		u, _ := url.Parse(ls.url)
+		u, _ := url.Parse(ls.URL)
 		b.Jar().SetCookies(u, []*http.Cookie{{Name: "flowd_lang", Value: "", Path: "/", MaxAge: -1}})
 		b.AcceptLanguage = "nb"
 		v := switched.HiddenFields(t)
 		v.Set("national_id", "")
-		check(t, b.Post(ls.url+"/idp/login", v), english, http.StatusBadRequest, true)
+		check(t, b.Post(ls.URL+"/idp/login", v), english, http.StatusBadRequest, true)
 	})
 }
 
 func TestConsentWithAnExternalEIDAndAnotherClaimName(t *testing.T) {
 	t.Parallel()
-	rpListener := newListener()
-	issuer := setupLogin(t, loginOptions{env: map[string]string{"FLOWD_CONSENT_NATIONAL_ID_CLAIM": "nin"},
-		extraClients: func(string) []login.Client {
+	rpListener := webtest.NewListener()
+	issuer := webtest.SetupLogin(t, webtest.LoginOptions{Env: map[string]string{"FLOWD_CONSENT_NATIONAL_ID_CLAIM": "nin"},
+		ExtraClients: func(string) []login.Client {
 			return []login.Client{{ID: "bank-consent", Name: "a bank's consent pages", Secret: "eid secret", Method: login.MethodTestEID,
-				RedirectURIs: []string{baseOf(rpListener) + "/consent/auth/callback"}}}
+				RedirectURIs: []string{webtest.BaseOf(rpListener) + "/consent/auth/callback"}}}
 		}})
-	ls := setupLogin(t, loginOptions{preset: rpListener, env: map[string]string{
-		"FLOWD_CONSENT_OIDC_ISSUER": issuer.url, "FLOWD_CONSENT_OIDC_CLIENT_ID": "bank-consent",
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{Preset: rpListener, Env: map[string]string{
+		"FLOWD_CONSENT_OIDC_ISSUER": issuer.URL, "FLOWD_CONSENT_OIDC_CLIENT_ID": "bank-consent",
 		"FLOWD_CONSENT_OIDC_CLIENT_SECRET": "eid secret", "FLOWD_CONSENT_NATIONAL_ID_CLAIM": "nin",
 		"FLOWD_TEST_EID": "false", // this server's own test eID is off; the external one is used
 	}})
-	ls.srv.Echo().GET("/consent/test-whoami", func(c echo.Context) error {
-		id, ok, err := ls.srv.consentIdentityOf(c)
+	ls.Srv.Echo().GET("/consent/test-whoami", func(c echo.Context) error {
+		id, ok, err := ls.Srv.ConsentIdentityOf(c)
 		if err != nil {
 			return err
 		}
@@ -566,47 +404,47 @@ func TestConsentWithAnExternalEIDAndAnotherClaimName(t *testing.T) {
 	})
 	b := formbrowser.New(t)
 	b.AcceptLanguage = "nb-NO,nb;q=0.9"
-	start := b.Get(ls.url + "/consent/auth/login?return=%2Fconsent%2Ftest-whoami")
-	if !strings.HasPrefix(start.Location, issuer.url+"/oauth/authorize?") || mustQuery(t, start.Location).Get("ui_locales") != "nb en" {
+	start := b.Get(ls.URL + "/consent/auth/login?return=%2Fconsent%2Ftest-whoami")
+	if !strings.HasPrefix(start.Location, issuer.URL+"/oauth/authorize?") || mustQuery(t, start.Location).Get("ui_locales") != "nb en" {
 		t.Fatalf("the external eID is not asked for the page language: %s", start.Location)
 	}
 	form := b.Follow(http.MethodGet, start.Location, nil)
-	if !strings.HasPrefix(form.URL, issuer.url+"/idp/login") || !strings.Contains(form.Body, `<html lang="nb"`) {
+	if !strings.HasPrefix(form.URL, issuer.URL+"/idp/login") || !strings.Contains(form.Body, `<html lang="nb"`) {
 		t.Fatalf("not sent to the external eID, or not in Norwegian: %s %s", form.URL, form.Body)
 	}
 	v := form.HiddenFields(t)
 	v.Set("national_id", "19850101-1234")
-	p := b.Follow(http.MethodPost, issuer.url+"/idp/login", v)
-	var id ConsentIdentity
-	if err := json.Unmarshal([]byte(p.Body), &id); err != nil || id.NationalID != "19850101-1234" || id.Issuer != issuer.url {
+	p := b.Follow(http.MethodPost, issuer.URL+"/idp/login", v)
+	var id web.ConsentIdentity
+	if err := json.Unmarshal([]byte(p.Body), &id); err != nil || id.NationalID != "19850101-1234" || id.Issuer != issuer.URL {
 		t.Fatalf("consent identity through the external eID: %s (%v)", p.Body, err)
 	}
 }
 
 func TestTestEIDOffIsRefused(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{env: map[string]string{"FLOWD_TEST_EID": "false"}})
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{Env: map[string]string{"FLOWD_TEST_EID": "false"}})
 	b := formbrowser.New(t)
-	p := b.Follow(http.MethodGet, ls.url+"/consent/auth/login?return=%2Fconsent%2Fx", nil)
+	p := b.Follow(http.MethodGet, ls.URL+"/consent/auth/login?return=%2Fconsent%2Fx", nil)
 	if p.Status != http.StatusUnauthorized || !strings.Contains(p.Body, "access_denied") {
 		t.Fatalf("test eID while off: %d %s", p.Status, p.Body)
 	}
 	// Only the test eID issues an acr: with it off, discovery names none.
-	if doc := discovery(t, ls.url); doc["acr_values_supported"] != nil {
+	if doc := discovery(t, ls.URL); doc["acr_values_supported"] != nil {
 		t.Fatalf("acr_values_supported with the test eID off: %v", doc["acr_values_supported"])
 	}
 }
 
 func TestCallbackRefusesAWrongState(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
+	ls.CreateStaff(t, "org-a", "ada", identity.RoleAdmin)
 	b := formbrowser.New(t)
-	form := b.Follow(http.MethodGet, ls.url+"/console", nil)
+	form := b.Follow(http.MethodGet, ls.URL+"/console", nil)
 	v := form.HiddenFields(t)
 	v.Set("username", "ada")
-	v.Set("password", testPassword)
-	p := b.Post(ls.url+"/idp/login", v)
+	v.Set("password", webtest.TestPassword)
+	p := b.Post(ls.URL+"/idp/login", v)
 	cb, _ := url.Parse(p.Location)
 	q := cb.Query()
 	q.Set("state", "forged-"+q.Get("state"))
@@ -619,27 +457,27 @@ func TestCallbackRefusesAWrongState(t *testing.T) {
 	if p2 := other.Get(p.Location); p2.Status != http.StatusBadRequest {
 		t.Fatalf("callback in another browser: %d", p2.Status)
 	}
-	if p := b.Get(ls.url + "/console"); p.Status != http.StatusSeeOther {
+	if p := b.Get(ls.URL + "/console"); p.Status != http.StatusSeeOther {
 		t.Fatalf("a session after refused callbacks: %d", p.Status)
 	}
 }
 
 func TestSignInFormIsBoundToItsBrowser(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
+	ls.CreateStaff(t, "org-a", "ada", identity.RoleAdmin)
 	victim, attacker := formbrowser.New(t), formbrowser.New(t)
-	form := attacker.Follow(http.MethodGet, ls.url+"/console", nil)
+	form := attacker.Follow(http.MethodGet, ls.URL+"/console", nil)
 	v := form.HiddenFields(t)
 	v.Set("username", "ada")
-	v.Set("password", testPassword)
+	v.Set("password", webtest.TestPassword)
 	// Posting the attacker's form from the victim's browser (login CSRF) fails.
-	if p := victim.Post(ls.url+"/idp/login", v); p.Status != http.StatusBadRequest || !strings.Contains(p.Body, "expired") {
+	if p := victim.Post(ls.URL+"/idp/login", v); p.Status != http.StatusBadRequest || !strings.Contains(p.Body, "expired") {
 		t.Fatalf("a form posted from another browser: %d %s", p.Status, p.Body)
 	}
 	// So does a wrong CSRF token in the right browser.
 	v.Set("csrf", "forged")
-	if p := attacker.Post(ls.url+"/idp/login", v); p.Status != http.StatusBadRequest {
+	if p := attacker.Post(ls.URL+"/idp/login", v); p.Status != http.StatusBadRequest {
 		t.Fatalf("a forged form token: %d", p.Status)
 	}
 }
@@ -655,25 +493,25 @@ func pkcePair() (string, string) {
 
 // authorizeCode signs ada in, in a fresh browser, as the console client
 // would, but stops at the redirect to the callback and returns the code.
-func authorizeCode(t *testing.T, ls loginServer, challenge string) string {
+func authorizeCode(t *testing.T, ls webtest.LoginServer, challenge string) string {
 	t.Helper()
-	return authorizeCodeFor(t, ls, login.ConsoleClientID, ls.url+"/console/auth/callback", challenge)
+	return authorizeCodeFor(t, ls, login.ConsoleClientID, ls.URL+"/console/auth/callback", challenge)
 }
 
 // authorizeCodeFor is authorizeCode for the staff client clientID with its
 // registered redirect URI.
-func authorizeCodeFor(t *testing.T, ls loginServer, clientID, redirectURI, challenge string) string {
+func authorizeCodeFor(t *testing.T, ls webtest.LoginServer, clientID, redirectURI, challenge string) string {
 	t.Helper()
 	b := formbrowser.New(t)
 	q := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {redirectURI},
 		"scope": {"openid profile"}, "state": {"st"}, "nonce": {"nn"}, "code_challenge": {challenge}, "code_challenge_method": {"S256"}}
-	form := b.Follow(http.MethodGet, ls.url+"/oauth/authorize?"+q.Encode(), nil)
+	form := b.Follow(http.MethodGet, ls.URL+"/oauth/authorize?"+q.Encode(), nil)
 	v := form.HiddenFields(t)
 	v.Set("username", "ada")
-	v.Set("password", testPassword)
-	p := b.Post(ls.url+"/idp/login", v)
+	v.Set("password", webtest.TestPassword)
+	p := b.Post(ls.URL+"/idp/login", v)
 	cq := mustQuery(t, p.Location)
-	if cq.Get("state") != "st" || cq.Get("iss") != ls.url || cq.Get("code") == "" {
+	if cq.Get("state") != "st" || cq.Get("iss") != ls.URL || cq.Get("code") == "" {
 		t.Fatalf("redirect with the code: %s", p.Location)
 	}
 	return cq.Get("code")
@@ -693,12 +531,12 @@ type tokenAnswer struct {
 	header http.Header
 }
 
-func exchange(t *testing.T, ls loginServer, form url.Values, basic bool) tokenAnswer {
+func exchange(t *testing.T, ls webtest.LoginServer, form url.Values, basic bool) tokenAnswer {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, ls.url+"/oauth/token", strings.NewReader(form.Encode()))
+	req, _ := http.NewRequest(http.MethodPost, ls.URL+"/oauth/token", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	if basic {
-		req.SetBasicAuth(login.ConsoleClientID, login.BuiltInClientSecret(ls.cfg.SessionKey, login.ConsoleClientID))
+		req.SetBasicAuth(login.ConsoleClientID, login.BuiltInClientSecret(ls.Cfg.SessionKey, login.ConsoleClientID))
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -710,9 +548,9 @@ func exchange(t *testing.T, ls loginServer, form url.Values, basic bool) tokenAn
 	return tokenAnswer{resp.StatusCode, body, resp.Header}
 }
 
-func userinfo(t *testing.T, ls loginServer, token string) (int, map[string]any) {
+func userinfo(t *testing.T, ls webtest.LoginServer, token string) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, ls.url+"/oauth/userinfo", nil)
+	req, _ := http.NewRequest(http.MethodGet, ls.URL+"/oauth/userinfo", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -726,9 +564,9 @@ func userinfo(t *testing.T, ls loginServer, token string) (int, map[string]any) 
 
 func TestCodeExchange(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
-	redirect := ls.url + "/console/auth/callback"
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
+	ls.CreateStaff(t, "org-a", "ada", identity.RoleAdmin)
+	redirect := ls.URL + "/console/auth/callback"
 
 	t.Run("works once, and a replay revokes what it issued", func(t *testing.T) {
 		verifier, challenge := pkcePair()
@@ -748,7 +586,7 @@ func TestCodeExchange(t *testing.T) {
 		if err := json.Unmarshal(payload, &claims); err != nil {
 			t.Fatal(err)
 		}
-		for k, want := range map[string]any{"iss": ls.url, "aud": login.ConsoleClientID, "nonce": "nn", "org_id": "org-a",
+		for k, want := range map[string]any{"iss": ls.URL, "aud": login.ConsoleClientID, "nonce": "nn", "org_id": "org-a",
 			"preferred_username": "ada", "name": "Person ada"} {
 			if claims[k] != want {
 				t.Errorf("id_token %s = %v, want %v", k, claims[k], want)
@@ -787,7 +625,7 @@ func TestCodeExchange(t *testing.T) {
 			v, _ := pkcePair()
 			f.Set("code_verifier", v)
 		}, true, 400, "invalid_grant"},
-		{"other redirect_uri", func(f url.Values, _ string) { f.Set("redirect_uri", ls.url+"/elsewhere") }, true, 400, "invalid_grant"},
+		{"other redirect_uri", func(f url.Values, _ string) { f.Set("redirect_uri", ls.URL+"/elsewhere") }, true, 400, "invalid_grant"},
 		{"no client authentication", func(f url.Values, _ string) {}, false, 401, "invalid_client"},
 		{"wrong client secret in the body", func(f url.Values, _ string) {
 			f.Set("client_id", login.ConsoleClientID)
@@ -827,13 +665,13 @@ func TestCodeExchange(t *testing.T) {
 // and a client registered for ES256 gets ES256.
 func TestIDTokenSigningAlgorithms(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{extraClients: func(base string) []login.Client {
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{ExtraClients: func(base string) []login.Client {
 		return []login.Client{{ID: "es-client", Name: "an ES256 relying party", Secret: "es secret", Method: login.MethodStaff,
 			RedirectURIs: []string{base + "/es/callback"}, IDTokenSignedResponseAlg: jose.ES256}}
 	}})
-	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
+	ls.CreateStaff(t, "org-a", "ada", identity.RoleAdmin)
 	ctx := context.Background()
-	provider, err := oidc.NewProvider(ctx, ls.url)
+	provider, err := oidc.NewProvider(ctx, ls.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -841,9 +679,9 @@ func TestIDTokenSigningAlgorithms(t *testing.T) {
 		name, clientID, secret, redirect string
 		alg, otherAlg                    string
 	}{
-		{"the console, by default", login.ConsoleClientID, login.BuiltInClientSecret(ls.cfg.SessionKey, login.ConsoleClientID),
-			ls.url + "/console/auth/callback", oidc.RS256, oidc.ES256},
-		{"a client registered for ES256", "es-client", "es secret", ls.url + "/es/callback", oidc.ES256, oidc.RS256},
+		{"the console, by default", login.ConsoleClientID, login.BuiltInClientSecret(ls.Cfg.SessionKey, login.ConsoleClientID),
+			ls.URL + "/console/auth/callback", oidc.RS256, oidc.ES256},
+		{"a client registered for ES256", "es-client", "es secret", ls.URL + "/es/callback", oidc.ES256, oidc.RS256},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -867,7 +705,7 @@ func TestIDTokenSigningAlgorithms(t *testing.T) {
 				t.Fatal(err)
 			}
 			kid := jws.Signatures[0].Header.KeyID
-			set := fetchJWKS(t, ls.url)
+			set := fetchJWKS(t, ls.URL)
 			keys := set.Key(kid)
 			if len(keys) != 1 || keys[0].Algorithm != tt.alg || keys[0].Use != "sig" || !keys[0].IsPublic() {
 				t.Fatalf("JWKS entry of the ID token's key %q: %+v", kid, keys)
@@ -883,17 +721,17 @@ func TestIDTokenSigningAlgorithms(t *testing.T) {
 			verifier, challenge := pkcePair()
 			code := authorizeCode(t, ls, challenge)
 			got := exchange(t, ls, url.Values{"grant_type": {"authorization_code"}, "code": {code},
-				"redirect_uri": {ls.url + "/console/auth/callback"}, "code_verifier": {verifier}}, true)
+				"redirect_uri": {ls.URL + "/console/auth/callback"}, "code_verifier": {verifier}}, true)
 			raw, _ := got.body["id_token"].(string)
 			return raw
 		}
 		before := idToken()
-		if _, err := ls.ident.RotateSigningKeys(ctx); err != nil {
+		if _, err := ls.Ident.RotateSigningKeys(ctx); err != nil {
 			t.Fatal(err)
 		}
 		after := idToken()
 		// A relying party that meets the new key id fetches the JWKS again.
-		fresh, err := oidc.NewProvider(ctx, ls.url)
+		fresh, err := oidc.NewProvider(ctx, ls.URL)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -935,10 +773,10 @@ func fetchJWKS(t *testing.T, base string) jose.JSONWebKeySet {
 
 func TestAuthorizeRefusesBadRequests(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
 	_, challenge := pkcePair()
 	good := func() url.Values {
-		return url.Values{"response_type": {"code"}, "client_id": {login.ConsoleClientID}, "redirect_uri": {ls.url + "/console/auth/callback"},
+		return url.Values{"response_type": {"code"}, "client_id": {login.ConsoleClientID}, "redirect_uri": {ls.URL + "/console/auth/callback"},
 			"scope": {"openid"}, "state": {"st"}, "nonce": {"nn"}, "code_challenge": {challenge}, "code_challenge_method": {"S256"}}
 	}
 	tests := []struct {
@@ -949,7 +787,7 @@ func TestAuthorizeRefusesBadRequests(t *testing.T) {
 		error string
 	}{
 		{"unregistered redirect URI", func(q url.Values) { q.Set("redirect_uri", "https://evil.example/cb") }, ""},
-		{"redirect URI with extra path", func(q url.Values) { q.Set("redirect_uri", ls.url+"/console/auth/callback/x") }, ""},
+		{"redirect URI with extra path", func(q url.Values) { q.Set("redirect_uri", ls.URL+"/console/auth/callback/x") }, ""},
 		{"unknown client", func(q url.Values) { q.Set("client_id", "stranger") }, ""},
 		{"no PKCE", func(q url.Values) { q.Del("code_challenge"); q.Del("code_challenge_method") }, "invalid_request"},
 		{"plain PKCE", func(q url.Values) { q.Set("code_challenge_method", "plain") }, "invalid_request"},
@@ -962,7 +800,7 @@ func TestAuthorizeRefusesBadRequests(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			q := good()
 			tt.mutate(q)
-			p := formbrowser.New(t).Get(ls.url + "/oauth/authorize?" + q.Encode())
+			p := formbrowser.New(t).Get(ls.URL + "/oauth/authorize?" + q.Encode())
 			if tt.error == "" {
 				if p.Status != http.StatusBadRequest || p.Location != "" || !strings.Contains(p.Body, "Sign-in request refused") {
 					t.Fatalf("want an error page without redirect, got %d %q", p.Status, p.Location)
@@ -971,8 +809,8 @@ func TestAuthorizeRefusesBadRequests(t *testing.T) {
 			}
 			rq := mustQuery(t, p.Location)
 			// RFC 9207: error responses name the issuer too.
-			if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.url+"/console/auth/callback?") ||
-				rq.Get("error") != tt.error || rq.Get("state") != "st" || rq.Get("iss") != ls.url {
+			if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.URL+"/console/auth/callback?") ||
+				rq.Get("error") != tt.error || rq.Get("state") != "st" || rq.Get("iss") != ls.URL {
 				t.Fatalf("want %s back at the client, got %d %s", tt.error, p.Status, p.Location)
 			}
 		})
@@ -981,19 +819,19 @@ func TestAuthorizeRefusesBadRequests(t *testing.T) {
 
 func TestEndSessionRefusesUnregisteredReturn(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
 	b := formbrowser.New(t)
 	q := url.Values{"client_id": {login.ConsoleClientID}, "post_logout_redirect_uri": {"https://evil.example/"}}
-	if p := b.Get(ls.url + "/oauth/end_session?" + q.Encode()); p.Status != http.StatusBadRequest || p.Location != "" {
+	if p := b.Get(ls.URL + "/oauth/end_session?" + q.Encode()); p.Status != http.StatusBadRequest || p.Location != "" {
 		t.Fatalf("unregistered post-logout address: %d %s", p.Status, p.Location)
 	}
-	q.Set("post_logout_redirect_uri", ls.url+"/console/signed-out")
+	q.Set("post_logout_redirect_uri", ls.URL+"/console/signed-out")
 	q.Set("state", "s1")
-	if p := b.Get(ls.url + "/oauth/end_session?" + q.Encode()); p.Status != http.StatusSeeOther || p.Location != ls.url+"/console/signed-out?state=s1" {
+	if p := b.Get(ls.URL + "/oauth/end_session?" + q.Encode()); p.Status != http.StatusSeeOther || p.Location != ls.URL+"/console/signed-out?state=s1" {
 		t.Fatalf("registered post-logout address: %d %s", p.Status, p.Location)
 	}
 	q.Set("id_token_hint", "eyJhbGciOiJFUzI1NiJ9.e30.c2ln")
-	if p := b.Get(ls.url + "/oauth/end_session?" + q.Encode()); p.Status != http.StatusBadRequest {
+	if p := b.Get(ls.URL + "/oauth/end_session?" + q.Encode()); p.Status != http.StatusBadRequest {
 		t.Fatalf("a forged id_token_hint: %d %s", p.Status, p.Location)
 	}
 }
@@ -1028,24 +866,24 @@ func (tt tamperingTransport) RoundTrip(r *http.Request) (*http.Response, error) 
 
 func TestOrganizationComesOnlyFromAVerifiedToken(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
-	ls.createStaff(t, "org-b", "bea", identity.RoleViewer)
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
+	ls.CreateStaff(t, "org-a", "ada", identity.RoleAdmin)
+	ls.CreateStaff(t, "org-b", "bea", identity.RoleViewer)
 	ada, bea := formbrowser.New(t), formbrowser.New(t)
-	a, bp := signInStaff(t, ada, ls.url, "ada", testPassword), signInStaff(t, bea, ls.url, "bea", testPassword)
+	a, bp := webtest.SignInStaff(t, ada, ls.URL, "ada", webtest.TestPassword), webtest.SignInStaff(t, bea, ls.URL, "bea", webtest.TestPassword)
 	if !strings.Contains(a.Body, "org-a") || strings.Contains(a.Body, "org-b") || !strings.Contains(bp.Body, "org-b") || strings.Contains(bp.Body, "org-a") {
 		t.Fatalf("sessions mixed organizations:\nada: %s\nbea: %s", a.Body, bp.Body)
 	}
 
 	// A relying party that receives ada's token with org-b written into it refuses it.
-	tampered := setupLogin(t, loginOptions{consoleHTTP: &http.Client{Transport: tamperingTransport{from: `"org-a"`, to: `"org-b"`}}})
-	tampered.createStaff(t, "org-a", "ada", identity.RoleAdmin)
+	tampered := webtest.SetupLogin(t, webtest.LoginOptions{ConsoleHTTP: &http.Client{Transport: tamperingTransport{from: `"org-a"`, to: `"org-b"`}}})
+	tampered.CreateStaff(t, "org-a", "ada", identity.RoleAdmin)
 	b := formbrowser.New(t)
-	p := signInStaff(t, b, tampered.url, "ada", testPassword)
+	p := webtest.SignInStaff(t, b, tampered.URL, "ada", webtest.TestPassword)
 	if p.Status != http.StatusUnauthorized || !strings.Contains(p.Body, "Sign-in failed") {
 		t.Fatalf("a tampered ID token: %d %s", p.Status, p.Body)
 	}
-	if p := b.Get(tampered.url + "/console"); p.Status != http.StatusSeeOther {
+	if p := b.Get(tampered.URL + "/console"); p.Status != http.StatusSeeOther {
 		t.Fatalf("a tampered ID token gave a session: %d %s", p.Status, p.Body)
 	}
 }
@@ -1068,42 +906,42 @@ func TestRelyingPartyWithAnExternalIssuerAndOtherClaimNames(t *testing.T) {
 	}
 	listeners := make([]*httptest.Server, len(rps))
 	for i := range rps {
-		listeners[i] = newListener()
+		listeners[i] = webtest.NewListener()
 	}
-	issuer := setupLogin(t, loginOptions{orgClaim: "tenant", rolesClaim: "groups", extraClients: func(string) []login.Client {
+	issuer := webtest.SetupLogin(t, webtest.LoginOptions{OrgClaim: "tenant", RolesClaim: "groups", ExtraClients: func(string) []login.Client {
 		var cs []login.Client
 		for i, l := range listeners {
 			cs = append(cs, login.Client{ID: "external-" + string(rune('a'+i)), Name: "an external console", Secret: "external secret",
-				Method: login.MethodStaff, RedirectURIs: []string{baseOf(l) + "/console/auth/callback"},
-				PostLogoutRedirectURIs: []string{baseOf(l) + "/console/signed-out"}})
+				Method: login.MethodStaff, RedirectURIs: []string{webtest.BaseOf(l) + "/console/auth/callback"},
+				PostLogoutRedirectURIs: []string{webtest.BaseOf(l) + "/console/signed-out"}})
 		}
 		return cs
 	}})
-	issuer.createStaff(t, "tenant-7", "eve@tenant.example", identity.RoleAdmin)
+	issuer.CreateStaff(t, "tenant-7", "eve@tenant.example", identity.RoleAdmin)
 	for i, r := range rps {
 		t.Run(r.name, func(t *testing.T) {
-			ls := setupLogin(t, loginOptions{preset: listeners[i], env: map[string]string{
-				"FLOWD_CONSOLE_OIDC_ISSUER": issuer.url, "FLOWD_CONSOLE_OIDC_CLIENT_ID": "external-" + string(rune('a'+i)),
+			ls := webtest.SetupLogin(t, webtest.LoginOptions{Preset: listeners[i], Env: map[string]string{
+				"FLOWD_CONSOLE_OIDC_ISSUER": issuer.URL, "FLOWD_CONSOLE_OIDC_CLIENT_ID": "external-" + string(rune('a'+i)),
 				"FLOWD_CONSOLE_OIDC_CLIENT_SECRET": "external secret", "FLOWD_CONSOLE_ORG_CLAIM": r.orgClaim,
 				"FLOWD_CONSOLE_ROLES_CLAIM": r.rolesClaim,
 			}})
 			b := formbrowser.New(t)
-			form := b.Follow(http.MethodGet, ls.url+"/console", nil)
-			if !strings.HasPrefix(form.URL, issuer.url+"/idp/login") {
+			form := b.Follow(http.MethodGet, ls.URL+"/console", nil)
+			if !strings.HasPrefix(form.URL, issuer.URL+"/idp/login") {
 				t.Fatalf("not sent to the external issuer: %s", form.URL)
 			}
 			v := form.HiddenFields(t)
 			v.Set("username", "eve@tenant.example")
-			v.Set("password", testPassword)
-			p := b.Follow(http.MethodPost, issuer.url+"/idp/login", v)
+			v.Set("password", webtest.TestPassword)
+			p := b.Follow(http.MethodPost, issuer.URL+"/idp/login", v)
 			if p.Status != r.status || !strings.Contains(p.Body, r.want) {
 				t.Fatalf("got %d, want %d with %q: %s", p.Status, r.status, r.want, p.Body)
 			}
 			if r.status != 200 {
 				return
 			}
-			out := b.Follow(http.MethodPost, ls.url+"/console/auth/logout", p.HiddenFields(t))
-			if out.URL != ls.url+"/console/signed-out" {
+			out := b.Follow(http.MethodPost, ls.URL+"/console/auth/logout", p.HiddenFields(t))
+			if out.URL != ls.URL+"/console/signed-out" {
 				t.Fatalf("logout at the external issuer did not come back: %s", out.URL)
 			}
 		})
@@ -1112,16 +950,16 @@ func TestRelyingPartyWithAnExternalIssuerAndOtherClaimNames(t *testing.T) {
 
 func TestConsoleMiddlewareChecksCSRFAndRole(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
-	ls.createStaff(t, "org-a", "vic", identity.RoleViewer)
-	ls.srv.Echo().POST("/console/test-change", func(c echo.Context) error {
-		return c.String(http.StatusOK, "changed for "+staffOf(c).OrganizationID)
-	}, ls.srv.requireStaff, requireAdmin)
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
+	ls.CreateStaff(t, "org-a", "ada", identity.RoleAdmin)
+	ls.CreateStaff(t, "org-a", "vic", identity.RoleViewer)
+	ls.Srv.Echo().POST("/console/test-change", func(c echo.Context) error {
+		return c.String(http.StatusOK, "changed for "+web.StaffOf(c).OrganizationID)
+	}, ls.Srv.RequireStaff, web.RequireAdmin)
 
 	admin, viewer, stranger := formbrowser.New(t), formbrowser.New(t), formbrowser.New(t)
-	adminHome := signInStaff(t, admin, ls.url, "ada", testPassword)
-	viewerHome := signInStaff(t, viewer, ls.url, "vic", testPassword)
+	adminHome := webtest.SignInStaff(t, admin, ls.URL, "ada", webtest.TestPassword)
+	viewerHome := webtest.SignInStaff(t, viewer, ls.URL, "vic", webtest.TestPassword)
 	tests := []struct {
 		name   string
 		b      *formbrowser.Browser
@@ -1136,7 +974,7 @@ func TestConsoleMiddlewareChecksCSRFAndRole(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := tt.b.Post(ls.url+"/console/test-change", tt.form)
+			p := tt.b.Post(ls.URL+"/console/test-change", tt.form)
 			if p.Status != tt.status {
 				t.Fatalf("status %d, want %d: %s", p.Status, tt.status, p.Body)
 			}
@@ -1151,7 +989,7 @@ func TestConsoleMiddlewareChecksCSRFAndRole(t *testing.T) {
 // came (RFC 6750 section 3.1).
 func TestUserInfoChallenges(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
 	for _, tt := range []struct {
 		name, authorization, want string
 	}{
@@ -1160,7 +998,7 @@ func TestUserInfoChallenges(t *testing.T) {
 		{"an unknown token", "Bearer not-a-token", `Bearer realm="flowd", error="invalid_token"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodGet, ls.url+"/oauth/userinfo", nil)
+			req, _ := http.NewRequest(http.MethodGet, ls.URL+"/oauth/userinfo", nil)
 			if tt.authorization != "" {
 				req.Header.Set("Authorization", tt.authorization)
 			}
@@ -1217,16 +1055,16 @@ func TestTestEIDOffersTheMapsLevels(t *testing.T) {
 		idporten = "substantial=idporten-loa-substantial,high=idporten-loa-high"
 		eidas    = "http://eidas.europa.eu/LoA/"
 	)
-	servers := map[string]loginServer{}
+	servers := map[string]webtest.LoginServer{}
 	for _, acrMap := range []string{"", idporten} {
-		servers[acrMap] = setupLogin(t, loginOptions{env: map[string]string{"FLOWD_CONSENT_ACR_MAP": acrMap}})
+		servers[acrMap] = webtest.SetupLogin(t, webtest.LoginOptions{Env: map[string]string{"FLOWD_CONSENT_ACR_MAP": acrMap}})
 	}
 	t.Run("discovery", func(t *testing.T) {
 		for acrMap, want := range map[string][]any{
 			"":       {eidas + "low", eidas + "substantial", eidas + "high"},
 			idporten: {"idporten-loa-substantial", "idporten-loa-high"},
 		} {
-			if got, _ := discovery(t, servers[acrMap].url)["acr_values_supported"].([]any); !slices.Equal(got, want) {
+			if got, _ := discovery(t, servers[acrMap].URL)["acr_values_supported"].([]any); !slices.Equal(got, want) {
 				t.Errorf("FLOWD_CONSENT_ACR_MAP=%q: acr_values_supported = %v, want %v", acrMap, got, want)
 			}
 		}
@@ -1255,20 +1093,20 @@ func TestTestEIDOffersTheMapsLevels(t *testing.T) {
 			ls := servers[tt.acrMap]
 			b := formbrowser.New(t)
 			verifier, challenge := pkcePair()
-			redirect := ls.url + "/consent/auth/callback"
+			redirect := ls.URL + "/consent/auth/callback"
 			q := url.Values{"response_type": {"code"}, "client_id": {login.ConsentClientID}, "redirect_uri": {redirect},
 				"scope": {"openid"}, "state": {"st"}, "nonce": {"nn"}, "code_challenge": {challenge}, "code_challenge_method": {"S256"}}
 			if tt.acrValues != "" {
 				q.Set("acr_values", tt.acrValues)
 			}
-			form := b.Follow(http.MethodGet, ls.url+"/oauth/authorize?"+q.Encode(), nil)
+			form := b.Follow(http.MethodGet, ls.URL+"/oauth/authorize?"+q.Encode(), nil)
 			if offered, checked := testEIDLevels(form.Body); !slices.Equal(offered, tt.offered) || checked != tt.preselected {
 				t.Fatalf("offered %v with %q checked, want %v with %q: %d %s", offered, checked, tt.offered, tt.preselected, form.Status, form.Body)
 			}
 			v := form.HiddenFields(t)
 			v.Set("national_id", "01017012345")
 			v.Set("level", tt.pick)
-			p := b.Post(ls.url+"/idp/login", v)
+			p := b.Post(ls.URL+"/idp/login", v)
 			if tt.wantACR == "" {
 				if p.Status != http.StatusBadRequest || p.Location != "" || !strings.Contains(p.Body, "Pick one of the levels offered.") {
 					t.Fatalf("level %q: %d %s %s", tt.pick, p.Status, p.Location, p.Body)
@@ -1279,7 +1117,7 @@ func TestTestEIDOffersTheMapsLevels(t *testing.T) {
 				// Nothing was issued: the sign-in is still open, and completes
 				// at a level offered.
 				v.Set("level", tt.preselected)
-				if p = b.Post(ls.url+"/idp/login", v); p.Status != http.StatusSeeOther || mustQuery(t, p.Location).Get("code") == "" {
+				if p = b.Post(ls.URL+"/idp/login", v); p.Status != http.StatusSeeOther || mustQuery(t, p.Location).Get("code") == "" {
 					t.Fatalf("after a refused level, a level offered: %d %s %s", p.Status, p.Location, p.Body)
 				}
 				return
@@ -1290,9 +1128,9 @@ func TestTestEIDOffersTheMapsLevels(t *testing.T) {
 			}
 			got := exchange(t, ls, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirect},
 				"code_verifier": {verifier}, "client_id": {login.ConsentClientID},
-				"client_secret": {login.BuiltInClientSecret(ls.cfg.SessionKey, login.ConsentClientID)}}, false)
+				"client_secret": {login.BuiltInClientSecret(ls.Cfg.SessionKey, login.ConsentClientID)}}, false)
 			raw, _ := got.body["id_token"].(string)
-			provider, err := oidc.NewProvider(context.Background(), ls.url)
+			provider, err := oidc.NewProvider(context.Background(), ls.URL)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	zoidc "github.com/zitadel/oidc/v3/pkg/oidc"
 
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/web/internal/webtest"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
 
@@ -40,7 +41,7 @@ func (e endpoints) HttpClient() *http.Client  { return e.hc }
 // and sends them with its endpoint calls.
 func TestPrivateKeyJWTWithIndependentClient(t *testing.T) {
 	t.Parallel()
-	ts := setupOAuth(t, nil)
+	ts := webtest.SetupOAuth(t, nil)
 	ctx := context.Background()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -52,13 +53,13 @@ func TestPrivateKeyJWTWithIndependentClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "bank-key-1", Use: "sig"}}})
-	cc, err := ts.identity.CreateClient(ctx, identity.NewClient{OrganizationID: ts.org.ID, Name: "Bank", Keys: identity.ClientKeys{JWKS: jwks}})
+	cc, err := ts.Identity.CreateClient(ctx, identity.NewClient{OrganizationID: ts.Org.ID, Name: "Bank", Keys: identity.ClientKeys{JWKS: jwks}})
 	if err != nil || cc.Secret != "" {
 		t.Fatalf("creating an assertion-only client: %+v %v", cc, err)
 	}
 
 	hc := &http.Client{Transport: openapitest.Transport(t, nil)}
-	disc, err := zclient.Discover(ctx, ts.url, hc)
+	disc, err := zclient.Discover(ctx, ts.URL, hc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestPrivateKeyJWTWithIndependentClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a token by private_key_jwt: %v", err)
 	}
-	if got := apiStatus(t, ts.url, tok.AccessToken); got != http.StatusOK {
+	if got := apiStatus(t, ts.URL, tok.AccessToken); got != http.StatusOK {
 		t.Fatalf("the API with the token: %d", got)
 	}
 
@@ -98,7 +99,7 @@ func TestPrivateKeyJWTWithIndependentClient(t *testing.T) {
 	if err := zclient.CallRevokeEndpoint(ctx, zclient.RevokeRequest{Token: tok.AccessToken, ClientID: cc.ID}, assertion(disc.Issuer), ep); err != nil {
 		t.Fatalf("revoking by private_key_jwt: %v", err)
 	}
-	if got := apiStatus(t, ts.url, tok.AccessToken); got != http.StatusUnauthorized {
+	if got := apiStatus(t, ts.URL, tok.AccessToken); got != http.StatusUnauthorized {
 		t.Fatalf("the revoked token: %d", got)
 	}
 	if in := introspect(tok.AccessToken); in.Active {
@@ -110,16 +111,16 @@ func TestPrivateKeyJWTWithIndependentClient(t *testing.T) {
 	if _, err := zclient.CallTokenEndpointWithAuthFn(ctx, zoidc.ClientCredentialsRequest{GrantType: zoidc.GrantTypeClientCredentials}, once, ep); err != nil {
 		t.Fatal(err)
 	}
-	status, _, body := clientPost(t, disc.TokenEndpoint, "", form("grant_type", "client_credentials", "client_assertion_type", identity.ClientAssertionType,
+	status, _, body := clientPost(t, disc.TokenEndpoint, "", webtest.Form("grant_type", "client_credentials", "client_assertion_type", identity.ClientAssertionType,
 		"client_assertion", formValue(once, "client_assertion")))
 	if status != http.StatusUnauthorized || !json.Valid([]byte(body)) {
 		t.Fatalf("a replayed assertion: %d %s", status, body)
 	}
-	status, _, body = clientPost(t, disc.TokenEndpoint, basic(cc.ID, "fcs_guess"), form("grant_type", "client_credentials"))
+	status, _, body = clientPost(t, disc.TokenEndpoint, webtest.Basic(cc.ID, "fcs_guess"), webtest.Form("grant_type", "client_credentials"))
 	if status != http.StatusUnauthorized {
 		t.Fatalf("a secret for an assertion-only client: %d %s", status, body)
 	}
-	status, _, body = clientPost(t, disc.TokenEndpoint, basic(ts.full.ID, ts.full.Secret), form("grant_type", "client_credentials",
+	status, _, body = clientPost(t, disc.TokenEndpoint, webtest.Basic(ts.Full.ID, ts.Full.Secret), webtest.Form("grant_type", "client_credentials",
 		"client_assertion_type", identity.ClientAssertionType, "client_assertion", formValue(assertion(disc.Issuer), "client_assertion")))
 	if status != http.StatusBadRequest {
 		t.Fatalf("an assertion beside HTTP Basic: %d %s", status, body)

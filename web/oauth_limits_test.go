@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -21,29 +21,31 @@ import (
 	zclient "github.com/zitadel/oidc/v3/pkg/client"
 
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/web"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // tokenFrom asks for a client_credentials token with body and authorization
 // from addr: the test server's peer is loopback, and addr, when given, is
 // what a proxy in front would have put in X-Forwarded-For.
-func tokenFrom(t *testing.T, ts oauthServer, addr, body, authorization string) (*http.Response, map[string]any) {
+func tokenFrom(t *testing.T, ts webtest.OAuthServer, addr, body, authorization string) (*http.Response, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, ts.url+"/oauth/token", strings.NewReader(body))
-	req.Header.Set("Content-Type", formType)
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/oauth/token", strings.NewReader(body))
+	req.Header.Set("Content-Type", webtest.FormType)
 	if authorization != "" {
 		req.Header.Set("Authorization", authorization)
 	}
 	if addr != "" {
 		req.Header.Set("X-Forwarded-For", addr)
 	}
-	return sendTokenRequest(t, http.DefaultClient, req)
+	return webtest.SendTokenRequest(t, http.DefaultClient, req)
 }
 
 // dropSecretMAC makes a client's secret as one stored before secrets had
 // MACs: only argon2id can check it, which is the costly path.
-func (ts oauthServer) dropSecretMAC(t *testing.T, clientID string) {
+func dropSecretMAC(t *testing.T, ts webtest.OAuthServer, clientID string) {
 	t.Helper()
-	if _, err := ts.pool.Exec(context.Background(), "update api_clients set secret_mac = null where id = $1", clientID); err != nil {
+	if _, err := ts.Pool.Exec(context.Background(), "update api_clients set secret_mac = null where id = $1", clientID); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -54,7 +56,7 @@ func (ts oauthServer) dropSecretMAC(t *testing.T, clientID string) {
 // 200.
 func TestWrongCredentialsLockNoClientOut(t *testing.T) {
 	t.Parallel()
-	ts := setupOAuthWith(t, map[string]string{"FLOWD_TRUSTED_PROXIES": "127.0.0.1"}, nil)
+	ts := webtest.SetupOAuthWith(t, map[string]string{"FLOWD_TRUSTED_PROXIES": "127.0.0.1"}, nil)
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -68,22 +70,22 @@ func TestWrongCredentialsLockNoClientOut(t *testing.T) {
 	der, _ = x509.MarshalPKCS8PrivateKey(forged)
 	forger, _ := zclient.NewSignerFromPrivateKeyByte(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), "k")
 	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k", Use: "sig"}}})
-	keyed, err := ts.identity.CreateClient(context.Background(), identity.NewClient{OrganizationID: ts.org.ID, Keys: identity.ClientKeys{JWKS: jwks}})
+	keyed, err := ts.Identity.CreateClient(context.Background(), identity.NewClient{OrganizationID: ts.Org.ID, Keys: identity.ClientKeys{JWKS: jwks}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	assertion := func(s jose.Signer) string {
-		a, err := zclient.SignedJWTProfileAssertion(keyed.ID, []string{ts.url + "/oauth/token"}, time.Minute, s)
+		a, err := zclient.SignedJWTProfileAssertion(keyed.ID, []string{ts.URL + "/oauth/token"}, time.Minute, s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return form("grant_type", "client_credentials", "client_assertion_type", identity.ClientAssertionType, "client_assertion", a)
+		return webtest.Form("grant_type", "client_credentials", "client_assertion_type", identity.ClientAssertionType, "client_assertion", a)
 	}
 
 	const own = "198.51.100.7"
 	for i := range 100 {
 		for _, addr := range []string{fmt.Sprintf("203.0.113.%d", i), own} {
-			if resp, body := tokenFrom(t, ts, addr, form("grant_type", "client_credentials"), basic(ts.full.ID, "fcs_wrong")); resp.StatusCode != 401 {
+			if resp, body := tokenFrom(t, ts, addr, webtest.Form("grant_type", "client_credentials"), webtest.Basic(ts.Full.ID, "fcs_wrong")); resp.StatusCode != 401 {
 				t.Fatalf("a wrong secret from %s: %d %v", addr, resp.StatusCode, body)
 			}
 			if resp, body := tokenFrom(t, ts, addr, assertion(forger), ""); resp.StatusCode != 401 {
@@ -91,7 +93,7 @@ func TestWrongCredentialsLockNoClientOut(t *testing.T) {
 			}
 		}
 	}
-	if resp, body := tokenFrom(t, ts, own, form("grant_type", "client_credentials"), basic(ts.full.ID, ts.full.Secret)); resp.StatusCode != 200 {
+	if resp, body := tokenFrom(t, ts, own, webtest.Form("grant_type", "client_credentials"), webtest.Basic(ts.Full.ID, ts.Full.Secret)); resp.StatusCode != 200 {
 		t.Fatalf("the right secret after 200 wrong ones: %d %v", resp.StatusCode, body)
 	}
 	if resp, body := tokenFrom(t, ts, own, assertion(signer), ""); resp.StatusCode != 200 {
@@ -108,14 +110,14 @@ func TestCostlyFailuresCountPerRealAddress(t *testing.T) {
 	t.Parallel()
 	limit := func(c *identity.Config) { c.AddressFailureLimit = 3 }
 	const guesser, other = "203.0.113.5", "203.0.113.6"
-	grant := form("grant_type", "client_credentials")
+	grant := webtest.Form("grant_type", "client_credentials")
 
 	t.Run("behind a trusted proxy", func(t *testing.T) {
 		t.Parallel()
-		ts := setupOAuthWith(t, map[string]string{"FLOWD_TRUSTED_PROXIES": "127.0.0.0/8"}, limit)
-		ts.dropSecretMAC(t, ts.full.ID)
-		ts.dropSecretMAC(t, ts.reader.ID)
-		wrong := basic(ts.reader.ID, "fcs_wrong")
+		ts := webtest.SetupOAuthWith(t, map[string]string{"FLOWD_TRUSTED_PROXIES": "127.0.0.0/8"}, limit)
+		dropSecretMAC(t, ts, ts.Full.ID)
+		dropSecretMAC(t, ts, ts.Reader.ID)
+		wrong := webtest.Basic(ts.Reader.ID, "fcs_wrong")
 		for range 3 {
 			if resp, body := tokenFrom(t, ts, guesser, grant, wrong); resp.StatusCode != 401 {
 				t.Fatalf("a wrong secret: %d %v", resp.StatusCode, body)
@@ -129,28 +131,28 @@ func TestCostlyFailuresCountPerRealAddress(t *testing.T) {
 			t.Fatalf("Retry-After %q", resp.Header.Get("Retry-After"))
 		}
 		// An address the guesser writes in front of its own is not believed.
-		if resp, body := tokenFrom(t, ts, other+", "+guesser, grant, basic(ts.full.ID, ts.full.Secret)); resp.StatusCode != 429 {
+		if resp, body := tokenFrom(t, ts, other+", "+guesser, grant, webtest.Basic(ts.Full.ID, ts.Full.Secret)); resp.StatusCode != 429 {
 			t.Fatalf("a costly check with a made-up first hop: %d %v", resp.StatusCode, body)
 		}
-		if resp, body := tokenFrom(t, ts, other, grant, basic(ts.full.ID, ts.full.Secret)); resp.StatusCode != 200 {
+		if resp, body := tokenFrom(t, ts, other, grant, webtest.Basic(ts.Full.ID, ts.Full.Secret)); resp.StatusCode != 200 {
 			t.Fatalf("another address behind the proxy: %d %v", resp.StatusCode, body)
 		}
 		// Once checked, the secret has a MAC and passes from the guesser's address too.
-		if resp, body := tokenFrom(t, ts, guesser, grant, basic(ts.full.ID, ts.full.Secret)); resp.StatusCode != 200 {
+		if resp, body := tokenFrom(t, ts, guesser, grant, webtest.Basic(ts.Full.ID, ts.Full.Secret)); resp.StatusCode != 200 {
 			t.Fatalf("a secret with a MAC from the limited address: %d %v", resp.StatusCode, body)
 		}
 	})
 	t.Run("from an untrusted peer", func(t *testing.T) {
 		t.Parallel()
-		ts := setupOAuthWith(t, nil, limit)
-		ts.dropSecretMAC(t, ts.full.ID)
-		ts.dropSecretMAC(t, ts.reader.ID)
+		ts := webtest.SetupOAuthWith(t, nil, limit)
+		dropSecretMAC(t, ts, ts.Full.ID)
+		dropSecretMAC(t, ts, ts.Reader.ID)
 		for i := range 3 {
-			if resp, body := tokenFrom(t, ts, fmt.Sprintf("198.51.100.%d", i), grant, basic(ts.reader.ID, "fcs_wrong")); resp.StatusCode != 401 {
+			if resp, body := tokenFrom(t, ts, fmt.Sprintf("198.51.100.%d", i), grant, webtest.Basic(ts.Reader.ID, "fcs_wrong")); resp.StatusCode != 401 {
 				t.Fatalf("a wrong secret: %d %v", resp.StatusCode, body)
 			}
 		}
-		if resp, body := tokenFrom(t, ts, other, grant, basic(ts.full.ID, ts.full.Secret)); resp.StatusCode != 429 {
+		if resp, body := tokenFrom(t, ts, other, grant, webtest.Basic(ts.Full.ID, ts.Full.Secret)); resp.StatusCode != 429 {
 			t.Fatalf("X-Forwarded-For was believed from an untrusted peer: %d %v", resp.StatusCode, body)
 		}
 	})
@@ -193,7 +195,7 @@ func TestIPExtractor(t *testing.T) {
 			if tc.xff != "" {
 				r.Header.Set("X-Forwarded-For", tc.xff)
 			}
-			if got := ipExtractor(tc.trusted)(r); got != tc.want {
+			if got := web.IPExtractor(tc.trusted)(r); got != tc.want {
 				t.Fatalf("got %s, want %s", got, tc.want)
 			}
 		})

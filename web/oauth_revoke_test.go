@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -21,7 +21,9 @@ import (
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/web"
 	"github.com/flowd/flowd/web/internal/httpkit"
+	"github.com/flowd/flowd/web/internal/webtest"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
 
@@ -32,20 +34,20 @@ import (
 // instance starts another flowd web server on ts's database, with an
 // identity module of its own (its own caches); with listen, the module runs
 // its change listener as serve does. It returns the server's URL.
-func (ts oauthServer) instance(t *testing.T, listen bool) string {
+func instance(t *testing.T, ts webtest.OAuthServer, listen bool) string {
 	t.Helper()
-	cfg, err := config.Load(func(k string) string { return map[string]string{"FLOWD_BASE_URL": ts.url}[k] }, config.Need{})
+	cfg, err := config.Load(func(k string) string { return map[string]string{"FLOWD_BASE_URL": ts.URL}[k] }, config.Need{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := identity.New(ts.pool, ts.cfg)
+	id := identity.New(ts.Pool, ts.Cfg)
 	if listen {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); _ = id.Run(ctx) }()
 		t.Cleanup(func() { cancel(); <-done })
 	}
-	srv := newServer(t, Deps{Config: cfg, Pool: ts.pool, Identity: id})
+	srv := webtest.NewServer(t, web.Deps{Config: cfg, Pool: ts.Pool, Identity: id})
 	srv.Echo().GET("/api/test-principal", func(c echo.Context) error {
 		return httpkit.WriteJSON(c, http.StatusOK, httpkit.Principal(c))
 	}, httpkit.Authenticate(id, id), httpkit.RequireScope(identity.ScopeFlowsRead))
@@ -68,13 +70,13 @@ func apiStatus(t *testing.T, base, token string) int {
 }
 
 // clientToken gets a token pair for c by client credentials.
-func clientToken(t *testing.T, ts oauthServer, c identity.ClientCredentials) tokenResponse {
+func clientToken(t *testing.T, ts webtest.OAuthServer, c identity.ClientCredentials) web.TokenResponse {
 	t.Helper()
-	resp, body := postToken(t, ts.url+"/oauth/token", formType, form("grant_type", "client_credentials"), basic(c.ID, c.Secret))
+	resp, body := webtest.PostToken(t, ts.URL+"/oauth/token", webtest.FormType, webtest.Form("grant_type", "client_credentials"), webtest.Basic(c.ID, c.Secret))
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("token: %d %v", resp.StatusCode, body)
 	}
-	return tokenResponse{AccessToken: body["access_token"].(string), RefreshToken: body["refresh_token"].(string)}
+	return web.TokenResponse{AccessToken: body["access_token"].(string), RefreshToken: body["refresh_token"].(string)}
 }
 
 // TestIndependentClientRevokesAndIntrospects has zitadel/oidc discover the
@@ -82,27 +84,27 @@ func clientToken(t *testing.T, ts oauthServer, c identity.ClientCredentials) tok
 // them as a relying party, with each client authentication method.
 func TestIndependentClientRevokesAndIntrospects(t *testing.T) {
 	t.Parallel()
-	ts := setupOAuth(t, nil)
+	ts := webtest.SetupOAuth(t, nil)
 	ctx := context.Background()
 	hc := &http.Client{Transport: openapitest.Transport(t, nil)}
 
-	disc, err := zclient.Discover(ctx, ts.url, hc)
+	disc, err := zclient.Discover(ctx, ts.URL, hc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	methods := []zoidc.AuthMethod{zoidc.AuthMethodBasic, zoidc.AuthMethodPost, zoidc.AuthMethodPrivateKeyJWT}
-	if disc.RevocationEndpoint != ts.url+"/oauth/revoke" || disc.IntrospectionEndpoint != ts.url+"/oauth/introspect" ||
+	if disc.RevocationEndpoint != ts.URL+"/oauth/revoke" || disc.IntrospectionEndpoint != ts.URL+"/oauth/introspect" ||
 		!slices.Equal(disc.RevocationEndpointAuthMethodsSupported, methods) || !slices.Equal(disc.IntrospectionEndpointAuthMethodsSupported, methods) {
 		t.Fatalf("discovery: revocation %q %v, introspection %q %v", disc.RevocationEndpoint, disc.RevocationEndpointAuthMethodsSupported,
 			disc.IntrospectionEndpoint, disc.IntrospectionEndpointAuthMethodsSupported)
 	}
 
 	for _, style := range []oauth2.AuthStyle{oauth2.AuthStyleInHeader, oauth2.AuthStyleInParams} {
-		party, err := rp.NewRelyingPartyOIDC(ctx, ts.url, ts.full.ID, ts.full.Secret, "", nil, rp.WithAuthStyle(style), rp.WithHTTPClient(hc))
+		party, err := rp.NewRelyingPartyOIDC(ctx, ts.URL, ts.Full.ID, ts.Full.Secret, "", nil, rp.WithAuthStyle(style), rp.WithHTTPClient(hc))
 		if err != nil {
 			t.Fatal(err)
 		}
-		resource, err := rs.NewResourceServerClientCredentials(ctx, ts.url, ts.full.ID, ts.full.Secret, rs.WithClient(hc))
+		resource, err := rs.NewResourceServerClientCredentials(ctx, ts.URL, ts.Full.ID, ts.Full.Secret, rs.WithClient(hc))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +112,7 @@ func TestIndependentClientRevokesAndIntrospects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := apiStatus(t, ts.url, tok.AccessToken); got != http.StatusOK {
+		if got := apiStatus(t, ts.URL, tok.AccessToken); got != http.StatusOK {
 			t.Fatalf("style %v: the new token: %d", style, got)
 		}
 
@@ -118,23 +120,23 @@ func TestIndependentClientRevokesAndIntrospects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !in.Active || in.ClientID != ts.full.ID || in.Subject != ts.full.ID || in.TokenType != "Bearer" || in.Issuer != ts.url ||
+		if !in.Active || in.ClientID != ts.Full.ID || in.Subject != ts.Full.ID || in.TokenType != "Bearer" || in.Issuer != ts.URL ||
 			!slices.Contains(in.Audience, "flowd") || in.JWTID == "" || len(in.Scope) != len(identity.AllScopes) ||
-			in.Claims["org_id"] != ts.org.ID || time.Until(in.Expiration.AsTime()) < 250*time.Second || in.IssuedAt.AsTime().IsZero() {
+			in.Claims["org_id"] != ts.Org.ID || time.Until(in.Expiration.AsTime()) < 250*time.Second || in.IssuedAt.AsTime().IsZero() {
 			t.Fatalf("style %v: introspecting the access token: %+v", style, in)
 		}
 		in, err = rs.Introspect[*zoidc.IntrospectionResponse](ctx, resource, tok.RefreshToken)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !in.Active || in.TokenType != identity.TokenTypeRefresh || in.ClientID != ts.full.ID || in.Claims["org_id"] != ts.org.ID {
+		if !in.Active || in.TokenType != identity.TokenTypeRefresh || in.ClientID != ts.Full.ID || in.Claims["org_id"] != ts.Org.ID {
 			t.Fatalf("style %v: introspecting the refresh token: %+v", style, in)
 		}
 
 		if err := rp.RevokeToken(ctx, party, tok.AccessToken, identity.TokenTypeAccess); err != nil {
 			t.Fatalf("style %v: revoking the access token: %v", style, err)
 		}
-		if got := apiStatus(t, ts.url, tok.AccessToken); got != http.StatusUnauthorized {
+		if got := apiStatus(t, ts.URL, tok.AccessToken); got != http.StatusUnauthorized {
 			t.Fatalf("style %v: the revoked access token: %d", style, got)
 		}
 		if err := rp.RevokeToken(ctx, party, tok.RefreshToken, identity.TokenTypeRefresh); err != nil {
@@ -147,17 +149,17 @@ func TestIndependentClientRevokesAndIntrospects(t *testing.T) {
 				t.Fatalf("style %v: introspecting a revoked token: %+v %v", style, in, err)
 			}
 		}
-		resp, body := postToken(t, ts.url+"/oauth/token", formType, form("grant_type", "refresh_token", "refresh_token", tok.RefreshToken), basic(ts.full.ID, ts.full.Secret))
+		resp, body := webtest.PostToken(t, ts.URL+"/oauth/token", webtest.FormType, webtest.Form("grant_type", "refresh_token", "refresh_token", tok.RefreshToken), webtest.Basic(ts.Full.ID, ts.Full.Secret))
 		if resp.StatusCode != http.StatusBadRequest || body["error"] != identity.ErrCodeInvalidGrant {
 			t.Fatalf("style %v: refreshing with a revoked token: %d %v", style, resp.StatusCode, body)
 		}
 	}
 
-	wrong, err := rp.NewRelyingPartyOIDC(ctx, ts.url, ts.full.ID, "wrong", "", nil, rp.WithAuthStyle(oauth2.AuthStyleInHeader), rp.WithHTTPClient(hc))
+	wrong, err := rp.NewRelyingPartyOIDC(ctx, ts.URL, ts.Full.ID, "wrong", "", nil, rp.WithAuthStyle(oauth2.AuthStyleInHeader), rp.WithHTTPClient(hc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rp.RevokeToken(ctx, wrong, clientToken(t, ts, ts.full).AccessToken, ""); err == nil {
+	if err := rp.RevokeToken(ctx, wrong, clientToken(t, ts, ts.Full).AccessToken, ""); err == nil {
 		t.Fatal("revocation with a wrong secret succeeded")
 	}
 }
@@ -167,7 +169,7 @@ func TestIndependentClientRevokesAndIntrospects(t *testing.T) {
 func clientPost(t *testing.T, endpoint, authorization, body string) (int, http.Header, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
-	req.Header.Set("Content-Type", formType)
+	req.Header.Set("Content-Type", webtest.FormType)
 	if authorization != "" {
 		req.Header.Set("Authorization", authorization)
 	}
@@ -185,42 +187,44 @@ func clientPost(t *testing.T, endpoint, authorization, body string) (int, http.H
 // client authentication. Every 200 has an empty body.
 func TestRevocationAnswers(t *testing.T) {
 	t.Parallel()
-	ts := setupOAuth(t, nil)
-	revoke := ts.url + "/oauth/revoke"
-	own := basic(ts.full.ID, ts.full.Secret)
+	ts := webtest.SetupOAuth(t, nil)
+	revoke := ts.URL + "/oauth/revoke"
+	own := webtest.Basic(ts.Full.ID, ts.Full.Secret)
 	tests := []struct {
 		name      string
 		auth      string
-		body      func(mine, theirs tokenResponse) string
+		body      func(mine, theirs web.TokenResponse) string
 		status    int
 		errorCode string
 		// revoked says whether the client's own access token is refused afterwards.
 		revoked bool
 	}{
-		{"own access token, hinted", own, func(m, _ tokenResponse) string {
-			return form("token", m.AccessToken, "token_type_hint", "access_token")
+		{"own access token, hinted", own, func(m, _ web.TokenResponse) string {
+			return webtest.Form("token", m.AccessToken, "token_type_hint", "access_token")
 		}, 200, "", true},
-		{"own access token, hinted wrongly", own, func(m, _ tokenResponse) string {
-			return form("token", m.AccessToken, "token_type_hint", "refresh_token")
+		{"own access token, hinted wrongly", own, func(m, _ web.TokenResponse) string {
+			return webtest.Form("token", m.AccessToken, "token_type_hint", "refresh_token")
 		}, 200, "", true},
-		{"own access token, unknown hint", own, func(m, _ tokenResponse) string { return form("token", m.AccessToken, "token_type_hint", "id_token") }, 200, "", true},
-		{"own access token, client in the form", "", func(m, _ tokenResponse) string {
-			return form("token", m.AccessToken, "client_id", ts.full.ID, "client_secret", ts.full.Secret)
+		{"own access token, unknown hint", own, func(m, _ web.TokenResponse) string {
+			return webtest.Form("token", m.AccessToken, "token_type_hint", "id_token")
 		}, 200, "", true},
-		{"another client's access token", own, func(_, o tokenResponse) string { return form("token", o.AccessToken) }, 200, "", false},
-		{"another client's refresh token", own, func(_, o tokenResponse) string { return form("token", o.RefreshToken) }, 200, "", false},
-		{"unknown refresh token", own, func(_, _ tokenResponse) string { return form("token", "frt_unknown") }, 200, "", false},
-		{"garbage", own, func(_, _ tokenResponse) string { return form("token", "not a token at all") }, 200, "", false},
-		{"no token", own, func(_, _ tokenResponse) string { return form("token_type_hint", "access_token") }, 400, "invalid_request", false},
-		{"wrong secret in Basic", basic(ts.full.ID, "wrong"), func(m, _ tokenResponse) string { return form("token", m.AccessToken) }, 401, "invalid_client", false},
-		{"wrong secret in the form", "", func(m, _ tokenResponse) string {
-			return form("token", m.AccessToken, "client_id", ts.full.ID, "client_secret", "wrong")
+		{"own access token, client in the form", "", func(m, _ web.TokenResponse) string {
+			return webtest.Form("token", m.AccessToken, "client_id", ts.Full.ID, "client_secret", ts.Full.Secret)
+		}, 200, "", true},
+		{"another client's access token", own, func(_, o web.TokenResponse) string { return webtest.Form("token", o.AccessToken) }, 200, "", false},
+		{"another client's refresh token", own, func(_, o web.TokenResponse) string { return webtest.Form("token", o.RefreshToken) }, 200, "", false},
+		{"unknown refresh token", own, func(_, _ web.TokenResponse) string { return webtest.Form("token", "frt_unknown") }, 200, "", false},
+		{"garbage", own, func(_, _ web.TokenResponse) string { return webtest.Form("token", "not a token at all") }, 200, "", false},
+		{"no token", own, func(_, _ web.TokenResponse) string { return webtest.Form("token_type_hint", "access_token") }, 400, "invalid_request", false},
+		{"wrong secret in Basic", webtest.Basic(ts.Full.ID, "wrong"), func(m, _ web.TokenResponse) string { return webtest.Form("token", m.AccessToken) }, 401, "invalid_client", false},
+		{"wrong secret in the form", "", func(m, _ web.TokenResponse) string {
+			return webtest.Form("token", m.AccessToken, "client_id", ts.Full.ID, "client_secret", "wrong")
 		}, 401, "invalid_client", false},
-		{"no client authentication", "", func(m, _ tokenResponse) string { return form("token", m.AccessToken) }, 401, "invalid_client", false},
+		{"no client authentication", "", func(m, _ web.TokenResponse) string { return webtest.Form("token", m.AccessToken) }, 401, "invalid_client", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mine, theirs := clientToken(t, ts, ts.full), clientToken(t, ts, ts.reader)
+			mine, theirs := clientToken(t, ts, ts.Full), clientToken(t, ts, ts.Reader)
 			status, header, body := clientPost(t, revoke, tt.auth, tt.body(mine, theirs))
 			if status != tt.status {
 				t.Fatalf("%d %s, want %d", status, body, tt.status)
@@ -232,7 +236,7 @@ func TestRevocationAnswers(t *testing.T) {
 				t.Errorf("body %q, want none", body)
 			}
 			if tt.errorCode != "" {
-				var e tokenErrorResponse
+				var e web.TokenErrorResponse
 				if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error != tt.errorCode || e.ErrorDescription == "" {
 					t.Errorf("error %q, want %s", body, tt.errorCode)
 				}
@@ -244,14 +248,14 @@ func TestRevocationAnswers(t *testing.T) {
 			if tt.revoked {
 				wantStatus = http.StatusUnauthorized
 			}
-			if got := apiStatus(t, ts.url, mine.AccessToken); got != wantStatus {
+			if got := apiStatus(t, ts.URL, mine.AccessToken); got != wantStatus {
 				t.Errorf("the client's access token afterwards: %d, want %d", got, wantStatus)
 			}
-			if got := apiStatus(t, ts.url, theirs.AccessToken); got != http.StatusForbidden { // the reader lacks the test route's scope
+			if got := apiStatus(t, ts.URL, theirs.AccessToken); got != http.StatusForbidden { // the reader lacks the test route's scope
 				t.Errorf("the other client's access token afterwards: %d, want 403", got)
 			}
-			resp, refreshed := postToken(t, ts.url+"/oauth/token", formType, form("grant_type", "refresh_token", "refresh_token", theirs.RefreshToken),
-				basic(ts.reader.ID, ts.reader.Secret))
+			resp, refreshed := webtest.PostToken(t, ts.URL+"/oauth/token", webtest.FormType, webtest.Form("grant_type", "refresh_token", "refresh_token", theirs.RefreshToken),
+				webtest.Basic(ts.Reader.ID, ts.Reader.Secret))
 			if resp.StatusCode != http.StatusOK {
 				t.Errorf("the other client's refresh token afterwards: %d %v", resp.StatusCode, refreshed)
 			}
@@ -265,14 +269,14 @@ func TestRevocationAnswers(t *testing.T) {
 func TestIntrospectionAnswers(t *testing.T) {
 	t.Parallel()
 	var offset atomic.Int64
-	ts := setupOAuth(t, func(c *identity.Config) {
+	ts := webtest.SetupOAuth(t, func(c *identity.Config) {
 		c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	})
-	introspect := ts.url + "/oauth/introspect"
-	own := basic(ts.full.ID, ts.full.Secret)
-	tok, theirs, revoked := clientToken(t, ts, ts.full), clientToken(t, ts, ts.reader), clientToken(t, ts, ts.full)
+	introspect := ts.URL + "/oauth/introspect"
+	own := webtest.Basic(ts.Full.ID, ts.Full.Secret)
+	tok, theirs, revoked := clientToken(t, ts, ts.Full), clientToken(t, ts, ts.Reader), clientToken(t, ts, ts.Full)
 	for _, raw := range []string{revoked.AccessToken, revoked.RefreshToken} {
-		if status, _, body := clientPost(t, ts.url+"/oauth/revoke", own, form("token", raw)); status != 200 {
+		if status, _, body := clientPost(t, ts.URL+"/oauth/revoke", own, webtest.Form("token", raw)); status != 200 {
 			t.Fatalf("revoke: %d %s", status, body)
 		}
 	}
@@ -284,8 +288,8 @@ func TestIntrospectionAnswers(t *testing.T) {
 		want func(t *testing.T, body map[string]any)
 	}{
 		{"own access token", own, tok.AccessToken, func(t *testing.T, b map[string]any) {
-			for k, v := range map[string]any{"active": true, "client_id": ts.full.ID, "sub": ts.full.ID, "token_type": "Bearer",
-				"aud": "flowd", "iss": ts.url, "org_id": ts.org.ID, "scope": strings.Join(identity.AllScopes, " ")} {
+			for k, v := range map[string]any{"active": true, "client_id": ts.Full.ID, "sub": ts.Full.ID, "token_type": "Bearer",
+				"aud": "flowd", "iss": ts.URL, "org_id": ts.Org.ID, "scope": strings.Join(identity.AllScopes, " ")} {
 				if b[k] != v {
 					t.Errorf("%s = %v, want %v", k, b[k], v)
 				}
@@ -297,12 +301,12 @@ func TestIntrospectionAnswers(t *testing.T) {
 			}
 		}},
 		{"own refresh token", own, tok.RefreshToken, func(t *testing.T, b map[string]any) {
-			if b["active"] != true || b["token_type"] != "refresh_token" || b["org_id"] != ts.org.ID || b["jti"] != nil || b["exp"] == nil {
+			if b["active"] != true || b["token_type"] != "refresh_token" || b["org_id"] != ts.Org.ID || b["jti"] != nil || b["exp"] == nil {
 				t.Errorf("%v", b)
 			}
 		}},
-		{"the other client's own token", basic(ts.reader.ID, ts.reader.Secret), theirs.AccessToken, func(t *testing.T, b map[string]any) {
-			if b["active"] != true || b["client_id"] != ts.reader.ID || b["scope"] != identity.ScopeFlowsRead {
+		{"the other client's own token", webtest.Basic(ts.Reader.ID, ts.Reader.Secret), theirs.AccessToken, func(t *testing.T, b map[string]any) {
+			if b["active"] != true || b["client_id"] != ts.Reader.ID || b["scope"] != identity.ScopeFlowsRead {
 				t.Errorf("%v", b)
 			}
 		}},
@@ -314,7 +318,7 @@ func TestIntrospectionAnswers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			status, header, body := clientPost(t, introspect, tt.auth, form("token", tt.tok))
+			status, header, body := clientPost(t, introspect, tt.auth, webtest.Form("token", tt.tok))
 			if status != 200 || header.Get("Cache-Control") != "no-store" {
 				t.Fatalf("%d %q %s", status, header.Get("Cache-Control"), body)
 			}
@@ -332,12 +336,12 @@ func TestIntrospectionAnswers(t *testing.T) {
 		})
 	}
 
-	if status, _, body := clientPost(t, introspect, basic(ts.full.ID, "wrong"), form("token", tok.AccessToken)); status != 401 || !strings.Contains(body, "invalid_client") {
+	if status, _, body := clientPost(t, introspect, webtest.Basic(ts.Full.ID, "wrong"), webtest.Form("token", tok.AccessToken)); status != 401 || !strings.Contains(body, "invalid_client") {
 		t.Fatalf("wrong secret: %d %s", status, body)
 	}
 	offset.Store(int64(31 * time.Minute))
 	for _, raw := range []string{tok.AccessToken, tok.RefreshToken} {
-		if _, _, body := clientPost(t, introspect, own, form("token", raw)); body != inactive {
+		if _, _, body := clientPost(t, introspect, own, webtest.Form("token", raw)); body != inactive {
 			t.Fatalf("an expired token: %s", body)
 		}
 	}
@@ -349,18 +353,18 @@ func TestIntrospectionAnswers(t *testing.T) {
 // listening one as soon as the notification reaches it.
 func TestRevokedAccessTokenIsRefusedByEveryInstance(t *testing.T) {
 	t.Parallel()
-	ts := setupOAuth(t, nil)
-	listening, cold := ts.instance(t, true), ts.instance(t, false)
-	tok, kept := clientToken(t, ts, ts.full), clientToken(t, ts, ts.full)
+	ts := webtest.SetupOAuth(t, nil)
+	listening, cold := instance(t, ts, true), instance(t, ts, false)
+	tok, kept := clientToken(t, ts, ts.Full), clientToken(t, ts, ts.Full)
 	for _, base := range []string{listening, cold} {
 		if got := apiStatus(t, base, tok.AccessToken); got != http.StatusOK {
 			t.Fatalf("%s before revocation: %d", base, got)
 		}
 	}
-	if status, _, body := clientPost(t, ts.url+"/oauth/revoke", basic(ts.full.ID, ts.full.Secret), form("token", tok.AccessToken)); status != 200 {
+	if status, _, body := clientPost(t, ts.URL+"/oauth/revoke", webtest.Basic(ts.Full.ID, ts.Full.Secret), webtest.Form("token", tok.AccessToken)); status != 200 {
 		t.Fatalf("revoke: %d %s", status, body)
 	}
-	if got := apiStatus(t, ts.url, tok.AccessToken); got != http.StatusUnauthorized {
+	if got := apiStatus(t, ts.URL, tok.AccessToken); got != http.StatusUnauthorized {
 		t.Fatalf("the revoking instance: %d", got)
 	}
 	if got := apiStatus(t, cold, tok.AccessToken); got != http.StatusUnauthorized {
@@ -373,7 +377,7 @@ func TestRevokedAccessTokenIsRefusedByEveryInstance(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	for _, base := range []string{ts.url, listening, cold} {
+	for _, base := range []string{ts.URL, listening, cold} {
 		if got := apiStatus(t, base, kept.AccessToken); got != http.StatusOK {
 			t.Fatalf("%s: another token of the client: %d", base, got)
 		}

@@ -1,7 +1,6 @@
-package web
+package web_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -14,150 +13,30 @@ import (
 	"testing"
 
 	"github.com/coreos/go-oidc/v3/oidc"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/labstack/echo/v4"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
-	"github.com/flowd/flowd/internal/config"
-	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/dbtest"
-	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/identity"
-	"github.com/flowd/flowd/web/internal/httpkit"
+	"github.com/flowd/flowd/web"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
-
-// oauthServer is the real server with the real identity module on a fresh
-// database, an organization, and two clients: one with every scope, one
-// that may only read.
-type oauthServer struct {
-	url      string
-	pool     *pgxpool.Pool
-	cfg      identity.Config
-	identity *identity.Module
-	org      identity.Organization
-	full     identity.ClientCredentials
-	reader   identity.ClientCredentials
-}
-
-func setupOAuth(t *testing.T, change func(*identity.Config)) oauthServer {
-	t.Helper()
-	return setupOAuthWith(t, nil, change)
-}
-
-// setupOAuthWith is setupOAuth with more settings in env.
-func setupOAuthWith(t *testing.T, env map[string]string, change func(*identity.Config)) oauthServer {
-	t.Helper()
-	pool, err := database.Open(context.Background(), dbtest.NewURL(t), 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	hs := httptest.NewUnstartedServer(nil)
-	base := "http://" + hs.Listener.Addr().String()
-	cfg, err := config.Load(func(k string) string {
-		if k == "FLOWD_BASE_URL" {
-			return base
-		}
-		return env[k]
-	}, config.Need{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	icfg := identity.Config{
-		Issuer: base, Audience: "flowd", KeyEncryptionKey: bytes.Repeat([]byte{7}, 32),
-		HashParams: secrethash.Cheap,
-	}
-	if change != nil {
-		change(&icfg)
-	}
-	id := identity.New(pool, icfg)
-	srv := newServer(t, Deps{Config: cfg, Pool: pool, Identity: id})
-	// A route behind authentication and a scope, as the API's routes are.
-	srv.Echo().GET("/api/test-principal", func(c echo.Context) error {
-		return httpkit.WriteJSON(c, http.StatusOK, httpkit.Principal(c))
-	}, httpkit.Authenticate(id, id), httpkit.RequireScope(identity.ScopeFlowsWrite))
-	hs.Config.Handler = srv
-	hs.Start()
-	t.Cleanup(hs.Close)
-
-	ctx := context.Background()
-	org, err := id.CreateOrganization(ctx, identity.NewOrganization{Name: "Test Bank"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	full, err := id.CreateClient(ctx, identity.NewClient{OrganizationID: org.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reader, err := id.CreateClient(ctx, identity.NewClient{OrganizationID: org.ID, Scopes: []string{identity.ScopeFlowsRead}, Sandbox: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return oauthServer{url: base, pool: pool, cfg: icfg, identity: id, org: org, full: full, reader: reader}
-}
-
-// postToken sends a token request with form values and an optional
-// Authorization header.
-func postToken(t *testing.T, tokenURL, contentType, body, authorization string) (*http.Response, map[string]any) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, tokenURL, strings.NewReader(body))
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	if authorization != "" {
-		req.Header.Set("Authorization", authorization)
-	}
-	return sendTokenRequest(t, http.DefaultClient, req)
-}
-
-// sendTokenRequest sends a request to the token endpoint with hc and returns the
-// response and its JSON body.
-func sendTokenRequest(t *testing.T, hc *http.Client, req *http.Request) (*http.Response, map[string]any) {
-	t.Helper()
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var m map[string]any
-	b, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("token endpoint answered %d with non-JSON %q", resp.StatusCode, b)
-	}
-	return resp, m
-}
-
-const formType = "application/x-www-form-urlencoded"
-
-func basic(id, secret string) string {
-	return "Basic " + base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(id)+":"+url.QueryEscape(secret)))
-}
-
-func form(kv ...string) string {
-	v := url.Values{}
-	for i := 0; i < len(kv); i += 2 {
-		v.Add(kv[i], kv[i+1])
-	}
-	return v.Encode()
-}
 
 func TestTokenEndpointIssuesTokens(t *testing.T) {
 	t.Parallel()
-	ts := setupOAuth(t, nil)
-	tokenURL := ts.url + "/oauth/token"
+	ts := webtest.SetupOAuth(t, nil)
+	tokenURL := ts.URL + "/oauth/token"
 	tests := []struct {
 		name, body, auth, scope string
 	}{
-		{"client_secret_post", form("grant_type", "client_credentials", "client_id", ts.full.ID, "client_secret", ts.full.Secret), "", strings.Join(identity.AllScopes, " ")},
-		{"client_secret_basic", form("grant_type", "client_credentials"), basic(ts.full.ID, ts.full.Secret), strings.Join(identity.AllScopes, " ")},
-		{"basic with client_id in the body too", form("grant_type", "client_credentials", "client_id", ts.full.ID), basic(ts.full.ID, ts.full.Secret), strings.Join(identity.AllScopes, " ")},
-		{"fewer scopes asked", form("grant_type", "client_credentials", "scope", "flows:read"), basic(ts.full.ID, ts.full.Secret), "flows:read"},
-		{"unknown parameters are ignored", form("grant_type", "client_credentials", "audience", "x"), basic(ts.full.ID, ts.full.Secret), strings.Join(identity.AllScopes, " ")},
+		{"client_secret_post", webtest.Form("grant_type", "client_credentials", "client_id", ts.Full.ID, "client_secret", ts.Full.Secret), "", strings.Join(identity.AllScopes, " ")},
+		{"client_secret_basic", webtest.Form("grant_type", "client_credentials"), webtest.Basic(ts.Full.ID, ts.Full.Secret), strings.Join(identity.AllScopes, " ")},
+		{"basic with client_id in the body too", webtest.Form("grant_type", "client_credentials", "client_id", ts.Full.ID), webtest.Basic(ts.Full.ID, ts.Full.Secret), strings.Join(identity.AllScopes, " ")},
+		{"fewer scopes asked", webtest.Form("grant_type", "client_credentials", "scope", "flows:read"), webtest.Basic(ts.Full.ID, ts.Full.Secret), "flows:read"},
+		{"unknown parameters are ignored", webtest.Form("grant_type", "client_credentials", "audience", "x"), webtest.Basic(ts.Full.ID, ts.Full.Secret), strings.Join(identity.AllScopes, " ")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, body := postToken(t, tokenURL, formType, tt.body, tt.auth)
+			resp, body := webtest.PostToken(t, tokenURL, webtest.FormType, tt.body, tt.auth)
 			if resp.StatusCode != 200 {
 				t.Fatalf("%d %v", resp.StatusCode, body)
 			}
@@ -174,17 +53,17 @@ func TestTokenEndpointIssuesTokens(t *testing.T) {
 
 func TestTokenEndpointErrors(t *testing.T) {
 	t.Parallel()
-	ts := setupOAuth(t, nil)
-	tokenURL := ts.url + "/oauth/token"
-	revoked, err := ts.identity.CreateClient(context.Background(), identity.NewClient{OrganizationID: ts.org.ID})
+	ts := webtest.SetupOAuth(t, nil)
+	tokenURL := ts.URL + "/oauth/token"
+	revoked, err := ts.Identity.CreateClient(context.Background(), identity.NewClient{OrganizationID: ts.Org.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ts.identity.RevokeClient(context.Background(), ts.org.ID, revoked.ID); err != nil {
+	if _, err := ts.Identity.RevokeClient(context.Background(), ts.Org.ID, revoked.ID); err != nil {
 		t.Fatal(err)
 	}
 	post := func(kv ...string) string {
-		return form(append([]string{"client_id", ts.full.ID, "client_secret", ts.full.Secret}, kv...)...)
+		return webtest.Form(append([]string{"client_id", ts.Full.ID, "client_secret", ts.Full.Secret}, kv...)...)
 	}
 	tests := []struct {
 		name, contentType, body, auth string
@@ -194,29 +73,29 @@ func TestTokenEndpointErrors(t *testing.T) {
 	}{
 		{"JSON body", "application/json", `{"grant_type":"client_credentials"}`, "", 400, "invalid_request", false},
 		{"no content type", "", post("grant_type", "client_credentials"), "", 400, "invalid_request", false},
-		{"malformed form", formType, "grant_type=%zz", "", 400, "invalid_request", false},
-		{"no grant_type", formType, post(), "", 400, "invalid_request", false},
-		{"repeated parameter", formType, post("grant_type", "client_credentials", "grant_type", "client_credentials"), "", 400, "invalid_request", false},
-		{"basic and secret in the body", formType, post("grant_type", "client_credentials"), basic(ts.full.ID, ts.full.Secret), 400, "invalid_request", false},
-		{"basic and another client_id in the body", formType, form("grant_type", "client_credentials", "client_id", ts.reader.ID), basic(ts.full.ID, ts.full.Secret), 400, "invalid_request", false},
-		{"unsupported grant", formType, post("grant_type", "password"), "", 400, "unsupported_grant_type", false},
-		{"authorization_code without a login client", formType, post("grant_type", "authorization_code", "code", "x"), "", 401, "invalid_client", true},
-		{"no credentials", formType, form("grant_type", "client_credentials"), "", 401, "invalid_client", false},
-		{"no secret", formType, form("grant_type", "client_credentials", "client_id", ts.full.ID), "", 401, "invalid_client", false},
-		{"wrong secret", formType, form("grant_type", "client_credentials", "client_id", ts.full.ID, "client_secret", "fcs_wrong"), "", 401, "invalid_client", false},
-		{"wrong secret, basic", formType, form("grant_type", "client_credentials"), basic(ts.full.ID, "fcs_wrong"), 401, "invalid_client", true},
-		{"malformed basic", formType, form("grant_type", "client_credentials"), "Basic !!!", 401, "invalid_client", true},
-		{"another client's secret", formType, form("grant_type", "client_credentials", "client_id", ts.reader.ID, "client_secret", ts.full.Secret), "", 401, "invalid_client", false},
-		{"unknown client", formType, form("grant_type", "client_credentials", "client_id", "fc_nobody", "client_secret", ts.full.Secret), "", 401, "invalid_client", false},
-		{"revoked client", formType, form("grant_type", "client_credentials", "client_id", revoked.ID, "client_secret", revoked.Secret), "", 401, "invalid_client", false},
-		{"unknown scope", formType, post("grant_type", "client_credentials", "scope", "admin"), "", 400, "invalid_scope", false},
-		{"scope the client lacks", formType, form("grant_type", "client_credentials", "scope", "flows:write"), basic(ts.reader.ID, ts.reader.Secret), 400, "invalid_scope", false},
-		{"refresh without refresh_token", formType, post("grant_type", "refresh_token"), "", 400, "invalid_request", false},
-		{"unknown refresh token", formType, post("grant_type", "refresh_token", "refresh_token", "frt_nothing"), "", 400, "invalid_grant", false},
+		{"malformed form", webtest.FormType, "grant_type=%zz", "", 400, "invalid_request", false},
+		{"no grant_type", webtest.FormType, post(), "", 400, "invalid_request", false},
+		{"repeated parameter", webtest.FormType, post("grant_type", "client_credentials", "grant_type", "client_credentials"), "", 400, "invalid_request", false},
+		{"basic and secret in the body", webtest.FormType, post("grant_type", "client_credentials"), webtest.Basic(ts.Full.ID, ts.Full.Secret), 400, "invalid_request", false},
+		{"basic and another client_id in the body", webtest.FormType, webtest.Form("grant_type", "client_credentials", "client_id", ts.Reader.ID), webtest.Basic(ts.Full.ID, ts.Full.Secret), 400, "invalid_request", false},
+		{"unsupported grant", webtest.FormType, post("grant_type", "password"), "", 400, "unsupported_grant_type", false},
+		{"authorization_code without a login client", webtest.FormType, post("grant_type", "authorization_code", "code", "x"), "", 401, "invalid_client", true},
+		{"no credentials", webtest.FormType, webtest.Form("grant_type", "client_credentials"), "", 401, "invalid_client", false},
+		{"no secret", webtest.FormType, webtest.Form("grant_type", "client_credentials", "client_id", ts.Full.ID), "", 401, "invalid_client", false},
+		{"wrong secret", webtest.FormType, webtest.Form("grant_type", "client_credentials", "client_id", ts.Full.ID, "client_secret", "fcs_wrong"), "", 401, "invalid_client", false},
+		{"wrong secret, basic", webtest.FormType, webtest.Form("grant_type", "client_credentials"), webtest.Basic(ts.Full.ID, "fcs_wrong"), 401, "invalid_client", true},
+		{"malformed basic", webtest.FormType, webtest.Form("grant_type", "client_credentials"), "Basic !!!", 401, "invalid_client", true},
+		{"another client's secret", webtest.FormType, webtest.Form("grant_type", "client_credentials", "client_id", ts.Reader.ID, "client_secret", ts.Full.Secret), "", 401, "invalid_client", false},
+		{"unknown client", webtest.FormType, webtest.Form("grant_type", "client_credentials", "client_id", "fc_nobody", "client_secret", ts.Full.Secret), "", 401, "invalid_client", false},
+		{"revoked client", webtest.FormType, webtest.Form("grant_type", "client_credentials", "client_id", revoked.ID, "client_secret", revoked.Secret), "", 401, "invalid_client", false},
+		{"unknown scope", webtest.FormType, post("grant_type", "client_credentials", "scope", "admin"), "", 400, "invalid_scope", false},
+		{"scope the client lacks", webtest.FormType, webtest.Form("grant_type", "client_credentials", "scope", "flows:write"), webtest.Basic(ts.Reader.ID, ts.Reader.Secret), 400, "invalid_scope", false},
+		{"refresh without refresh_token", webtest.FormType, post("grant_type", "refresh_token"), "", 400, "invalid_request", false},
+		{"unknown refresh token", webtest.FormType, post("grant_type", "refresh_token", "refresh_token", "frt_nothing"), "", 400, "invalid_grant", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, body := postToken(t, tokenURL, tt.contentType, tt.body, tt.auth)
+			resp, body := webtest.PostToken(t, tokenURL, tt.contentType, tt.body, tt.auth)
 			if resp.StatusCode != tt.status || body["error"] != tt.code {
 				t.Fatalf("%d %v, want %d %s", resp.StatusCode, body, tt.status, tt.code)
 			}
@@ -235,33 +114,33 @@ func TestTokenEndpointErrors(t *testing.T) {
 
 func TestRefreshGrant(t *testing.T) {
 	t.Parallel()
-	ts := setupOAuth(t, nil)
-	tokenURL := ts.url + "/oauth/token"
-	auth := basic(ts.full.ID, ts.full.Secret)
-	_, first := postToken(t, tokenURL, formType, form("grant_type", "client_credentials", "scope", "flows:read flows:write"), auth)
+	ts := webtest.SetupOAuth(t, nil)
+	tokenURL := ts.URL + "/oauth/token"
+	auth := webtest.Basic(ts.Full.ID, ts.Full.Secret)
+	_, first := webtest.PostToken(t, tokenURL, webtest.FormType, webtest.Form("grant_type", "client_credentials", "scope", "flows:read flows:write"), auth)
 	rt, _ := first["refresh_token"].(string)
 
-	resp, body := postToken(t, tokenURL, formType, form("grant_type", "refresh_token", "refresh_token", rt), basic(ts.reader.ID, ts.reader.Secret))
+	resp, body := webtest.PostToken(t, tokenURL, webtest.FormType, webtest.Form("grant_type", "refresh_token", "refresh_token", rt), webtest.Basic(ts.Reader.ID, ts.Reader.Secret))
 	if resp.StatusCode != 400 || body["error"] != "invalid_grant" {
 		t.Fatalf("another client's refresh token: %d %v", resp.StatusCode, body)
 	}
 	// That leak revoked the family; start another.
-	_, first = postToken(t, tokenURL, formType, form("grant_type", "client_credentials", "scope", "flows:read flows:write"), auth)
+	_, first = webtest.PostToken(t, tokenURL, webtest.FormType, webtest.Form("grant_type", "client_credentials", "scope", "flows:read flows:write"), auth)
 	rt, _ = first["refresh_token"].(string)
-	resp, body = postToken(t, tokenURL, formType, form("grant_type", "refresh_token", "refresh_token", rt, "scope", "flows:delete"), auth)
+	resp, body = webtest.PostToken(t, tokenURL, webtest.FormType, webtest.Form("grant_type", "refresh_token", "refresh_token", rt, "scope", "flows:delete"), auth)
 	if resp.StatusCode != 400 || body["error"] != "invalid_scope" {
 		t.Fatalf("widening the scope: %d %v", resp.StatusCode, body)
 	}
-	resp, second := postToken(t, tokenURL, formType, form("grant_type", "refresh_token", "refresh_token", rt, "scope", "flows:read"), auth)
+	resp, second := webtest.PostToken(t, tokenURL, webtest.FormType, webtest.Form("grant_type", "refresh_token", "refresh_token", rt, "scope", "flows:read"), auth)
 	if resp.StatusCode != 200 || second["scope"] != "flows:read" || second["refresh_token"] == rt || second["expires_in"] != 300.0 ||
 		resp.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("refresh: %d %v", resp.StatusCode, second)
 	}
-	resp, body = postToken(t, tokenURL, formType, form("grant_type", "refresh_token", "refresh_token", rt), auth)
+	resp, body = webtest.PostToken(t, tokenURL, webtest.FormType, webtest.Form("grant_type", "refresh_token", "refresh_token", rt), auth)
 	if resp.StatusCode != 400 || body["error"] != "invalid_grant" {
 		t.Fatalf("reused refresh token: %d %v", resp.StatusCode, body)
 	}
-	resp, body = postToken(t, tokenURL, formType, form("grant_type", "refresh_token", "refresh_token", second["refresh_token"].(string)), auth)
+	resp, body = webtest.PostToken(t, tokenURL, webtest.FormType, webtest.Form("grant_type", "refresh_token", "refresh_token", second["refresh_token"].(string)), auth)
 	if resp.StatusCode != 400 || body["error"] != "invalid_grant" {
 		t.Fatalf("successor after reuse: %d %v", resp.StatusCode, body)
 	}
@@ -272,24 +151,24 @@ func TestRefreshGrant(t *testing.T) {
 // an authenticated route.
 func TestStandardClientUsesTheAPI(t *testing.T) {
 	t.Parallel()
-	ts := setupOAuth(t, nil)
+	ts := webtest.SetupOAuth(t, nil)
 	for _, style := range []oauth2.AuthStyle{oauth2.AuthStyleInHeader, oauth2.AuthStyleInParams} {
-		cc := clientcredentials.Config{ClientID: ts.full.ID, ClientSecret: ts.full.Secret, TokenURL: ts.url + "/oauth/token", AuthStyle: style}
-		resp, err := cc.Client(context.Background()).Get(ts.url + "/api/test-principal")
+		cc := clientcredentials.Config{ClientID: ts.Full.ID, ClientSecret: ts.Full.Secret, TokenURL: ts.URL + "/oauth/token", AuthStyle: style}
+		resp, err := cc.Client(context.Background()).Get(ts.URL + "/api/test-principal")
 		if err != nil {
 			t.Fatal(err)
 		}
 		var p identity.Principal
 		_ = json.NewDecoder(resp.Body).Decode(&p)
 		resp.Body.Close()
-		if resp.StatusCode != 200 || p.OrganizationID != ts.org.ID || p.ClientID != ts.full.ID || len(p.Scopes) != len(identity.AllScopes) || p.Sandbox {
+		if resp.StatusCode != 200 || p.OrganizationID != ts.Org.ID || p.ClientID != ts.Full.ID || len(p.Scopes) != len(identity.AllScopes) || p.Sandbox {
 			t.Fatalf("style %v: %d %+v", style, resp.StatusCode, p)
 		}
 	}
 
 	// The read-only client is authenticated but lacks flows:write.
-	cc := clientcredentials.Config{ClientID: ts.reader.ID, ClientSecret: ts.reader.Secret, TokenURL: ts.url + "/oauth/token"}
-	resp, err := cc.Client(context.Background()).Get(ts.url + "/api/test-principal")
+	cc := clientcredentials.Config{ClientID: ts.Reader.ID, ClientSecret: ts.Reader.Secret, TokenURL: ts.URL + "/oauth/token"}
+	resp, err := cc.Client(context.Background()).Get(ts.URL + "/api/test-principal")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,9 +183,9 @@ func TestStandardClientUsesTheAPI(t *testing.T) {
 // built-in provider and verify one of its tokens, as another service would.
 func TestDiscoveryAndJWKSServeStandardVerifiers(t *testing.T) {
 	t.Parallel()
-	ts := setupOAuth(t, nil)
+	ts := webtest.SetupOAuth(t, nil)
 	ctx := context.Background()
-	provider, err := oidc.NewProvider(ctx, ts.url)
+	provider, err := oidc.NewProvider(ctx, ts.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,19 +198,19 @@ func TestDiscoveryAndJWKSServeStandardVerifiers(t *testing.T) {
 		InspectAlgs   []string `json:"introspection_endpoint_auth_signing_alg_values_supported"`
 		SigningAlgs   []string `json:"token_endpoint_auth_signing_alg_values_supported"`
 	}
-	if err := provider.Claims(&meta); err != nil || meta.TokenEndpoint != ts.url+"/oauth/token" || meta.JWKSURI != ts.url+"/oauth/jwks" ||
+	if err := provider.Claims(&meta); err != nil || meta.TokenEndpoint != ts.URL+"/oauth/token" || meta.JWKSURI != ts.URL+"/oauth/jwks" ||
 		strings.Join(meta.Grants, " ") != "client_credentials refresh_token authorization_code" || strings.Join(meta.AuthMethods, " ") != "client_secret_basic client_secret_post private_key_jwt" ||
 		strings.Join(meta.RevokeMethods, " ") != "client_secret_basic client_secret_post private_key_jwt" ||
 		strings.Join(meta.SigningAlgs, " ") != "RS256 PS256 ES256" || strings.Join(meta.InspectAlgs, " ") != "RS256 PS256 ES256" {
 		t.Fatalf("discovery %+v %v", meta, err)
 	}
-	cc := clientcredentials.Config{ClientID: ts.full.ID, ClientSecret: ts.full.Secret, TokenURL: meta.TokenEndpoint}
+	cc := clientcredentials.Config{ClientID: ts.Full.ID, ClientSecret: ts.Full.Secret, TokenURL: meta.TokenEndpoint}
 	tok, err := cc.Token(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	idt, err := provider.Verifier(&oidc.Config{ClientID: "flowd"}).Verify(ctx, tok.AccessToken)
-	if err != nil || idt.Subject != ts.full.ID {
+	if err != nil || idt.Subject != ts.Full.ID {
 		t.Fatalf("go-oidc verifying a flowd token through discovery and JWKS: %v", err)
 	}
 	resp, err := http.Get(meta.JWKSURI)
@@ -354,7 +233,7 @@ func TestDiscoveryAndJWKSServeStandardVerifiers(t *testing.T) {
 // authorization endpoint's features that OpenID Discovery and RFC 9207 name.
 func TestDiscoveryListsWhatTheProviderDoes(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
 	lists := map[string][]string{
 		"scopes_supported": append(slices.Clone(identity.AllScopes), "openid", "profile"),
 		// Claims of access tokens, then of ID tokens.
@@ -368,7 +247,7 @@ func TestDiscoveryListsWhatTheProviderDoes(t *testing.T) {
 	}
 	for _, path := range []string{"/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"} {
 		t.Run(path, func(t *testing.T) {
-			resp, err := http.Get(ls.url + path)
+			resp, err := http.Get(ls.URL + path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -394,7 +273,7 @@ func TestDiscoveryListsWhatTheProviderDoes(t *testing.T) {
 				t.Errorf("response_types_supported = %v, want only code", got)
 			}
 			// Absent, request_uri_parameter_supported would mean true (OpenID Discovery 3).
-			for field, want := range map[string]any{"issuer": ls.url, "request_uri_parameter_supported": false,
+			for field, want := range map[string]any{"issuer": ls.URL, "request_uri_parameter_supported": false,
 				"request_parameter_supported": false, "authorization_response_iss_parameter_supported": true} {
 				if got, ok := doc[field]; !ok || got != want {
 					t.Errorf("%s = %v (present %v), want %v", field, got, ok, want)
@@ -409,14 +288,14 @@ func TestDiscoveryListsWhatTheProviderDoes(t *testing.T) {
 // accepts must be one consistent request.
 func FuzzTokenRequest(f *testing.F) {
 	seeds := []struct{ contentType, body, auth string }{
-		{formType, "grant_type=client_credentials&client_id=fc_a&client_secret=fcs_b", ""},
-		{formType, "grant_type=client_credentials", basic("fc_a", "fcs_b")},
-		{formType + "; charset=utf-8", "grant_type=refresh_token&refresh_token=frt_x&scope=flows%3Aread", basic("fc a", "s:e%cret")},
-		{formType, "grant_type=client_credentials&grant_type=x", ""},
-		{formType, "%zz=1", ""},
-		{formType, "client_secret=a", "Basic Zm9vOmJhcg=="},
-		{formType, "a=%00", "Basic !!"},
-		{formType, "scope=\xff", "Basic " + base64.StdEncoding.EncodeToString([]byte("%zz:x"))},
+		{webtest.FormType, "grant_type=client_credentials&client_id=fc_a&client_secret=fcs_b", ""},
+		{webtest.FormType, "grant_type=client_credentials", webtest.Basic("fc_a", "fcs_b")},
+		{webtest.FormType + "; charset=utf-8", "grant_type=refresh_token&refresh_token=frt_x&scope=flows%3Aread", webtest.Basic("fc a", "s:e%cret")},
+		{webtest.FormType, "grant_type=client_credentials&grant_type=x", ""},
+		{webtest.FormType, "%zz=1", ""},
+		{webtest.FormType, "client_secret=a", "Basic Zm9vOmJhcg=="},
+		{webtest.FormType, "a=%00", "Basic !!"},
+		{webtest.FormType, "scope=\xff", "Basic " + base64.StdEncoding.EncodeToString([]byte("%zz:x"))},
 		{"application/json", "{}", ""},
 		{"", "", "Bearer x"},
 		{"multipart/form-data; boundary=x", "--x--", ""},
@@ -430,7 +309,7 @@ func FuzzTokenRequest(f *testing.F) {
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
 		}
-		got, _, terr := parseTokenRequest(req)
+		got, _, terr := web.ParseTokenRequest(req)
 		if terr != nil {
 			if terr.Code == "" || terr.Description == "" {
 				t.Fatalf("error without code or description: %+v", terr)

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -12,16 +12,19 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/web"
 	"github.com/flowd/flowd/web/internal/httpkit"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // testServer is what each test of this package starts from.
 type testServer struct {
-	srv   *Server
+	srv   *webtest.Server
 	url   string
 	proxy *dbtest.Proxy
 }
@@ -46,7 +49,7 @@ func setupWith(t *testing.T, getenv config.Getenv) testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := newServer(t, Deps{Config: cfg, Pool: pool})
+	srv := webtest.NewServer(t, web.Deps{Config: cfg, Pool: pool})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return testServer{srv: srv, url: hs.URL, proxy: proxy}
@@ -100,7 +103,7 @@ func TestLostDatabaseAnswers503WithRetryAfter(t *testing.T) {
 	ts := setup(t)
 	ts.srv.Echo().GET("/api/test-query", func(c echo.Context) error {
 		var one int
-		if err := ts.srv.pool.QueryRow(c.Request().Context(), "select 1").Scan(&one); err != nil {
+		if err := ts.srv.Deps.Pool.QueryRow(c.Request().Context(), "select 1").Scan(&one); err != nil {
 			return err
 		}
 		return httpkit.WriteJSON(c, 200, map[string]int{"one": one})
@@ -365,5 +368,35 @@ func TestDrainingFailsReadinessWhileServing(t *testing.T) {
 	}
 	if _, err := http.Get(url + "/healthz"); err == nil {
 		t.Fatal("the server still accepts connections after shutdown")
+	}
+}
+
+// TestNewRefusesAMissingCollaborator: the server is built whole or not at all.
+func TestNewRefusesAMissingCollaborator(t *testing.T) {
+	t.Parallel()
+	complete := webtest.NewServer(t, web.Deps{})
+	d := complete.Deps
+	d.Registry = prometheus.NewRegistry()
+	if _, err := web.New(d); err != nil {
+		t.Fatalf("every collaborator given: %v", err)
+	}
+	for name, drop := range map[string]func(*web.Deps){
+		"Identity":    func(d *web.Deps) { d.Identity = nil },
+		"Limits":      func(d *web.Deps) { d.Limits = nil },
+		"Flows":       func(d *web.Deps) { d.Flows = nil },
+		"Endpoints":   func(d *web.Deps) { d.Endpoints = nil },
+		"Consent":     func(d *web.Deps) { d.Consent = nil },
+		"Definitions": func(d *web.Deps) { d.Definitions = nil },
+		"Receipts":    func(d *web.Deps) { d.Receipts = nil },
+		"Login":       func(d *web.Deps) { d.Login = nil },
+		"Sessions":    func(d *web.Deps) { d.Sessions = nil },
+		"Pool":        func(d *web.Deps) { d.Pool = nil },
+		"Idempotency": func(d *web.Deps) { d.Idempotency = nil },
+	} {
+		without := d
+		drop(&without)
+		if _, err := web.New(without); err == nil || err.Error() != "web: New needs "+name {
+			t.Errorf("without %s: %v", name, err)
+		}
 	}
 }

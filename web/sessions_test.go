@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // copyCookies returns a fresh browser holding copies of from's cookies
@@ -73,34 +74,34 @@ func providerSignsIn(t *testing.T, b *formbrowser.Browser, base string) bool {
 // 401, and the provider asks for the password again.
 func TestCopiedCookiesDoNotOutliveTheEndOfTheirSession(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
 	ctx := context.Background()
 	ends := []struct {
 		name string
 		end  func(t *testing.T, b *formbrowser.Browser, username, csrf string)
 	}{
 		{"sign-out", func(t *testing.T, b *formbrowser.Browser, _, csrf string) {
-			if p := b.Follow(http.MethodPost, ls.url+"/console/auth/logout", url.Values{"csrf": {csrf}}); p.URL != ls.url+"/console/signed-out" {
+			if p := b.Follow(http.MethodPost, ls.URL+"/console/auth/logout", url.Values{"csrf": {csrf}}); p.URL != ls.URL+"/console/signed-out" {
 				t.Fatalf("sign-out ended at %s", p.URL)
 			}
 		}},
 		{"password reset", func(t *testing.T, _ *formbrowser.Browser, username, _ string) {
-			if _, err := ls.staff.ResetStaffPassword(ctx, username, "another correct horse battery"); err != nil {
+			if _, err := ls.Staff.ResetStaffPassword(ctx, username, "another correct horse battery"); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"role change", func(t *testing.T, _ *formbrowser.Browser, username, _ string) {
-			if ch, err := ls.staff.SetStaffRole(ctx, username, identity.RoleViewer); err != nil || len(ch.Ended) == 0 {
+			if ch, err := ls.Staff.SetStaffRole(ctx, username, identity.RoleViewer); err != nil || len(ch.Ended) == 0 {
 				t.Fatalf("role change: %v, ended %d sessions", err, len(ch.Ended))
 			}
 		}},
 		{"disable", func(t *testing.T, _ *formbrowser.Browser, username, _ string) {
-			if _, err := ls.staff.DisableStaff(ctx, username); err != nil {
+			if _, err := ls.Staff.DisableStaff(ctx, username); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"delete", func(t *testing.T, _ *formbrowser.Browser, username, _ string) {
-			if _, err := ls.staff.DeleteStaff(ctx, username); err != nil {
+			if _, err := ls.Staff.DeleteStaff(ctx, username); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -108,28 +109,28 @@ func TestCopiedCookiesDoNotOutliveTheEndOfTheirSession(t *testing.T) {
 	for i, tt := range ends {
 		t.Run(tt.name, func(t *testing.T) {
 			username := "ada" + string(rune('a'+i))
-			ls.createStaff(t, "org-a", username, identity.RoleAdmin)
+			ls.CreateStaff(t, "org-a", username, identity.RoleAdmin)
 			b := formbrowser.New(t)
-			csrf := signInStaff(t, b, ls.url, username, testPassword).HiddenFields(t).Get("csrf")
-			consoleCopy := copyCookies(t, b, ls.url, "flowd_console")
-			providerCopy := copyCookies(t, b, ls.url, "flowd_idp")
-			if !consoleAdmits(t, consoleCopy, ls.url) || !providerSignsIn(t, providerCopy, ls.url) {
+			csrf := webtest.SignInStaff(t, b, ls.URL, username, webtest.TestPassword).HiddenFields(t).Get("csrf")
+			consoleCopy := copyCookies(t, b, ls.URL, "flowd_console")
+			providerCopy := copyCookies(t, b, ls.URL, "flowd_idp")
+			if !consoleAdmits(t, consoleCopy, ls.URL) || !providerSignsIn(t, providerCopy, ls.URL) {
 				t.Fatal("the copies did not work while the session lived")
 			}
 
 			tt.end(t, b, username, csrf)
 
-			if consoleAdmits(t, consoleCopy, ls.url) {
+			if consoleAdmits(t, consoleCopy, ls.URL) {
 				t.Fatal("the copied console cookie still opens the console")
 			}
-			p := consoleCopy.Post(ls.url+"/console/settings", url.Values{"csrf": {csrf}, "reference_prefix": {"PWNED"}})
+			p := consoleCopy.Post(ls.URL+"/console/settings", url.Values{"csrf": {csrf}, "reference_prefix": {"PWNED"}})
 			if p.Status != http.StatusUnauthorized {
 				t.Fatalf("a POST with the copied console cookie: %d %s", p.Status, p.Location)
 			}
-			if providerSignsIn(t, providerCopy, ls.url) {
+			if providerSignsIn(t, providerCopy, ls.URL) {
 				t.Fatal("the copied provider cookie still signs in without the password")
 			}
-			if consoleAdmits(t, b, ls.url) {
+			if consoleAdmits(t, b, ls.URL) {
 				t.Fatal("the browser itself is still signed in")
 			}
 		})
@@ -140,12 +141,12 @@ func TestCopiedCookiesDoNotOutliveTheEndOfTheirSession(t *testing.T) {
 // for the console session and once for the provider session it ended.
 func TestSignOutIsAudited(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-audit", "ada", identity.RoleAdmin)
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
+	ls.CreateStaff(t, "org-audit", "ada", identity.RoleAdmin)
 	b := formbrowser.New(t)
-	csrf := signInStaff(t, b, ls.url, "ada", testPassword).HiddenFields(t).Get("csrf")
-	b.Follow(http.MethodPost, ls.url+"/console/auth/logout", url.Values{"csrf": {csrf}})
-	entries, _, err := ls.ident.AuditLog(context.Background(), "org-audit", 50, 0)
+	csrf := webtest.SignInStaff(t, b, ls.URL, "ada", webtest.TestPassword).HiddenFields(t).Get("csrf")
+	b.Follow(http.MethodPost, ls.URL+"/console/auth/logout", url.Values{"csrf": {csrf}})
+	entries, _, err := ls.Ident.AuditLog(context.Background(), "org-audit", 50, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,55 +183,55 @@ func (c *testClock) advance(d time.Duration) { c.nanos.Add(int64(d)) }
 func TestSessionLifetimesHoldAtTheConsoleAndTheProvider(t *testing.T) {
 	t.Parallel()
 	clk := newTestClock()
-	ls := setupLogin(t, loginOptions{now: clk.Now, env: map[string]string{
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{Now: clk.Now, Env: map[string]string{
 		"FLOWD_CONSOLE_SESSION_IDLE": "30m", "FLOWD_CONSOLE_SESSION_MAX": "1h"}})
-	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
+	ls.CreateStaff(t, "org-a", "ada", identity.RoleAdmin)
 
 	t.Run("absolute", func(t *testing.T) {
 		b := formbrowser.New(t)
-		signInStaff(t, b, ls.url, "ada", testPassword)
-		consoleCopy := copyCookies(t, b, ls.url, "flowd_console", "flowd_idp")
+		webtest.SignInStaff(t, b, ls.URL, "ada", webtest.TestPassword)
+		consoleCopy := copyCookies(t, b, ls.URL, "flowd_console", "flowd_idp")
 		for range 3 { // in use all along: 19, 38, 57 minutes
 			clk.advance(19 * time.Minute)
-			if !consoleAdmits(t, b, ls.url) {
+			if !consoleAdmits(t, b, ls.URL) {
 				t.Fatalf("the session ended while in use, before its maximum")
 			}
 		}
 		clk.advance(4 * time.Minute)
-		if consoleAdmits(t, consoleCopy, ls.url) || consoleAdmits(t, b, ls.url) {
+		if consoleAdmits(t, consoleCopy, ls.URL) || consoleAdmits(t, b, ls.URL) {
 			t.Fatal("the console session outlived FLOWD_CONSOLE_SESSION_MAX")
 		}
-		if providerSignsIn(t, b, ls.url) {
+		if providerSignsIn(t, b, ls.URL) {
 			t.Fatal("the provider signed the browser in again past FLOWD_CONSOLE_SESSION_MAX")
 		}
 	})
 	t.Run("idle", func(t *testing.T) {
 		b := formbrowser.New(t)
-		signInStaff(t, b, ls.url, "ada", testPassword)
+		webtest.SignInStaff(t, b, ls.URL, "ada", webtest.TestPassword)
 		clk.advance(31 * time.Minute)
-		if consoleAdmits(t, b, ls.url) {
+		if consoleAdmits(t, b, ls.URL) {
 			t.Fatal("the console session outlived FLOWD_CONSOLE_SESSION_IDLE")
 		}
-		if providerSignsIn(t, b, ls.url) {
+		if providerSignsIn(t, b, ls.URL) {
 			t.Fatal("the provider signed the browser in again after FLOWD_CONSOLE_SESSION_IDLE unused")
 		}
 	})
 	t.Run("swept", func(t *testing.T) {
 		b := formbrowser.New(t)
-		signInStaff(t, b, ls.url, "ada", testPassword)
-		if _, err := ls.sessions.SweepExpired(context.Background()); err != nil {
+		webtest.SignInStaff(t, b, ls.URL, "ada", webtest.TestPassword)
+		if _, err := ls.Sessions.SweepExpired(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if !consoleAdmits(t, b, ls.url) {
+		if !consoleAdmits(t, b, ls.URL) {
 			t.Fatal("the sweep ended a live session")
 		}
 		clk.advance(2 * time.Hour)
-		n, err := ls.sessions.SweepExpired(context.Background())
+		n, err := ls.Sessions.SweepExpired(context.Background())
 		if err != nil || n < 2 {
 			t.Fatalf("the sweep deleted %d timed-out sessions (%v), want at least this browser's two", n, err)
 		}
 		var left int
-		if err := ls.pool.QueryRow(context.Background(), `select count(*) from login_sessions`).Scan(&left); err != nil || left != 0 {
+		if err := ls.Pool.QueryRow(context.Background(), `select count(*) from login_sessions`).Scan(&left); err != nil || left != 0 {
 			t.Fatalf("%d sessions left after the sweep (%v)", left, err)
 		}
 	})
@@ -253,18 +254,18 @@ func sessionIDs(body string) []string {
 // may end no one else's; another organization's admin finds none.
 func TestAdminEndsAPersonsSession(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
-	pair := ls.signInStaffPair(t, "Test Bank", "TB")
-	ls.createStaff(t, pair.other.ID, "oscar", identity.RoleAdmin)
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
+	pair := ls.SignInStaffPair(t, "Test Bank", "TB")
+	ls.CreateStaff(t, pair.Other.ID, "oscar", identity.RoleAdmin)
 	oscar := formbrowser.New(t)
-	oscarCSRF := signInStaff(t, oscar, ls.url, "oscar", testPassword).HiddenFields(t).Get("csrf")
+	oscarCSRF := webtest.SignInStaff(t, oscar, ls.URL, "oscar", webtest.TestPassword).HiddenFields(t).Get("csrf")
 
-	page := pair.admin.Get(ls.url + "/console/sessions")
+	page := pair.Admin.Get(ls.URL + "/console/sessions")
 	if page.Status != http.StatusOK || !strings.Contains(page.Body, "Everyone's sessions") || !strings.Contains(page.Body, "vic") {
 		t.Fatalf("the admin's sessions page: %d %s", page.Status, page.Body)
 	}
 	ctx := context.Background()
-	vicSessions, err := ls.sessions.ListSessions(ctx, pair.org.ID, nil)
+	vicSessions, err := ls.Sessions.ListSessions(ctx, pair.Org.ID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +282,7 @@ func TestAdminEndsAPersonsSession(t *testing.T) {
 		t.Fatalf("vic's console session %q is not listed: %v", vicConsole, sessionIDs(page.Body))
 	}
 
-	viewerPage := pair.viewer.Get(ls.url + "/console/sessions")
+	viewerPage := pair.Viewer.Get(ls.URL + "/console/sessions")
 	if strings.Contains(viewerPage.Body, "Everyone's sessions") || slices.Contains(sessionIDs(viewerPage.Body), adaConsole) {
 		t.Fatalf("a viewer sees others' sessions: %s", viewerPage.Body)
 	}
@@ -292,38 +293,38 @@ func TestAdminEndsAPersonsSession(t *testing.T) {
 		csrf   string
 		status int
 	}{
-		{"a viewer ends an admin's session", pair.viewer, "/console/sessions/" + adaConsole + "/end", pair.viewerCSRF, http.StatusNotFound},
-		{"a viewer ends all of an admin's", pair.viewer, "/console/sessions/" + adaConsole + "/end-all", pair.viewerCSRF, http.StatusForbidden},
+		{"a viewer ends an admin's session", pair.Viewer, "/console/sessions/" + adaConsole + "/end", pair.ViewerCSRF, http.StatusNotFound},
+		{"a viewer ends all of an admin's", pair.Viewer, "/console/sessions/" + adaConsole + "/end-all", pair.ViewerCSRF, http.StatusForbidden},
 		{"another organization's admin", oscar, "/console/sessions/" + vicConsole + "/end", oscarCSRF, http.StatusNotFound},
-		{"a malformed id", pair.admin, "/console/sessions/not-a-session/end", pair.adminCSRF, http.StatusNotFound},
+		{"a malformed id", pair.Admin, "/console/sessions/not-a-session/end", pair.AdminCSRF, http.StatusNotFound},
 	}
 	for _, r := range refusals {
-		if p := r.b.Post(ls.url+r.path, url.Values{"csrf": {r.csrf}}); p.Status != r.status {
+		if p := r.b.Post(ls.URL+r.path, url.Values{"csrf": {r.csrf}}); p.Status != r.status {
 			t.Fatalf("%s: %d, want %d", r.name, p.Status, r.status)
 		}
 	}
-	if !consoleAdmits(t, pair.admin, ls.url) || !consoleAdmits(t, pair.viewer, ls.url) {
+	if !consoleAdmits(t, pair.Admin, ls.URL) || !consoleAdmits(t, pair.Viewer, ls.URL) {
 		t.Fatal("a refused end ended a session")
 	}
 
-	confirm := pair.admin.Get(ls.url + "/console/sessions/" + vicConsole + "/end")
+	confirm := pair.Admin.Get(ls.URL + "/console/sessions/" + vicConsole + "/end")
 	if confirm.Status != http.StatusOK || !strings.Contains(confirm.Body, "End this session?") {
 		t.Fatalf("confirmation: %d %s", confirm.Status, confirm.Body)
 	}
-	p := pair.admin.Post(ls.url+"/console/sessions/"+vicConsole+"/end", confirm.HiddenFields(t))
+	p := pair.Admin.Post(ls.URL+"/console/sessions/"+vicConsole+"/end", confirm.HiddenFields(t))
 	if p.Status != http.StatusSeeOther || !strings.Contains(p.Location, "notice=session_ended") {
 		t.Fatalf("ending vic's session: %d %s", p.Status, p.Location)
 	}
-	if consoleAdmits(t, pair.viewer, ls.url) {
+	if consoleAdmits(t, pair.Viewer, ls.URL) {
 		t.Fatal("vic's browser is still signed in to the console")
 	}
-	if providerSignsIn(t, pair.viewer, ls.url) {
+	if providerSignsIn(t, pair.Viewer, ls.URL) {
 		t.Fatal("vic's browser is still signed in at the provider")
 	}
-	if !consoleAdmits(t, pair.admin, ls.url) {
+	if !consoleAdmits(t, pair.Admin, ls.URL) {
 		t.Fatal("the admin's own session ended")
 	}
-	entries, _, err := ls.ident.AuditLog(ctx, pair.org.ID, 50, 0)
+	entries, _, err := ls.Ident.AuditLog(ctx, pair.Org.ID, 50, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,31 +346,31 @@ func TestAdminEndsAPersonsSession(t *testing.T) {
 // has the end.
 func TestPersonEndsTheirOtherSessions(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-self", "ada", identity.RoleViewer)
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
+	ls.CreateStaff(t, "org-self", "ada", identity.RoleViewer)
 	here, there := formbrowser.New(t), formbrowser.New(t)
-	signInStaff(t, here, ls.url, "ada", testPassword)
-	signInStaff(t, there, ls.url, "ada", testPassword)
+	webtest.SignInStaff(t, here, ls.URL, "ada", webtest.TestPassword)
+	webtest.SignInStaff(t, there, ls.URL, "ada", webtest.TestPassword)
 
-	page := here.Get(ls.url + "/console/sessions")
+	page := here.Get(ls.URL + "/console/sessions")
 	if ids := sessionIDs(page.Body); len(ids) != 4 || strings.Count(page.Body, "this browser") != 2 {
 		t.Fatalf("sessions listed %v, %d marked this browser: %s", ids, strings.Count(page.Body, "this browser"), page.Body)
 	}
-	confirm := here.Get(ls.url + "/console/sessions/others/end")
-	p := here.Post(ls.url+"/console/sessions/others/end", confirm.HiddenFields(t))
+	confirm := here.Get(ls.URL + "/console/sessions/others/end")
+	p := here.Post(ls.URL+"/console/sessions/others/end", confirm.HiddenFields(t))
 	if p.Status != http.StatusSeeOther || !strings.Contains(p.Location, "notice=others_ended") {
 		t.Fatalf("sign out everywhere else: %d %s", p.Status, p.Location)
 	}
-	if consoleAdmits(t, there, ls.url) || providerSignsIn(t, there, ls.url) {
+	if consoleAdmits(t, there, ls.URL) || providerSignsIn(t, there, ls.URL) {
 		t.Fatal("the other browser is still signed in")
 	}
-	if !consoleAdmits(t, here, ls.url) {
+	if !consoleAdmits(t, here, ls.URL) {
 		t.Fatal("this browser was signed out too")
 	}
-	if ids := sessionIDs(here.Get(ls.url + "/console/sessions").Body); len(ids) != 2 {
+	if ids := sessionIDs(here.Get(ls.URL + "/console/sessions").Body); len(ids) != 2 {
 		t.Fatalf("after ending the others, sessions listed: %v", ids)
 	}
-	entries, _, err := ls.ident.AuditLog(context.Background(), "org-self", 50, 0)
+	entries, _, err := ls.Ident.AuditLog(context.Background(), "org-self", 50, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,52 +390,52 @@ func TestPersonEndsTheirOtherSessions(t *testing.T) {
 // the issuer, and ending one signs that browser out of the console.
 func TestExternalIssuersStaffSessionsAreListedAndEnded(t *testing.T) {
 	t.Parallel()
-	rpListener := newListener()
-	issuer := setupLogin(t, loginOptions{extraClients: func(string) []login.Client {
+	rpListener := webtest.NewListener()
+	issuer := webtest.SetupLogin(t, webtest.LoginOptions{ExtraClients: func(string) []login.Client {
 		return []login.Client{{ID: "external-console", Name: "an external console", Secret: "external secret",
-			Method: login.MethodStaff, RedirectURIs: []string{baseOf(rpListener) + "/console/auth/callback"},
-			PostLogoutRedirectURIs: []string{baseOf(rpListener) + "/console/signed-out"}}}
+			Method: login.MethodStaff, RedirectURIs: []string{webtest.BaseOf(rpListener) + "/console/auth/callback"},
+			PostLogoutRedirectURIs: []string{webtest.BaseOf(rpListener) + "/console/signed-out"}}}
 	}})
-	issuer.createStaff(t, "tenant-7", "eve@tenant.example", identity.RoleAdmin)
-	ls := setupLogin(t, loginOptions{preset: rpListener, env: map[string]string{
-		"FLOWD_CONSOLE_OIDC_ISSUER": issuer.url, "FLOWD_CONSOLE_OIDC_CLIENT_ID": "external-console",
+	issuer.CreateStaff(t, "tenant-7", "eve@tenant.example", identity.RoleAdmin)
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{Preset: rpListener, Env: map[string]string{
+		"FLOWD_CONSOLE_OIDC_ISSUER": issuer.URL, "FLOWD_CONSOLE_OIDC_CLIENT_ID": "external-console",
 		"FLOWD_CONSOLE_OIDC_CLIENT_SECRET": "external secret",
 	}})
 	signIn := func() *formbrowser.Browser {
 		b := formbrowser.New(t)
-		form := b.Follow(http.MethodGet, ls.url+"/console", nil)
+		form := b.Follow(http.MethodGet, ls.URL+"/console", nil)
 		v := form.HiddenFields(t)
 		v.Set("username", "eve@tenant.example")
-		v.Set("password", testPassword)
-		if p := b.Follow(http.MethodPost, issuer.url+"/idp/login", v); p.Status != http.StatusOK || !strings.HasPrefix(p.URL, ls.url+"/console") {
+		v.Set("password", webtest.TestPassword)
+		if p := b.Follow(http.MethodPost, issuer.URL+"/idp/login", v); p.Status != http.StatusOK || !strings.HasPrefix(p.URL, ls.URL+"/console") {
 			t.Fatalf("sign-in at the external issuer: %d %s", p.Status, p.URL)
 		}
 		return b
 	}
 	here, there := signIn(), signIn()
 
-	page := here.Get(ls.url + "/console/sessions")
+	page := here.Get(ls.URL + "/console/sessions")
 	ids := sessionIDs(page.Body)
-	if len(ids) != 4 || !strings.Contains(page.Body, `<span class="badge">`+issuer.url+`</span>`) {
+	if len(ids) != 4 || !strings.Contains(page.Body, `<span class="badge">`+issuer.URL+`</span>`) {
 		t.Fatalf("eve's two console sessions, in her list and everyone's, naming the issuer: %v %s", ids, page.Body)
 	}
-	all, err := ls.sessions.ListSessions(context.Background(), "tenant-7", nil)
+	all, err := ls.Sessions.ListSessions(context.Background(), "tenant-7", nil)
 	if err != nil || len(all) != 2 {
 		t.Fatalf("sessions of tenant-7: %+v (%v)", all, err)
 	}
 	for _, s := range all {
-		if s.Kind != identity.SessionConsole || s.Issuer != issuer.url || s.StaffID != "" || s.ProviderSessionID != "" {
+		if s.Kind != identity.SessionConsole || s.Issuer != issuer.URL || s.StaffID != "" || s.ProviderSessionID != "" {
 			t.Fatalf("an external issuer's staff session: %+v", s)
 		}
 	}
-	confirm := here.Get(ls.url + "/console/sessions/" + ids[0] + "/end")
-	if p := here.Post(ls.url+"/console/sessions/"+ids[0]+"/end", confirm.HiddenFields(t)); p.Status != http.StatusSeeOther {
+	confirm := here.Get(ls.URL + "/console/sessions/" + ids[0] + "/end")
+	if p := here.Post(ls.URL+"/console/sessions/"+ids[0]+"/end", confirm.HiddenFields(t)); p.Status != http.StatusSeeOther {
 		t.Fatalf("ending eve's newest session: %d %s", p.Status, p.Body)
 	}
-	if consoleAdmits(t, there, ls.url) {
+	if consoleAdmits(t, there, ls.URL) {
 		t.Fatal("the ended browser is still signed in to the console")
 	}
-	if !consoleAdmits(t, here, ls.url) {
+	if !consoleAdmits(t, here, ls.URL) {
 		t.Fatal("this browser was signed out too")
 	}
 }
@@ -444,9 +445,9 @@ func TestExternalIssuersStaffSessionsAreListedAndEnded(t *testing.T) {
 // names no one.
 func TestConsentSignOutEndsTheSessionOnTheServer(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
-	ls.srv.Echo().GET("/consent/test-whoami", func(c echo.Context) error {
-		id, ok, err := ls.srv.consentIdentityOf(c)
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
+	ls.Srv.Echo().GET("/consent/test-whoami", func(c echo.Context) error {
+		id, ok, err := ls.Srv.ConsentIdentityOf(c)
 		if err != nil {
 			return err
 		}
@@ -456,27 +457,27 @@ func TestConsentSignOutEndsTheSessionOnTheServer(t *testing.T) {
 		return c.String(http.StatusOK, id.CSRF)
 	})
 	b := formbrowser.New(t)
-	form := b.Follow(http.MethodGet, ls.url+"/consent/auth/login?return=%2Fconsent%2Ftest-whoami", nil)
+	form := b.Follow(http.MethodGet, ls.URL+"/consent/auth/login?return=%2Fconsent%2Ftest-whoami", nil)
 	v := form.HiddenFields(t)
 	v.Set("national_id", "01017012345")
 	v.Set("level", "substantial")
-	signedIn := b.Follow(http.MethodPost, ls.url+"/idp/login", v)
+	signedIn := b.Follow(http.MethodPost, ls.URL+"/idp/login", v)
 	if signedIn.Status != http.StatusOK {
 		t.Fatalf("consent sign-in: %d %s", signedIn.Status, signedIn.Body)
 	}
-	cp := copyCookies(t, b, ls.url, "flowd_consent")
-	if p := cp.Get(ls.url + "/consent/test-whoami"); p.Status != http.StatusOK {
+	cp := copyCookies(t, b, ls.URL, "flowd_consent")
+	if p := cp.Get(ls.URL + "/consent/test-whoami"); p.Status != http.StatusOK {
 		t.Fatalf("the copy before the sign-out: %d", p.Status)
 	}
 	var named int
-	if err := ls.pool.QueryRow(context.Background(), `select count(*) from login_sessions
+	if err := ls.Pool.QueryRow(context.Background(), `select count(*) from login_sessions
 		where kind = 'consent' and (subject <> '' or issuer <> '' or address <> '' or user_agent <> '')`).Scan(&named); err != nil || named != 0 {
 		t.Fatalf("%d consent sessions name someone (%v)", named, err)
 	}
-	if p := b.Post(ls.url+"/consent/auth/logout", url.Values{"csrf": {signedIn.Body}}); p.Status != http.StatusSeeOther {
+	if p := b.Post(ls.URL+"/consent/auth/logout", url.Values{"csrf": {signedIn.Body}}); p.Status != http.StatusSeeOther {
 		t.Fatalf("consent sign-out: %d %s", p.Status, p.Body)
 	}
-	if p := cp.Get(ls.url + "/consent/test-whoami"); p.Status != http.StatusUnauthorized {
+	if p := cp.Get(ls.URL + "/consent/test-whoami"); p.Status != http.StatusUnauthorized {
 		t.Fatalf("the copy after the sign-out: %d %s", p.Status, p.Body)
 	}
 }
@@ -486,22 +487,22 @@ func TestConsentSignOutEndsTheSessionOnTheServer(t *testing.T) {
 // while the provider's single sign-on it came through lives on.
 func TestANewSignInReplacesTheBrowsersSession(t *testing.T) {
 	t.Parallel()
-	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-again", "ada", identity.RoleAdmin)
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
+	ls.CreateStaff(t, "org-again", "ada", identity.RoleAdmin)
 	b := formbrowser.New(t)
-	signInStaff(t, b, ls.url, "ada", testPassword)
-	oldConsole := copyCookies(t, b, ls.url, "flowd_console")
-	provider := copyCookies(t, b, ls.url, "flowd_idp")
-	if p := b.Follow(http.MethodGet, ls.url+"/console/auth/login", nil); p.Status != http.StatusOK || !strings.Contains(p.Body, "Sign out") {
+	webtest.SignInStaff(t, b, ls.URL, "ada", webtest.TestPassword)
+	oldConsole := copyCookies(t, b, ls.URL, "flowd_console")
+	provider := copyCookies(t, b, ls.URL, "flowd_idp")
+	if p := b.Follow(http.MethodGet, ls.URL+"/console/auth/login", nil); p.Status != http.StatusOK || !strings.Contains(p.Body, "Sign out") {
 		t.Fatalf("signing in again through single sign-on: %d %s %s", p.Status, p.URL, p.Body)
 	}
-	if consoleAdmits(t, oldConsole, ls.url) {
+	if consoleAdmits(t, oldConsole, ls.URL) {
 		t.Fatal("the replaced console session still admits a copy of its cookie")
 	}
-	if !consoleAdmits(t, b, ls.url) || !providerSignsIn(t, provider, ls.url) {
+	if !consoleAdmits(t, b, ls.URL) || !providerSignsIn(t, provider, ls.URL) {
 		t.Fatal("the new console session or the single sign-on it came through ended")
 	}
-	entries, _, err := ls.ident.AuditLog(context.Background(), "org-again", 50, 0)
+	entries, _, err := ls.Ident.AuditLog(context.Background(), "org-again", 50, 0)
 	if err != nil || len(entries) != 1 || entries[0].Action != identity.AuditSessionEnd ||
 		!strings.HasPrefix(entries[0].Detail, "console session") || !strings.HasSuffix(entries[0].Detail, identity.EndedBySignIn) {
 		t.Fatalf("audit entries: %+v (%v)", entries, err)

@@ -1,4 +1,7 @@
-package web
+// Package webtest builds the real server for the tests of every surface
+// of web: each test gets its own database and the routes of web/routes.go,
+// with the real modules but where a test gives its own collaborator.
+package webtest
 
 import (
 	"context"
@@ -21,15 +24,25 @@ import (
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/webhooks"
+	"github.com/flowd/flowd/web"
 )
 
-// newServer builds the server of a test from d's collaborators and, for each
+// Server is the real server of a test and the collaborators it was built
+// from.
+type Server struct {
+	*web.Server
+	// Deps are what New was given: the test's own collaborators and, for
+	// each one it left out, the real module.
+	Deps web.Deps
+}
+
+// NewServer builds the server of a test from d's collaborators and, for each
 // one d leaves out, the real module as flowd serve builds it: on d.Pool (a
 // fresh database when d has none) and d.Config (the defaults when d has
 // none, with random keys where the defaults have none). The test's own
-// organizations come from defaultSettings, and their names and audit log
-// from testOrganizations.
-func newServer(t testing.TB, d Deps) *Server {
+// organizations come from DefaultSettings, and their names and audit log
+// from TestOrganizations.
+func NewServer(t testing.TB, d web.Deps) *Server {
 	t.Helper()
 	if d.Log == nil {
 		d.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -43,10 +56,10 @@ func newServer(t testing.TB, d Deps) *Server {
 	}
 	cfg := d.Config
 	if len(cfg.SessionKey) == 0 {
-		cfg.SessionKey = testKey(t)
+		cfg.SessionKey = RandomKey(t)
 	}
 	if len(cfg.DataKey) == 0 {
-		cfg.DataKey = testKey(t)
+		cfg.DataKey = RandomKey(t)
 	}
 	if d.Pool == nil {
 		d.Pool = dbtest.New(t)
@@ -59,7 +72,7 @@ func newServer(t testing.TB, d Deps) *Server {
 	// test fakes the bearer verification the API asks of Identity.
 	ident, _ := d.Identity.(*identity.Module)
 	if ident == nil {
-		ident = identity.New(d.Pool, identity.Config{Issuer: base, Audience: cfg.Audience, KeyEncryptionKey: testKey(t),
+		ident = identity.New(d.Pool, identity.Config{Issuer: base, Audience: cfg.Audience, KeyEncryptionKey: RandomKey(t),
 			HashParams: secrethash.Cheap, Log: d.Log, APIRateLimit: cfg.APIRateLimit})
 	}
 	if d.Identity == nil {
@@ -68,7 +81,7 @@ func newServer(t testing.TB, d Deps) *Server {
 	if d.Limits == nil {
 		d.Limits = ident
 	}
-	hooks, err := webhooks.New(d.Pool, flows.NewTaskReports(d.Pool), webhooks.Options{KeyEncryptionKey: testKey(t),
+	hooks, err := webhooks.New(d.Pool, flows.NewTaskReports(d.Pool), webhooks.Options{KeyEncryptionKey: RandomKey(t),
 		Log: d.Log, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
@@ -85,29 +98,29 @@ func newServer(t testing.TB, d Deps) *Server {
 		t.Fatal(err)
 	}
 	requests := consent.NewRequests(d.Pool, sealer, base)
-	definitions := consent.NewDefinitions(d.Pool, testOrganizations{})
+	definitions := consent.NewDefinitions(d.Pool, TestOrganizations{})
 	if d.Definitions == nil {
 		d.Definitions = definitions
 	}
-	receipts := consent.NewReceipts(d.Pool, ident, definitions, testOrganizations{}, base)
+	receipts := consent.NewReceipts(d.Pool, ident, definitions, TestOrganizations{}, base)
 	if d.Receipts == nil {
 		d.Receipts = receipts
 	}
-	flowsModule := flows.New(d.Pool, sealer, requests, definitions, receipts, fakeOrgs{settings: defaultSettings}, hooks, d.Log,
+	flowsModule := flows.New(d.Pool, sealer, requests, definitions, receipts, FakeOrgs{Settings: DefaultSettings}, hooks, d.Log,
 		prometheus.NewRegistry(), flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: cfg.ConsentTTL})
 	if d.Flows == nil {
 		d.Flows = flowsModule
 	}
 	if d.Consent == nil {
-		d.Consent = consent.NewJourney(d.Pool, requests, flowsModule, definitions, receipts, testOrganizations{}, testOrganizations{}, consent.DefaultACRMap, d.Log)
+		d.Consent = consent.NewJourney(d.Pool, requests, flowsModule, definitions, receipts, TestOrganizations{}, TestOrganizations{}, consent.DefaultACRMap, d.Log)
 	}
 	if d.Login == nil {
-		staff, err := login.NewStaff(d.Pool, testOrganizations{}, login.StaffConfig{PasswordParams: secrethash.Cheap})
+		staff, err := login.NewStaff(d.Pool, TestOrganizations{}, login.StaffConfig{PasswordParams: secrethash.Cheap})
 		if err != nil {
 			t.Fatal(err)
 		}
 		d.Login, err = login.New(d.Pool, ident, staff, login.Config{Issuer: base, Clients: login.BuiltInClients(base, cfg.SessionKey),
-			TestEID: cfg.TestEID, TestEIDLevels: TestEIDLevels(cfg.ConsentACRMap), NationalIDClaim: cfg.ConsentNationalIDClaim,
+			TestEID: cfg.TestEID, TestEIDLevels: web.TestEIDLevels(cfg.ConsentACRMap), NationalIDClaim: cfg.ConsentNationalIDClaim,
 			DataKey: cfg.DataKey})
 		if err != nil {
 			t.Fatal(err)
@@ -129,14 +142,15 @@ func newServer(t testing.TB, d Deps) *Server {
 	if d.Idempotency == nil {
 		d.Idempotency = idempotency.New(d.Pool, sealer, d.Log, 0)
 	}
-	srv, err := New(d)
+	srv, err := web.New(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return srv
+	return &Server{Server: srv, Deps: d}
 }
 
-func testKey(t testing.TB) []byte {
+// RandomKey is a random 32-byte key.
+func RandomKey(t testing.TB) []byte {
 	k := make([]byte, 32)
 	if _, err := rand.Read(k); err != nil {
 		t.Fatal(err)
@@ -144,49 +158,17 @@ func testKey(t testing.TB) []byte {
 	return k
 }
 
-// testOrganizations answers what the consent journey and staff accounts ask
+// TestOrganizations answers what the consent journey and staff accounts ask
 // of the organizations behind the test's flows and staff: every one exists,
 // is called Test Bank, and keeps no audit log.
-type testOrganizations struct{}
+type TestOrganizations struct{}
 
-func (testOrganizations) OrganizationName(context.Context, string) (string, error) {
+func (TestOrganizations) OrganizationName(context.Context, string) (string, error) {
 	return "Test Bank", nil
 }
 
-func (testOrganizations) OrganizationExists(context.Context, string) (bool, error) { return true, nil }
+func (TestOrganizations) OrganizationExists(context.Context, string) (bool, error) { return true, nil }
 
-func (testOrganizations) RecordIdentityMismatchTx(context.Context, database.Tx, string, string, string) error {
+func (TestOrganizations) RecordIdentityMismatchTx(context.Context, database.Tx, string, string, string) error {
 	return nil
-}
-
-// TestNewRefusesAMissingCollaborator: the server is built whole or not at all.
-func TestNewRefusesAMissingCollaborator(t *testing.T) {
-	t.Parallel()
-	complete := newServer(t, Deps{})
-	d := Deps{Log: complete.log, Config: complete.cfg, Pool: complete.pool, Registry: prometheus.NewRegistry(),
-		Identity: complete.identity, Limits: complete.limits, Flows: complete.flows, Webhooks: complete.webhooks, Endpoints: complete.endpoints, Consent: complete.consent,
-		Definitions: complete.definitions, Receipts: complete.receipts, Login: complete.login, ConsoleRP: complete.consoleRP, ConsentRP: complete.consentRP,
-		Sessions: complete.sessions, Idempotency: complete.answers}
-	if _, err := New(d); err != nil {
-		t.Fatalf("every collaborator given: %v", err)
-	}
-	for name, drop := range map[string]func(*Deps){
-		"Identity":    func(d *Deps) { d.Identity = nil },
-		"Limits":      func(d *Deps) { d.Limits = nil },
-		"Flows":       func(d *Deps) { d.Flows = nil },
-		"Endpoints":   func(d *Deps) { d.Endpoints = nil },
-		"Consent":     func(d *Deps) { d.Consent = nil },
-		"Definitions": func(d *Deps) { d.Definitions = nil },
-		"Receipts":    func(d *Deps) { d.Receipts = nil },
-		"Login":       func(d *Deps) { d.Login = nil },
-		"Sessions":    func(d *Deps) { d.Sessions = nil },
-		"Pool":        func(d *Deps) { d.Pool = nil },
-		"Idempotency": func(d *Deps) { d.Idempotency = nil },
-	} {
-		without := d
-		drop(&without)
-		if _, err := New(without); err == nil || err.Error() != "web: New needs "+name {
-			t.Errorf("without %s: %v", name, err)
-		}
-	}
 }

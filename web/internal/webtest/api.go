@@ -1,4 +1,4 @@
-package web
+package webtest
 
 import (
 	"context"
@@ -26,84 +26,87 @@ import (
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
+	"github.com/flowd/flowd/web"
 	"github.com/flowd/flowd/web/internal/httpkit"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
 
-// Test organizations and the bearer tokens fakeIdentity knows.
+// Test organizations and the bearer tokens FakeIdentity knows.
 const (
-	orgA = "org-a"
-	orgB = "org-b"
+	OrgA = "org-a"
+	OrgB = "org-b"
 
-	tokA        = "token-a-all"
-	tokARead    = "token-a-read"
-	tokAWrite   = "token-a-write"
-	tokADelete  = "token-a-delete"
-	tokASandbox = "token-a-sandbox"
-	tokB        = "token-b-all"
+	TokA        = "token-a-all"
+	TokARead    = "token-a-read"
+	TokAWrite   = "token-a-write"
+	TokADelete  = "token-a-delete"
+	TokASandbox = "token-a-sandbox"
+	TokB        = "token-b-all"
 )
 
-var testPrincipals = map[string]identity.Principal{
-	tokA:        {OrganizationID: orgA, ClientID: "client-a", Scopes: identity.AllScopes},
-	tokARead:    {OrganizationID: orgA, ClientID: "client-a-read", Scopes: []string{identity.ScopeFlowsRead}},
-	tokAWrite:   {OrganizationID: orgA, ClientID: "client-a-write", Scopes: []string{identity.ScopeFlowsWrite}},
-	tokADelete:  {OrganizationID: orgA, ClientID: "client-a-delete", Scopes: []string{identity.ScopeFlowsDelete}},
-	tokASandbox: {OrganizationID: orgA, ClientID: "client-a-sandbox", Scopes: identity.AllScopes, Sandbox: true},
-	tokB:        {OrganizationID: orgB, ClientID: "client-b", Scopes: identity.AllScopes},
+// TestPrincipals are the callers FakeIdentity admits, by token.
+var TestPrincipals = map[string]identity.Principal{
+	TokA:        {OrganizationID: OrgA, ClientID: "client-a", Scopes: identity.AllScopes},
+	TokARead:    {OrganizationID: OrgA, ClientID: "client-a-read", Scopes: []string{identity.ScopeFlowsRead}},
+	TokAWrite:   {OrganizationID: OrgA, ClientID: "client-a-write", Scopes: []string{identity.ScopeFlowsWrite}},
+	TokADelete:  {OrganizationID: OrgA, ClientID: "client-a-delete", Scopes: []string{identity.ScopeFlowsDelete}},
+	TokASandbox: {OrganizationID: OrgA, ClientID: "client-a-sandbox", Scopes: identity.AllScopes, Sandbox: true},
+	TokB:        {OrganizationID: OrgB, ClientID: "client-b", Scopes: identity.AllScopes},
 }
 
-// fakeIdentity maps test token strings to principals. The API tests need
+// FakeIdentity maps test token strings to principals. The API tests need
 // only bearer verification; the rest of identity.Service is the real
 // module's, tested in oauth_test.go and end to end.
-type fakeIdentity struct{ identity.Service }
+type FakeIdentity struct{ identity.Service }
 
-func (fakeIdentity) VerifyAccessToken(_ context.Context, raw string) (identity.Principal, error) {
-	if p, ok := testPrincipals[raw]; ok {
+func (FakeIdentity) VerifyAccessToken(_ context.Context, raw string) (identity.Principal, error) {
+	if p, ok := TestPrincipals[raw]; ok {
 		return p, nil
 	}
 	return identity.Principal{}, apperr.New(apperr.Unauthenticated, "invalid token")
 }
 
-// fakeOrgs gives each organization its flow settings.
-type fakeOrgs struct {
-	settings func(organizationID string) flows.OrganizationSettings
+// FakeOrgs gives each organization its flow settings.
+type FakeOrgs struct {
+	Settings func(organizationID string) flows.OrganizationSettings
 }
 
-func (o fakeOrgs) FlowSettings(_ context.Context, organizationID string) (flows.OrganizationSettings, error) {
-	return o.settings(organizationID), nil
+func (o FakeOrgs) FlowSettings(_ context.Context, organizationID string) (flows.OrganizationSettings, error) {
+	return o.Settings(organizationID), nil
 }
 
-func defaultSettings(organizationID string) flows.OrganizationSettings {
+// DefaultSettings are the flow settings of the test organizations.
+func DefaultSettings(organizationID string) flows.OrganizationSettings {
 	switch organizationID {
-	case orgA:
+	case OrgA:
 		return flows.OrganizationSettings{ReferencePrefix: "ACME", OrganizationNumber: "987654321"}
-	case orgB:
+	case OrgB:
 		return flows.OrganizationSettings{ReferencePrefix: "BETA", RedirectOrigins: []string{"https://beta.example"}}
 	}
 	return flows.OrganizationSettings{ReferencePrefix: "T"}
 }
 
-// tableEvents is a webhooks.Publisher that writes each call into the table
+// TableEvents is a webhooks.Publisher that writes each call into the table
 // test_events through the transaction it is given, so that a test sees
 // exactly the events of committed changes. publish, when set, runs first and
 // may fail the call.
-type tableEvents struct {
-	publish func(ctx context.Context, ev webhooks.Event) error
+type TableEvents struct {
+	Publish func(ctx context.Context, ev webhooks.Event) error
 }
 
-func (e *tableEvents) PublishTx(ctx context.Context, tx database.Tx, ev webhooks.Event) error {
+func (e *TableEvents) PublishTx(ctx context.Context, tx database.Tx, ev webhooks.Event) error {
 	if _, err := tx.Exec(ctx, `insert into test_events (kind, flow_id, task_id, reference_id, organization_id, status, flow_status, version, url)
 		values ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, string(ev.Type), ev.FlowID, ev.TaskID, ev.ReferenceID,
 		ev.OrganizationID, ev.Status, ev.FlowStatus, ev.Version, ev.URL); err != nil {
 		return err
 	}
-	if e.publish != nil {
-		return e.publish(ctx, ev)
+	if e.Publish != nil {
+		return e.Publish(ctx, ev)
 	}
 	return nil
 }
 
-func (e *tableEvents) CancelPendingTx(ctx context.Context, tx database.Tx, _, flowID string) error {
+func (e *TableEvents) CancelPendingTx(ctx context.Context, tx database.Tx, _, flowID string) error {
 	_, err := tx.Exec(ctx, `insert into test_events (kind, flow_id) values ('cancel-pending', $1)`, flowID)
 	return err
 }
@@ -111,14 +114,14 @@ func (e *tableEvents) CancelPendingTx(ctx context.Context, tx database.Tx, _, fl
 // RecordAuditTx keeps the API's audit entries in test_events, in the
 // caller's transaction: kind "audit", the action as status, the actor as
 // task_id, the target as reference_id, the detail as url.
-func (fakeIdentity) RecordAuditTx(ctx context.Context, tx database.Tx, e identity.AuditEntry) error {
+func (FakeIdentity) RecordAuditTx(ctx context.Context, tx database.Tx, e identity.AuditEntry) error {
 	_, err := tx.Exec(ctx, `insert into test_events (kind, flow_id, status, task_id, reference_id, organization_id, url)
 		values ('audit', '', $1, $2, $3, $4, $5)`, e.Action, e.Actor, e.Target, e.OrganizationID, e.Detail)
 	return err
 }
 
-// createTestEvents makes the table tableEvents writes to.
-func createTestEvents(t testing.TB, pool *pgxpool.Pool) {
+// CreateTestEvents makes the table TableEvents writes to.
+func CreateTestEvents(t testing.TB, pool *pgxpool.Pool) {
 	t.Helper()
 	if _, err := pool.Exec(context.Background(), `create table test_events (id bigserial primary key, kind text not null,
 		flow_id text not null, task_id text not null default '', reference_id text not null default '',
@@ -128,43 +131,46 @@ func createTestEvents(t testing.TB, pool *pgxpool.Pool) {
 	}
 }
 
-// apiEnv is the real server with the real flows and consent modules on a
+// APIEnv is the real server with the real flows and consent modules on a
 // fresh database.
-type apiEnv struct {
-	url    string
-	srv    *Server
-	pool   *pgxpool.Pool
-	flows  *flows.Manager
-	events *tableEvents
-	proxy  *dbtest.Proxy // cuts the database away
-	// receiptKeys signs the flows' receipts; its JWKS is what /oauth/jwks serves.
-	receiptKeys *identity.Module
-	// hooks is the webhooks module withWebhooks runs; nil without it.
-	hooks *webhooks.Module
+type APIEnv struct {
+	URL    string
+	Srv    *Server
+	Pool   *pgxpool.Pool
+	Flows  *flows.Manager
+	Events *TableEvents
+	Proxy  *dbtest.Proxy // cuts the database away
+	// ReceiptKeys signs the flows' receipts; its JWKS is what /oauth/jwks serves.
+	ReceiptKeys *identity.Module
+	// Hooks is the webhooks module WithWebhooks runs; nil without it.
+	Hooks *webhooks.Module
 }
 
 // apiSetup is what an envOption may change of the API's test environment.
 type apiSetup struct {
 	flows *flows.Config
-	orgs  *fakeOrgs
+	orgs  *FakeOrgs
 	// webhooks publishes the flows' events through the real webhooks
 	// module, running, instead of into test_events.
 	webhooks bool
 }
 
-type envOption func(*apiSetup)
+// EnvOption changes the API's test environment.
+type EnvOption func(*apiSetup)
 
-func withNationalIDFormat(f string) envOption {
+// WithNationalIDFormat holds national ids to format f.
+func WithNationalIDFormat(f string) EnvOption {
 	return func(s *apiSetup) { s.flows.NationalIDFormat = f }
 }
 
-// withWebhooks publishes the flows' events through the real webhooks
+// WithWebhooks publishes the flows' events through the real webhooks
 // module, whose workers deliver them (to private addresses too).
-func withWebhooks() envOption {
+func WithWebhooks() EnvOption {
 	return func(s *apiSetup) { s.webhooks = true }
 }
 
-func newAPI(t testing.TB, opts ...envOption) *apiEnv {
+// NewAPI starts the API's test environment on a fresh database.
+func NewAPI(t testing.TB, opts ...EnvOption) *APIEnv {
 	t.Helper()
 	proxy, dbURL := dbtest.NewProxy(t, dbtest.NewURL(t))
 	pool, err := database.Open(context.Background(), dbURL, 10)
@@ -172,7 +178,7 @@ func newAPI(t testing.TB, opts ...envOption) *apiEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	createTestEvents(t, pool)
+	CreateTestEvents(t, pool)
 	cfg, err := config.Load(func(k string) string {
 		if k == "FLOWD_BASE_URL" {
 			return "https://flowd.example"
@@ -189,12 +195,12 @@ func newAPI(t testing.TB, opts ...envOption) *apiEnv {
 		t.Fatal(err)
 	}
 	fcfg := flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: cfg.ConsentTTL}
-	orgs := fakeOrgs{settings: defaultSettings}
+	orgs := FakeOrgs{Settings: DefaultSettings}
 	setup := apiSetup{flows: &fcfg, orgs: &orgs}
 	for _, o := range opts {
 		o(&setup)
 	}
-	events := &tableEvents{}
+	events := &TableEvents{}
 	var publisher flows.Events = events
 	var hooks *webhooks.Module
 	if setup.webhooks {
@@ -208,44 +214,45 @@ func newAPI(t testing.TB, opts ...envOption) *apiEnv {
 		go func() { done <- hooks.Run(ctx) }()
 		t.Cleanup(func() { stop(); <-done })
 	}
-	definitions := consent.NewDefinitions(pool, testOrganizations{})
+	definitions := consent.NewDefinitions(pool, TestOrganizations{})
 	receiptKeys := identity.New(pool, identity.Config{Issuer: cfg.BaseURL.String(), KeyEncryptionKey: key, HashParams: secrethash.Cheap})
-	receipts := consent.NewReceipts(pool, receiptKeys, definitions, testOrganizations{}, cfg.BaseURL.String())
+	receipts := consent.NewReceipts(pool, receiptKeys, definitions, TestOrganizations{}, cfg.BaseURL.String())
 	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, cfg.BaseURL.String()),
 		definitions, receipts, orgs, publisher,
 		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), fcfg)
-	d := Deps{Config: cfg, Pool: pool, Identity: fakeIdentity{}, Flows: m, Receipts: receipts}
+	d := web.Deps{Config: cfg, Pool: pool, Identity: FakeIdentity{}, Flows: m, Receipts: receipts}
 	if hooks != nil {
 		d.Webhooks = hooks
 	}
-	srv := newServer(t, d)
+	srv := NewServer(t, d)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	return &apiEnv{url: hs.URL, srv: srv, pool: pool, flows: m, events: events, proxy: proxy, receiptKeys: receiptKeys, hooks: hooks}
+	return &APIEnv{URL: hs.URL, Srv: srv, Pool: pool, Flows: m, Events: events, Proxy: proxy, ReceiptKeys: receiptKeys, Hooks: hooks}
 }
 
-// response is what call returns.
-type response struct {
-	status int
-	header http.Header
-	body   []byte
+// Response is what Call returns.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
 }
 
-func (r response) json(t testing.TB) map[string]any {
+// JSON is the body, a JSON object.
+func (r Response) JSON(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
-	if err := json.Unmarshal(r.body, &m); err != nil {
-		t.Fatalf("body is not a JSON object: %v: %s", err, r.body)
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("body is not a JSON object: %v: %s", err, r.Body)
 	}
 	return m
 }
 
-// fields returns the field names of a problem body's errors.
-func (r response) fields(t testing.TB) []string {
+// Fields returns the field names of a problem body's errors.
+func (r Response) Fields(t testing.TB) []string {
 	t.Helper()
 	var p httpkit.Problem
-	if err := json.Unmarshal(r.body, &p); err != nil {
-		t.Fatalf("not a problem: %s", r.body)
+	if err := json.Unmarshal(r.Body, &p); err != nil {
+		t.Fatalf("not a problem: %s", r.Body)
 	}
 	var out []string
 	for _, e := range p.Errors {
@@ -254,14 +261,14 @@ func (r response) fields(t testing.TB) []string {
 	return out
 }
 
-// call makes one API request; headers come in name, value pairs.
-func (e *apiEnv) call(t testing.TB, method, path, token, body string, headers ...string) response {
+// Call makes one API request; headers come in name, value pairs.
+func (e *APIEnv) Call(t testing.TB, method, path, token, body string, headers ...string) Response {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, e.url+path, rd)
+	req, err := http.NewRequest(method, e.URL+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,11 +292,11 @@ func (e *apiEnv) call(t testing.TB, method, path, token, body string, headers ..
 	}
 	// Every response of the API tests must match the OpenAPI document.
 	openapitest.Validate(t, req, nil, resp, b)
-	return response{status: resp.StatusCode, header: resp.Header, body: b}
+	return Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
 
-// createBody is a valid create request body with optional overrides.
-func createBody(overrides map[string]any) string {
+// CreateBody is a valid create request body with optional overrides.
+func CreateBody(overrides map[string]any) string {
 	m := map[string]any{"nationalId": "ID-12345", "lastName": "Nordmann", "redirectUrl": "https://bank.example/done"}
 	for k, v := range overrides {
 		if v == nil {
@@ -302,28 +309,28 @@ func createBody(overrides map[string]any) string {
 	return string(b)
 }
 
-// create makes a flow through the API and returns its id.
-func (e *apiEnv) create(t testing.TB, token string, overrides map[string]any) string {
+// Create makes a flow through the API and returns its id.
+func (e *APIEnv) Create(t testing.TB, token string, overrides map[string]any) string {
 	t.Helper()
-	r := e.call(t, "POST", "/api/flows", token, createBody(overrides))
-	if r.status != http.StatusCreated {
-		t.Fatalf("create: %d %s", r.status, r.body)
+	r := e.Call(t, "POST", "/api/flows", token, CreateBody(overrides))
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
-	return r.json(t)["flowId"].(string)
+	return r.JSON(t)["flowId"].(string)
 }
 
-// count returns the result of a count query.
-func (e *apiEnv) count(t testing.TB, sql string, args ...any) int {
+// Count returns the result of a count query.
+func (e *APIEnv) Count(t testing.TB, sql string, args ...any) int {
 	t.Helper()
 	var n int
-	if err := e.pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+	if err := e.Pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return n
 }
 
-// keysOf returns the sorted keys of a JSON object.
-func keysOf(m any) string {
+// KeysOf returns the sorted keys of a JSON object.
+func KeysOf(m any) string {
 	obj, _ := m.(map[string]any)
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
@@ -333,8 +340,8 @@ func keysOf(m any) string {
 	return strings.Join(keys, ",")
 }
 
-// parallel runs n calls of fn on workers goroutines.
-func parallel(n, workers int, fn func(i int)) {
+// Parallel runs n calls of fn on workers goroutines.
+func Parallel(n, workers int, fn func(i int)) {
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range workers {

@@ -1,0 +1,178 @@
+package webtest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flowd/flowd/internal/config"
+	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/internal/oidclogin"
+	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/internal/secrethash"
+	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/login"
+	"github.com/flowd/flowd/web"
+)
+
+// LoginServer is a real server with the built-in provider and both relying
+// parties, on a fresh database, listening on its base URL.
+type LoginServer struct {
+	URL      string
+	Srv      *Server
+	Cfg      *config.Config
+	Staff    *login.Staff
+	Sessions *login.Sessions
+	Pool     *pgxpool.Pool
+	Ident    *identity.Module
+	Flows    *flows.Manager
+}
+
+// LoginOptions vary a LoginServer.
+type LoginOptions struct {
+	Env          map[string]string // settings, as FLOWD_* variables
+	ExtraClients func(base string) []login.Client
+	OrgClaim     string // the provider's claim names
+	RolesClaim   string
+	ConsoleHTTP  *http.Client // the console relying party's client to the provider
+	// Preset gives the listener before the server is built, so that two
+	// servers may name each other.
+	Preset *httptest.Server
+	// Now is the sessions' clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// NewListener is a listener whose address is known before the server is.
+func NewListener() *httptest.Server { return httptest.NewUnstartedServer(nil) }
+
+// BaseOf is the base URL of a server listening on hs.
+func BaseOf(hs *httptest.Server) string { return "http://" + hs.Listener.Addr().String() }
+
+// SetupLogin starts a LoginServer.
+func SetupLogin(t *testing.T, o LoginOptions) LoginServer {
+	t.Helper()
+	hs := o.Preset
+	if hs == nil {
+		hs = NewListener()
+	}
+	base := BaseOf(hs)
+	env := map[string]string{"FLOWD_BASE_URL": base, "FLOWD_TEST_EID": "true"}
+	for k, v := range o.Env {
+		env[k] = v
+	}
+	cfg, err := config.Load(func(k string) string { return env[k] }, config.Need{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.SessionKey, cfg.DataKey = RandomKey(t), RandomKey(t)
+	pool := dbtest.New(t)
+	// The identity module signs ID tokens and serves the token endpoint,
+	// JWKS and discovery, as in flowd serve.
+	ident := identity.New(pool, identity.Config{Issuer: base, Audience: cfg.Audience, KeyEncryptionKey: RandomKey(t),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), APIRateLimit: cfg.APIRateLimit})
+	staff, err := login.NewStaff(pool, TestOrganizations{}, login.StaffConfig{PasswordParams: secrethash.Cheap, AccountLimit: 3, AddressLimit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients := login.BuiltInClients(base, cfg.SessionKey)
+	if o.ExtraClients != nil {
+		clients = append(clients, o.ExtraClients(base)...)
+	}
+	provider, err := login.New(pool, ident, staff, login.Config{Issuer: base, Clients: clients, TestEID: cfg.TestEID,
+		TestEIDLevels:   web.TestEIDLevels(cfg.ConsentACRMap),
+		NationalIDClaim: cfg.ConsentNationalIDClaim, OrgClaim: o.OrgClaim, RolesClaim: o.RolesClaim, DataKey: cfg.DataKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The console's pages list flows: the real flows module, with the test
+	// organizations' settings.
+	sealer, err := pii.New(RandomKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	definitions := consent.NewDefinitions(pool, TestOrganizations{})
+	receipts := consent.NewReceipts(pool, ident, definitions, TestOrganizations{}, base)
+	flowsModule := flows.New(pool, sealer, consent.NewRequests(pool, sealer, base), definitions,
+		receipts, FakeOrgs{Settings: DefaultSettings}, &TableEvents{},
+		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), flows.Config{NationalIDFormat: flows.FormatGeneric})
+	consoleCfg := oidclogin.ConsoleConfig(cfg)
+	consoleCfg.HTTPClient = o.ConsoleHTTP
+	sessions, err := login.NewSessions(pool, login.SessionsConfig{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: o.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(t, web.Deps{Config: cfg, Pool: pool, Identity: ident, Flows: flowsModule, Receipts: receipts, Login: provider,
+		ConsoleRP: oidclogin.New(consoleCfg), ConsentRP: oidclogin.New(oidclogin.ConsentConfig(cfg)), Sessions: sessions, Now: o.Now})
+	hs.Config.Handler = srv
+	hs.Start()
+	t.Cleanup(hs.Close)
+	return LoginServer{URL: base, Srv: srv, Cfg: cfg, Staff: staff, Sessions: sessions, Pool: pool, Ident: ident, Flows: flowsModule}
+}
+
+// TestPassword is the password of the staff accounts tests create.
+const TestPassword = "correct horse battery staple"
+
+// CreateStaff creates a staff account of org with TestPassword.
+func (ls LoginServer) CreateStaff(t *testing.T, org, username string, role identity.Role) identity.StaffAccount {
+	t.Helper()
+	a, err := ls.Staff.CreateStaff(context.Background(), identity.NewStaffAccount{OrganizationID: org, Username: username,
+		Name: "Person " + username, Role: role, Password: TestPassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// StaffPair is an organization with an admin and a viewer signed in to the
+// console, and a second organization to show that nothing crosses over.
+type StaffPair struct {
+	Org, Other            identity.Organization
+	Admin, Viewer         *formbrowser.Browser
+	AdminCSRF, ViewerCSRF string
+}
+
+// SignInStaffPair creates the organizations of a StaffPair, its admin "ada"
+// and viewer "vic", and signs both in.
+func (ls LoginServer) SignInStaffPair(t *testing.T, name, prefix string) StaffPair {
+	t.Helper()
+	ctx := context.Background()
+	var s StaffPair
+	var err error
+	if s.Org, err = ls.Ident.CreateOrganization(ctx, identity.NewOrganization{Name: name, ReferencePrefix: prefix}); err != nil {
+		t.Fatal(err)
+	}
+	if s.Other, err = ls.Ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Other Bank", ReferencePrefix: "OTH"}); err != nil {
+		t.Fatal(err)
+	}
+	ls.CreateStaff(t, s.Org.ID, "ada", identity.RoleAdmin)
+	ls.CreateStaff(t, s.Org.ID, "vic", identity.RoleViewer)
+	s.Admin, s.Viewer = formbrowser.New(t), formbrowser.New(t)
+	s.AdminCSRF = SignInStaff(t, s.Admin, ls.URL, "ada", TestPassword).HiddenFields(t).Get("csrf")
+	s.ViewerCSRF = SignInStaff(t, s.Viewer, ls.URL, "vic", TestPassword).HiddenFields(t).Get("csrf")
+	return s
+}
+
+// SignInStaff drives a console sign-in through the staff form and returns the
+// page the browser lands on.
+func SignInStaff(t *testing.T, b *formbrowser.Browser, base, username, password string) formbrowser.Page {
+	t.Helper()
+	form := b.Follow(http.MethodGet, base+"/console", nil)
+	if !strings.Contains(form.Body, `name="password"`) {
+		t.Fatalf("no staff sign-in form: %d %s", form.Status, form.Body)
+	}
+	v := form.HiddenFields(t)
+	v.Set("username", username)
+	v.Set("password", password)
+	return b.Follow(http.MethodPost, base+"/idp/login", v)
+}
