@@ -25,6 +25,7 @@ import (
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/webhooks"
+	"github.com/flowd/flowd/web/api"
 )
 
 // Deps are the server's collaborators, all given at construction; New
@@ -78,6 +79,9 @@ type Server struct {
 	// endpoints are the organizations' webhook endpoints.
 	endpoints webhooks.Endpoints
 
+	// The surfaces: each a package of handlers, all routed in routes.go.
+	api *api.Handler
+
 	consent         consent.Journey
 	definitions     consent.Definitions
 	receipts        consent.ReceiptChecker
@@ -108,6 +112,8 @@ func New(d Deps) (*Server, error) {
 		consoleSessions: oidclogin.ConsoleSessions(d.Config, d.Sessions, d.Now),
 		consentSessions: oidclogin.ConsentSessions(d.Config, d.Sessions, d.Now),
 	}
+	s.api = api.New(api.Deps{Log: d.Log, Config: d.Config, Audit: d.Identity, Flows: d.Flows, Webhooks: d.Webhooks,
+		Endpoints: d.Endpoints, Definitions: d.Definitions, Receipts: d.Receipts, Idempotency: d.Idempotency})
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = ipExtractor(d.Config.TrustedProxies)
 	s.routes()

@@ -1,4 +1,4 @@
-package web_test
+package api_test
 
 import (
 	"encoding/json"
@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowd/flowd/web"
+	"github.com/flowd/flowd/web/api"
 	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // endpointOf decodes a webhook endpoint body.
-func endpointOf(t *testing.T, r webtest.Response) web.WebhookEndpoint {
+func endpointOf(t *testing.T, r webtest.Response) api.WebhookEndpoint {
 	t.Helper()
-	var e web.WebhookEndpoint
+	var e api.WebhookEndpoint
 	if err := json.Unmarshal(r.Body, &e); err != nil {
 		t.Fatalf("not an endpoint: %s", r.Body)
 	}
@@ -81,7 +81,7 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 	r = e.Call(t, "GET", "/api/webhook-endpoints", webtest.TokA, "")
 	var list struct {
 		HasMore bool                  `json:"has_more"`
-		Data    []web.WebhookEndpoint `json:"data"`
+		Data    []api.WebhookEndpoint `json:"data"`
 	}
 	if err := json.Unmarshal(r.Body, &list); err != nil || r.Status != 200 || list.HasMore || len(list.Data) != 2 ||
 		list.Data[0].ID != b.ID || list.Data[1].ID != a.ID {

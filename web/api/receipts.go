@@ -1,4 +1,4 @@
-package web
+package api
 
 import (
 	"errors"
@@ -26,11 +26,11 @@ type attachmentList struct {
 	Data    []attachmentJSON `json:"data"`
 }
 
-// handleAttachmentList handles "GET /api/flows/:id/attachments": the flow's
+// HandleAttachmentList handles "GET /api/flows/:id/attachments": the flow's
 // consent receipts, oldest first. A flow has a few at most, so one page
 // holds them all.
-func (s *Server) handleAttachmentList(c echo.Context) error {
-	list, err := s.flows.Attachments(c.Request().Context(), callerOf(c), c.Param("id"))
+func (h *Handler) HandleAttachmentList(c echo.Context) error {
+	list, err := h.flows.Attachments(c.Request().Context(), callerOf(c), c.Param("id"))
 	if err != nil {
 		return flowError(err)
 	}
@@ -42,10 +42,10 @@ func (s *Server) handleAttachmentList(c echo.Context) error {
 	return httpkit.WriteJSON(c, http.StatusOK, out)
 }
 
-// handleAttachmentGet handles "GET /api/flows/:id/attachments/:attachmentId":
+// HandleAttachmentGet handles "GET /api/flows/:id/attachments/:attachmentId":
 // the attachment itself, a receipt's compact JWS as application/jwt.
-func (s *Server) handleAttachmentGet(c echo.Context) error {
-	a, err := s.flows.Attachment(c.Request().Context(), callerOf(c), c.Param("id"), c.Param("attachmentId"))
+func (h *Handler) HandleAttachmentGet(c echo.Context) error {
+	a, err := h.flows.Attachment(c.Request().Context(), callerOf(c), c.Param("id"), c.Param("attachmentId"))
 	if errors.Is(err, flows.ErrNotFound) {
 		return apperr.New(apperr.NotFound, "No attachment with this id on this flow.")
 	}
@@ -61,10 +61,10 @@ type verifyReceiptRequest struct {
 	Receipt string `json:"receipt"`
 }
 
-// handleReceiptVerify handles "POST /api/receipts/verify", public: anyone
+// HandleReceiptVerify handles "POST /api/receipts/verify", public: anyone
 // holding a receipt may ask whether flowd signed it. A receipt that does not
 // verify is an answer, not an error: 200 with valid false and the reason.
-func (s *Server) handleReceiptVerify(c echo.Context) error {
+func (h *Handler) HandleReceiptVerify(c echo.Context) error {
 	var req verifyReceiptRequest
 	if err := httpkit.DecodeJSON(c, &req); err != nil {
 		return err
@@ -72,7 +72,7 @@ func (s *Server) handleReceiptVerify(c echo.Context) error {
 	if strings.TrimSpace(req.Receipt) == "" {
 		return apperr.InvalidFields([]apperr.FieldError{{Field: "receipt", Message: "is required: the receipt's compact JWS"}})
 	}
-	return httpkit.WriteJSON(c, http.StatusOK, httpkit.VerifyReceipt(c, s.receipts, s.log, req.Receipt))
+	return httpkit.WriteJSON(c, http.StatusOK, httpkit.VerifyReceipt(c, h.receipts, h.log, req.Receipt))
 }
 
 // subjectCheckRequest is the body of POST /api/receipts/subject.
@@ -85,10 +85,10 @@ type subjectCheck struct {
 	Matches bool `json:"matches"`
 }
 
-// handleReceiptSubject handles "POST /api/receipts/subject": the
+// HandleReceiptSubject handles "POST /api/receipts/subject": the
 // organization asks whether a person is the subject of one of its receipts.
 // The subject is a hash under a salt only flowd knows, so no one else can.
-func (s *Server) handleReceiptSubject(c echo.Context) error {
+func (h *Handler) HandleReceiptSubject(c echo.Context) error {
 	var req subjectCheckRequest
 	if err := httpkit.DecodeJSON(c, &req); err != nil {
 		return err
@@ -97,7 +97,7 @@ func (s *Server) handleReceiptSubject(c echo.Context) error {
 	if strings.TrimSpace(req.NationalID) == "" || len(req.NationalID) > 64 {
 		problems.Add("nationalId", "is required: the national id to check, at most 64 characters")
 	}
-	v, err := s.receipts.Verify(c.Request().Context(), req.Receipt)
+	v, err := h.receipts.Verify(c.Request().Context(), req.Receipt)
 	var bad *consent.InvalidReceiptError
 	switch {
 	case errors.As(err, &bad):
@@ -110,7 +110,7 @@ func (s *Server) handleReceiptSubject(c echo.Context) error {
 	if err := problems.Err(); err != nil {
 		return err
 	}
-	matches, err := s.receipts.SubjectMatches(c.Request().Context(), v.Receipt, req.NationalID)
+	matches, err := h.receipts.SubjectMatches(c.Request().Context(), v.Receipt, req.NationalID)
 	if err != nil {
 		return err
 	}

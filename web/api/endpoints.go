@@ -1,4 +1,4 @@
-package web
+package api
 
 import (
 	"context"
@@ -86,8 +86,8 @@ func (r endpointRequest) newEndpoint() webhooks.NewEndpoint {
 // endpointRules are the rules the endpoints module holds URLs to, for the
 // field errors a body that fails to decode adds (the module checks them
 // itself on every write).
-func (s *Server) endpointRules() webhooks.EndpointRules {
-	return webhooks.EndpointRules{AllowInsecureURLs: s.cfg.AllowInsecureURLs, AllowPrivate: s.cfg.WebhookAllowPrivate}
+func (h *Handler) endpointRules() webhooks.EndpointRules {
+	return webhooks.EndpointRules{AllowInsecureURLs: h.cfg.AllowInsecureURLs, AllowPrivate: h.cfg.WebhookAllowPrivate}
 }
 
 // endpointError maps the webhooks module's sentinel errors to application errors.
@@ -100,20 +100,20 @@ func endpointError(err error) error {
 
 // apiAudited returns the hook that records an API client's change in the
 // audit log in the change's own transaction (database.BeforeCommit), as
-// audited does for staff.
-func apiAudited[T any](s *Server, c echo.Context, action string, describe func(done T) (target, detail string)) database.BeforeCommit[T] {
+// the console does for staff.
+func apiAudited[T any](h *Handler, c echo.Context, action string, describe func(done T) (target, detail string)) database.BeforeCommit[T] {
 	p := httpkit.Principal(c)
 	return func(ctx context.Context, tx database.Tx, done T) error {
 		target, detail := describe(done)
-		return httpkit.AuditFailed(s.identity.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: p.OrganizationID,
+		return httpkit.AuditFailed(h.audit.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: p.OrganizationID,
 			Actor: "client:" + p.ClientID, Action: action, Target: target, Detail: detail}))
 	}
 }
 
-// handleEndpointList handles "GET /api/webhook-endpoints": every endpoint
+// HandleEndpointList handles "GET /api/webhook-endpoints": every endpoint
 // of the organization (at most webhooks.MaxEndpoints), newest first.
-func (s *Server) handleEndpointList(c echo.Context) error {
-	list, err := s.endpoints.List(c.Request().Context(), httpkit.Principal(c).OrganizationID, webhooks.NewestFirst)
+func (h *Handler) HandleEndpointList(c echo.Context) error {
+	list, err := h.endpoints.List(c.Request().Context(), httpkit.Principal(c).OrganizationID, webhooks.NewestFirst)
 	if err != nil {
 		return err
 	}
@@ -127,54 +127,54 @@ func (s *Server) handleEndpointList(c echo.Context) error {
 	return httpkit.WriteJSON(c, http.StatusOK, out)
 }
 
-// handleEndpointCreate handles "POST /api/webhook-endpoints".
-func (s *Server) handleEndpointCreate(c echo.Context) error {
+// HandleEndpointCreate handles "POST /api/webhook-endpoints".
+func (h *Handler) HandleEndpointCreate(c echo.Context) error {
 	var req endpointRequest
 	if err := httpkit.DecodeJSON(c, &req); err != nil {
-		return httpkit.WithFieldErrors(err, req.newEndpoint().Validate(s.endpointRules()))
+		return httpkit.WithFieldErrors(err, req.newEndpoint().Validate(h.endpointRules()))
 	}
 	answer := func(e webhooks.Endpoint) reply {
 		return reply{status: http.StatusCreated, header: http.Header{echo.HeaderLocation: {httpkit.EndpointPath(e.ID)}, "Etag": {e.ETag()}},
 			body: newWebhookEndpoint(e)}
 	}
-	e, err := s.endpoints.Create(c.Request().Context(), httpkit.Principal(c).OrganizationID, req.newEndpoint(),
-		apiAudited(s, c, identity.AuditWebhookEndpointCreate, func(e webhooks.Endpoint) (string, string) {
+	e, err := h.endpoints.Create(c.Request().Context(), httpkit.Principal(c).OrganizationID, req.newEndpoint(),
+		apiAudited(h, c, identity.AuditWebhookEndpointCreate, func(e webhooks.Endpoint) (string, string) {
 			return e.ID, httpkit.EndpointAudit(e)
 		}), keepReply(c, answer))
 	if err != nil {
 		return endpointError(err)
 	}
-	return s.writeReply(c, answer(e))
+	return h.writeReply(c, answer(e))
 }
 
-// handleEndpointGet handles "GET /api/webhook-endpoints/:id".
-func (s *Server) handleEndpointGet(c echo.Context) error {
-	e, err := s.endpoints.Get(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("id"))
+// HandleEndpointGet handles "GET /api/webhook-endpoints/:id".
+func (h *Handler) HandleEndpointGet(c echo.Context) error {
+	e, err := h.endpoints.Get(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("id"))
 	if err != nil {
 		return endpointError(err)
 	}
-	return s.writeResource(c, http.StatusOK, e.ETag(), newWebhookEndpoint(e))
+	return h.writeResource(c, http.StatusOK, e.ETag(), newWebhookEndpoint(e))
 }
 
-// handleEndpointUpdate handles "PATCH /api/webhook-endpoints/:id": the
+// HandleEndpointUpdate handles "PATCH /api/webhook-endpoints/:id": the
 // members sent replace the endpoint's.
-func (s *Server) handleEndpointUpdate(c echo.Context) error {
+func (h *Handler) HandleEndpointUpdate(c echo.Context) error {
 	var req endpointRequest
 	if err := httpkit.DecodeJSON(c, &req); err != nil {
-		return httpkit.WithFieldErrors(err, req.update().Validate(s.endpointRules()))
+		return httpkit.WithFieldErrors(err, req.update().Validate(h.endpointRules()))
 	}
 	cond, err := ifMatch(c)
 	if err != nil {
 		return err
 	}
-	e, err := s.endpoints.Update(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("id"), req.update(), cond,
-		apiAudited(s, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
+	e, err := h.endpoints.Update(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("id"), req.update(), cond,
+		apiAudited(h, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
 			return ch.After.ID, ch.Describe() + ": " + httpkit.EndpointAudit(ch.After)
 		}))
 	if err != nil {
 		return endpointError(err)
 	}
-	return s.writeResource(c, http.StatusOK, e.ETag(), newWebhookEndpoint(e))
+	return h.writeResource(c, http.StatusOK, e.ETag(), newWebhookEndpoint(e))
 }
 
 type deleteEndpointResponse struct {
@@ -182,14 +182,14 @@ type deleteEndpointResponse struct {
 	ID     string `json:"id"`
 }
 
-// handleEndpointDelete handles "DELETE /api/webhook-endpoints/:id".
-func (s *Server) handleEndpointDelete(c echo.Context) error {
+// HandleEndpointDelete handles "DELETE /api/webhook-endpoints/:id".
+func (h *Handler) HandleEndpointDelete(c echo.Context) error {
 	cond, err := ifMatch(c)
 	if err != nil {
 		return err
 	}
-	e, err := s.endpoints.Delete(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("id"), cond,
-		apiAudited(s, c, identity.AuditWebhookEndpointDelete, func(e webhooks.Endpoint) (string, string) {
+	e, err := h.endpoints.Delete(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("id"), cond,
+		apiAudited(h, c, identity.AuditWebhookEndpointDelete, func(e webhooks.Endpoint) (string, string) {
 			return e.ID, httpkit.EndpointAudit(e)
 		}))
 	if err != nil {

@@ -1,4 +1,4 @@
-package web
+package api
 
 import (
 	"errors"
@@ -50,44 +50,44 @@ func sinceParam(c echo.Context) (time.Time, error) {
 	return t, nil
 }
 
-// handleEndpointRecover handles "POST /api/webhook-endpoints/:id/recover":
+// HandleEndpointRecover handles "POST /api/webhook-endpoints/:id/recover":
 // every event of the endpoint's types since ?since= that it has not
 // received is sent, by a background job whose progress the answer's
 // Location shows.
-func (s *Server) handleEndpointRecover(c echo.Context) error {
+func (h *Handler) HandleEndpointRecover(c echo.Context) error {
 	since, err := sinceParam(c)
 	if err != nil {
 		return err
 	}
 	ctx, p := c.Request().Context(), httpkit.Principal(c)
-	r, err := s.webhooks.Recover(ctx, p.OrganizationID, c.Param("id"), since, "client:"+p.ClientID,
-		apiAudited(s, c, identity.AuditWebhookEndpointRecover, func(r webhooks.Recovery) (string, string) {
+	r, err := h.webhooks.Recover(ctx, p.OrganizationID, c.Param("id"), since, "client:"+p.ClientID,
+		apiAudited(h, c, identity.AuditWebhookEndpointRecover, func(r webhooks.Recovery) (string, string) {
 			return r.EndpointID, httpkit.RecoveryAudit(r)
 		}), keepReply(c, recoveryReply))
 	if err != nil {
-		return httpkit.RecoveryError(ctx, s.webhooks, p.OrganizationID, c.Param("id"), err)
+		return httpkit.RecoveryError(ctx, h.webhooks, p.OrganizationID, c.Param("id"), err)
 	}
-	return s.writeReply(c, recoveryReply(r))
+	return h.writeReply(c, recoveryReply(r))
 }
 
-// handleFlowURLRecover handles "POST /api/webhook-recoveries": every
+// HandleFlowURLRecover handles "POST /api/webhook-recoveries": every
 // delivery to a flow's own webhook URL (of ?host= only, when given) that
 // failed since ?since= is sent again, by a background job whose progress
 // the answer's Location shows.
-func (s *Server) handleFlowURLRecover(c echo.Context) error {
+func (h *Handler) HandleFlowURLRecover(c echo.Context) error {
 	since, err := sinceParam(c)
 	if err != nil {
 		return err
 	}
 	ctx, p := c.Request().Context(), httpkit.Principal(c)
-	r, err := s.webhooks.RecoverFlowURLs(ctx, p.OrganizationID, since, c.QueryParam("host"), "client:"+p.ClientID,
-		apiAudited(s, c, identity.AuditWebhookRecover, func(r webhooks.Recovery) (string, string) {
+	r, err := h.webhooks.RecoverFlowURLs(ctx, p.OrganizationID, since, c.QueryParam("host"), "client:"+p.ClientID,
+		apiAudited(h, c, identity.AuditWebhookRecover, func(r webhooks.Recovery) (string, string) {
 			return r.ID, httpkit.RecoveryAudit(r)
 		}), keepReply(c, recoveryReply))
 	if err != nil {
-		return httpkit.RecoveryError(ctx, s.webhooks, p.OrganizationID, "", err)
+		return httpkit.RecoveryError(ctx, h.webhooks, p.OrganizationID, "", err)
 	}
-	return s.writeReply(c, recoveryReply(r))
+	return h.writeReply(c, recoveryReply(r))
 }
 
 // recoveryReply answers a new recovery with it, queued: 202, its path in
@@ -99,7 +99,7 @@ func recoveryReply(r webhooks.Recovery) reply {
 }
 
 // writeRecoveries writes a list of recoveries.
-func (s *Server) writeRecoveries(c echo.Context, list []webhooks.Recovery) error {
+func (h *Handler) writeRecoveries(c echo.Context, list []webhooks.Recovery) error {
 	out := struct {
 		Data []recoveryJSON `json:"data"`
 	}{Data: make([]recoveryJSON, len(list))}
@@ -109,46 +109,46 @@ func (s *Server) writeRecoveries(c echo.Context, list []webhooks.Recovery) error
 	return httpkit.WriteJSON(c, http.StatusOK, out)
 }
 
-// handleFlowURLRecoveryList handles "GET /api/webhook-recoveries": the
+// HandleFlowURLRecoveryList handles "GET /api/webhook-recoveries": the
 // latest recoveries of the flows' own webhook URLs, newest first.
-func (s *Server) handleFlowURLRecoveryList(c echo.Context) error {
-	list, err := s.webhooks.FlowURLRecoveries(c.Request().Context(), httpkit.Principal(c).OrganizationID)
+func (h *Handler) HandleFlowURLRecoveryList(c echo.Context) error {
+	list, err := h.webhooks.FlowURLRecoveries(c.Request().Context(), httpkit.Principal(c).OrganizationID)
 	if err != nil {
 		return err
 	}
-	return s.writeRecoveries(c, list)
+	return h.writeRecoveries(c, list)
 }
 
-// handleFlowURLRecoveryGet handles "GET /api/webhook-recoveries/:recoveryId".
-func (s *Server) handleFlowURLRecoveryGet(c echo.Context) error {
-	r, err := s.webhooks.FlowURLRecovery(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("recoveryId"))
+// HandleFlowURLRecoveryGet handles "GET /api/webhook-recoveries/:recoveryId".
+func (h *Handler) HandleFlowURLRecoveryGet(c echo.Context) error {
+	r, err := h.webhooks.FlowURLRecovery(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("recoveryId"))
 	if errors.Is(err, webhooks.ErrRecoveryNotFound) {
 		return apperr.New(apperr.NotFound, "No recovery of the flows' webhook URLs with this id.")
 	}
 	if err != nil {
 		return err
 	}
-	return s.writeUnversioned(c, http.StatusOK, toRecoveryJSON(r))
+	return h.writeUnversioned(c, http.StatusOK, toRecoveryJSON(r))
 }
 
-// handleRecoveryList handles "GET /api/webhook-endpoints/:id/recoveries":
+// HandleRecoveryList handles "GET /api/webhook-endpoints/:id/recoveries":
 // the endpoint's latest recoveries, newest first.
-func (s *Server) handleRecoveryList(c echo.Context) error {
-	list, err := s.webhooks.Recoveries(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("id"))
+func (h *Handler) HandleRecoveryList(c echo.Context) error {
+	list, err := h.webhooks.Recoveries(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("id"))
 	if err != nil {
 		return endpointError(err)
 	}
-	return s.writeRecoveries(c, list)
+	return h.writeRecoveries(c, list)
 }
 
-// handleRecoveryGet handles "GET /api/webhook-endpoints/:id/recoveries/:recoveryId".
-func (s *Server) handleRecoveryGet(c echo.Context) error {
-	r, err := s.webhooks.Recovery(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("id"), c.Param("recoveryId"))
+// HandleRecoveryGet handles "GET /api/webhook-endpoints/:id/recoveries/:recoveryId".
+func (h *Handler) HandleRecoveryGet(c echo.Context) error {
+	r, err := h.webhooks.Recovery(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("id"), c.Param("recoveryId"))
 	if errors.Is(err, webhooks.ErrRecoveryNotFound) {
 		return apperr.New(apperr.NotFound, "No recovery with this id for this webhook endpoint.")
 	}
 	if err != nil {
 		return err
 	}
-	return s.writeUnversioned(c, http.StatusOK, toRecoveryJSON(r))
+	return h.writeUnversioned(c, http.StatusOK, toRecoveryJSON(r))
 }

@@ -1,4 +1,4 @@
-package web_test
+package api_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package web
+package api
 
 import (
 	"context"
@@ -92,10 +92,10 @@ func authorOf(c echo.Context) consent.Author {
 	return consent.Author{OrganizationID: p.OrganizationID, By: p.ClientID}
 }
 
-// handleDefinitionList handles "GET /api/flow-definitions": every
+// HandleDefinitionList handles "GET /api/flow-definitions": every
 // definition of the organization with its latest version, by id.
-func (s *Server) handleDefinitionList(c echo.Context) error {
-	list, err := s.definitions.List(c.Request().Context(), httpkit.Principal(c).OrganizationID)
+func (h *Handler) HandleDefinitionList(c echo.Context) error {
+	list, err := h.definitions.List(c.Request().Context(), httpkit.Principal(c).OrganizationID)
 	if err != nil {
 		return err
 	}
@@ -108,18 +108,18 @@ func (s *Server) handleDefinitionList(c echo.Context) error {
 	return httpkit.WriteJSON(c, http.StatusOK, out)
 }
 
-// handleDefinitionCreate handles "POST /api/flow-definitions": a new
+// HandleDefinitionCreate handles "POST /api/flow-definitions": a new
 // definition and its version 1.
-func (s *Server) handleDefinitionCreate(c echo.Context) error {
+func (h *Handler) HandleDefinitionCreate(c echo.Context) error {
 	var req FlowDefinitionDraft
 	if err := httpkit.DecodeJSON(c, &req); err != nil {
 		return httpkit.WithFieldErrors(err, req.Draft().Normalize().Validate())
 	}
-	p, err := s.definitions.Create(c.Request().Context(), authorOf(c), req.ID, req.Draft(), keepReply(c, definitionCreated))
+	p, err := h.definitions.Create(c.Request().Context(), authorOf(c), req.ID, req.Draft(), keepReply(c, definitionCreated))
 	if err != nil {
 		return definitionError(err)
 	}
-	return s.writeReply(c, definitionCreated(p))
+	return h.writeReply(c, definitionCreated(p))
 }
 
 // definitionCreated answers a new definition or version with it.
@@ -128,9 +128,9 @@ func definitionCreated(p consent.Published) reply {
 	return reply{status: http.StatusCreated, header: http.Header{echo.HeaderLocation: {out.Links.Self}, "Etag": {p.ETag()}}, body: out}
 }
 
-// handleDefinitionGet handles "GET /api/flow-definitions/:id" (the latest
+// HandleDefinitionGet handles "GET /api/flow-definitions/:id" (the latest
 // version) and "GET /api/flow-definitions/:id/versions/:version".
-func (s *Server) handleDefinitionGet(c echo.Context) error {
+func (h *Handler) HandleDefinitionGet(c echo.Context) error {
 	n := 0
 	if v := c.Param("version"); v != "" {
 		var err error
@@ -138,15 +138,15 @@ func (s *Server) handleDefinitionGet(c echo.Context) error {
 			return definitionError(consent.ErrDefinitionNotFound)
 		}
 	}
-	p, err := s.definitions.Get(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("id"), n)
+	p, err := h.definitions.Get(c.Request().Context(), httpkit.Principal(c).OrganizationID, c.Param("id"), n)
 	if err != nil {
 		return definitionError(err)
 	}
-	return s.writeResource(c, http.StatusOK, p.ETag(), NewFlowDefinition(p))
+	return h.writeResource(c, http.StatusOK, p.ETag(), NewFlowDefinition(p))
 }
 
-// handleDefinitionPublish handles "POST /api/flow-definitions/:id/versions".
-func (s *Server) handleDefinitionPublish(c echo.Context) error {
+// HandleDefinitionPublish handles "POST /api/flow-definitions/:id/versions".
+func (h *Handler) HandleDefinitionPublish(c echo.Context) error {
 	var req FlowDefinitionDraft
 	if err := httpkit.DecodeJSON(c, &req); err != nil {
 		return httpkit.WithFieldErrors(err, req.Draft().Normalize().Validate())
@@ -154,24 +154,24 @@ func (s *Server) handleDefinitionPublish(c echo.Context) error {
 	if req.ID != "" && req.ID != c.Param("id") {
 		return apperr.InvalidFields([]apperr.FieldError{{Field: "id", Message: "must be left out or be the definition's id"}})
 	}
-	p, err := s.definitions.Publish(c.Request().Context(), authorOf(c), c.Param("id"), req.Draft(), keepReply(c, definitionCreated))
+	p, err := h.definitions.Publish(c.Request().Context(), authorOf(c), c.Param("id"), req.Draft(), keepReply(c, definitionCreated))
 	if err != nil {
 		return definitionError(err)
 	}
-	return s.writeReply(c, definitionCreated(p))
+	return h.writeReply(c, definitionCreated(p))
 }
 
-// handleDefinitionRetire handles "POST /api/flow-definitions/:id/retire":
+// HandleDefinitionRetire handles "POST /api/flow-definitions/:id/retire":
 // no new flows; it answers with the latest version, retiredAt set. The
 // version is read first, so that the answer is whole in the retirement's
 // transaction (keepReply); a version published in between is a 409.
-func (s *Server) handleDefinitionRetire(c echo.Context) error {
+func (h *Handler) HandleDefinitionRetire(c echo.Context) error {
 	cond, err := ifMatch(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	latest, err := s.definitions.Get(ctx, httpkit.Principal(c).OrganizationID, c.Param("id"), 0)
+	latest, err := h.definitions.Get(ctx, httpkit.Principal(c).OrganizationID, c.Param("id"), 0)
 	if err != nil {
 		return definitionError(err)
 	}
@@ -179,7 +179,7 @@ func (s *Server) handleDefinitionRetire(c echo.Context) error {
 		p := consent.Published{Definition: d, Version: latest.Version}
 		return reply{status: http.StatusOK, header: http.Header{"Etag": {p.ETag()}}, body: NewFlowDefinition(p)}
 	}
-	d, err := s.definitions.Retire(ctx, authorOf(c), c.Param("id"), cond,
+	d, err := h.definitions.Retire(ctx, authorOf(c), c.Param("id"), cond,
 		func(_ context.Context, _ database.Tx, d consent.Definition) error {
 			if d.LatestVersion != latest.Version.Version {
 				return apperr.New(apperr.Conflict, "A new version of the consent definition was published while it was being retired; retry.")
@@ -189,5 +189,5 @@ func (s *Server) handleDefinitionRetire(c echo.Context) error {
 	if err != nil {
 		return definitionError(err)
 	}
-	return s.writeReply(c, answer(d))
+	return h.writeReply(c, answer(d))
 }

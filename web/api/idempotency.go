@@ -1,4 +1,4 @@
-package web
+package api
 
 import (
 	"bytes"
@@ -48,7 +48,7 @@ func keyedRequestOf(c echo.Context) *keyedRequest {
 	return k
 }
 
-// idempotent makes a POST of the API honour Idempotency-Key, as flow
+// Idempotent makes a POST of the API honour Idempotency-Key, as flow
 // creation does: the same key with the same request (client, method, path
 // and query, body) within 24 hours replays the first answer with
 // Idempotent-Replayed: true, and is refused with a 422 for another request;
@@ -62,7 +62,7 @@ func keyedRequestOf(c echo.Context) *keyedRequest {
 // winner's answer. An answer not kept so (a request that changed nothing) is
 // kept once written. Only successes are kept: a failed request changed
 // nothing, and its key stays free for a retry.
-func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
+func (h *Handler) Idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		key := c.Request().Header.Get(headerIdempotencyKey)
 		if key == "" {
@@ -80,14 +80,14 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		c.Request().Body = io.NopCloser(bytes.NewReader(body))
 		p := httpkit.Principal(c)
-		k := &keyedRequest{store: s.answers, request: idempotency.Request{OrganizationID: p.OrganizationID,
+		k := &keyedRequest{store: h.answers, request: idempotency.Request{OrganizationID: p.OrganizationID,
 			ClientID: p.ClientID, Key: key, Method: c.Request().Method, Path: requestPath(c.Request().URL),
 			Body: canonicalJSON(body)}}
 		ctx := c.Request().Context()
-		if done, err := s.replayed(c, k.request); done || err != nil {
+		if done, err := h.replayed(c, k.request); done || err != nil {
 			return err
 		}
-		if held, err := s.flows.IdempotencyKeyHeld(ctx, callerOf(c), key); err != nil {
+		if held, err := h.flows.IdempotencyKeyHeld(ctx, callerOf(c), key); err != nil {
 			return err
 		} else if held {
 			return keyReused(&idempotency.MismatchError{Method: http.MethodPost, Path: "/api/flows"})
@@ -96,10 +96,10 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 		rec := &answerRecorder{ResponseWriter: c.Response().Writer}
 		c.Response().Writer = rec
 		if err := next(c); err != nil {
-			return s.afterFailure(c, k, err)
+			return h.afterFailure(c, k, err)
 		}
 		if k.kept == nil && c.Response().Status/100 == 2 && !rec.overflow {
-			s.keepWritten(ctx, c, k, rec.body.Bytes())
+			h.keepWritten(ctx, c, k, rec.body.Bytes())
 		}
 		return nil
 	}
@@ -108,8 +108,8 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 // replayed answers a request whose key holds an answer: that answer, or a
 // 422 when the key was used with another request. It reports whether it
 // answered.
-func (s *Server) replayed(c echo.Context, r idempotency.Request) (bool, error) {
-	a, err := s.answers.Lookup(c.Request().Context(), r)
+func (h *Handler) replayed(c echo.Context, r idempotency.Request) (bool, error) {
+	a, err := h.answers.Lookup(c.Request().Context(), r)
 	var mismatch *idempotency.MismatchError
 	switch {
 	case err == nil:
@@ -126,12 +126,12 @@ func (s *Server) replayed(c echo.Context, r idempotency.Request) (bool, error) {
 // be a concurrent request with the same key that changed first (the flow it
 // cancelled is no longer active, the key its answer took): when that one's
 // answer is kept, it is this request's answer too.
-func (s *Server) afterFailure(c echo.Context, k *keyedRequest, err error) error {
+func (h *Handler) afterFailure(c echo.Context, k *keyedRequest, err error) error {
 	taken := errors.Is(err, idempotency.ErrTaken)
 	if c.Response().Committed || (!taken && apperr.CodeOf(err) != apperr.Conflict) {
 		return err
 	}
-	if done, lerr := s.replayed(c, k.request); done {
+	if done, lerr := h.replayed(c, k.request); done {
 		return lerr
 	}
 	if taken {
@@ -143,7 +143,7 @@ func (s *Server) afterFailure(c echo.Context, k *keyedRequest, err error) error 
 // keepWritten keeps the answer a handler wrote without keeping it in a
 // transaction: its request changed nothing, so a failure to keep it costs
 // only the replay, and is logged.
-func (s *Server) keepWritten(ctx context.Context, c echo.Context, k *keyedRequest, body []byte) {
+func (h *Handler) keepWritten(ctx context.Context, c echo.Context, k *keyedRequest, body []byte) {
 	a := idempotency.Answer{Status: c.Response().Status, Header: http.Header{}, Body: body}
 	for _, name := range keptHeaders {
 		if v := c.Response().Header().Values(name); len(v) > 0 {
@@ -151,7 +151,7 @@ func (s *Server) keepWritten(ctx context.Context, c echo.Context, k *keyedReques
 		}
 	}
 	if err := k.store.Keep(ctx, k.request, a); err != nil && !errors.Is(err, idempotency.ErrTaken) {
-		s.log.WarnContext(ctx, "keeping the answer to an Idempotency-Key", "error", err.Error(),
+		h.log.WarnContext(ctx, "keeping the answer to an Idempotency-Key", "error", err.Error(),
 			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
 	}
 }
@@ -160,11 +160,11 @@ func (s *Server) keepWritten(ctx context.Context, c echo.Context, k *keyedReques
 // operation's kept answer holds; the flows module keeps the creates' own keys
 // and their rules. A key too long is left to it, which names it among the
 // body's problems.
-func (s *Server) keyFreeForCreate(c echo.Context, key string) error {
+func (h *Handler) keyFreeForCreate(c echo.Context, key string) error {
 	if key == "" || len(key) > idempotency.MaxKey {
 		return nil
 	}
-	holder, err := s.answers.Holder(c.Request().Context(), httpkit.Principal(c).OrganizationID, key)
+	holder, err := h.answers.Holder(c.Request().Context(), httpkit.Principal(c).OrganizationID, key)
 	if err != nil {
 		return err
 	}
@@ -228,13 +228,13 @@ func keepReply[T any](c echo.Context, render func(done T) reply) database.Before
 // writeReply writes the answer of a write: the one keepReply kept, when it
 // did, so that the first answer and its replays are the same bytes;
 // otherwise r.
-func (s *Server) writeReply(c echo.Context, r reply) error {
+func (h *Handler) writeReply(c echo.Context, r reply) error {
 	if k := keyedRequestOf(c); k != nil && k.kept != nil {
 		return writeAnswer(c, *k.kept, false)
 	}
-	h := c.Response().Header()
+	header := c.Response().Header()
 	for name, values := range r.header {
-		h[name] = values
+		header[name] = values
 	}
 	return httpkit.WriteJSON(c, r.status, r.body)
 }

@@ -1,4 +1,4 @@
-package web
+package api
 
 import (
 	"net/http"
@@ -23,7 +23,7 @@ func ifMatch(c echo.Context) (etag.IfMatch, error) {
 // writeResource writes v, one resource whose module tags it by its version
 // (tag), as JSON with status and its ETag. A GET whose If-None-Match names
 // the tag is answered 304 without encoding the body.
-func (s *Server) writeResource(c echo.Context, status int, tag string, v any) error {
+func (h *Handler) writeResource(c echo.Context, status int, tag string, v any) error {
 	c.Response().Header().Set("ETag", tag)
 	if notModified(c, status, tag) {
 		return c.NoContent(http.StatusNotModified)
@@ -33,7 +33,7 @@ func (s *Server) writeResource(c echo.Context, status int, tag string, v any) er
 
 // writeUnversioned writes v, one resource that has no version (the API
 // cannot change it), as JSON with status, tagged by a hash of its body.
-func (s *Server) writeUnversioned(c echo.Context, status int, v any) error {
+func (h *Handler) writeUnversioned(c echo.Context, status int, v any) error {
 	buf, err := httpkit.EncodeJSON(v)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package web_test
+package api_test
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/modules/identity"
-	"github.com/flowd/flowd/web"
+	"github.com/flowd/flowd/web/api"
 	"github.com/flowd/flowd/web/internal/webtest"
 )
 
@@ -40,9 +40,9 @@ func draftBody(overrides map[string]any) string {
 	return string(b)
 }
 
-func decodeDefinition(t *testing.T, r webtest.Response) web.FlowDefinition {
+func decodeDefinition(t *testing.T, r webtest.Response) api.FlowDefinition {
 	t.Helper()
-	var d web.FlowDefinition
+	var d api.FlowDefinition
 	if err := json.Unmarshal(r.Body, &d); err != nil {
 		t.Fatal(err)
 	}

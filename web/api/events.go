@@ -1,4 +1,4 @@
-package web
+package api
 
 import (
 	"encoding/json"
@@ -65,9 +65,9 @@ func toEventJSON(e webhooks.EventRecord) eventJSON {
 	return out
 }
 
-// handleEventList handles "GET /api/events": the organization's events,
+// HandleEventList handles "GET /api/events": the organization's events,
 // newest first, for clients that poll instead of receiving webhooks.
-func (s *Server) handleEventList(c echo.Context) error {
+func (h *Handler) HandleEventList(c echo.Context) error {
 	q := c.QueryParams()
 	var problems apperr.Fields
 	for name, v := range q {
@@ -101,7 +101,7 @@ func (s *Server) handleEventList(c echo.Context) error {
 	if err := problems.Err(); err != nil {
 		return err
 	}
-	page, err := s.webhooks.Events(c.Request().Context(), callerOf(c).OrganizationID, eq)
+	page, err := h.webhooks.Events(c.Request().Context(), callerOf(c).OrganizationID, eq)
 	if err != nil {
 		return err
 	}
@@ -112,10 +112,10 @@ func (s *Server) handleEventList(c echo.Context) error {
 	return httpkit.WriteJSON(c, http.StatusOK, out)
 }
 
-// handleEventGet handles "GET /api/events/:id": one event with its
+// HandleEventGet handles "GET /api/events/:id": one event with its
 // deliveries and every attempt of each.
-func (s *Server) handleEventGet(c echo.Context) error {
-	e, deliveries, err := s.webhooks.Event(c.Request().Context(), callerOf(c).OrganizationID, c.Param("id"))
+func (h *Handler) HandleEventGet(c echo.Context) error {
+	e, deliveries, err := h.webhooks.Event(c.Request().Context(), callerOf(c).OrganizationID, c.Param("id"))
 	if errors.Is(err, webhooks.ErrNotFound) {
 		return apperr.New(apperr.NotFound, "No event with this id.")
 	}
@@ -136,7 +136,7 @@ func (s *Server) handleEventGet(c echo.Context) error {
 		}
 		out.Deliveries[i] = dj
 	}
-	return s.writeUnversioned(c, http.StatusOK, out)
+	return h.writeUnversioned(c, http.StatusOK, out)
 }
 
 // redeliverRequest is the body of POST /api/events/:id/redeliver; no body
@@ -150,10 +150,10 @@ type redeliverResponse struct {
 	Deliveries int    `json:"deliveries"`
 }
 
-// handleEventRedeliver handles "POST /api/events/:id/redeliver": the event
+// HandleEventRedeliver handles "POST /api/events/:id/redeliver": the event
 // goes out again now, to every destination it had, or to one endpoint; the
 // audit log records it in the redelivery's transaction.
-func (s *Server) handleEventRedeliver(c echo.Context) error {
+func (h *Handler) HandleEventRedeliver(c echo.Context) error {
 	var req redeliverRequest
 	if c.Request().ContentLength != 0 {
 		if err := httpkit.DecodeJSON(c, &req); err != nil {
@@ -163,8 +163,8 @@ func (s *Server) handleEventRedeliver(c echo.Context) error {
 	answer := func(n int) reply {
 		return reply{status: http.StatusAccepted, body: redeliverResponse{Status: "scheduled", Deliveries: n}}
 	}
-	n, err := s.webhooks.Redeliver(c.Request().Context(), callerOf(c).OrganizationID, c.Param("id"), req.EndpointID,
-		apiAudited(s, c, identity.AuditEventRedeliver, func(r webhooks.Redelivery) (string, string) {
+	n, err := h.webhooks.Redeliver(c.Request().Context(), callerOf(c).OrganizationID, c.Param("id"), req.EndpointID,
+		apiAudited(h, c, identity.AuditEventRedeliver, func(r webhooks.Redelivery) (string, string) {
 			return r.EventID, httpkit.RedeliveryAudit(r)
 		}), keepReply(c, func(r webhooks.Redelivery) reply { return answer(r.Deliveries) }))
 	switch {
@@ -177,5 +177,5 @@ func (s *Server) handleEventRedeliver(c echo.Context) error {
 	case err != nil:
 		return err
 	}
-	return s.writeReply(c, answer(n))
+	return h.writeReply(c, answer(n))
 }

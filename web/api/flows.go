@@ -1,4 +1,4 @@
-package web
+package api
 
 import (
 	"context"
@@ -112,8 +112,8 @@ type createFlowResponse struct {
 
 func flowPath(id string) string { return "/api/flows/" + id }
 
-// handleFlowCreate handles "POST /api/flows".
-func (s *Server) handleFlowCreate(c echo.Context) error {
+// HandleFlowCreate handles "POST /api/flows".
+func (h *Handler) HandleFlowCreate(c echo.Context) error {
 	var req createFlowRequest
 	in := func() flows.NewFlow {
 		return flows.NewFlow{NationalID: req.NationalID, LastName: req.LastName, RedirectURL: req.RedirectURL,
@@ -124,13 +124,13 @@ func (s *Server) handleFlowCreate(c echo.Context) error {
 		// Name the fields that decoded but are invalid too, so that one
 		// answer lists every problem of the body.
 		return httpkit.WithFieldErrors(err, in().Normalize().Validate(flows.Rules{
-			NationalIDFormat: s.cfg.NationalIDFormat, AllowInsecureURLs: s.cfg.AllowInsecureURLs}))
+			NationalIDFormat: h.cfg.NationalIDFormat, AllowInsecureURLs: h.cfg.AllowInsecureURLs}))
 	}
 	key := c.Request().Header.Get(headerIdempotencyKey)
-	if err := s.keyFreeForCreate(c, key); err != nil {
+	if err := h.keyFreeForCreate(c, key); err != nil {
 		return err
 	}
-	created, err := s.flows.Create(c.Request().Context(), callerOf(c), in(), key)
+	created, err := h.flows.Create(c.Request().Context(), callerOf(c), in(), key)
 	if err != nil {
 		return flowError(err)
 	}
@@ -138,10 +138,10 @@ func (s *Server) handleFlowCreate(c echo.Context) error {
 	resp.Links.Self.Href = flowPath(created.FlowID)
 	resp.Links.Consent.Href = created.ConsentURL
 	resp.FlowID, resp.ReferenceID = created.FlowID, created.ReferenceID
-	h := c.Response().Header()
-	h.Set(echo.HeaderLocation, flowPath(created.FlowID))
+	header := c.Response().Header()
+	header.Set(echo.HeaderLocation, flowPath(created.FlowID))
 	if created.Replayed {
-		h.Set(headerIdempotentReplayed, "true")
+		header.Set(headerIdempotentReplayed, "true")
 	}
 	return httpkit.WriteJSON(c, http.StatusCreated, resp)
 }
@@ -171,8 +171,8 @@ type flowList struct {
 // listQueryParams are the query parameters GET /api/flows understands.
 var listQueryParams = map[string]bool{"limit": true, "archived": true, "status": true, "starting_after": true, "ending_before": true}
 
-// handleFlowList handles "GET /api/flows".
-func (s *Server) handleFlowList(c echo.Context) error {
+// HandleFlowList handles "GET /api/flows".
+func (h *Handler) HandleFlowList(c echo.Context) error {
 	q := c.QueryParams()
 	var problems apperr.Fields
 	for name := range q {
@@ -227,7 +227,7 @@ func (s *Server) handleFlowList(c echo.Context) error {
 	if err := problems.Err(); err != nil {
 		return err
 	}
-	page, err := s.flows.List(c.Request().Context(), callerOf(c), p)
+	page, err := h.flows.List(c.Request().Context(), callerOf(c), p)
 	if err != nil {
 		return flowError(err)
 	}
@@ -375,13 +375,13 @@ func nonEmpty(s string) *string {
 	return &s
 }
 
-// handleFlowGet handles "GET /api/flows/:id".
-func (s *Server) handleFlowGet(c echo.Context) error {
-	f, err := s.flows.Get(c.Request().Context(), callerOf(c), c.Param("id"))
+// HandleFlowGet handles "GET /api/flows/:id".
+func (h *Handler) HandleFlowGet(c echo.Context) error {
+	f, err := h.flows.Get(c.Request().Context(), callerOf(c), c.Param("id"))
 	if err != nil {
 		return flowError(err)
 	}
-	return s.writeResource(c, http.StatusOK, f.ETag(), envelopeOf(f, httpkit.Principal(c)))
+	return h.writeResource(c, http.StatusOK, f.ETag(), envelopeOf(f, httpkit.Principal(c)))
 }
 
 // flowReply answers a change of a flow with the flow, as GET /api/flows/:id
@@ -392,20 +392,20 @@ func flowReply(p identity.Principal) func(flows.Flow) reply {
 	}
 }
 
-// handleFlowCancel handles "POST /api/flows/:id/cancel": it answers with the
+// HandleFlowCancel handles "POST /api/flows/:id/cancel": it answers with the
 // cancelled flow, as GET /api/flows/:id shows it; a flow that is no longer
 // active is a 409.
-func (s *Server) handleFlowCancel(c echo.Context) error {
+func (h *Handler) HandleFlowCancel(c echo.Context) error {
 	cond, err := ifMatch(c)
 	if err != nil {
 		return err
 	}
 	answer := flowReply(httpkit.Principal(c))
-	f, err := s.flows.Cancel(c.Request().Context(), callerOf(c), c.Param("id"), cond, keepReply(c, answer))
+	f, err := h.flows.Cancel(c.Request().Context(), callerOf(c), c.Param("id"), cond, keepReply(c, answer))
 	if err != nil {
 		return flowError(err)
 	}
-	return s.writeReply(c, answer(f))
+	return h.writeReply(c, answer(f))
 }
 
 // withdrawRequest is the body of POST /api/flows/:id/withdraw.
@@ -413,10 +413,10 @@ type withdrawRequest struct {
 	Reason string `json:"reason"`
 }
 
-// handleFlowWithdraw handles "POST /api/flows/:id/withdraw": the
+// HandleFlowWithdraw handles "POST /api/flows/:id/withdraw": the
 // organization withdraws an accepted consent on the person's behalf; the
 // reason goes to the audit log in the withdrawal's transaction.
-func (s *Server) handleFlowWithdraw(c echo.Context) error {
+func (h *Handler) HandleFlowWithdraw(c echo.Context) error {
 	var req withdrawRequest
 	if err := httpkit.DecodeJSON(c, &req); err != nil {
 		return err
@@ -432,15 +432,15 @@ func (s *Server) handleFlowWithdraw(c echo.Context) error {
 	}
 	p := httpkit.Principal(c)
 	answer := flowReply(p)
-	f, err := s.flows.Withdraw(c.Request().Context(), callerOf(c), c.Param("id"), cond,
+	f, err := h.flows.Withdraw(c.Request().Context(), callerOf(c), c.Param("id"), cond,
 		func(ctx context.Context, tx database.Tx, f flows.Flow) error {
-			return httpkit.AuditFailed(s.identity.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: p.OrganizationID,
+			return httpkit.AuditFailed(h.audit.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: p.OrganizationID,
 				Actor: "client:" + p.ClientID, Action: identity.AuditFlowWithdraw, Target: f.ReferenceID, Detail: reason}))
 		}, keepReply(c, answer))
 	if err != nil {
 		return flowError(err)
 	}
-	return s.writeReply(c, answer(f))
+	return h.writeReply(c, answer(f))
 }
 
 type deleteFlowResponse struct {
@@ -449,13 +449,13 @@ type deleteFlowResponse struct {
 	ReferenceID string `json:"referenceId"`
 }
 
-// handleFlowDelete handles "DELETE /api/flows/:id".
-func (s *Server) handleFlowDelete(c echo.Context) error {
+// HandleFlowDelete handles "DELETE /api/flows/:id".
+func (h *Handler) HandleFlowDelete(c echo.Context) error {
 	cond, err := ifMatch(c)
 	if err != nil {
 		return err
 	}
-	d, err := s.flows.Delete(c.Request().Context(), callerOf(c), c.Param("id"), cond, httpkit.ForgetAnswers(s.answers, callerOf(c).OrganizationID))
+	d, err := h.flows.Delete(c.Request().Context(), callerOf(c), c.Param("id"), cond, httpkit.ForgetAnswers(h.answers, callerOf(c).OrganizationID))
 	if err != nil {
 		return flowError(err)
 	}
@@ -477,14 +477,14 @@ type taskList struct {
 	Data    []taskJSON `json:"data"`
 }
 
-// handleTaskList handles "GET /api/tasks?flowId=": every task of one flow,
+// HandleTaskList handles "GET /api/tasks?flowId=": every task of one flow,
 // oldest first.
-func (s *Server) handleTaskList(c echo.Context) error {
+func (h *Handler) HandleTaskList(c echo.Context) error {
 	ids, ok := c.QueryParams()["flowId"]
 	if !ok || len(ids) != 1 || ids[0] == "" {
 		return apperr.InvalidFields([]apperr.FieldError{{Field: "flowId", Message: "is required, once"}})
 	}
-	tasks, err := s.flows.Tasks(c.Request().Context(), callerOf(c), ids[0])
+	tasks, err := h.flows.Tasks(c.Request().Context(), callerOf(c), ids[0])
 	if err != nil {
 		return flowError(err)
 	}
