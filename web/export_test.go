@@ -24,15 +24,9 @@ func ProblemKinds() map[apperr.Code]ProblemKind {
 }
 
 var (
-	IPExtractor       = ipExtractor
-	ParseTokenRequest = parseTokenRequest
-	StaffOf           = staffOf
-	RequireAdmin      = requireAdmin
-)
-
-type (
-	TokenResponse      = tokenResponse
-	TokenErrorResponse = tokenErrorResponse
+	IPExtractor  = ipExtractor
+	StaffOf      = staffOf
+	RequireAdmin = requireAdmin
 )
 
 // RequireStaff is the console's session middleware.

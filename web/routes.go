@@ -22,22 +22,23 @@ func (s *Server) routes() {
 	e.GET("/metrics", echo.WrapHandler(s.metrics.handler))
 
 	// The built-in OAuth 2.0 provider: public, client authentication in the handlers.
-	e.POST("/oauth/token", s.handleToken)
-	e.POST("/oauth/revoke", s.handleRevoke)
-	e.POST("/oauth/introspect", s.handleIntrospect)
-	e.GET("/oauth/jwks", s.handleJWKS)
-	e.GET("/.well-known/openid-configuration", s.handleDiscovery)
-	e.GET("/.well-known/oauth-authorization-server", s.handleDiscovery)
+	p := s.oauth
+	e.POST("/oauth/token", p.HandleToken)
+	e.POST("/oauth/revoke", p.HandleRevoke)
+	e.POST("/oauth/introspect", p.HandleIntrospect)
+	e.GET("/oauth/jwks", p.HandleJWKS)
+	e.GET("/.well-known/openid-configuration", p.HandleDiscovery)
+	e.GET("/.well-known/oauth-authorization-server", p.HandleDiscovery)
 
-	// The built-in provider's interactive side (issue 6): browsers and relying parties.
-	e.GET("/oauth/authorize", s.handleAuthorize)
-	e.POST("/oauth/authorize", s.handleAuthorize)
-	e.GET("/idp/login", s.handleLoginForm)
-	e.POST("/idp/login", s.handleLoginSubmit)
-	e.GET("/oauth/userinfo", s.handleUserInfo)
-	e.POST("/oauth/userinfo", s.handleUserInfo)
-	e.GET("/oauth/end_session", s.handleEndSession)
-	e.POST("/oauth/end_session", s.handleEndSession)
+	// The built-in provider's interactive side: browsers and relying parties.
+	e.GET("/oauth/authorize", p.HandleAuthorize)
+	e.POST("/oauth/authorize", p.HandleAuthorize)
+	e.GET("/idp/login", p.HandleLoginForm)
+	e.POST("/idp/login", p.HandleLoginSubmit)
+	e.GET("/oauth/userinfo", p.HandleUserInfo)
+	e.POST("/oauth/userinfo", p.HandleUserInfo)
+	e.GET("/oauth/end_session", p.HandleEndSession)
+	e.POST("/oauth/end_session", p.HandleEndSession)
 
 	// The API: bearer token, organization from the token, scopes per route;
 	// authenticate also holds the token's client to its rate limit.

@@ -26,6 +26,7 @@ import (
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web/api"
+	"github.com/flowd/flowd/web/oauth"
 )
 
 // Deps are the server's collaborators, all given at construction; New
@@ -64,6 +65,10 @@ type Deps struct {
 	Now func() time.Time
 }
 
+// TestEIDLevels are the levels the test eID offers under m, weakest first
+// (oauth.TestEIDLevels), for the sign-in's configuration.
+func TestEIDLevels(m consent.ACRMap) []login.TestEIDLevel { return oauth.TestEIDLevels(m) }
+
 // Server is flowd's HTTP server.
 type Server struct {
 	echo     *echo.Echo
@@ -80,7 +85,8 @@ type Server struct {
 	endpoints webhooks.Endpoints
 
 	// The surfaces: each a package of handlers, all routed in routes.go.
-	api *api.Handler
+	api   *api.Handler
+	oauth *oauth.Handler
 
 	consent         consent.Journey
 	definitions     consent.Definitions
@@ -89,7 +95,6 @@ type Server struct {
 	login           *login.Provider
 	consoleRP       *oidclogin.RelyingParty
 	consentRP       *oidclogin.RelyingParty
-	idp             *oidclogin.Sessions
 	consoleSessions *oidclogin.Sessions
 	consentSessions *oidclogin.Sessions
 	sessions        identity.Sessions
@@ -108,12 +113,13 @@ func New(d Deps) (*Server, error) {
 		identity: d.Identity, limits: d.Limits, flows: d.Flows, webhooks: d.Webhooks, endpoints: d.Endpoints,
 		consent: d.Consent, definitions: d.Definitions, receipts: d.Receipts, answers: d.Idempotency,
 		login: d.Login, consoleRP: d.ConsoleRP, consentRP: d.ConsentRP, sessions: d.Sessions,
-		idp:             oidclogin.ProviderSessions(d.Config, d.Sessions, d.Now),
 		consoleSessions: oidclogin.ConsoleSessions(d.Config, d.Sessions, d.Now),
 		consentSessions: oidclogin.ConsentSessions(d.Config, d.Sessions, d.Now),
 	}
 	s.api = api.New(api.Deps{Log: d.Log, Config: d.Config, Audit: d.Identity, Flows: d.Flows, Webhooks: d.Webhooks,
 		Endpoints: d.Endpoints, Definitions: d.Definitions, Receipts: d.Receipts, Idempotency: d.Idempotency})
+	s.oauth = oauth.New(oauth.Deps{Log: d.Log, Config: d.Config, Identity: d.Identity, Login: d.Login,
+		Sessions: oidclogin.ProviderSessions(d.Config, d.Sessions, d.Now)})
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = ipExtractor(d.Config.TrustedProxies)
 	s.routes()

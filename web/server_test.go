@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -398,5 +399,49 @@ func TestNewRefusesAMissingCollaborator(t *testing.T) {
 		if _, err := web.New(without); err == nil || err.Error() != "web: New needs "+name {
 			t.Errorf("without %s: %v", name, err)
 		}
+	}
+}
+
+// TestIPExtractor: X-Forwarded-For is read only from a trusted peer, from
+// the right, past trusted hops; loopback and private peers are trusted only
+// when listed.
+func TestIPExtractor(t *testing.T) {
+	t.Parallel()
+	prefixes := func(ss ...string) []netip.Prefix {
+		var out []netip.Prefix
+		for _, s := range ss {
+			out = append(out, netip.MustParsePrefix(s))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		trusted []netip.Prefix
+		peer    string
+		xff     string
+		want    string
+	}{
+		{"nothing trusted, a private peer", nil, "10.0.0.1:4000", "203.0.113.5", "10.0.0.1"},
+		{"nothing trusted, a loopback peer", nil, "127.0.0.1:4000", "203.0.113.5", "127.0.0.1"},
+		{"a trusted peer", prefixes("10.0.0.0/8"), "10.0.0.1:4000", "203.0.113.5", "203.0.113.5"},
+		{"a trusted peer without the header", prefixes("10.0.0.0/8"), "10.0.0.1:4000", "", "10.0.0.1"},
+		{"a made-up first hop", prefixes("10.0.0.0/8"), "10.0.0.1:4000", "198.51.100.1, 203.0.113.5", "203.0.113.5"},
+		{"trusted hops skipped", prefixes("10.0.0.0/8"), "10.0.0.1:4000", "203.0.113.5, 10.9.9.9", "203.0.113.5"},
+		{"an untrusted peer", prefixes("10.0.0.0/8"), "203.0.113.9:4000", "198.51.100.1", "203.0.113.9"},
+		{"loopback not listed", prefixes("10.0.0.0/8"), "127.0.0.1:4000", "198.51.100.1", "127.0.0.1"},
+		{"private not listed", prefixes("10.0.0.0/8"), "192.168.1.1:4000", "198.51.100.1", "192.168.1.1"},
+		{"one address", prefixes("192.168.1.1/32"), "192.168.1.1:4000", "198.51.100.1", "198.51.100.1"},
+		{"IPv6", prefixes("fd00::/8"), "[fd00::1]:4000", "2001:db8::7", "2001:db8::7"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.RemoteAddr = tc.peer
+			if tc.xff != "" {
+				r.Header.Set("X-Forwarded-For", tc.xff)
+			}
+			if got := web.IPExtractor(tc.trusted)(r); got != tc.want {
+				t.Fatalf("got %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

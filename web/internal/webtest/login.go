@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -175,4 +176,13 @@ func SignInStaff(t *testing.T, b *formbrowser.Browser, base, username, password 
 	v.Set("username", username)
 	v.Set("password", password)
 	return b.Follow(http.MethodPost, base+"/idp/login", v)
+}
+
+// MustQuery is the query of URL u.
+func MustQuery(t *testing.T, u string) url.Values {
+	parsed, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parsed.Query()
 }

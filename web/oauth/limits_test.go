@@ -1,4 +1,4 @@
-package web_test
+package oauth_test
 
 import (
 	"context"
@@ -10,8 +10,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,7 +19,6 @@ import (
 	zclient "github.com/zitadel/oidc/v3/pkg/client"
 
 	"github.com/flowd/flowd/modules/identity"
-	"github.com/flowd/flowd/web"
 	"github.com/flowd/flowd/web/internal/webtest"
 )
 
@@ -156,48 +153,4 @@ func TestCostlyFailuresCountPerRealAddress(t *testing.T) {
 			t.Fatalf("X-Forwarded-For was believed from an untrusted peer: %d %v", resp.StatusCode, body)
 		}
 	})
-}
-
-// TestIPExtractor: X-Forwarded-For is read only from a trusted peer, from
-// the right, past trusted hops; loopback and private peers are trusted only
-// when listed.
-func TestIPExtractor(t *testing.T) {
-	t.Parallel()
-	prefixes := func(ss ...string) []netip.Prefix {
-		var out []netip.Prefix
-		for _, s := range ss {
-			out = append(out, netip.MustParsePrefix(s))
-		}
-		return out
-	}
-	for _, tc := range []struct {
-		name    string
-		trusted []netip.Prefix
-		peer    string
-		xff     string
-		want    string
-	}{
-		{"nothing trusted, a private peer", nil, "10.0.0.1:4000", "203.0.113.5", "10.0.0.1"},
-		{"nothing trusted, a loopback peer", nil, "127.0.0.1:4000", "203.0.113.5", "127.0.0.1"},
-		{"a trusted peer", prefixes("10.0.0.0/8"), "10.0.0.1:4000", "203.0.113.5", "203.0.113.5"},
-		{"a trusted peer without the header", prefixes("10.0.0.0/8"), "10.0.0.1:4000", "", "10.0.0.1"},
-		{"a made-up first hop", prefixes("10.0.0.0/8"), "10.0.0.1:4000", "198.51.100.1, 203.0.113.5", "203.0.113.5"},
-		{"trusted hops skipped", prefixes("10.0.0.0/8"), "10.0.0.1:4000", "203.0.113.5, 10.9.9.9", "203.0.113.5"},
-		{"an untrusted peer", prefixes("10.0.0.0/8"), "203.0.113.9:4000", "198.51.100.1", "203.0.113.9"},
-		{"loopback not listed", prefixes("10.0.0.0/8"), "127.0.0.1:4000", "198.51.100.1", "127.0.0.1"},
-		{"private not listed", prefixes("10.0.0.0/8"), "192.168.1.1:4000", "198.51.100.1", "192.168.1.1"},
-		{"one address", prefixes("192.168.1.1/32"), "192.168.1.1:4000", "198.51.100.1", "198.51.100.1"},
-		{"IPv6", prefixes("fd00::/8"), "[fd00::1]:4000", "2001:db8::7", "2001:db8::7"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := httptest.NewRequest(http.MethodGet, "/", nil)
-			r.RemoteAddr = tc.peer
-			if tc.xff != "" {
-				r.Header.Set("X-Forwarded-For", tc.xff)
-			}
-			if got := web.IPExtractor(tc.trusted)(r); got != tc.want {
-				t.Fatalf("got %s, want %s", got, tc.want)
-			}
-		})
-	}
 }

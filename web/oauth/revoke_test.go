@@ -1,4 +1,4 @@
-package web_test
+package oauth_test
 
 import (
 	"context"
@@ -24,6 +24,7 @@ import (
 	"github.com/flowd/flowd/web"
 	"github.com/flowd/flowd/web/internal/httpkit"
 	"github.com/flowd/flowd/web/internal/webtest"
+	"github.com/flowd/flowd/web/oauth"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
 
@@ -70,13 +71,13 @@ func apiStatus(t *testing.T, base, token string) int {
 }
 
 // clientToken gets a token pair for c by client credentials.
-func clientToken(t *testing.T, ts webtest.OAuthServer, c identity.ClientCredentials) web.TokenResponse {
+func clientToken(t *testing.T, ts webtest.OAuthServer, c identity.ClientCredentials) oauth.TokenResponse {
 	t.Helper()
 	resp, body := webtest.PostToken(t, ts.URL+"/oauth/token", webtest.FormType, webtest.Form("grant_type", "client_credentials"), webtest.Basic(c.ID, c.Secret))
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("token: %d %v", resp.StatusCode, body)
 	}
-	return web.TokenResponse{AccessToken: body["access_token"].(string), RefreshToken: body["refresh_token"].(string)}
+	return oauth.TokenResponse{AccessToken: body["access_token"].(string), RefreshToken: body["refresh_token"].(string)}
 }
 
 // TestIndependentClientRevokesAndIntrospects has zitadel/oidc discover the
@@ -193,34 +194,34 @@ func TestRevocationAnswers(t *testing.T) {
 	tests := []struct {
 		name      string
 		auth      string
-		body      func(mine, theirs web.TokenResponse) string
+		body      func(mine, theirs oauth.TokenResponse) string
 		status    int
 		errorCode string
 		// revoked says whether the client's own access token is refused afterwards.
 		revoked bool
 	}{
-		{"own access token, hinted", own, func(m, _ web.TokenResponse) string {
+		{"own access token, hinted", own, func(m, _ oauth.TokenResponse) string {
 			return webtest.Form("token", m.AccessToken, "token_type_hint", "access_token")
 		}, 200, "", true},
-		{"own access token, hinted wrongly", own, func(m, _ web.TokenResponse) string {
+		{"own access token, hinted wrongly", own, func(m, _ oauth.TokenResponse) string {
 			return webtest.Form("token", m.AccessToken, "token_type_hint", "refresh_token")
 		}, 200, "", true},
-		{"own access token, unknown hint", own, func(m, _ web.TokenResponse) string {
+		{"own access token, unknown hint", own, func(m, _ oauth.TokenResponse) string {
 			return webtest.Form("token", m.AccessToken, "token_type_hint", "id_token")
 		}, 200, "", true},
-		{"own access token, client in the form", "", func(m, _ web.TokenResponse) string {
+		{"own access token, client in the form", "", func(m, _ oauth.TokenResponse) string {
 			return webtest.Form("token", m.AccessToken, "client_id", ts.Full.ID, "client_secret", ts.Full.Secret)
 		}, 200, "", true},
-		{"another client's access token", own, func(_, o web.TokenResponse) string { return webtest.Form("token", o.AccessToken) }, 200, "", false},
-		{"another client's refresh token", own, func(_, o web.TokenResponse) string { return webtest.Form("token", o.RefreshToken) }, 200, "", false},
-		{"unknown refresh token", own, func(_, _ web.TokenResponse) string { return webtest.Form("token", "frt_unknown") }, 200, "", false},
-		{"garbage", own, func(_, _ web.TokenResponse) string { return webtest.Form("token", "not a token at all") }, 200, "", false},
-		{"no token", own, func(_, _ web.TokenResponse) string { return webtest.Form("token_type_hint", "access_token") }, 400, "invalid_request", false},
-		{"wrong secret in Basic", webtest.Basic(ts.Full.ID, "wrong"), func(m, _ web.TokenResponse) string { return webtest.Form("token", m.AccessToken) }, 401, "invalid_client", false},
-		{"wrong secret in the form", "", func(m, _ web.TokenResponse) string {
+		{"another client's access token", own, func(_, o oauth.TokenResponse) string { return webtest.Form("token", o.AccessToken) }, 200, "", false},
+		{"another client's refresh token", own, func(_, o oauth.TokenResponse) string { return webtest.Form("token", o.RefreshToken) }, 200, "", false},
+		{"unknown refresh token", own, func(_, _ oauth.TokenResponse) string { return webtest.Form("token", "frt_unknown") }, 200, "", false},
+		{"garbage", own, func(_, _ oauth.TokenResponse) string { return webtest.Form("token", "not a token at all") }, 200, "", false},
+		{"no token", own, func(_, _ oauth.TokenResponse) string { return webtest.Form("token_type_hint", "access_token") }, 400, "invalid_request", false},
+		{"wrong secret in Basic", webtest.Basic(ts.Full.ID, "wrong"), func(m, _ oauth.TokenResponse) string { return webtest.Form("token", m.AccessToken) }, 401, "invalid_client", false},
+		{"wrong secret in the form", "", func(m, _ oauth.TokenResponse) string {
 			return webtest.Form("token", m.AccessToken, "client_id", ts.Full.ID, "client_secret", "wrong")
 		}, 401, "invalid_client", false},
-		{"no client authentication", "", func(m, _ web.TokenResponse) string { return webtest.Form("token", m.AccessToken) }, 401, "invalid_client", false},
+		{"no client authentication", "", func(m, _ oauth.TokenResponse) string { return webtest.Form("token", m.AccessToken) }, 401, "invalid_client", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -236,7 +237,7 @@ func TestRevocationAnswers(t *testing.T) {
 				t.Errorf("body %q, want none", body)
 			}
 			if tt.errorCode != "" {
-				var e web.TokenErrorResponse
+				var e oauth.TokenErrorResponse
 				if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error != tt.errorCode || e.ErrorDescription == "" {
 					t.Errorf("error %q, want %s", body, tt.errorCode)
 				}

@@ -1,4 +1,4 @@
-package web_test
+package oauth_test
 
 import (
 	"context"
@@ -8,9 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"html"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
@@ -19,89 +17,13 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
-	"github.com/labstack/echo/v4"
 	"golang.org/x/oauth2"
 
 	"github.com/flowd/flowd/internal/formbrowser"
-	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
-	"github.com/flowd/flowd/web"
 	"github.com/flowd/flowd/web/internal/webtest"
 )
-
-func TestStaffSignInAndOutEndToEnd(t *testing.T) {
-	t.Parallel()
-	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
-	ls.CreateStaff(t, "org-a", "ada@example.com", identity.RoleAdmin)
-	b := formbrowser.New(t)
-
-	// Step by step: /console → sign-in → provider → form.
-	p := b.Get(ls.URL + "/console")
-	if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.URL+"/console/auth/login?return=%2Fconsole") {
-		t.Fatalf("/console without a session: %d %s", p.Status, p.Location)
-	}
-	p = b.Get(p.Location)
-	auth, _ := url.Parse(p.Location)
-	q := auth.Query()
-	if auth.Path != "/oauth/authorize" || q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" ||
-		q.Get("state") == "" || q.Get("nonce") == "" || q.Get("client_id") != login.ConsoleClientID {
-		t.Fatalf("authorization request: %s", p.Location)
-	}
-	form := b.Follow(http.MethodGet, p.Location, nil)
-	if form.Status != 200 || !strings.Contains(form.Body, "Username or e-mail") || strings.Contains(form.Body, "<script") {
-		t.Fatalf("sign-in form: %d %s", form.Status, form.Body)
-	}
-	v := form.HiddenFields(t)
-	v.Set("username", "ADA@example.com")
-	v.Set("password", webtest.TestPassword)
-	p = b.Post(ls.URL+"/idp/login", v)
-	cb, _ := url.Parse(p.Location)
-	if p.Status != http.StatusSeeOther || cb.Path != "/console/auth/callback" || cb.Query().Get("state") != q.Get("state") || cb.Query().Get("code") == "" {
-		t.Fatalf("after the form: %d %s", p.Status, p.Location)
-	}
-	p = b.Get(p.Location)
-	if p.Status != http.StatusSeeOther || p.Location != ls.URL+"/console" {
-		t.Fatalf("callback: %d %s %s", p.Status, p.Location, p.Body)
-	}
-	var sessionCookie string
-	for _, c := range p.Header.Values("Set-Cookie") {
-		if strings.HasPrefix(c, "flowd_console=") {
-			sessionCookie = c
-		}
-	}
-	if !strings.Contains(sessionCookie, "HttpOnly") || !strings.Contains(sessionCookie, "SameSite=Lax") || strings.Contains(sessionCookie, "Secure") {
-		t.Fatalf("console cookie flags under http: %q", sessionCookie)
-	}
-	if p := b.Get(ls.URL + "/console"); p.Status != http.StatusSeeOther || p.Location != ls.URL+"/console/flows" {
-		t.Fatalf("console home: %d %s", p.Status, p.Location)
-	}
-	home := b.Get(ls.URL + "/console/flows")
-	if home.Status != 200 || !strings.Contains(home.Body, "Person ada@example.com") || !strings.Contains(home.Body, "org-a") ||
-		!strings.Contains(home.Body, ">admin<") {
-		t.Fatalf("console home: %d %s", home.Status, home.Body)
-	}
-
-	// Sign-out needs the session's CSRF token.
-	if p := b.Post(ls.URL+"/console/auth/logout", url.Values{"csrf": {"forged"}}); p.Status != http.StatusForbidden {
-		t.Fatalf("sign-out with a forged CSRF token: %d", p.Status)
-	}
-	p = b.Post(ls.URL+"/console/auth/logout", home.HiddenFields(t))
-	end, _ := url.Parse(p.Location)
-	if p.Status != http.StatusSeeOther || end.Path != "/oauth/end_session" || end.Query().Get("id_token_hint") == "" ||
-		end.Query().Get("post_logout_redirect_uri") != ls.URL+"/console/signed-out" {
-		t.Fatalf("sign-out: %d %s", p.Status, p.Location)
-	}
-	out := b.Follow(http.MethodGet, p.Location, nil)
-	if out.URL != ls.URL+"/console/signed-out" || !strings.Contains(out.Body, "signed out") {
-		t.Fatalf("after sign-out: %s %s", out.URL, out.Body)
-	}
-	// Both the console session and the provider's are gone: the form again.
-	again := b.Follow(http.MethodGet, ls.URL+"/console", nil)
-	if !strings.Contains(again.Body, `name="password"`) {
-		t.Fatalf("after sign-out /console did not ask to sign in: %s", again.Body)
-	}
-}
 
 func TestProviderSessionSignsInAgainWithoutTheForm(t *testing.T) {
 	t.Parallel()
@@ -150,22 +72,6 @@ func TestDisabledAccountCannotSignIn(t *testing.T) {
 	}
 }
 
-func TestDisablingEndsSessions(t *testing.T) {
-	t.Parallel()
-	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
-	ls.CreateStaff(t, "org-a", "ada", identity.RoleAdmin)
-	b := formbrowser.New(t)
-	if p := webtest.SignInStaff(t, b, ls.URL, "ada", webtest.TestPassword); p.Status != 200 {
-		t.Fatalf("sign-in: %d", p.Status)
-	}
-	if _, err := ls.Staff.DisableStaff(context.Background(), "ada"); err != nil {
-		t.Fatal(err)
-	}
-	if p := b.Get(ls.URL + "/console"); p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.URL+"/console/auth/login") {
-		t.Fatalf("the session of a disabled account: %d %s", p.Status, p.Location)
-	}
-}
-
 func TestWrongCredentialsLookAlikeAndGuessingIsLimited(t *testing.T) {
 	t.Parallel()
 	ls := webtest.SetupLogin(t, webtest.LoginOptions{}) // 3 failures per account, 5 per address
@@ -197,105 +103,6 @@ func TestWrongCredentialsLookAlikeAndGuessingIsLimited(t *testing.T) {
 	}
 	if p := webtest.SignInStaff(t, b, ls.URL, "cy", webtest.TestPassword); p.Status != http.StatusTooManyRequests {
 		t.Fatalf("the address is over its limit, yet: %d %s", p.Status, p.Body)
-	}
-}
-
-func TestTestEIDSignIn(t *testing.T) {
-	t.Parallel()
-	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
-	ls.Srv.Echo().GET("/consent/test-whoami", func(c echo.Context) error {
-		id, ok, err := ls.Srv.ConsentIdentityOf(c)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return c.String(http.StatusUnauthorized, "nobody")
-		}
-		return c.JSON(http.StatusOK, id)
-	})
-	b := formbrowser.New(t)
-	form := b.Follow(http.MethodGet, ls.URL+"/consent/auth/login?return=%2Fconsent%2Ftest-whoami", nil)
-	if form.Status != 200 || !strings.Contains(form.Body, "TEST identity provider") || !strings.Contains(form.Body, `name="national_id"`) {
-		t.Fatalf("test eID page: %d %s", form.Status, form.Body)
-	}
-	v := form.HiddenFields(t)
-	v.Set("national_id", "12 34")
-	if p := b.Post(ls.URL+"/idp/login", v); p.Status != http.StatusBadRequest || !strings.Contains(p.Body, "1 to 64 letters") {
-		t.Fatalf("a malformed national id: %d %s", p.Status, p.Body)
-	}
-	v.Set("national_id", "01017012345")
-	// The tester picks the level, substantial unless asked for another; a
-	// level the test eID does not offer is refused and issues nothing.
-	if !regexp.MustCompile(`value="substantial" checked`).MatchString(form.Body) || !strings.Contains(form.Body, `value="high"`) {
-		t.Fatalf("the test eID's levels: %s", form.Body)
-	}
-	v.Set("level", "extreme")
-	if p := b.Post(ls.URL+"/idp/login", v); p.Status != http.StatusBadRequest || !strings.Contains(p.Body, "Pick one of the levels offered.") {
-		t.Fatalf("an unknown level: %d %s", p.Status, p.Body)
-	}
-	v.Set("level", "high")
-	p := b.Follow(http.MethodPost, ls.URL+"/idp/login", v)
-	var id web.ConsentIdentity
-	if err := json.Unmarshal([]byte(p.Body), &id); err != nil || id.NationalID != "01017012345" || !id.TestIdentity ||
-		id.CSRF == "" || strings.Contains(id.Subject, "01017012345") || id.ACR != consent.DefaultACRMap[consent.AssuranceHigh] {
-		t.Fatalf("consent identity: %s (%v)", p.Body, err)
-	}
-	// An open redirect is not possible through return.
-	p = b.Get(ls.URL + "/consent/auth/login?return=https%3A%2F%2Fevil.example%2F")
-	if p.Status != http.StatusSeeOther {
-		t.Fatalf("login with a foreign return: %d", p.Status)
-	}
-}
-
-// TestConsentSignInAsksForThePageLanguage: the consent sign-in tells the
-// eID the language of the consent pages in ui_locales, chosen as the pages
-// choose it (the switch's cookie, else Accept-Language), and the built-in
-// test eID then speaks it.
-func TestConsentSignInAsksForThePageLanguage(t *testing.T) {
-	t.Parallel()
-	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
-	tests := []struct {
-		name           string
-		acceptLanguage string
-		cookie         string // flowd_lang, the consent pages' switch
-		start          string // where the person starts the sign-in
-		want           string // ui_locales
-		lang           string // of the test eID page
-	}{
-		{"Norwegian browser", "nb-NO,nb;q=0.9,en;q=0.5", "", "/consent/some-token/login", "nb en", "nb"},
-		{"Nynorsk browser", "nn-NO", "", "/consent/some-token/login", "nb en", "nb"},
-		{"English browser", "en-GB,en;q=0.9", "", "/consent/some-token/login", "en", "en"},
-		{"unknown language", "de-DE", "", "/consent/some-token/login", "en", "en"},
-		{"switched to Norwegian", "en", "nb", "/consent/some-token/login", "nb en", "nb"},
-		{"switched to English", "nb", "en", "/consent/some-token/login", "en", "en"},
-		{"callback route, Norwegian", "nb", "", "/consent/auth/login?return=%2Fconsent%2Fx", "nb en", "nb"},
-		{"callback route, English", "", "", "/consent/auth/login?return=%2Fconsent%2Fx", "en", "en"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			b := formbrowser.New(t)
-			b.AcceptLanguage = tt.acceptLanguage
-			if tt.cookie != "" {
-				u, _ := url.Parse(ls.URL)
-				b.Jar().SetCookies(u, []*http.Cookie{{Name: "flowd_lang", Value: tt.cookie, Path: "/"}})
-			}
-			p := b.Get(ls.URL + tt.start)
-			if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.URL+"/oauth/authorize?") {
-				t.Fatalf("not sent to the provider: %d %s", p.Status, p.Location)
-			}
-			if got := mustQuery(t, p.Location)["ui_locales"]; len(got) != 1 || got[0] != tt.want {
-				t.Fatalf("ui_locales = %q, want %q (%s)", got, tt.want, p.Location)
-			}
-			// The test eID follows ui_locales, not its own guess: with the
-			// cookie gone, only ui_locales can carry a switched language.
-			u, _ := url.Parse(ls.URL)
-			b.Jar().SetCookies(u, []*http.Cookie{{Name: "flowd_lang", Value: "", Path: "/", MaxAge: -1}})
-			form := b.Follow(http.MethodGet, p.Location, nil)
-			if form.Status != http.StatusOK || !strings.Contains(form.Body, `<html lang="`+tt.lang+`"`) {
-				t.Fatalf("test eID page, want lang %s: %d %s", tt.lang, form.Status, form.Body)
-			}
-		})
 	}
 }
 
@@ -379,48 +186,6 @@ func TestTestEIDSpeaksTheRequestedLanguage(t *testing.T) {
 	})
 }
 
-func TestConsentWithAnExternalEIDAndAnotherClaimName(t *testing.T) {
-	t.Parallel()
-	rpListener := webtest.NewListener()
-	issuer := webtest.SetupLogin(t, webtest.LoginOptions{Env: map[string]string{"FLOWD_CONSENT_NATIONAL_ID_CLAIM": "nin"},
-		ExtraClients: func(string) []login.Client {
-			return []login.Client{{ID: "bank-consent", Name: "a bank's consent pages", Secret: "eid secret", Method: login.MethodTestEID,
-				RedirectURIs: []string{webtest.BaseOf(rpListener) + "/consent/auth/callback"}}}
-		}})
-	ls := webtest.SetupLogin(t, webtest.LoginOptions{Preset: rpListener, Env: map[string]string{
-		"FLOWD_CONSENT_OIDC_ISSUER": issuer.URL, "FLOWD_CONSENT_OIDC_CLIENT_ID": "bank-consent",
-		"FLOWD_CONSENT_OIDC_CLIENT_SECRET": "eid secret", "FLOWD_CONSENT_NATIONAL_ID_CLAIM": "nin",
-		"FLOWD_TEST_EID": "false", // this server's own test eID is off; the external one is used
-	}})
-	ls.Srv.Echo().GET("/consent/test-whoami", func(c echo.Context) error {
-		id, ok, err := ls.Srv.ConsentIdentityOf(c)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return c.String(http.StatusUnauthorized, "nobody")
-		}
-		return c.JSON(http.StatusOK, id)
-	})
-	b := formbrowser.New(t)
-	b.AcceptLanguage = "nb-NO,nb;q=0.9"
-	start := b.Get(ls.URL + "/consent/auth/login?return=%2Fconsent%2Ftest-whoami")
-	if !strings.HasPrefix(start.Location, issuer.URL+"/oauth/authorize?") || mustQuery(t, start.Location).Get("ui_locales") != "nb en" {
-		t.Fatalf("the external eID is not asked for the page language: %s", start.Location)
-	}
-	form := b.Follow(http.MethodGet, start.Location, nil)
-	if !strings.HasPrefix(form.URL, issuer.URL+"/idp/login") || !strings.Contains(form.Body, `<html lang="nb"`) {
-		t.Fatalf("not sent to the external eID, or not in Norwegian: %s %s", form.URL, form.Body)
-	}
-	v := form.HiddenFields(t)
-	v.Set("national_id", "19850101-1234")
-	p := b.Follow(http.MethodPost, issuer.URL+"/idp/login", v)
-	var id web.ConsentIdentity
-	if err := json.Unmarshal([]byte(p.Body), &id); err != nil || id.NationalID != "19850101-1234" || id.Issuer != issuer.URL {
-		t.Fatalf("consent identity through the external eID: %s (%v)", p.Body, err)
-	}
-}
-
 func TestTestEIDOffIsRefused(t *testing.T) {
 	t.Parallel()
 	ls := webtest.SetupLogin(t, webtest.LoginOptions{Env: map[string]string{"FLOWD_TEST_EID": "false"}})
@@ -432,33 +197,6 @@ func TestTestEIDOffIsRefused(t *testing.T) {
 	// Only the test eID issues an acr: with it off, discovery names none.
 	if doc := discovery(t, ls.URL); doc["acr_values_supported"] != nil {
 		t.Fatalf("acr_values_supported with the test eID off: %v", doc["acr_values_supported"])
-	}
-}
-
-func TestCallbackRefusesAWrongState(t *testing.T) {
-	t.Parallel()
-	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
-	ls.CreateStaff(t, "org-a", "ada", identity.RoleAdmin)
-	b := formbrowser.New(t)
-	form := b.Follow(http.MethodGet, ls.URL+"/console", nil)
-	v := form.HiddenFields(t)
-	v.Set("username", "ada")
-	v.Set("password", webtest.TestPassword)
-	p := b.Post(ls.URL+"/idp/login", v)
-	cb, _ := url.Parse(p.Location)
-	q := cb.Query()
-	q.Set("state", "forged-"+q.Get("state"))
-	cb.RawQuery = q.Encode()
-	if p := b.Get(cb.String()); p.Status != http.StatusBadRequest || !strings.Contains(p.Body, "Sign-in expired") {
-		t.Fatalf("callback with a wrong state: %d %s", p.Status, p.Body)
-	}
-	// And from another browser, the right state is as unknown.
-	other := formbrowser.New(t)
-	if p2 := other.Get(p.Location); p2.Status != http.StatusBadRequest {
-		t.Fatalf("callback in another browser: %d", p2.Status)
-	}
-	if p := b.Get(ls.URL + "/console"); p.Status != http.StatusSeeOther {
-		t.Fatalf("a session after refused callbacks: %d", p.Status)
 	}
 }
 
@@ -510,19 +248,11 @@ func authorizeCodeFor(t *testing.T, ls webtest.LoginServer, clientID, redirectUR
 	v.Set("username", "ada")
 	v.Set("password", webtest.TestPassword)
 	p := b.Post(ls.URL+"/idp/login", v)
-	cq := mustQuery(t, p.Location)
+	cq := webtest.MustQuery(t, p.Location)
 	if cq.Get("state") != "st" || cq.Get("iss") != ls.URL || cq.Get("code") == "" {
 		t.Fatalf("redirect with the code: %s", p.Location)
 	}
 	return cq.Get("code")
-}
-
-func mustQuery(t *testing.T, u string) url.Values {
-	parsed, err := url.Parse(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return parsed.Query()
 }
 
 type tokenAnswer struct {
@@ -807,7 +537,7 @@ func TestAuthorizeRefusesBadRequests(t *testing.T) {
 				}
 				return
 			}
-			rq := mustQuery(t, p.Location)
+			rq := webtest.MustQuery(t, p.Location)
 			// RFC 9207: error responses name the issuer too.
 			if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.URL+"/console/auth/callback?") ||
 				rq.Get("error") != tt.error || rq.Get("state") != "st" || rq.Get("iss") != ls.URL {
@@ -833,155 +563,6 @@ func TestEndSessionRefusesUnregisteredReturn(t *testing.T) {
 	q.Set("id_token_hint", "eyJhbGciOiJFUzI1NiJ9.e30.c2ln")
 	if p := b.Get(ls.URL + "/oauth/end_session?" + q.Encode()); p.Status != http.StatusBadRequest {
 		t.Fatalf("a forged id_token_hint: %d %s", p.Status, p.Location)
-	}
-}
-
-// tamperingTransport changes the organization in every ID token the relying
-// party receives, keeping the signature: a tampered token.
-type tamperingTransport struct{ from, to string }
-
-func (tt tamperingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := http.DefaultTransport.RoundTrip(r)
-	if err != nil || r.URL.Path != "/oauth/token" {
-		return resp, err
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	var body map[string]any
-	if json.Unmarshal(raw, &body) == nil {
-		if idt, ok := body["id_token"].(string); ok {
-			parts := strings.Split(idt, ".")
-			payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
-			payload = []byte(strings.Replace(string(payload), tt.from, tt.to, 1))
-			parts[1] = base64.RawURLEncoding.EncodeToString(payload)
-			body["id_token"] = strings.Join(parts, ".")
-			raw, _ = json.Marshal(body)
-		}
-	}
-	resp.Body = io.NopCloser(strings.NewReader(string(raw)))
-	resp.ContentLength = int64(len(raw))
-	resp.Header.Del("Content-Length")
-	return resp, nil
-}
-
-func TestOrganizationComesOnlyFromAVerifiedToken(t *testing.T) {
-	t.Parallel()
-	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
-	ls.CreateStaff(t, "org-a", "ada", identity.RoleAdmin)
-	ls.CreateStaff(t, "org-b", "bea", identity.RoleViewer)
-	ada, bea := formbrowser.New(t), formbrowser.New(t)
-	a, bp := webtest.SignInStaff(t, ada, ls.URL, "ada", webtest.TestPassword), webtest.SignInStaff(t, bea, ls.URL, "bea", webtest.TestPassword)
-	if !strings.Contains(a.Body, "org-a") || strings.Contains(a.Body, "org-b") || !strings.Contains(bp.Body, "org-b") || strings.Contains(bp.Body, "org-a") {
-		t.Fatalf("sessions mixed organizations:\nada: %s\nbea: %s", a.Body, bp.Body)
-	}
-
-	// A relying party that receives ada's token with org-b written into it refuses it.
-	tampered := webtest.SetupLogin(t, webtest.LoginOptions{ConsoleHTTP: &http.Client{Transport: tamperingTransport{from: `"org-a"`, to: `"org-b"`}}})
-	tampered.CreateStaff(t, "org-a", "ada", identity.RoleAdmin)
-	b := formbrowser.New(t)
-	p := webtest.SignInStaff(t, b, tampered.URL, "ada", webtest.TestPassword)
-	if p.Status != http.StatusUnauthorized || !strings.Contains(p.Body, "Sign-in failed") {
-		t.Fatalf("a tampered ID token: %d %s", p.Status, p.Body)
-	}
-	if p := b.Get(tampered.URL + "/console"); p.Status != http.StatusSeeOther {
-		t.Fatalf("a tampered ID token gave a session: %d %s", p.Status, p.Body)
-	}
-}
-
-func TestRelyingPartyWithAnExternalIssuerAndOtherClaimNames(t *testing.T) {
-	t.Parallel()
-	// Three flowd servers sign their staff in at a fourth, independent one,
-	// whose tokens name the organization "tenant" and the roles "groups".
-	type rp struct {
-		name       string
-		orgClaim   string
-		rolesClaim string
-		want       string
-		status     int
-	}
-	rps := []rp{
-		{"claims configured to match", "tenant", "groups", `<span class="console-org">tenant-7</span>`, 200},
-		{"roles claim missing", "tenant", "roles", "has no console role", 403},
-		{"organization claim missing", "org_id", "groups", "not linked to an organization", 403},
-	}
-	listeners := make([]*httptest.Server, len(rps))
-	for i := range rps {
-		listeners[i] = webtest.NewListener()
-	}
-	issuer := webtest.SetupLogin(t, webtest.LoginOptions{OrgClaim: "tenant", RolesClaim: "groups", ExtraClients: func(string) []login.Client {
-		var cs []login.Client
-		for i, l := range listeners {
-			cs = append(cs, login.Client{ID: "external-" + string(rune('a'+i)), Name: "an external console", Secret: "external secret",
-				Method: login.MethodStaff, RedirectURIs: []string{webtest.BaseOf(l) + "/console/auth/callback"},
-				PostLogoutRedirectURIs: []string{webtest.BaseOf(l) + "/console/signed-out"}})
-		}
-		return cs
-	}})
-	issuer.CreateStaff(t, "tenant-7", "eve@tenant.example", identity.RoleAdmin)
-	for i, r := range rps {
-		t.Run(r.name, func(t *testing.T) {
-			ls := webtest.SetupLogin(t, webtest.LoginOptions{Preset: listeners[i], Env: map[string]string{
-				"FLOWD_CONSOLE_OIDC_ISSUER": issuer.URL, "FLOWD_CONSOLE_OIDC_CLIENT_ID": "external-" + string(rune('a'+i)),
-				"FLOWD_CONSOLE_OIDC_CLIENT_SECRET": "external secret", "FLOWD_CONSOLE_ORG_CLAIM": r.orgClaim,
-				"FLOWD_CONSOLE_ROLES_CLAIM": r.rolesClaim,
-			}})
-			b := formbrowser.New(t)
-			form := b.Follow(http.MethodGet, ls.URL+"/console", nil)
-			if !strings.HasPrefix(form.URL, issuer.URL+"/idp/login") {
-				t.Fatalf("not sent to the external issuer: %s", form.URL)
-			}
-			v := form.HiddenFields(t)
-			v.Set("username", "eve@tenant.example")
-			v.Set("password", webtest.TestPassword)
-			p := b.Follow(http.MethodPost, issuer.URL+"/idp/login", v)
-			if p.Status != r.status || !strings.Contains(p.Body, r.want) {
-				t.Fatalf("got %d, want %d with %q: %s", p.Status, r.status, r.want, p.Body)
-			}
-			if r.status != 200 {
-				return
-			}
-			out := b.Follow(http.MethodPost, ls.URL+"/console/auth/logout", p.HiddenFields(t))
-			if out.URL != ls.URL+"/console/signed-out" {
-				t.Fatalf("logout at the external issuer did not come back: %s", out.URL)
-			}
-		})
-	}
-}
-
-func TestConsoleMiddlewareChecksCSRFAndRole(t *testing.T) {
-	t.Parallel()
-	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
-	ls.CreateStaff(t, "org-a", "ada", identity.RoleAdmin)
-	ls.CreateStaff(t, "org-a", "vic", identity.RoleViewer)
-	ls.Srv.Echo().POST("/console/test-change", func(c echo.Context) error {
-		return c.String(http.StatusOK, "changed for "+web.StaffOf(c).OrganizationID)
-	}, ls.Srv.RequireStaff, web.RequireAdmin)
-
-	admin, viewer, stranger := formbrowser.New(t), formbrowser.New(t), formbrowser.New(t)
-	adminHome := webtest.SignInStaff(t, admin, ls.URL, "ada", webtest.TestPassword)
-	viewerHome := webtest.SignInStaff(t, viewer, ls.URL, "vic", webtest.TestPassword)
-	tests := []struct {
-		name   string
-		b      *formbrowser.Browser
-		form   url.Values
-		status int
-	}{
-		{"admin with the token", admin, adminHome.HiddenFields(t), http.StatusOK},
-		{"admin without the token", admin, url.Values{}, http.StatusForbidden},
-		{"admin with the viewer's token", admin, viewerHome.HiddenFields(t), http.StatusForbidden},
-		{"viewer with the token", viewer, viewerHome.HiddenFields(t), http.StatusForbidden},
-		{"no session", stranger, adminHome.HiddenFields(t), http.StatusUnauthorized},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := tt.b.Post(ls.URL+"/console/test-change", tt.form)
-			if p.Status != tt.status {
-				t.Fatalf("status %d, want %d: %s", p.Status, tt.status, p.Body)
-			}
-			if tt.status == http.StatusOK && p.Body != "changed for org-a" {
-				t.Fatalf("body %q", p.Body)
-			}
-		})
 	}
 }
 
@@ -1117,12 +698,12 @@ func TestTestEIDOffersTheMapsLevels(t *testing.T) {
 				// Nothing was issued: the sign-in is still open, and completes
 				// at a level offered.
 				v.Set("level", tt.preselected)
-				if p = b.Post(ls.URL+"/idp/login", v); p.Status != http.StatusSeeOther || mustQuery(t, p.Location).Get("code") == "" {
+				if p = b.Post(ls.URL+"/idp/login", v); p.Status != http.StatusSeeOther || webtest.MustQuery(t, p.Location).Get("code") == "" {
 					t.Fatalf("after a refused level, a level offered: %d %s %s", p.Status, p.Location, p.Body)
 				}
 				return
 			}
-			code := mustQuery(t, p.Location).Get("code")
+			code := webtest.MustQuery(t, p.Location).Get("code")
 			if p.Status != http.StatusSeeOther || code == "" {
 				t.Fatalf("level %q: %d %s %s", tt.pick, p.Status, p.Location, p.Body)
 			}

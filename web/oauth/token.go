@@ -1,4 +1,4 @@
-package web
+package oauth
 
 import (
 	"encoding/base64"
@@ -36,27 +36,27 @@ type tokenErrorResponse struct {
 	ErrorDescription string `json:"error_description"`
 }
 
-// handleToken handles "POST /oauth/token". It answers in RFC 6749's words,
+// HandleToken handles "POST /oauth/token". It answers in RFC 6749's words,
 // not problem+json: OAuth clients parse {error, error_description}.
-func (s *Server) handleToken(c echo.Context) error {
+func (h *Handler) HandleToken(c echo.Context) error {
 	noStore(c)
 	req, form, terr := parseTokenRequest(c.Request())
 	if terr != nil {
-		return s.writeTokenError(c, terr)
+		return h.writeTokenError(c, terr)
 	}
-	if req.GrantType == "authorization_code" && s.login != nil {
-		// The interactive login's code exchange (issue 6); its built-in
+	if req.GrantType == "authorization_code" && h.login != nil {
+		// The interactive login's code exchange; its built-in
 		// clients are not API clients, so the provider authenticates them.
-		return s.exchangeAuthorizationCode(c, form, req.ClientID, req.ClientSecret)
+		return h.exchangeAuthorizationCode(c, form, req.ClientID, req.ClientSecret)
 	}
 	req.RemoteAddr = c.RealIP()
 	if req.DPoP = httpkit.DPoPRequest(c.Request()); req.DPoP.Present() {
-		httpkit.SetDPoPNonce(c, s.identity)
+		httpkit.SetDPoPNonce(c, h.identity)
 	}
-	tok, err := s.identity.Token(c.Request().Context(), req)
+	tok, err := h.identity.Token(c.Request().Context(), req)
 	if err != nil {
 		if errors.As(err, &terr) {
-			return s.writeTokenError(c, terr)
+			return h.writeTokenError(c, terr)
 		}
 		return err
 	}
@@ -69,7 +69,7 @@ func (s *Server) handleToken(c echo.Context) error {
 // writeTokenError writes an RFC 6749 5.2 error with its status: 401 for
 // invalid_client (with a Basic challenge when the client tried Basic), 429
 // with Retry-After when the address failed costly checks too often, else 400.
-func (s *Server) writeTokenError(c echo.Context, e *identity.TokenError) error {
+func (h *Handler) writeTokenError(c echo.Context, e *identity.TokenError) error {
 	status := http.StatusBadRequest
 	switch e.Code {
 	case identity.ErrCodeInvalidClient:
@@ -204,19 +204,19 @@ func parseBasic(header string) (id, secret string, ok bool) {
 	return id, secret, id != ""
 }
 
-// handleRevoke handles "POST /oauth/revoke" (RFC 7009): 200 with an empty
+// HandleRevoke handles "POST /oauth/revoke" (RFC 7009): 200 with an empty
 // body whether or not there was anything to revoke; errors as the token
 // endpoint's.
-func (s *Server) handleRevoke(c echo.Context) error {
+func (h *Handler) HandleRevoke(c echo.Context) error {
 	noStore(c)
 	req, terr := parseClientTokenRequest(c.Request())
 	if terr != nil {
-		return s.writeTokenError(c, terr)
+		return h.writeTokenError(c, terr)
 	}
 	req.RemoteAddr = c.RealIP()
-	if err := s.identity.Revoke(c.Request().Context(), req); err != nil {
+	if err := h.identity.Revoke(c.Request().Context(), req); err != nil {
 		if errors.As(err, &terr) {
-			return s.writeTokenError(c, terr)
+			return h.writeTokenError(c, terr)
 		}
 		return err
 	}
@@ -247,18 +247,18 @@ type introspectionCnf struct {
 	JKT string `json:"jkt"`
 }
 
-// handleIntrospect handles "POST /oauth/introspect" (RFC 7662).
-func (s *Server) handleIntrospect(c echo.Context) error {
+// HandleIntrospect handles "POST /oauth/introspect" (RFC 7662).
+func (h *Handler) HandleIntrospect(c echo.Context) error {
 	noStore(c)
 	req, terr := parseClientTokenRequest(c.Request())
 	if terr != nil {
-		return s.writeTokenError(c, terr)
+		return h.writeTokenError(c, terr)
 	}
 	req.RemoteAddr = c.RealIP()
-	in, err := s.identity.Introspect(c.Request().Context(), req)
+	in, err := h.identity.Introspect(c.Request().Context(), req)
 	if err != nil {
 		if errors.As(err, &terr) {
-			return s.writeTokenError(c, terr)
+			return h.writeTokenError(c, terr)
 		}
 		return err
 	}
@@ -277,10 +277,10 @@ func (s *Server) handleIntrospect(c echo.Context) error {
 	return httpkit.WriteJSON(c, http.StatusOK, out)
 }
 
-// handleJWKS handles "GET /oauth/jwks": the public keys that verify access
+// HandleJWKS handles "GET /oauth/jwks": the public keys that verify access
 // tokens, the current one and those retired while their tokens may live.
-func (s *Server) handleJWKS(c echo.Context) error {
-	set, err := s.identity.JWKS(c.Request().Context())
+func (h *Handler) HandleJWKS(c echo.Context) error {
+	set, err := h.identity.JWKS(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -289,10 +289,10 @@ func (s *Server) handleJWKS(c echo.Context) error {
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, set)
 }
 
-// handleDiscovery handles "GET /.well-known/openid-configuration" and
+// HandleDiscovery handles "GET /.well-known/openid-configuration" and
 // "GET /.well-known/oauth-authorization-server": the provider's metadata.
-func (s *Server) handleDiscovery(c echo.Context) error {
-	doc := mergeDiscovery(s.identity.Discovery(), s.login.Discovery())
+func (h *Handler) HandleDiscovery(c echo.Context) error {
+	doc := mergeDiscovery(h.identity.Discovery(), h.login.Discovery())
 	c.Response().Header().Set("Cache-Control", "public, max-age=300")
 	return httpkit.WriteJSON(c, http.StatusOK, doc)
 }

@@ -1,4 +1,4 @@
-package web_test
+package oauth_test
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/flowd/flowd/modules/identity"
-	"github.com/flowd/flowd/web"
 	"github.com/flowd/flowd/web/internal/webtest"
+	"github.com/flowd/flowd/web/oauth"
 )
 
 func TestTokenEndpointIssuesTokens(t *testing.T) {
@@ -309,7 +309,7 @@ func FuzzTokenRequest(f *testing.F) {
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
 		}
-		got, _, terr := web.ParseTokenRequest(req)
+		got, _, terr := oauth.ParseTokenRequest(req)
 		if terr != nil {
 			if terr.Code == "" || terr.Description == "" {
 				t.Fatalf("error without code or description: %+v", terr)

@@ -1,4 +1,4 @@
-package web_test
+package oauth_test
 
 import (
 	"context"
