@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -155,5 +156,47 @@ func TestConsentWithAnExternalEIDAndAnotherClaimName(t *testing.T) {
 	var id web.ConsentIdentity
 	if err := json.Unmarshal([]byte(p.Body), &id); err != nil || id.NationalID != "19850101-1234" || id.Issuer != issuer.URL {
 		t.Fatalf("consent identity through the external eID: %s (%v)", p.Body, err)
+	}
+}
+
+// TestConsentSignOutEndsTheSessionOnTheServer: a copy of the consent pages'
+// cookie proves no one once its person signed out, and the session's record
+// names no one.
+func TestConsentSignOutEndsTheSessionOnTheServer(t *testing.T) {
+	t.Parallel()
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
+	ls.Srv.Echo().GET("/consent/test-whoami", func(c echo.Context) error {
+		id, ok, err := ls.Srv.ConsentIdentityOf(c)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return c.String(http.StatusUnauthorized, "nobody")
+		}
+		return c.String(http.StatusOK, id.CSRF)
+	})
+	b := formbrowser.New(t)
+	form := b.Follow(http.MethodGet, ls.URL+"/consent/auth/login?return=%2Fconsent%2Ftest-whoami", nil)
+	v := form.HiddenFields(t)
+	v.Set("national_id", "01017012345")
+	v.Set("level", "substantial")
+	signedIn := b.Follow(http.MethodPost, ls.URL+"/idp/login", v)
+	if signedIn.Status != http.StatusOK {
+		t.Fatalf("consent sign-in: %d %s", signedIn.Status, signedIn.Body)
+	}
+	cp := webtest.CopyCookies(t, b, ls.URL, "flowd_consent")
+	if p := cp.Get(ls.URL + "/consent/test-whoami"); p.Status != http.StatusOK {
+		t.Fatalf("the copy before the sign-out: %d", p.Status)
+	}
+	var named int
+	if err := ls.Pool.QueryRow(context.Background(), `select count(*) from login_sessions
+		where kind = 'consent' and (subject <> '' or issuer <> '' or address <> '' or user_agent <> '')`).Scan(&named); err != nil || named != 0 {
+		t.Fatalf("%d consent sessions name someone (%v)", named, err)
+	}
+	if p := b.Post(ls.URL+"/consent/auth/logout", url.Values{"csrf": {signedIn.Body}}); p.Status != http.StatusSeeOther {
+		t.Fatalf("consent sign-out: %d %s", p.Status, p.Body)
+	}
+	if p := cp.Get(ls.URL + "/consent/test-whoami"); p.Status != http.StatusUnauthorized {
+		t.Fatalf("the copy after the sign-out: %d %s", p.Status, p.Body)
 	}
 }

@@ -23,14 +23,7 @@ func ProblemKinds() map[apperr.Code]ProblemKind {
 	return out
 }
 
-var (
-	IPExtractor  = ipExtractor
-	StaffOf      = staffOf
-	RequireAdmin = requireAdmin
-)
-
-// RequireStaff is the console's session middleware.
-func (s *Server) RequireStaff(next echo.HandlerFunc) echo.HandlerFunc { return s.requireStaff(next) }
+var IPExtractor = ipExtractor
 
 // ConsentIdentityOf is the person the request's consent session proved.
 func (s *Server) ConsentIdentityOf(c echo.Context) (ConsentIdentity, bool, error) {

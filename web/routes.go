@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowd/flowd/assets"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/web/console"
 	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
@@ -106,75 +107,76 @@ func (s *Server) routes() {
 	e.GET("/consent/signed-out", s.handleConsentSignedOut)
 
 	// Console: organization staff, by session.
-	// Sign-in (issue 6): requireStaff admits a session (staffOf, csrfTokenOf)
-	// and checks the CSRF token of every POST; requireAdmin admits admins.
-	e.GET("/console/auth/login", s.handleConsoleLogin)
-	e.GET("/console/auth/callback", s.handleConsoleCallback)
-	e.POST("/console/auth/logout", s.handleConsoleLogout)
-	e.GET("/console/signed-out", s.handleConsoleSignedOut)
-	// The console's pages (issue 8): viewers see, admins change.
-	console := e.Group("/console", s.requireStaff)
-	console.GET("", s.handleConsoleHome).Name = "console.home"
-	console.GET("/flows", s.handleConsoleFlows).Name = "console.flows"
-	console.GET("/flows/:id", s.handleConsoleFlow).Name = "console.flow"
-	console.POST("/flows/:id/reveal", s.handleConsoleRevealNationalID, requireAdmin)
-	console.POST("/flows/:id/incidents/:incident/retry", s.handleConsoleRetryIncident, requireAdmin).Name = "console.flow.retry"
-	console.POST("/flows/:id/events/:event/redeliver", s.handleConsoleRedeliver, requireAdmin).Name = "console.flow.redeliver"
-	console.GET("/flows/:id/cancel", s.handleConsoleCancelConfirm, requireAdmin)
-	console.POST("/flows/:id/cancel", s.handleConsoleCancel, requireAdmin)
-	console.GET("/flows/:id/receipts/:attachmentId", s.handleConsoleReceipt)
-	console.GET("/flows/:id/withdraw", s.handleConsoleWithdrawConfirm, requireAdmin)
-	console.POST("/flows/:id/withdraw", s.handleConsoleWithdraw, requireAdmin)
-	console.GET("/flows/:id/delete", s.handleConsoleDeleteConfirm, requireAdmin)
-	console.POST("/flows/:id/delete", s.handleConsoleDelete, requireAdmin)
-	console.GET("/deletions", s.handleConsoleDeletions).Name = "console.deletions"
-	console.GET("/definitions", s.handleConsoleDefinitions).Name = "console.definitions"
-	console.GET("/definitions/new", s.handleConsoleNewDefinition, requireAdmin)
-	console.POST("/definitions", s.handleConsoleSaveDefinition, requireAdmin)
-	console.GET("/definitions/:id", s.handleConsoleDefinition)
-	console.GET("/definitions/:id/publish", s.handleConsolePublishForm, requireAdmin)
-	console.POST("/definitions/:id/publish", s.handleConsoleSaveDefinition, requireAdmin)
-	console.GET("/definitions/:id/retire", s.handleConsoleRetireConfirm, requireAdmin)
-	console.POST("/definitions/:id/retire", s.handleConsoleRetire, requireAdmin)
-	console.GET("/credentials", s.handleConsoleCredentials).Name = "console.credentials"
-	console.GET("/credentials/clients/new", s.handleConsoleNewClient, requireAdmin)
-	console.POST("/credentials/clients", s.handleConsoleCreateClient, requireAdmin)
-	console.POST("/credentials/clients/:id/dpop", s.handleConsoleClientDPoP, requireAdmin)
-	console.GET("/credentials/clients/:id/rate-limit", s.handleConsoleClientRateLimit, requireAdmin)
-	console.POST("/credentials/clients/:id/rate-limit", s.handleConsoleSaveClientRateLimit, requireAdmin)
-	console.GET("/credentials/clients/:id/rotate", s.handleConsoleRotateClientConfirm, requireAdmin)
-	console.POST("/credentials/clients/:id/rotate", s.handleConsoleRotateClient, requireAdmin)
-	console.GET("/credentials/clients/:id/revoke", s.handleConsoleRevokeClientConfirm, requireAdmin)
-	console.GET("/credentials/clients/:id/keys", s.handleConsoleClientKeys, requireAdmin)
-	console.POST("/credentials/clients/:id/keys", s.handleConsoleReplaceClientKeys, requireAdmin)
-	console.POST("/credentials/clients/:id/revoke", s.handleConsoleRevokeClient, requireAdmin)
-	console.POST("/credentials/webhook-secret/reveal", s.handleConsoleRevealWebhookSecret, requireAdmin)
-	console.GET("/credentials/webhook-secret/rotate", s.handleConsoleRotateWebhookSecretConfirm, requireAdmin)
-	console.POST("/credentials/webhook-secret/rotate", s.handleConsoleRotateWebhookSecret, requireAdmin)
-	console.GET("/webhooks", s.handleConsoleEndpoints).Name = "console.webhooks"
-	console.GET("/webhooks/new", s.handleConsoleNewEndpoint, requireAdmin)
-	console.POST("/webhooks", s.handleConsoleCreateEndpoint, requireAdmin)
-	console.GET("/webhooks/:id", s.handleConsoleEndpoint).Name = "console.webhook"
-	console.POST("/webhooks/:id/recover", s.handleConsoleRecover, requireAdmin)
-	console.POST("/webhooks/recover", s.handleConsoleRecoverFlowURLs, requireAdmin)
-	console.GET("/webhooks/:id/edit", s.handleConsoleEditEndpoint, requireAdmin)
-	console.POST("/webhooks/:id", s.handleConsoleSaveEndpoint, requireAdmin)
-	console.GET("/webhooks/:id/enable", s.handleConsoleEnableEndpointConfirm, requireAdmin)
-	console.POST("/webhooks/:id/enable", s.handleConsoleEnableEndpoint, requireAdmin)
-	console.POST("/webhooks/:id/disable", s.handleConsoleEnableEndpoint, requireAdmin)
-	console.GET("/webhooks/:id/delete", s.handleConsoleDeleteEndpointConfirm, requireAdmin)
-	console.POST("/webhooks/:id/delete", s.handleConsoleDeleteEndpoint, requireAdmin)
-	console.GET("/settings", s.handleConsoleSettings).Name = "console.settings"
-	console.POST("/settings", s.handleConsoleSaveSettings, requireAdmin)
-	console.GET("/audit", s.handleConsoleAudit, requireAdmin).Name = "console.audit"
+	// Sign-in: RequireStaff admits a session (staffOf, csrfTokenOf) and
+	// checks the CSRF token of every POST; RequireAdmin admits admins.
+	cs, requireAdmin := s.console, console.RequireAdmin
+	e.GET("/console/auth/login", cs.HandleConsoleLogin)
+	e.GET("/console/auth/callback", cs.HandleConsoleCallback)
+	e.POST("/console/auth/logout", cs.HandleConsoleLogout)
+	e.GET("/console/signed-out", cs.HandleConsoleSignedOut)
+	// The console's pages: viewers see, admins change.
+	staff := e.Group("/console", cs.RequireStaff)
+	staff.GET("", cs.HandleConsoleHome).Name = "console.home"
+	staff.GET("/flows", cs.HandleConsoleFlows).Name = "console.flows"
+	staff.GET("/flows/:id", cs.HandleConsoleFlow).Name = "console.flow"
+	staff.POST("/flows/:id/reveal", cs.HandleConsoleRevealNationalID, requireAdmin)
+	staff.POST("/flows/:id/incidents/:incident/retry", cs.HandleConsoleRetryIncident, requireAdmin).Name = "console.flow.retry"
+	staff.POST("/flows/:id/events/:event/redeliver", cs.HandleConsoleRedeliver, requireAdmin).Name = "console.flow.redeliver"
+	staff.GET("/flows/:id/cancel", cs.HandleConsoleCancelConfirm, requireAdmin)
+	staff.POST("/flows/:id/cancel", cs.HandleConsoleCancel, requireAdmin)
+	staff.GET("/flows/:id/receipts/:attachmentId", cs.HandleConsoleReceipt)
+	staff.GET("/flows/:id/withdraw", cs.HandleConsoleWithdrawConfirm, requireAdmin)
+	staff.POST("/flows/:id/withdraw", cs.HandleConsoleWithdraw, requireAdmin)
+	staff.GET("/flows/:id/delete", cs.HandleConsoleDeleteConfirm, requireAdmin)
+	staff.POST("/flows/:id/delete", cs.HandleConsoleDelete, requireAdmin)
+	staff.GET("/deletions", cs.HandleConsoleDeletions).Name = "console.deletions"
+	staff.GET("/definitions", cs.HandleConsoleDefinitions).Name = "console.definitions"
+	staff.GET("/definitions/new", cs.HandleConsoleNewDefinition, requireAdmin)
+	staff.POST("/definitions", cs.HandleConsoleSaveDefinition, requireAdmin)
+	staff.GET("/definitions/:id", cs.HandleConsoleDefinition)
+	staff.GET("/definitions/:id/publish", cs.HandleConsolePublishForm, requireAdmin)
+	staff.POST("/definitions/:id/publish", cs.HandleConsoleSaveDefinition, requireAdmin)
+	staff.GET("/definitions/:id/retire", cs.HandleConsoleRetireConfirm, requireAdmin)
+	staff.POST("/definitions/:id/retire", cs.HandleConsoleRetire, requireAdmin)
+	staff.GET("/credentials", cs.HandleConsoleCredentials).Name = "console.credentials"
+	staff.GET("/credentials/clients/new", cs.HandleConsoleNewClient, requireAdmin)
+	staff.POST("/credentials/clients", cs.HandleConsoleCreateClient, requireAdmin)
+	staff.POST("/credentials/clients/:id/dpop", cs.HandleConsoleClientDPoP, requireAdmin)
+	staff.GET("/credentials/clients/:id/rate-limit", cs.HandleConsoleClientRateLimit, requireAdmin)
+	staff.POST("/credentials/clients/:id/rate-limit", cs.HandleConsoleSaveClientRateLimit, requireAdmin)
+	staff.GET("/credentials/clients/:id/rotate", cs.HandleConsoleRotateClientConfirm, requireAdmin)
+	staff.POST("/credentials/clients/:id/rotate", cs.HandleConsoleRotateClient, requireAdmin)
+	staff.GET("/credentials/clients/:id/revoke", cs.HandleConsoleRevokeClientConfirm, requireAdmin)
+	staff.GET("/credentials/clients/:id/keys", cs.HandleConsoleClientKeys, requireAdmin)
+	staff.POST("/credentials/clients/:id/keys", cs.HandleConsoleReplaceClientKeys, requireAdmin)
+	staff.POST("/credentials/clients/:id/revoke", cs.HandleConsoleRevokeClient, requireAdmin)
+	staff.POST("/credentials/webhook-secret/reveal", cs.HandleConsoleRevealWebhookSecret, requireAdmin)
+	staff.GET("/credentials/webhook-secret/rotate", cs.HandleConsoleRotateWebhookSecretConfirm, requireAdmin)
+	staff.POST("/credentials/webhook-secret/rotate", cs.HandleConsoleRotateWebhookSecret, requireAdmin)
+	staff.GET("/webhooks", cs.HandleConsoleEndpoints).Name = "console.webhooks"
+	staff.GET("/webhooks/new", cs.HandleConsoleNewEndpoint, requireAdmin)
+	staff.POST("/webhooks", cs.HandleConsoleCreateEndpoint, requireAdmin)
+	staff.GET("/webhooks/:id", cs.HandleConsoleEndpoint).Name = "console.webhook"
+	staff.POST("/webhooks/:id/recover", cs.HandleConsoleRecover, requireAdmin)
+	staff.POST("/webhooks/recover", cs.HandleConsoleRecoverFlowURLs, requireAdmin)
+	staff.GET("/webhooks/:id/edit", cs.HandleConsoleEditEndpoint, requireAdmin)
+	staff.POST("/webhooks/:id", cs.HandleConsoleSaveEndpoint, requireAdmin)
+	staff.GET("/webhooks/:id/enable", cs.HandleConsoleEnableEndpointConfirm, requireAdmin)
+	staff.POST("/webhooks/:id/enable", cs.HandleConsoleEnableEndpoint, requireAdmin)
+	staff.POST("/webhooks/:id/disable", cs.HandleConsoleEnableEndpoint, requireAdmin)
+	staff.GET("/webhooks/:id/delete", cs.HandleConsoleDeleteEndpointConfirm, requireAdmin)
+	staff.POST("/webhooks/:id/delete", cs.HandleConsoleDeleteEndpoint, requireAdmin)
+	staff.GET("/settings", cs.HandleConsoleSettings).Name = "console.settings"
+	staff.POST("/settings", cs.HandleConsoleSaveSettings, requireAdmin)
+	staff.GET("/audit", cs.HandleConsoleAudit, requireAdmin).Name = "console.audit"
 	// Sessions: everyone ends their own, admins anyone's in the organization.
-	console.GET("/sessions", s.handleConsoleSessions).Name = "console.sessions"
-	console.GET("/sessions/others/end", s.handleConsoleEndOtherSessionsConfirm)
-	console.POST("/sessions/others/end", s.handleConsoleEndOtherSessions)
-	console.GET("/sessions/:id/end", s.handleConsoleEndSessionConfirm)
-	console.POST("/sessions/:id/end", s.handleConsoleEndSession)
-	console.GET("/sessions/:id/end-all", s.handleConsoleEndPersonSessionsConfirm, requireAdmin)
-	console.POST("/sessions/:id/end-all", s.handleConsoleEndPersonSessions, requireAdmin)
+	staff.GET("/sessions", cs.HandleConsoleSessions).Name = "console.sessions"
+	staff.GET("/sessions/others/end", cs.HandleConsoleEndOtherSessionsConfirm)
+	staff.POST("/sessions/others/end", cs.HandleConsoleEndOtherSessions)
+	staff.GET("/sessions/:id/end", cs.HandleConsoleEndSessionConfirm)
+	staff.POST("/sessions/:id/end", cs.HandleConsoleEndSession)
+	staff.GET("/sessions/:id/end-all", cs.HandleConsoleEndPersonSessionsConfirm, requireAdmin)
+	staff.POST("/sessions/:id/end-all", cs.HandleConsoleEndPersonSessions, requireAdmin)
 
 	// Static assets, embedded in the binary.
 	static, _ := fs.Sub(assets.FS, ".")

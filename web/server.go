@@ -26,6 +26,7 @@ import (
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web/api"
+	"github.com/flowd/flowd/web/console"
 	"github.com/flowd/flowd/web/oauth"
 )
 
@@ -85,8 +86,9 @@ type Server struct {
 	endpoints webhooks.Endpoints
 
 	// The surfaces: each a package of handlers, all routed in routes.go.
-	api   *api.Handler
-	oauth *oauth.Handler
+	api     *api.Handler
+	oauth   *oauth.Handler
+	console *console.Handler
 
 	consent         consent.Journey
 	definitions     consent.Definitions
@@ -95,7 +97,6 @@ type Server struct {
 	login           *login.Provider
 	consoleRP       *oidclogin.RelyingParty
 	consentRP       *oidclogin.RelyingParty
-	consoleSessions *oidclogin.Sessions
 	consentSessions *oidclogin.Sessions
 	sessions        identity.Sessions
 }
@@ -113,13 +114,15 @@ func New(d Deps) (*Server, error) {
 		identity: d.Identity, limits: d.Limits, flows: d.Flows, webhooks: d.Webhooks, endpoints: d.Endpoints,
 		consent: d.Consent, definitions: d.Definitions, receipts: d.Receipts, answers: d.Idempotency,
 		login: d.Login, consoleRP: d.ConsoleRP, consentRP: d.ConsentRP, sessions: d.Sessions,
-		consoleSessions: oidclogin.ConsoleSessions(d.Config, d.Sessions, d.Now),
 		consentSessions: oidclogin.ConsentSessions(d.Config, d.Sessions, d.Now),
 	}
 	s.api = api.New(api.Deps{Log: d.Log, Config: d.Config, Audit: d.Identity, Flows: d.Flows, Webhooks: d.Webhooks,
 		Endpoints: d.Endpoints, Definitions: d.Definitions, Receipts: d.Receipts, Idempotency: d.Idempotency})
 	s.oauth = oauth.New(oauth.Deps{Log: d.Log, Config: d.Config, Identity: d.Identity, Login: d.Login,
 		Sessions: oidclogin.ProviderSessions(d.Config, d.Sessions, d.Now)})
+	s.console = console.New(console.Deps{Log: d.Log, Config: d.Config, Identity: d.Identity, Flows: d.Flows, Webhooks: d.Webhooks,
+		Endpoints: d.Endpoints, Definitions: d.Definitions, Consent: d.Consent, Idempotency: d.Idempotency, Sessions: d.Sessions,
+		StaffSessions: oidclogin.ConsoleSessions(d.Config, d.Sessions, d.Now), RP: d.ConsoleRP, BuiltInIssuer: d.Login.Issuer()})
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = ipExtractor(d.Config.TrustedProxies)
 	s.routes()

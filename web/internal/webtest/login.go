@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,4 +186,23 @@ func MustQuery(t *testing.T, u string) url.Values {
 		t.Fatal(err)
 	}
 	return parsed.Query()
+}
+
+// CopyCookies returns a fresh browser holding copies of from's cookies
+// named names, as someone who copied them out of the browser would.
+func CopyCookies(t *testing.T, from *formbrowser.Browser, base string, names ...string) *formbrowser.Browser {
+	t.Helper()
+	u, _ := url.Parse(base)
+	var copied []*http.Cookie
+	for _, c := range from.Jar().Cookies(u) {
+		if slices.Contains(names, c.Name) {
+			copied = append(copied, &http.Cookie{Name: c.Name, Value: c.Value, Path: "/"})
+		}
+	}
+	if len(copied) != len(names) {
+		t.Fatalf("the browser holds %d of the cookies %v", len(copied), names)
+	}
+	to := formbrowser.New(t)
+	to.Jar().SetCookies(u, copied)
+	return to
 }

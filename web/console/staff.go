@@ -1,4 +1,4 @@
-package web
+package console
 
 import (
 	"net/http"
@@ -13,9 +13,8 @@ import (
 	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
-// This file holds the console's session middleware (requireStaff,
-// requireAdmin, the CSRF check) and what the sign-ins give the server's
-// records of sessions: who, from where, and an audit entry for each end.
+// This file holds the console's session middleware (RequireStaff,
+// RequireAdmin, the CSRF check) and the record of a console sign-in.
 
 const (
 	staffKey = "staff"
@@ -38,7 +37,7 @@ type StaffMember struct {
 // IsAdmin reports whether the staff member may change things.
 func (m StaffMember) IsAdmin() bool { return m.Role == identity.RoleAdmin }
 
-// staffOf returns the staff member requireStaff admitted.
+// staffOf returns the staff member RequireStaff admitted.
 func staffOf(c echo.Context) StaffMember {
 	m, _ := c.Get(staffKey).(StaffMember)
 	return m
@@ -50,14 +49,14 @@ func csrfTokenOf(c echo.Context) string {
 	return t
 }
 
-// requireStaff admits console requests with a live console session, one
+// RequireStaff admits console requests with a live console session, one
 // whose record the server keeps: a page visit without one goes to sign-in
 // and comes back; a POST must carry the session's CSRF token (form field
 // csrf or header X-CSRF-Token).
-func (s *Server) requireStaff(next echo.HandlerFunc) echo.HandlerFunc {
+func (h *Handler) RequireStaff(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		sess, ok, err := s.consoleSessions.Get(c.Response(), r)
+		sess, ok, err := h.staffSessions.Get(c.Response(), r)
 		if err != nil {
 			return err
 		}
@@ -78,8 +77,8 @@ func (s *Server) requireStaff(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// requireAdmin admits only admins; use it after requireStaff.
-func requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
+// RequireAdmin admits only admins; use it after RequireStaff.
+func RequireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if !staffOf(c).IsAdmin() {
 			return apperr.New(apperr.Forbidden, "Only an admin of your organization may do this.")
@@ -96,9 +95,9 @@ func safeMethod(m string) bool {
 // member m. Staff of the built-in provider name their account and the
 // provider session they signed in through (the ID token's sid), which ends
 // with this one; an external issuer's staff have neither here.
-func (s *Server) consoleRecord(c echo.Context, id oidclogin.Identity, m oidclogin.Staff) identity.Session {
+func (h *Handler) consoleRecord(c echo.Context, id oidclogin.Identity, m oidclogin.Staff) identity.Session {
 	rec := httpkit.StaffRecord(c, "", "", m.OrganizationID, m.Username)
-	if id.Issuer == s.login.Issuer() && uuid.Validate(id.Subject) == nil {
+	if id.Issuer == h.builtInIssuer && uuid.Validate(id.Subject) == nil {
 		rec.StaffID = id.Subject
 		if sid, _ := id.Claims["sid"].(string); uuid.Validate(sid) == nil {
 			rec.ProviderSessionID = sid

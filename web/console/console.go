@@ -1,8 +1,13 @@
-package web
+// Package console is the staff console under /console: an organization's
+// flows, consent definitions, credentials, webhooks, settings, audit log and
+// sessions, for its staff signed in through OpenID Connect. Its routes are
+// in web/routes.go, behind RequireStaff, and RequireAdmin for changes.
+package console
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,15 +18,68 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/idempotency"
+	"github.com/flowd/flowd/internal/oidclogin"
+	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/views/layouts"
 	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
-// This file holds what every console page shares (issue 8): the frame, the
-// one form-binding helper, notices after a redirect, the audit trail, and
-// how times read. The pages themselves are in console_*.go.
+// Deps are what the console's handlers call.
+type Deps struct {
+	Log    *slog.Logger
+	Config *config.Config
+	// Identity holds the organizations, their API clients and the audit log.
+	Identity    identity.Service
+	Flows       flows.Service
+	Webhooks    webhooks.Service
+	Endpoints   webhooks.Endpoints
+	Definitions consent.Definitions
+	// Consent tells when a flow's person proved who they are.
+	Consent consent.Journey
+	// Idempotency keeps the API's answers, which a flow's deletion takes along.
+	Idempotency idempotency.Store
+	// Sessions are the records of everyone's sessions; StaffSessions the
+	// console's own, signed in through RP.
+	Sessions      identity.Sessions
+	StaffSessions *oidclogin.Sessions
+	RP            *oidclogin.RelyingParty
+	// BuiltInIssuer is the built-in provider's issuer, whose staff the
+	// console knows by account.
+	BuiltInIssuer string
+}
+
+// Handler holds the console's handlers.
+type Handler struct {
+	log           *slog.Logger
+	cfg           *config.Config
+	identity      identity.Service
+	flows         flows.Service
+	webhooks      webhooks.Service
+	endpoints     webhooks.Endpoints
+	definitions   consent.Definitions
+	consent       consent.Journey
+	answers       idempotency.Store
+	sessions      identity.Sessions
+	staffSessions *oidclogin.Sessions
+	rp            *oidclogin.RelyingParty
+	builtInIssuer string
+}
+
+// New returns the console's handlers, calling the modules of d.
+func New(d Deps) *Handler {
+	return &Handler{log: d.Log, cfg: d.Config, identity: d.Identity, flows: d.Flows, webhooks: d.Webhooks, endpoints: d.Endpoints,
+		definitions: d.Definitions, consent: d.Consent, answers: d.Idempotency, sessions: d.Sessions,
+		staffSessions: d.StaffSessions, rp: d.RP, builtInIssuer: d.BuiltInIssuer}
+}
+
+// This file holds what every console page shares besides: the frame,
+// notices after a redirect, the audit trail, and how times read.
 
 // consoleTime is how the console shows an instant: UTC, to the minute.
 func consoleTime(t time.Time) string {
@@ -42,23 +100,23 @@ func consoleTimePtr(t *time.Time, none string) string {
 // frame builds the layout's view model for the signed-in staff member. The
 // organization's name is looked up; an organization the identity module
 // does not know (an external issuer's claim) shows its id.
-func (s *Server) frame(c echo.Context, section, title string) layouts.Console {
+func (h *Handler) frame(c echo.Context, section, title string) layouts.Console {
 	m := staffOf(c)
 	name := m.Name
 	if name == "" {
 		name = m.Username
 	}
 	f := layouts.Console{Title: title, Section: section, StaffName: name, Username: m.Username, Role: string(m.Role),
-		IsAdmin: m.IsAdmin(), OrgName: s.organizationName(c, m.OrganizationID), CSRF: csrfTokenOf(c), Notice: noticeOf(c)}
-	f.Banner = s.endpointBanner(c, m.OrganizationID)
+		IsAdmin: m.IsAdmin(), OrgName: h.organizationName(c, m.OrganizationID), CSRF: csrfTokenOf(c), Notice: noticeOf(c)}
+	f.Banner = h.endpointBanner(c, m.OrganizationID)
 	return f
 }
 
 // organizationName is the organization's registered name, or its id when
 // the identity module does not know it (an external issuer's claim).
-func (s *Server) organizationName(c echo.Context, organizationID string) string {
-	if s.identity != nil {
-		if org, err := s.identity.Organization(c.Request().Context(), organizationID); err == nil {
+func (h *Handler) organizationName(c echo.Context, organizationID string) string {
+	if h.identity != nil {
+		if org, err := h.identity.Organization(c.Request().Context(), organizationID); err == nil {
 			return org.Name
 		}
 	}
@@ -67,10 +125,10 @@ func (s *Server) organizationName(c echo.Context, organizationID string) string 
 
 // renderConsole renders a console page; console pages are never cached,
 // since they show one organization's data to one person.
-func (s *Server) renderConsole(c echo.Context, status int, page templ.Component) error {
-	h := c.Response().Header()
-	h.Set("Cache-Control", "no-store")
-	h.Set("Pragma", "no-cache")
+func (h *Handler) renderConsole(c echo.Context, status int, page templ.Component) error {
+	header := c.Response().Header()
+	header.Set("Cache-Control", "no-store")
+	header.Set("Pragma", "no-cache")
 	return httpkit.Render(c, status, page)
 }
 
@@ -138,10 +196,10 @@ func noticeOf(c echo.Context) string {
 // and its entry commit together, or neither does, so that no action is done
 // without a record and no record tells of an action that was not done.
 // describe gives the entry's target and detail from what the action did.
-func audited[T any](s *Server, c echo.Context, action string, describe func(done T) (target, detail string)) database.BeforeCommit[T] {
+func audited[T any](h *Handler, c echo.Context, action string, describe func(done T) (target, detail string)) database.BeforeCommit[T] {
 	return func(ctx context.Context, tx database.Tx, done T) error {
 		target, detail := describe(done)
-		return httpkit.AuditFailed(s.identity.RecordAuditTx(ctx, tx, auditEntry(c, action, target, detail)))
+		return httpkit.AuditFailed(h.identity.RecordAuditTx(ctx, tx, auditEntry(c, action, target, detail)))
 	}
 }
 
@@ -155,16 +213,16 @@ func auditEntry(c echo.Context, action, target, detail string) identity.AuditEnt
 // something (a national id, a secret) before it is shown: the caller shows
 // it only when this returns nil, so that nothing is revealed without a
 // committed record of who saw it.
-func (s *Server) auditFirst(c echo.Context, action, target, detail string) error {
-	return httpkit.AuditFailed(s.identity.RecordAudit(c.Request().Context(), auditEntry(c, action, target, detail)))
+func (h *Handler) auditFirst(c echo.Context, action, target, detail string) error {
+	return httpkit.AuditFailed(h.identity.RecordAudit(c.Request().Context(), auditEntry(c, action, target, detail)))
 }
 
 // staffActor is how a staff member appears in the deletion and audit logs.
 func staffActor(m StaffMember) string { return "staff:" + m.Username }
 
-// handleConsoleHome handles "GET /console": the flows list is the console's home.
-func (s *Server) handleConsoleHome(c echo.Context) error {
-	return c.Redirect(http.StatusSeeOther, s.echo.Reverse("console.flows"))
+// HandleConsoleHome handles "GET /console": the flows list is the console's home.
+func (h *Handler) HandleConsoleHome(c echo.Context) error {
+	return c.Redirect(http.StatusSeeOther, c.Echo().Reverse("console.flows"))
 }
 
 // notFoundPage is the one answer for anything a staff member cannot see:

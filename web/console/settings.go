@@ -1,4 +1,4 @@
-package web
+package console
 
 import (
 	"errors"
@@ -16,46 +16,46 @@ import (
 	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
-// handleConsoleCredentials handles "GET /console/credentials": the API
+// HandleConsoleCredentials handles "GET /console/credentials": the API
 // clients and the webhook signing secret (never its value here).
-func (s *Server) handleConsoleCredentials(c echo.Context) error {
+func (h *Handler) HandleConsoleCredentials(c echo.Context) error {
 	ctx := c.Request().Context()
 	org := staffOf(c).OrganizationID
-	clients, err := s.identity.ListClients(ctx, org)
+	clients, err := h.identity.ListClients(ctx, org)
 	if err != nil {
 		return err
 	}
-	p := pages.CredentialsPage{Frame: s.frame(c, "credentials", "Credentials"), TokenURL: s.cfg.URL("/oauth/token"), SecretCreated: "—"}
+	p := pages.CredentialsPage{Frame: h.frame(c, "credentials", "Credentials"), TokenURL: h.cfg.URL("/oauth/token"), SecretCreated: "—"}
 	for _, cl := range clients {
 		p.Clients = append(p.Clients, pages.ClientRow{ID: cl.ID, Name: cl.Name, Scopes: strings.Join(cl.Scopes, " "), Sandbox: cl.Sandbox, DPoP: cl.DPoPBound,
 			Created: consoleTime(cl.CreatedAt), LastUsed: consoleTimePtr(cl.LastUsedAt, "never"), Revoked: consoleTimePtr(cl.RevokedAt, ""),
-			Auth: clientAuthLabel(cl), HasSecret: cl.HasSecret, RateLimit: rateLimitLabel(cl.RateLimit, s.cfg.APIRateLimit)})
+			Auth: clientAuthLabel(cl), HasSecret: cl.HasSecret, RateLimit: rateLimitLabel(cl.RateLimit, h.cfg.APIRateLimit)})
 	}
-	if sec, err := s.webhooks.CurrentSecret(ctx, org); err == nil {
+	if sec, err := h.webhooks.CurrentSecret(ctx, org); err == nil {
 		p.SecretCreated = consoleTime(sec.CreatedAt)
 	} else if !errors.Is(err, webhooks.ErrNotFound) {
 		return err
 	}
-	return s.renderConsole(c, http.StatusOK, pages.Credentials(p))
+	return h.renderConsole(c, http.StatusOK, pages.Credentials(p))
 }
 
-// handleConsoleNewClient handles "GET /console/credentials/clients/new" (admins).
-func (s *Server) handleConsoleNewClient(c echo.Context) error {
-	return s.renderClientForm(c, http.StatusOK, pages.ClientFormPage{Scopes: map[string]bool{identity.ScopeFlowsRead: true, identity.ScopeFlowsWrite: true}})
+// HandleConsoleNewClient handles "GET /console/credentials/clients/new" (admins).
+func (h *Handler) HandleConsoleNewClient(c echo.Context) error {
+	return h.renderClientForm(c, http.StatusOK, pages.ClientFormPage{Scopes: map[string]bool{identity.ScopeFlowsRead: true, identity.ScopeFlowsWrite: true}})
 }
 
 // renderClientForm renders the new-client form p with the page's frame
 // and choices filled in.
-func (s *Server) renderClientForm(c echo.Context, status int, p pages.ClientFormPage) error {
-	p.Frame, p.AllScopes = s.frame(c, "credentials", "New API client"), identity.AllScopes
-	p.Keys.URIAllowed = len(s.cfg.ClientJWKSHosts) > 0 || p.Keys.JWKSURI != ""
-	return s.renderConsole(c, status, pages.ClientForm(p))
+func (h *Handler) renderClientForm(c echo.Context, status int, p pages.ClientFormPage) error {
+	p.Frame, p.AllScopes = h.frame(c, "credentials", "New API client"), identity.AllScopes
+	p.Keys.URIAllowed = len(h.cfg.ClientJWKSHosts) > 0 || p.Keys.JWKSURI != ""
+	return h.renderConsole(c, status, pages.ClientForm(p))
 }
 
-// handleConsoleCreateClient handles "POST /console/credentials/clients"
+// HandleConsoleCreateClient handles "POST /console/credentials/clients"
 // (admins): the client is made and its secret shown once (or its public
 // keys registered, for private_key_jwt); it obtains tokens at once.
-func (s *Server) handleConsoleCreateClient(c echo.Context) error {
+func (h *Handler) HandleConsoleCreateClient(c echo.Context) error {
 	f, err := httpkit.BindForm(c)
 	if err != nil {
 		return err
@@ -74,15 +74,15 @@ func (s *Server) handleConsoleCreateClient(c echo.Context) error {
 	keys, keyFields := clientKeysForm(f, true)
 	again := pages.ClientFormPage{Name: name, Scopes: chosen, Sandbox: sandbox, DPoP: dpop, Keys: keyFields, Errors: f.Errors}
 	if !f.Valid() {
-		return s.renderClientForm(c, http.StatusBadRequest, again)
+		return h.renderClientForm(c, http.StatusBadRequest, again)
 	}
-	creds, err := s.identity.CreateClient(c.Request().Context(), identity.NewClient{OrganizationID: staffOf(c).OrganizationID,
+	creds, err := h.identity.CreateClient(c.Request().Context(), identity.NewClient{OrganizationID: staffOf(c).OrganizationID,
 		Name: name, Scopes: scopes, Sandbox: sandbox, Keys: keys, DPoPBound: dpop},
-		audited(s, c, identity.AuditClientCreate, func(cc identity.ClientCredentials) (string, string) {
+		audited(h, c, identity.AuditClientCreate, func(cc identity.ClientCredentials) (string, string) {
 			return cc.ID, identity.ClientCreatedDetail(cc.Client)
 		}))
 	if f.Refused(err, clientKeyFormFields) {
-		return s.renderClientForm(c, http.StatusBadRequest, again)
+		return h.renderClientForm(c, http.StatusBadRequest, again)
 	}
 	if err != nil {
 		return consoleNotFound(err, identity.ErrOrganizationNotFound)
@@ -91,13 +91,13 @@ func (s *Server) handleConsoleCreateClient(c echo.Context) error {
 	if creds.Secret == "" {
 		intro = "The client has no secret: it authenticates at the token endpoint with a JWT signed by one of its registered keys (private_key_jwt)."
 	}
-	return s.renderConsole(c, http.StatusCreated, pages.Secret(pages.SecretPage{Frame: s.frame(c, "credentials", "API client created"),
+	return h.renderConsole(c, http.StatusCreated, pages.Secret(pages.SecretPage{Frame: h.frame(c, "credentials", "API client created"),
 		Heading: "API client created", Intro: intro,
-		Label: "Client secret", Secret: creds.Secret, Details: clientDetails(s, creds.Client),
+		Label: "Client secret", Secret: creds.Secret, Details: clientDetails(h, creds.Client),
 		BackURL: "/console/credentials", Back: "Done"}))
 }
 
-func clientDetails(s *Server, cl identity.Client) []pages.KV {
+func clientDetails(h *Handler, cl identity.Client) []pages.KV {
 	env := "production"
 	if cl.Sandbox {
 		env = "sandbox"
@@ -105,12 +105,12 @@ func clientDetails(s *Server, cl identity.Client) []pages.KV {
 	return []pages.KV{{Label: "Name", Value: cl.Name}, {Label: "Client id", Value: cl.ID, Code: true},
 		{Label: "Scopes", Value: strings.Join(cl.Scopes, " ")}, {Label: "Environment", Value: env},
 		{Label: "Authentication", Value: strings.Join(cl.AuthMethods(), " ")},
-		{Label: "Token endpoint", Value: s.cfg.URL("/oauth/token"), Code: true}}
+		{Label: "Token endpoint", Value: h.cfg.URL("/oauth/token"), Code: true}}
 }
 
 // consoleClient finds one of the organization's clients by the path's id.
-func (s *Server) consoleClient(c echo.Context) (identity.Client, error) {
-	clients, err := s.identity.ListClients(c.Request().Context(), staffOf(c).OrganizationID)
+func (h *Handler) consoleClient(c echo.Context) (identity.Client, error) {
+	clients, err := h.identity.ListClients(c.Request().Context(), staffOf(c).OrganizationID)
 	if err != nil {
 		return identity.Client{}, err
 	}
@@ -121,93 +121,93 @@ func (s *Server) consoleClient(c echo.Context) (identity.Client, error) {
 	return clients[i], nil
 }
 
-// handleConsoleRotateClientConfirm handles "GET /console/credentials/clients/:id/rotate" (admins).
-func (s *Server) handleConsoleRotateClientConfirm(c echo.Context) error {
-	cl, err := s.consoleClient(c)
+// HandleConsoleRotateClientConfirm handles "GET /console/credentials/clients/:id/rotate" (admins).
+func (h *Handler) HandleConsoleRotateClientConfirm(c echo.Context) error {
+	cl, err := h.consoleClient(c)
 	if err != nil {
 		return err
 	}
-	return s.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: s.frame(c, "credentials", "Rotate secret"),
+	return h.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.frame(c, "credentials", "Rotate secret"),
 		Heading: "Rotate the secret of " + cl.Name + "?", Message: "A new secret is made and shown once. The current secret and the client's refresh tokens stop working at once.",
 		Details: []pages.KV{{Label: "Client id", Value: cl.ID, Code: true}}, Action: "/console/credentials/clients/" + cl.ID + "/rotate",
 		Button: "Rotate secret", Danger: true, BackURL: "/console/credentials"}))
 }
 
-// handleConsoleRotateClient handles "POST /console/credentials/clients/:id/rotate" (admins).
-func (s *Server) handleConsoleRotateClient(c echo.Context) error {
-	creds, err := s.identity.RotateClientSecret(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
-		audited(s, c, identity.AuditClientRotate, func(cc identity.ClientCredentials) (string, string) { return cc.ID, cc.Name }))
+// HandleConsoleRotateClient handles "POST /console/credentials/clients/:id/rotate" (admins).
+func (h *Handler) HandleConsoleRotateClient(c echo.Context) error {
+	creds, err := h.identity.RotateClientSecret(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
+		audited(h, c, identity.AuditClientRotate, func(cc identity.ClientCredentials) (string, string) { return cc.ID, cc.Name }))
 	if err != nil {
 		return consoleNotFound(err, identity.ErrClientNotFound)
 	}
-	return s.renderConsole(c, http.StatusOK, pages.Secret(pages.SecretPage{Frame: s.frame(c, "credentials", "New client secret"),
+	return h.renderConsole(c, http.StatusOK, pages.Secret(pages.SecretPage{Frame: h.frame(c, "credentials", "New client secret"),
 		Heading: "New secret for " + creds.Name, Intro: "The previous secret no longer works.",
-		Label: "Client secret", Secret: creds.Secret, Details: clientDetails(s, creds.Client), BackURL: "/console/credentials", Back: "Done"}))
+		Label: "Client secret", Secret: creds.Secret, Details: clientDetails(h, creds.Client), BackURL: "/console/credentials", Back: "Done"}))
 }
 
-// handleConsoleRevokeClientConfirm handles "GET /console/credentials/clients/:id/revoke" (admins).
-func (s *Server) handleConsoleRevokeClientConfirm(c echo.Context) error {
-	cl, err := s.consoleClient(c)
+// HandleConsoleRevokeClientConfirm handles "GET /console/credentials/clients/:id/revoke" (admins).
+func (h *Handler) HandleConsoleRevokeClientConfirm(c echo.Context) error {
+	cl, err := h.consoleClient(c)
 	if err != nil {
 		return err
 	}
 	if cl.Revoked() {
 		return c.Redirect(http.StatusSeeOther, "/console/credentials")
 	}
-	return s.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: s.frame(c, "credentials", "Revoke client"),
+	return h.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.frame(c, "credentials", "Revoke client"),
 		Heading: "Revoke " + cl.Name + "?", Message: "The client can obtain no more tokens, and the tokens it holds stop working at once. This cannot be undone.",
 		Details: []pages.KV{{Label: "Client id", Value: cl.ID, Code: true}, {Label: "Last used", Value: consoleTimePtr(cl.LastUsedAt, "never")}},
 		Action:  "/console/credentials/clients/" + cl.ID + "/revoke", Button: "Revoke client", Danger: true, BackURL: "/console/credentials"}))
 }
 
-// handleConsoleRevokeClient handles "POST /console/credentials/clients/:id/revoke" (admins).
-func (s *Server) handleConsoleRevokeClient(c echo.Context) error {
-	cl, err := s.identity.RevokeClient(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
-		audited(s, c, identity.AuditClientRevoke, func(cl identity.Client) (string, string) { return cl.ID, cl.Name }))
+// HandleConsoleRevokeClient handles "POST /console/credentials/clients/:id/revoke" (admins).
+func (h *Handler) HandleConsoleRevokeClient(c echo.Context) error {
+	cl, err := h.identity.RevokeClient(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
+		audited(h, c, identity.AuditClientRevoke, func(cl identity.Client) (string, string) { return cl.ID, cl.Name }))
 	if err != nil {
 		return consoleNotFound(err, identity.ErrClientNotFound)
 	}
 	return c.Redirect(http.StatusSeeOther, withNotice("/console/credentials", "revoked", cl.Name))
 }
 
-// handleConsoleRevealWebhookSecret handles "POST /console/credentials/webhook-secret/reveal"
+// HandleConsoleRevealWebhookSecret handles "POST /console/credentials/webhook-secret/reveal"
 // (admins): the secret that signs now, shown on a page that is not cached,
 // recorded in the audit log. A reveal changes nothing, so there is no
 // transaction to join: the entry is written first, and the secret shown only
 // once it has committed (no record, no reveal). The secret is read before,
 // so that an organization without one records nothing; reading it reveals
 // nothing.
-func (s *Server) handleConsoleRevealWebhookSecret(c echo.Context) error {
-	sec, err := s.webhooks.CurrentSecret(c.Request().Context(), staffOf(c).OrganizationID)
+func (h *Handler) HandleConsoleRevealWebhookSecret(c echo.Context) error {
+	sec, err := h.webhooks.CurrentSecret(c.Request().Context(), staffOf(c).OrganizationID)
 	if err != nil {
 		return consoleNotFound(err, webhooks.ErrNotFound)
 	}
-	if err := s.auditFirst(c, identity.AuditWebhookSecretReveal, "webhook secret", ""); err != nil {
+	if err := h.auditFirst(c, identity.AuditWebhookSecretReveal, "webhook secret", ""); err != nil {
 		return err
 	}
-	return s.renderConsole(c, http.StatusOK, pages.Secret(pages.SecretPage{Frame: s.frame(c, "credentials", "Webhook signing secret"),
+	return h.renderConsole(c, http.StatusOK, pages.Secret(pages.SecretPage{Frame: h.frame(c, "credentials", "Webhook signing secret"),
 		Heading: "Webhook signing secret", Intro: "Configure your webhook receiver with this secret to verify the webhook-signature header.",
 		Label: "Signing secret", Secret: sec.Value, Details: []pages.KV{{Label: "Made", Value: consoleTime(sec.CreatedAt)}},
 		BackURL: "/console/credentials", Back: "Back to credentials"}))
 }
 
-// handleConsoleRotateWebhookSecretConfirm handles "GET /console/credentials/webhook-secret/rotate" (admins).
-func (s *Server) handleConsoleRotateWebhookSecretConfirm(c echo.Context) error {
-	return s.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: s.frame(c, "credentials", "Rotate webhook secret"),
+// HandleConsoleRotateWebhookSecretConfirm handles "GET /console/credentials/webhook-secret/rotate" (admins).
+func (h *Handler) HandleConsoleRotateWebhookSecretConfirm(c echo.Context) error {
+	return h.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.frame(c, "credentials", "Rotate webhook secret"),
 		Heading: "Rotate the webhook signing secret?", Message: "A new secret is made and shown once. For the next 24 hours every webhook carries signatures by both the new and the previous secret, so your receivers can switch over without missing an event.",
 		Action: "/console/credentials/webhook-secret/rotate", Button: "Rotate secret", BackURL: "/console/credentials"}))
 }
 
-// handleConsoleRotateWebhookSecret handles "POST /console/credentials/webhook-secret/rotate" (admins).
-func (s *Server) handleConsoleRotateWebhookSecret(c echo.Context) error {
-	sec, err := s.webhooks.RotateSecret(c.Request().Context(), staffOf(c).OrganizationID,
-		audited(s, c, identity.AuditWebhookSecretRotate, func(webhooks.Secret) (string, string) {
+// HandleConsoleRotateWebhookSecret handles "POST /console/credentials/webhook-secret/rotate" (admins).
+func (h *Handler) HandleConsoleRotateWebhookSecret(c echo.Context) error {
+	sec, err := h.webhooks.RotateSecret(c.Request().Context(), staffOf(c).OrganizationID,
+		audited(h, c, identity.AuditWebhookSecretRotate, func(webhooks.Secret) (string, string) {
 			return "webhook secret", "previous secret signs for 24 h"
 		}))
 	if err != nil {
 		return consoleNotFound(err, webhooks.ErrNotFound)
 	}
-	return s.renderConsole(c, http.StatusOK, pages.Secret(pages.SecretPage{Frame: s.frame(c, "credentials", "New webhook secret"),
+	return h.renderConsole(c, http.StatusOK, pages.Secret(pages.SecretPage{Frame: h.frame(c, "credentials", "New webhook secret"),
 		Heading: "New webhook signing secret", Intro: "The previous secret keeps signing beside this one for 24 hours.",
 		Label: "Signing secret", Secret: sec.Value, Details: []pages.KV{{Label: "Made", Value: consoleTime(sec.CreatedAt)}},
 		BackURL: "/console/credentials", Back: "Done"}))
@@ -217,22 +217,22 @@ func (s *Server) handleConsoleRotateWebhookSecret(c echo.Context) error {
 var settingsFields = map[string]string{"referencePrefix": "reference_prefix", "organizationNumber": "organization_number",
 	"redirectOrigins": "redirect_origins"}
 
-// handleConsoleSettings handles "GET /console/settings": a form for admins,
+// HandleConsoleSettings handles "GET /console/settings": a form for admins,
 // read-only for viewers.
-func (s *Server) handleConsoleSettings(c echo.Context) error {
-	org, err := s.identity.Organization(c.Request().Context(), staffOf(c).OrganizationID)
+func (h *Handler) HandleConsoleSettings(c echo.Context) error {
+	org, err := h.identity.Organization(c.Request().Context(), staffOf(c).OrganizationID)
 	if err != nil {
 		return consoleNotFound(err, identity.ErrOrganizationNotFound)
 	}
-	return s.renderConsole(c, http.StatusOK, pages.Settings(pages.SettingsPage{Frame: s.frame(c, "settings", "Settings"),
+	return h.renderConsole(c, http.StatusOK, pages.Settings(pages.SettingsPage{Frame: h.frame(c, "settings", "Settings"),
 		OrganizationID: org.ID, Name: org.Name, ReferencePrefix: org.ReferencePrefix, OrganizationNumber: org.OrganizationNumber,
 		RedirectOrigins: strings.Join(org.RedirectOrigins, "\n")}))
 }
 
-// handleConsoleSaveSettings handles "POST /console/settings" (admins).
-func (s *Server) handleConsoleSaveSettings(c echo.Context) error {
+// HandleConsoleSaveSettings handles "POST /console/settings" (admins).
+func (h *Handler) HandleConsoleSaveSettings(c echo.Context) error {
 	ctx := c.Request().Context()
-	org, err := s.identity.Organization(ctx, staffOf(c).OrganizationID)
+	org, err := h.identity.Organization(ctx, staffOf(c).OrganizationID)
 	if err != nil {
 		return consoleNotFound(err, identity.ErrOrganizationNotFound)
 	}
@@ -243,15 +243,15 @@ func (s *Server) handleConsoleSaveSettings(c echo.Context) error {
 	u := identity.OrganizationUpdate{ID: org.ID, ReferencePrefix: f.Text("reference_prefix", 8),
 		OrganizationNumber: f.Text("organization_number", 64), RedirectOrigins: f.Lines("redirect_origins", identity.MaxRedirectOrigins)}
 	rerender := func() error {
-		return s.renderConsole(c, http.StatusBadRequest, pages.Settings(pages.SettingsPage{Frame: s.frame(c, "settings", "Settings"),
+		return h.renderConsole(c, http.StatusBadRequest, pages.Settings(pages.SettingsPage{Frame: h.frame(c, "settings", "Settings"),
 			OrganizationID: org.ID, Name: org.Name, ReferencePrefix: f.Value("reference_prefix"),
 			OrganizationNumber: f.Value("organization_number"), RedirectOrigins: f.Value("redirect_origins"), Errors: f.Errors}))
 	}
 	if !f.Valid() {
 		return rerender()
 	}
-	_, err = s.identity.UpdateOrganization(ctx, u,
-		audited(s, c, identity.AuditSettingsUpdate, func(ch identity.OrganizationChange) (string, string) {
+	_, err = h.identity.UpdateOrganization(ctx, u,
+		audited(h, c, identity.AuditSettingsUpdate, func(ch identity.OrganizationChange) (string, string) {
 			return "settings", settingsChange(ch.Before, ch.After)
 		}))
 	if f.Refused(err, settingsFields) {
@@ -285,8 +285,8 @@ func settingsChange(before, after identity.Organization) string {
 	return out
 }
 
-// handleConsoleAudit handles "GET /console/audit" (admins): who did what.
-func (s *Server) handleConsoleAudit(c echo.Context) error {
+// HandleConsoleAudit handles "GET /console/audit" (admins): who did what.
+func (h *Handler) HandleConsoleAudit(c echo.Context) error {
 	var before int64
 	if b := c.QueryParam("before"); b != "" {
 		n, err := strconv.ParseInt(b, 10, 64)
@@ -295,7 +295,7 @@ func (s *Server) handleConsoleAudit(c echo.Context) error {
 		}
 		before = n
 	}
-	entries, more, err := s.identity.AuditLog(c.Request().Context(), staffOf(c).OrganizationID, 50, before)
+	entries, more, err := h.identity.AuditLog(c.Request().Context(), staffOf(c).OrganizationID, 50, before)
 	if err != nil {
 		return err
 	}
@@ -310,5 +310,5 @@ func (s *Server) handleConsoleAudit(c echo.Context) error {
 	if more && len(entries) > 0 {
 		pager.NextURL, pager.NextLabel = "/console/audit?before="+strconv.FormatInt(entries[len(entries)-1].ID, 10), "Older →"
 	}
-	return s.renderConsole(c, http.StatusOK, pages.Audit(pages.AuditPage{Frame: s.frame(c, "audit", "Audit log"), Rows: rows, Pager: pager}))
+	return h.renderConsole(c, http.StatusOK, pages.Audit(pages.AuditPage{Frame: h.frame(c, "audit", "Audit log"), Rows: rows, Pager: pager}))
 }

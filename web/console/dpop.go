@@ -1,4 +1,4 @@
-package web
+package console
 
 import (
 	"net/http"
@@ -10,11 +10,11 @@ import (
 	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
-// handleConsoleClientDPoP handles "POST /console/credentials/clients/:id/dpop"
+// HandleConsoleClientDPoP handles "POST /console/credentials/clients/:id/dpop"
 // (admins): dpop=on requires the client to use DPoP (RFC 9449), dpop=off
 // stops requiring it. Tokens it holds are unchanged. A change is audited;
 // asking for the setting the client already has records nothing.
-func (s *Server) handleConsoleClientDPoP(c echo.Context) error {
+func (h *Handler) HandleConsoleClientDPoP(c echo.Context) error {
 	f, err := httpkit.BindForm(c)
 	if err != nil {
 		return err
@@ -27,8 +27,8 @@ func (s *Server) handleConsoleClientDPoP(c echo.Context) error {
 	default:
 		return apperr.New(apperr.Invalid, "Choose on or off.")
 	}
-	cl, err := s.identity.SetClientDPoP(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"), on,
-		audited(s, c, identity.AuditClientDPoP, func(ch identity.ClientChange) (string, string) {
+	cl, err := h.identity.SetClientDPoP(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"), on,
+		audited(h, c, identity.AuditClientDPoP, func(ch identity.ClientChange) (string, string) {
 			return ch.After.ID, identity.DPoPAuditDetail(ch.After)
 		}))
 	if err != nil {

@@ -1,4 +1,4 @@
-package web
+package console
 
 import (
 	"encoding/hex"
@@ -21,37 +21,37 @@ import (
 
 func definitionConsolePath(id string) string { return "/console/definitions/" + url.PathEscape(id) }
 
-// handleConsoleDefinitions handles "GET /console/definitions".
-func (s *Server) handleConsoleDefinitions(c echo.Context) error {
-	list, err := s.definitions.List(c.Request().Context(), staffOf(c).OrganizationID)
+// HandleConsoleDefinitions handles "GET /console/definitions".
+func (h *Handler) HandleConsoleDefinitions(c echo.Context) error {
+	list, err := h.definitions.List(c.Request().Context(), staffOf(c).OrganizationID)
 	if err != nil {
 		return err
 	}
-	p := pages.DefinitionListPage{Frame: s.frame(c, "definitions", "Consent definitions")}
+	p := pages.DefinitionListPage{Frame: h.frame(c, "definitions", "Consent definitions")}
 	for _, d := range list {
 		p.Rows = append(p.Rows, pages.DefinitionRow{ID: d.Definition.ID, URL: definitionConsolePath(d.Definition.ID),
 			Title: d.Version.Title.EN, Tag: d.Version.Tag, Level: string(d.Version.AssuranceLevel), Version: d.Version.Version,
 			Default: d.Definition.Default, Retired: d.Definition.Retired()})
 	}
-	return s.renderConsole(c, http.StatusOK, pages.DefinitionList(p))
+	return h.renderConsole(c, http.StatusOK, pages.DefinitionList(p))
 }
 
-// handleConsoleDefinition handles "GET /console/definitions/:id": a version
+// HandleConsoleDefinition handles "GET /console/definitions/:id": a version
 // (?version=, the latest by default) beside the one before it.
-func (s *Server) handleConsoleDefinition(c echo.Context) error {
+func (h *Handler) HandleConsoleDefinition(c echo.Context) error {
 	ctx := c.Request().Context()
 	org := staffOf(c).OrganizationID
 	n, err := strconv.Atoi(c.QueryParam("version"))
 	if c.QueryParam("version") != "" && (err != nil || n < 1) {
 		return errConsoleNotFound
 	}
-	cur, err := s.definitions.Get(ctx, org, c.Param("id"), n)
+	cur, err := h.definitions.Get(ctx, org, c.Param("id"), n)
 	if err != nil {
 		return consoleNotFound(err, consent.ErrDefinitionNotFound)
 	}
 	d, v := cur.Definition, cur.Version
 	self := definitionConsolePath(d.ID)
-	p := pages.DefinitionPage{Frame: s.frame(c, "definitions", d.ID), ID: d.ID, Version: v.Version, Default: d.Default,
+	p := pages.DefinitionPage{Frame: h.frame(c, "definitions", d.ID), ID: d.ID, Version: v.Version, Default: d.Default,
 		RetiredAt: consoleTimePtr(d.RetiredAt, "")}
 	if !d.Retired() {
 		p.PublishURL = self + "/publish"
@@ -64,14 +64,14 @@ func (s *Server) handleConsoleDefinition(c echo.Context) error {
 	}
 	var prev consent.Version
 	if v.Version > 1 {
-		before, err := s.definitions.Get(ctx, org, d.ID, v.Version-1)
+		before, err := h.definitions.Get(ctx, org, d.ID, v.Version-1)
 		if err != nil {
 			return err
 		}
 		prev, p.Previous = before.Version, v.Version-1
 	}
 	p.Rows = compareVersions(v, prev, p.Previous > 0)
-	return s.renderConsole(c, http.StatusOK, pages.Definition(p))
+	return h.renderConsole(c, http.StatusOK, pages.Definition(p))
 }
 
 // compareVersions lists every field of v beside prev's, marking those that
@@ -136,15 +136,15 @@ func versionFields(v consent.Version) []versionField {
 	}
 }
 
-// handleConsoleNewDefinition handles "GET /console/definitions/new" (admins).
-func (s *Server) handleConsoleNewDefinition(c echo.Context) error {
-	return s.renderConsole(c, http.StatusOK, pages.DefinitionForm(s.definitionForm(c, "", true, pages.DefinitionFormPage{Level: "substantial"})))
+// HandleConsoleNewDefinition handles "GET /console/definitions/new" (admins).
+func (h *Handler) HandleConsoleNewDefinition(c echo.Context) error {
+	return h.renderConsole(c, http.StatusOK, pages.DefinitionForm(h.definitionForm(c, "", true, pages.DefinitionFormPage{Level: "substantial"})))
 }
 
-// handleConsolePublishForm handles "GET /console/definitions/:id/publish"
+// HandleConsolePublishForm handles "GET /console/definitions/:id/publish"
 // (admins): the form, filled in with the latest version.
-func (s *Server) handleConsolePublishForm(c echo.Context) error {
-	cur, err := s.definitions.Get(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"), 0)
+func (h *Handler) HandleConsolePublishForm(c echo.Context) error {
+	cur, err := h.definitions.Get(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"), 0)
 	if err != nil {
 		return consoleNotFound(err, consent.ErrDefinitionNotFound)
 	}
@@ -153,18 +153,18 @@ func (s *Server) handleConsolePublishForm(c echo.Context) error {
 	for _, c := range v.DataCategories {
 		cats = append(cats, c.EN+" | "+c.NB)
 	}
-	return s.renderConsole(c, http.StatusOK, pages.DefinitionForm(s.definitionForm(c, cur.Definition.ID, false, pages.DefinitionFormPage{
+	return h.renderConsole(c, http.StatusOK, pages.DefinitionForm(h.definitionForm(c, cur.Definition.ID, false, pages.DefinitionFormPage{
 		Tag: v.Tag, TitleEN: v.Title.EN, TitleNB: v.Title.NB, PurposeEN: v.Purpose.EN, PurposeNB: v.Purpose.NB,
 		Categories: strings.Join(cats, "\n"), Recipient: v.Recipient, Validity: v.Validity.String(), Level: string(v.AssuranceLevel)})))
 }
 
 // definitionForm completes the form's view model for definition id.
-func (s *Server) definitionForm(c echo.Context, id string, isNew bool, p pages.DefinitionFormPage) pages.DefinitionFormPage {
+func (h *Handler) definitionForm(c echo.Context, id string, isNew bool, p pages.DefinitionFormPage) pages.DefinitionFormPage {
 	p.New, p.ID = isNew, id
 	if isNew {
-		p.Frame, p.Action, p.BackURL = s.frame(c, "definitions", "New definition"), "/console/definitions", "/console/definitions"
+		p.Frame, p.Action, p.BackURL = h.frame(c, "definitions", "New definition"), "/console/definitions", "/console/definitions"
 	} else {
-		p.Frame, p.Action, p.BackURL = s.frame(c, "definitions", "Publish "+id), definitionConsolePath(id)+"/publish", definitionConsolePath(id)
+		p.Frame, p.Action, p.BackURL = h.frame(c, "definitions", "Publish "+id), definitionConsolePath(id)+"/publish", definitionConsolePath(id)
 	}
 	return p
 }
@@ -190,11 +190,11 @@ func draftError(field, msg string) (name, message string) {
 	return strings.ReplaceAll(field, ".", "_"), httpkit.Sentence(msg)
 }
 
-// handleConsoleSaveDefinition handles "POST /console/definitions" (a new
+// HandleConsoleSaveDefinition handles "POST /console/definitions" (a new
 // definition) and "POST /console/definitions/:id/publish" (admins): Preview
 // shows the consent page in both languages and stores nothing; Publish
 // publishes, with its audit entry in the same transaction.
-func (s *Server) handleConsoleSaveDefinition(c echo.Context) error {
+func (h *Handler) HandleConsoleSaveDefinition(c echo.Context) error {
 	f, err := httpkit.BindForm(c)
 	if err != nil {
 		return err
@@ -240,9 +240,9 @@ func (s *Server) handleConsoleSaveDefinition(c echo.Context) error {
 			return consoleNotFound(err, consent.ErrDefinitionNotFound)
 		}
 		form.Errors = f.Errors
-		return s.renderConsole(c, http.StatusBadRequest, pages.DefinitionForm(s.definitionForm(c, id, isNew, form)))
+		return h.renderConsole(c, http.StatusBadRequest, pages.DefinitionForm(h.definitionForm(c, id, isNew, form)))
 	}
-	preview, err := s.definitions.Preview(ctx, author.OrganizationID, id, draft)
+	preview, err := h.definitions.Preview(ctx, author.OrganizationID, id, draft)
 	if err != nil || !f.Valid() {
 		if err == nil {
 			err = apperr.InvalidFields(nil)
@@ -250,19 +250,19 @@ func (s *Server) handleConsoleSaveDefinition(c echo.Context) error {
 		return refuse(err)
 	}
 	if f.Value("action") != "publish" {
-		org := s.organizationName(c, author.OrganizationID)
+		org := h.organizationName(c, author.OrganizationID)
 		for _, lang := range []i18n.Lang{i18n.English, i18n.Norwegian} {
 			frame := pages.ConsentFrame{Lang: lang, T: i18n.ConsentTexts(lang)}
 			form.Previews = append(form.Previews, pages.DefinitionPreview{Language: string(lang), T: frame.T,
 				Text: httpkit.ConsentTextOf(preview, org, frame)})
 		}
-		return s.renderConsole(c, http.StatusOK, pages.DefinitionForm(s.definitionForm(c, id, isNew, form)))
+		return h.renderConsole(c, http.StatusOK, pages.DefinitionForm(h.definitionForm(c, id, isNew, form)))
 	}
 	var published consent.Published
 	if isNew {
-		published, err = s.definitions.Create(ctx, author, id, draft, audited(s, c, identity.AuditDefinitionCreate, describePublished))
+		published, err = h.definitions.Create(ctx, author, id, draft, audited(h, c, identity.AuditDefinitionCreate, describePublished))
 	} else {
-		published, err = s.definitions.Publish(ctx, author, id, draft, audited(s, c, identity.AuditDefinitionPublish, describePublished))
+		published, err = h.definitions.Publish(ctx, author, id, draft, audited(h, c, identity.AuditDefinitionPublish, describePublished))
 	}
 	if err != nil {
 		return refuse(err)
@@ -274,24 +274,24 @@ func describePublished(p consent.Published) (string, string) {
 	return p.Definition.ID, "version " + strconv.Itoa(p.Version.Version) + "; text SHA-256 " + hex.EncodeToString(p.Version.TextSHA256)
 }
 
-// handleConsoleRetireConfirm handles "GET /console/definitions/:id/retire" (admins).
-func (s *Server) handleConsoleRetireConfirm(c echo.Context) error {
-	cur, err := s.definitions.Get(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"), 0)
+// HandleConsoleRetireConfirm handles "GET /console/definitions/:id/retire" (admins).
+func (h *Handler) HandleConsoleRetireConfirm(c echo.Context) error {
+	cur, err := h.definitions.Get(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"), 0)
 	if err != nil {
 		return consoleNotFound(err, consent.ErrDefinitionNotFound)
 	}
 	self := definitionConsolePath(cur.Definition.ID)
-	return s.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: s.frame(c, "definitions", "Retire "+cur.Definition.ID),
+	return h.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.frame(c, "definitions", "Retire "+cur.Definition.ID),
 		Heading: "Retire " + cur.Definition.ID + "?", Message: "New flows can no longer use it; flows that pinned it keep it. This cannot be undone.",
 		Details: []pages.KV{{Label: "Latest version", Value: strconv.Itoa(cur.Version.Version)}, {Label: "Title", Value: cur.Version.Title.EN}},
 		Action:  self + "/retire", Button: "Retire", Danger: true, BackURL: self}))
 }
 
-// handleConsoleRetire handles "POST /console/definitions/:id/retire" (admins).
-func (s *Server) handleConsoleRetire(c echo.Context) error {
+// HandleConsoleRetire handles "POST /console/definitions/:id/retire" (admins).
+func (h *Handler) HandleConsoleRetire(c echo.Context) error {
 	author := consent.Author{OrganizationID: staffOf(c).OrganizationID, By: staffActor(staffOf(c))}
-	d, err := s.definitions.Retire(c.Request().Context(), author, c.Param("id"), etag.Any,
-		audited(s, c, identity.AuditDefinitionRetire, func(d consent.Definition) (string, string) { return d.ID, "" }))
+	d, err := h.definitions.Retire(c.Request().Context(), author, c.Param("id"), etag.Any,
+		audited(h, c, identity.AuditDefinitionRetire, func(d consent.Definition) (string, string) { return d.ID, "" }))
 	if err != nil {
 		return consoleNotFound(err, consent.ErrDefinitionNotFound) // a Conflict (the default) shows as such
 	}

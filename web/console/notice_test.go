@@ -1,4 +1,4 @@
-package web
+package console
 
 import (
 	"net/http"

@@ -1,4 +1,4 @@
-package web
+package console
 
 import (
 	"net/http"
@@ -67,9 +67,9 @@ func currentKeys(cl identity.Client) string {
 	return "It has no keys yet: adding some lets it authenticate with private_key_jwt as well as its secret."
 }
 
-// handleConsoleClientKeys handles "GET /console/credentials/clients/:id/keys" (admins).
-func (s *Server) handleConsoleClientKeys(c echo.Context) error {
-	cl, err := s.consoleClient(c)
+// HandleConsoleClientKeys handles "GET /console/credentials/clients/:id/keys" (admins).
+func (h *Handler) HandleConsoleClientKeys(c echo.Context) error {
+	cl, err := h.consoleClient(c)
 	if err != nil {
 		return err
 	}
@@ -77,19 +77,19 @@ func (s *Server) handleConsoleClientKeys(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, "/console/credentials")
 	}
 	fields := pages.ClientKeyFields{JWKS: string(cl.Keys.JWKS), JWKSURI: cl.Keys.JWKSURI}
-	return s.renderClientKeys(c, http.StatusOK, cl, fields, nil)
+	return h.renderClientKeys(c, http.StatusOK, cl, fields, nil)
 }
 
-func (s *Server) renderClientKeys(c echo.Context, status int, cl identity.Client, fields pages.ClientKeyFields, errs map[string]string) error {
-	fields.URIAllowed = len(s.cfg.ClientJWKSHosts) > 0 || fields.JWKSURI != ""
-	return s.renderConsole(c, status, pages.ClientKeys(pages.ClientKeysPage{Frame: s.frame(c, "credentials", "Client keys"),
+func (h *Handler) renderClientKeys(c echo.Context, status int, cl identity.Client, fields pages.ClientKeyFields, errs map[string]string) error {
+	fields.URIAllowed = len(h.cfg.ClientJWKSHosts) > 0 || fields.JWKSURI != ""
+	return h.renderConsole(c, status, pages.ClientKeys(pages.ClientKeysPage{Frame: h.frame(c, "credentials", "Client keys"),
 		ClientID: cl.ID, Name: cl.Name, Current: currentKeys(cl), Keys: fields, Errors: errs}))
 }
 
-// handleConsoleReplaceClientKeys handles "POST /console/credentials/clients/:id/keys"
+// HandleConsoleReplaceClientKeys handles "POST /console/credentials/clients/:id/keys"
 // (admins): the client's public keys are replaced, and the replacement audited.
-func (s *Server) handleConsoleReplaceClientKeys(c echo.Context) error {
-	cl, err := s.consoleClient(c)
+func (h *Handler) HandleConsoleReplaceClientKeys(c echo.Context) error {
+	cl, err := h.consoleClient(c)
 	if err != nil {
 		return err
 	}
@@ -99,12 +99,12 @@ func (s *Server) handleConsoleReplaceClientKeys(c echo.Context) error {
 	}
 	keys, fields := clientKeysForm(f, false)
 	if !f.Valid() {
-		return s.renderClientKeys(c, http.StatusBadRequest, cl, fields, f.Errors)
+		return h.renderClientKeys(c, http.StatusBadRequest, cl, fields, f.Errors)
 	}
-	cl, err = s.identity.ReplaceClientKeys(c.Request().Context(), staffOf(c).OrganizationID, cl.ID, keys,
-		audited(s, c, identity.AuditClientKeys, func(cl identity.Client) (string, string) { return cl.ID, identity.ClientKeysDetail(cl) }))
+	cl, err = h.identity.ReplaceClientKeys(c.Request().Context(), staffOf(c).OrganizationID, cl.ID, keys,
+		audited(h, c, identity.AuditClientKeys, func(cl identity.Client) (string, string) { return cl.ID, identity.ClientKeysDetail(cl) }))
 	if f.Refused(err, clientKeyFormFields) {
-		return s.renderClientKeys(c, http.StatusBadRequest, cl, fields, f.Errors)
+		return h.renderClientKeys(c, http.StatusBadRequest, cl, fields, f.Errors)
 	}
 	if err != nil {
 		return consoleNotFound(err, identity.ErrClientNotFound)

@@ -1,4 +1,4 @@
-package web_test
+package console_test
 
 import (
 	"context"
@@ -11,32 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/web/internal/webtest"
 )
-
-// copyCookies returns a fresh browser holding copies of from's cookies
-// named names, as someone who copied them out of the browser would.
-func copyCookies(t *testing.T, from *formbrowser.Browser, base string, names ...string) *formbrowser.Browser {
-	t.Helper()
-	u, _ := url.Parse(base)
-	var copied []*http.Cookie
-	for _, c := range from.Jar().Cookies(u) {
-		if slices.Contains(names, c.Name) {
-			copied = append(copied, &http.Cookie{Name: c.Name, Value: c.Value, Path: "/"})
-		}
-	}
-	if len(copied) != len(names) {
-		t.Fatalf("the browser holds %d of the cookies %v", len(copied), names)
-	}
-	to := formbrowser.New(t)
-	to.Jar().SetCookies(u, copied)
-	return to
-}
 
 // consoleAdmits reports whether a browser's console session admits a page:
 // 200, where a refused one is sent to sign-in.
@@ -112,8 +91,8 @@ func TestCopiedCookiesDoNotOutliveTheEndOfTheirSession(t *testing.T) {
 			ls.CreateStaff(t, "org-a", username, identity.RoleAdmin)
 			b := formbrowser.New(t)
 			csrf := webtest.SignInStaff(t, b, ls.URL, username, webtest.TestPassword).HiddenFields(t).Get("csrf")
-			consoleCopy := copyCookies(t, b, ls.URL, "flowd_console")
-			providerCopy := copyCookies(t, b, ls.URL, "flowd_idp")
+			consoleCopy := webtest.CopyCookies(t, b, ls.URL, "flowd_console")
+			providerCopy := webtest.CopyCookies(t, b, ls.URL, "flowd_idp")
 			if !consoleAdmits(t, consoleCopy, ls.URL) || !providerSignsIn(t, providerCopy, ls.URL) {
 				t.Fatal("the copies did not work while the session lived")
 			}
@@ -190,7 +169,7 @@ func TestSessionLifetimesHoldAtTheConsoleAndTheProvider(t *testing.T) {
 	t.Run("absolute", func(t *testing.T) {
 		b := formbrowser.New(t)
 		webtest.SignInStaff(t, b, ls.URL, "ada", webtest.TestPassword)
-		consoleCopy := copyCookies(t, b, ls.URL, "flowd_console", "flowd_idp")
+		consoleCopy := webtest.CopyCookies(t, b, ls.URL, "flowd_console", "flowd_idp")
 		for range 3 { // in use all along: 19, 38, 57 minutes
 			clk.advance(19 * time.Minute)
 			if !consoleAdmits(t, b, ls.URL) {
@@ -440,48 +419,6 @@ func TestExternalIssuersStaffSessionsAreListedAndEnded(t *testing.T) {
 	}
 }
 
-// TestConsentSignOutEndsTheSessionOnTheServer: a copy of the consent pages'
-// cookie proves no one once its person signed out, and the session's record
-// names no one.
-func TestConsentSignOutEndsTheSessionOnTheServer(t *testing.T) {
-	t.Parallel()
-	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
-	ls.Srv.Echo().GET("/consent/test-whoami", func(c echo.Context) error {
-		id, ok, err := ls.Srv.ConsentIdentityOf(c)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return c.String(http.StatusUnauthorized, "nobody")
-		}
-		return c.String(http.StatusOK, id.CSRF)
-	})
-	b := formbrowser.New(t)
-	form := b.Follow(http.MethodGet, ls.URL+"/consent/auth/login?return=%2Fconsent%2Ftest-whoami", nil)
-	v := form.HiddenFields(t)
-	v.Set("national_id", "01017012345")
-	v.Set("level", "substantial")
-	signedIn := b.Follow(http.MethodPost, ls.URL+"/idp/login", v)
-	if signedIn.Status != http.StatusOK {
-		t.Fatalf("consent sign-in: %d %s", signedIn.Status, signedIn.Body)
-	}
-	cp := copyCookies(t, b, ls.URL, "flowd_consent")
-	if p := cp.Get(ls.URL + "/consent/test-whoami"); p.Status != http.StatusOK {
-		t.Fatalf("the copy before the sign-out: %d", p.Status)
-	}
-	var named int
-	if err := ls.Pool.QueryRow(context.Background(), `select count(*) from login_sessions
-		where kind = 'consent' and (subject <> '' or issuer <> '' or address <> '' or user_agent <> '')`).Scan(&named); err != nil || named != 0 {
-		t.Fatalf("%d consent sessions name someone (%v)", named, err)
-	}
-	if p := b.Post(ls.URL+"/consent/auth/logout", url.Values{"csrf": {signedIn.Body}}); p.Status != http.StatusSeeOther {
-		t.Fatalf("consent sign-out: %d %s", p.Status, p.Body)
-	}
-	if p := cp.Get(ls.URL + "/consent/test-whoami"); p.Status != http.StatusUnauthorized {
-		t.Fatalf("the copy after the sign-out: %d %s", p.Status, p.Body)
-	}
-}
-
 // TestANewSignInReplacesTheBrowsersSession: signing in again in a browser
 // ends its console session, so that a copy of the old cookie is refused,
 // while the provider's single sign-on it came through lives on.
@@ -491,8 +428,8 @@ func TestANewSignInReplacesTheBrowsersSession(t *testing.T) {
 	ls.CreateStaff(t, "org-again", "ada", identity.RoleAdmin)
 	b := formbrowser.New(t)
 	webtest.SignInStaff(t, b, ls.URL, "ada", webtest.TestPassword)
-	oldConsole := copyCookies(t, b, ls.URL, "flowd_console")
-	provider := copyCookies(t, b, ls.URL, "flowd_idp")
+	oldConsole := webtest.CopyCookies(t, b, ls.URL, "flowd_console")
+	provider := webtest.CopyCookies(t, b, ls.URL, "flowd_idp")
 	if p := b.Follow(http.MethodGet, ls.URL+"/console/auth/login", nil); p.Status != http.StatusOK || !strings.Contains(p.Body, "Sign out") {
 		t.Fatalf("signing in again through single sign-on: %d %s %s", p.Status, p.URL, p.Body)
 	}

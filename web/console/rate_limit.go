@@ -1,4 +1,4 @@
-package web
+package console
 
 import (
 	"net/http"
@@ -27,10 +27,10 @@ func perMinuteLabel(perMinute int) string {
 	return strconv.Itoa(perMinute) + " per minute"
 }
 
-// handleConsoleClientRateLimit handles
+// HandleConsoleClientRateLimit handles
 // "GET /console/credentials/clients/:id/rate-limit" (admins).
-func (s *Server) handleConsoleClientRateLimit(c echo.Context) error {
-	cl, err := s.consoleClient(c)
+func (h *Handler) HandleConsoleClientRateLimit(c echo.Context) error {
+	cl, err := h.consoleClient(c)
 	if err != nil {
 		return err
 	}
@@ -44,22 +44,22 @@ func (s *Server) handleConsoleClientRateLimit(c echo.Context) error {
 	case r.Own:
 		p.Choice, p.PerMinute = "own", strconv.Itoa(r.PerMinute)
 	}
-	return s.renderClientRateLimit(c, http.StatusOK, cl, p)
+	return h.renderClientRateLimit(c, http.StatusOK, cl, p)
 }
 
-func (s *Server) renderClientRateLimit(c echo.Context, status int, cl identity.Client, p pages.ClientRateLimitPage) error {
-	p.Frame, p.ClientID, p.Name = s.frame(c, "credentials", "Client rate limit"), cl.ID, cl.Name
-	p.Default = perMinuteLabel(s.cfg.APIRateLimit)
-	return s.renderConsole(c, status, pages.ClientRateLimit(p))
+func (h *Handler) renderClientRateLimit(c echo.Context, status int, cl identity.Client, p pages.ClientRateLimitPage) error {
+	p.Frame, p.ClientID, p.Name = h.frame(c, "credentials", "Client rate limit"), cl.ID, cl.Name
+	p.Default = perMinuteLabel(h.cfg.APIRateLimit)
+	return h.renderConsole(c, status, pages.ClientRateLimit(p))
 }
 
-// handleConsoleSaveClientRateLimit handles
+// HandleConsoleSaveClientRateLimit handles
 // "POST /console/credentials/clients/:id/rate-limit" (admins): limit=default
 // returns the client to the deployment's default, limit=own sets its own
 // (per_minute, at least 1) and limit=none lifts its limit. A change is
 // audited; saving the limit the client has records nothing.
-func (s *Server) handleConsoleSaveClientRateLimit(c echo.Context) error {
-	cl, err := s.consoleClient(c)
+func (h *Handler) HandleConsoleSaveClientRateLimit(c echo.Context) error {
+	cl, err := h.consoleClient(c)
 	if err != nil {
 		return err
 	}
@@ -83,14 +83,14 @@ func (s *Server) handleConsoleSaveClientRateLimit(c echo.Context) error {
 		f.Fail("limit", "Choose the default, its own limit or no limit.")
 	}
 	if !f.Valid() {
-		return s.renderClientRateLimit(c, http.StatusBadRequest, cl, again)
+		return h.renderClientRateLimit(c, http.StatusBadRequest, cl, again)
 	}
-	saved, err := s.identity.SetClientRateLimit(c.Request().Context(), staffOf(c).OrganizationID, cl.ID, limit,
-		audited(s, c, identity.AuditClientRateLimit, func(ch identity.ClientChange) (string, string) {
+	saved, err := h.identity.SetClientRateLimit(c.Request().Context(), staffOf(c).OrganizationID, cl.ID, limit,
+		audited(h, c, identity.AuditClientRateLimit, func(ch identity.ClientChange) (string, string) {
 			return ch.After.ID, identity.RateLimitAuditDetail(ch.After.Name, ch.After.RateLimit)
 		}))
 	if f.Refused(err, map[string]string{"perMinute": "per_minute"}) {
-		return s.renderClientRateLimit(c, http.StatusBadRequest, cl, again)
+		return h.renderClientRateLimit(c, http.StatusBadRequest, cl, again)
 	}
 	if err != nil {
 		return consoleNotFound(err, identity.ErrClientNotFound)

@@ -1,4 +1,4 @@
-package web_test
+package console_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package web_test
+package console_test
 
 import (
 	"context"
@@ -14,9 +14,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
-	"github.com/flowd/flowd/web"
+	"github.com/flowd/flowd/web/console"
 	"github.com/flowd/flowd/web/internal/webtest"
 )
 
@@ -254,8 +255,8 @@ func TestConsoleMiddlewareChecksCSRFAndRole(t *testing.T) {
 	ls.CreateStaff(t, "org-a", "ada", identity.RoleAdmin)
 	ls.CreateStaff(t, "org-a", "vic", identity.RoleViewer)
 	ls.Srv.Echo().POST("/console/test-change", func(c echo.Context) error {
-		return c.String(http.StatusOK, "changed for "+web.StaffOf(c).OrganizationID)
-	}, ls.Srv.RequireStaff, web.RequireAdmin)
+		return c.String(http.StatusOK, "changed for "+console.StaffOf(c).OrganizationID)
+	}, console.RequireStaffOf(oidclogin.ConsoleSessions(ls.Cfg, ls.Sessions, nil)), console.RequireAdmin)
 
 	admin, viewer, stranger := formbrowser.New(t), formbrowser.New(t), formbrowser.New(t)
 	adminHome := webtest.SignInStaff(t, admin, ls.URL, "ada", webtest.TestPassword)

@@ -1,4 +1,4 @@
-package web
+package console
 
 import (
 	"fmt"
@@ -44,10 +44,10 @@ const bannerNames = 3
 // shows while flowd has disabled one of its endpoints, in the staff
 // member's language; nil when there is none. It costs each page one query;
 // a failed one is logged and shows no banner rather than no page.
-func (s *Server) endpointBanner(c echo.Context, organizationID string) *layouts.Banner {
-	disabled, err := s.endpoints.Disabled(c.Request().Context(), organizationID)
+func (h *Handler) endpointBanner(c echo.Context, organizationID string) *layouts.Banner {
+	disabled, err := h.endpoints.Disabled(c.Request().Context(), organizationID)
 	if err != nil {
-		s.log.Warn("console: reading the disabled webhook endpoints", "request_id", httpkit.RequestID(c), "error", err.Error())
+		h.log.Warn("console: reading the disabled webhook endpoints", "request_id", httpkit.RequestID(c), "error", err.Error())
 		return nil
 	}
 	if len(disabled) == 0 {
@@ -78,27 +78,27 @@ func endpointName(e webhooks.Endpoint) string {
 	return endpointHost(e)
 }
 
-// handleConsoleEndpoints handles "GET /console/webhooks": the
+// HandleConsoleEndpoints handles "GET /console/webhooks": the
 // organization's webhook endpoints, in the order they were added, and the
 // recoveries of the flows' own webhook URLs; the recovery form proposes the
 // last 24 hours.
-func (s *Server) handleConsoleEndpoints(c echo.Context) error {
-	return s.renderEndpoints(c, http.StatusOK, dayAgo(), "", nil)
+func (h *Handler) HandleConsoleEndpoints(c echo.Context) error {
+	return h.renderEndpoints(c, http.StatusOK, dayAgo(), "", nil)
 }
 
 // renderEndpoints renders the webhooks page with status, the recovery form
 // of the flows' own URLs holding since and host, and errs.
-func (s *Server) renderEndpoints(c echo.Context, status int, since, host string, errs map[string]string) error {
+func (h *Handler) renderEndpoints(c echo.Context, status int, since, host string, errs map[string]string) error {
 	ctx, org := c.Request().Context(), staffOf(c).OrganizationID
-	list, err := s.endpoints.List(ctx, org, webhooks.OldestFirst)
+	list, err := h.endpoints.List(ctx, org, webhooks.OldestFirst)
 	if err != nil {
 		return err
 	}
-	recoveries, err := s.webhooks.FlowURLRecoveries(ctx, org)
+	recoveries, err := h.webhooks.FlowURLRecoveries(ctx, org)
 	if err != nil {
 		return err
 	}
-	p := pages.EndpointsPage{Frame: s.frame(c, "webhooks", "Webhook endpoints"), Full: len(list) >= webhooks.MaxEndpoints,
+	p := pages.EndpointsPage{Frame: h.frame(c, "webhooks", "Webhook endpoints"), Full: len(list) >= webhooks.MaxEndpoints,
 		Max: webhooks.MaxEndpoints, Since: since, Host: host, Errors: errs}
 	for _, e := range list {
 		p.Rows = append(p.Rows, pages.EndpointRow{ID: e.ID, URL: e.URL, Description: e.Description, Events: endpointEvents(e),
@@ -108,13 +108,13 @@ func (s *Server) renderEndpoints(c echo.Context, status int, since, host string,
 	if p.Recoveries, active = recoveryRows(recoveries); active {
 		p.Frame.Refresh = recoveryRefresh
 	}
-	return s.renderConsole(c, status, pages.Endpoints(p))
+	return h.renderConsole(c, status, pages.Endpoints(p))
 }
 
 // endpointForm is the view model of the endpoint form for e, the types
 // ticked being e's.
-func (s *Server) endpointForm(c echo.Context, heading, action, submit string, e webhooks.Endpoint, errs map[string]string) pages.EndpointFormPage {
-	p := pages.EndpointFormPage{Frame: s.frame(c, "webhooks", heading), Heading: heading, Action: action, Submit: submit,
+func (h *Handler) endpointForm(c echo.Context, heading, action, submit string, e webhooks.Endpoint, errs map[string]string) pages.EndpointFormPage {
+	p := pages.EndpointFormPage{Frame: h.frame(c, "webhooks", heading), Heading: heading, Action: action, Submit: submit,
 		URL: e.URL, Description: e.Description, Enabled: e.Enabled, Errors: errs}
 	for _, t := range webhooks.EventTypes {
 		p.Events = append(p.Events, pages.EventChoice{Value: string(t), Checked: slices.Contains(e.EventTypes, t)})
@@ -122,9 +122,9 @@ func (s *Server) endpointForm(c echo.Context, heading, action, submit string, e 
 	return p
 }
 
-// handleConsoleNewEndpoint handles "GET /console/webhooks/new" (admins).
-func (s *Server) handleConsoleNewEndpoint(c echo.Context) error {
-	return s.renderConsole(c, http.StatusOK, pages.EndpointForm(s.endpointForm(c, "Add a webhook endpoint", "/console/webhooks",
+// HandleConsoleNewEndpoint handles "GET /console/webhooks/new" (admins).
+func (h *Handler) HandleConsoleNewEndpoint(c echo.Context) error {
+	return h.renderConsole(c, http.StatusOK, pages.EndpointForm(h.endpointForm(c, "Add a webhook endpoint", "/console/webhooks",
 		"Add endpoint", webhooks.Endpoint{Enabled: true}, nil)))
 }
 
@@ -159,17 +159,17 @@ func refusedEndpoint(f *httpkit.Form, err error) (status int, ok bool) {
 	return 0, false
 }
 
-// handleConsoleCreateEndpoint handles "POST /console/webhooks" (admins).
-func (s *Server) handleConsoleCreateEndpoint(c echo.Context) error {
+// HandleConsoleCreateEndpoint handles "POST /console/webhooks" (admins).
+func (h *Handler) HandleConsoleCreateEndpoint(c echo.Context) error {
 	f, e, err := bindEndpointForm(c)
 	if err != nil {
 		return err
 	}
-	created, err := s.endpoints.Create(c.Request().Context(), staffOf(c).OrganizationID,
+	created, err := h.endpoints.Create(c.Request().Context(), staffOf(c).OrganizationID,
 		webhooks.NewEndpoint{URL: e.URL, Description: e.Description, EventTypes: e.EventTypes, Enabled: e.Enabled},
-		audited(s, c, identity.AuditWebhookEndpointCreate, func(e webhooks.Endpoint) (string, string) { return e.ID, httpkit.EndpointAudit(e) }))
+		audited(h, c, identity.AuditWebhookEndpointCreate, func(e webhooks.Endpoint) (string, string) { return e.ID, httpkit.EndpointAudit(e) }))
 	if status, ok := refusedEndpoint(f, err); ok {
-		return s.renderConsole(c, status, pages.EndpointForm(s.endpointForm(c, "Add a webhook endpoint", "/console/webhooks",
+		return h.renderConsole(c, status, pages.EndpointForm(h.endpointForm(c, "Add a webhook endpoint", "/console/webhooks",
 			"Add endpoint", e, f.Errors)))
 	}
 	if err != nil {
@@ -179,37 +179,37 @@ func (s *Server) handleConsoleCreateEndpoint(c echo.Context) error {
 }
 
 // consoleEndpoint finds one of the organization's endpoints by the path's id.
-func (s *Server) consoleEndpoint(c echo.Context) (webhooks.Endpoint, error) {
-	e, err := s.endpoints.Get(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"))
+func (h *Handler) consoleEndpoint(c echo.Context) (webhooks.Endpoint, error) {
+	e, err := h.endpoints.Get(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"))
 	return e, consoleNotFound(err, webhooks.ErrEndpointNotFound)
 }
 
 func endpointEditPath(id string) string { return "/console/webhooks/" + id }
 
-// handleConsoleEditEndpoint handles "GET /console/webhooks/:id/edit" (admins).
-func (s *Server) handleConsoleEditEndpoint(c echo.Context) error {
-	e, err := s.consoleEndpoint(c)
+// HandleConsoleEditEndpoint handles "GET /console/webhooks/:id/edit" (admins).
+func (h *Handler) HandleConsoleEditEndpoint(c echo.Context) error {
+	e, err := h.consoleEndpoint(c)
 	if err != nil {
 		return err
 	}
-	return s.renderConsole(c, http.StatusOK, pages.EndpointForm(s.endpointForm(c, "Edit webhook endpoint", endpointEditPath(e.ID),
+	return h.renderConsole(c, http.StatusOK, pages.EndpointForm(h.endpointForm(c, "Edit webhook endpoint", endpointEditPath(e.ID),
 		"Save endpoint", e, nil)))
 }
 
-// handleConsoleSaveEndpoint handles "POST /console/webhooks/:id" (admins):
+// HandleConsoleSaveEndpoint handles "POST /console/webhooks/:id" (admins):
 // the form replaces every field of the endpoint.
-func (s *Server) handleConsoleSaveEndpoint(c echo.Context) error {
+func (h *Handler) HandleConsoleSaveEndpoint(c echo.Context) error {
 	f, e, err := bindEndpointForm(c)
 	if err != nil {
 		return err
 	}
-	saved, err := s.endpoints.Update(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
+	saved, err := h.endpoints.Update(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
 		webhooks.EndpointUpdate{URL: &e.URL, Description: &e.Description, EventTypes: &e.EventTypes, Enabled: &e.Enabled}, etag.Any,
-		audited(s, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
+		audited(h, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
 			return ch.After.ID, ch.Describe() + ": " + httpkit.EndpointAudit(ch.After)
 		}))
 	if status, ok := refusedEndpoint(f, err); ok {
-		return s.renderConsole(c, status, pages.EndpointForm(s.endpointForm(c, "Edit webhook endpoint", endpointEditPath(c.Param("id")),
+		return h.renderConsole(c, status, pages.EndpointForm(h.endpointForm(c, "Edit webhook endpoint", endpointEditPath(c.Param("id")),
 			"Save endpoint", e, f.Errors)))
 	}
 	if err != nil {
@@ -218,25 +218,25 @@ func (s *Server) handleConsoleSaveEndpoint(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, withNotice("/console/webhooks", "endpoint_saved", endpointHost(saved)))
 }
 
-// handleConsoleEnableEndpointConfirm handles "GET /console/webhooks/:id/enable"
+// HandleConsoleEnableEndpointConfirm handles "GET /console/webhooks/:id/enable"
 // (admins): the confirmation of enabling a disabled endpoint, which offers
 // to recover what it missed since MissedSince.
-func (s *Server) handleConsoleEnableEndpointConfirm(c echo.Context) error {
-	e, err := s.consoleEndpoint(c)
+func (h *Handler) HandleConsoleEnableEndpointConfirm(c echo.Context) error {
+	e, err := h.consoleEndpoint(c)
 	if err != nil {
 		return err
 	}
 	if e.Enabled {
 		return c.Redirect(http.StatusSeeOther, "/console/webhooks")
 	}
-	return s.renderEnable(c, http.StatusOK, e, "", true, nil)
+	return h.renderEnable(c, http.StatusOK, e, "", true, nil)
 }
 
 // renderEnable renders the confirmation of enabling e with status, the
 // recovery ticked when recover, its time since (MissedSince's when empty)
 // and errs.
-func (s *Server) renderEnable(c echo.Context, status int, e webhooks.Endpoint, since string, recover bool, errs map[string]string) error {
-	missed, clamped := s.webhooks.MissedSince(e, time.Now())
+func (h *Handler) renderEnable(c echo.Context, status int, e webhooks.Endpoint, since string, recover bool, errs map[string]string) error {
+	missed, clamped := h.webhooks.MissedSince(e, time.Now())
 	note := "When it was disabled."
 	switch {
 	case clamped:
@@ -260,16 +260,16 @@ func (s *Server) renderEnable(c echo.Context, status int, e webhooks.Endpoint, s
 	if e.DisabledReason != "" {
 		details = append(details, pages.KV{Label: "Disabled because", Value: e.DisabledReason})
 	}
-	return s.renderConsole(c, status, pages.EndpointEnable(pages.EndpointEnablePage{Frame: s.frame(c, "webhooks", "Enable endpoint"),
+	return h.renderConsole(c, status, pages.EndpointEnable(pages.EndpointEnablePage{Frame: h.frame(c, "webhooks", "Enable endpoint"),
 		ID: e.ID, Details: details, Recover: recover, Since: since, SinceNote: note, Errors: errs}))
 }
 
-// handleConsoleEnableEndpoint handles "POST /console/webhooks/:id/enable"
+// HandleConsoleEnableEndpoint handles "POST /console/webhooks/:id/enable"
 // and "POST /console/webhooks/:id/disable" (admins). With recover ticked,
 // enabling then recovers what the endpoint missed since the form's time,
 // whose progress its page shows; a time that cannot be read enables
 // nothing.
-func (s *Server) handleConsoleEnableEndpoint(c echo.Context) error {
+func (h *Handler) HandleConsoleEnableEndpoint(c echo.Context) error {
 	enable := strings.HasSuffix(c.Path(), "/enable")
 	f, err := httpkit.BindForm(c)
 	if err != nil {
@@ -279,17 +279,17 @@ func (s *Server) handleConsoleEnableEndpoint(c echo.Context) error {
 	raw := strings.TrimSpace(f.Value("since"))
 	since, ok := parseSince(raw)
 	if recoverToo && !ok {
-		e, err := s.consoleEndpoint(c)
+		e, err := h.consoleEndpoint(c)
 		if err != nil {
 			return err
 		}
 		f.Fail("since", "Give a date and time, such as 2026-01-02T03:04.")
-		return s.renderEnable(c, http.StatusBadRequest, e, raw, true, f.Errors)
+		return h.renderEnable(c, http.StatusBadRequest, e, raw, true, f.Errors)
 	}
 	ctx, m := c.Request().Context(), staffOf(c)
-	e, err := s.endpoints.Update(ctx, m.OrganizationID, c.Param("id"),
+	e, err := h.endpoints.Update(ctx, m.OrganizationID, c.Param("id"),
 		webhooks.EndpointUpdate{Enabled: &enable}, etag.Any,
-		audited(s, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
+		audited(h, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
 			return ch.After.ID, ch.Describe() + ": " + httpkit.EndpointAudit(ch.After)
 		}))
 	if err != nil {
@@ -302,30 +302,30 @@ func (s *Server) handleConsoleEnableEndpoint(c echo.Context) error {
 		}
 		return c.Redirect(http.StatusSeeOther, withNotice("/console/webhooks", notice, endpointHost(e)))
 	}
-	_, err = s.webhooks.Recover(ctx, m.OrganizationID, e.ID, since, staffActor(m), s.auditedRecovery(c))
+	_, err = h.webhooks.Recover(ctx, m.OrganizationID, e.ID, since, staffActor(m), h.auditedRecovery(c))
 	if err != nil {
 		f.Fail("form", "Webhook endpoint %s was enabled, but the recovery of what it missed was not started.", endpointHost(e))
-		return s.recoveryRefused(c, f, e, raw, err)
+		return h.recoveryRefused(c, f, e, raw, err)
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice(s.echo.Reverse("console.webhook", e.ID), "endpoint_enabled_recovering", endpointHost(e)))
+	return c.Redirect(http.StatusSeeOther, withNotice(c.Echo().Reverse("console.webhook", e.ID), "endpoint_enabled_recovering", endpointHost(e)))
 }
 
-// handleConsoleDeleteEndpointConfirm handles "GET /console/webhooks/:id/delete" (admins).
-func (s *Server) handleConsoleDeleteEndpointConfirm(c echo.Context) error {
-	e, err := s.consoleEndpoint(c)
+// HandleConsoleDeleteEndpointConfirm handles "GET /console/webhooks/:id/delete" (admins).
+func (h *Handler) HandleConsoleDeleteEndpointConfirm(c echo.Context) error {
+	e, err := h.consoleEndpoint(c)
 	if err != nil {
 		return err
 	}
-	return s.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: s.frame(c, "webhooks", "Delete endpoint"),
+	return h.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.frame(c, "webhooks", "Delete endpoint"),
 		Heading: "Delete this webhook endpoint?", Message: "It receives no more events. Deliveries already under way may still arrive. This cannot be undone.",
 		Details: []pages.KV{{Label: "URL", Value: e.URL, Code: true}, {Label: "Description", Value: e.Description}},
 		Action:  "/console/webhooks/" + e.ID + "/delete", Button: "Delete endpoint", Danger: true, BackURL: "/console/webhooks"}))
 }
 
-// handleConsoleDeleteEndpoint handles "POST /console/webhooks/:id/delete" (admins).
-func (s *Server) handleConsoleDeleteEndpoint(c echo.Context) error {
-	e, err := s.endpoints.Delete(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"), etag.Any,
-		audited(s, c, identity.AuditWebhookEndpointDelete, func(e webhooks.Endpoint) (string, string) { return e.ID, httpkit.EndpointAudit(e) }))
+// HandleConsoleDeleteEndpoint handles "POST /console/webhooks/:id/delete" (admins).
+func (h *Handler) HandleConsoleDeleteEndpoint(c echo.Context) error {
+	e, err := h.endpoints.Delete(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"), etag.Any,
+		audited(h, c, identity.AuditWebhookEndpointDelete, func(e webhooks.Endpoint) (string, string) { return e.ID, httpkit.EndpointAudit(e) }))
 	if err != nil {
 		return consoleNotFound(err, webhooks.ErrEndpointNotFound)
 	}

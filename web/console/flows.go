@@ -1,4 +1,4 @@
-package web
+package console
 
 import (
 	"encoding/hex"
@@ -32,9 +32,9 @@ func consoleCaller(c echo.Context) flows.Caller {
 
 const consoleFlowsPerPage = 20
 
-// handleConsoleFlows handles "GET /console/flows": the organization's flows,
+// HandleConsoleFlows handles "GET /console/flows": the organization's flows,
 // filtered, searched by reference, a page at a time.
-func (s *Server) handleConsoleFlows(c echo.Context) error {
+func (h *Handler) HandleConsoleFlows(c echo.Context) error {
 	q := c.QueryParams()
 	filters := pages.FlowFilters{Status: q.Get("status"), Archived: q.Get("archived") == "true",
 		Sandbox: q.Get("sandbox"), Query: strings.TrimSpace(q.Get("q"))}
@@ -49,7 +49,7 @@ func (s *Server) handleConsoleFlows(c echo.Context) error {
 	default:
 		return apperr.New(apperr.Invalid, "The sandbox filter must be true or false.")
 	}
-	page, err := s.flows.List(c.Request().Context(), consoleCaller(c), p)
+	page, err := h.flows.List(c.Request().Context(), consoleCaller(c), p)
 	if err != nil {
 		if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
 			return apperr.New(apperr.Invalid, "This list address is not valid. Start again from the flows list.")
@@ -58,13 +58,13 @@ func (s *Server) handleConsoleFlows(c echo.Context) error {
 	}
 	rows := make([]pages.FlowRow, len(page.Flows))
 	for i, f := range page.Flows {
-		rows[i] = pages.FlowRow{URL: s.echo.Reverse("console.flow", f.ID), Reference: f.ReferenceID, ReferenceName: f.ReferenceName,
+		rows[i] = pages.FlowRow{URL: c.Echo().Reverse("console.flow", f.ID), Reference: f.ReferenceID, ReferenceName: f.ReferenceName,
 			MaskedNationalID: consent.MaskNationalID(f.NationalID), ConsentStatus: string(f.ConsentStatus),
 			ProcessStatus: string(f.ProcessStatus), Incidents: len(f.Incidents), Sandbox: f.Sandbox,
 			Created: consoleTime(f.CreatedAt), CreatedISO: f.CreatedAt.UTC().Format(time.RFC3339)}
 	}
-	return s.renderConsole(c, http.StatusOK, pages.FlowList(pages.FlowListPage{
-		Frame: s.frame(c, "flows", "Flows"), Filters: filters, Rows: rows,
+	return h.renderConsole(c, http.StatusOK, pages.FlowList(pages.FlowListPage{
+		Frame: h.frame(c, "flows", "Flows"), Filters: filters, Rows: rows,
 		Statuses: []string{string(flows.Unopened), string(flows.Opened), string(flows.Accepted), string(flows.Rejected), string(flows.Withdrawn), string(flows.Expired)},
 		Pager:    flowPager(filters, page, p), Filtered: filters.Status != "" || filters.Sandbox != "" || filters.Query != "",
 	}))
@@ -106,62 +106,62 @@ func flowPager(f pages.FlowFilters, page flows.Page, p flows.ListParams) pages.P
 
 // consoleFlow loads the flow named by the path for the staff member's
 // organization; anything else is the console's one 404.
-func (s *Server) consoleFlow(c echo.Context) (flows.Flow, error) {
-	f, err := s.flows.Get(c.Request().Context(), consoleCaller(c), c.Param("id"))
+func (h *Handler) consoleFlow(c echo.Context) (flows.Flow, error) {
+	f, err := h.flows.Get(c.Request().Context(), consoleCaller(c), c.Param("id"))
 	return f, consoleNotFound(err, flows.ErrNotFound)
 }
 
-// handleConsoleFlow handles "GET /console/flows/:id".
-func (s *Server) handleConsoleFlow(c echo.Context) error {
-	f, err := s.consoleFlow(c)
+// HandleConsoleFlow handles "GET /console/flows/:id".
+func (h *Handler) HandleConsoleFlow(c echo.Context) error {
+	f, err := h.consoleFlow(c)
 	if err != nil {
 		return err
 	}
-	return s.renderFlowDetail(c, f, false)
+	return h.renderFlowDetail(c, f, false)
 }
 
-// handleConsoleRevealNationalID handles "POST /console/flows/:id/reveal"
+// HandleConsoleRevealNationalID handles "POST /console/flows/:id/reveal"
 // (admins): the page again with the national id in full, once, recorded in
 // the audit log. It is a POST so that the id is never in a URL or a cache.
 // A reveal changes nothing, so there is no transaction to join: the entry is
 // written first, and the id shown only once it has committed (no record, no
 // reveal). The flow is read before, to name it and to refuse another
 // organization's; reading it reveals nothing.
-func (s *Server) handleConsoleRevealNationalID(c echo.Context) error {
-	f, err := s.consoleFlow(c)
+func (h *Handler) HandleConsoleRevealNationalID(c echo.Context) error {
+	f, err := h.consoleFlow(c)
 	if err != nil {
 		return err
 	}
-	if err := s.auditFirst(c, identity.AuditFlowRevealNationalID, f.ReferenceID, ""); err != nil {
+	if err := h.auditFirst(c, identity.AuditFlowRevealNationalID, f.ReferenceID, ""); err != nil {
 		return err
 	}
-	return s.renderFlowDetail(c, f, true)
+	return h.renderFlowDetail(c, f, true)
 }
 
-func (s *Server) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) error {
+func (h *Handler) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) error {
 	ctx := c.Request().Context()
 	org := staffOf(c).OrganizationID
-	tasks, err := s.flows.Tasks(ctx, consoleCaller(c), f.ID)
+	tasks, err := h.flows.Tasks(ctx, consoleCaller(c), f.ID)
 	if err != nil {
 		return consoleNotFound(err, flows.ErrNotFound)
 	}
 	var attempts []webhooks.Attempt
 	var events webhooks.EventPage
-	if s.webhooks != nil {
-		if attempts, err = s.webhooks.Attempts(ctx, org, f.ID); err != nil {
+	if h.webhooks != nil {
+		if attempts, err = h.webhooks.Attempts(ctx, org, f.ID); err != nil {
 			return err
 		}
-		if events, err = s.webhooks.Events(ctx, org, webhooks.EventQuery{FlowID: f.ID, Limit: webhooks.MaxEventLimit}); err != nil {
+		if events, err = h.webhooks.Events(ctx, org, webhooks.EventQuery{FlowID: f.ID, Limit: webhooks.MaxEventLimit}); err != nil {
 			return err
 		}
 	}
-	self := s.echo.Reverse("console.flow", f.ID)
-	p := pages.FlowDetailPage{Frame: s.frame(c, "flows", f.ReferenceID), ID: f.ID, URL: self, Reference: f.ReferenceID,
+	self := c.Echo().Reverse("console.flow", f.ID)
+	p := pages.FlowDetailPage{Frame: h.frame(c, "flows", f.ReferenceID), ID: f.ID, URL: self, Reference: f.ReferenceID,
 		ReferenceName: f.ReferenceName, NationalID: consent.MaskNationalID(f.NationalID), Revealed: reveal,
 		LastName: f.LastName, ConsentStatus: string(f.ConsentStatus), ProcessStatus: string(f.ProcessStatus),
 		Sandbox: f.Sandbox, HasErrors: f.HasErrors, Version: f.Version, CanCancel: f.ProcessStatus == flows.Active,
 		CanWithdraw: f.ConsentStatus == flows.Accepted}
-	receipts, err := s.flows.Attachments(ctx, consoleCaller(c), f.ID)
+	receipts, err := h.flows.Attachments(ctx, consoleCaller(c), f.ID)
 	if err != nil {
 		return consoleNotFound(err, flows.ErrNotFound)
 	}
@@ -202,9 +202,9 @@ func (s *Server) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) err
 			pages.KV{Label: "Valid until", Value: untilLabel(ev.ValidUntil, f.ConsentStatus)})
 	}
 	var proven *time.Time
-	proofStep := s.consent != nil && s.cfg.ConsentAuth == "oidc"
+	proofStep := h.consent != nil && h.cfg.ConsentAuth == "oidc"
 	if proofStep {
-		if proven, err = s.consent.IdentityProvenAt(ctx, consent.FlowRef{OrganizationID: f.OrganizationID, FlowID: f.ID}); err != nil && !errors.Is(err, consent.ErrUnknownLink) {
+		if proven, err = h.consent.IdentityProvenAt(ctx, consent.FlowRef{OrganizationID: f.OrganizationID, FlowID: f.ID}); err != nil && !errors.Is(err, consent.ErrUnknownLink) {
 			return err
 		}
 	}
@@ -215,7 +215,7 @@ func (s *Server) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) err
 	}
 	for _, inc := range f.Incidents {
 		p.Incidents = append(p.Incidents, pages.IncidentRow{TaskType: inc.TaskType, Message: inc.Message,
-			Opened: consoleTime(inc.OpenedAt), RetryURL: s.echo.Reverse("console.flow.retry", f.ID, inc.ID)})
+			Opened: consoleTime(inc.OpenedAt), RetryURL: c.Echo().Reverse("console.flow.retry", f.ID, inc.ID)})
 	}
 	for _, a := range attempts {
 		row := pages.AttemptRow{At: a.At.UTC().Format("2006-01-02 15:04:05 UTC"), Event: string(a.EventType),
@@ -229,9 +229,9 @@ func (s *Server) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) err
 	}
 	for _, e := range events.Events {
 		p.Events = append(p.Events, pages.EventRow{ID: e.ID, Type: string(e.Type), Sequence: e.Sequence, Created: consoleTime(e.CreatedAt),
-			RedeliverURL: s.echo.Reverse("console.flow.redeliver", f.ID, e.ID)})
+			RedeliverURL: c.Echo().Reverse("console.flow.redeliver", f.ID, e.ID)})
 	}
-	return s.renderConsole(c, http.StatusOK, pages.FlowDetail(p))
+	return h.renderConsole(c, http.StatusOK, pages.FlowDetail(p))
 }
 
 // flowTimeline is the consent's story: created, opened, identity proven
@@ -305,10 +305,10 @@ func orDash(s string) string {
 	return s
 }
 
-// handleConsoleRetryIncident handles "POST /console/flows/:id/incidents/:incident/retry"
+// HandleConsoleRetryIncident handles "POST /console/flows/:id/incidents/:incident/retry"
 // (admins): the incident's delivery task is sent again at once.
-func (s *Server) handleConsoleRetryIncident(c echo.Context) error {
-	f, err := s.consoleFlow(c)
+func (h *Handler) HandleConsoleRetryIncident(c echo.Context) error {
+	f, err := h.consoleFlow(c)
 	if err != nil {
 		return err
 	}
@@ -320,55 +320,55 @@ func (s *Server) handleConsoleRetryIncident(c echo.Context) error {
 	}
 	if taskID == "" {
 		// Resolved meanwhile, or not this flow's: show the flow as it is now.
-		return c.Redirect(http.StatusSeeOther, s.echo.Reverse("console.flow", f.ID))
+		return c.Redirect(http.StatusSeeOther, c.Echo().Reverse("console.flow", f.ID))
 	}
-	err = s.webhooks.RetryTask(c.Request().Context(), staffOf(c).OrganizationID, taskID,
-		audited(s, c, identity.AuditTaskRetry, func(ev webhooks.EventType) (string, string) {
+	err = h.webhooks.RetryTask(c.Request().Context(), staffOf(c).OrganizationID, taskID,
+		audited(h, c, identity.AuditTaskRetry, func(ev webhooks.EventType) (string, string) {
 			return f.ReferenceID, "task " + taskID + ", " + string(ev) + " event"
 		}))
 	if err != nil {
 		return consoleNotFound(err, webhooks.ErrNotFound)
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice(s.echo.Reverse("console.flow", f.ID), "retried", f.ReferenceID))
+	return c.Redirect(http.StatusSeeOther, withNotice(c.Echo().Reverse("console.flow", f.ID), "retried", f.ReferenceID))
 }
 
-// handleConsoleCancelConfirm handles "GET /console/flows/:id/cancel" (admins).
-func (s *Server) handleConsoleCancelConfirm(c echo.Context) error {
-	f, err := s.consoleFlow(c)
+// HandleConsoleCancelConfirm handles "GET /console/flows/:id/cancel" (admins).
+func (h *Handler) HandleConsoleCancelConfirm(c echo.Context) error {
+	f, err := h.consoleFlow(c)
 	if err != nil {
 		return err
 	}
-	self := s.echo.Reverse("console.flow", f.ID)
+	self := c.Echo().Reverse("console.flow", f.ID)
 	if f.ProcessStatus != flows.Active {
 		return c.Redirect(http.StatusSeeOther, self)
 	}
-	return s.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: s.frame(c, "flows", "Cancel "+f.ReferenceID),
+	return h.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.frame(c, "flows", "Cancel "+f.ReferenceID),
 		Heading: "Cancel flow " + f.ReferenceID + "?", Message: "The consent link stops working at once and the organization's webhook hears flow.cancelled. This cannot be undone.",
 		Details: flowConfirmDetails(f), Action: self + "/cancel", Button: "Cancel flow", Danger: true, BackURL: self}))
 }
 
-// handleConsoleCancel handles "POST /console/flows/:id/cancel" (admins):
+// HandleConsoleCancel handles "POST /console/flows/:id/cancel" (admins):
 // the cancel and its audit entry commit together.
-func (s *Server) handleConsoleCancel(c echo.Context) error {
-	f, err := s.flows.Cancel(c.Request().Context(), consoleCaller(c), c.Param("id"), etag.Any,
-		audited(s, c, identity.AuditFlowCancel, func(f flows.Flow) (string, string) { return f.ReferenceID, "" }))
+func (h *Handler) HandleConsoleCancel(c echo.Context) error {
+	f, err := h.flows.Cancel(c.Request().Context(), consoleCaller(c), c.Param("id"), etag.Any,
+		audited(h, c, identity.AuditFlowCancel, func(f flows.Flow) (string, string) { return f.ReferenceID, "" }))
 	if errors.Is(err, flows.ErrNotActive) {
 		return apperr.New(apperr.Conflict, "The flow is no longer active, so it cannot be cancelled.")
 	}
 	if err != nil {
 		return consoleNotFound(err, flows.ErrNotFound)
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice(s.echo.Reverse("console.flow", f.ID), "cancelled", f.ReferenceID))
+	return c.Redirect(http.StatusSeeOther, withNotice(c.Echo().Reverse("console.flow", f.ID), "cancelled", f.ReferenceID))
 }
 
-// handleConsoleDeleteConfirm handles "GET /console/flows/:id/delete" (admins).
-func (s *Server) handleConsoleDeleteConfirm(c echo.Context) error {
-	f, err := s.consoleFlow(c)
+// HandleConsoleDeleteConfirm handles "GET /console/flows/:id/delete" (admins).
+func (h *Handler) HandleConsoleDeleteConfirm(c echo.Context) error {
+	f, err := h.consoleFlow(c)
 	if err != nil {
 		return err
 	}
-	self := s.echo.Reverse("console.flow", f.ID)
-	return s.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: s.frame(c, "flows", "Delete "+f.ReferenceID),
+	self := c.Echo().Reverse("console.flow", f.ID)
+	return h.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.frame(c, "flows", "Delete "+f.ReferenceID),
 		Heading: "Delete flow " + f.ReferenceID + "?",
 		Message: "The flow, its consent request, tasks, incidents and personal data are deleted for good. Only the reference, flow id, who and when stay in the deletions log.",
 		Details: flowConfirmDetails(f), Action: self + "/delete", Button: "Delete for good", Danger: true, BackURL: self}))
@@ -379,25 +379,25 @@ func flowConfirmDetails(f flows.Flow) []pages.KV {
 		{Label: "Consent", Value: string(f.ConsentStatus)}, {Label: "Created", Value: consoleTime(f.CreatedAt)}}
 }
 
-// handleConsoleDelete handles "POST /console/flows/:id/delete" (admins): the
+// HandleConsoleDelete handles "POST /console/flows/:id/delete" (admins): the
 // flow is gone, and the list says so. The delete and its audit entry commit
 // together.
-func (s *Server) handleConsoleDelete(c echo.Context) error {
-	d, err := s.flows.Delete(c.Request().Context(), consoleCaller(c), c.Param("id"), etag.Any,
-		audited(s, c, identity.AuditFlowDelete, func(d flows.Deletion) (string, string) {
+func (h *Handler) HandleConsoleDelete(c echo.Context) error {
+	d, err := h.flows.Delete(c.Request().Context(), consoleCaller(c), c.Param("id"), etag.Any,
+		audited(h, c, identity.AuditFlowDelete, func(d flows.Deletion) (string, string) {
 			return d.ReferenceID, fmt.Sprintf("flow %s", d.FlowID)
-		}), httpkit.ForgetAnswers(s.answers, staffOf(c).OrganizationID))
+		}), httpkit.ForgetAnswers(h.answers, staffOf(c).OrganizationID))
 	if err != nil {
 		return consoleNotFound(err, flows.ErrNotFound)
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice(s.echo.Reverse("console.flows"), "deleted", d.ReferenceID))
+	return c.Redirect(http.StatusSeeOther, withNotice(c.Echo().Reverse("console.flows"), "deleted", d.ReferenceID))
 }
 
-// handleConsoleDeletions handles "GET /console/deletions": the deletion
+// HandleConsoleDeletions handles "GET /console/deletions": the deletion
 // log, newest first, a page at a time (before = the last flow id seen).
-func (s *Server) handleConsoleDeletions(c echo.Context) error {
+func (h *Handler) HandleConsoleDeletions(c echo.Context) error {
 	before := c.QueryParam("before")
-	list, more, err := s.flows.Deletions(c.Request().Context(), staffOf(c).OrganizationID, 25, before)
+	list, more, err := h.flows.Deletions(c.Request().Context(), staffOf(c).OrganizationID, 25, before)
 	if err != nil {
 		if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
 			return apperr.New(apperr.Invalid, "This page address is not valid. Start again from the deletions log.")
@@ -415,13 +415,13 @@ func (s *Server) handleConsoleDeletions(c echo.Context) error {
 	if more && len(list) > 0 {
 		pager.NextURL, pager.NextLabel = "/console/deletions?before="+url.QueryEscape(list[len(list)-1].FlowID), "Older →"
 	}
-	return s.renderConsole(c, http.StatusOK, pages.Deletions(pages.DeletionsPage{Frame: s.frame(c, "deletions", "Deletions"), Rows: rows, Pager: pager}))
+	return h.renderConsole(c, http.StatusOK, pages.Deletions(pages.DeletionsPage{Frame: h.frame(c, "deletions", "Deletions"), Rows: rows, Pager: pager}))
 }
 
-// handleConsoleReceipt handles "GET /console/flows/:id/receipts/:attachmentId":
+// HandleConsoleReceipt handles "GET /console/flows/:id/receipts/:attachmentId":
 // one of the flow's receipts, as the API serves it.
-func (s *Server) handleConsoleReceipt(c echo.Context) error {
-	a, err := s.flows.Attachment(c.Request().Context(), consoleCaller(c), c.Param("id"), c.Param("attachmentId"))
+func (h *Handler) HandleConsoleReceipt(c echo.Context) error {
+	a, err := h.flows.Attachment(c.Request().Context(), consoleCaller(c), c.Param("id"), c.Param("attachmentId"))
 	if err != nil {
 		return consoleNotFound(err, flows.ErrNotFound)
 	}
@@ -429,49 +429,49 @@ func (s *Server) handleConsoleReceipt(c echo.Context) error {
 	return c.Blob(http.StatusOK, a.ContentType, []byte(a.Body))
 }
 
-// handleConsoleWithdrawConfirm handles "GET /console/flows/:id/withdraw"
+// HandleConsoleWithdrawConfirm handles "GET /console/flows/:id/withdraw"
 // (admins): the organization withdraws on the person's behalf, with a reason.
-func (s *Server) handleConsoleWithdrawConfirm(c echo.Context) error {
-	f, err := s.consoleFlow(c)
+func (h *Handler) HandleConsoleWithdrawConfirm(c echo.Context) error {
+	f, err := h.consoleFlow(c)
 	if err != nil {
 		return err
 	}
-	self := s.echo.Reverse("console.flow", f.ID)
+	self := c.Echo().Reverse("console.flow", f.ID)
 	if f.ConsentStatus != flows.Accepted {
 		return c.Redirect(http.StatusSeeOther, self)
 	}
-	return s.renderConsole(c, http.StatusOK, s.withdrawConfirm(c, f, ""))
+	return h.renderConsole(c, http.StatusOK, h.withdrawConfirm(c, f, ""))
 }
 
-func (s *Server) withdrawConfirm(c echo.Context, f flows.Flow, problem string) templ.Component {
+func (h *Handler) withdrawConfirm(c echo.Context, f flows.Flow, problem string) templ.Component {
 	// problem, when set, says what was wrong with the reason sent.
-	self := s.echo.Reverse("console.flow", f.ID)
-	return pages.Confirm(pages.ConfirmPage{Frame: s.frame(c, "flows", "Withdraw "+f.ReferenceID),
+	self := c.Echo().Reverse("console.flow", f.ID)
+	return pages.Confirm(pages.ConfirmPage{Frame: h.frame(c, "flows", "Withdraw "+f.ReferenceID),
 		Heading: "Withdraw the consent of " + f.ReferenceID + "?",
 		Message: "Do this when the person asked you to. The consent becomes Withdrawn, a withdrawal receipt is signed, and the webhook hears flow.withdrawn. This cannot be undone.",
 		Details: flowConfirmDetails(f), Action: self + "/withdraw", Button: "Withdraw consent", Danger: true, BackURL: self,
 		Reason: true, ReasonError: problem})
 }
 
-// handleConsoleWithdraw handles "POST /console/flows/:id/withdraw" (admins):
+// HandleConsoleWithdraw handles "POST /console/flows/:id/withdraw" (admins):
 // the withdrawal and its audit entry, with the reason, commit together.
-func (s *Server) handleConsoleWithdraw(c echo.Context) error {
+func (h *Handler) HandleConsoleWithdraw(c echo.Context) error {
 	reason, ok := httpkit.WithdrawReason(c.FormValue("reason"))
 	if !ok {
-		f, err := s.consoleFlow(c)
+		f, err := h.consoleFlow(c)
 		if err != nil {
 			return err
 		}
-		return s.renderConsole(c, http.StatusBadRequest, s.withdrawConfirm(c, f,
+		return h.renderConsole(c, http.StatusBadRequest, h.withdrawConfirm(c, f,
 			fmt.Sprintf("Give a reason of 1 to %d characters.", httpkit.MaxWithdrawReason)))
 	}
-	f, err := s.flows.Withdraw(c.Request().Context(), consoleCaller(c), c.Param("id"), etag.Any,
-		audited(s, c, identity.AuditFlowWithdraw, func(f flows.Flow) (string, string) { return f.ReferenceID, reason }))
+	f, err := h.flows.Withdraw(c.Request().Context(), consoleCaller(c), c.Param("id"), etag.Any,
+		audited(h, c, identity.AuditFlowWithdraw, func(f flows.Flow) (string, string) { return f.ReferenceID, reason }))
 	if errors.Is(err, flows.ErrNotAccepted) {
 		return apperr.New(apperr.Conflict, "Only an accepted consent can be withdrawn.")
 	}
 	if err != nil {
 		return consoleNotFound(err, flows.ErrNotFound)
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice(s.echo.Reverse("console.flow", f.ID), "withdrawn", f.ReferenceID))
+	return c.Redirect(http.StatusSeeOther, withNotice(c.Echo().Reverse("console.flow", f.ID), "withdrawn", f.ReferenceID))
 }

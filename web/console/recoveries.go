@@ -1,4 +1,4 @@
-package web
+package console
 
 import (
 	"context"
@@ -75,12 +75,12 @@ func recoveryRows(list []webhooks.Recovery) (rows []pages.RecoveryRow, active bo
 
 // renderEndpoint renders an endpoint's page with status, the recovery form
 // holding since and errs.
-func (s *Server) renderEndpoint(c echo.Context, status int, e webhooks.Endpoint, since string, errs map[string]string) error {
-	list, err := s.webhooks.Recoveries(c.Request().Context(), staffOf(c).OrganizationID, e.ID)
+func (h *Handler) renderEndpoint(c echo.Context, status int, e webhooks.Endpoint, since string, errs map[string]string) error {
+	list, err := h.webhooks.Recoveries(c.Request().Context(), staffOf(c).OrganizationID, e.ID)
 	if err != nil {
 		return consoleNotFound(err, webhooks.ErrEndpointNotFound)
 	}
-	p := pages.EndpointPage{Frame: s.frame(c, "webhooks", "Webhook endpoint"), ID: e.ID, URL: e.URL, Description: orDash(e.Description),
+	p := pages.EndpointPage{Frame: h.frame(c, "webhooks", "Webhook endpoint"), ID: e.ID, URL: e.URL, Description: orDash(e.Description),
 		Events: endpointEvents(e), Enabled: e.Enabled, DisabledReason: e.DisabledReason, Created: consoleTime(e.CreatedAt),
 		Since: since, Errors: errs}
 	// A refusal of the whole request shows above the page: the form is not
@@ -90,56 +90,56 @@ func (s *Server) renderEndpoint(c echo.Context, status int, e webhooks.Endpoint,
 	if p.Recoveries, active = recoveryRows(list); active {
 		p.Frame.Refresh = recoveryRefresh
 	}
-	return s.renderConsole(c, status, pages.Endpoint(p))
+	return h.renderConsole(c, status, pages.Endpoint(p))
 }
 
-// handleConsoleEndpoint handles "GET /console/webhooks/:id": the endpoint
+// HandleConsoleEndpoint handles "GET /console/webhooks/:id": the endpoint
 // and its recoveries; the form proposes the last 24 hours.
-func (s *Server) handleConsoleEndpoint(c echo.Context) error {
-	e, err := s.consoleEndpoint(c)
+func (h *Handler) HandleConsoleEndpoint(c echo.Context) error {
+	e, err := h.consoleEndpoint(c)
 	if err != nil {
 		return err
 	}
-	return s.renderEndpoint(c, http.StatusOK, e, dayAgo(), nil)
+	return h.renderEndpoint(c, http.StatusOK, e, dayAgo(), nil)
 }
 
 // auditedRecovery records a staff member's recovery in the audit log, in
 // the request's transaction: one of an endpoint by the endpoint, one of the
 // flows' own URLs by its id.
-func (s *Server) auditedRecovery(c echo.Context) database.BeforeCommit[webhooks.Recovery] {
+func (h *Handler) auditedRecovery(c echo.Context) database.BeforeCommit[webhooks.Recovery] {
 	return func(ctx context.Context, tx database.Tx, r webhooks.Recovery) error {
 		action, target := identity.AuditWebhookEndpointRecover, r.EndpointID
 		if r.EndpointID == "" {
 			action, target = identity.AuditWebhookRecover, r.ID
 		}
-		return httpkit.AuditFailed(s.identity.RecordAuditTx(ctx, tx, auditEntry(c, action, target, httpkit.RecoveryAudit(r))))
+		return httpkit.AuditFailed(h.identity.RecordAuditTx(ctx, tx, auditEntry(c, action, target, httpkit.RecoveryAudit(r))))
 	}
 }
 
 // recoveryRefused renders the endpoint's page with the refusal err of a
 // recovery of e since raw: beside the time when it was the time's, above
 // the page when it was a conflict (one is running).
-func (s *Server) recoveryRefused(c echo.Context, f *httpkit.Form, e webhooks.Endpoint, raw string, err error) error {
+func (h *Handler) recoveryRefused(c echo.Context, f *httpkit.Form, e webhooks.Endpoint, raw string, err error) error {
 	if f.Refused(err, nil) {
-		return s.renderEndpoint(c, http.StatusBadRequest, e, raw, f.Errors)
+		return h.renderEndpoint(c, http.StatusBadRequest, e, raw, f.Errors)
 	}
-	err = httpkit.RecoveryError(c.Request().Context(), s.webhooks, staffOf(c).OrganizationID, e.ID, err)
+	err = httpkit.RecoveryError(c.Request().Context(), h.webhooks, staffOf(c).OrganizationID, e.ID, err)
 	if ae, ok := apperr.As(err); ok && ae.Code == apperr.Conflict {
 		f.Fail("form", "%s", ae.Message)
-		return s.renderEndpoint(c, http.StatusConflict, e, raw, f.Errors)
+		return h.renderEndpoint(c, http.StatusConflict, e, raw, f.Errors)
 	}
 	return consoleNotFound(err, webhooks.ErrEndpointNotFound)
 }
 
-// handleConsoleRecover handles "POST /console/webhooks/:id/recover"
+// HandleConsoleRecover handles "POST /console/webhooks/:id/recover"
 // (admins): what the endpoint missed since the form's time is sent in the
 // background; the request and its audit entry commit together.
-func (s *Server) handleConsoleRecover(c echo.Context) error {
+func (h *Handler) HandleConsoleRecover(c echo.Context) error {
 	f, err := httpkit.BindForm(c)
 	if err != nil {
 		return err
 	}
-	e, err := s.consoleEndpoint(c)
+	e, err := h.consoleEndpoint(c)
 	if err != nil {
 		return err
 	}
@@ -147,20 +147,20 @@ func (s *Server) handleConsoleRecover(c echo.Context) error {
 	since, ok := parseSince(raw)
 	if raw != "" && !ok {
 		f.Fail("since", "Give a date and time, such as 2026-01-02T03:04.")
-		return s.renderEndpoint(c, http.StatusBadRequest, e, raw, f.Errors)
+		return h.renderEndpoint(c, http.StatusBadRequest, e, raw, f.Errors)
 	}
 	m := staffOf(c)
-	if _, err = s.webhooks.Recover(c.Request().Context(), m.OrganizationID, e.ID, since, staffActor(m), s.auditedRecovery(c)); err != nil {
-		return s.recoveryRefused(c, f, e, raw, err)
+	if _, err = h.webhooks.Recover(c.Request().Context(), m.OrganizationID, e.ID, since, staffActor(m), h.auditedRecovery(c)); err != nil {
+		return h.recoveryRefused(c, f, e, raw, err)
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice(s.echo.Reverse("console.webhook", e.ID), "recovery_started", endpointHost(e)))
+	return c.Redirect(http.StatusSeeOther, withNotice(c.Echo().Reverse("console.webhook", e.ID), "recovery_started", endpointHost(e)))
 }
 
-// handleConsoleRecoverFlowURLs handles "POST /console/webhooks/recover"
+// HandleConsoleRecoverFlowURLs handles "POST /console/webhooks/recover"
 // (admins): the failed deliveries to the flows' own webhook URLs (of the
 // form's host, when given) since the form's time are sent again in the
 // background; the request and its audit entry commit together.
-func (s *Server) handleConsoleRecoverFlowURLs(c echo.Context) error {
+func (h *Handler) HandleConsoleRecoverFlowURLs(c echo.Context) error {
 	f, err := httpkit.BindForm(c)
 	if err != nil {
 		return err
@@ -172,18 +172,18 @@ func (s *Server) handleConsoleRecoverFlowURLs(c echo.Context) error {
 		f.Fail("since", "Give a date and time, such as 2026-01-02T03:04.")
 	}
 	if !f.Valid() {
-		return s.renderEndpoints(c, http.StatusBadRequest, raw, host, f.Errors)
+		return h.renderEndpoints(c, http.StatusBadRequest, raw, host, f.Errors)
 	}
 	ctx, m := c.Request().Context(), staffOf(c)
-	_, err = s.webhooks.RecoverFlowURLs(ctx, m.OrganizationID, since, host, staffActor(m), s.auditedRecovery(c))
+	_, err = h.webhooks.RecoverFlowURLs(ctx, m.OrganizationID, since, host, staffActor(m), h.auditedRecovery(c))
 	if f.Refused(err, nil) {
-		return s.renderEndpoints(c, http.StatusBadRequest, raw, host, f.Errors)
+		return h.renderEndpoints(c, http.StatusBadRequest, raw, host, f.Errors)
 	}
 	if err != nil {
-		err = httpkit.RecoveryError(ctx, s.webhooks, m.OrganizationID, "", err)
+		err = httpkit.RecoveryError(ctx, h.webhooks, m.OrganizationID, "", err)
 		if ae, ok := apperr.As(err); ok && ae.Code == apperr.Conflict {
 			f.Fail("form", "%s", ae.Message)
-			return s.renderEndpoints(c, http.StatusConflict, raw, host, f.Errors)
+			return h.renderEndpoints(c, http.StatusConflict, raw, host, f.Errors)
 		}
 		return err
 	}
@@ -194,27 +194,27 @@ func (s *Server) handleConsoleRecoverFlowURLs(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, withNotice("/console/webhooks", "flow_urls_recovering", ref)+"#flow-urls")
 }
 
-// handleConsoleRedeliver handles "POST /console/flows/:id/events/:event/redeliver"
+// HandleConsoleRedeliver handles "POST /console/flows/:id/events/:event/redeliver"
 // (admins): the flow's event goes out again now to every destination it
 // had; the redelivery and its audit entry commit together.
-func (s *Server) handleConsoleRedeliver(c echo.Context) error {
-	fl, err := s.consoleFlow(c)
+func (h *Handler) HandleConsoleRedeliver(c echo.Context) error {
+	fl, err := h.consoleFlow(c)
 	if err != nil {
 		return err
 	}
 	ctx, org := c.Request().Context(), staffOf(c).OrganizationID
-	ev, _, err := s.webhooks.Event(ctx, org, c.Param("event"))
+	ev, _, err := h.webhooks.Event(ctx, org, c.Param("event"))
 	if err == nil && ev.FlowID != fl.ID {
 		err = webhooks.ErrNotFound
 	}
 	if err != nil {
 		return consoleNotFound(err, webhooks.ErrNotFound)
 	}
-	_, err = s.webhooks.Redeliver(ctx, org, ev.ID, "",
-		audited(s, c, identity.AuditEventRedeliver, func(r webhooks.Redelivery) (string, string) {
+	_, err = h.webhooks.Redeliver(ctx, org, ev.ID, "",
+		audited(h, c, identity.AuditEventRedeliver, func(r webhooks.Redelivery) (string, string) {
 			return r.EventID, httpkit.RedeliveryAudit(r)
 		}))
-	self, label := s.echo.Reverse("console.flow", fl.ID), string(ev.Type)+" #"+strconv.Itoa(ev.Sequence)
+	self, label := c.Echo().Reverse("console.flow", fl.ID), string(ev.Type)+" #"+strconv.Itoa(ev.Sequence)
 	if errors.Is(err, webhooks.ErrNothingToRedeliver) {
 		return c.Redirect(http.StatusSeeOther, withNotice(self, "nothing_redelivered", label))
 	}

@@ -1,4 +1,4 @@
-package web
+package console
 
 import (
 	"net/http"
@@ -39,12 +39,12 @@ func sessionRow(sess identity.Session, current map[string]bool) pages.SessionRow
 		EndURL: "/console/sessions/" + sess.ID + "/end"}
 }
 
-// handleConsoleSessions handles "GET /console/sessions".
-func (s *Server) handleConsoleSessions(c echo.Context) error {
+// HandleConsoleSessions handles "GET /console/sessions".
+func (h *Handler) HandleConsoleSessions(c echo.Context) error {
 	ctx := c.Request().Context()
 	m := staffOf(c)
 	owner := ownerOf(m)
-	own, err := s.sessions.ListSessions(ctx, m.OrganizationID, &owner)
+	own, err := h.sessions.ListSessions(ctx, m.OrganizationID, &owner)
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func (s *Server) handleConsoleSessions(c echo.Context) error {
 			current[sess.ProviderSessionID] = true
 		}
 	}
-	p := pages.SessionsPage{Frame: s.frame(c, "sessions", "Sessions")}
+	p := pages.SessionsPage{Frame: h.frame(c, "sessions", "Sessions")}
 	for _, sess := range own {
 		p.Own = append(p.Own, sessionRow(sess, current))
 		if !current[sess.ID] {
@@ -64,13 +64,13 @@ func (s *Server) handleConsoleSessions(c echo.Context) error {
 		}
 	}
 	if m.IsAdmin() {
-		all, err := s.sessions.ListSessions(ctx, m.OrganizationID, nil)
+		all, err := h.sessions.ListSessions(ctx, m.OrganizationID, nil)
 		if err != nil {
 			return err
 		}
-		p.People, p.Truncated = sessionPeople(all, current, s.login.Issuer()), len(all) >= sessionListLimit
+		p.People, p.Truncated = sessionPeople(all, current, h.builtInIssuer), len(all) >= sessionListLimit
 	}
-	return s.renderConsole(c, http.StatusOK, pages.Sessions(p))
+	return h.renderConsole(c, http.StatusOK, pages.Sessions(p))
 }
 
 // sessionListLimit is how many sessions identity.Sessions lists at most.
@@ -96,9 +96,9 @@ func sessionPeople(all []identity.Session, current map[string]bool, builtIn stri
 
 // endableSession returns the session of the path that the signed-in staff
 // member may end: their own, or, for an admin, any of the organization's.
-func (s *Server) endableSession(c echo.Context) (identity.Session, error) {
+func (h *Handler) endableSession(c echo.Context) (identity.Session, error) {
 	m := staffOf(c)
-	sess, err := s.sessions.Session(c.Request().Context(), m.OrganizationID, c.Param("id"))
+	sess, err := h.sessions.Session(c.Request().Context(), m.OrganizationID, c.Param("id"))
 	if err != nil {
 		return sess, err
 	}
@@ -124,73 +124,73 @@ func whyEnded(m StaffMember, owner identity.Session) string {
 	return identity.EndedByAdmin
 }
 
-// handleConsoleEndSessionConfirm handles "GET /console/sessions/:id/end".
-func (s *Server) handleConsoleEndSessionConfirm(c echo.Context) error {
-	sess, err := s.endableSession(c)
+// HandleConsoleEndSessionConfirm handles "GET /console/sessions/:id/end".
+func (h *Handler) HandleConsoleEndSessionConfirm(c echo.Context) error {
+	sess, err := h.endableSession(c)
 	if err != nil {
 		return err
 	}
-	return s.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: s.frame(c, "sessions", "End a session"),
+	return h.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.frame(c, "sessions", "End a session"),
 		Heading: "End this session?", Details: sessionDetails(sess), Danger: true, Button: "End session",
 		Message: "The browser of this session is signed out at once, at the console and at the sign-in service; its next page asks for the password.",
 		Action:  "/console/sessions/" + sess.ID + "/end", BackURL: "/console/sessions"}))
 }
 
-// handleConsoleEndSession handles "POST /console/sessions/:id/end".
-func (s *Server) handleConsoleEndSession(c echo.Context) error {
+// HandleConsoleEndSession handles "POST /console/sessions/:id/end".
+func (h *Handler) HandleConsoleEndSession(c echo.Context) error {
 	m := staffOf(c)
-	sess, err := s.endableSession(c)
+	sess, err := h.endableSession(c)
 	if err != nil {
 		return err
 	}
-	_, err = s.sessions.EndSession(c.Request().Context(), m.OrganizationID, sess.ID, httpkit.SessionsEnded(s.identity, staffActor(m), whyEnded(m, sess)))
+	_, err = h.sessions.EndSession(c.Request().Context(), m.OrganizationID, sess.ID, httpkit.SessionsEnded(h.identity, staffActor(m), whyEnded(m, sess)))
 	if err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, withNotice("/console/sessions", "session_ended", sess.Username))
 }
 
-// handleConsoleEndPersonSessionsConfirm handles "GET /console/sessions/:id/end-all".
-func (s *Server) handleConsoleEndPersonSessionsConfirm(c echo.Context) error {
-	sess, err := s.endableSession(c)
+// HandleConsoleEndPersonSessionsConfirm handles "GET /console/sessions/:id/end-all".
+func (h *Handler) HandleConsoleEndPersonSessionsConfirm(c echo.Context) error {
+	sess, err := h.endableSession(c)
 	if err != nil {
 		return err
 	}
-	return s.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: s.frame(c, "sessions", "End all sessions"),
+	return h.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.frame(c, "sessions", "End all sessions"),
 		Heading: "End every session of " + sess.Username + "?", Details: []pages.KV{{Label: "Person", Value: sess.Username}},
 		Message: "Every browser signed in as this person is signed out at once, at the console and at the sign-in service.",
 		Danger:  true, Button: "End all sessions", Action: "/console/sessions/" + sess.ID + "/end-all", BackURL: "/console/sessions"}))
 }
 
-// handleConsoleEndPersonSessions handles "POST /console/sessions/:id/end-all":
+// HandleConsoleEndPersonSessions handles "POST /console/sessions/:id/end-all":
 // every session of the person whose session id is.
-func (s *Server) handleConsoleEndPersonSessions(c echo.Context) error {
+func (h *Handler) HandleConsoleEndPersonSessions(c echo.Context) error {
 	m := staffOf(c)
-	sess, err := s.endableSession(c)
+	sess, err := h.endableSession(c)
 	if err != nil {
 		return err
 	}
 	owner := identity.SessionOwner{OrganizationID: m.OrganizationID, Issuer: sess.Issuer, Subject: sess.Subject}
-	_, err = s.sessions.EndSessionsOf(c.Request().Context(), owner, "", httpkit.SessionsEnded(s.identity, staffActor(m), whyEnded(m, sess)))
+	_, err = h.sessions.EndSessionsOf(c.Request().Context(), owner, "", httpkit.SessionsEnded(h.identity, staffActor(m), whyEnded(m, sess)))
 	if err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, withNotice("/console/sessions", "sessions_ended", sess.Username))
 }
 
-// handleConsoleEndOtherSessionsConfirm handles "GET /console/sessions/others/end".
-func (s *Server) handleConsoleEndOtherSessionsConfirm(c echo.Context) error {
-	return s.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: s.frame(c, "sessions", "Sign out everywhere else"),
+// HandleConsoleEndOtherSessionsConfirm handles "GET /console/sessions/others/end".
+func (h *Handler) HandleConsoleEndOtherSessionsConfirm(c echo.Context) error {
+	return h.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.frame(c, "sessions", "Sign out everywhere else"),
 		Heading: "Sign out everywhere else?", Button: "Sign out everywhere else", Danger: true,
 		Message: "Every other browser signed in as you is signed out at once, at the console and at the sign-in service. This browser stays signed in.",
 		Action:  "/console/sessions/others/end", BackURL: "/console/sessions"}))
 }
 
-// handleConsoleEndOtherSessions handles "POST /console/sessions/others/end":
+// HandleConsoleEndOtherSessions handles "POST /console/sessions/others/end":
 // every session of the signed-in person but this browser's.
-func (s *Server) handleConsoleEndOtherSessions(c echo.Context) error {
+func (h *Handler) HandleConsoleEndOtherSessions(c echo.Context) error {
 	m := staffOf(c)
-	ended, err := s.sessions.EndSessionsOf(c.Request().Context(), ownerOf(m), m.SessionID, httpkit.SessionsEnded(s.identity, staffActor(m), identity.EndedBySelf))
+	ended, err := h.sessions.EndSessionsOf(c.Request().Context(), ownerOf(m), m.SessionID, httpkit.SessionsEnded(h.identity, staffActor(m), identity.EndedBySelf))
 	if err != nil {
 		return err
 	}
