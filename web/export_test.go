@@ -1,8 +1,6 @@
 package web
 
 import (
-	"github.com/labstack/echo/v4"
-
 	"github.com/flowd/flowd/internal/apperr"
 )
 
@@ -24,8 +22,3 @@ func ProblemKinds() map[apperr.Code]ProblemKind {
 }
 
 var IPExtractor = ipExtractor
-
-// ConsentIdentityOf is the person the request's consent session proved.
-func (s *Server) ConsentIdentityOf(c echo.Context) (ConsentIdentity, bool, error) {
-	return s.consentIdentityOf(c)
-}

@@ -16,6 +16,9 @@ import (
 func (s *Server) routes() {
 	e := s.echo
 	e.Use(s.requestID, s.observe, s.recoverPanics, s.securityHeaders, s.limitBody())
+	// Each surface's handlers: the built-in provider (web/oauth), the API
+	// (web/api), the person's pages (web/person) and the console (web/console).
+	op, a, pp, cs := s.oauth, s.api, s.person, s.console
 
 	// Operations: anyone who can reach the port.
 	e.GET("/healthz", s.handleHealthz)
@@ -23,23 +26,22 @@ func (s *Server) routes() {
 	e.GET("/metrics", echo.WrapHandler(s.metrics.handler))
 
 	// The built-in OAuth 2.0 provider: public, client authentication in the handlers.
-	p := s.oauth
-	e.POST("/oauth/token", p.HandleToken)
-	e.POST("/oauth/revoke", p.HandleRevoke)
-	e.POST("/oauth/introspect", p.HandleIntrospect)
-	e.GET("/oauth/jwks", p.HandleJWKS)
-	e.GET("/.well-known/openid-configuration", p.HandleDiscovery)
-	e.GET("/.well-known/oauth-authorization-server", p.HandleDiscovery)
+	e.POST("/oauth/token", op.HandleToken)
+	e.POST("/oauth/revoke", op.HandleRevoke)
+	e.POST("/oauth/introspect", op.HandleIntrospect)
+	e.GET("/oauth/jwks", op.HandleJWKS)
+	e.GET("/.well-known/openid-configuration", op.HandleDiscovery)
+	e.GET("/.well-known/oauth-authorization-server", op.HandleDiscovery)
 
 	// The built-in provider's interactive side: browsers and relying parties.
-	e.GET("/oauth/authorize", p.HandleAuthorize)
-	e.POST("/oauth/authorize", p.HandleAuthorize)
-	e.GET("/idp/login", p.HandleLoginForm)
-	e.POST("/idp/login", p.HandleLoginSubmit)
-	e.GET("/oauth/userinfo", p.HandleUserInfo)
-	e.POST("/oauth/userinfo", p.HandleUserInfo)
-	e.GET("/oauth/end_session", p.HandleEndSession)
-	e.POST("/oauth/end_session", p.HandleEndSession)
+	e.GET("/oauth/authorize", op.HandleAuthorize)
+	e.POST("/oauth/authorize", op.HandleAuthorize)
+	e.GET("/idp/login", op.HandleLoginForm)
+	e.POST("/idp/login", op.HandleLoginSubmit)
+	e.GET("/oauth/userinfo", op.HandleUserInfo)
+	e.POST("/oauth/userinfo", op.HandleUserInfo)
+	e.GET("/oauth/end_session", op.HandleEndSession)
+	e.POST("/oauth/end_session", op.HandleEndSession)
 
 	// The API: bearer token, organization from the token, scopes per route;
 	// authenticate also holds the token's client to its rate limit.
@@ -47,9 +49,8 @@ func (s *Server) routes() {
 	// middleware also runs for paths and methods it does not route, which
 	// then answered 401 where 404 or 405 is right. Every POST honours
 	// Idempotency-Key: flow creation in the flows module, the others
-	// through idempotent, after authentication.
+	// through Idempotent, after authentication.
 	authenticate, requireScope := httpkit.Authenticate(s.identity, s.limits), httpkit.RequireScope
-	a := s.api
 	api := e.Group("/api")
 	api.GET("/flows", a.HandleFlowList, authenticate, requireScope(identity.ScopeFlowsRead))
 	api.POST("/flows", a.HandleFlowCreate, authenticate, requireScope(identity.ScopeFlowsWrite))
@@ -84,8 +85,8 @@ func (s *Server) routes() {
 
 	// Consent receipts: public; anyone holding a receipt may check it.
 	e.POST("/api/receipts/verify", a.HandleReceiptVerify)
-	e.GET("/receipts/verify", s.handleReceiptVerifyPage)
-	e.POST("/receipts/verify", s.handleReceiptVerifyPage)
+	e.GET("/receipts/verify", pp.HandleReceiptVerifyPage)
+	e.POST("/receipts/verify", pp.HandleReceiptVerifyPage)
 
 	// API documentation: public; the document may be read from any origin.
 	docs := s.newAPIDocs()
@@ -94,22 +95,22 @@ func (s *Server) routes() {
 	e.GET("/docs", docs.handleDocs)
 
 	// Consent pages: the end user, by link.
-	consentPages := e.Group("/consent", s.consentCSRF())
-	consentPages.GET("/:token", s.handleConsentPage)
-	consentPages.POST("/:token", s.handleConsentDecision)
-	consentPages.GET("/:token/login", s.handleConsentProve)
-	consentPages.POST("/:token/withdraw", s.handleConsentWithdraw)
-	// Sign-in of the end user (issue 6); consentIdentityOf(c) gives the proven identity.
-	e.GET("/consent/auth/login", s.handleConsentLogin)
-	e.GET("/consent/auth/callback", s.handleConsentCallback)
-	e.POST("/consent/auth/logout", s.handleConsentLogout)
-	e.GET("/consent/signed-in", s.handleConsentSignedIn)
-	e.GET("/consent/signed-out", s.handleConsentSignedOut)
+	consentPages := e.Group("/consent", pp.ConsentCSRF())
+	consentPages.GET("/:token", pp.HandleConsentPage)
+	consentPages.POST("/:token", pp.HandleConsentDecision)
+	consentPages.GET("/:token/login", pp.HandleConsentProve)
+	consentPages.POST("/:token/withdraw", pp.HandleConsentWithdraw)
+	// Sign-in of the end user; consentIdentityOf(c) gives the proven identity.
+	e.GET("/consent/auth/login", pp.HandleConsentLogin)
+	e.GET("/consent/auth/callback", pp.HandleConsentCallback)
+	e.POST("/consent/auth/logout", pp.HandleConsentLogout)
+	e.GET("/consent/signed-in", pp.HandleConsentSignedIn)
+	e.GET("/consent/signed-out", pp.HandleConsentSignedOut)
 
 	// Console: organization staff, by session.
 	// Sign-in: RequireStaff admits a session (staffOf, csrfTokenOf) and
 	// checks the CSRF token of every POST; RequireAdmin admits admins.
-	cs, requireAdmin := s.console, console.RequireAdmin
+	requireAdmin := console.RequireAdmin
 	e.GET("/console/auth/login", cs.HandleConsoleLogin)
 	e.GET("/console/auth/callback", cs.HandleConsoleCallback)
 	e.POST("/console/auth/logout", cs.HandleConsoleLogout)

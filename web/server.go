@@ -1,6 +1,9 @@
 // Package web is flowd's echo server: every route in routes.go, the middleware
-// every request passes, the one error handler, and the handlers, which bind,
-// validate, call a module and render.
+// every request passes, and the one error handler. The handlers, which bind,
+// validate, call a module and render, live in a package per surface: api (the
+// JSON API), oauth (the built-in provider and its test eID), console (the
+// staff console) and person (the consent pages and the receipt check). What
+// they share is in web/internal/httpkit; they do not import one another.
 package web
 
 import (
@@ -28,6 +31,7 @@ import (
 	"github.com/flowd/flowd/web/api"
 	"github.com/flowd/flowd/web/console"
 	"github.com/flowd/flowd/web/oauth"
+	"github.com/flowd/flowd/web/person"
 )
 
 // Deps are the server's collaborators, all given at construction; New
@@ -72,33 +76,22 @@ func TestEIDLevels(m consent.ACRMap) []login.TestEIDLevel { return oauth.TestEID
 
 // Server is flowd's HTTP server.
 type Server struct {
-	echo     *echo.Echo
-	log      *slog.Logger
-	cfg      *config.Config
-	pool     *pgxpool.Pool
-	metrics  *metrics
-	ready    readiness
+	echo    *echo.Echo
+	log     *slog.Logger
+	cfg     *config.Config
+	pool    *pgxpool.Pool
+	metrics *metrics
+	ready   readiness
+	// identity and limits authenticate the API's callers and hold them to
+	// their rate limits.
 	identity identity.Service
 	limits   identity.APILimits
-	flows    flows.Service
-	webhooks webhooks.Service
-	// endpoints are the organizations' webhook endpoints.
-	endpoints webhooks.Endpoints
 
-	// The surfaces: each a package of handlers, all routed in routes.go.
+	// The surfaces, each a package of handlers, all routed in routes.go.
 	api     *api.Handler
 	oauth   *oauth.Handler
 	console *console.Handler
-
-	consent         consent.Journey
-	definitions     consent.Definitions
-	receipts        consent.ReceiptChecker
-	answers         idempotency.Store
-	login           *login.Provider
-	consoleRP       *oidclogin.RelyingParty
-	consentRP       *oidclogin.RelyingParty
-	consentSessions *oidclogin.Sessions
-	sessions        identity.Sessions
+	person  *person.Handler
 }
 
 // New builds the server with every dependency it needs.
@@ -111,18 +104,18 @@ func New(d Deps) (*Server, error) {
 	e.HidePort = true
 	s := &Server{
 		echo: e, log: d.Log, cfg: d.Config, pool: d.Pool, metrics: newMetrics(d.Registry, d.Pool),
-		identity: d.Identity, limits: d.Limits, flows: d.Flows, webhooks: d.Webhooks, endpoints: d.Endpoints,
-		consent: d.Consent, definitions: d.Definitions, receipts: d.Receipts, answers: d.Idempotency,
-		login: d.Login, consoleRP: d.ConsoleRP, consentRP: d.ConsentRP, sessions: d.Sessions,
-		consentSessions: oidclogin.ConsentSessions(d.Config, d.Sessions, d.Now),
+		identity: d.Identity, limits: d.Limits,
+		api: api.New(api.Deps{Log: d.Log, Config: d.Config, Audit: d.Identity, Flows: d.Flows, Webhooks: d.Webhooks,
+			Endpoints: d.Endpoints, Definitions: d.Definitions, Receipts: d.Receipts, Idempotency: d.Idempotency}),
+		oauth: oauth.New(oauth.Deps{Log: d.Log, Config: d.Config, Identity: d.Identity, Login: d.Login,
+			Sessions: oidclogin.ProviderSessions(d.Config, d.Sessions, d.Now)}),
+		console: console.New(console.Deps{Log: d.Log, Config: d.Config, Identity: d.Identity, Flows: d.Flows,
+			Webhooks: d.Webhooks, Endpoints: d.Endpoints, Definitions: d.Definitions, Consent: d.Consent,
+			Idempotency: d.Idempotency, Sessions: d.Sessions, StaffSessions: oidclogin.ConsoleSessions(d.Config, d.Sessions, d.Now),
+			RP: d.ConsoleRP, BuiltInIssuer: d.Login.Issuer()}),
+		person: person.New(person.Deps{Log: d.Log, Config: d.Config, Consent: d.Consent, Receipts: d.Receipts,
+			Sessions: oidclogin.ConsentSessions(d.Config, d.Sessions, d.Now), RP: d.ConsentRP, Audit: d.Identity}),
 	}
-	s.api = api.New(api.Deps{Log: d.Log, Config: d.Config, Audit: d.Identity, Flows: d.Flows, Webhooks: d.Webhooks,
-		Endpoints: d.Endpoints, Definitions: d.Definitions, Receipts: d.Receipts, Idempotency: d.Idempotency})
-	s.oauth = oauth.New(oauth.Deps{Log: d.Log, Config: d.Config, Identity: d.Identity, Login: d.Login,
-		Sessions: oidclogin.ProviderSessions(d.Config, d.Sessions, d.Now)})
-	s.console = console.New(console.Deps{Log: d.Log, Config: d.Config, Identity: d.Identity, Flows: d.Flows, Webhooks: d.Webhooks,
-		Endpoints: d.Endpoints, Definitions: d.Definitions, Consent: d.Consent, Idempotency: d.Idempotency, Sessions: d.Sessions,
-		StaffSessions: oidclogin.ConsoleSessions(d.Config, d.Sessions, d.Now), RP: d.ConsoleRP, BuiltInIssuer: d.Login.Issuer()})
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = ipExtractor(d.Config.TrustedProxies)
 	s.routes()

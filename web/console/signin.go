@@ -9,6 +9,10 @@ import (
 	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
+// This file is the staff members' sign-in to the console: its relying
+// party, at the built-in provider or another issuer, and the session it
+// starts.
+
 // HandleConsoleLogin handles "GET /console/auth/login": off to the provider.
 func (h *Handler) HandleConsoleLogin(c echo.Context) error {
 	// The console has no language of its own to pass on: the provider's own

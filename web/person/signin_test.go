@@ -1,4 +1,4 @@
-package web_test
+package person_test
 
 import (
 	"context"
@@ -12,17 +12,18 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/identity/login"
-	"github.com/flowd/flowd/web"
 	"github.com/flowd/flowd/web/internal/webtest"
+	"github.com/flowd/flowd/web/person"
 )
 
 func TestTestEIDSignIn(t *testing.T) {
 	t.Parallel()
 	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
 	ls.Srv.Echo().GET("/consent/test-whoami", func(c echo.Context) error {
-		id, ok, err := ls.Srv.ConsentIdentityOf(c)
+		id, ok, err := person.IdentityOf(oidclogin.ConsentSessions(ls.Cfg, ls.Sessions, nil), c)
 		if err != nil {
 			return err
 		}
@@ -53,7 +54,7 @@ func TestTestEIDSignIn(t *testing.T) {
 	}
 	v.Set("level", "high")
 	p := b.Follow(http.MethodPost, ls.URL+"/idp/login", v)
-	var id web.ConsentIdentity
+	var id person.ConsentIdentity
 	if err := json.Unmarshal([]byte(p.Body), &id); err != nil || id.NationalID != "01017012345" || !id.TestIdentity ||
 		id.CSRF == "" || strings.Contains(id.Subject, "01017012345") || id.ACR != consent.DefaultACRMap[consent.AssuranceHigh] {
 		t.Fatalf("consent identity: %s (%v)", p.Body, err)
@@ -131,7 +132,7 @@ func TestConsentWithAnExternalEIDAndAnotherClaimName(t *testing.T) {
 		"FLOWD_TEST_EID": "false", // this server's own test eID is off; the external one is used
 	}})
 	ls.Srv.Echo().GET("/consent/test-whoami", func(c echo.Context) error {
-		id, ok, err := ls.Srv.ConsentIdentityOf(c)
+		id, ok, err := person.IdentityOf(oidclogin.ConsentSessions(ls.Cfg, ls.Sessions, nil), c)
 		if err != nil {
 			return err
 		}
@@ -153,7 +154,7 @@ func TestConsentWithAnExternalEIDAndAnotherClaimName(t *testing.T) {
 	v := form.HiddenFields(t)
 	v.Set("national_id", "19850101-1234")
 	p := b.Follow(http.MethodPost, issuer.URL+"/idp/login", v)
-	var id web.ConsentIdentity
+	var id person.ConsentIdentity
 	if err := json.Unmarshal([]byte(p.Body), &id); err != nil || id.NationalID != "19850101-1234" || id.Issuer != issuer.URL {
 		t.Fatalf("consent identity through the external eID: %s (%v)", p.Body, err)
 	}
@@ -166,7 +167,7 @@ func TestConsentSignOutEndsTheSessionOnTheServer(t *testing.T) {
 	t.Parallel()
 	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
 	ls.Srv.Echo().GET("/consent/test-whoami", func(c echo.Context) error {
-		id, ok, err := ls.Srv.ConsentIdentityOf(c)
+		id, ok, err := person.IdentityOf(oidclogin.ConsentSessions(ls.Cfg, ls.Sessions, nil), c)
 		if err != nil {
 			return err
 		}

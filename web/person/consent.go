@@ -1,4 +1,4 @@
-package web
+package person
 
 import (
 	"cmp"
@@ -23,17 +23,17 @@ const (
 	consentCSRFKey = "consent_csrf"
 )
 
-// consentCSRF protects the decision form: a token in a cookie scoped to
+// ConsentCSRF protects the decision form: a token in a cookie scoped to
 // /consent that the form must echo, unless the browser's fetch metadata
 // already proves the POST same-origin.
-func (s *Server) consentCSRF() echo.MiddlewareFunc {
+func (h *Handler) ConsentCSRF() echo.MiddlewareFunc {
 	return middleware.CSRFWithConfig(middleware.CSRFConfig{
 		TokenLookup:    "form:" + csrfField,
 		ContextKey:     consentCSRFKey,
 		CookieName:     "flowd_consent_csrf",
 		CookiePath:     "/consent",
 		CookieHTTPOnly: true,
-		CookieSecure:   s.cfg.Secure(),
+		CookieSecure:   h.cfg.Secure(),
 		CookieSameSite: http.SameSiteLaxMode,
 		// Another site's POST gets the same refusal page as a missing token
 		// (it cannot have the token: its cookie is SameSite=Lax).
@@ -41,7 +41,7 @@ func (s *Server) consentCSRF() echo.MiddlewareFunc {
 		// A refused form says so in the individual's language and offers the
 		// page again, where a fresh form awaits; nothing was recorded.
 		ErrorHandler: func(err error, c echo.Context) error {
-			frame := s.consentFrame(c)
+			frame := h.consentFrame(c)
 			return httpkit.Render(c, http.StatusForbidden, pages.ConsentMessagePage(pages.ConsentMessage{
 				ConsentFrame: frame, Title: frame.T.FormExpiredTitle, Message: frame.T.FormExpired,
 				ActionURL: "/consent/" + c.Param("token"), ActionLabel: frame.T.BackToRequest,
@@ -50,16 +50,16 @@ func (s *Server) consentCSRF() echo.MiddlewareFunc {
 	})
 }
 
-// handleConsentPage handles "GET /consent/:token": the first visit opens the
+// HandleConsentPage handles "GET /consent/:token": the first visit opens the
 // request; then the individual proves who they are and sees the decision form.
-func (s *Server) handleConsentPage(c echo.Context) error {
-	frame := s.consentFrame(c)
-	req, err := s.consent.Visit(c.Request().Context(), c.Param("token"))
+func (h *Handler) HandleConsentPage(c echo.Context) error {
+	frame := h.consentFrame(c)
+	req, err := h.consent.Visit(c.Request().Context(), c.Param("token"))
 	if err != nil {
-		return s.consentError(c, frame, err)
+		return h.consentError(c, frame, err)
 	}
 	if req.Closure != consent.Open && req.Closure != consent.Decided {
-		return s.consentClosed(c, frame, req.Closure)
+		return h.consentClosed(c, frame, req.Closure)
 	}
 	summary := pages.ConsentRequest{Text: httpkit.ConsentTextOf(req.Text, req.OrganizationName, frame), ReferenceName: req.ReferenceName,
 		ReferenceID: req.ReferenceID, MaskedNationalID: req.MaskedNationalID, NationalIDEnd: req.NationalIDEnd}
@@ -67,16 +67,16 @@ func (s *Server) handleConsentPage(c echo.Context) error {
 		summary.AnswerBy = i18n.FormatDate(frame.Lang, req.ExpiresAt)
 	}
 	self := "/consent/" + c.Param("token")
-	if proven, err := s.consentProven(c, frame, req, summary); !proven {
+	if proven, err := h.consentProven(c, frame, req, summary); !proven {
 		return err
 	}
 	token, _ := c.Get(consentCSRFKey).(string)
 	if req.Closure == consent.Decided {
-		return s.consentAnswered(c, frame, req, summary, token)
+		return h.consentAnswered(c, frame, req, summary, token)
 	}
 	page := pages.ConsentDecide{ConsentFrame: frame, Request: summary, DecisionURL: self, CSRFField: csrfField,
 		CSRFToken: token, ReturnHost: hostOf(req.RedirectURL)}
-	if s.cfg.ConsentAuth == "oidc" {
+	if h.cfg.ConsentAuth == "oidc" {
 		page.SwitchPersonURL = self + "/login?again=1"
 	}
 	return httpkit.Render(c, http.StatusOK, pages.ConsentDecidePage(page))
@@ -86,33 +86,33 @@ func (s *Server) handleConsentPage(c echo.Context) error {
 // one req is for, at its assurance level; when not, it renders the page that
 // says what to do (sign in, someone else's request, a stronger eID) and
 // returns false with the render's error.
-func (s *Server) consentProven(c echo.Context, frame pages.ConsentFrame, req consent.Request, summary pages.ConsentRequest) (bool, error) {
-	if s.cfg.ConsentAuth != "oidc" {
+func (h *Handler) consentProven(c echo.Context, frame pages.ConsentFrame, req consent.Request, summary pages.ConsentRequest) (bool, error) {
+	if h.cfg.ConsentAuth != "oidc" {
 		return true, nil
 	}
-	proven, ok, err := s.consentIdentityOf(c)
+	proven, ok, err := h.consentIdentityOf(c)
 	if err != nil {
 		return false, err
 	}
 	if !ok {
 		return false, httpkit.Render(c, http.StatusOK, pages.ConsentStartPage(pages.ConsentStart{
-			ConsentFrame: frame, Request: summary, LoginURL: "/consent/" + c.Param("token") + "/login", TestEID: s.cfg.TestEID,
+			ConsentFrame: frame, Request: summary, LoginURL: "/consent/" + c.Param("token") + "/login", TestEID: h.cfg.TestEID,
 		}))
 	}
-	if err := s.consent.CheckPerson(c.Request().Context(), req, proven.NationalID); err != nil {
-		return false, s.consentWrongPerson(c, frame)
+	if err := h.consent.CheckPerson(c.Request().Context(), req, proven.NationalID); err != nil {
+		return false, h.consentWrongPerson(c, frame)
 	}
 	var weak *consent.AssuranceError
-	if errors.As(s.consent.CheckAssurance(req, proven.ACR), &weak) {
-		return false, s.consentNeedsStrongerEID(c, frame, weak)
+	if errors.As(h.consent.CheckAssurance(req, proven.ACR), &weak) {
+		return false, h.consentNeedsStrongerEID(c, frame, weak)
 	}
 	return true, nil
 }
 
 // consentAnswered is the page of an answered request: the answer, its
 // receipts and, for an acceptance, the form that withdraws it.
-func (s *Server) consentAnswered(c echo.Context, frame pages.ConsentFrame, req consent.Request, summary pages.ConsentRequest, csrfToken string) error {
-	receipts, err := s.consent.Receipts(c.Request().Context(), req)
+func (h *Handler) consentAnswered(c echo.Context, frame pages.ConsentFrame, req consent.Request, summary pages.ConsentRequest, csrfToken string) error {
+	receipts, err := h.consent.Receipts(c.Request().Context(), req)
 	if err != nil {
 		return err
 	}
@@ -137,18 +137,18 @@ func (s *Server) consentAnswered(c echo.Context, frame pages.ConsentFrame, req c
 	return httpkit.Render(c, http.StatusOK, pages.ConsentAnsweredPage(page))
 }
 
-// handleConsentWithdraw handles "POST /consent/:token/withdraw": the person
+// HandleConsentWithdraw handles "POST /consent/:token/withdraw": the person
 // withdraws their acceptance, after the same proof as the decision, and gets
 // the withdrawal's receipt on the page that confirms it.
-func (s *Server) handleConsentWithdraw(c echo.Context) error {
-	frame := s.consentFrame(c)
-	proof, err := s.consentProof(c)
+func (h *Handler) HandleConsentWithdraw(c echo.Context) error {
+	frame := h.consentFrame(c)
+	proof, err := h.consentProof(c)
 	if err != nil {
 		return err
 	}
-	r, err := s.consent.Withdraw(c.Request().Context(), c.Param("token"), proof)
+	r, err := h.consent.Withdraw(c.Request().Context(), c.Param("token"), proof)
 	if err != nil {
-		return s.consentRefused(c, frame, err)
+		return h.consentRefused(c, frame, err)
 	}
 	return httpkit.Render(c, http.StatusOK, pages.ConsentWithdrawnPage(pages.ConsentWithdrawn{ConsentFrame: frame,
 		Message:  withdrawnMessage(frame.T, r.Receipt),
@@ -167,12 +167,12 @@ func withdrawnMessage(t i18n.Consent, r consent.Receipt) string {
 
 // consentProof is the proof a decision or withdrawal comes with: the
 // identity signed in, or none needed when proof is off.
-func (s *Server) consentProof(c echo.Context) (consent.Proof, error) {
-	proof := consent.Proof{Skip: s.cfg.ConsentAuth != "oidc"}
+func (h *Handler) consentProof(c echo.Context) (consent.Proof, error) {
+	proof := consent.Proof{Skip: h.cfg.ConsentAuth != "oidc"}
 	if proof.Skip {
 		return proof, nil
 	}
-	id, ok, err := s.consentIdentityOf(c)
+	id, ok, err := h.consentIdentityOf(c)
 	if ok {
 		proof.NationalID, proof.ACR = id.NationalID, id.ACR
 	}
@@ -180,7 +180,7 @@ func (s *Server) consentProof(c echo.Context) (consent.Proof, error) {
 }
 
 // consentRefused answers a decision or withdrawal the journey refused.
-func (s *Server) consentRefused(c echo.Context, frame pages.ConsentFrame, err error) error {
+func (h *Handler) consentRefused(c echo.Context, frame pages.ConsentFrame, err error) error {
 	var (
 		closed *consent.ClosedError
 		weak   *consent.AssuranceError
@@ -190,40 +190,40 @@ func (s *Server) consentRefused(c echo.Context, frame pages.ConsentFrame, err er
 		// The sign-in ended (or never happened): back to the page to sign in.
 		return c.Redirect(http.StatusSeeOther, "/consent/"+c.Param("token"))
 	case errors.As(err, &closed):
-		return s.consentClosed(c, frame, closed.Closure)
+		return h.consentClosed(c, frame, closed.Closure)
 	case errors.Is(err, consent.ErrWrongPerson):
-		return s.consentWrongPerson(c, frame)
+		return h.consentWrongPerson(c, frame)
 	case errors.As(err, &weak):
-		return s.consentNeedsStrongerEID(c, frame, weak)
+		return h.consentNeedsStrongerEID(c, frame, weak)
 	}
-	return s.consentError(c, frame, err)
+	return h.consentError(c, frame, err)
 }
 
-// handleConsentProve handles "GET /consent/:token/login": off to the eID,
+// HandleConsentProve handles "GET /consent/:token/login": off to the eID,
 // back to the request afterwards. With again, the proven identity is
 // forgotten first so that another person can sign in.
-func (s *Server) handleConsentProve(c echo.Context) error {
+func (h *Handler) HandleConsentProve(c echo.Context) error {
 	self := "/consent/" + c.Param("token")
-	if s.cfg.ConsentAuth != "oidc" {
+	if h.cfg.ConsentAuth != "oidc" {
 		return c.Redirect(http.StatusSeeOther, self)
 	}
 	if c.QueryParam("again") != "" {
-		if err := httpkit.ReplaceSession(c, s.consentSessions, s.identity); err != nil {
+		if err := httpkit.ReplaceSession(c, h.sessions, h.audit); err != nil {
 			return err
 		}
 	}
-	params := s.consentAuthParams(c)
+	params := h.consentAuthParams(c)
 	// A level asks the eID for a sign-in that reaches it.
-	if acr := s.cfg.ConsentACRMap.ACR(consent.AssuranceLevel(c.QueryParam("level"))); acr != "" {
+	if acr := h.cfg.ConsentACRMap.ACR(consent.AssuranceLevel(c.QueryParam("level"))); acr != "" {
 		params.Set("acr_values", acr)
 	}
-	return httpkit.BeginLogin(c, s.consentRP, self, params)
+	return httpkit.BeginLogin(c, h.rp, self, params)
 }
 
-// handleConsentDecision handles "POST /consent/:token": Accept or Reject,
+// HandleConsentDecision handles "POST /consent/:token": Accept or Reject,
 // final, then 303 to the organization's redirectUrl.
-func (s *Server) handleConsentDecision(c echo.Context) error {
-	frame := s.consentFrame(c)
+func (h *Handler) HandleConsentDecision(c echo.Context) error {
+	frame := h.consentFrame(c)
 	var accept bool
 	switch c.FormValue("decision") {
 	case "accept":
@@ -232,16 +232,16 @@ func (s *Server) handleConsentDecision(c echo.Context) error {
 	default:
 		return echo.NewHTTPError(http.StatusBadRequest, "Choose Accept or Reject.")
 	}
-	proof, err := s.consentProof(c)
+	proof, err := h.consentProof(c)
 	if err != nil {
 		return err
 	}
-	d, err := s.consent.Decide(c.Request().Context(), c.Param("token"), proof,
+	d, err := h.consent.Decide(c.Request().Context(), c.Param("token"), proof,
 		consent.Answer{Accept: accept, Language: c.FormValue("lang")})
 	if err != nil {
-		return s.consentRefused(c, frame, err)
+		return h.consentRefused(c, frame, err)
 	}
-	return c.Redirect(http.StatusSeeOther, withReceiptLink(d.RedirectURL, s.cfg.BaseURL.String()+"/consent/"+c.Param("token")))
+	return c.Redirect(http.StatusSeeOther, withReceiptLink(d.RedirectURL, h.cfg.BaseURL.String()+"/consent/"+c.Param("token")))
 }
 
 // withReceiptLink adds receiptUrl to the redirect: the consent link, where
@@ -261,9 +261,9 @@ func withReceiptLink(redirectURL, consentURL string) string {
 // consentFrame is what every consent page shares: the language and its
 // texts and switch. Consent pages are never cached: they hold a form token
 // and must show a decision made in another tab, also after Back.
-func (s *Server) consentFrame(c echo.Context) pages.ConsentFrame {
+func (h *Handler) consentFrame(c echo.Context) pages.ConsentFrame {
 	c.Response().Header().Set("Cache-Control", "no-store")
-	lang := httpkit.PublicLang(c, s.cfg.Secure())
+	lang := httpkit.PublicLang(c, h.cfg.Secure())
 	return pages.ConsentFrame{Lang: lang, T: i18n.ConsentTexts(lang),
 		SwitchURL: c.Request().URL.Path + "?lang=" + string(lang.Other())}
 }
@@ -271,7 +271,7 @@ func (s *Server) consentFrame(c echo.Context) pages.ConsentFrame {
 // consentWrongPerson is the page of a proven identity that is not the one
 // the request is for: it shows nothing of the request, only a way to sign in
 // as someone else. The journey has recorded the mismatch.
-func (s *Server) consentWrongPerson(c echo.Context, frame pages.ConsentFrame) error {
+func (h *Handler) consentWrongPerson(c echo.Context, frame pages.ConsentFrame) error {
 	return httpkit.Render(c, http.StatusForbidden, pages.ConsentMessagePage(pages.ConsentMessage{
 		ConsentFrame: frame, Title: frame.T.WrongPerson, Message: frame.T.WrongPersonHelp,
 		ActionURL: "/consent/" + c.Param("token") + "/login?again=1", ActionLabel: frame.T.TryAnother,
@@ -281,7 +281,7 @@ func (s *Server) consentWrongPerson(c echo.Context, frame pages.ConsentFrame) er
 // consentNeedsStrongerEID is the page of a sign-in below the level the
 // consent requires: nothing was decided, and the way on is a new sign-in
 // that asks the eID for the level.
-func (s *Server) consentNeedsStrongerEID(c echo.Context, frame pages.ConsentFrame, weak *consent.AssuranceError) error {
+func (h *Handler) consentNeedsStrongerEID(c echo.Context, frame pages.ConsentFrame, weak *consent.AssuranceError) error {
 	return httpkit.Render(c, http.StatusForbidden, pages.ConsentMessagePage(pages.ConsentMessage{
 		ConsentFrame: frame, Title: frame.T.StrongerEIDTitle,
 		Message:     fmt.Sprintf(frame.T.StrongerEID, frame.T.Level(string(weak.Required))),
@@ -290,7 +290,7 @@ func (s *Server) consentNeedsStrongerEID(c echo.Context, frame pages.ConsentFram
 	}))
 }
 
-func (s *Server) consentClosed(c echo.Context, frame pages.ConsentFrame, why consent.Closure) error {
+func (h *Handler) consentClosed(c echo.Context, frame pages.ConsentFrame, why consent.Closure) error {
 	msg := frame.T.AlreadyAnswered
 	switch why {
 	case consent.Cancelled:
@@ -304,7 +304,7 @@ func (s *Server) consentClosed(c echo.Context, frame pages.ConsentFrame, why con
 		ConsentFrame: frame, Title: frame.T.ClosedTitle, Message: msg}))
 }
 
-func (s *Server) consentError(c echo.Context, frame pages.ConsentFrame, err error) error {
+func (h *Handler) consentError(c echo.Context, frame pages.ConsentFrame, err error) error {
 	if errors.Is(err, consent.ErrUnknownLink) {
 		return httpkit.Render(c, http.StatusNotFound, pages.ConsentMessagePage(pages.ConsentMessage{
 			ConsentFrame: frame, Title: frame.T.NotFoundTitle, Message: frame.T.NotFoundHelp}))

@@ -1,4 +1,4 @@
-package web
+package person
 
 import (
 	"encoding/base64"
@@ -20,12 +20,12 @@ import (
 // a kilobyte, and nothing longer is one.
 const maxPastedReceipt = 16 << 10
 
-// handleReceiptVerifyPage handles "GET /receipts/verify" and
+// HandleReceiptVerifyPage handles "GET /receipts/verify" and
 // "POST /receipts/verify": anyone pastes a receipt and sees whether flowd
 // signed it and what it says. It changes nothing, so the form needs no CSRF
 // token.
-func (s *Server) handleReceiptVerifyPage(c echo.Context) error {
-	frame := s.consentFrame(c)
+func (h *Handler) HandleReceiptVerifyPage(c echo.Context) error {
+	frame := h.consentFrame(c)
 	page := pages.ReceiptVerify{ConsentFrame: frame, ActionURL: "/receipts/verify"}
 	if c.Request().Method == http.MethodPost {
 		pasted := c.FormValue("receipt")
@@ -33,7 +33,7 @@ func (s *Server) handleReceiptVerifyPage(c echo.Context) error {
 			pasted = pasted[:maxPastedReceipt]
 		}
 		page.Pasted, page.Checked = pasted, true
-		v := httpkit.VerifyReceipt(c, s.receipts, s.log, pasted)
+		v := httpkit.VerifyReceipt(c, h.receipts, h.log, pasted)
 		page.Valid = v.Valid
 		if v.Valid {
 			page.Receipt = receiptCard(frame, *v.Receipt, "")
