@@ -1,6 +1,6 @@
-// Package webtest builds the real server for the tests of every surface
-// of web: each test gets its own database and the routes of web/routes.go,
-// with the real modules but where a test gives its own collaborator.
+// Package webtest builds the real server, with every route of
+// web/routes.go, for the tests of each surface of web: the real modules on
+// a fresh database, but where a test gives a collaborator of its own.
 package webtest
 
 import (
