@@ -119,7 +119,7 @@ var idempotentRoutes = map[string]idempotentRoute{
 	"/api/flow-definitions/:id/versions": {
 		status: http.StatusCreated,
 		prepare: func(t *testing.T, e *apiEnv, n int) keyedCall {
-			id := e.definition(t, n)
+			id := e.definition(t, fmt.Sprintf("publish-me-%d", n))
 			return keyedCall{path: "/api/flow-definitions/" + id + "/versions", subject: id,
 				body:      `{"title":{"en":"Loan check","nb":"Lånesjekk"},"purpose":{"en":"We check your income and debts.","nb":"Vi sjekker."}}`,
 				otherBody: `{"title":{"en":"Loan check","nb":"Lånesjekk"},"purpose":{"en":"We check your savings.","nb":"Vi sjekker."}}`}
@@ -131,7 +131,7 @@ var idempotentRoutes = map[string]idempotentRoute{
 	"/api/flow-definitions/:id/retire": {
 		status: http.StatusOK,
 		prepare: func(t *testing.T, e *apiEnv, n int) keyedCall {
-			id, other := e.definition(t, 2*n), e.definition(t, 2*n+1)
+			id, other := e.definition(t, fmt.Sprintf("retire-me-%d", n)), e.definition(t, fmt.Sprintf("retire-too-%d", n))
 			return keyedCall{path: "/api/flow-definitions/" + id + "/retire", otherPath: "/api/flow-definitions/" + other + "/retire", subject: id}
 		},
 		effects: func(t *testing.T, e *apiEnv, c keyedCall) int {
@@ -183,10 +183,10 @@ var idempotentRoutes = map[string]idempotentRoute{
 // checking a receipt is a pure read anyone may make.
 var publicPOSTs = []string{"/api/receipts/verify"}
 
-// definition publishes a consent definition through the API and returns its id.
-func (e *apiEnv) definition(t *testing.T, n int) string {
+// definition publishes a consent definition id through the API and returns
+// id. Each route's case names its own: the routes come in any order.
+func (e *apiEnv) definition(t *testing.T, id string) string {
 	t.Helper()
-	id := fmt.Sprintf("retire-me-%d", n)
 	if r := e.Call(t, "POST", "/api/flow-definitions", webtest.TokA, fmt.Sprintf(testDefinition, id, "We check your income.")); r.Status != http.StatusCreated {
 		t.Fatalf("definition: %d %s", r.Status, r.Body)
 	}
