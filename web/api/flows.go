@@ -146,8 +146,8 @@ func (h *Handler) HandleFlowCreate(c echo.Context) error {
 	return httpkit.WriteJSON(c, http.StatusCreated, resp)
 }
 
-// flowListItem is one flow of GET /api/flows: the seed's flow model plus a
-// few conveniences.
+// flowListItem is one flow of GET /api/flows: the flow's summary, as the
+// list shows it.
 type flowListItem struct {
 	ID             string     `json:"id"`
 	NationalID     string     `json:"nationalId"`
@@ -257,8 +257,8 @@ func withFieldsOf(problems apperr.Fields, err error) apperr.Fields {
 	return problems
 }
 
-// flowEnvelope is the body of GET /api/flows/:id: the seed's envelope 2.2
-// with the additions of CONTRACT.md.
+// flowEnvelope is the body of GET /api/flows/:id: the flow's links and its
+// full detail, as the OpenAPI document's FlowEnvelope.
 type flowEnvelope struct {
 	Links struct {
 		Self    string `json:"self"`
