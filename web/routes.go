@@ -20,6 +20,9 @@ func (s *Server) routes() {
 	// (web/api), the person's pages (web/person) and the console (web/console).
 	op, a, pp, cs := s.oauth, s.api, s.person, s.console
 
+	// The front page: where each surface is.
+	e.GET("/", s.handleHome)
+
 	// Operations: anyone who can reach the port.
 	e.GET("/healthz", s.handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
