@@ -67,7 +67,32 @@ func (h *Handler) HandleConsoleFlows(c echo.Context) error {
 		Frame: h.frame(c, "flows", "Flows"), Filters: filters, Rows: rows,
 		Statuses: []string{string(flows.Unopened), string(flows.Opened), string(flows.Accepted), string(flows.Rejected), string(flows.Withdrawn), string(flows.Expired)},
 		Pager:    flowPager(filters, page, p), Filtered: filters.Status != "" || filters.Sandbox != "" || filters.Query != "",
+		OtherStateURL: flowListURL(pages.FlowFilters{Status: filters.Status, Archived: !filters.Archived, Sandbox: filters.Sandbox, Query: filters.Query}, nil),
 	}))
+}
+
+// flowListURL is the flows list with filters f and the extra query values.
+func flowListURL(f pages.FlowFilters, extra url.Values) string {
+	v := url.Values{}
+	if f.Status != "" {
+		v.Set("status", f.Status)
+	}
+	if f.Archived {
+		v.Set("archived", "true")
+	}
+	if f.Sandbox != "" {
+		v.Set("sandbox", f.Sandbox)
+	}
+	if f.Query != "" {
+		v.Set("q", f.Query)
+	}
+	for k, vs := range extra {
+		v[k] = vs
+	}
+	if len(v) == 0 {
+		return "/console/flows"
+	}
+	return "/console/flows?" + v.Encode()
 }
 
 // flowPager links the neighbouring pages with cursors, keeping the filters.
@@ -75,23 +100,7 @@ func flowPager(f pages.FlowFilters, page flows.Page, p flows.ListParams) pages.P
 	if len(page.Flows) == 0 {
 		return pages.Pager{}
 	}
-	link := func(cursor, id string) string {
-		v := url.Values{}
-		if f.Status != "" {
-			v.Set("status", f.Status)
-		}
-		if f.Archived {
-			v.Set("archived", "true")
-		}
-		if f.Sandbox != "" {
-			v.Set("sandbox", f.Sandbox)
-		}
-		if f.Query != "" {
-			v.Set("q", f.Query)
-		}
-		v.Set(cursor, id)
-		return "/console/flows?" + v.Encode()
-	}
+	link := func(cursor, id string) string { return flowListURL(f, url.Values{cursor: {id}}) }
 	var out pages.Pager
 	first, last := page.Flows[0].ID, page.Flows[len(page.Flows)-1].ID
 	backwards := p.EndingBefore != ""
@@ -147,8 +156,12 @@ func (h *Handler) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) er
 	}
 	var attempts []webhooks.Attempt
 	var events webhooks.EventPage
+	var taskEvents map[string]webhooks.EventType
 	if h.webhooks != nil {
 		if attempts, err = h.webhooks.Attempts(ctx, org, f.ID); err != nil {
+			return err
+		}
+		if taskEvents, err = h.webhooks.TaskEvents(ctx, org, f.ID); err != nil {
 			return err
 		}
 		if events, err = h.webhooks.Events(ctx, org, webhooks.EventQuery{FlowID: f.ID, Limit: webhooks.MaxEventLimit}); err != nil {
@@ -211,7 +224,7 @@ func (h *Handler) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) er
 	p.Timeline = flowTimeline(f, proofStep, proven)
 	for _, t := range tasks {
 		p.Tasks = append(p.Tasks, pages.TaskRow{Type: t.TaskType, Category: t.TaskCategory, Status: t.Status,
-			Created: consoleTime(t.CreatedAt), Updated: consoleTime(t.UpdatedAt)})
+			Event: string(taskEvents[t.ID]), Created: consoleTime(t.CreatedAt), Updated: consoleTime(t.UpdatedAt)})
 	}
 	for _, inc := range f.Incidents {
 		p.Incidents = append(p.Incidents, pages.IncidentRow{TaskType: inc.TaskType, Message: inc.Message,
