@@ -119,8 +119,10 @@ func TestLockTxHandsTheCallerTheLockedFlow(t *testing.T) {
 		if seen, err = b.flows.LockTx(ctx, tx, b.caller.OrganizationID, c.FlowID, etag.Any); err != nil {
 			return err
 		}
-		// Another transaction cannot take the flow while this one holds it.
-		_, err = b.pool.Exec(ctx, `select 1 from flows where id = $1 for update nowait`, c.FlowID)
+		// Another transaction cannot take the flow while this one holds it;
+		// the organization routes the lock to one shard on Citus.
+		_, err = b.pool.Exec(ctx, `select 1 from flows where organization_id = $1 and id = $2 for update nowait`,
+			b.caller.OrganizationID, c.FlowID)
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || pgErr.Code != "55P03" {
 			t.Errorf("locking the flow from another transaction = %v, want lock_not_available", err)
