@@ -466,6 +466,18 @@ func (m *Module) Attempts(ctx context.Context, organizationID, flowID string) ([
 	return out, nil
 }
 
+func (m *Module) TaskEvents(ctx context.Context, organizationID, flowID string) (map[string]EventType, error) {
+	rows, err := store.TaskEvents(ctx, m.pool, organizationID, flowID)
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: task events: %w", database.Classify(err))
+	}
+	out := make(map[string]EventType, len(rows))
+	for taskID, t := range rows {
+		out[taskID] = EventType(t)
+	}
+	return out, nil
+}
+
 // RetryTask makes the newest event of the task pending again and its job
 // available now (a new job when River has already cleaned the old one away).
 func (m *Module) RetryTask(ctx context.Context, organizationID, taskID string, before ...database.BeforeCommit[EventType]) error {
