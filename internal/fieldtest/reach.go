@@ -17,7 +17,9 @@ func Reaches[T any](t *testing.T, bases []T, render func(T) string, skip map[str
 	if len(bases) == 0 {
 		t.Fatal("fieldtest: Reaches needs a base")
 	}
-	var fl Filler
+	// Values far from a Filler's first ones, so that a change never lands
+	// on the value a base was filled with.
+	fl := Filler{n: 1 << 20}
 	var paths []string
 	for _, f := range Fields(&bases[0]) {
 		paths = append(paths, f.Path)
