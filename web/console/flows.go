@@ -168,12 +168,16 @@ func (h *Handler) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) er
 			return err
 		}
 	}
+	var proven *time.Time
+	proofStep := h.consent != nil && h.cfg.ConsentAuth == "oidc"
+	if proofStep {
+		if proven, err = h.consent.IdentityProvenAt(ctx, consent.FlowRef{OrganizationID: f.OrganizationID, FlowID: f.ID}); err != nil && !errors.Is(err, consent.ErrUnknownLink) {
+			return err
+		}
+	}
 	self := c.Echo().Reverse("console.flow", f.ID)
-	p := pages.FlowDetailPage{Frame: h.frame(c, "flows", f.ReferenceID), ID: f.ID, URL: self, Reference: f.ReferenceID,
-		ReferenceName: f.ReferenceName, NationalID: consent.MaskNationalID(f.NationalID), Revealed: reveal,
-		LastName: f.LastName, ConsentStatus: string(f.ConsentStatus), ProcessStatus: string(f.ProcessStatus),
-		Sandbox: f.Sandbox, HasErrors: f.HasErrors, Version: f.Version, CanCancel: f.ProcessStatus == flows.Active,
-		CanWithdraw: f.ConsentStatus == flows.Accepted}
+	p := flowDetailOf(f, self, reveal, proofStep, proven)
+	p.Frame = h.frame(c, "flows", f.ReferenceID)
 	receipts, err := h.flows.Attachments(ctx, consoleCaller(c), f.ID)
 	if err != nil {
 		return consoleNotFound(err, flows.ErrNotFound)
@@ -190,6 +194,38 @@ func (h *Handler) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) er
 		p.Receipts = append(p.Receipts, pages.ReceiptRow{ID: a.ID, Decision: decision, Signed: consoleTime(a.CreatedAt),
 			URL: self + "/receipts/" + a.ID})
 	}
+	for _, t := range tasks {
+		p.Tasks = append(p.Tasks, pages.TaskRow{Type: t.TaskType, Category: t.TaskCategory, Status: t.Status,
+			Event: string(taskEvents[t.ID]), Created: consoleTime(t.CreatedAt), Updated: consoleTime(t.UpdatedAt)})
+	}
+	for _, a := range attempts {
+		row := pages.AttemptRow{At: a.At.UTC().Format("2006-01-02 15:04:05 UTC"), Event: string(a.EventType),
+			Latency: strconv.FormatInt(a.Latency.Milliseconds(), 10) + " ms", Error: orDash(a.Error), OK: a.Error == "" && a.StatusCode >= 200 && a.StatusCode < 300}
+		if a.StatusCode == 0 {
+			row.Status = "no response"
+		} else {
+			row.Status = strconv.Itoa(a.StatusCode)
+		}
+		p.Attempts = append(p.Attempts, row)
+	}
+	for _, e := range events.Events {
+		p.Events = append(p.Events, pages.EventRow{ID: e.ID, Type: string(e.Type), Sequence: e.Sequence, Created: consoleTime(e.CreatedAt),
+			RedeliverURL: c.Echo().Reverse("console.flow.redeliver", f.ID, e.ID)})
+	}
+	return h.renderConsole(c, http.StatusOK, pages.FlowDetail(p))
+}
+
+// flowDetailOf is the console's view of flow f, at self: everything the
+// flow itself says. The handler adds what other modules know (receipts,
+// tasks, deliveries, events). The national id shows in full only when
+// reveal is set (and audited); proofStep and proven add the identity
+// proof to the timeline.
+func flowDetailOf(f flows.Flow, self string, reveal, proofStep bool, proven *time.Time) pages.FlowDetailPage {
+	p := pages.FlowDetailPage{ID: f.ID, URL: self, Reference: f.ReferenceID,
+		ReferenceName: f.ReferenceName, NationalID: consent.MaskNationalID(f.NationalID), Revealed: reveal,
+		LastName: f.LastName, ConsentStatus: string(f.ConsentStatus), ProcessStatus: string(f.ProcessStatus),
+		Sandbox: f.Sandbox, HasErrors: f.HasErrors, Version: f.Version, CanCancel: f.ProcessStatus == flows.Active,
+		CanWithdraw: f.ConsentStatus == flows.Accepted}
 	if reveal {
 		p.NationalID = f.NationalID
 	}
@@ -214,37 +250,12 @@ func (h *Handler) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) er
 			pages.KV{Label: "eID assurance", Value: orDash(ev.AssuranceLevel)},
 			pages.KV{Label: "Valid until", Value: untilLabel(ev.ValidUntil, f.ConsentStatus)})
 	}
-	var proven *time.Time
-	proofStep := h.consent != nil && h.cfg.ConsentAuth == "oidc"
-	if proofStep {
-		if proven, err = h.consent.IdentityProvenAt(ctx, consent.FlowRef{OrganizationID: f.OrganizationID, FlowID: f.ID}); err != nil && !errors.Is(err, consent.ErrUnknownLink) {
-			return err
-		}
-	}
 	p.Timeline = flowTimeline(f, proofStep, proven)
-	for _, t := range tasks {
-		p.Tasks = append(p.Tasks, pages.TaskRow{Type: t.TaskType, Category: t.TaskCategory, Status: t.Status,
-			Event: string(taskEvents[t.ID]), Created: consoleTime(t.CreatedAt), Updated: consoleTime(t.UpdatedAt)})
-	}
 	for _, inc := range f.Incidents {
 		p.Incidents = append(p.Incidents, pages.IncidentRow{TaskType: inc.TaskType, Message: inc.Message,
-			Opened: consoleTime(inc.OpenedAt), RetryURL: c.Echo().Reverse("console.flow.retry", f.ID, inc.ID)})
+			Opened: consoleTime(inc.OpenedAt), RetryURL: self + "/incidents/" + inc.ID + "/retry"})
 	}
-	for _, a := range attempts {
-		row := pages.AttemptRow{At: a.At.UTC().Format("2006-01-02 15:04:05 UTC"), Event: string(a.EventType),
-			Latency: strconv.FormatInt(a.Latency.Milliseconds(), 10) + " ms", Error: orDash(a.Error), OK: a.Error == "" && a.StatusCode >= 200 && a.StatusCode < 300}
-		if a.StatusCode == 0 {
-			row.Status = "no response"
-		} else {
-			row.Status = strconv.Itoa(a.StatusCode)
-		}
-		p.Attempts = append(p.Attempts, row)
-	}
-	for _, e := range events.Events {
-		p.Events = append(p.Events, pages.EventRow{ID: e.ID, Type: string(e.Type), Sequence: e.Sequence, Created: consoleTime(e.CreatedAt),
-			RedeliverURL: c.Echo().Reverse("console.flow.redeliver", f.ID, e.ID)})
-	}
-	return h.renderConsole(c, http.StatusOK, pages.FlowDetail(p))
+	return p
 }
 
 // flowTimeline is the consent's story: created, opened, identity proven

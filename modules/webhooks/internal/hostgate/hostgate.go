@@ -1,4 +1,7 @@
-package webhooks
+// Package hostgate keeps a slow webhook receiver from taking an instance's
+// delivery workers: a per-host limit of deliveries in flight, a backoff for
+// those held back, and a circuit that opens on timeouts.
+package hostgate
 
 import (
 	"context"
@@ -8,21 +11,12 @@ import (
 	"time"
 )
 
-// DefaultHostConcurrency is how many deliveries one instance sends to one
-// host at once: enough for a receiver that answers in 100 ms to take 200
-// deliveries a second from each instance, few enough that a receiver that
-// hangs holds a fifth of the workers until its circuit opens.
-const DefaultHostConcurrency = 20
-
-// DefaultHoldBackoff is the first wait of a delivery held back by its host.
-const DefaultHoldBackoff = time.Second
-
 // holdCeiling bounds the backoff, in multiples of its first wait: five
 // minutes by default, so that a host back from a long hang gets its held
 // deliveries within ten.
 const holdCeiling = 300
 
-// gate keeps a slow host from taking an instance's delivery workers. At most
+// Gate keeps a slow host from taking an instance's delivery workers. At most
 // limit deliveries to one host are in flight at once. A delivery beyond them
 // waits a moment for one to finish while they are young (a busy host that
 // answers quickly), and is otherwise held back: its job is snoozed for the
@@ -35,7 +29,7 @@ const holdCeiling = 300
 // and falls back to its first wait after a quiet backoff. Held deliveries
 // wake spread over a backoff, so that a held backlog costs about its size
 // over the backoff in fetches a second, not a herd at each turn.
-type gate struct {
+type Gate struct {
 	limit int
 	base  time.Duration // the first backoff
 	// queue is how long a delivery waits for a slot among young deliveries
@@ -66,40 +60,42 @@ type hostState struct {
 	probing   bool
 }
 
-// ticket is a delivery let through; it leaves with it.
-type ticket struct {
+// Ticket is a delivery let through; it leaves with it.
+type Ticket struct {
 	host    string
 	started time.Time
 }
 
-// admission is the gate's answer to a delivery.
-type admission struct {
-	ok     bool
-	ticket ticket        // when ok: to leave with
-	hold   time.Duration // when not: how long to hold it back; 0 when its context ended
-	// slow says it is held because its host is slow or its circuit open,
+// Admission is the gate's answer to a delivery.
+type Admission struct {
+	OK     bool
+	Ticket Ticket        // when OK: to leave with
+	Hold   time.Duration // when not: how long to hold it back; 0 when its context ended
+	// Slow says it is held because its host is slow or its circuit open,
 	// not only busy: such holds can pile up.
-	slow bool
+	Slow bool
 }
 
-// verdict is what a delivery learned of its host.
-type verdict int
+// Verdict is what a delivery learned of its host.
+type Verdict int
 
 const (
-	answered    verdict = iota // an answer, or a failure quicker than the timeout
-	timedOut                   // no answer within the timeout
-	interrupted                // cancelled by flowd (shutdown, the flow deleted): nothing learned
+	Answered    Verdict = iota // an answer, or a failure quicker than the timeout
+	TimedOut                   // no answer within the timeout
+	Interrupted                // cancelled by flowd (shutdown, the flow deleted): nothing learned
 )
 
-func newGate(limit int, base time.Duration) *gate {
-	return &gate{limit: limit, base: base, queue: base / 10, slow: base, ceiling: holdCeiling * base,
+// New returns a gate that lets limit deliveries to one host go at once and
+// holds others back for base at first.
+func New(limit int, base time.Duration) *Gate {
+	return &Gate{limit: limit, base: base, queue: base / 10, slow: base, ceiling: holdCeiling * base,
 		now: time.Now, hosts: map[string]*hostState{}}
 }
 
-// enter lets a delivery to host go, or says how long to hold it back. A
+// Enter lets a delivery to host go, or says how long to hold it back. A
 // delivery that entered must leave. When ctx ends while it waits, it is
 // neither let through nor held.
-func (g *gate) enter(ctx context.Context, host string) admission {
+func (g *Gate) Enter(ctx context.Context, host string) Admission {
 	var expired <-chan time.Time
 	waited := false
 	for {
@@ -111,24 +107,24 @@ func (g *gate) enter(ctx context.Context, host string) admission {
 			g.hosts[host] = s
 		}
 		open := !s.openUntil.IsZero()
-		var a admission
+		var a Admission
 		switch {
 		case open && (now.Before(s.openUntil) || s.probing):
 			g.strike(s, now)
-			a = admission{hold: g.backoff(s) + max(0, s.openUntil.Sub(now)), slow: true}
+			a = Admission{Hold: g.backoff(s) + max(0, s.openUntil.Sub(now)), Slow: true}
 		case len(s.started) < g.limit:
 			s.probing = open
 			s.started = append(s.started, now)
 			g.mu.Unlock()
-			return admission{ok: true, ticket: ticket{host: host, started: now}}
+			return Admission{OK: true, Ticket: Ticket{host: host, started: now}}
 		case now.Sub(s.started[0]) >= g.slow:
 			g.strike(s, now)
-			a = admission{hold: g.backoff(s), slow: true}
+			a = Admission{Hold: g.backoff(s), Slow: true}
 		case waited || g.queue == 0:
-			a = admission{hold: g.backoff(s)}
+			a = Admission{Hold: g.backoff(s)}
 		}
-		if a.hold > 0 {
-			a.hold += rand.N(g.backoff(s))
+		if a.Hold > 0 {
+			a.Hold += rand.N(g.backoff(s))
 			g.mu.Unlock()
 			return a
 		}
@@ -154,7 +150,7 @@ func (g *gate) enter(ctx context.Context, host string) admission {
 		}
 		g.mu.Unlock()
 		if ctx.Err() != nil {
-			return admission{}
+			return Admission{}
 		}
 	}
 }
@@ -167,8 +163,8 @@ func (s *hostState) wake() {
 	}
 }
 
-// leave ends a delivery that entered, with what it learned of its host.
-func (g *gate) leave(t ticket, v verdict) {
+// Leave ends a delivery that entered, with what it learned of its host.
+func (g *Gate) Leave(t Ticket, v Verdict) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
@@ -178,12 +174,12 @@ func (g *gate) leave(t ticket, v verdict) {
 	}
 	s.wake()
 	switch v {
-	case answered:
+	case Answered:
 		s.openUntil, s.probing = time.Time{}, false
-	case timedOut:
+	case TimedOut:
 		g.strike(s, now)
 		s.openUntil, s.probing = now.Add(g.backoff(s)), false
-	case interrupted:
+	case Interrupted:
 		s.probing = false
 	}
 	if len(s.started) == 0 && len(s.waiting) == 0 && s.openUntil.IsZero() && now.Sub(s.lastBad) > g.backoff(s) {
@@ -194,7 +190,7 @@ func (g *gate) leave(t ticket, v verdict) {
 // strike notes that the host is slow or timed out: the backoff doubles once
 // per backoff while this goes on, and starts again after a quiet one with
 // the circuit closed (a probe's wait for its timeout is not quiet).
-func (g *gate) strike(s *hostState, now time.Time) {
+func (g *Gate) strike(s *hostState, now time.Time) {
 	if s.strikes > 0 && s.openUntil.IsZero() && now.Sub(s.lastBad) > g.backoff(s) {
 		s.strikes = 0
 	}
@@ -207,7 +203,7 @@ func (g *gate) strike(s *hostState, now time.Time) {
 
 // backoff is the host's current wait: base doubled per strike after the
 // first, at most the ceiling.
-func (g *gate) backoff(s *hostState) time.Duration {
+func (g *Gate) backoff(s *hostState) time.Duration {
 	d := g.base
 	for i := 1; i < s.strikes && d < g.ceiling; i++ {
 		d *= 2

@@ -1,4 +1,4 @@
-package webhooks
+package hostgate
 
 import (
 	"context"
@@ -10,14 +10,14 @@ import (
 // clock of its own: limit 2 per host, a first backoff of 1 s, no waiting for
 // a slot (TestGateWaitsForYoungDeliveries). Each step enters (and says
 // whether it should pass, or how long the hold may be) or lets the host's
-// oldest delivery leave with a verdict.
+// oldest delivery leave with a Verdict.
 func TestGate(t *testing.T) {
 	t.Parallel()
 	const s = time.Second
 	type step struct {
 		after time.Duration // the clock moves on by this first
 		host  string
-		leave *verdict // nil: enter
+		leave *Verdict // nil: enter
 		pass  bool
 		// A held delivery waits at least min and less than max, held for a
 		// slow host or only a busy one.
@@ -31,7 +31,7 @@ func TestGate(t *testing.T) {
 	slow := func(after time.Duration, host string, min, max time.Duration) step {
 		return step{after: after, host: host, min: min, max: max, slow: true}
 	}
-	leave := func(after time.Duration, host string, v verdict) step {
+	leave := func(after time.Duration, host string, v Verdict) step {
 		return step{after: after, host: host, leave: &v}
 	}
 	tests := []struct {
@@ -41,7 +41,7 @@ func TestGate(t *testing.T) {
 		{"a host takes its limit, then holds the rest; another host is not affected", []step{
 			enter(0, "a"), enter(0, "a"), busy(0, "a", s, 2*s), busy(0, "a", s, 2*s),
 			enter(0, "b"), enter(0, "b"),
-			leave(0, "a", answered), enter(0, "a"),
+			leave(0, "a", Answered), enter(0, "a"),
 		}},
 		{"held behind young deliveries, a delivery waits the first backoff; behind slow ones, the backoff doubles once per backoff", []step{
 			enter(0, "a"), enter(0, "a"),
@@ -55,25 +55,25 @@ func TestGate(t *testing.T) {
 			slow(5*s, "a", s, 2*s),
 		}},
 		{"a timeout opens the circuit; after the backoff one probe goes, and its answer closes it", []step{
-			enter(0, "a"), leave(10*s, "a", timedOut),
+			enter(0, "a"), leave(10*s, "a", TimedOut),
 			slow(0, "a", 2*s, 3*s), slow(500*time.Millisecond, "a", 1500*time.Millisecond, 2500*time.Millisecond),
 			enter(0, "b"),
 			enter(600*time.Millisecond, "a"), slow(0, "a", 2*s, 4*s),
-			leave(100*time.Millisecond, "a", answered), enter(0, "a"), enter(0, "a"),
+			leave(100*time.Millisecond, "a", Answered), enter(0, "a"), enter(0, "a"),
 		}},
 		{"a probe that times out opens it for longer", []step{
-			enter(0, "a"), leave(10*s, "a", timedOut),
-			enter(1100*time.Millisecond, "a"), leave(10*s, "a", timedOut),
+			enter(0, "a"), leave(10*s, "a", TimedOut),
+			enter(1100*time.Millisecond, "a"), leave(10*s, "a", TimedOut),
 			slow(0, "a", 4*s, 6*s),
 		}},
-		{"a probe interrupted by flowd lets the next one go", []step{
-			enter(0, "a"), leave(10*s, "a", timedOut),
-			enter(1100*time.Millisecond, "a"), leave(0, "a", interrupted),
+		{"a probe Interrupted by flowd lets the next one go", []step{
+			enter(0, "a"), leave(10*s, "a", TimedOut),
+			enter(1100*time.Millisecond, "a"), leave(0, "a", Interrupted),
 			enter(0, "a"),
 		}},
 		{"a failure quicker than the timeout closes the circuit", []step{
-			enter(0, "a"), leave(10*s, "a", timedOut),
-			enter(1100*time.Millisecond, "a"), leave(10*time.Millisecond, "a", answered),
+			enter(0, "a"), leave(10*s, "a", TimedOut),
+			enter(1100*time.Millisecond, "a"), leave(10*time.Millisecond, "a", Answered),
 			enter(0, "a"), enter(0, "a"),
 		}},
 	}
@@ -81,24 +81,24 @@ func TestGate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			now := time.Unix(1_000_000, 0)
-			g := newGate(2, time.Second)
+			g := New(2, time.Second)
 			g.now, g.queue = func() time.Time { return now }, 0
-			inFlight := map[string][]ticket{}
+			inFlight := map[string][]Ticket{}
 			for i, st := range tt.steps {
 				now = now.Add(st.after)
 				if st.leave != nil {
-					g.leave(inFlight[st.host][0], *st.leave)
+					g.Leave(inFlight[st.host][0], *st.leave)
 					inFlight[st.host] = inFlight[st.host][1:]
 					continue
 				}
-				a := g.enter(context.Background(), st.host)
+				a := g.Enter(context.Background(), st.host)
 				switch {
-				case a.ok != st.pass:
-					t.Fatalf("step %d: enter %s passed %v, want %v", i, st.host, a.ok, st.pass)
-				case a.ok:
-					inFlight[st.host] = append(inFlight[st.host], a.ticket)
-				case a.hold < st.min || a.hold >= st.max || a.slow != st.slow:
-					t.Fatalf("step %d: %s held for %v (slow %v), want [%v, %v) (slow %v)", i, st.host, a.hold, a.slow, st.min, st.max, st.slow)
+				case a.OK != st.pass:
+					t.Fatalf("step %d: enter %s passed %v, want %v", i, st.host, a.OK, st.pass)
+				case a.OK:
+					inFlight[st.host] = append(inFlight[st.host], a.Ticket)
+				case a.Hold < st.min || a.Hold >= st.max || a.Slow != st.slow:
+					t.Fatalf("step %d: %s held for %v (slow %v), want [%v, %v) (slow %v)", i, st.host, a.Hold, a.Slow, st.min, st.max, st.slow)
 				}
 			}
 		})
@@ -111,34 +111,34 @@ func TestGate(t *testing.T) {
 // neither let through nor held when its context ends.
 func TestGateWaitsForYoungDeliveries(t *testing.T) {
 	t.Parallel()
-	g := newGate(1, time.Second)
+	g := New(1, time.Second)
 	g.queue = time.Hour // only a leave or the context ends the wait
-	first := g.enter(context.Background(), "a")
-	if !first.ok {
+	first := g.Enter(context.Background(), "a")
+	if !first.OK {
 		t.Fatal("the first delivery was held")
 	}
-	second := make(chan admission)
-	go func() { second <- g.enter(context.Background(), "a") }()
+	second := make(chan Admission)
+	go func() { second <- g.Enter(context.Background(), "a") }()
 	for waiting := false; !waiting; time.Sleep(time.Millisecond) {
 		g.mu.Lock()
 		waiting = len(g.hosts["a"].waiting) > 0
 		g.mu.Unlock()
 	}
-	g.leave(first.ticket, answered)
+	g.Leave(first.Ticket, Answered)
 	got := <-second
-	if !got.ok {
+	if !got.OK {
 		t.Fatal("the waiting delivery was held when the first left")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if a := g.enter(ctx, "a"); a.ok || a.hold != 0 {
-		t.Fatalf("with its context ended a delivery passed %v, held %v", a.ok, a.hold)
+	if a := g.Enter(ctx, "a"); a.OK || a.Hold != 0 {
+		t.Fatalf("with its context ended a delivery passed %v, held %v", a.OK, a.Hold)
 	}
 	g.queue = time.Millisecond
-	if a := g.enter(context.Background(), "a"); a.ok || a.slow || a.hold < time.Second || a.hold >= 2*time.Second {
-		t.Fatalf("after waiting in vain a delivery passed %v, held %v (slow %v); want held for [1s, 2s), busy", a.ok, a.hold, a.slow)
+	if a := g.Enter(context.Background(), "a"); a.OK || a.Slow || a.Hold < time.Second || a.Hold >= 2*time.Second {
+		t.Fatalf("after waiting in vain a delivery passed %v, held %v (slow %v); want held for [1s, 2s), busy", a.OK, a.Hold, a.Slow)
 	}
-	g.leave(got.ticket, answered)
+	g.Leave(got.Ticket, Answered)
 }
 
 // TestGateBackoffStopsAtItsCeiling: however long a host stays saturated, a
@@ -146,14 +146,14 @@ func TestGateWaitsForYoungDeliveries(t *testing.T) {
 func TestGateBackoffStopsAtItsCeiling(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1_000_000, 0)
-	g := newGate(1, time.Second)
+	g := New(1, time.Second)
 	g.now, g.queue = func() time.Time { return now }, 0
-	if a := g.enter(context.Background(), "a"); !a.ok {
+	if a := g.Enter(context.Background(), "a"); !a.OK {
 		t.Fatal("the first delivery was held")
 	}
 	var wait time.Duration
 	for range 100 {
-		wait = g.enter(context.Background(), "a").hold
+		wait = g.Enter(context.Background(), "a").Hold
 		now = now.Add(wait / 2)
 	}
 	if ceiling := holdCeiling * time.Second; wait < ceiling || wait >= 2*ceiling {
@@ -165,13 +165,13 @@ func TestGateBackoffStopsAtItsCeiling(t *testing.T) {
 // against it takes no memory.
 func TestGateForgetsHealthyHosts(t *testing.T) {
 	t.Parallel()
-	g := newGate(2, time.Second)
+	g := New(2, time.Second)
 	for _, h := range []string{"a", "b", "c"} {
-		a := g.enter(context.Background(), h)
-		if !a.ok {
+		a := g.Enter(context.Background(), h)
+		if !a.OK {
 			t.Fatalf("%s was held", h)
 		}
-		g.leave(a.ticket, answered)
+		g.Leave(a.Ticket, Answered)
 	}
 	if len(g.hosts) != 0 {
 		t.Fatalf("the gate remembers %d hosts", len(g.hosts))
