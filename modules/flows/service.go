@@ -203,24 +203,7 @@ func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow,
 	if err != nil {
 		return Flow{}, "", err
 	}
-	row := store.Flow{
-		ID: flowID, OrganizationID: c.OrganizationID,
-		Sandbox: c.Sandbox, PIIKeyID: m.sealer.KeyID(),
-		NationalIDSealed: m.sealer.Seal(in.NationalID, sealContext(flowID, "nationalId")...),
-		NationalIDHMAC:   m.sealer.Hash("nationalId", in.NationalID),
-		LastNameSealed:   m.sealer.Seal(in.LastName, sealContext(flowID, "lastName")...),
-		RedirectURL:      in.RedirectURL, WebhookURL: in.WebhookURL,
-		OrganizationNumber: settings.OrganizationNumber,
-		ProcessInstanceID:  uuid.NewString(),
-		FlowDefinitionID:   pinned.ID, FlowDefinitionVersion: pinned.Version,
-		CreatedBy: c.ClientID,
-	}
-	if pinned.Tag != "" {
-		row.VersionTag = &pinned.Tag
-	}
-	if in.ReferenceName != "" {
-		row.ReferenceName = &in.ReferenceName
-	}
+	row := m.newRow(c, in, flowID, settings, pinned)
 	// The flow, its number and its tasks (the consent task, and the task
 	// that tracks the flow.created delivery when there is a webhook) go in
 	// one round trip.
@@ -278,65 +261,6 @@ func eventOf(f Flow, typ webhooks.EventType, taskID string) webhooks.Event {
 		Status: string(f.ConsentStatus), FlowStatus: string(f.ProcessStatus), Version: f.Version,
 		FlowDefinitionID: f.FlowDefinitionID, URL: f.WebhookURL, TaskID: taskID, OccurredAt: f.UpdatedAt,
 	}
-}
-
-// toFlow opens a row's personal data.
-func (m *Manager) toFlow(r store.Flow) (Flow, error) {
-	nationalID, err := m.openNationalID(r.ID, r.PIIKeyID, r.NationalIDSealed)
-	if err != nil {
-		return Flow{}, err
-	}
-	lastName, err := m.sealer.Open(r.PIIKeyID, r.LastNameSealed, sealContext(r.ID, "lastName")...)
-	if err != nil {
-		return Flow{}, fmt.Errorf("flows: flow %s: last name: %w", r.ID, err)
-	}
-	f := Flow{
-		ID: r.ID, OrganizationID: r.OrganizationID, Number: r.Number, ReferenceID: r.ReferenceID,
-		Version: r.Version, ConsentStatus: ConsentStatus(r.ConsentStatus), ProcessStatus: ProcessStatus(r.ProcessStatus),
-		Sandbox: r.Sandbox, NationalID: nationalID, LastName: lastName, RedirectURL: r.RedirectURL,
-		WebhookURL: r.WebhookURL, OrganizationNumber: r.OrganizationNumber, ProcessInstanceID: r.ProcessInstanceID,
-		FlowDefinitionID: r.FlowDefinitionID, FlowDefinitionVersion: r.FlowDefinitionVersion,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		OpenedAt: r.OpenedAt, DecidedAt: r.DecidedAt, WithdrawnAt: r.WithdrawnAt, WithdrawnBy: deref(r.WithdrawnBy),
-		ExpiredAt: r.ExpiredAt, ExpiresAt: r.ExpiresAt, HasErrors: r.HasErrors, NumAttachments: r.NumAttachments,
-		Evidence: Evidence{TextSHA256: r.ConsentTextSHA256, ACR: deref(r.ACR), Language: deref(r.ConsentLanguage),
-			AssuranceLevel: deref(r.AssuranceLevel), ValidUntil: r.ValidUntil},
-		VersionTag: deref(r.VersionTag),
-	}
-	if r.ReferenceName != nil {
-		f.ReferenceName = *r.ReferenceName
-	}
-	return f, nil
-}
-
-// toSummary opens a listed row's national id.
-func (m *Manager) toSummary(r store.FlowSummary) (FlowSummary, error) {
-	nationalID, err := m.openNationalID(r.ID, r.PIIKeyID, r.NationalIDSealed)
-	if err != nil {
-		return FlowSummary{}, err
-	}
-	f := FlowSummary{
-		ID: r.ID, OrganizationID: r.OrganizationID, Number: r.Number, ReferenceID: r.ReferenceID,
-		ConsentStatus: ConsentStatus(r.ConsentStatus), ProcessStatus: ProcessStatus(r.ProcessStatus),
-		Sandbox: r.Sandbox, NationalID: nationalID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		ReferenceName: r.ReferenceName, FlowDefinitionID: r.FlowDefinitionID,
-	}
-	return f, nil
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func (m *Manager) openNationalID(flowID, keyID string, sealed []byte) (string, error) {
-	nationalID, err := m.sealer.Open(keyID, sealed, sealContext(flowID, "nationalId")...)
-	if err != nil {
-		return "", fmt.Errorf("flows: flow %s: national id: %w", flowID, err)
-	}
-	return nationalID, nil
 }
 
 func notFound(err error) error {
@@ -457,7 +381,7 @@ func (m *Manager) List(ctx context.Context, c Caller, p ListParams) (Page, error
 	}
 	page := Page{HasMore: more, Flows: make([]FlowSummary, 0, len(rows))}
 	for _, r := range rows {
-		f, err := m.toSummary(r)
+		f, err := m.toSummary(r, c.OrganizationID)
 		if err != nil {
 			return Page{}, err
 		}

@@ -34,6 +34,8 @@ type SharedReads struct {
 
 	mu      sync.Mutex
 	pending []*sharedRead
+
+	positions positions // of list cursors
 }
 
 // maxShared bounds the reads of one round trip, so that one pipeline stays
@@ -242,14 +244,10 @@ func (s *SharedReads) GetFlowAndIncidents(ctx context.Context, organizationID, i
 		}
 	}, func(br pgx.BatchResults) error {
 		var err error
-		if f, err = scanFlow(br.QueryRow()); err != nil {
+		if f, err = flowRows.one(br.Query()); err != nil {
 			return err
 		}
-		rows, err := br.Query()
-		if err != nil {
-			return err
-		}
-		incidents, err = collectIncidents(rows)
+		incidents, err = incidentRows.all(br.Query())
 		return err
 	})
 	return f, incidents, err
@@ -264,7 +262,7 @@ func OpenIncidentsWith(ctx context.Context, db DB, organizationID, id string, al
 	b := &pgx.Batch{}
 	b.Queue(openIncidentsSQL, organizationID, []string{id}).Query(func(rows pgx.Rows) error {
 		var err error
-		incidents, err = collectIncidents(rows)
+		incidents, err = incidentRows.all(rows, nil)
 		return err
 	})
 	also(batchRead{b})

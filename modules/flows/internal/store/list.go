@@ -1,0 +1,191 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// FlowSummary is a flow's row as lists read it: the columns a list shows.
+// The organization is the query's.
+type FlowSummary struct {
+	ID               string    `db:"id"`
+	Number           int64     `db:"flow_number"`
+	ReferenceID      string    `db:"reference_id"`
+	ReferenceName    *string   `db:"reference_name"`
+	ConsentStatus    string    `db:"consent_status"`
+	ProcessStatus    string    `db:"process_status"`
+	Sandbox          bool      `db:"sandbox"`
+	FlowDefinitionID string    `db:"flow_definition_id"`
+	PIIKeyID         string    `db:"pii_key_id"`
+	NationalIDSealed []byte    `db:"national_id_sealed"`
+	CreatedAt        time.Time `db:"created_at"`
+	UpdatedAt        time.Time `db:"updated_at"`
+}
+
+var summaryRows = newTable[FlowSummary]()
+
+// ListQuery selects a page of an organization's flows.
+type ListQuery struct {
+	OrganizationID string
+	Archived       bool
+	ConsentStatus  string // "" for any
+	Sandbox        *bool
+	ReferenceID    string
+	// CursorID is the flow the page starts after (Backwards false) or ends
+	// before (Backwards true) in newest-first order; "" for the first page.
+	CursorID  string
+	Backwards bool
+	Limit     int
+}
+
+// listSQL is the statement of a page of q and its arguments. at is the
+// cursor's created_at when it is known, and nil when the statement is to
+// look it up by primary key.
+//
+// A page with a cursor reads the cursor's own row too, first, when it
+// passes the filters: that the row is there says the cursor is a flow of
+// the organization, and gives its position. The page index is walked from
+// the cursor's position, so a page's cost does not grow with its depth.
+func listSQL(q ListQuery, at *time.Time) (string, []any) {
+	args := []any{q.OrganizationID, q.Archived}
+	where := []string{"organization_id = $1", "archived = $2"}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if q.ConsentStatus != "" {
+		where = append(where, "consent_status = "+arg(q.ConsentStatus))
+	}
+	if q.Sandbox != nil {
+		where = append(where, "sandbox = "+arg(*q.Sandbox))
+	}
+	if q.ReferenceID != "" {
+		where = append(where, "reference_id = "+arg(q.ReferenceID))
+	}
+	order, limit := "created_at desc, id desc", q.Limit+1
+	if q.CursorID != "" {
+		cmp := "<="
+		if q.Backwards {
+			cmp, order = ">=", "created_at asc, id asc"
+		}
+		c := arg(q.CursorID)
+		// Looked up inside the statement, the cursor's position costs no
+		// round trip of its own; given, it makes the statement one that
+		// Citus routes to the organization's node without planning the
+		// look-up anew on every call.
+		position := "(select created_at from flows where organization_id = $1 and id = " + c + ")"
+		if at != nil {
+			position = arg(*at)
+		}
+		where = append(where, fmt.Sprintf("(created_at, id) %s (%s, %s)", cmp, position, c))
+		limit++
+	}
+	// The limit is written into the statement, not bound: with "limit $n"
+	// PostgreSQL's generic plan guesses a tenth of the table, so it plans
+	// every execution anew; with the number in the text each page size gets
+	// its own cached generic plan.
+	return `select ` + summaryRows.columns + ` from flows where ` + strings.Join(where, " and ") +
+		` order by ` + order + ` limit ` + strconv.Itoa(limit), args
+}
+
+// ListFlows returns one page of flows, newest first, and whether more lie
+// beyond it in the direction of travel; the page's round trip may be
+// shared. A cursor that is not a flow of the organization is ErrNoRows.
+// q's cursor must be a UUID and its texts valid UTF-8 without NUL.
+func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary, bool, error) {
+	var at *time.Time
+	if q.CursorID != "" {
+		if t, ok := s.positions.get(q.OrganizationID, q.CursorID); ok {
+			at = &t
+		}
+	}
+	sql, args := listSQL(q, at)
+	var out []FlowSummary
+	err := s.Do(ctx, func(b *pgx.Batch) { b.Queue(sql, args...) }, func(br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		out, err = summaryRows.appendAll(make([]FlowSummary, 0, q.Limit+2), rows)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if q.CursorID != "" {
+		found := len(out) > 0 && out[0].ID == q.CursorID
+		if found {
+			s.positions.put(q.OrganizationID, q.CursorID, out[0].CreatedAt)
+			out = out[1:]
+		}
+		// The cursor's row is missing when the cursor is no flow of the
+		// organization, or when the filters leave it out. Looked up, a
+		// cursor that is no flow leaves the page empty; a given position
+		// says nothing of whether the flow is still there.
+		if !found && (at != nil || len(out) == 0) {
+			var exists bool
+			if err := s.db.QueryRow(ctx, `select exists (select from flows where organization_id = $1 and id = $2)`,
+				q.OrganizationID, q.CursorID).Scan(&exists); err != nil {
+				return nil, false, err
+			}
+			if !exists {
+				return nil, false, ErrNoRows
+			}
+		}
+	}
+	more := len(out) > q.Limit
+	if more {
+		out = out[:q.Limit]
+	}
+	if q.Backwards {
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	if len(out) > 0 {
+		// The page's ends are the cursors of the pages beside it.
+		s.positions.put(q.OrganizationID, out[0].ID, out[0].CreatedAt)
+		s.positions.put(q.OrganizationID, out[len(out)-1].ID, out[len(out)-1].CreatedAt)
+	}
+	return out, more, nil
+}
+
+// positions remembers the created_at of flows that ended a page, which a
+// client is likely to give as the next page's cursor: a flow's created_at
+// never changes. It holds up to twice maxPositions flows, the most recently
+// remembered.
+type positions struct {
+	mu       sync.Mutex
+	current  map[flowRef]time.Time
+	previous map[flowRef]time.Time
+}
+
+const maxPositions = 4096
+
+type flowRef struct{ organizationID, id string }
+
+func (p *positions) get(organizationID, id string) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := flowRef{organizationID, id}
+	if at, ok := p.current[k]; ok {
+		return at, true
+	}
+	at, ok := p.previous[k]
+	return at, ok
+}
+
+func (p *positions) put(organizationID, id string, at time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.current == nil || len(p.current) >= maxPositions {
+		p.previous, p.current = p.current, make(map[flowRef]time.Time, maxPositions)
+	}
+	p.current[flowRef{organizationID, id}] = at
+}
