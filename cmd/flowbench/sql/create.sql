@@ -20,7 +20,8 @@ select d.organization_id, d.id, d.is_default, d.latest_version, d.created_at, d.
 		and v.version = coalesce(nullif(0, 0), d.latest_version)
 	where d.organization_id = :writeorg and (d.id = '' or ('' = '' and d.is_default))
 	for key share of d;
--- The flows store's tests check that the pipeline's statements are its own.
+-- The flows store's tests check that the pipeline's statements are its own
+-- (go test -update there writes them).
 \startpipeline
 with n as (select flowd_next_flow_number(:writeorg) as v)
 	insert into flows (flow_number, reference_id, expires_at, event_sequence, id, organization_id, reference_name,
