@@ -52,6 +52,14 @@ type ListQuery struct {
 // passes the filters: that the row is there says the cursor is a flow of
 // the organization, and gives its position. The page index is walked from
 // the cursor's position, so a page's cost does not grow with its depth.
+//
+// Which of the two statements is cheaper depends on the database. On
+// Citus, a statement with a subquery is planned anew on every call, on the
+// coordinator and on the worker, where one without is planned once. On one
+// PostgreSQL, the position given makes the statement's cost depend on it:
+// its custom plans look cheaper than its generic one, so PostgreSQL may
+// plan it anew on every call, where looked up the position is unknown to
+// every plan and the generic one stays.
 func listSQL(q ListQuery, at *time.Time) (string, []any) {
 	args := []any{q.OrganizationID, q.Archived}
 	where := []string{"organization_id = $1", "archived = $2"}
@@ -75,10 +83,8 @@ func listSQL(q ListQuery, at *time.Time) (string, []any) {
 			cmp, order = ">=", "created_at asc, id asc"
 		}
 		c := arg(q.CursorID)
-		// Looked up inside the statement, the cursor's position costs no
-		// round trip of its own; given, it makes the statement one that
-		// Citus routes to the organization's node without planning the
-		// look-up anew on every call.
+		// Looked up inside the statement, the position costs no round
+		// trip of its own.
 		position := "(select created_at from flows where organization_id = $1 and id = " + c + ")"
 		if at != nil {
 			position = arg(*at)
@@ -97,7 +103,9 @@ func listSQL(q ListQuery, at *time.Time) (string, []any) {
 // ListFlows returns one page of flows, newest first, and whether more lie
 // beyond it in the direction of travel; the page's round trip may be
 // shared. A cursor that is not a flow of the organization is ErrNoRows.
-// q's cursor must be a UUID and its texts valid UTF-8 without NUL.
+// q's cursor must be a UUID and its texts valid UTF-8 without NUL. When s
+// remembers cursors, a page from a cursor that ended a page s served, or
+// that s looked up before, starts from its position as remembered.
 func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary, bool, error) {
 	var at *time.Time
 	if q.CursorID != "" {
@@ -159,7 +167,7 @@ func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary
 // positions remembers the created_at of flows that ended a page, which a
 // client is likely to give as the next page's cursor: a flow's created_at
 // never changes. It holds up to twice maxPositions flows, the most recently
-// remembered.
+// remembered. A nil positions remembers nothing.
 type positions struct {
 	mu       sync.Mutex
 	current  map[flowRef]time.Time
@@ -171,6 +179,9 @@ const maxPositions = 4096
 type flowRef struct{ organizationID, id string }
 
 func (p *positions) get(organizationID, id string) (time.Time, bool) {
+	if p == nil {
+		return time.Time{}, false
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k := flowRef{organizationID, id}
@@ -182,6 +193,9 @@ func (p *positions) get(organizationID, id string) (time.Time, bool) {
 }
 
 func (p *positions) put(organizationID, id string, at time.Time) {
+	if p == nil {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.current == nil || len(p.current) >= maxPositions {

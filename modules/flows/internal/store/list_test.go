@@ -14,7 +14,7 @@ import (
 )
 
 // seedPages inserts n flows of org-a, flow i created i seconds after the
-// first, and returns the store's reads.
+// first, and returns the store's reads, which remember cursors.
 func seedPages(t *testing.T, n int) (*pgxpool.Pool, *SharedReads) {
 	t.Helper()
 	pool := dbtest.New(t)
@@ -28,7 +28,7 @@ func seedPages(t *testing.T, n int) (*pgxpool.Pool, *SharedReads) {
 		from generate_series(1, $1) i`, n); err != nil {
 		t.Fatal(err)
 	}
-	return pool, NewSharedReads(pool, 2, nil)
+	return pool, NewSharedReads(pool, 2, nil, true)
 }
 
 func numbers(page []FlowSummary) []int64 {
@@ -88,6 +88,26 @@ func TestAPageFromARememberedCursorIsTheLookedUpOne(t *testing.T) {
 	}
 }
 
+// TestReadsThatRememberNoCursorLookEachUp: without remembering, pages
+// read the same flows, and remember nothing.
+func TestReadsThatRememberNoCursorLookEachUp(t *testing.T) {
+	t.Parallel()
+	pool, remembering := seedPages(t, 12)
+	r := NewSharedReads(pool, 2, nil, false)
+	ctx := context.Background()
+	for range 2 {
+		for _, reads := range []*SharedReads{r, remembering} {
+			page, more, err := reads.ListFlows(ctx, ListQuery{OrganizationID: "org-a", Limit: 3, CursorID: seededID(6)})
+			if err != nil || !slices.Equal(numbers(page), []int64{5, 4, 3}) || !more {
+				t.Fatalf("remembering %v: page %v (more %v), %v", reads.positions != nil, numbers(page), more, err)
+			}
+		}
+	}
+	if _, known := r.positions.get("org-a", seededID(6)); known {
+		t.Error("reads that remember no cursor remembered one")
+	}
+}
+
 // TestARememberedCursorIsCheckedStill: a cursor whose position is
 // remembered is still no flow once deleted, and another organization's
 // cursor is no flow of this one; a cursor the filters leave out pages on.
@@ -103,7 +123,7 @@ func TestARememberedCursorIsCheckedStill(t *testing.T) {
 	if err := DeleteFlow(ctx, pool, "org-a", gone); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, `update flows set process_status = 'completed' where id = $1`, archived); err != nil {
+	if _, err := pool.Exec(ctx, `update flows set process_status = 'completed', version = version + 1 where id = $1`, archived); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := r.ListFlows(ctx, ListQuery{OrganizationID: "org-a", Limit: 5, CursorID: gone}); !errors.Is(err, ErrNoRows) {

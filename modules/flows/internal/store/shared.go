@@ -35,7 +35,7 @@ type SharedReads struct {
 	mu      sync.Mutex
 	pending []*sharedRead
 
-	positions positions // of list cursors
+	positions *positions // of list cursors, when remembered
 }
 
 // maxShared bounds the reads of one round trip, so that one pipeline stays
@@ -56,12 +56,17 @@ type sharedRead struct {
 
 // NewSharedReads sends reads on db with at most slots round trips in
 // flight: the pool's connections. observe, when not nil, is told how many
-// reads each round trip carried.
-func NewSharedReads(db DB, slots int, observe func(reads int)) *SharedReads {
+// reads each round trip carried. rememberCursors makes list pages remember
+// where their cursors stand (see ListFlows): worth it on Citus.
+func NewSharedReads(db DB, slots int, observe func(reads int), rememberCursors bool) *SharedReads {
 	if observe == nil {
 		observe = func(int) {}
 	}
-	return &SharedReads{db: db, slots: make(chan struct{}, max(1, slots)), observe: observe}
+	s := &SharedReads{db: db, slots: make(chan struct{}, max(1, slots)), observe: observe}
+	if rememberCursors {
+		s.positions = &positions{}
+	}
+	return s
 }
 
 // Do sends the statements queue queues, in a round trip it may share, and

@@ -33,7 +33,7 @@ func seedBenchFlows(b *testing.B) *pgxpool.Pool {
 // flows, one read at a time: the store's own CPU and allocations for a list
 // page, the round trip included.
 func BenchmarkListFlows(b *testing.B) {
-	r := NewSharedReads(seedBenchFlows(b), 2, nil)
+	r := NewSharedReads(seedBenchFlows(b), 2, nil, false)
 	ctx := context.Background()
 	measureCPU(b, func() {
 		page, _, err := r.ListFlows(ctx, ListQuery{OrganizationID: "org-a", Limit: 10})
@@ -43,22 +43,28 @@ func BenchmarkListFlows(b *testing.B) {
 	})
 }
 
-// BenchmarkListFlowsDeep reads the page of ten after the 50th flow.
+// BenchmarkListFlowsDeep reads the page of ten after the 50th flow, its
+// cursor looked up or remembered.
 func BenchmarkListFlowsDeep(b *testing.B) {
-	r := NewSharedReads(seedBenchFlows(b), 2, nil)
-	ctx := context.Background()
-	measureCPU(b, func() {
-		page, _, err := r.ListFlows(ctx, ListQuery{OrganizationID: "org-a", Limit: 10, CursorID: seededID(50)})
-		if err != nil || len(page) != 10 {
-			b.Fatalf("%d flows, %v", len(page), err)
-		}
-	})
+	pool := seedBenchFlows(b)
+	for _, remember := range []bool{false, true} {
+		b.Run(fmt.Sprintf("remember=%v", remember), func(b *testing.B) {
+			r := NewSharedReads(pool, 2, nil, remember)
+			ctx := context.Background()
+			measureCPU(b, func() {
+				page, _, err := r.ListFlows(ctx, ListQuery{OrganizationID: "org-a", Limit: 10, CursorID: seededID(50)})
+				if err != nil || len(page) != 10 {
+					b.Fatalf("%d flows, %v", len(page), err)
+				}
+			})
+		})
+	}
 }
 
 // BenchmarkGetFlowAndIncidents reads a flow and its open incidents, as a
 // retrieve does.
 func BenchmarkGetFlowAndIncidents(b *testing.B) {
-	r := NewSharedReads(seedBenchFlows(b), 2, nil)
+	r := NewSharedReads(seedBenchFlows(b), 2, nil, false)
 	ctx := context.Background()
 	measureCPU(b, func() {
 		if _, _, err := r.GetFlowAndIncidents(ctx, "org-a", seededID(42), nil); err != nil {
