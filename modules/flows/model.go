@@ -13,12 +13,13 @@ import (
 // that a mapping forgot.
 
 // newRow is the row of a new flow of c's organization, as in asks for it,
-// with its personal data sealed, running the definition version pinned.
-// The store draws its number and reference id, and the database sets its
-// times.
+// unopened and active, with its personal data sealed, running the
+// definition version pinned. The store draws its number and reference id,
+// and the database sets its times.
 func (m *Manager) newRow(c Caller, in NewFlow, flowID string, settings OrganizationSettings, pinned PinnedDefinition) store.Flow {
 	return store.Flow{
 		ID: flowID, OrganizationID: c.OrganizationID,
+		ConsentStatus: string(Unopened), ProcessStatus: string(Active),
 		Sandbox: c.Sandbox, PIIKeyID: m.sealer.KeyID(),
 		NationalIDSealed: m.sealer.Seal(in.NationalID, sealContext(flowID, "nationalId")...),
 		NationalIDHMAC:   m.sealer.Hash("nationalId", in.NationalID),

@@ -24,26 +24,21 @@ select d.organization_id, d.id, d.is_default, d.latest_version, d.created_at, d.
 -- (go test -update there writes them).
 \startpipeline
 with n as (select flowd_next_flow_number(:writeorg) as v)
-	insert into flows (flow_number, reference_id, expires_at, event_sequence, id, organization_id, reference_name,
-	sandbox, pii_key_id, national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, webhook_url,
-	organization_number, process_instance_id, flow_definition_id, flow_definition_version, version_tag,
-	created_by)
+	insert into flows (flow_number, reference_id, expires_at, event_sequence, id, organization_id,
+	reference_name, consent_status, process_status, sandbox, pii_key_id, national_id_sealed, national_id_hmac,
+	last_name_sealed, redirect_url, webhook_url, organization_number, process_instance_id, flow_definition_id,
+	flow_definition_version, version_tag, created_by)
 	select n.v, 'PGB' || '-' || n.v, now() + 2592000000000 * interval '1 microsecond', 1,
 	(lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :writeorg, 'flowbench',
-	false, :keyid, :nisealed, :nihmac, :lnsealed, :redirect, '', '', gen_random_uuid(), 'consent', 1, null,
-	:client
+	'Unopened', 'active', false, :keyid, :nisealed, :nihmac, :lnsealed, :redirect, '', '', gen_random_uuid(),
+	'consent', 1, null, :client
 	from n
-	returning id, organization_id, flow_number, reference_id, reference_name, version, consent_status,
-	process_status, sandbox, pii_key_id, national_id_sealed, national_id_hmac, last_name_sealed, redirect_url,
-	webhook_url, organization_number, process_instance_id, flow_definition_id, flow_definition_version,
-	version_tag, consent_text_sha256, consent_language, assurance_level, acr, valid_until, created_by, has_errors,
-	created_at, updated_at, opened_at, decided_at, withdrawn_at, withdrawn_by, num_attachments, expires_at,
-	expired_at;
+	returning flow_number, reference_id, version, created_at, updated_at, num_attachments, expires_at, expired_at;
 insert into flow_tasks (organization_id, id, flow_id, task_type, task_category, status)
 	values (:writeorg, (lpad(to_hex(:t1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid,
 	(lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, 'consent', 'user-task',
 	'pending')
-	returning organization_id, id, flow_id, task_type, task_category, status, created_at, updated_at;
+	returning created_at, updated_at;
 \endpipeline
 insert into consent_requests (flow_id, organization_id, token_hash, pii_key_id, token_sealed)
 	values ((lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :writeorg, sha256(:f1::text::bytea || :f2::text::bytea), :keyid, :toksealed);

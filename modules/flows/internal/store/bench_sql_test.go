@@ -26,6 +26,7 @@ func TestBenchmarkScriptsRunTheStoresStatements(t *testing.T) {
 			"last_name_sealed": ":lnsealed", "redirect_url": ":redirect", "webhook_url": webhookURL,
 			"organization_number": "''", "process_instance_id": "gen_random_uuid()", "flow_definition_id": "'consent'",
 			"flow_definition_version": "1", "version_tag": "null", "created_by": ":client",
+			"consent_status": "'Unopened'", "process_status": "'active'",
 		}
 		// The organization, its reference prefix, and 30 days in microseconds.
 		args := []string{":writeorg", "'PGB'", "2592000000000"}

@@ -9,9 +9,10 @@ import (
 
 // Flow is a row of flows. Each field's db tag names its column, and the
 // statements that read or write whole flows are made from the tags
-// (flowRows.columns, insertFlowSQL, saveFlowSQL), so a new column is one more
-// field here. A field the create writes is tagged write:"create", one that
-// SaveState writes write:"save"; the database sets the others.
+// (flowRows.columns, insertFlowSQL, saveFlowSQL), so a new column is one
+// more field here. A field the create writes is tagged write:"create", one
+// that SaveState writes write:"save"; the database sets the others, and
+// both writes read those back.
 type Flow struct {
 	ID                 string  `db:"id" write:"create"`
 	OrganizationID     string  `db:"organization_id" write:"create"`
@@ -19,8 +20,8 @@ type Flow struct {
 	ReferenceID        string  `db:"reference_id"` // prefix-number, made by the create
 	ReferenceName      *string `db:"reference_name" write:"create"`
 	Version            int     `db:"version"`
-	ConsentStatus      string  `db:"consent_status" write:"save"`
-	ProcessStatus      string  `db:"process_status" write:"save"`
+	ConsentStatus      string  `db:"consent_status" write:"create,save"`
+	ProcessStatus      string  `db:"process_status" write:"create,save"`
 	Sandbox            bool    `db:"sandbox" write:"create"`
 	PIIKeyID           string  `db:"pii_key_id" write:"create"`
 	NationalIDSealed   []byte  `db:"national_id_sealed" write:"create"`
@@ -57,26 +58,28 @@ var (
 	flowRows      = newTable[Flow]()
 	createColumns = flowRows.writes("create")
 	saveColumns   = flowRows.writes("save")
+	setColumns    = columnList(flowRows.writes("")) // by the database
 )
 
 // Statements made from Flow's tags.
 var (
 	// insertFlowSQL draws the next flow number of organization $1 and names
 	// the flow $2-number; its consent expires $3 microseconds after the
-	// database's now. The create's columns follow from $4. The flow's
-	// flow.created is its first event.
+	// database's now. The create's columns follow from $4; the save's that
+	// it does not write are null or their defaults. The flow's flow.created
+	// is its first event.
 	insertFlowSQL = `with n as (select flowd_next_flow_number($1) as v)
 	insert into flows (flow_number, reference_id, expires_at, event_sequence, ` + columnList(createColumns) + `)
 	select n.v, $2 || '-' || n.v, now() + $3 * interval '1 microsecond', 1, ` + placeholders(4, len(createColumns)) + `
 	from n
-	returning ` + flowRows.columns
+	returning ` + setColumns
 
 	// saveFlowSQL writes the save columns of flow $2 of organization $1
 	// from $3 on, and bumps its version and updated_at.
 	saveFlowSQL = `update flows set version = version + 1, updated_at = greatest(now(), updated_at),
 	` + assignments(3, saveColumns) + `
 	where organization_id = $1 and id = $2
-	returning ` + flowRows.columns
+	returning ` + setColumns
 
 	flowByIDSQL = `select ` + flowRows.columns + ` from flows where organization_id = $1 and id = $2`
 )
@@ -85,7 +88,8 @@ var (
 // flow prefix-number and inserts it with tasks, all in one round trip: the
 // number is drawn inside the insert, and the tasks' inserts ride in the same
 // batch. It takes created_at and updated_at from the database clock, and
-// the consent expires ttl later; f becomes the row as stored.
+// the consent expires ttl later; it reads what the database set into f and
+// tasks.
 func InsertNumberedFlow(ctx context.Context, db DB, f *Flow, prefix string, ttl time.Duration, tasks ...*Task) error {
 	var b pgx.Batch
 	b.Queue(insertFlowSQL, flowRows.values([]any{f.OrganizationID, prefix, ttl.Microseconds()}, f, createColumns)...)
@@ -94,17 +98,15 @@ func InsertNumberedFlow(ctx context.Context, db DB, f *Flow, prefix string, ttl 
 	}
 	br := db.SendBatch(ctx, &b)
 	defer br.Close()
-	row, err := flowRows.one(br.Query())
-	if err != nil {
+	rows, err := br.Query()
+	if err := flowRows.fill(f, rows, err); err != nil {
 		return err
 	}
-	*f = row
 	for _, t := range tasks {
-		inserted, err := taskRows.one(br.Query())
-		if err != nil {
+		rows, err := br.Query()
+		if err := taskRows.fill(t, rows, err); err != nil {
 			return err
 		}
-		*t = inserted
 	}
 	return br.Close()
 }
@@ -120,15 +122,11 @@ func GetFlow(ctx context.Context, db DB, organizationID, id string, lock bool) (
 }
 
 // SaveState writes f's state and its decision's evidence (its save
-// columns), bumps its version and updated_at, and reads the row back into
-// f. ErrNoRows.
+// columns), bumps its version and updated_at, and reads what the database
+// set into f. ErrNoRows.
 func SaveState(ctx context.Context, db DB, f *Flow) error {
-	saved, err := flowRows.one(db.Query(ctx, saveFlowSQL, flowRows.values([]any{f.OrganizationID, f.ID}, f, saveColumns)...))
-	if err != nil {
-		return err
-	}
-	*f = saved
-	return nil
+	rows, err := db.Query(ctx, saveFlowSQL, flowRows.values([]any{f.OrganizationID, f.ID}, f, saveColumns)...)
+	return flowRows.fill(f, rows, err)
 }
 
 // LockDueForExpiry returns a flow DueForExpiry found, locked for update, when

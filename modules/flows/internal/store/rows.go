@@ -43,25 +43,39 @@ func newTable[T any]() *table[T] {
 // one reads the one row of rows into a T. ErrNoRows.
 func (t *table[T]) one(rows pgx.Rows, err error) (T, error) {
 	var row T
+	err = t.read(&row, true, rows, err)
+	return row, err
+}
+
+// fill reads the one row of rows into the fields of row that its columns
+// name, and leaves the others as they are: a write reads back so what the
+// database set. ErrNoRows.
+func (t *table[T]) fill(row *T, rows pgx.Rows, err error) error {
+	return t.read(row, false, rows, err)
+}
+
+// read reads the one row of rows into row: into every field when whole is
+// set, and otherwise into those its columns name. ErrNoRows.
+func (t *table[T]) read(row *T, whole bool, rows pgx.Rows, err error) error {
 	if err != nil {
-		return row, err
+		return err
 	}
 	defer rows.Close()
 	if !rows.Next() {
 		if err := rows.Err(); err != nil {
-			return row, err
+			return err
 		}
-		return row, ErrNoRows
+		return ErrNoRows
 	}
-	dest, err := t.targets(&row, rows.FieldDescriptions())
+	dest, err := t.targets(row, rows.FieldDescriptions(), whole)
 	if err != nil {
-		return row, err
+		return err
 	}
 	if err := rows.Scan(dest...); err != nil {
-		return row, err
+		return err
 	}
 	rows.Close()
-	return row, rows.Err()
+	return rows.Err()
 }
 
 // all reads every row of rows into a T.
@@ -82,7 +96,7 @@ func (t *table[T]) appendAll(out []T, rows pgx.Rows) ([]T, error) {
 	for rows.Next() {
 		if dest == nil {
 			var err error
-			if dest, err = t.targets(&row, rows.FieldDescriptions()); err != nil {
+			if dest, err = t.targets(&row, rows.FieldDescriptions(), true); err != nil {
 				return nil, err
 			}
 		}
@@ -96,17 +110,18 @@ func (t *table[T]) appendAll(out []T, rows pgx.Rows) ([]T, error) {
 	return out, rows.Err()
 }
 
-// targets are the fields of row that cols name, in the order of cols.
-// Every field must be named once: a column of no field, or a field of no
-// column, is an error, as pgx.RowToStructByName makes it.
-func (t *table[T]) targets(row *T, cols []pgconn.FieldDescription) ([]any, error) {
-	if len(cols) != len(t.names) {
+// targets are the fields of row that cols name, in the order of cols. A
+// column of no field, or one named twice, is an error, and so is a field
+// of no column when the whole row is to be read, as pgx.RowToStructByName
+// makes them.
+func (t *table[T]) targets(row *T, cols []pgconn.FieldDescription, whole bool) ([]any, error) {
+	if whole && len(cols) != len(t.names) {
 		return nil, fmt.Errorf("store: %d columns for the %d fields of %T", len(cols), len(t.names), *row)
 	}
 	v := reflect.ValueOf(row).Elem()
 	dest := make([]any, len(cols))
 	for i, c := range cols {
-		if t.names[i] == c.Name {
+		if i < len(t.names) && t.names[i] == c.Name {
 			dest[i] = v.Field(i).Addr().Interface()
 			continue
 		}
@@ -123,7 +138,8 @@ func (t *table[T]) targets(row *T, cols []pgconn.FieldDescription) ([]any, error
 }
 
 // writes are the columns of T whose write tag names statement, and the
-// index of each one's field.
+// index of each one's field; "" names the columns of no write tag, which
+// the database sets.
 func (t *table[T]) writes(statement string) []column {
 	typ := reflect.TypeFor[T]()
 	var cols []column

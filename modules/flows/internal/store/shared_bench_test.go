@@ -83,6 +83,7 @@ func BenchmarkInsertNumberedFlow(b *testing.B) {
 	measureCPU(b, func() {
 		n++
 		f := Flow{ID: fmt.Sprintf("00000000-0000-7000-9000-%012x", n), OrganizationID: "org-a", ReferenceName: &name,
+			ConsentStatus: "Unopened", ProcessStatus: "active",
 			PIIKeyID: "k", NationalIDSealed: make([]byte, 39), NationalIDHMAC: make([]byte, 32), LastNameSealed: make([]byte, 30),
 			RedirectURL: "https://x.example/done", ProcessInstanceID: "00000000-0000-4000-8000-000000000001",
 			FlowDefinitionID: "consent", FlowDefinitionVersion: 1, VersionTag: &tag, CreatedBy: "client"}

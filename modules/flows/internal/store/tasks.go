@@ -22,24 +22,19 @@ type Task struct {
 var (
 	taskRows      = newTable[Task]()
 	insertTaskSQL = `insert into flow_tasks (organization_id, id, flow_id, task_type, task_category, status)
-	values ($1, $2, $3, $4, $5, $6) returning ` + taskRows.columns
+	values ($1, $2, $3, $4, $5, $6) returning created_at, updated_at`
 )
 
-// queueInsertTask queues the insert of t, whose result is the task's row.
+// queueInsertTask queues the insert of t, whose result is its times.
 func queueInsertTask(b *pgx.Batch, t *Task) {
 	b.Queue(insertTaskSQL, t.OrganizationID, t.ID, t.FlowID, t.TaskType, t.TaskCategory, t.Status)
 }
 
-// InsertTask inserts t with the database clock's time, and reads the row
-// back into t.
+// InsertTask inserts t with the database clock's times, which it reads
+// into t.
 func InsertTask(ctx context.Context, db DB, t *Task) error {
-	inserted, err := taskRows.one(db.Query(ctx, insertTaskSQL,
-		t.OrganizationID, t.ID, t.FlowID, t.TaskType, t.TaskCategory, t.Status))
-	if err != nil {
-		return err
-	}
-	*t = inserted
-	return nil
+	rows, err := db.Query(ctx, insertTaskSQL, t.OrganizationID, t.ID, t.FlowID, t.TaskType, t.TaskCategory, t.Status)
+	return taskRows.fill(t, rows, err)
 }
 
 // Tasks lists a flow's tasks, oldest first.
