@@ -35,7 +35,8 @@ type SharedReads struct {
 	mu      sync.Mutex
 	pending []*sharedRead
 
-	positions *positions // of list cursors, when remembered
+	citus     bool       // the flows table is distributed
+	positions *positions // of list cursors, remembered on Citus
 }
 
 // maxShared bounds the reads of one round trip, so that one pipeline stays
@@ -56,18 +57,30 @@ type sharedRead struct {
 
 // NewSharedReads sends reads on db with at most slots round trips in
 // flight: the pool's connections. observe, when not nil, is told how many
-// reads each round trip carried. rememberCursors makes list pages remember
-// where their cursors stand (see ListFlows): worth it on Citus.
-func NewSharedReads(db DB, slots int, observe func(reads int), rememberCursors bool) *SharedReads {
+// reads each round trip carried. citus says that the flows table is
+// distributed by Citus, where list pages remember where their cursors stand
+// (see ListFlows).
+func NewSharedReads(db DB, slots int, observe func(reads int), citus bool) *SharedReads {
 	if observe == nil {
 		observe = func(int) {}
 	}
-	s := &SharedReads{db: db, slots: make(chan struct{}, max(1, slots)), observe: observe}
-	if rememberCursors {
+	s := &SharedReads{db: db, slots: make(chan struct{}, max(1, slots)), observe: observe, citus: citus}
+	if citus {
 		s.positions = &positions{}
 	}
 	return s
 }
+
+// genericPlansSQL makes PostgreSQL run the statements after it in the
+// round trip's transaction with their generic plans. Each read walks an
+// index from its organization's key, so one plan serves every organization;
+// but the first few runs of a statement are planned for their arguments,
+// and when an organization holds most rows, those custom plans look cheaper
+// than the generic one (which assumes an organization of average size), and
+// PostgreSQL goes on planning the statement anew on every call. A list page
+// then cost PostgreSQL twice what it costs planned once. Citus cannot plan
+// a statement with a subquery generically, and plans them itself.
+const genericPlansSQL = `select set_config('plan_cache_mode', 'force_generic_plan', true)`
 
 // Do sends the statements queue queues, in a round trip it may share, and
 // gives their results to read, in order. read need not read them all: those
@@ -167,6 +180,10 @@ func (s *SharedReads) send(ctx context.Context, batch []*sharedRead) {
 	defer cancel()
 	s.observe(len(batch))
 	var b pgx.Batch
+	if !s.citus {
+		b.Queue(genericPlansSQL)
+	}
+	first := b.Len()
 	ends := make([]int, len(batch))
 	for i, x := range batch {
 		x.queue(&b)
@@ -174,12 +191,18 @@ func (s *SharedReads) send(ctx context.Context, batch []*sharedRead) {
 	}
 	br := s.db.SendBatch(ctx, &b)
 	defer br.Close() // after a panic, so that the connection goes back to the pool
-	start := 0
+	var err error
+	if first > 0 {
+		_, err = br.Exec()
+	}
+	start := first
 	for i, x := range batch {
 		x.err = readShare(br, &b, start, ends[i], x.read)
 		start = ends[i]
 	}
-	err := br.Close()
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
 	for _, x := range batch {
 		if x.err == nil && err != nil {
 			x.err = err

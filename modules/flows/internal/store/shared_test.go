@@ -60,7 +60,7 @@ func TestSharedRoundTripsGiveEachReadItsOwnResults(t *testing.T) {
 		roundTrips++
 		carried += reads
 		most = max(most, reads)
-	}, true)
+	}, dbtest.Citus())
 	var wg sync.WaitGroup
 	errs := make(chan error, 64*25)
 	for w := range 64 {
@@ -127,7 +127,7 @@ func TestSharedRoundTripsGiveEachReadItsOwnResults(t *testing.T) {
 // is not queued at all.
 func TestAGivenUpReadLeavesTheQueue(t *testing.T) {
 	t.Parallel()
-	r := NewSharedReads(dbtest.New(t), 1, nil, false)
+	r := NewSharedReads(dbtest.New(t), 1, nil, dbtest.Citus())
 	r.slots <- struct{}{} // the only slot, taken
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -162,7 +162,7 @@ func TestAGivenUpReadLeavesTheQueue(t *testing.T) {
 // given back.
 func TestAPanickingReadDoesNotStrandTheOthers(t *testing.T) {
 	t.Parallel()
-	r := NewSharedReads(dbtest.New(t), 1, nil, false)
+	r := NewSharedReads(dbtest.New(t), 1, nil, dbtest.Citus())
 	r.slots <- struct{}{} // hold the only slot until both reads wait
 	type outcome struct {
 		err       error
@@ -224,7 +224,7 @@ func waitPending(r *SharedReads, n int) {
 // sender is still writing.
 func TestAReadTakenIntoARoundTripWaitsForItsResult(t *testing.T) {
 	t.Parallel()
-	r := NewSharedReads(dbtest.New(t), 1, nil, false)
+	r := NewSharedReads(dbtest.New(t), 1, nil, dbtest.Citus())
 	r.slots <- struct{}{} // the only slot, held until the read waits
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -254,5 +254,41 @@ func TestAReadTakenIntoARoundTripWaitsForItsResult(t *testing.T) {
 	cancel()
 	if err := <-returned; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReadsArePlannedGenericallyOnOnePostgreSQL: on one PostgreSQL a
+// shared round trip runs its reads with their generic plans, and leaves
+// the setting as it was for the connection's next user; on Citus the
+// reads are planned as Citus plans them.
+func TestReadsArePlannedGenericallyOnOnePostgreSQL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := database.Open(ctx, dbtest.NewURL(t), 1) // one connection: the next user is the test
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	for _, citus := range []bool{false, true} {
+		if dbtest.Citus() && !citus {
+			continue
+		}
+		var during, after string
+		err := NewSharedReads(pool, 1, nil, citus).Do(ctx, func(b *pgx.Batch) {
+			b.Queue(`select current_setting('plan_cache_mode')`)
+		}, func(br pgx.BatchResults) error { return br.QueryRow().Scan(&during) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pool.QueryRow(ctx, `select current_setting('plan_cache_mode')`).Scan(&after); err != nil {
+			t.Fatal(err)
+		}
+		want := "force_generic_plan"
+		if citus {
+			want = "auto"
+		}
+		if during != want || after != "auto" {
+			t.Errorf("citus %v: plans %s in the round trip and %s after it, want %s and auto", citus, during, after, want)
+		}
 	}
 }
