@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -53,13 +54,10 @@ type ListQuery struct {
 // the organization, and gives its position. The page index is walked from
 // the cursor's position, so a page's cost does not grow with its depth.
 //
-// Which of the two statements is cheaper depends on the database. On
-// Citus, a statement with a subquery is planned anew on every call, on the
-// coordinator and on the worker, where one without is planned once. On one
-// PostgreSQL, the position given makes the statement's cost depend on it:
-// its custom plans look cheaper than its generic one, so PostgreSQL may
-// plan it anew on every call, where looked up the position is unknown to
-// every plan and the generic one stays.
+// On Citus, a statement with a subquery is planned anew on every call, on
+// the coordinator and on the worker, where one without is planned once: so
+// there the position is given. On one PostgreSQL it is looked up in the
+// statement, which costs no round trip of its own.
 func listSQL(q ListQuery, at *time.Time) (string, []any) {
 	args := []any{q.OrganizationID, q.Archived}
 	where := []string{"organization_id = $1", "archived = $2"}
@@ -83,8 +81,6 @@ func listSQL(q ListQuery, at *time.Time) (string, []any) {
 			cmp, order = ">=", "created_at asc, id asc"
 		}
 		c := arg(q.CursorID)
-		// Looked up inside the statement, the position costs no round
-		// trip of its own.
 		position := "(select created_at from flows where organization_id = $1 and id = " + c + ")"
 		if at != nil {
 			position = arg(*at)
@@ -103,15 +99,24 @@ func listSQL(q ListQuery, at *time.Time) (string, []any) {
 // ListFlows returns one page of flows, newest first, and whether more lie
 // beyond it in the direction of travel; the page's round trip may be
 // shared. A cursor that is not a flow of the organization is ErrNoRows.
-// q's cursor must be a UUID and its texts valid UTF-8 without NUL. When s
-// remembers cursors, a page from a cursor that ended a page s served, or
-// that s looked up before, starts from its position as remembered.
+// q's cursor must be a UUID and its texts valid UTF-8 without NUL.
+//
+// On Citus a page starts from its cursor's position as remembered: a
+// cursor that ended a page s served, or one s looked up before. A cursor
+// met for the first time is looked up in a round trip of its own.
 func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary, bool, error) {
 	var at *time.Time
-	if q.CursorID != "" {
-		if t, ok := s.positions.get(q.OrganizationID, q.CursorID); ok {
-			at = &t
+	lookedUp := false
+	if q.CursorID != "" && s.citus {
+		t, ok := s.positions.get(q.OrganizationID, q.CursorID)
+		if !ok {
+			var err error
+			if t, err = s.position(ctx, q.OrganizationID, q.CursorID); err != nil {
+				return nil, false, err
+			}
+			lookedUp = true
 		}
+		at = &t
 	}
 	sql, args := listSQL(q, at)
 	var out []FlowSummary
@@ -133,10 +138,11 @@ func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary
 			out = out[1:]
 		}
 		// The cursor's row is missing when the cursor is no flow of the
-		// organization, or when the filters leave it out. Looked up, a
-		// cursor that is no flow leaves the page empty; a given position
-		// says nothing of whether the flow is still there.
-		if !found && (at != nil || len(out) == 0) {
+		// organization, or when the filters leave it out. Looked up in the
+		// statement, a cursor that is no flow leaves the page empty; a
+		// remembered position says nothing of whether the flow is still
+		// there.
+		if !found && (at != nil && !lookedUp || at == nil && len(out) == 0) {
 			var exists bool
 			if err := s.db.QueryRow(ctx, `select exists (select from flows where organization_id = $1 and id = $2)`,
 				q.OrganizationID, q.CursorID).Scan(&exists); err != nil {
@@ -164,9 +170,28 @@ func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary
 	return out, more, nil
 }
 
+// position looks up a flow's created_at, and remembers it. ErrNoRows.
+func (s *SharedReads) position(ctx context.Context, organizationID, id string) (time.Time, error) {
+	var at time.Time
+	err := s.Do(ctx, func(b *pgx.Batch) {
+		b.Queue(positionSQL, organizationID, id)
+	}, func(br pgx.BatchResults) error {
+		return br.QueryRow().Scan(&at)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return at, ErrNoRows
+	}
+	if err == nil {
+		s.positions.put(organizationID, id, at)
+	}
+	return at, err
+}
+
+const positionSQL = `select created_at from flows where organization_id = $1 and id = $2`
+
 // positions remembers the created_at of flows that ended a page, which a
-// client is likely to give as the next page's cursor: a flow's created_at
-// never changes. It holds up to twice maxPositions flows, the most recently
+// client is likely to give as the next page's cursor, and of cursors looked
+// up: a flow's created_at never changes. It holds up to twice maxPositions flows, the most recently
 // remembered. A nil positions remembers nothing.
 type positions struct {
 	mu       sync.Mutex

@@ -35,7 +35,7 @@ type SharedReads struct {
 	mu      sync.Mutex
 	pending []*sharedRead
 
-	citus     bool       // the flows table is distributed
+	citus     bool       // the flows table is distributed by Citus
 	positions *positions // of list cursors, remembered on Citus
 }
 
@@ -58,8 +58,8 @@ type sharedRead struct {
 // NewSharedReads sends reads on db with at most slots round trips in
 // flight: the pool's connections. observe, when not nil, is told how many
 // reads each round trip carried. citus says that the flows table is
-// distributed by Citus, where list pages remember where their cursors stand
-// (see ListFlows).
+// distributed by Citus, where list pages find and remember where their
+// cursors stand (see ListFlows).
 func NewSharedReads(db DB, slots int, observe func(reads int), citus bool) *SharedReads {
 	if observe == nil {
 		observe = func(int) {}
@@ -75,11 +75,12 @@ func NewSharedReads(db DB, slots int, observe func(reads int), citus bool) *Shar
 // round trip's transaction with their generic plans. Each read walks an
 // index from its organization's key, so one plan serves every organization;
 // but the first few runs of a statement are planned for their arguments,
-// and when an organization holds most rows, those custom plans look cheaper
-// than the generic one (which assumes an organization of average size), and
-// PostgreSQL goes on planning the statement anew on every call. A list page
-// then cost PostgreSQL twice what it costs planned once. Citus cannot plan
-// a statement with a subquery generically, and plans them itself.
+// and when one organization holds most rows, those custom plans look
+// cheaper than the generic one (made for an organization of average size),
+// and PostgreSQL goes on planning the statement anew on every call: a deep
+// list page then cost PostgreSQL twice what it costs planned once. Citus
+// cannot plan a statement with a subquery generically: none of the reads
+// has one there (see ListFlows).
 const genericPlansSQL = `select set_config('plan_cache_mode', 'force_generic_plan', true)`
 
 // Do sends the statements queue queues, in a round trip it may share, and
@@ -180,10 +181,7 @@ func (s *SharedReads) send(ctx context.Context, batch []*sharedRead) {
 	defer cancel()
 	s.observe(len(batch))
 	var b pgx.Batch
-	if !s.citus {
-		b.Queue(genericPlansSQL)
-	}
-	first := b.Len()
+	b.Queue(genericPlansSQL)
 	ends := make([]int, len(batch))
 	for i, x := range batch {
 		x.queue(&b)
@@ -191,11 +189,8 @@ func (s *SharedReads) send(ctx context.Context, batch []*sharedRead) {
 	}
 	br := s.db.SendBatch(ctx, &b)
 	defer br.Close() // after a panic, so that the connection goes back to the pool
-	var err error
-	if first > 0 {
-		_, err = br.Exec()
-	}
-	start := first
+	_, err := br.Exec()
+	start := 1
 	for i, x := range batch {
 		x.err = readShare(br, &b, start, ends[i], x.read)
 		start = ends[i]

@@ -257,11 +257,10 @@ func TestAReadTakenIntoARoundTripWaitsForItsResult(t *testing.T) {
 	}
 }
 
-// TestReadsArePlannedGenericallyOnOnePostgreSQL: on one PostgreSQL a
-// shared round trip runs its reads with their generic plans, and leaves
-// the setting as it was for the connection's next user; on Citus the
-// reads are planned as Citus plans them.
-func TestReadsArePlannedGenericallyOnOnePostgreSQL(t *testing.T) {
+// TestReadsArePlannedGenerically: a shared round trip runs its reads with
+// their generic plans, and leaves the setting as it was for the
+// connection's next user.
+func TestReadsArePlannedGenerically(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, err := database.Open(ctx, dbtest.NewURL(t), 1) // one connection: the next user is the test
@@ -269,26 +268,17 @@ func TestReadsArePlannedGenericallyOnOnePostgreSQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	for _, citus := range []bool{false, true} {
-		if dbtest.Citus() && !citus {
-			continue
-		}
-		var during, after string
-		err := NewSharedReads(pool, 1, nil, citus).Do(ctx, func(b *pgx.Batch) {
-			b.Queue(`select current_setting('plan_cache_mode')`)
-		}, func(br pgx.BatchResults) error { return br.QueryRow().Scan(&during) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pool.QueryRow(ctx, `select current_setting('plan_cache_mode')`).Scan(&after); err != nil {
-			t.Fatal(err)
-		}
-		want := "force_generic_plan"
-		if citus {
-			want = "auto"
-		}
-		if during != want || after != "auto" {
-			t.Errorf("citus %v: plans %s in the round trip and %s after it, want %s and auto", citus, during, after, want)
-		}
+	var during, after string
+	err = NewSharedReads(pool, 1, nil, dbtest.Citus()).Do(ctx, func(b *pgx.Batch) {
+		b.Queue(`select current_setting('plan_cache_mode')`)
+	}, func(br pgx.BatchResults) error { return br.QueryRow().Scan(&during) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `select current_setting('plan_cache_mode')`).Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if during != "force_generic_plan" || after != "auto" {
+		t.Errorf("plans %s in the round trip and %s after it, want force_generic_plan and auto", during, after)
 	}
 }
