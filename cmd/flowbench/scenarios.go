@@ -203,21 +203,17 @@ func (b *bench) createdAt(ctx context.Context, organizationID, flowID string) (s
 func listDeepScenario(ctx context.Context, b *bench) (Result, error) {
 	cursor, page := deepCursor(b)
 	b.note("list-deep reads page %d of ten flows (after %s) among %d", page, cursor, b.o.deepFlows)
-	// On Citus, pgbench's statement names the cursor's position, as flowd's
-	// does once it knows it.
-	vars, script := map[string]string{"org": b.deep.ID, "cursor": cursor}, "list_deep"
-	if b.o.citus {
-		at, err := b.createdAt(ctx, b.deep.ID, cursor)
-		if err != nil {
-			return Result{}, err
-		}
-		vars["cursor_at"], script = at, "list_deep_citus"
+	// pgbench's statement names the cursor's position, as flowd's does
+	// once it knows it.
+	at, err := b.createdAt(ctx, b.deep.ID, cursor)
+	if err != nil {
+		return Result{}, err
 	}
 	var first sample
 	r, err := b.measureBeside(ctx, "list-deep", func(_, _ int) (request, error) {
 		return b.deep.request("GET", "/api/flows?limit=10&starting_after="+cursor, nil, 200)
 	}, func(d time.Duration) { b.driveSlice(ctx, &first, d, firstPage(b)) },
-		vars, script)
+		map[string]string{"org": b.deep.ID, "cursor": cursor, "cursor_at": at}, "list_deep")
 	if err != nil {
 		return r, err
 	}

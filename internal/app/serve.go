@@ -125,13 +125,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// their delivery tasks back to flows.
 	definitions := consent.NewDefinitions(pool, orgs)
 	receipts := consent.NewReceipts(pool, ident, definitions, orgs, cfg.BaseURL.String())
-	citus, err := database.Distributed(ctx, pool, "flows")
-	if err != nil {
-		return err
-	}
 	flowsModule := flows.New(pool, sealer, consentRequests, definitions, receipts, orgs, hooks, log, registry, flows.Config{
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
-		ReadRoundTrips: cfg.DBReadRoundTrips, MaintenanceInterval: cfg.MaintenanceInterval, Citus: citus,
+		ReadRoundTrips: cfg.DBReadRoundTrips, MaintenanceInterval: cfg.MaintenanceInterval,
 	})
 
 	// The answers to the API's requests that carry an Idempotency-Key.

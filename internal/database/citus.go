@@ -82,19 +82,6 @@ func Distribute(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error
 	})
 }
 
-// Distributed reports whether table is distributed by Citus: false on a
-// database without the citus extension.
-func Distributed(ctx context.Context, pool *pgxpool.Pool, table string) (bool, error) {
-	var citus bool
-	if err := pool.QueryRow(ctx, `select exists (select from pg_extension where extname = 'citus')`).Scan(&citus); err != nil || !citus {
-		return false, err
-	}
-	var distributed bool
-	err := pool.QueryRow(ctx, `select exists (select from pg_dist_partition where logicalrelid = to_regclass($1))`,
-		table).Scan(&distributed)
-	return distributed, err
-}
-
 func distribute(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
 	var installed bool
 	if err := conn.QueryRow(ctx, `select exists (select from pg_extension where extname = 'citus')`).Scan(&installed); err != nil {

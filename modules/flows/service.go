@@ -45,10 +45,6 @@ type Config struct {
 	// ExpiryPollInterval is how often RunExpiry's workers look for due
 	// expiry jobs; zero means a second.
 	ExpiryPollInterval time.Duration
-	// Citus says that the flows table is distributed by Citus
-	// (database.Distributed): list pages then remember where their
-	// cursors stand, and start from there.
-	Citus bool
 }
 
 // Limits of the API. The Idempotency-Key's are those of every POST.
@@ -93,7 +89,7 @@ func New(pool *pgxpool.Pool, sealer *pii.Sealer, consent ConsentRequests, defs D
 		cfg.ExpiryPollInterval = time.Second
 	}
 	slots := readRoundTrips(cfg.ReadRoundTrips, runtime.GOMAXPROCS(0), int(pool.Config().MaxConns))
-	m := &Manager{pool: pool, reads: store.NewSharedReads(pool, slots, readsPerRoundTrip(reg), cfg.Citus),
+	m := &Manager{pool: pool, reads: store.NewSharedReads(pool, slots, readsPerRoundTrip(reg)),
 		sealer: sealer, consent: consent, defs: defs, receipts: receipts, orgs: orgs, events: events, log: log, cfg: cfg}
 	m.jobs = newExpiryJobs(m)
 	return m

@@ -67,7 +67,7 @@ func TestEveryFlowFieldIsStored(t *testing.T) {
 	}
 
 	// A list's row is the same flow's columns.
-	page, _, err := NewSharedReads(pool, 1, nil, dbtest.Citus()).ListFlows(ctx, ListQuery{OrganizationID: f.OrganizationID, Archived: true, Limit: 1})
+	page, _, err := NewSharedReads(pool, 1, nil).ListFlows(ctx, ListQuery{OrganizationID: f.OrganizationID, Archived: true, Limit: 1})
 	if err != nil || len(page) != 1 {
 		t.Fatalf("list: %d flows, %v", len(page), err)
 	}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,20 +44,16 @@ type ListQuery struct {
 	Limit     int
 }
 
-// listSQL is the statement of a page of q and its arguments. at is the
-// cursor's created_at when it is known, and nil when the statement is to
-// look it up by primary key.
+// listSQL is the statement of a page of q and its arguments; at is the
+// cursor's created_at when q has a cursor.
 //
-// A page with a cursor reads the cursor's own row too, first, when it
-// passes the filters: that the row is there says the cursor is a flow of
-// the organization, and gives its position. The page index is walked from
-// the cursor's position, so a page's cost does not grow with its depth.
-//
-// On Citus, a statement with a subquery is planned anew on every call, on
-// the coordinator and on the worker, where one without is planned once: so
-// there the position is given. On one PostgreSQL it is looked up in the
-// statement, which costs no round trip of its own.
-func listSQL(q ListQuery, at *time.Time) (string, []any) {
+// A page with a cursor walks the page index from the cursor's position, so
+// its cost does not grow with its depth, and reads the cursor's own row
+// too, first, when it passes the filters: that the row is there says the
+// cursor is still a flow of the organization. The position is given, not
+// looked up in a subquery: Citus plans a statement with a subquery anew on
+// every call, on the coordinator and on the worker.
+func listSQL(q ListQuery, at time.Time) (string, []any) {
 	args := []any{q.OrganizationID, q.Archived}
 	where := []string{"organization_id = $1", "archived = $2"}
 	arg := func(v any) string {
@@ -81,17 +76,12 @@ func listSQL(q ListQuery, at *time.Time) (string, []any) {
 			cmp, order = ">=", "created_at asc, id asc"
 		}
 		c := arg(q.CursorID)
-		position := "(select created_at from flows where organization_id = $1 and id = " + c + ")"
-		if at != nil {
-			position = arg(*at)
-		}
-		where = append(where, fmt.Sprintf("(created_at, id) %s (%s, %s)", cmp, position, c))
+		where = append(where, "(created_at, id) "+cmp+" ("+arg(at)+", "+c+")")
 		limit++
 	}
 	// The limit is written into the statement, not bound: with "limit $n"
-	// PostgreSQL's generic plan guesses a tenth of the table, so it plans
-	// every execution anew; with the number in the text each page size gets
-	// its own cached generic plan.
+	// PostgreSQL's generic plan guesses a tenth of the table; with the
+	// number in the text each page size gets its own generic plan.
 	return `select ` + summaryRows.columns + ` from flows where ` + strings.Join(where, " and ") +
 		` order by ` + order + ` limit ` + strconv.Itoa(limit), args
 }
@@ -101,22 +91,22 @@ func listSQL(q ListQuery, at *time.Time) (string, []any) {
 // shared. A cursor that is not a flow of the organization is ErrNoRows.
 // q's cursor must be a UUID and its texts valid UTF-8 without NUL.
 //
-// On Citus a page starts from its cursor's position as remembered: a
-// cursor that ended a page s served, or one s looked up before. A cursor
-// met for the first time is looked up in a round trip of its own.
+// A page starts from its cursor's position as s remembers it: the ends of
+// every page s served, which are the cursors of the pages beside them, and
+// every cursor s looked up. A cursor met for the first time is looked up in
+// a round trip of its own.
 func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary, bool, error) {
-	var at *time.Time
+	var at time.Time
 	lookedUp := false
-	if q.CursorID != "" && s.citus {
-		t, ok := s.positions.get(q.OrganizationID, q.CursorID)
-		if !ok {
+	if q.CursorID != "" {
+		var known bool
+		if at, known = s.positions.get(q.OrganizationID, q.CursorID); !known {
 			var err error
-			if t, err = s.position(ctx, q.OrganizationID, q.CursorID); err != nil {
+			if at, err = s.position(ctx, q.OrganizationID, q.CursorID); err != nil {
 				return nil, false, err
 			}
 			lookedUp = true
 		}
-		at = &t
 	}
 	sql, args := listSQL(q, at)
 	var out []FlowSummary
@@ -132,24 +122,13 @@ func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary
 		return nil, false, err
 	}
 	if q.CursorID != "" {
-		found := len(out) > 0 && out[0].ID == q.CursorID
-		if found {
-			s.positions.put(q.OrganizationID, q.CursorID, out[0].CreatedAt)
+		if len(out) > 0 && out[0].ID == q.CursorID {
 			out = out[1:]
-		}
-		// The cursor's row is missing when the cursor is no flow of the
-		// organization, or when the filters leave it out. Looked up in the
-		// statement, a cursor that is no flow leaves the page empty; a
-		// remembered position says nothing of whether the flow is still
-		// there.
-		if !found && (at != nil && !lookedUp || at == nil && len(out) == 0) {
-			var exists bool
-			if err := s.db.QueryRow(ctx, `select exists (select from flows where organization_id = $1 and id = $2)`,
-				q.OrganizationID, q.CursorID).Scan(&exists); err != nil {
+		} else if !lookedUp {
+			// The cursor's row is missing when the filters leave it out, or
+			// when the flow is gone: a remembered position does not say.
+			if _, err := s.position(ctx, q.OrganizationID, q.CursorID); err != nil {
 				return nil, false, err
-			}
-			if !exists {
-				return nil, false, ErrNoRows
 			}
 		}
 	}
@@ -163,7 +142,6 @@ func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary
 		}
 	}
 	if len(out) > 0 {
-		// The page's ends are the cursors of the pages beside it.
 		s.positions.put(q.OrganizationID, out[0].ID, out[0].CreatedAt)
 		s.positions.put(q.OrganizationID, out[len(out)-1].ID, out[len(out)-1].CreatedAt)
 	}
@@ -190,9 +168,9 @@ func (s *SharedReads) position(ctx context.Context, organizationID, id string) (
 const positionSQL = `select created_at from flows where organization_id = $1 and id = $2`
 
 // positions remembers the created_at of flows that ended a page, which a
-// client is likely to give as the next page's cursor, and of cursors looked
-// up: a flow's created_at never changes. It holds up to twice maxPositions flows, the most recently
-// remembered. A nil positions remembers nothing.
+// client is likely to give as the next page's cursor, and of cursors
+// looked up: a flow's created_at never changes. It holds up to twice
+// maxPositions flows, the most recently remembered.
 type positions struct {
 	mu       sync.Mutex
 	current  map[flowRef]time.Time
@@ -204,9 +182,6 @@ const maxPositions = 4096
 type flowRef struct{ organizationID, id string }
 
 func (p *positions) get(organizationID, id string) (time.Time, bool) {
-	if p == nil {
-		return time.Time{}, false
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k := flowRef{organizationID, id}
@@ -218,9 +193,6 @@ func (p *positions) get(organizationID, id string) (time.Time, bool) {
 }
 
 func (p *positions) put(organizationID, id string, at time.Time) {
-	if p == nil {
-		return
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.current == nil || len(p.current) >= maxPositions {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,9 +15,8 @@ import (
 )
 
 // seedPages inserts n flows of org-a, flow i created i seconds after the
-// first, and returns the store's reads, which remember cursors as they do
-// on Citus.
-func seedPages(t *testing.T, n int) (*pgxpool.Pool, *SharedReads) {
+// first, and returns the store's reads, which count their reads in reads.
+func seedPages(t *testing.T, n int) (*pgxpool.Pool, *SharedReads, *atomic.Int64) {
 	t.Helper()
 	pool := dbtest.New(t)
 	if _, err := pool.Exec(context.Background(), `
@@ -29,7 +29,8 @@ func seedPages(t *testing.T, n int) (*pgxpool.Pool, *SharedReads) {
 		from generate_series(1, $1) i`, n); err != nil {
 		t.Fatal(err)
 	}
-	return pool, NewSharedReads(pool, 2, nil, true)
+	var reads atomic.Int64
+	return pool, NewSharedReads(pool, 2, func(n int) { reads.Add(int64(n)) }), &reads
 }
 
 func numbers(page []FlowSummary) []int64 {
@@ -41,12 +42,13 @@ func numbers(page []FlowSummary) []int64 {
 }
 
 // TestAPageFromARememberedCursorIsTheLookedUpOne: a cursor met for the
-// first time is looked up inside the page's statement, and its position
-// remembered; the same page from the remembered position has the same
-// flows, either way, and so does one from the end of a page served before.
+// first time is looked up in a read of its own, and its position
+// remembered; the same page again takes one read, from the remembered
+// position, and has the same flows, either way; so has a page from the
+// end of a page served before.
 func TestAPageFromARememberedCursorIsTheLookedUpOne(t *testing.T) {
 	t.Parallel()
-	_, r := seedPages(t, 30)
+	_, r, reads := seedPages(t, 30)
 	ctx := context.Background()
 	for _, c := range []struct {
 		backwards      bool
@@ -58,16 +60,23 @@ func TestAPageFromARememberedCursorIsTheLookedUpOne(t *testing.T) {
 		if _, known := r.positions.get(q.OrganizationID, q.CursorID); known {
 			t.Fatal("a cursor never met is remembered")
 		}
+		before := reads.Load()
 		looked, moreLooked, err := r.ListFlows(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
+		lookingUp := reads.Load() - before
 		if _, known := r.positions.get(q.OrganizationID, q.CursorID); !known {
 			t.Fatal("the cursor's position is not remembered")
 		}
+		before = reads.Load()
 		given, moreGiven, err := r.ListFlows(ctx, q)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if remembered := reads.Load() - before; lookingUp != 2 || remembered != 1 {
+			t.Errorf("backwards %v: %d reads for the page from a cursor met for the first time, %d from it remembered; want 2 and 1",
+				backwards, lookingUp, remembered)
 		}
 		want := c.want
 		if !slices.Equal(numbers(looked), want) || !slices.Equal(numbers(given), want) || !moreLooked || !moreGiven {
@@ -89,35 +98,12 @@ func TestAPageFromARememberedCursorIsTheLookedUpOne(t *testing.T) {
 	}
 }
 
-// TestReadsThatRememberNoCursorLookEachUp: on one PostgreSQL, pages read
-// the same flows as on Citus, and remember nothing.
-func TestReadsThatRememberNoCursorLookEachUp(t *testing.T) {
-	t.Parallel()
-	if dbtest.Citus() {
-		t.Skip("on Citus, reads remember cursors")
-	}
-	pool, remembering := seedPages(t, 12)
-	r := NewSharedReads(pool, 2, nil, false)
-	ctx := context.Background()
-	for range 2 {
-		for _, reads := range []*SharedReads{r, remembering} {
-			page, more, err := reads.ListFlows(ctx, ListQuery{OrganizationID: "org-a", Limit: 3, CursorID: seededID(6)})
-			if err != nil || !slices.Equal(numbers(page), []int64{5, 4, 3}) || !more {
-				t.Fatalf("remembering %v: page %v (more %v), %v", reads.positions != nil, numbers(page), more, err)
-			}
-		}
-	}
-	if _, known := r.positions.get("org-a", seededID(6)); known {
-		t.Error("reads that remember no cursor remembered one")
-	}
-}
-
 // TestARememberedCursorIsCheckedStill: a cursor whose position is
 // remembered is still no flow once deleted, and another organization's
 // cursor is no flow of this one; a cursor the filters leave out pages on.
 func TestARememberedCursorIsCheckedStill(t *testing.T) {
 	t.Parallel()
-	pool, r := seedPages(t, 12)
+	pool, r, _ := seedPages(t, 12)
 	ctx := context.Background()
 	first, _, err := r.ListFlows(ctx, ListQuery{OrganizationID: "org-a", Limit: 5})
 	if err != nil {

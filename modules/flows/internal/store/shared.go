@@ -35,8 +35,7 @@ type SharedReads struct {
 	mu      sync.Mutex
 	pending []*sharedRead
 
-	citus     bool       // the flows table is distributed by Citus
-	positions *positions // of list cursors, remembered on Citus
+	positions positions // of list cursors
 }
 
 // maxShared bounds the reads of one round trip, so that one pipeline stays
@@ -57,18 +56,12 @@ type sharedRead struct {
 
 // NewSharedReads sends reads on db with at most slots round trips in
 // flight: the pool's connections. observe, when not nil, is told how many
-// reads each round trip carried. citus says that the flows table is
-// distributed by Citus, where list pages find and remember where their
-// cursors stand (see ListFlows).
-func NewSharedReads(db DB, slots int, observe func(reads int), citus bool) *SharedReads {
+// reads each round trip carried.
+func NewSharedReads(db DB, slots int, observe func(reads int)) *SharedReads {
 	if observe == nil {
 		observe = func(int) {}
 	}
-	s := &SharedReads{db: db, slots: make(chan struct{}, max(1, slots)), observe: observe, citus: citus}
-	if citus {
-		s.positions = &positions{}
-	}
-	return s
+	return &SharedReads{db: db, slots: make(chan struct{}, max(1, slots)), observe: observe}
 }
 
 // genericPlansSQL makes PostgreSQL run the statements after it in the
@@ -79,8 +72,7 @@ func NewSharedReads(db DB, slots int, observe func(reads int), citus bool) *Shar
 // cheaper than the generic one (made for an organization of average size),
 // and PostgreSQL goes on planning the statement anew on every call: a deep
 // list page then cost PostgreSQL twice what it costs planned once. Citus
-// cannot plan a statement with a subquery generically: none of the reads
-// has one there (see ListFlows).
+// cannot plan a statement with a subquery generically, and no read has one.
 const genericPlansSQL = `select set_config('plan_cache_mode', 'force_generic_plan', true)`
 
 // Do sends the statements queue queues, in a round trip it may share, and

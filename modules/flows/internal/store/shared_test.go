@@ -60,7 +60,7 @@ func TestSharedRoundTripsGiveEachReadItsOwnResults(t *testing.T) {
 		roundTrips++
 		carried += reads
 		most = max(most, reads)
-	}, dbtest.Citus())
+	})
 	var wg sync.WaitGroup
 	errs := make(chan error, 64*25)
 	for w := range 64 {
@@ -127,7 +127,7 @@ func TestSharedRoundTripsGiveEachReadItsOwnResults(t *testing.T) {
 // is not queued at all.
 func TestAGivenUpReadLeavesTheQueue(t *testing.T) {
 	t.Parallel()
-	r := NewSharedReads(dbtest.New(t), 1, nil, dbtest.Citus())
+	r := NewSharedReads(dbtest.New(t), 1, nil)
 	r.slots <- struct{}{} // the only slot, taken
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -162,7 +162,7 @@ func TestAGivenUpReadLeavesTheQueue(t *testing.T) {
 // given back.
 func TestAPanickingReadDoesNotStrandTheOthers(t *testing.T) {
 	t.Parallel()
-	r := NewSharedReads(dbtest.New(t), 1, nil, dbtest.Citus())
+	r := NewSharedReads(dbtest.New(t), 1, nil)
 	r.slots <- struct{}{} // hold the only slot until both reads wait
 	type outcome struct {
 		err       error
@@ -224,7 +224,7 @@ func waitPending(r *SharedReads, n int) {
 // sender is still writing.
 func TestAReadTakenIntoARoundTripWaitsForItsResult(t *testing.T) {
 	t.Parallel()
-	r := NewSharedReads(dbtest.New(t), 1, nil, dbtest.Citus())
+	r := NewSharedReads(dbtest.New(t), 1, nil)
 	r.slots <- struct{}{} // the only slot, held until the read waits
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -269,7 +269,7 @@ func TestReadsArePlannedGenerically(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	var during, after string
-	err = NewSharedReads(pool, 1, nil, dbtest.Citus()).Do(ctx, func(b *pgx.Batch) {
+	err = NewSharedReads(pool, 1, nil).Do(ctx, func(b *pgx.Batch) {
 		b.Queue(`select current_setting('plan_cache_mode')`)
 	}, func(br pgx.BatchResults) error { return br.QueryRow().Scan(&during) })
 	if err != nil {
