@@ -11,8 +11,8 @@ targets=(
   ./web:FuzzTokenRequest
   ./web:FuzzFlowListQuery
   ./web:FuzzAppendString
-  ./modules/identity:FuzzVerifyAccessToken
-  ./modules/identity:FuzzVerifySignedClaims
+  ./modules/identity/tokens:FuzzVerifyAccessToken
+  ./modules/identity/tokens:FuzzVerifySignedClaims
   ./internal/reliability:FuzzConsentDecisionForm
   ./internal/jsondup:FuzzFind
 )

@@ -139,7 +139,7 @@ func apiAudited[T any](s *Server, c echo.Context, action string, describe func(d
 	p := principalOf(c)
 	return func(ctx context.Context, tx database.Tx, done T) error {
 		target, detail := describe(done)
-		return auditFailed(s.identity.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: p.OrganizationID,
+		return auditFailed(s.audit.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: p.OrganizationID,
 			Actor: "client:" + p.ClientID, Action: action, Target: target, Detail: detail}))
 	}
 }

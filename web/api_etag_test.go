@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/flows"
@@ -164,14 +163,8 @@ func TestAFlowsETagChangesWithEveryChange(t *testing.T) {
 		t.Fatalf("cancel: %d, ETag %s, a retrieve after it %s", r.status, tag, last["/api/flows/"+cancelled])
 	}
 
-	expiring := e.create(t, tokA, nil)
-	validUntil := time.Now().Add(time.Hour)
-	inTx(func(tx database.Tx) error {
-		_, err := e.flows.DecideTx(ctx, tx, orgA, expiring, true, func(flows.Flow, time.Time) (flows.Evidence, error) {
-			return flows.Evidence{ValidUntil: &validUntil}, nil
-		})
-		return err
-	})
+	expiring := e.create(t, tokA, map[string]any{"flowDefinitionId": e.validFor90Days(t)})
+	e.decideWithEvidence(t, expiring, true)
 	changed("an acceptance", "/api/flows/"+expiring)
 	if _, err := e.pool.Exec(ctx, `update flows set valid_until = now() - interval '1 second' where id = $1`, expiring); err != nil {
 		t.Fatal(err)

@@ -444,9 +444,9 @@ func (s *Server) handleFlowWithdraw(c echo.Context) error {
 	}
 	p := principalOf(c)
 	answer := flowReply(p)
-	f, err := s.flows.Withdraw(c.Request().Context(), callerOf(c), c.Param("id"), cond,
+	f, err := s.withdrawals.Withdraw(c.Request().Context(), callerOf(c), c.Param("id"), cond,
 		func(ctx context.Context, tx database.Tx, f flows.Flow) error {
-			return auditFailed(s.identity.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: p.OrganizationID,
+			return auditFailed(s.audit.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: p.OrganizationID,
 				Actor: "client:" + p.ClientID, Action: identity.AuditFlowWithdraw, Target: f.ReferenceID, Detail: reason}))
 		}, keepReply(c, answer))
 	if err != nil {

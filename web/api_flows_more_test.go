@@ -425,20 +425,10 @@ func TestALostDatabaseAnswers503(t *testing.T) {
 func TestWithdrawingAnAcceptedConsent(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	ctx := context.Background()
-	decide := func(id string, accept bool) {
-		err := database.WithTx(ctx, e.pool, func(tx database.Tx) error {
-			_, err := e.flows.DecideTx(ctx, tx, orgA, id, accept, func(flows.Flow, time.Time) (flows.Evidence, error) { return flows.Evidence{}, nil })
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	accepted := e.create(t, tokA, map[string]any{"webhookUrl": "https://hooks.example/flowd"})
 	rejected, open := e.create(t, tokA, nil), e.create(t, tokA, nil)
-	decide(accepted, true)
-	decide(rejected, false)
+	e.decideWithEvidence(t, accepted, true)
+	e.decideWithEvidence(t, rejected, false)
 	reason := `{"reason":"The customer withdrew by phone, case 4711."}`
 
 	for _, c := range []struct {
@@ -490,17 +480,8 @@ func TestAnExpiredAcceptance(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
 	ctx := context.Background()
-	validUntil := time.Now().Add(time.Hour)
-	id := e.create(t, tokA, map[string]any{"webhookUrl": "https://hooks.example/flowd"})
-	err := database.WithTx(ctx, e.pool, func(tx database.Tx) error {
-		_, err := e.flows.DecideTx(ctx, tx, orgA, id, true, func(flows.Flow, time.Time) (flows.Evidence, error) {
-			return flows.Evidence{ValidUntil: &validUntil}, nil
-		})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := e.create(t, tokA, map[string]any{"webhookUrl": "https://hooks.example/flowd", "flowDefinitionId": e.validFor90Days(t)})
+	e.decideWithEvidence(t, id, true)
 	consentOf := func() map[string]any {
 		r := e.call(t, "GET", "/api/flows/"+id, tokA, "")
 		if r.status != http.StatusOK {

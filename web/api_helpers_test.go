@@ -20,11 +20,13 @@ import (
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/identitytest"
 	"github.com/flowd/flowd/internal/pii"
-	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/audit"
+	"github.com/flowd/flowd/modules/identity/tokens"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
@@ -51,10 +53,14 @@ var testPrincipals = map[string]identity.Principal{
 	tokB:        {OrganizationID: orgB, ClientID: "client-b", Scopes: identity.AllScopes},
 }
 
-// fakeIdentity maps test token strings to principals. The API tests need
-// only bearer verification; the rest of identity.Service is the real
-// module's, tested in oauth_test.go and end to end.
-type fakeIdentity struct{ identity.Service }
+// fakeIdentity maps test token strings to principals and keeps the audit
+// log in test_events. The API tests need only bearer verification and the
+// audit log; the rest of identity is the real module's, tested in
+// oauth_test.go and end to end.
+type fakeIdentity struct {
+	tokens.Verifier
+	audit.Log
+}
 
 func (fakeIdentity) VerifyAccessToken(_ context.Context, raw string) (identity.Principal, error) {
 	if p, ok := testPrincipals[raw]; ok {
@@ -130,14 +136,16 @@ func createTestEvents(t testing.TB, pool *pgxpool.Pool) {
 // apiEnv is the real server with the real flows and consent modules on a
 // fresh database.
 type apiEnv struct {
-	url    string
-	srv    *Server
-	pool   *pgxpool.Pool
-	flows  *flows.Manager
-	events *tableEvents
-	proxy  *dbtest.Proxy // cuts the database away
+	url   string
+	srv   *Server
+	pool  *pgxpool.Pool
+	flows *flows.Manager
+	// journey decides the flows as their people would.
+	journey *consent.JourneyService
+	events  *tableEvents
+	proxy   *dbtest.Proxy // cuts the database away
 	// receiptKeys signs the flows' receipts; its JWKS is what /oauth/jwks serves.
-	receiptKeys *identity.Module
+	receiptKeys *identitytest.Identity
 	// hooks is the webhooks module withWebhooks runs; nil without it.
 	hooks *webhooks.Module
 }
@@ -208,19 +216,21 @@ func newAPI(t testing.TB, opts ...envOption) *apiEnv {
 		t.Cleanup(func() { stop(); <-done })
 	}
 	definitions := consent.NewDefinitions(pool, testOrganizations{})
-	receiptKeys := identity.New(pool, identity.Config{Issuer: cfg.BaseURL.String(), KeyEncryptionKey: key, HashParams: secrethash.Cheap})
-	receipts := consent.NewReceipts(pool, receiptKeys, definitions, testOrganizations{}, cfg.BaseURL.String())
-	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, cfg.BaseURL.String()),
-		definitions, receipts, orgs, publisher,
-		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), fcfg)
-	d := Deps{Config: cfg, Pool: pool, Identity: fakeIdentity{}, Flows: m, Receipts: receipts}
+	receiptKeys := identitytest.New(t, pool, identitytest.Config{Issuer: cfg.BaseURL.String(), KeyEncryptionKey: key})
+	receipts := consent.NewReceipts(pool, receiptKeys, testOrganizations{}, cfg.BaseURL.String())
+	requests := consent.NewRequests(pool, sealer, cfg.BaseURL.String())
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m := flows.New(pool, sealer, requests, definitions, orgs, publisher, log, prometheus.NewRegistry(), fcfg)
+	journey := consent.NewJourney(pool, requests, m, definitions, receipts, testOrganizations{}, testOrganizations{}, consent.DefaultACRMap, log)
+	d := Deps{Config: cfg, Pool: pool, Bearer: fakeIdentity{}, Audit: fakeIdentity{}, Flows: m, Receipts: receipts, Consent: journey,
+		Withdrawals: consent.NewWithdrawals(pool, requests, m, definitions, receipts)}
 	if hooks != nil {
 		d.Webhooks = hooks
 	}
 	srv := newServer(t, d)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	return &apiEnv{url: hs.URL, srv: srv, pool: pool, flows: m, events: events, proxy: proxy, receiptKeys: receiptKeys, hooks: hooks}
+	return &apiEnv{url: hs.URL, srv: srv, pool: pool, flows: m, journey: journey, events: events, proxy: proxy, receiptKeys: receiptKeys, hooks: hooks}
 }
 
 // response is what call returns.

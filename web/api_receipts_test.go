@@ -3,35 +3,57 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	// jwx is a JOSE library flowd does not sign with: receipts must verify
 	// with any standard library, not only with the one that made them.
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jws"
 
-	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 )
 
-// decideWithEvidence records a decision as the journey would, with evidence.
+// decideWithEvidence decides an organization A flow through the consent
+// journey, as its person would on the flow's link: proven at the
+// substantial level (or the level the flow's definition asks for, when
+// higher), the text shown in Norwegian.
 func (e *apiEnv) decideWithEvidence(t *testing.T, id string, accept bool) {
 	t.Helper()
 	ctx := context.Background()
-	until := time.Now().Add(90 * 24 * time.Hour).UTC().Truncate(time.Second)
-	err := database.WithTx(ctx, e.pool, func(tx database.Tx) error {
-		_, err := e.flows.DecideTx(ctx, tx, orgA, id, accept, func(flows.Flow, time.Time) (flows.Evidence, error) {
-			return flows.Evidence{TextSHA256: make([]byte, 32), Language: "nb", AssuranceLevel: "substantial",
-				ACR: "http://eidas.europa.eu/LoA/substantial", ValidUntil: &until}, nil
-		})
-		return err
-	})
+	f, err := e.flows.Get(ctx, flows.Caller{OrganizationID: orgA}, id)
 	if err != nil {
 		t.Fatal(err)
 	}
+	token, ok := strings.CutPrefix(f.ConsentURL, "https://flowd.example/consent/")
+	if !ok {
+		t.Fatalf("consent link %q", f.ConsentURL)
+	}
+	proof := consent.Proof{NationalID: f.NationalID, ACR: consent.DefaultACRMap[consent.AssuranceSubstantial]}
+	answer := consent.Answer{Accept: accept, Language: "nb"}
+	_, err = e.journey.Decide(ctx, token, proof, answer)
+	if weak := (*consent.AssuranceError)(nil); errors.As(err, &weak) {
+		proof.ACR = weak.ACR
+		_, err = e.journey.Decide(ctx, token, proof, answer)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// validFor90Days publishes organization A's definition "loan", which lasts
+// 90 days and asks for the substantial level, for flows whose acceptance
+// must have a validUntil.
+func (e *apiEnv) validFor90Days(t *testing.T) string {
+	t.Helper()
+	body := draftBody(map[string]any{"id": "loan", "validity": "P90D", "assuranceLevel": "substantial"})
+	if r := e.call(t, "POST", "/api/flow-definitions", tokA, body); r.status != http.StatusCreated {
+		t.Fatalf("publish: %d %s", r.status, r.body)
+	}
+	return "loan"
 }
 
 // receiptClaims verifies jwsText with jwx against the JWKS flowd publishes
@@ -84,7 +106,7 @@ func (e *apiEnv) attachments(t *testing.T, id string) []string {
 func TestEveryDecisionAndWithdrawalHasAReceipt(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	accepted := e.create(t, tokA, map[string]any{"nationalId": "12345678901"})
+	accepted := e.create(t, tokA, map[string]any{"nationalId": "12345678901", "flowDefinitionId": e.validFor90Days(t)})
 	rejected := e.create(t, tokA, nil)
 	if got := e.attachments(t, accepted); len(got) != 0 {
 		t.Fatalf("an open flow has receipts: %v", got)

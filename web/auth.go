@@ -24,10 +24,10 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		)
 		header := c.Request().Header.Get(echo.HeaderAuthorization)
 		if raw, ok := bearerToken(header); ok {
-			p, err = s.identity.VerifyAccessToken(c.Request().Context(), raw)
+			p, err = s.bearer.VerifyAccessToken(c.Request().Context(), raw)
 		} else if raw, ok := dpopToken(header); ok {
 			s.setDPoPNonce(c)
-			p, err = s.identity.VerifyDPoPAccessToken(c.Request().Context(), raw, dpopRequest(c.Request()))
+			p, err = s.bearer.VerifyDPoPAccessToken(c.Request().Context(), raw, dpopRequest(c.Request()))
 		} else {
 			return apperr.New(apperr.Unauthenticated, "An access token is required, with the Bearer or the DPoP scheme.")
 		}

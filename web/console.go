@@ -58,8 +58,8 @@ func (s *Server) frame(c echo.Context, section, title string) layouts.Console {
 // organizationName is the organization's registered name, or its id when
 // the identity module does not know it (an external issuer's claim).
 func (s *Server) organizationName(c echo.Context, organizationID string) string {
-	if s.identity != nil {
-		if org, err := s.identity.Organization(c.Request().Context(), organizationID); err == nil {
+	if s.orgs != nil {
+		if org, err := s.orgs.Organization(c.Request().Context(), organizationID); err == nil {
 			return org.Name
 		}
 	}
@@ -142,7 +142,7 @@ func noticeOf(c echo.Context) string {
 func audited[T any](s *Server, c echo.Context, action string, describe func(done T) (target, detail string)) database.BeforeCommit[T] {
 	return func(ctx context.Context, tx database.Tx, done T) error {
 		target, detail := describe(done)
-		return auditFailed(s.identity.RecordAuditTx(ctx, tx, auditEntry(c, action, target, detail)))
+		return auditFailed(s.audit.RecordAuditTx(ctx, tx, auditEntry(c, action, target, detail)))
 	}
 }
 
@@ -157,7 +157,7 @@ func auditEntry(c echo.Context, action, target, detail string) identity.AuditEnt
 // it only when this returns nil, so that nothing is revealed without a
 // committed record of who saw it.
 func (s *Server) auditFirst(c echo.Context, action, target, detail string) error {
-	return auditFailed(s.identity.RecordAudit(c.Request().Context(), auditEntry(c, action, target, detail)))
+	return auditFailed(s.audit.RecordAudit(c.Request().Context(), auditEntry(c, action, target, detail)))
 }
 
 // auditFailed makes a failure to record an action an internal error, which

@@ -15,6 +15,8 @@ import (
 	"github.com/flowd/flowd/internal/testkeys"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/orgs"
+	"github.com/flowd/flowd/modules/identity/staff"
 )
 
 // breakAuditLog makes every insert into the audit log fail, as a full disk,
@@ -44,12 +46,12 @@ func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 	ls := setupLogin(t, loginOptions{})
 	ctx := context.Background()
 	createTestEvents(t, ls.pool)
-	org, err := ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Audit Bank", ReferencePrefix: "AUD"})
+	org, err := ls.ident.CreateOrganization(ctx, orgs.NewOrganization{Name: "Audit Bank", ReferencePrefix: "AUD"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls.createStaff(t, org.ID, "ada", identity.RoleAdmin)
-	client, err := ls.ident.CreateClient(ctx, identity.NewClient{OrganizationID: org.ID, Name: "Backend"})
+	ls.createStaff(t, org.ID, "ada", staff.RoleAdmin)
+	client, err := ls.ident.CreateClient(ctx, orgs.NewClient{OrganizationID: org.ID, Name: "Backend"})
 	if err != nil {
 		t.Fatal(err)
 	}

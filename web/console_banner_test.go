@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/internal/formbrowser"
-	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/staff"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -24,7 +24,7 @@ func TestConsoleBannerNamesEndpointsFlowdDisabled(t *testing.T) {
 	ctx := context.Background()
 	s := ls.signInStaffPair(t, "Hook Bank", "HOOK")
 	org, other, admin, viewer, csrf := s.org, s.other, s.admin, s.viewer, s.adminCSRF
-	ls.createStaff(t, other.ID, "oscar", identity.RoleAdmin)
+	ls.createStaff(t, other.ID, "oscar", staff.RoleAdmin)
 	outsider := formbrowser.New(t)
 	signInStaff(t, outsider, ls.url, "oscar", testPassword)
 	create := func(orgID, u, description string, enabled bool) webhooks.Endpoint {

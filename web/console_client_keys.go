@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/views/pages"
 )
 
@@ -19,16 +20,16 @@ const maxJWKSInput = 64 << 10
 // clientKeysForm reads a client's public keys from a form: the JWKS text
 // area or the jwks_uri field. On the new-client form (choice) they count
 // only when private_key_jwt is chosen, and are then required.
-func clientKeysForm(f *consoleForm, choice bool) (identity.ClientKeys, pages.ClientKeyFields) {
+func clientKeysForm(f *consoleForm, choice bool) (orgs.ClientKeys, pages.ClientKeyFields) {
 	fields := pages.ClientKeyFields{Method: f.values.Get("auth"), JWKS: strings.TrimSpace(f.values.Get("jwks")),
 		JWKSURI: f.Text("jwks_uri", 2000)}
 	if choice && fields.Method != identity.AuthPrivateKeyJWT {
 		if fields.Method != "" && fields.Method != "secret" {
 			f.Fail("auth", "Choose a client secret or private key JWT.")
 		}
-		return identity.ClientKeys{}, fields
+		return orgs.ClientKeys{}, fields
 	}
-	if identity.ContainsPrivateKey([]byte(fields.JWKS)) {
+	if orgs.ContainsPrivateKey([]byte(fields.JWKS)) {
 		// Checked again by the identity module; here so that the refused
 		// form does not show the private key back.
 		f.Fail("jwks", "The key set holds a private key: paste the public keys only. It was not kept.")
@@ -40,11 +41,11 @@ func clientKeysForm(f *consoleForm, choice bool) (identity.ClientKeys, pages.Cli
 	if fields.JWKS == "" && fields.JWKSURI == "" {
 		f.Fail("jwks", "Paste the client's public keys (a JSON Web Key Set), or give their URL.")
 	}
-	return identity.ClientKeys{JWKS: []byte(fields.JWKS), JWKSURI: fields.JWKSURI}, fields
+	return orgs.ClientKeys{JWKS: []byte(fields.JWKS), JWKSURI: fields.JWKSURI}, fields
 }
 
 // clientAuthLabel says how a client authenticates, for the client list.
-func clientAuthLabel(cl identity.Client) string {
+func clientAuthLabel(cl orgs.Client) string {
 	var parts []string
 	if cl.HasSecret {
 		parts = append(parts, "client secret")
@@ -56,7 +57,7 @@ func clientAuthLabel(cl identity.Client) string {
 }
 
 // currentKeys describes a client's registered keys for the keys page.
-func currentKeys(cl identity.Client) string {
+func currentKeys(cl orgs.Client) string {
 	switch {
 	case cl.Keys.JWKSURI != "":
 		return "Its keys are fetched from " + cl.Keys.JWKSURI + "."
@@ -79,7 +80,7 @@ func (s *Server) handleConsoleClientKeys(c echo.Context) error {
 	return s.renderClientKeys(c, http.StatusOK, cl, fields, nil)
 }
 
-func (s *Server) renderClientKeys(c echo.Context, status int, cl identity.Client, fields pages.ClientKeyFields, errs map[string]string) error {
+func (s *Server) renderClientKeys(c echo.Context, status int, cl orgs.Client, fields pages.ClientKeyFields, errs map[string]string) error {
 	fields.URIAllowed = len(s.cfg.ClientJWKSHosts) > 0 || fields.JWKSURI != ""
 	return s.renderConsole(c, status, pages.ClientKeys(pages.ClientKeysPage{Frame: s.frame(c, "credentials", "Client keys"),
 		ClientID: cl.ID, Name: cl.Name, Current: currentKeys(cl), Keys: fields, Errors: errs}))
@@ -100,13 +101,13 @@ func (s *Server) handleConsoleReplaceClientKeys(c echo.Context) error {
 	if !f.Valid() {
 		return s.renderClientKeys(c, http.StatusBadRequest, cl, fields, f.Errors)
 	}
-	cl, err = s.identity.ReplaceClientKeys(c.Request().Context(), staffOf(c).OrganizationID, cl.ID, keys,
-		audited(s, c, identity.AuditClientKeys, func(cl identity.Client) (string, string) { return cl.ID, identity.ClientKeysDetail(cl) }))
+	cl, err = s.clients.ReplaceClientKeys(c.Request().Context(), staffOf(c).OrganizationID, cl.ID, keys,
+		audited(s, c, identity.AuditClientKeys, func(cl orgs.Client) (string, string) { return cl.ID, orgs.ClientKeysDetail(cl) }))
 	if f.Refused(err, clientKeyFormFields) {
 		return s.renderClientKeys(c, http.StatusBadRequest, cl, fields, f.Errors)
 	}
 	if err != nil {
-		return consoleNotFound(err, identity.ErrClientNotFound)
+		return consoleNotFound(err, orgs.ErrClientNotFound)
 	}
 	return c.Redirect(http.StatusSeeOther, withNotice("/console/credentials", "keys", cl.Name))
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/internal/testkeys"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/orgs"
+	"github.com/flowd/flowd/modules/identity/staff"
 )
 
 // TestConsoleCreatesPrivateKeyJWTClients submits the new-client form with
@@ -26,11 +28,11 @@ func TestConsoleCreatesPrivateKeyJWTClients(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
 	ctx := context.Background()
-	org, err := ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Key Bank", ReferencePrefix: "KEY"})
+	org, err := ls.ident.CreateOrganization(ctx, orgs.NewOrganization{Name: "Key Bank", ReferencePrefix: "KEY"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls.createStaff(t, org.ID, "ada", identity.RoleAdmin)
+	ls.createStaff(t, org.ID, "ada", staff.RoleAdmin)
 	admin := formbrowser.New(t)
 	csrf := signInStaff(t, admin, ls.url, "ada", testPassword).HiddenFields(t).Get("csrf")
 	if p := admin.Get(ls.url + "/console/credentials/clients/new"); !strings.Contains(p.Body, `value="private_key_jwt"`) || strings.Contains(p.Body, `name="jwks_uri"`) {

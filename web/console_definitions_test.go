@@ -10,7 +10,8 @@ import (
 
 	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/modules/consent"
-	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/orgs"
+	"github.com/flowd/flowd/modules/identity/staff"
 )
 
 // definitionForm is a valid publish form.
@@ -62,12 +63,12 @@ func TestConsoleDefinitions(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
 	ctx := context.Background()
-	org, err := ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Fjord Bank", ReferencePrefix: "FJB"})
+	org, err := ls.ident.CreateOrganization(ctx, orgs.NewOrganization{Name: "Fjord Bank", ReferencePrefix: "FJB"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls.createStaff(t, org.ID, "ada", identity.RoleAdmin)
-	ls.createStaff(t, org.ID, "vic", identity.RoleViewer)
+	ls.createStaff(t, org.ID, "ada", staff.RoleAdmin)
+	ls.createStaff(t, org.ID, "vic", staff.RoleViewer)
 	admin, viewer := formbrowser.New(t), formbrowser.New(t)
 	csrf := signInStaff(t, admin, ls.url, "ada", testPassword).HiddenFields(t).Get("csrf")
 	viewerCSRF := signInStaff(t, viewer, ls.url, "vic", testPassword).HiddenFields(t).Get("csrf")

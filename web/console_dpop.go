@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/orgs"
 )
 
 // handleConsoleClientDPoP handles "POST /console/credentials/clients/:id/dpop"
@@ -26,12 +27,12 @@ func (s *Server) handleConsoleClientDPoP(c echo.Context) error {
 	default:
 		return apperr.New(apperr.Invalid, "Choose on or off.")
 	}
-	cl, err := s.identity.SetClientDPoP(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"), on,
-		audited(s, c, identity.AuditClientDPoP, func(ch identity.ClientChange) (string, string) {
-			return ch.After.ID, identity.DPoPAuditDetail(ch.After)
+	cl, err := s.clients.SetClientDPoP(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"), on,
+		audited(s, c, identity.AuditClientDPoP, func(ch orgs.ClientChange) (string, string) {
+			return ch.After.ID, orgs.DPoPAuditDetail(ch.After)
 		}))
 	if err != nil {
-		return consoleNotFound(err, identity.ErrClientNotFound)
+		return consoleNotFound(err, orgs.ErrClientNotFound)
 	}
 	notice := "dpop_off"
 	if cl.DPoPBound {

@@ -464,7 +464,7 @@ func (s *Server) handleConsoleWithdraw(c echo.Context) error {
 		return s.renderConsole(c, http.StatusBadRequest, s.withdrawConfirm(c, f,
 			fmt.Sprintf("Give a reason of 1 to %d characters.", maxWithdrawReason)))
 	}
-	f, err := s.flows.Withdraw(c.Request().Context(), consoleCaller(c), c.Param("id"), etag.Any,
+	f, err := s.withdrawals.Withdraw(c.Request().Context(), consoleCaller(c), c.Param("id"), etag.Any,
 		audited(s, c, identity.AuditFlowWithdraw, func(f flows.Flow) (string, string) { return f.ReferenceID, reason }))
 	if errors.Is(err, flows.ErrNotAccepted) {
 		return apperr.New(apperr.Conflict, "Only an accepted consent can be withdrawn.")

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/views/pages"
 )
 
@@ -46,7 +47,7 @@ func (s *Server) handleConsoleClientRateLimit(c echo.Context) error {
 	return s.renderClientRateLimit(c, http.StatusOK, cl, p)
 }
 
-func (s *Server) renderClientRateLimit(c echo.Context, status int, cl identity.Client, p pages.ClientRateLimitPage) error {
+func (s *Server) renderClientRateLimit(c echo.Context, status int, cl orgs.Client, p pages.ClientRateLimitPage) error {
 	p.Frame, p.ClientID, p.Name = s.frame(c, "credentials", "Client rate limit"), cl.ID, cl.Name
 	p.Default = perMinuteLabel(s.cfg.APIRateLimit)
 	return s.renderConsole(c, status, pages.ClientRateLimit(p))
@@ -84,15 +85,15 @@ func (s *Server) handleConsoleSaveClientRateLimit(c echo.Context) error {
 	if !f.Valid() {
 		return s.renderClientRateLimit(c, http.StatusBadRequest, cl, again)
 	}
-	saved, err := s.identity.SetClientRateLimit(c.Request().Context(), staffOf(c).OrganizationID, cl.ID, limit,
-		audited(s, c, identity.AuditClientRateLimit, func(ch identity.ClientChange) (string, string) {
-			return ch.After.ID, identity.RateLimitAuditDetail(ch.After.Name, ch.After.RateLimit)
+	saved, err := s.clients.SetClientRateLimit(c.Request().Context(), staffOf(c).OrganizationID, cl.ID, limit,
+		audited(s, c, identity.AuditClientRateLimit, func(ch orgs.ClientChange) (string, string) {
+			return ch.After.ID, orgs.RateLimitAuditDetail(ch.After.Name, ch.After.RateLimit)
 		}))
 	if f.Refused(err, map[string]string{"perMinute": "per_minute"}) {
 		return s.renderClientRateLimit(c, http.StatusBadRequest, cl, again)
 	}
 	if err != nil {
-		return consoleNotFound(err, identity.ErrClientNotFound)
+		return consoleNotFound(err, orgs.ErrClientNotFound)
 	}
 	return c.Redirect(http.StatusSeeOther, withNotice("/console/credentials", "rate_limit", saved.Name))
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/orgs"
+	"github.com/flowd/flowd/modules/identity/staff"
 )
 
 // TestConsoleClientRateLimit: an admin gives a client its own rate limit
@@ -21,21 +23,21 @@ func TestConsoleClientRateLimit(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
 	ctx := context.Background()
-	org, err := ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Limit Bank", ReferencePrefix: "LIM"})
+	org, err := ls.ident.CreateOrganization(ctx, orgs.NewOrganization{Name: "Limit Bank", ReferencePrefix: "LIM"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Other Bank", ReferencePrefix: "OTB"})
+	other, err := ls.ident.CreateOrganization(ctx, orgs.NewOrganization{Name: "Other Bank", ReferencePrefix: "OTB"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls.createStaff(t, org.ID, "ada", identity.RoleAdmin)
-	ls.createStaff(t, org.ID, "vic", identity.RoleViewer)
-	client, err := ls.ident.CreateClient(ctx, identity.NewClient{OrganizationID: org.ID, Name: "Backend"})
+	ls.createStaff(t, org.ID, "ada", staff.RoleAdmin)
+	ls.createStaff(t, org.ID, "vic", staff.RoleViewer)
+	client, err := ls.ident.CreateClient(ctx, orgs.NewClient{OrganizationID: org.ID, Name: "Backend"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign, err := ls.ident.CreateClient(ctx, identity.NewClient{OrganizationID: other.ID, Name: "Foreign"})
+	foreign, err := ls.ident.CreateClient(ctx, orgs.NewClient{OrganizationID: other.ID, Name: "Foreign"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func (s *Server) auditedRecovery(c echo.Context) database.BeforeCommit[webhooks.
 		if r.EndpointID == "" {
 			action, target = identity.AuditWebhookRecover, r.ID
 		}
-		return auditFailed(s.identity.RecordAuditTx(ctx, tx, auditEntry(c, action, target, recoveryAudit(r))))
+		return auditFailed(s.audit.RecordAuditTx(ctx, tx, auditEntry(c, action, target, recoveryAudit(r))))
 	}
 }
 

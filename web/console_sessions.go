@@ -5,7 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/staff"
 	"github.com/flowd/flowd/views/pages"
 )
 
@@ -13,18 +13,18 @@ import (
 // their own sessions; an admin sees and ends everyone's in the organization.
 
 // ownerOf is the signed-in staff member as the owner of sessions.
-func ownerOf(m StaffMember) identity.SessionOwner {
-	return identity.SessionOwner{OrganizationID: m.OrganizationID, Issuer: m.Issuer, Subject: m.Subject}
+func ownerOf(m StaffMember) staff.SessionOwner {
+	return staff.SessionOwner{OrganizationID: m.OrganizationID, Issuer: m.Issuer, Subject: m.Subject}
 }
 
 // owns reports whether sess is one of m's.
-func owns(m StaffMember, sess identity.Session) bool {
+func owns(m StaffMember, sess staff.Session) bool {
 	return sess.Issuer == m.Issuer && sess.Subject == m.Subject
 }
 
 // sessionKindLabel is how the page names a kind of session.
-func sessionKindLabel(k identity.SessionKind) string {
-	if k == identity.SessionProvider {
+func sessionKindLabel(k staff.SessionKind) string {
+	if k == staff.SessionProvider {
 		return "Sign-in service (single sign-on)"
 	}
 	return "Console"
@@ -32,7 +32,7 @@ func sessionKindLabel(k identity.SessionKind) string {
 
 // sessionRow is the page's row of sess; current names the sessions of
 // the browser looking at the page.
-func sessionRow(sess identity.Session, current map[string]bool) pages.SessionRow {
+func sessionRow(sess staff.Session, current map[string]bool) pages.SessionRow {
 	return pages.SessionRow{ID: sess.ID, Kind: sessionKindLabel(sess.Kind), Started: consoleTime(sess.CreatedAt),
 		LastSeen: consoleTime(sess.LastSeenAt), Browser: sess.UserAgent, Address: sess.Address, Current: current[sess.ID],
 		EndURL: "/console/sessions/" + sess.ID + "/end"}
@@ -77,7 +77,7 @@ const sessionListLimit = 1000
 
 // sessionPeople groups sessions (ordered by person) into people; an issuer
 // other than builtIn is named.
-func sessionPeople(all []identity.Session, current map[string]bool, builtIn string) []pages.SessionPerson {
+func sessionPeople(all []staff.Session, current map[string]bool, builtIn string) []pages.SessionPerson {
 	var people []pages.SessionPerson
 	for i, sess := range all {
 		if i == 0 || sess.Issuer != all[i-1].Issuer || sess.Subject != all[i-1].Subject {
@@ -95,20 +95,20 @@ func sessionPeople(all []identity.Session, current map[string]bool, builtIn stri
 
 // endableSession returns the session of the path that the signed-in staff
 // member may end: their own, or, for an admin, any of the organization's.
-func (s *Server) endableSession(c echo.Context) (identity.Session, error) {
+func (s *Server) endableSession(c echo.Context) (staff.Session, error) {
 	m := staffOf(c)
 	sess, err := s.sessions.Session(c.Request().Context(), m.OrganizationID, c.Param("id"))
 	if err != nil {
 		return sess, err
 	}
 	if !owns(m, sess) && !m.IsAdmin() {
-		return sess, identity.ErrSessionNotFound
+		return sess, staff.ErrSessionNotFound
 	}
 	return sess, nil
 }
 
 // sessionDetails describes a session on a confirmation page.
-func sessionDetails(sess identity.Session) []pages.KV {
+func sessionDetails(sess staff.Session) []pages.KV {
 	return []pages.KV{{Label: "Person", Value: sess.Username}, {Label: "Kind", Value: sessionKindLabel(sess.Kind)},
 		{Label: "Started", Value: consoleTime(sess.CreatedAt)}, {Label: "Last seen", Value: consoleTime(sess.LastSeenAt)},
 		{Label: "Browser", Value: sess.UserAgent}, {Label: "Address", Value: sess.Address, Code: true}}
@@ -116,11 +116,11 @@ func sessionDetails(sess identity.Session) []pages.KV {
 
 // whyEnded is why the audit log says the signed-in staff member ended
 // someone's sessions: their own, or as an admin.
-func whyEnded(m StaffMember, owner identity.Session) string {
+func whyEnded(m StaffMember, owner staff.Session) string {
 	if owns(m, owner) {
-		return identity.EndedBySelf
+		return staff.EndedBySelf
 	}
-	return identity.EndedByAdmin
+	return staff.EndedByAdmin
 }
 
 // handleConsoleEndSessionConfirm handles "GET /console/sessions/:id/end".
@@ -169,7 +169,7 @@ func (s *Server) handleConsoleEndPersonSessions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	owner := identity.SessionOwner{OrganizationID: m.OrganizationID, Issuer: sess.Issuer, Subject: sess.Subject}
+	owner := staff.SessionOwner{OrganizationID: m.OrganizationID, Issuer: sess.Issuer, Subject: sess.Subject}
 	_, err = s.sessions.EndSessionsOf(c.Request().Context(), owner, "", s.sessionsEnded(staffActor(m), whyEnded(m, sess)))
 	if err != nil {
 		return err
@@ -189,7 +189,7 @@ func (s *Server) handleConsoleEndOtherSessionsConfirm(c echo.Context) error {
 // every session of the signed-in person but this browser's.
 func (s *Server) handleConsoleEndOtherSessions(c echo.Context) error {
 	m := staffOf(c)
-	ended, err := s.sessions.EndSessionsOf(c.Request().Context(), ownerOf(m), m.SessionID, s.sessionsEnded(staffActor(m), identity.EndedBySelf))
+	ended, err := s.sessions.EndSessionsOf(c.Request().Context(), ownerOf(m), m.SessionID, s.sessionsEnded(staffActor(m), staff.EndedBySelf))
 	if err != nil {
 		return err
 	}

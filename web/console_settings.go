@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/views/pages"
 )
@@ -20,7 +21,7 @@ import (
 func (s *Server) handleConsoleCredentials(c echo.Context) error {
 	ctx := c.Request().Context()
 	org := staffOf(c).OrganizationID
-	clients, err := s.identity.ListClients(ctx, org)
+	clients, err := s.clients.ListClients(ctx, org)
 	if err != nil {
 		return err
 	}
@@ -75,16 +76,16 @@ func (s *Server) handleConsoleCreateClient(c echo.Context) error {
 	if !f.Valid() {
 		return s.renderClientForm(c, http.StatusBadRequest, again)
 	}
-	creds, err := s.identity.CreateClient(c.Request().Context(), identity.NewClient{OrganizationID: staffOf(c).OrganizationID,
+	creds, err := s.clients.CreateClient(c.Request().Context(), orgs.NewClient{OrganizationID: staffOf(c).OrganizationID,
 		Name: name, Scopes: scopes, Sandbox: sandbox, Keys: keys, DPoPBound: dpop},
-		audited(s, c, identity.AuditClientCreate, func(cc identity.ClientCredentials) (string, string) {
-			return cc.ID, identity.ClientCreatedDetail(cc.Client)
+		audited(s, c, identity.AuditClientCreate, func(cc orgs.ClientCredentials) (string, string) {
+			return cc.ID, orgs.ClientCreatedDetail(cc.Client)
 		}))
 	if f.Refused(err, clientKeyFormFields) {
 		return s.renderClientForm(c, http.StatusBadRequest, again)
 	}
 	if err != nil {
-		return consoleNotFound(err, identity.ErrOrganizationNotFound)
+		return consoleNotFound(err, orgs.ErrOrganizationNotFound)
 	}
 	intro := "Use the client id and secret at the token endpoint (client credentials grant)."
 	if creds.Secret == "" {
@@ -96,7 +97,7 @@ func (s *Server) handleConsoleCreateClient(c echo.Context) error {
 		BackURL: "/console/credentials", Back: "Done"}))
 }
 
-func clientDetails(s *Server, cl identity.Client) []pages.KV {
+func clientDetails(s *Server, cl orgs.Client) []pages.KV {
 	env := "production"
 	if cl.Sandbox {
 		env = "sandbox"
@@ -108,14 +109,14 @@ func clientDetails(s *Server, cl identity.Client) []pages.KV {
 }
 
 // consoleClient finds one of the organization's clients by the path's id.
-func (s *Server) consoleClient(c echo.Context) (identity.Client, error) {
-	clients, err := s.identity.ListClients(c.Request().Context(), staffOf(c).OrganizationID)
+func (s *Server) consoleClient(c echo.Context) (orgs.Client, error) {
+	clients, err := s.clients.ListClients(c.Request().Context(), staffOf(c).OrganizationID)
 	if err != nil {
-		return identity.Client{}, err
+		return orgs.Client{}, err
 	}
-	i := slices.IndexFunc(clients, func(cl identity.Client) bool { return cl.ID == c.Param("id") })
+	i := slices.IndexFunc(clients, func(cl orgs.Client) bool { return cl.ID == c.Param("id") })
 	if i < 0 {
-		return identity.Client{}, errConsoleNotFound
+		return orgs.Client{}, errConsoleNotFound
 	}
 	return clients[i], nil
 }
@@ -134,10 +135,10 @@ func (s *Server) handleConsoleRotateClientConfirm(c echo.Context) error {
 
 // handleConsoleRotateClient handles "POST /console/credentials/clients/:id/rotate" (admins).
 func (s *Server) handleConsoleRotateClient(c echo.Context) error {
-	creds, err := s.identity.RotateClientSecret(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
-		audited(s, c, identity.AuditClientRotate, func(cc identity.ClientCredentials) (string, string) { return cc.ID, cc.Name }))
+	creds, err := s.clients.RotateClientSecret(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
+		audited(s, c, identity.AuditClientRotate, func(cc orgs.ClientCredentials) (string, string) { return cc.ID, cc.Name }))
 	if err != nil {
-		return consoleNotFound(err, identity.ErrClientNotFound)
+		return consoleNotFound(err, orgs.ErrClientNotFound)
 	}
 	return s.renderConsole(c, http.StatusOK, pages.Secret(pages.SecretPage{Frame: s.frame(c, "credentials", "New client secret"),
 		Heading: "New secret for " + creds.Name, Intro: "The previous secret no longer works.",
@@ -161,10 +162,10 @@ func (s *Server) handleConsoleRevokeClientConfirm(c echo.Context) error {
 
 // handleConsoleRevokeClient handles "POST /console/credentials/clients/:id/revoke" (admins).
 func (s *Server) handleConsoleRevokeClient(c echo.Context) error {
-	cl, err := s.identity.RevokeClient(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
-		audited(s, c, identity.AuditClientRevoke, func(cl identity.Client) (string, string) { return cl.ID, cl.Name }))
+	cl, err := s.clients.RevokeClient(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
+		audited(s, c, identity.AuditClientRevoke, func(cl orgs.Client) (string, string) { return cl.ID, cl.Name }))
 	if err != nil {
-		return consoleNotFound(err, identity.ErrClientNotFound)
+		return consoleNotFound(err, orgs.ErrClientNotFound)
 	}
 	return c.Redirect(http.StatusSeeOther, withNotice("/console/credentials", "revoked", cl.Name))
 }
@@ -219,9 +220,9 @@ var settingsFields = map[string]string{"referencePrefix": "reference_prefix", "o
 // handleConsoleSettings handles "GET /console/settings": a form for admins,
 // read-only for viewers.
 func (s *Server) handleConsoleSettings(c echo.Context) error {
-	org, err := s.identity.Organization(c.Request().Context(), staffOf(c).OrganizationID)
+	org, err := s.orgs.Organization(c.Request().Context(), staffOf(c).OrganizationID)
 	if err != nil {
-		return consoleNotFound(err, identity.ErrOrganizationNotFound)
+		return consoleNotFound(err, orgs.ErrOrganizationNotFound)
 	}
 	return s.renderConsole(c, http.StatusOK, pages.Settings(pages.SettingsPage{Frame: s.frame(c, "settings", "Settings"),
 		OrganizationID: org.ID, Name: org.Name, ReferencePrefix: org.ReferencePrefix, OrganizationNumber: org.OrganizationNumber,
@@ -231,16 +232,16 @@ func (s *Server) handleConsoleSettings(c echo.Context) error {
 // handleConsoleSaveSettings handles "POST /console/settings" (admins).
 func (s *Server) handleConsoleSaveSettings(c echo.Context) error {
 	ctx := c.Request().Context()
-	org, err := s.identity.Organization(ctx, staffOf(c).OrganizationID)
+	org, err := s.orgs.Organization(ctx, staffOf(c).OrganizationID)
 	if err != nil {
-		return consoleNotFound(err, identity.ErrOrganizationNotFound)
+		return consoleNotFound(err, orgs.ErrOrganizationNotFound)
 	}
 	f, err := bindForm(c)
 	if err != nil {
 		return err
 	}
-	u := identity.OrganizationUpdate{ID: org.ID, ReferencePrefix: f.Text("reference_prefix", 8),
-		OrganizationNumber: f.Text("organization_number", 64), RedirectOrigins: f.Lines("redirect_origins", identity.MaxRedirectOrigins)}
+	u := orgs.OrganizationUpdate{ID: org.ID, ReferencePrefix: f.Text("reference_prefix", 8),
+		OrganizationNumber: f.Text("organization_number", 64), RedirectOrigins: f.Lines("redirect_origins", orgs.MaxRedirectOrigins)}
 	rerender := func() error {
 		return s.renderConsole(c, http.StatusBadRequest, pages.Settings(pages.SettingsPage{Frame: s.frame(c, "settings", "Settings"),
 			OrganizationID: org.ID, Name: org.Name, ReferencePrefix: f.values.Get("reference_prefix"),
@@ -249,21 +250,21 @@ func (s *Server) handleConsoleSaveSettings(c echo.Context) error {
 	if !f.Valid() {
 		return rerender()
 	}
-	_, err = s.identity.UpdateOrganization(ctx, u,
-		audited(s, c, identity.AuditSettingsUpdate, func(ch identity.OrganizationChange) (string, string) {
+	_, err = s.orgs.UpdateOrganization(ctx, u,
+		audited(s, c, identity.AuditSettingsUpdate, func(ch orgs.OrganizationChange) (string, string) {
 			return "settings", settingsChange(ch.Before, ch.After)
 		}))
 	if f.Refused(err, settingsFields) {
 		return rerender()
 	}
 	if err != nil {
-		return consoleNotFound(err, identity.ErrOrganizationNotFound)
+		return consoleNotFound(err, orgs.ErrOrganizationNotFound)
 	}
 	return c.Redirect(http.StatusSeeOther, withNotice("/console/settings", "saved", ""))
 }
 
 // settingsChange says what changed, for the audit log.
-func settingsChange(before, after identity.Organization) string {
+func settingsChange(before, after orgs.Organization) string {
 	var parts []string
 	if before.ReferencePrefix != after.ReferencePrefix {
 		parts = append(parts, "reference prefix "+before.ReferencePrefix+" → "+after.ReferencePrefix)
@@ -294,7 +295,7 @@ func (s *Server) handleConsoleAudit(c echo.Context) error {
 		}
 		before = n
 	}
-	entries, more, err := s.identity.AuditLog(c.Request().Context(), staffOf(c).OrganizationID, 50, before)
+	entries, more, err := s.audit.AuditLog(c.Request().Context(), staffOf(c).OrganizationID, 50, before)
 	if err != nil {
 		return err
 	}

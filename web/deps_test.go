@@ -13,13 +13,14 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/idempotency"
+	"github.com/flowd/flowd/internal/identitytest"
 	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
+	"github.com/flowd/flowd/modules/identity/staff"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -55,15 +56,31 @@ func newServer(t testing.TB, d Deps) *Server {
 		d.Registry = prometheus.NewRegistry()
 	}
 	base := cfg.BaseURL.String()
-	// The login provider signs with the real identity module, also when the
-	// test fakes the bearer verification the API asks of Identity.
-	ident, _ := d.Identity.(*identity.Module)
+	// The login provider signs with the real identity module's parts, also
+	// when the test fakes the bearer verification the API asks of Bearer;
+	// a test that gives its own parts gives them as Tokens.
+	ident, _ := d.Tokens.(*identitytest.Identity)
 	if ident == nil {
-		ident = identity.New(d.Pool, identity.Config{Issuer: base, Audience: cfg.Audience, KeyEncryptionKey: testKey(t),
-			HashParams: secrethash.Cheap, Log: d.Log, APIRateLimit: cfg.APIRateLimit})
+		ident = identitytest.New(t, d.Pool, identitytest.Config{Issuer: base, Audience: cfg.Audience, KeyEncryptionKey: testKey(t),
+			Log: d.Log, APIRateLimit: cfg.APIRateLimit})
 	}
-	if d.Identity == nil {
-		d.Identity = ident
+	if d.Tokens == nil {
+		d.Tokens = ident
+	}
+	if d.Bearer == nil {
+		d.Bearer = ident
+	}
+	if d.JWKS == nil {
+		d.JWKS = ident
+	}
+	if d.Organizations == nil {
+		d.Organizations = ident
+	}
+	if d.Clients == nil {
+		d.Clients = ident
+	}
+	if d.Audit == nil {
+		d.Audit = ident
 	}
 	if d.Limits == nil {
 		d.Limits = ident
@@ -89,11 +106,11 @@ func newServer(t testing.TB, d Deps) *Server {
 	if d.Definitions == nil {
 		d.Definitions = definitions
 	}
-	receipts := consent.NewReceipts(d.Pool, ident, definitions, testOrganizations{}, base)
+	receipts := consent.NewReceipts(d.Pool, ident, testOrganizations{}, base)
 	if d.Receipts == nil {
 		d.Receipts = receipts
 	}
-	flowsModule := flows.New(d.Pool, sealer, requests, definitions, receipts, fakeOrgs{settings: defaultSettings}, hooks, d.Log,
+	flowsModule := flows.New(d.Pool, sealer, requests, definitions, fakeOrgs{settings: defaultSettings}, hooks, d.Log,
 		prometheus.NewRegistry(), flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: cfg.ConsentTTL})
 	if d.Flows == nil {
 		d.Flows = flowsModule
@@ -101,12 +118,15 @@ func newServer(t testing.TB, d Deps) *Server {
 	if d.Consent == nil {
 		d.Consent = consent.NewJourney(d.Pool, requests, flowsModule, definitions, receipts, testOrganizations{}, testOrganizations{}, consent.DefaultACRMap, d.Log)
 	}
+	if d.Withdrawals == nil {
+		d.Withdrawals = consent.NewWithdrawals(d.Pool, requests, flowsModule, definitions, receipts)
+	}
 	if d.Login == nil {
-		staff, err := login.NewStaff(d.Pool, testOrganizations{}, login.StaffConfig{PasswordParams: secrethash.Cheap})
+		accounts, err := staff.NewAccounts(d.Pool, testOrganizations{}, staff.Config{PasswordParams: secrethash.Cheap})
 		if err != nil {
 			t.Fatal(err)
 		}
-		d.Login, err = login.New(d.Pool, ident, staff, login.Config{Issuer: base, Clients: login.BuiltInClients(base, cfg.SessionKey),
+		d.Login, err = login.New(d.Pool, ident, accounts, login.Config{Issuer: base, Clients: login.BuiltInClients(base, cfg.SessionKey),
 			TestEID: cfg.TestEID, TestEIDLevels: TestEIDLevels(cfg.ConsentACRMap), NationalIDClaim: cfg.ConsentNationalIDClaim,
 			DataKey: cfg.DataKey})
 		if err != nil {
@@ -114,7 +134,7 @@ func newServer(t testing.TB, d Deps) *Server {
 		}
 	}
 	if d.Sessions == nil {
-		sessions, err := login.NewSessions(d.Pool, login.SessionsConfig{Log: d.Log, Now: d.Now})
+		sessions, err := staff.NewSessions(d.Pool, staff.SessionsConfig{Log: d.Log, Now: d.Now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,24 +184,31 @@ func TestNewRefusesAMissingCollaborator(t *testing.T) {
 	t.Parallel()
 	complete := newServer(t, Deps{})
 	d := Deps{Log: complete.log, Config: complete.cfg, Pool: complete.pool, Registry: prometheus.NewRegistry(),
-		Identity: complete.identity, Limits: complete.limits, Flows: complete.flows, Webhooks: complete.webhooks, Endpoints: complete.endpoints, Consent: complete.consent,
-		Definitions: complete.definitions, Receipts: complete.receipts, Login: complete.login, ConsoleRP: complete.consoleRP, ConsentRP: complete.consentRP,
+		Tokens: complete.tokens, Bearer: complete.bearer, JWKS: complete.jwks, Organizations: complete.orgs, Clients: complete.clients,
+		Audit: complete.audit, Limits: complete.limits, Flows: complete.flows, Webhooks: complete.webhooks, Endpoints: complete.endpoints, Consent: complete.consent,
+		Withdrawals: complete.withdrawals, Definitions: complete.definitions, Receipts: complete.receipts, Login: complete.login, ConsoleRP: complete.consoleRP, ConsentRP: complete.consentRP,
 		Sessions: complete.sessions, Idempotency: complete.answers}
 	if _, err := New(d); err != nil {
 		t.Fatalf("every collaborator given: %v", err)
 	}
 	for name, drop := range map[string]func(*Deps){
-		"Identity":    func(d *Deps) { d.Identity = nil },
-		"Limits":      func(d *Deps) { d.Limits = nil },
-		"Flows":       func(d *Deps) { d.Flows = nil },
-		"Endpoints":   func(d *Deps) { d.Endpoints = nil },
-		"Consent":     func(d *Deps) { d.Consent = nil },
-		"Definitions": func(d *Deps) { d.Definitions = nil },
-		"Receipts":    func(d *Deps) { d.Receipts = nil },
-		"Login":       func(d *Deps) { d.Login = nil },
-		"Sessions":    func(d *Deps) { d.Sessions = nil },
-		"Pool":        func(d *Deps) { d.Pool = nil },
-		"Idempotency": func(d *Deps) { d.Idempotency = nil },
+		"Tokens":        func(d *Deps) { d.Tokens = nil },
+		"Bearer":        func(d *Deps) { d.Bearer = nil },
+		"JWKS":          func(d *Deps) { d.JWKS = nil },
+		"Organizations": func(d *Deps) { d.Organizations = nil },
+		"Clients":       func(d *Deps) { d.Clients = nil },
+		"Audit":         func(d *Deps) { d.Audit = nil },
+		"Limits":        func(d *Deps) { d.Limits = nil },
+		"Flows":         func(d *Deps) { d.Flows = nil },
+		"Endpoints":     func(d *Deps) { d.Endpoints = nil },
+		"Consent":       func(d *Deps) { d.Consent = nil },
+		"Withdrawals":   func(d *Deps) { d.Withdrawals = nil },
+		"Definitions":   func(d *Deps) { d.Definitions = nil },
+		"Receipts":      func(d *Deps) { d.Receipts = nil },
+		"Login":         func(d *Deps) { d.Login = nil },
+		"Sessions":      func(d *Deps) { d.Sessions = nil },
+		"Pool":          func(d *Deps) { d.Pool = nil },
+		"Idempotency":   func(d *Deps) { d.Idempotency = nil },
 	} {
 		without := d
 		drop(&without)

@@ -8,12 +8,12 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
-	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/tokens"
 )
 
 // dpopChallengeBase opens every DPoP challenge (RFC 9449 7.1): the scheme
 // and the proof algorithms flowd accepts.
-var dpopChallengeBase = `DPoP algs="` + strings.Join(identity.DPoPAlgorithmNames, " ") + `"`
+var dpopChallengeBase = `DPoP algs="` + strings.Join(tokens.DPoPAlgorithmNames, " ") + `"`
 
 // dpopToken returns the token of an Authorization header of the DPoP
 // scheme, and false when the header holds none.
@@ -29,15 +29,15 @@ func dpopToken(header string) (string, bool) {
 // dpopRequest is what the identity module checks a request's DPoP proof
 // against. The proof's htu is compared with FLOWD_BASE_URL and this path,
 // never with the Host header.
-func dpopRequest(r *http.Request) identity.DPoPRequest {
-	return identity.NewDPoPRequest(r.Header.Values("DPoP"), r.Method, r.URL.EscapedPath())
+func dpopRequest(r *http.Request) tokens.DPoPRequest {
+	return tokens.NewDPoPRequest(r.Header.Values("DPoP"), r.Method, r.URL.EscapedPath())
 }
 
 // setDPoPNonce sends the current server nonce (RFC 9449 8 and 9) to a
 // request that uses DPoP, when FLOWD_DPOP_NONCE requires one: on success as
 // the next nonce to use, on use_dpop_nonce as the one to retry with.
 func (s *Server) setDPoPNonce(c echo.Context) {
-	if nonce := s.identity.DPoPNonce(); nonce != "" {
+	if nonce := s.bearer.DPoPNonce(); nonce != "" {
 		c.Response().Header().Set("DPoP-Nonce", nonce)
 	}
 }
@@ -69,7 +69,7 @@ func dpopChallenge(err *apperr.Error) string {
 		return dpopChallengeBase + `, error="insufficient_scope", scope="` + err.Scope + `"`
 	}
 	code := "invalid_token"
-	var de *identity.DPoPError
+	var de *tokens.DPoPError
 	if errors.As(err, &de) {
 		code = de.Code
 	}

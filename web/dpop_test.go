@@ -18,7 +18,8 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/internal/identitytest"
+	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
 
@@ -72,7 +73,7 @@ func (d dpopClient) proof(t *testing.T, method, htu, token, nonce string) string
 
 // dpopTokenRequest posts a client_credentials or refresh request with a
 // DPoP header (none when proof is empty), checked against the OpenAPI document.
-func dpopTokenRequest(t *testing.T, ts oauthServer, c identity.ClientCredentials, form url.Values, proof string) (*http.Response, map[string]any) {
+func dpopTokenRequest(t *testing.T, ts oauthServer, c orgs.ClientCredentials, form url.Values, proof string) (*http.Response, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, ts.url+"/oauth/token", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", formType)
@@ -193,7 +194,7 @@ func TestDPoPResourceRequests(t *testing.T) {
 	t.Parallel()
 	ts := setupOAuth(t, nil)
 	d := newDPoPClient(t)
-	get := func(c identity.ClientCredentials, proof string) string {
+	get := func(c orgs.ClientCredentials, proof string) string {
 		_, m := dpopTokenRequest(t, ts, c, clientCredentials, proof)
 		return m["access_token"].(string)
 	}
@@ -269,7 +270,7 @@ func TestDPoPResourceRequests(t *testing.T) {
 // a resource) and its retry with the nonce succeeds.
 func TestDPoPNonceRoundTrip(t *testing.T) {
 	t.Parallel()
-	ts := setupOAuth(t, func(c *identity.Config) { c.DPoPNonceRequired = true })
+	ts := setupOAuth(t, func(c *identitytest.Config) { c.DPoPNonceRequired = true })
 	d := newDPoPClient(t)
 	htu := ts.url + "/oauth/token"
 	resp, m := dpopTokenRequest(t, ts, ts.full, clientCredentials, d.proof(t, "POST", htu, "", ""))

@@ -16,8 +16,8 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/modules/consent"
-	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
+	"github.com/flowd/flowd/modules/identity/staff"
 	"github.com/flowd/flowd/views/i18n"
 	"github.com/flowd/flowd/views/pages"
 )
@@ -46,7 +46,7 @@ func (s *Server) idpSession(c echo.Context) (oidclogin.Session, error) {
 
 // startIdpSession starts a new provider session (a new browser id) for the
 // staff member a, signed in as provider session sid, or for nobody (a nil).
-func (s *Server) startIdpSession(c echo.Context, a *identity.StaffAccount, sid string) (oidclogin.Session, error) {
+func (s *Server) startIdpSession(c echo.Context, a *staff.Account, sid string) (oidclogin.Session, error) {
 	sess := oidclogin.Session{Attrs: map[string]string{"bid": newBrowserID()}}
 	if a != nil {
 		sess.Issuer, sess.Subject = s.login.Issuer(), a.ID
@@ -82,7 +82,7 @@ func (s *Server) handleAuthorize(c echo.Context) error {
 		if err == nil {
 			return c.Redirect(http.StatusSeeOther, to)
 		}
-		if !errors.Is(err, identity.ErrBadCredentials) {
+		if !errors.Is(err, staff.ErrBadCredentials) {
 			return err
 		}
 		// The account was disabled or removed since: forget it and ask again.
@@ -228,8 +228,8 @@ func (s *Server) handleLoginSubmit(c echo.Context) error {
 	username := c.FormValue("username")
 	sid := uuid.NewString() // the provider session's, promised to the ID token before it starts
 	to, a, err := s.login.CompleteStaffLogin(ctx, id, bid, token, username, c.FormValue("password"), c.RealIP(), sid)
-	if errors.Is(err, identity.ErrBadCredentials) {
-		return s.renderLoginForm(c, http.StatusUnauthorized, p, username, identity.ErrBadCredentials.Message, 0)
+	if errors.Is(err, staff.ErrBadCredentials) {
+		return s.renderLoginForm(c, http.StatusUnauthorized, p, username, staff.ErrBadCredentials.Message, 0)
 	}
 	if e, ok := apperr.As(err); ok && e.Code == apperr.RateLimited {
 		return s.renderLoginForm(c, http.StatusTooManyRequests, p, username, e.Message, e.RetryAfter)

@@ -29,13 +29,15 @@ import (
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/internal/identitytest"
 	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
+	"github.com/flowd/flowd/modules/identity/orgs"
+	"github.com/flowd/flowd/modules/identity/staff"
 )
 
 // loginServer is a real server with the built-in provider and both relying
@@ -44,10 +46,10 @@ type loginServer struct {
 	url      string
 	srv      *Server
 	cfg      *config.Config
-	staff    *login.Staff
-	sessions *login.Sessions
+	staff    *staff.AccountService
+	sessions *staff.SessionStore
 	pool     *pgxpool.Pool
-	ident    *identity.Module
+	ident    *identitytest.Identity
 	flows    *flows.Manager
 }
 
@@ -88,9 +90,9 @@ func setupLogin(t *testing.T, o loginOptions) loginServer {
 	pool := dbtest.New(t)
 	// The identity module signs ID tokens and serves the token endpoint,
 	// JWKS and discovery, as in flowd serve.
-	ident := identity.New(pool, identity.Config{Issuer: base, Audience: cfg.Audience, KeyEncryptionKey: randomKey(t),
+	ident := identitytest.New(t, pool, identitytest.Config{Issuer: base, Audience: cfg.Audience, KeyEncryptionKey: randomKey(t),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), APIRateLimit: cfg.APIRateLimit})
-	staff, err := login.NewStaff(pool, testOrganizations{}, login.StaffConfig{PasswordParams: secrethash.Cheap, AccountLimit: 3, AddressLimit: 5})
+	accounts, err := staff.NewAccounts(pool, testOrganizations{}, staff.Config{PasswordParams: secrethash.Cheap, AccountLimit: 3, AddressLimit: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +100,7 @@ func setupLogin(t *testing.T, o loginOptions) loginServer {
 	if o.extraClients != nil {
 		clients = append(clients, o.extraClients(base)...)
 	}
-	provider, err := login.New(pool, ident, staff, login.Config{Issuer: base, Clients: clients, TestEID: cfg.TestEID,
+	provider, err := login.New(pool, ident, accounts, login.Config{Issuer: base, Clients: clients, TestEID: cfg.TestEID,
 		TestEIDLevels:   TestEIDLevels(cfg.ConsentACRMap),
 		NationalIDClaim: cfg.ConsentNationalIDClaim, OrgClaim: o.orgClaim, RolesClaim: o.rolesClaim, DataKey: cfg.DataKey})
 	if err != nil {
@@ -111,22 +113,22 @@ func setupLogin(t *testing.T, o loginOptions) loginServer {
 		t.Fatal(err)
 	}
 	definitions := consent.NewDefinitions(pool, testOrganizations{})
-	receipts := consent.NewReceipts(pool, ident, definitions, testOrganizations{}, base)
+	receipts := consent.NewReceipts(pool, ident, testOrganizations{}, base)
 	flowsModule := flows.New(pool, sealer, consent.NewRequests(pool, sealer, base), definitions,
-		receipts, fakeOrgs{settings: defaultSettings}, &tableEvents{},
+		fakeOrgs{settings: defaultSettings}, &tableEvents{},
 		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), flows.Config{NationalIDFormat: flows.FormatGeneric})
 	consoleCfg := oidclogin.ConsoleConfig(cfg)
 	consoleCfg.HTTPClient = o.consoleHTTP
-	sessions, err := login.NewSessions(pool, login.SessionsConfig{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: o.now})
+	sessions, err := staff.NewSessions(pool, staff.SessionsConfig{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: o.now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := newServer(t, Deps{Config: cfg, Pool: pool, Identity: ident, Flows: flowsModule, Receipts: receipts, Login: provider,
+	srv := newServer(t, Deps{Config: cfg, Pool: pool, Tokens: ident, Flows: flowsModule, Receipts: receipts, Login: provider,
 		ConsoleRP: oidclogin.New(consoleCfg), ConsentRP: oidclogin.New(oidclogin.ConsentConfig(cfg)), Sessions: sessions, Now: o.now})
 	hs.Config.Handler = srv
 	hs.Start()
 	t.Cleanup(hs.Close)
-	return loginServer{url: base, srv: srv, cfg: cfg, staff: staff, sessions: sessions, pool: pool, ident: ident, flows: flowsModule}
+	return loginServer{url: base, srv: srv, cfg: cfg, staff: accounts, sessions: sessions, pool: pool, ident: ident, flows: flowsModule}
 }
 
 func randomKey(t *testing.T) []byte {
@@ -139,9 +141,9 @@ func randomKey(t *testing.T) []byte {
 
 const testPassword = "correct horse battery staple"
 
-func (ls loginServer) createStaff(t *testing.T, org, username string, role identity.Role) identity.StaffAccount {
+func (ls loginServer) createStaff(t *testing.T, org, username string, role staff.Role) staff.Account {
 	t.Helper()
-	a, err := ls.staff.CreateStaff(context.Background(), identity.NewStaffAccount{OrganizationID: org, Username: username,
+	a, err := ls.staff.CreateStaff(context.Background(), staff.NewAccount{OrganizationID: org, Username: username,
 		Name: "Person " + username, Role: role, Password: testPassword})
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +154,7 @@ func (ls loginServer) createStaff(t *testing.T, org, username string, role ident
 // staffPair is an organization with an admin and a viewer signed in to the
 // console, and a second organization to show that nothing crosses over.
 type staffPair struct {
-	org, other            identity.Organization
+	org, other            orgs.Organization
 	admin, viewer         *formbrowser.Browser
 	adminCSRF, viewerCSRF string
 }
@@ -164,14 +166,14 @@ func (ls loginServer) signInStaffPair(t *testing.T, name, prefix string) staffPa
 	ctx := context.Background()
 	var s staffPair
 	var err error
-	if s.org, err = ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: name, ReferencePrefix: prefix}); err != nil {
+	if s.org, err = ls.ident.CreateOrganization(ctx, orgs.NewOrganization{Name: name, ReferencePrefix: prefix}); err != nil {
 		t.Fatal(err)
 	}
-	if s.other, err = ls.ident.CreateOrganization(ctx, identity.NewOrganization{Name: "Other Bank", ReferencePrefix: "OTH"}); err != nil {
+	if s.other, err = ls.ident.CreateOrganization(ctx, orgs.NewOrganization{Name: "Other Bank", ReferencePrefix: "OTH"}); err != nil {
 		t.Fatal(err)
 	}
-	ls.createStaff(t, s.org.ID, "ada", identity.RoleAdmin)
-	ls.createStaff(t, s.org.ID, "vic", identity.RoleViewer)
+	ls.createStaff(t, s.org.ID, "ada", staff.RoleAdmin)
+	ls.createStaff(t, s.org.ID, "vic", staff.RoleViewer)
 	s.admin, s.viewer = formbrowser.New(t), formbrowser.New(t)
 	s.adminCSRF = signInStaff(t, s.admin, ls.url, "ada", testPassword).HiddenFields(t).Get("csrf")
 	s.viewerCSRF = signInStaff(t, s.viewer, ls.url, "vic", testPassword).HiddenFields(t).Get("csrf")
@@ -195,7 +197,7 @@ func signInStaff(t *testing.T, b *formbrowser.Browser, base, username, password 
 func TestStaffSignInAndOutEndToEnd(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-a", "ada@example.com", identity.RoleAdmin)
+	ls.createStaff(t, "org-a", "ada@example.com", staff.RoleAdmin)
 	b := formbrowser.New(t)
 
 	// Step by step: /console → sign-in → provider → form.
@@ -268,8 +270,8 @@ func TestStaffSignInAndOutEndToEnd(t *testing.T) {
 func TestProviderSessionSignsInAgainWithoutTheForm(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-a", "ada", identity.RoleViewer)
-	ls.createStaff(t, "org-a", "bob", identity.RoleViewer)
+	ls.createStaff(t, "org-a", "ada", staff.RoleViewer)
+	ls.createStaff(t, "org-a", "bob", staff.RoleViewer)
 	b := formbrowser.New(t)
 	if p := signInStaff(t, b, ls.url, "ada", testPassword); !strings.Contains(p.Body, ">viewer<") {
 		t.Fatalf("sign-in: %s", p.Body)
@@ -298,7 +300,7 @@ func TestProviderSessionSignsInAgainWithoutTheForm(t *testing.T) {
 func TestDisabledAccountCannotSignIn(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
+	ls.createStaff(t, "org-a", "ada", staff.RoleAdmin)
 	if _, err := ls.staff.DisableStaff(context.Background(), "ada"); err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +317,7 @@ func TestDisabledAccountCannotSignIn(t *testing.T) {
 func TestDisablingEndsSessions(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
+	ls.createStaff(t, "org-a", "ada", staff.RoleAdmin)
 	b := formbrowser.New(t)
 	if p := signInStaff(t, b, ls.url, "ada", testPassword); p.Status != 200 {
 		t.Fatalf("sign-in: %d", p.Status)
@@ -331,8 +333,8 @@ func TestDisablingEndsSessions(t *testing.T) {
 func TestWrongCredentialsLookAlikeAndGuessingIsLimited(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{}) // 3 failures per account, 5 per address
-	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
-	ls.createStaff(t, "org-a", "cy", identity.RoleAdmin)
+	ls.createStaff(t, "org-a", "ada", staff.RoleAdmin)
+	ls.createStaff(t, "org-a", "cy", staff.RoleAdmin)
 	b := formbrowser.New(t)
 
 	wrongPassword := signInStaff(t, b, ls.url, "ada", "not the password at all")
@@ -600,7 +602,7 @@ func TestTestEIDOffIsRefused(t *testing.T) {
 func TestCallbackRefusesAWrongState(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
+	ls.createStaff(t, "org-a", "ada", staff.RoleAdmin)
 	b := formbrowser.New(t)
 	form := b.Follow(http.MethodGet, ls.url+"/console", nil)
 	v := form.HiddenFields(t)
@@ -627,7 +629,7 @@ func TestCallbackRefusesAWrongState(t *testing.T) {
 func TestSignInFormIsBoundToItsBrowser(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
+	ls.createStaff(t, "org-a", "ada", staff.RoleAdmin)
 	victim, attacker := formbrowser.New(t), formbrowser.New(t)
 	form := attacker.Follow(http.MethodGet, ls.url+"/console", nil)
 	v := form.HiddenFields(t)
@@ -727,7 +729,7 @@ func userinfo(t *testing.T, ls loginServer, token string) (int, map[string]any) 
 func TestCodeExchange(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
+	ls.createStaff(t, "org-a", "ada", staff.RoleAdmin)
 	redirect := ls.url + "/console/auth/callback"
 
 	t.Run("works once, and a replay revokes what it issued", func(t *testing.T) {
@@ -831,7 +833,7 @@ func TestIDTokenSigningAlgorithms(t *testing.T) {
 		return []login.Client{{ID: "es-client", Name: "an ES256 relying party", Secret: "es secret", Method: login.MethodStaff,
 			RedirectURIs: []string{base + "/es/callback"}, IDTokenSignedResponseAlg: jose.ES256}}
 	}})
-	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
+	ls.createStaff(t, "org-a", "ada", staff.RoleAdmin)
 	ctx := context.Background()
 	provider, err := oidc.NewProvider(ctx, ls.url)
 	if err != nil {
@@ -1029,8 +1031,8 @@ func (tt tamperingTransport) RoundTrip(r *http.Request) (*http.Response, error) 
 func TestOrganizationComesOnlyFromAVerifiedToken(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
-	ls.createStaff(t, "org-b", "bea", identity.RoleViewer)
+	ls.createStaff(t, "org-a", "ada", staff.RoleAdmin)
+	ls.createStaff(t, "org-b", "bea", staff.RoleViewer)
 	ada, bea := formbrowser.New(t), formbrowser.New(t)
 	a, bp := signInStaff(t, ada, ls.url, "ada", testPassword), signInStaff(t, bea, ls.url, "bea", testPassword)
 	if !strings.Contains(a.Body, "org-a") || strings.Contains(a.Body, "org-b") || !strings.Contains(bp.Body, "org-b") || strings.Contains(bp.Body, "org-a") {
@@ -1039,7 +1041,7 @@ func TestOrganizationComesOnlyFromAVerifiedToken(t *testing.T) {
 
 	// A relying party that receives ada's token with org-b written into it refuses it.
 	tampered := setupLogin(t, loginOptions{consoleHTTP: &http.Client{Transport: tamperingTransport{from: `"org-a"`, to: `"org-b"`}}})
-	tampered.createStaff(t, "org-a", "ada", identity.RoleAdmin)
+	tampered.createStaff(t, "org-a", "ada", staff.RoleAdmin)
 	b := formbrowser.New(t)
 	p := signInStaff(t, b, tampered.url, "ada", testPassword)
 	if p.Status != http.StatusUnauthorized || !strings.Contains(p.Body, "Sign-in failed") {
@@ -1079,7 +1081,7 @@ func TestRelyingPartyWithAnExternalIssuerAndOtherClaimNames(t *testing.T) {
 		}
 		return cs
 	}})
-	issuer.createStaff(t, "tenant-7", "eve@tenant.example", identity.RoleAdmin)
+	issuer.createStaff(t, "tenant-7", "eve@tenant.example", staff.RoleAdmin)
 	for i, r := range rps {
 		t.Run(r.name, func(t *testing.T) {
 			ls := setupLogin(t, loginOptions{preset: listeners[i], env: map[string]string{
@@ -1113,8 +1115,8 @@ func TestRelyingPartyWithAnExternalIssuerAndOtherClaimNames(t *testing.T) {
 func TestConsoleMiddlewareChecksCSRFAndRole(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
-	ls.createStaff(t, "org-a", "vic", identity.RoleViewer)
+	ls.createStaff(t, "org-a", "ada", staff.RoleAdmin)
+	ls.createStaff(t, "org-a", "vic", staff.RoleViewer)
 	ls.srv.Echo().POST("/console/test-change", func(c echo.Context) error {
 		return c.String(http.StatusOK, "changed for "+staffOf(c).OrganizationID)
 	}, ls.srv.requireStaff, requireAdmin)

@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/tokens"
 )
 
 // tokenResponse is the token endpoint's success body (RFC 6749 5.1 plus refresh_expires_in).
@@ -52,7 +53,7 @@ func (s *Server) handleToken(c echo.Context) error {
 	if req.DPoP = dpopRequest(c.Request()); req.DPoP.Present() {
 		s.setDPoPNonce(c)
 	}
-	tok, err := s.identity.Token(c.Request().Context(), req)
+	tok, err := s.tokens.Token(c.Request().Context(), req)
 	if err != nil {
 		if errors.As(err, &terr) {
 			return s.writeTokenError(c, terr)
@@ -68,15 +69,15 @@ func (s *Server) handleToken(c echo.Context) error {
 // writeTokenError writes an RFC 6749 5.2 error with its status: 401 for
 // invalid_client (with a Basic challenge when the client tried Basic), 429
 // with Retry-After when the address failed costly checks too often, else 400.
-func (s *Server) writeTokenError(c echo.Context, e *identity.TokenError) error {
+func (s *Server) writeTokenError(c echo.Context, e *tokens.TokenError) error {
 	status := http.StatusBadRequest
 	switch e.Code {
-	case identity.ErrCodeInvalidClient:
+	case tokens.ErrCodeInvalidClient:
 		status = http.StatusUnauthorized
 		if e.AuthMethod == identity.AuthSecretBasic {
 			c.Response().Header().Set("WWW-Authenticate", `Basic realm="flowd", charset="UTF-8"`)
 		}
-	case identity.ErrCodeSlowDown:
+	case tokens.ErrCodeSlowDown:
 		status = http.StatusTooManyRequests
 		secs := int((e.RetryAfter + time.Second - 1) / time.Second)
 		c.Response().Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
@@ -89,12 +90,12 @@ func (s *Server) writeTokenError(c echo.Context, e *identity.TokenError) error {
 var tokenParams = append([]string{"grant_type", "client_id", "client_secret", "refresh_token", "scope"}, assertionParams...)
 
 // parseTokenRequest reads a token request (see parseClientForm).
-func parseTokenRequest(r *http.Request) (identity.TokenRequest, url.Values, *identity.TokenError) {
+func parseTokenRequest(r *http.Request) (tokens.TokenRequest, url.Values, *tokens.TokenError) {
 	p, auth, form, terr := parseClientForm(r, tokenParams, "refresh_token")
 	if terr != nil {
-		return identity.TokenRequest{}, nil, terr
+		return tokens.TokenRequest{}, nil, terr
 	}
-	return identity.TokenRequest{ClientAuth: auth, GrantType: p["grant_type"], RefreshToken: p["refresh_token"], Scope: p["scope"]}, form, nil
+	return tokens.TokenRequest{ClientAuth: auth, GrantType: p["grant_type"], RefreshToken: p["refresh_token"], Scope: p["scope"]}, form, nil
 }
 
 // clientTokenParams are the parameters of the revocation (RFC 7009 2.1) and
@@ -106,12 +107,12 @@ var assertionParams = []string{"client_assertion_type", "client_assertion"}
 
 // parseClientTokenRequest reads a request to the revocation or
 // introspection endpoint (see parseClientForm).
-func parseClientTokenRequest(r *http.Request) (identity.ClientTokenRequest, *identity.TokenError) {
+func parseClientTokenRequest(r *http.Request) (tokens.ClientTokenRequest, *tokens.TokenError) {
 	p, auth, _, terr := parseClientForm(r, clientTokenParams, "token")
 	if terr != nil {
-		return identity.ClientTokenRequest{}, terr
+		return tokens.ClientTokenRequest{}, terr
 	}
-	return identity.ClientTokenRequest{ClientAuth: auth, Token: p["token"], TokenTypeHint: p["token_type_hint"]}, nil
+	return tokens.ClientTokenRequest{ClientAuth: auth, Token: p["token"], TokenTypeHint: p["token_type_hint"]}, nil
 }
 
 // parseClientForm reads a request to one of the provider's endpoints that
@@ -123,9 +124,9 @@ func parseClientTokenRequest(r *http.Request) (identity.ClientTokenRequest, *ide
 // Neither a client secret, an assertion nor the secret parameter may come
 // in the URL. It returns the values of params, the client's authentication
 // and the whole form.
-func parseClientForm(r *http.Request, params []string, secret string) (map[string]string, identity.ClientAuth, url.Values, *identity.TokenError) {
-	invalid := func(desc string) (map[string]string, identity.ClientAuth, url.Values, *identity.TokenError) {
-		return nil, identity.ClientAuth{}, nil, &identity.TokenError{Code: identity.ErrCodeInvalidRequest, Description: desc}
+func parseClientForm(r *http.Request, params []string, secret string) (map[string]string, tokens.ClientAuth, url.Values, *tokens.TokenError) {
+	invalid := func(desc string) (map[string]string, tokens.ClientAuth, url.Values, *tokens.TokenError) {
+		return nil, tokens.ClientAuth{}, nil, &tokens.TokenError{Code: tokens.ErrCodeInvalidRequest, Description: desc}
 	}
 	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mediaType != "application/x-www-form-urlencoded" {
@@ -156,12 +157,12 @@ func parseClientForm(r *http.Request, params []string, secret string) (map[strin
 			p[name] = vs[0]
 		}
 	}
-	auth := identity.ClientAuth{ClientID: p["client_id"], ClientSecret: p["client_secret"], AuthMethod: identity.AuthSecretPost,
+	auth := tokens.ClientAuth{ClientID: p["client_id"], ClientSecret: p["client_secret"], AuthMethod: identity.AuthSecretPost,
 		ClientAssertionType: p["client_assertion_type"], ClientAssertion: p["client_assertion"]}
 	if header := r.Header.Get("Authorization"); header != "" {
 		id, sec, ok := parseBasic(header)
 		if !ok {
-			return nil, identity.ClientAuth{}, nil, &identity.TokenError{Code: identity.ErrCodeInvalidClient, AuthMethod: identity.AuthSecretBasic,
+			return nil, tokens.ClientAuth{}, nil, &tokens.TokenError{Code: tokens.ErrCodeInvalidClient, AuthMethod: identity.AuthSecretBasic,
 				Description: "The Authorization header must be HTTP Basic with the form-encoded client_id and client_secret."}
 		}
 		if auth.ClientSecret != "" {
@@ -170,7 +171,7 @@ func parseClientForm(r *http.Request, params []string, secret string) (map[strin
 		if auth.ClientID != "" && auth.ClientID != id {
 			return invalid("client_id in the body differs from the one in HTTP Basic.")
 		}
-		auth = identity.ClientAuth{ClientID: id, ClientSecret: sec, AuthMethod: identity.AuthSecretBasic,
+		auth = tokens.ClientAuth{ClientID: id, ClientSecret: sec, AuthMethod: identity.AuthSecretBasic,
 			ClientAssertionType: auth.ClientAssertionType, ClientAssertion: auth.ClientAssertion}
 	}
 	return p, auth, form, nil
@@ -213,7 +214,7 @@ func (s *Server) handleRevoke(c echo.Context) error {
 		return s.writeTokenError(c, terr)
 	}
 	req.RemoteAddr = c.RealIP()
-	if err := s.identity.Revoke(c.Request().Context(), req); err != nil {
+	if err := s.tokens.Revoke(c.Request().Context(), req); err != nil {
 		if errors.As(err, &terr) {
 			return s.writeTokenError(c, terr)
 		}
@@ -254,7 +255,7 @@ func (s *Server) handleIntrospect(c echo.Context) error {
 		return s.writeTokenError(c, terr)
 	}
 	req.RemoteAddr = c.RealIP()
-	in, err := s.identity.Introspect(c.Request().Context(), req)
+	in, err := s.tokens.Introspect(c.Request().Context(), req)
 	if err != nil {
 		if errors.As(err, &terr) {
 			return s.writeTokenError(c, terr)
@@ -279,7 +280,7 @@ func (s *Server) handleIntrospect(c echo.Context) error {
 // handleJWKS handles "GET /oauth/jwks": the public keys that verify access
 // tokens, the current one and those retired while their tokens may live.
 func (s *Server) handleJWKS(c echo.Context) error {
-	set, err := s.identity.JWKS(c.Request().Context())
+	set, err := s.jwks.JWKS(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -291,7 +292,7 @@ func (s *Server) handleJWKS(c echo.Context) error {
 // handleDiscovery handles "GET /.well-known/openid-configuration" and
 // "GET /.well-known/oauth-authorization-server": the provider's metadata.
 func (s *Server) handleDiscovery(c echo.Context) error {
-	doc := mergeDiscovery(s.identity.Discovery(), s.login.Discovery())
+	doc := mergeDiscovery(s.tokens.Discovery(), s.login.Discovery())
 	c.Response().Header().Set("Cache-Control", "public, max-age=300")
 	return s.writeJSON(c, http.StatusOK, doc)
 }

@@ -17,7 +17,8 @@ import (
 	httphelper "github.com/zitadel/oidc/v3/pkg/http"
 	zoidc "github.com/zitadel/oidc/v3/pkg/oidc"
 
-	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/orgs"
+	"github.com/flowd/flowd/modules/identity/tokens"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
 
@@ -52,7 +53,7 @@ func TestPrivateKeyJWTWithIndependentClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "bank-key-1", Use: "sig"}}})
-	cc, err := ts.identity.CreateClient(ctx, identity.NewClient{OrganizationID: ts.org.ID, Name: "Bank", Keys: identity.ClientKeys{JWKS: jwks}})
+	cc, err := ts.identity.CreateClient(ctx, orgs.NewClient{OrganizationID: ts.org.ID, Name: "Bank", Keys: orgs.ClientKeys{JWKS: jwks}})
 	if err != nil || cc.Secret != "" {
 		t.Fatalf("creating an assertion-only client: %+v %v", cc, err)
 	}
@@ -110,7 +111,7 @@ func TestPrivateKeyJWTWithIndependentClient(t *testing.T) {
 	if _, err := zclient.CallTokenEndpointWithAuthFn(ctx, zoidc.ClientCredentialsRequest{GrantType: zoidc.GrantTypeClientCredentials}, once, ep); err != nil {
 		t.Fatal(err)
 	}
-	status, _, body := clientPost(t, disc.TokenEndpoint, "", form("grant_type", "client_credentials", "client_assertion_type", identity.ClientAssertionType,
+	status, _, body := clientPost(t, disc.TokenEndpoint, "", form("grant_type", "client_credentials", "client_assertion_type", tokens.ClientAssertionType,
 		"client_assertion", formValue(once, "client_assertion")))
 	if status != http.StatusUnauthorized || !json.Valid([]byte(body)) {
 		t.Fatalf("a replayed assertion: %d %s", status, body)
@@ -120,7 +121,7 @@ func TestPrivateKeyJWTWithIndependentClient(t *testing.T) {
 		t.Fatalf("a secret for an assertion-only client: %d %s", status, body)
 	}
 	status, _, body = clientPost(t, disc.TokenEndpoint, basic(ts.full.ID, ts.full.Secret), form("grant_type", "client_credentials",
-		"client_assertion_type", identity.ClientAssertionType, "client_assertion", formValue(assertion(disc.Issuer), "client_assertion")))
+		"client_assertion_type", tokens.ClientAssertionType, "client_assertion", formValue(assertion(disc.Issuer), "client_assertion")))
 	if status != http.StatusBadRequest {
 		t.Fatalf("an assertion beside HTTP Basic: %d %s", status, body)
 	}

@@ -20,7 +20,9 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	zclient "github.com/zitadel/oidc/v3/pkg/client"
 
-	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/internal/identitytest"
+	"github.com/flowd/flowd/modules/identity/orgs"
+	"github.com/flowd/flowd/modules/identity/tokens"
 )
 
 // tokenFrom asks for a client_credentials token with body and authorization
@@ -68,7 +70,7 @@ func TestWrongCredentialsLockNoClientOut(t *testing.T) {
 	der, _ = x509.MarshalPKCS8PrivateKey(forged)
 	forger, _ := zclient.NewSignerFromPrivateKeyByte(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), "k")
 	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k", Use: "sig"}}})
-	keyed, err := ts.identity.CreateClient(context.Background(), identity.NewClient{OrganizationID: ts.org.ID, Keys: identity.ClientKeys{JWKS: jwks}})
+	keyed, err := ts.identity.CreateClient(context.Background(), orgs.NewClient{OrganizationID: ts.org.ID, Keys: orgs.ClientKeys{JWKS: jwks}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func TestWrongCredentialsLockNoClientOut(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return form("grant_type", "client_credentials", "client_assertion_type", identity.ClientAssertionType, "client_assertion", a)
+		return form("grant_type", "client_credentials", "client_assertion_type", tokens.ClientAssertionType, "client_assertion", a)
 	}
 
 	const own = "198.51.100.7"
@@ -106,7 +108,7 @@ func TestWrongCredentialsLockNoClientOut(t *testing.T) {
 // is the peer's.
 func TestCostlyFailuresCountPerRealAddress(t *testing.T) {
 	t.Parallel()
-	limit := func(c *identity.Config) { c.AddressFailureLimit = 3 }
+	limit := func(c *identitytest.Config) { c.AddressFailureLimit = 3 }
 	const guesser, other = "203.0.113.5", "203.0.113.6"
 	grant := form("grant_type", "client_credentials")
 

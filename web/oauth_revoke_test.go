@@ -20,7 +20,10 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/flowd/flowd/internal/config"
+	"github.com/flowd/flowd/internal/identitytest"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/orgs"
+	"github.com/flowd/flowd/modules/identity/tokens"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
 
@@ -37,14 +40,14 @@ func (ts oauthServer) instance(t *testing.T, listen bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := identity.New(ts.pool, ts.cfg)
+	id := identitytest.New(t, ts.pool, ts.cfg)
 	if listen {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		go func() { defer close(done); _ = id.Run(ctx) }()
+		go func() { defer close(done); _ = id.Feed.Run(ctx) }()
 		t.Cleanup(func() { cancel(); <-done })
 	}
-	srv := newServer(t, Deps{Config: cfg, Pool: ts.pool, Identity: id})
+	srv := newServer(t, Deps{Config: cfg, Pool: ts.pool, Tokens: id})
 	srv.Echo().GET("/api/test-principal", func(c echo.Context) error {
 		return srv.writeJSON(c, http.StatusOK, principalOf(c))
 	}, srv.authenticate, requireScope(identity.ScopeFlowsRead))
@@ -67,7 +70,7 @@ func apiStatus(t *testing.T, base, token string) int {
 }
 
 // clientToken gets a token pair for c by client credentials.
-func clientToken(t *testing.T, ts oauthServer, c identity.ClientCredentials) tokenResponse {
+func clientToken(t *testing.T, ts oauthServer, c orgs.ClientCredentials) tokenResponse {
 	t.Helper()
 	resp, body := postToken(t, ts.url+"/oauth/token", formType, form("grant_type", "client_credentials"), basic(c.ID, c.Secret))
 	if resp.StatusCode != http.StatusOK {
@@ -126,17 +129,17 @@ func TestIndependentClientRevokesAndIntrospects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !in.Active || in.TokenType != identity.TokenTypeRefresh || in.ClientID != ts.full.ID || in.Claims["org_id"] != ts.org.ID {
+		if !in.Active || in.TokenType != tokens.TokenTypeRefresh || in.ClientID != ts.full.ID || in.Claims["org_id"] != ts.org.ID {
 			t.Fatalf("style %v: introspecting the refresh token: %+v", style, in)
 		}
 
-		if err := rp.RevokeToken(ctx, party, tok.AccessToken, identity.TokenTypeAccess); err != nil {
+		if err := rp.RevokeToken(ctx, party, tok.AccessToken, tokens.TokenTypeAccess); err != nil {
 			t.Fatalf("style %v: revoking the access token: %v", style, err)
 		}
 		if got := apiStatus(t, ts.url, tok.AccessToken); got != http.StatusUnauthorized {
 			t.Fatalf("style %v: the revoked access token: %d", style, got)
 		}
-		if err := rp.RevokeToken(ctx, party, tok.RefreshToken, identity.TokenTypeRefresh); err != nil {
+		if err := rp.RevokeToken(ctx, party, tok.RefreshToken, tokens.TokenTypeRefresh); err != nil {
 			t.Fatalf("style %v: revoking the refresh token: %v", style, err)
 		}
 		for _, raw := range []string{tok.AccessToken, tok.RefreshToken} {
@@ -147,7 +150,7 @@ func TestIndependentClientRevokesAndIntrospects(t *testing.T) {
 			}
 		}
 		resp, body := postToken(t, ts.url+"/oauth/token", formType, form("grant_type", "refresh_token", "refresh_token", tok.RefreshToken), basic(ts.full.ID, ts.full.Secret))
-		if resp.StatusCode != http.StatusBadRequest || body["error"] != identity.ErrCodeInvalidGrant {
+		if resp.StatusCode != http.StatusBadRequest || body["error"] != tokens.ErrCodeInvalidGrant {
 			t.Fatalf("style %v: refreshing with a revoked token: %d %v", style, resp.StatusCode, body)
 		}
 	}
@@ -264,7 +267,7 @@ func TestRevocationAnswers(t *testing.T) {
 func TestIntrospectionAnswers(t *testing.T) {
 	t.Parallel()
 	var offset atomic.Int64
-	ts := setupOAuth(t, func(c *identity.Config) {
+	ts := setupOAuth(t, func(c *identitytest.Config) {
 		c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	})
 	introspect := ts.url + "/oauth/introspect"

@@ -22,8 +22,11 @@ import (
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/identitytest"
 	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/orgs"
+	"github.com/flowd/flowd/modules/identity/tokens"
 )
 
 // oauthServer is the real server with the real identity module on a fresh
@@ -32,20 +35,20 @@ import (
 type oauthServer struct {
 	url      string
 	pool     *pgxpool.Pool
-	cfg      identity.Config
-	identity *identity.Module
-	org      identity.Organization
-	full     identity.ClientCredentials
-	reader   identity.ClientCredentials
+	cfg      identitytest.Config
+	identity *identitytest.Identity
+	org      orgs.Organization
+	full     orgs.ClientCredentials
+	reader   orgs.ClientCredentials
 }
 
-func setupOAuth(t *testing.T, change func(*identity.Config)) oauthServer {
+func setupOAuth(t *testing.T, change func(*identitytest.Config)) oauthServer {
 	t.Helper()
 	return setupOAuthWith(t, nil, change)
 }
 
 // setupOAuthWith is setupOAuth with more settings in env.
-func setupOAuthWith(t *testing.T, env map[string]string, change func(*identity.Config)) oauthServer {
+func setupOAuthWith(t *testing.T, env map[string]string, change func(*identitytest.Config)) oauthServer {
 	t.Helper()
 	pool, err := database.Open(context.Background(), dbtest.NewURL(t), 4)
 	if err != nil {
@@ -63,15 +66,15 @@ func setupOAuthWith(t *testing.T, env map[string]string, change func(*identity.C
 	if err != nil {
 		t.Fatal(err)
 	}
-	icfg := identity.Config{
+	icfg := identitytest.Config{
 		Issuer: base, Audience: "flowd", KeyEncryptionKey: bytes.Repeat([]byte{7}, 32),
 		HashParams: secrethash.Cheap,
 	}
 	if change != nil {
 		change(&icfg)
 	}
-	id := identity.New(pool, icfg)
-	srv := newServer(t, Deps{Config: cfg, Pool: pool, Identity: id})
+	id := identitytest.New(t, pool, icfg)
+	srv := newServer(t, Deps{Config: cfg, Pool: pool, Tokens: id})
 	// A route behind authentication and a scope, as the API's routes are.
 	srv.Echo().GET("/api/test-principal", func(c echo.Context) error {
 		return srv.writeJSON(c, http.StatusOK, principalOf(c))
@@ -81,15 +84,15 @@ func setupOAuthWith(t *testing.T, env map[string]string, change func(*identity.C
 	t.Cleanup(hs.Close)
 
 	ctx := context.Background()
-	org, err := id.CreateOrganization(ctx, identity.NewOrganization{Name: "Test Bank"})
+	org, err := id.CreateOrganization(ctx, orgs.NewOrganization{Name: "Test Bank"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	full, err := id.CreateClient(ctx, identity.NewClient{OrganizationID: org.ID})
+	full, err := id.CreateClient(ctx, orgs.NewClient{OrganizationID: org.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reader, err := id.CreateClient(ctx, identity.NewClient{OrganizationID: org.ID, Scopes: []string{identity.ScopeFlowsRead}, Sandbox: true})
+	reader, err := id.CreateClient(ctx, orgs.NewClient{OrganizationID: org.ID, Scopes: []string{identity.ScopeFlowsRead}, Sandbox: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +178,7 @@ func TestTokenEndpointErrors(t *testing.T) {
 	t.Parallel()
 	ts := setupOAuth(t, nil)
 	tokenURL := ts.url + "/oauth/token"
-	revoked, err := ts.identity.CreateClient(context.Background(), identity.NewClient{OrganizationID: ts.org.ID})
+	revoked, err := ts.identity.CreateClient(context.Background(), orgs.NewClient{OrganizationID: ts.org.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +437,7 @@ func FuzzTokenRequest(f *testing.F) {
 			if terr.Code == "" || terr.Description == "" {
 				t.Fatalf("error without code or description: %+v", terr)
 			}
-			if got != (identity.TokenRequest{}) {
+			if got != (tokens.TokenRequest{}) {
 				t.Fatalf("a refused request still carries values: %+v", got)
 			}
 			return

@@ -7,7 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
-	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/orgs"
 )
 
 // The rate limit fields of draft-ietf-httpapi-ratelimit-headers, in the
@@ -72,12 +72,12 @@ func rateLimitPolicyField(limit int) string {
 	b = append(b, rateLimitPolicyName+";q="...)
 	b = strconv.AppendInt(b, int64(limit), 10)
 	b = append(b, ";w="...)
-	b = strconv.AppendInt(b, int64(identity.RateLimitWindow/time.Second), 10)
+	b = strconv.AppendInt(b, int64(orgs.RateLimitWindow/time.Second), 10)
 	return string(b)
 }
 
 // rateLimitState is the RateLimit field of st, e.g. "default";r=599;t=42.
-func rateLimitState(st identity.RateLimitStatus) string {
+func rateLimitState(st orgs.RateLimitStatus) string {
 	b := make([]byte, 0, 32)
 	b = append(b, rateLimitPolicyName+";r="...)
 	b = strconv.AppendInt(b, int64(st.Remaining), 10)

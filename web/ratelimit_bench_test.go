@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/orgs"
 )
 
 // BenchmarkLimitRate measures what limitRate adds to an authenticated API
@@ -17,8 +18,7 @@ import (
 // limit is high enough never to refuse. It needs no database: admitting
 // never reads one.
 func BenchmarkLimitRate(b *testing.B) {
-	ident := identity.New(nil, identity.Config{Issuer: "https://flowd.example", APIRateLimit: identity.MaxRateLimit})
-	s := &Server{limits: ident}
+	s := &Server{limits: orgs.NewLimits(nil, orgs.LimitsConfig{PerMinute: identity.MaxRateLimit})}
 	handler := s.limitRate(func(echo.Context) error { return nil })
 	e := echo.New()
 	newContext := func(clientID string) echo.Context {

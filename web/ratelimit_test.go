@@ -39,7 +39,7 @@ func newLimitedAPI(t *testing.T, perMinute int) limitedAPI {
 		t.Fatal(err)
 	}
 	pool := dbtest.New(t)
-	srv := newServer(t, Deps{Config: cfg, Pool: pool, Identity: fakeIdentity{}})
+	srv := newServer(t, Deps{Config: cfg, Pool: pool, Bearer: fakeIdentity{}, Audit: fakeIdentity{}})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return limitedAPI{url: hs.URL, srv: srv, pool: pool}

@@ -23,8 +23,12 @@ import (
 	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/audit"
+	"github.com/flowd/flowd/modules/identity/keys"
 	"github.com/flowd/flowd/modules/identity/login"
+	"github.com/flowd/flowd/modules/identity/orgs"
+	"github.com/flowd/flowd/modules/identity/staff"
+	"github.com/flowd/flowd/modules/identity/tokens"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -35,15 +39,26 @@ type Deps struct {
 	Config   *config.Config
 	Pool     *pgxpool.Pool
 	Registry *prometheus.Registry
-	Identity identity.Service
+	// Tokens is the built-in provider's token service; Bearer verifies
+	// the access tokens of API requests; JWKS publishes the keys.
+	Tokens tokens.Provider
+	Bearer tokens.Verifier
+	JWKS   keys.Publisher
+	// Organizations and Clients are identity's organizations and their
+	// API clients; Audit is the audit log.
+	Organizations orgs.Organizations
+	Clients       orgs.Clients
+	Audit         audit.Log
 	// Limits holds API clients to their rate limits.
-	Limits   identity.APILimits
+	Limits   orgs.APILimits
 	Flows    flows.Service
 	Webhooks webhooks.Service
 	// Endpoints are the organizations' webhook endpoints.
 	Endpoints webhooks.Endpoints
 	// Consent is the individual's journey; ConsentRP (below) proves who they are.
 	Consent consent.Journey
+	// Withdrawals are the organizations' withdrawals of accepted consents.
+	Withdrawals consent.Withdrawals
 	// Definitions are the organizations' consent definitions.
 	Definitions consent.Definitions
 	// Receipts checks consent receipts for anyone who has one.
@@ -59,7 +74,7 @@ type Deps struct {
 	ConsentRP *oidclogin.RelyingParty
 	// Sessions keeps the records of the console's, the provider's and the
 	// consent pages' sessions, so that the server can end them.
-	Sessions identity.Sessions
+	Sessions staff.Sessions
 	// Now is the sessions' clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -72,14 +87,20 @@ type Server struct {
 	pool     *pgxpool.Pool
 	metrics  *metrics
 	ready    readiness
-	identity identity.Service
-	limits   identity.APILimits
+	tokens   tokens.Provider
+	bearer   tokens.Verifier
+	jwks     keys.Publisher
+	orgs     orgs.Organizations
+	clients  orgs.Clients
+	audit    audit.Log
+	limits   orgs.APILimits
 	flows    flows.Service
 	webhooks webhooks.Service
 	// endpoints are the organizations' webhook endpoints.
 	endpoints webhooks.Endpoints
 
 	consent         consent.Journey
+	withdrawals     consent.Withdrawals
 	definitions     consent.Definitions
 	receipts        consent.ReceiptChecker
 	answers         idempotency.Store
@@ -89,7 +110,7 @@ type Server struct {
 	idp             *oidclogin.Sessions
 	consoleSessions *oidclogin.Sessions
 	consentSessions *oidclogin.Sessions
-	sessions        identity.Sessions
+	sessions        staff.Sessions
 
 	// lastPolicy is the RateLimit-Policy field made last (rateLimitPolicy).
 	lastPolicy atomic.Pointer[policyField]
@@ -105,8 +126,8 @@ func New(d Deps) (*Server, error) {
 	e.HidePort = true
 	s := &Server{
 		echo: e, log: d.Log, cfg: d.Config, pool: d.Pool, metrics: newMetrics(d.Registry, d.Pool),
-		identity: d.Identity, limits: d.Limits, flows: d.Flows, webhooks: d.Webhooks, endpoints: d.Endpoints,
-		consent: d.Consent, definitions: d.Definitions, receipts: d.Receipts, answers: d.Idempotency,
+		tokens: d.Tokens, bearer: d.Bearer, jwks: d.JWKS, orgs: d.Organizations, clients: d.Clients, audit: d.Audit, limits: d.Limits, flows: d.Flows, webhooks: d.Webhooks, endpoints: d.Endpoints,
+		consent: d.Consent, withdrawals: d.Withdrawals, definitions: d.Definitions, receipts: d.Receipts, answers: d.Idempotency,
 		login: d.Login, consoleRP: d.ConsoleRP, consentRP: d.ConsentRP, sessions: d.Sessions,
 		idp:             oidclogin.ProviderSessions(d.Config, d.Sessions, d.Now),
 		consoleSessions: oidclogin.ConsoleSessions(d.Config, d.Sessions, d.Now),
@@ -142,8 +163,9 @@ func (d Deps) check() error {
 		missing bool
 	}{
 		{"Log", d.Log == nil}, {"Config", d.Config == nil}, {"Pool", d.Pool == nil}, {"Registry", d.Registry == nil},
-		{"Identity", d.Identity == nil}, {"Limits", d.Limits == nil}, {"Flows", d.Flows == nil}, {"Webhooks", d.Webhooks == nil}, {"Endpoints", d.Endpoints == nil},
-		{"Consent", d.Consent == nil}, {"Definitions", d.Definitions == nil}, {"Receipts", d.Receipts == nil}, {"Login", d.Login == nil}, {"ConsoleRP", d.ConsoleRP == nil},
+		{"Tokens", d.Tokens == nil}, {"Bearer", d.Bearer == nil}, {"JWKS", d.JWKS == nil}, {"Organizations", d.Organizations == nil},
+		{"Clients", d.Clients == nil}, {"Audit", d.Audit == nil}, {"Limits", d.Limits == nil}, {"Flows", d.Flows == nil}, {"Webhooks", d.Webhooks == nil}, {"Endpoints", d.Endpoints == nil},
+		{"Consent", d.Consent == nil}, {"Withdrawals", d.Withdrawals == nil}, {"Definitions", d.Definitions == nil}, {"Receipts", d.Receipts == nil}, {"Login", d.Login == nil}, {"ConsoleRP", d.ConsoleRP == nil},
 		{"ConsentRP", d.ConsentRP == nil}, {"Sessions", d.Sessions == nil}, {"Idempotency", d.Idempotency == nil},
 	} {
 		if dep.missing {

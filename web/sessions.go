@@ -12,7 +12,7 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/oidclogin"
-	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/staff"
 )
 
 // This file holds the console's session middleware (requireStaff,
@@ -32,13 +32,13 @@ type StaffMember struct {
 	OrganizationID string
 	Username       string
 	Name           string
-	Role           identity.Role
+	Role           staff.Role
 	// SessionID names the console session of the request.
 	SessionID string
 }
 
 // IsAdmin reports whether the staff member may change things.
-func (m StaffMember) IsAdmin() bool { return m.Role == identity.RoleAdmin }
+func (m StaffMember) IsAdmin() bool { return m.Role == staff.RoleAdmin }
 
 // staffOf returns the staff member requireStaff admitted.
 func staffOf(c echo.Context) StaffMember {
@@ -63,7 +63,7 @@ func (s *Server) requireStaff(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		role := identity.Role(sess.Attrs["role"])
+		role := staff.Role(sess.Attrs["role"])
 		if !ok || sess.Attrs["org"] == "" || !role.Valid() {
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
 				return c.Redirect(http.StatusSeeOther, "/console/auth/login?return="+url.QueryEscape(r.URL.RequestURI()))
@@ -107,16 +107,16 @@ func csrfMatches(c echo.Context, want string) bool {
 // and address it was signed in from.
 // An external issuer's username, or a forwarded address, longer than the
 // record holds is cut short rather than refusing the sign-in.
-func (s *Server) staffRecord(c echo.Context, id, staffID, organizationID, username string) identity.Session {
-	return identity.Session{ID: id, StaffID: staffID, OrganizationID: organizationID, Username: truncateRunes(username, 320),
-		UserAgent: identity.SummarizeUserAgent(c.Request().UserAgent()), Address: truncateRunes(c.RealIP(), 64)}
+func (s *Server) staffRecord(c echo.Context, id, staffID, organizationID, username string) staff.Session {
+	return staff.Session{ID: id, StaffID: staffID, OrganizationID: organizationID, Username: truncateRunes(username, 320),
+		UserAgent: staff.SummarizeUserAgent(c.Request().UserAgent()), Address: truncateRunes(c.RealIP(), 64)}
 }
 
 // consoleRecord is the record of the console session of sign-in id, staff
 // member m. Staff of the built-in provider name their account and the
 // provider session they signed in through (the ID token's sid), which ends
 // with this one; an external issuer's staff have neither here.
-func (s *Server) consoleRecord(c echo.Context, id oidclogin.Identity, m oidclogin.Staff) identity.Session {
+func (s *Server) consoleRecord(c echo.Context, id oidclogin.Identity, m oidclogin.Staff) staff.Session {
 	rec := s.staffRecord(c, "", "", m.OrganizationID, m.Username)
 	if id.Issuer == s.login.Issuer() && uuid.Validate(id.Subject) == nil {
 		rec.StaffID = id.Subject
@@ -130,27 +130,27 @@ func (s *Server) consoleRecord(c echo.Context, id oidclogin.Identity, m oidclogi
 // replaceSession ends the session of store that the browser brings to a
 // new sign-in, so that a copy of its cookie does not outlive it.
 func (s *Server) replaceSession(c echo.Context, store *oidclogin.Sessions) error {
-	return store.Replace(c.Response(), c.Request(), s.sessionsEnded("", identity.EndedBySignIn))
+	return store.Replace(c.Response(), c.Request(), s.sessionsEnded("", staff.EndedBySignIn))
 }
 
 // signedOut records, in the transaction of a sign-out, an entry of each
 // staff session it ended, by the person who signed out.
-func (s *Server) signedOut() database.BeforeCommit[[]identity.Session] {
+func (s *Server) signedOut() database.BeforeCommit[[]staff.Session] {
 	return s.sessionsEnded("", "")
 }
 
 // sessionsEnded records, in the transaction that ended them, an entry of
 // each staff session ended (identity.SessionAuditEntries), by actor, or by
 // each session's own person when actor is "".
-func (s *Server) sessionsEnded(actor, why string) database.BeforeCommit[[]identity.Session] {
-	return func(ctx context.Context, tx database.Tx, ended []identity.Session) error {
+func (s *Server) sessionsEnded(actor, why string) database.BeforeCommit[[]staff.Session] {
+	return func(ctx context.Context, tx database.Tx, ended []staff.Session) error {
 		for _, one := range ended {
 			by := actor
 			if by == "" {
 				by = "staff:" + one.Username
 			}
-			for _, e := range identity.SessionAuditEntries(by, why, []identity.Session{one}) {
-				if err := s.identity.RecordAuditTx(ctx, tx, e); err != nil {
+			for _, e := range staff.SessionAuditEntries(by, why, []staff.Session{one}) {
+				if err := s.audit.RecordAuditTx(ctx, tx, e); err != nil {
 					return auditFailed(err)
 				}
 			}

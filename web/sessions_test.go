@@ -16,6 +16,7 @@ import (
 	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
+	"github.com/flowd/flowd/modules/identity/staff"
 )
 
 // copyCookies returns a fresh browser holding copies of from's cookies
@@ -90,7 +91,7 @@ func TestCopiedCookiesDoNotOutliveTheEndOfTheirSession(t *testing.T) {
 			}
 		}},
 		{"role change", func(t *testing.T, _ *formbrowser.Browser, username, _ string) {
-			if ch, err := ls.staff.SetStaffRole(ctx, username, identity.RoleViewer); err != nil || len(ch.Ended) == 0 {
+			if ch, err := ls.staff.SetStaffRole(ctx, username, staff.RoleViewer); err != nil || len(ch.Ended) == 0 {
 				t.Fatalf("role change: %v, ended %d sessions", err, len(ch.Ended))
 			}
 		}},
@@ -108,7 +109,7 @@ func TestCopiedCookiesDoNotOutliveTheEndOfTheirSession(t *testing.T) {
 	for i, tt := range ends {
 		t.Run(tt.name, func(t *testing.T) {
 			username := "ada" + string(rune('a'+i))
-			ls.createStaff(t, "org-a", username, identity.RoleAdmin)
+			ls.createStaff(t, "org-a", username, staff.RoleAdmin)
 			b := formbrowser.New(t)
 			csrf := signInStaff(t, b, ls.url, username, testPassword).HiddenFields(t).Get("csrf")
 			consoleCopy := copyCookies(t, b, ls.url, "flowd_console")
@@ -141,7 +142,7 @@ func TestCopiedCookiesDoNotOutliveTheEndOfTheirSession(t *testing.T) {
 func TestSignOutIsAudited(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-audit", "ada", identity.RoleAdmin)
+	ls.createStaff(t, "org-audit", "ada", staff.RoleAdmin)
 	b := formbrowser.New(t)
 	csrf := signInStaff(t, b, ls.url, "ada", testPassword).HiddenFields(t).Get("csrf")
 	b.Follow(http.MethodPost, ls.url+"/console/auth/logout", url.Values{"csrf": {csrf}})
@@ -184,7 +185,7 @@ func TestSessionLifetimesHoldAtTheConsoleAndTheProvider(t *testing.T) {
 	clk := newTestClock()
 	ls := setupLogin(t, loginOptions{now: clk.Now, env: map[string]string{
 		"FLOWD_CONSOLE_SESSION_IDLE": "30m", "FLOWD_CONSOLE_SESSION_MAX": "1h"}})
-	ls.createStaff(t, "org-a", "ada", identity.RoleAdmin)
+	ls.createStaff(t, "org-a", "ada", staff.RoleAdmin)
 
 	t.Run("absolute", func(t *testing.T) {
 		b := formbrowser.New(t)
@@ -255,7 +256,7 @@ func TestAdminEndsAPersonsSession(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
 	pair := ls.signInStaffPair(t, "Test Bank", "TB")
-	ls.createStaff(t, pair.other.ID, "oscar", identity.RoleAdmin)
+	ls.createStaff(t, pair.other.ID, "oscar", staff.RoleAdmin)
 	oscar := formbrowser.New(t)
 	oscarCSRF := signInStaff(t, oscar, ls.url, "oscar", testPassword).HiddenFields(t).Get("csrf")
 
@@ -270,10 +271,10 @@ func TestAdminEndsAPersonsSession(t *testing.T) {
 	}
 	var vicConsole, adaConsole string
 	for _, s := range vicSessions {
-		if s.Kind == identity.SessionConsole && s.Username == "vic" {
+		if s.Kind == staff.SessionConsole && s.Username == "vic" {
 			vicConsole = s.ID
 		}
-		if s.Kind == identity.SessionConsole && s.Username == "ada" {
+		if s.Kind == staff.SessionConsole && s.Username == "ada" {
 			adaConsole = s.ID
 		}
 	}
@@ -330,7 +331,7 @@ func TestAdminEndsAPersonsSession(t *testing.T) {
 	var ended []string
 	for _, e := range entries {
 		if e.Action == identity.AuditSessionEnd && e.Actor == "staff:ada" && e.Target == "vic" &&
-			strings.HasSuffix(e.Detail, identity.EndedByAdmin) {
+			strings.HasSuffix(e.Detail, staff.EndedByAdmin) {
 			ended = append(ended, e.Detail)
 		}
 	}
@@ -346,7 +347,7 @@ func TestAdminEndsAPersonsSession(t *testing.T) {
 func TestPersonEndsTheirOtherSessions(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-self", "ada", identity.RoleViewer)
+	ls.createStaff(t, "org-self", "ada", staff.RoleViewer)
 	here, there := formbrowser.New(t), formbrowser.New(t)
 	signInStaff(t, here, ls.url, "ada", testPassword)
 	signInStaff(t, there, ls.url, "ada", testPassword)
@@ -375,7 +376,7 @@ func TestPersonEndsTheirOtherSessions(t *testing.T) {
 	}
 	n := 0
 	for _, e := range entries {
-		if e.Action == identity.AuditSessionEnd && e.Actor == "staff:ada" && strings.HasSuffix(e.Detail, identity.EndedBySelf) {
+		if e.Action == identity.AuditSessionEnd && e.Actor == "staff:ada" && strings.HasSuffix(e.Detail, staff.EndedBySelf) {
 			n++
 		}
 	}
@@ -395,7 +396,7 @@ func TestExternalIssuersStaffSessionsAreListedAndEnded(t *testing.T) {
 			Method: login.MethodStaff, RedirectURIs: []string{baseOf(rpListener) + "/console/auth/callback"},
 			PostLogoutRedirectURIs: []string{baseOf(rpListener) + "/console/signed-out"}}}
 	}})
-	issuer.createStaff(t, "tenant-7", "eve@tenant.example", identity.RoleAdmin)
+	issuer.createStaff(t, "tenant-7", "eve@tenant.example", staff.RoleAdmin)
 	ls := setupLogin(t, loginOptions{preset: rpListener, env: map[string]string{
 		"FLOWD_CONSOLE_OIDC_ISSUER": issuer.url, "FLOWD_CONSOLE_OIDC_CLIENT_ID": "external-console",
 		"FLOWD_CONSOLE_OIDC_CLIENT_SECRET": "external secret",
@@ -423,7 +424,7 @@ func TestExternalIssuersStaffSessionsAreListedAndEnded(t *testing.T) {
 		t.Fatalf("sessions of tenant-7: %+v (%v)", all, err)
 	}
 	for _, s := range all {
-		if s.Kind != identity.SessionConsole || s.Issuer != issuer.url || s.StaffID != "" || s.ProviderSessionID != "" {
+		if s.Kind != staff.SessionConsole || s.Issuer != issuer.url || s.StaffID != "" || s.ProviderSessionID != "" {
 			t.Fatalf("an external issuer's staff session: %+v", s)
 		}
 	}
@@ -487,7 +488,7 @@ func TestConsentSignOutEndsTheSessionOnTheServer(t *testing.T) {
 func TestANewSignInReplacesTheBrowsersSession(t *testing.T) {
 	t.Parallel()
 	ls := setupLogin(t, loginOptions{})
-	ls.createStaff(t, "org-again", "ada", identity.RoleAdmin)
+	ls.createStaff(t, "org-again", "ada", staff.RoleAdmin)
 	b := formbrowser.New(t)
 	signInStaff(t, b, ls.url, "ada", testPassword)
 	oldConsole := copyCookies(t, b, ls.url, "flowd_console")
@@ -503,7 +504,7 @@ func TestANewSignInReplacesTheBrowsersSession(t *testing.T) {
 	}
 	entries, _, err := ls.ident.AuditLog(context.Background(), "org-again", 50, 0)
 	if err != nil || len(entries) != 1 || entries[0].Action != identity.AuditSessionEnd ||
-		!strings.HasPrefix(entries[0].Detail, "console session") || !strings.HasSuffix(entries[0].Detail, identity.EndedBySignIn) {
+		!strings.HasPrefix(entries[0].Detail, "console session") || !strings.HasSuffix(entries[0].Detail, staff.EndedBySignIn) {
 		t.Fatalf("audit entries: %+v (%v)", entries, err)
 	}
 }

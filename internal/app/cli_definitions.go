@@ -66,7 +66,7 @@ func runDefinitions(ctx context.Context, args []string, getenv func(string) stri
 		return err
 	}
 	defer env.pool.Close()
-	defs := consent.NewDefinitions(env.pool, organizationDirectory{env.identity})
+	defs := consent.NewDefinitions(env.pool, organizationDirectory{env.orgs, env.audit})
 
 	var p consent.Published
 	switch sub {

@@ -15,7 +15,8 @@ import (
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/modules/identity"
-	"github.com/flowd/flowd/modules/identity/login"
+	"github.com/flowd/flowd/modules/identity/orgs"
+	"github.com/flowd/flowd/modules/identity/staff"
 )
 
 // demoState is what `flowd demo` remembers between runs.
@@ -45,7 +46,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	defer env.pool.Close()
-	id := env.identity
+	id := env.orgs
 
 	var st demoState
 	b, err := os.ReadFile(*statePath)
@@ -60,8 +61,8 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 
 	seeded := false
 	org, err := id.Organization(ctx, st.OrganizationID)
-	if errors.Is(err, identity.ErrOrganizationNotFound) {
-		org, _, err = env.createOrganization(ctx, identity.NewOrganization{Name: "Demo Bank", OrganizationNumber: "000000000", ReferencePrefix: "DEMO"})
+	if errors.Is(err, orgs.ErrOrganizationNotFound) {
+		org, _, err = env.createOrganization(ctx, orgs.NewOrganization{Name: "Demo Bank", OrganizationNumber: "000000000", ReferencePrefix: "DEMO"})
 		st = demoState{OrganizationID: org.ID}
 		seeded = true
 	}
@@ -69,8 +70,8 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 		return adminError(err)
 	}
 	client, err := id.Client(ctx, st.ClientID)
-	if errors.Is(err, identity.ErrClientNotFound) || (err == nil && (client.Revoked() || client.OrganizationID != org.ID)) || st.ClientSecret == "" {
-		cc, err := id.CreateClient(ctx, identity.NewClient{OrganizationID: org.ID, Name: "Demo client"})
+	if errors.Is(err, orgs.ErrClientNotFound) || (err == nil && (client.Revoked() || client.OrganizationID != org.ID)) || st.ClientSecret == "" {
+		cc, err := id.CreateClient(ctx, orgs.NewClient{OrganizationID: org.ID, Name: "Demo client"})
 		if err != nil {
 			return adminError(err)
 		}
@@ -79,7 +80,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 	} else if err != nil {
 		return adminError(err)
 	}
-	staff, err := login.NewStaff(env.pool, organizationDirectory{id}, login.StaffConfig{})
+	accounts, err := staff.NewAccounts(env.pool, env.orgs, staff.Config{})
 	if err != nil {
 		return err
 	}
@@ -88,11 +89,11 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 		// demo admin; an account left from an earlier database keeps its
 		// name and gets the new password.
 		st.StaffUsername, st.StaffPassword = "admin@demo.bank", randomPassword()
-		_, err := staff.CreateStaff(ctx, identity.NewStaffAccount{OrganizationID: org.ID, Username: st.StaffUsername,
-			Name: "Demo Admin", Role: identity.RoleAdmin, Password: st.StaffPassword})
-		if errors.Is(err, identity.ErrStaffExists) {
-			_, err = staff.ResetStaffPassword(ctx, st.StaffUsername, st.StaffPassword,
-				env.staffAudited(identity.AuditStaffPasswordReset, identity.EndedByPasswordReset))
+		_, err := accounts.CreateStaff(ctx, staff.NewAccount{OrganizationID: org.ID, Username: st.StaffUsername,
+			Name: "Demo Admin", Role: staff.RoleAdmin, Password: st.StaffPassword})
+		if errors.Is(err, staff.ErrAccountExists) {
+			_, err = accounts.ResetStaffPassword(ctx, st.StaffUsername, st.StaffPassword,
+				env.staffAudited(identity.AuditStaffPasswordReset, staff.EndedByPasswordReset))
 		}
 		if err != nil {
 			return adminError(err)

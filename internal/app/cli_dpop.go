@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/orgs"
 )
 
 // runClientDPoP handles "flowd clients dpop CLIENT_ID on|off": whether the
@@ -32,12 +33,12 @@ func runClientDPoP(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	defer env.pool.Close()
-	c, err := env.identity.Client(ctx, clientID)
+	c, err := env.orgs.Client(ctx, clientID)
 	if err != nil {
 		return adminError(err)
 	}
-	c, err = env.identity.SetClientDPoP(ctx, c.OrganizationID, c.ID, on, byOperator(env.identity, identity.AuditClientDPoP, func(ch identity.ClientChange) (string, string, string) {
-		return ch.After.OrganizationID, ch.After.ID, identity.DPoPAuditDetail(ch.After)
+	c, err = env.orgs.SetClientDPoP(ctx, c.OrganizationID, c.ID, on, byOperator(env.audit, identity.AuditClientDPoP, func(ch orgs.ClientChange) (string, string, string) {
+		return ch.After.OrganizationID, ch.After.ID, orgs.DPoPAuditDetail(ch.After)
 	}))
 	if err != nil {
 		return adminError(err)

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -20,33 +19,17 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/audit"
+	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
-// identityConfig is the identity module's share of flowd's settings.
-func identityConfig(cfg *config.Config, log *slog.Logger) identity.Config {
-	return identity.Config{
-		Issuer:              cfg.BaseURL.String(),
-		Audience:            cfg.Audience,
-		KeyEncryptionKey:    cfg.KeyEncryptionKey,
-		ReceiptKeyRetention: cfg.ReceiptKeyRetention,
-		ExternalIssuer:      cfg.OIDCIssuer,
-		ExternalAudiences:   cfg.OIDCAudience,
-		OrgClaim:            cfg.OrgClaim,
-		ClientJWKSHosts:     cfg.ClientJWKSHosts,
-		JWKSAllowPrivate:    cfg.WebhookAllowPrivate,
-		DPoPNonceRequired:   cfg.DPoPNonce == "required",
-		APIRateLimit:        cfg.APIRateLimit,
-		Log:                 log,
-	}
-}
-
 // adminEnv is what an admin command works with: the settings, a small pool
-// on a migrated database, and the identity module.
+// on a migrated database, and the identity module's parts.
 type adminEnv struct {
-	cfg      *config.Config
-	pool     *pgxpool.Pool
-	identity *identity.Module
+	cfg  *config.Config
+	pool *pgxpool.Pool
+	*identityParts
 }
 
 // openAdmin loads the settings and opens the database for an admin command;
@@ -69,21 +52,25 @@ func openAdmin(ctx context.Context, getenv func(string) string, need config.Need
 		}
 		return nil, errors.New("the database is not migrated: run `flowd migrate` first")
 	}
-	log := newLogger(stderr, cfg.LogLevel)
-	return &adminEnv{cfg: cfg, pool: pool, identity: identity.New(pool, identityConfig(cfg, log))}, nil
+	parts, err := newIdentity(pool, cfg, newLogger(stderr, cfg.LogLevel))
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &adminEnv{cfg: cfg, pool: pool, identityParts: parts}, nil
 }
 
 // createOrganization makes an organization and its first webhook signing
 // secret in one transaction: an organization never exists without one.
-func (env *adminEnv) createOrganization(ctx context.Context, in identity.NewOrganization) (identity.Organization, webhooks.Secret, error) {
+func (env *adminEnv) createOrganization(ctx context.Context, in orgs.NewOrganization) (orgs.Organization, webhooks.Secret, error) {
 	hooks, err := webhooks.New(env.pool, flows.NewTaskReports(env.pool), webhooks.Options{KeyEncryptionKey: env.cfg.KeyEncryptionKey})
 	if err != nil {
-		return identity.Organization{}, webhooks.Secret{}, err
+		return orgs.Organization{}, webhooks.Secret{}, err
 	}
-	var org identity.Organization
+	var org orgs.Organization
 	var secret webhooks.Secret
 	err = database.WithTx(ctx, env.pool, func(tx database.Tx) error {
-		if org, err = env.identity.CreateOrganizationTx(ctx, tx, in); err != nil {
+		if org, err = env.orgs.CreateOrganizationTx(ctx, tx, in); err != nil {
 			return err
 		}
 		secret, err = hooks.CreateSecretTx(ctx, tx, org.ID)
@@ -118,10 +105,10 @@ const operatorActor = "operator:cli"
 
 // byOperator records a change made with the CLI in its organization's
 // audit log, in the change's transaction, as the console records its staff's.
-func byOperator[T any](id *identity.Module, action string, describe func(done T) (organizationID, target, detail string)) database.BeforeCommit[T] {
+func byOperator[T any](log audit.Log, action string, describe func(done T) (organizationID, target, detail string)) database.BeforeCommit[T] {
 	return func(ctx context.Context, tx database.Tx, done T) error {
 		org, target, detail := describe(done)
-		return id.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: org, Actor: operatorActor, Action: action, Target: target, Detail: detail})
+		return log.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: org, Actor: operatorActor, Action: action, Target: target, Detail: detail})
 	}
 }
 
@@ -157,7 +144,7 @@ func runOrgs(ctx context.Context, args []string, getenv func(string) string, std
 			return err
 		}
 		defer env.pool.Close()
-		org, secret, err := env.createOrganization(ctx, identity.NewOrganization{
+		org, secret, err := env.createOrganization(ctx, orgs.NewOrganization{
 			Name: *name, OrganizationNumber: *number, ReferencePrefix: *prefix, RedirectOrigins: splitList(*origins),
 		})
 		if err != nil {
@@ -185,7 +172,7 @@ func runOrgs(ctx context.Context, args []string, getenv func(string) string, std
 			return err
 		}
 		defer env.pool.Close()
-		orgs, err := env.identity.ListOrganizations(ctx)
+		orgs, err := env.orgs.ListOrganizations(ctx)
 		if err != nil {
 			return adminError(err)
 		}
@@ -293,13 +280,13 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	defer env.pool.Close()
-	id := env.identity
+	id := env.orgs
 	switch sub {
 	case "create":
-		cc, err := id.CreateClient(ctx, identity.NewClient{OrganizationID: *org, Name: *name, Scopes: splitList(*scopes), Sandbox: *sandbox,
+		cc, err := id.CreateClient(ctx, orgs.NewClient{OrganizationID: *org, Name: *name, Scopes: splitList(*scopes), Sandbox: *sandbox,
 			Keys: clientKeys, AlsoSecret: *withSecret, DPoPBound: *dpop},
-			byOperator(id, identity.AuditClientCreate, func(cc identity.ClientCredentials) (string, string, string) {
-				return cc.OrganizationID, cc.ID, identity.ClientCreatedDetail(cc.Client)
+			byOperator(env.audit, identity.AuditClientCreate, func(cc orgs.ClientCredentials) (string, string, string) {
+				return cc.OrganizationID, cc.ID, orgs.ClientCreatedDetail(cc.Client)
 			}))
 		if err != nil {
 			return oneLine(err, "--")
@@ -369,7 +356,7 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 			return adminError(err)
 		}
 		cc, err := id.RotateClientSecret(ctx, c.OrganizationID, c.ID,
-			byOperator(id, identity.AuditClientRotate, func(cc identity.ClientCredentials) (string, string, string) {
+			byOperator(env.audit, identity.AuditClientRotate, func(cc orgs.ClientCredentials) (string, string, string) {
 				return cc.OrganizationID, cc.ID, cc.Name
 			}))
 		if err != nil {
@@ -382,8 +369,8 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 			return adminError(err)
 		}
 		c, err = id.ReplaceClientKeys(ctx, c.OrganizationID, c.ID, clientKeys,
-			byOperator(id, identity.AuditClientKeys, func(c identity.Client) (string, string, string) {
-				return c.OrganizationID, c.ID, identity.ClientKeysDetail(c)
+			byOperator(env.audit, identity.AuditClientKeys, func(c orgs.Client) (string, string, string) {
+				return c.OrganizationID, c.ID, orgs.ClientKeysDetail(c)
 			}))
 		if err != nil {
 			return oneLine(err, "--")
@@ -399,7 +386,7 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 			return adminError(err)
 		}
 		c, err = id.RevokeClient(ctx, c.OrganizationID, c.ID,
-			byOperator(id, identity.AuditClientRevoke, func(c identity.Client) (string, string, string) {
+			byOperator(env.audit, identity.AuditClientRevoke, func(c orgs.Client) (string, string, string) {
 				return c.OrganizationID, c.ID, c.Name
 			}))
 		if err != nil {
@@ -411,7 +398,7 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 		fmt.Fprintf(stdout, "Revoked client %s: it gets no new token, and its tokens stop working now.\n", c.ID)
 		return nil
 	case "map":
-		x, err := id.MapExternalClient(ctx, identity.ExternalClient{Issuer: *issuer, ClientID: *clientID, OrganizationID: *org,
+		x, err := id.MapExternalClient(ctx, orgs.ExternalClient{Issuer: *issuer, ClientID: *clientID, OrganizationID: *org,
 			Scopes: splitList(*scopes), Sandbox: *sandbox})
 		if err != nil {
 			return adminError(err)
@@ -431,7 +418,7 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 
 // printCredentials shows a client's id and secret, once, and how it
 // authenticates. An assertion-only client has no secret to show.
-func printCredentials(w io.Writer, cfg *config.Config, cc identity.ClientCredentials, asJSON bool, verb string) error {
+func printCredentials(w io.Writer, cfg *config.Config, cc orgs.ClientCredentials, asJSON bool, verb string) error {
 	if asJSON {
 		out := map[string]any{"clientId": cc.ID, "scopes": cc.Scopes, "sandbox": cc.Sandbox, "authMethods": cc.AuthMethods(), "dpopBound": cc.DPoPBound}
 		if cc.Secret != "" {
@@ -469,11 +456,11 @@ func (k *keyFlags) define(fs *flag.FlagSet) {
 }
 
 // read returns the keys the flags give; none when they were not defined or not set.
-func (k *keyFlags) read(stdin io.Reader) (identity.ClientKeys, error) {
+func (k *keyFlags) read(stdin io.Reader) (orgs.ClientKeys, error) {
 	if k.jwksFile == nil {
-		return identity.ClientKeys{}, nil
+		return orgs.ClientKeys{}, nil
 	}
-	keys := identity.ClientKeys{JWKSURI: *k.jwksURI}
+	keys := orgs.ClientKeys{JWKSURI: *k.jwksURI}
 	switch *k.jwksFile {
 	case "":
 		return keys, nil
@@ -514,7 +501,7 @@ func runKeys(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	defer env.pool.Close()
-	made, err := env.identity.RotateSigningKeys(ctx)
+	made, err := env.keys.RotateSigningKeys(ctx)
 	if err != nil {
 		return adminError(err)
 	}

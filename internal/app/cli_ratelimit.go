@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/orgs"
 )
 
 // runClientRateLimit handles "flowd clients rate-limit CLIENT_ID
@@ -45,14 +46,14 @@ func runClientRateLimit(ctx context.Context, args []string, getenv func(string) 
 		return err
 	}
 	defer env.pool.Close()
-	id := env.identity
+	id := env.orgs
 	if *issuer != "" {
 		if *perMinute == "" {
 			return errors.New("clients rate-limit: with --issuer, give --per-minute N or default")
 		}
 		x, err := id.SetExternalClientRateLimit(ctx, *issuer, clientID, limit,
-			byOperator(id, identity.AuditClientRateLimit, func(x identity.ExternalClient) (string, string, string) {
-				return x.OrganizationID, x.ClientID, identity.RateLimitAuditDetail(x.Issuer, x.RateLimit)
+			byOperator(env.audit, identity.AuditClientRateLimit, func(x orgs.ExternalClient) (string, string, string) {
+				return x.OrganizationID, x.ClientID, orgs.RateLimitAuditDetail(x.Issuer, x.RateLimit)
 			}))
 		if err != nil {
 			return adminError(err)
@@ -65,8 +66,8 @@ func runClientRateLimit(ctx context.Context, args []string, getenv func(string) 
 	}
 	if *perMinute != "" {
 		c, err = id.SetClientRateLimit(ctx, c.OrganizationID, c.ID, limit,
-			byOperator(id, identity.AuditClientRateLimit, func(ch identity.ClientChange) (string, string, string) {
-				return ch.After.OrganizationID, ch.After.ID, identity.RateLimitAuditDetail(ch.After.Name, ch.After.RateLimit)
+			byOperator(env.audit, identity.AuditClientRateLimit, func(ch orgs.ClientChange) (string, string, string) {
+				return ch.After.OrganizationID, ch.After.ID, orgs.RateLimitAuditDetail(ch.After.Name, ch.After.RateLimit)
 			}))
 		if err != nil {
 			return adminError(err)

@@ -57,7 +57,7 @@ func runReceipts(ctx context.Context, args []string, getenv func(string) string,
 			return openErr
 		}
 		defer env.pool.Close()
-		keys, keysErr := env.identity.ReceiptKeys(ctx)
+		keys, keysErr := env.keys.ReceiptKeys(ctx)
 		if keysErr != nil {
 			return keysErr
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/identity"
-	"github.com/flowd/flowd/modules/identity/login"
+	"github.com/flowd/flowd/modules/identity/staff"
 )
 
 const staffUsage = `Usage:
@@ -80,32 +80,32 @@ func runStaff(ctx context.Context, args []string, getenv func(string) string, st
 		password = p
 	}
 
-	env, staff, err := openStaff(ctx, getenv, stderr)
+	env, accounts, err := openStaff(ctx, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.pool.Close()
 
-	var ch identity.StaffChange
+	var ch staff.Change
 	var summary string
 	switch sub {
 	case "create":
-		ch.Account, err = staff.CreateStaff(ctx, identity.NewStaffAccount{
+		ch.Account, err = accounts.CreateStaff(ctx, staff.NewAccount{
 			OrganizationID: strings.TrimSpace(*org), Username: *username, Name: strings.TrimSpace(*name),
-			Role: identity.Role(*role), Password: password,
+			Role: staff.Role(*role), Password: password,
 		})
 		summary = "created staff account %s (%s) in organization %s\n"
 	case "disable":
-		ch, err = staff.DisableStaff(ctx, *username, env.staffAudited(identity.AuditStaffDisable, identity.EndedByDisable))
+		ch, err = accounts.DisableStaff(ctx, *username, env.staffAudited(identity.AuditStaffDisable, staff.EndedByDisable))
 		summary = "disabled staff account %s (%s) of organization %s\n"
 	case "reset-password":
-		ch, err = staff.ResetStaffPassword(ctx, *username, password, env.staffAudited(identity.AuditStaffPasswordReset, identity.EndedByPasswordReset))
+		ch, err = accounts.ResetStaffPassword(ctx, *username, password, env.staffAudited(identity.AuditStaffPasswordReset, staff.EndedByPasswordReset))
 		summary = "set a new password for staff account %s (%s) of organization %s\n"
 	case "set-role":
-		ch, err = staff.SetStaffRole(ctx, *username, identity.Role(*role), env.staffAudited(identity.AuditStaffRoleChange, identity.EndedByRoleChange))
+		ch, err = accounts.SetStaffRole(ctx, *username, staff.Role(*role), env.staffAudited(identity.AuditStaffRoleChange, staff.EndedByRoleChange))
 		summary = "staff account %s now has the role %s in organization %s\n"
 	case "delete":
-		ch, err = staff.DeleteStaff(ctx, *username, env.staffAudited(identity.AuditStaffDelete, identity.EndedByDelete))
+		ch, err = accounts.DeleteStaff(ctx, *username, env.staffAudited(identity.AuditStaffDelete, staff.EndedByDelete))
 		summary = "deleted staff account %s (%s) of organization %s\n"
 	}
 	if err != nil {
@@ -131,33 +131,33 @@ func runStaff(ctx context.Context, args []string, getenv func(string) string, st
 	return nil
 }
 
-// openStaff opens the database and the staff service of an admin command.
-func openStaff(ctx context.Context, getenv func(string) string, stderr io.Writer) (*adminEnv, *login.Staff, error) {
+// openStaff opens the database and the staff accounts of an admin command.
+func openStaff(ctx context.Context, getenv func(string) string, stderr io.Writer) (*adminEnv, *staff.AccountService, error) {
 	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
 	if err != nil {
 		return nil, nil, err
 	}
-	staff, err := login.NewStaff(env.pool, organizationDirectory{env.identity}, login.StaffConfig{})
+	accounts, err := staff.NewAccounts(env.pool, env.orgs, staff.Config{})
 	if err != nil {
 		env.pool.Close()
 		return nil, nil, err
 	}
-	return env, staff, nil
+	return env, accounts, nil
 }
 
 // staffAudited records, in the transaction of a change to a staff account,
 // the change (action, unless "") and each session it ended (for why), by
 // the operator.
-func (env *adminEnv) staffAudited(action, why string) database.BeforeCommit[identity.StaffChange] {
-	return func(ctx context.Context, tx database.Tx, ch identity.StaffChange) error {
+func (env *adminEnv) staffAudited(action, why string) database.BeforeCommit[staff.Change] {
+	return func(ctx context.Context, tx database.Tx, ch staff.Change) error {
 		var entries []identity.AuditEntry
 		if action != "" {
 			entries = append(entries, identity.AuditEntry{OrganizationID: ch.Account.OrganizationID, Actor: operatorActor,
 				Action: action, Target: ch.Account.Username,
 				Detail: fmt.Sprintf("role %s; %d session(s) ended", ch.Account.Role, len(ch.Ended))})
 		}
-		for _, e := range append(entries, identity.SessionAuditEntries(operatorActor, why, ch.Ended)...) {
-			if err := env.identity.RecordAuditTx(ctx, tx, e); err != nil {
+		for _, e := range append(entries, staff.SessionAuditEntries(operatorActor, why, ch.Ended)...) {
+			if err := env.audit.RecordAuditTx(ctx, tx, e); err != nil {
 				return err
 			}
 		}
@@ -188,12 +188,12 @@ func runStaffSessions(ctx context.Context, args []string, getenv func(string) st
 	if *username == "" {
 		return errors.New("staff sessions: --username is required")
 	}
-	env, staff, err := openStaff(ctx, getenv, stderr)
+	env, accounts, err := openStaff(ctx, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.pool.Close()
-	a, all, err := staff.StaffSessions(ctx, *username)
+	a, all, err := accounts.StaffSessions(ctx, *username)
 	if err != nil {
 		return cliError(err)
 	}
@@ -231,12 +231,12 @@ func runStaffEndSessions(ctx context.Context, args []string, getenv func(string)
 	if *username == "" {
 		return errors.New("staff end-sessions: --username is required")
 	}
-	env, staff, err := openStaff(ctx, getenv, stderr)
+	env, accounts, err := openStaff(ctx, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.pool.Close()
-	ch, err := staff.EndStaffSessions(ctx, *username, env.staffAudited("", identity.EndedByOperator))
+	ch, err := accounts.EndStaffSessions(ctx, *username, env.staffAudited("", staff.EndedByOperator))
 	if err != nil {
 		return cliError(err)
 	}
@@ -249,7 +249,7 @@ func runStaffEndSessions(ctx context.Context, args []string, getenv func(string)
 
 // readPassword reads one line from stdin, without its line ending.
 func readPassword(stdin io.Reader) (string, error) {
-	line, err := bufio.NewReader(io.LimitReader(stdin, identity.MaxPasswordLength+3)).ReadString('\n')
+	line, err := bufio.NewReader(io.LimitReader(stdin, staff.MaxPasswordLength+3)).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("reading the password: %w", err)
 	}

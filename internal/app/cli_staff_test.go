@@ -10,7 +10,7 @@ import (
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/flowdtest"
 	"github.com/flowd/flowd/internal/formbrowser"
-	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/staff"
 )
 
 func TestStaffCommands(t *testing.T) {
@@ -200,7 +200,7 @@ func TestStaffCommandsEndSessions(t *testing.T) {
 			t.Errorf("the audit log lacks %q:\n%s", want, audit)
 		}
 	}
-	for why, n := range map[string]int{identity.EndedByPasswordReset: 4, identity.EndedByRoleChange: 2, identity.EndedByDisable: 2, identity.EndedByOperator: 2} {
+	for why, n := range map[string]int{staff.EndedByPasswordReset: 4, staff.EndedByRoleChange: 2, staff.EndedByDisable: 2, staff.EndedByOperator: 2} {
 		if got := strings.Count(audit, ": "+why); got != n {
 			t.Errorf("%d session.end entries for %q, want %d:\n%s", got, why, n, audit)
 		}

@@ -21,8 +21,8 @@ import (
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
+	"github.com/flowd/flowd/modules/identity/staff"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web"
 )
@@ -76,21 +76,24 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	defer hookPool.Close()
 
 	// Modules, each built from its explicit dependencies.
-	ident := identity.New(pool, identityConfig(cfg, log))
-	if err := ident.Prepare(ctx); err != nil {
+	ident, err := newIdentity(pool, cfg, log)
+	if err != nil {
 		return err
 	}
-	orgs := organizationDirectory{ident}
+	if err := ident.keys.Prepare(ctx); err != nil {
+		return err
+	}
+	orgs := organizationDirectory{ident.orgs, ident.audit}
 
 	// Staff accounts, the built-in provider's interactive sign-in
 	// (authorization code + PKCE, test eID), and the relying parties of the
 	// console and the consent pages. ID tokens are signed with the identity
 	// module's rotating keys, so one JWKS verifies everything.
-	staff, err := login.NewStaff(pool, orgs, login.StaffConfig{})
+	accounts, err := staff.NewAccounts(pool, ident.orgs, staff.Config{})
 	if err != nil {
 		return err
 	}
-	provider, err := login.New(pool, ident, staff, login.Config{
+	provider, err := login.New(pool, ident.keys, accounts, login.Config{
 		Issuer: cfg.BaseURL.String(), Clients: login.BuiltInClients(cfg.BaseURL.String(), cfg.SessionKey),
 		TestEID: cfg.TestEID, TestEIDLevels: web.TestEIDLevels(cfg.ConsentACRMap), NationalIDClaim: cfg.ConsentNationalIDClaim,
 		OrgClaim: cfg.ConsoleOrgClaim, RolesClaim: cfg.ConsoleRolesClaim, DataKey: cfg.DataKey,
@@ -100,7 +103,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	// The records of sessions, so that the server can end them; every
 	// instance reads them, so an end holds everywhere at once.
-	sessions, err := login.NewSessions(pool, login.SessionsConfig{Log: log})
+	sessions, err := staff.NewSessions(pool, staff.SessionsConfig{Log: log})
 	if err != nil {
 		return err
 	}
@@ -124,8 +127,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// Flow events go out through the webhooks module, whose workers report
 	// their delivery tasks back to flows.
 	definitions := consent.NewDefinitions(pool, orgs)
-	receipts := consent.NewReceipts(pool, ident, definitions, orgs, cfg.BaseURL.String())
-	flowsModule := flows.New(pool, sealer, consentRequests, definitions, receipts, orgs, hooks, log, registry, flows.Config{
+	receipts := consent.NewReceipts(pool, ident.keys, orgs, cfg.BaseURL.String())
+	flowsModule := flows.New(pool, sealer, consentRequests, definitions, orgs, hooks, log, registry, flows.Config{
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
 		ReadRoundTrips: cfg.DBReadRoundTrips, MaintenanceInterval: cfg.MaintenanceInterval,
 	})
@@ -134,18 +137,23 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	answers := idempotency.New(pool, sealer, log, cfg.MaintenanceInterval)
 
 	srv, err := web.New(web.Deps{
-		Log: log, Config: cfg, Pool: pool, Registry: registry, Identity: ident, Limits: ident, Webhooks: hooks,
+		Log: log, Config: cfg, Pool: pool, Registry: registry, Webhooks: hooks,
+		Tokens: ident.tokens, Bearer: ident.tokens, JWKS: ident.keys, Organizations: ident.orgs, Clients: ident.orgs,
+		Audit: ident.audit, Limits: ident.limits,
 		Endpoints: webhooks.NewEndpoints(pool, webhooks.EndpointRules{AllowInsecureURLs: cfg.AllowInsecureURLs,
 			AllowPrivate: cfg.WebhookAllowPrivate}),
 		Flows: flowsModule, Definitions: definitions, Receipts: receipts,
-		Consent: consent.NewJourney(pool, consentRequests, flowsModule, definitions, receipts, orgs, orgs, cfg.ConsentACRMap, log),
-		Login:   provider, ConsoleRP: consoleRP, ConsentRP: consentRP, Sessions: sessions, Idempotency: answers,
+		Consent:     consent.NewJourney(pool, consentRequests, flowsModule, definitions, receipts, orgs, orgs, cfg.ConsentACRMap, log),
+		Withdrawals: consent.NewWithdrawals(pool, consentRequests, flowsModule, definitions, receipts),
+		Login:       provider, ConsoleRP: consoleRP, ConsentRP: consentRP, Sessions: sessions, Idempotency: answers,
 	})
 	if err != nil {
 		return err
 	}
 	runners := []runner{
-		{"identity", ident.Run},
+		{"identity changes", ident.feed.Run},
+		{"identity token sweep", ident.tokens.Run},
+		{"API rate limits", ident.limits.Run},
 		{"flows maintenance", flowsModule.Run},
 		{"idempotency maintenance", answers.Run},
 		{"consent expiry", flowsModule.RunExpiry},

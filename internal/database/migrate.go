@@ -43,8 +43,17 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		if err := m.LoadMigrations(migrations.FS); err != nil {
 			return fmt.Errorf("migrate: load: %w", err)
 		}
-		if err := m.Migrate(ctx); err != nil {
+		current, err := m.GetCurrentVersion(ctx)
+		if err != nil {
 			return fmt.Errorf("migrate: %w", err)
+		}
+		// A newer flowd has migrated past this one, as in a rolling upgrade:
+		// there is nothing to apply (tern would try to go down), and the
+		// schema stays one this build runs on, migrations being additive.
+		if int(current) < len(m.Migrations) {
+			if err := m.Migrate(ctx); err != nil {
+				return fmt.Errorf("migrate: %w", err)
+			}
 		}
 		for _, schema := range RiverSchemas {
 			river, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema})
@@ -76,7 +85,9 @@ func withMigrateLock(ctx context.Context, pool *pgxpool.Pool, fn func(conn *pgx.
 	return fn(conn.Conn())
 }
 
-// MigrationsCurrent reports whether every migration of flowd and River is applied.
+// MigrationsCurrent reports whether every migration of flowd and River is
+// applied. A schema a newer flowd migrated further counts as current: during
+// a rolling upgrade the earlier instances stay ready beside the new ones.
 func MigrationsCurrent(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
 	var applied int32
 	err := pool.QueryRow(ctx, "select coalesce((select version from "+versionTable+" limit 1), 0)").Scan(&applied)
@@ -87,7 +98,7 @@ func MigrationsCurrent(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if int(applied) != len(want) {
+	if int(applied) < len(want) {
 		return false, nil
 	}
 	for _, schema := range RiverSchemas {

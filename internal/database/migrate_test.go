@@ -349,3 +349,32 @@ func TestKeyingWebhooksByOrganizationKeepsEveryRow(t *testing.T) {
 		}
 	}
 }
+
+// TestASchemaMigratedFurtherStaysCurrent: during a rolling upgrade the new
+// instances migrate first; an earlier build then finds a schema newer than
+// its migrations, which it must neither try to undo nor report as not ready.
+func TestASchemaMigratedFurtherStaysCurrent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	if _, err := pool.Exec(ctx, `update schema_version set version = version + 1`); err != nil {
+		t.Fatal(err)
+	}
+	if err := database.Migrate(ctx, pool); err != nil {
+		t.Fatalf("migrating a schema one migration ahead: %v", err)
+	}
+	var version int
+	if err := pool.QueryRow(ctx, `select version from schema_version`).Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	current, err := database.MigrationsCurrent(ctx, pool)
+	if err != nil || !current {
+		t.Fatalf("a schema one migration ahead (version %d): current %v, %v; want current", version, current, err)
+	}
+	if _, err := pool.Exec(ctx, `update schema_version set version = version - 2`); err != nil {
+		t.Fatal(err)
+	}
+	if current, err := database.MigrationsCurrent(ctx, pool); err != nil || current {
+		t.Fatalf("a schema one migration behind: current %v, %v; want not current", current, err)
+	}
+}

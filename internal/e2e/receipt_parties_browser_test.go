@@ -14,7 +14,8 @@ import (
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/flowdtest"
-	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/changes"
+	"github.com/flowd/flowd/modules/identity/keys"
 )
 
 // words is a page's text with its whitespace collapsed, so that a label and
@@ -128,10 +129,13 @@ func signReceipt(t *testing.T, in *flowdtest.Instance, claims map[string]any) st
 	if err != nil {
 		t.Fatal(err)
 	}
-	ident := identity.New(pool, identity.Config{Issuer: cfg.BaseURL.String(), KeyEncryptionKey: cfg.KeyEncryptionKey})
+	signing, err := keys.New(pool, changes.NewFeed(pool, nil), keys.Config{KeyEncryptionKey: cfg.KeyEncryptionKey})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var jws string
 	if err := database.WithTx(ctx, pool, func(tx database.Tx) (err error) {
-		jws, err = ident.SignReceiptTx(ctx, tx, raw)
+		jws, err = signing.SignReceiptTx(ctx, tx, raw)
 		return err
 	}); err != nil {
 		t.Fatal(err)

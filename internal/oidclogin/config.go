@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/flowd/flowd/internal/config"
-	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/login"
+	"github.com/flowd/flowd/modules/identity/staff"
 )
 
 // ConsoleConfig is the console's relying party from the settings: an
@@ -48,7 +48,7 @@ func ConsentConfig(cfg *config.Config) Config {
 // ConsoleSessions returns the console's session store: cookie flowd_console,
 // records of kind console.
 func ConsoleSessions(cfg *config.Config, records Records, now func() time.Time) *Sessions {
-	return NewSessions(SessionConfig{Name: "flowd_console", Kind: identity.SessionConsole, Records: records,
+	return NewSessions(SessionConfig{Name: "flowd_console", Kind: staff.SessionConsole, Records: records,
 		Key: cfg.SessionKey, Secure: cfg.Secure(), Now: now,
 		Idle: orDefault(cfg.ConsoleSessionIdle, 30*time.Minute), Absolute: orDefault(cfg.ConsoleSessionMax, 12*time.Hour)})
 }
@@ -58,7 +58,7 @@ func ConsoleSessions(cfg *config.Config, records Records, now func() time.Time) 
 // so its single sign-on lives no longer than a console session may: once a
 // console session times out, signing in again takes the password.
 func ProviderSessions(cfg *config.Config, records Records, now func() time.Time) *Sessions {
-	return NewSessions(SessionConfig{Name: "flowd_idp", Kind: identity.SessionProvider, Records: records,
+	return NewSessions(SessionConfig{Name: "flowd_idp", Kind: staff.SessionProvider, Records: records,
 		Key: cfg.SessionKey, Secure: cfg.Secure(), Now: now,
 		Idle: orDefault(cfg.ConsoleSessionIdle, 30*time.Minute), Absolute: orDefault(cfg.ConsoleSessionMax, 12*time.Hour)})
 }
@@ -66,7 +66,7 @@ func ProviderSessions(cfg *config.Config, records Records, now func() time.Time)
 // ConsentSessions returns the consent pages' session store: cookie
 // flowd_consent, anonymous records of kind consent.
 func ConsentSessions(cfg *config.Config, records Records, now func() time.Time) *Sessions {
-	return NewSessions(SessionConfig{Name: "flowd_consent", Kind: identity.SessionConsent, Records: records, Anonymous: true,
+	return NewSessions(SessionConfig{Name: "flowd_consent", Kind: staff.SessionConsent, Records: records, Anonymous: true,
 		Key: cfg.SessionKey, Secure: cfg.Secure(), Now: now,
 		Idle: orDefault(cfg.ConsentSessionIdle, 15*time.Minute), Absolute: orDefault(cfg.ConsentSessionMax, time.Hour)})
 }
@@ -85,7 +85,7 @@ type Staff struct {
 	OrganizationID string
 	Username       string
 	Name           string
-	Role           identity.Role
+	Role           staff.Role
 }
 
 // Refusals of StaffFromClaims, each shown to the person as it reads.
@@ -115,10 +115,10 @@ func StaffFromClaims(id Identity, orgClaim, rolesClaim string) (Staff, error) {
 		}
 	}
 	switch {
-	case slices.Contains(roles, string(identity.RoleAdmin)):
-		s.Role = identity.RoleAdmin
-	case slices.Contains(roles, string(identity.RoleViewer)):
-		s.Role = identity.RoleViewer
+	case slices.Contains(roles, string(staff.RoleAdmin)):
+		s.Role = staff.RoleAdmin
+	case slices.Contains(roles, string(staff.RoleViewer)):
+		s.Role = staff.RoleViewer
 	default:
 		return s, ErrNoRole
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/gorilla/sessions"
 
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/staff"
 )
 
 // Session is a signed-in person as a relying party remembers them: an
@@ -40,17 +40,17 @@ type Session struct {
 	// username, provider session, browser and address, and the ID when it
 	// was promised before, as the provider's sid is); Start and Get return
 	// it as stored.
-	Record identity.Session
+	Record staff.Session
 }
 
 // Records keeps the server's records of sessions; the identity module's
 // login.Sessions implements it.
 type Records interface {
-	StartSession(ctx context.Context, n identity.NewSession) (identity.Session, error)
-	SessionByToken(ctx context.Context, token string) (identity.Session, bool, error)
+	StartSession(ctx context.Context, n staff.NewSession) (staff.Session, error)
+	SessionByToken(ctx context.Context, token string) (staff.Session, bool, error)
 	TouchSession(ctx context.Context, id string, now, idleUntil time.Time) error
-	EndSessionByToken(ctx context.Context, token string, before ...database.BeforeCommit[[]identity.Session]) ([]identity.Session, error)
-	EndReplacedSession(ctx context.Context, token string, before ...database.BeforeCommit[[]identity.Session]) ([]identity.Session, error)
+	EndSessionByToken(ctx context.Context, token string, before ...database.BeforeCommit[[]staff.Session]) ([]staff.Session, error)
+	EndReplacedSession(ctx context.Context, token string, before ...database.BeforeCommit[[]staff.Session]) ([]staff.Session, error)
 }
 
 // Sessions keeps one kind of session (console, consent, the provider's) in
@@ -62,7 +62,7 @@ type Records interface {
 type Sessions struct {
 	store     *sessions.CookieStore
 	name      string
-	kind      identity.SessionKind
+	kind      staff.SessionKind
 	records   Records
 	anonymous bool
 	idle      time.Duration
@@ -75,7 +75,7 @@ type SessionConfig struct {
 	// Name is the cookie's name, e.g. flowd_console.
 	Name string
 	// Kind is the kind of the sessions' records.
-	Kind identity.SessionKind
+	Kind staff.SessionKind
 	// Records keeps the records; nil keeps sessions in the cookie alone,
 	// which nothing on the server can end (for tests of the cookie).
 	Records Records
@@ -193,7 +193,7 @@ func (s *Sessions) Start(w http.ResponseWriter, r *http.Request, sess Session) (
 			rec.Issuer, rec.Subject = sess.Issuer, sess.Subject
 		}
 		rec.CreatedAt, rec.LastSeenAt, rec.IdleUntil, rec.ExpiresAt = now, now, now.Add(s.idle), now.Add(s.absolute)
-		stored, err := s.records.StartSession(r.Context(), identity.NewSession{Session: rec, Token: sess.ID})
+		stored, err := s.records.StartSession(r.Context(), staff.NewSession{Session: rec, Token: sess.ID})
 		if err != nil {
 			return Session{}, err
 		}
@@ -226,7 +226,7 @@ func (s *Sessions) Start(w http.ResponseWriter, r *http.Request, sess Session) (
 // End ends sess, which Get returned: its record goes, with the records of
 // the same sign-in (see identity.Sessions), and the cookie is expired. It
 // returns the sessions ended; before runs in the transaction that ends them.
-func (s *Sessions) End(w http.ResponseWriter, r *http.Request, sess Session, before ...database.BeforeCommit[[]identity.Session]) ([]identity.Session, error) {
+func (s *Sessions) End(w http.ResponseWriter, r *http.Request, sess Session, before ...database.BeforeCommit[[]staff.Session]) ([]staff.Session, error) {
 	s.Clear(w, r)
 	if s.records == nil || sess.Subject == "" {
 		return nil, nil
@@ -239,7 +239,7 @@ func (s *Sessions) End(w http.ResponseWriter, r *http.Request, sess Session, bef
 // the sessions of its sign-in (the provider's single sign-on the new
 // sign-in may come through) live on. before runs in the transaction that
 // ends it.
-func (s *Sessions) Replace(w http.ResponseWriter, r *http.Request, before ...database.BeforeCommit[[]identity.Session]) error {
+func (s *Sessions) Replace(w http.ResponseWriter, r *http.Request, before ...database.BeforeCommit[[]staff.Session]) error {
 	old, ok, err := s.Get(w, r)
 	if err != nil || !ok || s.records == nil || old.Subject == "" {
 		return err

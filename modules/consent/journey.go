@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/flows"
 )
 
@@ -161,40 +162,39 @@ type LinkStore interface {
 	FlowForToken(ctx context.Context, token string) (FlowRef, error)
 	// MarkIdentityProvenTx records, in tx, the first proof of the flow's person.
 	MarkIdentityProvenTx(ctx context.Context, tx database.Tx, f FlowRef) error
+	// URLTx returns the flow's consent link, read in tx. ErrUnknownLink.
+	URLTx(ctx context.Context, tx database.Tx, f FlowRef) (string, error)
 	// IdentityProvenAt returns when the flow's person first proved who they
 	// are, or nil. ErrUnknownLink.
 	IdentityProvenAt(ctx context.Context, f FlowRef) (*time.Time, error)
 }
 
-// Flows is what the journey needs of the flows module: the flow behind a
-// request, read and locked once in the journey's transaction, and moved along.
+// Flows is what the consent module needs of the flows module: the flow
+// behind a request, read and locked once in consent's transaction, and the
+// decision or withdrawal consent made, recorded in the same transaction.
+// Nothing here calls back into consent: flows records what it is handed.
 type Flows interface {
 	// MarkOpenedTx locks the flow in tx and moves it from Unopened to Opened
 	// (flow.opened) while it can still be answered; it returns the flow as it
 	// then is. flows.ErrNotFound.
 	MarkOpenedTx(ctx context.Context, tx database.Tx, organizationID, flowID string) (flows.Flow, error)
-	// DecideTx locks the flow in tx, hands it to check and, when check returns
-	// nil, records the answer (flow.accepted or flow.rejected). check's error
-	// is returned with nothing recorded; flows.ErrNotFound, and
-	// flows.ErrNotActive when the flow can no longer be answered.
-	// check also returns the evidence DecideTx records.
-	DecideTx(ctx context.Context, tx database.Tx, organizationID, flowID string, accepted bool,
-		check func(f flows.Flow, at time.Time) (flows.Evidence, error)) (flows.Flow, error)
-	// WithdrawTx locks the flow in tx, hands it to check and, when check
-	// returns nil, withdraws its acceptance for the person and issues the
-	// receipt. flows.ErrNotFound, flows.ErrNotAccepted.
-	WithdrawTx(ctx context.Context, tx database.Tx, organizationID, flowID string, check func(f flows.Flow) error) (flows.Flow, flows.SignedReceipt, error)
+	// LockTx reads the flow locked in tx, with its open incidents and its
+	// latest receipt's id, and checks cond against its ETag under the lock.
+	// flows.ErrNotFound, apperr PreconditionFailed.
+	LockTx(ctx context.Context, tx database.Tx, organizationID, flowID string, cond etag.IfMatch) (flows.Locked, error)
+	// RecordDecisionTx records d and its signed receipt on the flow locked in
+	// tx (flow.accepted or flow.rejected). flows.ErrNotActive when the flow
+	// can no longer be answered at d.At.
+	RecordDecisionTx(ctx context.Context, tx database.Tx, d flows.Decision, receipt flows.SignedReceipt) (flows.Flow, error)
+	// RecordWithdrawalTx records w and its signed receipt on the flow locked
+	// in tx (flow.withdrawn). flows.ErrNotAccepted.
+	RecordWithdrawalTx(ctx context.Context, tx database.Tx, w flows.Withdrawal, receipt flows.SignedReceipt) (flows.Flow, error)
 	// AttachmentsTx lists the flow's attachments with their bodies.
 	AttachmentsTx(ctx context.Context, tx database.Tx, f flows.Flow) ([]flows.Attachment, error)
 }
 
-// ReceiptVerifier checks the receipts the journey shows.
-type ReceiptVerifier interface {
-	Verify(ctx context.Context, jws string) (VerifiedReceipt, error)
-}
-
-// Texts gives the journey the definition version a flow pinned, read in
-// the journey's own transaction.
+// Texts gives consent the definition version a flow pinned, read in
+// consent's own transaction.
 type Texts interface {
 	// VersionTx returns version n of the organization's definition id.
 	// ErrDefinitionNotFound.
@@ -217,22 +217,21 @@ type MismatchRecorder interface {
 
 // JourneyService implements Journey on the flows module.
 type JourneyService struct {
-	db       database.Beginner
-	links    LinkStore
-	flows    Flows
-	texts    Texts
-	receipts ReceiptVerifier
-	orgs     OrganizationNames
-	audit    MismatchRecorder
-	acr      ACRMap
-	log      *slog.Logger
+	db    database.Beginner
+	links LinkStore
+	recorder
+	orgs  OrganizationNames
+	audit MismatchRecorder
+	acr   ACRMap
+	log   *slog.Logger
 }
 
-// NewJourney returns the consent journey; orgs names the organization that
-// asks, and acr reads the eID's acr claims as assurance levels.
-func NewJourney(db database.Beginner, links LinkStore, flowsModule Flows, texts Texts, receipts ReceiptVerifier,
+// NewJourney returns the consent journey; receipts signs and checks the
+// decisions' receipts, orgs names the organization that asks, and acr reads
+// the eID's acr claims as assurance levels.
+func NewJourney(db database.Beginner, links LinkStore, flowsModule Flows, texts Texts, receipts *ReceiptService,
 	orgs OrganizationNames, audit MismatchRecorder, acr ACRMap, log *slog.Logger) *JourneyService {
-	return &JourneyService{db: db, links: links, flows: flowsModule, texts: texts, receipts: receipts,
+	return &JourneyService{db: db, links: links, recorder: recorder{flows: flowsModule, texts: texts, receipts: receipts},
 		orgs: orgs, audit: audit, acr: acr, log: log}
 }
 
@@ -250,11 +249,8 @@ func (s *JourneyService) Visit(ctx context.Context, token string) (Request, erro
 		if f, err = s.flows.MarkOpenedTx(ctx, tx, ref.OrganizationID, ref.FlowID); err != nil {
 			return err
 		}
-		text, err = s.texts.VersionTx(ctx, tx, f.OrganizationID, f.FlowDefinitionID, f.FlowDefinitionVersion)
-		if err != nil {
-			return fmt.Errorf("consent: definition of flow %s: %w", f.ID, err)
-		}
-		return nil
+		text, err = s.textTx(ctx, tx, f)
+		return err
 	})
 	if errors.Is(err, flows.ErrNotFound) {
 		return Request{}, ErrUnknownLink
@@ -283,32 +279,38 @@ func (s *JourneyService) Decide(ctx context.Context, token string, p Proof, a An
 		wrongPerson bool
 	)
 	err = database.WithTx(ctx, s.db, func(tx database.Tx) error {
-		var err error
-		decided, err = s.flows.DecideTx(ctx, tx, ref.OrganizationID, ref.FlowID, a.Accept, func(f flows.Flow, at time.Time) (flows.Evidence, error) {
-			if why := closure(f, time.Now()); why != Open {
-				return flows.Evidence{}, &ClosedError{Closure: why}
-			}
-			text, err := s.texts.VersionTx(ctx, tx, f.OrganizationID, f.FlowDefinitionID, f.FlowDefinitionVersion)
-			if err != nil {
-				return flows.Evidence{}, fmt.Errorf("consent: definition of flow %s: %w", f.ID, err)
-			}
-			evidence := flows.Evidence{TextSHA256: text.TextSHA256, Language: shownIn(a.Language)}
-			if a.Accept {
-				evidence.ValidUntil = text.ValidUntil(at)
-			}
-			level, err := s.proveTx(ctx, tx, f, text, p)
-			if err != nil || p.Skip {
-				return evidence, err
-			}
-			evidence.AssuranceLevel, evidence.ACR = string(level), p.ACR
-			return evidence, nil
-		})
-		switch {
-		case errors.Is(err, ErrWrongPerson):
+		locked, err := s.flows.LockTx(ctx, tx, ref.OrganizationID, ref.FlowID, etag.Any)
+		if err != nil {
+			return err
+		}
+		f, at := locked.Flow, time.Now()
+		if why := closure(f, at); why != Open {
+			return &ClosedError{Closure: why}
+		}
+		text, err := s.textTx(ctx, tx, f)
+		if err != nil {
+			return err
+		}
+		level, err := s.proveTx(ctx, tx, f, text, p)
+		if errors.Is(err, ErrWrongPerson) {
 			wrongPerson = true
 			return nil // the mismatch's record commits
-		case errors.Is(err, flows.ErrNotActive):
-			// The flow is locked, so only the clock can have closed it since check.
+		}
+		if err != nil {
+			return err
+		}
+		d := flows.Decision{OrganizationID: f.OrganizationID, FlowID: f.ID, Accepted: a.Accept, At: at,
+			Evidence: flows.Evidence{TextSHA256: text.TextSHA256, Language: shownIn(a.Language)}}
+		if a.Accept {
+			d.Evidence.ValidUntil = text.ValidUntil(at)
+		}
+		if !p.Skip {
+			d.Evidence.AssuranceLevel, d.Evidence.ACR = string(level), p.ACR
+		}
+		decided, err = s.decideTx(ctx, tx, f, text, d)
+		if errors.Is(err, flows.ErrNotActive) {
+			// The flow is locked and was open at d.At: only a clock that
+			// disagrees with ours can have closed it since.
 			return &ClosedError{Closure: Expired}
 		}
 		return err
@@ -357,22 +359,27 @@ func (s *JourneyService) Withdraw(ctx context.Context, token string, p Proof) (I
 		wrongPerson bool
 	)
 	err = database.WithTx(ctx, s.db, func(tx database.Tx) error {
-		var err error
-		_, receipt, err = s.flows.WithdrawTx(ctx, tx, ref.OrganizationID, ref.FlowID, func(f flows.Flow) error {
-			if f.ConsentStatus != flows.Accepted {
-				return &ClosedError{Closure: closure(f, time.Now())}
-			}
-			text, err := s.texts.VersionTx(ctx, tx, f.OrganizationID, f.FlowDefinitionID, f.FlowDefinitionVersion)
-			if err != nil {
-				return fmt.Errorf("consent: definition of flow %s: %w", f.ID, err)
-			}
-			_, err = s.proveTx(ctx, tx, f, text, p)
+		locked, err := s.flows.LockTx(ctx, tx, ref.OrganizationID, ref.FlowID, etag.Any)
+		if err != nil {
 			return err
-		})
+		}
+		f := locked.Flow
+		if f.ConsentStatus != flows.Accepted {
+			return &ClosedError{Closure: closure(f, time.Now())}
+		}
+		text, err := s.textTx(ctx, tx, f)
+		if err != nil {
+			return err
+		}
+		_, err = s.proveTx(ctx, tx, f, text, p)
 		if errors.Is(err, ErrWrongPerson) {
 			wrongPerson = true
 			return nil // the mismatch's record commits
 		}
+		if err != nil {
+			return err
+		}
+		_, receipt, err = s.withdrawTx(ctx, tx, locked, text, flows.ByIndividual)
 		return err
 	})
 	switch {

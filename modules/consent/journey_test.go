@@ -22,7 +22,8 @@ import (
 	"github.com/flowd/flowd/internal/syncbuf"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/changes"
+	"github.com/flowd/flowd/modules/identity/keys"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -64,12 +65,14 @@ func (tableAudit) RecordIdentityMismatchTx(ctx context.Context, tx database.Tx, 
 
 // journeyEnv is the real journey on the real flows module and a fresh database.
 type journeyEnv struct {
-	pool    *pgxpool.Pool
-	flows   *flows.Manager
-	journey *consent.JourneyService
-	defs    *consent.DefinitionStore
-	logs    *syncbuf.Buffer
-	caller  flows.Caller
+	pool        *pgxpool.Pool
+	flows       *flows.Manager
+	journey     *consent.JourneyService
+	withdrawals *consent.WithdrawalService
+	receipts    *consent.ReceiptService
+	defs        *consent.DefinitionStore
+	logs        *syncbuf.Buffer
+	caller      flows.Caller
 }
 
 // setup returns the journey on a fresh database whose consent requests
@@ -100,15 +103,19 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, ttl time.Duration) *journeyEnv {
 	defs := consent.NewDefinitions(pool, orgs{})
 	// Receipts are signed with the identity module's receipt key, made
 	// before the first decision as flowd serve makes it at start.
-	ident := identity.New(pool, identity.Config{Issuer: "https://flowd.example", KeyEncryptionKey: key})
-	if err := ident.Prepare(context.Background()); err != nil {
+	signing, err := keys.New(pool, changes.NewFeed(pool, nil), keys.Config{KeyEncryptionKey: key})
+	if err != nil {
 		t.Fatal(err)
 	}
-	receipts := consent.NewReceipts(pool, ident, defs, orgs{}, "https://flowd.example")
-	m := flows.New(pool, sealer, requests, defs, receipts, orgs{}, tableEvents{}, log, prometheus.NewRegistry(),
+	if err := signing.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	receipts := consent.NewReceipts(pool, signing, orgs{}, "https://flowd.example")
+	m := flows.New(pool, sealer, requests, defs, orgs{}, tableEvents{}, log, prometheus.NewRegistry(),
 		flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: ttl})
 	j := consent.NewJourney(pool, requests, m, defs, receipts, orgs{}, tableAudit{}, consent.DefaultACRMap, log)
-	return &journeyEnv{pool: pool, flows: m, journey: j, defs: defs, logs: logs, caller: flows.Caller{OrganizationID: "org-1", ClientID: "client-1"}}
+	return &journeyEnv{pool: pool, flows: m, journey: j, withdrawals: consent.NewWithdrawals(pool, requests, m, defs, receipts),
+		receipts: receipts, defs: defs, logs: logs, caller: flows.Caller{OrganizationID: "org-1", ClientID: "client-1"}}
 }
 
 // audited returns the committed audit records of identity mismatches on a

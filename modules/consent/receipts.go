@@ -184,13 +184,12 @@ type ReceiptChecker interface {
 	SubjectMatches(ctx context.Context, r Receipt, nationalID string) (bool, error)
 }
 
-// ReceiptService issues receipts for the flows module (flows.Receipts),
-// checks them, and tells an organization whether a person is a receipt's
-// subject.
+// ReceiptService signs the receipts of the journey's decisions and of
+// withdrawals, checks receipts, and tells an organization whether a person
+// is a receipt's subject.
 type ReceiptService struct {
 	pool   *pgxpool.Pool
 	signer ReceiptSigner
-	texts  Texts
 	orgs   OrganizationNames
 	issuer string
 
@@ -204,23 +203,34 @@ type ReceiptService struct {
 // a receipt signed by a key it has not seen reloads them sooner.
 const receiptKeysMaxAge = time.Minute
 
-var (
-	_ flows.Receipts  = (*ReceiptService)(nil)
-	_ ReceiptChecker  = (*ReceiptService)(nil)
-	_ ReceiptVerifier = (*ReceiptService)(nil)
-)
+var _ ReceiptChecker = (*ReceiptService)(nil)
 
-// NewReceipts returns the receipt service; texts gives the definition
-// version a receipt names, orgs the organization's registered name, and
-// issuer is the receipts' iss, flowd's base URL, whose /oauth/jwks
-// publishes the keys.
-func NewReceipts(pool *pgxpool.Pool, signer ReceiptSigner, texts Texts, orgs OrganizationNames, issuer string) *ReceiptService {
-	return &ReceiptService{pool: pool, signer: signer, texts: texts, orgs: orgs, issuer: strings.TrimRight(issuer, "/"),
+// NewReceipts returns the receipt service; orgs gives the organization's
+// registered name, and issuer is the receipts' iss, flowd's base URL, whose
+// /oauth/jwks publishes the keys.
+func NewReceipts(pool *pgxpool.Pool, signer ReceiptSigner, orgs OrganizationNames, issuer string) *ReceiptService {
+	return &ReceiptService{pool: pool, signer: signer, orgs: orgs, issuer: strings.TrimRight(issuer, "/"),
 		salts: map[string][]byte{}}
 }
 
-// IssueTx implements flows.Receipts. It reads and writes only through tx.
-func (s *ReceiptService) IssueTx(ctx context.Context, tx database.Tx, in flows.ReceiptRequest) (flows.SignedReceipt, error) {
+// receiptFacts are what a receipt states: the flow as locked for the
+// decision or withdrawal, the text it pinned, and what was decided.
+type receiptFacts struct {
+	Flow     flows.Flow
+	Text     Version
+	Decision string    // flows.DecisionAccepted, DecisionRejected or DecisionWithdrawn
+	At       time.Time // when it was decided or withdrawn
+	// Evidence is the decision's: the new one for a decision, the one the
+	// acceptance recorded for its withdrawal.
+	Evidence flows.Evidence
+	// Previous is the id of the receipt a withdrawal supersedes; empty when
+	// the acceptance has none (it came before receipts existed).
+	Previous    string
+	WithdrawnBy string // flows.ByIndividual or ByOrganization, for a withdrawal
+}
+
+// signTx signs the receipt of in. It reads and writes only through tx.
+func (s *ReceiptService) signTx(ctx context.Context, tx database.Tx, in receiptFacts) (flows.SignedReceipt, error) {
 	f := in.Flow
 	salt, err := s.saltTx(ctx, tx, f.OrganizationID)
 	if err != nil {
@@ -228,10 +238,6 @@ func (s *ReceiptService) IssueTx(ctx context.Context, tx database.Tx, in flows.R
 	}
 	// The organization is named by its registered name; the recipient as
 	// the definition names it: the text the person saw.
-	text, err := s.texts.VersionTx(ctx, tx, f.OrganizationID, f.FlowDefinitionID, f.FlowDefinitionVersion)
-	if err != nil {
-		return flows.SignedReceipt{}, err
-	}
 	orgName, err := s.orgs.OrganizationName(ctx, f.OrganizationID)
 	if err != nil {
 		return flows.SignedReceipt{}, fmt.Errorf("consent: the organization of a receipt: %w", err)
@@ -239,19 +245,19 @@ func (s *ReceiptService) IssueTx(ctx context.Context, tx database.Tx, in flows.R
 	r := Receipt{
 		Issuer: s.issuer, ID: uuid.Must(uuid.NewV7()).String(), IssuedAt: in.At.Unix(),
 		FlowID: f.ID, ReferenceID: f.ReferenceID, OrganizationID: f.OrganizationID, OrganizationName: orgName,
-		Recipient: text.Recipient,
+		Recipient: in.Text.Recipient,
 		Definition: ReceiptDefinition{ID: f.FlowDefinitionID, Version: f.FlowDefinitionVersion,
-			TextSHA256: hex.EncodeToString(f.Evidence.TextSHA256), Language: f.Evidence.Language},
+			TextSHA256: hex.EncodeToString(in.Evidence.TextSHA256), Language: in.Evidence.Language},
 		Decision: in.Decision, Subject: subjectHash(salt, f.NationalID), Previous: in.Previous,
 	}
 	if in.Decision == flows.DecisionWithdrawn {
-		r.WithdrawnBy = f.WithdrawnBy
+		r.WithdrawnBy = in.WithdrawnBy
 	}
-	if v := f.Evidence.ValidUntil; v != nil && in.Decision != flows.DecisionRejected {
+	if v := in.Evidence.ValidUntil; v != nil && in.Decision != flows.DecisionRejected {
 		r.ValidUntil = v.UTC().Format(time.RFC3339)
 	}
-	if f.Evidence.AssuranceLevel != "" {
-		r.Assurance = &ReceiptAssurance{Level: f.Evidence.AssuranceLevel, ACR: f.Evidence.ACR}
+	if in.Evidence.AssuranceLevel != "" {
+		r.Assurance = &ReceiptAssurance{Level: in.Evidence.AssuranceLevel, ACR: in.Evidence.ACR}
 	}
 	claims, err := json.Marshal(r)
 	if err != nil {

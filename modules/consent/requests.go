@@ -122,10 +122,20 @@ func (r *Requests) CreateTx(ctx context.Context, tx database.Tx, organizationID,
 // URL returns the link of an organization's flow's consent request, in a
 // round trip of its own. ErrUnknownLink when the flow has no request.
 func (r *Requests) URL(ctx context.Context, organizationID, flowID string) (string, error) {
+	return r.url(ctx, r.pool, organizationID, flowID)
+}
+
+// URLTx implements LinkStore.
+func (r *Requests) URLTx(ctx context.Context, tx database.Tx, f FlowRef) (string, error) {
+	return r.url(ctx, tx, f.OrganizationID, f.FlowID)
+}
+
+// url reads the link of an organization's flow's consent request from db.
+func (r *Requests) url(ctx context.Context, db requests.DB, organizationID, flowID string) (string, error) {
 	if _, err := uuid.Parse(flowID); err != nil {
 		return "", ErrUnknownLink
 	}
-	req, err := requests.ByFlow(ctx, r.pool, organizationID, flowID)
+	req, err := requests.ByFlow(ctx, db, organizationID, flowID)
 	return r.opened(flowID, req, err)
 }
 

@@ -17,7 +17,7 @@ import (
 )
 
 // An acceptance whose Evidence.ValidUntil passes becomes Expired
-// (flow.expired). DecideTx schedules a River job for the moment in the
+// (flow.expired). RecordDecisionTx schedules a River job for the moment in the
 // acceptance's own transaction, and an hourly sweep expires whatever is due
 // without one: acceptances from before expiry existed, and jobs River gave
 // up on. Both expire through store.ExpireAcceptance, whose conditional update

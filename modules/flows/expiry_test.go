@@ -23,9 +23,7 @@ func fastExpiry(c *flows.Config) { c.ExpiryPollInterval = 10 * time.Millisecond 
 func (b *bundle) decide(t *testing.T, flowID string, accept bool, validUntil time.Time) {
 	t.Helper()
 	err := b.inTx(func(tx pgx.Tx) error {
-		_, err := b.flows.DecideTx(context.Background(), tx, b.caller.OrganizationID, flowID, accept, func(flows.Flow, time.Time) (flows.Evidence, error) {
-			return flows.Evidence{ValidUntil: &validUntil}, nil
-		})
+		_, err := b.decideTx(context.Background(), tx, b.caller.OrganizationID, flowID, accept, flows.Evidence{ValidUntil: &validUntil})
 		return err
 	})
 	if err != nil {
@@ -125,7 +123,7 @@ func TestExpiryJobExpiresADueAcceptanceOnce(t *testing.T) {
 		{"due", true, func(t *testing.T, id string) { b.makeDue(t, id) }, "attempted completed", flows.Expired,
 			"flow.created:1,flow.accepted:2,flow.expired:3"},
 		{"withdrawn, then due", true, func(t *testing.T, id string) {
-			if _, err := b.flows.Withdraw(ctx, b.caller, id, etag.Any); err != nil {
+			if _, err := b.withdraw(ctx, id); err != nil {
 				t.Fatal(err)
 			}
 			b.makeDue(t, id)
@@ -181,7 +179,7 @@ func TestExpiryJobExpiresADueAcceptanceOnce(t *testing.T) {
 	if n, err := b.flows.ExpireDueAcceptances(ctx, 100); n != 0 || err != nil {
 		t.Fatalf("a sweep after the job: %d, %v", n, err)
 	}
-	if _, err := b.flows.Withdraw(ctx, b.caller, id, etag.Any); !errors.Is(err, flows.ErrNotAccepted) {
+	if _, err := b.withdraw(ctx, id); !errors.Is(err, flows.ErrNotAccepted) {
 		t.Fatalf("withdrawing an expired acceptance: %v", err)
 	}
 	if got := b.eventsOf(t, id); got != "flow.created:1,flow.accepted:2,flow.expired:3" {

@@ -248,29 +248,40 @@ const (
 	DecisionWithdrawn = "withdrawn"
 )
 
-// ReceiptRequest is what a receipt records: the flow as the decision or
-// withdrawal left it.
-type ReceiptRequest struct {
-	Flow     Flow
-	Decision string    // DecisionAccepted, DecisionRejected or DecisionWithdrawn
-	At       time.Time // when it was decided or withdrawn
-	// Previous is the id of the receipt a withdrawal supersedes; empty when
-	// the acceptance has none (it came before receipts existed).
-	Previous string
-}
-
-// SignedReceipt is a receipt as issued: its id (the JWS's jti) and the JWS.
+// SignedReceipt is a receipt as the consent module signed it: its id (the
+// JWS's jti) and the JWS, which flows keeps as the flow's attachment.
 type SignedReceipt struct {
 	ID  string
 	JWS string
 }
 
-// Receipts is what flows needs of the consent module: a signed receipt of
-// every decision and withdrawal, made in the change's own transaction.
-type Receipts interface {
-	// IssueTx signs the receipt of r; tx may be used to read or write the
-	// consent module's own tables.
-	IssueTx(ctx context.Context, tx database.Tx, r ReceiptRequest) (SignedReceipt, error)
+// Locked is a flow read and locked for a decision or a withdrawal, with what
+// the consent module needs to decide and sign: the flow with its open
+// incidents (its consent link is the consent module's own), and the id of
+// its latest receipt, which a withdrawal's receipt names.
+type Locked struct {
+	Flow Flow
+	// LastReceiptID is empty when the flow has no receipt (it was accepted
+	// before receipts existed, or is undecided).
+	LastReceiptID string
+}
+
+// Decision is the person's final answer as the consent module decided it:
+// what flows records on the flow, with the signed receipt.
+type Decision struct {
+	OrganizationID string
+	FlowID         string
+	Accepted       bool
+	At             time.Time // when it was decided: the receipt's iat and the flow's decidedAt
+	Evidence       Evidence
+}
+
+// Withdrawal is an acceptance's withdrawal as the consent module decided it.
+type Withdrawal struct {
+	OrganizationID string
+	FlowID         string
+	By             string    // ByIndividual or ByOrganization
+	At             time.Time // when it was withdrawn: the receipt's iat and the flow's withdrawnAt
 }
 
 // Errors the service returns besides *apperr.Error values of code Invalid.
@@ -308,7 +319,7 @@ type Service interface {
 	// Cancel ends an active flow's process; its consent link stops working.
 	// cond is checked against the flow's ETag under the cancel's lock: when
 	// it does not hold, the cancel is an apperr PreconditionFailed error and
-	// changes nothing (Withdraw and Delete take it alike). before runs in the
+	// changes nothing (Delete takes it alike). before runs in the
 	// cancel's transaction with the cancelled flow (see
 	// database.BeforeCommit); its error leaves the flow active and is
 	// returned. ErrNotFound, ErrNotActive.
@@ -318,11 +329,6 @@ type Service interface {
 	// (see database.BeforeCommit); its error leaves the flow as it was and is
 	// returned. ErrNotFound, apperr PreconditionFailed.
 	Delete(ctx context.Context, c Caller, flowID string, cond etag.IfMatch, before ...database.BeforeCommit[Deletion]) (Deletion, error)
-	// Withdraw withdraws an accepted consent on the person's behalf
-	// (flow.withdrawn). before runs in the withdrawal's transaction with the
-	// flow, as for Cancel. ErrNotFound, apperr PreconditionFailed,
-	// ErrNotAccepted.
-	Withdraw(ctx context.Context, c Caller, flowID string, cond etag.IfMatch, before ...database.BeforeCommit[Flow]) (Flow, error)
 	// Deletions lists the organization's deletion log, newest first.
 	Deletions(ctx context.Context, organizationID string, limit int, before string) ([]Deletion, bool, error)
 	// Attachments lists a flow's attachments, oldest first, without their

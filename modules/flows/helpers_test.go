@@ -6,18 +6,20 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/internal/syncbuf"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -69,7 +71,7 @@ func instance(pool *pgxpool.Pool, sealer *pii.Sealer, mutate ...func(*flows.Conf
 	logs := &syncbuf.Buffer{}
 	definitions := consent.NewDefinitions(pool, orgs{})
 	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, "https://flowd.example"),
-		definitions, testReceipts(pool, definitions, receiptKEK), orgs{}, tableEvents{},
+		definitions, orgs{}, tableEvents{},
 		slog.New(slog.NewJSONHandler(logs, nil)), prometheus.NewRegistry(), cfg)
 	return &bundle{pool: pool, sealer: sealer, flows: m, reports: flows.NewTaskReports(pool), logs: logs,
 		caller: flows.Caller{OrganizationID: "org-a", ClientID: "client-a"}}
@@ -164,13 +166,36 @@ func (orgs) FlowSettings(_ context.Context, organizationID string) (flows.Organi
 	return flows.OrganizationSettings{ReferencePrefix: strings.ToUpper(organizationID[len(organizationID)-1:])}, nil
 }
 
-// receiptKEK seals the test instances' receipt keys: instances on one
-// database share it, as flowd serve instances share FLOWD_KEY_ENCRYPTION_KEY.
-var receiptKEK = []byte("flows-tests-key-encryption-key!!")
+// receipt is a receipt as the consent module hands one over: flows keeps
+// it as the flow's attachment, whatever it says.
+func receipt() flows.SignedReceipt {
+	id := uuid.Must(uuid.NewV7()).String()
+	return flows.SignedReceipt{ID: id, JWS: "eyJhbGciOiJFUzI1NiJ9." + id + ".c2lnbmVk"}
+}
 
-// testReceipts signs receipts with the identity module's receipt keys,
-// sealed under kek, as flowd serve does.
-func testReceipts(pool *pgxpool.Pool, texts consent.Texts, kek []byte) *consent.ReceiptService {
-	ident := identity.New(pool, identity.Config{Issuer: "https://flowd.example", KeyEncryptionKey: kek})
-	return consent.NewReceipts(pool, ident, texts, orgs{}, "https://flowd.example")
+// decideTx records the decision on the organization's flow as the consent
+// module does, in tx: locked, then recorded with its receipt.
+func (b *bundle) decideTx(ctx context.Context, tx pgx.Tx, organizationID, flowID string, accept bool, evidence flows.Evidence) (flows.Flow, error) {
+	locked, err := b.flows.LockTx(ctx, tx, organizationID, flowID, etag.Any)
+	if err != nil {
+		return flows.Flow{}, err
+	}
+	return b.flows.RecordDecisionTx(ctx, tx, flows.Decision{OrganizationID: locked.Flow.OrganizationID, FlowID: locked.Flow.ID,
+		Accepted: accept, At: time.Now(), Evidence: evidence}, receipt())
+}
+
+// withdraw withdraws the acceptance of the caller's flow as the consent
+// module does for the organization, in a transaction of its own.
+func (b *bundle) withdraw(ctx context.Context, flowID string) (flows.Flow, error) {
+	var f flows.Flow
+	err := b.inTx(func(tx pgx.Tx) error {
+		locked, err := b.flows.LockTx(ctx, tx, b.caller.OrganizationID, flowID, etag.Any)
+		if err != nil {
+			return err
+		}
+		f, err = b.flows.RecordWithdrawalTx(ctx, tx, flows.Withdrawal{OrganizationID: locked.Flow.OrganizationID, FlowID: locked.Flow.ID,
+			By: flows.ByOrganization, At: time.Now()}, receipt())
+		return err
+	})
+	return f, err
 }

@@ -81,7 +81,7 @@ func instanceWith(b *bundle, o flows.Organizations) *bundle {
 	definitions := consent.NewDefinitions(b.pool, orgs{})
 	c := *b
 	c.flows = flows.New(b.pool, b.sealer, consent.NewRequests(b.pool, b.sealer, "https://flowd.example"),
-		definitions, testReceipts(b.pool, definitions, receiptKEK), o, tableEvents{},
+		definitions, o, tableEvents{},
 		slog.New(slog.NewJSONHandler(b.logs, nil)), prometheus.NewRegistry(), flows.Config{NationalIDFormat: flows.FormatGeneric})
 	return &c
 }

@@ -56,20 +56,20 @@ const (
 )
 
 // Manager is the flows module: it implements Service on PostgreSQL, moves
-// flows along for the consent module (MarkOpenedTx, DecideTx) and, in Run,
-// expires them; RunExpiry expires acceptances whose validity ended.
+// flows along for the consent module (MarkOpenedTx, and LockTx with
+// RecordDecisionTx or RecordWithdrawalTx) and, in Run, expires them;
+// RunExpiry expires acceptances whose validity ended.
 type Manager struct {
-	pool     *pgxpool.Pool
-	reads    *store.SharedReads
-	sealer   *pii.Sealer
-	consent  ConsentRequests
-	defs     Definitions
-	receipts Receipts
-	orgs     Organizations
-	events   Events
-	log      *slog.Logger
-	cfg      Config
-	jobs     *river.Client[pgx.Tx] // consent expiry
+	pool    *pgxpool.Pool
+	reads   *store.SharedReads
+	sealer  *pii.Sealer
+	consent ConsentRequests
+	defs    Definitions
+	orgs    Organizations
+	events  Events
+	log     *slog.Logger
+	cfg     Config
+	jobs    *river.Client[pgx.Tx] // consent expiry
 }
 
 var _ Service = (*Manager)(nil)
@@ -77,7 +77,7 @@ var _ Service = (*Manager)(nil)
 // New returns the flows module. Every collaborator is required: reg
 // receives how many reads each shared round trip carried
 // (flowd_db_reads_per_round_trip), log what Run could not do.
-func New(pool *pgxpool.Pool, sealer *pii.Sealer, consent ConsentRequests, defs Definitions, receipts Receipts,
+func New(pool *pgxpool.Pool, sealer *pii.Sealer, consent ConsentRequests, defs Definitions,
 	orgs Organizations, events Events, log *slog.Logger, reg prometheus.Registerer, cfg Config) *Manager {
 	if cfg.ConsentTTL <= 0 {
 		cfg.ConsentTTL = 30 * 24 * time.Hour
@@ -90,7 +90,7 @@ func New(pool *pgxpool.Pool, sealer *pii.Sealer, consent ConsentRequests, defs D
 	}
 	slots := readRoundTrips(cfg.ReadRoundTrips, runtime.GOMAXPROCS(0), int(pool.Config().MaxConns))
 	m := &Manager{pool: pool, reads: store.NewSharedReads(pool, slots, readsPerRoundTrip(reg)),
-		sealer: sealer, consent: consent, defs: defs, receipts: receipts, orgs: orgs, events: events, log: log, cfg: cfg}
+		sealer: sealer, consent: consent, defs: defs, orgs: orgs, events: events, log: log, cfg: cfg}
 	m.jobs = newExpiryJobs(m)
 	return m
 }
@@ -301,9 +301,7 @@ func (m *Manager) complete(row store.Flow, incidents []store.Incident, consentUR
 // withLinks adds a flow's open incidents and its consent link, which
 // consentURL gives.
 func withLinks(f Flow, incidents []store.Incident, consentURL func() (string, error)) (Flow, error) {
-	for _, i := range incidents {
-		f.Incidents = append(f.Incidents, Incident{ID: i.ID, TaskID: i.TaskID, TaskType: i.TaskType, Message: i.Message, OpenedAt: i.OpenedAt})
-	}
+	f = withIncidents(f, incidents)
 	var err error
 	if f.ConsentURL, err = consentURL(); err != nil {
 		return Flow{}, fmt.Errorf("flows: consent link of %s: %w", f.ID, err)
@@ -313,9 +311,9 @@ func withLinks(f Flow, incidents []store.Incident, consentURL func() (string, er
 
 // completeTx adds to f, just changed in tx, what Get shows besides its row:
 // its open incidents and its consent link, read in tx in one round trip.
-// Cancel and Withdraw answer with it and hand it to their before hooks, so
-// that what a hook records (the API's answer to an Idempotency-Key) is the
-// flow as the caller is told it.
+// Cancel answers with it and hands it to its before hooks, so that what a
+// hook records (the API's answer to an Idempotency-Key) is the flow as the
+// caller is told it.
 func (m *Manager) completeTx(ctx context.Context, tx pgx.Tx, f Flow) (Flow, error) {
 	var consentURL func() (string, error)
 	incidents, err := store.OpenIncidentsWith(ctx, tx, f.OrganizationID, f.ID, func(read database.SharedRead) {
@@ -473,83 +471,6 @@ func (m *Manager) cancelTx(ctx context.Context, tx pgx.Tx, row store.Flow) (Flow
 		return Flow{}, err
 	}
 	return f, m.publishTx(ctx, tx, f, webhooks.FlowCancelled)
-}
-
-// Withdraw implements Service.
-func (m *Manager) Withdraw(ctx context.Context, c Caller, flowID string, cond etag.IfMatch, before ...database.BeforeCommit[Flow]) (Flow, error) {
-	if !validID(flowID) || c.OrganizationID == "" {
-		return Flow{}, ErrNotFound
-	}
-	var out Flow
-	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
-		row, err := lockedFlowIfMatch(ctx, tx, c.OrganizationID, flowID, cond)
-		if err != nil {
-			return err
-		}
-		f, _, err := m.withdrawTx(ctx, tx, row, ByOrganization)
-		if err != nil {
-			return err
-		}
-		if out, err = m.completeTx(ctx, tx, f); err != nil {
-			return err
-		}
-		return database.RunBeforeCommit(ctx, tx, out, before)
-	})
-	if err != nil {
-		return Flow{}, err
-	}
-	return out, nil
-}
-
-// withdrawTx withdraws row's acceptance, locked in tx, for by
-// (flow.withdrawn) and issues the withdrawal's receipt, which points at the
-// acceptance's. ErrNotAccepted.
-func (m *Manager) withdrawTx(ctx context.Context, tx database.Tx, row store.Flow, by string) (Flow, SignedReceipt, error) {
-	if row.ConsentStatus != string(Accepted) {
-		return Flow{}, SignedReceipt{}, ErrNotAccepted
-	}
-	now := time.Now()
-	row.ConsentStatus, row.WithdrawnAt, row.WithdrawnBy = string(Withdrawn), &now, &by
-	if err := store.SaveState(ctx, tx, &row); err != nil {
-		return Flow{}, SignedReceipt{}, err
-	}
-	f, err := m.toFlow(row)
-	if err != nil {
-		return Flow{}, SignedReceipt{}, err
-	}
-	receipt, err := m.issueReceiptTx(ctx, tx, &f, DecisionWithdrawn, now)
-	if err != nil {
-		return Flow{}, SignedReceipt{}, err
-	}
-	return f, receipt, m.publishTx(ctx, tx, f, webhooks.FlowWithdrawn)
-}
-
-// issueReceiptTx signs the receipt of f's decision or withdrawal and keeps
-// it as f's attachment; a withdrawal's receipt names the receipt before it.
-func (m *Manager) issueReceiptTx(ctx context.Context, tx database.Tx, f *Flow, decision string, at time.Time) (SignedReceipt, error) {
-	req := ReceiptRequest{Flow: *f, Decision: decision, At: at}
-	if decision == DecisionWithdrawn {
-		earlier, err := store.Attachments(ctx, tx, f.OrganizationID, f.ID, false)
-		if err != nil {
-			return SignedReceipt{}, err
-		}
-		for _, a := range earlier {
-			if a.Kind == KindConsentReceipt {
-				req.Previous = a.ID
-			}
-		}
-	}
-	receipt, err := m.receipts.IssueTx(ctx, tx, req)
-	if err != nil {
-		return SignedReceipt{}, fmt.Errorf("flows: receipt of %s: %w", f.ID, err)
-	}
-	a := store.Attachment{OrganizationID: f.OrganizationID, ID: receipt.ID, FlowID: f.ID,
-		Kind: KindConsentReceipt, ContentType: "application/jwt", Body: receipt.JWS}
-	if err := store.InsertAttachment(ctx, tx, &a); err != nil {
-		return SignedReceipt{}, err
-	}
-	f.NumAttachments++
-	return receipt, nil
 }
 
 // Attachments implements Service.

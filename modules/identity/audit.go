@@ -1,19 +1,17 @@
 package identity
 
 import (
-	"context"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/flowd/flowd/internal/apperr"
-	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/modules/identity/internal/store"
 )
 
 // AuditEntry records one thing a staff member or an API client did: who, what,
 // to which target, when. It never holds a secret, a token or a full national
-// id: Target names a flow, client or setting, Detail says what changed.
+// id: Target names a flow, client or setting, Detail says what changed. The
+// audit part keeps the log; every part and module records in it.
 type AuditEntry struct {
 	ID             int64
 	OrganizationID string
@@ -56,6 +54,23 @@ const (
 	AuditClientRateLimit = "client.rate_limit"
 )
 
+// Audit actions of staff accounts.
+const (
+	AuditStaffDisable       = "staff.disable"
+	AuditStaffPasswordReset = "staff.reset_password"
+	AuditStaffRoleChange    = "staff.set_role"
+	AuditStaffDelete        = "staff.delete"
+)
+
+// Audit actions of sessions.
+const (
+	// AuditSessionSignOut: the person signed out.
+	AuditSessionSignOut = "session.sign_out"
+	// AuditSessionEnd: a session was ended by someone or something else;
+	// the entry's detail says by whom or why.
+	AuditSessionEnd = "session.end"
+)
+
 // Validate checks an entry before it is stored; an Invalid error names the field.
 func (e AuditEntry) Validate() error {
 	var f apperr.Fields
@@ -75,60 +90,4 @@ func (e AuditEntry) Validate() error {
 		f.Add("detail", "must be at most 500 characters")
 	}
 	return f.Err()
-}
-
-// Audit keeps the audit log of staff actions.
-type Audit interface {
-	// RecordAudit appends e to its organization's audit log, committed on
-	// its own. apperr Invalid.
-	RecordAudit(ctx context.Context, e AuditEntry) error
-	// RecordAuditTx appends e in tx, so that the entry commits with the
-	// change it records, or not at all (a staff action in another module's
-	// transaction, through database.BeforeCommit). apperr Invalid.
-	RecordAuditTx(ctx context.Context, tx database.Tx, e AuditEntry) error
-	// AuditLog returns a page of an organization's audit log, newest first:
-	// entries older than before (an entry id; 0 for the newest), and whether
-	// more follow.
-	AuditLog(ctx context.Context, organizationID string, limit int, before int64) ([]AuditEntry, bool, error)
-}
-
-// RecordAudit implements Audit.
-func (m *Module) RecordAudit(ctx context.Context, e AuditEntry) error {
-	return m.recordAudit(ctx, m.pool, e)
-}
-
-// RecordAuditTx implements Audit.
-func (m *Module) RecordAuditTx(ctx context.Context, tx database.Tx, e AuditEntry) error {
-	return m.recordAudit(ctx, tx, e)
-}
-
-// recordAudit validates e and inserts it through q, the pool or a transaction.
-func (m *Module) recordAudit(ctx context.Context, q store.Querier, e AuditEntry) error {
-	if err := e.Validate(); err != nil {
-		return err
-	}
-	err := store.InsertAudit(ctx, q, store.AuditEntry{OrganizationID: e.OrganizationID, Actor: e.Actor,
-		Action: e.Action, Target: e.Target, Detail: e.Detail})
-	return database.Classify(err)
-}
-
-// AuditLog implements Audit.
-func (m *Module) AuditLog(ctx context.Context, organizationID string, limit int, before int64) ([]AuditEntry, bool, error) {
-	if limit < 1 || limit > 100 {
-		limit = 50
-	}
-	rows, err := store.AuditLog(ctx, m.pool, organizationID, limit, before)
-	if err != nil {
-		return nil, false, database.Classify(err)
-	}
-	more := len(rows) > limit
-	if more {
-		rows = rows[:limit]
-	}
-	out := make([]AuditEntry, len(rows))
-	for i, r := range rows {
-		out[i] = AuditEntry{ID: r.ID, OrganizationID: r.OrganizationID, Actor: r.Actor, Action: r.Action,
-			Target: r.Target, Detail: r.Detail, At: r.At}
-	}
-	return out, more, nil
 }

@@ -21,8 +21,9 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/keys"
 	"github.com/flowd/flowd/modules/identity/login/internal/store"
+	"github.com/flowd/flowd/modules/identity/staff"
 )
 
 // AuthRequest is a validated authorization request.
@@ -209,14 +210,14 @@ func (p *Provider) pending(ctx context.Context, id, browserID, token string) (st
 // the client's redirect URL with a code, and the account signed in. sid
 // names the provider session the sign-in starts; the ID token carries it,
 // so that the client's session ends with that one. Errors:
-// ErrLoginExpired, identity.ErrBadCredentials, a rate-limited apperr.
-func (p *Provider) CompleteStaffLogin(ctx context.Context, id, browserID, token, username, password, address, sid string) (string, identity.StaffAccount, error) {
+// ErrLoginExpired, staff.ErrBadCredentials, a rate-limited apperr.
+func (p *Provider) CompleteStaffLogin(ctx context.Context, id, browserID, token, username, password, address, sid string) (string, staff.Account, error) {
 	req, err := p.pending(ctx, id, browserID, token)
 	if err != nil {
-		return "", identity.StaffAccount{}, err
+		return "", staff.Account{}, err
 	}
 	if Method(req.Method) != MethodStaff {
-		return "", identity.StaffAccount{}, ErrLoginExpired
+		return "", staff.Account{}, ErrLoginExpired
 	}
 	a, err := p.staff.AuthenticateStaff(ctx, username, password, address)
 	if err != nil {
@@ -228,11 +229,11 @@ func (p *Provider) CompleteStaffLogin(ctx context.Context, id, browserID, token,
 
 // IssueForStaff completes r at once for a staff member who holds provider
 // session sid from an earlier sign-in at authTime; the account must still
-// be enabled. Errors: identity.ErrBadCredentials for a disabled or gone account.
+// be enabled. Errors: staff.ErrBadCredentials for a disabled or gone account.
 func (p *Provider) IssueForStaff(ctx context.Context, r AuthRequest, staffID, sid string, authTime time.Time) (string, error) {
-	a, err := p.store.StaffByID(ctx, staffID)
-	if errors.Is(err, identity.ErrStaffNotFound) || (err == nil && a.Disabled) {
-		return "", identity.ErrBadCredentials
+	a, err := p.staff.StaffByID(ctx, staffID)
+	if errors.Is(err, staff.ErrAccountNotFound) || (err == nil && a.Disabled) {
+		return "", staff.ErrBadCredentials
 	}
 	if err != nil {
 		return "", err
@@ -295,7 +296,7 @@ func (p *Provider) CompleteTestEID(ctx context.Context, id, browserID, token, na
 
 // staffClaims are the claims of a staff member's ID token; sid names the
 // provider session (OpenID Connect Front-Channel Logout 1.0, section 3).
-func (p *Provider) staffClaims(a identity.StaffAccount, sid string) map[string]any {
+func (p *Provider) staffClaims(a staff.Account, sid string) map[string]any {
 	name := a.Name
 	if name == "" {
 		name = a.Username
@@ -532,7 +533,7 @@ func (p *Provider) EndSession(ctx context.Context, q url.Values) (string, error)
 // audienceOfOwnToken verifies that raw was signed by this provider (expired
 // tokens are fine as hints) and returns its single audience.
 func (p *Provider) audienceOfOwnToken(ctx context.Context, raw string) (string, error) {
-	jws, err := jose.ParseSignedCompact(raw, identity.IDTokenAlgorithms)
+	jws, err := jose.ParseSignedCompact(raw, keys.IDTokenAlgorithms)
 	if err != nil {
 		return "", err
 	}

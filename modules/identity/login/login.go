@@ -1,34 +1,27 @@
-// Package login is the built-in OpenID provider's interactive side (issue 6):
-// the authorization code flow with PKCE for flowd's own relying parties (the
-// console and the consent pages), staff accounts with argon2id passwords and
-// a rate limit on guessing, the test eID, ID tokens, userinfo and
-// RP-initiated logout. It signs through a Signer that issue 3's key store
+// Package login is the built-in OpenID provider's interactive side: the
+// authorization code flow with PKCE for flowd's own relying parties (the
+// console and the consent pages), sign-in with staff accounts (whose
+// passwords the staff part checks) or the test eID, ID tokens, userinfo and
+// RP-initiated logout. It signs through a Signer, which the keys part
 // implements; it knows nothing of HTTP frameworks: the web layer binds,
 // calls these methods and renders.
 package login
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/hkdf"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
-	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/flowd/flowd/modules/identity"
-	"github.com/flowd/flowd/modules/identity/login/internal/store"
+	"github.com/flowd/flowd/modules/identity/keys"
+	"github.com/flowd/flowd/modules/identity/staff"
 )
 
 // Method is how the people of a client sign in.
@@ -66,7 +59,7 @@ type Client struct {
 	Method                 Method
 	// IDTokenSignedResponseAlg is the algorithm of the client's ID tokens,
 	// as the client metadata of OpenID Connect Dynamic Client Registration
-	// names it: one of identity.IDTokenAlgorithms; empty means RS256, the
+	// names it: one of keys.IDTokenAlgorithms; empty means RS256, the
 	// one every relying party accepts. The built-in clients keep RS256:
 	// flowd's own relying party accepts either.
 	IDTokenSignedResponseAlg jose.SignatureAlgorithm
@@ -75,7 +68,7 @@ type Client struct {
 // idTokenAlg is the algorithm that signs the client's ID tokens.
 func (c Client) idTokenAlg() jose.SignatureAlgorithm {
 	if c.IDTokenSignedResponseAlg == "" {
-		return identity.IDTokenAlgorithms[0]
+		return keys.IDTokenAlgorithms[0]
 	}
 	return c.IDTokenSignedResponseAlg
 }
@@ -131,124 +124,11 @@ type Config struct {
 	TokenTTL   time.Duration // 5m: ID and userinfo tokens
 }
 
-// Organizations tells whether an organization exists; issue 3's identity
-// service implements it. nil skips the check (until the merge wires it).
-type Organizations interface {
-	OrganizationExists(ctx context.Context, id string) (bool, error)
-}
-
-// Provider is the built-in provider's interactive side.
-type Provider struct {
-	cfg       Config
-	store     *store.Store
-	staff     *Staff
-	signer    Signer
-	aead      cipher.AEAD
-	pseudoKey []byte
-}
-
-// New builds the provider; staff checks the passwords of staff accounts.
-func New(pool *pgxpool.Pool, signer Signer, staff *Staff, cfg Config) (*Provider, error) {
-	if pool == nil || signer == nil || staff == nil {
-		return nil, errors.New("login: New needs a pool, a Signer and the Staff service")
-	}
-	if len(cfg.DataKey) < 32 {
-		return nil, errors.New("login: a 32-byte data key is required")
-	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&cfg.CodeTTL, 60*time.Second)
-	def(&cfg.RequestTTL, 15*time.Minute)
-	def(&cfg.TokenTTL, 5*time.Minute)
-	if cfg.NationalIDClaim == "" {
-		cfg.NationalIDClaim = "pid"
-	}
-	if cfg.OrgClaim == "" {
-		cfg.OrgClaim = "org_id"
-	}
-	if cfg.RolesClaim == "" {
-		cfg.RolesClaim = "roles"
-	}
-	for _, c := range cfg.Clients {
-		if !slices.Contains(identity.IDTokenAlgorithms, c.idTokenAlg()) {
-			return nil, fmt.Errorf("login: client %s: ID tokens cannot be signed with %q (RS256 or ES256)", c.ID, c.IDTokenSignedResponseAlg)
-		}
-	}
-	encKey, err := hkdf.Key(sha256.New, cfg.DataKey, nil, "flowd login claims", 32)
-	if err != nil {
-		return nil, err
-	}
-	block, err := aes.NewCipher(encKey)
-	if err != nil {
-		return nil, err
-	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	pseudoKey, err := hkdf.Key(sha256.New, cfg.DataKey, nil, "flowd test eid subject", 32)
-	if err != nil {
-		return nil, err
-	}
-	return &Provider{cfg: cfg, store: store.New(pool), staff: staff, signer: signer, aead: aead, pseudoKey: pseudoKey}, nil
-}
-
-// Issuer is the provider's issuer URL.
-func (p *Provider) Issuer() string { return p.cfg.Issuer }
-
-// TestEIDEnabled reports whether the test eID is on.
-func (p *Provider) TestEIDEnabled() bool { return p.cfg.TestEID }
-
-// Client returns the registered client with id.
-func (p *Provider) Client(id string) (Client, bool) {
-	for _, c := range p.cfg.Clients {
-		if c.ID == id {
-			return c, true
-		}
-	}
-	return Client{}, false
-}
-
-// Discovery returns the provider metadata of the interactive login. The web
-// layer lays it over the identity module's document (issuer, jwks_uri,
-// token_endpoint, the ID token algorithms), joining the lists both have.
-func (p *Provider) Discovery() map[string]any {
-	base := p.cfg.Issuer
-	doc := map[string]any{
-		"authorization_endpoint":                base + "/oauth/authorize",
-		"userinfo_endpoint":                     base + "/oauth/userinfo",
-		"end_session_endpoint":                  base + "/oauth/end_session",
-		"response_types_supported":              []string{"code"},
-		"response_modes_supported":              []string{"query"},
-		"grant_types_supported":                 []string{"authorization_code", "client_credentials", "refresh_token"},
-		"code_challenge_methods_supported":      []string{"S256"},
-		"subject_types_supported":               []string{"public"},
-		"scopes_supported":                      []string{"openid", "profile"},
-		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post"},
-		// The claims of ID tokens and userinfo.
-		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "acr", "azp",
-			"preferred_username", "name", "sid", p.cfg.OrgClaim, p.cfg.RolesClaim, p.cfg.NationalIDClaim, "flowd_test_identity"},
-		// Request objects are refused; absent, request_uri_parameter_supported
-		// would mean true (OpenID Connect Discovery 1.0, section 3).
-		"request_parameter_supported":     false,
-		"request_uri_parameter_supported": false,
-		// Every authorization response names the issuer (RFC 9207).
-		"authorization_response_iss_parameter_supported": true,
-		// The test eID's languages; the staff form is in English only.
-		"ui_locales_supported": []string{"en", "nb"},
-	}
-	// Only the test eID issues an acr: its levels' values, weakest first.
-	if p.cfg.TestEID {
-		acrs := []string{}
-		for _, l := range p.cfg.TestEIDLevels {
-			acrs = append(acrs, l.ACR)
-		}
-		doc["acr_values_supported"] = acrs
-	}
-	return doc
+// StaffAccounts checks the passwords of staff accounts and finds them
+// (part of staff.Accounts).
+type StaffAccounts interface {
+	AuthenticateStaff(ctx context.Context, username, password, address string) (staff.Account, error)
+	StaffByID(ctx context.Context, id string) (staff.Account, error)
 }
 
 // TestEIDChoice is what the test eID's form offers: its levels, and the one
@@ -256,27 +136,6 @@ func (p *Provider) Discovery() map[string]any {
 type TestEIDChoice struct {
 	Levels   []TestEIDLevel
 	Selected string
-}
-
-// TestEIDLevelsFor returns the test eID's levels with the one preselected
-// for a sign-in that asked for acrValues (space-separated): the first it
-// asked for that the test eID offers, else substantial.
-func (p *Provider) TestEIDLevelsFor(acrValues string) TestEIDChoice {
-	c := TestEIDChoice{Levels: p.cfg.TestEIDLevels}
-	for _, acr := range strings.Fields(acrValues) {
-		for _, l := range c.Levels {
-			if l.ACR == acr {
-				c.Selected = l.Level
-				return c
-			}
-		}
-	}
-	for _, l := range c.Levels {
-		if l.Level == "substantial" || c.Selected == "" {
-			c.Selected = l.Level
-		}
-	}
-	return c
 }
 
 // OAuthError is an RFC 6749 error answer of the token or userinfo endpoint.
@@ -306,31 +165,20 @@ func hashOf(s string) []byte {
 	return h[:]
 }
 
-func (p *Provider) seal(plain []byte) ([]byte, error) {
-	nonce := make([]byte, p.aead.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
-		return nil, err
-	}
-	return p.aead.Seal(nonce, nonce, plain, nil), nil
-}
-
-func (p *Provider) open(sealed []byte) ([]byte, error) {
-	n := p.aead.NonceSize()
-	if len(sealed) < n {
-		return nil, errors.New("login: sealed data too short")
-	}
-	return p.aead.Open(nil, sealed[:n], sealed[n:], nil)
-}
-
-// pseudonym is the test eID's subject for a national id: stable, but not the
-// national id itself, which appears only in its own claim.
-func (p *Provider) pseudonym(nationalID string) string {
-	m := hmac.New(sha256.New, p.pseudoKey)
-	m.Write([]byte(nationalID))
-	return "eid-" + hex.EncodeToString(m.Sum(nil))[:32]
-}
-
 // hasScope reports whether the space-separated scope holds s.
 func hasScope(scope, s string) bool { return slices.Contains(strings.Fields(scope), s) }
 
 func timeNow() time.Time { return time.Now() }
+
+// Signer signs the provider's ID tokens. The keys part implements it with
+// the same database-kept, rotating keys that sign access tokens, so one
+// JWKS at /oauth/jwks verifies both.
+type Signer interface {
+	// SignIDToken returns the compact JWS of claims (a JSON-marshalable
+	// value) signed with the active key of alg, one of
+	// keys.IDTokenAlgorithms, with the key's kid in its header.
+	SignIDToken(ctx context.Context, alg jose.SignatureAlgorithm, claims any) (string, error)
+	// PublicJWKS returns the public keys that verify what SignIDToken
+	// signed: the current ones and any still in use.
+	PublicJWKS(ctx context.Context) (jose.JSONWebKeySet, error)
+}

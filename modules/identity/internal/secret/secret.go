@@ -1,5 +1,6 @@
-// Package secret makes the identity module's random identifiers and secrets.
-// Secrets are stored only as argon2id hashes, made by internal/secrethash.
+// Package secret makes the identity parts' random identifiers and secrets,
+// and the MACs of client secrets. Secrets are stored only as argon2id
+// hashes (internal/secrethash) and MACs.
 package secret
 
 import (

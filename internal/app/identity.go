@@ -1,0 +1,68 @@
+package app
+
+import (
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/flowd/flowd/internal/config"
+	"github.com/flowd/flowd/modules/identity/audit"
+	"github.com/flowd/flowd/modules/identity/changes"
+	"github.com/flowd/flowd/modules/identity/keys"
+	"github.com/flowd/flowd/modules/identity/orgs"
+	"github.com/flowd/flowd/modules/identity/tokens"
+)
+
+// identityParts are the identity module's parts as one instance (or one
+// command) uses them, each built from the others it needs. serve runs the
+// feed, which keeps their caches current across instances, the token
+// service's sweep and the rate limits' reconciliation beside the server.
+type identityParts struct {
+	feed   *changes.Feed
+	keys   *keys.Service
+	audit  *audit.Store
+	orgs   *orgs.Service
+	tokens *tokens.Service
+	limits *orgs.Limits
+}
+
+// newIdentity builds identity's parts from flowd's settings. It does not
+// touch the database.
+func newIdentity(pool *pgxpool.Pool, cfg *config.Config, log *slog.Logger) (*identityParts, error) {
+	feed := changes.NewFeed(pool, log)
+	signing, err := keys.New(pool, feed, keys.Config{KeyEncryptionKey: cfg.KeyEncryptionKey,
+		ReceiptKeyRetention: cfg.ReceiptKeyRetention, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	auditLog, err := audit.New(pool)
+	if err != nil {
+		return nil, err
+	}
+	// A client's secret rotation and revocation end its refresh tokens,
+	// which the token service keeps, in the change's transaction.
+	organizations, err := orgs.New(pool, feed, tokens.Grants{}, orgs.Config{KeyEncryptionKey: cfg.KeyEncryptionKey,
+		ClientJWKSHosts: cfg.ClientJWKSHosts, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	tokenService, err := tokens.New(pool, feed, organizations, signing, auditLog, tokens.Config{
+		Issuer:            cfg.BaseURL.String(),
+		Audience:          cfg.Audience,
+		KeyEncryptionKey:  cfg.KeyEncryptionKey,
+		ExternalIssuer:    cfg.OIDCIssuer,
+		ExternalAudiences: cfg.OIDCAudience,
+		OrgClaim:          cfg.OrgClaim,
+		ClientJWKSHosts:   cfg.ClientJWKSHosts,
+		JWKSAllowPrivate:  cfg.WebhookAllowPrivate,
+		DPoPNonceRequired: cfg.DPoPNonce == "required",
+		Log:               log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &identityParts{
+		feed: feed, keys: signing, audit: auditLog, orgs: organizations, tokens: tokenService,
+		limits: orgs.NewLimits(pool, orgs.LimitsConfig{PerMinute: cfg.APIRateLimit, Log: log}),
+	}, nil
+}

@@ -1,0 +1,13 @@
+package store
+
+import "context"
+
+// SetClientKeys replaces an active client's public keys (jwks or jwksURI,
+// one of them) and keeps its secret, if any.
+func SetClientKeys(ctx context.Context, q Querier, organizationID, id string, jwks []byte, jwksURI string) (Client, error) {
+	if !isUUID(organizationID) {
+		return Client{}, ErrNotFound
+	}
+	return scanClient(q.QueryRow(ctx, `update api_clients set jwks = $3, jwks_uri = nullif($4, ''), keys_replaced_at = now()
+		where id = $1 and organization_id = $2 and revoked_at is null returning `+clientColumns, id, organizationID, jwks, jwksURI))
+}

@@ -1,0 +1,216 @@
+package tokens
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/changes"
+	"github.com/flowd/flowd/modules/identity/internal/secret"
+	"github.com/flowd/flowd/modules/identity/tokens/internal/costlimit"
+	"github.com/flowd/flowd/modules/identity/tokens/internal/store"
+)
+
+// Config is what the token service needs to know; internal/app fills it
+// from internal/config.
+type Config struct {
+	// Issuer is the built-in provider's issuer: FLOWD_BASE_URL.
+	Issuer string
+	// Audience is the aud of built-in access tokens: FLOWD_AUDIENCE.
+	Audience string
+	// KeyEncryptionKey keys the MACs of client secrets and the DPoP nonces.
+	KeyEncryptionKey []byte
+
+	// ExternalIssuer, when set, is an OIDC issuer whose access tokens flowd accepts.
+	ExternalIssuer string
+	// ExternalAudiences are the accepted aud values of the external issuer's
+	// tokens; empty means Audience. A mapped client's own id is accepted too.
+	ExternalAudiences []string
+	// OrgClaim names the claim that carries the organization id in external tokens.
+	OrgClaim string
+
+	// DPoPNonceRequired makes DPoP proofs carry a server nonce (RFC 9449 8
+	// and 9; FLOWD_DPOP_NONCE=required).
+	DPoPNonceRequired bool
+
+	// AccessTTL and RefreshTTL default to identity.AccessTokenTTL and
+	// identity.RefreshTokenTTL.
+	AccessTTL, RefreshTTL time.Duration
+
+	// AddressFailureLimit is how many costly client authentications (argon2id
+	// of a secret without a MAC, a fetch of a jwks_uri) one address may fail
+	// within FailureWindow before further costly ones answer 429; zero means
+	// 30 and a minute.
+	AddressFailureLimit int
+	FailureWindow       time.Duration
+
+	Log *slog.Logger
+	// HTTPClient fetches the external issuer's discovery document and keys.
+	HTTPClient *http.Client
+	// ClientJWKSHosts are the hosts a client's jwks_uri may be on
+	// (FLOWD_CLIENT_JWKS_HOSTS); empty allows no jwks_uri.
+	ClientJWKSHosts []string
+	// JWKSHTTPClient fetches clients' jwks_uri; each fetch has its own
+	// 5-second limit. A plain client when nil. Whatever it is, its
+	// connections are made by the address guard of webhook deliveries
+	// (internal/netguard), which refuses non-public addresses unless
+	// JWKSAllowPrivate is set (FLOWD_WEBHOOK_ALLOW_PRIVATE).
+	JWKSHTTPClient   *http.Client
+	JWKSAllowPrivate bool
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Service is the token service (Provider, Verifier).
+type Service struct {
+	pool    *pgxpool.Pool
+	feed    *changes.Feed
+	clients Clients
+	keys    Keys
+	audit   AuditLog
+	cfg     Config
+	log     *slog.Logger
+	now     func() time.Time
+
+	tokens  tokenCache
+	revoked revokedTokens
+	jwks    jwksCache
+	macs    secret.MACs
+	limiter *costlimit.Limiter
+	hashing chan struct{} // bounds concurrent argon2id work
+
+	dpopSeen     seenProofs
+	dpopNonceKey []byte
+
+	builtin  *builtinVerifier
+	external *externalVerifier
+}
+
+var (
+	_ Provider = (*Service)(nil)
+	_ Verifier = (*Service)(nil)
+)
+
+// New returns the token service on pool: clients authenticate against
+// clients, tokens are signed by keys, and revocations are audited in
+// audit. feed brings other instances' revocations. It does not touch the
+// database.
+func New(pool *pgxpool.Pool, feed *changes.Feed, clients Clients, keys Keys, audit AuditLog, cfg Config) (*Service, error) {
+	if pool == nil || feed == nil || clients == nil || keys == nil || audit == nil {
+		return nil, errors.New("tokens: New needs a pool, the change feed, Clients, Keys and an AuditLog")
+	}
+	if cfg.AccessTTL == 0 {
+		cfg.AccessTTL = identity.AccessTokenTTL
+	}
+	if cfg.RefreshTTL == 0 {
+		cfg.RefreshTTL = identity.RefreshTokenTTL
+	}
+	if cfg.AddressFailureLimit == 0 {
+		cfg.AddressFailureLimit = 30
+	}
+	if cfg.FailureWindow == 0 {
+		cfg.FailureWindow = time.Minute
+	}
+	if cfg.OrgClaim == "" {
+		cfg.OrgClaim = "org_id"
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	cfg.JWKSHTTPClient = jwksClient(cfg.JWKSHTTPClient, cfg.JWKSAllowPrivate)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.Issuer = strings.TrimRight(cfg.Issuer, "/")
+	s := &Service{
+		pool: pool, feed: feed, clients: clients, keys: keys, audit: audit, cfg: cfg, log: cfg.Log, now: cfg.Now,
+		macs:         secret.NewMACs(cfg.KeyEncryptionKey),
+		limiter:      costlimit.New(cfg.Now, cfg.FailureWindow, cfg.AddressFailureLimit),
+		hashing:      make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
+		dpopNonceKey: dpopNonceKey(cfg.KeyEncryptionKey),
+	}
+	s.tokens.init()
+	s.revoked.init()
+	s.dpopSeen.init()
+	s.builtin = newBuiltinVerifier(s)
+	if cfg.ExternalIssuer != "" {
+		s.external = newExternalVerifier(s)
+	}
+	feed.Subscribe(changes.TopicRevoked, s.revokedElsewhere)
+	feed.Subscribe(changes.TopicClient, s.forgetClientKeys)
+	feed.OnListen(s.loadRevoked)
+	feed.OnLost(s.revoked.lost)
+	return s, nil
+}
+
+// revokedElsewhere records a revocation another instance announced.
+func (s *Service) revokedElsewhere(subject string) {
+	jti, exp, _ := strings.Cut(subject, " ")
+	unix, err := strconv.ParseInt(exp, 10, 64)
+	if err != nil {
+		// Not from this version of flowd: look every jti up until reconnected.
+		s.revoked.lost()
+		return
+	}
+	s.revoked.add(jti, time.Unix(unix, 0), s.now())
+}
+
+// Run removes expired refresh tokens and what else the token service keeps
+// only for a while (sweepOnce) every ten minutes, until ctx ends; then it
+// returns nil.
+func (s *Service) Run(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		s.sweepOnce(ctx)
+	}
+}
+
+// sweepOnce deletes long-expired refresh tokens, the revocations of expired
+// access tokens, the used jti of expired client assertions and the jtis of
+// expired DPoP proofs, and completes the revoked set again when it
+// overflowed.
+func (s *Service) sweepOnce(ctx context.Context) {
+	for _, del := range []func(context.Context, store.Querier) (int64, error){
+		store.DeleteExpiredRefreshTokens, store.DeleteExpiredRevokedAccessTokens, store.DeleteExpiredAssertionJTIs, store.DeleteExpiredDPoPProofs,
+	} {
+		for {
+			n, err := del(ctx, s.pool)
+			if err != nil || n == 0 {
+				break
+			}
+		}
+	}
+	s.revoked.prune(s.now())
+	s.dpopSeen.prune(s.now())
+	if err := s.loadRevoked(ctx); err != nil {
+		s.log.Warn("identity: loading revoked access tokens", "error", err)
+	}
+}
+
+// Grants ends clients' grants: their refresh tokens (orgs.Grants). It
+// keeps nothing of its own, so that orgs, which the token service reads
+// clients through, can be built before it.
+type Grants struct{}
+
+// RevokeClientGrantsTx revokes every refresh token of clientID in tx.
+func (Grants) RevokeClientGrantsTx(ctx context.Context, tx database.Tx, clientID string) error {
+	return store.RevokeClientRefreshTokens(ctx, tx, clientID)
+}
