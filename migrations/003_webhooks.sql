@@ -1,4 +1,4 @@
--- webhooks (issue 5): each organization's signing secrets, the outbox of
+-- webhooks: each organization's signing secrets, the outbox of
 -- events (delivered by River jobs inserted in the same transaction), and every
 -- delivery attempt, kept for the console. Organization, flow and task ids are
 -- other modules' and are kept as plain text, without foreign keys.

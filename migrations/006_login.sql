@@ -1,11 +1,11 @@
--- Interactive login (issue 6): staff accounts, and the short-lived state of the
+-- Interactive login: staff accounts, and the short-lived state of the
 -- built-in provider's authorization code flow. Secrets are stored only as
 -- hashes (argon2id for passwords, SHA-256 for random codes and tokens); the
 -- claims of a code or token, which may hold a national id, are encrypted.
 
 create table staff_accounts (
     id              uuid primary key default gen_random_uuid(),
-    -- organization_id names an organization of the identity module (issue 3);
+    -- organization_id names an organization of the identity module;
     -- kept as text so that this table does not depend on that one's shape.
     organization_id text not null check (organization_id <> ''),
     username        text not null check (username <> ''),

@@ -1,4 +1,4 @@
--- The console (issue 8): the audit log of what organization staff did. It is
+-- The console: the audit log of what organization staff did. It is
 -- the identity module's, since it records who acted; it never holds a secret
 -- or a full national id, only what was done to which target.
 -- organization_id is text like flows': staff of an external issuer carry

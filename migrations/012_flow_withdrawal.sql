@@ -1,5 +1,5 @@
 -- An acceptance can be withdrawn, by the organization on the person's
--- behalf (issue 19); when, the flow keeps.
+-- behalf; when, the flow keeps.
 alter table flows drop constraint flows_consent_status_check;
 alter table flows add constraint flows_consent_status_check
     check (consent_status in ('Unopened', 'Opened', 'Rejected', 'Accepted', 'Withdrawn'));

@@ -1,4 +1,4 @@
--- Consent receipts (issue 19): every decision and withdrawal is a JWS that
+-- Consent receipts: every decision and withdrawal is a JWS that
 -- flowd signs with a key of its own, kept published for as long as receipts
 -- may be checked; the flow keeps its receipts as attachments.
 

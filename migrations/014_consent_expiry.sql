@@ -1,4 +1,4 @@
--- An acceptance with a validity expires when it ends (issue 19): Expired,
+-- An acceptance with a validity expires when it ends: Expired,
 -- and when, the flow keeps.
 alter table flows drop constraint flows_consent_status_check;
 alter table flows add constraint flows_consent_status_check

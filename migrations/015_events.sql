@@ -1,4 +1,4 @@
--- Events as a product (issue 20): every change of a flow is an event, kept
+-- Events as a product: every change of a flow is an event, kept
 -- for FLOWD_EVENT_RETENTION whether or not a webhook receives it, so that
 -- clients may poll /api/events; webhook_events are now the deliveries of an
 -- event to one destination each.

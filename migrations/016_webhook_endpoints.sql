@@ -1,4 +1,4 @@
--- Organization webhook endpoints (issue 20): besides a flow's own webhookUrl,
+-- Organization webhook endpoints: besides a flow's own webhookUrl,
 -- an organization registers endpoints that receive its flows' events, all of
 -- them or the types it names. The organization id leads every key, since the
 -- schema is to be distributed by organization (Citus). Organization ids are

@@ -1,4 +1,4 @@
--- Recovery of an endpoint's failed deliveries (issue 20): a request re-sends
+-- Recovery of an endpoint's failed deliveries: a request re-sends
 -- every delivery to one endpoint that failed since a time, as a background
 -- job that works in batches. A row records the request and its progress, and
 -- holds the job's cursor, so that a job that dies resumes after the last

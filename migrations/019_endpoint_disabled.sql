@@ -1,4 +1,4 @@
--- Failing endpoints (issue 20): flowd disables an endpoint whose deliveries
+-- Failing endpoints: flowd disables an endpoint whose deliveries
 -- have failed for FLOWD_WEBHOOK_DISABLE_AFTER without a success, and tells
 -- the organization's other endpoints with an endpoint.disabled event. That
 -- event is of no flow: events keep null for its flow and its sequence, which

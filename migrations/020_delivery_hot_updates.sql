@@ -1,4 +1,4 @@
--- Delivery isolation (issue 20): a delivery's row is updated at each attempt
+-- Delivery isolation: a delivery's row is updated at each attempt
 -- (its state, last error and finish time). With none of those columns in an
 -- index and room left on its page, PostgreSQL updates the row in place (a
 -- HOT update) instead of adding an entry to each of the table's six indexes:

@@ -1,4 +1,4 @@
--- Every tenant table is keyed by organization (issue 21): it carries
+-- Every tenant table is keyed by organization: it carries
 -- organization_id, its primary key and unique constraints lead with it, and
 -- its foreign keys to other tenant tables include it. So each table can be
 -- distributed by organization_id on Citus (flowd migrate --citus), its rows

@@ -1,4 +1,4 @@
--- The webhooks module's tables keyed by organization (issue 21), as 021
+-- The webhooks module's tables keyed by organization, as 021
 -- keyed the other tenant tables: a delivery's key leads with its
 -- organization, an attempt carries its delivery's organization and
 -- references it by both, and the indexes that led with a flow or a

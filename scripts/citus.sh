@@ -28,24 +28,11 @@ free_base() {
   log "no three free ports found"; exit 1
 }
 
-case "${1:-}" in
-test)
-  shift
-  export FLOWD_TEST_CITUS=1
-  if [ -n "${TEST_DATABASE_URL:-}" ]; then exec "$@"; fi
-  if [ ! -x "$tools/cluster.sh" ]; then
-    log "$tools/cluster.sh not found: set FLOWD_CITUS_TOOLS to the directory of the Citus tools"
-    exit 1
-  fi
-  dir=$(mktemp -d /tmp/flowd-test-citus.XXXXXX)
-  chmod 755 "$dir"
-  cleanup() {
-    "$tools/cluster.sh" stop "$dir" >/dev/null 2>&1 || true
-    rm -rf "$dir"
-  }
-  trap cleanup EXIT
-  port=$(free_base)
-  "$tools/cluster.sh" start "$dir" "$port" >/dev/null
+# start_cluster makes a cluster in $1 with its coordinator on port $2, set
+# for tests, and sets TEST_DATABASE_URL to its coordinator.
+start_cluster() {
+  local dir=$1 port=$2 node
+  "$tools/cluster.sh" start "$dir" "$port" >/dev/null || return 1
   "$tools/cluster.sh" stop "$dir"
   # Durability is not what tests measure; each test's database on each
   # node keeps a Citus daemon, which takes a worker process.
@@ -58,8 +45,38 @@ shared_buffers = 128MB
 max_worker_processes = 256
 CONF
   done
-  TEST_DATABASE_URL=$("$tools/cluster.sh" start "$dir" "$port")
-  export TEST_DATABASE_URL
+  TEST_DATABASE_URL=$("$tools/cluster.sh" start "$dir" "$port") || return 1
+}
+
+case "${1:-}" in
+test)
+  shift
+  export FLOWD_TEST_CITUS=1
+  if [ -n "${TEST_DATABASE_URL:-}" ]; then exec "$@"; fi
+  if [ ! -x "$tools/cluster.sh" ]; then
+    log "$tools/cluster.sh not found: set FLOWD_CITUS_TOOLS to the directory of the Citus tools"
+    exit 1
+  fi
+  dir=""
+  cleanup() {
+    [ -n "$dir" ] || return 0
+    "$tools/cluster.sh" stop "$dir" >/dev/null 2>&1 || true
+    rm -rf "$dir"
+  }
+  trap cleanup EXIT
+  # A port found free may be taken before the cluster listens on it (other
+  # clusters start beside this one): a failed start shows the nodes' logs
+  # and is tried again on other ports.
+  for attempt in 1 2 3; do
+    cleanup
+    dir=$(mktemp -d /tmp/flowd-test-citus.XXXXXX)
+    chmod 755 "$dir"
+    port=$(free_base)
+    if start_cluster "$dir" "$port"; then break; fi
+    log "the cluster did not start on port $port (attempt $attempt); its logs:"
+    tail -n 20 "$dir"/*.log >&2 || true
+    [ "$attempt" -lt 3 ] || exit 1
+  done
   log "throwaway Citus cluster, coordinator on port $port"
   set +e
   "$@"

@@ -7,10 +7,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 fuzztime=${FUZZTIME:-10s}
 targets=(
-  ./web:FuzzCreateFlowBody
-  ./web:FuzzTokenRequest
-  ./web:FuzzFlowListQuery
-  ./web:FuzzAppendString
+  ./web/api:FuzzCreateFlowBody
+  ./web/oauth:FuzzTokenRequest
+  ./web/api:FuzzFlowListQuery
+  ./web/api:FuzzAppendString
   ./modules/identity/tokens:FuzzVerifyAccessToken
   ./modules/identity/tokens:FuzzVerifySignedClaims
   ./internal/reliability:FuzzConsentDecisionForm

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"encoding/base64"
@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
+
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // TestBearerChallenges checks WWW-Authenticate as RFC 6750 §3 has it: a
@@ -14,16 +16,16 @@ import (
 // token without the route's scope is insufficient_scope.
 func TestBearerChallenges(t *testing.T) {
 	t.Parallel()
-	ts := setupOAuth(t, nil)
+	ts := webtest.SetupOAuth(t, nil)
 	token := func(id, secret string) string {
 		form := url.Values{"grant_type": {"client_credentials"}, "client_id": {id}, "client_secret": {secret}}
-		resp, m := postToken(t, ts.url+"/oauth/token", "application/x-www-form-urlencoded", form.Encode(), "")
+		resp, m := webtest.PostToken(t, ts.URL+"/oauth/token", "application/x-www-form-urlencoded", form.Encode(), "")
 		if resp.StatusCode != 200 {
 			t.Fatalf("token: %d %v", resp.StatusCode, m)
 		}
 		return m["access_token"].(string)
 	}
-	full, reader := token(ts.full.ID, ts.full.Secret), token(ts.reader.ID, ts.reader.Secret)
+	full, reader := token(ts.Full.ID, ts.Full.Secret), token(ts.Reader.ID, ts.Reader.Secret)
 	// A changed character inside the signature (the last one may only hold padding bits).
 	i := len(full) - 10
 	tampered := full[:i] + map[bool]string{true: "A", false: "B"}[full[i] != 'A'] + full[i+1:]
@@ -44,7 +46,7 @@ func TestBearerChallenges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequest("GET", ts.url+"/api/test-principal", nil)
+			req, _ := http.NewRequest("GET", ts.URL+"/api/test-principal", nil)
 			if tt.authorization != "" {
 				req.Header.Set("Authorization", tt.authorization)
 			}

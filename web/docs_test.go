@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"encoding/json"
@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/web"
+	"github.com/flowd/flowd/web/internal/httpkit"
 	"github.com/flowd/flowd/web/openapi"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
@@ -37,7 +39,7 @@ func TestTheOpenAPIDocumentIsServedPublicly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := doc.Servers[0].URL, ts.srv.cfg.BaseURL.String(); got != want {
+	if got, want := doc.Servers[0].URL, ts.srv.Deps.Config.BaseURL.String(); got != want {
 		t.Fatalf("servers[0].url %q, want the configured base URL %q", got, want)
 	}
 
@@ -78,7 +80,7 @@ func TestTheDocsPageRendersTheDocument(t *testing.T) {
 		}
 	}
 	for _, code := range allCodes() {
-		want = append(want, `id="problem-`+string(code)+`"`, ProblemType(ts.srv.cfg.BaseURL.String(), code))
+		want = append(want, `id="problem-`+string(code)+`"`, web.ProblemType(ts.srv.Deps.Config.BaseURL.String(), code))
 	}
 	for _, field := range []string{"nationalId", "redirectUrl", "_links.consent.href", "flow.consent.openedAt",
 		"flow.incidents.{key}.taskCategory", "data[].flowNumber", "refresh_expires_in", "data.flowStatus"} {
@@ -101,8 +103,8 @@ func TestTheDocsPageRendersTheDocument(t *testing.T) {
 
 // allCodes lists every application error code the web layer knows.
 func allCodes() []apperr.Code {
-	codes := make([]apperr.Code, 0, len(problemKinds))
-	for code := range problemKinds {
+	codes := make([]apperr.Code, 0, len(web.ProblemKinds()))
+	for code := range web.ProblemKinds() {
 		codes = append(codes, code)
 	}
 	slices.Sort(codes)
@@ -126,7 +128,7 @@ func TestEveryProblemTypeLeadsToItsDocumentation(t *testing.T) {
 	pages := map[string]string{}
 	heading := regexp.MustCompile(`<h[1-6][ >]`)
 	for _, code := range allCodes() {
-		typ := ProblemType(base, code)
+		typ := web.ProblemType(base, code)
 		u, err := url.Parse(typ)
 		if err != nil || !u.IsAbs() || u.Scheme+"://"+u.Host != base || u.Fragment == "" {
 			t.Errorf("%s: type %q is not an absolute URI under %s with a fragment", code, typ, base)
@@ -149,8 +151,8 @@ func TestEveryProblemTypeLeadsToItsDocumentation(t *testing.T) {
 		if next := heading.FindStringIndex(section[1:]); next != nil {
 			section = section[:next[0]+1]
 		}
-		kind := problemKinds[code]
-		for _, want := range []string{"<code>" + typ + "</code>", fmt.Sprintf("<code>%d</code>", kind.status), html.EscapeString(kind.title)} {
+		kind := web.ProblemKinds()[code]
+		for _, want := range []string{"<code>" + typ + "</code>", fmt.Sprintf("<code>%d</code>", kind.Status), html.EscapeString(kind.Title)} {
 			if !strings.Contains(section, want) {
 				t.Errorf("%s: the section %q does not document %q:\n%s", code, u.Fragment, want, section)
 			}
@@ -158,9 +160,9 @@ func TestEveryProblemTypeLeadsToItsDocumentation(t *testing.T) {
 	}
 
 	resp, body := do(t, "GET", ts.url+"/no-such-page", "", "")
-	var p Problem
-	if err := json.Unmarshal([]byte(body), &p); err != nil || p.Type != ProblemType(base, apperr.NotFound) {
-		t.Fatalf("%d %s: want the type %s", resp.StatusCode, body, ProblemType(base, apperr.NotFound))
+	var p httpkit.Problem
+	if err := json.Unmarshal([]byte(body), &p); err != nil || p.Type != web.ProblemType(base, apperr.NotFound) {
+		t.Fatalf("%d %s: want the type %s", resp.StatusCode, body, web.ProblemType(base, apperr.NotFound))
 	}
 }
 
@@ -174,11 +176,11 @@ func TestTheDocumentListsEveryProblemType(t *testing.T) {
 	}
 	typ := doc.Components.Schemas["Problem"].Value.Properties["type"].Value
 	for _, code := range allCodes() {
-		if err := typ.VisitJSON(ProblemType(openapi.DefaultBaseURL, code)); err != nil {
+		if err := typ.VisitJSON(web.ProblemType(openapi.DefaultBaseURL, code)); err != nil {
 			t.Errorf("Problem.type refuses the type of %s: %v", code, err)
 		}
 	}
-	if err := typ.VisitJSON(ProblemType(openapi.DefaultBaseURL, "no-such-code")); err == nil {
+	if err := typ.VisitJSON(web.ProblemType(openapi.DefaultBaseURL, "no-such-code")); err == nil {
 		t.Error("Problem.type accepts an unknown code")
 	}
 }

@@ -12,16 +12,8 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/views/pages"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
-
-// Problem is an RFC 9457 problem details body.
-type Problem struct {
-	Type   string              `json:"type"`
-	Title  string              `json:"title"`
-	Status int                 `json:"status"`
-	Detail string              `json:"detail,omitempty"`
-	Errors []apperr.FieldError `json:"errors,omitempty"`
-}
 
 // problemKinds maps each error code to its status and title. Each code's
 // problem type is documented under its own heading on /docs (ProblemType).
@@ -66,10 +58,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	switch appErr.Code {
 	case apperr.Unauthenticated:
 		if isAPI(c) {
-			setChallenges(c, appErr)
+			httpkit.SetChallenges(c, appErr)
 		}
 	case apperr.InsufficientScope:
-		setChallenges(c, appErr)
+		httpkit.SetChallenges(c, appErr)
 	case apperr.Unavailable:
 		if appErr.RetryAfter == 0 {
 			appErr.RetryAfter = 5 * time.Second
@@ -79,25 +71,25 @@ func (s *Server) handleError(err error, c echo.Context) {
 		h.Set("Retry-After", strconv.Itoa(int(appErr.RetryAfter.Round(time.Second)/time.Second)))
 	}
 	if appErr.Code == apperr.Internal || appErr.Code == apperr.Unavailable {
-		s.log.Error("request failed", "request_id", requestIDOf(c), "route", c.Path(), "code", string(appErr.Code), "error", err.Error())
+		s.log.Error("request failed", "request_id", httpkit.RequestID(c), "route", c.Path(), "code", string(appErr.Code), "error", err.Error())
 	}
 	var werr error
 	if c.Request().Method == http.MethodHead {
 		werr = c.NoContent(kind.status)
 	} else if !isAPI(c) && acceptsHTML(c) {
-		page := pages.ErrorPage{Status: kind.status, Title: kind.title, Message: appErr.Message, RequestID: requestIDOf(c)}
+		page := pages.ErrorPage{Status: kind.status, Title: kind.title, Message: appErr.Message, RequestID: httpkit.RequestID(c)}
 		if strings.HasPrefix(c.Request().URL.Path, "/console/") {
 			page.BackURL, page.BackText = "/console/flows", "Back to the console"
 		}
-		werr = s.render(c, kind.status, pages.Error(page))
+		werr = httpkit.Render(c, kind.status, pages.Error(page))
 	} else {
-		werr = s.writeProblem(c, kind.status, Problem{
+		werr = httpkit.WriteProblem(c, kind.status, httpkit.Problem{
 			Type: ProblemType(s.cfg.BaseURL.String(), appErr.Code), Title: kind.title, Status: kind.status,
 			Detail: appErr.Message, Errors: appErr.Fields,
 		})
 	}
 	if werr != nil {
-		s.log.Warn("writing error response", "request_id", requestIDOf(c), "error", werr.Error())
+		s.log.Warn("writing error response", "request_id", httpkit.RequestID(c), "error", werr.Error())
 	}
 }
 
@@ -139,7 +131,7 @@ func (s *Server) toAppError(err error, c echo.Context) *apperr.Error {
 }
 
 func internalMessage(c echo.Context) string {
-	return "Something went wrong on our side. Quote request id " + requestIDOf(c) + " if you contact support."
+	return "Something went wrong on our side. Quote request id " + httpkit.RequestID(c) + " if you contact support."
 }
 
 // isAPI reports whether the request is for the machine interface, which

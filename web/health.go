@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // readiness is what /readyz knows without asking the database.
@@ -22,14 +23,14 @@ type readiness struct {
 
 // handleHealthz handles "GET /healthz": the process is up.
 func (s *Server) handleHealthz(c echo.Context) error {
-	return s.writeJSON(c, http.StatusOK, map[string]string{"status": "ok"})
+	return httpkit.WriteJSON(c, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // handleReadyz handles "GET /readyz": the instance is not shutting down, and
 // the database answers and its schema is current, so it can take traffic.
 func (s *Server) handleReadyz(c echo.Context) error {
 	if s.ready.draining.Load() {
-		return s.writeJSON(c, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		return httpkit.WriteJSON(c, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
@@ -54,7 +55,7 @@ func (s *Server) handleReadyz(c echo.Context) error {
 	}
 	if !ready {
 		c.Response().Header().Set("Retry-After", "5")
-		return s.writeJSON(c, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "checks": checks})
+		return httpkit.WriteJSON(c, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "checks": checks})
 	}
-	return s.writeJSON(c, http.StatusOK, map[string]any{"status": "ok", "checks": checks})
+	return httpkit.WriteJSON(c, http.StatusOK, map[string]any{"status": "ok", "checks": checks})
 }

@@ -16,9 +16,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-)
 
-const requestIDKey = "request_id"
+	"github.com/flowd/flowd/web/internal/httpkit"
+)
 
 // requestID gives every request an id, taken from a well-formed X-Request-Id
 // header or made up, echoed in the response and written in every log line.
@@ -30,7 +30,7 @@ func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
 			_, _ = rand.Read(b[:])
 			id = hex.EncodeToString(b[:])
 		}
-		c.Set(requestIDKey, id)
+		httpkit.SetRequestID(c, id)
 		c.Response().Header().Set(echo.HeaderXRequestID, id)
 		return next(c)
 	}
@@ -46,12 +46,6 @@ func validRequestID(id string) bool {
 		}
 	}
 	return true
-}
-
-// requestIDOf returns the id the requestID middleware gave c.
-func requestIDOf(c echo.Context) string {
-	id, _ := c.Get(requestIDKey).(string)
-	return id
 }
 
 // observe logs every request and counts it in the metrics. It logs the route
@@ -81,7 +75,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			return nil // spares the attributes' allocation on every request
 		}
 		s.log.LogAttrs(c.Request().Context(), level, "request",
-			slog.String("request_id", requestIDOf(c)),
+			slog.String("request_id", httpkit.RequestID(c)),
 			slog.String("method", c.Request().Method),
 			slog.String("route", route),
 			slog.Int("status", status),
@@ -100,7 +94,7 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 				if err, ok := r.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 					panic(r)
 				}
-				s.log.Error("panic", "request_id", requestIDOf(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				s.log.Error("panic", "request_id", httpkit.RequestID(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 				err = fmt.Errorf("panic: %v", r)
 			}
 		}()

@@ -1,74 +1,19 @@
-package web
+package web_test
 
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/flowd/flowd/internal/apperr"
-	"github.com/flowd/flowd/internal/config"
-	"github.com/flowd/flowd/internal/dbtest"
-	"github.com/flowd/flowd/web/openapi/openapitest"
+	"github.com/flowd/flowd/web"
+	"github.com/flowd/flowd/web/internal/httpkit"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
-
-// limitedAPI is the real server whose API clients (fakeIdentity's tokens)
-// may make perMinute requests a minute.
-type limitedAPI struct {
-	url  string
-	srv  *Server
-	pool *pgxpool.Pool
-}
-
-func newLimitedAPI(t *testing.T, perMinute int) limitedAPI {
-	t.Helper()
-	cfg, err := config.Load(func(k string) string {
-		if k == "FLOWD_API_RATE_LIMIT" {
-			return strconv.Itoa(perMinute)
-		}
-		return ""
-	}, config.Need{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := dbtest.New(t)
-	srv := newServer(t, Deps{Config: cfg, Pool: pool, Bearer: fakeIdentity{}, Audit: fakeIdentity{}})
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	return limitedAPI{url: hs.URL, srv: srv, pool: pool}
-}
-
-// call makes one API request, checked against the OpenAPI document.
-func (a limitedAPI) call(t *testing.T, method, path, token, body string) (*http.Response, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(method, a.url+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := openapitest.Client(t).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
-}
 
 var rateLimitField = regexp.MustCompile(`^"default";r=(\d+);t=(\d+)$`)
 
@@ -92,22 +37,22 @@ func rateLimitOf(t *testing.T, resp *http.Response) (remaining, reset int) {
 // unauthenticated request is not counted and carries no fields.
 func TestRateLimitFieldsAndRefusals(t *testing.T) {
 	t.Parallel()
-	api := newLimitedAPI(t, 3)
+	api := webtest.NewLimitedAPI(t, 3)
 	flows := func() int {
 		var n int
-		if err := api.pool.QueryRow(context.Background(), "select count(*) from flows").Scan(&n); err != nil {
+		if err := api.Pool.QueryRow(context.Background(), "select count(*) from flows").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
 
-	if resp, _ := api.call(t, "GET", "/api/flows", "", ""); resp.StatusCode != http.StatusUnauthorized ||
+	if resp, _ := api.Call(t, "GET", "/api/flows", "", ""); resp.StatusCode != http.StatusUnauthorized ||
 		resp.Header.Get("RateLimit") != "" || resp.Header.Get("RateLimit-Policy") != "" {
 		t.Fatalf("without a token: %d, RateLimit %q", resp.StatusCode, resp.Header.Get("RateLimit"))
 	}
 	lastReset := 0
 	for want := 2; want >= 0; want-- {
-		resp, body := api.call(t, "POST", "/api/flows", tokA, createBody(nil))
+		resp, body := api.Call(t, "POST", "/api/flows", webtest.TokA, webtest.CreateBody(nil))
 		if resp.StatusCode != http.StatusCreated {
 			t.Fatalf("create: %d %s", resp.StatusCode, body)
 		}
@@ -121,12 +66,12 @@ func TestRateLimitFieldsAndRefusals(t *testing.T) {
 		lastReset = reset
 	}
 
-	resp, body := api.call(t, "POST", "/api/flows", tokA, createBody(nil))
+	resp, body := api.Call(t, "POST", "/api/flows", webtest.TokA, webtest.CreateBody(nil))
 	if resp.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("past the limit: %d %s", resp.StatusCode, body)
 	}
-	var p Problem
-	if err := json.Unmarshal(body, &p); err != nil || p.Type != ProblemType(api.srv.cfg.BaseURL.String(), apperr.RateLimited) || p.Status != 429 {
+	var p httpkit.Problem
+	if err := json.Unmarshal(body, &p); err != nil || p.Type != web.ProblemType(api.Srv.Deps.Config.BaseURL.String(), apperr.RateLimited) || p.Status != 429 {
 		t.Fatalf("problem %s", body)
 	}
 	remaining, reset := rateLimitOf(t, resp)
@@ -136,12 +81,12 @@ func TestRateLimitFieldsAndRefusals(t *testing.T) {
 	if n := flows(); n != 3 {
 		t.Fatalf("%d flows after a refused create, want 3", n)
 	}
-	if resp, _ := api.call(t, "GET", "/api/flows", tokA, ""); resp.StatusCode != http.StatusTooManyRequests {
+	if resp, _ := api.Call(t, "GET", "/api/flows", webtest.TokA, ""); resp.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("a read past the limit: %d", resp.StatusCode)
 	}
 
 	// Another client has its own count; its errors count and carry the fields too.
-	resp, _ = api.call(t, "GET", "/api/flows/not-a-flow", tokB, "")
+	resp, _ = api.Call(t, "GET", "/api/flows/not-a-flow", webtest.TokB, "")
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("another client: %d", resp.StatusCode)
 	}
@@ -155,11 +100,11 @@ func TestRateLimitFieldsAndRefusals(t *testing.T) {
 // whatever it makes of it, with both rate limit fields.
 func TestEveryAuthenticatedAPIRouteIsRateLimited(t *testing.T) {
 	t.Parallel()
-	api := newLimitedAPI(t, 1000)
+	api := webtest.NewLimitedAPI(t, 1000)
 	public := map[string]bool{"POST /api/receipts/verify": true, "GET /api/openapi.json": true, "OPTIONS /api/openapi.json": true}
 	param := regexp.MustCompile(`:[^/]+`)
 	checked := 0
-	for _, r := range api.srv.Echo().Routes() {
+	for _, r := range api.Srv.Echo().Routes() {
 		if !strings.HasPrefix(r.Path, "/api/") || public[r.Method+" "+r.Path] || strings.HasPrefix(r.Method, "echo_route_any") ||
 			r.Method == "PROPFIND" || r.Method == "REPORT" {
 			continue
@@ -170,7 +115,7 @@ func TestEveryAuthenticatedAPIRouteIsRateLimited(t *testing.T) {
 		if r.Method == http.MethodPost || r.Method == http.MethodPatch {
 			body = "{}"
 		}
-		resp, got := api.call(t, r.Method, path, tokA, body)
+		resp, got := api.Call(t, r.Method, path, webtest.TokA, body)
 		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusTooManyRequests {
 			t.Errorf("%s %s: %d %s", r.Method, r.Path, resp.StatusCode, got)
 			continue

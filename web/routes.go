@@ -8,12 +8,20 @@ import (
 
 	"github.com/flowd/flowd/assets"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/web/console"
+	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // routes lists every route of flowd, grouped by who may call it.
 func (s *Server) routes() {
 	e := s.echo
 	e.Use(s.requestID, s.observe, s.recoverPanics, s.securityHeaders, s.limitBody())
+	// Each surface's handlers: the built-in provider (web/oauth), the API
+	// (web/api), the person's pages (web/person) and the console (web/console).
+	op, a, pp, cs := s.oauth, s.api, s.person, s.console
+
+	// The front page: where each surface is.
+	e.GET("/", s.handleHome)
 
 	// Operations: anyone who can reach the port.
 	e.GET("/healthz", s.handleHealthz)
@@ -21,66 +29,67 @@ func (s *Server) routes() {
 	e.GET("/metrics", echo.WrapHandler(s.metrics.handler))
 
 	// The built-in OAuth 2.0 provider: public, client authentication in the handlers.
-	e.POST("/oauth/token", s.handleToken)
-	e.POST("/oauth/revoke", s.handleRevoke)
-	e.POST("/oauth/introspect", s.handleIntrospect)
-	e.GET("/oauth/jwks", s.handleJWKS)
-	e.GET("/.well-known/openid-configuration", s.handleDiscovery)
-	e.GET("/.well-known/oauth-authorization-server", s.handleDiscovery)
+	e.POST("/oauth/token", op.HandleToken)
+	e.POST("/oauth/revoke", op.HandleRevoke)
+	e.POST("/oauth/introspect", op.HandleIntrospect)
+	e.GET("/oauth/jwks", op.HandleJWKS)
+	e.GET("/.well-known/openid-configuration", op.HandleDiscovery)
+	e.GET("/.well-known/oauth-authorization-server", op.HandleDiscovery)
 
-	// The built-in provider's interactive side (issue 6): browsers and relying parties.
-	e.GET("/oauth/authorize", s.handleAuthorize)
-	e.POST("/oauth/authorize", s.handleAuthorize)
-	e.GET("/idp/login", s.handleLoginForm)
-	e.POST("/idp/login", s.handleLoginSubmit)
-	e.GET("/oauth/userinfo", s.handleUserInfo)
-	e.POST("/oauth/userinfo", s.handleUserInfo)
-	e.GET("/oauth/end_session", s.handleEndSession)
-	e.POST("/oauth/end_session", s.handleEndSession)
+	// The built-in provider's interactive side: browsers and relying parties.
+	e.GET("/oauth/authorize", op.HandleAuthorize)
+	e.POST("/oauth/authorize", op.HandleAuthorize)
+	e.GET("/idp/login", op.HandleLoginForm)
+	e.POST("/idp/login", op.HandleLoginSubmit)
+	e.GET("/oauth/userinfo", op.HandleUserInfo)
+	e.POST("/oauth/userinfo", op.HandleUserInfo)
+	e.GET("/oauth/end_session", op.HandleEndSession)
+	e.POST("/oauth/end_session", op.HandleEndSession)
 
 	// The API: bearer token, organization from the token, scopes per route;
-	// s.authenticate also holds the token's client to its rate limit.
+	// authenticate also holds the token's client to its rate limit.
 	// Authentication is part of each route, not of the group: a group's
 	// middleware also runs for paths and methods it does not route, which
 	// then answered 401 where 404 or 405 is right. Every POST honours
 	// Idempotency-Key: flow creation in the flows module, the others
-	// through idempotent, after authentication.
+	// through Idempotent, after authentication.
+	authenticate, requireScope := httpkit.Authenticate(s.bearer, s.limits), httpkit.RequireScope
 	api := e.Group("/api")
-	api.GET("/flows", s.handleFlowList, s.authenticate, requireScope(identity.ScopeFlowsRead))
-	api.POST("/flows", s.handleFlowCreate, s.authenticate, requireScope(identity.ScopeFlowsWrite))
-	api.GET("/flows/:id", s.handleFlowGet, s.authenticate, requireScope(identity.ScopeFlowsRead))
-	api.DELETE("/flows/:id", s.handleFlowDelete, s.authenticate, requireScope(identity.ScopeFlowsDelete))
-	api.POST("/flows/:id/cancel", s.handleFlowCancel, s.authenticate, requireScope(identity.ScopeFlowsWrite), s.idempotent)
-	api.POST("/flows/:id/withdraw", s.handleFlowWithdraw, s.authenticate, requireScope(identity.ScopeFlowsWrite), s.idempotent)
-	api.GET("/flows/:id/attachments", s.handleAttachmentList, s.authenticate, requireScope(identity.ScopeFlowsRead))
-	api.GET("/flows/:id/attachments/:attachmentId", s.handleAttachmentGet, s.authenticate, requireScope(identity.ScopeFlowsRead))
-	api.POST("/receipts/subject", s.handleReceiptSubject, s.authenticate, requireScope(identity.ScopeFlowsRead), s.idempotent)
-	api.GET("/events", s.handleEventList, s.authenticate, requireScope(identity.ScopeFlowsRead))
-	api.GET("/events/:id", s.handleEventGet, s.authenticate, requireScope(identity.ScopeFlowsRead))
-	api.POST("/events/:id/redeliver", s.handleEventRedeliver, s.authenticate, requireScope(identity.ScopeWebhooksManage), s.idempotent)
-	api.GET("/tasks", s.handleTaskList, s.authenticate, requireScope(identity.ScopeFlowsRead))
-	api.GET("/flow-definitions", s.handleDefinitionList, s.authenticate, requireScope(identity.ScopeDefinitionsRead))
-	api.POST("/flow-definitions", s.handleDefinitionCreate, s.authenticate, requireScope(identity.ScopeDefinitionsWrite), s.idempotent)
-	api.GET("/flow-definitions/:id", s.handleDefinitionGet, s.authenticate, requireScope(identity.ScopeDefinitionsRead))
-	api.GET("/flow-definitions/:id/versions/:version", s.handleDefinitionGet, s.authenticate, requireScope(identity.ScopeDefinitionsRead))
-	api.POST("/flow-definitions/:id/versions", s.handleDefinitionPublish, s.authenticate, requireScope(identity.ScopeDefinitionsWrite), s.idempotent)
-	api.POST("/flow-definitions/:id/retire", s.handleDefinitionRetire, s.authenticate, requireScope(identity.ScopeDefinitionsWrite), s.idempotent)
-	api.GET("/webhook-endpoints", s.handleEndpointList, s.authenticate, requireScope(identity.ScopeWebhooksManage))
-	api.POST("/webhook-endpoints", s.handleEndpointCreate, s.authenticate, requireScope(identity.ScopeWebhooksManage), s.idempotent)
-	api.GET("/webhook-endpoints/:id", s.handleEndpointGet, s.authenticate, requireScope(identity.ScopeWebhooksManage))
-	api.PATCH("/webhook-endpoints/:id", s.handleEndpointUpdate, s.authenticate, requireScope(identity.ScopeWebhooksManage))
-	api.DELETE("/webhook-endpoints/:id", s.handleEndpointDelete, s.authenticate, requireScope(identity.ScopeWebhooksManage))
-	api.POST("/webhook-endpoints/:id/recover", s.handleEndpointRecover, s.authenticate, requireScope(identity.ScopeWebhooksManage), s.idempotent)
-	api.GET("/webhook-endpoints/:id/recoveries", s.handleRecoveryList, s.authenticate, requireScope(identity.ScopeWebhooksManage))
-	api.GET("/webhook-endpoints/:id/recoveries/:recoveryId", s.handleRecoveryGet, s.authenticate, requireScope(identity.ScopeWebhooksManage))
-	api.POST("/webhook-recoveries", s.handleFlowURLRecover, s.authenticate, requireScope(identity.ScopeWebhooksManage), s.idempotent)
-	api.GET("/webhook-recoveries", s.handleFlowURLRecoveryList, s.authenticate, requireScope(identity.ScopeWebhooksManage))
-	api.GET("/webhook-recoveries/:recoveryId", s.handleFlowURLRecoveryGet, s.authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.GET("/flows", a.HandleFlowList, authenticate, requireScope(identity.ScopeFlowsRead))
+	api.POST("/flows", a.HandleFlowCreate, authenticate, requireScope(identity.ScopeFlowsWrite))
+	api.GET("/flows/:id", a.HandleFlowGet, authenticate, requireScope(identity.ScopeFlowsRead))
+	api.DELETE("/flows/:id", a.HandleFlowDelete, authenticate, requireScope(identity.ScopeFlowsDelete))
+	api.POST("/flows/:id/cancel", a.HandleFlowCancel, authenticate, requireScope(identity.ScopeFlowsWrite), a.Idempotent)
+	api.POST("/flows/:id/withdraw", a.HandleFlowWithdraw, authenticate, requireScope(identity.ScopeFlowsWrite), a.Idempotent)
+	api.GET("/flows/:id/attachments", a.HandleAttachmentList, authenticate, requireScope(identity.ScopeFlowsRead))
+	api.GET("/flows/:id/attachments/:attachmentId", a.HandleAttachmentGet, authenticate, requireScope(identity.ScopeFlowsRead))
+	api.POST("/receipts/subject", a.HandleReceiptSubject, authenticate, requireScope(identity.ScopeFlowsRead), a.Idempotent)
+	api.GET("/events", a.HandleEventList, authenticate, requireScope(identity.ScopeFlowsRead))
+	api.GET("/events/:id", a.HandleEventGet, authenticate, requireScope(identity.ScopeFlowsRead))
+	api.POST("/events/:id/redeliver", a.HandleEventRedeliver, authenticate, requireScope(identity.ScopeWebhooksManage), a.Idempotent)
+	api.GET("/tasks", a.HandleTaskList, authenticate, requireScope(identity.ScopeFlowsRead))
+	api.GET("/flow-definitions", a.HandleDefinitionList, authenticate, requireScope(identity.ScopeDefinitionsRead))
+	api.POST("/flow-definitions", a.HandleDefinitionCreate, authenticate, requireScope(identity.ScopeDefinitionsWrite), a.Idempotent)
+	api.GET("/flow-definitions/:id", a.HandleDefinitionGet, authenticate, requireScope(identity.ScopeDefinitionsRead))
+	api.GET("/flow-definitions/:id/versions/:version", a.HandleDefinitionGet, authenticate, requireScope(identity.ScopeDefinitionsRead))
+	api.POST("/flow-definitions/:id/versions", a.HandleDefinitionPublish, authenticate, requireScope(identity.ScopeDefinitionsWrite), a.Idempotent)
+	api.POST("/flow-definitions/:id/retire", a.HandleDefinitionRetire, authenticate, requireScope(identity.ScopeDefinitionsWrite), a.Idempotent)
+	api.GET("/webhook-endpoints", a.HandleEndpointList, authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.POST("/webhook-endpoints", a.HandleEndpointCreate, authenticate, requireScope(identity.ScopeWebhooksManage), a.Idempotent)
+	api.GET("/webhook-endpoints/:id", a.HandleEndpointGet, authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.PATCH("/webhook-endpoints/:id", a.HandleEndpointUpdate, authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.DELETE("/webhook-endpoints/:id", a.HandleEndpointDelete, authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.POST("/webhook-endpoints/:id/recover", a.HandleEndpointRecover, authenticate, requireScope(identity.ScopeWebhooksManage), a.Idempotent)
+	api.GET("/webhook-endpoints/:id/recoveries", a.HandleRecoveryList, authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.GET("/webhook-endpoints/:id/recoveries/:recoveryId", a.HandleRecoveryGet, authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.POST("/webhook-recoveries", a.HandleFlowURLRecover, authenticate, requireScope(identity.ScopeWebhooksManage), a.Idempotent)
+	api.GET("/webhook-recoveries", a.HandleFlowURLRecoveryList, authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.GET("/webhook-recoveries/:recoveryId", a.HandleFlowURLRecoveryGet, authenticate, requireScope(identity.ScopeWebhooksManage))
 
 	// Consent receipts: public; anyone holding a receipt may check it.
-	e.POST("/api/receipts/verify", s.handleReceiptVerify)
-	e.GET("/receipts/verify", s.handleReceiptVerifyPage)
-	e.POST("/receipts/verify", s.handleReceiptVerifyPage)
+	e.POST("/api/receipts/verify", a.HandleReceiptVerify)
+	e.GET("/receipts/verify", pp.HandleReceiptVerifyPage)
+	e.POST("/receipts/verify", pp.HandleReceiptVerifyPage)
 
 	// API documentation: public; the document may be read from any origin.
 	docs := s.newAPIDocs()
@@ -89,88 +98,89 @@ func (s *Server) routes() {
 	e.GET("/docs", docs.handleDocs)
 
 	// Consent pages: the end user, by link.
-	consentPages := e.Group("/consent", s.consentCSRF())
-	consentPages.GET("/:token", s.handleConsentPage)
-	consentPages.POST("/:token", s.handleConsentDecision)
-	consentPages.GET("/:token/login", s.handleConsentProve)
-	consentPages.POST("/:token/withdraw", s.handleConsentWithdraw)
-	// Sign-in of the end user (issue 6); consentIdentityOf(c) gives the proven identity.
-	e.GET("/consent/auth/login", s.handleConsentLogin)
-	e.GET("/consent/auth/callback", s.handleConsentCallback)
-	e.POST("/consent/auth/logout", s.handleConsentLogout)
-	e.GET("/consent/signed-in", s.handleConsentSignedIn)
-	e.GET("/consent/signed-out", s.handleConsentSignedOut)
+	consentPages := e.Group("/consent", pp.ConsentCSRF())
+	consentPages.GET("/:token", pp.HandleConsentPage)
+	consentPages.POST("/:token", pp.HandleConsentDecision)
+	consentPages.GET("/:token/login", pp.HandleConsentProve)
+	consentPages.POST("/:token/withdraw", pp.HandleConsentWithdraw)
+	// Sign-in of the end user; consentIdentityOf(c) gives the proven identity.
+	e.GET("/consent/auth/login", pp.HandleConsentLogin)
+	e.GET("/consent/auth/callback", pp.HandleConsentCallback)
+	e.POST("/consent/auth/logout", pp.HandleConsentLogout)
+	e.GET("/consent/signed-in", pp.HandleConsentSignedIn)
+	e.GET("/consent/signed-out", pp.HandleConsentSignedOut)
 
 	// Console: organization staff, by session.
-	// Sign-in (issue 6): requireStaff admits a session (staffOf, csrfTokenOf)
-	// and checks the CSRF token of every POST; requireAdmin admits admins.
-	e.GET("/console/auth/login", s.handleConsoleLogin)
-	e.GET("/console/auth/callback", s.handleConsoleCallback)
-	e.POST("/console/auth/logout", s.handleConsoleLogout)
-	e.GET("/console/signed-out", s.handleConsoleSignedOut)
-	// The console's pages (issue 8): viewers see, admins change.
-	console := e.Group("/console", s.requireStaff)
-	console.GET("", s.handleConsoleHome).Name = "console.home"
-	console.GET("/flows", s.handleConsoleFlows).Name = "console.flows"
-	console.GET("/flows/:id", s.handleConsoleFlow).Name = "console.flow"
-	console.POST("/flows/:id/reveal", s.handleConsoleRevealNationalID, requireAdmin)
-	console.POST("/flows/:id/incidents/:incident/retry", s.handleConsoleRetryIncident, requireAdmin).Name = "console.flow.retry"
-	console.POST("/flows/:id/events/:event/redeliver", s.handleConsoleRedeliver, requireAdmin).Name = "console.flow.redeliver"
-	console.GET("/flows/:id/cancel", s.handleConsoleCancelConfirm, requireAdmin)
-	console.POST("/flows/:id/cancel", s.handleConsoleCancel, requireAdmin)
-	console.GET("/flows/:id/receipts/:attachmentId", s.handleConsoleReceipt)
-	console.GET("/flows/:id/withdraw", s.handleConsoleWithdrawConfirm, requireAdmin)
-	console.POST("/flows/:id/withdraw", s.handleConsoleWithdraw, requireAdmin)
-	console.GET("/flows/:id/delete", s.handleConsoleDeleteConfirm, requireAdmin)
-	console.POST("/flows/:id/delete", s.handleConsoleDelete, requireAdmin)
-	console.GET("/deletions", s.handleConsoleDeletions).Name = "console.deletions"
-	console.GET("/definitions", s.handleConsoleDefinitions).Name = "console.definitions"
-	console.GET("/definitions/new", s.handleConsoleNewDefinition, requireAdmin)
-	console.POST("/definitions", s.handleConsoleSaveDefinition, requireAdmin)
-	console.GET("/definitions/:id", s.handleConsoleDefinition)
-	console.GET("/definitions/:id/publish", s.handleConsolePublishForm, requireAdmin)
-	console.POST("/definitions/:id/publish", s.handleConsoleSaveDefinition, requireAdmin)
-	console.GET("/definitions/:id/retire", s.handleConsoleRetireConfirm, requireAdmin)
-	console.POST("/definitions/:id/retire", s.handleConsoleRetire, requireAdmin)
-	console.GET("/credentials", s.handleConsoleCredentials).Name = "console.credentials"
-	console.GET("/credentials/clients/new", s.handleConsoleNewClient, requireAdmin)
-	console.POST("/credentials/clients", s.handleConsoleCreateClient, requireAdmin)
-	console.POST("/credentials/clients/:id/dpop", s.handleConsoleClientDPoP, requireAdmin)
-	console.GET("/credentials/clients/:id/rate-limit", s.handleConsoleClientRateLimit, requireAdmin)
-	console.POST("/credentials/clients/:id/rate-limit", s.handleConsoleSaveClientRateLimit, requireAdmin)
-	console.GET("/credentials/clients/:id/rotate", s.handleConsoleRotateClientConfirm, requireAdmin)
-	console.POST("/credentials/clients/:id/rotate", s.handleConsoleRotateClient, requireAdmin)
-	console.GET("/credentials/clients/:id/revoke", s.handleConsoleRevokeClientConfirm, requireAdmin)
-	console.GET("/credentials/clients/:id/keys", s.handleConsoleClientKeys, requireAdmin)
-	console.POST("/credentials/clients/:id/keys", s.handleConsoleReplaceClientKeys, requireAdmin)
-	console.POST("/credentials/clients/:id/revoke", s.handleConsoleRevokeClient, requireAdmin)
-	console.POST("/credentials/webhook-secret/reveal", s.handleConsoleRevealWebhookSecret, requireAdmin)
-	console.GET("/credentials/webhook-secret/rotate", s.handleConsoleRotateWebhookSecretConfirm, requireAdmin)
-	console.POST("/credentials/webhook-secret/rotate", s.handleConsoleRotateWebhookSecret, requireAdmin)
-	console.GET("/webhooks", s.handleConsoleEndpoints).Name = "console.webhooks"
-	console.GET("/webhooks/new", s.handleConsoleNewEndpoint, requireAdmin)
-	console.POST("/webhooks", s.handleConsoleCreateEndpoint, requireAdmin)
-	console.GET("/webhooks/:id", s.handleConsoleEndpoint).Name = "console.webhook"
-	console.POST("/webhooks/:id/recover", s.handleConsoleRecover, requireAdmin)
-	console.POST("/webhooks/recover", s.handleConsoleRecoverFlowURLs, requireAdmin)
-	console.GET("/webhooks/:id/edit", s.handleConsoleEditEndpoint, requireAdmin)
-	console.POST("/webhooks/:id", s.handleConsoleSaveEndpoint, requireAdmin)
-	console.GET("/webhooks/:id/enable", s.handleConsoleEnableEndpointConfirm, requireAdmin)
-	console.POST("/webhooks/:id/enable", s.handleConsoleEnableEndpoint, requireAdmin)
-	console.POST("/webhooks/:id/disable", s.handleConsoleEnableEndpoint, requireAdmin)
-	console.GET("/webhooks/:id/delete", s.handleConsoleDeleteEndpointConfirm, requireAdmin)
-	console.POST("/webhooks/:id/delete", s.handleConsoleDeleteEndpoint, requireAdmin)
-	console.GET("/settings", s.handleConsoleSettings).Name = "console.settings"
-	console.POST("/settings", s.handleConsoleSaveSettings, requireAdmin)
-	console.GET("/audit", s.handleConsoleAudit, requireAdmin).Name = "console.audit"
+	// Sign-in: RequireStaff admits a session (staffOf, csrfTokenOf) and
+	// checks the CSRF token of every POST; RequireAdmin admits admins.
+	requireAdmin := console.RequireAdmin
+	e.GET("/console/auth/login", cs.HandleConsoleLogin)
+	e.GET("/console/auth/callback", cs.HandleConsoleCallback)
+	e.POST("/console/auth/logout", cs.HandleConsoleLogout)
+	e.GET("/console/signed-out", cs.HandleConsoleSignedOut)
+	// The console's pages: viewers see, admins change.
+	staff := e.Group("/console", cs.RequireStaff)
+	staff.GET("", cs.HandleConsoleHome).Name = "console.home"
+	staff.GET("/flows", cs.HandleConsoleFlows).Name = "console.flows"
+	staff.GET("/flows/:id", cs.HandleConsoleFlow).Name = "console.flow"
+	staff.POST("/flows/:id/reveal", cs.HandleConsoleRevealNationalID, requireAdmin)
+	staff.POST("/flows/:id/incidents/:incident/retry", cs.HandleConsoleRetryIncident, requireAdmin).Name = "console.flow.retry"
+	staff.POST("/flows/:id/events/:event/redeliver", cs.HandleConsoleRedeliver, requireAdmin).Name = "console.flow.redeliver"
+	staff.GET("/flows/:id/cancel", cs.HandleConsoleCancelConfirm, requireAdmin)
+	staff.POST("/flows/:id/cancel", cs.HandleConsoleCancel, requireAdmin)
+	staff.GET("/flows/:id/receipts/:attachmentId", cs.HandleConsoleReceipt)
+	staff.GET("/flows/:id/withdraw", cs.HandleConsoleWithdrawConfirm, requireAdmin)
+	staff.POST("/flows/:id/withdraw", cs.HandleConsoleWithdraw, requireAdmin)
+	staff.GET("/flows/:id/delete", cs.HandleConsoleDeleteConfirm, requireAdmin)
+	staff.POST("/flows/:id/delete", cs.HandleConsoleDelete, requireAdmin)
+	staff.GET("/deletions", cs.HandleConsoleDeletions).Name = "console.deletions"
+	staff.GET("/definitions", cs.HandleConsoleDefinitions).Name = "console.definitions"
+	staff.GET("/definitions/new", cs.HandleConsoleNewDefinition, requireAdmin)
+	staff.POST("/definitions", cs.HandleConsoleSaveDefinition, requireAdmin)
+	staff.GET("/definitions/:id", cs.HandleConsoleDefinition)
+	staff.GET("/definitions/:id/publish", cs.HandleConsolePublishForm, requireAdmin)
+	staff.POST("/definitions/:id/publish", cs.HandleConsoleSaveDefinition, requireAdmin)
+	staff.GET("/definitions/:id/retire", cs.HandleConsoleRetireConfirm, requireAdmin)
+	staff.POST("/definitions/:id/retire", cs.HandleConsoleRetire, requireAdmin)
+	staff.GET("/credentials", cs.HandleConsoleCredentials).Name = "console.credentials"
+	staff.GET("/credentials/clients/new", cs.HandleConsoleNewClient, requireAdmin)
+	staff.POST("/credentials/clients", cs.HandleConsoleCreateClient, requireAdmin)
+	staff.POST("/credentials/clients/:id/dpop", cs.HandleConsoleClientDPoP, requireAdmin)
+	staff.GET("/credentials/clients/:id/rate-limit", cs.HandleConsoleClientRateLimit, requireAdmin)
+	staff.POST("/credentials/clients/:id/rate-limit", cs.HandleConsoleSaveClientRateLimit, requireAdmin)
+	staff.GET("/credentials/clients/:id/rotate", cs.HandleConsoleRotateClientConfirm, requireAdmin)
+	staff.POST("/credentials/clients/:id/rotate", cs.HandleConsoleRotateClient, requireAdmin)
+	staff.GET("/credentials/clients/:id/revoke", cs.HandleConsoleRevokeClientConfirm, requireAdmin)
+	staff.GET("/credentials/clients/:id/keys", cs.HandleConsoleClientKeys, requireAdmin)
+	staff.POST("/credentials/clients/:id/keys", cs.HandleConsoleReplaceClientKeys, requireAdmin)
+	staff.POST("/credentials/clients/:id/revoke", cs.HandleConsoleRevokeClient, requireAdmin)
+	staff.POST("/credentials/webhook-secret/reveal", cs.HandleConsoleRevealWebhookSecret, requireAdmin)
+	staff.GET("/credentials/webhook-secret/rotate", cs.HandleConsoleRotateWebhookSecretConfirm, requireAdmin)
+	staff.POST("/credentials/webhook-secret/rotate", cs.HandleConsoleRotateWebhookSecret, requireAdmin)
+	staff.GET("/webhooks", cs.HandleConsoleEndpoints).Name = "console.webhooks"
+	staff.GET("/webhooks/new", cs.HandleConsoleNewEndpoint, requireAdmin)
+	staff.POST("/webhooks", cs.HandleConsoleCreateEndpoint, requireAdmin)
+	staff.GET("/webhooks/:id", cs.HandleConsoleEndpoint).Name = "console.webhook"
+	staff.POST("/webhooks/:id/recover", cs.HandleConsoleRecover, requireAdmin)
+	staff.POST("/webhooks/recover", cs.HandleConsoleRecoverFlowURLs, requireAdmin)
+	staff.GET("/webhooks/:id/edit", cs.HandleConsoleEditEndpoint, requireAdmin)
+	staff.POST("/webhooks/:id", cs.HandleConsoleSaveEndpoint, requireAdmin)
+	staff.GET("/webhooks/:id/enable", cs.HandleConsoleEnableEndpointConfirm, requireAdmin)
+	staff.POST("/webhooks/:id/enable", cs.HandleConsoleEnableEndpoint, requireAdmin)
+	staff.POST("/webhooks/:id/disable", cs.HandleConsoleEnableEndpoint, requireAdmin)
+	staff.GET("/webhooks/:id/delete", cs.HandleConsoleDeleteEndpointConfirm, requireAdmin)
+	staff.POST("/webhooks/:id/delete", cs.HandleConsoleDeleteEndpoint, requireAdmin)
+	staff.GET("/settings", cs.HandleConsoleSettings).Name = "console.settings"
+	staff.POST("/settings", cs.HandleConsoleSaveSettings, requireAdmin)
+	staff.GET("/audit", cs.HandleConsoleAudit, requireAdmin).Name = "console.audit"
 	// Sessions: everyone ends their own, admins anyone's in the organization.
-	console.GET("/sessions", s.handleConsoleSessions).Name = "console.sessions"
-	console.GET("/sessions/others/end", s.handleConsoleEndOtherSessionsConfirm)
-	console.POST("/sessions/others/end", s.handleConsoleEndOtherSessions)
-	console.GET("/sessions/:id/end", s.handleConsoleEndSessionConfirm)
-	console.POST("/sessions/:id/end", s.handleConsoleEndSession)
-	console.GET("/sessions/:id/end-all", s.handleConsoleEndPersonSessionsConfirm, requireAdmin)
-	console.POST("/sessions/:id/end-all", s.handleConsoleEndPersonSessions, requireAdmin)
+	staff.GET("/sessions", cs.HandleConsoleSessions).Name = "console.sessions"
+	staff.GET("/sessions/others/end", cs.HandleConsoleEndOtherSessionsConfirm)
+	staff.POST("/sessions/others/end", cs.HandleConsoleEndOtherSessions)
+	staff.GET("/sessions/:id/end", cs.HandleConsoleEndSessionConfirm)
+	staff.POST("/sessions/:id/end", cs.HandleConsoleEndSession)
+	staff.GET("/sessions/:id/end-all", cs.HandleConsoleEndPersonSessionsConfirm, requireAdmin)
+	staff.POST("/sessions/:id/end-all", cs.HandleConsoleEndPersonSessions, requireAdmin)
 
 	// Static assets, embedded in the binary.
 	static, _ := fs.Sub(assets.FS, ".")

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/web"
+	"github.com/flowd/flowd/web/internal/httpkit"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
 
@@ -63,12 +65,12 @@ func TestAPIAnswersByRoute(t *testing.T) {
 				openapitest.Validate(t, req, nil, resp, body)
 			}
 			if tt.problem != "" {
-				var p Problem
+				var p httpkit.Problem
 				if err := json.Unmarshal(body, &p); err != nil || resp.Header.Get("Content-Type") != "application/problem+json" {
 					t.Fatalf("not a problem (%s): %v", resp.Header.Get("Content-Type"), err)
 				}
-				if p.Type != ProblemType(ts.srv.cfg.BaseURL.String(), tt.problem) || p.Status != tt.status {
-					t.Fatalf("problem %+v, want type %s", p, ProblemType(ts.srv.cfg.BaseURL.String(), tt.problem))
+				if p.Type != web.ProblemType(ts.srv.Deps.Config.BaseURL.String(), tt.problem) || p.Status != tt.status {
+					t.Fatalf("problem %+v, want type %s", p, web.ProblemType(ts.srv.Deps.Config.BaseURL.String(), tt.problem))
 				}
 			}
 			allow := resp.Header.Get("Allow")

@@ -1,6 +1,9 @@
 // Package web is flowd's echo server: every route in routes.go, the middleware
-// every request passes, the one error handler, and the handlers, which bind,
-// validate, call a module and render.
+// every request passes, and the one error handler. The handlers, which bind,
+// validate, call a module and render, live in a package per surface: api (the
+// JSON API), oauth (the built-in provider and its test eID), console (the
+// staff console) and person (the consent pages and the receipt check). What
+// they share is in web/internal/httpkit; they do not import one another.
 package web
 
 import (
@@ -11,7 +14,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,6 +32,10 @@ import (
 	"github.com/flowd/flowd/modules/identity/staff"
 	"github.com/flowd/flowd/modules/identity/tokens"
 	"github.com/flowd/flowd/modules/webhooks"
+	"github.com/flowd/flowd/web/api"
+	"github.com/flowd/flowd/web/console"
+	"github.com/flowd/flowd/web/oauth"
+	"github.com/flowd/flowd/web/person"
 )
 
 // Deps are the server's collaborators, all given at construction; New
@@ -79,41 +85,28 @@ type Deps struct {
 	Now func() time.Time
 }
 
+// TestEIDLevels are the levels the test eID offers under m, weakest first
+// (oauth.TestEIDLevels), for the sign-in's configuration.
+func TestEIDLevels(m consent.ACRMap) []login.TestEIDLevel { return oauth.TestEIDLevels(m) }
+
 // Server is flowd's HTTP server.
 type Server struct {
-	echo     *echo.Echo
-	log      *slog.Logger
-	cfg      *config.Config
-	pool     *pgxpool.Pool
-	metrics  *metrics
-	ready    readiness
-	tokens   tokens.Provider
-	bearer   tokens.Verifier
-	jwks     keys.Publisher
-	orgs     orgs.Organizations
-	clients  orgs.Clients
-	audit    audit.Log
-	limits   orgs.APILimits
-	flows    flows.Service
-	webhooks webhooks.Service
-	// endpoints are the organizations' webhook endpoints.
-	endpoints webhooks.Endpoints
+	echo    *echo.Echo
+	log     *slog.Logger
+	cfg     *config.Config
+	pool    *pgxpool.Pool
+	metrics *metrics
+	ready   readiness
+	// bearer and limits authenticate the API's callers and hold them to
+	// their rate limits.
+	bearer tokens.Verifier
+	limits orgs.APILimits
 
-	consent         consent.Journey
-	withdrawals     consent.Withdrawals
-	definitions     consent.Definitions
-	receipts        consent.ReceiptChecker
-	answers         idempotency.Store
-	login           *login.Provider
-	consoleRP       *oidclogin.RelyingParty
-	consentRP       *oidclogin.RelyingParty
-	idp             *oidclogin.Sessions
-	consoleSessions *oidclogin.Sessions
-	consentSessions *oidclogin.Sessions
-	sessions        staff.Sessions
-
-	// lastPolicy is the RateLimit-Policy field made last (rateLimitPolicy).
-	lastPolicy atomic.Pointer[policyField]
+	// The surfaces, each a package of handlers, all routed in routes.go.
+	api     *api.Handler
+	oauth   *oauth.Handler
+	console *console.Handler
+	person  *person.Handler
 }
 
 // New builds the server with every dependency it needs.
@@ -126,12 +119,17 @@ func New(d Deps) (*Server, error) {
 	e.HidePort = true
 	s := &Server{
 		echo: e, log: d.Log, cfg: d.Config, pool: d.Pool, metrics: newMetrics(d.Registry, d.Pool),
-		tokens: d.Tokens, bearer: d.Bearer, jwks: d.JWKS, orgs: d.Organizations, clients: d.Clients, audit: d.Audit, limits: d.Limits, flows: d.Flows, webhooks: d.Webhooks, endpoints: d.Endpoints,
-		consent: d.Consent, withdrawals: d.Withdrawals, definitions: d.Definitions, receipts: d.Receipts, answers: d.Idempotency,
-		login: d.Login, consoleRP: d.ConsoleRP, consentRP: d.ConsentRP, sessions: d.Sessions,
-		idp:             oidclogin.ProviderSessions(d.Config, d.Sessions, d.Now),
-		consoleSessions: oidclogin.ConsoleSessions(d.Config, d.Sessions, d.Now),
-		consentSessions: oidclogin.ConsentSessions(d.Config, d.Sessions, d.Now),
+		bearer: d.Bearer, limits: d.Limits,
+		api: api.New(api.Deps{Log: d.Log, Config: d.Config, Audit: d.Audit, Flows: d.Flows, Withdrawals: d.Withdrawals,
+			Webhooks: d.Webhooks, Endpoints: d.Endpoints, Definitions: d.Definitions, Receipts: d.Receipts, Idempotency: d.Idempotency}),
+		oauth: oauth.New(oauth.Deps{Log: d.Log, Config: d.Config, Tokens: d.Tokens, Nonces: d.Bearer, JWKS: d.JWKS, Audit: d.Audit,
+			Login: d.Login, Sessions: oidclogin.ProviderSessions(d.Config, d.Sessions, d.Now)}),
+		console: console.New(console.Deps{Log: d.Log, Config: d.Config, Organizations: d.Organizations, Clients: d.Clients, Audit: d.Audit,
+			Flows: d.Flows, Withdrawals: d.Withdrawals, Webhooks: d.Webhooks, Endpoints: d.Endpoints, Definitions: d.Definitions, Consent: d.Consent,
+			Idempotency: d.Idempotency, Sessions: d.Sessions, StaffSessions: oidclogin.ConsoleSessions(d.Config, d.Sessions, d.Now),
+			RP: d.ConsoleRP, BuiltInIssuer: d.Login.Issuer()}),
+		person: person.New(person.Deps{Log: d.Log, Config: d.Config, Consent: d.Consent, Receipts: d.Receipts,
+			Sessions: oidclogin.ConsentSessions(d.Config, d.Sessions, d.Now), RP: d.ConsentRP, Audit: d.Audit}),
 	}
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = ipExtractor(d.Config.TrustedProxies)

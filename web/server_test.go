@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -7,20 +7,25 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/web"
+	"github.com/flowd/flowd/web/internal/httpkit"
+	"github.com/flowd/flowd/web/internal/webtest"
 )
 
 // testServer is what each test of this package starts from.
 type testServer struct {
-	srv   *Server
+	srv   *webtest.Server
 	url   string
 	proxy *dbtest.Proxy
 }
@@ -45,7 +50,7 @@ func setupWith(t *testing.T, getenv config.Getenv) testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := newServer(t, Deps{Config: cfg, Pool: pool})
+	srv := webtest.NewServer(t, web.Deps{Config: cfg, Pool: pool})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return testServer{srv: srv, url: hs.URL, proxy: proxy}
@@ -99,10 +104,10 @@ func TestLostDatabaseAnswers503WithRetryAfter(t *testing.T) {
 	ts := setup(t)
 	ts.srv.Echo().GET("/api/test-query", func(c echo.Context) error {
 		var one int
-		if err := ts.srv.pool.QueryRow(c.Request().Context(), "select 1").Scan(&one); err != nil {
+		if err := ts.srv.Deps.Pool.QueryRow(c.Request().Context(), "select 1").Scan(&one); err != nil {
 			return err
 		}
-		return ts.srv.writeJSON(c, 200, map[string]int{"one": one})
+		return httpkit.WriteJSON(c, 200, map[string]int{"one": one})
 	})
 	ts.proxy.Cut()
 	resp, body := do(t, "GET", ts.url+"/api/test-query", "", "")
@@ -134,10 +139,10 @@ func TestDecodeJSONNamesEveryOffendingField(t *testing.T) {
 	ts := setup(t)
 	ts.srv.Echo().POST("/api/test-decode", func(c echo.Context) error {
 		var b testBody
-		if err := decodeJSON(c, &b); err != nil {
+		if err := httpkit.DecodeJSON(c, &b); err != nil {
 			return err
 		}
-		return ts.srv.writeJSON(c, 200, b)
+		return httpkit.WriteJSON(c, 200, b)
 	})
 	url := ts.url + "/api/test-decode"
 	type fieldErr struct{ Field, Message string }
@@ -364,5 +369,85 @@ func TestDrainingFailsReadinessWhileServing(t *testing.T) {
 	}
 	if _, err := http.Get(url + "/healthz"); err == nil {
 		t.Fatal("the server still accepts connections after shutdown")
+	}
+}
+
+// TestNewRefusesAMissingCollaborator: the server is built whole or not at all.
+func TestNewRefusesAMissingCollaborator(t *testing.T) {
+	t.Parallel()
+	complete := webtest.NewServer(t, web.Deps{})
+	d := complete.Deps
+	d.Registry = prometheus.NewRegistry()
+	if _, err := web.New(d); err != nil {
+		t.Fatalf("every collaborator given: %v", err)
+	}
+	for name, drop := range map[string]func(*web.Deps){
+		"Tokens":        func(d *web.Deps) { d.Tokens = nil },
+		"Bearer":        func(d *web.Deps) { d.Bearer = nil },
+		"JWKS":          func(d *web.Deps) { d.JWKS = nil },
+		"Organizations": func(d *web.Deps) { d.Organizations = nil },
+		"Clients":       func(d *web.Deps) { d.Clients = nil },
+		"Audit":         func(d *web.Deps) { d.Audit = nil },
+		"Limits":        func(d *web.Deps) { d.Limits = nil },
+		"Flows":         func(d *web.Deps) { d.Flows = nil },
+		"Endpoints":     func(d *web.Deps) { d.Endpoints = nil },
+		"Consent":       func(d *web.Deps) { d.Consent = nil },
+		"Withdrawals":   func(d *web.Deps) { d.Withdrawals = nil },
+		"Definitions":   func(d *web.Deps) { d.Definitions = nil },
+		"Receipts":      func(d *web.Deps) { d.Receipts = nil },
+		"Login":         func(d *web.Deps) { d.Login = nil },
+		"Sessions":      func(d *web.Deps) { d.Sessions = nil },
+		"Pool":          func(d *web.Deps) { d.Pool = nil },
+		"Idempotency":   func(d *web.Deps) { d.Idempotency = nil },
+	} {
+		without := d
+		drop(&without)
+		if _, err := web.New(without); err == nil || err.Error() != "web: New needs "+name {
+			t.Errorf("without %s: %v", name, err)
+		}
+	}
+}
+
+// TestIPExtractor: X-Forwarded-For is read only from a trusted peer, from
+// the right, past trusted hops; loopback and private peers are trusted only
+// when listed.
+func TestIPExtractor(t *testing.T) {
+	t.Parallel()
+	prefixes := func(ss ...string) []netip.Prefix {
+		var out []netip.Prefix
+		for _, s := range ss {
+			out = append(out, netip.MustParsePrefix(s))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		trusted []netip.Prefix
+		peer    string
+		xff     string
+		want    string
+	}{
+		{"nothing trusted, a private peer", nil, "10.0.0.1:4000", "203.0.113.5", "10.0.0.1"},
+		{"nothing trusted, a loopback peer", nil, "127.0.0.1:4000", "203.0.113.5", "127.0.0.1"},
+		{"a trusted peer", prefixes("10.0.0.0/8"), "10.0.0.1:4000", "203.0.113.5", "203.0.113.5"},
+		{"a trusted peer without the header", prefixes("10.0.0.0/8"), "10.0.0.1:4000", "", "10.0.0.1"},
+		{"a made-up first hop", prefixes("10.0.0.0/8"), "10.0.0.1:4000", "198.51.100.1, 203.0.113.5", "203.0.113.5"},
+		{"trusted hops skipped", prefixes("10.0.0.0/8"), "10.0.0.1:4000", "203.0.113.5, 10.9.9.9", "203.0.113.5"},
+		{"an untrusted peer", prefixes("10.0.0.0/8"), "203.0.113.9:4000", "198.51.100.1", "203.0.113.9"},
+		{"loopback not listed", prefixes("10.0.0.0/8"), "127.0.0.1:4000", "198.51.100.1", "127.0.0.1"},
+		{"private not listed", prefixes("10.0.0.0/8"), "192.168.1.1:4000", "198.51.100.1", "192.168.1.1"},
+		{"one address", prefixes("192.168.1.1/32"), "192.168.1.1:4000", "198.51.100.1", "198.51.100.1"},
+		{"IPv6", prefixes("fd00::/8"), "[fd00::1]:4000", "2001:db8::7", "2001:db8::7"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.RemoteAddr = tc.peer
+			if tc.xff != "" {
+				r.Header.Set("X-Forwarded-For", tc.xff)
+			}
+			if got := web.IPExtractor(tc.trusted)(r); got != tc.want {
+				t.Fatalf("got %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

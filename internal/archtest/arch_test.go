@@ -116,3 +116,38 @@ func TestModulesUseEachOtherOnlyThroughTheirDomain(t *testing.T) {
 		}
 	}
 }
+
+// TestWebSurfacesStayApart: each package directly under web/ is a surface
+// (the API, the provider, the console, the person's pages) and imports
+// neither another surface nor web itself; what surfaces share lives in
+// web/internal/, and web/openapi is the API's document, not a surface.
+func TestWebSurfacesStayApart(t *testing.T) {
+	webDir := filepath.Join(root(t), "web")
+	entries, err := os.ReadDir(webDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	surfaces := map[string]bool{}
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != "internal" && e.Name() != "openapi" {
+			surfaces[e.Name()] = true
+		}
+	}
+	if len(surfaces) < 4 {
+		t.Fatalf("found only the surfaces %v under web/", surfaces)
+	}
+	for name := range surfaces {
+		for file, imps := range imports(t, filepath.Join(webDir, name)) {
+			for _, imp := range imps {
+				rest, ok := strings.CutPrefix(imp, module+"web")
+				if !ok {
+					continue
+				}
+				other := strings.SplitN(strings.TrimPrefix(rest, "/"), "/", 2)[0]
+				if rest == "" || (surfaces[other] && other != name) {
+					t.Errorf("%s imports %s: surfaces share only web/internal/", file, imp)
+				}
+			}
+		}
+	}
+}

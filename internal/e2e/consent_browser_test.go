@@ -247,7 +247,7 @@ func TestConsentJourneyInABrowser(t *testing.T) {
 
 		run(t, ctx, chromedp.Navigate(c.Links.Consent.Href))
 		p := waitPage(t, ctx, "Acme Bank asks for your consent")
-		for _, want := range []string{"Mortgage application", c.ReferenceID, "•••••••••01", "Continue with electronic ID", "Answer by"} {
+		for _, want := range []string{"Regarding", "Mortgage application", c.ReferenceID, "•••••••••01", "Continue with electronic ID", "Answer by"} {
 			if !strings.Contains(p.text, want) {
 				t.Errorf("the first page lacks %q:\n%s", want, p.text)
 			}

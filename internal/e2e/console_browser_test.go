@@ -26,6 +26,10 @@ func TestConsoleInABrowser(t *testing.T) {
 
 	b := browsertest.New(t, browsertest.Desktop)
 	shot := func(name string) { b.Screenshot("desktop-" + name) }
+	// A newcomer starts at the front page, which leads to the console's sign-in.
+	navigate(t, b, base+"/")
+	wantText(t, b, "API reference", "Console", "Check a consent receipt")
+	clickTo(t, b, `a[href="/console"]`, "/idp/login")
 	signInBrowser(t, b, base, "ada@acme.example", shot)
 	wantText(t, b, hooked.ReferenceID, doomed.ReferenceID, "•••••••••01")
 	notText(t, b, otherFlow.ReferenceID, "12345678901")
@@ -41,7 +45,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	// Open the flow and retry the incident its failing receiver produced.
 	e.waitForFlow(t, e.acmeAPI, hooked.FlowID, "an incident", func(f consoleAPIFlow) bool { return f.Flow.HasIncidents })
 	clickTo(t, b, `a[href="/console/flows/`+hooked.FlowID+`"]`, "/console/flows/"+hooked.FlowID)
-	wantText(t, b, "Open incidents", "500", "Consent timeline", "send-initiate-webhook")
+	wantText(t, b, "Open incidents", "500", "Consent timeline", "send-initiate-webhook", "delivers flow.created")
 	shot("03-flow-incident")
 	rcv.status.Store(204)
 	for hits := rcv.hits.Load(); rcv.hits.Load() == hits; {

@@ -53,6 +53,10 @@ func TestConsoleOverHTTP(t *testing.T) {
 			{"?sandbox=false", true, ""},
 			{"?sandbox=true", false, "No flows match"},
 			{"?archived=true", false, "No archived flows"},
+			// The list says which state it shows, and links the other.
+			{"?status=Accepted", false, `Showing active flows only.`},
+			{"?status=Accepted", false, `href="/console/flows?archived=true&amp;status=Accepted"`},
+			{"?archived=true", false, `href="/console/flows">Show active flows</a>`},
 		}
 		for _, tt := range tests {
 			p := viewer.get("/console/flows" + tt.query)

@@ -15,7 +15,7 @@ import (
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
-// ConsentStatus is the individual's answer so far: the seed's flow status.
+// ConsentStatus is the individual's answer so far (the API's consent.status).
 type ConsentStatus string
 
 const (

@@ -20,6 +20,7 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/netguard"
+	"github.com/flowd/flowd/modules/webhooks/internal/hostgate"
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
 
@@ -107,13 +108,13 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	)
 	// A delivery its host cannot take now waits, but no longer than its
 	// retries would have lasted.
-	a := m.gate.enter(ctx, host)
+	a := m.gate.Enter(ctx, host)
 	start := time.Now()
-	tooOld := !a.ok && time.Since(job.CreatedAt) > m.holdLimit
+	tooOld := !a.OK && time.Since(job.CreatedAt) > m.holdLimit
 	switch {
-	case a.ok:
+	case a.OK:
 		status, failure, abort = m.send(ctx, ev, secrets)
-		m.gate.leave(a.ticket, m.verdictOf(ctx, status, time.Since(start)))
+		m.gate.Leave(a.Ticket, m.verdictOf(ctx, status, time.Since(start)))
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case !tooOld:
@@ -222,12 +223,12 @@ func awaitRow(job *rivertype.JobRow, now time.Time) error {
 // hold snoozes a delivery that its host cannot take now: River does not
 // count a snooze as an attempt. One held by a slow host goes behind fresh
 // deliveries, as such holds pile up; one held by a busy host keeps its place.
-func (w *deliveryWorker) hold(ctx context.Context, job *river.Job[deliveryArgs], a admission) error {
+func (w *deliveryWorker) hold(ctx context.Context, job *river.Job[deliveryArgs], a hostgate.Admission) error {
 	w.m.metrics.held.Inc()
-	if a.slow {
+	if a.Slow {
 		w.demote(ctx, job)
 	}
-	return river.JobSnooze(a.hold)
+	return river.JobSnooze(a.Hold)
 }
 
 // demote moves a job behind first attempts: River fetches a retry or a held
@@ -243,14 +244,14 @@ func (w *deliveryWorker) demote(ctx context.Context, job *river.Job[deliveryArgs
 
 // verdictOf says what an attempt that got status after latency learned of
 // its host: with no answer within the whole timeout, it timed out.
-func (m *Module) verdictOf(ctx context.Context, status int, latency time.Duration) verdict {
+func (m *Module) verdictOf(ctx context.Context, status int, latency time.Duration) hostgate.Verdict {
 	switch {
 	case ctx.Err() != nil:
-		return interrupted
+		return hostgate.Interrupted
 	case status == 0 && latency >= m.timeout:
-		return timedOut
+		return hostgate.TimedOut
 	}
-	return answered
+	return hostgate.Answered
 }
 
 // report tells the reporter of a final outcome. When that fails the job is

@@ -18,7 +18,7 @@ import (
 )
 
 // An endpoint is a URL an organization registers to receive its flows'
-// events (issue 20): besides a flow's own webhookUrl, every enabled endpoint
+// events: besides a flow's own webhookUrl, every enabled endpoint
 // subscribed to an event's type gets a delivery of its own. This file holds
 // the endpoint registry's domain; endpoints_postgres.go keeps it.
 

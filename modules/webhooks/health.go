@@ -14,7 +14,7 @@ import (
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
 
-// An endpoint whose deliveries keep failing is disabled (issue 20): once
+// An endpoint whose deliveries keep failing is disabled: once
 // they have failed for Options.DisableAfter without a success in between,
 // the failed attempt that finds it so disables the endpoint, fails its
 // pending deliveries, and tells the organization's other endpoints with an

@@ -18,6 +18,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/webhooks/internal/hostgate"
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
 
@@ -49,6 +50,15 @@ const (
 	firstPriority = 1
 	retryPriority = 2
 )
+
+// DefaultHostConcurrency is how many deliveries one instance sends to one
+// host at once: enough for a receiver that answers in 100 ms to take 200
+// deliveries a second from each instance, few enough that a receiver that
+// hangs holds a fifth of the workers until its circuit opens.
+const DefaultHostConcurrency = 20
+
+// DefaultHoldBackoff is the first wait of a delivery held back by its host.
+const DefaultHoldBackoff = time.Second
 
 // Options configure the service. Zero values take the defaults.
 type Options struct {
@@ -136,7 +146,7 @@ type Module struct {
 	disableAfter  time.Duration
 	metrics       *metrics
 	sealer        *sealer
-	gate          *gate
+	gate          *hostgate.Gate
 	// holdLimit is how long a delivery may be held back by its host: as long
 	// as its retries would have taken.
 	holdLimit time.Duration
@@ -215,7 +225,7 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 		reach:         Reach{Events: opts.EventRetention, Deliveries: opts.Retention},
 		disableAfter:  opts.DisableAfter,
 		metrics:       newMetrics(opts.Registry),
-		gate:          newGate(opts.HostConcurrency, opts.HoldBackoff),
+		gate:          hostgate.New(opts.HostConcurrency, opts.HoldBackoff),
 	}
 	for _, d := range opts.Schedule {
 		m.holdLimit += d
@@ -462,6 +472,18 @@ func (m *Module) Attempts(ctx context.Context, organizationID, flowID string) ([
 			EventID: r.EventID, EventType: EventType(r.EventType), At: r.At,
 			StatusCode: r.StatusCode, Error: r.Error, Latency: r.Latency,
 		}
+	}
+	return out, nil
+}
+
+func (m *Module) TaskEvents(ctx context.Context, organizationID, flowID string) (map[string]EventType, error) {
+	rows, err := store.TaskEvents(ctx, m.pool, organizationID, flowID)
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: task events: %w", database.Classify(err))
+	}
+	out := make(map[string]EventType, len(rows))
+	for taskID, t := range rows {
+		out[taskID] = EventType(t)
 	}
 	return out, nil
 }

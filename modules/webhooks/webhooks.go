@@ -162,6 +162,9 @@ type Service interface {
 	// Attempts lists the delivery attempts of a flow's events, newest first
 	// (at most 200).
 	Attempts(ctx context.Context, organizationID, flowID string) ([]Attempt, error)
+	// TaskEvents names the event each of a flow's delivery tasks delivers,
+	// by task id, so that a flow's several delivery tasks can be told apart.
+	TaskEvents(ctx context.Context, organizationID, flowID string) (map[string]EventType, error)
 	// RetryTask re-sends the event of a flow's failing task at once. before
 	// runs in the retry's transaction with the type of the event sent again
 	// (see database.BeforeCommit); its error cancels the retry and is

@@ -130,7 +130,7 @@ type Consent struct {
 	Title            string
 	AsksFor          string // "%s asks for your consent"
 	Reference        string
-	Purpose          string
+	Regarding        string // labels the flow's referenceName: the definition has its own purpose
 	ForPerson        string
 	MaskedLabel      string // "%s": the last two characters, for screen readers
 	AnswerBy         string
@@ -215,7 +215,7 @@ var consent = map[Lang]Consent{
 		Title:             "Consent request",
 		AsksFor:           "%s asks for your consent",
 		Reference:         "Reference",
-		Purpose:           "Purpose",
+		Regarding:         "Regarding",
 		ForPerson:         "This request is for the person with national identity number",
 		ProveIdentity:     "First, confirm who you are. Nothing is shared until you accept.",
 		ProveWithEID:      "Continue with electronic ID",
@@ -297,7 +297,7 @@ var consent = map[Lang]Consent{
 		Title:             "Forespørsel om samtykke",
 		AsksFor:           "%s ber om ditt samtykke",
 		Reference:         "Referanse",
-		Purpose:           "Formål",
+		Regarding:         "Gjelder",
 		ForPerson:         "Forespørselen gjelder personen med fødselsnummer",
 		ProveIdentity:     "Bekreft først hvem du er. Ingenting deles før du samtykker.",
 		ProveWithEID:      "Fortsett med elektronisk ID",

@@ -356,7 +356,7 @@ type TokenResponse struct {
 }
 
 // ExchangeCode answers "POST /oauth/token" with grant_type=authorization_code.
-// Issue 3's token handler authenticates nothing for this grant: it passes the
+// The token handler authenticates nothing for this grant: it passes the
 // form and the client credentials it found (body or HTTP Basic) here. Errors
 // are *OAuthError (invalid_client 401, invalid_grant 400, invalid_request
 // 400) or internal ones. A code works once within its 60 seconds; presented

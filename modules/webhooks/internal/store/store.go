@@ -332,6 +332,25 @@ type AttemptRow struct {
 	EventType string
 }
 
+// TaskEvents returns the type of the event each of a flow's delivery tasks
+// delivers, by task id.
+func TaskEvents(ctx context.Context, db DB, organizationID, flowID string) (map[string]string, error) {
+	rows, err := db.Query(ctx, `
+		select distinct on (task_id) task_id, type from webhook_events
+		where organization_id = $1 and flow_id = $2 and task_id <> ''
+		order by task_id, created_at`, organizationID, flowID)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	var taskID, eventType string
+	_, err = pgx.ForEachRow(rows, []any{&taskID, &eventType}, func() error {
+		out[taskID] = eventType
+		return nil
+	})
+	return out, err
+}
+
 // Attempts lists the attempts of an organization's flow, newest first, at most limit.
 func Attempts(ctx context.Context, db DB, organizationID, flowID string, limit int) ([]AttemptRow, error) {
 	rows, err := db.Query(ctx, `
