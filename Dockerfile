@@ -4,7 +4,14 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/flowd ./cmd/flowd
+# The repository's history stays out of the image's context (.dockerignore):
+# `make docker` passes what `flowd version` prints.
+ARG VERSION=
+ARG COMMIT=
+ARG BUILD_TIME=
+RUN CGO_ENABLED=0 go build -trimpath -o /out/flowd \
+    -ldflags="-s -w -X github.com/flowd/flowd/internal/version.stampedVersion=${VERSION} -X github.com/flowd/flowd/internal/version.stampedCommit=${COMMIT} -X github.com/flowd/flowd/internal/version.stampedBuildTime=${BUILD_TIME}" \
+    ./cmd/flowd
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/flowd /flowd

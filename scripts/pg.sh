@@ -72,15 +72,18 @@ dev)
   data="$root/.data/pg"
   port=${FLOWD_DEV_PG_PORT:-54329}
   if [ ! -f "$data/PG_VERSION" ]; then
-    log "creating a PostgreSQL cluster in $data"
+    log "creating a PostgreSQL cluster in $data (once)"
     init "$data"
   fi
   if ! as_owner "$BIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
+    log "starting PostgreSQL on 127.0.0.1:$port (its log: $data/server.log)"
     start "$data" "$port"
   fi
-  as_owner "$BIN/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -tAc \
-    "select 1 from pg_database where datname='flowd'" | grep -q 1 ||
+  if ! as_owner "$BIN/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -tAc \
+    "select 1 from pg_database where datname='flowd'" | grep -q 1; then
+    log "creating the database flowd"
     as_owner "$BIN/createdb" -h 127.0.0.1 -p "$port" -U postgres flowd
+  fi
   echo "postgres://postgres@127.0.0.1:$port/flowd?sslmode=disable"
   ;;
 dev-stop)

@@ -23,10 +23,11 @@ while IFS='=' read -r key value; do
 done < .data/secrets.env
 
 if [ -z "${DATABASE_URL:-}" ]; then
+  echo "run.sh: starting PostgreSQL in .data/pg (DATABASE_URL is not set)"
   DATABASE_URL=$(scripts/pg.sh dev)
   export DATABASE_URL
   trap 'scripts/pg.sh dev-stop' EXIT
-  echo "run.sh: PostgreSQL in .data/pg ($DATABASE_URL)"
+  echo "run.sh: PostgreSQL is up ($DATABASE_URL)"
 fi
 
 # Development defaults: the test eID, webhook receivers on this machine, and
@@ -35,11 +36,19 @@ export FLOWD_TEST_EID=${FLOWD_TEST_EID:-true}
 export FLOWD_WEBHOOK_ALLOW_PRIVATE=${FLOWD_WEBHOOK_ALLOW_PRIVATE:-true}
 export FLOWD_SHUTDOWN_DELAY=${FLOWD_SHUTDOWN_DELAY:-0}
 
-go build -o bin/flowd ./cmd/flowd
-bin/flowd migrate
-if bin/flowd help | grep -q '^  flowd demo'; then
-  bin/flowd demo --state .data/demo.json
+if [ -x bin/flowd ]; then
+  echo "run.sh: building bin/flowd"
+else
+  echo "run.sh: building bin/flowd (the first build compiles every dependency: a few minutes)"
 fi
+stamp=github.com/flowd/flowd/internal/version
+go build -ldflags "-X $stamp.stampedVersion=$(git describe --tags --always --dirty 2>/dev/null) -X $stamp.stampedCommit=$(git rev-parse HEAD 2>/dev/null)" \
+  -o bin/flowd ./cmd/flowd
+echo "run.sh: migrating the database"
+bin/flowd migrate
+echo "run.sh: seeding the demo organization (once; .data/demo.json remembers it)"
+bin/flowd demo --state .data/demo.json
+echo "run.sh: starting flowd serve on ${FLOWD_BASE_URL:-http://localhost:8080} (Ctrl-C stops it)"
 # Not exec: the EXIT trap must stop PostgreSQL after flowd has drained.
 bin/flowd serve &
 pid=$!

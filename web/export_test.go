@@ -1,6 +1,8 @@
 package web
 
 import (
+	"time"
+
 	"github.com/flowd/flowd/internal/apperr"
 )
 
@@ -22,3 +24,9 @@ func ProblemKinds() map[apperr.Code]ProblemKind {
 }
 
 var IPExtractor = ipExtractor
+
+// SetDrainDelay replaces the timer of s's shutdown delay, so that a test
+// ends the delay when it has seen the drain.
+func SetDrainDelay(s *Server, after func(time.Duration) <-chan time.Time) {
+	s.ready.drainDelay = after
+}

@@ -19,6 +19,9 @@ type readiness struct {
 	migrationsCurrent atomic.Bool
 	// draining is set once the server is shutting down (see Serve).
 	draining atomic.Bool
+	// drainDelay is the timer of the shutdown delay: time.After when nil;
+	// a test ends the delay when it has seen the drain.
+	drainDelay func(time.Duration) <-chan time.Time
 }
 
 // handleHealthz handles "GET /healthz": the process is up.

@@ -203,17 +203,25 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 
-	s.ready.draining.Store(true)
-	if delay := s.cfg.ShutdownDelay; delay > 0 {
-		s.log.Info("draining: not ready, still serving", "delay", delay.String())
+	delay := s.cfg.ShutdownDelay
+	if delay > 0 {
 		// Connections close after their next response, so that clients
-		// reconnect through the load balancer to another instance.
+		// reconnect through the load balancer to another instance; from
+		// the first response that says the instance is draining on.
 		srv.SetKeepAlivesEnabled(false)
+	}
+	s.ready.draining.Store(true)
+	if delay > 0 {
+		s.log.Info("draining: not ready, still serving", "delay", delay.String())
+		after := s.ready.drainDelay
+		if after == nil {
+			after = time.After
+		}
 		select {
 		case err := <-served:
 			_ = srv.Close()
 			return err
-		case <-time.After(delay):
+		case <-after(delay):
 		}
 	}
 	timeout := s.cfg.ShutdownTimeout

@@ -18,8 +18,13 @@ type request struct {
 	done func(body []byte) error
 }
 
-// nextRequest gives worker's i-th request.
+// nextRequest gives worker's i-th request, or errWorkerDone when the worker
+// has no more to send.
 type nextRequest func(worker, i int) (request, error)
+
+// errWorkerDone ends a worker's part of a run before its time is up: the run
+// ends when every worker is done.
+var errWorkerDone = errors.New("the worker has no more requests")
 
 // bearer is the header line of a bearer token.
 func bearer(token string) string { return "Authorization: Bearer " + token + "\r\n" }

@@ -32,15 +32,15 @@ func newLoad(base string, concurrency int) (*load, error) {
 
 func (l *load) close() { l.loop.close() }
 
-// drive sends every worker's requests, one at a time each, for d, and
-// measures each.
+// drive sends every worker's requests, one at a time each, for d (or until
+// every worker is done), and measures each.
 func (l *load) drive(ctx context.Context, d time.Duration, next nextRequest) sample {
 	runtime.LockOSThread() // the loop blocks its thread in epoll_wait
 	defer runtime.UnlockOSThread()
 	start := time.Now()
 	deadline := start.Add(d)
 	s := l.loop.run(ctx, l.conns, deadline, next)
-	s.elapsed = deadline.Sub(start)
+	s.elapsed = min(time.Since(start), d)
 	return s
 }
 
@@ -60,8 +60,13 @@ func (l *eventLoop) run(ctx context.Context, conns []*loadConn, deadline time.Ti
 		}
 	}
 	var idle []*loadConn // workers whose last request failed: they try again after the next wait
+	finished := 0        // workers with no more requests
 	start := func(c *loadConn) {
 		req, err := next(c.worker, c.calls)
+		if errors.Is(err, errWorkerDone) {
+			finished++
+			return
+		}
 		c.calls++
 		if err == nil {
 			c.req = req
@@ -88,7 +93,7 @@ func (l *eventLoop) run(ctx context.Context, conns []*loadConn, deadline time.Ti
 				busy++
 			}
 		}
-		if ctx.Err() != nil || now.After(drainUntil) || (!now.Before(deadline) && busy == 0) {
+		if ctx.Err() != nil || now.After(drainUntil) || ((!now.Before(deadline) || finished == len(conns)) && busy == 0) {
 			break
 		}
 		if now.Before(deadline) {

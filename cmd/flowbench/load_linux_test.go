@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/flowd/flowd/internal/testwait"
 )
 
 // testLoad is the load generator against srv with the given workers.
@@ -22,12 +25,28 @@ func testLoad(t *testing.T, srv *httptest.Server, workers int) *load {
 	return l
 }
 
+// runLimit bounds a test's run, which ends sooner, when every worker has
+// sent its requests: it only keeps a broken loop from hanging the test.
+const runLimit = 5 * time.Minute
+
+// upTo makes next give each worker its requests up to its n-th since the
+// load was made (a worker's i counts on from run to run): the run ends when
+// every worker has sent them, however slow the machine.
+func upTo(n int, next nextRequest) nextRequest {
+	return func(w, i int) (request, error) {
+		if i >= n {
+			return request{}, errWorkerDone
+		}
+		return next(w, i)
+	}
+}
+
 // The loop keeps every worker busy, counts what the server answered within
 // the run, and gets over connections the server closes: after an answer
 // with Connection: close, and while idle between runs.
 func TestLoadDrivesEveryWorkerThroughClosedConnections(t *testing.T) {
 	t.Parallel()
-	var served atomic.Int64
+	var served, open atomic.Int64
 	perWorker := make([]atomic.Int64, 4)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := served.Add(1)
@@ -41,10 +60,19 @@ func TestLoadDrivesEveryWorkerThroughClosedConnections(t *testing.T) {
 		fmt.Fprintf(w, `{"worker":%d}`, worker)
 	}))
 	srv.Config.IdleTimeout = 50 * time.Millisecond
+	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		switch state {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
 	srv.Start()
 	t.Cleanup(srv.Close)
 	l := testLoad(t, srv, len(perWorker))
 	var checked atomic.Int64
+	const perRun = 20
 	next := func(w, i int) (request, error) {
 		return request{method: "GET", path: fmt.Sprintf("/w/%d", w), want: 200, done: func(body []byte) error {
 			checked.Add(1)
@@ -55,22 +83,26 @@ func TestLoadDrivesEveryWorkerThroughClosedConnections(t *testing.T) {
 		}}, nil
 	}
 	for run := range 2 {
-		s := l.drive(context.Background(), 300*time.Millisecond, next)
+		before := served.Load()
+		s := l.drive(context.Background(), runLimit, upTo((run+1)*perRun, next))
 		if s.errors != 0 {
 			t.Fatalf("run %d: %d errors, the first: %s", run, s.errors, s.firstErr)
 		}
-		if len(s.latencies) == 0 || int64(len(s.latencies)) > served.Load() {
-			t.Fatalf("run %d: %d requests counted, %d served", run, len(s.latencies), served.Load())
+		if len(s.latencies) != perRun*len(perWorker) || served.Load()-before != int64(len(s.latencies)) {
+			t.Fatalf("run %d: %d requests counted, %d served, want %d", run, len(s.latencies), served.Load()-before, perRun*len(perWorker))
 		}
-		time.Sleep(100 * time.Millisecond) // the server closes the idle connections
+		// The server closes the idle connections before the next run.
+		testwait.For(t, "the server to close the idle connections", func() (bool, string) {
+			return open.Load() == 0, fmt.Sprintf("%d connections open", open.Load())
+		})
 	}
 	for w := range perWorker {
-		if perWorker[w].Load() == 0 {
-			t.Errorf("worker %d sent nothing", w)
+		if got := perWorker[w].Load(); got != 2*perRun {
+			t.Errorf("worker %d sent %d requests, want %d", w, got, 2*perRun)
 		}
 	}
-	if checked.Load() == 0 {
-		t.Fatal("no answer was checked")
+	if checked.Load() != int64(2*perRun*len(perWorker)) {
+		t.Fatalf("%d answers checked, want %d", checked.Load(), 2*perRun*len(perWorker))
 	}
 }
 
@@ -87,10 +119,10 @@ func TestLoadCountsUnwantedStatusesAsErrors(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	l := testLoad(t, srv, 2)
-	s := l.drive(context.Background(), 200*time.Millisecond, func(_, _ int) (request, error) {
+	s := l.drive(context.Background(), runLimit, upTo(5, func(_, _ int) (request, error) {
 		return request{method: "POST", path: "/api/flows", body: []byte(`{}`), want: 201}, nil
-	})
-	if s.errors == 0 || s.errors != len(s.latencies) || !strings.Contains(s.firstErr, "404 no such flow") {
-		t.Fatalf("%d errors of %d requests, the first: %q", s.errors, len(s.latencies), s.firstErr)
+	}))
+	if s.errors != 10 || len(s.latencies) != 10 || !strings.Contains(s.firstErr, "404 no such flow") {
+		t.Fatalf("%d errors of %d requests, want 10 of 10; the first: %q", s.errors, len(s.latencies), s.firstErr)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // TestDriveBothTakesTurnsAndKeepsTheirCountsApart: with -against, each
@@ -47,8 +46,8 @@ func TestDriveBothTakesTurnsAndKeepsTheirCountsApart(t *testing.T) {
 	next := func(_, _ int) (request, error) { return request{method: "GET", path: "/api/flows", want: 200}, nil }
 
 	var load, against sample
-	b.driveBoth(context.Background(), &load, &against, 200*time.Millisecond, next, true)
-	b.driveBoth(context.Background(), &load, &against, 200*time.Millisecond, next, false)
+	b.driveBoth(context.Background(), &load, &against, runLimit, upTo(5, next), true)
+	b.driveBoth(context.Background(), &load, &against, runLimit, upTo(10, next), false)
 
 	if want := []string{"against", "this", "against"}; !slices.Equal(turns, want) {
 		t.Errorf("turns went to %v, want %v", turns, want)
@@ -58,8 +57,9 @@ func TestDriveBothTakesTurnsAndKeepsTheirCountsApart(t *testing.T) {
 		s      sample
 		served int64
 	}{{"this", load, servedThis.Load()}, {"-against", against, servedAgainst.Load()}} {
-		if c.s.errors != 0 || len(c.s.latencies) == 0 || int64(len(c.s.latencies)) > c.served {
-			t.Errorf("%s: %d requests counted (%d errors), its server answered %d", c.name, len(c.s.latencies), c.s.errors, c.served)
+		// Two turns each, of two workers' five requests.
+		if c.s.errors != 0 || len(c.s.latencies) != 20 || c.served != 20 {
+			t.Errorf("%s: %d requests counted (%d errors), its server answered %d; want 20", c.name, len(c.s.latencies), c.s.errors, c.served)
 		}
 	}
 	if b.base != this.URL || b.load != thisLoad {

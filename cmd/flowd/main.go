@@ -18,6 +18,6 @@ func main() {
 	defer stop()
 	if err := app.Run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "flowd:", err)
-		os.Exit(1)
+		os.Exit(app.ExitCode(err))
 	}
 }

@@ -22,78 +22,128 @@ import (
 	"github.com/flowd/flowd/web"
 )
 
-// runDefinitions handles "flowd definitions list|show|publish|retire": an
-// organization's consent definitions, printed (with --json) exactly as the
-// API shows them.
-func runDefinitions(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return errors.New("definitions: say list, show, publish or retire")
+// definitionFlags starts the flag set of a definitions command: each works
+// in the organization --org names and prints JSON, as the API answers, with
+// --json.
+func definitionFlags(name string) (fs *flag.FlagSet, org *string, asJSON *bool) {
+	fs = flag.NewFlagSet("definitions "+name, flag.ContinueOnError)
+	org = fs.String("org", "", "organization id (required)")
+	asJSON = fs.Bool("json", false, "print JSON, as the API answers")
+	return fs, org, asJSON
+}
+
+// openDefinitions opens the consent definitions of the organization a
+// definitions command names, as the CLI's author; the caller closes env's pool.
+func openDefinitions(ctx context.Context, fs *flag.FlagSet, org string, getenv func(string) string, stderr io.Writer) (*adminEnv, *consent.DefinitionStore, consent.Author, error) {
+	if strings.TrimSpace(org) == "" {
+		return nil, nil, consent.Author{}, errors.New(fs.Name() + ": --org is required")
 	}
-	sub := args[0]
-	fs := flag.NewFlagSet("definitions "+sub, flag.ContinueOnError)
-	org := fs.String("org", "", "organization id (required)")
-	asJSON := fs.Bool("json", false, "print JSON, as the API answers")
-	var version *int
-	var file, id *string
-	switch sub {
-	case "list", "retire":
-	case "show":
-		version = fs.Int("version", 0, "the version to show (default: the latest)")
-	case "publish":
-		file = fs.String("file", "", "a JSON file of the version, as POST /api/flow-definitions takes it (- for stdin)")
-		id = fs.String("id", "", "the definition's id (default: the file's id)")
-	default:
-		return fmt.Errorf("definitions: unknown subcommand %q (list, show, publish, retire)", sub)
+	author := consent.Author{OrganizationID: strings.TrimSpace(org), By: "cli"}
+	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	if err != nil {
+		return nil, nil, author, err
 	}
-	var name string
-	if sub == "show" || sub == "retire" {
-		var err error
-		if name, err = parseFlagsAndName(fs, args[1:], stderr); err != nil {
-			return err
-		}
-		if name == "" {
-			return errors.New("definitions " + sub + ": name the definition: flowd definitions " + sub + " ID --org ORG_ID")
-		}
-	} else if err := parseFlags(fs, args[1:], stderr); err != nil {
+	return env, consent.NewDefinitions(env.pool, organizationDirectory{env.orgs, env.audit}), author, nil
+}
+
+// parseDefinitionID parses the flags of a definitions command on one
+// definition, named by its argument.
+func parseDefinitionID(fs *flag.FlagSet, args []string) (string, error) {
+	name, err := parseFlagsAndName(fs, args)
+	if err == nil && name == "" {
+		sub := strings.TrimPrefix(fs.Name(), "definitions ")
+		err = errors.New(fs.Name() + ": name the definition: flowd definitions " + sub + " ID --org ORG_ID")
+	}
+	return name, err
+}
+
+// runDefinitionsList handles "flowd definitions list": an organization's
+// consent definitions, each at its latest version.
+func runDefinitionsList(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs, org, asJSON := definitionFlags("list")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if strings.TrimSpace(*org) == "" {
-		return errors.New("definitions " + sub + ": --org is required")
-	}
-	author := consent.Author{OrganizationID: strings.TrimSpace(*org), By: "cli"}
-	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	env, defs, author, err := openDefinitions(ctx, fs, *org, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.pool.Close()
-	defs := consent.NewDefinitions(env.pool, organizationDirectory{env.orgs, env.audit})
-
-	var p consent.Published
-	switch sub {
-	case "list":
-		list, err := defs.List(ctx, author.OrganizationID)
-		if err != nil {
-			return err
-		}
-		return printDefinitions(stdout, list, *asJSON)
-	case "show", "retire":
-		n := 0
-		if sub == "retire" {
-			if _, err := defs.Retire(ctx, author, name, etag.Any); err != nil {
-				return definitionCLIError(err)
-			}
-		} else {
-			n = *version
-		}
-		if p, err = defs.Get(ctx, author.OrganizationID, name, n); err != nil {
-			return definitionCLIError(err)
-		}
-	case "publish":
-		if p, err = publishDefinition(ctx, defs, author, *file, *id, stdin); err != nil {
-			return err
-		}
+	list, err := defs.List(ctx, author.OrganizationID)
+	if err != nil {
+		return err
 	}
-	if *asJSON {
+	return printDefinitions(stdout, list, *asJSON)
+}
+
+// runDefinitionsShow handles "flowd definitions show ID": one version of a
+// consent definition, the latest unless --version names another.
+func runDefinitionsShow(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs, org, asJSON := definitionFlags("show")
+	version := fs.Int("version", 0, "the version to show (default: the latest)")
+	name, err := parseDefinitionID(fs, args)
+	if err != nil {
+		return err
+	}
+	env, defs, author, err := openDefinitions(ctx, fs, *org, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.pool.Close()
+	p, err := defs.Get(ctx, author.OrganizationID, name, *version)
+	if err != nil {
+		return definitionCLIError(err)
+	}
+	return printPublished(stdout, p, *asJSON)
+}
+
+// runDefinitionsPublish handles "flowd definitions publish --file FILE": the
+// next version of a definition, or the first of a new one.
+func runDefinitionsPublish(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs, org, asJSON := definitionFlags("publish")
+	file := fs.String("file", "", "a JSON file of the version, as POST /api/flow-definitions takes it (- for stdin)")
+	id := fs.String("id", "", "the definition's id (default: the file's id)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	env, defs, author, err := openDefinitions(ctx, fs, *org, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.pool.Close()
+	p, err := publishDefinition(ctx, defs, author, *file, *id, stdin)
+	if err != nil {
+		return err
+	}
+	return printPublished(stdout, p, *asJSON)
+}
+
+// runDefinitionsRetire handles "flowd definitions retire ID": no new flow
+// uses the definition; its flows keep it.
+func runDefinitionsRetire(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs, org, asJSON := definitionFlags("retire")
+	name, err := parseDefinitionID(fs, args)
+	if err != nil {
+		return err
+	}
+	env, defs, author, err := openDefinitions(ctx, fs, *org, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.pool.Close()
+	if _, err := defs.Retire(ctx, author, name, etag.Any); err != nil {
+		return definitionCLIError(err)
+	}
+	p, err := defs.Get(ctx, author.OrganizationID, name, 0)
+	if err != nil {
+		return definitionCLIError(err)
+	}
+	return printPublished(stdout, p, *asJSON)
+}
+
+// printPublished prints a definition's version, with asJSON as the API shows it.
+func printPublished(stdout io.Writer, p consent.Published, asJSON bool) error {
+	if asJSON {
 		return printJSON(stdout, web.NewFlowDefinition(p))
 	}
 	printDefinition(stdout, p)
@@ -159,25 +209,6 @@ func decodeDraft(raw []byte) (web.FlowDefinitionDraft, error) {
 		return draft, fmt.Errorf("%s is given more than once", dups[0].Path)
 	}
 	return draft, nil
-}
-
-// parseFlagsAndName parses a subcommand's flags and its one argument, which
-// may come before, between or after them.
-func parseFlagsAndName(fs *flag.FlagSet, args []string, stderr io.Writer) (string, error) {
-	fs.SetOutput(stderr)
-	var name string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return "", err
-		}
-		if fs.NArg() == 0 {
-			return name, nil
-		}
-		if name != "" {
-			return "", fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
-		}
-		name, args = fs.Arg(0), fs.Args()[1:]
-	}
 }
 
 // definitionCLIError names the fields of a bad version as the file does.

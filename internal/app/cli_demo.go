@@ -31,11 +31,12 @@ type demoState struct {
 // runDemo handles "flowd demo --state FILE": make run calls it before serve.
 // The first time (or after the database was reset) it creates the "Demo
 // Bank" organization and an API client and saves their ids and the secret in
-// FILE (mode 0600); every time it prints them with a ready-to-paste curl line.
-func runDemo(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// FILE (mode 0600), saying on stderr what it creates as it goes; every time it
+// prints them on stdout with a ready-to-paste curl line.
+func runDemo(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	fset := flag.NewFlagSet("demo", flag.ContinueOnError)
 	statePath := fset.String("state", "", "file that keeps the demo organization and client (required)")
-	if err := parseFlags(fset, args, stderr); err != nil {
+	if err := parseFlags(fset, args); err != nil {
 		return err
 	}
 	if *statePath == "" {
@@ -62,6 +63,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 	seeded := false
 	org, err := id.Organization(ctx, st.OrganizationID)
 	if errors.Is(err, orgs.ErrOrganizationNotFound) {
+		fmt.Fprintln(stderr, `demo: creating the organization "Demo Bank"`)
 		org, _, err = env.createOrganization(ctx, orgs.NewOrganization{Name: "Demo Bank", OrganizationNumber: "000000000", ReferencePrefix: "DEMO"})
 		st = demoState{OrganizationID: org.ID}
 		seeded = true
@@ -71,6 +73,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	client, err := id.Client(ctx, st.ClientID)
 	if errors.Is(err, orgs.ErrClientNotFound) || (err == nil && (client.Revoked() || client.OrganizationID != org.ID)) || st.ClientSecret == "" {
+		fmt.Fprintln(stderr, "demo: creating its API client")
 		cc, err := id.CreateClient(ctx, orgs.NewClient{OrganizationID: org.ID, Name: "Demo client"})
 		if err != nil {
 			return adminError(err)
@@ -89,6 +92,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 		// demo admin; an account left from an earlier database keeps its
 		// name and gets the new password.
 		st.StaffUsername, st.StaffPassword = "admin@demo.bank", randomPassword()
+		fmt.Fprintf(stderr, "demo: creating its staff admin %s\n", st.StaffUsername)
 		_, err := accounts.CreateStaff(ctx, staff.NewAccount{OrganizationID: org.ID, Username: st.StaffUsername,
 			Name: "Demo Admin", Role: staff.RoleAdmin, Password: st.StaffPassword})
 		if errors.Is(err, staff.ErrAccountExists) {

@@ -14,14 +14,14 @@ import (
 // runClientDPoP handles "flowd clients dpop CLIENT_ID on|off": whether the
 // client must send DPoP proofs, so that every token it gets is DPoP-bound.
 // The change is in the organization's audit log, by the operator.
-func runClientDPoP(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func runClientDPoP(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("clients dpop", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	var positional []string
 	for len(args) > 0 && len(positional) < 2 && args[0] != "" && args[0][0] != '-' {
 		positional, args = append(positional, args[0]), args[1:]
 	}
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if len(positional) != 2 || (positional[1] != "on" && positional[1] != "off") {

@@ -84,10 +84,15 @@ func adminError(err error) error { return oneLine(err, "") }
 
 // oneLine spells out an application error and its fields on one line, each
 // field named with prefix (e.g. "--" where fields are the command's flags).
+// Of a fault (the database unreachable, a bug) it tells the cause too: the
+// operator at the terminal is the one who would read it in a server's log.
 func oneLine(err error, prefix string) error {
 	e, ok := apperr.As(err)
 	if !ok {
 		return err
+	}
+	if (e.Code == apperr.Internal || e.Code == apperr.Unavailable) && e.Err != nil {
+		return fmt.Errorf("%s (%w)", e.Message, e.Err)
 	}
 	if len(e.Fields) == 0 {
 		return errors.New(e.Message)
@@ -122,79 +127,74 @@ func printJSON(w io.Writer, v any) error {
 	return err
 }
 
-// runOrgs handles "flowd orgs create|list".
-func runOrgs(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return errors.New("orgs: give a subcommand: create or list")
+// runOrgsCreate handles "flowd orgs create".
+func runOrgsCreate(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("orgs create", flag.ContinueOnError)
+	name := fs.String("name", "", "the organization's name (required)")
+	number := fs.String("org-number", "", "the organization number, e.g. a company registration number")
+	prefix := fs.String("prefix", "", "reference prefix of its flows, 2-8 letters or digits (default: from the name)")
+	origins := fs.String("redirect-origins", "", "space-separated origins a flow's redirectUrl may use (default: any)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
-	switch args[0] {
-	case "create":
-		fs := flag.NewFlagSet("orgs create", flag.ContinueOnError)
-		name := fs.String("name", "", "the organization's name (required)")
-		number := fs.String("org-number", "", "the organization number, e.g. a company registration number")
-		prefix := fs.String("prefix", "", "reference prefix of its flows, 2-8 letters or digits (default: from the name)")
-		origins := fs.String("redirect-origins", "", "space-separated origins a flow's redirectUrl may use (default: any)")
-		asJSON := fs.Bool("json", false, "print one JSON object")
-		if err := parseFlags(fs, args[1:], stderr); err != nil {
-			return err
-		}
-		// The secrets are needed: FLOWD_KEY_ENCRYPTION_KEY seals the webhook signing secret.
-		env, err := openAdmin(ctx, getenv, config.Need{Secrets: true}, stderr)
-		if err != nil {
-			return err
-		}
-		defer env.pool.Close()
-		org, secret, err := env.createOrganization(ctx, orgs.NewOrganization{
-			Name: *name, OrganizationNumber: *number, ReferencePrefix: *prefix, RedirectOrigins: splitList(*origins),
-		})
-		if err != nil {
-			return adminError(err)
-		}
-		if *asJSON {
-			return printJSON(stdout, map[string]any{"id": org.ID, "name": org.Name, "referencePrefix": org.ReferencePrefix,
-				"webhookSecret": secret.Value})
-		}
-		fmt.Fprintf(stdout, "Created organization %q\n  id                %s\n  reference prefix  %s\n  webhook secret    %s\n",
-			org.Name, org.ID, org.ReferencePrefix, secret.Value)
-		if org.OrganizationNumber != "" {
-			fmt.Fprintf(stdout, "  org number        %s\n", org.OrganizationNumber)
-		}
-		fmt.Fprintf(stdout, "Next: flowd clients create --org %s\n", org.ID)
-		return nil
-	case "list":
-		fs := flag.NewFlagSet("orgs list", flag.ContinueOnError)
-		asJSON := fs.Bool("json", false, "print one JSON object")
-		if err := parseFlags(fs, args[1:], stderr); err != nil {
-			return err
-		}
-		env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
-		if err != nil {
-			return err
-		}
-		defer env.pool.Close()
-		orgs, err := env.orgs.ListOrganizations(ctx)
-		if err != nil {
-			return adminError(err)
-		}
-		if *asJSON {
-			list := make([]map[string]any, len(orgs))
-			for i, o := range orgs {
-				list[i] = map[string]any{"id": o.ID, "name": o.Name, "organizationNumber": o.OrganizationNumber,
-					"referencePrefix": o.ReferencePrefix, "redirectOrigins": nonNil(o.RedirectOrigins), "createdAt": o.CreatedAt}
-			}
-			return printJSON(stdout, map[string]any{"organizations": list})
-		}
-		if len(orgs) == 0 {
-			fmt.Fprintln(stdout, "No organizations yet: flowd orgs create --name NAME")
-			return nil
-		}
-		for _, o := range orgs {
-			fmt.Fprintf(stdout, "%s  %-8s  %s\n", o.ID, o.ReferencePrefix, o.Name)
-		}
-		return nil
-	default:
-		return fmt.Errorf("orgs: unknown subcommand %q (create, list)", args[0])
+	// The secrets are needed: FLOWD_KEY_ENCRYPTION_KEY seals the webhook signing secret.
+	env, err := openAdmin(ctx, getenv, config.Need{Secrets: true}, stderr)
+	if err != nil {
+		return err
 	}
+	defer env.pool.Close()
+	org, secret, err := env.createOrganization(ctx, orgs.NewOrganization{
+		Name: *name, OrganizationNumber: *number, ReferencePrefix: *prefix, RedirectOrigins: splitList(*origins),
+	})
+	if err != nil {
+		return adminError(err)
+	}
+	if *asJSON {
+		return printJSON(stdout, map[string]any{"id": org.ID, "name": org.Name, "referencePrefix": org.ReferencePrefix,
+			"webhookSecret": secret.Value})
+	}
+	fmt.Fprintf(stdout, "Created organization %q\n  id                %s\n  reference prefix  %s\n  webhook secret    %s\n",
+		org.Name, org.ID, org.ReferencePrefix, secret.Value)
+	if org.OrganizationNumber != "" {
+		fmt.Fprintf(stdout, "  org number        %s\n", org.OrganizationNumber)
+	}
+	fmt.Fprintf(stdout, "Next: flowd clients create --org %s\n", org.ID)
+	return nil
+}
+
+// runOrgsList handles "flowd orgs list".
+func runOrgsList(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("orgs list", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.pool.Close()
+	orgs, err := env.orgs.ListOrganizations(ctx)
+	if err != nil {
+		return adminError(err)
+	}
+	if *asJSON {
+		list := make([]map[string]any, len(orgs))
+		for i, o := range orgs {
+			list[i] = map[string]any{"id": o.ID, "name": o.Name, "organizationNumber": o.OrganizationNumber,
+				"referencePrefix": o.ReferencePrefix, "redirectOrigins": nonNil(o.RedirectOrigins), "createdAt": o.CreatedAt}
+		}
+		return printJSON(stdout, map[string]any{"organizations": list})
+	}
+	if len(orgs) == 0 {
+		fmt.Fprintln(stdout, "No organizations yet: flowd orgs create --name NAME")
+		return nil
+	}
+	for _, o := range orgs {
+		fmt.Fprintf(stdout, "%s  %-8s  %s\n", o.ID, o.ReferencePrefix, o.Name)
+	}
+	return nil
 }
 
 // splitList splits a flag's list on spaces or commas.
@@ -209,70 +209,30 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// runClients handles "flowd clients create|list|rotate|revoke|keys|map|dpop|rate-limit".
-func runClients(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return errors.New("clients: give a subcommand: create, list, rotate, revoke, keys, map, dpop or rate-limit")
-	}
-	sub := args[0]
-	if sub == "dpop" {
-		return runClientDPoP(ctx, args[1:], getenv, stdout, stderr)
-	}
-	if sub == "rate-limit" {
-		return runClientRateLimit(ctx, args[1:], getenv, stdout, stderr)
-	}
-	fs := flag.NewFlagSet("clients "+sub, flag.ContinueOnError)
+// runClientsCreate handles "flowd clients create": an API client of an
+// organization, with a secret or public keys (private_key_jwt) or both.
+func runClientsCreate(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("clients create", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	var org, name, scopes, clientID, issuer *string
-	var sandbox, withSecret, dpop *bool
+	dpop := fs.Bool("dpop", false, "require DPoP (RFC 9449): token requests without a DPoP proof are refused")
+	org := fs.String("org", "", "the organization's id (required)")
+	name := fs.String("name", "", `a name for the client (default "API client")`)
+	scopes := fs.String("scopes", "", `space-separated scopes (default all: "`+strings.Join(identity.AllScopes, " ")+`")`)
+	sandbox := fs.Bool("sandbox", false, "a sandbox client: its flows carry sandbox: true")
 	var keys keyFlags
-	switch sub {
-	case "create":
-		dpop = fs.Bool("dpop", false, "require DPoP (RFC 9449): token requests without a DPoP proof are refused")
-		org = fs.String("org", "", "the organization's id (required)")
-		name = fs.String("name", "", `a name for the client (default "API client")`)
-		scopes = fs.String("scopes", "", `space-separated scopes (default all: "`+strings.Join(identity.AllScopes, " ")+`")`)
-		sandbox = fs.Bool("sandbox", false, "a sandbox client: its flows carry sandbox: true")
-		keys.define(fs)
-		withSecret = fs.Bool("secret", false, "with --jwks or --jwks-uri: give the client a secret too (to migrate)")
-	case "keys":
-		clientID = fs.String("client-id", "", "the client's id (required; or give it as the argument)")
-		keys.define(fs)
-	case "list":
-		org = fs.String("org", "", "the organization's id (required)")
-	case "rotate", "revoke":
-		clientID = fs.String("client-id", "", "the client's id (required; or give it as the argument)")
-	case "map":
-		org = fs.String("org", "", "the organization's id (required)")
-		issuer = fs.String("issuer", "", "the external issuer's URL (required)")
-		clientID = fs.String("client-id", "", "the client id in that issuer's tokens (required)")
-		scopes = fs.String("scopes", "", "scopes granted when a token carries none of flowd's (default all)")
-		sandbox = fs.Bool("sandbox", false, "a sandbox client: its flows carry sandbox: true")
-	default:
-		return fmt.Errorf("clients: unknown subcommand %q (create, list, rotate, revoke, keys, map, dpop, rate-limit)", sub)
-	}
-	rest := args[1:]
-	// rotate, revoke and keys also take the client id as their one argument.
-	if (sub == "rotate" || sub == "revoke" || sub == "keys") && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-		*clientID, rest = rest[0], rest[1:]
-	}
-	if err := parseFlags(fs, rest, stderr); err != nil {
+	keys.define(fs)
+	withSecret := fs.Bool("secret", false, "with --jwks or --jwks-uri: give the client a secret too (to migrate)")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if org != nil && *org == "" {
-		return fmt.Errorf("clients %s: --org is required", sub)
-	}
-	if clientID != nil && *clientID == "" {
-		return fmt.Errorf("clients %s: --client-id is required", sub)
+	if *org == "" {
+		return errors.New("clients create: --org is required")
 	}
 	clientKeys, err := keys.read(stdin)
 	if err != nil {
-		return fmt.Errorf("clients %s: %w", sub, err)
+		return fmt.Errorf("clients create: %w", err)
 	}
-	if sub == "keys" && clientKeys.IsZero() {
-		return errors.New("clients keys: give the new keys with --jwks FILE or --jwks-uri URL")
-	}
-	if withSecret != nil && *withSecret && clientKeys.IsZero() {
+	if *withSecret && clientKeys.IsZero() {
 		return errors.New("clients create: --secret goes with --jwks or --jwks-uri (a client without keys always has a secret)")
 	}
 	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
@@ -281,139 +241,256 @@ func runClients(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	defer env.pool.Close()
 	id := env.orgs
-	switch sub {
-	case "create":
-		cc, err := id.CreateClient(ctx, orgs.NewClient{OrganizationID: *org, Name: *name, Scopes: splitList(*scopes), Sandbox: *sandbox,
-			Keys: clientKeys, AlsoSecret: *withSecret, DPoPBound: *dpop},
-			byOperator(env.audit, identity.AuditClientCreate, func(cc orgs.ClientCredentials) (string, string, string) {
-				return cc.OrganizationID, cc.ID, orgs.ClientCreatedDetail(cc.Client)
-			}))
-		if err != nil {
-			return oneLine(err, "--")
+	cc, err := id.CreateClient(ctx, orgs.NewClient{OrganizationID: *org, Name: *name, Scopes: splitList(*scopes), Sandbox: *sandbox,
+		Keys: clientKeys, AlsoSecret: *withSecret, DPoPBound: *dpop},
+		byOperator(env.audit, identity.AuditClientCreate, func(cc orgs.ClientCredentials) (string, string, string) {
+			return cc.OrganizationID, cc.ID, orgs.ClientCreatedDetail(cc.Client)
+		}))
+	if err != nil {
+		return oneLine(err, "--")
+	}
+	return printCredentials(stdout, env.cfg, cc, *asJSON, "Created")
+}
+
+// runClientsList handles "flowd clients list": an organization's clients
+// and the clients of external issuers mapped to it.
+func runClientsList(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("clients list", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	org := fs.String("org", "", "the organization's id (required)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *org == "" {
+		return errors.New("clients list: --org is required")
+	}
+	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.pool.Close()
+	id := env.orgs
+	if _, err := id.Organization(ctx, *org); err != nil {
+		return adminError(err)
+	}
+	clients, err := id.ListClients(ctx, *org)
+	if err != nil {
+		return adminError(err)
+	}
+	mapped, err := id.ListExternalClients(ctx, *org)
+	if err != nil {
+		return adminError(err)
+	}
+	if *asJSON {
+		list := make([]map[string]any, len(clients))
+		for i, c := range clients {
+			list[i] = map[string]any{"clientId": c.ID, "name": c.Name, "scopes": c.Scopes, "sandbox": c.Sandbox,
+				"authMethods": c.AuthMethods(), "createdAt": c.CreatedAt, "lastUsedAt": c.LastUsedAt, "revokedAt": c.RevokedAt, "dpopBound": c.DPoPBound,
+				"rateLimit": ownRateLimit(c.RateLimit)}
 		}
-		return printCredentials(stdout, env.cfg, cc, *asJSON, "Created")
-	case "list":
-		if _, err := id.Organization(ctx, *org); err != nil {
-			return adminError(err)
+		ext := make([]map[string]any, len(mapped))
+		for i, x := range mapped {
+			ext[i] = map[string]any{"issuer": x.Issuer, "clientId": x.ClientID, "scopes": x.Scopes, "sandbox": x.Sandbox, "createdAt": x.CreatedAt,
+				"rateLimit": ownRateLimit(x.RateLimit)}
 		}
-		clients, err := id.ListClients(ctx, *org)
-		if err != nil {
-			return adminError(err)
+		return printJSON(stdout, map[string]any{"clients": list, "externalClients": ext})
+	}
+	if len(clients)+len(mapped) == 0 {
+		fmt.Fprintf(stdout, "No clients yet: flowd clients create --org %s\n", *org)
+	}
+	for _, c := range clients {
+		state := "active"
+		if c.Revoked() {
+			state = "revoked"
 		}
-		mapped, err := id.ListExternalClients(ctx, *org)
-		if err != nil {
-			return adminError(err)
+		last := "never used"
+		if c.LastUsedAt != nil {
+			last = "last used " + c.LastUsedAt.Format("2006-01-02 15:04")
 		}
-		if *asJSON {
-			list := make([]map[string]any, len(clients))
-			for i, c := range clients {
-				list[i] = map[string]any{"clientId": c.ID, "name": c.Name, "scopes": c.Scopes, "sandbox": c.Sandbox,
-					"authMethods": c.AuthMethods(), "createdAt": c.CreatedAt, "lastUsedAt": c.LastUsedAt, "revokedAt": c.RevokedAt, "dpopBound": c.DPoPBound,
-					"rateLimit": ownRateLimit(c.RateLimit)}
-			}
-			ext := make([]map[string]any, len(mapped))
-			for i, x := range mapped {
-				ext[i] = map[string]any{"issuer": x.Issuer, "clientId": x.ClientID, "scopes": x.Scopes, "sandbox": x.Sandbox, "createdAt": x.CreatedAt,
-					"rateLimit": ownRateLimit(x.RateLimit)}
-			}
-			return printJSON(stdout, map[string]any{"clients": list, "externalClients": ext})
+		sb := ""
+		if c.Sandbox {
+			sb = " sandbox"
 		}
-		if len(clients)+len(mapped) == 0 {
-			fmt.Fprintf(stdout, "No clients yet: flowd clients create --org %s\n", *org)
+		if c.DPoPBound {
+			sb += " dpop"
 		}
-		for _, c := range clients {
-			state := "active"
-			if c.Revoked() {
-				state = "revoked"
-			}
-			last := "never used"
-			if c.LastUsedAt != nil {
-				last = "last used " + c.LastUsedAt.Format("2006-01-02 15:04")
-			}
-			sb := ""
-			if c.Sandbox {
-				sb = " sandbox"
-			}
-			if c.DPoPBound {
-				sb += " dpop"
-			}
-			switch {
-			case c.RateLimit.Own && c.RateLimit.PerMinute == 0:
-				sb += " no-rate-limit"
-			case c.RateLimit.Own:
-				sb += " rate-limit " + strconv.Itoa(c.RateLimit.PerMinute) + "/min"
-			}
-			fmt.Fprintf(stdout, "%s  %-7s  %s  %q  %s%s  auth %s\n", c.ID, state, strings.Join(c.Scopes, " "), c.Name, last, sb,
-				strings.Join(c.AuthMethods(), " "))
+		switch {
+		case c.RateLimit.Own && c.RateLimit.PerMinute == 0:
+			sb += " no-rate-limit"
+		case c.RateLimit.Own:
+			sb += " rate-limit " + strconv.Itoa(c.RateLimit.PerMinute) + "/min"
 		}
-		for _, x := range mapped {
-			fmt.Fprintf(stdout, "%s  mapped   %s  issuer %s\n", x.ClientID, strings.Join(x.Scopes, " "), x.Issuer)
-		}
-		return nil
-	case "rotate":
-		c, err := id.Client(ctx, *clientID)
-		if err != nil {
-			return adminError(err)
-		}
-		cc, err := id.RotateClientSecret(ctx, c.OrganizationID, c.ID,
-			byOperator(env.audit, identity.AuditClientRotate, func(cc orgs.ClientCredentials) (string, string, string) {
-				return cc.OrganizationID, cc.ID, cc.Name
-			}))
-		if err != nil {
-			return adminError(err)
-		}
-		return printCredentials(stdout, env.cfg, cc, *asJSON, "Rotated the secret of")
-	case "keys":
-		c, err := id.Client(ctx, *clientID)
-		if err != nil {
-			return adminError(err)
-		}
-		c, err = id.ReplaceClientKeys(ctx, c.OrganizationID, c.ID, clientKeys,
-			byOperator(env.audit, identity.AuditClientKeys, func(c orgs.Client) (string, string, string) {
-				return c.OrganizationID, c.ID, orgs.ClientKeysDetail(c)
-			}))
-		if err != nil {
-			return oneLine(err, "--")
-		}
-		if *asJSON {
-			return printJSON(stdout, map[string]any{"clientId": c.ID, "authMethods": c.AuthMethods(), "jwksUri": c.Keys.JWKSURI})
-		}
-		fmt.Fprintf(stdout, "Replaced the keys of client %s: assertions signed with the previous keys are refused from now on.\n", c.ID)
-		return nil
-	case "revoke":
-		c, err := id.Client(ctx, *clientID)
-		if err != nil {
-			return adminError(err)
-		}
-		c, err = id.RevokeClient(ctx, c.OrganizationID, c.ID,
-			byOperator(env.audit, identity.AuditClientRevoke, func(c orgs.Client) (string, string, string) {
-				return c.OrganizationID, c.ID, c.Name
-			}))
-		if err != nil {
-			return adminError(err)
-		}
-		if *asJSON {
-			return printJSON(stdout, map[string]any{"clientId": c.ID, "revokedAt": c.RevokedAt})
-		}
-		fmt.Fprintf(stdout, "Revoked client %s: it gets no new token, and its tokens stop working now.\n", c.ID)
-		return nil
-	case "map":
-		x, err := id.MapExternalClient(ctx, orgs.ExternalClient{Issuer: *issuer, ClientID: *clientID, OrganizationID: *org,
-			Scopes: splitList(*scopes), Sandbox: *sandbox})
-		if err != nil {
-			return adminError(err)
-		}
-		if *asJSON {
-			return printJSON(stdout, map[string]any{"issuer": x.Issuer, "clientId": x.ClientID, "organizationId": x.OrganizationID,
-				"scopes": x.Scopes, "sandbox": x.Sandbox})
-		}
-		fmt.Fprintf(stdout, "Mapped client %s of %s to organization %s (scopes %s)\n", x.ClientID, x.Issuer, x.OrganizationID, strings.Join(x.Scopes, " "))
-		if env.cfg.OIDCIssuer == "" || strings.TrimRight(env.cfg.OIDCIssuer, "/") != x.Issuer {
-			fmt.Fprintf(stdout, "Note: tokens of %s are accepted only when FLOWD_OIDC_ISSUER names it.\n", x.Issuer)
-		}
-		return nil
+		fmt.Fprintf(stdout, "%s  %-7s  %s  %q  %s%s  auth %s\n", c.ID, state, strings.Join(c.Scopes, " "), c.Name, last, sb,
+			strings.Join(c.AuthMethods(), " "))
+	}
+	for _, x := range mapped {
+		fmt.Fprintf(stdout, "%s  mapped   %s  issuer %s\n", x.ClientID, strings.Join(x.Scopes, " "), x.Issuer)
 	}
 	return nil
+}
+
+// runClientsRotate handles "flowd clients rotate CLIENT_ID": a new secret,
+// printed once.
+func runClientsRotate(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("clients rotate", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	clientID, err := parseClientID(fs, args)
+	if err != nil {
+		return err
+	}
+	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.pool.Close()
+	id := env.orgs
+	c, err := id.Client(ctx, clientID)
+	if err != nil {
+		return adminError(err)
+	}
+	cc, err := id.RotateClientSecret(ctx, c.OrganizationID, c.ID,
+		byOperator(env.audit, identity.AuditClientRotate, func(cc orgs.ClientCredentials) (string, string, string) {
+			return cc.OrganizationID, cc.ID, cc.Name
+		}))
+	if err != nil {
+		return adminError(err)
+	}
+	return printCredentials(stdout, env.cfg, cc, *asJSON, "Rotated the secret of")
+}
+
+// runClientsKeys handles "flowd clients keys CLIENT_ID": the client's new
+// public keys replace its old ones at once.
+func runClientsKeys(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("clients keys", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	var keys keyFlags
+	keys.define(fs)
+	clientID, err := parseClientID(fs, args)
+	if err != nil {
+		return err
+	}
+	clientKeys, err := keys.read(stdin)
+	if err != nil {
+		return fmt.Errorf("clients keys: %w", err)
+	}
+	if clientKeys.IsZero() {
+		return errors.New("clients keys: give the new keys with --jwks FILE or --jwks-uri URL")
+	}
+	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.pool.Close()
+	id := env.orgs
+	c, err := id.Client(ctx, clientID)
+	if err != nil {
+		return adminError(err)
+	}
+	c, err = id.ReplaceClientKeys(ctx, c.OrganizationID, c.ID, clientKeys,
+		byOperator(env.audit, identity.AuditClientKeys, func(c orgs.Client) (string, string, string) {
+			return c.OrganizationID, c.ID, orgs.ClientKeysDetail(c)
+		}))
+	if err != nil {
+		return oneLine(err, "--")
+	}
+	if *asJSON {
+		return printJSON(stdout, map[string]any{"clientId": c.ID, "authMethods": c.AuthMethods(), "jwksUri": c.Keys.JWKSURI})
+	}
+	fmt.Fprintf(stdout, "Replaced the keys of client %s: assertions signed with the previous keys are refused from now on.\n", c.ID)
+	return nil
+}
+
+// runClientsRevoke handles "flowd clients revoke CLIENT_ID".
+func runClientsRevoke(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("clients revoke", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	clientID, err := parseClientID(fs, args)
+	if err != nil {
+		return err
+	}
+	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.pool.Close()
+	id := env.orgs
+	c, err := id.Client(ctx, clientID)
+	if err != nil {
+		return adminError(err)
+	}
+	c, err = id.RevokeClient(ctx, c.OrganizationID, c.ID,
+		byOperator(env.audit, identity.AuditClientRevoke, func(c orgs.Client) (string, string, string) {
+			return c.OrganizationID, c.ID, c.Name
+		}))
+	if err != nil {
+		return adminError(err)
+	}
+	if *asJSON {
+		return printJSON(stdout, map[string]any{"clientId": c.ID, "revokedAt": c.RevokedAt})
+	}
+	fmt.Fprintf(stdout, "Revoked client %s: it gets no new token, and its tokens stop working now.\n", c.ID)
+	return nil
+}
+
+// runClientsMap handles "flowd clients map": tokens of an external
+// issuer's client count as the organization's.
+func runClientsMap(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("clients map", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	org := fs.String("org", "", "the organization's id (required)")
+	issuer := fs.String("issuer", "", "the external issuer's URL (required)")
+	clientID := fs.String("client-id", "", "the client id in that issuer's tokens (required)")
+	scopes := fs.String("scopes", "", "scopes granted when a token carries none of flowd's (default all)")
+	sandbox := fs.Bool("sandbox", false, "a sandbox client: its flows carry sandbox: true")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *org == "" {
+		return errors.New("clients map: --org is required")
+	}
+	if *clientID == "" {
+		return errors.New("clients map: --client-id is required")
+	}
+	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.pool.Close()
+	id := env.orgs
+	x, err := id.MapExternalClient(ctx, orgs.ExternalClient{Issuer: *issuer, ClientID: *clientID, OrganizationID: *org,
+		Scopes: splitList(*scopes), Sandbox: *sandbox})
+	if err != nil {
+		return adminError(err)
+	}
+	if *asJSON {
+		return printJSON(stdout, map[string]any{"issuer": x.Issuer, "clientId": x.ClientID, "organizationId": x.OrganizationID,
+			"scopes": x.Scopes, "sandbox": x.Sandbox})
+	}
+	fmt.Fprintf(stdout, "Mapped client %s of %s to organization %s (scopes %s)\n", x.ClientID, x.Issuer, x.OrganizationID, strings.Join(x.Scopes, " "))
+	if env.cfg.OIDCIssuer == "" || strings.TrimRight(env.cfg.OIDCIssuer, "/") != x.Issuer {
+		fmt.Fprintf(stdout, "Note: tokens of %s are accepted only when FLOWD_OIDC_ISSUER names it.\n", x.Issuer)
+	}
+	return nil
+}
+
+// parseClientID parses the flags of a command on one client, which it names
+// as its argument or with --client-id.
+func parseClientID(fs *flag.FlagSet, args []string) (string, error) {
+	flagged := fs.String("client-id", "", "the client's id (required; or give it as the argument)")
+	clientID, err := parseFlagsAndName(fs, args)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case clientID == "":
+		clientID = *flagged
+	case *flagged != "" && *flagged != clientID:
+		return "", usageErrorf("%s: the argument %q and --client-id %q name two clients", fs.Name(), clientID, *flagged)
+	}
+	if clientID == "" {
+		return "", fmt.Errorf("%s: --client-id is required", fs.Name())
+	}
+	return clientID, nil
 }
 
 // printCredentials shows a client's id and secret, once, and how it
@@ -481,52 +558,4 @@ func (k *keyFlags) read(stdin io.Reader) (orgs.ClientKeys, error) {
 		return keys, errors.New("--jwks: the key set is empty")
 	}
 	return keys, nil
-}
-
-// runKeys handles "flowd keys rotate".
-func runKeys(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "rotate-data-key" {
-		return runRotateDataKey(ctx, args[1:], getenv, stdout, stderr)
-	}
-	if len(args) == 0 || args[0] != "rotate" {
-		return errors.New("keys: give a subcommand: rotate or rotate-data-key")
-	}
-	fs := flag.NewFlagSet("keys rotate", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	if err := parseFlags(fs, args[1:], stderr); err != nil {
-		return err
-	}
-	env, err := openAdmin(ctx, getenv, config.Need{Secrets: true}, stderr)
-	if err != nil {
-		return err
-	}
-	defer env.pool.Close()
-	made, err := env.keys.RotateSigningKeys(ctx)
-	if err != nil {
-		return adminError(err)
-	}
-	type key struct {
-		KeyID     string `json:"keyId"`
-		Algorithm string `json:"algorithm"`
-		Use       string `json:"use"` // "tokens" or "receipts"
-	}
-	out := make([]key, len(made))
-	for i, k := range made {
-		out[i] = key{KeyID: k.ID, Algorithm: k.Algorithm, Use: "tokens"}
-		if k.Receipts {
-			out[i].Use = "receipts"
-		}
-		if !*asJSON {
-			what := "tokens"
-			if k.Receipts {
-				what = "consent receipts"
-			}
-			fmt.Fprintf(stdout, "New signing key %s (%s) signs %s from now on.\n", k.ID, k.Algorithm, what)
-		}
-	}
-	if *asJSON {
-		return printJSON(stdout, map[string]any{"keys": out})
-	}
-	fmt.Fprintln(stdout, "The previous keys stay in the JWKS until their tokens expire; receipt keys for FLOWD_RECEIPT_KEY_RETENTION.")
-	return nil
 }

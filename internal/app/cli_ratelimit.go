@@ -19,12 +19,12 @@ import (
 // to the default (FLOWD_API_RATE_LIMIT). With --issuer the client is a
 // mapped client of that external issuer. A change is in the organization's
 // audit log, by the operator; every instance applies it within seconds.
-func runClientRateLimit(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func runClientRateLimit(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("clients rate-limit", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	perMinute := fs.String("per-minute", "", `the client's own limit of API requests per minute (0: none), or "default"`)
 	issuer := fs.String("issuer", "", "the external issuer of a mapped client (see clients map)")
-	clientID, err := parseFlagsAndName(fs, args, stderr)
+	clientID, err := parseFlagsAndName(fs, args)
 	if err != nil {
 		return err
 	}

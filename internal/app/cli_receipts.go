@@ -23,17 +23,14 @@ import (
 // still far smaller.
 const maxJWKS = 1 << 20
 
-// runReceipts handles "flowd receipts verify FILE [--jwks URL|FILE]": it
-// checks a consent receipt against flowd's receipt keys, from this
+// runReceiptsVerify handles "flowd receipts verify FILE [--jwks URL|FILE]":
+// it checks a consent receipt against flowd's receipt keys, from this
 // deployment's database, or offline against a key set given by URL or file.
-func runReceipts(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "verify" {
-		return errors.New("receipts: say verify: flowd receipts verify FILE [--jwks URL|FILE]")
-	}
+func runReceiptsVerify(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("receipts verify", flag.ContinueOnError)
 	jwksFrom := fs.String("jwks", "", "the JWKS to check against: an https URL (a flowd's /oauth/jwks) or a file; default: this deployment's keys")
 	asJSON := fs.Bool("json", false, "print one JSON object, as POST /api/receipts/verify answers")
-	file, err := parseFlagsAndName(fs, args[1:], stderr)
+	file, err := parseFlagsAndName(fs, args)
 	if err != nil {
 		return err
 	}

@@ -16,110 +16,160 @@ import (
 	"github.com/flowd/flowd/modules/identity/staff"
 )
 
-const staffUsage = `Usage:
-  flowd staff create --org ORG_ID --username U --role admin|viewer [--name N] --password-stdin [--json]
-  flowd staff disable --username U [--json]
-  flowd staff reset-password --username U --password-stdin [--json]
-  flowd staff set-role --username U --role admin|viewer [--json]
-  flowd staff delete --username U [--json]
-  flowd staff sessions --username U [--json]
-  flowd staff end-sessions --username U [--json]
-A disable, a password reset, a role change, a deletion and end-sessions end
-every session of the account at once, at the console and at the sign-in
-service; each is in the organization's audit log.
-`
+// staffFlags starts the flag set of a staff command: each names the account
+// with --username and prints JSON with --json.
+func staffFlags(name string) (fs *flag.FlagSet, username *string, asJSON *bool) {
+	fs = flag.NewFlagSet("staff "+name, flag.ContinueOnError)
+	username = fs.String("username", "", "username or e-mail address (required)")
+	asJSON = fs.Bool("json", false, "print one JSON object")
+	return fs, username, asJSON
+}
 
-// runStaff handles "flowd staff …": the console's staff accounts.
-func runStaff(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, staffUsage)
-		return errors.New("staff: no subcommand given")
+// staffPassword checks that a staff command names the account, then reads
+// its password from stdin, which --password-stdin must say: passwords never
+// go on the command line.
+func staffPassword(fs *flag.FlagSet, username string, passwordStdin bool, stdin io.Reader) (string, error) {
+	if username == "" {
+		return "", errors.New(fs.Name() + ": --username is required")
 	}
-	switch args[0] {
-	case "sessions":
-		return runStaffSessions(ctx, args[1:], getenv, stdout, stderr)
-	case "end-sessions":
-		return runStaffEndSessions(ctx, args[1:], getenv, stdout, stderr)
+	if !passwordStdin {
+		return "", errors.New(fs.Name() + ": --password-stdin is required (passwords never go on the command line)")
 	}
-	sub, rest := args[0], args[1:]
-	fs := flag.NewFlagSet("staff "+sub, flag.ContinueOnError)
-	username := fs.String("username", "", "username or e-mail address")
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	var org, role, name *string
-	var passwordStdin *bool
-	switch sub {
-	case "create":
-		org = fs.String("org", "", "organization id")
-		role = fs.String("role", "", "admin or viewer")
-		name = fs.String("name", "", "the person's name (optional)")
-		passwordStdin = fs.Bool("password-stdin", false, "read the password from standard input")
-	case "reset-password":
-		passwordStdin = fs.Bool("password-stdin", false, "read the password from standard input")
-	case "set-role":
-		role = fs.String("role", "", "admin or viewer")
-	case "disable", "delete":
-	default:
-		fmt.Fprint(stderr, staffUsage)
-		return fmt.Errorf("staff: unknown subcommand %q", sub)
-	}
-	if err := parseFlags(fs, rest, stderr); err != nil {
+	return readPassword(stdin)
+}
+
+// runStaffCreate handles "flowd staff create": a console staff account.
+func runStaffCreate(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs, username, asJSON := staffFlags("create")
+	org := fs.String("org", "", "organization id")
+	role := fs.String("role", "", "admin or viewer")
+	name := fs.String("name", "", "the person's name (optional)")
+	passwordStdin := fs.Bool("password-stdin", false, "read the password from standard input")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *username == "" {
-		return errors.New("staff " + sub + ": --username is required")
+	password, err := staffPassword(fs, *username, *passwordStdin, stdin)
+	if err != nil {
+		return err
 	}
-	var password string
-	if passwordStdin != nil {
-		if !*passwordStdin {
-			return errors.New("staff " + sub + ": --password-stdin is required (passwords never go on the command line)")
-		}
-		p, err := readPassword(stdin)
-		if err != nil {
-			return err
-		}
-		password = p
-	}
-
 	env, accounts, err := openStaff(ctx, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.pool.Close()
-
 	var ch staff.Change
-	var summary string
-	switch sub {
-	case "create":
-		ch.Account, err = accounts.CreateStaff(ctx, staff.NewAccount{
-			OrganizationID: strings.TrimSpace(*org), Username: *username, Name: strings.TrimSpace(*name),
-			Role: staff.Role(*role), Password: password,
-		})
-		summary = "created staff account %s (%s) in organization %s\n"
-	case "disable":
-		ch, err = accounts.DisableStaff(ctx, *username, env.staffAudited(identity.AuditStaffDisable, staff.EndedByDisable))
-		summary = "disabled staff account %s (%s) of organization %s\n"
-	case "reset-password":
-		ch, err = accounts.ResetStaffPassword(ctx, *username, password, env.staffAudited(identity.AuditStaffPasswordReset, staff.EndedByPasswordReset))
-		summary = "set a new password for staff account %s (%s) of organization %s\n"
-	case "set-role":
-		ch, err = accounts.SetStaffRole(ctx, *username, staff.Role(*role), env.staffAudited(identity.AuditStaffRoleChange, staff.EndedByRoleChange))
-		summary = "staff account %s now has the role %s in organization %s\n"
-	case "delete":
-		ch, err = accounts.DeleteStaff(ctx, *username, env.staffAudited(identity.AuditStaffDelete, staff.EndedByDelete))
-		summary = "deleted staff account %s (%s) of organization %s\n"
-	}
+	ch.Account, err = accounts.CreateStaff(ctx, staff.NewAccount{
+		OrganizationID: strings.TrimSpace(*org), Username: *username, Name: strings.TrimSpace(*name),
+		Role: staff.Role(*role), Password: password,
+	})
 	if err != nil {
 		return cliError(err)
 	}
-	if *asJSON {
+	return printStaffChange(stdout, ch, *asJSON, nil, "created staff account %s (%s) in organization %s\n")
+}
+
+// runStaffDisable handles "flowd staff disable": the account can no longer
+// sign in, and its sessions end.
+func runStaffDisable(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs, username, asJSON := staffFlags("disable")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *username == "" {
+		return errors.New("staff disable: --username is required")
+	}
+	env, accounts, err := openStaff(ctx, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.pool.Close()
+	ch, err := accounts.DisableStaff(ctx, *username, env.staffAudited(identity.AuditStaffDisable, staff.EndedByDisable))
+	if err != nil {
+		return cliError(err)
+	}
+	return printStaffChange(stdout, ch, *asJSON, map[string]any{"disabled": true}, "disabled staff account %s (%s) of organization %s\n")
+}
+
+// runStaffResetPassword handles "flowd staff reset-password": a new
+// password, read from stdin; the account's sessions end.
+func runStaffResetPassword(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs, username, asJSON := staffFlags("reset-password")
+	passwordStdin := fs.Bool("password-stdin", false, "read the password from standard input")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	password, err := staffPassword(fs, *username, *passwordStdin, stdin)
+	if err != nil {
+		return err
+	}
+	env, accounts, err := openStaff(ctx, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.pool.Close()
+	ch, err := accounts.ResetStaffPassword(ctx, *username, password, env.staffAudited(identity.AuditStaffPasswordReset, staff.EndedByPasswordReset))
+	if err != nil {
+		return cliError(err)
+	}
+	return printStaffChange(stdout, ch, *asJSON, map[string]any{}, "set a new password for staff account %s (%s) of organization %s\n")
+}
+
+// runStaffSetRole handles "flowd staff set-role": another role; the
+// account's sessions end.
+func runStaffSetRole(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs, username, asJSON := staffFlags("set-role")
+	role := fs.String("role", "", "admin or viewer")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *username == "" {
+		return errors.New("staff set-role: --username is required")
+	}
+	env, accounts, err := openStaff(ctx, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.pool.Close()
+	ch, err := accounts.SetStaffRole(ctx, *username, staff.Role(*role), env.staffAudited(identity.AuditStaffRoleChange, staff.EndedByRoleChange))
+	if err != nil {
+		return cliError(err)
+	}
+	return printStaffChange(stdout, ch, *asJSON, map[string]any{}, "staff account %s now has the role %s in organization %s\n")
+}
+
+// runStaffDelete handles "flowd staff delete": no account any more; its
+// sessions end.
+func runStaffDelete(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs, username, asJSON := staffFlags("delete")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *username == "" {
+		return errors.New("staff delete: --username is required")
+	}
+	env, accounts, err := openStaff(ctx, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.pool.Close()
+	ch, err := accounts.DeleteStaff(ctx, *username, env.staffAudited(identity.AuditStaffDelete, staff.EndedByDelete))
+	if err != nil {
+		return cliError(err)
+	}
+	return printStaffChange(stdout, ch, *asJSON, map[string]any{"deleted": true}, "deleted staff account %s (%s) of organization %s\n")
+}
+
+// printStaffChange prints what a staff command did: the summary (of the
+// account's username, role and organization) and the sessions it ended, or
+// with asJSON the account and, unless ended is nil (an account just made),
+// what ended adds and the number of sessions ended.
+func printStaffChange(stdout io.Writer, ch staff.Change, asJSON bool, ended map[string]any, summary string) error {
+	if asJSON {
 		out := map[string]any{"id": ch.Account.ID, "username": ch.Account.Username, "role": ch.Account.Role}
-		switch sub {
-		case "disable":
-			out["disabled"] = true
-		case "delete":
-			out["deleted"] = true
-		}
-		if sub != "create" {
+		if ended != nil {
+			for k, v := range ended {
+				out[k] = v
+			}
 			out["sessionsEnded"] = len(ch.Ended)
 		}
 		return printJSON(stdout, out)
@@ -178,11 +228,9 @@ type sessionJSON struct {
 
 // runStaffSessions handles "flowd staff sessions --username U": the
 // account's live sessions, newest first.
-func runStaffSessions(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("staff sessions", flag.ContinueOnError)
-	username := fs.String("username", "", "username or e-mail address")
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	if err := parseFlags(fs, args, stderr); err != nil {
+func runStaffSessions(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs, username, asJSON := staffFlags("sessions")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *username == "" {
@@ -221,11 +269,9 @@ func runStaffSessions(ctx context.Context, args []string, getenv func(string) st
 
 // runStaffEndSessions handles "flowd staff end-sessions --username U": every
 // session of the account ends at once, each in the audit log.
-func runStaffEndSessions(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("staff end-sessions", flag.ContinueOnError)
-	username := fs.String("username", "", "username or e-mail address")
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	if err := parseFlags(fs, args, stderr); err != nil {
+func runStaffEndSessions(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs, username, asJSON := staffFlags("end-sessions")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *username == "" {

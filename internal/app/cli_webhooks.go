@@ -18,11 +18,11 @@ import (
 // runRotateWebhookSecret handles "flowd orgs rotate-webhook-secret --org
 // ORG_ID [--json]": it prints the new secret once; the previous one keeps
 // signing for 24 hours so receivers can switch over.
-func runRotateWebhookSecret(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func runRotateWebhookSecret(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("orgs rotate-webhook-secret", flag.ContinueOnError)
 	org := fs.String("org", "", "organization id (required)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if strings.TrimSpace(*org) == "" {

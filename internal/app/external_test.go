@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/internal/testwait"
 )
 
 // TestExternalIssuerThroughServe starts a small OIDC issuer and flowd
@@ -67,13 +69,10 @@ func TestExternalIssuerThroughServe(t *testing.T) {
 		t.Fatalf("unmapped client id in aud: %d", s)
 	}
 	in.CLI(t, "", "clients", "map", "--org", orgID, "--issuer", issuer, "--client-id", "dex-app")
-	deadline := time.Now().Add(10 * time.Second)
-	for apiStatus(t, in.URL+noSuchFlow, byAud) != 404 {
-		if time.Now().After(deadline) {
-			t.Fatal("a mapped client's token is still refused")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, "a mapped client's token to be taken", func() (bool, string) {
+		s := apiStatus(t, in.URL+noSuchFlow, byAud)
+		return s == 404, fmt.Sprintf("a mapped client's token answered %d", s)
+	})
 	if s := apiStatus(t, in.URL+noSuchFlow, sign(claims("aud", "flowd", "tenant", orgID))); s != 401 {
 		t.Fatalf("external token for an audience not configured: %d", s)
 	}

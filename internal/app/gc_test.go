@@ -1,11 +1,13 @@
 package app
 
 import (
+	"fmt"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"testing"
-	"time"
+
+	"github.com/flowd/flowd/internal/testwait"
 )
 
 func TestGCPercentFor(t *testing.T) {
@@ -45,27 +47,22 @@ func TestGCFloorRaisesTheGoalAfterEachCollection(t *testing.T) {
 
 	g := startGCFloor(floor, 200)
 	runtime.GC()
-	deadline := time.Now().Add(10 * time.Second)
-	for heapGoal() < floor*95/100 {
-		if time.Now().After(deadline) {
-			t.Fatalf("heap goal %d MiB after a collection, want about %d MiB", heapGoal()>>20, floor>>20)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// The adjustment runs after the collection, in the runtime's cleanup goroutine.
+	testwait.For(t, fmt.Sprintf("a heap goal of about %d MiB after a collection", floor>>20), func() (bool, string) {
+		return heapGoal() >= floor*95/100, fmt.Sprintf("heap goal %d MiB", heapGoal()>>20)
+	})
 	if goal := heapGoal(); goal > floor {
 		t.Errorf("heap goal %d MiB, over the floor of %d MiB", goal>>20, floor>>20)
 	}
 
-	// Stopped, it leaves GOGC alone: the goal falls back with GOGC=200.
+	// Stopped, it leaves GOGC alone: the goal falls back with GOGC=200. The
+	// cleanup armed before stop may still run once, and must not adjust.
 	g.stop()
-	runtime.GC() // runs the cleanup armed before stop, which must not adjust
-	debug.SetGCPercent(200)
-	runtime.GC()
-	time.Sleep(50 * time.Millisecond)
-	runtime.GC()
-	if goal := heapGoal(); goal > floor/2 {
-		t.Errorf("heap goal %d MiB after stop, want GOGC=200's", goal>>20)
-	}
+	testwait.For(t, "the heap goal of GOGC=200 after stop", func() (bool, string) {
+		debug.SetGCPercent(200)
+		runtime.GC()
+		return heapGoal() <= floor/2, fmt.Sprintf("heap goal %d MiB", heapGoal()>>20)
+	})
 }
 
 func TestTuneGCLeavesASetGOGCAlone(t *testing.T) {

@@ -1,8 +1,10 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -10,13 +12,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/flowd/flowd/internal/app"
 	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/internal/testwait"
 )
 
 // cliJSON runs an admin command with --json and decodes its one JSON object.
@@ -164,13 +167,10 @@ func TestIdentityCommandsAndTokensEndToEnd(t *testing.T) {
 		t.Fatalf("fresh token: %d", s)
 	}
 	in.CLI(t, "", "clients", "revoke", "--client-id", id)
-	deadline := time.Now().Add(10 * time.Second)
-	for apiStatus(t, in.URL+noSuchFlow, tok.AccessToken) != 401 {
-		if time.Now().After(deadline) {
-			t.Fatal("a revoked client's token still works")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, "a revoked client's token to be refused", func() (bool, string) {
+		s := apiStatus(t, in.URL+noSuchFlow, tok.AccessToken)
+		return s == 401, fmt.Sprintf("a revoked client's token answered %d", s)
+	})
 	if _, err := cc.Token(ctx); err == nil {
 		t.Fatal("a revoked client obtained a token")
 	}
@@ -185,8 +185,26 @@ func TestDemoSeedsOnceAndAgainAfterAReset(t *testing.T) {
 	t.Parallel()
 	in := flowdtest.Start(t)
 	state := filepath.Join(t.TempDir(), "demo.json")
-	first := in.CLI(t, "", "demo", "--state", state)
-	second := in.CLI(t, "", "demo", "--state", state)
+	// demo runs flowd demo and returns what it printed, and what it said on
+	// stderr of what it does.
+	demo := func(in *flowdtest.Instance) (printed, progress string) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if err := app.Run(context.Background(), []string{"demo", "--state", state}, in.Getenv, strings.NewReader(""), &stdout, &stderr); err != nil {
+			t.Fatalf("flowd demo: %v (stderr: %s)", err, stderr.String())
+		}
+		return stdout.String(), stderr.String()
+	}
+	first, progress := demo(in)
+	for _, step := range []string{`creating the organization "Demo Bank"`, "creating its API client", "creating its staff admin admin@demo.bank"} {
+		if !strings.Contains(progress, "demo: "+step+"\n") {
+			t.Errorf("the first demo did not say it was %s:\n%s", step, progress)
+		}
+	}
+	second, progress := demo(in)
+	if strings.Contains(progress, "creating") {
+		t.Errorf("the second demo, which creates nothing, said:\n%s", progress)
+	}
 	var st struct {
 		OrganizationID, ClientID, ClientSecret string
 	}
@@ -212,7 +230,7 @@ func TestDemoSeedsOnceAndAgainAfterAReset(t *testing.T) {
 
 	// A reset database (another instance on a fresh one) is seeded again.
 	fresh := flowdtest.Start(t)
-	out := fresh.CLI(t, "", "demo", "--state", state)
+	out, _ := demo(fresh)
 	b, _ = os.ReadFile(state)
 	var st2 struct{ OrganizationID, ClientID string }
 	_ = json.Unmarshal(b, &st2)

@@ -12,10 +12,10 @@ import (
 
 // runMigrate handles "flowd migrate [--citus]": apply every pending
 // migration and, on Citus, distribute the tenant tables; then exit.
-func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func runMigrate(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	citus := fs.Bool("citus", false, "distribute the tenant tables on a Citus coordinator (default FLOWD_CITUS)")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg, err := config.Load(getenv, config.Need{Database: true})

@@ -31,10 +31,10 @@ import (
 // every module, and serves until ctx ends. What it opens is closed by a
 // defer right where it is opened, and what runs beside the server is a
 // runner, joined before runServe returns (see serveWith).
-func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func runServe(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", "", "listen address (default FLOWD_ADDR or :8080)")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg, err := config.Load(getenv, config.Need{Database: true, Secrets: true})

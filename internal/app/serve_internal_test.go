@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/flowd/flowd/internal/testwait"
 )
 
 // drainingServer serves its mux until ctx ends, then lets in-flight
@@ -67,7 +69,7 @@ func TestServeWithEndsWhenARunnerFails(t *testing.T) {
 		if !errors.Is(err, failed) || !strings.Contains(err.Error(), "failing") {
 			t.Fatalf("serveWith returned %v, want the failing runner's error, named", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Until(testwait.Deadline(t))):
 		t.Fatal("serveWith went on serving after a runner failed")
 	}
 	if !steadyStopped.Load() {
@@ -115,7 +117,7 @@ func TestServeWithStopsRunnersAfterTheServerDrained(t *testing.T) {
 		if err != nil {
 			t.Fatalf("serveWith returned %v after a normal stop", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Until(testwait.Deadline(t))):
 		t.Fatal("serveWith did not return")
 	}
 	if !requestDoneFirst.Load() {

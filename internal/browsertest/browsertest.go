@@ -14,6 +14,8 @@ import (
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+
+	"github.com/flowd/flowd/internal/testwait"
 )
 
 // Phone is the viewport of the screenshots: a common phone in CSS pixels.
@@ -100,10 +102,11 @@ func profileDir(t testing.TB) string {
 	return dir
 }
 
-// Run runs chromedp actions with a generous deadline and fails the test on error.
+// Run runs chromedp actions, for as long as the test may run (a loaded
+// machine makes Chromium slow, not wrong), and fails the test on error.
 func (b *Browser) Run(actions ...chromedp.Action) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.Ctx, 30*time.Second)
+	ctx, cancel := context.WithDeadline(b.Ctx, testwait.Deadline(b.t))
 	defer cancel()
 	if err := chromedp.Run(ctx, actions...); err != nil {
 		b.t.Fatalf("browser: %v", err)

@@ -1,13 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,221 +15,12 @@ import (
 
 	"github.com/flowd/flowd/internal/browsertest"
 	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/internal/testwait"
 )
 
 // The consent journey in a real headless Chromium against the real flowd:
 // what an individual does with the link on a phone, and what the
 // organization sees of it through the API, its webhooks and its redirect.
-
-const (
-	rightID = "12345678901"
-	wrongID = "10987654321"
-)
-
-// site is the organization's own web site, where the individual lands after
-// answering; it remembers the query of each landing.
-type site struct {
-	srv     *httptest.Server
-	mu      sync.Mutex
-	landing []url.Values
-}
-
-func newSite(t *testing.T) *site {
-	s := &site{}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.landing = append(s.landing, r.URL.Query())
-		s.mu.Unlock()
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, `<!doctype html><html lang="en"><title>Acme Bank</title><h1 id="landed">Back at Acme Bank</h1>`)
-	}))
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-func (s *site) landings() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.landing)
-}
-
-// consentEnv is one flowd, one organization with its API client, webhook
-// receiver and web site, and one browser shared by the subtests.
-type consentEnv struct {
-	in    *flowdtest.Instance
-	org   org
-	api   *http.Client
-	hooks *receiver
-	site  *site
-	b     *browsertest.Browser
-}
-
-func newConsentEnv(t *testing.T, opts ...flowdtest.Option) *consentEnv {
-	in := flowdtest.Start(t, opts...)
-	o, api := createOrgAndClient(t, in, "Acme Bank", "ACME")
-	e := &consentEnv{in: in, org: o, api: api, hooks: newReceiver(t, o.WebhookSecret), site: newSite(t),
-		b: browsertest.New(t, browsertest.Phone)}
-	e.b.Run(network.Enable())
-	return e
-}
-
-// createdFlow is a flow as the API created it.
-type createdFlow struct {
-	FlowID      string `json:"flowId"`
-	ReferenceID string `json:"referenceId"`
-	Links       struct {
-		Consent struct{ Href string } `json:"consent"`
-	} `json:"_links"`
-}
-
-func (e *consentEnv) createFlow(t *testing.T, withHooks bool) createdFlow {
-	t.Helper()
-	hook := ""
-	if withHooks {
-		hook = `,"webhookUrl":"` + e.hooks.srv.URL + `/hooks"`
-	}
-	var c createdFlow
-	resp := call(t, e.api, "POST", e.in.URL+"/api/flows", `{"nationalId":"`+rightID+`","lastName":"Nordmann",`+
-		`"redirectUrl":"`+e.site.srv.URL+`/done?case=42","referenceName":"Mortgage application"`+hook+`}`, &c)
-	if resp.StatusCode != 201 || c.Links.Consent.Href == "" {
-		t.Fatalf("create: %d %+v", resp.StatusCode, c)
-	}
-	return c
-}
-
-// apiFlow is the part of GET /api/flows/{id} these tests look at.
-type apiFlow struct {
-	Flow struct {
-		Status  string `json:"status"`
-		Version int    `json:"version"`
-		Consent struct {
-			Status string `json:"status"`
-		} `json:"consent"`
-	} `json:"flow"`
-}
-
-func (e *consentEnv) flow(t *testing.T, id string) apiFlow {
-	t.Helper()
-	var f apiFlow
-	if resp := call(t, e.api, "GET", e.in.URL+"/api/flows/"+id, "", &f); resp.StatusCode != 200 {
-		t.Fatalf("GET flow: %d", resp.StatusCode)
-	}
-	return f
-}
-
-// fresh forgets the browser's cookies and language, as a new visitor.
-func (e *consentEnv) fresh(t *testing.T) {
-	e.b.Run(network.ClearBrowserCookies(), network.SetExtraHTTPHeaders(network.Headers{}))
-}
-
-// page is what a browser tab shows: its address and visible text.
-type page struct{ url, text string }
-
-// waitPage waits until the tab shows a complete page whose text contains
-// want, and returns it; navigations in between are expected.
-func waitPage(t *testing.T, ctx context.Context, want string) page {
-	t.Helper()
-	var last page
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		var res []string
-		c, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := chromedp.Run(c, chromedp.Evaluate(`document.readyState === "complete" && document.body ? [location.href, document.body.innerText] : []`, &res))
-		cancel()
-		if err == nil && len(res) == 2 {
-			last = page{url: res[0], text: res[1]}
-			if strings.Contains(last.text, want) {
-				return last
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("the page never showed %q; last at %s:\n%s", want, last.url, last.text)
-	return last
-}
-
-func run(t *testing.T, ctx context.Context, actions ...chromedp.Action) {
-	t.Helper()
-	c, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if err := chromedp.Run(c, actions...); err != nil {
-		t.Fatalf("browser: %v", err)
-	}
-}
-
-// shot saves a phone-width screenshot of the tab under the test's output folder.
-func shot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	var png []byte
-	run(t, ctx, chromedp.FullScreenshot(&png, 100))
-	if err := os.WriteFile(filepath.Join(browsertest.OutputDir(t), name+".png"), png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// signIn goes from the consent page through the test eID as nationalID and
-// back; the page it returns is the consent page the person then sees.
-func signIn(t *testing.T, ctx context.Context, nationalID, screenshot string) {
-	t.Helper()
-	run(t, ctx, chromedp.Click(`main a.button`, chromedp.ByQuery), chromedp.WaitVisible(`#national_id`, chromedp.ByQuery),
-		chromedp.SendKeys(`#national_id`, nationalID, chromedp.ByQuery))
-	if screenshot != "" {
-		shot(t, ctx, screenshot)
-	}
-	run(t, ctx, chromedp.Click(`form button[type=submit]`, chromedp.ByQuery))
-}
-
-// cookieHeader returns the browser's cookies for flowd as a Cookie header.
-func (e *consentEnv) cookieHeader(t *testing.T) string {
-	t.Helper()
-	var cookies []*network.Cookie
-	run(t, e.b.Ctx, chromedp.ActionFunc(func(ctx context.Context) (err error) {
-		cookies, err = network.GetCookies().WithURLs([]string{e.in.URL + "/consent/"}).Do(ctx)
-		return err
-	}))
-	var parts []string
-	for _, c := range cookies {
-		parts = append(parts, c.Name+"="+c.Value)
-	}
-	return strings.Join(parts, "; ")
-}
-
-// post sends a decision outside the browser, with the browser's cookies and
-// the given extra headers, and does not follow redirects.
-func (e *consentEnv) post(t *testing.T, link string, form url.Values, cookies string, headers ...string) (*http.Response, string) {
-	t.Helper()
-	req, _ := http.NewRequest("POST", link, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "text/html")
-	req.Header.Set("Cookie", cookies)
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
-}
-
-// sameOrigin are the headers a browser sends with a form POST of flowd's own page.
-func (e *consentEnv) sameOrigin() []string {
-	return []string{"Sec-Fetch-Site", "same-origin", "Origin", e.in.URL}
-}
-
-// eventTypes returns the types of the webhooks received, in order of arrival.
-func (r *receiver) eventTypes() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var types []string
-	for _, ev := range r.events {
-		types = append(types, ev["type"].(string))
-	}
-	return types
-}
 
 func TestConsentJourneyInABrowser(t *testing.T) {
 	t.Parallel()
@@ -573,7 +360,7 @@ func TestExpiredConsentLinkInABrowser(t *testing.T) {
 	ctx := e.b.Ctx
 	c := e.createFlow(t, false)
 	// Wait for the condition — the link answers 410 — never for a time.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := testwait.Deadline(t)
 	for {
 		resp, err := http.Get(c.Links.Consent.Href)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/flowd/flowd/internal/browsertest"
+	"github.com/flowd/flowd/internal/testwait"
 )
 
 // TestConsoleInABrowser walks the console in headless Chromium the way staff
@@ -17,6 +18,7 @@ import (
 // then try the same as a viewer and as staff of another organization. It
 // saves a screenshot of every page, at desktop and at phone width.
 func TestConsoleInABrowser(t *testing.T) {
+	t.Parallel()
 	e := startConsole(t)
 	base := e.in.URL
 	rcv := newFlakyReceiver(t, 500)
@@ -207,7 +209,7 @@ func waitForNewPage(t *testing.T, b *browsertest.Browser, want string) {
 	t.Helper()
 	// Generous: under `make test` on two cores a sign-in's password hash
 	// alone has taken 15 s.
-	deadline := time.Now().Add(45 * time.Second)
+	deadline := testwait.Deadline(t)
 	for time.Now().Before(deadline) {
 		var fresh bool
 		var loc string

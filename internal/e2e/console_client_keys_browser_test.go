@@ -22,6 +22,7 @@ import (
 // working and the new one works. Then the admin requires DPoP of it: a
 // token request without a proof is refused. Each action is in the audit log.
 func TestConsolePrivateKeyJWTClientInABrowser(t *testing.T) {
+	t.Parallel()
 	e := startConsole(t)
 	base := e.in.URL
 	first, second := testkeys.EC(t), testkeys.EC(t)

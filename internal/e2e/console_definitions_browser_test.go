@@ -12,6 +12,7 @@ import (
 // TestConsoleDefinitionsInABrowser: an admin writes a definition, previews
 // the consent page in both languages, publishes it, and sees it listed.
 func TestConsoleDefinitionsInABrowser(t *testing.T) {
+	t.Parallel()
 	e := startConsole(t)
 	b := browsertest.New(t, browsertest.Desktop)
 	signInBrowser(t, b, e.in.URL, "ada@acme.example", nil)

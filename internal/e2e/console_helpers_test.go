@@ -17,6 +17,7 @@ import (
 
 	"github.com/flowd/flowd/internal/flowdtest"
 	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/internal/testwait"
 )
 
 // consoleEnv is a running flowd with two organizations: Acme with an admin,
@@ -83,7 +84,7 @@ type consoleAPIFlow struct {
 // waitForFlow polls the API until cond holds for the flow.
 func (e *consoleEnv) waitForFlow(t *testing.T, api *http.Client, flowID string, what string, cond func(consoleAPIFlow) bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := testwait.Deadline(t)
 	for time.Now().Before(deadline) {
 		var f consoleAPIFlow
 		if resp := call(t, api, "GET", e.in.URL+"/api/flows/"+flowID, "", &f); resp.StatusCode == 200 && cond(f) {
@@ -91,7 +92,7 @@ func (e *consoleEnv) waitForFlow(t *testing.T, api *http.Client, flowID string, 
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("flow %s: %s did not happen within 30 s", flowID, what)
+	t.Fatalf("flow %s: %s did not happen", flowID, what)
 }
 
 // flakyReceiver answers webhooks with status, which a test may change.

@@ -16,6 +16,7 @@ import (
 // binary, with the success and the refusal of each: roles, CSRF, other
 // organizations, bad input.
 func TestConsoleOverHTTP(t *testing.T) {
+	t.Parallel()
 	e := startConsole(t)
 	base := e.in.URL
 	admin, viewer, stranger := newStaffBrowser(t, base), newStaffBrowser(t, base), newStaffBrowser(t, base)

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
 
@@ -76,7 +77,7 @@ func newReceiver(t *testing.T, secret string) *receiver {
 // waitFor waits until an event of type typ arrived and returns it.
 func (r *receiver) waitFor(typ string) map[string]any {
 	r.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := testwait.Deadline(r.t)
 	for time.Now().Before(deadline) {
 		r.mu.Lock()
 		for _, ev := range r.events {
@@ -128,6 +129,7 @@ func call(t *testing.T, hc *http.Client, method, url, body string, out any) *htt
 }
 
 func TestAnOrganizationsWholeIntegration(t *testing.T) {
+	t.Parallel()
 	in := flowdtest.Start(t)
 	acme, api := createOrgAndClient(t, in, "Acme Bank", "ACME")
 	_, otherAPI := createOrgAndClient(t, in, "Other Lender", "OTH")

@@ -79,6 +79,7 @@ type rawCall struct {
 // authenticated endpoint, DPoP-bound tokens (with the server nonce
 // required, so the client must follow it), revocation and introspection.
 func TestAnIndependentClientLibrary(t *testing.T) {
+	t.Parallel()
 	node := nodeWithClientLibrary(t)
 	in := flowdtest.Start(t, flowdtest.WithEnv("FLOWD_DPOP_NONCE", "required"))
 	var o org

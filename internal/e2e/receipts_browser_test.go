@@ -12,6 +12,9 @@ import (
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
+
+	"github.com/flowd/flowd/internal/testwait"
+
 	// jwx is a JOSE library flowd does not sign with: a receipt must verify
 	// against /oauth/jwks with any standard library.
 	"github.com/lestrrat-go/jwx/v2/jwk"
@@ -39,7 +42,7 @@ func download(t *testing.T, ctx context.Context, sel string) string {
 	dir := t.TempDir()
 	run(t, ctx, browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllow).WithDownloadPath(dir),
 		chromedp.Click(sel, chromedp.ByQuery))
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := testwait.Deadline(t)
 	for time.Now().Before(deadline) {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.jwt"))
 		if len(files) == 1 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowd/flowd/internal/browsertest"
 	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/internal/testwait"
 )
 
 // TestRecoveryAndRedeliveryInABrowser: a receiver that answered 410 Gone
@@ -52,7 +53,7 @@ func TestRecoveryAndRedeliveryInABrowser(t *testing.T) {
 		}
 		return done
 	}
-	for deadline := time.Now().Add(30 * time.Second); failed() < n; time.Sleep(50 * time.Millisecond) {
+	for deadline := testwait.Deadline(t); failed() < n; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d deliveries failed", failed(), n)
 		}
@@ -73,7 +74,7 @@ func TestRecoveryAndRedeliveryInABrowser(t *testing.T) {
 	b.Run(chromedp.WaitVisible(`#recoveries .badge.ok`, chromedp.ByQuery))
 	wantText(t, b, "done", fmt.Sprintf("%d of %d", n, n))
 	b.Screenshot("desktop-02-recovered")
-	for deadline := time.Now().Add(15 * time.Second); rcv.hits.Load() < before+n; time.Sleep(20 * time.Millisecond) {
+	for deadline := testwait.Deadline(t); rcv.hits.Load() < before+n; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d deliveries arrived after the recovery, want %d", rcv.hits.Load()-before, n)
 		}
@@ -85,7 +86,7 @@ func TestRecoveryAndRedeliveryInABrowser(t *testing.T) {
 	b.Screenshot("desktop-03-flow-events")
 	clickTo(t, b, `#events form[action$="/redeliver"] button`, "notice=redelivered")
 	wantText(t, b, "Event flow.created #1 is being sent again")
-	for deadline := time.Now().Add(15 * time.Second); rcv.hits.Load() < before+n+1; time.Sleep(20 * time.Millisecond) {
+	for deadline := testwait.Deadline(t); rcv.hits.Load() < before+n+1; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the redelivered event did not arrive")
 		}

@@ -15,6 +15,7 @@ import (
 // then ends the viewer's session from everyone's sessions, and signs out
 // everywhere else; each end is in the audit log.
 func TestSessionsPageInABrowser(t *testing.T) {
+	t.Parallel()
 	e := startConsole(t)
 	base := e.in.URL
 	here := browsertest.New(t, browsertest.Desktop)

@@ -82,14 +82,14 @@ func expireEachAcceptanceOnce(t *testing.T, instances int) {
 	if _, err := pool.Exec(ctx, `update flows_river.river_job set scheduled_at = now() where kind = 'flowd.consent_expiry'`); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "every acceptance expired", func() bool {
+	eventually(t, "every acceptance expired", func() bool {
 		var page struct {
 			Data []struct{ ID string } `json:"data"`
 		}
 		mustDo(t, "GET", last.URL+"/api/flows?archived=true&status=Expired&limit=100", tok, "").json(t, &page)
 		return len(page.Data) == n
 	})
-	checkDelivered(t, pool, rcv, 60*time.Second)
+	checkDelivered(t, pool, rcv)
 	expired := map[string]int{}
 	for _, d := range rcv.deliveries() {
 		if d.Type == "flow.expired" {

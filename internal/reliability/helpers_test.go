@@ -25,6 +25,7 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/flowdtest"
 	"github.com/flowd/flowd/internal/syncbuf"
+	"github.com/flowd/flowd/internal/testwait"
 )
 
 // long reports whether the long variants run (make test-reliability).
@@ -140,25 +141,20 @@ func startFlowd(t *testing.T, dbURL, addr string, extra map[string]string) *proc
 			t.Logf("flowd %s logs:\n%s", addr, logs)
 		}
 	})
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	testwait.For(t, "flowd at "+p.URL+" to be ready", func() (bool, string) {
 		select {
 		case <-p.done:
 			t.Fatalf("flowd exited before it was ready:\n%s", p.Logs.String())
 		default:
 		}
 		resp, err := http.Get(p.URL + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("flowd was not ready within 90s:\n%s", p.Logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, "/readyz " + resp.Status
+	})
+	return p
 }
 
 // startInstances runs n flowd processes on dbURL with extra settings. They
@@ -445,16 +441,11 @@ func (r *receiver) failures() int {
 	return r.failed
 }
 
-// eventually polls cond until it holds, failing the test after limit.
-func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
+// eventually polls cond until it holds, failing the test when its deadline
+// is near.
+func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for: %s", limit, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.For(t, what, func() (bool, string) { return cond(), "it did not happen" })
 }
 
 // count runs a count(*) query.

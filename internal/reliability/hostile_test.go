@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testwait"
 )
 
 // rowCounts counts the rows of every table a request could change.
@@ -216,7 +217,7 @@ func TestRawHeaderInjection(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		_ = conn.SetDeadline(testwait.Deadline(t))
 		if _, err := conn.Write([]byte(raw)); err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,7 +23,6 @@ type outcome struct {
 type load struct {
 	mu       sync.Mutex
 	outcomes []outcome
-	n        atomic.Int64
 }
 
 func runLoad(t *testing.T, base func() string, tok string, hookURL string, workers int, stop <-chan struct{}) (*load, *sync.WaitGroup) {
@@ -53,7 +51,6 @@ func runLoad(t *testing.T, base func() string, tok string, hookURL string, worke
 				l.mu.Lock()
 				l.outcomes = append(l.outcomes, o)
 				l.mu.Unlock()
-				l.n.Add(1)
 				if !long() {
 					time.Sleep(10 * time.Millisecond) // a steady load, not a flood: the short suite shares 2 cores
 				}
@@ -111,9 +108,9 @@ func checkIntegrity(t *testing.T, pool *pgxpool.Pool, acked []string) {
 
 // checkDelivered waits until every stored event is delivered and asserts
 // that each reached rcv, every copy of one event with the same webhook-id.
-func checkDelivered(t *testing.T, pool *pgxpool.Pool, rcv *receiver, limit time.Duration) {
+func checkDelivered(t *testing.T, pool *pgxpool.Pool, rcv *receiver) {
 	t.Helper()
-	eventually(t, limit, "every webhook event delivered", func() bool {
+	eventually(t, "every webhook event delivered", func() bool {
 		return count(t, pool, `select count(*) from webhook_events where state <> 'delivered'`) == 0
 	})
 	rows, err := pool.Query(context.Background(), `select id::text, flow_id, type from webhook_events`)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/flowd/flowd/internal/dbtest"
 )
@@ -61,11 +60,11 @@ func maintainOnce(t *testing.T, instances int) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 30*time.Second, "every flow cancelled and every idempotency key purged", func() bool {
+	eventually(t, "every flow cancelled and every idempotency key purged", func() bool {
 		return count(t, pool, `select count(*) from flows where organization_id = $1 and process_status = 'cancelled'`, tn.OrgID) == n &&
 			count(t, pool, `select count(*) from flow_idempotency_keys where organization_id = $1`, tn.OrgID) == 0
 	})
-	checkDelivered(t, pool, rcv, 60*time.Second)
+	checkDelivered(t, pool, rcv)
 	cancelled := map[string]int{}
 	for _, d := range rcv.deliveries() {
 		if d.Type == "flow.cancelled" {
@@ -100,7 +99,7 @@ func maintainOnce(t *testing.T, instances int) {
 		{"river_job", "flowd.webhook_cleanup"},
 		{"flows_river.river_job", "flowd.consent_expiry_sweep"},
 	} {
-		eventually(t, 30*time.Second, job.kind+" completed", func() bool {
+		eventually(t, job.kind+" completed", func() bool {
 			return count(t, pool, `select count(*) from `+job.table+` where kind = $1 and state = 'completed'`, job.kind) > 0
 		})
 		if got := count(t, pool, `select count(*) from `+job.table+` where kind = $1`, job.kind); got != 1 {

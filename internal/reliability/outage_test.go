@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/flowd/flowd/internal/dbtest"
 )
@@ -52,7 +51,7 @@ func TestReceiverOutage(t *testing.T) {
 	}
 	opened := map[string]int{}
 	for _, id := range ids {
-		eventually(t, 60*time.Second, "an incident on "+id, func() bool {
+		eventually(t, "an incident on "+id, func() bool {
 			var v flowView
 			mustDo(t, "GET", p.URL+"/api/flows/"+id, tok, "").json(t, &v)
 			if !v.Flow.HasIncidents {
@@ -77,9 +76,9 @@ func TestReceiverOutage(t *testing.T) {
 		t.Fatalf("%d deliveries recorded during the outage", got)
 	}
 	rcv.setStatus(0)
-	checkDelivered(t, pool, rcv, 90*time.Second)
+	checkDelivered(t, pool, rcv)
 	for _, id := range ids {
-		eventually(t, 30*time.Second, "the incident of "+id+" resolved", func() bool {
+		eventually(t, "the incident of "+id+" resolved", func() bool {
 			var v flowView
 			mustDo(t, "GET", p.URL+"/api/flows/"+id, tok, "").json(t, &v)
 			return !v.Flow.HasIncidents && len(v.Flow.Incidents) == 0 && v.Flow.Version > opened[id]

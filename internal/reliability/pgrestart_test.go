@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/flowdtest"
@@ -115,7 +114,7 @@ func TestDatabaseRestartUnderLoad(t *testing.T) {
 
 	stop := make(chan struct{})
 	l, wg := runLoad(t, func() string { return p.URL }, tok, rcv.URL(), 3, stop)
-	time.Sleep(time.Second)
+	eventually(t, "creates acknowledged before the restart", func() bool { return len(l.acknowledged()) >= 5 })
 	pg.stopFast(t)
 	downAt := len(l.results())
 	// While the database is gone, every API call is a prompt 503 with Retry-After.
@@ -128,13 +127,22 @@ func TestDatabaseRestartUnderLoad(t *testing.T) {
 	if a := mustDo(t, "GET", p.URL+"/readyz", "", ""); a.Status != 503 {
 		t.Errorf("/readyz while the database is down: %d", a.Status)
 	}
-	time.Sleep(2 * time.Second)
+	// The load meets the database down before it comes back.
+	eventually(t, "a create answered while the database is down", func() bool {
+		for _, o := range l.results()[downAt:] {
+			if o.Status == 503 {
+				return true
+			}
+		}
+		return false
+	})
 	pg.start(t)
-	eventually(t, 60*time.Second, "creates succeed again after the restart", func() bool {
+	eventually(t, "creates succeed again after the restart", func() bool {
 		r := l.results()
 		return len(r) > downAt && r[len(r)-1].Status == 201
 	})
-	time.Sleep(time.Second)
+	upAt := len(l.acknowledged())
+	eventually(t, "more creates acknowledged after the restart", func() bool { return len(l.acknowledged()) >= upAt+5 })
 	close(stop)
 	wg.Wait()
 
@@ -155,5 +163,5 @@ func TestDatabaseRestartUnderLoad(t *testing.T) {
 	t.Logf("%d requests, %d acknowledged, %d answered 503", len(l.results()), len(acked), unavailable)
 	pool := openPool(t, pg.url())
 	checkIntegrity(t, pool, acked)
-	checkDelivered(t, pool, rcv, 60*time.Second)
+	checkDelivered(t, pool, rcv)
 }

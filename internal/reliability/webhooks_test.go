@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/flowdtest"
@@ -45,12 +44,12 @@ func TestKilledServerRedeliversInFlightWebhooks(t *testing.T) {
 
 	const n = 5
 	createFlows(t, func() string { return p.URL }, tok, "KILL", n, rcv.URL())
-	eventually(t, 60*time.Second, "every delivery waiting for its answer", func() bool { return rcv.arrivals() >= n })
+	eventually(t, "every delivery waiting for its answer", func() bool { return rcv.arrivals() >= n })
 	p.kill(t)
 	release()
 
 	startFlowd(t, dbURL, "", nil)
-	checkDelivered(t, pool, rcv, 90*time.Second)
+	checkDelivered(t, pool, rcv)
 	byID := map[string]int{}
 	for _, d := range rcv.deliveries() {
 		byID[d.ID]++
@@ -81,7 +80,7 @@ func TestTwoInstancesShareWebhookDeliveries(t *testing.T) {
 	const n = 30
 	turn := 0
 	createFlows(t, func() string { turn++; return []string{a.URL, b.URL}[turn%2] }, tok, "SHARE", n, rcv.URL())
-	checkDelivered(t, pool, rcv, 60*time.Second)
+	checkDelivered(t, pool, rcv)
 	byID := map[string]int{}
 	for _, d := range rcv.deliveries() {
 		byID[d.ID]++
@@ -156,7 +155,7 @@ func TestRotateWebhookSecretCLI(t *testing.T) {
 	}
 	rcv := newReceiver(t, got["webhookSecret"], tn.WebhookSecret)
 	createFlows(t, func() string { return p.URL }, tn.token(t, p.URL), "ROT", 1, rcv.URL())
-	checkDelivered(t, openPool(t, dbURL), rcv, 60*time.Second)
+	checkDelivered(t, openPool(t, dbURL), rcv)
 
 	out, err = flowdtest.RunCLI(env, "", "orgs", "rotate-webhook-secret", "--org", tn.OrgID)
 	if err != nil || !strings.Contains(out, "whsec_") || !strings.Contains(out, "24 hours") {

@@ -15,6 +15,7 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/etag"
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 )
@@ -343,7 +344,7 @@ func TestARetireWaitsForTheCreatesPinningIt(t *testing.T) {
 	if dbtest.Citus() {
 		activity = "citus_stat_activity"
 	}
-	for deadline := time.Now().Add(time.Minute); ; {
+	for deadline := testwait.Deadline(t); ; {
 		var waiting bool
 		if err := pool.QueryRow(ctx, `select exists (select from `+activity+`
 			where datname = current_database() and wait_event_type = 'Lock')`).Scan(&waiting); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/internal/syncbuf"
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity/changes"
@@ -388,7 +389,7 @@ func TestExpiryIsEnforcedAtUseAndByTheJob(t *testing.T) {
 	ctx := context.Background()
 	c, token := e.create(t, "https://bank.example/done")
 	// Wait for the condition, not for a time: the request reports itself expired.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testwait.Deadline(t)
 	var req consent.Request
 	for {
 		var err error
@@ -495,7 +496,7 @@ func TestADecisionNeedsOneConnection(t *testing.T) {
 	t.Cleanup(pool.Close)
 	e := setupOn(t, pool, time.Hour)
 	// Waiting for a second connection would wait until this deadline.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), testwait.Deadline(t))
 	defer cancel()
 
 	wrong, wrongToken := e.create(t, "https://bank.example/done")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/etag"
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/flows"
 )
 
@@ -78,16 +79,16 @@ func (b *bundle) runExpiry(t *testing.T) {
 			if err != nil {
 				t.Errorf("RunExpiry = %v, want nil once its context ended", err)
 			}
-		case <-time.After(20 * time.Second):
+		case <-time.After(time.Until(testwait.Deadline(t))):
 			t.Error("RunExpiry did not return after its context ended")
 		}
 	})
 }
 
-// waitFor polls cond until it holds, failing the test after 20 seconds.
+// waitFor polls cond until it holds, failing the test when its deadline is near.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := testwait.Deadline(t)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting until %s", what)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/etag"
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/flows"
 )
 
@@ -273,7 +274,7 @@ func TestRunExpiresAndPurgesUntilItsContextEnds(t *testing.T) {
 		update flow_idempotency_keys set expires_at = now() - interval '1 second'`); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := testwait.Deadline(t)
 	for b.get(t, c.FlowID).ProcessStatus != flows.Cancelled || b.count(t, `select count(*) from flow_idempotency_keys`) != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("Run neither expired the flow nor purged its key")
@@ -286,7 +287,7 @@ func TestRunExpiresAndPurgesUntilItsContextEnds(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Run = %v, want nil once its context ended", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Until(testwait.Deadline(t))):
 		t.Fatal("Run did not return after its context ended")
 	}
 	if logs := b.logs.String(); logs != "" {

@@ -19,6 +19,7 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -91,8 +92,8 @@ func (b *bundle) start(t *testing.T) {
 			if err != nil {
 				t.Errorf("Run: %v", err)
 			}
-		case <-time.After(30 * time.Second):
-			t.Error("Run did not return within 30s of the end of its context")
+		case <-time.After(time.Until(testwait.Deadline(t))):
+			t.Error("Run did not return after the end of its context")
 		}
 	})
 }
@@ -159,10 +160,10 @@ func jobState(t *testing.T, pool *pgxpool.Pool, eventID string) string {
 	return s
 }
 
-// eventually waits up to a generous deadline for cond; it never asserts how long it took.
+// eventually waits until the test's deadline for cond; it never asserts how long it took.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := testwait.Deadline(t)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

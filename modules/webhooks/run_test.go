@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -59,7 +60,7 @@ func TestRunDrainsInFlightDeliveries(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Run = %v, want nil", err)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(time.Until(testwait.Deadline(t))):
 		t.Fatal("Run did not return after the delivery in flight finished")
 	}
 	if s := eventState(t, b.pool, id); s != "delivered" {
@@ -92,7 +93,7 @@ func TestRunCancelsDeliveriesAfterDrainTimeout(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Run = %v, want nil", err)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(time.Until(testwait.Deadline(t))):
 		t.Fatal("Run did not return after its drain timeout")
 	}
 	if s := eventState(t, b.pool, id); s != "pending" {

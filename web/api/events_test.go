@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/web/internal/webtest"
 )
 
@@ -64,7 +65,7 @@ func TestTheEventsAPI(t *testing.T) {
 	}
 	waitArrivals := func(id string, want int) {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
+		deadline := testwait.Deadline(t)
 		for arrivals(id) < want {
 			if time.Now().After(deadline) {
 				t.Fatalf("event %s arrived %d times, want %d", id, arrivals(id), want)
@@ -137,7 +138,7 @@ func TestTheEventsAPI(t *testing.T) {
 	}
 
 	// One event with its delivery and the delivery's attempt.
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := testwait.Deadline(t)
 	var detail struct {
 		ID         string
 		Sequence   int

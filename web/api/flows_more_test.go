@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/etag"
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web/internal/httpkit"
@@ -415,7 +416,7 @@ func TestALostDatabaseAnswers503(t *testing.T) {
 		}
 	}
 	e.Proxy.Restore()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := testwait.Deadline(t)
 	for e.Call(t, "GET", "/api/flows/"+id, webtest.TokA, "").Status != 200 {
 		if time.Now().After(deadline) {
 			t.Fatal("the API did not recover")

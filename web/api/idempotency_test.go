@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/web"
 	"github.com/flowd/flowd/web/internal/webtest"
@@ -355,7 +356,7 @@ func raceKeyed(t *testing.T, e *apiEnv, table string, c keyedCall, key string, n
 	for i := range n {
 		wg.Go(func() { answers[i] = e.keyed(t, webtest.TokA, c.path, c.body, key) })
 	}
-	deadline := time.Now().Add(time.Minute)
+	deadline := testwait.Deadline(t)
 	for {
 		waiting := e.Count(t, `select count(*) from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)
 		if waiting >= n {
@@ -364,7 +365,7 @@ func raceKeyed(t *testing.T, e *apiEnv, table string, c keyedCall, key string, n
 		if time.Now().After(deadline) {
 			_ = lock.Rollback(ctx)
 			wg.Wait()
-			t.Fatalf("after a minute %d of %d requests wait on a lock", waiting, n)
+			t.Fatalf("only %d of %d requests wait on a lock", waiting, n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

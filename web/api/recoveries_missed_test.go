@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web/internal/webtest"
 )
@@ -56,7 +57,7 @@ func (r *switchedReceiver) counts() map[string]int {
 // waitFor polls cond until it holds, failing with what once the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+	for deadline := testwait.Deadline(t); !cond(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/web/internal/webtest"
 )
 
@@ -128,7 +129,7 @@ func TestRecoveryAPI(t *testing.T) {
 		rec.Scheduled != 0 || rec.RequestedBy != "client:client-a" {
 		t.Fatalf("the recovery: %s, Location %s", r.Body, r.Header.Get("Location"))
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := testwait.Deadline(t)
 	for rec.State != "done" {
 		if time.Now().After(deadline) {
 			t.Fatalf("the recovery did not finish: %+v", rec)
@@ -145,7 +146,7 @@ func TestRecoveryAPI(t *testing.T) {
 	if rec.Scheduled != n || rec.Total != n || rec.Error != nil {
 		t.Fatalf("done: %s", r.Body)
 	}
-	for deadline := time.Now().Add(30 * time.Second); len(rcv.counts()) < n; {
+	for deadline := testwait.Deadline(t); len(rcv.counts()) < n; {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d deliveries arrived", len(rcv.counts()), n)
 		}

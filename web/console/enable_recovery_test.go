@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web/internal/webtest"
 )
@@ -33,7 +34,7 @@ func seedEvents(t testing.TB, pool *pgxpool.Pool, org string, n int) {
 // returns the page.
 func consoleRecovery(t *testing.T, b *formbrowser.Browser, path string) formbrowser.Page {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := testwait.Deadline(t)
 	p := b.Get(path)
 	for ; !strings.Contains(p.Body, ">done</span>"); p = b.Get(path) {
 		if time.Now().After(deadline) {

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/modules/identity"
@@ -22,7 +23,10 @@ import (
 // re-renders the form; viewers and other organizations' clients are refused.
 func TestConsoleClientRateLimit(t *testing.T) {
 	t.Parallel()
-	ls := webtest.SetupLogin(t, webtest.LoginOptions{})
+	// The rate limit's one-minute window must not end while the test
+	// counts the client's requests in it: the identity parts' clock stands still.
+	stopped := time.Now()
+	ls := webtest.SetupLogin(t, webtest.LoginOptions{IdentityNow: func() time.Time { return stopped }})
 	ctx := context.Background()
 	org, err := ls.Ident.CreateOrganization(ctx, orgs.NewOrganization{Name: "Limit Bank", ReferencePrefix: "LIM"})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web/internal/webtest"
@@ -136,7 +137,7 @@ func TestConsoleRecoveryAndRedelivery(t *testing.T) {
 
 	// The workers run it to the end; the page stops reloading.
 	startWebhooks(t, ls.Srv)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := testwait.Deadline(t)
 	for p = admin.Get(ls.URL + page); !strings.Contains(p.Body, ">done</span>"); p = admin.Get(ls.URL + page) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the recovery did not reach done: %s", p.Body)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testwait"
 )
 
 // counting returns a load of value that counts its calls in n.
@@ -143,10 +144,10 @@ func TestFeedHandsAnnouncementsToTheirTopic(t *testing.T) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testwait.Deadline(t)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited 10s for %s", what)
+			t.Fatalf("waited until the test's deadline for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

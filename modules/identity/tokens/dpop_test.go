@@ -170,6 +170,7 @@ func TestDPoPProofChecks(t *testing.T) {
 	f := newFixture(t, nil)
 	k := newDPoPKey(t)
 	tok := f.dpopToken(t, k).AccessToken
+	f.clock.stop()
 	now := f.clock.now()
 	good := func() map[string]any { return proofClaims(now, "GET", "/api/flows", tok) }
 	set := func(c map[string]any, kv ...any) map[string]any {

@@ -13,6 +13,7 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/secrethash"
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/audit"
 	"github.com/flowd/flowd/modules/identity/changes"
@@ -22,16 +23,29 @@ import (
 
 const testIssuer = "https://flowd.test"
 
-// clock is a settable clock for a test's instances.
+// clock is a settable clock for a test's instances: real time moved on by
+// advance, or, once stopped, a time that moves only by advance.
 type clock struct {
-	mu  sync.Mutex
-	off time.Duration
+	mu      sync.Mutex
+	off     time.Duration
+	stopped time.Time
 }
 
 func (c *clock) now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.stopped.IsZero() {
+		return c.stopped.Add(c.off)
+	}
 	return time.Now().Add(c.off)
+}
+
+// stop makes the clock stand still, so that how long the test takes does
+// not move what it checks across a window's edge.
+func (c *clock) stop() {
+	c.mu.Lock()
+	c.stopped = time.Now()
+	c.mu.Unlock()
 }
 
 func (c *clock) advance(d time.Duration) {
@@ -202,10 +216,10 @@ func assertInvalid(t *testing.T, m *instance, raw, why string) {
 
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testwait.Deadline(t)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited 10s for %s", what)
+			t.Fatalf("waited until the test's deadline for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/orgs"
 )
@@ -162,7 +163,7 @@ func TestSetClientRateLimit(t *testing.T) {
 		t.Fatalf("limit %d before any change, want the default 600", got)
 	}
 	// The other instance caches the client's state only while it listens.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testwait.Deadline(t)
 	for !other.feed.Listening() && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

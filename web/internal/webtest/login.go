@@ -55,6 +55,9 @@ type LoginOptions struct {
 	Preset *httptest.Server
 	// Now is the sessions' clock; time.Now when nil.
 	Now func() time.Time
+	// IdentityNow is the identity parts' clock (tokens, rate limit
+	// windows); time.Now when nil.
+	IdentityNow func() time.Time
 }
 
 // NewListener is a listener whose address is known before the server is.
@@ -84,7 +87,7 @@ func SetupLogin(t *testing.T, o LoginOptions) LoginServer {
 	// The identity module signs ID tokens and serves the token endpoint,
 	// JWKS and discovery, as in flowd serve.
 	ident := identitytest.New(t, pool, identitytest.Config{Issuer: base, Audience: cfg.Audience, KeyEncryptionKey: RandomKey(t),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), APIRateLimit: cfg.APIRateLimit})
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), APIRateLimit: cfg.APIRateLimit, Now: o.IdentityNow})
 	accounts, err := staff.NewAccounts(pool, TestOrganizations{}, staff.Config{PasswordParams: secrethash.Cheap, AccountLimit: 3, AddressLimit: 5})
 	if err != nil {
 		t.Fatal(err)

@@ -1,3 +1,7 @@
+//go:build unix
+
+// The benchmark reads its CPU time with getrusage, which Windows lacks.
+
 package store
 
 import (

@@ -25,11 +25,11 @@ import (
 // it reports nothing left, the old key may be dropped. Each batch commits on
 // its own, so the command is idempotent and resumable: run it again after an
 // interruption and it carries on where it stopped.
-func runRotateDataKey(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func runRotateDataKey(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("keys rotate-data-key", flag.ContinueOnError)
 	batch := fs.Int("batch", 500, "rows re-sealed per transaction")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *batch < 1 || *batch > 10000 {
@@ -100,4 +100,47 @@ func rotateDataKeyError(err error) error {
 		return fmt.Errorf("keys rotate-data-key: %w: list the key that sealed it in FLOWD_DATA_KEY_PREVIOUS", err)
 	}
 	return fmt.Errorf("keys rotate-data-key: %w", err)
+}
+
+// runKeysRotate handles "flowd keys rotate": new token-signing keys and a
+// new receipt key, each signing from now on.
+func runKeysRotate(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("keys rotate", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	env, err := openAdmin(ctx, getenv, config.Need{Secrets: true}, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.pool.Close()
+	made, err := env.keys.RotateSigningKeys(ctx)
+	if err != nil {
+		return adminError(err)
+	}
+	type key struct {
+		KeyID     string `json:"keyId"`
+		Algorithm string `json:"algorithm"`
+		Use       string `json:"use"` // "tokens" or "receipts"
+	}
+	out := make([]key, len(made))
+	for i, k := range made {
+		out[i] = key{KeyID: k.ID, Algorithm: k.Algorithm, Use: "tokens"}
+		if k.Receipts {
+			out[i].Use = "receipts"
+		}
+		if !*asJSON {
+			what := "tokens"
+			if k.Receipts {
+				what = "consent receipts"
+			}
+			fmt.Fprintf(stdout, "New signing key %s (%s) signs %s from now on.\n", k.ID, k.Algorithm, what)
+		}
+	}
+	if *asJSON {
+		return printJSON(stdout, map[string]any{"keys": out})
+	}
+	fmt.Fprintln(stdout, "The previous keys stay in the JWKS until their tokens expire; receipt keys for FLOWD_RECEIPT_KEY_RETENTION.")
+	return nil
 }
