@@ -77,6 +77,7 @@ test)
     tail -n 20 "$dir"/*.log >&2 || true
     [ "$attempt" -lt 3 ] || exit 1
   done
+  export TEST_DATABASE_URL
   log "throwaway Citus cluster, coordinator on port $port"
   set +e
   "$@"

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // scenario drives flowd for the run's duration and measures the database's
@@ -182,17 +184,36 @@ func deepCursor(b *bench) (id string, page int) {
 	return seededID(b.o.deepFlows - depth), depth/10 + 1
 }
 
+// createdAt is a flow's created_at, as PostgreSQL writes it.
+func (b *bench) createdAt(ctx context.Context, organizationID, flowID string) (string, error) {
+	conn, err := pgx.Connect(ctx, b.dbURL)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	var at string
+	err = conn.QueryRow(ctx, `select created_at::text from flows where organization_id = $1 and id = $2`,
+		organizationID, flowID).Scan(&at)
+	return at, err
+}
+
 // listDeepScenario: GET /api/flows?starting_after=… at page ~10 000. The
 // first page takes turns with it, so that the two compare on the same
 // machine: list-first's own scenario ran minutes before or after.
 func listDeepScenario(ctx context.Context, b *bench) (Result, error) {
 	cursor, page := deepCursor(b)
 	b.note("list-deep reads page %d of ten flows (after %s) among %d", page, cursor, b.o.deepFlows)
+	// pgbench's statement names the cursor's position, as flowd's does
+	// once it knows it.
+	at, err := b.createdAt(ctx, b.deep.ID, cursor)
+	if err != nil {
+		return Result{}, err
+	}
 	var first sample
 	r, err := b.measureBeside(ctx, "list-deep", func(_, _ int) (request, error) {
 		return b.deep.request("GET", "/api/flows?limit=10&starting_after="+cursor, nil, 200)
 	}, func(d time.Duration) { b.driveSlice(ctx, &first, d, firstPage(b)) },
-		map[string]string{"org": b.deep.ID, "cursor": cursor}, "list_deep")
+		map[string]string{"org": b.deep.ID, "cursor": cursor, "cursor_at": at}, "list_deep")
 	if err != nil {
 		return r, err
 	}

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	// uuid makes flow, task and incident ids; v7 ids are time-ordered, which
 	// keeps the primary key index dense. It was already in the module graph.
@@ -203,24 +201,7 @@ func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow,
 	if err != nil {
 		return Flow{}, "", err
 	}
-	row := store.Flow{
-		ID: flowID, OrganizationID: c.OrganizationID,
-		Sandbox: c.Sandbox, PIIKeyID: m.sealer.KeyID(),
-		NationalIDSealed: m.sealer.Seal(in.NationalID, sealContext(flowID, "nationalId")...),
-		NationalIDHMAC:   m.sealer.Hash("nationalId", in.NationalID),
-		LastNameSealed:   m.sealer.Seal(in.LastName, sealContext(flowID, "lastName")...),
-		RedirectURL:      in.RedirectURL, WebhookURL: in.WebhookURL,
-		OrganizationNumber: settings.OrganizationNumber,
-		ProcessInstanceID:  uuid.NewString(),
-		FlowDefinitionID:   pinned.ID, FlowDefinitionVersion: pinned.Version,
-		CreatedBy: c.ClientID,
-	}
-	if pinned.Tag != "" {
-		row.VersionTag = &pinned.Tag
-	}
-	if in.ReferenceName != "" {
-		row.ReferenceName = &in.ReferenceName
-	}
+	row := m.newRow(c, in, flowID, settings, pinned)
 	// The flow, its number and its tasks (the consent task, and the task
 	// that tracks the flow.created delivery when there is a webhook) go in
 	// one round trip.
@@ -278,65 +259,6 @@ func eventOf(f Flow, typ webhooks.EventType, taskID string) webhooks.Event {
 		Status: string(f.ConsentStatus), FlowStatus: string(f.ProcessStatus), Version: f.Version,
 		FlowDefinitionID: f.FlowDefinitionID, URL: f.WebhookURL, TaskID: taskID, OccurredAt: f.UpdatedAt,
 	}
-}
-
-// toFlow opens a row's personal data.
-func (m *Manager) toFlow(r store.Flow) (Flow, error) {
-	nationalID, err := m.openNationalID(r.ID, r.PIIKeyID, r.NationalIDSealed)
-	if err != nil {
-		return Flow{}, err
-	}
-	lastName, err := m.sealer.Open(r.PIIKeyID, r.LastNameSealed, sealContext(r.ID, "lastName")...)
-	if err != nil {
-		return Flow{}, fmt.Errorf("flows: flow %s: last name: %w", r.ID, err)
-	}
-	f := Flow{
-		ID: r.ID, OrganizationID: r.OrganizationID, Number: r.Number, ReferenceID: r.ReferenceID,
-		Version: r.Version, ConsentStatus: ConsentStatus(r.ConsentStatus), ProcessStatus: ProcessStatus(r.ProcessStatus),
-		Sandbox: r.Sandbox, NationalID: nationalID, LastName: lastName, RedirectURL: r.RedirectURL,
-		WebhookURL: r.WebhookURL, OrganizationNumber: r.OrganizationNumber, ProcessInstanceID: r.ProcessInstanceID,
-		FlowDefinitionID: r.FlowDefinitionID, FlowDefinitionVersion: r.FlowDefinitionVersion,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		OpenedAt: r.OpenedAt, DecidedAt: r.DecidedAt, WithdrawnAt: r.WithdrawnAt, WithdrawnBy: deref(r.WithdrawnBy),
-		ExpiredAt: r.ExpiredAt, ExpiresAt: r.ExpiresAt, HasErrors: r.HasErrors, NumAttachments: r.NumAttachments,
-		Evidence: Evidence{TextSHA256: r.ConsentTextSHA256, ACR: deref(r.ACR), Language: deref(r.ConsentLanguage),
-			AssuranceLevel: deref(r.AssuranceLevel), ValidUntil: r.ValidUntil},
-		VersionTag: deref(r.VersionTag),
-	}
-	if r.ReferenceName != nil {
-		f.ReferenceName = *r.ReferenceName
-	}
-	return f, nil
-}
-
-// toSummary opens a listed row's national id.
-func (m *Manager) toSummary(r store.FlowSummary) (FlowSummary, error) {
-	nationalID, err := m.openNationalID(r.ID, r.PIIKeyID, r.NationalIDSealed)
-	if err != nil {
-		return FlowSummary{}, err
-	}
-	f := FlowSummary{
-		ID: r.ID, OrganizationID: r.OrganizationID, Number: r.Number, ReferenceID: r.ReferenceID,
-		ConsentStatus: ConsentStatus(r.ConsentStatus), ProcessStatus: ProcessStatus(r.ProcessStatus),
-		Sandbox: r.Sandbox, NationalID: nationalID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		ReferenceName: r.ReferenceName, FlowDefinitionID: r.FlowDefinitionID,
-	}
-	return f, nil
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func (m *Manager) openNationalID(flowID, keyID string, sealed []byte) (string, error) {
-	nationalID, err := m.sealer.Open(keyID, sealed, sealContext(flowID, "nationalId")...)
-	if err != nil {
-		return "", fmt.Errorf("flows: flow %s: national id: %w", flowID, err)
-	}
-	return nationalID, nil
 }
 
 func notFound(err error) error {
@@ -399,84 +321,6 @@ func (m *Manager) completeTx(ctx context.Context, tx pgx.Tx, f Flow) (Flow, erro
 		return Flow{}, err
 	}
 	return withLinks(f, incidents, consentURL)
-}
-
-// Check validates p and fills in its default limit; errors name the query
-// parameters of the API.
-func (p *ListParams) Check() error {
-	var f apperr.Fields
-	if p.Limit == 0 {
-		p.Limit = DefaultLimit
-	} else if p.Limit < 1 || p.Limit > MaxLimit {
-		f.Add("limit", "must be from 1 to %d", MaxLimit)
-	}
-	switch p.Status {
-	case "", Unopened, Opened, Accepted, Rejected, Withdrawn, Expired:
-	default:
-		f.Add("status", "must be one of Unopened, Opened, Accepted, Rejected, Withdrawn, Expired")
-	}
-	if p.StartingAfter != "" && p.EndingBefore != "" {
-		f.Add("ending_before", "cannot be combined with starting_after")
-	}
-	if p.StartingAfter != "" && !validID(p.StartingAfter) {
-		f.Add("starting_after", "must be a flow id")
-	}
-	if p.EndingBefore != "" && !validID(p.EndingBefore) {
-		f.Add("ending_before", "must be a flow id")
-	}
-	// PostgreSQL refuses text with NUL or invalid UTF-8; refused here, such
-	// a search never reaches a round trip other reads share.
-	if len(p.ReferenceID) > 100 || !utf8.ValidString(p.ReferenceID) || strings.ContainsRune(p.ReferenceID, 0) {
-		f.Add("referenceId", "must be text of at most 100 characters")
-	}
-	return f.Err()
-}
-
-// List implements Service.
-func (m *Manager) List(ctx context.Context, c Caller, p ListParams) (Page, error) {
-	if err := p.Check(); err != nil {
-		return Page{}, err
-	}
-	q := store.ListQuery{OrganizationID: c.OrganizationID, Archived: p.Archived, ConsentStatus: string(p.Status),
-		Sandbox: p.Sandbox, ReferenceID: p.ReferenceID, Limit: p.Limit}
-	cursorParam := "starting_after"
-	switch {
-	case p.StartingAfter != "":
-		q.CursorID = p.StartingAfter
-	case p.EndingBefore != "":
-		q.CursorID, q.Backwards, cursorParam = p.EndingBefore, true, "ending_before"
-	}
-	rows, more, err := m.reads.ListFlows(ctx, q)
-	if errors.Is(err, store.ErrNoRows) {
-		return Page{}, apperr.InvalidFields([]apperr.FieldError{{Field: cursorParam, Message: "is not a flow of this organization"}})
-	}
-	if err != nil {
-		return Page{}, err
-	}
-	page := Page{HasMore: more, Flows: make([]FlowSummary, 0, len(rows))}
-	for _, r := range rows {
-		f, err := m.toSummary(r)
-		if err != nil {
-			return Page{}, err
-		}
-		page.Flows = append(page.Flows, f)
-	}
-	if p.WithIncidents && len(page.Flows) > 0 {
-		ids := make([]string, len(page.Flows))
-		at := make(map[string]int, len(page.Flows))
-		for i, f := range page.Flows {
-			ids[i], at[f.ID] = f.ID, i
-		}
-		incidents, err := store.OpenIncidents(ctx, m.pool, c.OrganizationID, ids)
-		if err != nil {
-			return Page{}, err
-		}
-		for _, inc := range incidents {
-			f := &page.Flows[at[inc.FlowID]]
-			f.Incidents = append(f.Incidents, Incident{ID: inc.ID, TaskID: inc.TaskID, TaskType: inc.TaskType, Message: inc.Message, OpenedAt: inc.OpenedAt})
-		}
-	}
-	return page, nil
 }
 
 // Tasks implements Service.
@@ -547,53 +391,6 @@ func (m *Manager) cancelTx(ctx context.Context, tx pgx.Tx, row store.Flow) (Flow
 		return Flow{}, err
 	}
 	return f, m.publishTx(ctx, tx, f, webhooks.FlowCancelled)
-}
-
-// Attachments implements Service.
-func (m *Manager) Attachments(ctx context.Context, c Caller, flowID string) ([]Attachment, error) {
-	if !validID(flowID) || c.OrganizationID == "" {
-		return nil, ErrNotFound
-	}
-	var out []Attachment
-	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
-		if _, err := store.GetFlow(ctx, tx, c.OrganizationID, flowID, false); err != nil {
-			return notFound(err)
-		}
-		rows, err := store.Attachments(ctx, tx, c.OrganizationID, flowID, false)
-		out = make([]Attachment, len(rows))
-		for i, r := range rows {
-			out[i] = toAttachment(r)
-		}
-		return err
-	})
-	return out, err
-}
-
-// Attachment implements Service.
-func (m *Manager) Attachment(ctx context.Context, c Caller, flowID, attachmentID string) (Attachment, error) {
-	if !validID(flowID) || !validID(attachmentID) || c.OrganizationID == "" {
-		return Attachment{}, ErrNotFound
-	}
-	a, err := store.GetAttachment(ctx, m.pool, c.OrganizationID, flowID, attachmentID)
-	if err != nil {
-		return Attachment{}, notFound(err)
-	}
-	return toAttachment(a), nil
-}
-
-// AttachmentsTx lists any organization's flow's attachments with their
-// bodies, in tx: the consent module shows the person their receipts.
-func (m *Manager) AttachmentsTx(ctx context.Context, tx database.Tx, f Flow) ([]Attachment, error) {
-	rows, err := store.Attachments(ctx, tx, f.OrganizationID, f.ID, true)
-	out := make([]Attachment, len(rows))
-	for i, r := range rows {
-		out[i] = toAttachment(r)
-	}
-	return out, err
-}
-
-func toAttachment(a store.Attachment) Attachment {
-	return Attachment{ID: a.ID, FlowID: a.FlowID, Kind: a.Kind, ContentType: a.ContentType, Body: a.Body, CreatedAt: a.CreatedAt}
 }
 
 // Delete implements Service.

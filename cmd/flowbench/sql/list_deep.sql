@@ -1,9 +1,17 @@
 -- list deep page: what GET /api/flows?limit=10&starting_after=ID executes
--- (flows store ListFlows with a cursor): one statement that finds the
--- cursor's position by primary key and walks the page index from it.
--- It reads the columns a list shows (store summaryColumns).
-select id::text, organization_id, flow_number, reference_id, reference_name,
-	consent_status, process_status, sandbox, flow_definition_id, pii_key_id, national_id_sealed, created_at, updated_at
-	from flows where organization_id = :org and archived = false
-	and (created_at, id) < ((select created_at from flows where organization_id = :org and id = :cursor), :cursor)
-	order by created_at desc, flows.id desc limit 11;
+-- (flows store ListFlows with a cursor) when flowd knows where the cursor
+-- stands, as it does for a cursor that ended a page it served, or that it
+-- looked up once before: one statement, without a subquery, that walks the
+-- page index from the cursor's position (cursor_at, its created_at) and
+-- reads the cursor's own row first, which says it is still there. It reads
+-- the columns a list shows (the flows store's FlowSummary), in a round trip
+-- that first asks for generic plans, as every shared read does. The flows
+-- store's tests check that these are its statements.
+\startpipeline
+select set_config('plan_cache_mode', 'force_generic_plan', true);
+select id, flow_number, reference_id, reference_name, consent_status, process_status, sandbox,
+	flow_definition_id, pii_key_id, national_id_sealed, created_at, updated_at
+	from flows
+	where organization_id = :org and archived = false and (created_at, id) <= (:cursor_at, :cursor)
+	order by created_at desc, id desc limit 12;
+\endpipeline

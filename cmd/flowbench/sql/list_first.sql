@@ -1,6 +1,14 @@
 -- list first page: what GET /api/flows?limit=10 executes (flows store
--- ListFlows without a cursor): 11 rows, to know whether more follow.
--- It reads the columns a list shows (store summaryColumns).
-select id::text, organization_id, flow_number, reference_id, reference_name,
-	consent_status, process_status, sandbox, flow_definition_id, pii_key_id, national_id_sealed, created_at, updated_at
-	from flows where organization_id = :org and archived = false order by created_at desc, flows.id desc limit 11;
+-- ListFlows without a cursor): 11 rows, to know whether more follow. It
+-- reads the columns a list shows (the flows store's FlowSummary), in a
+-- round trip that first asks for generic plans, as every shared read does
+-- (flows store SharedReads). The flows store's tests check that these are
+-- its statements.
+\startpipeline
+select set_config('plan_cache_mode', 'force_generic_plan', true);
+select id, flow_number, reference_id, reference_name, consent_status, process_status, sandbox,
+	flow_definition_id, pii_key_id, national_id_sealed, created_at, updated_at
+	from flows
+	where organization_id = :org and archived = false
+	order by created_at desc, id desc limit 11;
+\endpipeline

@@ -17,19 +17,30 @@ select d.organization_id, d.id, d.is_default, d.latest_version, d.created_at, d.
 		and v.version = coalesce(nullif(0, 0), d.latest_version)
 	where d.organization_id = :writeorg and (d.id = '' or ('' = '' and d.is_default))
 	for key share of d;
+-- The flows store's tests check that the pipeline's statements are its own
+-- (go test -update there writes them).
 \startpipeline
 with n as (select flowd_next_flow_number(:writeorg) as v)
-	insert into flows (id, organization_id, flow_number, reference_id, reference_name,
-	sandbox, pii_key_id, national_id_sealed, national_id_hmac, last_name_sealed, redirect_url, webhook_url,
-	organization_number, process_instance_id, flow_definition_id, flow_definition_version, version_tag, created_by, expires_at, event_sequence)
-	select (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :writeorg, n.v, 'PGB' || '-' || n.v, 'flowbench', false,
-	:keyid, :nisealed, :nihmac, :lnsealed, :redirect, :hookurl, '', gen_random_uuid(), 'consent', 1, null, :client, now() + 2592000000000 * interval '1 microsecond', 1
+	insert into flows (flow_number, reference_id, expires_at, event_sequence, id, organization_id,
+	reference_name, consent_status, process_status, sandbox, pii_key_id, national_id_sealed, national_id_hmac,
+	last_name_sealed, redirect_url, webhook_url, organization_number, process_instance_id, flow_definition_id,
+	flow_definition_version, version_tag, created_by)
+	select n.v, 'PGB' || '-' || n.v, now() + 2592000000000 * interval '1 microsecond', 1,
+	(lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :writeorg, 'flowbench',
+	'Unopened', 'active', false, :keyid, :nisealed, :nihmac, :lnsealed, :redirect, :hookurl, '',
+	gen_random_uuid(), 'consent', 1, null, :client
 	from n
-	returning flow_number, reference_id, version, consent_status, process_status, created_at, updated_at, expires_at;
+	returning flow_number, reference_id, version, created_at, updated_at, num_attachments, expires_at, expired_at;
 insert into flow_tasks (organization_id, id, flow_id, task_type, task_category, status)
-	values (:writeorg, (lpad(to_hex(:t1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, 'consent', 'userTask', 'pending') returning created_at, updated_at;
+	values (:writeorg, (lpad(to_hex(:t1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid,
+	(lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, 'consent', 'user-task',
+	'pending')
+	returning created_at, updated_at;
 insert into flow_tasks (organization_id, id, flow_id, task_type, task_category, status)
-	values (:writeorg, (lpad(to_hex(:t2::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, (lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, 'send-initiate-webhook', 'serviceTask', 'pending') returning created_at, updated_at;
+	values (:writeorg, (lpad(to_hex(:t2::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid,
+	(lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, 'send-initiate-webhook',
+	'service-task', 'pending')
+	returning created_at, updated_at;
 \endpipeline
 insert into consent_requests (flow_id, organization_id, token_hash, pii_key_id, token_sealed)
 	values ((lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :writeorg, sha256(:f1::text::bytea || :f2::text::bytea), :keyid, :toksealed);

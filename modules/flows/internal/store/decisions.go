@@ -20,15 +20,11 @@ func LockForDecision(ctx context.Context, db DB, organizationID, id, receiptKind
 		order by created_at desc, id desc limit 1`, organizationID, id, receiptKind)
 	br := db.SendBatch(ctx, &b)
 	defer br.Close()
-	f, err := scanFlow(br.QueryRow())
+	f, err := flowRows.one(br.Query())
 	if err != nil {
 		return Flow{}, nil, "", err
 	}
-	rows, err := br.Query()
-	if err != nil {
-		return Flow{}, nil, "", err
-	}
-	incidents, err := collectIncidents(rows)
+	incidents, err := incidentRows.all(br.Query())
 	if err != nil {
 		return Flow{}, nil, "", err
 	}
@@ -56,11 +52,11 @@ type Decision struct {
 // when the flow is not active, has expired, or is gone: the condition holds
 // under the update's own row lock, so a decision is recorded at most once.
 func RecordDecision(ctx context.Context, db DB, organizationID, id string, d Decision) (Flow, error) {
-	return scanFlow(db.QueryRow(ctx, `update flows set consent_status = $3, process_status = 'completed',
+	return flowRows.one(db.Query(ctx, `update flows set consent_status = $3, process_status = 'completed',
 		decided_at = $4, opened_at = coalesce(opened_at, $4), consent_text_sha256 = $5, consent_language = $6,
 		assurance_level = $7, acr = $8, valid_until = $9, version = version + 1, updated_at = greatest(now(), updated_at)
 		where organization_id = $1 and id = $2 and process_status = 'active' and expires_at > $4
-		returning `+flowColumns,
+		returning `+flowRows.columns,
 		organizationID, id, d.ConsentStatus, d.At, d.ConsentTextSHA256, d.ConsentLanguage, d.AssuranceLevel, d.ACR, d.ValidUntil))
 }
 
@@ -68,8 +64,8 @@ func RecordDecision(ctx context.Context, db DB, organizationID, id string, d Dec
 // at by by, bumps its version and returns it. ErrNoRows when the flow is not
 // accepted (never was, withdrawn or expired already) or is gone.
 func RecordWithdrawal(ctx context.Context, db DB, organizationID, id string, at time.Time, by string) (Flow, error) {
-	return scanFlow(db.QueryRow(ctx, `update flows set consent_status = 'Withdrawn', withdrawn_at = $3, withdrawn_by = $4,
+	return flowRows.one(db.Query(ctx, `update flows set consent_status = 'Withdrawn', withdrawn_at = $3, withdrawn_by = $4,
 		version = version + 1, updated_at = greatest(now(), updated_at)
 		where organization_id = $1 and id = $2 and consent_status = 'Accepted'
-		returning `+flowColumns, organizationID, id, at, by))
+		returning `+flowRows.columns, organizationID, id, at, by))
 }

@@ -8,33 +8,22 @@ import "context"
 // key it was read with: a row another re-sealer got to first is left alone.
 // Personal data never changes otherwise, so nothing else can be lost.
 
+var sealedFlowRows = newTable[SealedFlow]()
+
 // SealedFlow is the personal data of one flow row, as sealed under KeyID.
 type SealedFlow struct {
-	OrganizationID   string
-	ID               string
-	KeyID            string
-	NationalIDSealed []byte
-	LastNameSealed   []byte
+	OrganizationID   string `db:"organization_id"`
+	ID               string `db:"id"`
+	KeyID            string `db:"pii_key_id"`
+	NationalIDSealed []byte `db:"national_id_sealed"`
+	LastNameSealed   []byte `db:"last_name_sealed"`
 }
 
 // StaleFlows returns up to limit flows whose personal data is sealed under
 // a key other than keyID.
 func StaleFlows(ctx context.Context, db DB, keyID string, limit int) ([]SealedFlow, error) {
-	rows, err := db.Query(ctx, `select organization_id, id::text, pii_key_id, national_id_sealed, last_name_sealed
-		from flows where pii_key_id <> $1 order by id limit $2`, keyID, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []SealedFlow
-	for rows.Next() {
-		var f SealedFlow
-		if err := rows.Scan(&f.OrganizationID, &f.ID, &f.KeyID, &f.NationalIDSealed, &f.LastNameSealed); err != nil {
-			return nil, err
-		}
-		out = append(out, f)
-	}
-	return out, rows.Err()
+	return sealedFlowRows.all(db.Query(ctx, `select `+sealedFlowRows.columns+`
+		from flows where pii_key_id <> $1 order by id limit $2`, keyID, limit))
 }
 
 // Reseal stores a flow's personal data sealed again under keyID, unless it
@@ -46,34 +35,23 @@ func Reseal(ctx context.Context, db DB, f SealedFlow, keyID string, nationalID, 
 	return err
 }
 
+var sealedKeyRows = newTable[SealedKey]()
+
 // SealedKey is the sealed consent link of one idempotency key.
 type SealedKey struct {
-	OrganizationID string
-	Key            string
-	FlowID         string
-	KeyID          string
-	ConsentSealed  []byte
+	OrganizationID string `db:"organization_id"`
+	Key            string `db:"key"`
+	FlowID         string `db:"flow_id"`
+	KeyID          string `db:"pii_key_id"`
+	ConsentSealed  []byte `db:"consent_sealed"`
 }
 
 // StaleKeys returns up to limit idempotency keys whose consent link is
 // sealed under a key other than keyID.
 func StaleKeys(ctx context.Context, db DB, keyID string, limit int) ([]SealedKey, error) {
-	rows, err := db.Query(ctx, `select organization_id, key, flow_id::text, pii_key_id, consent_sealed
+	return sealedKeyRows.all(db.Query(ctx, `select `+sealedKeyRows.columns+`
 		from flow_idempotency_keys where pii_key_id <> $1 and consent_sealed is not null
-		order by organization_id, key limit $2`, keyID, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []SealedKey
-	for rows.Next() {
-		var k SealedKey
-		if err := rows.Scan(&k.OrganizationID, &k.Key, &k.FlowID, &k.KeyID, &k.ConsentSealed); err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
+		order by organization_id, key limit $2`, keyID, limit))
 }
 
 // ResealKey stores an idempotency key's consent link sealed again under

@@ -34,6 +34,8 @@ type SharedReads struct {
 
 	mu      sync.Mutex
 	pending []*sharedRead
+
+	positions positions // of list cursors
 }
 
 // maxShared bounds the reads of one round trip, so that one pipeline stays
@@ -61,6 +63,17 @@ func NewSharedReads(db DB, slots int, observe func(reads int)) *SharedReads {
 	}
 	return &SharedReads{db: db, slots: make(chan struct{}, max(1, slots)), observe: observe}
 }
+
+// genericPlansSQL makes PostgreSQL run the statements after it in the
+// round trip's transaction with their generic plans. Each read walks an
+// index from its organization's key, so one plan serves every organization;
+// but the first few runs of a statement are planned for their arguments,
+// and when one organization holds most rows, those custom plans look
+// cheaper than the generic one (made for an organization of average size),
+// and PostgreSQL goes on planning the statement anew on every call: a deep
+// list page then cost PostgreSQL twice what it costs planned once. Citus
+// cannot plan a statement with a subquery generically, and no read has one.
+const genericPlansSQL = `select set_config('plan_cache_mode', 'force_generic_plan', true)`
 
 // Do sends the statements queue queues, in a round trip it may share, and
 // gives their results to read, in order. read need not read them all: those
@@ -160,6 +173,7 @@ func (s *SharedReads) send(ctx context.Context, batch []*sharedRead) {
 	defer cancel()
 	s.observe(len(batch))
 	var b pgx.Batch
+	b.Queue(genericPlansSQL)
 	ends := make([]int, len(batch))
 	for i, x := range batch {
 		x.queue(&b)
@@ -167,12 +181,15 @@ func (s *SharedReads) send(ctx context.Context, batch []*sharedRead) {
 	}
 	br := s.db.SendBatch(ctx, &b)
 	defer br.Close() // after a panic, so that the connection goes back to the pool
-	start := 0
+	_, err := br.Exec()
+	start := 1
 	for i, x := range batch {
 		x.err = readShare(br, &b, start, ends[i], x.read)
 		start = ends[i]
 	}
-	err := br.Close()
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
 	for _, x := range batch {
 		if x.err == nil && err != nil {
 			x.err = err
@@ -242,14 +259,10 @@ func (s *SharedReads) GetFlowAndIncidents(ctx context.Context, organizationID, i
 		}
 	}, func(br pgx.BatchResults) error {
 		var err error
-		if f, err = scanFlow(br.QueryRow()); err != nil {
+		if f, err = flowRows.one(br.Query()); err != nil {
 			return err
 		}
-		rows, err := br.Query()
-		if err != nil {
-			return err
-		}
-		incidents, err = collectIncidents(rows)
+		incidents, err = incidentRows.all(br.Query())
 		return err
 	})
 	return f, incidents, err
@@ -264,7 +277,7 @@ func OpenIncidentsWith(ctx context.Context, db DB, organizationID, id string, al
 	b := &pgx.Batch{}
 	b.Queue(openIncidentsSQL, organizationID, []string{id}).Query(func(rows pgx.Rows) error {
 		var err error
-		incidents, err = collectIncidents(rows)
+		incidents, err = incidentRows.all(rows, nil)
 		return err
 	})
 	also(batchRead{b})

@@ -1,0 +1,57 @@
+package flows
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/flows/internal/store"
+)
+
+// Attachments implements Service.
+func (m *Manager) Attachments(ctx context.Context, c Caller, flowID string) ([]Attachment, error) {
+	if !validID(flowID) || c.OrganizationID == "" {
+		return nil, ErrNotFound
+	}
+	var out []Attachment
+	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		if _, err := store.GetFlow(ctx, tx, c.OrganizationID, flowID, false); err != nil {
+			return notFound(err)
+		}
+		rows, err := store.Attachments(ctx, tx, c.OrganizationID, flowID, false)
+		out = make([]Attachment, len(rows))
+		for i, r := range rows {
+			out[i] = toAttachment(r)
+		}
+		return err
+	})
+	return out, err
+}
+
+// Attachment implements Service.
+func (m *Manager) Attachment(ctx context.Context, c Caller, flowID, attachmentID string) (Attachment, error) {
+	if !validID(flowID) || !validID(attachmentID) || c.OrganizationID == "" {
+		return Attachment{}, ErrNotFound
+	}
+	a, err := store.GetAttachment(ctx, m.pool, c.OrganizationID, flowID, attachmentID)
+	if err != nil {
+		return Attachment{}, notFound(err)
+	}
+	return toAttachment(a), nil
+}
+
+// AttachmentsTx lists any organization's flow's attachments with their
+// bodies, in tx: the consent module shows the person their receipts.
+func (m *Manager) AttachmentsTx(ctx context.Context, tx database.Tx, f Flow) ([]Attachment, error) {
+	rows, err := store.Attachments(ctx, tx, f.OrganizationID, f.ID, true)
+	out := make([]Attachment, len(rows))
+	for i, r := range rows {
+		out[i] = toAttachment(r)
+	}
+	return out, err
+}
+
+func toAttachment(a store.Attachment) Attachment {
+	return Attachment{ID: a.ID, FlowID: a.FlowID, Kind: a.Kind, ContentType: a.ContentType, Body: a.Body, CreatedAt: a.CreatedAt}
+}
