@@ -154,22 +154,20 @@ func (h *Handler) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) er
 	if err != nil {
 		return consoleNotFound(err, flows.ErrNotFound)
 	}
-	var attempts []webhooks.Attempt
-	var events webhooks.EventPage
-	var taskEvents map[string]webhooks.EventType
-	if h.webhooks != nil {
-		if attempts, err = h.webhooks.Attempts(ctx, org, f.ID); err != nil {
-			return err
-		}
-		if taskEvents, err = h.webhooks.TaskEvents(ctx, org, f.ID); err != nil {
-			return err
-		}
-		if events, err = h.webhooks.Events(ctx, org, webhooks.EventQuery{FlowID: f.ID, Limit: webhooks.MaxEventLimit}); err != nil {
-			return err
-		}
+	attempts, err := h.webhooks.Attempts(ctx, org, f.ID)
+	if err != nil {
+		return err
+	}
+	taskEvents, err := h.webhooks.TaskEvents(ctx, org, f.ID)
+	if err != nil {
+		return err
+	}
+	events, err := h.webhooks.Events(ctx, org, webhooks.EventQuery{FlowID: f.ID, Limit: webhooks.MaxEventLimit})
+	if err != nil {
+		return err
 	}
 	var proven *time.Time
-	proofStep := h.consent != nil && h.cfg.ConsentAuth == "oidc"
+	proofStep := h.cfg.ConsentAuth == "oidc"
 	if proofStep {
 		if proven, err = h.consent.IdentityProvenAt(ctx, consent.FlowRef{OrganizationID: f.OrganizationID, FlowID: f.ID}); err != nil && !errors.Is(err, consent.ErrUnknownLink) {
 			return err
