@@ -6,7 +6,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"encoding/json"
+	"sync"
 	"testing"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -27,6 +29,40 @@ func EC(t testing.TB) *ecdsa.PrivateKey {
 func PublicJWKS(t testing.TB, kid string, k *ecdsa.PrivateKey) []byte {
 	t.Helper()
 	b, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &k.PublicKey, KeyID: kid, Use: "sig"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// RSA is one 2048-bit key for the whole test binary: generating one per
+// test would dominate its run time.
+var RSA = sync.OnceValue(func() *rsa.PrivateKey {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		panic(err)
+	}
+	return k
+})
+
+// JWKS returns the JSON Web Key Set of the public halves of keys (RSA or
+// EC private keys), by kid.
+func JWKS(t testing.TB, keys map[string]any) []byte {
+	t.Helper()
+	var set jose.JSONWebKeySet
+	for kid, k := range keys {
+		var pub any
+		switch k := k.(type) {
+		case *rsa.PrivateKey:
+			pub = &k.PublicKey
+		case *ecdsa.PrivateKey:
+			pub = &k.PublicKey
+		default:
+			t.Fatalf("testkeys: a %T is no private key of RSA or EC", k)
+		}
+		set.Keys = append(set.Keys, jose.JSONWebKey{Key: pub, KeyID: kid, Use: "sig"})
+	}
+	b, err := json.Marshal(set)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -18,37 +17,6 @@ import (
 	"github.com/flowd/flowd/internal/testkeys"
 )
 
-// rsaTestKey is one 2048-bit key for the whole package: generating one per
-// test would dominate its run time.
-var rsaTestKey = sync.OnceValue(func() *rsa.PrivateKey {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		panic(err)
-	}
-	return k
-})
-
-// jwksOf returns the JSON Web Key Set of the public halves of keys, by kid.
-func jwksOf(t testing.TB, keys map[string]any) []byte {
-	t.Helper()
-	var set jose.JSONWebKeySet
-	for kid, k := range keys {
-		var pub any
-		switch k := k.(type) {
-		case *rsa.PrivateKey:
-			pub = &k.PublicKey
-		case *ecdsa.PrivateKey:
-			pub = &k.PublicKey
-		}
-		set.Keys = append(set.Keys, jose.JSONWebKey{Key: pub, KeyID: kid, Use: "sig"})
-	}
-	b, err := json.Marshal(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func TestClientKeysValidate(t *testing.T) {
 	t.Parallel()
 	ec := testkeys.EC(t)
@@ -56,7 +24,7 @@ func TestClientKeysValidate(t *testing.T) {
 	small, _ := rsa.GenerateKey(rand.Reader, 1024)
 	private, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: ec, KeyID: "p"}}})
 	enc, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &ec.PublicKey, Use: "enc"}}})
-	dup, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &ec.PublicKey, KeyID: "a"}, {Key: &rsaTestKey().PublicKey, KeyID: "a"}}})
+	dup, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &ec.PublicKey, KeyID: "a"}, {Key: &testkeys.RSA().PublicKey, KeyID: "a"}}})
 	var many jose.JSONWebKeySet
 	for range MaxClientKeys + 1 {
 		many.Keys = append(many.Keys, jose.JSONWebKey{Key: &ec.PublicKey})
@@ -69,12 +37,12 @@ func TestClientKeysValidate(t *testing.T) {
 		field string // the field named, empty for valid keys
 		msg   string
 	}{
-		{"inline", ClientKeys{JWKS: jwksOf(t, map[string]any{"a": ec, "b": rsaTestKey()})}, "", ""},
+		{"inline", ClientKeys{JWKS: testkeys.JWKS(t, map[string]any{"a": ec, "b": testkeys.RSA()})}, "", ""},
 		{"uri", ClientKeys{JWKSURI: "https://keys.bank.example/jwks.json"}, "", ""},
-		{"both", ClientKeys{JWKS: jwksOf(t, map[string]any{"a": ec}), JWKSURI: "https://keys.bank.example/jwks.json"}, "jwksUri", "not both"},
+		{"both", ClientKeys{JWKS: testkeys.JWKS(t, map[string]any{"a": ec}), JWKSURI: "https://keys.bank.example/jwks.json"}, "jwksUri", "not both"},
 		{"private key", ClientKeys{JWKS: private}, "jwks", `private member "d"`},
-		{"P-384", ClientKeys{JWKS: jwksOf(t, map[string]any{"a": p384})}, "jwks", "P-256"},
-		{"RSA 1024", ClientKeys{JWKS: jwksOf(t, map[string]any{"a": small})}, "jwks", "1024 bits"},
+		{"P-384", ClientKeys{JWKS: testkeys.JWKS(t, map[string]any{"a": p384})}, "jwks", "P-256"},
+		{"RSA 1024", ClientKeys{JWKS: testkeys.JWKS(t, map[string]any{"a": small})}, "jwks", "1024 bits"},
 		{"use enc", ClientKeys{JWKS: enc}, "jwks", `use "enc"`},
 		{"duplicate kid", ClientKeys{JWKS: dup}, "jwks", `key 2: kid "a"`},
 		{"too many", ClientKeys{JWKS: manyJSON}, "jwks", "at most 10"},
@@ -107,7 +75,7 @@ func TestCreateClientCredentials(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	jwks := jwksOf(t, map[string]any{"k": testkeys.EC(t)})
+	jwks := testkeys.JWKS(t, map[string]any{"k": testkeys.EC(t)})
 	both, err := f.m.CreateClient(ctx, NewClient{OrganizationID: f.org.ID, Keys: ClientKeys{JWKS: jwks}, AlsoSecret: true})
 	if err != nil || both.Secret == "" || strings.Join(both.AuthMethods(), " ") != "client_secret_basic client_secret_post private_key_jwt" {
 		t.Fatalf("a client with keys and a secret: %+v %v", both, err)

@@ -3,8 +3,6 @@ package tokens
 import (
 	"context"
 	"crypto/ecdsa"
-	"crypto/rand"
-	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -23,37 +21,6 @@ import (
 	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/modules/identity/tokens/internal/store"
 )
-
-// rsaTestKey is one 2048-bit key for the whole package: generating one per
-// test would dominate its run time.
-var rsaTestKey = sync.OnceValue(func() *rsa.PrivateKey {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		panic(err)
-	}
-	return k
-})
-
-// jwksOf returns the JSON Web Key Set of the public halves of keys, by kid.
-func jwksOf(t testing.TB, keys map[string]any) []byte {
-	t.Helper()
-	var set jose.JSONWebKeySet
-	for kid, k := range keys {
-		var pub any
-		switch k := k.(type) {
-		case *rsa.PrivateKey:
-			pub = &k.PublicKey
-		case *ecdsa.PrivateKey:
-			pub = &k.PublicKey
-		}
-		set.Keys = append(set.Keys, jose.JSONWebKey{Key: pub, KeyID: kid, Use: "sig"})
-	}
-	b, err := json.Marshal(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // signJWT signs claims with key and alg, kid in the header when not empty.
 func signJWT(t testing.TB, key any, alg jose.SignatureAlgorithm, kid string, claims map[string]any) string {
@@ -122,8 +89,8 @@ func TestClientAssertion(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
 	ec, other := testkeys.EC(t), testkeys.EC(t)
-	cc := f.keyClient(t, orgs.ClientKeys{JWKS: jwksOf(t, map[string]any{"ec1": ec, "rsa1": rsaTestKey()})})
-	hsKey, _ := json.Marshal(jose.JSONWebKey{Key: &rsaTestKey().PublicKey})
+	cc := f.keyClient(t, orgs.ClientKeys{JWKS: testkeys.JWKS(t, map[string]any{"ec1": ec, "rsa1": testkeys.RSA()})})
+	hsKey, _ := json.Marshal(jose.JSONWebKey{Key: &testkeys.RSA().PublicKey})
 	none := func(claims map[string]any) string {
 		h := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`))
 		p, _ := json.Marshal(claims)
@@ -136,8 +103,8 @@ func TestClientAssertion(t *testing.T) {
 		want   string // a part of the error description; empty for success
 	}{
 		{name: "good ES256 with kid"},
-		{name: "good RS256 without kid", sign: func(c map[string]any) string { return signJWT(t, rsaTestKey(), jose.RS256, "", c) }},
-		{name: "good PS256", sign: func(c map[string]any) string { return signJWT(t, rsaTestKey(), jose.PS256, "rsa1", c) }},
+		{name: "good RS256 without kid", sign: func(c map[string]any) string { return signJWT(t, testkeys.RSA(), jose.RS256, "", c) }},
+		{name: "good PS256", sign: func(c map[string]any) string { return signJWT(t, testkeys.RSA(), jose.PS256, "rsa1", c) }},
 		{name: "aud issuer", change: func(c map[string]any) { c["aud"] = testIssuer }},
 		{name: "aud array", change: func(c map[string]any) { c["aud"] = []string{"https://other.test", testIssuer + "/oauth/token"} }},
 		{name: "no iat", change: func(c map[string]any) { delete(c, "iat") }},
@@ -194,7 +161,7 @@ func TestClientAssertionReplayAndMixing(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
 	ec := testkeys.EC(t)
-	cc := f.keyClient(t, orgs.ClientKeys{JWKS: jwksOf(t, map[string]any{"k": ec})})
+	cc := f.keyClient(t, orgs.ClientKeys{JWKS: testkeys.JWKS(t, map[string]any{"k": ec})})
 	assertion := signJWT(t, ec, jose.ES256, "k", assertionClaims(cc.ID, time.Now()))
 	if _, err := f.assertionToken(f.m, "", assertion); err != nil {
 		t.Fatalf("without client_id: %v", err)
@@ -282,7 +249,7 @@ func (s *jwksServer) serve(set []byte) {
 func TestJWKSURI(t *testing.T) {
 	t.Parallel()
 	first, second, third := testkeys.EC(t), testkeys.EC(t), testkeys.EC(t)
-	srv := newJWKSServer(t, jwksOf(t, map[string]any{"one": first}))
+	srv := newJWKSServer(t, testkeys.JWKS(t, map[string]any{"one": first}))
 	f := newFixture(t, func(c *testConfig) {
 		c.ClientJWKSHosts = []string{"127.0.0.1"}
 		c.JWKSHTTPClient = srv.Client()
@@ -301,13 +268,13 @@ func TestJWKSURI(t *testing.T) {
 	if n := srv.fetches.Load(); n != 1 {
 		t.Fatalf("%d fetches for two assertions, want 1 (cached)", n)
 	}
-	srv.serve(jwksOf(t, map[string]any{"two": second}))
+	srv.serve(testkeys.JWKS(t, map[string]any{"two": second}))
 	wantTokenError(t, assert(second, "two"), ErrCodeInvalidClient, "No key of the client")
 	f.clock.advance(31 * time.Second)
 	if err := assert(second, "two"); err != nil {
 		t.Fatalf("a rotated key, 31 seconds after the last fetch: %v", err)
 	}
-	srv.serve(jwksOf(t, map[string]any{"two": second, "three": third}))
+	srv.serve(testkeys.JWKS(t, map[string]any{"two": second, "three": third}))
 	wantTokenError(t, assert(third, "three"), ErrCodeInvalidClient, "No key of the client")
 	if n := srv.fetches.Load(); n != 2 {
 		t.Fatalf("%d fetches, want 2: unknown kids within 30 seconds of a fetch fetch nothing", n)
@@ -318,7 +285,7 @@ func TestJWKSURI(t *testing.T) {
 	}
 
 	// The keys are replaced by inline ones: the URL's keys stop working.
-	if _, err := f.m.ReplaceClientKeys(context.Background(), f.org.ID, cc.ID, orgs.ClientKeys{JWKS: jwksOf(t, map[string]any{"one": first})}); err != nil {
+	if _, err := f.m.ReplaceClientKeys(context.Background(), f.org.ID, cc.ID, orgs.ClientKeys{JWKS: testkeys.JWKS(t, map[string]any{"one": first})}); err != nil {
 		t.Fatal(err)
 	}
 	wantTokenError(t, assert(third, "three"), ErrCodeInvalidClient, "No key")

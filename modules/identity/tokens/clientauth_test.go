@@ -51,7 +51,7 @@ func TestFailuresLockNoClientOut(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
 	key, forger := testkeys.EC(t), testkeys.EC(t)
-	keyed := f.keyClient(t, orgs.ClientKeys{JWKS: jwksOf(t, map[string]any{"k": key})})
+	keyed := f.keyClient(t, orgs.ClientKeys{JWKS: testkeys.JWKS(t, map[string]any{"k": key})})
 	const own = "198.51.100.7"
 	for i := range 100 {
 		for _, addr := range []string{fmt.Sprintf("203.0.113.%d", i), own} {
@@ -221,7 +221,7 @@ func TestJWKSFetchesAreBoundedPerAddress(t *testing.T) {
 	if n := srv.fetches.Load(); n != limit {
 		t.Fatalf("%d fetches from one address, want %d", n, limit)
 	}
-	srv.serve(jwksOf(t, map[string]any{"k": key}))
+	srv.serve(testkeys.JWKS(t, map[string]any{"k": key}))
 	if _, err := assertionTokenFrom(f.m, other, cc.ID, assertion()); err != nil {
 		t.Fatalf("from another address: %v", err)
 	}

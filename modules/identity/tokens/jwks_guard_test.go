@@ -19,7 +19,7 @@ import (
 func TestJWKSURIAddressGuard(t *testing.T) {
 	t.Parallel()
 	key := testkeys.EC(t)
-	srv := newJWKSServer(t, jwksOf(t, map[string]any{"one": key}))
+	srv := newJWKSServer(t, testkeys.JWKS(t, map[string]any{"one": key}))
 	f := newFixture(t, func(c *testConfig) {
 		c.ClientJWKSHosts = []string{"127.0.0.1"}
 		c.JWKSHTTPClient = srv.Client()
