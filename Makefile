@@ -45,8 +45,8 @@ generate:
 
 ## lint: formatting, vet (also for macOS and Windows, where code that needs Linux, such as
 ## flowbench's load generator, has a fallback), tidy modules, the generated code being current,
-## and the OpenAPI document clean for Redocly and oapi-codegen (fetched with npx and go run on
-## first use)
+## and the OpenAPI document clean for Redocly, with clients generated from it by oapi-codegen,
+## ogen and openapi-typescript that compile (fetched with npx, npm ci and go run on first use)
 lint:
 	$(GO) mod tidy -diff
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
