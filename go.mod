@@ -30,6 +30,7 @@ require (
 
 require (
 	github.com/lestrrat-go/jwx/v2 v2.1.7
+	github.com/oapi-codegen/runtime v1.9.0
 	github.com/zitadel/oidc/v3 v3.52.0
 	golang.org/x/sync v0.25.0
 )
@@ -81,7 +82,6 @@ require (
 	github.com/muhlemmer/gu v0.3.1 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/natefinch/atomic v1.0.1 // indirect
-	github.com/oapi-codegen/runtime v1.9.0 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
