@@ -1,7 +1,7 @@
 # flowd — see README.md. The two commands: `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test test-citus build generate lint bench test-reliability fuzz docker clean
+.PHONY: run test test-citus build generate lint deps bench test-reliability fuzz docker clean
 
 ## run: start flowd with a local PostgreSQL in .data (when DATABASE_URL is unset)
 run:
@@ -45,8 +45,8 @@ generate:
 
 ## lint: formatting, vet (also for macOS and Windows, where code that needs Linux, such as
 ## flowbench's load generator, has a fallback), tidy modules, the generated code being current,
-## and the OpenAPI document clean for Redocly and oapi-codegen (fetched with npx and go run on
-## first use)
+## and the OpenAPI document clean for Redocly, with clients generated from it by oapi-codegen,
+## ogen and openapi-typescript that compile (fetched with npx, npm ci and go run on first use)
 lint:
 	$(GO) mod tidy -diff
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
@@ -57,6 +57,11 @@ lint:
 	scripts/lint-openapi.sh
 	@if command -v golangci-lint >/dev/null; then golangci-lint run ./...; \
 	else echo "golangci-lint not installed (go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0): skipped"; fi
+
+## deps: list the direct dependencies that have a newer patch release (exit 1) or a newer minor
+## or major one (listed only), from the Go module proxy
+deps:
+	scripts/deps.sh
 
 ## docker: build the container image (needs a Docker engine)
 docker:

@@ -87,7 +87,9 @@ func IsUnavailable(err error) bool {
 	if pgconn.SafeToRetry(err) {
 		return true
 	}
-	return errors.Is(err, net.ErrClosed)
+	// A connection that closed while a statement was on its way is not safe to
+	// retry (the statement may have run), but it is the database going away.
+	return errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, net.ErrClosed)
 }
 
 // Classify turns an unavailable-database error into an apperr.Unavailable error

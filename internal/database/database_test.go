@@ -37,3 +37,26 @@ func TestIsUniqueViolation(t *testing.T) {
 		}
 	}
 }
+
+// TestIsUnavailable: a connection that closed while a statement was on its
+// way is the database going away, although pgx no longer calls the error safe
+// to retry (the statement may have run); a bad query is not.
+func TestIsUnavailable(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("insert: %w", pgconn.ErrConnClosed), true},
+		{&pgconn.ConnectError{}, true},
+		{&pgconn.PgError{Code: "57P01"}, true},
+		{&pgconn.PgError{Code: "08006"}, true},
+		{&pgconn.PgError{Code: "23505"}, false},
+		{fmt.Errorf("no database error"), false},
+		{nil, false},
+	} {
+		if got := database.IsUnavailable(c.err); got != c.want {
+			t.Errorf("IsUnavailable(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}

@@ -217,13 +217,16 @@ func TestTheEventsAPIPagesOverTenThousandEvents(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
 	// Ten events share each second, so that the page boundary also falls
-	// between events of the same instant.
+	// between events of the same instant. Each has a whole flow.created body,
+	// as the document describes the data.
 	if _, err := e.Pool.Exec(context.Background(), `
 		insert into events (organization_id, id, flow_id, sequence, type, body, created_at)
-		select $1, gen_random_uuid(), gen_random_uuid()::text, 1, 'flow.created',
-			'{"type":"flow.created","timestamp":"2026-01-02T03:04:05.000Z","data":{"sequence":1}}',
+		select $1, gen_random_uuid(), f, 1, 'flow.created',
+			json_build_object('type', 'flow.created', 'timestamp', '2026-01-02T03:04:05.000Z', 'data', json_build_object(
+				'flowId', f, 'referenceId', 'ACME-1', 'organizationId', $1::text, 'status', 'Unopened',
+				'flowStatus', 'active', 'version', 1, 'sequence', 1))::text,
 			timestamptz '2026-01-02T00:00:00Z' + (g / 10) * interval '1 second'
-		from generate_series(1, 10000) g`, webtest.OrgA); err != nil {
+		from (select g, gen_random_uuid()::text as f from generate_series(1, 10000) g) rows`, webtest.OrgA); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}

@@ -145,6 +145,11 @@ func (r *reference) webhook(name, method string, op *openapi3.Operation) (pages.
 		DescriptionHTML: r.markdown(op.Description),
 	}
 	v.Auth, v.Scopes = r.auth(op)
+	if op.Security != nil && len(*op.Security) == 0 {
+		// A webhook names no security requirement, which ogen could not
+		// generate; its receiver verifies the signature header.
+		v.Auth = "the webhook-signature header (see the security scheme webhookSignature)"
+	}
 	for _, p := range op.Parameters {
 		v.Parameters = append(v.Parameters, r.param(p.Value.Name, p.Value.In, p.Value.Required, p.Value.Description, p.Value.Schema, p.Value.Example))
 	}
