@@ -159,6 +159,8 @@ func (s *Server) routes() {
 	staff.POST("/credentials/webhook-secret/rotate", cs.HandleConsoleRotateWebhookSecret, requireAdmin)
 	staff.GET("/webhooks", cs.HandleConsoleEndpoints).Name = "console.webhooks"
 	staff.GET("/webhooks/new", cs.HandleConsoleNewEndpoint, requireAdmin)
+	staff.GET("/webhooks/deliveries", cs.HandleConsoleDeliveries).Name = "console.deliveries"
+	staff.POST("/webhooks/deliveries/:id/retry", cs.HandleConsoleRetryDelivery, requireAdmin)
 	staff.POST("/webhooks", cs.HandleConsoleCreateEndpoint, requireAdmin)
 	staff.GET("/webhooks/:id", cs.HandleConsoleEndpoint).Name = "console.webhook"
 	staff.POST("/webhooks/:id/recover", cs.HandleConsoleRecover, requireAdmin)

@@ -64,6 +64,10 @@ func TestRecoveryAndRedeliveryInABrowser(t *testing.T) {
 	b := browsertest.New(t, browsertest.Desktop)
 	signInBrowser(t, b, base, "ada@acme.example", nil)
 	clickTo(t, b, `nav a[href="/console/webhooks"]`, "/console/webhooks")
+	// The deliveries page lists the failed ones, each with a retry.
+	clickTo(t, b, `a[href="/console/webhooks/deliveries"]`, "/console/webhooks/deliveries")
+	wantText(t, b, "Webhook deliveries", "Gave up", "flow.created", "Retry now")
+	clickTo(t, b, `nav a[href="/console/webhooks"]`, "/console/webhooks")
 	page := "/console/webhooks/" + endpoint.ID
 	clickTo(t, b, `a[href="`+page+`"]`, page)
 	wantText(t, b, "Recover failed deliveries", "No recoveries yet.")

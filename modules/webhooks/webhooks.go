@@ -162,6 +162,13 @@ type Service interface {
 	// Attempts lists the delivery attempts of a flow's events, newest first
 	// (at most 200).
 	Attempts(ctx context.Context, organizationID, flowID string) ([]Attempt, error)
+	// Backlog returns the organization's deliveries not delivered: counts,
+	// and the latest that failed at least once (at most BacklogShown).
+	Backlog(ctx context.Context, organizationID string) (Backlog, error)
+	// RetryDelivery sends one of the organization's deliveries again now.
+	// before runs in the retry's transaction (see database.BeforeCommit).
+	// ErrNotFound, and Redeliver's errors for a delivery to an endpoint.
+	RetryDelivery(ctx context.Context, organizationID, id string, before ...database.BeforeCommit[BacklogDelivery]) error
 	// TaskEvents names the event each of a flow's delivery tasks delivers,
 	// by task id, so that a flow's several delivery tasks can be told apart.
 	TaskEvents(ctx context.Context, organizationID, flowID string) (map[string]EventType, error)

@@ -144,13 +144,14 @@ func (h *Handler) renderConsole(c echo.Context, status int, page templ.Component
 // notices are the messages a redirect after an action may ask the next page
 // to show; only their key (and a reference) travel in the URL.
 var notices = map[string]string{
-	"deleted":   "Flow %s was deleted. It is listed in the deletions log.",
-	"cancelled": "Flow %s was cancelled; its consent link no longer works.",
-	"withdrawn": "The consent of flow %s was withdrawn; a withdrawal receipt was signed.",
-	"retried":   "The webhook delivery of %s is being retried now.",
-	"revoked":   "API client %s was revoked. Its tokens stop working at once.",
-	"keys":      "The keys of API client %s were replaced; assertions signed with other keys are refused.",
-	"saved":     "Settings saved. New flows use them at once.",
+	"deleted":          "Flow %s was deleted. It is listed in the deletions log.",
+	"cancelled":        "Flow %s was cancelled; its consent link no longer works.",
+	"withdrawn":        "The consent of flow %s was withdrawn; a withdrawal receipt was signed.",
+	"retried":          "The webhook delivery of %s is being retried now.",
+	"delivery_retried": "The webhook delivery is being sent again now.",
+	"revoked":          "API client %s was revoked. Its tokens stop working at once.",
+	"keys":             "The keys of API client %s were replaced; assertions signed with other keys are refused.",
+	"saved":            "Settings saved. New flows use them at once.",
 
 	"endpoint_added":              "Webhook endpoint %s was added.",
 	"endpoint_saved":              "Webhook endpoint %s was saved.",
