@@ -141,5 +141,5 @@ func (t *Tracing) QueryTracer() pgx.QueryTracer {
 		return nil
 	}
 	return otelpgx.NewTracer(otelpgx.WithTracerProvider(t.provider), otelpgx.WithMeterProvider(metricnoop.NewMeterProvider()),
-		otelpgx.WithTrimSQLInSpanName(), otelpgx.WithDisableAcquireTracer())
+		otelpgx.WithDisableAcquireTracer())
 }
