@@ -48,7 +48,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	}
 	log := newLogger(stderr, cfg.LogLevel)
 	tuneGC(getenv)
-	tracing, err := telemetry.Setup(ctx, getenv, version.Get().Version)
+	tracing, err := telemetry.Setup(ctx, getenv, version.Get().Version, log)
 	if err != nil {
 		return err
 	}

@@ -9,11 +9,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
 	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
@@ -45,8 +47,9 @@ var propagator = propagation.TraceContext{}
 // OTEL_* variables itself: the sampler (OTEL_TRACES_SAMPLER, default
 // parentbased_always_on), the batching (OTEL_BSP_*), the exporter's
 // headers, timeout, compression and certificates, the service name and
-// resource attributes. version names the build in service.version.
-func Setup(ctx context.Context, getenv func(string) string, version string) (*Tracing, error) {
+// resource attributes. version names the build in service.version; the
+// exporter's failures (a collector that is down) go to log as warnings.
+func Setup(ctx context.Context, getenv func(string) string, version string, log *slog.Logger) (*Tracing, error) {
 	if !on(getenv) {
 		return nil, nil
 	}
@@ -59,6 +62,11 @@ func Setup(ctx context.Context, getenv func(string) string, version string) (*Tr
 	} else if endpoint := getenv("OTEL_EXPORTER_OTLP_ENDPOINT"); endpoint != "" {
 		opts = append(opts, otlptracehttp.WithEndpointURL(strings.TrimSuffix(endpoint, "/")+"/v1/traces"))
 	}
+	// The SDK reports what it could not do (mostly exports that failed)
+	// through one handler for the whole process.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		log.Warn("tracing: spans not exported", "error", err.Error())
+	}))
 	exporter, err := otlptracehttp.New(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_ENDPOINT: %w", err)

@@ -38,7 +38,7 @@ func TestTracingIsOffUnlessConfigured(t *testing.T) {
 		{"the SDK disabled", env("OTEL_SDK_DISABLED", "true", "OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318"), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			tr, err := Setup(context.Background(), c.env, "test")
+			tr, err := Setup(context.Background(), c.env, "test", slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +61,7 @@ func TestSetupRefusesWhatItCannotExport(t *testing.T) {
 		{env("OTEL_TRACES_EXPORTER", "zipkin"), "OTEL_TRACES_EXPORTER"},
 		{env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"), "OTEL_EXPORTER_OTLP_PROTOCOL"},
 	} {
-		if _, err := Setup(context.Background(), c.env, "test"); err == nil || !strings.Contains(err.Error(), c.name) {
+		if _, err := Setup(context.Background(), c.env, "test", slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), c.name) {
 			t.Errorf("Setup: %v, want an error naming %s", err, c.name)
 		}
 	}

@@ -150,7 +150,7 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	if failure == "" && out != delivered {
 		failure = fmt.Sprintf("HTTP %d %s", status, http.StatusText(status))
 	}
-	m.metrics.observe(out, latency)
+	m.metrics.observe(ctx, out, latency)
 
 	state := map[outcome]string{delivered: store.Delivered, failing: store.Pending, gone: store.Failed, exhausted: store.Failed}[out]
 	message := ""
