@@ -147,14 +147,22 @@ func createTraced(t *testing.T, in *flowdtest.Instance, api *http.Client, hooks 
 	return resp.Header.Get("X-Request-Id")
 }
 
-// logLine returns the first of logs' JSON lines whose msg is msg.
-func logLine(t *testing.T, logs, msg string) map[string]any {
+// logLine returns the first of logs' JSON lines whose msg is msg and
+// which has each of the attributes of kv, given as key and value in turn.
+func logLine(t *testing.T, logs, msg string, kv ...string) map[string]any {
 	t.Helper()
 	sc := bufio.NewScanner(strings.NewReader(logs))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		var line map[string]any
-		if json.Unmarshal(sc.Bytes(), &line) == nil && line["msg"] == msg {
+		if json.Unmarshal(sc.Bytes(), &line) != nil || line["msg"] != msg {
+			continue
+		}
+		found := true
+		for i := 0; i+1 < len(kv); i += 2 {
+			found = found && line[kv[i]] == kv[i+1]
+		}
+		if found {
 			return line
 		}
 	}
@@ -240,8 +248,9 @@ func TestOneTraceFromCreateToDelivery(t *testing.T) {
 
 // TestUntracedDeliveriesStillNameTheirRequest: with tracing off, nothing
 // is propagated (no traceparent to receivers, even for a request that sent
-// one) and log lines carry no trace id, but the delivery's log line still
-// names the request that caused it.
+// one) and log lines carry no trace id, but the request's own log line, the
+// delivery's, and a token refusal's written inside the identity module
+// still name the request that caused them.
 func TestUntracedDeliveriesStillNameTheirRequest(t *testing.T) {
 	t.Parallel()
 	in := flowdtest.Start(t)
@@ -252,8 +261,20 @@ func TestUntracedDeliveriesStillNameTheirRequest(t *testing.T) {
 	if tp := hooks.waitFor(t, "flow.created"); tp != "" {
 		t.Errorf("tracing off, the receiver got traceparent %q", tp)
 	}
+	req, _ := http.NewRequest(http.MethodGet, in.URL+"/api/flows", nil)
+	req.Header.Set("Authorization", "Bearer not-a-token")
+	req.Header.Set("X-Request-Id", "refused-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
 	in.Stop(t)
-	delivered := logLine(t, in.Logs.String(), "webhook delivered")
+
+	logs := in.Logs.String()
+	logLine(t, logs, "request", "route", "/api/flows", "method", "POST", "request_id", requestID)
+	logLine(t, logs, "identity: access token refused", "request_id", "refused-1")
+	delivered := logLine(t, logs, "webhook delivered")
 	if delivered["request_id"] != requestID || delivered["trace_id"] != nil {
 		t.Errorf("the delivery's log line: %v; want request_id %s and no trace_id", delivered, requestID)
 	}
