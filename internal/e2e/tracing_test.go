@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"compress/gzip"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -262,7 +263,10 @@ func TestUntracedDeliveriesStillNameTheirRequest(t *testing.T) {
 		t.Errorf("tracing off, the receiver got traceparent %q", tp)
 	}
 	req, _ := http.NewRequest(http.MethodGet, in.URL+"/api/flows", nil)
-	req.Header.Set("Authorization", "Bearer not-a-token")
+	// A token in flowd's name whose signature does not verify.
+	forged := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"ES256","typ":"at+jwt"}`)) + "." +
+		base64.RawURLEncoding.EncodeToString([]byte(`{"iss":"`+in.URL+`"}`)) + ".c2lnbmF0dXJl"
+	req.Header.Set("Authorization", "Bearer "+forged)
 	req.Header.Set("X-Request-Id", "refused-1")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
