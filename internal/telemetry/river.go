@@ -21,12 +21,27 @@ import (
 func (t *Tracing) RiverMiddleware() []rivertype.Middleware {
 	mw := []rivertype.Middleware{&jobContext{tracing: t.Enabled()}}
 	if t.Enabled() {
-		mw = append(mw, otelriver.NewMiddleware(&otelriver.MiddlewareConfig{
-			TracerProvider: t.provider, MeterProvider: metricnoop.NewMeterProvider(),
-			EnableWorkSpanJobKindSuffix: true,
-		}))
+		mw = append(mw, t.riverSpans(false))
 	}
 	return mw
+}
+
+// RiverLinkedMiddleware is the middleware of a River client whose jobs run
+// long after the request that scheduled them (an acceptance's expiry, days
+// later): with tracing on, otelriver's spans, each job's in a trace of its
+// own with a link to the span that inserted it; nothing when off.
+func (t *Tracing) RiverLinkedMiddleware() []rivertype.Middleware {
+	if !t.Enabled() {
+		return nil
+	}
+	return []rivertype.Middleware{t.riverSpans(true)}
+}
+
+func (t *Tracing) riverSpans(link bool) *otelriver.Middleware {
+	return otelriver.NewMiddleware(&otelriver.MiddlewareConfig{
+		TracerProvider: t.provider, MeterProvider: metricnoop.NewMeterProvider(),
+		EnableWorkSpanJobKindSuffix: true, EnableTracePropagation: link,
+	})
 }
 
 // jobContext carries a request's id and trace through a job's metadata.

@@ -46,7 +46,8 @@ func TestTracingIsOffUnlessConfigured(t *testing.T) {
 			if tr.Enabled() != c.on {
 				t.Errorf("Enabled() = %v, want %v", tr.Enabled(), c.on)
 			}
-			if !c.on && (tr.QueryTracer() != nil || tr.WrapTransport("x") != nil || len(tr.RiverMiddleware()) != 1) {
+			if !c.on && (tr.QueryTracer() != nil || tr.WrapTransport("x") != nil || len(tr.RiverMiddleware()) != 1 ||
+				tr.RiverLinkedMiddleware() != nil) {
 				t.Error("tracing off still installs a tracer, a transport or otelriver")
 			}
 		})
