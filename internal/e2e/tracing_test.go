@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -195,6 +196,22 @@ func TestOneTraceFromCreateToDelivery(t *testing.T) {
 	parts := strings.Split(traceparent, "-")
 	if len(parts) != 4 || parts[1] != callerTrace {
 		t.Fatalf("the receiver got traceparent %q, want one in trace %s", traceparent, callerTrace)
+	}
+	// The latency histograms name the trace as an exemplar, in the
+	// OpenMetrics format Prometheus asks for.
+	req, _ := http.NewRequest(http.MethodGet, in.URL+"/metrics", nil)
+	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, histogram := range []string{`flowd_http_request_duration_seconds_bucket{method="POST",route="/api/flows"`,
+		"flowd_webhook_delivery_duration_seconds_bucket"} {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(histogram) + `.* # \{trace_id="` + callerTrace + `"\}`).Match(metrics) {
+			t.Errorf("no bucket of %s} has the exemplar trace_id=%s:\n%s", histogram, callerTrace, metrics)
+		}
 	}
 	in.Stop(t) // exports the spans still buffered
 
