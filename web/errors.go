@@ -71,7 +71,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		h.Set("Retry-After", strconv.Itoa(int(appErr.RetryAfter.Round(time.Second)/time.Second)))
 	}
 	if appErr.Code == apperr.Internal || appErr.Code == apperr.Unavailable {
-		s.log.Error("request failed", "request_id", httpkit.RequestID(c), "route", c.Path(), "code", string(appErr.Code), "error", err.Error())
+		s.log.ErrorContext(c.Request().Context(), "request failed", "route", c.Path(), "code", string(appErr.Code), "error", err.Error())
 	}
 	var werr error
 	if c.Request().Method == http.MethodHead {
@@ -89,7 +89,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		})
 	}
 	if werr != nil {
-		s.log.Warn("writing error response", "request_id", httpkit.RequestID(c), "error", werr.Error())
+		s.log.WarnContext(c.Request().Context(), "writing error response", "error", werr.Error())
 	}
 }
 

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // metrics holds the server's Prometheus instruments, registered on a registry
@@ -31,16 +33,23 @@ func newMetrics(reg *prometheus.Registry, pool *pgxpool.Pool) *metrics {
 	}
 	reg.MustRegister(m.requests, m.latency, poolCollector{pool}, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true})
 	return m
 }
 
 // observe counts one request. route must be a route pattern or "unmatched",
 // never a raw path: each label value makes series that live until restart.
-func (m *metrics) observe(method, route string, status int, elapsed time.Duration) {
+// A request that ctx shows was traced and sampled is the latency's
+// exemplar, so that a slow bucket leads to a trace.
+func (m *metrics) observe(ctx context.Context, method, route string, status int, elapsed time.Duration) {
 	method, code := methodLabel(method), strconv.Itoa(status)
 	m.requests.WithLabelValues(method, route, code).Inc()
-	m.latency.WithLabelValues(method, route, code).Observe(elapsed.Seconds())
+	latency := m.latency.WithLabelValues(method, route, code)
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		latency.(prometheus.ExemplarObserver).ObserveWithExemplar(elapsed.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
+		return
+	}
+	latency.Observe(elapsed.Seconds())
 }
 
 // methodLabel is a request's method as a label value. Any client can send a

@@ -17,11 +17,13 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/flowd/flowd/internal/telemetry"
 	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // requestID gives every request an id, taken from a well-formed X-Request-Id
-// header or made up, echoed in the response and written in every log line.
+// header or made up, echoed in the response and, carried in the request's
+// context, written in every log line the request causes (the modules' too).
 func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id := c.Request().Header.Get(echo.HeaderXRequestID)
@@ -31,6 +33,7 @@ func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
 			id = hex.EncodeToString(b[:])
 		}
 		httpkit.SetRequestID(c, id)
+		c.SetRequest(c.Request().WithContext(telemetry.WithRequestID(c.Request().Context(), id)))
 		c.Response().Header().Set(echo.HeaderXRequestID, id)
 		return next(c)
 	}
@@ -63,7 +66,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			route = "unmatched"
 		}
 		status := c.Response().Status
-		s.metrics.observe(c.Request().Method, route, status, elapsed)
+		s.metrics.observe(c.Request().Context(), c.Request().Method, route, status, elapsed)
 		level := slog.LevelInfo
 		if status >= 500 {
 			level = slog.LevelError
@@ -75,7 +78,6 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			return nil // spares the attributes' allocation on every request
 		}
 		s.log.LogAttrs(c.Request().Context(), level, "request",
-			slog.String("request_id", httpkit.RequestID(c)),
 			slog.String("method", c.Request().Method),
 			slog.String("route", route),
 			slog.Int("status", status),
@@ -94,7 +96,7 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 				if err, ok := r.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 					panic(r)
 				}
-				s.log.Error("panic", "request_id", httpkit.RequestID(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				s.log.ErrorContext(c.Request().Context(), "panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 				err = fmt.Errorf("panic: %v", r)
 			}
 		}()

@@ -15,6 +15,9 @@ import (
 // routes lists every route of flowd, grouped by who may call it.
 func (s *Server) routes() {
 	e := s.echo
+	if s.tracing.Enabled() {
+		e.Use(s.traceRequests)
+	}
 	e.Use(s.requestID, s.observe, s.recoverPanics, s.securityHeaders, s.limitBody())
 	// Each surface's handlers: the built-in provider (web/oauth), the API
 	// (web/api), the person's pages (web/person) and the console (web/console).

@@ -23,6 +23,7 @@ import (
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/oidclogin"
+	"github.com/flowd/flowd/internal/telemetry"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity/audit"
@@ -83,6 +84,8 @@ type Deps struct {
 	Sessions staff.Sessions
 	// Now is the sessions' clock; time.Now when nil.
 	Now func() time.Time
+	// Tracing gives every request a server span; nil is tracing off.
+	Tracing *telemetry.Tracing
 }
 
 // TestEIDLevels are the levels the test eID offers under m, weakest first
@@ -96,6 +99,7 @@ type Server struct {
 	cfg     *config.Config
 	pool    *pgxpool.Pool
 	metrics *metrics
+	tracing *telemetry.Tracing
 	ready   readiness
 	// bearer and limits authenticate the API's callers and hold them to
 	// their rate limits.
@@ -117,8 +121,11 @@ func New(d Deps) (*Server, error) {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
+	if _, ok := d.Log.Handler().(telemetry.LogHandler); !ok {
+		d.Log = slog.New(telemetry.NewLogHandler(d.Log.Handler()))
+	}
 	s := &Server{
-		echo: e, log: d.Log, cfg: d.Config, pool: d.Pool, metrics: newMetrics(d.Registry, d.Pool),
+		echo: e, log: d.Log, cfg: d.Config, pool: d.Pool, metrics: newMetrics(d.Registry, d.Pool), tracing: d.Tracing,
 		bearer: d.Bearer, limits: d.Limits,
 		api: api.New(api.Deps{Log: d.Log, Config: d.Config, Audit: d.Audit, Flows: d.Flows, Withdrawals: d.Withdrawals,
 			Webhooks: d.Webhooks, Endpoints: d.Endpoints, Definitions: d.Definitions, Receipts: d.Receipts, Idempotency: d.Idempotency}),
@@ -212,7 +219,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.ready.draining.Store(true)
 	if delay > 0 {
-		s.log.Info("draining: not ready, still serving", "delay", delay.String())
+		s.log.InfoContext(ctx, "draining: not ready, still serving", "delay", delay.String())
 		after := s.ready.drainDelay
 		if after == nil {
 			after = time.After
@@ -225,12 +232,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	timeout := s.cfg.ShutdownTimeout
-	s.log.Info("shutting down: finishing in-flight requests", "timeout", timeout.String())
+	s.log.InfoContext(ctx, "shutting down: finishing in-flight requests", "timeout", timeout.String())
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	err := srv.Shutdown(shutdownCtx)
 	if errors.Is(err, context.DeadlineExceeded) {
-		s.log.Warn("drain timed out; closing remaining connections")
+		s.log.WarnContext(ctx, "drain timed out; closing remaining connections")
 		err = srv.Close()
 	}
 	if serveErr := <-served; !errors.Is(serveErr, http.ErrServerClosed) {

@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flowd/flowd/internal/config"
+	"github.com/flowd/flowd/internal/telemetry"
 	"github.com/flowd/flowd/modules/identity/audit"
 	"github.com/flowd/flowd/modules/identity/changes"
 	"github.com/flowd/flowd/modules/identity/keys"
@@ -28,7 +29,7 @@ type identityParts struct {
 
 // newIdentity builds identity's parts from flowd's settings. It does not
 // touch the database.
-func newIdentity(pool *pgxpool.Pool, cfg *config.Config, log *slog.Logger) (*identityParts, error) {
+func newIdentity(pool *pgxpool.Pool, cfg *config.Config, log *slog.Logger, tracing *telemetry.Tracing) (*identityParts, error) {
 	feed := changes.NewFeed(pool, log)
 	signing, err := keys.New(pool, feed, keys.Config{KeyEncryptionKey: cfg.KeyEncryptionKey,
 		ReceiptKeyRetention: cfg.ReceiptKeyRetention, Log: log})
@@ -55,6 +56,7 @@ func newIdentity(pool *pgxpool.Pool, cfg *config.Config, log *slog.Logger) (*ide
 		OrgClaim:          cfg.OrgClaim,
 		ClientJWKSHosts:   cfg.ClientJWKSHosts,
 		JWKSAllowPrivate:  cfg.WebhookAllowPrivate,
+		JWKSTransport:     tracing.WrapTransport("jwks_uri fetch"),
 		DPoPNonceRequired: cfg.DPoPNonce == "required",
 		Log:               log,
 	})

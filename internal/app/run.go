@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+
+	"github.com/flowd/flowd/internal/telemetry"
 )
 
 // Run is flowd's whole program; main only calls it, and end-to-end tests
@@ -109,5 +111,5 @@ func commands() []command {
 func newLogger(w io.Writer, level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(strings.ToUpper(level)))
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	return slog.New(telemetry.NewLogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})))
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/internal/telemetry"
+	"github.com/flowd/flowd/internal/version"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity/login"
@@ -46,8 +48,20 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	}
 	log := newLogger(stderr, cfg.LogLevel)
 	tuneGC(getenv)
+	tracing, err := telemetry.Setup(ctx, getenv, version.Get().Version, log)
+	if err != nil {
+		return err
+	}
+	// Spans still buffered are exported after everything else has stopped.
+	defer func() {
+		stopping, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tracing.Shutdown(stopping); err != nil {
+			log.Warn("exporting the last spans", "error", err.Error())
+		}
+	}()
 
-	pool, err := database.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
+	pool, err := database.OpenTraced(ctx, cfg.DatabaseURL, cfg.DBMaxConns, tracing.QueryTracer())
 	if err != nil {
 		return err
 	}
@@ -69,14 +83,14 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	// load deliveries do not queue for connections behind API requests and
 	// fall behind the creates that cause them. Events are still inserted in
 	// the creating request's transaction.
-	hookPool, err := database.Open(ctx, cfg.DatabaseURL, webhookPoolSize)
+	hookPool, err := database.OpenTraced(ctx, cfg.DatabaseURL, webhookPoolSize, tracing.QueryTracer())
 	if err != nil {
 		return err
 	}
 	defer hookPool.Close()
 
 	// Modules, each built from its explicit dependencies.
-	ident, err := newIdentity(pool, cfg, log)
+	ident, err := newIdentity(pool, cfg, log, tracing)
 	if err != nil {
 		return err
 	}
@@ -115,6 +129,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 		Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, KeyEncryptionKey: cfg.KeyEncryptionKey,
 		Schedule: cfg.WebhookRetrySchedule, EventRetention: cfg.EventRetention, DisableAfter: cfg.WebhookDisableAfter,
 		HostConcurrency: cfg.WebhookHostConcurrency, Log: log, Registry: registry,
+		Middleware: tracing.RiverMiddleware(), Transport: tracing.WrapTransport("webhook delivery"),
 	})
 	if err != nil {
 		return err
@@ -131,6 +146,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	flowsModule := flows.New(pool, sealer, consentRequests, definitions, orgs, hooks, log, registry, flows.Config{
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
 		ReadRoundTrips: cfg.DBReadRoundTrips, MaintenanceInterval: cfg.MaintenanceInterval,
+		ExpiryMiddleware: tracing.RiverLinkedMiddleware(),
 	})
 
 	// The answers to the API's requests that carry an Idempotency-Key.
@@ -146,6 +162,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 		Consent:     consent.NewJourney(pool, consentRequests, flowsModule, definitions, receipts, orgs, orgs, cfg.ConsentACRMap, log),
 		Withdrawals: consent.NewWithdrawals(pool, consentRequests, flowsModule, definitions, receipts),
 		Login:       provider, ConsoleRP: consoleRP, ConsentRP: consentRP, Sessions: sessions, Idempotency: answers,
+		Tracing: tracing,
 	})
 	if err != nil {
 		return err
@@ -222,7 +239,7 @@ func serveWith(ctx context.Context, log *slog.Logger, srv server, ln net.Listene
 				failOnce.Do(func() { failure = fmt.Errorf("%s: %w", r.name, err) })
 				stopServing()
 			case err != nil:
-				log.Warn(r.name+" did not stop cleanly", "error", err.Error())
+				log.WarnContext(ctx, r.name+" did not stop cleanly", "error", err.Error())
 			}
 		})
 	}
@@ -258,7 +275,7 @@ func waitForDatabase(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) 
 		if time.Now().After(deadline) || !database.IsUnavailable(err) {
 			return fmt.Errorf("database: %w", err)
 		}
-		log.Info("waiting for the database", "error", err.Error())
+		log.InfoContext(ctx, "waiting for the database", "error", err.Error())
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

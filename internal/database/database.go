@@ -24,6 +24,11 @@ import (
 // only take turns (docs/performance.md). The connect timeout is short so
 // that a lost database answers 503 quickly instead of holding requests.
 func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	return OpenTraced(ctx, url, maxConns, nil)
+}
+
+// OpenTraced is Open with tracer, when not nil, told of every statement.
+func OpenTraced(ctx context.Context, url string, maxConns int32, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
@@ -39,6 +44,9 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 	cfg.ConnConfig.RuntimeParams["application_name"] = "flowd"
 	cfg.HealthCheckPeriod = 10 * time.Second
 	cfg.MaxConnIdleTime = 5 * time.Minute
+	if tracer != nil {
+		cfg.ConnConfig.Tracer = tracer
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)

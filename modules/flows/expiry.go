@@ -59,10 +59,11 @@ func newExpiryJobs(m *Manager) *river.Client[pgx.Tx] {
 	river.AddWorker(workers, &expiryWorker{m: m})
 	river.AddWorker(workers, &expirySweepWorker{m: m})
 	client, err := river.NewClient(riverpgxv5.New(m.pool), &river.Config{
-		Schema:  database.FlowsRiverSchema,
-		Logger:  slog.New(warnings{m.log.Handler()}),
-		Queues:  map[string]river.QueueConfig{expiryQueue: {MaxWorkers: 10}},
-		Workers: workers,
+		Schema:     database.FlowsRiverSchema,
+		Logger:     slog.New(warnings{m.log.Handler()}),
+		Queues:     map[string]river.QueueConfig{expiryQueue: {MaxWorkers: 10}},
+		Workers:    workers,
+		Middleware: m.cfg.ExpiryMiddleware,
 		// Polling, rather than River's LISTEN, keeps no connection of the
 		// API's pool busy; expiry is due to the second, not the millisecond.
 		PollOnly:             true,

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
@@ -43,6 +44,8 @@ type Config struct {
 	// ExpiryPollInterval is how often RunExpiry's workers look for due
 	// expiry jobs; zero means a second.
 	ExpiryPollInterval time.Duration
+	// ExpiryMiddleware is the expiry jobs' River middleware (tracing's).
+	ExpiryMiddleware []rivertype.Middleware
 }
 
 // Limits of the API. The Idempotency-Key's are those of every POST.

@@ -26,22 +26,27 @@ import (
 
 // newHTTPClient returns the client deliveries use: one timeout for the whole
 // attempt, no redirects, no proxy from the environment (a proxy would hide
-// the real destination from the SSRF guard), and the guard on every connect.
-func newHTTPClient(timeout time.Duration, allowPrivate bool) *http.Client {
+// the real destination from the SSRF guard), and the guard on every connect;
+// wrap, when set, wraps the transport.
+func newHTTPClient(timeout time.Duration, allowPrivate bool, wrap func(http.RoundTripper) http.RoundTripper) *http.Client {
 	dialer := netguard.NewDialer(timeout, allowPrivate)
+	var transport http.RoundTripper = &http.Transport{
+		Proxy:                  nil,
+		DialContext:            dialer.DialContext,
+		ForceAttemptHTTP2:      true,
+		TLSHandshakeTimeout:    timeout,
+		MaxIdleConns:           100,
+		MaxIdleConnsPerHost:    4,
+		IdleConnTimeout:        90 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+	if wrap != nil {
+		transport = wrap(transport)
+	}
 	return &http.Client{
-		Timeout: timeout,
-		Transport: &http.Transport{
-			Proxy:                  nil,
-			DialContext:            dialer.DialContext,
-			ForceAttemptHTTP2:      true,
-			TLSHandshakeTimeout:    timeout,
-			MaxIdleConns:           100,
-			MaxIdleConnsPerHost:    4,
-			IdleConnTimeout:        90 * time.Second,
-			ExpectContinueTimeout:  time.Second,
-			MaxResponseHeaderBytes: 64 << 10,
-		},
+		Timeout:       timeout,
+		Transport:     transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
@@ -145,7 +150,7 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	if failure == "" && out != delivered {
 		failure = fmt.Sprintf("HTTP %d %s", status, http.StatusText(status))
 	}
-	m.metrics.observe(out, latency)
+	m.metrics.observe(ctx, out, latency)
 
 	state := map[outcome]string{delivered: store.Delivered, failing: store.Pending, gone: store.Failed, exhausted: store.Failed}[out]
 	message := ""
@@ -164,18 +169,18 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	log := m.log.With("event_id", ev.ID, "event_type", ev.Type, "flow_id", ev.FlowID, "host", host,
 		"attempt", job.Attempt, "status", status, "latency_ms", latency.Milliseconds())
 	if rec.State == store.Cancelled {
-		log.Info("webhook event cancelled during delivery")
+		log.InfoContext(ctx, "webhook event cancelled during delivery")
 		return river.JobCancel(errors.New("event cancelled: its flow was deleted"))
 	}
 	if out == delivered {
-		log.Debug("webhook delivered")
+		log.DebugContext(ctx, "webhook delivered")
 		return w.report(dbctx, ev, delivered, "")
 	}
-	log.Warn("webhook delivery failed", "error", failure, "final", out != failing)
+	log.WarnContext(ctx, "webhook delivery failed", "error", failure, "final", out != failing)
 	if out == failing {
 		if job.Attempt >= m.incidentAfter && ev.TaskID != "" {
 			if err := m.reporter.TaskFailing(dbctx, ev.OrganizationID, ev.TaskID, message); err != nil {
-				log.Error("webhook: reporting the failing task", "error", err.Error())
+				log.ErrorContext(ctx, "webhook: reporting the failing task", "error", err.Error())
 			}
 		}
 		w.demote(dbctx, job)
@@ -238,7 +243,7 @@ func (w *deliveryWorker) demote(ctx context.Context, job *river.Job[deliveryArgs
 		return
 	}
 	if err := store.SetJobPriority(ctx, w.m.pool, job.ID, retryPriority); err != nil {
-		w.m.log.Error("webhook: demoting a delivery behind fresh ones", "job_id", job.ID, "error", err.Error())
+		w.m.log.ErrorContext(ctx, "webhook: demoting a delivery behind fresh ones", "job_id", job.ID, "error", err.Error())
 	}
 }
 
@@ -266,7 +271,7 @@ func (w *deliveryWorker) report(ctx context.Context, ev store.Event, out outcome
 			err = w.m.reporter.TaskFailed(ctx, ev.OrganizationID, ev.TaskID, message)
 		}
 		if err != nil {
-			w.m.log.Error("webhook: reporting the task's outcome; will report again", "event_id", ev.ID, "error", err.Error())
+			w.m.log.ErrorContext(ctx, "webhook: reporting the task's outcome; will report again", "event_id", ev.ID, "error", err.Error())
 			return river.JobSnooze(30 * time.Second)
 		}
 	}

@@ -41,10 +41,10 @@ func (m *Module) disableFailing(ctx context.Context, organizationID string, rec 
 	}
 	log := m.log.With("organization_id", organizationID, "endpoint_id", rec.EndpointID)
 	if err != nil {
-		log.Error("webhook: disabling a failing endpoint; will try again at its next failure", "error", err.Error())
+		log.ErrorContext(ctx, "webhook: disabling a failing endpoint; will try again at its next failure", "error", err.Error())
 		return
 	}
-	log.Warn("webhook endpoint disabled: its deliveries kept failing", "host", hostOf(e.URL),
+	log.WarnContext(ctx, "webhook endpoint disabled: its deliveries kept failing", "host", hostOf(e.URL),
 		"failing_since", e.FailingSince, "reason", e.DisabledReason)
 }
 

@@ -1,9 +1,11 @@
 package webhooks
 
 import (
+	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // metrics counts deliveries by outcome and times them.
@@ -37,7 +39,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 
 var outcomeNames = map[outcome]string{delivered: "delivered", failing: "failing", gone: "gone", exhausted: "exhausted"}
 
-func (m *metrics) observe(o outcome, latency time.Duration) {
+// A delivery that ctx shows was traced and sampled is the latency's
+// exemplar, so that a slow bucket leads to a trace.
+func (m *metrics) observe(ctx context.Context, o outcome, latency time.Duration) {
 	m.deliveries.WithLabelValues(outcomeNames[o]).Inc()
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		if eo, ok := m.latency.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(latency.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
+			return
+		}
+	}
 	m.latency.Observe(latency.Seconds())
 }

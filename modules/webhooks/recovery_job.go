@@ -249,7 +249,7 @@ func (w *recoveryWorker) Work(ctx context.Context, job *river.Job[recoveryArgs])
 			return awaitRow(job.JobRow, time.Now())
 		}
 		if err != nil {
-			w.m.log.Error("webhook recovery: a batch failed", "recovery_id", a.RecoveryID, "attempt", job.Attempt, "error", err.Error())
+			w.m.log.ErrorContext(ctx, "webhook recovery: a batch failed", "recovery_id", a.RecoveryID, "attempt", job.Attempt, "error", err.Error())
 			if job.Attempt >= job.MaxAttempts {
 				w.m.failRecovery(a.OrganizationID, a.RecoveryID, "An internal error stopped the recovery; the deliveries sent so far are on their way.")
 			}

@@ -118,6 +118,12 @@ type Options struct {
 	// HoldBackoff is the first wait of a delivery held back by its host
 	// (DefaultHoldBackoff); tests shorten it.
 	HoldBackoff time.Duration
+	// Middleware is River's middleware: what carries a request's id and
+	// trace into the deliveries it causes.
+	Middleware []rivertype.Middleware
+	// Transport, when set, wraps the deliveries' transport (tracing's
+	// client spans and traceparent).
+	Transport func(http.RoundTripper) http.RoundTripper
 }
 
 // DefaultFetchCooldown lets the workers fetch new deliveries every 10 ms
@@ -217,7 +223,7 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 		pool:          pool,
 		reporter:      reporter,
 		log:           opts.Log,
-		client:        newHTTPClient(opts.Timeout, opts.AllowPrivate),
+		client:        newHTTPClient(opts.Timeout, opts.AllowPrivate, opts.Transport),
 		timeout:       opts.Timeout,
 		schedule:      opts.Schedule,
 		incidentAfter: opts.IncidentAfter,
@@ -246,6 +252,7 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 		FetchPollInterval:    opts.PollInterval,
 		FetchCooldown:        opts.FetchCooldown,
 		Workers:              workers,
+		Middleware:           opts.Middleware,
 		MaxAttempts:          len(opts.Schedule) + 1,
 		RetryPolicy:          schedulePolicy(opts.Schedule),
 		JobTimeout:           jobTimeout,

@@ -151,8 +151,7 @@ func (h *Handler) keepWritten(ctx context.Context, c echo.Context, k *keyedReque
 		}
 	}
 	if err := k.store.Keep(ctx, k.request, a); err != nil && !errors.Is(err, idempotency.ErrTaken) {
-		h.log.WarnContext(ctx, "keeping the answer to an Idempotency-Key", "error", err.Error(),
-			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+		h.log.WarnContext(ctx, "keeping the answer to an Idempotency-Key", "error", err.Error())
 	}
 }
 

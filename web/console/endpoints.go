@@ -47,7 +47,7 @@ const bannerNames = 3
 func (h *Handler) endpointBanner(c echo.Context, organizationID string) *layouts.Banner {
 	disabled, err := h.endpoints.Disabled(c.Request().Context(), organizationID)
 	if err != nil {
-		h.log.Warn("console: reading the disabled webhook endpoints", "request_id", httpkit.RequestID(c), "error", err.Error())
+		h.log.WarnContext(c.Request().Context(), "console: reading the disabled webhook endpoints", "error", err.Error())
 		return nil
 	}
 	if len(disabled) == 0 {

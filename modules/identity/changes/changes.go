@@ -140,7 +140,7 @@ func (f *Feed) Run(ctx context.Context) error {
 		if time.Since(start) > time.Minute {
 			backoff = time.Second
 		}
-		f.log.Warn("identity: change listener lost; verifying against the database until it is back", "error", err, "retry_in", backoff.String())
+		f.log.WarnContext(ctx, "identity: change listener lost; verifying against the database until it is back", "error", err, "retry_in", backoff.String())
 		select {
 		case <-ctx.Done():
 			return nil

@@ -426,7 +426,7 @@ func (s *Service) AccessTokenKey(ctx context.Context, kid string) (*ecdsa.Public
 			}
 			jwk, err := keygen.ParsePublic(r.PublicJWK)
 			if err != nil {
-				s.log.Error("identity: unreadable signing key", "kid", r.ID, "error", err)
+				s.log.ErrorContext(ctx, "identity: unreadable signing key", "kid", r.ID, "error", err)
 				continue
 			}
 			pub, ok := jwk.Key.(*ecdsa.PublicKey)

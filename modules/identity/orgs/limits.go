@@ -279,7 +279,7 @@ func (l *Limits) run(ctx context.Context, q store.Querier) {
 		}
 		err := l.reconcile(ctx, q)
 		if err != nil && !failing && ctx.Err() == nil {
-			l.log.Warn("identity: reconciling API rate limits with other instances; counting on this instance alone until it works again", "error", err)
+			l.log.WarnContext(ctx, "identity: reconciling API rate limits with other instances; counting on this instance alone until it works again", "error", err)
 		}
 		failing = err != nil
 		if now := l.now(); !failing && now.Sub(swept) >= RateLimitWindow {

@@ -173,7 +173,7 @@ func (s *SessionStore) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 		if _, err := s.SweepExpired(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("staff: sweeping timed-out sessions", "error", err)
+			s.log.WarnContext(ctx, "staff: sweeping timed-out sessions", "error", err)
 		}
 	}
 }

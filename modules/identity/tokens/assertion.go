@@ -287,8 +287,9 @@ func (s *Service) forgetClientKeys(clientID string) {
 // when nil) with its TLS settings kept, connecting only through the address
 // guard of webhook deliveries unless allowPrivate, with no proxy from the
 // environment (a proxy would hide the real destination from the guard), and
-// following no redirects (they could lead off the allow-list).
-func jwksClient(base *http.Client, allowPrivate bool) *http.Client {
+// following no redirects (they could lead off the allow-list); wrap, when
+// set, wraps the transport.
+func jwksClient(base *http.Client, allowPrivate bool, wrap func(http.RoundTripper) http.RoundTripper) *http.Client {
 	c := &http.Client{}
 	if base != nil {
 		*c = *base
@@ -301,6 +302,9 @@ func jwksClient(base *http.Client, allowPrivate bool) *http.Client {
 	t.Proxy = nil
 	t.DialContext, t.DialTLSContext = netguard.NewDialer(jwksFetchTimeout, allowPrivate).DialContext, nil
 	c.Transport = t
+	if wrap != nil {
+		c.Transport = wrap(t)
+	}
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return c
 }

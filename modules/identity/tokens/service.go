@@ -66,6 +66,9 @@ type Config struct {
 	// JWKSAllowPrivate is set (FLOWD_WEBHOOK_ALLOW_PRIVATE).
 	JWKSHTTPClient   *http.Client
 	JWKSAllowPrivate bool
+	// JWKSTransport, when set, wraps the transport of jwks_uri fetches
+	// (tracing's client spans).
+	JWKSTransport func(http.RoundTripper) http.RoundTripper
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -129,7 +132,7 @@ func New(pool *pgxpool.Pool, feed *changes.Feed, clients Clients, keys Keys, aud
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
-	cfg.JWKSHTTPClient = jwksClient(cfg.JWKSHTTPClient, cfg.JWKSAllowPrivate)
+	cfg.JWKSHTTPClient = jwksClient(cfg.JWKSHTTPClient, cfg.JWKSAllowPrivate, cfg.JWKSTransport)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -201,7 +204,7 @@ func (s *Service) sweepOnce(ctx context.Context) {
 	s.revoked.prune(s.now())
 	s.dpopSeen.prune(s.now())
 	if err := s.loadRevoked(ctx); err != nil {
-		s.log.Warn("identity: loading revoked access tokens", "error", err)
+		s.log.WarnContext(ctx, "identity: loading revoked access tokens", "error", err)
 	}
 }
 

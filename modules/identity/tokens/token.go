@@ -78,7 +78,7 @@ func (s *Service) Token(ctx context.Context, req TokenRequest) (Token, error) {
 		return Token{}, err
 	}
 	if err := s.clients.TouchClient(ctx, client.ID); err != nil {
-		s.log.Warn("identity: recording a client's last use", "client_id", client.ID, "error", err)
+		s.log.WarnContext(ctx, "identity: recording a client's last use", "client_id", client.ID, "error", err)
 	}
 	return tok, nil
 }
@@ -199,7 +199,7 @@ func (s *Service) refresh(ctx context.Context, c orgs.StoredClient, raw string, 
 		case t.ClientID != c.ID:
 			// Another client holds this client's token: it leaked.
 			fail = tokenErr(ErrCodeInvalidGrant, "The refresh token was not issued to this client.")
-			s.log.Warn("identity: refresh token presented by another client; revoking its family", "client_id", c.ID, "family", t.FamilyID)
+			s.log.WarnContext(ctx, "identity: refresh token presented by another client; revoking its family", "client_id", c.ID, "family", t.FamilyID)
 			_, err := store.RevokeFamily(ctx, tx, t.FamilyID)
 			return err
 		case t.RevokedAt != nil:
@@ -207,7 +207,7 @@ func (s *Service) refresh(ctx context.Context, c orgs.StoredClient, raw string, 
 			return nil
 		case t.UsedAt != nil:
 			fail = tokenErr(ErrCodeInvalidGrant, "The refresh token was already used; its family is revoked.")
-			s.log.Warn("identity: refresh token reused; revoking its family", "client_id", c.ID, "family", t.FamilyID)
+			s.log.WarnContext(ctx, "identity: refresh token reused; revoking its family", "client_id", c.ID, "family", t.FamilyID)
 			_, err := store.RevokeFamily(ctx, tx, t.FamilyID)
 			return err
 		case !s.now().Before(t.ExpiresAt):

@@ -281,7 +281,7 @@ func (x *externalVerifier) verifier(ctx context.Context) (*oidc.IDTokenVerifier,
 	p, err := oidc.NewProvider(dctx, x.s.cfg.ExternalIssuer)
 	if err != nil {
 		x.failedAt, x.lastError = time.Now(), err
-		x.s.log.Error("identity: discovering the external issuer", "issuer", x.issuer, "error", err)
+		x.s.log.ErrorContext(ctx, "identity: discovering the external issuer", "issuer", x.issuer, "error", err)
 		return nil, apperr.Wrap(err, apperr.Unavailable, "The identity provider cannot be reached. Try again shortly.")
 	}
 	x.v = p.VerifierContext(oidc.ClientContext(context.Background(), x.s.cfg.HTTPClient), &oidc.Config{

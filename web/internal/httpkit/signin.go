@@ -59,7 +59,7 @@ func FinishLogin(c echo.Context, log *slog.Logger, rp *oidclogin.RelyingParty, r
 		return id, false, RenderNotice(c, http.StatusUnauthorized, "Sign-in not completed",
 			"The sign-in service answered: "+pe.Code+".", retry, "Try again")
 	case errors.Is(err, oidclogin.ErrRejected):
-		log.Warn("sign-in rejected", "request_id", RequestID(c), "error", err.Error())
+		log.WarnContext(c.Request().Context(), "sign-in rejected", "error", err.Error())
 		return id, false, RenderNotice(c, http.StatusUnauthorized, "Sign-in failed",
 			"The answer of the sign-in service did not pass our checks.", retry, "Try again")
 	case errors.Is(err, oidclogin.ErrUnavailable):
