@@ -67,6 +67,9 @@ func (s *Service) verifyToken(ctx context.Context, raw string) (verifiedToken, e
 	}
 	var err error
 	switch iss := peekIssuer(raw); {
+	case iss == "":
+		s.refusals.WithLabelValues(string(refusedMalformed)).Inc()
+		err = ErrInvalidToken
 	case iss == s.cfg.Issuer:
 		v, err = s.builtin.verify(ctx, raw)
 	case s.external != nil && iss == s.external.issuer:
