@@ -120,7 +120,9 @@ var countedStates = []string{"available", "scheduled", "retryable", "running", "
 // tables in every schema of database.RiverSchemas through pool.
 func Queues(pool *pgxpool.Pool, log *slog.Logger) prometheus.Collector {
 	return dbstats.New([]*prometheus.Desc{queueDepth}, func(ctx context.Context) ([]prometheus.Metric, error) {
-		var out []prometheus.Metric
+		// A queue's jobs are summed over the schemas, should two clients
+		// share a queue's name.
+		counts := map[[2]string]int64{}
 		for _, schema := range database.RiverSchemas {
 			// Each schema has River's state type of its own.
 			table, stateType := pgx.Identifier{"river_job"}, pgx.Identifier{"river_job_state"}
@@ -128,7 +130,7 @@ func Queues(pool *pgxpool.Pool, log *slog.Logger) prometheus.Collector {
 				table, stateType = pgx.Identifier{schema, "river_job"}, pgx.Identifier{schema, "river_job_state"}
 			}
 			rows, err := pool.Query(ctx, `select queue, state::text, count(*) from `+table.Sanitize()+`
-				where state = any($1::`+stateType.Sanitize()+`[]) group by queue, state`, countedStates)
+				where state = any($1::text[]::`+stateType.Sanitize()+`[]) group by queue, state`, countedStates)
 			if err != nil {
 				return nil, err
 			}
@@ -137,12 +139,16 @@ func Queues(pool *pgxpool.Pool, log *slog.Logger) prometheus.Collector {
 				n            int64
 			)
 			_, err = pgx.ForEachRow(rows, []any{&queue, &state, &n}, func() error {
-				out = append(out, prometheus.MustNewConstMetric(queueDepth, prometheus.GaugeValue, float64(n), queue, state))
+				counts[[2]string{queue, state}] += n
 				return nil
 			})
 			if err != nil {
 				return nil, err
 			}
+		}
+		out := make([]prometheus.Metric, 0, len(counts))
+		for k, n := range counts {
+			out = append(out, prometheus.MustNewConstMetric(queueDepth, prometheus.GaugeValue, float64(n), k[0], k[1]))
 		}
 		return out, nil
 	}, dbstats.Options{Name: "the depth of River's queues", Log: log})
