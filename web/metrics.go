@@ -32,7 +32,7 @@ func newMetrics(reg *prometheus.Registry, pool *pgxpool.Pool) *metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"method", "route", "status"}),
 	}
-	reg.MustRegister(m.requests, m.latency, poolCollector{pool}, buildInfo(), collectors.NewGoCollector(),
+	reg.MustRegister(m.requests, m.latency, PoolCollector("api", pool), buildInfo(), collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 	return m
@@ -70,8 +70,14 @@ func buildInfo() prometheus.Gauge {
 	return g
 }
 
-// poolCollector reports the database pool's statistics at scrape time, and
-// whether the database answers a ping within dbUpTimeout.
+// PoolCollector reports a database pool's statistics at scrape time, and
+// whether the database answers a ping within dbUpTimeout, labelled with
+// the pool's name (flowd serve has "api" and "webhooks").
+func PoolCollector(name string, pool *pgxpool.Pool) prometheus.Collector {
+	return prometheus.WrapCollectorWith(prometheus.Labels{"pool": name}, poolCollector{pool})
+}
+
+// poolCollector is PoolCollector without the pool's name.
 type poolCollector struct{ pool *pgxpool.Pool }
 
 var (

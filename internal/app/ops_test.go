@@ -53,7 +53,7 @@ func TestOperationsListener(t *testing.T) {
 	}
 	resp, body := get(t, ops+"/metrics", "")
 	build := fmt.Sprintf(`flowd_build_info{commit=%q,goversion=%q,version=%q} 1`, want.Commit, want.GoVersion, want.Version)
-	for _, line := range []string{build, "flowd_db_up 1", `flowd_http_requests_total{method="GET",route="/healthz",status="200"} 1`} {
+	for _, line := range []string{build, `flowd_db_up{pool="api"} 1`, `flowd_http_requests_total{method="GET",route="/healthz",status="200"} 1`} {
 		if resp.StatusCode != 200 || !strings.Contains(body, line) {
 			t.Errorf("ops /metrics (%d) lacks %s", resp.StatusCode, line)
 		}

@@ -79,7 +79,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	// Modules, each built from its explicit dependencies; their metrics and
 	// the depth of River's queues go to one registry.
 	registry := prometheus.NewRegistry()
-	registry.MustRegister(jobmetrics.Queues(pool, log))
+	registry.MustRegister(jobmetrics.Queues(pool, log), web.PoolCollector("webhooks", hookPool))
 	ident, err := newIdentity(pool, cfg, log, registry)
 	if err != nil {
 		return err
