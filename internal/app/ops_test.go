@@ -156,7 +156,8 @@ func TestMetricsOperatorsAlertOn(t *testing.T) {
 		`flowd_river_jobs{queue="webhooks",state="retryable"}`:                                            2,
 		`flowd_webhook_endpoints{state="failing"}`:                                                        1,
 		`flowd_webhook_endpoints{state="disabled"}`:                                                       0,
-		`flowd_db_pool_max_conns`:                                                                         1,
+		`flowd_db_pool_max_conns{pool="api"}`:                                                             1,
+		`flowd_db_pool_max_conns{pool="webhooks"}`:                                                        1,
 	}
 	// The flow's own delivery and the endpoint's of flow.created, then those
 	// of flow.accepted: each fails once and waits an hour.
