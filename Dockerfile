@@ -14,6 +14,16 @@ RUN CGO_ENABLED=0 go build -trimpath -o /out/flowd \
     ./cmd/flowd
 
 FROM gcr.io/distroless/static-debian12:nonroot
+# The OCI annotations of the image (docker inspect, registries, scanners),
+# from the stamps `flowd version` prints.
+ARG VERSION=
+ARG COMMIT=
+ARG BUILD_TIME=
+LABEL org.opencontainers.image.title="flowd" \
+      org.opencontainers.image.description="Consent flows: an API, consent pages and signed webhooks" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${COMMIT}" \
+      org.opencontainers.image.created="${BUILD_TIME}"
 COPY --from=build /out/flowd /flowd
 USER nonroot:nonroot
 EXPOSE 8080

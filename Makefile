@@ -45,8 +45,9 @@ generate:
 
 ## lint: formatting, vet (also for macOS and Windows, where code that needs Linux, such as
 ## flowbench's load generator, has a fallback), tidy modules, the generated code being current,
-## and the OpenAPI document clean for Redocly, with clients generated from it by oapi-codegen,
-## ogen and openapi-typescript that compile (fetched with npx, npm ci and go run on first use)
+## the OpenAPI document clean for Redocly, with clients generated from it by oapi-codegen,
+## ogen and openapi-typescript that compile (fetched with npx, npm ci and go run on first use),
+## and the Prometheus alert rules valid and passing their tests (promtool)
 lint:
 	$(GO) mod tidy -diff
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
@@ -55,6 +56,7 @@ lint:
 	GOOS=windows CGO_ENABLED=0 $(GO) vet ./...
 	$(GO) tool templ generate >/dev/null && git diff --exit-code -- '*_templ.go'
 	scripts/lint-openapi.sh
+	scripts/lint-prometheus.sh
 	@if command -v golangci-lint >/dev/null; then golangci-lint run ./...; \
 	else echo "golangci-lint not installed (go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0): skipped"; fi
 

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/version"
 	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
@@ -24,9 +25,10 @@ type readiness struct {
 	drainDelay func(time.Duration) <-chan time.Time
 }
 
-// handleHealthz handles "GET /healthz": the process is up.
+// handleHealthz handles "GET /healthz": the process is up, and which build
+// it runs.
 func (s *Server) handleHealthz(c echo.Context) error {
-	return httpkit.WriteJSON(c, http.StatusOK, map[string]string{"status": "ok"})
+	return httpkit.WriteJSON(c, http.StatusOK, map[string]string{"status": "ok", "version": version.Get().Version})
 }
 
 // handleReadyz handles "GET /readyz": the instance is not shutting down, and

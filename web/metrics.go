@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/flowd/flowd/internal/version"
 )
 
 // metrics holds the server's Prometheus instruments, registered on a registry
@@ -31,7 +33,7 @@ func newMetrics(reg *prometheus.Registry, pool *pgxpool.Pool) *metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"method", "route", "status"}),
 	}
-	reg.MustRegister(m.requests, m.latency, poolCollector{pool}, collectors.NewGoCollector(),
+	reg.MustRegister(m.requests, m.latency, PoolCollector("api", pool), buildInfo(), collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true})
 	return m
@@ -64,7 +66,26 @@ func methodLabel(method string) string {
 	return "OTHER"
 }
 
-// poolCollector reports the database pool's statistics at scrape time.
+// buildInfo is the gauge, always 1, whose labels say which build runs, so
+// that a dashboard can show a rollout and join it to other series.
+func buildInfo() prometheus.Gauge {
+	v := version.Get()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "flowd_build_info", Help: "Always 1: the version, commit and Go version of the running build.",
+		ConstLabels: prometheus.Labels{"version": v.Version, "commit": v.Commit, "goversion": v.GoVersion},
+	})
+	g.Set(1)
+	return g
+}
+
+// PoolCollector reports a database pool's statistics at scrape time, and
+// whether the database answers a ping within dbUpTimeout, labelled with
+// the pool's name (flowd serve has "api" and "webhooks").
+func PoolCollector(name string, pool *pgxpool.Pool) prometheus.Collector {
+	return prometheus.WrapCollectorWith(prometheus.Labels{"pool": name}, poolCollector{pool})
+}
+
+// poolCollector is PoolCollector without the pool's name.
 type poolCollector struct{ pool *pgxpool.Pool }
 
 var (
@@ -75,10 +96,15 @@ var (
 	poolAcquires   = prometheus.NewDesc("flowd_db_pool_acquires_total", "Connections acquired.", nil, nil)
 	poolEmptyWaits = prometheus.NewDesc("flowd_db_pool_empty_acquires_total", "Acquires that waited for a connection.", nil, nil)
 	poolWait       = prometheus.NewDesc("flowd_db_pool_acquire_seconds_total", "Time spent acquiring connections.", nil, nil)
+	dbUp           = prometheus.NewDesc("flowd_db_up", "1 when the database answered a ping at scrape time, else 0.", nil, nil)
 )
 
+// dbUpTimeout bounds the ping of a scrape: a database slower than that
+// to answer a ping is as good as down for requests.
+const dbUpTimeout = 2 * time.Second
+
 func (p poolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{poolAcquired, poolIdle, poolTotal, poolMax, poolAcquires, poolEmptyWaits, poolWait} {
+	for _, d := range []*prometheus.Desc{poolAcquired, poolIdle, poolTotal, poolMax, poolAcquires, poolEmptyWaits, poolWait, dbUp} {
 		ch <- d
 	}
 }
@@ -92,4 +118,11 @@ func (p poolCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(poolAcquires, prometheus.CounterValue, float64(st.AcquireCount()))
 	ch <- prometheus.MustNewConstMetric(poolEmptyWaits, prometheus.CounterValue, float64(st.EmptyAcquireCount()))
 	ch <- prometheus.MustNewConstMetric(poolWait, prometheus.CounterValue, st.AcquireDuration().Seconds())
+	ctx, cancel := context.WithTimeout(context.Background(), dbUpTimeout)
+	defer cancel()
+	up := 0.0
+	if p.pool.Ping(ctx) == nil {
+		up = 1
+	}
+	ch <- prometheus.MustNewConstMetric(dbUp, prometheus.GaugeValue, up)
 }

@@ -12,6 +12,14 @@ import (
 	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
+// opsRoutes lists the routes of the operations listener (FLOWD_OPS_ADDR),
+// which internal/app serves beside Go's profiler.
+func (s *Server) opsRoutes(e *echo.Echo) {
+	e.GET("/healthz", s.handleHealthz)
+	e.GET("/readyz", s.handleReadyz)
+	e.GET("/metrics", echo.WrapHandler(s.metrics.handler))
+}
+
 // routes lists every route of flowd, grouped by who may call it.
 func (s *Server) routes() {
 	e := s.echo
@@ -26,10 +34,13 @@ func (s *Server) routes() {
 	// The front page: where each surface is.
 	e.GET("/", s.handleHome)
 
-	// Operations: anyone who can reach the port.
+	// Operations: anyone who can reach the port; metrics only while there
+	// is no operations listener (opsRoutes).
 	e.GET("/healthz", s.handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
-	e.GET("/metrics", echo.WrapHandler(s.metrics.handler))
+	if s.cfg.OpsAddr == "" {
+		e.GET("/metrics", echo.WrapHandler(s.metrics.handler))
+	}
 
 	// The built-in OAuth 2.0 provider: public, client authentication in the handlers.
 	e.POST("/oauth/token", op.HandleToken)

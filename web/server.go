@@ -95,6 +95,7 @@ func TestEIDLevels(m consent.ACRMap) []login.TestEIDLevel { return oauth.TestEID
 // Server is flowd's HTTP server.
 type Server struct {
 	echo    *echo.Echo
+	ops     *echo.Echo // the operations listener's routes (Ops)
 	log     *slog.Logger
 	cfg     *config.Config
 	pool    *pgxpool.Pool
@@ -141,8 +142,15 @@ func New(d Deps) (*Server, error) {
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = ipExtractor(d.Config.TrustedProxies)
 	s.routes()
+	s.ops = echo.New()
+	s.ops.HideBanner, s.ops.HidePort = true, true
+	s.opsRoutes(s.ops)
 	return s, nil
 }
+
+// Ops is the handler of the operations listener (FLOWD_OPS_ADDR): metrics,
+// health and readiness, the last saying "draining" as the public one does.
+func (s *Server) Ops() http.Handler { return s.ops }
 
 // ipExtractor is how c.RealIP() finds a request's source: the connection's
 // peer, unless the peer is one of trusted, when X-Forwarded-For is read from

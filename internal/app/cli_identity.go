@@ -52,7 +52,7 @@ func openAdmin(ctx context.Context, getenv func(string) string, need config.Need
 		}
 		return nil, errors.New("the database is not migrated: run `flowd migrate` first")
 	}
-	parts, err := newIdentity(pool, cfg, newLogger(stderr, cfg.LogLevel), nil)
+	parts, err := newIdentity(pool, cfg, newLogger(stderr, cfg.LogLevel), nil, nil)
 	if err != nil {
 		pool.Close()
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/telemetry"
@@ -27,12 +28,13 @@ type identityParts struct {
 	limits *orgs.Limits
 }
 
-// newIdentity builds identity's parts from flowd's settings. It does not
-// touch the database.
-func newIdentity(pool *pgxpool.Pool, cfg *config.Config, log *slog.Logger, tracing *telemetry.Tracing) (*identityParts, error) {
+// newIdentity builds identity's parts from flowd's settings; tracing wraps
+// their jwks_uri fetches, and reg, when not nil, receives their metrics. It
+// does not touch the database.
+func newIdentity(pool *pgxpool.Pool, cfg *config.Config, log *slog.Logger, tracing *telemetry.Tracing, reg prometheus.Registerer) (*identityParts, error) {
 	feed := changes.NewFeed(pool, log)
 	signing, err := keys.New(pool, feed, keys.Config{KeyEncryptionKey: cfg.KeyEncryptionKey,
-		ReceiptKeyRetention: cfg.ReceiptKeyRetention, Log: log})
+		ReceiptKeyRetention: cfg.ReceiptKeyRetention, Log: log, Registry: reg})
 	if err != nil {
 		return nil, err
 	}
@@ -59,6 +61,7 @@ func newIdentity(pool *pgxpool.Pool, cfg *config.Config, log *slog.Logger, traci
 		JWKSTransport:     tracing.WrapTransport("jwks_uri fetch"),
 		DPoPNonceRequired: cfg.DPoPNonce == "required",
 		Log:               log,
+		Registry:          reg,
 	})
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/idempotency"
+	"github.com/flowd/flowd/internal/jobmetrics"
 	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/internal/telemetry"
@@ -89,8 +90,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	}
 	defer hookPool.Close()
 
-	// Modules, each built from its explicit dependencies.
-	ident, err := newIdentity(pool, cfg, log, tracing)
+	// Modules, each built from its explicit dependencies; their metrics and
+	// the depth of River's queues go to one registry.
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(jobmetrics.Queues(pool, log), web.PoolCollector("webhooks", hookPool))
+	ident, err := newIdentity(pool, cfg, log, tracing, registry)
 	if err != nil {
 		return err
 	}
@@ -124,7 +128,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	consoleRP := oidclogin.New(oidclogin.ConsoleConfig(cfg))
 	consentRP := oidclogin.New(oidclogin.ConsentConfig(cfg))
 
-	registry := prometheus.NewRegistry()
 	hooks, err := webhooks.New(hookPool, flows.NewTaskReports(hookPool), webhooks.Options{
 		Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, KeyEncryptionKey: cfg.KeyEncryptionKey,
 		Schedule: cfg.WebhookRetrySchedule, EventRetention: cfg.EventRetention, DisableAfter: cfg.WebhookDisableAfter,
@@ -186,6 +189,14 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 		}
 		defer pprofListener.Close()
 		runners = append(runners, runner{"pprof", servePprof(pprofListener, log)})
+	}
+	if cfg.OpsAddr != "" {
+		opsListener, err := listen(ctx, cfg.OpsAddr)
+		if err != nil {
+			return fmt.Errorf("FLOWD_OPS_ADDR: %w", err)
+		}
+		defer opsListener.Close()
+		runners = append(runners, runner{"operations listener", serveOps(opsListener, srv.Ops(), log)})
 	}
 	ln, err := listen(ctx, cfg.Addr)
 	if err != nil {

@@ -72,17 +72,19 @@ func TestServeLeavesNothingBehindWhenItFails(t *testing.T) {
 	}{
 		{"the address is taken", map[string]string{"FLOWD_ADDR": taken.Addr().String()}, "listen"},
 		{"the profiler's address is taken", map[string]string{"FLOWD_PPROF_ADDR": taken.Addr().String()}, "FLOWD_PPROF_ADDR"},
+		{"the operations address is taken", map[string]string{"FLOWD_OPS_ADDR": taken.Addr().String()}, "FLOWD_OPS_ADDR"},
 		{"the signing key does not open", map[string]string{"DATABASE_URL": sealedElsewhere}, "identity"},
 	}
 	http.DefaultClient.CloseIdleConnections()
 	before := goleak.IgnoreCurrent()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			addr, pprofAddr := flowdtest.FreeAddr(t), flowdtest.FreeAddr(t)
+			addr, pprofAddr, opsAddr := flowdtest.FreeAddr(t), flowdtest.FreeAddr(t), flowdtest.FreeAddr(t)
 			env := map[string]string{
 				"DATABASE_URL":             dbURL,
 				"FLOWD_ADDR":               addr,
 				"FLOWD_PPROF_ADDR":         pprofAddr,
+				"FLOWD_OPS_ADDR":           opsAddr,
 				"FLOWD_KEY_ENCRYPTION_KEY": flowdtest.TestKeyEncryptionKey,
 				"FLOWD_SESSION_KEY":        flowdtest.TestSessionKey,
 				"FLOWD_DATA_KEY":           flowdtest.TestDataKey,
@@ -97,7 +99,7 @@ func TestServeLeavesNothingBehindWhenItFails(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("serve: %v, want an error naming %q\n%s", err, tt.want, logs.String())
 			}
-			for _, a := range []string{env["FLOWD_ADDR"], env["FLOWD_PPROF_ADDR"]} {
+			for _, a := range []string{env["FLOWD_ADDR"], env["FLOWD_PPROF_ADDR"], env["FLOWD_OPS_ADDR"]} {
 				if a == taken.Addr().String() {
 					continue
 				}
@@ -120,7 +122,8 @@ func TestServeJoinsEveryGoroutine(t *testing.T) {
 	dbURL := dbtest.NewURL(t)
 	http.DefaultClient.CloseIdleConnections()
 	before := goleak.IgnoreCurrent()
-	in := flowdtest.Start(t, flowdtest.WithDatabase(dbURL), flowdtest.WithEnv("FLOWD_PPROF_ADDR", flowdtest.FreeAddr(t)))
+	in := flowdtest.Start(t, flowdtest.WithDatabase(dbURL), flowdtest.WithEnv("FLOWD_PPROF_ADDR", flowdtest.FreeAddr(t)),
+		flowdtest.WithEnv("FLOWD_OPS_ADDR", flowdtest.FreeAddr(t)))
 	if resp, body := get(t, in.URL+"/api/openapi.json", ""); resp.StatusCode != 200 {
 		t.Fatalf("openapi.json: %d %s", resp.StatusCode, body)
 	}

@@ -38,6 +38,10 @@ type Config struct {
 	// PprofAddr, when set, serves net/http/pprof on its own listener
 	// (FLOWD_PPROF_ADDR, off by default; bind it to loopback).
 	PprofAddr string
+	// OpsAddr, when set, is a listener of its own for operators: metrics,
+	// health, readiness and the profiler (FLOWD_OPS_ADDR, off by default).
+	// /metrics then leaves the public address.
+	OpsAddr string
 	// TrustedProxies are the proxies whose X-Forwarded-For is believed
 	// (FLOWD_TRUSTED_PROXIES: addresses or CIDR ranges); none by default,
 	// loopback and private ranges included.
@@ -147,6 +151,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		ShutdownDelay:    r.durationOrZero("FLOWD_SHUTDOWN_DELAY", 5*time.Second),
 		ShutdownTimeout:  r.duration("FLOWD_SHUTDOWN_TIMEOUT", 20*time.Second),
 		PprofAddr:        r.str("FLOWD_PPROF_ADDR", ""),
+		OpsAddr:          r.str("FLOWD_OPS_ADDR", ""),
 		TrustedProxies:   r.prefixes("FLOWD_TRUSTED_PROXIES"),
 
 		Audience:          r.str("FLOWD_AUDIENCE", "flowd"),

@@ -95,3 +95,24 @@ func TestStampsReachTheBinary(t *testing.T) {
 		t.Fatalf("the stamped binary says %+v", got)
 	}
 }
+
+// TestImageLabelsCarryTheStamps: the image's OCI labels say what the binary
+// in it says. An ARG is forgotten at each FROM, so the final stage must
+// declare the stamps again, or the labels are empty.
+func TestImageLabelsCarryTheStamps(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages := strings.Split(string(b), "\nFROM ")
+	final := stages[len(stages)-1]
+	for arg, label := range map[string]string{"VERSION": "version", "COMMIT": "revision", "BUILD_TIME": "created"} {
+		if !strings.Contains(final, "\nARG "+arg+"=") {
+			t.Errorf("the Dockerfile's final stage does not declare ARG %s", arg)
+		}
+		if want := "org.opencontainers.image." + label + `="${` + arg + `}"`; !strings.Contains(final, want) {
+			t.Errorf("the Dockerfile's final stage has no %s", want)
+		}
+	}
+}

@@ -55,9 +55,9 @@ func (m *Manager) RecordDecisionTx(ctx context.Context, tx database.Tx, d Decisi
 	if !validID(d.FlowID) || d.OrganizationID == "" {
 		return Flow{}, ErrNotActive
 	}
-	status, event := Rejected, webhooks.FlowRejected
+	status, event, outcome := Rejected, webhooks.FlowRejected, DecisionRejected
 	if d.Accepted {
-		status, event = Accepted, webhooks.FlowAccepted
+		status, event, outcome = Accepted, webhooks.FlowAccepted, DecisionAccepted
 	}
 	row, err := store.RecordDecision(ctx, tx, d.OrganizationID, d.FlowID, store.Decision{
 		ConsentStatus: string(status), At: d.At, ConsentTextSHA256: d.Evidence.TextSHA256,
@@ -80,7 +80,11 @@ func (m *Manager) RecordDecisionTx(ctx context.Context, tx database.Tx, d Decisi
 	if err := m.scheduleExpiryTx(ctx, tx, f); err != nil {
 		return Flow{}, err
 	}
-	return f, m.publishTx(ctx, tx, f, event)
+	if err := m.publishTx(ctx, tx, f, event); err != nil {
+		return Flow{}, err
+	}
+	m.decisions.WithLabelValues(outcome).Inc()
+	return f, nil
 }
 
 // RecordWithdrawalTx records w on its flow, which the caller holds locked
@@ -109,7 +113,11 @@ func (m *Manager) RecordWithdrawalTx(ctx context.Context, tx database.Tx, w With
 	if err != nil {
 		return Flow{}, err
 	}
-	return f, m.publishTx(ctx, tx, f, webhooks.FlowWithdrawn)
+	if err := m.publishTx(ctx, tx, f, webhooks.FlowWithdrawn); err != nil {
+		return Flow{}, err
+	}
+	m.decisions.WithLabelValues(DecisionWithdrawn).Inc()
+	return f, nil
 }
 
 // recordTx keeps receipt as the attachment of row, just decided or

@@ -8,10 +8,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/jobmetrics"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 	"github.com/flowd/flowd/modules/webhooks"
 )
@@ -54,7 +57,7 @@ const expirySweepInterval = time.Hour
 // newExpiryJobs builds the River client of m's expiry jobs. It only inserts
 // until RunExpiry starts it. Its configuration is fixed, so an error is a
 // programming error and panics, as a metric registered twice does.
-func newExpiryJobs(m *Manager) *river.Client[pgx.Tx] {
+func newExpiryJobs(m *Manager, reg prometheus.Registerer) *river.Client[pgx.Tx] {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &expiryWorker{m: m})
 	river.AddWorker(workers, &expirySweepWorker{m: m})
@@ -64,6 +67,7 @@ func newExpiryJobs(m *Manager) *river.Client[pgx.Tx] {
 		Queues:     map[string]river.QueueConfig{expiryQueue: {MaxWorkers: 10}},
 		Workers:    workers,
 		Middleware: m.cfg.ExpiryMiddleware,
+		Hooks:      []rivertype.Hook{jobmetrics.Hook(reg)},
 		// Polling, rather than River's LISTEN, keeps no connection of the
 		// API's pool busy; expiry is due to the second, not the millisecond.
 		PollOnly:             true,

@@ -71,13 +71,17 @@ type Manager struct {
 	log     *slog.Logger
 	cfg     Config
 	jobs    *river.Client[pgx.Tx] // consent expiry
+	// decisions counts the decisions and withdrawals recorded.
+	decisions *prometheus.CounterVec
 }
 
 var _ Service = (*Manager)(nil)
 
 // New returns the flows module. Every collaborator is required: reg
 // receives how many reads each shared round trip carried
-// (flowd_db_reads_per_round_trip), log what Run could not do.
+// (flowd_db_reads_per_round_trip), the decisions recorded
+// (flowd_consent_decisions_total) and the outcomes of the expiry jobs; log
+// what Run could not do.
 func New(pool *pgxpool.Pool, sealer *pii.Sealer, consent ConsentRequests, defs Definitions,
 	orgs Organizations, events Events, log *slog.Logger, reg prometheus.Registerer, cfg Config) *Manager {
 	if cfg.ConsentTTL <= 0 {
@@ -91,8 +95,9 @@ func New(pool *pgxpool.Pool, sealer *pii.Sealer, consent ConsentRequests, defs D
 	}
 	slots := readRoundTrips(cfg.ReadRoundTrips, runtime.GOMAXPROCS(0), int(pool.Config().MaxConns))
 	m := &Manager{pool: pool, reads: store.NewSharedReads(pool, slots, readsPerRoundTrip(reg)),
-		sealer: sealer, consent: consent, defs: defs, orgs: orgs, events: events, log: log, cfg: cfg}
-	m.jobs = newExpiryJobs(m)
+		sealer: sealer, consent: consent, defs: defs, orgs: orgs, events: events, log: log, cfg: cfg,
+		decisions: decisionsCounter(reg)}
+	m.jobs = newExpiryJobs(m, reg)
 	return m
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/jobmetrics"
 	"github.com/flowd/flowd/modules/webhooks/internal/hostgate"
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
@@ -89,7 +90,8 @@ type Options struct {
 	FetchCooldown time.Duration
 	// Log receives the module's logs; River's own are kept to warnings.
 	Log *slog.Logger
-	// Registry, when set, receives the delivery metrics.
+	// Registry, when set, receives the delivery metrics, and reads the
+	// backlog of deliveries and the endpoints' health when scraped.
 	Registry prometheus.Registerer
 	// KeyEncryptionKey (FLOWD_KEY_ENCRYPTION_KEY) encrypts signing secrets at
 	// rest; without it they are stored as they are.
@@ -236,6 +238,11 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 	for _, d := range opts.Schedule {
 		m.holdLimit += d
 	}
+	if opts.Registry != nil {
+		if err := opts.Registry.Register(backlogCollector(pool, opts.Log)); err != nil {
+			return nil, fmt.Errorf("webhooks: %w", err)
+		}
+	}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &deliveryWorker{m: m}); err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
@@ -253,6 +260,7 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 		FetchCooldown:        opts.FetchCooldown,
 		Workers:              workers,
 		Middleware:           opts.Middleware,
+		Hooks:                []rivertype.Hook{jobmetrics.Hook(opts.Registry)},
 		MaxAttempts:          len(opts.Schedule) + 1,
 		RetryPolicy:          schedulePolicy(opts.Schedule),
 		JobTimeout:           jobTimeout,

@@ -31,7 +31,7 @@ var homeLinks = []HomeLink{
 	{URL: "/console", Title: "Console", About: "For an organization's staff: flows, consent texts, API clients, webhook endpoints, settings, audit log and sessions."},
 	{URL: "/receipts/verify", Title: "Check a consent receipt", About: "For anyone holding a receipt: is it flowd's, unaltered, and what does it say?"},
 	{URL: "/.well-known/openid-configuration", Title: "OpenID provider metadata", About: "The token endpoint, the keys (/oauth/jwks) and what the built-in provider supports."},
-	{URL: "/healthz", Title: "Health", About: "For operators: whether the process is up (also /readyz, whether this instance takes traffic, and /metrics)."},
+	{URL: "/healthz", Title: "Health", About: "For operators: whether the process is up (also /readyz, whether this instance takes traffic, and /metrics unless FLOWD_OPS_ADDR gives operators a listener of their own)."},
 }
 
 // Home is flowd's front page: links to its surfaces instead of a 404.

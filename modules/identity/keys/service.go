@@ -14,6 +14,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/identity"
@@ -35,6 +36,9 @@ type Config struct {
 	// (FLOWD_RECEIPT_KEY_RETENTION); zero means DefaultReceiptKeyRetention.
 	ReceiptKeyRetention time.Duration
 	Log                 *slog.Logger
+	// Registry, when set, receives the count of signatures made and failed
+	// (flowd_signatures_total).
+	Registry prometheus.Registerer
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -49,8 +53,9 @@ type Service struct {
 	log  *slog.Logger
 	now  func() time.Time
 
-	signers signerCache
-	public  keyCache
+	signers    signerCache
+	public     keyCache
+	signatures signatures
 }
 
 var (
@@ -78,7 +83,7 @@ func New(pool *pgxpool.Pool, feed *changes.Feed, cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Service{pool: pool, cfg: cfg, log: cfg.Log, now: cfg.Now}
+	s := &Service{pool: pool, cfg: cfg, log: cfg.Log, now: cfg.Now, signatures: newSignatures(cfg.Registry)}
 	s.public.init()
 	feed.Subscribe(changes.TopicKeys, func(string) { s.forget() })
 	feed.OnListen(func(context.Context) error { s.forget(); return nil })
@@ -202,7 +207,8 @@ func (s *Service) activeKeyOf(ctx context.Context, q store.Querier, role keyRole
 }
 
 // SignAccessToken implements Tokens.
-func (s *Service) SignAccessToken(ctx context.Context, claims []byte) (string, error) {
+func (s *Service) SignAccessToken(ctx context.Context, claims []byte) (_ string, err error) {
+	defer func() { s.signatures.count(useAccessToken, err) }()
 	k, err := s.activeKey(ctx, AccessTokenAlgorithm)
 	if err != nil {
 		return "", err
@@ -215,7 +221,8 @@ func (s *Service) SignAccessToken(ctx context.Context, claims []byte) (string, e
 }
 
 // SignReceiptTx implements Receipts: a decision needs no second connection.
-func (s *Service) SignReceiptTx(ctx context.Context, tx database.Tx, claims []byte) (string, error) {
+func (s *Service) SignReceiptTx(ctx context.Context, tx database.Tx, claims []byte) (_ string, err error) {
+	defer func() { s.signatures.count(useReceipt, err) }()
 	k, err := s.activeKeyOf(ctx, tx, keyRole{purposeReceipt, ReceiptAlgorithm})
 	if err != nil {
 		return "", err
@@ -250,7 +257,8 @@ func (s *Service) ReceiptKeys(ctx context.Context) (jose.JSONWebKeySet, error) {
 
 // SignIDToken implements Tokens. The keys rotate with those of access
 // tokens, so one JWKS verifies both.
-func (s *Service) SignIDToken(ctx context.Context, alg jose.SignatureAlgorithm, claims any) (string, error) {
+func (s *Service) SignIDToken(ctx context.Context, alg jose.SignatureAlgorithm, claims any) (_ string, err error) {
+	defer func() { s.signatures.count(useIDToken, err) }()
 	if !slices.Contains(IDTokenAlgorithms, alg) {
 		return "", fmt.Errorf("identity: ID tokens are not signed with %q", alg)
 	}

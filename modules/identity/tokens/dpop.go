@@ -260,16 +260,20 @@ func (s *Service) VerifyDPoPAccessToken(ctx context.Context, raw string, in DPoP
 		return identity.Principal{}, err
 	}
 	if v.jkt == "" {
+		s.refusals.WithLabelValues(string(refusedDPoP)).Inc()
 		return identity.Principal{}, apperr.New(apperr.Unauthenticated, "The access token is not DPoP-bound: send it with the Bearer scheme.")
 	}
 	if !in.Present() {
+		s.refusals.WithLabelValues(string(refusedDPoP)).Inc()
 		return identity.Principal{}, resourceDPoPErr(badProof("A DPoP proof is required with the DPoP scheme."))
 	}
 	proof, err := s.checkDPoPProof(in, raw)
 	if err != nil {
+		s.refusals.WithLabelValues(string(refusedDPoP)).Inc()
 		return identity.Principal{}, resourceDPoPErr(err)
 	}
 	if proof.jkt != v.jkt {
+		s.refusals.WithLabelValues(string(refusedDPoP)).Inc()
 		return identity.Principal{}, resourceDPoPErr(badProof("The DPoP proof is signed by another key than the one the access token is bound to."))
 	}
 	var p identity.Principal
@@ -282,6 +286,9 @@ func (s *Service) VerifyDPoPAccessToken(ctx context.Context, raw string, in DPoP
 		return identity.Principal{}, err
 	}
 	if err := s.spendDPoPProof(ctx, proof); err != nil {
+		if de := (*DPoPError)(nil); errors.As(err, &de) {
+			s.refusals.WithLabelValues(string(refusedDPoP)).Inc()
+		}
 		return identity.Principal{}, resourceDPoPErr(err)
 	}
 	return p, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/identity"
@@ -69,6 +70,9 @@ type Config struct {
 	// JWKSTransport, when set, wraps the transport of jwks_uri fetches
 	// (tracing's client spans).
 	JWKSTransport func(http.RoundTripper) http.RoundTripper
+	// Registry, when set, receives the count of access tokens refused by
+	// reason (flowd_token_refusals_total).
+	Registry prometheus.Registerer
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -96,6 +100,8 @@ type Service struct {
 
 	builtin  *builtinVerifier
 	external *externalVerifier
+	// refusals counts the access tokens refused, by reason.
+	refusals *prometheus.CounterVec
 }
 
 var (
@@ -140,6 +146,7 @@ func New(pool *pgxpool.Pool, feed *changes.Feed, clients Clients, keys Keys, aud
 	s := &Service{
 		pool: pool, feed: feed, clients: clients, keys: keys, audit: audit, cfg: cfg, log: cfg.Log, now: cfg.Now,
 		macs:         secret.NewMACs(cfg.KeyEncryptionKey),
+		refusals:     newRefusals(cfg.Registry),
 		limiter:      costlimit.New(cfg.Now, cfg.FailureWindow, cfg.AddressFailureLimit),
 		hashing:      make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
 		dpopNonceKey: dpopNonceKey(cfg.KeyEncryptionKey),

@@ -44,6 +44,7 @@ func (s *Service) VerifyAccessToken(ctx context.Context, raw string) (identity.P
 	}
 	if v.jkt != "" {
 		// RFC 9449 7.2: a DPoP-bound token is no bearer token.
+		s.refusals.WithLabelValues(string(refusedDPoP)).Inc()
 		return identity.Principal{}, errDPoPBoundAsBearer
 	}
 	if v.external {
@@ -56,6 +57,7 @@ func (s *Service) VerifyAccessToken(ctx context.Context, raw string) (identity.P
 // audience, expiry), through the token cache.
 func (s *Service) verifyToken(ctx context.Context, raw string) (verifiedToken, error) {
 	if raw == "" || len(raw) > maxTokenLen {
+		s.refusals.WithLabelValues(string(refusedMalformed)).Inc()
 		return verifiedToken{}, ErrInvalidToken
 	}
 	now := s.now()
@@ -65,11 +67,15 @@ func (s *Service) verifyToken(ctx context.Context, raw string) (verifiedToken, e
 	}
 	var err error
 	switch iss := peekIssuer(raw); {
+	case iss == "":
+		s.refusals.WithLabelValues(string(refusedMalformed)).Inc()
+		err = ErrInvalidToken
 	case iss == s.cfg.Issuer:
 		v, err = s.builtin.verify(ctx, raw)
 	case s.external != nil && iss == s.external.issuer:
 		v, err = s.external.verify(ctx, raw)
 	default:
+		s.refusals.WithLabelValues(string(refusedIssuer)).Inc()
 		err = ErrInvalidToken
 	}
 	if err != nil {
@@ -99,12 +105,17 @@ func peekIssuer(raw string) string {
 	return c.Issuer
 }
 
-// invalid logs why a token was refused (at debug: a client's mistake, not
-// ours) and returns the one error callers see.
-func (s *Service) invalid(ctx context.Context, reason string, err error) error {
+// invalid counts a token refused for why, logs the reason (at debug: a
+// client's mistake, not ours) and returns the one error callers see.
+func (s *Service) invalid(ctx context.Context, why refusal, reason string, err error) error {
 	if unavailable(err) {
 		return err
 	}
+	var expired *oidc.TokenExpiredError
+	if errors.As(err, &expired) {
+		why = refusedExpired
+	}
+	s.refusals.WithLabelValues(string(why)).Inc()
 	attrs := []any{"reason", reason}
 	if err != nil {
 		attrs = append(attrs, "error", err.Error())
@@ -167,7 +178,7 @@ func (b *builtinVerifier) verify(ctx context.Context, raw string) (verifiedToken
 		if keyErr != nil {
 			return verifiedToken{}, keyErr
 		}
-		return verifiedToken{}, b.s.invalid(ctx, "built-in token failed verification", err)
+		return verifiedToken{}, b.s.invalid(ctx, refusedVerification, "built-in token failed verification", err)
 	}
 	var c struct {
 		ClientID string        `json:"client_id"`
@@ -177,11 +188,11 @@ func (b *builtinVerifier) verify(ctx context.Context, raw string) (verifiedToken
 		Cnf      *confirmation `json:"cnf"`
 	}
 	if err := tok.Claims(&c); err != nil || c.ClientID == "" || c.ClientID != tok.Subject || c.OrgID == "" || c.ID == "" {
-		return verifiedToken{}, b.s.invalid(ctx, "built-in token lacks client_id, sub, org_id or jti", err)
+		return verifiedToken{}, b.s.invalid(ctx, refusedClaims, "built-in token lacks client_id, sub, org_id or jti", err)
 	}
 	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{keys.AccessTokenAlgorithm})
 	if err != nil {
-		return verifiedToken{}, b.s.invalid(ctx, "unparsable", err)
+		return verifiedToken{}, b.s.invalid(ctx, refusedMalformed, "unparsable", err)
 	}
 	return verifiedToken{
 		expiry:   tok.Expiry,
@@ -198,21 +209,21 @@ func (b *builtinVerifier) verify(ctx context.Context, raw string) (verifiedToken
 // key's retirement, its client's revocation and its own.
 func (s *Service) admitBuiltin(ctx context.Context, v verifiedToken) (identity.Principal, error) {
 	if _, err := s.keys.AccessTokenKey(ctx, v.keyID); err != nil {
-		return identity.Principal{}, s.invalid(ctx, "signing key no longer trusted", err)
+		return identity.Principal{}, s.invalid(ctx, refusedKeyUntrusted, "signing key no longer trusted", err)
 	}
 	st, found, err := s.clients.ClientState(ctx, v.clientID)
 	if err != nil {
 		return identity.Principal{}, err
 	}
 	if !found || st.Revoked || st.OrganizationID != v.orgID {
-		return identity.Principal{}, s.invalid(ctx, "client unknown or revoked", nil)
+		return identity.Principal{}, s.invalid(ctx, refusedClient, "client unknown or revoked", nil)
 	}
 	revoked, err := s.accessTokenRevoked(ctx, v)
 	if err != nil {
 		return identity.Principal{}, err
 	}
 	if revoked {
-		return identity.Principal{}, s.invalid(ctx, "token revoked", nil)
+		return identity.Principal{}, s.invalid(ctx, refusedRevoked, "token revoked", nil)
 	}
 	return identity.Principal{OrganizationID: v.orgID, ClientID: v.clientID, Scopes: v.scopes, Sandbox: st.Sandbox, RateLimit: st.RateLimit}, nil
 }
@@ -299,11 +310,11 @@ func (x *externalVerifier) verify(ctx context.Context, raw string) (verifiedToke
 	}
 	tok, err := v.Verify(ctx, raw)
 	if err != nil {
-		return verifiedToken{}, x.s.invalid(ctx, "external token failed verification", err)
+		return verifiedToken{}, x.s.invalid(ctx, refusedVerification, "external token failed verification", err)
 	}
 	var claims map[string]any
 	if err := tok.Claims(&claims); err != nil {
-		return verifiedToken{}, x.s.invalid(ctx, "external token claims", err)
+		return verifiedToken{}, x.s.invalid(ctx, refusedClaims, "external token claims", err)
 	}
 	out := verifiedToken{external: true, expiry: tok.Expiry, audience: tok.Audience}
 	// The client id: client_id (RFC 9068), else azp (OIDC), else a single-valued aud (Dex and others).
@@ -353,7 +364,7 @@ func (s *Service) admitExternal(ctx context.Context, v verifiedToken) (identity.
 		}
 	}
 	if !audOK {
-		return identity.Principal{}, s.invalid(ctx, "external token for another audience", nil)
+		return identity.Principal{}, s.invalid(ctx, refusedAudience, "external token for another audience", nil)
 	}
 	p := identity.Principal{OrganizationID: v.orgID, ClientID: v.clientID, Scopes: v.scopes, External: true}
 	if mapped {
@@ -371,14 +382,14 @@ func (s *Service) admitExternal(ctx context.Context, v verifiedToken) (identity.
 		p.RateLimit = mapping.RateLimit
 	}
 	if p.OrganizationID == "" {
-		return identity.Principal{}, s.invalid(ctx, "external token names no organization and its client is not mapped", nil)
+		return identity.Principal{}, s.invalid(ctx, refusedOrganization, "external token names no organization and its client is not mapped", nil)
 	}
 	exists, err := s.clients.OrganizationExists(ctx, p.OrganizationID)
 	if err != nil {
 		return identity.Principal{}, err
 	}
 	if !exists {
-		return identity.Principal{}, s.invalid(ctx, "external token names an unknown organization", nil)
+		return identity.Principal{}, s.invalid(ctx, refusedOrganization, "external token names an unknown organization", nil)
 	}
 	return p, nil
 }
