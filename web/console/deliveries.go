@@ -29,7 +29,8 @@ func (h *Handler) HandleConsoleDeliveries(c echo.Context) error {
 	for _, d := range b.Deliveries {
 		row := pages.DeliveryRow{ID: d.ID, Event: string(d.Type), To: d.URL, State: d.State, Attempts: d.Attempts,
 			LastError: orDash(d.LastError), Created: consoleTime(d.CreatedAt)}
-		if d.FlowID != "" && d.TaskID != "" {
+		// Every event of a flow links it, but the last one of a deleted flow.
+		if d.FlowID != "" && d.Type != webhooks.FlowDeleted {
 			row.FlowURL = c.Echo().Reverse("console.flow", d.FlowID)
 		}
 		p.Rows = append(p.Rows, row)

@@ -44,6 +44,13 @@ func TestConsoleDeliveries(t *testing.T) {
 		strings.Contains(p.Body, "elsewhere") || !strings.Contains(p.Body, "<dt>Gave up</dt><dd>3</dd>") || strings.Contains(p.Body, "/retry") {
 		t.Fatalf("the viewer's page: %d %s", p.Status, p.Body)
 	}
+	var flowID string
+	if err := ls.Pool.QueryRow(ctx, `select flow_id from webhook_events where organization_id = $1 and id = $2`, s.Org.ID, mine).Scan(&flowID); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.Body, `href="/console/flows/`+flowID+`"`) {
+		t.Fatalf("a delivery to an endpoint does not link its flow %s: %s", flowID, p.Body)
+	}
 	if p := s.Admin.Get(ls.URL + "/console/webhooks"); !strings.Contains(p.Body, `href="/console/webhooks/deliveries"`) {
 		t.Fatalf("the webhooks page does not link the deliveries: %s", p.Body)
 	}
