@@ -1,17 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/flowd/flowd/cmd/flowbench/internal/procfs"
 )
 
 // server is a flowd process under test, started from a freshly built binary.
@@ -58,7 +57,7 @@ func (s *server) sampleRSS() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			if v := readStatusKB(s.cmd.Process.Pid, "VmHWM:"); v > s.peakRSS.Load() {
+			if v := procfs.StatusKB(s.cmd.Process.Pid, "VmHWM:"); v > s.peakRSS.Load() {
 				s.peakRSS.Store(v)
 			}
 		}
@@ -67,7 +66,7 @@ func (s *server) sampleRSS() {
 
 // PeakRSSMiB is the highest resident set size seen so far.
 func (s *server) PeakRSSMiB() float64 {
-	if v := readStatusKB(s.cmd.Process.Pid, "VmHWM:"); v > s.peakRSS.Load() {
+	if v := procfs.StatusKB(s.cmd.Process.Pid, "VmHWM:"); v > s.peakRSS.Load() {
 		s.peakRSS.Store(v)
 	}
 	return float64(s.peakRSS.Load()) / (1 << 20)
@@ -84,21 +83,4 @@ func (s *server) Stop() {
 	case <-time.After(30 * time.Second):
 		_ = s.cmd.Process.Kill()
 	}
-}
-
-// readStatusKB reads a kB field of /proc/PID/status, in bytes.
-func readStatusKB(pid int, field string) int64 {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), field); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }

@@ -1,4 +1,4 @@
-package main
+package pgbench
 
 import (
 	"fmt"
@@ -58,7 +58,7 @@ func TestProgressIsWarmAfterTwoBusySeconds(t *testing.T) {
 func TestCountsOnlyTransactionsThatEndedInATurn(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s := &pgbenchSession{logPrefix: filepath.Join(dir, "pgbench_tx")}
+	s := &Session{logPrefix: filepath.Join(dir, "pgbench_tx")}
 	base := time.Unix(1_800_000_000, 0)
 	s.turns = []turn{{from: base.Add(10 * time.Second), to: base.Add(12 * time.Second)}, {from: base.Add(20 * time.Second), to: base.Add(21 * time.Second)}}
 	logLine := func(client, n int, at time.Time) string {

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package main
+package loadgen
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 // anything, with an error that says why.
 func TestLoadSaysItNeedsLinux(t *testing.T) {
 	t.Parallel()
-	if _, err := newLoad("http://127.0.0.1:8080", 4); !errors.Is(err, errNeedsLinux) {
-		t.Fatalf("newLoad off Linux: %v, want %v", err, errNeedsLinux)
+	if _, err := New("http://127.0.0.1:8080", 4); !errors.Is(err, ErrNeedsLinux) {
+		t.Fatalf("New off Linux: %v, want %v", err, ErrNeedsLinux)
 	}
 }

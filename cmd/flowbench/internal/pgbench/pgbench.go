@@ -1,4 +1,7 @@
-package main
+// Package pgbench runs pgbench, PostgreSQL's own load generator, in turns
+// with flowd's load on the SQL flowd executes, and counts what it ran in
+// its turns: the yardstick of flowbench's ratios.
+package pgbench
 
 import (
 	"bufio"
@@ -13,6 +16,8 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/flowd/flowd/cmd/flowbench/internal/procfs"
 )
 
 var (
@@ -20,22 +25,22 @@ var (
 	txLine       = regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`)
 )
 
-// pgbenchRun is what pgbench measured in its turns.
-type pgbenchRun struct {
+// Run is what pgbench measured in its turns.
+type Run struct {
 	Transactions float64
 	Seconds      float64
 	ClientCPU    time.Duration // pgbench's own
 }
 
 // TPS is transactions per second in pgbench's turns.
-func (r pgbenchRun) TPS() float64 {
+func (r Run) TPS() float64 {
 	if r.Seconds <= 0 {
 		return 0
 	}
 	return r.Transactions / r.Seconds
 }
 
-// pgbenchSession is one pgbench process that takes turns with flowd. It
+// Session is one pgbench process that takes turns with flowd. It
 // connects and warms up once, then runs only between resume and pause
 // (SIGCONT, SIGSTOP), so that every turn meets warm backends, as flowd's
 // pooled connections are. Starting a backend and its first statements
@@ -45,7 +50,7 @@ func (r pgbenchRun) TPS() float64 {
 //
 // pgbench logs every transaction with the time it ended (-l); a turn counts
 // those that ended within it.
-type pgbenchSession struct {
+type Session struct {
 	cmd       *exec.Cmd
 	logPrefix string
 	stdout    bytes.Buffer
@@ -57,16 +62,16 @@ type pgbenchSession struct {
 
 type turn struct{ from, to time.Time }
 
-// pgbenchWarmUp bounds how long pgbench may take to connect and run its
+// warmUp bounds how long pgbench may take to connect and run its
 // first full second of transactions.
-const pgbenchWarmUp = time.Minute
+const warmUp = time.Minute
 
-// startPgbench starts pgbench on files (pgbench scripts, each optionally
+// Start starts pgbench on files (pgbench scripts, each optionally
 // "@weight") against dbURL with vars defined (-D) at the given concurrency,
 // lets it connect and run for a second, and pauses it. Prepared
 // statements, as pgx's statement cache makes them. dir holds its logs.
-func startPgbench(ctx context.Context, bin, dbURL, dir string, files []string, vars map[string]string, concurrency int) (*pgbenchSession, error) {
-	s := &pgbenchSession{logPrefix: filepath.Join(dir, "pgbench_tx")}
+func Start(ctx context.Context, bin, dbURL, dir string, files []string, vars map[string]string, concurrency int) (*Session, error) {
+	s := &Session{logPrefix: filepath.Join(dir, "pgbench_tx")}
 	old, _ := filepath.Glob(s.logPrefix + ".*")
 	for _, f := range old {
 		_ = os.Remove(f)
@@ -96,16 +101,16 @@ func startPgbench(ctx context.Context, bin, dbURL, dir string, files []string, v
 	case <-s.stderr.done:
 		_ = s.cmd.Wait()
 		return nil, fmt.Errorf("pgbench ended while warming up: %s%s", s.stdout.Bytes(), s.stderr.text())
-	case <-time.After(pgbenchWarmUp):
-		s.kill()
-		return nil, fmt.Errorf("pgbench did not run a full second within %s: %s", pgbenchWarmUp, s.stderr.text())
+	case <-time.After(warmUp):
+		s.Kill()
+		return nil, fmt.Errorf("pgbench did not run a full second within %s: %s", warmUp, s.stderr.text())
 	}
 	return s, s.signal(pauseSignal)
 }
 
-// turn lets pgbench run for d, reading the CPU PostgreSQL and pgbench spend
+// Turn lets pgbench run for d, reading the CPU PostgreSQL and pgbench spend
 // meanwhile through cpu.
-func (s *pgbenchSession) turn(d time.Duration, cpu func() time.Duration) error {
+func (s *Session) Turn(d time.Duration, cpu func() time.Duration) error {
 	pg, client := cpu(), s.clientCPU()
 	t := turn{from: time.Now()}
 	if err := s.signal(resumeSignal); err != nil {
@@ -122,35 +127,35 @@ func (s *pgbenchSession) turn(d time.Duration, cpu func() time.Duration) error {
 	return nil
 }
 
-// finish ends pgbench and counts the transactions that ended in its turns.
+// Finish ends pgbench and counts the transactions that ended in its turns.
 // It returns them and the CPU PostgreSQL spent in the turns.
-func (s *pgbenchSession) finish() (pgbenchRun, time.Duration, error) {
+func (s *Session) Finish() (Run, time.Duration, error) {
 	if err := s.signal(endSignal); err != nil {
-		return pgbenchRun{}, 0, err
+		return Run{}, 0, err
 	}
 	if err := s.signal(resumeSignal); err != nil {
-		return pgbenchRun{}, 0, err
+		return Run{}, 0, err
 	}
 	<-s.stderr.done // before Wait, which closes the pipe
 	if err := s.cmd.Wait(); err != nil {
-		return pgbenchRun{}, 0, fmt.Errorf("pgbench: %v: %s%s", err, s.stdout.Bytes(), s.stderr.text())
+		return Run{}, 0, fmt.Errorf("pgbench: %v: %s%s", err, s.stdout.Bytes(), s.stderr.text())
 	}
 	if txLine.Find(s.stdout.Bytes()) == nil {
-		return pgbenchRun{}, 0, fmt.Errorf("pgbench printed no transaction count: %s", s.stdout.Bytes())
+		return Run{}, 0, fmt.Errorf("pgbench printed no transaction count: %s", s.stdout.Bytes())
 	}
 	n, err := s.countInTurns()
 	if err != nil {
-		return pgbenchRun{}, 0, err
+		return Run{}, 0, err
 	}
-	run := pgbenchRun{Transactions: float64(n), ClientCPU: s.client}
+	run := Run{Transactions: float64(n), ClientCPU: s.client}
 	for _, t := range s.turns {
 		run.Seconds += t.to.Sub(t.from).Seconds()
 	}
 	return run, s.postgres, nil
 }
 
-// kill stops pgbench at once, for a run that failed.
-func (s *pgbenchSession) kill() {
+// Kill stops pgbench at once, for a run that failed.
+func (s *Session) Kill() {
 	if s.cmd.ProcessState == nil {
 		_ = s.cmd.Process.Kill()
 		<-s.stderr.done
@@ -158,21 +163,21 @@ func (s *pgbenchSession) kill() {
 	}
 }
 
-func (s *pgbenchSession) signal(sig os.Signal) error {
+func (s *Session) signal(sig os.Signal) error {
 	if err := s.cmd.Process.Signal(sig); err != nil {
 		return fmt.Errorf("pgbench: %s: %w", sig, err)
 	}
 	return nil
 }
 
-func (s *pgbenchSession) clientCPU() time.Duration {
-	own, _ := procCPU(strconv.Itoa(s.cmd.Process.Pid))
+func (s *Session) clientCPU() time.Duration {
+	own, _ := procfs.CPU(strconv.Itoa(s.cmd.Process.Pid))
 	return own
 }
 
 // countInTurns counts the logged transactions that ended within a turn. A
 // log line is "client transaction latency script epoch_seconds microseconds".
-func (s *pgbenchSession) countInTurns() (int, error) {
+func (s *Session) countInTurns() (int, error) {
 	files, _ := filepath.Glob(s.logPrefix + ".*")
 	if len(files) == 0 {
 		return 0, errors.New("pgbench wrote no transaction log")
@@ -207,7 +212,7 @@ func (s *pgbenchSession) countInTurns() (int, error) {
 	return n, nil
 }
 
-func (s *pgbenchSession) inTurn(t time.Time) bool {
+func (s *Session) inTurn(t time.Time) bool {
 	for _, tr := range s.turns {
 		if !t.Before(tr.from) && !t.After(tr.to) {
 			return true
@@ -257,8 +262,8 @@ func (p *progressReader) text() string {
 	}
 }
 
-// findPgbench looks for pgbench on PATH, then among PostgreSQL's installed versions.
-func findPgbench() (string, error) {
+// Find looks for pgbench on PATH, then among PostgreSQL's installed versions.
+func Find() (string, error) {
 	if p, err := exec.LookPath("pgbench"); err == nil {
 		return p, nil
 	}

@@ -1,4 +1,7 @@
-package main
+// Package loadgen is flowbench's load generator: workers that each send
+// one HTTP/1.1 request at a time on a keep-alive connection, driven by an
+// epoll event loop, and the latencies and errors they measured.
+package loadgen
 
 import (
 	"bytes"
@@ -7,27 +10,27 @@ import (
 	"strconv"
 )
 
-// request is one HTTP request of a load worker.
-type request struct {
-	method, path string
-	header       string // extra header lines, each ending in "\r\n"
-	body         []byte // sent with Content-Type: application/json unless header names another
-	want         int    // the status that counts as success
-	// done, when set, sees the body of an answer with status want; its
+// Request is one HTTP request of a load worker.
+type Request struct {
+	Method, Path string
+	Header       string // extra header lines, each ending in "\r\n"
+	Body         []byte // sent with Content-Type: application/json unless Header names another
+	Want         int    // the status that counts as success
+	// Done, when set, sees the body of an answer with status Want; its
 	// error counts as the request's.
-	done func(body []byte) error
+	Done func(body []byte) error
 }
 
-// nextRequest gives worker's i-th request, or errWorkerDone when the worker
+// Next gives worker's i-th request, or ErrWorkerDone when the worker
 // has no more to send.
-type nextRequest func(worker, i int) (request, error)
+type Next func(worker, i int) (Request, error)
 
-// errWorkerDone ends a worker's part of a run before its time is up: the run
+// ErrWorkerDone ends a worker's part of a run before its time is up: the run
 // ends when every worker is done.
-var errWorkerDone = errors.New("the worker has no more requests")
+var ErrWorkerDone = errors.New("the worker has no more requests")
 
-// bearer is the header line of a bearer token.
-func bearer(token string) string { return "Authorization: Bearer " + token + "\r\n" }
+// Bearer is the header line of a Bearer token.
+func Bearer(token string) string { return "Authorization: Bearer " + token + "\r\n" }
 
 // errRetry says the connection was closed by flowd while idle, before it
 // answered: the request goes again on a new one.

@@ -1,4 +1,4 @@
-package main
+package loadgen
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ type loadConn struct {
 	worker int
 	fd     int // -1 when closed
 	calls  int // requests made so far, the next one's i
-	req    request
+	req    Request
 	out    []byte
 	sent   int
 	in     []byte
@@ -145,25 +145,25 @@ func (l *eventLoop) flush(c *loadConn) error {
 }
 
 // encode writes req as c's next request.
-func (l *eventLoop) encode(c *loadConn, req request) {
+func (l *eventLoop) encode(c *loadConn, req Request) {
 	b := c.out[:0]
-	b = append(b, req.method...)
+	b = append(b, req.Method...)
 	b = append(b, ' ')
-	b = append(b, req.path...)
+	b = append(b, req.Path...)
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(b, l.host...)
 	b = append(b, "\r\n"...)
-	b = append(b, req.header...)
-	if req.body != nil {
-		if !bytes.Contains([]byte(req.header), []byte("Content-Type:")) {
+	b = append(b, req.Header...)
+	if req.Body != nil {
+		if !bytes.Contains([]byte(req.Header), []byte("Content-Type:")) {
 			b = append(b, "Content-Type: application/json\r\n"...)
 		}
 		b = append(b, "Content-Length: "...)
-		b = strconv.AppendInt(b, int64(len(req.body)), 10)
+		b = strconv.AppendInt(b, int64(len(req.Body)), 10)
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "\r\n"...)
-	b = append(b, req.body...)
+	b = append(b, req.Body...)
 	c.out = b
 }
 

@@ -1,10 +1,10 @@
 //go:build !unix
 
-package main
+package pgbench
 
 import "os"
 
-// Off Unix flowbench stops before it starts pgbench (errNeedsLinux); these
+// Off Unix flowbench stops before it starts pgbench (its load generator needs Linux); these
 // only let it build.
 var (
 	pauseSignal  = os.Interrupt

@@ -1,4 +1,4 @@
-package main
+package loadgen
 
 import (
 	"context"
@@ -10,37 +10,37 @@ import (
 	"unsafe"
 )
 
-// load is the load generator: its workers' connections, driven by one
+// Load is the load generator: its workers' connections, driven by one
 // event loop. A loop per core cost more CPU per request, each loop waking
 // for fewer answers.
-type load struct {
+type Load struct {
 	loop  *eventLoop
 	conns []*loadConn
 }
 
-func newLoad(base string, concurrency int) (*load, error) {
+func New(base string, concurrency int) (*Load, error) {
 	loop, err := newEventLoop(base)
 	if err != nil {
 		return nil, err
 	}
-	l := &load{loop: loop}
+	l := &Load{loop: loop}
 	for w := range max(1, concurrency) {
 		l.conns = append(l.conns, &loadConn{worker: w, fd: -1})
 	}
 	return l, nil
 }
 
-func (l *load) close() { l.loop.close() }
+func (l *Load) Close() { l.loop.close() }
 
-// drive sends every worker's requests, one at a time each, for d (or until
+// Drive sends every worker's requests, one at a time each, for d (or until
 // every worker is done), and measures each.
-func (l *load) drive(ctx context.Context, d time.Duration, next nextRequest) sample {
+func (l *Load) Drive(ctx context.Context, d time.Duration, next Next) Sample {
 	runtime.LockOSThread() // the loop blocks its thread in epoll_wait
 	defer runtime.UnlockOSThread()
 	start := time.Now()
 	deadline := start.Add(d)
 	s := l.loop.run(ctx, l.conns, deadline, next)
-	s.elapsed = min(time.Since(start), d)
+	s.Elapsed = min(time.Since(start), d)
 	return s
 }
 
@@ -51,19 +51,14 @@ const drainTimeout = 30 * time.Second
 // soon as the last is answered. Answers that come after the deadline are
 // read, so that the connection is ready for the next run, but not counted:
 // a request cut short by the end of the run does not count.
-func (l *eventLoop) run(ctx context.Context, conns []*loadConn, deadline time.Time, next nextRequest) sample {
-	var s sample
-	fail := func(err error) {
-		s.errors++
-		if s.firstErr == "" {
-			s.firstErr = err.Error()
-		}
-	}
+func (l *eventLoop) run(ctx context.Context, conns []*loadConn, deadline time.Time, next Next) Sample {
+	var s Sample
+	fail := s.Fail
 	var idle []*loadConn // workers whose last request failed: they try again after the next wait
 	finished := 0        // workers with no more requests
 	start := func(c *loadConn) {
 		req, err := next(c.worker, c.calls)
-		if errors.Is(err, errWorkerDone) {
+		if errors.Is(err, ErrWorkerDone) {
 			finished++
 			return
 		}
@@ -156,11 +151,11 @@ func (l *eventLoop) run(ctx context.Context, conns []*loadConn, deadline time.Ti
 			end := time.Now()
 			c.busy, c.reused = false, true
 			if end.Before(deadline) {
-				s.latencies = append(s.latencies, end.Sub(c.start))
-				if status != c.req.want {
-					fail(fmt.Errorf("%s %s: %d %s", c.req.method, c.req.path, status, truncate(body, 200)))
-				} else if c.req.done != nil {
-					if err := c.req.done(body); err != nil {
+				s.Latencies = append(s.Latencies, end.Sub(c.start))
+				if status != c.req.Want {
+					fail(fmt.Errorf("%s %s: %d %s", c.req.Method, c.req.Path, status, truncate(body, 200)))
+				} else if c.req.Done != nil {
+					if err := c.req.Done(body); err != nil {
 						fail(err)
 					}
 				}
