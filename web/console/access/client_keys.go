@@ -1,4 +1,4 @@
-package console
+package access
 
 import (
 	"net/http"
@@ -9,6 +9,7 @@ import (
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/views/pages"
+	"github.com/flowd/flowd/web/console"
 	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
@@ -83,7 +84,7 @@ func (h *Handler) HandleConsoleClientKeys(c echo.Context) error {
 
 func (h *Handler) renderClientKeys(c echo.Context, status int, cl orgs.Client, fields pages.ClientKeyFields, errs map[string]string) error {
 	fields.URIAllowed = len(h.cfg.ClientJWKSHosts) > 0 || fields.JWKSURI != ""
-	return h.renderConsole(c, status, pages.ClientKeys(pages.ClientKeysPage{Frame: h.frame(c, "credentials", "Client keys"),
+	return h.console.Render(c, status, pages.ClientKeys(pages.ClientKeysPage{Frame: h.console.Frame(c, "credentials", "Client keys"),
 		ClientID: cl.ID, Name: cl.Name, Current: currentKeys(cl), Keys: fields, Errors: errs}))
 }
 
@@ -102,13 +103,13 @@ func (h *Handler) HandleConsoleReplaceClientKeys(c echo.Context) error {
 	if !f.Valid() {
 		return h.renderClientKeys(c, http.StatusBadRequest, cl, fields, f.Errors)
 	}
-	cl, err = h.clients.ReplaceClientKeys(c.Request().Context(), staffOf(c).OrganizationID, cl.ID, keys,
-		audited(h, c, identity.AuditClientKeys, func(cl orgs.Client) (string, string) { return cl.ID, orgs.ClientKeysDetail(cl) }))
+	cl, err = h.clients.ReplaceClientKeys(c.Request().Context(), console.StaffOf(c).OrganizationID, cl.ID, keys,
+		console.Audited(h.console, c, identity.AuditClientKeys, func(cl orgs.Client) (string, string) { return cl.ID, orgs.ClientKeysDetail(cl) }))
 	if f.Refused(err, clientKeyFormFields) {
 		return h.renderClientKeys(c, http.StatusBadRequest, cl, fields, f.Errors)
 	}
 	if err != nil {
-		return consoleNotFound(err, orgs.ErrClientNotFound)
+		return console.NotFound(err, orgs.ErrClientNotFound)
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice("/console/credentials", "keys", cl.Name))
+	return c.Redirect(http.StatusSeeOther, console.WithNotice("/console/credentials", "keys", cl.Name))
 }

@@ -1,4 +1,4 @@
-package console_test
+package access_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package console
+package access
 
 import (
 	"net/http"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowd/flowd/modules/identity/staff"
 	"github.com/flowd/flowd/views/pages"
+	"github.com/flowd/flowd/web/console"
 	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
@@ -14,12 +15,12 @@ import (
 // their own sessions; an admin sees and ends everyone's in the organization.
 
 // ownerOf is the signed-in staff member as the owner of sessions.
-func ownerOf(m StaffMember) staff.SessionOwner {
+func ownerOf(m console.StaffMember) staff.SessionOwner {
 	return staff.SessionOwner{OrganizationID: m.OrganizationID, Issuer: m.Issuer, Subject: m.Subject}
 }
 
 // owns reports whether sess is one of m's.
-func owns(m StaffMember, sess staff.Session) bool {
+func owns(m console.StaffMember, sess staff.Session) bool {
 	return sess.Issuer == m.Issuer && sess.Subject == m.Subject
 }
 
@@ -34,15 +35,15 @@ func sessionKindLabel(k staff.SessionKind) string {
 // sessionRow is the page's row of sess; current names the sessions of
 // the browser looking at the page.
 func sessionRow(sess staff.Session, current map[string]bool) pages.SessionRow {
-	return pages.SessionRow{ID: sess.ID, Kind: sessionKindLabel(sess.Kind), Started: consoleTime(sess.CreatedAt),
-		LastSeen: consoleTime(sess.LastSeenAt), Browser: sess.UserAgent, Address: sess.Address, Current: current[sess.ID],
+	return pages.SessionRow{ID: sess.ID, Kind: sessionKindLabel(sess.Kind), Started: console.Time(sess.CreatedAt),
+		LastSeen: console.Time(sess.LastSeenAt), Browser: sess.UserAgent, Address: sess.Address, Current: current[sess.ID],
 		EndURL: "/console/sessions/" + sess.ID + "/end"}
 }
 
 // HandleConsoleSessions handles "GET /console/sessions".
 func (h *Handler) HandleConsoleSessions(c echo.Context) error {
 	ctx := c.Request().Context()
-	m := staffOf(c)
+	m := console.StaffOf(c)
 	owner := ownerOf(m)
 	own, err := h.sessions.ListSessions(ctx, m.OrganizationID, &owner)
 	if err != nil {
@@ -56,7 +57,7 @@ func (h *Handler) HandleConsoleSessions(c echo.Context) error {
 			current[sess.ProviderSessionID] = true
 		}
 	}
-	p := pages.SessionsPage{Frame: h.frame(c, "sessions", "Sessions")}
+	p := pages.SessionsPage{Frame: h.console.Frame(c, "sessions", "Sessions")}
 	for _, sess := range own {
 		p.Own = append(p.Own, sessionRow(sess, current))
 		if !current[sess.ID] {
@@ -70,7 +71,7 @@ func (h *Handler) HandleConsoleSessions(c echo.Context) error {
 		}
 		p.People, p.Truncated = sessionPeople(all, current, h.builtInIssuer), len(all) >= sessionListLimit
 	}
-	return h.renderConsole(c, http.StatusOK, pages.Sessions(p))
+	return h.console.Render(c, http.StatusOK, pages.Sessions(p))
 }
 
 // sessionListLimit is how many sessions staff.Sessions lists at most.
@@ -97,7 +98,7 @@ func sessionPeople(all []staff.Session, current map[string]bool, builtIn string)
 // endableSession returns the session of the path that the signed-in staff
 // member may end: their own, or, for an admin, any of the organization's.
 func (h *Handler) endableSession(c echo.Context) (staff.Session, error) {
-	m := staffOf(c)
+	m := console.StaffOf(c)
 	sess, err := h.sessions.Session(c.Request().Context(), m.OrganizationID, c.Param("id"))
 	if err != nil {
 		return sess, err
@@ -111,13 +112,13 @@ func (h *Handler) endableSession(c echo.Context) (staff.Session, error) {
 // sessionDetails describes a session on a confirmation page.
 func sessionDetails(sess staff.Session) []pages.KV {
 	return []pages.KV{{Label: "Person", Value: sess.Username}, {Label: "Kind", Value: sessionKindLabel(sess.Kind)},
-		{Label: "Started", Value: consoleTime(sess.CreatedAt)}, {Label: "Last seen", Value: consoleTime(sess.LastSeenAt)},
+		{Label: "Started", Value: console.Time(sess.CreatedAt)}, {Label: "Last seen", Value: console.Time(sess.LastSeenAt)},
 		{Label: "Browser", Value: sess.UserAgent}, {Label: "Address", Value: sess.Address, Code: true}}
 }
 
 // whyEnded is why the audit log says the signed-in staff member ended
 // someone's sessions: their own, or as an admin.
-func whyEnded(m StaffMember, owner staff.Session) string {
+func whyEnded(m console.StaffMember, owner staff.Session) string {
 	if owns(m, owner) {
 		return staff.EndedBySelf
 	}
@@ -130,7 +131,7 @@ func (h *Handler) HandleConsoleEndSessionConfirm(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.frame(c, "sessions", "End a session"),
+	return h.console.Render(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.console.Frame(c, "sessions", "End a session"),
 		Heading: "End this session?", Details: sessionDetails(sess), Danger: true, Button: "End session",
 		Message: "The browser of this session is signed out at once, at the console and at the sign-in service; its next page asks for the password.",
 		Action:  "/console/sessions/" + sess.ID + "/end", BackURL: "/console/sessions"}))
@@ -138,16 +139,16 @@ func (h *Handler) HandleConsoleEndSessionConfirm(c echo.Context) error {
 
 // HandleConsoleEndSession handles "POST /console/sessions/:id/end".
 func (h *Handler) HandleConsoleEndSession(c echo.Context) error {
-	m := staffOf(c)
+	m := console.StaffOf(c)
 	sess, err := h.endableSession(c)
 	if err != nil {
 		return err
 	}
-	_, err = h.sessions.EndSession(c.Request().Context(), m.OrganizationID, sess.ID, httpkit.SessionsEnded(h.audit, staffActor(m), whyEnded(m, sess)))
+	_, err = h.sessions.EndSession(c.Request().Context(), m.OrganizationID, sess.ID, httpkit.SessionsEnded(h.audit, console.StaffActor(m), whyEnded(m, sess)))
 	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice("/console/sessions", "session_ended", sess.Username))
+	return c.Redirect(http.StatusSeeOther, console.WithNotice("/console/sessions", "session_ended", sess.Username))
 }
 
 // HandleConsoleEndPersonSessionsConfirm handles "GET /console/sessions/:id/end-all".
@@ -156,7 +157,7 @@ func (h *Handler) HandleConsoleEndPersonSessionsConfirm(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.frame(c, "sessions", "End all sessions"),
+	return h.console.Render(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.console.Frame(c, "sessions", "End all sessions"),
 		Heading: "End every session of " + sess.Username + "?", Details: []pages.KV{{Label: "Person", Value: sess.Username}},
 		Message: "Every browser signed in as this person is signed out at once, at the console and at the sign-in service.",
 		Danger:  true, Button: "End all sessions", Action: "/console/sessions/" + sess.ID + "/end-all", BackURL: "/console/sessions"}))
@@ -165,22 +166,22 @@ func (h *Handler) HandleConsoleEndPersonSessionsConfirm(c echo.Context) error {
 // HandleConsoleEndPersonSessions handles "POST /console/sessions/:id/end-all":
 // every session of the person whose session id is.
 func (h *Handler) HandleConsoleEndPersonSessions(c echo.Context) error {
-	m := staffOf(c)
+	m := console.StaffOf(c)
 	sess, err := h.endableSession(c)
 	if err != nil {
 		return err
 	}
 	owner := staff.SessionOwner{OrganizationID: m.OrganizationID, Issuer: sess.Issuer, Subject: sess.Subject}
-	_, err = h.sessions.EndSessionsOf(c.Request().Context(), owner, "", httpkit.SessionsEnded(h.audit, staffActor(m), whyEnded(m, sess)))
+	_, err = h.sessions.EndSessionsOf(c.Request().Context(), owner, "", httpkit.SessionsEnded(h.audit, console.StaffActor(m), whyEnded(m, sess)))
 	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice("/console/sessions", "sessions_ended", sess.Username))
+	return c.Redirect(http.StatusSeeOther, console.WithNotice("/console/sessions", "sessions_ended", sess.Username))
 }
 
 // HandleConsoleEndOtherSessionsConfirm handles "GET /console/sessions/others/end".
 func (h *Handler) HandleConsoleEndOtherSessionsConfirm(c echo.Context) error {
-	return h.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.frame(c, "sessions", "Sign out everywhere else"),
+	return h.console.Render(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.console.Frame(c, "sessions", "Sign out everywhere else"),
 		Heading: "Sign out everywhere else?", Button: "Sign out everywhere else", Danger: true,
 		Message: "Every other browser signed in as you is signed out at once, at the console and at the sign-in service. This browser stays signed in.",
 		Action:  "/console/sessions/others/end", BackURL: "/console/sessions"}))
@@ -189,8 +190,8 @@ func (h *Handler) HandleConsoleEndOtherSessionsConfirm(c echo.Context) error {
 // HandleConsoleEndOtherSessions handles "POST /console/sessions/others/end":
 // every session of the signed-in person but this browser's.
 func (h *Handler) HandleConsoleEndOtherSessions(c echo.Context) error {
-	m := staffOf(c)
-	ended, err := h.sessions.EndSessionsOf(c.Request().Context(), ownerOf(m), m.SessionID, httpkit.SessionsEnded(h.audit, staffActor(m), staff.EndedBySelf))
+	m := console.StaffOf(c)
+	ended, err := h.sessions.EndSessionsOf(c.Request().Context(), ownerOf(m), m.SessionID, httpkit.SessionsEnded(h.audit, console.StaffActor(m), staff.EndedBySelf))
 	if err != nil {
 		return err
 	}
@@ -198,5 +199,5 @@ func (h *Handler) HandleConsoleEndOtherSessions(c echo.Context) error {
 	if len(ended) == 0 {
 		key = "no_others"
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice("/console/sessions", key, ""))
+	return c.Redirect(http.StatusSeeOther, console.WithNotice("/console/sessions", key, ""))
 }

@@ -1,4 +1,4 @@
-package console_test
+package access_test
 
 import (
 	"context"
@@ -89,7 +89,7 @@ func TestConsoleClientRateLimit(t *testing.T) {
 		t.Fatalf("the rate limit form: %d %s", form.Status, form.Body)
 	}
 
-	mend := breakAuditLog(t, ls.Pool)
+	mend := webtest.BreakAuditLog(t, ls.Pool)
 	if p := post(admin, csrf, path, url.Values{"limit": {"own"}, "per_minute": {"2"}}); p.Status != http.StatusInternalServerError {
 		t.Fatalf("with the audit log broken: %d", p.Status)
 	}

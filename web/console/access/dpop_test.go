@@ -1,4 +1,4 @@
-package console_test
+package access_test
 
 import (
 	"context"
@@ -86,7 +86,7 @@ func TestConsoleClientDPoP(t *testing.T) {
 	}
 
 	path := "/console/credentials/clients/" + client.ID + "/dpop"
-	mend := breakAuditLog(t, ls.Pool)
+	mend := webtest.BreakAuditLog(t, ls.Pool)
 	if p := post(path, url.Values{"dpop": {"on"}}); p.Status != http.StatusInternalServerError || bound(client.ID) {
 		t.Fatalf("with the audit log broken: %d, bound %v", p.Status, bound(client.ID))
 	}

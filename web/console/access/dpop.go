@@ -1,4 +1,4 @@
-package console
+package access
 
 import (
 	"net/http"
@@ -8,6 +8,7 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/orgs"
+	"github.com/flowd/flowd/web/console"
 	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
@@ -28,16 +29,16 @@ func (h *Handler) HandleConsoleClientDPoP(c echo.Context) error {
 	default:
 		return apperr.New(apperr.Invalid, "Choose on or off.")
 	}
-	cl, err := h.clients.SetClientDPoP(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"), on,
-		audited(h, c, identity.AuditClientDPoP, func(ch orgs.ClientChange) (string, string) {
+	cl, err := h.clients.SetClientDPoP(c.Request().Context(), console.StaffOf(c).OrganizationID, c.Param("id"), on,
+		console.Audited(h.console, c, identity.AuditClientDPoP, func(ch orgs.ClientChange) (string, string) {
 			return ch.After.ID, orgs.DPoPAuditDetail(ch.After)
 		}))
 	if err != nil {
-		return consoleNotFound(err, orgs.ErrClientNotFound)
+		return console.NotFound(err, orgs.ErrClientNotFound)
 	}
 	notice := "dpop_off"
 	if cl.DPoPBound {
 		notice = "dpop_on"
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice("/console/credentials", notice, cl.Name))
+	return c.Redirect(http.StatusSeeOther, console.WithNotice("/console/credentials", notice, cl.Name))
 }

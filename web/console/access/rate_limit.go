@@ -1,4 +1,4 @@
-package console
+package access
 
 import (
 	"net/http"
@@ -9,6 +9,7 @@ import (
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/views/pages"
+	"github.com/flowd/flowd/web/console"
 	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
@@ -49,9 +50,9 @@ func (h *Handler) HandleConsoleClientRateLimit(c echo.Context) error {
 }
 
 func (h *Handler) renderClientRateLimit(c echo.Context, status int, cl orgs.Client, p pages.ClientRateLimitPage) error {
-	p.Frame, p.ClientID, p.Name = h.frame(c, "credentials", "Client rate limit"), cl.ID, cl.Name
+	p.Frame, p.ClientID, p.Name = h.console.Frame(c, "credentials", "Client rate limit"), cl.ID, cl.Name
 	p.Default = perMinuteLabel(h.cfg.APIRateLimit)
-	return h.renderConsole(c, status, pages.ClientRateLimit(p))
+	return h.console.Render(c, status, pages.ClientRateLimit(p))
 }
 
 // HandleConsoleSaveClientRateLimit handles
@@ -86,15 +87,15 @@ func (h *Handler) HandleConsoleSaveClientRateLimit(c echo.Context) error {
 	if !f.Valid() {
 		return h.renderClientRateLimit(c, http.StatusBadRequest, cl, again)
 	}
-	saved, err := h.clients.SetClientRateLimit(c.Request().Context(), staffOf(c).OrganizationID, cl.ID, limit,
-		audited(h, c, identity.AuditClientRateLimit, func(ch orgs.ClientChange) (string, string) {
+	saved, err := h.clients.SetClientRateLimit(c.Request().Context(), console.StaffOf(c).OrganizationID, cl.ID, limit,
+		console.Audited(h.console, c, identity.AuditClientRateLimit, func(ch orgs.ClientChange) (string, string) {
 			return ch.After.ID, orgs.RateLimitAuditDetail(ch.After.Name, ch.After.RateLimit)
 		}))
 	if f.Refused(err, map[string]string{"perMinute": "per_minute"}) {
 		return h.renderClientRateLimit(c, http.StatusBadRequest, cl, again)
 	}
 	if err != nil {
-		return consoleNotFound(err, orgs.ErrClientNotFound)
+		return console.NotFound(err, orgs.ErrClientNotFound)
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice("/console/credentials", "rate_limit", saved.Name))
+	return c.Redirect(http.StatusSeeOther, console.WithNotice("/console/credentials", "rate_limit", saved.Name))
 }
