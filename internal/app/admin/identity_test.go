@@ -1,11 +1,10 @@
-package app_test
+package admin_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,17 +21,6 @@ import (
 	"github.com/flowd/flowd/internal/testwait"
 )
 
-// cliJSON runs an admin command with --json and decodes its one JSON object.
-func cliJSON(t *testing.T, in *flowdtest.Instance, args ...string) map[string]any {
-	t.Helper()
-	out := in.CLI(t, "", append(args, "--json")...)
-	var m map[string]any
-	if err := json.Unmarshal([]byte(out), &m); err != nil || strings.Count(strings.TrimSpace(out), "\n") != 0 {
-		t.Fatalf("flowd %s --json printed %q, not one JSON object (%v)", strings.Join(args, " "), out, err)
-	}
-	return m
-}
-
 func keys(m map[string]any) string {
 	var ks []string
 	for k := range m {
@@ -42,29 +30,12 @@ func keys(m map[string]any) string {
 	return strings.Join(ks, ",")
 }
 
-// noSuchFlow is an API route that answers 401 to a token it refuses and
-// 404 to one it accepts.
-const noSuchFlow = "/api/flows/0b7e6f2a-3c1d-4e5f-9a8b-7c6d5e4f3a21"
-
-func apiStatus(t *testing.T, url, accessToken string) int {
-	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
-	req.Header.Set("Authorization", "Bearer "+accessToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
 func TestIdentityCommandsAndTokensEndToEnd(t *testing.T) {
 	t.Parallel()
 	in := flowdtest.Start(t)
 	ctx := context.Background()
 
-	org := cliJSON(t, in, "orgs", "create", "--name", "Acme Lending", "--org-number", "998877665")
+	org := in.CLIJSON(t, "orgs", "create", "--name", "Acme Lending", "--org-number", "998877665")
 	if keys(org) != "id,name,referencePrefix,webhookSecret" || org["name"] != "Acme Lending" || org["referencePrefix"] != "AL" ||
 		!strings.HasPrefix(org["webhookSecret"].(string), "whsec_") {
 		t.Fatalf("orgs create: %v", org)
@@ -73,11 +44,11 @@ func TestIdentityCommandsAndTokensEndToEnd(t *testing.T) {
 	if _, err := flowdtest.RunCLI(in.Getenv, "", "orgs", "create", "--name", "", "--json"); err == nil || !strings.Contains(err.Error(), "name") {
 		t.Fatalf("orgs create without a name: %v", err)
 	}
-	if list := cliJSON(t, in, "orgs", "list"); !strings.Contains(mustJSON(list), orgID) {
+	if list := in.CLIJSON(t, "orgs", "list"); !strings.Contains(mustJSON(list), orgID) {
 		t.Fatalf("orgs list: %v", list)
 	}
 
-	client := cliJSON(t, in, "clients", "create", "--org", orgID, "--scopes", "flows:read flows:write", "--sandbox")
+	client := in.CLIJSON(t, "clients", "create", "--org", orgID, "--scopes", "flows:read flows:write", "--sandbox")
 	if keys(client) != "authMethods,clientId,clientSecret,dpopBound,sandbox,scopes" || client["sandbox"] != true || client["dpopBound"] != false || mustJSON(client["scopes"]) != `["flows:read","flows:write"]` {
 		t.Fatalf("clients create: %v", client)
 	}
@@ -103,10 +74,10 @@ func TestIdentityCommandsAndTokensEndToEnd(t *testing.T) {
 		t.Fatalf("token %+v", tok)
 	}
 	// Authenticated: past the 401 to the missing route.
-	if s := apiStatus(t, in.URL+noSuchFlow, tok.AccessToken); s != 404 {
+	if s := flowdtest.BearerStatus(t, in.URL+flowdtest.NoSuchFlow, tok.AccessToken); s != 404 {
 		t.Fatalf("API with a valid token: %d", s)
 	}
-	if list := cliJSON(t, in, "clients", "list", "--org", orgID); !strings.Contains(mustJSON(list), id) || !strings.Contains(mustJSON(list), "lastUsedAt") {
+	if list := in.CLIJSON(t, "clients", "list", "--org", orgID); !strings.Contains(mustJSON(list), id) || !strings.Contains(mustJSON(list), "lastUsedAt") {
 		t.Fatalf("clients list: %v", list)
 	}
 
@@ -132,7 +103,7 @@ func TestIdentityCommandsAndTokensEndToEnd(t *testing.T) {
 	var rotated struct {
 		Keys []struct{ KeyID, Algorithm, Use string } `json:"keys"`
 	}
-	_ = json.Unmarshal([]byte(mustJSON(cliJSON(t, in, "keys", "rotate"))), &rotated)
+	_ = json.Unmarshal([]byte(mustJSON(in.CLIJSON(t, "keys", "rotate"))), &rotated)
 	after := jwks()
 	if len(before) != 3 || len(rotated.Keys) != 3 || len(after) != 6 || rotated.Keys[2].Use != "receipts" ||
 		!strings.HasPrefix(rotated.Keys[2].KeyID, "receipt-") {
@@ -144,12 +115,12 @@ func TestIdentityCommandsAndTokensEndToEnd(t *testing.T) {
 			t.Fatalf("JWKS after rotation %+v lacks %+v", after, k)
 		}
 	}
-	if s := apiStatus(t, in.URL+noSuchFlow, tok.AccessToken); s != 404 {
+	if s := flowdtest.BearerStatus(t, in.URL+flowdtest.NoSuchFlow, tok.AccessToken); s != 404 {
 		t.Fatalf("token of the previous key after rotation: %d", s)
 	}
 
 	// Secret rotation: the old secret stops, the new one works.
-	again := cliJSON(t, in, "clients", "rotate", id)
+	again := in.CLIJSON(t, "clients", "rotate", id)
 	if again["clientId"] != id || again["clientSecret"] == sec {
 		t.Fatalf("clients rotate: %v", again)
 	}
@@ -163,19 +134,19 @@ func TestIdentityCommandsAndTokensEndToEnd(t *testing.T) {
 	}
 
 	// Revocation: the token the server has already seen stops working.
-	if s := apiStatus(t, in.URL+noSuchFlow, tok.AccessToken); s != 404 {
+	if s := flowdtest.BearerStatus(t, in.URL+flowdtest.NoSuchFlow, tok.AccessToken); s != 404 {
 		t.Fatalf("fresh token: %d", s)
 	}
 	in.CLI(t, "", "clients", "revoke", "--client-id", id)
 	testwait.For(t, "a revoked client's token to be refused", func() (bool, string) {
-		s := apiStatus(t, in.URL+noSuchFlow, tok.AccessToken)
+		s := flowdtest.BearerStatus(t, in.URL+flowdtest.NoSuchFlow, tok.AccessToken)
 		return s == 401, fmt.Sprintf("a revoked client's token answered %d", s)
 	})
 	if _, err := cc.Token(ctx); err == nil {
 		t.Fatal("a revoked client obtained a token")
 	}
 
-	mapped := cliJSON(t, in, "clients", "map", "--org", orgID, "--issuer", "https://idp.example.com/", "--client-id", "dex-app")
+	mapped := in.CLIJSON(t, "clients", "map", "--org", orgID, "--issuer", "https://idp.example.com/", "--client-id", "dex-app")
 	if mapped["clientId"] != "dex-app" || mapped["issuer"] != "https://idp.example.com" || mapped["organizationId"] != orgID {
 		t.Fatalf("clients map: %v", mapped)
 	}

@@ -1,4 +1,4 @@
-package app_test
+package admin_test
 
 import (
 	"encoding/json"
@@ -135,14 +135,14 @@ func (cb consoleBrowser) refused(t *testing.T, in *flowdtest.Instance, after str
 func TestStaffCommandsEndSessions(t *testing.T) {
 	t.Parallel()
 	in := flowdtest.Start(t)
-	orgID := cliJSON(t, in, "orgs", "create", "--name", "Session Bank")["id"].(string)
+	orgID := in.CLIJSON(t, "orgs", "create", "--name", "Session Bank")["id"].(string)
 	for _, u := range []string{"ada", "bob"} {
 		in.CLI(t, "a long enough password\n", "staff", "create", "--org", orgID, "--username", u, "--role", "admin", "--password-stdin")
 	}
 	signInConsole(t, in, "ada")
 	ada := signInConsole(t, in, "ada")
 
-	listed := cliJSON(t, in, "staff", "sessions", "--username", "ada")
+	listed := in.CLIJSON(t, "staff", "sessions", "--username", "ada")
 	sessions, _ := listed["sessions"].([]any)
 	if len(sessions) != 4 {
 		t.Fatalf("staff sessions: %v, want two sign-ins' console and provider sessions", listed)
@@ -180,7 +180,7 @@ func TestStaffCommandsEndSessions(t *testing.T) {
 			in.CLI(t, "a long enough password\n", "staff", "reset-password", "--username", "ada", "--password-stdin")
 		}
 	}
-	if del := cliJSON(t, in, "staff", "delete", "--username", "ada"); del["deleted"] != true || del["sessionsEnded"] != 0.0 {
+	if del := in.CLIJSON(t, "staff", "delete", "--username", "ada"); del["deleted"] != true || del["sessionsEnded"] != 0.0 {
 		t.Fatalf("staff delete: %v", del)
 	}
 	if _, err := flowdtest.RunCLI(in.Getenv, "", "staff", "sessions", "--username", "ada"); err == nil || !strings.Contains(err.Error(), "No staff account") {
@@ -188,7 +188,7 @@ func TestStaffCommandsEndSessions(t *testing.T) {
 	}
 
 	bob := signInConsole(t, in, "bob")
-	if ended := cliJSON(t, in, "staff", "end-sessions", "--username", "bob"); ended["sessionsEnded"] != 2.0 {
+	if ended := in.CLIJSON(t, "staff", "end-sessions", "--username", "bob"); ended["sessionsEnded"] != 2.0 {
 		t.Fatalf("staff end-sessions: %v", ended)
 	}
 	bob.refused(t, in, "end-sessions")

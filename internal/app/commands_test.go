@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/app/command"
 	"github.com/flowd/flowd/internal/version"
 )
 
@@ -23,17 +22,17 @@ func run(args ...string) (stdout, stderr string, err error) {
 // leaf is a command that runs, with the names that lead to it.
 type leaf struct {
 	path []string
-	cmd  command
+	cmd  command.Command
 }
 
-func leaves(cmds []command, path []string) []leaf {
+func leaves(cmds []command.Command, path []string) []leaf {
 	var out []leaf
 	for _, c := range cmds {
-		p := append(append([]string{}, path...), c.name)
-		if c.run != nil {
+		p := append(append([]string{}, path...), c.Name)
+		if c.Run != nil {
 			out = append(out, leaf{p, c})
 		}
-		out = append(out, leaves(c.subcommands, p)...)
+		out = append(out, leaves(c.Subcommands, p)...)
 	}
 	return out
 }
@@ -56,13 +55,13 @@ func TestEveryCommandPrintsItsHelp(t *testing.T) {
 			for _, args := range [][]string{append(l.path, "--help"), append(l.path, "-h"), append([]string{"help"}, l.path...)} {
 				stdout, stderr, err := run(args...)
 				if err != nil || stderr != "" {
-					t.Fatalf("flowd %s: %v, exit %d, stderr %q", strings.Join(args, " "), err, ExitCode(err), stderr)
+					t.Fatalf("flowd %s: %v, exit %d, stderr %q", strings.Join(args, " "), err, command.ExitCode(err), stderr)
 				}
-				usage := strings.TrimSpace("Usage: flowd " + name + " " + l.cmd.synopsis)
-				if !strings.HasPrefix(stdout, usage+"\n") || !strings.Contains(stdout, capitalize(l.cmd.summary)) {
+				usage := strings.TrimSpace("Usage: flowd " + name + " " + l.cmd.Synopsis)
+				if !strings.HasPrefix(stdout, usage+"\n") || !strings.Contains(stdout, strings.ToUpper(l.cmd.Summary[:1])+l.cmd.Summary[1:]) {
 					t.Fatalf("flowd %s printed, without %q and its summary:\n%s", strings.Join(args, " "), usage, stdout)
 				}
-				for _, f := range flagInSynopsis.FindAllString(l.cmd.synopsis, -1) {
+				for _, f := range flagInSynopsis.FindAllString(l.cmd.Synopsis, -1) {
 					if !regexp.MustCompile(`(?m)^  ` + f + `\b`).MatchString(stdout) {
 						t.Errorf("flowd %s: the usage line names %s, which the flags do not have:\n%s", strings.Join(args, " "), f, stdout)
 					}
@@ -82,24 +81,24 @@ func TestHelpListsEveryCommand(t *testing.T) {
 			t.Fatalf("flowd %s: %v, stderr %q", args[0], err, stderr)
 		}
 		for _, l := range leaves(commands(), nil) {
-			line := strings.TrimSpace("flowd " + strings.Join(l.path, " ") + " " + l.cmd.synopsis)
-			if !strings.Contains(stdout, "\n  "+line+"\n      "+l.cmd.summary+"\n") {
+			line := strings.TrimSpace("flowd " + strings.Join(l.path, " ") + " " + l.cmd.Synopsis)
+			if !strings.Contains(stdout, "\n  "+line+"\n      "+l.cmd.Summary+"\n") {
 				t.Errorf("flowd %s does not list %q", args[0], line)
 			}
 		}
 	}
 	for _, group := range commands() {
-		if group.run != nil {
+		if group.Run != nil {
 			continue
 		}
-		for _, args := range [][]string{{group.name, "--help"}, {group.name, "-h"}, {"help", group.name}} {
+		for _, args := range [][]string{{group.Name, "--help"}, {group.Name, "-h"}, {"help", group.Name}} {
 			stdout, stderr, err := run(args...)
-			if err != nil || stderr != "" || !strings.HasPrefix(stdout, "Usage: flowd "+group.name+" SUBCOMMAND") {
+			if err != nil || stderr != "" || !strings.HasPrefix(stdout, "Usage: flowd "+group.Name+" SUBCOMMAND") {
 				t.Fatalf("flowd %s: %v, stderr %q, stdout:\n%s", strings.Join(args, " "), err, stderr, stdout)
 			}
-			for _, sub := range group.subcommands {
-				if !strings.Contains(stdout, "  flowd "+group.name+" "+sub.name) {
-					t.Errorf("flowd %s does not list %s", strings.Join(args, " "), sub.name)
+			for _, sub := range group.Subcommands {
+				if !strings.Contains(stdout, "  flowd "+group.Name+" "+sub.Name) {
+					t.Errorf("flowd %s does not list %s", strings.Join(args, " "), sub.Name)
 				}
 			}
 		}
@@ -133,8 +132,8 @@ func TestUnknownCommandsExit2NamingTheNearest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		stdout, _, err := run(tt.args...)
-		if ExitCode(err) != 2 || !strings.Contains(err.Error(), tt.want) || stdout != "" {
-			t.Errorf("flowd %s: exit %d, %v, stdout %q; want exit 2 and %q", strings.Join(tt.args, " "), ExitCode(err), err, stdout, tt.want)
+		if command.ExitCode(err) != 2 || !strings.Contains(err.Error(), tt.want) || stdout != "" {
+			t.Errorf("flowd %s: exit %d, %v, stdout %q; want exit 2 and %q", strings.Join(tt.args, " "), command.ExitCode(err), err, stdout, tt.want)
 		}
 	}
 	// Without a command, the usage goes where the error goes.
@@ -144,8 +143,8 @@ func TestUnknownCommandsExit2NamingTheNearest(t *testing.T) {
 	if _, stderr, _ := run("clients"); !strings.Contains(stderr, "\n  flowd clients create") {
 		t.Errorf("flowd clients: stderr does not show the subcommands:\n%s", stderr)
 	}
-	if ExitCode(nil) != 0 || ExitCode(context.Canceled) != 1 {
-		t.Errorf("exit codes of success and failure: %d, %d", ExitCode(nil), ExitCode(context.Canceled))
+	if command.ExitCode(nil) != 0 || command.ExitCode(context.Canceled) != 1 {
+		t.Errorf("exit codes of success and failure: %d, %d", command.ExitCode(nil), command.ExitCode(context.Canceled))
 	}
 }
 
@@ -177,23 +176,5 @@ func TestVersionPrintsVersionCommitAndBuildTime(t *testing.T) {
 	}
 	if got["version"] != want.Version || got["goVersion"] != want.GoVersion {
 		t.Errorf("version --json: %s, want version %q", stdout, want.Version)
-	}
-}
-
-// TestCLIErrorsTellTheCauseOfAFault: the API hides a fault's cause from its
-// callers, but at the terminal the operator sees it, with the fields of a
-// bad request spelled out as before.
-func TestCLIErrorsTellTheCauseOfAFault(t *testing.T) {
-	t.Parallel()
-	cause := errors.New("failed to connect to `host=127.0.0.1`: dial error (timeout)")
-	for _, code := range []apperr.Code{apperr.Unavailable, apperr.Internal} {
-		err := oneLine(apperr.Wrap(cause, code, "The service is temporarily unavailable."), "--")
-		if !errors.Is(err, cause) || !strings.Contains(err.Error(), "The service is temporarily unavailable. (failed to connect") {
-			t.Errorf("%s: %v", code, err)
-		}
-	}
-	bad := &apperr.Error{Code: apperr.Invalid, Message: "The request is invalid.", Fields: []apperr.FieldError{{Field: "role", Message: "must be admin or viewer"}}}
-	if err := oneLine(bad, "--"); err.Error() != "The request is invalid. --role must be admin or viewer" {
-		t.Errorf("a bad request: %v", err)
 	}
 }

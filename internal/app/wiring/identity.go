@@ -1,4 +1,7 @@
-package app
+// Package wiring builds, from flowd's settings, the parts that both the server
+// and the admin commands use: the identity module's parts, the directory
+// other modules ask about organizations, and the logger.
+package wiring
 
 import (
 	"log/slog"
@@ -15,23 +18,23 @@ import (
 	"github.com/flowd/flowd/modules/identity/tokens"
 )
 
-// identityParts are the identity module's parts as one instance (or one
+// Identity is the identity module's parts as one instance (or one
 // command) uses them, each built from the others it needs. serve runs the
 // feed, which keeps their caches current across instances, the token
 // service's sweep and the rate limits' reconciliation beside the server.
-type identityParts struct {
-	feed   *changes.Feed
-	keys   *keys.Service
-	audit  *audit.Store
-	orgs   *orgs.Service
-	tokens *tokens.Service
-	limits *orgs.Limits
+type Identity struct {
+	Feed   *changes.Feed
+	Keys   *keys.Service
+	Audit  *audit.Store
+	Orgs   *orgs.Service
+	Tokens *tokens.Service
+	Limits *orgs.Limits
 }
 
-// newIdentity builds identity's parts from flowd's settings; tracing wraps
+// NewIdentity builds identity's parts from flowd's settings; tracing wraps
 // their jwks_uri fetches, and reg, when not nil, receives their metrics. It
 // does not touch the database.
-func newIdentity(pool *pgxpool.Pool, cfg *config.Config, log *slog.Logger, tracing *telemetry.Tracing, reg prometheus.Registerer) (*identityParts, error) {
+func NewIdentity(pool *pgxpool.Pool, cfg *config.Config, log *slog.Logger, tracing *telemetry.Tracing, reg prometheus.Registerer) (*Identity, error) {
 	feed := changes.NewFeed(pool, log)
 	signing, err := keys.New(pool, feed, keys.Config{KeyEncryptionKey: cfg.KeyEncryptionKey,
 		ReceiptKeyRetention: cfg.ReceiptKeyRetention, Log: log, Registry: reg})
@@ -66,8 +69,8 @@ func newIdentity(pool *pgxpool.Pool, cfg *config.Config, log *slog.Logger, traci
 	if err != nil {
 		return nil, err
 	}
-	return &identityParts{
-		feed: feed, keys: signing, audit: auditLog, orgs: organizations, tokens: tokenService,
-		limits: orgs.NewLimits(pool, orgs.LimitsConfig{PerMinute: cfg.APIRateLimit, Log: log}),
+	return &Identity{
+		Feed: feed, Keys: signing, Audit: auditLog, Orgs: organizations, Tokens: tokenService,
+		Limits: orgs.NewLimits(pool, orgs.LimitsConfig{PerMinute: cfg.APIRateLimit, Log: log}),
 	}, nil
 }

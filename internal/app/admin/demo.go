@@ -1,4 +1,4 @@
-package app
+package admin
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/flowd/flowd/internal/app/command"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/orgs"
@@ -36,7 +37,7 @@ type demoState struct {
 func runDemo(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	fset := flag.NewFlagSet("demo", flag.ContinueOnError)
 	statePath := fset.String("state", "", "file that keeps the demo organization and client (required)")
-	if err := parseFlags(fset, args); err != nil {
+	if err := command.ParseFlags(fset, args); err != nil {
 		return err
 	}
 	if *statePath == "" {
@@ -47,7 +48,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, _ i
 		return err
 	}
 	defer env.pool.Close()
-	id := env.orgs
+	id := env.Orgs
 
 	var st demoState
 	b, err := os.ReadFile(*statePath)
@@ -83,7 +84,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, _ i
 	} else if err != nil {
 		return adminError(err)
 	}
-	accounts, err := staff.NewAccounts(env.pool, env.orgs, staff.Config{})
+	accounts, err := staff.NewAccounts(env.pool, env.Orgs, staff.Config{})
 	if err != nil {
 		return err
 	}

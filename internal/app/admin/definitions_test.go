@@ -1,4 +1,4 @@
-package app_test
+package admin_test
 
 import (
 	"crypto/sha256"

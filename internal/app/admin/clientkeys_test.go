@@ -1,4 +1,4 @@
-package app_test
+package admin_test
 
 import (
 	"context"
@@ -26,14 +26,14 @@ import (
 func TestClientKeysCommands(t *testing.T) {
 	t.Parallel()
 	in := flowdtest.Start(t)
-	orgID := cliJSON(t, in, "orgs", "create", "--name", "Key Bank")["id"].(string)
+	orgID := in.CLIJSON(t, "orgs", "create", "--name", "Key Bank")["id"].(string)
 	first, second := testkeys.EC(t), testkeys.EC(t)
 	file := filepath.Join(t.TempDir(), "jwks.json")
 	if err := os.WriteFile(file, testkeys.PublicJWKS(t, "one", first), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
-	client := cliJSON(t, in, "clients", "create", "--org", orgID, "--jwks", file)
+	client := in.CLIJSON(t, "clients", "create", "--org", orgID, "--jwks", file)
 	if keys(client) != "authMethods,clientId,dpopBound,sandbox,scopes" || mustJSON(client["authMethods"]) != `["private_key_jwt"]` {
 		t.Fatalf("clients create --jwks: %v", client)
 	}
@@ -46,7 +46,7 @@ func TestClientKeysCommands(t *testing.T) {
 	if status := assertionToken(t, in, id, first, "one"); status != http.StatusOK {
 		t.Fatalf("a token with the registered key: %d", status)
 	}
-	both := cliJSON(t, in, "clients", "create", "--org", orgID, "--jwks", file, "--secret")
+	both := in.CLIJSON(t, "clients", "create", "--org", orgID, "--jwks", file, "--secret")
 	if mustJSON(both["authMethods"]) != `["client_secret_basic","client_secret_post","private_key_jwt"]` || both["clientSecret"] == nil {
 		t.Fatalf("clients create --jwks --secret: %v", both)
 	}
@@ -62,7 +62,7 @@ func TestClientKeysCommands(t *testing.T) {
 	if status := assertionToken(t, in, id, second, "two"); status != http.StatusOK {
 		t.Fatalf("the new key: %d", status)
 	}
-	list := mustJSON(cliJSON(t, in, "clients", "list", "--org", orgID))
+	list := mustJSON(in.CLIJSON(t, "clients", "list", "--org", orgID))
 	if !strings.Contains(list, `"authMethods":["private_key_jwt"]`) {
 		t.Fatalf("clients list: %s", list)
 	}

@@ -1,4 +1,4 @@
-package app
+package admin
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/flowd/flowd/internal/app/command"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/orgs"
@@ -21,7 +22,7 @@ func runClientDPoP(ctx context.Context, args []string, getenv func(string) strin
 	for len(args) > 0 && len(positional) < 2 && args[0] != "" && args[0][0] != '-' {
 		positional, args = append(positional, args[0]), args[1:]
 	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if len(positional) != 2 || (positional[1] != "on" && positional[1] != "off") {
@@ -33,18 +34,18 @@ func runClientDPoP(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	defer env.pool.Close()
-	c, err := env.orgs.Client(ctx, clientID)
+	c, err := env.Orgs.Client(ctx, clientID)
 	if err != nil {
 		return adminError(err)
 	}
-	c, err = env.orgs.SetClientDPoP(ctx, c.OrganizationID, c.ID, on, byOperator(env.audit, identity.AuditClientDPoP, func(ch orgs.ClientChange) (string, string, string) {
+	c, err = env.Orgs.SetClientDPoP(ctx, c.OrganizationID, c.ID, on, byOperator(env.Audit, identity.AuditClientDPoP, func(ch orgs.ClientChange) (string, string, string) {
 		return ch.After.OrganizationID, ch.After.ID, orgs.DPoPAuditDetail(ch.After)
 	}))
 	if err != nil {
 		return adminError(err)
 	}
 	if *asJSON {
-		return printJSON(stdout, map[string]any{"clientId": c.ID, "dpopBound": c.DPoPBound})
+		return command.PrintJSON(stdout, map[string]any{"clientId": c.ID, "dpopBound": c.DPoPBound})
 	}
 	if c.DPoPBound {
 		fmt.Fprintf(stdout, "Client %s must now send DPoP proofs: its token requests without one are refused, and its tokens are DPoP-bound.\n", c.ID)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/flowd/flowd/internal/app/command"
 	"github.com/flowd/flowd/internal/version"
 )
 
@@ -14,7 +15,7 @@ import (
 func runVersion(_ context.Context, args []string, _ func(string) string, _ io.Reader, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	v := version.Get()
@@ -25,7 +26,7 @@ func runVersion(_ context.Context, args []string, _ func(string) string, _ io.Re
 			}
 			return s
 		}
-		return printJSON(stdout, map[string]any{"version": v.Version, "commit": orNull(v.Commit), "commitTime": orNull(v.CommitTime),
+		return command.PrintJSON(stdout, map[string]any{"version": v.Version, "commit": orNull(v.Commit), "commitTime": orNull(v.CommitTime),
 			"modified": v.Modified, "buildTime": orNull(v.BuildTime), "goVersion": v.GoVersion, "platform": v.Platform})
 	}
 	orUnknown := func(s string) string {

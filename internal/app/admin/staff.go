@@ -1,4 +1,4 @@
-package app
+package admin
 
 import (
 	"bufio"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowd/flowd/internal/app/command"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/identity"
@@ -45,7 +46,7 @@ func runStaffCreate(ctx context.Context, args []string, getenv func(string) stri
 	role := fs.String("role", "", "admin or viewer")
 	name := fs.String("name", "", "the person's name (optional)")
 	passwordStdin := fs.Bool("password-stdin", false, "read the password from standard input")
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	password, err := staffPassword(fs, *username, *passwordStdin, stdin)
@@ -72,7 +73,7 @@ func runStaffCreate(ctx context.Context, args []string, getenv func(string) stri
 // sign in, and its sessions end.
 func runStaffDisable(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs, username, asJSON := staffFlags("disable")
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if *username == "" {
@@ -95,7 +96,7 @@ func runStaffDisable(ctx context.Context, args []string, getenv func(string) str
 func runStaffResetPassword(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs, username, asJSON := staffFlags("reset-password")
 	passwordStdin := fs.Bool("password-stdin", false, "read the password from standard input")
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	password, err := staffPassword(fs, *username, *passwordStdin, stdin)
@@ -119,7 +120,7 @@ func runStaffResetPassword(ctx context.Context, args []string, getenv func(strin
 func runStaffSetRole(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs, username, asJSON := staffFlags("set-role")
 	role := fs.String("role", "", "admin or viewer")
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if *username == "" {
@@ -141,7 +142,7 @@ func runStaffSetRole(ctx context.Context, args []string, getenv func(string) str
 // sessions end.
 func runStaffDelete(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs, username, asJSON := staffFlags("delete")
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if *username == "" {
@@ -172,7 +173,7 @@ func printStaffChange(stdout io.Writer, ch staff.Change, asJSON bool, ended map[
 			}
 			out["sessionsEnded"] = len(ch.Ended)
 		}
-		return printJSON(stdout, out)
+		return command.PrintJSON(stdout, out)
 	}
 	fmt.Fprintf(stdout, summary, ch.Account.Username, ch.Account.Role, ch.Account.OrganizationID)
 	if len(ch.Ended) > 0 {
@@ -187,7 +188,7 @@ func openStaff(ctx context.Context, getenv func(string) string, stderr io.Writer
 	if err != nil {
 		return nil, nil, err
 	}
-	accounts, err := staff.NewAccounts(env.pool, env.orgs, staff.Config{})
+	accounts, err := staff.NewAccounts(env.pool, env.Orgs, staff.Config{})
 	if err != nil {
 		env.pool.Close()
 		return nil, nil, err
@@ -207,7 +208,7 @@ func (env *adminEnv) staffAudited(action, why string) database.BeforeCommit[staf
 				Detail: fmt.Sprintf("role %s; %d session(s) ended", ch.Account.Role, len(ch.Ended))})
 		}
 		for _, e := range append(entries, staff.SessionAuditEntries(operatorActor, why, ch.Ended)...) {
-			if err := env.audit.RecordAuditTx(ctx, tx, e); err != nil {
+			if err := env.Audit.RecordAuditTx(ctx, tx, e); err != nil {
 				return err
 			}
 		}
@@ -230,7 +231,7 @@ type sessionJSON struct {
 // account's live sessions, newest first.
 func runStaffSessions(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs, username, asJSON := staffFlags("sessions")
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if *username == "" {
@@ -257,7 +258,7 @@ func runStaffSessions(ctx context.Context, args []string, getenv func(string) st
 		}
 	}
 	if *asJSON {
-		return printJSON(stdout, map[string]any{"id": a.ID, "username": a.Username, "sessions": live})
+		return command.PrintJSON(stdout, map[string]any{"id": a.ID, "username": a.Username, "sessions": live})
 	}
 	fmt.Fprintf(stdout, "%d live session(s) of %s\n", len(live), a.Username)
 	for _, s := range live {
@@ -271,7 +272,7 @@ func runStaffSessions(ctx context.Context, args []string, getenv func(string) st
 // session of the account ends at once, each in the audit log.
 func runStaffEndSessions(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs, username, asJSON := staffFlags("end-sessions")
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if *username == "" {
@@ -287,7 +288,7 @@ func runStaffEndSessions(ctx context.Context, args []string, getenv func(string)
 		return cliError(err)
 	}
 	if *asJSON {
-		return printJSON(stdout, map[string]any{"id": ch.Account.ID, "username": ch.Account.Username, "sessionsEnded": len(ch.Ended)})
+		return command.PrintJSON(stdout, map[string]any{"id": ch.Account.ID, "username": ch.Account.Username, "sessionsEnded": len(ch.Ended)})
 	}
 	fmt.Fprintf(stdout, "ended %d session(s) of %s\n", len(ch.Ended), ch.Account.Username)
 	return nil

@@ -1,7 +1,12 @@
-package app
+// Package command is flowd's command line: a table of commands and their
+// subcommands, each with its own flags, that both runs them and prints their
+// usage; -h and --help print a command's usage and succeed, and a command
+// line that cannot be read exits 2 with a hint.
+package command
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,21 +15,21 @@ import (
 	"strings"
 )
 
-// A command is one of flowd's commands: either it runs, or it groups
+// A Command is one of flowd's commands: either it runs, or it groups
 // subcommands (orgs, clients, …), one level deep.
-type command struct {
-	name     string
-	synopsis string // what follows the name in its usage line
-	summary  string // one line for the lists of commands
-	detail   string // more, for the command's own help
-	// run handles the command; it parses its arguments with parseFlags or
-	// parseFlagsAndName, which answer -h and --help.
-	run         runFunc
-	subcommands []command
+type Command struct {
+	Name     string
+	Synopsis string // what follows the name in its usage line
+	Summary  string // one line for the lists of commands
+	Detail   string // more, for the command's own help
+	// run handles the command; it parses its arguments with ParseFlags or
+	// ParseFlagsAndName, which answer -h and --help.
+	Run         RunFunc
+	Subcommands []Command
 }
 
-// runFunc is a command's function, given the arguments after its name.
-type runFunc func(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error
+// RunFunc is a command's function, given the arguments after its name.
+type RunFunc func(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error
 
 // UsageError is a command line flowd cannot read: an unknown command, a
 // flag it does not know. Shells and Go's flag package exit 2 on those.
@@ -32,8 +37,8 @@ type UsageError struct{ msg string }
 
 func (e *UsageError) Error() string { return e.msg }
 
-// usageErrorf makes a *UsageError.
-func usageErrorf(format string, a ...any) error { return &UsageError{msg: fmt.Sprintf(format, a...)} }
+// Usagef makes a *UsageError.
+func Usagef(format string, a ...any) error { return &UsageError{msg: fmt.Sprintf(format, a...)} }
 
 // ExitCode is the status flowd exits with after Run returned err: 0 when it
 // succeeded, 2 when the command line was wrong, 1 when the command failed.
@@ -49,14 +54,14 @@ func ExitCode(err error) int {
 	}
 }
 
-// helpRequest is what parseFlags returns when asked for -h or --help: the
+// helpRequest is what ParseFlags returns when asked for -h or --help: the
 // dispatcher prints the command's usage, with these flags, to stdout.
 type helpRequest struct{ flags *flag.FlagSet }
 
 func (h *helpRequest) Error() string { return "help requested" }
 
-// isHelpFlag reports whether arg asks for help, as the flag package reads it.
-func isHelpFlag(arg string) bool {
+// IsHelpFlag reports whether arg asks for help, as the flag package reads it.
+func IsHelpFlag(arg string) bool {
 	switch arg {
 	case "-h", "--h", "-help", "--help":
 		return true
@@ -64,10 +69,10 @@ func isHelpFlag(arg string) bool {
 	return false
 }
 
-// dispatch runs c with args; path is the names that led to it.
-func (c command) dispatch(ctx context.Context, path, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if c.run != nil {
-		err := c.run(ctx, args, getenv, stdin, stdout, stderr)
+// Dispatch runs c with args; path is the names that led to it.
+func (c Command) Dispatch(ctx context.Context, path, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if c.Run != nil {
+		err := c.Run(ctx, args, getenv, stdin, stdout, stderr)
 		var help *helpRequest
 		if errors.As(err, &help) {
 			c.writeUsage(stdout, path, help.flags)
@@ -79,41 +84,39 @@ func (c command) dispatch(ctx context.Context, path, args []string, getenv func(
 	if len(args) == 0 {
 		c.writeUsage(stderr, path, nil)
 		if len(path) == 0 {
-			return usageErrorf("no command given")
+			return Usagef("no command given")
 		}
-		return usageErrorf("%s: give a subcommand: %s", where, strings.Join(c.names(), ", "))
+		return Usagef("%s: give a subcommand: %s", where, strings.Join(c.names(), ", "))
 	}
 	name := args[0]
 	switch {
-	case isHelpFlag(name):
+	case IsHelpFlag(name):
 		c.writeUsage(stdout, path, nil)
 		return nil
-	case len(path) == 0 && name == "--version":
-		return runVersion(ctx, args[1:], getenv, stdin, stdout, stderr)
 	}
-	for _, sub := range c.subcommands {
-		if sub.name == name {
-			return sub.dispatch(ctx, append(slices.Clip(path), name), args[1:], getenv, stdin, stdout, stderr)
+	for _, sub := range c.Subcommands {
+		if sub.Name == name {
+			return sub.Dispatch(ctx, append(slices.Clip(path), name), args[1:], getenv, stdin, stdout, stderr)
 		}
 	}
 	if len(path) == 0 {
-		return usageErrorf("unknown command %q; %s (flowd help lists every command)", name, c.hint(name))
+		return Usagef("unknown command %q; %s (flowd help lists every Command)", name, c.hint(name))
 	}
-	return usageErrorf("%s: unknown subcommand %q; %s (flowd %s --help lists them)", where, name, c.hint(name), where)
+	return Usagef("%s: unknown subcommand %q; %s (flowd %s --help lists them)", where, name, c.hint(name), where)
 }
 
 // names are the names of c's subcommands.
-func (c command) names() []string {
-	names := make([]string, len(c.subcommands))
-	for i, sub := range c.subcommands {
-		names[i] = sub.name
+func (c Command) names() []string {
+	names := make([]string, len(c.Subcommands))
+	for i, sub := range c.Subcommands {
+		names[i] = sub.Name
 	}
 	return names
 }
 
 // hint names the subcommands of c nearest to the unknown name, or all of
 // them when none is near.
-func (c command) hint(name string) string {
+func (c Command) hint(name string) string {
 	near := nearest(name, c.names())
 	if len(near) == 0 {
 		return "the choices are " + strings.Join(c.names(), ", ")
@@ -171,23 +174,23 @@ func editDistance(a, b string) int {
 // writeUsage prints c's usage: for a group, its subcommands (at the top,
 // every command and subcommand); for a command that runs, its synopsis,
 // detail and flags.
-func (c command) writeUsage(w io.Writer, path []string, flags *flag.FlagSet) {
+func (c Command) writeUsage(w io.Writer, path []string, flags *flag.FlagSet) {
 	full := strings.Join(append([]string{"flowd"}, path...), " ")
-	if c.run != nil {
-		fmt.Fprintf(w, "Usage: %s\n\n%s.\n", strings.TrimSpace(full+" "+c.synopsis), capitalize(c.summary))
-		if c.detail != "" {
-			fmt.Fprintf(w, "%s\n", c.detail)
+	if c.Run != nil {
+		fmt.Fprintf(w, "Usage: %s\n\n%s.\n", strings.TrimSpace(full+" "+c.Synopsis), capitalize(c.Summary))
+		if c.Detail != "" {
+			fmt.Fprintf(w, "%s\n", c.Detail)
 		}
 		writeFlags(w, flags)
 		fmt.Fprint(w, settingsNote)
 		return
 	}
 	if len(path) == 0 {
-		fmt.Fprintf(w, "flowd — %s\n\nUsage: flowd COMMAND [SUBCOMMAND] [ARGUMENTS] [FLAGS]\n\nCommands:\n", c.summary)
+		fmt.Fprintf(w, "flowd — %s\n\nUsage: flowd COMMAND [SUBCOMMAND] [ARGUMENTS] [FLAGS]\n\nCommands:\n", c.Summary)
 	} else {
-		fmt.Fprintf(w, "Usage: %s SUBCOMMAND [ARGUMENTS] [FLAGS]\n\n%s.\n", full, capitalize(c.summary))
-		if c.detail != "" {
-			fmt.Fprintf(w, "%s\n", c.detail)
+		fmt.Fprintf(w, "Usage: %s SUBCOMMAND [ARGUMENTS] [FLAGS]\n\n%s.\n", full, capitalize(c.Summary))
+		if c.Detail != "" {
+			fmt.Fprintf(w, "%s\n", c.Detail)
 		}
 		fmt.Fprint(w, "\nSubcommands:\n")
 	}
@@ -204,14 +207,14 @@ const settingsNote = "\nSettings come from the environment (DATABASE_URL, FLOWD_
 
 // writeList lists every command below c that runs, each with its synopsis
 // and, below it, its summary.
-func (c command) writeList(w io.Writer, path []string) {
-	for _, sub := range c.subcommands {
-		subPath := append(slices.Clip(path), sub.name)
-		if sub.run == nil {
+func (c Command) writeList(w io.Writer, path []string) {
+	for _, sub := range c.Subcommands {
+		subPath := append(slices.Clip(path), sub.Name)
+		if sub.Run == nil {
 			sub.writeList(w, subPath)
 			continue
 		}
-		fmt.Fprintf(w, "  %s\n      %s\n", strings.TrimSpace("flowd "+strings.Join(subPath, " ")+" "+sub.synopsis), sub.summary)
+		fmt.Fprintf(w, "  %s\n      %s\n", strings.TrimSpace("flowd "+strings.Join(subPath, " ")+" "+sub.Synopsis), sub.Summary)
 	}
 }
 
@@ -250,30 +253,21 @@ func capitalize(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// runHelp handles "flowd help [COMMAND [SUBCOMMAND]]": the usage of flowd,
-// or of the command named, as `flowd COMMAND --help` prints it.
-func runHelp(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 && isHelpFlag(args[0]) {
-		return &helpRequest{flags: flag.NewFlagSet("help", flag.ContinueOnError)}
-	}
-	return Run(ctx, append(slices.Clip(args), "--help"), getenv, stdin, stdout, stderr)
-}
-
-// parseFlags parses a command's flags; it takes no other argument. On -h or
+// ParseFlags parses a command's flags; it takes no other argument. On -h or
 // --help it returns a *helpRequest, on a flag it cannot read a *UsageError.
-func parseFlags(fs *flag.FlagSet, args []string) error {
+func ParseFlags(fs *flag.FlagSet, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageErrorf("%s: unexpected argument %q (see flowd %s --help)", fs.Name(), fs.Arg(0), fs.Name())
+		return Usagef("%s: unexpected argument %q (see flowd %s --help)", fs.Name(), fs.Arg(0), fs.Name())
 	}
 	return nil
 }
 
-// parseFlagsAndName parses a command's flags and its one argument, which
+// ParseFlagsAndName parses a command's flags and its one argument, which
 // may come before, between or after them.
-func parseFlagsAndName(fs *flag.FlagSet, args []string) (string, error) {
+func ParseFlagsAndName(fs *flag.FlagSet, args []string) (string, error) {
 	var name string
 	for {
 		if err := parse(fs, args); err != nil {
@@ -283,7 +277,7 @@ func parseFlagsAndName(fs *flag.FlagSet, args []string) (string, error) {
 			return name, nil
 		}
 		if name != "" {
-			return "", usageErrorf("%s: unexpected argument %q (see flowd %s --help)", fs.Name(), fs.Arg(0), fs.Name())
+			return "", Usagef("%s: unexpected argument %q (see flowd %s --help)", fs.Name(), fs.Arg(0), fs.Name())
 		}
 		name, args = fs.Arg(0), fs.Args()[1:]
 	}
@@ -301,6 +295,20 @@ func parse(fs *flag.FlagSet, args []string) error {
 	case errors.Is(err, flag.ErrHelp):
 		return &helpRequest{flags: fs}
 	default:
-		return usageErrorf("%s: %v (see flowd %s --help)", fs.Name(), err, fs.Name())
+		return Usagef("%s: %v (see flowd %s --help)", fs.Name(), err, fs.Name())
 	}
 }
+
+// PrintJSON writes v as exactly one JSON object on its own line.
+func PrintJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// Help is what a command returns to have its usage, with the flags of fs,
+// printed to stdout.
+func Help(fs *flag.FlagSet) error { return &helpRequest{flags: fs} }

@@ -1,4 +1,4 @@
-package app_test
+package admin_test
 
 import (
 	"context"
@@ -22,8 +22,8 @@ import (
 func TestClientRateLimitCommand(t *testing.T) {
 	t.Parallel()
 	in := flowdtest.Start(t, flowdtest.WithEnv("FLOWD_API_RATE_LIMIT", "50"))
-	orgID := cliJSON(t, in, "orgs", "create", "--name", "Limit Bank")["id"].(string)
-	client := cliJSON(t, in, "clients", "create", "--org", orgID)
+	orgID := in.CLIJSON(t, "orgs", "create", "--name", "Limit Bank")["id"].(string)
+	client := in.CLIJSON(t, "clients", "create", "--org", orgID)
 	id, sec := client["clientId"].(string), client["clientSecret"].(string)
 
 	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {id}, "client_secret": {sec}}
@@ -61,11 +61,11 @@ func TestClientRateLimitCommand(t *testing.T) {
 	if status, p := policy(); status != http.StatusOK || p != `"default";q=50;w=60` {
 		t.Fatalf("the default: %d %q", status, p)
 	}
-	if got := mustJSON(cliJSON(t, in, "clients", "rate-limit", id)); got != `{"clientId":"`+id+`","default":true,"perMinute":50}` {
+	if got := mustJSON(in.CLIJSON(t, "clients", "rate-limit", id)); got != `{"clientId":"`+id+`","default":true,"perMinute":50}` {
 		t.Fatalf("clients rate-limit: %s", got)
 	}
 
-	if got := mustJSON(cliJSON(t, in, "clients", "rate-limit", id, "--per-minute", "3")); got != `{"clientId":"`+id+`","default":false,"perMinute":3}` {
+	if got := mustJSON(in.CLIJSON(t, "clients", "rate-limit", id, "--per-minute", "3")); got != `{"clientId":"`+id+`","default":false,"perMinute":3}` {
 		t.Fatalf("clients rate-limit --per-minute 3: %s", got)
 	}
 	eventually(`"default";q=3;w=60`)
@@ -80,7 +80,7 @@ func TestClientRateLimitCommand(t *testing.T) {
 	if !refused {
 		t.Fatal("seven requests in a row with a limit of three a minute were all admitted")
 	}
-	if list := mustJSON(cliJSON(t, in, "clients", "list", "--org", orgID)); !strings.Contains(list, `"rateLimit":3`) {
+	if list := mustJSON(in.CLIJSON(t, "clients", "list", "--org", orgID)); !strings.Contains(list, `"rateLimit":3`) {
 		t.Fatalf("clients list: %s", list)
 	}
 
@@ -109,11 +109,11 @@ func TestClientRateLimitCommand(t *testing.T) {
 		}
 	}
 
-	cliJSON(t, in, "clients", "map", "--org", orgID, "--issuer", "https://idp.example/", "--client-id", "ext-1")
-	if got := mustJSON(cliJSON(t, in, "clients", "rate-limit", "ext-1", "--issuer", "https://idp.example", "--per-minute", "7")); got != `{"clientId":"ext-1","default":false,"perMinute":7}` {
+	in.CLIJSON(t, "clients", "map", "--org", orgID, "--issuer", "https://idp.example/", "--client-id", "ext-1")
+	if got := mustJSON(in.CLIJSON(t, "clients", "rate-limit", "ext-1", "--issuer", "https://idp.example", "--per-minute", "7")); got != `{"clientId":"ext-1","default":false,"perMinute":7}` {
 		t.Fatalf("an external client: %s", got)
 	}
-	if list := mustJSON(cliJSON(t, in, "clients", "list", "--org", orgID)); !strings.Contains(list, `"clientId":"ext-1","createdAt"`) || !strings.Contains(list, `"rateLimit":7`) {
+	if list := mustJSON(in.CLIJSON(t, "clients", "list", "--org", orgID)); !strings.Contains(list, `"clientId":"ext-1","createdAt"`) || !strings.Contains(list, `"rateLimit":7`) {
 		t.Fatalf("clients list: %s", list)
 	}
 

@@ -1,4 +1,4 @@
-package app
+package admin
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/flowd/flowd/internal/app/command"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/modules/consent"
 )
@@ -30,7 +31,7 @@ func runReceiptsVerify(ctx context.Context, args []string, getenv func(string) s
 	fs := flag.NewFlagSet("receipts verify", flag.ContinueOnError)
 	jwksFrom := fs.String("jwks", "", "the JWKS to check against: an https URL (a flowd's /oauth/jwks) or a file; default: this deployment's keys")
 	asJSON := fs.Bool("json", false, "print one JSON object, as POST /api/receipts/verify answers")
-	file, err := parseFlagsAndName(fs, args)
+	file, err := command.ParseFlagsAndName(fs, args)
 	if err != nil {
 		return err
 	}
@@ -54,7 +55,7 @@ func runReceiptsVerify(ctx context.Context, args []string, getenv func(string) s
 			return openErr
 		}
 		defer env.pool.Close()
-		keys, keysErr := env.keys.ReceiptKeys(ctx)
+		keys, keysErr := env.Keys.ReceiptKeys(ctx)
 		if keysErr != nil {
 			return keysErr
 		}
@@ -63,7 +64,7 @@ func runReceiptsVerify(ctx context.Context, args []string, getenv func(string) s
 	var bad *consent.InvalidReceiptError
 	if errors.As(err, &bad) {
 		if *asJSON {
-			_ = printJSON(stdout, map[string]any{"valid": false, "reason": bad.Reason, "keyId": nil, "receipt": nil})
+			_ = command.PrintJSON(stdout, map[string]any{"valid": false, "reason": bad.Reason, "keyId": nil, "receipt": nil})
 		}
 		return fmt.Errorf("receipts verify: the receipt is not valid: %s", bad.Reason)
 	}
@@ -71,7 +72,7 @@ func runReceiptsVerify(ctx context.Context, args []string, getenv func(string) s
 		return err
 	}
 	if *asJSON {
-		return printJSON(stdout, map[string]any{"valid": true, "reason": nil, "keyId": v.KeyID, "receipt": v.Receipt})
+		return command.PrintJSON(stdout, map[string]any{"valid": true, "reason": nil, "keyId": v.KeyID, "receipt": v.Receipt})
 	}
 	r := v.Receipt
 	fmt.Fprintf(stdout, "Valid: %s signed this receipt with key %s.\n", r.Issuer, v.KeyID)

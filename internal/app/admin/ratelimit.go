@@ -1,4 +1,4 @@
-package app
+package admin
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/flowd/flowd/internal/app/command"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/orgs"
@@ -24,7 +25,7 @@ func runClientRateLimit(ctx context.Context, args []string, getenv func(string) 
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	perMinute := fs.String("per-minute", "", `the client's own limit of API requests per minute (0: none), or "default"`)
 	issuer := fs.String("issuer", "", "the external issuer of a mapped client (see clients map)")
-	clientID, err := parseFlagsAndName(fs, args)
+	clientID, err := command.ParseFlagsAndName(fs, args)
 	if err != nil {
 		return err
 	}
@@ -46,13 +47,13 @@ func runClientRateLimit(ctx context.Context, args []string, getenv func(string) 
 		return err
 	}
 	defer env.pool.Close()
-	id := env.orgs
+	id := env.Orgs
 	if *issuer != "" {
 		if *perMinute == "" {
 			return errors.New("clients rate-limit: with --issuer, give --per-minute N or default")
 		}
 		x, err := id.SetExternalClientRateLimit(ctx, *issuer, clientID, limit,
-			byOperator(env.audit, identity.AuditClientRateLimit, func(x orgs.ExternalClient) (string, string, string) {
+			byOperator(env.Audit, identity.AuditClientRateLimit, func(x orgs.ExternalClient) (string, string, string) {
 				return x.OrganizationID, x.ClientID, orgs.RateLimitAuditDetail(x.Issuer, x.RateLimit)
 			}))
 		if err != nil {
@@ -66,7 +67,7 @@ func runClientRateLimit(ctx context.Context, args []string, getenv func(string) 
 	}
 	if *perMinute != "" {
 		c, err = id.SetClientRateLimit(ctx, c.OrganizationID, c.ID, limit,
-			byOperator(env.audit, identity.AuditClientRateLimit, func(ch orgs.ClientChange) (string, string, string) {
+			byOperator(env.Audit, identity.AuditClientRateLimit, func(ch orgs.ClientChange) (string, string, string) {
 				return ch.After.OrganizationID, ch.After.ID, orgs.RateLimitAuditDetail(ch.After.Name, ch.After.RateLimit)
 			}))
 		if err != nil {
@@ -85,7 +86,7 @@ func printRateLimit(w io.Writer, cfg *config.Config, clientID string, r identity
 		perMinute = r.PerMinute
 	}
 	if asJSON {
-		return printJSON(w, map[string]any{"clientId": clientID, "perMinute": perMinute, "default": !r.Own})
+		return command.PrintJSON(w, map[string]any{"clientId": clientID, "perMinute": perMinute, "default": !r.Own})
 	}
 	limit := "no limit"
 	if perMinute > 0 {

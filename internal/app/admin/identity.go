@@ -1,9 +1,8 @@
-package app
+package admin
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/flowd/flowd/internal/app/command"
+	"github.com/flowd/flowd/internal/app/wiring"
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
@@ -29,7 +30,7 @@ import (
 type adminEnv struct {
 	cfg  *config.Config
 	pool *pgxpool.Pool
-	*identityParts
+	*wiring.Identity
 }
 
 // openAdmin loads the settings and opens the database for an admin command;
@@ -52,12 +53,12 @@ func openAdmin(ctx context.Context, getenv func(string) string, need config.Need
 		}
 		return nil, errors.New("the database is not migrated: run `flowd migrate` first")
 	}
-	parts, err := newIdentity(pool, cfg, newLogger(stderr, cfg.LogLevel), nil, nil)
+	parts, err := wiring.NewIdentity(pool, cfg, wiring.NewLogger(stderr, cfg.LogLevel), nil, nil)
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
-	return &adminEnv{cfg: cfg, pool: pool, identityParts: parts}, nil
+	return &adminEnv{cfg: cfg, pool: pool, Identity: parts}, nil
 }
 
 // createOrganization makes an organization and its first webhook signing
@@ -70,7 +71,7 @@ func (env *adminEnv) createOrganization(ctx context.Context, in orgs.NewOrganiza
 	var org orgs.Organization
 	var secret webhooks.Secret
 	err = database.WithTx(ctx, env.pool, func(tx database.Tx) error {
-		if org, err = env.orgs.CreateOrganizationTx(ctx, tx, in); err != nil {
+		if org, err = env.Orgs.CreateOrganizationTx(ctx, tx, in); err != nil {
 			return err
 		}
 		secret, err = hooks.CreateSecretTx(ctx, tx, org.ID)
@@ -117,16 +118,6 @@ func byOperator[T any](log audit.Log, action string, describe func(done T) (orga
 	}
 }
 
-// printJSON writes v as exactly one JSON object on its own line.
-func printJSON(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
-	return err
-}
-
 // runOrgsCreate handles "flowd orgs create".
 func runOrgsCreate(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("orgs create", flag.ContinueOnError)
@@ -135,7 +126,7 @@ func runOrgsCreate(ctx context.Context, args []string, getenv func(string) strin
 	prefix := fs.String("prefix", "", "reference prefix of its flows, 2-8 letters or digits (default: from the name)")
 	origins := fs.String("redirect-origins", "", "space-separated origins a flow's redirectUrl may use (default: any)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	// The secrets are needed: FLOWD_KEY_ENCRYPTION_KEY seals the webhook signing secret.
@@ -151,7 +142,7 @@ func runOrgsCreate(ctx context.Context, args []string, getenv func(string) strin
 		return adminError(err)
 	}
 	if *asJSON {
-		return printJSON(stdout, map[string]any{"id": org.ID, "name": org.Name, "referencePrefix": org.ReferencePrefix,
+		return command.PrintJSON(stdout, map[string]any{"id": org.ID, "name": org.Name, "referencePrefix": org.ReferencePrefix,
 			"webhookSecret": secret.Value})
 	}
 	fmt.Fprintf(stdout, "Created organization %q\n  id                %s\n  reference prefix  %s\n  webhook secret    %s\n",
@@ -167,7 +158,7 @@ func runOrgsCreate(ctx context.Context, args []string, getenv func(string) strin
 func runOrgsList(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("orgs list", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
@@ -175,7 +166,7 @@ func runOrgsList(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	defer env.pool.Close()
-	orgs, err := env.orgs.ListOrganizations(ctx)
+	orgs, err := env.Orgs.ListOrganizations(ctx)
 	if err != nil {
 		return adminError(err)
 	}
@@ -185,7 +176,7 @@ func runOrgsList(ctx context.Context, args []string, getenv func(string) string,
 			list[i] = map[string]any{"id": o.ID, "name": o.Name, "organizationNumber": o.OrganizationNumber,
 				"referencePrefix": o.ReferencePrefix, "redirectOrigins": nonNil(o.RedirectOrigins), "createdAt": o.CreatedAt}
 		}
-		return printJSON(stdout, map[string]any{"organizations": list})
+		return command.PrintJSON(stdout, map[string]any{"organizations": list})
 	}
 	if len(orgs) == 0 {
 		fmt.Fprintln(stdout, "No organizations yet: flowd orgs create --name NAME")
@@ -222,7 +213,7 @@ func runClientsCreate(ctx context.Context, args []string, getenv func(string) st
 	var keys keyFlags
 	keys.define(fs)
 	withSecret := fs.Bool("secret", false, "with --jwks or --jwks-uri: give the client a secret too (to migrate)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if *org == "" {
@@ -240,10 +231,10 @@ func runClientsCreate(ctx context.Context, args []string, getenv func(string) st
 		return err
 	}
 	defer env.pool.Close()
-	id := env.orgs
+	id := env.Orgs
 	cc, err := id.CreateClient(ctx, orgs.NewClient{OrganizationID: *org, Name: *name, Scopes: splitList(*scopes), Sandbox: *sandbox,
 		Keys: clientKeys, AlsoSecret: *withSecret, DPoPBound: *dpop},
-		byOperator(env.audit, identity.AuditClientCreate, func(cc orgs.ClientCredentials) (string, string, string) {
+		byOperator(env.Audit, identity.AuditClientCreate, func(cc orgs.ClientCredentials) (string, string, string) {
 			return cc.OrganizationID, cc.ID, orgs.ClientCreatedDetail(cc.Client)
 		}))
 	if err != nil {
@@ -258,7 +249,7 @@ func runClientsList(ctx context.Context, args []string, getenv func(string) stri
 	fs := flag.NewFlagSet("clients list", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	org := fs.String("org", "", "the organization's id (required)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if *org == "" {
@@ -269,7 +260,7 @@ func runClientsList(ctx context.Context, args []string, getenv func(string) stri
 		return err
 	}
 	defer env.pool.Close()
-	id := env.orgs
+	id := env.Orgs
 	if _, err := id.Organization(ctx, *org); err != nil {
 		return adminError(err)
 	}
@@ -293,7 +284,7 @@ func runClientsList(ctx context.Context, args []string, getenv func(string) stri
 			ext[i] = map[string]any{"issuer": x.Issuer, "clientId": x.ClientID, "scopes": x.Scopes, "sandbox": x.Sandbox, "createdAt": x.CreatedAt,
 				"rateLimit": ownRateLimit(x.RateLimit)}
 		}
-		return printJSON(stdout, map[string]any{"clients": list, "externalClients": ext})
+		return command.PrintJSON(stdout, map[string]any{"clients": list, "externalClients": ext})
 	}
 	if len(clients)+len(mapped) == 0 {
 		fmt.Fprintf(stdout, "No clients yet: flowd clients create --org %s\n", *org)
@@ -343,13 +334,13 @@ func runClientsRotate(ctx context.Context, args []string, getenv func(string) st
 		return err
 	}
 	defer env.pool.Close()
-	id := env.orgs
+	id := env.Orgs
 	c, err := id.Client(ctx, clientID)
 	if err != nil {
 		return adminError(err)
 	}
 	cc, err := id.RotateClientSecret(ctx, c.OrganizationID, c.ID,
-		byOperator(env.audit, identity.AuditClientRotate, func(cc orgs.ClientCredentials) (string, string, string) {
+		byOperator(env.Audit, identity.AuditClientRotate, func(cc orgs.ClientCredentials) (string, string, string) {
 			return cc.OrganizationID, cc.ID, cc.Name
 		}))
 	if err != nil {
@@ -381,20 +372,20 @@ func runClientsKeys(ctx context.Context, args []string, getenv func(string) stri
 		return err
 	}
 	defer env.pool.Close()
-	id := env.orgs
+	id := env.Orgs
 	c, err := id.Client(ctx, clientID)
 	if err != nil {
 		return adminError(err)
 	}
 	c, err = id.ReplaceClientKeys(ctx, c.OrganizationID, c.ID, clientKeys,
-		byOperator(env.audit, identity.AuditClientKeys, func(c orgs.Client) (string, string, string) {
+		byOperator(env.Audit, identity.AuditClientKeys, func(c orgs.Client) (string, string, string) {
 			return c.OrganizationID, c.ID, orgs.ClientKeysDetail(c)
 		}))
 	if err != nil {
 		return oneLine(err, "--")
 	}
 	if *asJSON {
-		return printJSON(stdout, map[string]any{"clientId": c.ID, "authMethods": c.AuthMethods(), "jwksUri": c.Keys.JWKSURI})
+		return command.PrintJSON(stdout, map[string]any{"clientId": c.ID, "authMethods": c.AuthMethods(), "jwksUri": c.Keys.JWKSURI})
 	}
 	fmt.Fprintf(stdout, "Replaced the keys of client %s: assertions signed with the previous keys are refused from now on.\n", c.ID)
 	return nil
@@ -413,20 +404,20 @@ func runClientsRevoke(ctx context.Context, args []string, getenv func(string) st
 		return err
 	}
 	defer env.pool.Close()
-	id := env.orgs
+	id := env.Orgs
 	c, err := id.Client(ctx, clientID)
 	if err != nil {
 		return adminError(err)
 	}
 	c, err = id.RevokeClient(ctx, c.OrganizationID, c.ID,
-		byOperator(env.audit, identity.AuditClientRevoke, func(c orgs.Client) (string, string, string) {
+		byOperator(env.Audit, identity.AuditClientRevoke, func(c orgs.Client) (string, string, string) {
 			return c.OrganizationID, c.ID, c.Name
 		}))
 	if err != nil {
 		return adminError(err)
 	}
 	if *asJSON {
-		return printJSON(stdout, map[string]any{"clientId": c.ID, "revokedAt": c.RevokedAt})
+		return command.PrintJSON(stdout, map[string]any{"clientId": c.ID, "revokedAt": c.RevokedAt})
 	}
 	fmt.Fprintf(stdout, "Revoked client %s: it gets no new token, and its tokens stop working now.\n", c.ID)
 	return nil
@@ -442,7 +433,7 @@ func runClientsMap(ctx context.Context, args []string, getenv func(string) strin
 	clientID := fs.String("client-id", "", "the client id in that issuer's tokens (required)")
 	scopes := fs.String("scopes", "", "scopes granted when a token carries none of flowd's (default all)")
 	sandbox := fs.Bool("sandbox", false, "a sandbox client: its flows carry sandbox: true")
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if *org == "" {
@@ -456,14 +447,14 @@ func runClientsMap(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	defer env.pool.Close()
-	id := env.orgs
+	id := env.Orgs
 	x, err := id.MapExternalClient(ctx, orgs.ExternalClient{Issuer: *issuer, ClientID: *clientID, OrganizationID: *org,
 		Scopes: splitList(*scopes), Sandbox: *sandbox})
 	if err != nil {
 		return adminError(err)
 	}
 	if *asJSON {
-		return printJSON(stdout, map[string]any{"issuer": x.Issuer, "clientId": x.ClientID, "organizationId": x.OrganizationID,
+		return command.PrintJSON(stdout, map[string]any{"issuer": x.Issuer, "clientId": x.ClientID, "organizationId": x.OrganizationID,
 			"scopes": x.Scopes, "sandbox": x.Sandbox})
 	}
 	fmt.Fprintf(stdout, "Mapped client %s of %s to organization %s (scopes %s)\n", x.ClientID, x.Issuer, x.OrganizationID, strings.Join(x.Scopes, " "))
@@ -477,7 +468,7 @@ func runClientsMap(ctx context.Context, args []string, getenv func(string) strin
 // as its argument or with --client-id.
 func parseClientID(fs *flag.FlagSet, args []string) (string, error) {
 	flagged := fs.String("client-id", "", "the client's id (required; or give it as the argument)")
-	clientID, err := parseFlagsAndName(fs, args)
+	clientID, err := command.ParseFlagsAndName(fs, args)
 	if err != nil {
 		return "", err
 	}
@@ -485,7 +476,7 @@ func parseClientID(fs *flag.FlagSet, args []string) (string, error) {
 	case clientID == "":
 		clientID = *flagged
 	case *flagged != "" && *flagged != clientID:
-		return "", usageErrorf("%s: the argument %q and --client-id %q name two clients", fs.Name(), clientID, *flagged)
+		return "", command.Usagef("%s: the argument %q and --client-id %q name two clients", fs.Name(), clientID, *flagged)
 	}
 	if clientID == "" {
 		return "", fmt.Errorf("%s: --client-id is required", fs.Name())
@@ -504,7 +495,7 @@ func printCredentials(w io.Writer, cfg *config.Config, cc orgs.ClientCredentials
 		if cc.Keys.JWKSURI != "" {
 			out["jwksUri"] = cc.Keys.JWKSURI
 		}
-		return printJSON(w, out)
+		return command.PrintJSON(w, out)
 	}
 	kind := "client"
 	if cc.Sandbox {

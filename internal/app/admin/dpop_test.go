@@ -1,4 +1,4 @@
-package app_test
+package admin_test
 
 import (
 	"context"
@@ -25,10 +25,10 @@ import (
 func TestClientDPoPCommand(t *testing.T) {
 	t.Parallel()
 	in := flowdtest.Start(t, flowdtest.WithEnv("FLOWD_DPOP_NONCE", "required"))
-	orgID := cliJSON(t, in, "orgs", "create", "--name", "DPoP Bank")["id"].(string)
-	client := cliJSON(t, in, "clients", "create", "--org", orgID, "--dpop")
+	orgID := in.CLIJSON(t, "orgs", "create", "--name", "DPoP Bank")["id"].(string)
+	client := in.CLIJSON(t, "clients", "create", "--org", orgID, "--dpop")
 	id, sec := client["clientId"].(string), client["clientSecret"].(string)
-	if list := mustJSON(cliJSON(t, in, "clients", "list", "--org", orgID)); !strings.Contains(list, `"dpopBound":true`) {
+	if list := mustJSON(in.CLIJSON(t, "clients", "list", "--org", orgID)); !strings.Contains(list, `"dpopBound":true`) {
 		t.Fatalf("clients list: %s", list)
 	}
 
@@ -71,7 +71,7 @@ func TestClientDPoPCommand(t *testing.T) {
 		t.Fatalf("with the nonce: %d %v", status, m)
 	}
 
-	if off := cliJSON(t, in, "clients", "dpop", id, "off"); off["dpopBound"] != false {
+	if off := in.CLIJSON(t, "clients", "dpop", id, "off"); off["dpopBound"] != false {
 		t.Fatalf("clients dpop off: %v", off)
 	}
 	if status, m, _ := token("-"); status != 200 || m["token_type"] != "Bearer" {

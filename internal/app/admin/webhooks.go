@@ -1,4 +1,4 @@
-package app
+package admin
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/flowd/flowd/internal/app/command"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/flows"
@@ -22,7 +23,7 @@ func runRotateWebhookSecret(ctx context.Context, args []string, getenv func(stri
 	fs := flag.NewFlagSet("orgs rotate-webhook-secret", flag.ContinueOnError)
 	org := fs.String("org", "", "organization id (required)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if strings.TrimSpace(*org) == "" {

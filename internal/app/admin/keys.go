@@ -1,4 +1,4 @@
-package app
+package admin
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/flowd/flowd/internal/app/command"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/pii"
@@ -29,7 +30,7 @@ func runRotateDataKey(ctx context.Context, args []string, getenv func(string) st
 	fs := flag.NewFlagSet("keys rotate-data-key", flag.ContinueOnError)
 	batch := fs.Int("batch", 500, "rows re-sealed per transaction")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if *batch < 1 || *batch > 10000 {
@@ -87,7 +88,7 @@ func runRotateDataKey(ctx context.Context, args []string, getenv func(string) st
 		}
 	}
 	if *asJSON {
-		return printJSON(stdout, total)
+		return command.PrintJSON(stdout, total)
 	}
 	fmt.Fprintf(stdout, "Every personal value is now sealed under data key %s (re-sealed: %d flows, %d idempotency keys, %d consent requests).\n"+
 		"Keys in FLOWD_DATA_KEY_PREVIOUS are no longer needed for stored data.\n",
@@ -107,7 +108,7 @@ func rotateDataKeyError(err error) error {
 func runKeysRotate(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("keys rotate", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	env, err := openAdmin(ctx, getenv, config.Need{Secrets: true}, stderr)
@@ -115,7 +116,7 @@ func runKeysRotate(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	defer env.pool.Close()
-	made, err := env.keys.RotateSigningKeys(ctx)
+	made, err := env.Keys.RotateSigningKeys(ctx)
 	if err != nil {
 		return adminError(err)
 	}
@@ -139,7 +140,7 @@ func runKeysRotate(ctx context.Context, args []string, getenv func(string) strin
 		}
 	}
 	if *asJSON {
-		return printJSON(stdout, map[string]any{"keys": out})
+		return command.PrintJSON(stdout, map[string]any{"keys": out})
 	}
 	fmt.Fprintln(stdout, "The previous keys stay in the JWKS until their tokens expire; receipt keys for FLOWD_RECEIPT_KEY_RETENTION.")
 	return nil

@@ -1,4 +1,4 @@
-package app
+package admin
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/flowd/flowd/internal/app/command"
+	"github.com/flowd/flowd/internal/app/wiring"
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/etag"
@@ -43,13 +45,13 @@ func openDefinitions(ctx context.Context, fs *flag.FlagSet, org string, getenv f
 	if err != nil {
 		return nil, nil, author, err
 	}
-	return env, consent.NewDefinitions(env.pool, organizationDirectory{env.orgs, env.audit}), author, nil
+	return env, consent.NewDefinitions(env.pool, wiring.NewOrganizationDirectory(env.Orgs, env.Audit)), author, nil
 }
 
 // parseDefinitionID parses the flags of a definitions command on one
 // definition, named by its argument.
 func parseDefinitionID(fs *flag.FlagSet, args []string) (string, error) {
-	name, err := parseFlagsAndName(fs, args)
+	name, err := command.ParseFlagsAndName(fs, args)
 	if err == nil && name == "" {
 		sub := strings.TrimPrefix(fs.Name(), "definitions ")
 		err = errors.New(fs.Name() + ": name the definition: flowd definitions " + sub + " ID --org ORG_ID")
@@ -61,7 +63,7 @@ func parseDefinitionID(fs *flag.FlagSet, args []string) (string, error) {
 // consent definitions, each at its latest version.
 func runDefinitionsList(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs, org, asJSON := definitionFlags("list")
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	env, defs, author, err := openDefinitions(ctx, fs, *org, getenv, stderr)
@@ -103,7 +105,7 @@ func runDefinitionsPublish(ctx context.Context, args []string, getenv func(strin
 	fs, org, asJSON := definitionFlags("publish")
 	file := fs.String("file", "", "a JSON file of the version, as POST /api/flow-definitions takes it (- for stdin)")
 	id := fs.String("id", "", "the definition's id (default: the file's id)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	env, defs, author, err := openDefinitions(ctx, fs, *org, getenv, stderr)
@@ -144,7 +146,7 @@ func runDefinitionsRetire(ctx context.Context, args []string, getenv func(string
 // printPublished prints a definition's version, with asJSON as the API shows it.
 func printPublished(stdout io.Writer, p consent.Published, asJSON bool) error {
 	if asJSON {
-		return printJSON(stdout, web.NewFlowDefinition(p))
+		return command.PrintJSON(stdout, web.NewFlowDefinition(p))
 	}
 	printDefinition(stdout, p)
 	return nil
@@ -230,7 +232,7 @@ func printDefinitions(w io.Writer, list []consent.Published, asJSON bool) error 
 		for i, p := range list {
 			out.Data[i] = web.NewFlowDefinition(p)
 		}
-		return printJSON(w, out)
+		return command.PrintJSON(w, out)
 	}
 	for _, p := range list {
 		d, v := p.Definition, p.Version

@@ -1,4 +1,4 @@
-package app
+package wiring
 
 import (
 	"context"
@@ -10,17 +10,23 @@ import (
 	"github.com/flowd/flowd/modules/identity/orgs"
 )
 
-// organizationDirectory answers what other modules ask of the identity
+// OrganizationDirectory answers what other modules ask of the identity
 // module's organizations, each in its own words: flows' settings, the name
 // the consent page shows, and the audit record of a consent identity
 // mismatch.
-type organizationDirectory struct {
+type OrganizationDirectory struct {
 	orgs  orgs.Organizations
 	audit audit.Log
 }
 
+// NewOrganizationDirectory is the directory of organizations, whose
+// identity mismatches it records in log.
+func NewOrganizationDirectory(organizations orgs.Organizations, log audit.Log) OrganizationDirectory {
+	return OrganizationDirectory{orgs: organizations, audit: log}
+}
+
 // FlowSettings implements flows.Organizations.
-func (d organizationDirectory) FlowSettings(ctx context.Context, organizationID string) (flows.OrganizationSettings, error) {
+func (d OrganizationDirectory) FlowSettings(ctx context.Context, organizationID string) (flows.OrganizationSettings, error) {
 	org, err := d.orgs.Organization(ctx, organizationID)
 	if err != nil {
 		return flows.OrganizationSettings{}, err
@@ -30,7 +36,7 @@ func (d organizationDirectory) FlowSettings(ctx context.Context, organizationID 
 }
 
 // OrganizationName implements consent.OrganizationNames.
-func (d organizationDirectory) OrganizationName(ctx context.Context, organizationID string) (string, error) {
+func (d OrganizationDirectory) OrganizationName(ctx context.Context, organizationID string) (string, error) {
 	org, err := d.orgs.Organization(ctx, organizationID)
 	if err != nil {
 		return "", err
@@ -41,7 +47,7 @@ func (d organizationDirectory) OrganizationName(ctx context.Context, organizatio
 // RecordIdentityMismatchTx implements consent.MismatchRecorder: the
 // organization's audit log shows that someone proved another identity on one
 // of its consent links.
-func (d organizationDirectory) RecordIdentityMismatchTx(ctx context.Context, tx database.Tx, organizationID, flowID, referenceID string) error {
+func (d OrganizationDirectory) RecordIdentityMismatchTx(ctx context.Context, tx database.Tx, organizationID, flowID, referenceID string) error {
 	return d.audit.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: organizationID, Actor: "end-user",
 		Action: "consent.identity_mismatch", Target: referenceID, Detail: "flow " + flowID})
 }
