@@ -79,29 +79,6 @@ func TestCleanup(t *testing.T) {
 	}
 }
 
-func TestSealer(t *testing.T) {
-	t.Parallel()
-	s, err := newSealer([]byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret := newSecret()
-	sealed := s.seal("org-1", secret)
-	if got, err := s.open("org-1", sealed); err != nil || got != secret {
-		t.Errorf("open = %q, %v; want the secret", got, err)
-	}
-	if _, err := s.open("org-2", sealed); err == nil {
-		t.Error("a sealed secret opened for another organization")
-	}
-	other, _ := newSealer([]byte("another-key-another-key-another-"))
-	if _, err := other.open("org-1", sealed); err == nil {
-		t.Error("a sealed secret opened with another key")
-	}
-	if got, err := s.open("org-1", secret); err != nil || got != secret {
-		t.Errorf("a plain secret reads back as %q, %v", got, err)
-	}
-}
-
 // unusedReporter is the TaskReporter of a module whose workers never run: a
 // report fails the test.
 type unusedReporter struct{ t *testing.T }

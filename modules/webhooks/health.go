@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/webhooks/internal/delivery"
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
 
@@ -44,7 +45,7 @@ func (m *Module) disableFailing(ctx context.Context, organizationID string, rec 
 		log.ErrorContext(ctx, "webhook: disabling a failing endpoint; will try again at its next failure", "error", err.Error())
 		return
 	}
-	log.WarnContext(ctx, "webhook endpoint disabled: its deliveries kept failing", "host", hostOf(e.URL),
+	log.WarnContext(ctx, "webhook endpoint disabled: its deliveries kept failing", "host", delivery.HostOf(e.URL),
 		"failing_since", e.FailingSince, "reason", e.DisabledReason)
 }
 

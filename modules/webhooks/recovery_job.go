@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/webhooks/internal/delivery"
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
 
@@ -246,7 +247,7 @@ func (w *recoveryWorker) Work(ctx context.Context, job *river.Job[recoveryArgs])
 	for {
 		more, err := w.m.recoverBatch(ctx, a.OrganizationID, a.RecoveryID)
 		if errors.Is(err, errRecoveryGone) {
-			return awaitRow(job.JobRow, time.Now())
+			return delivery.AwaitRow(job.JobRow, time.Now())
 		}
 		if err != nil {
 			w.m.log.ErrorContext(ctx, "webhook recovery: a batch failed", "recovery_id", a.RecoveryID, "attempt", job.Attempt, "error", err.Error())
@@ -367,8 +368,8 @@ func (m *Module) claimTx(ctx context.Context, tx database.Tx, organizationID, en
 	}
 	params := make([]river.InsertManyParams, len(ids))
 	for i, d := range ids {
-		params[i] = river.InsertManyParams{Args: deliveryArgs{OrganizationID: organizationID, EventID: d},
-			InsertOpts: &river.InsertOpts{Queue: queue, Priority: priority}}
+		params[i] = river.InsertManyParams{Args: delivery.Args{OrganizationID: organizationID, EventID: d},
+			InsertOpts: &river.InsertOpts{Queue: delivery.Queue, Priority: priority}}
 	}
 	res, err := m.river.InsertManyTx(ctx, tx, params)
 	if err != nil {

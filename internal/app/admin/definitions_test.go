@@ -148,7 +148,7 @@ var docsTextHash = regexp.MustCompile("(?s)\\*\\*The text hash\\.\\*\\*.*?```jso
 // sha256sum is what flowd computes.
 func TestTheDocsTextHashExample(t *testing.T) {
 	t.Parallel()
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "consent-and-console.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "consent-and-console.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

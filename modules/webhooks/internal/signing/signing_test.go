@@ -1,4 +1,4 @@
-package webhooks
+package signing
 
 import (
 	"encoding/base64"
@@ -48,7 +48,7 @@ func TestSignSpecVector(t *testing.T) {
 // Standard Webhooks Go library accepts each one alone and rejects a stranger.
 func TestSignVerifiesWithLibrary(t *testing.T) {
 	t.Parallel()
-	current, previous, stranger := newSecret(), newSecret(), newSecret()
+	current, previous, stranger := NewSecret(), NewSecret(), NewSecret()
 	body := []byte(`{"type":"flow.opened"}`)
 	ts := time.Now().Unix()
 	sig, err := Sign([]string{current, previous}, "evt-1", ts, body)
@@ -79,7 +79,7 @@ func TestSignVerifiesWithLibrary(t *testing.T) {
 
 func TestNewSecret(t *testing.T) {
 	t.Parallel()
-	a, b := newSecret(), newSecret()
+	a, b := NewSecret(), NewSecret()
 	if a == b {
 		t.Fatal("two secrets are equal")
 	}
@@ -98,20 +98,25 @@ func TestNewSecret(t *testing.T) {
 	}
 }
 
-func TestDefaultScheduleLastsADay(t *testing.T) {
+func TestSealer(t *testing.T) {
 	t.Parallel()
-	var total time.Duration
-	for _, d := range DefaultSchedule {
-		total += d
+	s, err := NewSealer([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if total < 24*time.Hour {
-		t.Errorf("DefaultSchedule waits %s in all, want at least 24h", total)
+	secret := NewSecret()
+	sealed := s.Seal("org-1", secret)
+	if got, err := s.Open("org-1", sealed); err != nil || got != secret {
+		t.Errorf("open = %q, %v; want the secret", got, err)
 	}
-	p := schedulePolicy(DefaultSchedule)
-	for n := 1; n <= len(DefaultSchedule)+2; n++ {
-		base := DefaultSchedule[min(n, len(DefaultSchedule))-1]
-		if w := p.wait(n); w < base || w > base+base/5 {
-			t.Errorf("wait(%d) = %s, want within [%s, %s]", n, w, base, base+base/5)
-		}
+	if _, err := s.Open("org-2", sealed); err == nil {
+		t.Error("a sealed secret opened for another organization")
+	}
+	other, _ := NewSealer([]byte("another-key-another-key-another-"))
+	if _, err := other.Open("org-1", sealed); err == nil {
+		t.Error("a sealed secret opened with another key")
+	}
+	if got, err := s.Open("org-1", secret); err != nil || got != secret {
+		t.Errorf("a plain secret reads back as %q, %v", got, err)
 	}
 }

@@ -1,4 +1,4 @@
-package webhooks
+package delivery
 
 import (
 	"errors"
@@ -28,7 +28,7 @@ func TestAJobAwaitsItsRowBeforeItEnds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := awaitRow(&rivertype.JobRow{CreatedAt: now.Add(-tt.age)}, now)
+			err := AwaitRow(&rivertype.JobRow{CreatedAt: now.Add(-tt.age)}, now)
 			var snooze *river.JobSnoozeError
 			switch {
 			case tt.wantSnooze && (!errors.As(err, &snooze) || snooze.Duration != notVisibleRetry):

@@ -1,4 +1,6 @@
-package webhooks
+// Package signing holds the webhooks' signing secrets: their form, their
+// sealing at rest, and the Standard Webhooks signature they make.
+package signing
 
 import (
 	"crypto/rand"
@@ -20,8 +22,8 @@ const secretBytes = 32
 // errMalformedSecret is a stored signing secret that is not "whsec_<base64>".
 var errMalformedSecret = errors.New("webhooks: malformed signing secret")
 
-// newSecret returns a fresh "whsec_<base64>" secret.
-func newSecret() string {
+// NewSecret returns a fresh "whsec_<base64>" secret.
+func NewSecret() string {
 	b := make([]byte, secretBytes)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+).
 	return secretPrefix + base64.StdEncoding.EncodeToString(b)

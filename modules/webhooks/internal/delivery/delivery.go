@@ -1,4 +1,8 @@
-package webhooks
+// Package delivery is the webhooks' delivery worker: River's jobs that
+// each make one signed attempt at sending an event to its URL, hold it back
+// while its host cannot take it, record the attempt and tell the flow's
+// task how it went.
+package delivery
 
 import (
 	"bytes"
@@ -7,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -15,12 +20,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/netguard"
 	"github.com/flowd/flowd/modules/webhooks/internal/hostgate"
+	"github.com/flowd/flowd/modules/webhooks/internal/signing"
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
 
@@ -51,10 +59,61 @@ func newHTTPClient(timeout time.Duration, allowPrivate bool, wrap func(http.Roun
 	}
 }
 
-// deliveryWorker is River's worker of delivery jobs.
-type deliveryWorker struct {
-	river.WorkerDefaults[deliveryArgs]
-	m *Module
+// Worker is River's worker of delivery jobs.
+type Worker struct {
+	river.WorkerDefaults[Args]
+	pool          *pgxpool.Pool
+	reporter      Reporter
+	log           *slog.Logger
+	client        *http.Client
+	timeout       time.Duration
+	incidentAfter int
+	metrics       *metrics
+	sealer        *signing.Sealer
+	gate          *hostgate.Gate
+	holdLimit     time.Duration
+	recorded      func(ctx context.Context, organizationID string, rec store.Recorded, failure string)
+}
+
+// Config is what a Worker works with.
+type Config struct {
+	Pool *pgxpool.Pool
+	// Reporter is told how each flow's send-initiate-webhook task goes.
+	Reporter Reporter
+	Log      *slog.Logger
+	// Timeout bounds each attempt; AllowPrivate turns the SSRF guard off;
+	// Transport, when set, wraps the deliveries' transport.
+	Timeout      time.Duration
+	AllowPrivate bool
+	Transport    func(http.RoundTripper) http.RoundTripper
+	// IncidentAfter is the failed attempt from which the reporter hears of
+	// a failing task.
+	IncidentAfter int
+	// Registry, when set, receives the delivery metrics.
+	Registry prometheus.Registerer
+	// Sealer opens the organizations' signing secrets.
+	Sealer *signing.Sealer
+	// Gate holds back deliveries their host cannot take now, for up to
+	// HoldLimit after their job was made.
+	Gate      *hostgate.Gate
+	HoldLimit time.Duration
+	// Recorded is told of every recorded attempt: it disables an endpoint
+	// whose deliveries have failed too long.
+	Recorded func(ctx context.Context, organizationID string, rec store.Recorded, failure string)
+}
+
+// NewWorker returns the delivery worker of c.
+func NewWorker(c Config) *Worker {
+	return &Worker{pool: c.Pool, reporter: c.Reporter, log: c.Log, client: newHTTPClient(c.Timeout, c.AllowPrivate, c.Transport),
+		timeout: c.Timeout, incidentAfter: c.IncidentAfter, metrics: newMetrics(c.Registry), sealer: c.Sealer, gate: c.Gate,
+		holdLimit: c.HoldLimit, recorded: c.Recorded}
+}
+
+// Reporter is told how each flow's send-initiate-webhook task goes.
+type Reporter interface {
+	TaskSucceeded(ctx context.Context, organizationID, taskID string) error
+	TaskFailing(ctx context.Context, organizationID, taskID, message string) error
+	TaskFailed(ctx context.Context, organizationID, taskID, message string) error
 }
 
 // outcome is how one attempt went.
@@ -71,11 +130,10 @@ const (
 // the task reporter. It is safe to run again for the same event at any point
 // (after a crash, twice at once): the receiver may see a duplicate, with the
 // same webhook-id, and the event's state only moves on from pending.
-func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs]) error {
-	m := w.m
-	ev, stored, err := m.delivery(ctx, job.Args)
+func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
+	ev, stored, err := w.delivery(ctx, job.Args)
 	if errors.Is(err, store.ErrNotFound) {
-		if wait := awaitRow(job.JobRow, time.Now()); wait != nil {
+		if wait := AwaitRow(job.JobRow, time.Now()); wait != nil {
 			return wait
 		}
 		return river.JobCancel(fmt.Errorf("event %s no longer exists", job.Args.EventID))
@@ -101,11 +159,11 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 		return w.report(ctx, ev, gone, ev.LastError)
 	}
 
-	secrets, err := m.signingSecrets(ctx, ev.OrganizationID, stored)
+	secrets, err := w.signingSecrets(ctx, ev.OrganizationID, stored)
 	if err != nil {
 		return err
 	}
-	host := hostOf(ev.URL)
+	host := HostOf(ev.URL)
 	var (
 		status  int
 		failure string
@@ -113,19 +171,19 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	)
 	// A delivery its host cannot take now waits, but no longer than its
 	// retries would have lasted.
-	a := m.gate.Enter(ctx, host)
+	a := w.gate.Enter(ctx, host)
 	start := time.Now()
-	tooOld := !a.OK && time.Since(job.CreatedAt) > m.holdLimit
+	tooOld := !a.OK && time.Since(job.CreatedAt) > w.holdLimit
 	switch {
 	case a.OK:
-		status, failure, abort = m.send(ctx, ev, secrets)
-		m.gate.Leave(a.Ticket, m.verdictOf(ctx, status, time.Since(start)))
+		status, failure, abort = w.send(ctx, ev, secrets)
+		w.gate.Leave(a.Ticket, w.verdictOf(ctx, status, time.Since(start)))
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case !tooOld:
 		return w.hold(ctx, job, a)
 	default:
-		failure = fmt.Sprintf("not sent: the host was busy or did not answer within %s for as long as the retries last", m.timeout)
+		failure = fmt.Sprintf("not sent: the host was busy or did not answer within %s for as long as the retries last", w.timeout)
 	}
 	latency := time.Since(start)
 	if ctx.Err() != nil {
@@ -150,7 +208,7 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	if failure == "" && out != delivered {
 		failure = fmt.Sprintf("HTTP %d %s", status, http.StatusText(status))
 	}
-	m.metrics.observe(ctx, out, latency)
+	w.metrics.observe(ctx, out, latency)
 
 	state := map[outcome]string{delivered: store.Delivered, failing: store.Pending, gone: store.Failed, exhausted: store.Failed}[out]
 	message := ""
@@ -159,14 +217,14 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	}
 	dbctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	rec, err := store.RecordAttempt(dbctx, m.pool, store.Attempt{
+	rec, err := store.RecordAttempt(dbctx, w.pool, store.Attempt{
 		OrganizationID: ev.OrganizationID, EventID: ev.ID, At: start, StatusCode: status, Error: failure, Latency: latency,
 	}, state, message, time.Now())
 	if err != nil {
 		return fmt.Errorf("record attempt: %w", err)
 	}
-	m.disableFailing(dbctx, ev.OrganizationID, rec, failure)
-	log := m.log.With("event_id", ev.ID, "event_type", ev.Type, "flow_id", ev.FlowID, "host", host,
+	w.recorded(dbctx, ev.OrganizationID, rec, failure)
+	log := w.log.With("event_id", ev.ID, "event_type", ev.Type, "flow_id", ev.FlowID, "host", host,
 		"attempt", job.Attempt, "status", status, "latency_ms", latency.Milliseconds())
 	if rec.State == store.Cancelled {
 		log.InfoContext(ctx, "webhook event cancelled during delivery")
@@ -178,8 +236,8 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 	}
 	log.WarnContext(ctx, "webhook delivery failed", "error", failure, "final", out != failing)
 	if out == failing {
-		if job.Attempt >= m.incidentAfter && ev.TaskID != "" {
-			if err := m.reporter.TaskFailing(dbctx, ev.OrganizationID, ev.TaskID, message); err != nil {
+		if job.Attempt >= w.incidentAfter && ev.TaskID != "" {
+			if err := w.reporter.TaskFailing(dbctx, ev.OrganizationID, ev.TaskID, message); err != nil {
 				log.ErrorContext(ctx, "webhook: reporting the failing task", "error", err.Error())
 			}
 		}
@@ -194,15 +252,15 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 // delivery reads a job's delivery and its organization's signing secrets.
 // A job queued by an instance older than migration 022 names no
 // organization: its delivery's is looked up first. store.ErrNotFound.
-func (m *Module) delivery(ctx context.Context, args deliveryArgs) (store.Event, *store.Secrets, error) {
+func (w *Worker) delivery(ctx context.Context, args Args) (store.Event, *store.Secrets, error) {
 	org := args.OrganizationID
 	if org == "" {
 		var err error
-		if org, err = store.DeliveryOrganization(ctx, m.pool, args.EventID); err != nil {
+		if org, err = store.DeliveryOrganization(ctx, w.pool, args.EventID); err != nil {
 			return store.Event{}, nil, err
 		}
 	}
-	return store.GetEventAndSecrets(ctx, m.pool, org, args.EventID)
+	return store.GetEventAndSecrets(ctx, w.pool, org, args.EventID)
 }
 
 // rowVisibleWithin is how long a job waits for the row it was queued with
@@ -216,9 +274,9 @@ const rowVisibleWithin = time.Minute
 // notVisibleRetry is how soon a job whose row is not visible yet looks again.
 const notVisibleRetry = time.Second
 
-// awaitRow is the snooze (not an attempt) of a job whose row it cannot read
+// AwaitRow is the snooze (not an attempt) of a job whose row it cannot read
 // while the row may still become visible, and nil once it cannot.
-func awaitRow(job *rivertype.JobRow, now time.Time) error {
+func AwaitRow(job *rivertype.JobRow, now time.Time) error {
 	if now.Sub(job.CreatedAt) < rowVisibleWithin {
 		return river.JobSnooze(notVisibleRetry)
 	}
@@ -228,8 +286,8 @@ func awaitRow(job *rivertype.JobRow, now time.Time) error {
 // hold snoozes a delivery that its host cannot take now: River does not
 // count a snooze as an attempt. One held by a slow host goes behind fresh
 // deliveries, as such holds pile up; one held by a busy host keeps its place.
-func (w *deliveryWorker) hold(ctx context.Context, job *river.Job[deliveryArgs], a hostgate.Admission) error {
-	w.m.metrics.held.Inc()
+func (w *Worker) hold(ctx context.Context, job *river.Job[Args], a hostgate.Admission) error {
+	w.metrics.held.Inc()
 	if a.Slow {
 		w.demote(ctx, job)
 	}
@@ -238,22 +296,22 @@ func (w *deliveryWorker) hold(ctx context.Context, job *river.Job[deliveryArgs],
 
 // demote moves a job behind first attempts: River fetches a retry or a held
 // delivery with its job's priority, and it is not fresh any more.
-func (w *deliveryWorker) demote(ctx context.Context, job *river.Job[deliveryArgs]) {
-	if job.Priority >= retryPriority {
+func (w *Worker) demote(ctx context.Context, job *river.Job[Args]) {
+	if job.Priority >= RetryPriority {
 		return
 	}
-	if err := store.SetJobPriority(ctx, w.m.pool, job.ID, retryPriority); err != nil {
-		w.m.log.ErrorContext(ctx, "webhook: demoting a delivery behind fresh ones", "job_id", job.ID, "error", err.Error())
+	if err := store.SetJobPriority(ctx, w.pool, job.ID, RetryPriority); err != nil {
+		w.log.ErrorContext(ctx, "webhook: demoting a delivery behind fresh ones", "job_id", job.ID, "error", err.Error())
 	}
 }
 
 // verdictOf says what an attempt that got status after latency learned of
 // its host: with no answer within the whole timeout, it timed out.
-func (m *Module) verdictOf(ctx context.Context, status int, latency time.Duration) hostgate.Verdict {
+func (w *Worker) verdictOf(ctx context.Context, status int, latency time.Duration) hostgate.Verdict {
 	switch {
 	case ctx.Err() != nil:
 		return hostgate.Interrupted
-	case status == 0 && latency >= m.timeout:
+	case status == 0 && latency >= w.timeout:
 		return hostgate.TimedOut
 	}
 	return hostgate.Answered
@@ -262,16 +320,16 @@ func (m *Module) verdictOf(ctx context.Context, status int, latency time.Duratio
 // report tells the reporter of a final outcome. When that fails the job is
 // snoozed (not counted as an attempt) and the next run reports again without
 // sending, since the event is no longer pending.
-func (w *deliveryWorker) report(ctx context.Context, ev store.Event, out outcome, message string) error {
+func (w *Worker) report(ctx context.Context, ev store.Event, out outcome, message string) error {
 	if ev.TaskID != "" {
 		var err error
 		if out == delivered {
-			err = w.m.reporter.TaskSucceeded(ctx, ev.OrganizationID, ev.TaskID)
+			err = w.reporter.TaskSucceeded(ctx, ev.OrganizationID, ev.TaskID)
 		} else {
-			err = w.m.reporter.TaskFailed(ctx, ev.OrganizationID, ev.TaskID, message)
+			err = w.reporter.TaskFailed(ctx, ev.OrganizationID, ev.TaskID, message)
 		}
 		if err != nil {
-			w.m.log.ErrorContext(ctx, "webhook: reporting the task's outcome; will report again", "event_id", ev.ID, "error", err.Error())
+			w.log.ErrorContext(ctx, "webhook: reporting the task's outcome; will report again", "event_id", ev.ID, "error", err.Error())
 			return river.JobSnooze(30 * time.Second)
 		}
 	}
@@ -282,20 +340,20 @@ func (w *deliveryWorker) report(ctx context.Context, ev store.Event, out outcome
 }
 
 // Timeout bounds one job: the attempt plus its bookkeeping.
-func (w *deliveryWorker) Timeout(*river.Job[deliveryArgs]) time.Duration {
-	return w.m.timeout + 5*time.Second
+func (w *Worker) Timeout(*river.Job[Args]) time.Duration {
+	return w.timeout + 5*time.Second
 }
 
 // signingSecrets returns the organization's secrets that sign now, current
 // first. An organization without one (made before webhooks existed) gets one.
 // The delivery read them with its event (stored, nil when there were none).
-func (m *Module) signingSecrets(ctx context.Context, organizationID string, stored *store.Secrets) ([]string, error) {
+func (w *Worker) signingSecrets(ctx context.Context, organizationID string, stored *store.Secrets) ([]string, error) {
 	var s store.Secrets
 	var err error
 	if stored != nil {
 		s = *stored
 	} else {
-		s, err = store.InsertSecret(ctx, m.pool, organizationID, m.sealer.seal(organizationID, newSecret()))
+		s, err = store.InsertSecret(ctx, w.pool, organizationID, w.sealer.Seal(organizationID, signing.NewSecret()))
 		if err != nil {
 			return nil, fmt.Errorf("signing secret: %w", database.Classify(err))
 		}
@@ -306,7 +364,7 @@ func (m *Module) signingSecrets(ctx context.Context, organizationID string, stor
 	}
 	secrets := make([]string, len(sealed))
 	for i, v := range sealed {
-		if secrets[i], err = m.sealer.open(organizationID, v); err != nil {
+		if secrets[i], err = w.sealer.Open(organizationID, v); err != nil {
 			return nil, err
 		}
 	}
@@ -317,11 +375,11 @@ func (m *Module) signingSecrets(ctx context.Context, organizationID string, stor
 // came); when no response came, a description of the failure that names
 // neither the URL's path nor its query; and whether the receiver answered
 // with the header webhook-delivery: abort, which ends this event's retries.
-func (m *Module) send(ctx context.Context, ev store.Event, secrets []string) (status int, failure string, abort bool) {
+func (w *Worker) send(ctx context.Context, ev store.Event, secrets []string) (status int, failure string, abort bool) {
 	ts := time.Now().Unix()
 	// webhook-id is the event's: the same on every retry, and on the
 	// event's deliveries to other destinations.
-	sig, err := Sign(secrets, ev.EventID, ts, []byte(ev.Body))
+	sig, err := signing.Sign(secrets, ev.EventID, ts, []byte(ev.Body))
 	if err != nil {
 		return 0, err.Error(), false
 	}
@@ -334,9 +392,9 @@ func (m *Module) send(ctx context.Context, ev store.Event, secrets []string) (st
 	req.Header.Set("webhook-id", ev.EventID)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
 	req.Header.Set("webhook-signature", sig)
-	resp, err := m.client.Do(req)
+	resp, err := w.client.Do(req)
 	if err != nil {
-		return 0, describe(err, m.timeout), false
+		return 0, describe(err, w.timeout), false
 	}
 	// Read a little of the body so the connection can be reused; what the
 	// receiver says is not kept.
@@ -390,12 +448,36 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// hostOf returns the host (and port) of a webhook URL, the one part of it an
+// HostOf returns the host (and port) of a webhook URL, the one part of it an
 // incident message or a log line names.
-func hostOf(raw string) string {
+func HostOf(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return "(invalid URL)"
 	}
 	return u.Host
 }
+
+// Queue is the River queue of webhook deliveries.
+const Queue = "webhooks"
+
+// Delivery priorities; River fetches the lowest first. A first attempt goes
+// before retries and deliveries held back by their host, so that a backlog
+// coming due after an outage does not delay fresh events.
+const (
+	FirstPriority = 1
+	RetryPriority = 2
+)
+
+// Args are a River job's arguments: the delivery's organization
+// and id; the delivery itself is in webhook_events. Every statement of the
+// job names the organization (on Citus, its node). Migration 022 gave the
+// jobs queued before it their organization; one inserted since by an older
+// instance has none, and its delivery is looked up by its id alone.
+type Args struct {
+	OrganizationID string `json:"organization_id,omitempty"`
+	EventID        string `json:"event_id"`
+}
+
+// Kind names the job kind in River's table.
+func (Args) Kind() string { return "flowd.webhook_delivery" }

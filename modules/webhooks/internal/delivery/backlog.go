@@ -1,4 +1,4 @@
-package webhooks
+package delivery
 
 import (
 	"context"
@@ -22,12 +22,12 @@ var (
 		[]string{"state"}, nil)
 )
 
-// backlogCollector reads the delivery backlog and the endpoints' health at
+// BacklogCollector reads the delivery backlog and the endpoints' health at
 // scrape time (dbstats: a short timeout, the result shared for a while).
-func backlogCollector(pool *pgxpool.Pool, log *slog.Logger) prometheus.Collector {
+func BacklogCollector(pool *pgxpool.Pool, log *slog.Logger) prometheus.Collector {
 	return dbstats.New([]*prometheus.Desc{backlogDeliveries, backlogOldestDue, endpointsByHealth},
 		func(ctx context.Context) ([]prometheus.Metric, error) {
-			b, err := store.ReadBacklog(ctx, pool, deliveryArgs{}.Kind())
+			b, err := store.ReadBacklog(ctx, pool, Args{}.Kind())
 			if err != nil {
 				return nil, err
 			}

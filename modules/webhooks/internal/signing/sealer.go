@@ -1,4 +1,4 @@
-package webhooks
+package signing
 
 import (
 	"crypto/aes"
@@ -14,16 +14,18 @@ import (
 // sealedPrefix marks a signing secret stored encrypted.
 const sealedPrefix = "v1:"
 
-// sealer encrypts signing secrets at rest with AES-256-GCM under a key derived
+// Sealer encrypts signing secrets at rest with AES-256-GCM under a key derived
 // from FLOWD_KEY_ENCRYPTION_KEY, so that a copy of the database alone cannot
 // forge an organization's webhooks. The organization id is the associated
 // data: a sealed secret moved to another organization's row does not open.
 // Without a key it stores secrets as they are; it opens both forms.
-type sealer struct{ aead cipher.AEAD }
+type Sealer struct{ aead cipher.AEAD }
 
-func newSealer(kek []byte) (*sealer, error) {
+// NewSealer returns the sealer of kek; without a key, secrets are stored
+// as they are.
+func NewSealer(kek []byte) (*Sealer, error) {
 	if len(kek) == 0 {
-		return &sealer{}, nil
+		return &Sealer{}, nil
 	}
 	key, err := hkdf.Key(sha256.New, kek, nil, "flowd webhook signing secrets", 32)
 	if err != nil {
@@ -37,10 +39,11 @@ func newSealer(kek []byte) (*sealer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sealer{aead: aead}, nil
+	return &Sealer{aead: aead}, nil
 }
 
-func (s *sealer) seal(organizationID, secret string) string {
+// Seal encrypts an organization's secret for storing.
+func (s *Sealer) Seal(organizationID, secret string) string {
 	if s.aead == nil {
 		return secret
 	}
@@ -49,7 +52,8 @@ func (s *sealer) seal(organizationID, secret string) string {
 	return sealedPrefix + base64.RawStdEncoding.EncodeToString(s.aead.Seal(nonce, nonce, []byte(secret), []byte(organizationID)))
 }
 
-func (s *sealer) open(organizationID, stored string) (string, error) {
+// Open reads a stored secret of the organization, sealed or not.
+func (s *Sealer) Open(organizationID, stored string) (string, error) {
 	rest, sealed := strings.CutPrefix(stored, sealedPrefix)
 	if !sealed {
 		return stored, nil
