@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/modules/webhooks/internal/cleanup"
 )
 
 // TestCleanup: finished events older than the retention go with their
@@ -47,7 +48,7 @@ func TestCleanup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &cleanupWorker{pool: pool, retention: DefaultRetention, eventRetention: DefaultEventRetention}
+	w := cleanup.NewWorker(pool, DefaultRetention, DefaultEventRetention)
 	if err := w.Work(ctx, nil); err != nil {
 		t.Fatal(err)
 	}

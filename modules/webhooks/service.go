@@ -19,8 +19,11 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/jobmetrics"
+	"github.com/flowd/flowd/modules/webhooks/internal/cleanup"
 	"github.com/flowd/flowd/modules/webhooks/internal/delivery"
 	"github.com/flowd/flowd/modules/webhooks/internal/hostgate"
+	"github.com/flowd/flowd/modules/webhooks/internal/payload"
+	"github.com/flowd/flowd/modules/webhooks/internal/recovery"
 	"github.com/flowd/flowd/modules/webhooks/internal/signing"
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
@@ -132,13 +135,13 @@ const DefaultRetention = 90 * 24 * time.Hour
 // the River client whose workers deliver. Run runs the workers; a module that
 // never runs (an admin command) still publishes and rotates.
 type Module struct {
-	pool          *pgxpool.Pool
-	river         *river.Client[database.Tx]
-	log           *slog.Logger
-	recoveryBatch int
-	reach         Reach
-	disableAfter  time.Duration
-	sealer        *signing.Sealer
+	pool         *pgxpool.Pool
+	river        *river.Client[database.Tx]
+	log          *slog.Logger
+	recoverer    *recovery.Worker
+	reach        Reach
+	disableAfter time.Duration
+	sealer       *signing.Sealer
 	// holdLimit is how long a delivery may be held back by its host: as long
 	// as its retries would have taken.
 	holdLimit time.Duration
@@ -205,12 +208,11 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
 	m := &Module{
-		sealer:        sealer,
-		pool:          pool,
-		log:           opts.Log,
-		recoveryBatch: opts.RecoveryBatch,
-		reach:         Reach{Events: opts.EventRetention, Deliveries: opts.Retention},
-		disableAfter:  opts.DisableAfter,
+		sealer:       sealer,
+		pool:         pool,
+		log:          opts.Log,
+		reach:        Reach{Events: opts.EventRetention, Deliveries: opts.Retention},
+		disableAfter: opts.DisableAfter,
 	}
 	for _, d := range opts.Schedule {
 		m.holdLimit += d
@@ -228,15 +230,17 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 	if err := river.AddWorkerSafely(workers, deliveries); err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
-	if err := river.AddWorkerSafely(workers, &cleanupWorker{pool: pool, retention: opts.Retention, eventRetention: opts.EventRetention}); err != nil {
+	if err := river.AddWorkerSafely(workers, cleanup.NewWorker(pool, opts.Retention, opts.EventRetention)); err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
-	if err := river.AddWorkerSafely(workers, &recoveryWorker{m: m}); err != nil {
+	m.recoverer = recovery.NewWorker(recovery.Config{Pool: pool, Log: opts.Log, Batch: opts.RecoveryBatch,
+		Scope: m.endpointScope, Claim: m.claimTx})
+	if err := river.AddWorkerSafely(workers, m.recoverer); err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Logger:               slog.New(minLevel{opts.Log.Handler(), slog.LevelWarn}),
-		Queues:               map[string]river.QueueConfig{delivery.Queue: {MaxWorkers: opts.Workers}, recoveryQueue: {MaxWorkers: recoveryWorkers}},
+		Queues:               map[string]river.QueueConfig{delivery.Queue: {MaxWorkers: opts.Workers}, recovery.Queue: {MaxWorkers: recovery.Workers}},
 		FetchPollInterval:    opts.PollInterval,
 		FetchCooldown:        opts.FetchCooldown,
 		Workers:              workers,
@@ -253,7 +257,7 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 		// The leader instance prunes old events hourly.
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) {
-				return cleanupArgs{}, &river.InsertOpts{Queue: delivery.Queue, MaxAttempts: 3}
+				return cleanup.Args{}, &river.InsertOpts{Queue: delivery.Queue, MaxAttempts: 3}
 			}, &river.PeriodicJobOpts{ID: "webhooks-cleanup", RunOnStart: true})},
 	})
 	if err != nil {
@@ -280,25 +284,6 @@ func (m *Module) Run(ctx context.Context) error {
 	return nil
 }
 
-// body is the JSON sent to the receiver.
-type body struct {
-	Type      EventType `json:"type"`
-	Timestamp string    `json:"timestamp"`
-	Data      bodyData  `json:"data"`
-}
-
-type bodyData struct {
-	FlowID         string `json:"flowId"`
-	ReferenceID    string `json:"referenceId"`
-	OrganizationID string `json:"organizationId"`
-	Status         string `json:"status"`
-	FlowStatus     string `json:"flowStatus"`
-	Version        int    `json:"version"`
-	Sequence       int    `json:"sequence"`
-	// FlowDefinitionID is left out of events stored before definitions existed.
-	FlowDefinitionID string `json:"flowDefinitionId,omitempty"`
-}
-
 // PublishTx stores ev and, when it has a URL, its delivery and the delivery's
 // job, in tx.
 func (m *Module) PublishTx(ctx context.Context, tx database.Tx, ev Event) error {
@@ -308,10 +293,10 @@ func (m *Module) PublishTx(ctx context.Context, tx database.Tx, ev Event) error 
 	if ev.OccurredAt.IsZero() {
 		ev.OccurredAt = time.Now()
 	}
-	b, err := json.Marshal(body{
-		Type:      ev.Type,
-		Timestamp: apiTime(ev.OccurredAt),
-		Data: bodyData{
+	b, err := json.Marshal(payload.Flow{
+		Type:      string(ev.Type),
+		Timestamp: payload.Time(ev.OccurredAt),
+		Data: payload.FlowData{
 			FlowID: ev.FlowID, ReferenceID: ev.ReferenceID, OrganizationID: ev.OrganizationID,
 			Status: ev.Status, FlowStatus: ev.FlowStatus, Version: ev.Version, Sequence: ev.Sequence,
 			FlowDefinitionID: ev.FlowDefinitionID,

@@ -1,4 +1,6 @@
-package webhooks
+// Package cleanup is the webhooks' periodic job that prunes finished
+// deliveries, old events and finished recoveries.
+package cleanup
 
 import (
 	"context"
@@ -10,23 +12,29 @@ import (
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
 
-// cleanupArgs are the arguments of the periodic job that prunes old events.
-type cleanupArgs struct{}
+// Args are the arguments of the periodic job that prunes old events.
+type Args struct{}
 
 // Kind names the job kind in River's table.
-func (cleanupArgs) Kind() string { return "flowd.webhook_cleanup" }
+func (Args) Kind() string { return "flowd.webhook_cleanup" }
 
-// cleanupWorker deletes deliveries finished longer than retention ago, with
+// Worker deletes deliveries finished longer than retention ago, with
 // their attempts, events older than eventRetention, and recoveries finished
 // longer than retention ago, in small batches so that no lock is held for long.
-type cleanupWorker struct {
-	river.WorkerDefaults[cleanupArgs]
+type Worker struct {
+	river.WorkerDefaults[Args]
 	pool           *pgxpool.Pool
 	retention      time.Duration
 	eventRetention time.Duration
 }
 
-func (w *cleanupWorker) Work(ctx context.Context, _ *river.Job[cleanupArgs]) error {
+// NewWorker returns the cleanup worker on pool.
+func NewWorker(pool *pgxpool.Pool, retention, eventRetention time.Duration) *Worker {
+	return &Worker{pool: pool, retention: retention, eventRetention: eventRetention}
+}
+
+// Work prunes, batch by batch.
+func (w *Worker) Work(ctx context.Context, _ *river.Job[Args]) error {
 	for _, prune := range []struct {
 		before time.Time
 		delete func(context.Context, store.DB, time.Time, int) (int64, error)
