@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowd/flowd/cmd/flowbench/internal/flowdproc"
 	"github.com/flowd/flowd/cmd/flowbench/internal/loadgen"
 	"github.com/flowd/flowd/cmd/flowbench/internal/pgbench"
 	"github.com/jackc/pgx/v5"
@@ -66,7 +67,7 @@ type bench struct {
 	// cluster's coordinator and workers), none when they are not on this
 	// machine: their processes are PostgreSQL's CPU (cpuNow).
 	postmasters []string
-	server      *server
+	server      *flowdproc.Server
 	base        string
 	// main is the organization that creates; deep has o.deepFlows seeded
 	// flows; writes takes pgbench's flows (see runPgbench).
@@ -85,7 +86,7 @@ type bench struct {
 
 // instance is a flowd process with the load generator's connections to it.
 type instance struct {
-	server *server
+	server *flowdproc.Server
 	base   string
 	load   *loadgen.Load
 }
@@ -171,7 +172,7 @@ func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_
 		return nil, err
 	}
 	fmt.Fprintln(out, "starting flowd on", b.base, "database", cmp.Or(b.dbName, redact(b.dbURL)))
-	if b.server, err = startServer(ctx, b.flowd, b.base, b.env, logFile); err != nil {
+	if b.server, err = flowdproc.Start(ctx, b.flowd, b.base, b.env, logFile); err != nil {
 		return nil, err
 	}
 
@@ -251,7 +252,7 @@ func (b *bench) startAgainst(ctx context.Context) (*instance, error) {
 	}
 	fmt.Fprintln(b.out, "starting the -against flowd on", base)
 	a := &instance{base: base}
-	if a.server, err = startServer(ctx, bin, base, env, logFile); err != nil {
+	if a.server, err = flowdproc.Start(ctx, bin, base, env, logFile); err != nil {
 		return nil, err
 	}
 	if a.load, err = loadgen.New(base, b.o.concurrency); err != nil {

@@ -39,7 +39,7 @@ func (c cpuTimes) sub(o cpuTimes) cpuTimes {
 func (b *bench) cpuNow() cpuTimes {
 	var c cpuTimes
 	if b.server != nil {
-		c.flowd, _ = procfs.CPU(strconv.Itoa(b.server.cmd.Process.Pid))
+		c.flowd, _ = procfs.CPU(strconv.Itoa(b.server.Pid()))
 	}
 	c.load, _ = procfs.CPU("self")
 	dirs, _ := filepath.Glob("/proc/[0-9]*")

@@ -20,6 +20,7 @@ import (
 	"github.com/flowd/flowd/modules/identity/tokens/internal/clientjwks"
 	"github.com/flowd/flowd/modules/identity/tokens/internal/costlimit"
 	"github.com/flowd/flowd/modules/identity/tokens/internal/dpopproof"
+	"github.com/flowd/flowd/modules/identity/tokens/internal/revoked"
 	"github.com/flowd/flowd/modules/identity/tokens/internal/store"
 )
 
@@ -91,7 +92,7 @@ type Service struct {
 	now     func() time.Time
 
 	tokens  tokenCache
-	revoked revokedTokens
+	revoked *revoked.Set
 	jwks    clientjwks.Cache
 	macs    secret.MACs
 	limiter *costlimit.Limiter
@@ -155,7 +156,6 @@ func New(pool *pgxpool.Pool, feed *changes.Feed, clients Clients, keys Keys, aud
 		dpopSeen: dpopproof.NewSeen(),
 	}
 	s.tokens.init()
-	s.revoked.init()
 	s.builtin = newBuiltinVerifier(s)
 	if cfg.ExternalIssuer != "" {
 		s.external = newExternalVerifier(s)
@@ -163,7 +163,7 @@ func New(pool *pgxpool.Pool, feed *changes.Feed, clients Clients, keys Keys, aud
 	feed.Subscribe(changes.TopicRevoked, s.revokedElsewhere)
 	feed.Subscribe(changes.TopicClient, s.forgetClientKeys)
 	feed.OnListen(s.loadRevoked)
-	feed.OnLost(s.revoked.lost)
+	feed.OnLost(s.revoked.Lost)
 	return s, nil
 }
 
@@ -173,10 +173,10 @@ func (s *Service) revokedElsewhere(subject string) {
 	unix, err := strconv.ParseInt(exp, 10, 64)
 	if err != nil {
 		// Not from this version of flowd: look every jti up until reconnected.
-		s.revoked.lost()
+		s.revoked.Lost()
 		return
 	}
-	s.revoked.add(jti, time.Unix(unix, 0), s.now())
+	s.revoked.Add(jti, time.Unix(unix, 0), s.now())
 }
 
 // Run removes expired refresh tokens and what else the token service keeps
@@ -210,7 +210,7 @@ func (s *Service) sweepOnce(ctx context.Context) {
 			}
 		}
 	}
-	s.revoked.prune(s.now())
+	s.revoked.Prune(s.now())
 	s.dpopSeen.Prune(s.now())
 	if err := s.loadRevoked(ctx); err != nil {
 		s.log.WarnContext(ctx, "identity: loading revoked access tokens", "error", err)

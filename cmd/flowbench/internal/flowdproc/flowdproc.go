@@ -1,4 +1,6 @@
-package main
+// Package flowdproc runs the flowd under test: a process of a freshly built
+// binary, ready when its /readyz says so, its peak memory sampled.
+package flowdproc
 
 import (
 	"context"
@@ -13,16 +15,16 @@ import (
 	"github.com/flowd/flowd/cmd/flowbench/internal/procfs"
 )
 
-// server is a flowd process under test, started from a freshly built binary.
-type server struct {
+// Server is a flowd process under test, started from a freshly built binary.
+type Server struct {
 	cmd     *exec.Cmd
 	url     string
 	peakRSS atomic.Int64 // bytes, sampled
 	stop    chan struct{}
 }
 
-// startServer runs `flowd serve` with env and waits until it is ready.
-func startServer(ctx context.Context, bin, url string, env []string, logFile *os.File) (*server, error) {
+// Start runs `flowd serve` with env and waits until it is ready.
+func Start(ctx context.Context, bin, url string, env []string, logFile *os.File) (*Server, error) {
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout = logFile
@@ -30,7 +32,7 @@ func startServer(ctx context.Context, bin, url string, env []string, logFile *os
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &server{cmd: cmd, url: url, stop: make(chan struct{})}
+	s := &Server{cmd: cmd, url: url, stop: make(chan struct{})}
 	go s.sampleRSS()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
@@ -49,7 +51,7 @@ func startServer(ctx context.Context, bin, url string, env []string, logFile *os
 
 // sampleRSS records the process's peak resident set size: VmHWM is the
 // kernel's own high-water mark, so no spike between samples is missed.
-func (s *server) sampleRSS() {
+func (s *Server) sampleRSS() {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -64,8 +66,11 @@ func (s *server) sampleRSS() {
 	}
 }
 
+// Pid is the process id of the server.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
 // PeakRSSMiB is the highest resident set size seen so far.
-func (s *server) PeakRSSMiB() float64 {
+func (s *Server) PeakRSSMiB() float64 {
 	if v := procfs.StatusKB(s.cmd.Process.Pid, "VmHWM:"); v > s.peakRSS.Load() {
 		s.peakRSS.Store(v)
 	}
@@ -73,7 +78,7 @@ func (s *server) PeakRSSMiB() float64 {
 }
 
 // Stop ends the server gracefully.
-func (s *server) Stop() {
+func (s *Server) Stop() {
 	close(s.stop)
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
