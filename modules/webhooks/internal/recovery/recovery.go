@@ -127,7 +127,7 @@ func (w *Worker) fail(organizationID, id, message string) {
 }
 
 // errGone is a recovery its job cannot read: not visible yet (see
-// rowVisibleWithin), or pruned long after it finished.
+// delivery.AwaitRow), or pruned long after it finished.
 var errGone = errors.New("webhooks: the recovery is not there")
 
 // RunBatch runs the next batch of a recovery, in one transaction: it
