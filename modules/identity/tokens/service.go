@@ -154,6 +154,7 @@ func New(pool *pgxpool.Pool, feed *changes.Feed, clients Clients, keys Keys, aud
 		hashing:  make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
 		dpop:     dpopproof.NewChecker(cfg.Issuer, cfg.DPoPNonceRequired, cfg.KeyEncryptionKey, cfg.Now),
 		dpopSeen: dpopproof.NewSeen(),
+		revoked:  revoked.New(),
 	}
 	s.tokens.init()
 	s.builtin = newBuiltinVerifier(s)
