@@ -28,8 +28,9 @@ func (s *Server) routes() {
 	}
 	e.Use(s.requestID, s.observe, s.recoverPanics, s.securityHeaders, s.limitBody())
 	// Each surface's handlers: the built-in provider (web/oauth), the API
-	// (web/api), the person's pages (web/person) and the console (web/console).
-	op, a, pp, cs := s.oauth, s.api, s.person, s.console
+	// (web/api), the person's pages (web/person) and the console (web/console,
+	// its pages of API clients and sessions in web/console/access).
+	op, a, pp, cs, ac := s.oauth, s.api, s.person, s.console, s.access
 
 	// The front page: where each surface is.
 	e.GET("/", s.handleHome)
@@ -156,21 +157,21 @@ func (s *Server) routes() {
 	staff.POST("/definitions/:id/publish", cs.HandleConsoleSaveDefinition, requireAdmin)
 	staff.GET("/definitions/:id/retire", cs.HandleConsoleRetireConfirm, requireAdmin)
 	staff.POST("/definitions/:id/retire", cs.HandleConsoleRetire, requireAdmin)
-	staff.GET("/credentials", cs.HandleConsoleCredentials).Name = "console.credentials"
-	staff.GET("/credentials/clients/new", cs.HandleConsoleNewClient, requireAdmin)
-	staff.POST("/credentials/clients", cs.HandleConsoleCreateClient, requireAdmin)
-	staff.POST("/credentials/clients/:id/dpop", cs.HandleConsoleClientDPoP, requireAdmin)
-	staff.GET("/credentials/clients/:id/rate-limit", cs.HandleConsoleClientRateLimit, requireAdmin)
-	staff.POST("/credentials/clients/:id/rate-limit", cs.HandleConsoleSaveClientRateLimit, requireAdmin)
-	staff.GET("/credentials/clients/:id/rotate", cs.HandleConsoleRotateClientConfirm, requireAdmin)
-	staff.POST("/credentials/clients/:id/rotate", cs.HandleConsoleRotateClient, requireAdmin)
-	staff.GET("/credentials/clients/:id/revoke", cs.HandleConsoleRevokeClientConfirm, requireAdmin)
-	staff.GET("/credentials/clients/:id/keys", cs.HandleConsoleClientKeys, requireAdmin)
-	staff.POST("/credentials/clients/:id/keys", cs.HandleConsoleReplaceClientKeys, requireAdmin)
-	staff.POST("/credentials/clients/:id/revoke", cs.HandleConsoleRevokeClient, requireAdmin)
-	staff.POST("/credentials/webhook-secret/reveal", cs.HandleConsoleRevealWebhookSecret, requireAdmin)
-	staff.GET("/credentials/webhook-secret/rotate", cs.HandleConsoleRotateWebhookSecretConfirm, requireAdmin)
-	staff.POST("/credentials/webhook-secret/rotate", cs.HandleConsoleRotateWebhookSecret, requireAdmin)
+	staff.GET("/credentials", ac.HandleConsoleCredentials).Name = "console.credentials"
+	staff.GET("/credentials/clients/new", ac.HandleConsoleNewClient, requireAdmin)
+	staff.POST("/credentials/clients", ac.HandleConsoleCreateClient, requireAdmin)
+	staff.POST("/credentials/clients/:id/dpop", ac.HandleConsoleClientDPoP, requireAdmin)
+	staff.GET("/credentials/clients/:id/rate-limit", ac.HandleConsoleClientRateLimit, requireAdmin)
+	staff.POST("/credentials/clients/:id/rate-limit", ac.HandleConsoleSaveClientRateLimit, requireAdmin)
+	staff.GET("/credentials/clients/:id/rotate", ac.HandleConsoleRotateClientConfirm, requireAdmin)
+	staff.POST("/credentials/clients/:id/rotate", ac.HandleConsoleRotateClient, requireAdmin)
+	staff.GET("/credentials/clients/:id/revoke", ac.HandleConsoleRevokeClientConfirm, requireAdmin)
+	staff.GET("/credentials/clients/:id/keys", ac.HandleConsoleClientKeys, requireAdmin)
+	staff.POST("/credentials/clients/:id/keys", ac.HandleConsoleReplaceClientKeys, requireAdmin)
+	staff.POST("/credentials/clients/:id/revoke", ac.HandleConsoleRevokeClient, requireAdmin)
+	staff.POST("/credentials/webhook-secret/reveal", ac.HandleConsoleRevealWebhookSecret, requireAdmin)
+	staff.GET("/credentials/webhook-secret/rotate", ac.HandleConsoleRotateWebhookSecretConfirm, requireAdmin)
+	staff.POST("/credentials/webhook-secret/rotate", ac.HandleConsoleRotateWebhookSecret, requireAdmin)
 	staff.GET("/webhooks", cs.HandleConsoleEndpoints).Name = "console.webhooks"
 	staff.GET("/webhooks/new", cs.HandleConsoleNewEndpoint, requireAdmin)
 	staff.GET("/webhooks/deliveries", cs.HandleConsoleDeliveries).Name = "console.deliveries"
@@ -190,13 +191,13 @@ func (s *Server) routes() {
 	staff.POST("/settings", cs.HandleConsoleSaveSettings, requireAdmin)
 	staff.GET("/audit", cs.HandleConsoleAudit, requireAdmin).Name = "console.audit"
 	// Sessions: everyone ends their own, admins anyone's in the organization.
-	staff.GET("/sessions", cs.HandleConsoleSessions).Name = "console.sessions"
-	staff.GET("/sessions/others/end", cs.HandleConsoleEndOtherSessionsConfirm)
-	staff.POST("/sessions/others/end", cs.HandleConsoleEndOtherSessions)
-	staff.GET("/sessions/:id/end", cs.HandleConsoleEndSessionConfirm)
-	staff.POST("/sessions/:id/end", cs.HandleConsoleEndSession)
-	staff.GET("/sessions/:id/end-all", cs.HandleConsoleEndPersonSessionsConfirm, requireAdmin)
-	staff.POST("/sessions/:id/end-all", cs.HandleConsoleEndPersonSessions, requireAdmin)
+	staff.GET("/sessions", ac.HandleConsoleSessions).Name = "console.sessions"
+	staff.GET("/sessions/others/end", ac.HandleConsoleEndOtherSessionsConfirm)
+	staff.POST("/sessions/others/end", ac.HandleConsoleEndOtherSessions)
+	staff.GET("/sessions/:id/end", ac.HandleConsoleEndSessionConfirm)
+	staff.POST("/sessions/:id/end", ac.HandleConsoleEndSession)
+	staff.GET("/sessions/:id/end-all", ac.HandleConsoleEndPersonSessionsConfirm, requireAdmin)
+	staff.POST("/sessions/:id/end-all", ac.HandleConsoleEndPersonSessions, requireAdmin)
 
 	// Static assets, embedded in the binary.
 	static, _ := fs.Sub(assets.FS, ".")

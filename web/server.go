@@ -35,6 +35,7 @@ import (
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web/api"
 	"github.com/flowd/flowd/web/console"
+	"github.com/flowd/flowd/web/console/access"
 	"github.com/flowd/flowd/web/oauth"
 	"github.com/flowd/flowd/web/person"
 )
@@ -111,6 +112,7 @@ type Server struct {
 	api     *api.Handler
 	oauth   *oauth.Handler
 	console *console.Handler
+	access  *access.Handler
 	person  *person.Handler
 }
 
@@ -139,6 +141,8 @@ func New(d Deps) (*Server, error) {
 		person: person.New(person.Deps{Log: d.Log, Config: d.Config, Consent: d.Consent, Receipts: d.Receipts,
 			Sessions: oidclogin.ConsentSessions(d.Config, d.Sessions, d.Now), RP: d.ConsentRP, Audit: d.Audit}),
 	}
+	s.access = access.New(access.Deps{Console: s.console, Config: d.Config, Clients: d.Clients, Audit: d.Audit, Webhooks: d.Webhooks,
+		Sessions: d.Sessions, BuiltInIssuer: d.Login.Issuer()})
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = ipExtractor(d.Config.TrustedProxies)
 	s.routes()

@@ -21,6 +21,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowd/flowd/cmd/flowbench/internal/flowdproc"
+	"github.com/flowd/flowd/cmd/flowbench/internal/loadgen"
+	"github.com/flowd/flowd/cmd/flowbench/internal/pgbench"
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
@@ -64,13 +67,13 @@ type bench struct {
 	// cluster's coordinator and workers), none when they are not on this
 	// machine: their processes are PostgreSQL's CPU (cpuNow).
 	postmasters []string
-	server      *server
+	server      *flowdproc.Server
 	base        string
 	// main is the organization that creates; deep has o.deepFlows seeded
 	// flows; writes takes pgbench's flows (see runPgbench).
 	main, deep, writes org
 	transport          *http.Transport
-	load               *load
+	load               *loadgen.Load
 	// sealed holds the sealed columns of one real flow, hex-encoded for pgbench.
 	pgVars map[string]string
 	notes  []string
@@ -83,9 +86,9 @@ type bench struct {
 
 // instance is a flowd process with the load generator's connections to it.
 type instance struct {
-	server *server
+	server *flowdproc.Server
 	base   string
-	load   *load
+	load   *loadgen.Load
 }
 
 // swapAgainst trades the flowd under load for the -against build.
@@ -114,10 +117,10 @@ func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_
 	}
 	b.base = "http://127.0.0.1:" + strconv.Itoa(port)
 	// The load generator first: off Linux it fails at once, before the build.
-	if b.load, err = newLoad(b.base, o.concurrency); err != nil {
+	if b.load, err = loadgen.New(b.base, o.concurrency); err != nil {
 		return nil, err
 	}
-	if b.pgbench, err = findPgbench(); err != nil {
+	if b.pgbench, err = pgbench.Find(); err != nil {
 		return nil, err
 	}
 	if b.tmp, err = os.MkdirTemp("", "flowbench"); err != nil {
@@ -169,7 +172,7 @@ func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_
 		return nil, err
 	}
 	fmt.Fprintln(out, "starting flowd on", b.base, "database", cmp.Or(b.dbName, redact(b.dbURL)))
-	if b.server, err = startServer(ctx, b.flowd, b.base, b.env, logFile); err != nil {
+	if b.server, err = flowdproc.Start(ctx, b.flowd, b.base, b.env, logFile); err != nil {
 		return nil, err
 	}
 
@@ -249,10 +252,10 @@ func (b *bench) startAgainst(ctx context.Context) (*instance, error) {
 	}
 	fmt.Fprintln(b.out, "starting the -against flowd on", base)
 	a := &instance{base: base}
-	if a.server, err = startServer(ctx, bin, base, env, logFile); err != nil {
+	if a.server, err = flowdproc.Start(ctx, bin, base, env, logFile); err != nil {
 		return nil, err
 	}
-	if a.load, err = newLoad(base, b.o.concurrency); err != nil {
+	if a.load, err = loadgen.New(base, b.o.concurrency); err != nil {
 		a.server.Stop()
 		return nil, err
 	}
@@ -262,13 +265,13 @@ func (b *bench) startAgainst(ctx context.Context) (*instance, error) {
 // close stops flowd, drops the database and removes the build.
 func (b *bench) close() {
 	if b.load != nil {
-		b.load.close()
+		b.load.Close()
 	}
 	if b.server != nil {
 		b.server.Stop()
 	}
 	if b.against != nil {
-		b.against.load.close()
+		b.against.load.Close()
 		b.against.server.Stop()
 	}
 	if b.dbName != "" && !b.o.keep {
@@ -331,12 +334,12 @@ func (b *bench) seedOrg(ctx context.Context, name, prefix string) (org, error) {
 }
 
 // request is a request as o's client, with its current token.
-func (o org) request(method, path string, body []byte, want int) (request, error) {
+func (o org) request(method, path string, body []byte, want int) (loadgen.Request, error) {
 	tok, err := o.tokens.Token()
 	if err != nil {
-		return request{}, err
+		return loadgen.Request{}, err
 	}
-	return request{method: method, path: path, header: bearer(tok.AccessToken), body: body, want: want}, nil
+	return loadgen.Request{Method: method, Path: path, Header: loadgen.Bearer(tok.AccessToken), Body: body, Want: want}, nil
 }
 
 // do sends one request as o's client outside the load and returns the
@@ -378,7 +381,7 @@ func truncate(b []byte, n int) string {
 // "name@weight" each; "a+b" is script a followed by script b, in one
 // transaction of pgbench's) with the run's concurrency, warmed up and
 // paused for its turns.
-func (b *bench) startPgbench(ctx context.Context, vars map[string]string, files ...string) (*pgbenchSession, error) {
+func (b *bench) startPgbench(ctx context.Context, vars map[string]string, files ...string) (*pgbench.Session, error) {
 	dir := filepath.Join(b.tmp, "sql")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -411,12 +414,12 @@ func (b *bench) startPgbench(ctx context.Context, vars map[string]string, files 
 	for k, v := range vars {
 		all[k] = v
 	}
-	return startPgbench(ctx, b.pgbench, b.dbURL, b.tmp, paths, all, b.o.concurrency)
+	return pgbench.Start(ctx, b.pgbench, b.dbURL, b.tmp, paths, all, b.o.concurrency)
 }
 
 // pgbenchTurn is one turn of pg for d.
-func (b *bench) pgbenchTurn(pg *pgbenchSession, d time.Duration) error {
-	return pg.turn(d, func() time.Duration { return b.cpuNow().postgres })
+func (b *bench) pgbenchTurn(pg *pgbench.Session, d time.Duration) error {
+	return pg.Turn(d, func() time.Duration { return b.cpuNow().postgres })
 }
 
 func cutWeight(f string) (name, weight string, ok bool) {

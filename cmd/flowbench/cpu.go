@@ -11,10 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// clockTick is the unit of /proc's CPU times: USER_HZ, 100 on Linux.
-const clockTick = 10 * time.Millisecond
+	"github.com/flowd/flowd/cmd/flowbench/internal/procfs"
+)
 
 // cpuTimes is the CPU time (user + system) spent so far by flowd, by
 // PostgreSQL and by flowbench itself. They say where a request's cost goes
@@ -40,9 +39,9 @@ func (c cpuTimes) sub(o cpuTimes) cpuTimes {
 func (b *bench) cpuNow() cpuTimes {
 	var c cpuTimes
 	if b.server != nil {
-		c.flowd, _ = procCPU(strconv.Itoa(b.server.cmd.Process.Pid))
+		c.flowd, _ = procfs.CPU(strconv.Itoa(b.server.Pid()))
 	}
-	c.load, _ = procCPU("self")
+	c.load, _ = procfs.CPU("self")
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
 		comm, err := os.ReadFile(filepath.Join(d, "comm"))
@@ -50,10 +49,10 @@ func (b *bench) cpuNow() cpuTimes {
 			continue
 		}
 		pid := filepath.Base(d)
-		if len(b.postmasters) > 0 && !slices.Contains(b.postmasters, pid) && !slices.Contains(b.postmasters, procParent(pid)) {
+		if len(b.postmasters) > 0 && !slices.Contains(b.postmasters, pid) && !slices.Contains(b.postmasters, procfs.Parent(pid)) {
 			continue
 		}
-		own, children := procCPU(pid)
+		own, children := procfs.CPU(pid)
 		c.postgres += own + children
 	}
 	return c
@@ -62,7 +61,7 @@ func (b *bench) cpuNow() cpuTimes {
 // postmasterOf returns the postmaster of a backend of the run's cluster
 // when both are processes named postgres on this machine, else "".
 func postmasterOf(backend string) string {
-	parent := procParent(backend)
+	parent := procfs.Parent(backend)
 	for _, pid := range []string{backend, parent} {
 		comm, err := os.ReadFile("/proc/" + pid + "/comm")
 		if pid == "" || err != nil || string(bytes.TrimSpace(comm)) != "postgres" {
@@ -70,45 +69,6 @@ func postmasterOf(backend string) string {
 		}
 	}
 	return parent
-}
-
-// procParent returns a process's parent's pid, "" when it is gone.
-func procParent(pid string) string {
-	f := procStat(pid)
-	if len(f) < 2 {
-		return ""
-	}
-	return string(f[1]) // field 4, ppid
-}
-
-// procStat returns the fields of /proc/PID/stat after the command name,
-// from field 3 (state) on; nil when the process is gone.
-func procStat(pid string) [][]byte {
-	stat, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return nil
-	}
-	// The command name, in parentheses, may hold spaces: fields count from
-	// after its closing parenthesis.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return nil
-	}
-	return bytes.Fields(stat[i+1:])
-}
-
-// procCPU returns a process's own CPU time and that of its reaped children,
-// from /proc/PID/stat; zero when the process is gone.
-func procCPU(pid string) (own, children time.Duration) {
-	f := procStat(pid)
-	if len(f) < 15 {
-		return 0, 0
-	}
-	tick := func(k int) time.Duration { // k is the field's number in proc(5)
-		v, _ := strconv.ParseInt(string(f[k-3]), 10, 64)
-		return time.Duration(v) * clockTick
-	}
-	return tick(14) + tick(15), tick(16) + tick(17)
 }
 
 // perCall is d per n calls, in microseconds.

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flowd/flowd/cmd/flowbench/internal/loadgen"
 	jose "github.com/go-jose/go-jose/v4"
 )
 
@@ -109,16 +110,16 @@ func (d *dpopClient) current() (token, ath string, err error) {
 }
 
 // request is a request with the DPoP-bound token and its own proof.
-func (d *dpopClient) request(method, path string, want int) (request, error) {
+func (d *dpopClient) request(method, path string, want int) (loadgen.Request, error) {
 	token, ath, err := d.current()
 	if err != nil {
-		return request{}, err
+		return loadgen.Request{}, err
 	}
 	proof, err := d.proof(method, path, ath)
 	if err != nil {
-		return request{}, err
+		return loadgen.Request{}, err
 	}
-	return request{method: method, path: path, header: "Authorization: DPoP " + token + "\r\nDPoP: " + proof + "\r\n", want: want}, nil
+	return loadgen.Request{Method: method, Path: path, Header: "Authorization: DPoP " + token + "\r\nDPoP: " + proof + "\r\n", Want: want}, nil
 }
 
 // retrieveDPoPScenario: retrieve with a DPoP-bound token and a new proof
@@ -129,7 +130,7 @@ func retrieveDPoPScenario(ctx context.Context, b *bench) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return b.measure(ctx, "retrieve-dpop", func(_, _ int) (request, error) {
+	return b.measure(ctx, "retrieve-dpop", func(_, _ int) (loadgen.Request, error) {
 		return d.request("GET", "/api/flows/"+randomSeeded(b), 200)
 	}, map[string]string{"org": b.deep.ID, "flows": strconv.Itoa(b.o.deepFlows)}, "retrieve+dpop_proof")
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flowd/flowd/cmd/flowbench/internal/loadgen"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -54,13 +55,13 @@ func webhookIsolationScenario(ctx context.Context, b *bench) (Result, error) {
 	heldBefore := b.metric(ctx, "flowd_webhook_deliveries_held_total")
 	window := max(b.o.duration, isolationWindow)
 	var s sample
-	b.driveSlice(ctx, &s, window, func(_, _ int) (request, error) {
+	b.driveSlice(ctx, &s, window, func(_, _ int) (loadgen.Request, error) {
 		i := int(n.Add(1))
 		if i%5 == 0 {
 			return b.main.request("POST", "/api/flows", createBody(i, hanging.url), 201)
 		}
 		req, err := b.main.request("POST", "/api/flows", createBody(i, healthy.url), 201)
-		req.done = created.note
+		req.Done = created.note
 		return req, err
 	})
 	cr := s.result("webhook-isolation", b.o.concurrency)
@@ -190,15 +191,15 @@ func (b *bench) paced(ctx context.Context, rate int, stop func() bool, hookURL s
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				s.errors++
-				s.firstErr = cmp.Or(s.firstErr, err.Error())
+				s.Errors++
+				s.FirstErr = cmp.Or(s.FirstErr, err.Error())
 				return
 			}
-			s.latencies = append(s.latencies, time.Since(sent))
+			s.Latencies = append(s.Latencies, time.Since(sent))
 		}()
 	}
 	wg.Wait()
-	s.elapsed = time.Since(start)
+	s.Elapsed = time.Since(start)
 	return s
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/flowd/flowd/cmd/flowbench/internal/loadgen"
 )
 
 // Result is what one scenario measured.
@@ -43,7 +45,7 @@ type Result struct {
 
 // drive sends requests with the run's concurrency for its whole duration,
 // in one stretch, and adds what a request cost each process in CPU.
-func (b *bench) drive(ctx context.Context, name string, next nextRequest) Result {
+func (b *bench) drive(ctx context.Context, name string, next loadgen.Next) Result {
 	var s sample
 	b.driveSlice(ctx, &s, b.o.duration, next)
 	return s.result(name, b.o.concurrency)
@@ -51,59 +53,44 @@ func (b *bench) drive(ctx context.Context, name string, next nextRequest) Result
 
 // driveSlice sends requests with the run's concurrency for d and adds what
 // it measured, and the CPU it cost, to s.
-func (b *bench) driveSlice(ctx context.Context, s *sample, d time.Duration, next nextRequest) {
+func (b *bench) driveSlice(ctx context.Context, s *sample, d time.Duration, next loadgen.Next) {
 	before, mallocs := b.cpuNow(), b.mallocs(ctx)
-	s.add(b.load.drive(ctx, d, next))
+	s.add(sample{Sample: b.load.Drive(ctx, d, next)})
 	s.cpu = s.cpu.add(b.cpuNow().sub(before))
 	s.mallocs += b.mallocs(ctx) - mallocs
 }
 
-// sample is what one or more stretches of load measured.
+// sample is what one or more stretches of load measured, and what they
+// cost flowd and PostgreSQL.
 type sample struct {
-	latencies []time.Duration
-	errors    int
-	firstErr  string
-	elapsed   time.Duration
-	cpu       cpuTimes
-	mallocs   float64 // flowd's heap allocations
+	loadgen.Sample
+	cpu     cpuTimes
+	mallocs float64 // flowd's heap allocations
 }
 
 func (s *sample) add(o sample) {
-	s.latencies = append(s.latencies, o.latencies...)
-	s.errors += o.errors
-	if s.firstErr == "" {
-		s.firstErr = o.firstErr
-	}
-	s.elapsed += o.elapsed
+	s.Sample.Add(o.Sample)
 	s.cpu = s.cpu.add(o.cpu)
 	s.mallocs += o.mallocs
 }
 
 // result summarizes s: throughput, latency percentiles, CPU per request.
 func (s sample) result(name string, concurrency int) Result {
-	lat := slices.Clone(s.latencies)
+	lat := slices.Clone(s.Latencies)
 	slices.Sort(lat)
-	r := Result{Scenario: name, Concurrency: concurrency, Seconds: s.elapsed.Seconds(), Requests: len(lat),
-		Errors: s.errors, FirstError: s.firstErr}
+	r := Result{Scenario: name, Concurrency: concurrency, Seconds: s.Elapsed.Seconds(), Requests: len(lat),
+		Errors: s.Errors, FirstError: s.FirstErr}
 	if len(lat) == 0 {
 		return r
 	}
 	n := float64(len(lat))
-	r.RPS = n / s.elapsed.Seconds()
-	r.P50ms = ms(percentile(lat, 0.50))
-	r.P99ms = ms(percentile(lat, 0.99))
+	r.RPS = n / s.Elapsed.Seconds()
+	r.P50ms = ms(loadgen.Percentile(lat, 0.50))
+	r.P99ms = ms(loadgen.Percentile(lat, 0.99))
 	r.MaxMs = ms(lat[len(lat)-1])
 	r.FlowdCPUus, r.PostgresCPUus, r.LoadCPUus = perCall(s.cpu.flowd, n), perCall(s.cpu.postgres, n), perCall(s.cpu.load, n)
 	r.FlowdAllocs = s.mallocs / n
 	return r
-}
-
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(float64(len(sorted)-1) * p)
-	return sorted[i]
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

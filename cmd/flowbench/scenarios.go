@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flowd/flowd/cmd/flowbench/internal/loadgen"
+	"github.com/flowd/flowd/cmd/flowbench/internal/pgbench"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -42,14 +44,14 @@ var scenarioByName = map[string]scenario{
 // turns: -slices stretches each, which together take the run's duration.
 // A shared machine's speed drifts within minutes; taking turns lets both
 // meet the same machine, so that their ratio means something.
-func (b *bench) measure(ctx context.Context, name string, next nextRequest, vars map[string]string, files ...string) (Result, error) {
+func (b *bench) measure(ctx context.Context, name string, next loadgen.Next, vars map[string]string, files ...string) (Result, error) {
 	return b.measureBeside(ctx, name, next, nil, vars, files...)
 }
 
 // measureBeside is measure with a reference: after each of next's turns,
 // reference, when not nil, drives flowd for one of its own, so that a
 // scenario compares with another on the same machine too.
-func (b *bench) measureBeside(ctx context.Context, name string, next nextRequest, reference func(time.Duration),
+func (b *bench) measureBeside(ctx context.Context, name string, next loadgen.Next, reference func(time.Duration),
 	vars map[string]string, files ...string) (Result, error) {
 	d := b.sliceDuration()
 	var load, against sample
@@ -57,7 +59,7 @@ func (b *bench) measureBeside(ctx context.Context, name string, next nextRequest
 	if err != nil {
 		return Result{}, err
 	}
-	defer pg.kill()
+	defer pg.Kill()
 	for i := range b.o.slices {
 		if b.against == nil {
 			b.driveSlice(ctx, &load, d, next)
@@ -73,7 +75,7 @@ func (b *bench) measureBeside(ctx context.Context, name string, next nextRequest
 			return Result{}, err
 		}
 	}
-	db, dbPG, err := pg.finish()
+	db, dbPG, err := pg.Finish()
 	if err != nil {
 		return Result{}, err
 	}
@@ -89,7 +91,7 @@ func (b *bench) measureBeside(ctx context.Context, name string, next nextRequest
 // driveBoth drives this build and the -against one for d each, the
 // -against one first when againstFirst, adding what each measured to its
 // own sample.
-func (b *bench) driveBoth(ctx context.Context, load, against *sample, d time.Duration, next nextRequest, againstFirst bool) {
+func (b *bench) driveBoth(ctx context.Context, load, against *sample, d time.Duration, next loadgen.Next, againstFirst bool) {
 	driveAgainst := func() {
 		b.swapAgainst()
 		defer b.swapAgainst()
@@ -112,7 +114,7 @@ func (b *bench) sliceDuration() time.Duration {
 
 // withPgbench fills in r's pgbench figures from run, during which
 // PostgreSQL spent postgresCPU.
-func withPgbench(r Result, run pgbenchRun, postgresCPU time.Duration) Result {
+func withPgbench(r Result, run pgbench.Run, postgresCPU time.Duration) Result {
 	r.PgbenchTPS = run.TPS()
 	if r.PgbenchTPS > 0 {
 		r.Ratio = r.RPS / r.PgbenchTPS
@@ -131,8 +133,8 @@ func tokenScenario(ctx context.Context, b *bench) (Result, error) {
 		url.QueryEscape(b.main.ClientID)+":"+url.QueryEscape(b.main.ClientSecret))) + "\r\n" +
 		"Content-Type: application/x-www-form-urlencoded\r\n"
 	form := []byte("grant_type=client_credentials")
-	return b.measure(ctx, "token", func(_, _ int) (request, error) {
-		return request{method: "POST", path: "/oauth/token", header: basic, body: form, want: 200, done: hasAccessToken}, nil
+	return b.measure(ctx, "token", func(_, _ int) (loadgen.Request, error) {
+		return loadgen.Request{Method: "POST", Path: "/oauth/token", Header: basic, Body: form, Want: 200, Done: hasAccessToken}, nil
 	}, map[string]string{"client": b.main.ClientID}, "token")
 }
 
@@ -150,7 +152,7 @@ func hasAccessToken(body []byte) error {
 // createScenario: POST /api/flows without a webhook.
 func createScenario(ctx context.Context, b *bench) (Result, error) {
 	var n atomic.Int64
-	return b.measure(ctx, "create", func(_, _ int) (request, error) {
+	return b.measure(ctx, "create", func(_, _ int) (loadgen.Request, error) {
 		return b.main.request("POST", "/api/flows", createBody(int(n.Add(1)), ""), 201)
 	}, map[string]string{"client": b.main.ClientID}, "create")
 }
@@ -161,7 +163,7 @@ func randomSeeded(b *bench) string { return seededID(1 + rand.IntN(b.o.deepFlows
 // retrieveScenario: GET /api/flows/{id} of random flows among the deep
 // organization's million.
 func retrieveScenario(ctx context.Context, b *bench) (Result, error) {
-	return b.measure(ctx, "retrieve", func(_, _ int) (request, error) {
+	return b.measure(ctx, "retrieve", func(_, _ int) (loadgen.Request, error) {
 		return b.deep.request("GET", "/api/flows/"+randomSeeded(b), nil, 200)
 	}, map[string]string{"org": b.deep.ID, "flows": strconv.Itoa(b.o.deepFlows)}, "retrieve")
 }
@@ -171,8 +173,8 @@ func listFirstScenario(ctx context.Context, b *bench) (Result, error) {
 	return b.measure(ctx, "list-first", firstPage(b), map[string]string{"org": b.deep.ID}, "list_first")
 }
 
-func firstPage(b *bench) nextRequest {
-	return func(_, _ int) (request, error) {
+func firstPage(b *bench) loadgen.Next {
+	return func(_, _ int) (loadgen.Request, error) {
 		return b.deep.request("GET", "/api/flows?limit=10", nil, 200)
 	}
 }
@@ -210,7 +212,7 @@ func listDeepScenario(ctx context.Context, b *bench) (Result, error) {
 		return Result{}, err
 	}
 	var first sample
-	r, err := b.measureBeside(ctx, "list-deep", func(_, _ int) (request, error) {
+	r, err := b.measureBeside(ctx, "list-deep", func(_, _ int) (loadgen.Request, error) {
 		return b.deep.request("GET", "/api/flows?limit=10&starting_after="+cursor, nil, 200)
 	}, func(d time.Duration) { b.driveSlice(ctx, &first, d, firstPage(b)) },
 		map[string]string{"org": b.deep.ID, "cursor": cursor, "cursor_at": at}, "list_deep")
@@ -230,7 +232,7 @@ func listDeepScenario(ctx context.Context, b *bench) (Result, error) {
 // the deep organization; pgbench runs the three scripts with the same weights.
 func mixedScenario(ctx context.Context, b *bench) (Result, error) {
 	var n atomic.Int64
-	return b.measure(ctx, "mixed", func(_, _ int) (request, error) {
+	return b.measure(ctx, "mixed", func(_, _ int) (loadgen.Request, error) {
 		switch x := rand.IntN(100); {
 		case x < 70:
 			return b.deep.request("GET", "/api/flows/"+randomSeeded(b), nil, 200)

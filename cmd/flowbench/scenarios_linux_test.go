@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/flowd/flowd/cmd/flowbench/internal/loadgen"
 )
 
 // TestDriveBothTakesTurnsAndKeepsTheirCountsApart: with -against, each
@@ -43,7 +45,9 @@ func TestDriveBothTakesTurnsAndKeepsTheirCountsApart(t *testing.T) {
 	this, other := serve("this", &servedThis), serve("against", &servedAgainst)
 	thisLoad := testLoad(t, this, 2)
 	b := &bench{base: this.URL, load: thisLoad, transport: &http.Transport{}, against: &instance{base: other.URL, load: testLoad(t, other, 2)}}
-	next := func(_, _ int) (request, error) { return request{method: "GET", path: "/api/flows", want: 200}, nil }
+	next := func(_, _ int) (loadgen.Request, error) {
+		return loadgen.Request{Method: "GET", Path: "/api/flows", Want: 200}, nil
+	}
 
 	var load, against sample
 	b.driveBoth(context.Background(), &load, &against, runLimit, upTo(5, next), true)
@@ -58,8 +62,8 @@ func TestDriveBothTakesTurnsAndKeepsTheirCountsApart(t *testing.T) {
 		served int64
 	}{{"this", load, servedThis.Load()}, {"-against", against, servedAgainst.Load()}} {
 		// Two turns each, of two workers' five requests.
-		if c.s.errors != 0 || len(c.s.latencies) != 20 || c.served != 20 {
-			t.Errorf("%s: %d requests counted (%d errors), its server answered %d; want 20", c.name, len(c.s.latencies), c.s.errors, c.served)
+		if c.s.Errors != 0 || len(c.s.Latencies) != 20 || c.served != 20 {
+			t.Errorf("%s: %d requests counted (%d errors), its server answered %d; want 20", c.name, len(c.s.Latencies), c.s.Errors, c.served)
 		}
 	}
 	if b.base != this.URL || b.load != thisLoad {

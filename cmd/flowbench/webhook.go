@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/flowd/flowd/cmd/flowbench/internal/loadgen"
 )
 
 // receiver is a local webhook endpoint. It notes when each flow's
@@ -169,7 +171,7 @@ func (c *creations) receipts(r *receiver) (lat []time.Duration, missing int) {
 func withLatencies(r Result, lat []time.Duration) Result {
 	r.Requests = len(lat)
 	if len(lat) > 0 {
-		r.P50ms, r.P99ms, r.MaxMs = ms(percentile(lat, 0.50)), ms(percentile(lat, 0.99)), ms(lat[len(lat)-1])
+		r.P50ms, r.P99ms, r.MaxMs = ms(loadgen.Percentile(lat, 0.50)), ms(loadgen.Percentile(lat, 0.99)), ms(lat[len(lat)-1])
 	}
 	return r
 }
@@ -187,9 +189,9 @@ func webhookScenario(ctx context.Context, b *bench) (Result, error) {
 	defer rcv.close()
 	created := newCreations()
 	start := time.Now()
-	cr := b.drive(ctx, "webhook-create", func(w, i int) (request, error) {
+	cr := b.drive(ctx, "webhook-create", func(w, i int) (loadgen.Request, error) {
 		req, err := b.main.request("POST", "/api/flows", createBody(w*1_000_000+i, rcv.url), 201)
-		req.done = created.note
+		req.Done = created.note
 		return req, err
 	})
 	window := time.Since(start)
@@ -212,11 +214,11 @@ func webhookScenario(ctx context.Context, b *bench) (Result, error) {
 	if err != nil {
 		return r, err
 	}
-	defer pg.kill()
+	defer pg.Kill()
 	if err := b.pgbenchTurn(pg, b.o.duration); err != nil {
 		return r, err
 	}
-	run, pgCPU, err := pg.finish()
+	run, pgCPU, err := pg.Finish()
 	if err != nil {
 		return r, err
 	}

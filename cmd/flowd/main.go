@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/flowd/flowd/internal/app"
+	"github.com/flowd/flowd/internal/app/command"
 )
 
 func main() {
@@ -18,6 +19,6 @@ func main() {
 	defer stop()
 	if err := app.Run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "flowd:", err)
-		os.Exit(app.ExitCode(err))
+		os.Exit(command.ExitCode(err))
 	}
 }

@@ -51,7 +51,7 @@ func TestExternalIssuerThroughServe(t *testing.T) {
 
 	in := flowdtest.Start(t, flowdtest.WithEnv("FLOWD_OIDC_ISSUER", issuer),
 		flowdtest.WithEnv("FLOWD_OIDC_AUDIENCE", "api://flowd"), flowdtest.WithEnv("FLOWD_ORG_CLAIM", "tenant"))
-	orgID := cliJSON(t, in, "orgs", "create", "--name", "Ext Bank")["id"].(string)
+	orgID := in.CLIJSON(t, "orgs", "create", "--name", "Ext Bank")["id"].(string)
 	now := time.Now()
 	claims := func(kv ...any) map[string]any {
 		c := map[string]any{"iss": issuer, "sub": "svc", "iat": now.Unix(), "exp": now.Add(time.Minute).Unix()}
@@ -62,18 +62,18 @@ func TestExternalIssuerThroughServe(t *testing.T) {
 	}
 	byClaim := sign(claims("aud", "api://flowd", "tenant", orgID, "scope", "flows:read"))
 	byAud := sign(claims("aud", "dex-app"))
-	if s := apiStatus(t, in.URL+noSuchFlow, byClaim); s != 404 {
+	if s := flowdtest.BearerStatus(t, in.URL+flowdtest.NoSuchFlow, byClaim); s != 404 {
 		t.Fatalf("external token with the org claim: %d", s)
 	}
-	if s := apiStatus(t, in.URL+noSuchFlow, byAud); s != 401 {
+	if s := flowdtest.BearerStatus(t, in.URL+flowdtest.NoSuchFlow, byAud); s != 401 {
 		t.Fatalf("unmapped client id in aud: %d", s)
 	}
 	in.CLI(t, "", "clients", "map", "--org", orgID, "--issuer", issuer, "--client-id", "dex-app")
 	testwait.For(t, "a mapped client's token to be taken", func() (bool, string) {
-		s := apiStatus(t, in.URL+noSuchFlow, byAud)
+		s := flowdtest.BearerStatus(t, in.URL+flowdtest.NoSuchFlow, byAud)
 		return s == 404, fmt.Sprintf("a mapped client's token answered %d", s)
 	})
-	if s := apiStatus(t, in.URL+noSuchFlow, sign(claims("aud", "flowd", "tenant", orgID))); s != 401 {
+	if s := flowdtest.BearerStatus(t, in.URL+flowdtest.NoSuchFlow, sign(claims("aud", "flowd", "tenant", orgID))); s != 401 {
 		t.Fatalf("external token for an audience not configured: %d", s)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/flowd/flowd/internal/app/command"
+	"github.com/flowd/flowd/internal/app/wiring"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
 )
@@ -15,7 +17,7 @@ import (
 func runMigrate(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	citus := fs.Bool("citus", false, "distribute the tenant tables on a Citus coordinator (default FLOWD_CITUS)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg, err := config.Load(getenv, config.Need{Database: true})
@@ -34,7 +36,7 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	if !*citus && !cfg.Citus {
 		return nil
 	}
-	if err := database.Distribute(ctx, pool, newLogger(stderr, cfg.LogLevel)); err != nil {
+	if err := database.Distribute(ctx, pool, wiring.NewLogger(stderr, cfg.LogLevel)); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "tenant tables are distributed by organization_id")

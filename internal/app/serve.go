@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flowd/flowd/internal/app/command"
+	"github.com/flowd/flowd/internal/app/wiring"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/idempotency"
@@ -37,7 +39,7 @@ import (
 func runServe(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", "", "listen address (default FLOWD_ADDR or :8080)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg, err := config.Load(getenv, config.Need{Database: true, Secrets: true})
@@ -47,7 +49,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	if *addr != "" {
 		cfg.Addr = *addr
 	}
-	log := newLogger(stderr, cfg.LogLevel)
+	log := wiring.NewLogger(stderr, cfg.LogLevel)
 	tuneGC(getenv)
 	tracing, err := telemetry.Setup(ctx, getenv, version.Get().Version, log)
 	if err != nil {
@@ -94,24 +96,24 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	// the depth of River's queues go to one registry.
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(jobmetrics.Queues(pool, log), web.PoolCollector("webhooks", hookPool))
-	ident, err := newIdentity(pool, cfg, log, tracing, registry)
+	ident, err := wiring.NewIdentity(pool, cfg, log, tracing, registry)
 	if err != nil {
 		return err
 	}
-	if err := ident.keys.Prepare(ctx); err != nil {
+	if err := ident.Keys.Prepare(ctx); err != nil {
 		return err
 	}
-	orgs := organizationDirectory{ident.orgs, ident.audit}
+	orgs := wiring.NewOrganizationDirectory(ident.Orgs, ident.Audit)
 
 	// Staff accounts, the built-in provider's interactive sign-in
 	// (authorization code + PKCE, test eID), and the relying parties of the
 	// console and the consent pages. ID tokens are signed with the identity
 	// module's rotating keys, so one JWKS verifies everything.
-	accounts, err := staff.NewAccounts(pool, ident.orgs, staff.Config{})
+	accounts, err := staff.NewAccounts(pool, ident.Orgs, staff.Config{})
 	if err != nil {
 		return err
 	}
-	provider, err := login.New(pool, ident.keys, accounts, login.Config{
+	provider, err := login.New(pool, ident.Keys, accounts, login.Config{
 		Issuer: cfg.BaseURL.String(), Clients: login.BuiltInClients(cfg.BaseURL.String(), cfg.SessionKey),
 		TestEID: cfg.TestEID, TestEIDLevels: web.TestEIDLevels(cfg.ConsentACRMap), NationalIDClaim: cfg.ConsentNationalIDClaim,
 		OrgClaim: cfg.ConsoleOrgClaim, RolesClaim: cfg.ConsoleRolesClaim, DataKey: cfg.DataKey,
@@ -145,7 +147,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	// Flow events go out through the webhooks module, whose workers report
 	// their delivery tasks back to flows.
 	definitions := consent.NewDefinitions(pool, orgs)
-	receipts := consent.NewReceipts(pool, ident.keys, orgs, cfg.BaseURL.String())
+	receipts := consent.NewReceipts(pool, ident.Keys, orgs, cfg.BaseURL.String())
 	flowsModule := flows.New(pool, sealer, consentRequests, definitions, orgs, hooks, log, registry, flows.Config{
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
 		ReadRoundTrips: cfg.DBReadRoundTrips, MaintenanceInterval: cfg.MaintenanceInterval,
@@ -157,8 +159,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 
 	srv, err := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Webhooks: hooks,
-		Tokens: ident.tokens, Bearer: ident.tokens, JWKS: ident.keys, Organizations: ident.orgs, Clients: ident.orgs,
-		Audit: ident.audit, Limits: ident.limits,
+		Tokens: ident.Tokens, Bearer: ident.Tokens, JWKS: ident.Keys, Organizations: ident.Orgs, Clients: ident.Orgs,
+		Audit: ident.Audit, Limits: ident.Limits,
 		Endpoints: webhooks.NewEndpoints(pool, webhooks.EndpointRules{AllowInsecureURLs: cfg.AllowInsecureURLs,
 			AllowPrivate: cfg.WebhookAllowPrivate}),
 		Flows: flowsModule, Definitions: definitions, Receipts: receipts,
@@ -171,9 +173,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 		return err
 	}
 	runners := []runner{
-		{"identity changes", ident.feed.Run},
-		{"identity token sweep", ident.tokens.Run},
-		{"API rate limits", ident.limits.Run},
+		{"identity changes", ident.Feed.Run},
+		{"identity token sweep", ident.Tokens.Run},
+		{"API rate limits", ident.Limits.Run},
 		{"flows maintenance", flowsModule.Run},
 		{"idempotency maintenance", answers.Run},
 		{"consent expiry", flowsModule.RunExpiry},

@@ -151,3 +151,21 @@ func TestWebSurfacesStayApart(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandFrameworkKnowsNoCommand: internal/app/command reads command
+// lines and prints usage for any table of commands; it imports nothing of
+// flowd's, so that the commands (internal/app, internal/app/admin) depend on
+// it and never the reverse.
+func TestCommandFrameworkKnowsNoCommand(t *testing.T) {
+	files := imports(t, filepath.Join(root(t), "internal", "app", "command"))
+	if len(files) == 0 {
+		t.Fatal("no files found in internal/app/command")
+	}
+	for file, imps := range files {
+		for _, imp := range imps {
+			if strings.HasPrefix(imp, module) {
+				t.Errorf("%s imports %s: the command framework knows no command", file, imp)
+			}
+		}
+	}
+}

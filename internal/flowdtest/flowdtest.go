@@ -6,6 +6,7 @@ package flowdtest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -152,6 +153,35 @@ func (in *Instance) CLI(t testing.TB, stdin string, args ...string) string {
 		t.Fatalf("flowd %s: %v", strings.Join(args, " "), err)
 	}
 	return out
+}
+
+// CLIJSON runs an admin command with --json and decodes its one JSON object.
+func (in *Instance) CLIJSON(t testing.TB, args ...string) map[string]any {
+	t.Helper()
+	out := in.CLI(t, "", append(args, "--json")...)
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+		t.Fatalf("flowd %s --json printed %q, not one JSON object (%v)", strings.Join(args, " "), out, err)
+	}
+	return m
+}
+
+// NoSuchFlow is an API route that answers 401 to a token it refuses and
+// 404 to one it accepts.
+const NoSuchFlow = "/api/flows/0b7e6f2a-3c1d-4e5f-9a8b-7c6d5e4f3a21"
+
+// BearerStatus is the status of a GET of url with a bearer token.
+func BearerStatus(t testing.TB, url, accessToken string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+accessToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // RunCLI runs one flowd command with getenv and returns stdout and the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/modules/webhooks/internal/cleanup"
 )
 
 // TestCleanup: finished events older than the retention go with their
@@ -47,7 +48,7 @@ func TestCleanup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &cleanupWorker{pool: pool, retention: DefaultRetention, eventRetention: DefaultEventRetention}
+	w := cleanup.NewWorker(pool, DefaultRetention, DefaultEventRetention)
 	if err := w.Work(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -76,29 +77,6 @@ func TestCleanup(t *testing.T) {
 	}
 	if want := []string{"new-done", "old-pending", "old-redelivered"}; err != nil || !slices.Equal(events, want) {
 		t.Errorf("events left: %v, %v; want %v", events, err, want)
-	}
-}
-
-func TestSealer(t *testing.T) {
-	t.Parallel()
-	s, err := newSealer([]byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret := newSecret()
-	sealed := s.seal("org-1", secret)
-	if got, err := s.open("org-1", sealed); err != nil || got != secret {
-		t.Errorf("open = %q, %v; want the secret", got, err)
-	}
-	if _, err := s.open("org-2", sealed); err == nil {
-		t.Error("a sealed secret opened for another organization")
-	}
-	other, _ := newSealer([]byte("another-key-another-key-another-"))
-	if _, err := other.open("org-1", sealed); err == nil {
-		t.Error("a sealed secret opened with another key")
-	}
-	if got, err := s.open("org-1", secret); err != nil || got != secret {
-		t.Errorf("a plain secret reads back as %q, %v", got, err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/webhooks/internal/delivery"
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
 
@@ -222,7 +223,7 @@ func (m *Module) Redeliver(ctx context.Context, organizationID, eventID, endpoin
 			n = 1
 			ids, jobs, err := m.claimTx(ctx, tx, organizationID, target.ID, target.URL, nil, []store.Missed{{
 				DeliveryID: uuid.Must(uuid.NewV7()).String(), EventID: ev.ID, FlowID: ev.FlowID, Type: ev.Type, Body: ev.Body,
-			}}, firstPriority)
+			}}, delivery.FirstPriority)
 			if err != nil {
 				return err
 			}

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/webhooks/internal/delivery"
+	"github.com/flowd/flowd/modules/webhooks/internal/payload"
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
 
@@ -44,27 +45,8 @@ func (m *Module) disableFailing(ctx context.Context, organizationID string, rec 
 		log.ErrorContext(ctx, "webhook: disabling a failing endpoint; will try again at its next failure", "error", err.Error())
 		return
 	}
-	log.WarnContext(ctx, "webhook endpoint disabled: its deliveries kept failing", "host", hostOf(e.URL),
+	log.WarnContext(ctx, "webhook endpoint disabled: its deliveries kept failing", "host", delivery.HostOf(e.URL),
 		"failing_since", e.FailingSince, "reason", e.DisabledReason)
-}
-
-// endpointBody is the JSON an endpoint event sends: the shape of a flow
-// event's, with data about the endpoint.
-type endpointBody struct {
-	Type      EventType    `json:"type"`
-	Timestamp string       `json:"timestamp"`
-	Data      endpointData `json:"data"`
-}
-
-type endpointData struct {
-	EndpointID     string `json:"endpointId"`
-	OrganizationID string `json:"organizationId"`
-	// URL is the endpoint's origin: its path and query may hold a secret of
-	// its receiver, which the organization's other receivers must not see.
-	URL          string `json:"url"`
-	Reason       string `json:"reason"`
-	FailingSince string `json:"failingSince"`
-	DisabledAt   string `json:"disabledAt"`
 }
 
 // disableEndpoint disables the endpoint, in one transaction with failing
@@ -103,9 +85,9 @@ func (m *Module) disableEndpoint(ctx context.Context, organizationID, endpointID
 // no longer among them).
 func (m *Module) publishDisabledTx(ctx context.Context, tx database.Tx, e Endpoint) error {
 	at := e.UpdatedAt
-	b, err := json.Marshal(endpointBody{Type: EndpointDisabled, Timestamp: apiTime(at), Data: endpointData{
-		EndpointID: e.ID, OrganizationID: e.OrganizationID, URL: originOf(e.URL), Reason: e.DisabledReason,
-		FailingSince: apiTime(*e.FailingSince), DisabledAt: apiTime(at),
+	b, err := json.Marshal(payload.Endpoint{Type: string(EndpointDisabled), Timestamp: payload.Time(at), Data: payload.EndpointData{
+		EndpointID: e.ID, OrganizationID: e.OrganizationID, URL: payload.Origin(e.URL), Reason: e.DisabledReason,
+		FailingSince: payload.Time(*e.FailingSince), DisabledAt: payload.Time(at),
 	}})
 	if err != nil {
 		return err
@@ -117,19 +99,6 @@ func (m *Module) publishDisabledTx(ctx context.Context, tx database.Tx, e Endpoi
 		return err
 	}
 	return m.fanOutTx(ctx, tx, ev, targets)
-}
-
-// apiTime is how an event's body writes an instant: RFC 3339 in UTC with
-// milliseconds, as the API does.
-func apiTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
-
-// originOf returns the scheme and host of a URL.
-func originOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return ""
-	}
-	return u.Scheme + "://" + u.Host
 }
 
 // spellDuration says how long d is in its largest whole unit, for people:

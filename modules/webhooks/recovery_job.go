@@ -11,58 +11,16 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/webhooks/internal/delivery"
+	"github.com/flowd/flowd/modules/webhooks/internal/recovery"
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
-
-// backlogPriority is the River priority of the deliveries a recovery sends
-// again. River fetches a queue's jobs by priority before age, and fresh
-// events go in at priority 1, so a recovery's backlog never delays them: it
-// is sent while the workers have nothing fresher to do.
-const backlogPriority = 3
-
-// recoveryQueue is the River queue of recovery jobs. A queue of their own,
-// with few workers, keeps a recovery from taking a delivery's worker, and
-// keeps the next run of a recovery from waiting behind the deliveries its
-// earlier runs scheduled in the webhooks queue.
-const recoveryQueue = "webhook_recoveries"
-
-// recoveryWorkers is how many recoveries one instance runs at once; each
-// holds a database connection while it writes a batch.
-const recoveryWorkers = 2
 
 // DefaultRecoveryBatch is how many events a recovery looks at per
 // transaction, sending again those it covers: large enough that a big
 // backlog takes few round trips, small enough that a batch holds its locks
 // briefly.
 const DefaultRecoveryBatch = 1000
-
-// recoveryRunFor bounds one run of a recovery job. The job then snoozes,
-// to run again at once, so that no run outlives the job timeout or looks
-// stuck to River's rescuer, which would run it a second time beside itself.
-const recoveryRunFor = 5 * time.Second
-
-// recoveryAttempts is how often a recovery job runs into an error before
-// the recovery fails: with the deliveries' schedule, a database that is back
-// within about half an hour lets it go on, and a lasting fault does not hold
-// the endpoint's one recovery for a day.
-const recoveryAttempts = 4
-
-// recoveryArgs are a recovery job's arguments: the recovery's row holds
-// the rest.
-type recoveryArgs struct {
-	OrganizationID string `json:"organization_id"`
-	RecoveryID     string `json:"recovery_id"`
-}
-
-// Kind names the job kind in River's table.
-func (recoveryArgs) Kind() string { return "flowd.webhook_recovery" }
-
-// recoverySettle is how long a recovery's job waits before it starts: an
-// event published in a transaction that began before the request (one that
-// still saw the endpoint disabled) may commit a little after it, and on
-// Citus a worker's rows become visible a moment after the coordinator's.
-// The recovery looks at events once, in order, so it lets them settle.
-const recoverySettle = 2 * time.Second
 
 // Recover implements Service.
 func (m *Module) Recover(ctx context.Context, organizationID, endpointID string, since time.Time, requestedBy string,
@@ -134,7 +92,7 @@ func latest(a, b time.Time) time.Time {
 }
 
 // requestRecovery stores a queued recovery of what scope, read in the
-// request's transaction, says, and its job, which starts recoverySettle
+// request's transaction, says, and its job, which starts recovery.Settle
 // later; before runs in the same transaction.
 func (m *Module) requestRecovery(ctx context.Context, organizationID string, since time.Time, requestedBy string,
 	before []database.BeforeCommit[Recovery], scope func(tx database.Tx) (store.Scope, error)) (Recovery, error) {
@@ -153,8 +111,8 @@ func (m *Module) requestRecovery(ctx context.Context, organizationID string, sin
 		if err != nil {
 			return err
 		}
-		if _, err := m.river.InsertTx(ctx, tx, recoveryArgs{OrganizationID: organizationID, RecoveryID: id},
-			&river.InsertOpts{Queue: recoveryQueue, MaxAttempts: recoveryAttempts, ScheduledAt: time.Now().Add(recoverySettle)}); err != nil {
+		if _, err := m.river.InsertTx(ctx, tx, recovery.Args{OrganizationID: organizationID, RecoveryID: id},
+			&river.InsertOpts{Queue: recovery.Queue, MaxAttempts: recovery.Attempts, ScheduledAt: time.Now().Add(recovery.Settle)}); err != nil {
 			return fmt.Errorf("enqueue: %w", err)
 		}
 		out = fromRecoveryRow(row)
@@ -229,129 +187,6 @@ func fromRecoveryRow(r store.Recovery) Recovery {
 		FinishedAt: r.FinishedAt, Error: r.Error}
 }
 
-// recoveryWorker is River's worker of recovery jobs.
-type recoveryWorker struct {
-	river.WorkerDefaults[recoveryArgs]
-	m *Module
-}
-
-// Work runs batches of the recovery until none is left or recoveryRunFor
-// has passed, when it snoozes to go on at once. A run that dies loses at
-// most its uncommitted batch, which the next run takes again: nothing is
-// sent twice by the recovery itself. A recovery it cannot read yet it
-// awaits (awaitRow).
-func (w *recoveryWorker) Work(ctx context.Context, job *river.Job[recoveryArgs]) error {
-	a := job.Args
-	until := time.Now().Add(recoveryRunFor)
-	for {
-		more, err := w.m.recoverBatch(ctx, a.OrganizationID, a.RecoveryID)
-		if errors.Is(err, errRecoveryGone) {
-			return awaitRow(job.JobRow, time.Now())
-		}
-		if err != nil {
-			w.m.log.ErrorContext(ctx, "webhook recovery: a batch failed", "recovery_id", a.RecoveryID, "attempt", job.Attempt, "error", err.Error())
-			if job.Attempt >= job.MaxAttempts {
-				w.m.failRecovery(a.OrganizationID, a.RecoveryID, "An internal error stopped the recovery; the deliveries sent so far are on their way.")
-			}
-			return err
-		}
-		if !more {
-			return nil
-		}
-		if time.Now().After(until) {
-			return river.JobSnooze(0)
-		}
-	}
-}
-
-// failRecovery ends a recovery that its job gave up on, so that the endpoint
-// may be recovered again.
-func (m *Module) failRecovery(organizationID, id, message string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := store.FinishRecovery(ctx, m.pool, organizationID, id, store.RecoveryFailed, message); err != nil {
-		m.log.Error("webhook recovery: recording its failure", "recovery_id", id, "error", err.Error())
-	}
-}
-
-// errRecoveryGone is a recovery its job cannot read: not visible yet (see
-// rowVisibleWithin), or pruned long after it finished.
-var errRecoveryGone = errors.New("webhooks: the recovery is not there")
-
-// recoverBatch runs the next batch of a recovery, in one transaction: it
-// looks at the next recoveryBatch events of the recovery's window, makes
-// the deliveries of them it covers pending again (to the endpoint's URL of
-// now) and adds a delivery to the endpoint of each it covers that had
-// none, each with a new job at backlogPriority, and moves the recovery's
-// cursor and progress past them, so that the batch is all or nothing. It
-// reports whether more may follow; the batch that finds fewer events than
-// a full batch ends the recovery. A recovery of an endpoint deleted or
-// disabled meanwhile fails; one that cannot be read is errRecoveryGone.
-func (m *Module) recoverBatch(ctx context.Context, organizationID, id string) (more bool, err error) {
-	err = database.WithTx(ctx, m.pool, func(tx database.Tx) error {
-		r, err := store.LockRecovery(ctx, tx, organizationID, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return errRecoveryGone
-		}
-		if err != nil {
-			return err
-		}
-		if !RecoveryState(r.State).Active() {
-			return nil
-		}
-		scope, url := store.Scope{Host: r.Host}, ""
-		if r.EndpointID != "" {
-			switch {
-			case r.EndpointURL == nil || r.EndpointCreatedAt == nil:
-				return store.FinishRecovery(ctx, tx, organizationID, id, store.RecoveryFailed, "The endpoint was deleted.")
-			case !r.EndpointEnabled:
-				return store.FinishRecovery(ctx, tx, organizationID, id, store.RecoveryFailed, "The endpoint was disabled.")
-			}
-			scope, url = m.endpointScope(r.EndpointID, r.EndpointTypes, *r.EndpointCreatedAt, time.Now()), *r.EndpointURL
-		}
-		events, err := store.ScanRecovery(ctx, tx, r, scope, m.recoveryBatch)
-		if err != nil {
-			return err
-		}
-		if len(events) > 0 {
-			if err := m.scheduleBatch(ctx, tx, r, url, events); err != nil {
-				return err
-			}
-		}
-		if len(events) < m.recoveryBatch {
-			return store.FinishRecovery(ctx, tx, organizationID, id, store.RecoveryDone, "")
-		}
-		more = true
-		return nil
-	})
-	if err != nil {
-		return false, database.Classify(err)
-	}
-	return more, nil
-}
-
-// scheduleBatch sends the events of a batch that the recovery covers
-// again, in tx, and moves the recovery past the batch.
-func (m *Module) scheduleBatch(ctx context.Context, tx database.Tx, r store.RecoveryRun, url string, events []store.Scanned) error {
-	var resets []string
-	var missed []store.Missed
-	for _, e := range events {
-		switch {
-		case !e.Send:
-		case e.DeliveryID != nil:
-			resets = append(resets, *e.DeliveryID)
-		default:
-			missed = append(missed, store.Missed{DeliveryID: uuid.Must(uuid.NewV7()).String(), EventID: e.EventID,
-				FlowID: e.FlowID, Type: e.Type, Body: e.Body})
-		}
-	}
-	ids, jobs, err := m.claimTx(ctx, tx, r.OrganizationID, r.EndpointID, url, resets, missed, backlogPriority)
-	if err != nil {
-		return err
-	}
-	return store.ScheduleBatch(ctx, tx, r.OrganizationID, r.ID, ids, jobs, events[len(events)-1])
-}
-
 // claimTx makes the failed deliveries resets pending again and adds the
 // missed ones to the endpoint, at url (see store.ClaimDeliveries), and
 // inserts a job at priority for each it claimed. It returns the claimed
@@ -367,8 +202,8 @@ func (m *Module) claimTx(ctx context.Context, tx database.Tx, organizationID, en
 	}
 	params := make([]river.InsertManyParams, len(ids))
 	for i, d := range ids {
-		params[i] = river.InsertManyParams{Args: deliveryArgs{OrganizationID: organizationID, EventID: d},
-			InsertOpts: &river.InsertOpts{Queue: queue, Priority: priority}}
+		params[i] = river.InsertManyParams{Args: delivery.Args{OrganizationID: organizationID, EventID: d},
+			InsertOpts: &river.InsertOpts{Queue: delivery.Queue, Priority: priority}}
 	}
 	res, err := m.river.InsertManyTx(ctx, tx, params)
 	if err != nil {

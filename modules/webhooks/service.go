@@ -19,7 +19,12 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/jobmetrics"
+	"github.com/flowd/flowd/modules/webhooks/internal/cleanup"
+	"github.com/flowd/flowd/modules/webhooks/internal/delivery"
 	"github.com/flowd/flowd/modules/webhooks/internal/hostgate"
+	"github.com/flowd/flowd/modules/webhooks/internal/payload"
+	"github.com/flowd/flowd/modules/webhooks/internal/recovery"
+	"github.com/flowd/flowd/modules/webhooks/internal/signing"
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
 
@@ -40,17 +45,6 @@ const DefaultIncidentAfter = 3
 
 // secretOverlap is how long a rotated-out secret keeps signing.
 const secretOverlap = 24 * time.Hour
-
-// queue is the River queue of webhook deliveries.
-const queue = "webhooks"
-
-// Delivery priorities; River fetches the lowest first. A first attempt goes
-// before retries and deliveries held back by their host, so that a backlog
-// coming due after an outage does not delay fresh events.
-const (
-	firstPriority = 1
-	retryPriority = 2
-)
 
 // DefaultHostConcurrency is how many deliveries one instance sends to one
 // host at once: enough for a receiver that answers in 100 ms to take 200
@@ -141,20 +135,13 @@ const DefaultRetention = 90 * 24 * time.Hour
 // the River client whose workers deliver. Run runs the workers; a module that
 // never runs (an admin command) still publishes and rotates.
 type Module struct {
-	pool          *pgxpool.Pool
-	river         *river.Client[database.Tx]
-	reporter      TaskReporter
-	log           *slog.Logger
-	client        *http.Client
-	timeout       time.Duration
-	schedule      []time.Duration
-	incidentAfter int
-	recoveryBatch int
-	reach         Reach
-	disableAfter  time.Duration
-	metrics       *metrics
-	sealer        *sealer
-	gate          *hostgate.Gate
+	pool         *pgxpool.Pool
+	river        *river.Client[database.Tx]
+	log          *slog.Logger
+	recoverer    *recovery.Worker
+	reach        Reach
+	disableAfter time.Duration
+	sealer       *signing.Sealer
 	// holdLimit is how long a delivery may be held back by its host: as long
 	// as its retries would have taken.
 	holdLimit time.Duration
@@ -216,46 +203,44 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = jobTimeout
 	}
-	sealer, err := newSealer(opts.KeyEncryptionKey)
+	sealer, err := signing.NewSealer(opts.KeyEncryptionKey)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
 	m := &Module{
-		sealer:        sealer,
-		pool:          pool,
-		reporter:      reporter,
-		log:           opts.Log,
-		client:        newHTTPClient(opts.Timeout, opts.AllowPrivate, opts.Transport),
-		timeout:       opts.Timeout,
-		schedule:      opts.Schedule,
-		incidentAfter: opts.IncidentAfter,
-		recoveryBatch: opts.RecoveryBatch,
-		reach:         Reach{Events: opts.EventRetention, Deliveries: opts.Retention},
-		disableAfter:  opts.DisableAfter,
-		metrics:       newMetrics(opts.Registry),
-		gate:          hostgate.New(opts.HostConcurrency, opts.HoldBackoff),
+		sealer:       sealer,
+		pool:         pool,
+		log:          opts.Log,
+		reach:        Reach{Events: opts.EventRetention, Deliveries: opts.Retention},
+		disableAfter: opts.DisableAfter,
 	}
 	for _, d := range opts.Schedule {
 		m.holdLimit += d
 	}
+	deliveries := delivery.NewWorker(delivery.Config{Pool: pool, Reporter: reporter, Log: opts.Log,
+		Timeout: opts.Timeout, AllowPrivate: opts.AllowPrivate, Transport: opts.Transport, IncidentAfter: opts.IncidentAfter,
+		Registry: opts.Registry, Sealer: sealer, Gate: hostgate.New(opts.HostConcurrency, opts.HoldBackoff), HoldLimit: m.holdLimit,
+		Recorded: m.disableFailing})
 	if opts.Registry != nil {
-		if err := opts.Registry.Register(backlogCollector(pool, opts.Log)); err != nil {
+		if err := opts.Registry.Register(delivery.BacklogCollector(pool, opts.Log)); err != nil {
 			return nil, fmt.Errorf("webhooks: %w", err)
 		}
 	}
 	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely(workers, &deliveryWorker{m: m}); err != nil {
+	if err := river.AddWorkerSafely(workers, deliveries); err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
-	if err := river.AddWorkerSafely(workers, &cleanupWorker{pool: pool, retention: opts.Retention, eventRetention: opts.EventRetention}); err != nil {
+	if err := river.AddWorkerSafely(workers, cleanup.NewWorker(pool, opts.Retention, opts.EventRetention)); err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
-	if err := river.AddWorkerSafely(workers, &recoveryWorker{m: m}); err != nil {
+	m.recoverer = recovery.NewWorker(recovery.Config{Pool: pool, Log: opts.Log, Batch: opts.RecoveryBatch,
+		Scope: m.endpointScope, Claim: m.claimTx})
+	if err := river.AddWorkerSafely(workers, m.recoverer); err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Logger:               slog.New(minLevel{opts.Log.Handler(), slog.LevelWarn}),
-		Queues:               map[string]river.QueueConfig{queue: {MaxWorkers: opts.Workers}, recoveryQueue: {MaxWorkers: recoveryWorkers}},
+		Queues:               map[string]river.QueueConfig{delivery.Queue: {MaxWorkers: opts.Workers}, recovery.Queue: {MaxWorkers: recovery.Workers}},
 		FetchPollInterval:    opts.PollInterval,
 		FetchCooldown:        opts.FetchCooldown,
 		Workers:              workers,
@@ -272,7 +257,7 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 		// The leader instance prunes old events hourly.
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) {
-				return cleanupArgs{}, &river.InsertOpts{Queue: queue, MaxAttempts: 3}
+				return cleanup.Args{}, &river.InsertOpts{Queue: delivery.Queue, MaxAttempts: 3}
 			}, &river.PeriodicJobOpts{ID: "webhooks-cleanup", RunOnStart: true})},
 	})
 	if err != nil {
@@ -299,38 +284,6 @@ func (m *Module) Run(ctx context.Context) error {
 	return nil
 }
 
-// deliveryArgs are a River job's arguments: the delivery's organization
-// and id; the delivery itself is in webhook_events. Every statement of the
-// job names the organization (on Citus, its node). Migration 022 gave the
-// jobs queued before it their organization; one inserted since by an older
-// instance has none, and its delivery is looked up by its id alone.
-type deliveryArgs struct {
-	OrganizationID string `json:"organization_id,omitempty"`
-	EventID        string `json:"event_id"`
-}
-
-// Kind names the job kind in River's table.
-func (deliveryArgs) Kind() string { return "flowd.webhook_delivery" }
-
-// body is the JSON sent to the receiver.
-type body struct {
-	Type      EventType `json:"type"`
-	Timestamp string    `json:"timestamp"`
-	Data      bodyData  `json:"data"`
-}
-
-type bodyData struct {
-	FlowID         string `json:"flowId"`
-	ReferenceID    string `json:"referenceId"`
-	OrganizationID string `json:"organizationId"`
-	Status         string `json:"status"`
-	FlowStatus     string `json:"flowStatus"`
-	Version        int    `json:"version"`
-	Sequence       int    `json:"sequence"`
-	// FlowDefinitionID is left out of events stored before definitions existed.
-	FlowDefinitionID string `json:"flowDefinitionId,omitempty"`
-}
-
 // PublishTx stores ev and, when it has a URL, its delivery and the delivery's
 // job, in tx.
 func (m *Module) PublishTx(ctx context.Context, tx database.Tx, ev Event) error {
@@ -340,10 +293,10 @@ func (m *Module) PublishTx(ctx context.Context, tx database.Tx, ev Event) error 
 	if ev.OccurredAt.IsZero() {
 		ev.OccurredAt = time.Now()
 	}
-	b, err := json.Marshal(body{
-		Type:      ev.Type,
-		Timestamp: apiTime(ev.OccurredAt),
-		Data: bodyData{
+	b, err := json.Marshal(payload.Flow{
+		Type:      string(ev.Type),
+		Timestamp: payload.Time(ev.OccurredAt),
+		Data: payload.FlowData{
 			FlowID: ev.FlowID, ReferenceID: ev.ReferenceID, OrganizationID: ev.OrganizationID,
 			Status: ev.Status, FlowStatus: ev.FlowStatus, Version: ev.Version, Sequence: ev.Sequence,
 			FlowDefinitionID: ev.FlowDefinitionID,
@@ -360,8 +313,8 @@ func (m *Module) PublishTx(ctx context.Context, tx database.Tx, ev Event) error 
 	// The delivery to the flow's own URL has the event's id.
 	var own *store.Event
 	if ev.URL != "" {
-		res, err := m.river.InsertTx(ctx, tx, deliveryArgs{OrganizationID: ev.OrganizationID, EventID: id},
-			&river.InsertOpts{Queue: queue, Priority: firstPriority})
+		res, err := m.river.InsertTx(ctx, tx, delivery.Args{OrganizationID: ev.OrganizationID, EventID: id},
+			&river.InsertOpts{Queue: delivery.Queue, Priority: delivery.FirstPriority})
 		if err != nil {
 			return fmt.Errorf("webhooks: enqueue: %w", database.Classify(err))
 		}
@@ -386,8 +339,8 @@ func (m *Module) fanOutTx(ctx context.Context, tx database.Tx, ev store.StoredEv
 	params := make([]river.InsertManyParams, len(targets))
 	for i, t := range targets {
 		ids[i], endpoints[i], urls[i] = uuid.Must(uuid.NewV7()).String(), t.EndpointID, t.URL
-		params[i] = river.InsertManyParams{Args: deliveryArgs{OrganizationID: ev.OrganizationID, EventID: ids[i]},
-			InsertOpts: &river.InsertOpts{Queue: queue, Priority: firstPriority}}
+		params[i] = river.InsertManyParams{Args: delivery.Args{OrganizationID: ev.OrganizationID, EventID: ids[i]},
+			InsertOpts: &river.InsertOpts{Queue: delivery.Queue, Priority: delivery.FirstPriority}}
 	}
 	res, err := m.river.InsertManyTx(ctx, tx, params)
 	if err != nil {
@@ -422,11 +375,11 @@ func (m *Module) CancelPendingTx(ctx context.Context, tx database.Tx, organizati
 // CreateSecretTx makes the organization's first secret in tx; when it already
 // has one, that one is returned.
 func (m *Module) CreateSecretTx(ctx context.Context, tx database.Tx, organizationID string) (Secret, error) {
-	s, err := store.InsertSecret(ctx, tx, organizationID, m.sealer.seal(organizationID, newSecret()))
+	s, err := store.InsertSecret(ctx, tx, organizationID, m.sealer.Seal(organizationID, signing.NewSecret()))
 	if err != nil {
 		return Secret{}, fmt.Errorf("webhooks: create secret: %w", database.Classify(err))
 	}
-	v, err := m.sealer.open(organizationID, s.Current)
+	v, err := m.sealer.Open(organizationID, s.Current)
 	if err != nil {
 		return Secret{}, err
 	}
@@ -437,10 +390,10 @@ func (m *Module) CreateSecretTx(ctx context.Context, tx database.Tx, organizatio
 // beside the new for 24 h, so receivers can switch without losing a delivery.
 // Rotating again within those 24 h drops the oldest.
 func (m *Module) RotateSecret(ctx context.Context, organizationID string, before ...database.BeforeCommit[Secret]) (Secret, error) {
-	v := newSecret()
+	v := signing.NewSecret()
 	var out Secret
 	err := database.WithTx(ctx, m.pool, func(tx database.Tx) error {
-		at, err := store.RotateSecret(ctx, tx, organizationID, m.sealer.seal(organizationID, v), secretOverlap)
+		at, err := store.RotateSecret(ctx, tx, organizationID, m.sealer.Seal(organizationID, v), secretOverlap)
 		if err != nil {
 			return err
 		}
@@ -465,7 +418,7 @@ func (m *Module) CurrentSecret(ctx context.Context, organizationID string) (Secr
 	if err != nil {
 		return Secret{}, fmt.Errorf("webhooks: secret: %w", database.Classify(err))
 	}
-	v, err := m.sealer.open(organizationID, s.Current)
+	v, err := m.sealer.Open(organizationID, s.Current)
 	if err != nil {
 		return Secret{}, err
 	}
@@ -537,8 +490,8 @@ func (m *Module) retryJobTx(ctx context.Context, tx database.Tx, ev store.Event)
 	// The job is gone (pruned), or running right now, which River's retry
 	// leaves alone: a new job sends at once. Should the running attempt
 	// succeed first, the new job finds the event delivered and only reports.
-	res, err := m.river.InsertTx(ctx, tx, deliveryArgs{OrganizationID: ev.OrganizationID, EventID: ev.ID},
-		&river.InsertOpts{Queue: queue, Priority: firstPriority})
+	res, err := m.river.InsertTx(ctx, tx, delivery.Args{OrganizationID: ev.OrganizationID, EventID: ev.ID},
+		&river.InsertOpts{Queue: delivery.Queue, Priority: delivery.FirstPriority})
 	if err != nil {
 		return err
 	}

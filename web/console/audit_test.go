@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/internal/testkeys"
 	"github.com/flowd/flowd/modules/flows"
@@ -19,23 +17,6 @@ import (
 	"github.com/flowd/flowd/modules/identity/staff"
 	"github.com/flowd/flowd/web/internal/webtest"
 )
-
-// breakAuditLog makes every insert into the audit log fail, as a full disk,
-// a lost privilege or a bad entry would, until the returned function mends
-// it. A check that no row passes does it on PostgreSQL and Citus alike
-// (Citus has no triggers on distributed tables).
-func breakAuditLog(t *testing.T, pool *pgxpool.Pool) (mend func()) {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `alter table audit_log add constraint test_break_audit check (false) not valid`); err != nil {
-		t.Fatal(err)
-	}
-	return func() {
-		if _, err := pool.Exec(ctx, `alter table audit_log drop constraint test_break_audit`); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // TestConsoleActionsCommitWithTheirAuditEntry drives the console's audited
 // actions through the real server and modules while the audit log cannot be
@@ -156,7 +137,7 @@ func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 		return log
 	}
 
-	mend := breakAuditLog(t, ls.Pool)
+	mend := webtest.BreakAuditLog(t, ls.Pool)
 	for _, tt := range tests {
 		t.Run("audit log broken/"+tt.name, func(t *testing.T) {
 			p := post(t, tt.path, tt.form)

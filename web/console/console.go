@@ -1,7 +1,9 @@
 // Package console is the staff console under /console: an organization's
-// flows, consent definitions, credentials, webhooks, settings, audit log and
-// sessions, for its staff signed in through OpenID Connect. Its routes are
-// in web/routes.go, behind RequireStaff, and RequireAdmin for changes.
+// flows, consent definitions, webhooks, settings and audit log, for its
+// staff signed in through OpenID Connect; the pages of its API clients and
+// sessions are in web/console/access, which shares this package's frame
+// (kit.go). Its routes are in web/routes.go, behind RequireStaff, and
+// RequireAdmin for changes.
 package console
 
 import (

@@ -8,8 +8,6 @@ import (
 
 // What the tests of console_test reach of the package's own.
 
-var StaffOf = staffOf
-
 // RequireStaffOf is RequireStaff on the console sessions of sessions, for a
 // route a test mounts beside the console's.
 func RequireStaffOf(sessions *oidclogin.Sessions) echo.MiddlewareFunc {

@@ -5,19 +5,16 @@ import (
 	"crypto/rsa"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
-	"sync"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/netguard"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/orgs"
+	"github.com/flowd/flowd/modules/identity/tokens/internal/clientjwks"
 	"github.com/flowd/flowd/modules/identity/tokens/internal/store"
 )
 
@@ -27,15 +24,6 @@ const (
 	assertionLeeway  = 30 * time.Second
 	maxAssertionSize = 16 << 10
 	maxJTILength     = 256
-)
-
-// Bounds of the key sets fetched from clients' jwks_uri.
-const (
-	jwksFetchTimeout = 5 * time.Second
-	jwksCacheTTL     = 5 * time.Minute
-	// jwksRefetchEvery bounds the refetches an unknown kid forces, so that
-	// assertions with made-up kids cannot make flowd hammer the client's host.
-	jwksRefetchEvery = 30 * time.Second
 )
 
 // authFailure is a failed client authentication: Description is told to the
@@ -219,24 +207,11 @@ func (s *Service) checkAssertionClaims(clientID string, cl jwt.Claims) error {
 	return nil
 }
 
-// jwksCache holds the key sets fetched from clients' jwks_uri, per client
-// and URL, on this instance.
-type jwksCache struct {
-	mu      sync.Mutex
-	entries map[string]*jwksEntry // by client id
-}
-
-type jwksEntry struct {
-	uri       string
-	keys      []jose.JSONWebKey
-	fetchedAt time.Time
-}
-
 // clientKeySet returns the keys of a client: its inline set, or the set at
 // its jwks_uri, fetched when not cached or when force is set (a kid the
-// cached set lacks) and the set is older than jwksRefetchEvery. A fetch
-// must first pass gate; a failure is returned as an error whose text names
-// the reason, for the logs.
+// cached set lacks) and the cached set may be refetched. A fetch must first
+// pass gate; a failure is returned as an error whose text names the reason,
+// for the logs.
 func (s *Service) clientKeySet(ctx context.Context, c orgs.StoredClient, force bool, gate *costGate) ([]jose.JSONWebKey, error) {
 	keys := c.Keys
 	if len(keys.JWKS) > 0 {
@@ -246,101 +221,20 @@ func (s *Service) clientKeySet(ctx context.Context, c orgs.StoredClient, force b
 		return nil, errors.New("the client has no keys")
 	}
 	now := s.now()
-	s.jwks.mu.Lock()
-	e := s.jwks.entries[c.ID]
-	if e != nil && e.uri != keys.JWKSURI {
-		e = nil
+	if set, ok := s.jwks.Get(c.ID, keys.JWKSURI, force, now); ok {
+		return set, nil
 	}
-	fresh := e != nil && now.Sub(e.fetchedAt) < jwksCacheTTL
-	if fresh && (!force || now.Sub(e.fetchedAt) < jwksRefetchEvery) {
-		out := e.keys
-		s.jwks.mu.Unlock()
-		return out, nil
-	}
-	s.jwks.mu.Unlock()
-
 	if err := gate.enter(); err != nil {
 		return nil, err
 	}
-	set, err := s.fetchJWKS(ctx, keys.JWKSURI)
+	set, err := clientjwks.Fetch(ctx, s.cfg.JWKSHTTPClient, keys.JWKSURI, s.cfg.ClientJWKSHosts)
 	if err != nil {
 		return nil, err
 	}
-	s.jwks.mu.Lock()
-	defer s.jwks.mu.Unlock()
-	if s.jwks.entries == nil {
-		s.jwks.entries = map[string]*jwksEntry{}
-	}
-	s.jwks.entries[c.ID] = &jwksEntry{uri: keys.JWKSURI, keys: set, fetchedAt: now}
+	s.jwks.Put(c.ID, keys.JWKSURI, set, now)
 	return set, nil
 }
 
 // forgetClientKeys drops a client's fetched key set: its keys were
 // replaced, or it changed otherwise (changes.TopicClient).
-func (s *Service) forgetClientKeys(clientID string) {
-	s.jwks.mu.Lock()
-	delete(s.jwks.entries, clientID)
-	s.jwks.mu.Unlock()
-}
-
-// jwksClient returns the client that fetches jwks_uri: base (a plain client
-// when nil) with its TLS settings kept, connecting only through the address
-// guard of webhook deliveries unless allowPrivate, with no proxy from the
-// environment (a proxy would hide the real destination from the guard), and
-// following no redirects (they could lead off the allow-list); wrap, when
-// set, wraps the transport.
-func jwksClient(base *http.Client, allowPrivate bool, wrap func(http.RoundTripper) http.RoundTripper) *http.Client {
-	c := &http.Client{}
-	if base != nil {
-		*c = *base
-	}
-	t, ok := c.Transport.(*http.Transport)
-	if !ok {
-		t = http.DefaultTransport.(*http.Transport)
-	}
-	t = t.Clone()
-	t.Proxy = nil
-	t.DialContext, t.DialTLSContext = netguard.NewDialer(jwksFetchTimeout, allowPrivate).DialContext, nil
-	c.Transport = t
-	if wrap != nil {
-		c.Transport = wrap(t)
-	}
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return c
-}
-
-// fetchJWKS gets a key set from a client's jwks_uri with the service's
-// JWKS HTTP client (jwksClient): the host must still be allowed, and the
-// answer must be a valid set within orgs.MaxJWKSSize, in jwksFetchTimeout.
-func (s *Service) fetchJWKS(ctx context.Context, uri string) ([]jose.JSONWebKey, error) {
-	if err := orgs.CheckJWKSURI(uri, s.cfg.ClientJWKSHosts); err != nil {
-		return nil, fmt.Errorf("jwks_uri %s: %w", uri, err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, jwksFetchTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "application/jwk-set+json, application/json")
-	resp, err := s.cfg.JWKSHTTPClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("fetching jwks_uri %s: %w", uri, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("jwks_uri %s answered %s", uri, resp.Status)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, orgs.MaxJWKSSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading jwks_uri %s: %w", uri, err)
-	}
-	if len(body) > orgs.MaxJWKSSize {
-		return nil, fmt.Errorf("jwks_uri %s: the key set is larger than %d KiB", uri, orgs.MaxJWKSSize>>10)
-	}
-	set, err := orgs.ParseJWKS(body)
-	if err != nil {
-		return nil, fmt.Errorf("jwks_uri %s: %w", uri, err)
-	}
-	return set, nil
-}
+func (s *Service) forgetClientKeys(clientID string) { s.jwks.Forget(clientID) }

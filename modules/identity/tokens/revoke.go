@@ -70,7 +70,7 @@ func (s *Service) revokeAccessToken(ctx context.Context, c orgs.StoredClient, ra
 		return database.Classify(err)
 	}
 	if revoked {
-		s.revoked.add(v.jti, v.expiry, s.now())
+		s.revoked.Add(v.jti, v.expiry, s.now())
 		s.log.InfoContext(ctx, "identity: access token revoked by its client", "client_id", c.ID, "jti", v.jti)
 	}
 	return nil

@@ -3,7 +3,6 @@ package tokens
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +33,7 @@ func (f fixture) listening(t *testing.T) *instance {
 	other := f.another(t, nil)
 	other.run(t)
 	waitFor(t, "the listener and its revoked set", func() bool {
-		_, complete := other.revoked.has("")
+		_, complete := other.revoked.Has("")
 		return complete
 	})
 	return other
@@ -281,39 +280,5 @@ func TestSweepForgetsExpiredRevocations(t *testing.T) {
 	}
 	if rows.Err() != nil || len(left) != 1 || left[0] != jti(live.AccessToken) {
 		t.Fatalf("after the sweep %v (%v), want only the live token's", left, rows.Err())
-	}
-}
-
-// TestRevokedSetFallsBackToTheDatabase checks the set's rules: incomplete
-// until loaded, incomplete again when the listener is lost or it is full.
-func TestRevokedSetFallsBackToTheDatabase(t *testing.T) {
-	t.Parallel()
-	var r revokedTokens
-	r.init()
-	now := time.Now()
-	if _, complete := r.has("a"); complete {
-		t.Fatal("complete before any load")
-	}
-	_, epoch := r.needsLoad()
-	r.lost()
-	r.loaded(nil, epoch, now)
-	if _, complete := r.has("a"); complete {
-		t.Fatal("a load that raced a lost listener made the set complete")
-	}
-	_, epoch = r.needsLoad()
-	r.loaded(nil, epoch, now)
-	r.add("a", now.Add(time.Minute), now)
-	if revoked, complete := r.has("a"); !revoked || !complete {
-		t.Fatalf("after a load and an add: revoked %v complete %v", revoked, complete)
-	}
-	for i := range revokedMax {
-		r.add(strconv.Itoa(i), now.Add(time.Minute), now)
-	}
-	if _, complete := r.has("a"); complete {
-		t.Fatal("a full set still claims to be complete")
-	}
-	r.prune(now.Add(2 * time.Minute))
-	if revoked, _ := r.has("a"); revoked {
-		t.Fatal("an expired revocation was kept")
 	}
 }

@@ -17,7 +17,10 @@ import (
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/changes"
 	"github.com/flowd/flowd/modules/identity/internal/secret"
+	"github.com/flowd/flowd/modules/identity/tokens/internal/clientjwks"
 	"github.com/flowd/flowd/modules/identity/tokens/internal/costlimit"
+	"github.com/flowd/flowd/modules/identity/tokens/internal/dpopproof"
+	"github.com/flowd/flowd/modules/identity/tokens/internal/revoked"
 	"github.com/flowd/flowd/modules/identity/tokens/internal/store"
 )
 
@@ -89,14 +92,14 @@ type Service struct {
 	now     func() time.Time
 
 	tokens  tokenCache
-	revoked revokedTokens
-	jwks    jwksCache
+	revoked *revoked.Set
+	jwks    clientjwks.Cache
 	macs    secret.MACs
 	limiter *costlimit.Limiter
 	hashing chan struct{} // bounds concurrent argon2id work
 
-	dpopSeen     seenProofs
-	dpopNonceKey []byte
+	dpop     *dpopproof.Checker
+	dpopSeen *dpopproof.Seen
 
 	builtin  *builtinVerifier
 	external *externalVerifier
@@ -138,22 +141,22 @@ func New(pool *pgxpool.Pool, feed *changes.Feed, clients Clients, keys Keys, aud
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
-	cfg.JWKSHTTPClient = jwksClient(cfg.JWKSHTTPClient, cfg.JWKSAllowPrivate, cfg.JWKSTransport)
+	cfg.JWKSHTTPClient = clientjwks.NewHTTPClient(cfg.JWKSHTTPClient, cfg.JWKSAllowPrivate, cfg.JWKSTransport)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	cfg.Issuer = strings.TrimRight(cfg.Issuer, "/")
 	s := &Service{
 		pool: pool, feed: feed, clients: clients, keys: keys, audit: audit, cfg: cfg, log: cfg.Log, now: cfg.Now,
-		macs:         secret.NewMACs(cfg.KeyEncryptionKey),
-		refusals:     newRefusals(cfg.Registry),
-		limiter:      costlimit.New(cfg.Now, cfg.FailureWindow, cfg.AddressFailureLimit),
-		hashing:      make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
-		dpopNonceKey: dpopNonceKey(cfg.KeyEncryptionKey),
+		macs:     secret.NewMACs(cfg.KeyEncryptionKey),
+		refusals: newRefusals(cfg.Registry),
+		limiter:  costlimit.New(cfg.Now, cfg.FailureWindow, cfg.AddressFailureLimit),
+		hashing:  make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
+		dpop:     dpopproof.NewChecker(cfg.Issuer, cfg.DPoPNonceRequired, cfg.KeyEncryptionKey, cfg.Now),
+		dpopSeen: dpopproof.NewSeen(),
+		revoked:  revoked.New(),
 	}
 	s.tokens.init()
-	s.revoked.init()
-	s.dpopSeen.init()
 	s.builtin = newBuiltinVerifier(s)
 	if cfg.ExternalIssuer != "" {
 		s.external = newExternalVerifier(s)
@@ -161,7 +164,7 @@ func New(pool *pgxpool.Pool, feed *changes.Feed, clients Clients, keys Keys, aud
 	feed.Subscribe(changes.TopicRevoked, s.revokedElsewhere)
 	feed.Subscribe(changes.TopicClient, s.forgetClientKeys)
 	feed.OnListen(s.loadRevoked)
-	feed.OnLost(s.revoked.lost)
+	feed.OnLost(s.revoked.Lost)
 	return s, nil
 }
 
@@ -171,10 +174,10 @@ func (s *Service) revokedElsewhere(subject string) {
 	unix, err := strconv.ParseInt(exp, 10, 64)
 	if err != nil {
 		// Not from this version of flowd: look every jti up until reconnected.
-		s.revoked.lost()
+		s.revoked.Lost()
 		return
 	}
-	s.revoked.add(jti, time.Unix(unix, 0), s.now())
+	s.revoked.Add(jti, time.Unix(unix, 0), s.now())
 }
 
 // Run removes expired refresh tokens and what else the token service keeps
@@ -208,8 +211,8 @@ func (s *Service) sweepOnce(ctx context.Context) {
 			}
 		}
 	}
-	s.revoked.prune(s.now())
-	s.dpopSeen.prune(s.now())
+	s.revoked.Prune(s.now())
+	s.dpopSeen.Prune(s.now())
 	if err := s.loadRevoked(ctx); err != nil {
 		s.log.WarnContext(ctx, "identity: loading revoked access tokens", "error", err)
 	}

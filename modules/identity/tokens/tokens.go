@@ -12,12 +12,11 @@ import (
 	"crypto/ecdsa"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v4"
-
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/orgs"
+	"github.com/flowd/flowd/modules/identity/tokens/internal/dpopproof"
 )
 
 // Grant types of the token endpoint.
@@ -121,20 +120,15 @@ func (e *TokenError) Error() string { return e.Code + ": " + e.Description }
 // ErrInvalidToken is the one error a refused access token gets.
 var ErrInvalidToken = apperr.New(apperr.Unauthenticated, "The access token is invalid or expired.")
 
-// The acceptance window of a DPoP proof's iat (RFC 9449 11.1). A proof is
-// made for one request just before it is sent, so a minute covers the
-// network and a client's slow start while keeping short the life of a proof
-// an attacker might have copied or pre-generated; the replay table keeps each
-// jti for the window only, so a longer one would also keep more rows. A few
-// seconds in the future forgive a client's clock running slightly ahead.
+// The acceptance window of a DPoP proof's iat (RFC 9449 11.1).
 const (
-	DPoPProofMaxAge    = 60 * time.Second
-	DPoPProofMaxFuture = 5 * time.Second
+	DPoPProofMaxAge    = dpopproof.MaxAge
+	DPoPProofMaxFuture = dpopproof.MaxFuture
 )
 
 // DPoPAlgorithms are the signature algorithms accepted for DPoP proofs:
 // asymmetric only, so "none" and HMAC are refused before any key is used.
-var DPoPAlgorithms = []jose.SignatureAlgorithm{jose.ES256, jose.PS256, jose.RS256}
+var DPoPAlgorithms = dpopproof.Algorithms
 
 // DPoPAlgorithmNames are DPoPAlgorithms by name, as discovery and the
 // WWW-Authenticate challenge list them.
@@ -143,44 +137,24 @@ var DPoPAlgorithmNames = algorithmNames(DPoPAlgorithms)
 // Error codes of DPoP (RFC 9449 5 and 7.1), at the token endpoint and in
 // resource servers' challenges.
 const (
-	ErrCodeInvalidDPoPProof = "invalid_dpop_proof"
-	ErrCodeUseDPoPNonce     = "use_dpop_nonce"
+	ErrCodeInvalidDPoPProof = dpopproof.CodeInvalidProof
+	ErrCodeUseDPoPNonce     = dpopproof.CodeUseNonce
 )
 
 // DPoPRequest is what a request offers for DPoP: its DPoP header values,
-// its method and its path. The htu a proof must name is the configured
-// issuer (FLOWD_BASE_URL) and the path: never the Host header, which the
-// caller chooses.
-// It is comparable, as TokenRequest must stay.
-type DPoPRequest struct {
-	Proof   string // the DPoP header's value
-	Headers int    // how many DPoP headers the request carried: a proof needs exactly one
-	Method  string
-	Path    string // the request URL's escaped path
-}
+// its method and its path.
+type DPoPRequest = dpopproof.Request
 
 // NewDPoPRequest makes the DPoPRequest of a request's DPoP header values.
 func NewDPoPRequest(values []string, method, path string) DPoPRequest {
-	r := DPoPRequest{Headers: len(values), Method: method, Path: path}
-	if len(values) == 1 {
-		r.Proof = values[0]
-	}
-	return r
+	return dpopproof.NewRequest(values, method, path)
 }
-
-// Present reports whether the request carries a DPoP header at all.
-func (r DPoPRequest) Present() bool { return r.Headers > 0 }
 
 // DPoPError is why a DPoP proof was refused: ErrCodeInvalidDPoPProof or
 // ErrCodeUseDPoPNonce, with a Description safe to show the caller. The
 // token endpoint answers it as a TokenError; a resource request gets an
 // apperr Unauthenticated error that wraps it.
-type DPoPError struct {
-	Code        string
-	Description string
-}
-
-func (e *DPoPError) Error() string { return e.Code + ": " + e.Description }
+type DPoPError = dpopproof.Error
 
 // ClientAssertionType is the client_assertion_type of private_key_jwt
 // (RFC 7523 2.2).

@@ -231,7 +231,7 @@ func (s *Service) admitBuiltin(ctx context.Context, v verifiedToken) (identity.P
 // accessTokenRevoked reports whether the token was revoked, from the revoked
 // set while it is complete, else from the database.
 func (s *Service) accessTokenRevoked(ctx context.Context, v verifiedToken) (bool, error) {
-	if revoked, complete := s.revoked.has(v.jti); revoked || complete {
+	if revoked, complete := s.revoked.Has(v.jti); revoked || complete {
 		return revoked, nil
 	}
 	revoked, err := store.AccessTokenRevoked(ctx, s.pool, v.jti)
@@ -239,7 +239,7 @@ func (s *Service) accessTokenRevoked(ctx context.Context, v verifiedToken) (bool
 		return false, database.Classify(err)
 	}
 	if revoked {
-		s.revoked.add(v.jti, v.expiry, s.now())
+		s.revoked.Add(v.jti, v.expiry, s.now())
 	}
 	return revoked, nil
 }

@@ -1,0 +1,58 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/flowd/flowd/internal/app/command"
+	"github.com/flowd/flowd/internal/config"
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/webhooks"
+)
+
+// runRotateWebhookSecret handles "flowd orgs rotate-webhook-secret --org
+// ORG_ID [--json]": it prints the new secret once; the previous one keeps
+// signing for 24 hours so receivers can switch over.
+func runRotateWebhookSecret(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, _ io.Writer) error {
+	fs := flag.NewFlagSet("orgs rotate-webhook-secret", flag.ContinueOnError)
+	org := fs.String("org", "", "organization id (required)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := command.ParseFlags(fs, args); err != nil {
+		return err
+	}
+	if strings.TrimSpace(*org) == "" {
+		return errors.New("orgs rotate-webhook-secret: --org is required")
+	}
+	// The secrets are needed: FLOWD_KEY_ENCRYPTION_KEY encrypts the new signing secret at rest.
+	cfg, err := config.Load(getenv, config.Need{Database: true, Secrets: true})
+	if err != nil {
+		return err
+	}
+	pool, err := database.Open(ctx, cfg.DatabaseURL, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	hooks, err := webhooks.New(pool, flows.NewTaskReports(pool), webhooks.Options{Timeout: cfg.WebhookTimeout, KeyEncryptionKey: cfg.KeyEncryptionKey})
+	if err != nil {
+		return err
+	}
+	s, err := hooks.RotateSecret(ctx, strings.TrimSpace(*org))
+	if errors.Is(err, webhooks.ErrNotFound) {
+		return fmt.Errorf("orgs rotate-webhook-secret: organization %q has no webhook secret (is the id right?)", *org)
+	}
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(map[string]string{"webhookSecret": s.Value})
+	}
+	fmt.Fprintf(stdout, "New webhook secret of organization %s (shown once):\n  %s\nThe previous secret keeps signing beside it for 24 hours.\n", *org, s.Value)
+	return nil
+}

@@ -1,0 +1,61 @@
+// Package payload makes the JSON bodies flowd sends to webhook receivers,
+// in the API's spelling: a flow event's and an endpoint event's.
+package payload
+
+import (
+	"net/url"
+	"time"
+)
+
+// Flow is the JSON body of a flow event.
+type Flow struct {
+	Type      string   `json:"type"`
+	Timestamp string   `json:"timestamp"`
+	Data      FlowData `json:"data"`
+}
+
+// FlowData is a flow event's data.
+type FlowData struct {
+	FlowID         string `json:"flowId"`
+	ReferenceID    string `json:"referenceId"`
+	OrganizationID string `json:"organizationId"`
+	Status         string `json:"status"`
+	FlowStatus     string `json:"flowStatus"`
+	Version        int    `json:"version"`
+	Sequence       int    `json:"sequence"`
+	// FlowDefinitionID is left out of events stored before definitions existed.
+	FlowDefinitionID string `json:"flowDefinitionId,omitempty"`
+}
+
+// Endpoint is the JSON body of an endpoint event: the shape of a flow
+// event's, with data about the endpoint.
+type Endpoint struct {
+	Type      string       `json:"type"`
+	Timestamp string       `json:"timestamp"`
+	Data      EndpointData `json:"data"`
+}
+
+// EndpointData is an endpoint event's data.
+type EndpointData struct {
+	EndpointID     string `json:"endpointId"`
+	OrganizationID string `json:"organizationId"`
+	// URL is the endpoint's origin: its path and query may hold a secret of
+	// its receiver, which the organization's other receivers must not see.
+	URL          string `json:"url"`
+	Reason       string `json:"reason"`
+	FailingSince string `json:"failingSince"`
+	DisabledAt   string `json:"disabledAt"`
+}
+
+// Time is how an event's body writes an instant: RFC 3339 in UTC with
+// milliseconds, as the API does.
+func Time(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+// Origin returns the scheme and host of a URL.
+func Origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
