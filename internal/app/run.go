@@ -96,6 +96,10 @@ func commands() []command {
 				{name: "retire", synopsis: "ID --org ORG_ID [--json]", run: runDefinitionsRetire,
 					summary: "retire a consent definition: no new flow uses it"},
 			}},
+		{name: "flows", summary: "flows", subcommands: []command{
+			{name: "reindex", synopsis: "[--batch N] [--json]", run: runFlowsReindex,
+				summary: "fill in the blind index the person's own page finds flows by, printing progress"},
+		}},
 		{name: "receipts", summary: "consent receipts", subcommands: []command{
 			{name: "verify", synopsis: "FILE [--jwks URL|FILE] [--json]", run: runReceiptsVerify,
 				summary: "check a consent receipt (- reads stdin), offline with --jwks"},

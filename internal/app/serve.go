@@ -149,7 +149,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	flowsModule := flows.New(pool, sealer, consentRequests, definitions, orgs, hooks, log, registry, flows.Config{
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
 		ReadRoundTrips: cfg.DBReadRoundTrips, MaintenanceInterval: cfg.MaintenanceInterval,
-		ExpiryMiddleware: tracing.RiverLinkedMiddleware(),
+		ExpiryMiddleware: tracing.RiverLinkedMiddleware(), PersonIndex: flows.NewPersonIndex(cfg.KeyEncryptionKey),
 	})
 
 	// The answers to the API's requests that carry an Idempotency-Key.

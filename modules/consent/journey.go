@@ -89,7 +89,7 @@ type Request struct {
 // Matches reports, in constant time, whether provenNationalID is the
 // national id the request is for.
 func (r Request) Matches(provenNationalID string) bool {
-	a, b := normalizeID(r.nationalID), normalizeID(provenNationalID)
+	a, b := flows.NormalizeNationalID(r.nationalID), flows.NormalizeNationalID(provenNationalID)
 	return len(a) > 0 && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
@@ -546,13 +546,4 @@ func idEnd(id string) string {
 		return ""
 	}
 	return string(r[len(r)-2:])
-}
-
-func normalizeID(id string) string {
-	return strings.ToUpper(strings.Map(func(r rune) rune {
-		if r == ' ' || r == '-' || r == '+' {
-			return -1
-		}
-		return r
-	}, id))
 }
