@@ -14,3 +14,12 @@ begin
     execute 'create index flows_person_index_idx on flows (person_index) where person_index is not null';
 end
 $$;
+
+-- A definition version may say what withdrawing a consent given under it
+-- means for the person, in both languages ({"en": …, "nb": …}); null: the
+-- consent pages' plain default.
+do $$
+begin
+    execute 'alter table consent_definition_versions add column withdrawal_consequences jsonb';
+end
+$$;
