@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"strings"
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/flows"
@@ -44,4 +45,12 @@ func (d organizationDirectory) OrganizationName(ctx context.Context, organizatio
 func (d organizationDirectory) RecordIdentityMismatchTx(ctx context.Context, tx database.Tx, organizationID, flowID, referenceID string) error {
 	return d.audit.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: organizationID, Actor: "end-user",
 		Action: "consent.identity_mismatch", Target: referenceID, Detail: "flow " + flowID})
+}
+
+// RecordPersonPageTx implements consent.PersonPageRecorder: the
+// organization's audit log shows each view of the person's own page that
+// listed its flows, and each withdrawal from it, by the flows' references.
+func (d organizationDirectory) RecordPersonPageTx(ctx context.Context, tx database.Tx, organizationID, action string, referenceIDs []string) error {
+	return d.audit.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: organizationID, Actor: "end-user",
+		Action: action, Target: strings.Join(referenceIDs, ", ")})
 }

@@ -29,7 +29,7 @@ func (m *Manager) newRow(c Caller, in NewFlow, flowID string, settings Organizat
 		OrganizationNumber: settings.OrganizationNumber,
 		ProcessInstanceID:  uuid.NewString(),
 		FlowDefinitionID:   pinned.ID, FlowDefinitionVersion: pinned.Version, VersionTag: orNil(pinned.Tag),
-		CreatedBy: c.ClientID,
+		CreatedBy:   c.ClientID,
 		PersonIndex: m.personIndexOf(in.NationalID), PersonIndexKey: m.personIndexVersion(),
 	}
 }

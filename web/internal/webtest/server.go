@@ -192,3 +192,7 @@ func (TestOrganizations) OrganizationExists(context.Context, string) (bool, erro
 func (TestOrganizations) RecordIdentityMismatchTx(context.Context, database.Tx, string, string, string) error {
 	return nil
 }
+
+func (TestOrganizations) RecordPersonPageTx(context.Context, database.Tx, string, string, []string) error {
+	return nil
+}
