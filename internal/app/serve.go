@@ -155,6 +155,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	// The answers to the API's requests that carry an Idempotency-Key.
 	answers := idempotency.New(pool, sealer, log, cfg.MaintenanceInterval)
 
+	journey := consent.NewJourney(pool, consentRequests, flowsModule, definitions, receipts, orgs, orgs, cfg.ConsentACRMap, log)
 	srv, err := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Webhooks: hooks,
 		Tokens: ident.tokens, Bearer: ident.tokens, JWKS: ident.keys, Organizations: ident.orgs, Clients: ident.orgs,
@@ -162,7 +163,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 		Endpoints: webhooks.NewEndpoints(pool, webhooks.EndpointRules{AllowInsecureURLs: cfg.AllowInsecureURLs,
 			AllowPrivate: cfg.WebhookAllowPrivate}),
 		Flows: flowsModule, Definitions: definitions, Receipts: receipts,
-		Consent:     consent.NewJourney(pool, consentRequests, flowsModule, definitions, receipts, orgs, orgs, cfg.ConsentACRMap, log),
+		Consent: journey, PersonPage: journey,
 		Withdrawals: consent.NewWithdrawals(pool, consentRequests, flowsModule, definitions, receipts),
 		Login:       provider, ConsoleRP: consoleRP, ConsentRP: consentRP, Sessions: sessions, Idempotency: answers,
 		Tracing: tracing,
