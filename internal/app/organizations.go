@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/flowd/flowd/internal/database"
@@ -52,5 +53,23 @@ func (d organizationDirectory) RecordIdentityMismatchTx(ctx context.Context, tx 
 // listed its flows, and each withdrawal from it, by the flows' references.
 func (d organizationDirectory) RecordPersonPageTx(ctx context.Context, tx database.Tx, organizationID, action string, referenceIDs []string) error {
 	return d.audit.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: organizationID, Actor: "end-user",
-		Action: action, Target: strings.Join(referenceIDs, ", ")})
+		Action: action, Target: referenceList(referenceIDs, 200), Detail: fmt.Sprintf("%d flows", len(referenceIDs))})
+}
+
+// referenceList joins references with commas, cut to at most limit bytes
+// on a reference's end, with "…" when some are left out.
+func referenceList(refs []string, limit int) string {
+	var b strings.Builder
+	for i, r := range refs {
+		sep := ""
+		if i > 0 {
+			sep = ", "
+		}
+		if b.Len()+len(sep)+len(r) > limit-len("…") {
+			b.WriteString("…")
+			break
+		}
+		b.WriteString(sep + r)
+	}
+	return b.String()
 }
