@@ -75,7 +75,7 @@ func TestMyConsentsInABrowser(t *testing.T) {
 
 	// Every consent page links to the person's own page.
 	run(t, ctx, chromedp.Navigate(accepted.Links.Consent.Href+"?lang=en"))
-	waitPage(t, ctx, "Your answer")
+	waitPage(t, ctx, "You accepted this request")
 	run(t, ctx, chromedp.Click(`a.my-link`, chromedp.ByQuery))
 	p := waitPage(t, ctx, "Every consent request addressed to you")
 	for _, want := range []string{"Share your income with Acme Bank", "Acme Bank", "Nordic Insurance",
