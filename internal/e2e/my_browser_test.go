@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/base64"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -211,4 +212,77 @@ func TestMyConsentsPageInNorwegian(t *testing.T) {
 		t.Errorf("html lang = %q", lang)
 	}
 	e.b.CheckAccessibility("/my in Norwegian")
+}
+
+// TestMyWithdrawalNeedsItsLevelAndTheForm: a withdrawal from /my needs the
+// session's form token and a sign-in at the consent's level; a weaker
+// sign-in lists the consent without its details, and a flow of someone
+// else's cannot be withdrawn by its id.
+func TestMyWithdrawalNeedsItsLevelAndTheForm(t *testing.T) {
+	t.Parallel()
+	e := newConsentEnv(t)
+	ctx := e.b.Ctx
+	high := strings.Replace(mortgageDefinition("high"), "mortgage-data-sharing", "pension-transfer", 1)
+	if resp := call(t, e.api, "POST", e.in.URL+"/api/flow-definitions", high, nil); resp.StatusCode != 201 {
+		t.Fatalf("create definition: %d", resp.StatusCode)
+	}
+	f := e.flowOn(t, "pension-transfer", 0)
+	var someoneElses createdFlow
+	if resp := call(t, e.api, "POST", e.in.URL+"/api/flows", `{"nationalId":"`+wrongID+`","lastName":"Hansen",`+
+		`"redirectUrl":"`+e.site.srv.URL+`/done"}`, &someoneElses); resp.StatusCode != 201 {
+		t.Fatalf("create someone else's: %d", resp.StatusCode)
+	}
+	acceptIn(t, e, f.Links.Consent.Href, rightID, "high")
+	withdraw := e.in.URL + "/my/" + f.FlowID + "/withdraw"
+
+	run(t, ctx, chromedp.Navigate(withdraw+"?lang=en"))
+	waitPage(t, ctx, "Withdraw your consent?")
+	var token string
+	run(t, ctx, chromedp.Value(`form.withdraw input[name=csrf]`, &token, chromedp.ByQuery))
+	cookies := e.cookieHeader(t)
+	if resp, body := e.post(t, withdraw, url.Values{}, cookies, e.sameOrigin()...); resp.StatusCode != 403 ||
+		!strings.Contains(body, "The form has expired") {
+		t.Errorf("a withdrawal without the form's token: %d\n%s", resp.StatusCode, body)
+	}
+	if resp, body := e.post(t, withdraw, url.Values{"csrf": {"not-the-token"}}, cookies, e.sameOrigin()...); resp.StatusCode != 403 {
+		t.Errorf("a withdrawal with a wrong token: %d\n%s", resp.StatusCode, body)
+	}
+	if resp, body := e.post(t, e.in.URL+"/my/"+someoneElses.FlowID+"/withdraw", url.Values{"csrf": {token}}, cookies,
+		e.sameOrigin()...); resp.StatusCode != 404 {
+		t.Errorf("a withdrawal of someone else's flow: %d\n%s", resp.StatusCode, body)
+	}
+	if got := e.flow(t, f.FlowID).Flow.Consent.Status; got != "Accepted" {
+		t.Fatalf("the consent is %s after refused withdrawals", got)
+	}
+
+	// Signed in again at substantial, the consent is listed without its
+	// details, and withdrawing it asks for the stronger eID.
+	run(t, ctx, chromedp.Navigate(e.in.URL+"/my/login?again=1"), chromedp.WaitVisible(`#national_id`, chromedp.ByQuery),
+		chromedp.SendKeys(`#national_id`, rightID, chromedp.ByQuery),
+		chromedp.Click(`input[name=level][value=substantial]`, chromedp.ByQuery),
+		chromedp.Click(`form button[type=submit]`, chromedp.ByQuery))
+	p := waitPage(t, ctx, "Every consent request addressed to you")
+	if !strings.Contains(p.text, "requires an electronic ID at level high") {
+		t.Errorf("the consent needing high is not listed as hidden:\n%s", p.text)
+	}
+	for _, unwanted := range []string{f.ReferenceID, "Share your income", "Acme Bank ASA"} {
+		if strings.Contains(p.text, unwanted) {
+			t.Errorf("a substantial sign-in sees %q of a consent needing high:\n%s", unwanted, p.text)
+		}
+	}
+	var stronger string
+	run(t, ctx, chromedp.AttributeValue(`.my-hidden a.button`, "href", &stronger, nil, chromedp.ByQuery))
+	if !strings.Contains(stronger, "level=high") {
+		t.Errorf("the stronger sign-in link is %q", stronger)
+	}
+	e.b.CheckAccessibility("/my with a hidden consent")
+	run(t, ctx, chromedp.Value(`form.signout input[name=csrf]`, &token, chromedp.ByQuery))
+	cookies = e.cookieHeader(t)
+	if resp, body := e.post(t, withdraw, url.Values{"csrf": {token}}, cookies, e.sameOrigin()...); resp.StatusCode != 403 ||
+		!strings.Contains(body, "A stronger electronic ID is needed") {
+		t.Errorf("a withdrawal at substantial of a consent needing high: %d\n%s", resp.StatusCode, body)
+	}
+	if got := e.flow(t, f.FlowID).Flow.Consent.Status; got != "Accepted" {
+		t.Fatalf("the consent is %s after a withdrawal below its level", got)
+	}
 }
