@@ -63,8 +63,10 @@ const (
 	HappenedRejected  = "rejected"
 	HappenedWithdrawn = "withdrawn"
 	HappenedExpired   = "expired"
-	// HappenedUsed is a use the organization recorded of the consent.
-	HappenedUsed = "used"
+	// HappenedUsed is a use the organization recorded of the consent, and
+	// HappenedExpiring the warning that it runs out soon (flow.expiring).
+	HappenedUsed     = "used"
+	HappenedExpiring = "expiring"
 )
 
 // Happening is one step of a request's history.
@@ -183,8 +185,10 @@ func (s *JourneyService) mineTx(ctx context.Context, tx database.Tx, f flows.Flo
 	return m, nil
 }
 
-// history is what happened to f, oldest first. Uses the organization
-// records are added as HappenedUsed once the flows module keeps them.
+// history is what happened to f, oldest first. The uses the organization
+// records (HappenedUsed) and the warning before the consent runs out
+// (HappenedExpiring) belong here too, in time order, once the flows module
+// keeps them.
 func history(f flows.Flow) []Happening {
 	h := []Happening{{Kind: HappenedAsked, At: f.CreatedAt}}
 	if f.OpenedAt != nil {

@@ -40,6 +40,7 @@ type My struct {
 	WithdrawnByOr string // the organization withdrew it
 	Expired       string
 	Used          string
+	Expiring      string // the organization was warned the consent runs out soon
 	// The withdrawal's confirmation page.
 	ConfirmTitle  string
 	ConfirmHelp   string // "%s": the organization
@@ -75,7 +76,7 @@ var my = map[Lang]My{
 		StatusRejected: "Refused", StatusWithdrawn: "Withdrawn", StatusExpired: "Expired", StatusClosed: "Closed unanswered",
 		Asked: "Asked", Opened: "Opened", Accepted: "You consented", Rejected: "You refused",
 		Withdrawn: "You withdrew it", WithdrawnByOr: "The organization withdrew it on your behalf",
-		Expired: "Expired", Used: "Used",
+		Expired: "Expired", Used: "Used", Expiring: "Runs out soon: the organization has been told",
 		ConfirmTitle:  "Withdraw your consent?",
 		ConfirmHelp:   "%s is told at once, and you get a signed receipt of the withdrawal.",
 		ConfirmButton: "Yes, withdraw my consent",
@@ -108,7 +109,7 @@ var my = map[Lang]My{
 		StatusRejected: "Avslått", StatusWithdrawn: "Trukket tilbake", StatusExpired: "Utløpt", StatusClosed: "Lukket uten svar",
 		Asked: "Forespurt", Opened: "Åpnet", Accepted: "Du samtykket", Rejected: "Du avslo",
 		Withdrawn: "Du trakk det tilbake", WithdrawnByOr: "Virksomheten trakk det tilbake på dine vegne",
-		Expired: "Utløpt", Used: "Brukt",
+		Expired: "Utløpt", Used: "Brukt", Expiring: "Går snart ut: virksomheten har fått beskjed",
 		ConfirmTitle:  "Trekke tilbake samtykket?",
 		ConfirmHelp:   "%s får beskjed med en gang, og du får en signert kvittering for at du trakk det tilbake.",
 		ConfirmButton: "Ja, trekk tilbake samtykket",

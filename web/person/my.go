@@ -261,6 +261,8 @@ func myHappening(t i18n.My, h consent.Happening) string {
 		return t.Expired
 	case consent.HappenedUsed:
 		return t.Used
+	case consent.HappenedExpiring:
+		return t.Expiring
 	}
 	return h.Kind
 }
