@@ -124,6 +124,12 @@ func (s *Server) routes() {
 	e.POST("/consent/auth/logout", pp.HandleConsentLogout)
 	e.GET("/consent/signed-in", pp.HandleConsentSignedIn)
 	e.GET("/consent/signed-out", pp.HandleConsentSignedOut)
+	// The person's own page: every consent of the person signed in, on the
+	// consent session; its withdrawal form carries the session's CSRF token.
+	e.GET("/my", pp.HandleMy)
+	e.GET("/my/login", pp.HandleMyLogin)
+	e.GET("/my/:flow/withdraw", pp.HandleMyWithdrawPage)
+	e.POST("/my/:flow/withdraw", pp.HandleMyWithdraw)
 
 	// Console: organization staff, by session.
 	// Sign-in: RequireStaff admits a session (staffOf, csrfTokenOf) and

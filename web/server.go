@@ -65,6 +65,8 @@ type Deps struct {
 	Endpoints webhooks.Endpoints
 	// Consent is the individual's journey; ConsentRP (below) proves who they are.
 	Consent consent.Journey
+	// PersonPage is the person's own page, /my, on the same eID sign-in.
+	PersonPage consent.PersonPage
 	// Withdrawals are the organizations' withdrawals of accepted consents.
 	Withdrawals consent.Withdrawals
 	// Definitions are the organizations' consent definitions.
@@ -138,7 +140,7 @@ func New(d Deps) (*Server, error) {
 			Flows: d.Flows, Withdrawals: d.Withdrawals, Webhooks: d.Webhooks, Endpoints: d.Endpoints, Definitions: d.Definitions, Consent: d.Consent,
 			Idempotency: d.Idempotency, Sessions: d.Sessions, StaffSessions: oidclogin.ConsoleSessions(d.Config, d.Sessions, d.Now),
 			RP: d.ConsoleRP, BuiltInIssuer: d.Login.Issuer()}),
-		person: person.New(person.Deps{Log: d.Log, Config: d.Config, Consent: d.Consent, Receipts: d.Receipts,
+		person: person.New(person.Deps{Log: d.Log, Config: d.Config, Consent: d.Consent, Receipts: d.Receipts, Mine: d.PersonPage,
 			Sessions: oidclogin.ConsentSessions(d.Config, d.Sessions, d.Now), RP: d.ConsentRP, Audit: d.Audit}),
 	}
 	s.access = access.New(access.Deps{Console: s.console, Config: d.Config, Clients: d.Clients, Audit: d.Audit, Webhooks: d.Webhooks,
@@ -182,7 +184,7 @@ func (d Deps) check() error {
 		{"Log", d.Log == nil}, {"Config", d.Config == nil}, {"Pool", d.Pool == nil}, {"Registry", d.Registry == nil},
 		{"Tokens", d.Tokens == nil}, {"Bearer", d.Bearer == nil}, {"JWKS", d.JWKS == nil}, {"Organizations", d.Organizations == nil},
 		{"Clients", d.Clients == nil}, {"Audit", d.Audit == nil}, {"Limits", d.Limits == nil}, {"Flows", d.Flows == nil}, {"Webhooks", d.Webhooks == nil}, {"Endpoints", d.Endpoints == nil},
-		{"Consent", d.Consent == nil}, {"Withdrawals", d.Withdrawals == nil}, {"Definitions", d.Definitions == nil}, {"Receipts", d.Receipts == nil}, {"Login", d.Login == nil}, {"ConsoleRP", d.ConsoleRP == nil},
+		{"Consent", d.Consent == nil}, {"PersonPage", d.PersonPage == nil}, {"Withdrawals", d.Withdrawals == nil}, {"Definitions", d.Definitions == nil}, {"Receipts", d.Receipts == nil}, {"Login", d.Login == nil}, {"ConsoleRP", d.ConsoleRP == nil},
 		{"ConsentRP", d.ConsentRP == nil}, {"Sessions", d.Sessions == nil}, {"Idempotency", d.Idempotency == nil},
 	} {
 		if dep.missing {

@@ -129,15 +129,18 @@ func (b *bench) samplePgVars(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close(ctx)
-	var keyID string
-	var ni, nh, ln, tok []byte
-	err = conn.QueryRow(ctx, `select f.pii_key_id, f.national_id_sealed, f.national_id_hmac, f.last_name_sealed, c.token_sealed
-		from flows f join consent_requests c on c.organization_id = f.organization_id and c.flow_id = f.id where f.id = $1`, created.FlowID).Scan(&keyID, &ni, &nh, &ln, &tok)
+	var keyID, indexKey string
+	var ni, nh, ln, tok, pindex []byte
+	err = conn.QueryRow(ctx, `select f.pii_key_id, f.national_id_sealed, f.national_id_hmac, f.last_name_sealed, c.token_sealed,
+			f.person_index, f.person_index_key
+		from flows f join consent_requests c on c.organization_id = f.organization_id and c.flow_id = f.id where f.id = $1`,
+		created.FlowID).Scan(&keyID, &ni, &nh, &ln, &tok, &pindex, &indexKey)
 	if err != nil {
 		return err
 	}
 	b.pgVars = map[string]string{
 		"keyid": keyID, "nisealed": hexBytea(ni), "nihmac": hexBytea(nh), "lnsealed": hexBytea(ln), "toksealed": hexBytea(tok),
+		"pindex": hexBytea(pindex), "pindexkey": indexKey,
 	}
 	return nil
 }

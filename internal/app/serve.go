@@ -151,12 +151,13 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	flowsModule := flows.New(pool, sealer, consentRequests, definitions, orgs, hooks, log, registry, flows.Config{
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
 		ReadRoundTrips: cfg.DBReadRoundTrips, MaintenanceInterval: cfg.MaintenanceInterval,
-		ExpiryMiddleware: tracing.RiverLinkedMiddleware(),
+		ExpiryMiddleware: tracing.RiverLinkedMiddleware(), PersonIndex: flows.NewPersonIndex(cfg.KeyEncryptionKey),
 	})
 
 	// The answers to the API's requests that carry an Idempotency-Key.
 	answers := idempotency.New(pool, sealer, log, cfg.MaintenanceInterval)
 
+	journey := consent.NewJourney(pool, consentRequests, flowsModule, definitions, receipts, orgs, orgs, cfg.ConsentACRMap, log)
 	srv, err := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Webhooks: hooks,
 		Tokens: ident.Tokens, Bearer: ident.Tokens, JWKS: ident.Keys, Organizations: ident.Orgs, Clients: ident.Orgs,
@@ -164,7 +165,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 		Endpoints: webhooks.NewEndpoints(pool, webhooks.EndpointRules{AllowInsecureURLs: cfg.AllowInsecureURLs,
 			AllowPrivate: cfg.WebhookAllowPrivate}),
 		Flows: flowsModule, Definitions: definitions, Receipts: receipts,
-		Consent:     consent.NewJourney(pool, consentRequests, flowsModule, definitions, receipts, orgs, orgs, cfg.ConsentACRMap, log),
+		Consent: journey, PersonPage: journey,
 		Withdrawals: consent.NewWithdrawals(pool, consentRequests, flowsModule, definitions, receipts),
 		Login:       provider, ConsoleRP: consoleRP, ConsentRP: consentRP, Sessions: sessions, Idempotency: answers,
 		Tracing: tracing,

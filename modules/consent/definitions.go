@@ -31,6 +31,9 @@ type Text struct {
 	NB string `json:"nb"`
 }
 
+// IsZero reports whether t is empty in both languages.
+func (t Text) IsZero() bool { return t == Text{} }
+
 // In returns the text in lang ("en" or "nb"); English for any other.
 func (t Text) In(lang string) string {
 	if lang == "nb" {
@@ -76,9 +79,12 @@ type Version struct {
 	Recipient      string // who receives the consent: the organization unless named
 	Validity       Validity
 	AssuranceLevel AssuranceLevel
-	TextSHA256     []byte // of CanonicalText
-	PublishedBy    string
-	PublishedAt    time.Time
+	// WithdrawalConsequences says what withdrawing a consent means for the
+	// person; empty: the consent pages' plain default.
+	WithdrawalConsequences Text
+	TextSHA256             []byte // of CanonicalText
+	PublishedBy            string
+	PublishedAt            time.Time
 }
 
 // Published is a definition with one of its versions.
@@ -99,6 +105,8 @@ type Draft struct {
 	Recipient      string // empty: the organization's name
 	Validity       string // ISO 8601 duration such as P90D; empty: until withdrawn
 	AssuranceLevel AssuranceLevel
+	// WithdrawalConsequences is optional, in both languages or neither.
+	WithdrawalConsequences Text
 }
 
 // Author is who changes an organization's definitions: an API client, or
@@ -168,7 +176,8 @@ func (d Draft) Normalize() Draft {
 	}
 	both := func(t Text) Text { return Text{EN: text(t.EN), NB: text(t.NB)} }
 	out := Draft{Tag: text(d.Tag), Title: both(d.Title), Purpose: both(d.Purpose), Recipient: text(d.Recipient),
-		Validity: text(d.Validity), AssuranceLevel: AssuranceLevel(text(string(d.AssuranceLevel)))}
+		Validity: text(d.Validity), AssuranceLevel: AssuranceLevel(text(string(d.AssuranceLevel))),
+		WithdrawalConsequences: both(d.WithdrawalConsequences)}
 	for _, c := range d.DataCategories {
 		out.DataCategories = append(out.DataCategories, both(c))
 	}
@@ -198,6 +207,10 @@ func (d Draft) Validate() error {
 		if _, err := ParseValidity(d.Validity); err != nil {
 			f.Add("validity", "%s", err.Error())
 		}
+	}
+	if w := d.WithdrawalConsequences; !w.IsZero() {
+		checkText(&f, "withdrawalConsequences.en", w.EN, MaxText, true, true)
+		checkText(&f, "withdrawalConsequences.nb", w.NB, MaxText, true, true)
 	}
 	if d.AssuranceLevel != "" && !d.AssuranceLevel.Valid() {
 		f.Add("assuranceLevel", "must be low, substantial or high")
@@ -314,6 +327,9 @@ type canonicalText struct {
 	Title          Text           `json:"title"`
 	Validity       *string        `json:"validity"`
 	Version        int            `json:"version"`
+	// WithdrawalConsequences is left out when the version has none, so the
+	// text of a version without it hashes as before it existed.
+	WithdrawalConsequences *Text `json:"withdrawalConsequences,omitempty"`
 }
 
 // CanonicalText is the version's text in its canonical form: a JSON object
@@ -321,7 +337,8 @@ type canonicalText struct {
 // anyone can rebuild it from the API's representation and check
 // TextSHA256. Its members, in order: assuranceLevel, dataCategories (each
 // {en, nb}), definition (the id), purpose {en, nb}, recipient, title
-// {en, nb}, validity (ISO 8601 or null) and version.
+// {en, nb}, validity (ISO 8601 or null), version and, only when the version
+// has them, withdrawalConsequences {en, nb}.
 func (v Version) CanonicalText() []byte {
 	c := canonicalText{AssuranceLevel: v.AssuranceLevel, DataCategories: v.DataCategories, Definition: v.DefinitionID,
 		Purpose: v.Purpose, Recipient: v.Recipient, Title: v.Title, Version: v.Version}
@@ -331,6 +348,9 @@ func (v Version) CanonicalText() []byte {
 	if !v.Validity.IsZero() {
 		s := v.Validity.String()
 		c.Validity = &s
+	}
+	if !v.WithdrawalConsequences.IsZero() {
+		c.WithdrawalConsequences = &v.WithdrawalConsequences
 	}
 	// Members are declared in code point order and texts hold no control
 	// characters but line feeds and tabs, so encoding/json without HTML

@@ -105,7 +105,7 @@ func build(d Draft, organizationName, id string, n int, by string) (Version, err
 	validity, _ := ParseValidity(d.Validity) // checked by Validate
 	v := Version{DefinitionID: id, Version: n, Tag: d.Tag, Title: d.Title, Purpose: d.Purpose,
 		DataCategories: d.DataCategories, Recipient: d.Recipient, Validity: validity,
-		AssuranceLevel: d.AssuranceLevel, PublishedBy: by,
+		AssuranceLevel: d.AssuranceLevel, WithdrawalConsequences: d.WithdrawalConsequences, PublishedBy: by,
 		// PostgreSQL keeps microseconds: what is returned equals what is read back.
 		PublishedAt: time.Now().Truncate(time.Microsecond)}
 	if v.Recipient == "" {
@@ -127,6 +127,10 @@ func toRow(organizationID string, v Version) definitions.Version {
 	for i, c := range v.DataCategories {
 		r.DataCategories[i] = definitions.Category(c)
 	}
+	if !v.WithdrawalConsequences.IsZero() {
+		c := definitions.Category(v.WithdrawalConsequences)
+		r.WithdrawalConsequences = &c
+	}
 	if v.Tag != "" {
 		r.Tag = &v.Tag
 	}
@@ -144,6 +148,9 @@ func fromRow(r definitions.Version) Version {
 		PublishedAt: r.PublishedAt}
 	for _, c := range r.DataCategories {
 		v.DataCategories = append(v.DataCategories, Text(c))
+	}
+	if r.WithdrawalConsequences != nil {
+		v.WithdrawalConsequences = Text(*r.WithdrawalConsequences)
 	}
 	if r.Tag != nil {
 		v.Tag = *r.Tag

@@ -89,7 +89,7 @@ type Request struct {
 // Matches reports, in constant time, whether provenNationalID is the
 // national id the request is for.
 func (r Request) Matches(provenNationalID string) bool {
-	a, b := normalizeID(r.nationalID), normalizeID(provenNationalID)
+	a, b := flows.NormalizeNationalID(r.nationalID), flows.NormalizeNationalID(provenNationalID)
 	return len(a) > 0 && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
@@ -191,6 +191,10 @@ type Flows interface {
 	RecordWithdrawalTx(ctx context.Context, tx database.Tx, w flows.Withdrawal, receipt flows.SignedReceipt) (flows.Flow, error)
 	// AttachmentsTx lists the flow's attachments with their bodies.
 	AttachmentsTx(ctx context.Context, tx database.Tx, f flows.Flow) ([]flows.Attachment, error)
+	// FlowsOfPerson returns the flows addressed to a national id in every
+	// organization, newest first, found by their blind index, for the
+	// person's own page alone.
+	FlowsOfPerson(ctx context.Context, nationalID string) ([]flows.Flow, error)
 }
 
 // Texts gives consent the definition version a flow pinned, read in
@@ -215,13 +219,20 @@ type MismatchRecorder interface {
 	RecordIdentityMismatchTx(ctx context.Context, tx database.Tx, organizationID, flowID, referenceID string) error
 }
 
-// JourneyService implements Journey on the flows module.
+// Audit is the organizations' audit log, as the consent journey and the
+// person's own page write to it.
+type Audit interface {
+	MismatchRecorder
+	PersonPageRecorder
+}
+
+// JourneyService implements Journey and PersonPage on the flows module.
 type JourneyService struct {
 	db    database.Beginner
 	links LinkStore
 	recorder
 	orgs  OrganizationNames
-	audit MismatchRecorder
+	audit Audit
 	acr   ACRMap
 	log   *slog.Logger
 }
@@ -230,7 +241,7 @@ type JourneyService struct {
 // decisions' receipts, orgs names the organization that asks, and acr reads
 // the eID's acr claims as assurance levels.
 func NewJourney(db database.Beginner, links LinkStore, flowsModule Flows, texts Texts, receipts *ReceiptService,
-	orgs OrganizationNames, audit MismatchRecorder, acr ACRMap, log *slog.Logger) *JourneyService {
+	orgs OrganizationNames, audit Audit, acr ACRMap, log *slog.Logger) *JourneyService {
 	return &JourneyService{db: db, links: links, recorder: recorder{flows: flowsModule, texts: texts, receipts: receipts},
 		orgs: orgs, audit: audit, acr: acr, log: log}
 }
@@ -354,11 +365,17 @@ func (s *JourneyService) Withdraw(ctx context.Context, token string, p Proof) (I
 	if err != nil {
 		return IssuedReceipt{}, err
 	}
+	return s.withdraw(ctx, ref, p)
+}
+
+// withdraw withdraws the acceptance of the flow ref for the person p
+// proves; also, in the withdrawal's transaction, runs each of also.
+func (s *JourneyService) withdraw(ctx context.Context, ref FlowRef, p Proof, also ...func(tx database.Tx) error) (IssuedReceipt, error) {
 	var (
 		receipt     flows.SignedReceipt
 		wrongPerson bool
 	)
-	err = database.WithTx(ctx, s.db, func(tx database.Tx) error {
+	err := database.WithTx(ctx, s.db, func(tx database.Tx) error {
 		locked, err := s.flows.LockTx(ctx, tx, ref.OrganizationID, ref.FlowID, etag.Any)
 		if err != nil {
 			return err
@@ -379,8 +396,15 @@ func (s *JourneyService) Withdraw(ctx context.Context, token string, p Proof) (I
 		if err != nil {
 			return err
 		}
-		_, receipt, err = s.withdrawTx(ctx, tx, locked, text, flows.ByIndividual)
-		return err
+		if _, receipt, err = s.withdrawTx(ctx, tx, locked, text, flows.ByIndividual); err != nil {
+			return err
+		}
+		for _, run := range also {
+			if err := run(tx); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	switch {
 	case errors.Is(err, flows.ErrNotFound):
@@ -546,13 +570,4 @@ func idEnd(id string) string {
 		return ""
 	}
 	return string(r[len(r)-2:])
-}
-
-func normalizeID(id string) string {
-	return strings.ToUpper(strings.Map(func(r rune) rune {
-		if r == ' ' || r == '-' || r == '+' {
-			return -1
-		}
-		return r
-	}, id))
 }

@@ -64,6 +64,14 @@ func (tableAudit) RecordIdentityMismatchTx(ctx context.Context, tx database.Tx, 
 	return err
 }
 
+// RecordPersonPageTx writes the action, with the references joined, into
+// test_audit.
+func (tableAudit) RecordPersonPageTx(ctx context.Context, tx database.Tx, organizationID, action string, referenceIDs []string) error {
+	_, err := tx.Exec(ctx, `insert into test_audit (organization_id, flow_id, reference_id) values ($1, $2, $3)`,
+		organizationID, action, strings.Join(referenceIDs, ","))
+	return err
+}
+
 // journeyEnv is the real journey on the real flows module and a fresh database.
 type journeyEnv struct {
 	pool        *pgxpool.Pool

@@ -322,7 +322,7 @@ func (s *ReceiptService) SubjectMatches(ctx context.Context, r Receipt, national
 // organization's salt of the national id as the journey compares it.
 func subjectHash(salt []byte, nationalID string) string {
 	mac := hmac.New(sha256.New, salt)
-	mac.Write([]byte(normalizeID(nationalID)))
+	mac.Write([]byte(flows.NormalizeNationalID(nationalID)))
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 

@@ -21,6 +21,8 @@ func TestEveryUpdateOfAFlowGrowsItsVersion(t *testing.T) {
 		"national_id_sealed": "a re-seal",
 		"national_id_hmac":   "a re-seal",
 		"last_name_sealed":   "a re-seal",
+		"person_index":       "a re-index: no representation shows it",
+		"person_index_key":   "a re-index",
 	}
 	statement := regexp.MustCompile(`(?is)update\s+flows\s+set\b(.*?)\bwhere\b`)
 	column := regexp.MustCompile(`(?:^|,)\s*(\w+)\s*=`)

@@ -29,8 +29,25 @@ func (m *Manager) newRow(c Caller, in NewFlow, flowID string, settings Organizat
 		OrganizationNumber: settings.OrganizationNumber,
 		ProcessInstanceID:  uuid.NewString(),
 		FlowDefinitionID:   pinned.ID, FlowDefinitionVersion: pinned.Version, VersionTag: orNil(pinned.Tag),
-		CreatedBy: c.ClientID,
+		CreatedBy:   c.ClientID,
+		PersonIndex: m.personIndexOf(in.NationalID), PersonIndexKey: m.personIndexVersion(),
 	}
+}
+
+// personIndexOf is the blind index of a new flow's national id; nil without
+// an index key.
+func (m *Manager) personIndexOf(nationalID string) []byte {
+	if m.cfg.PersonIndex == nil {
+		return nil
+	}
+	return m.cfg.PersonIndex.Of(nationalID)
+}
+
+func (m *Manager) personIndexVersion() *string {
+	if m.cfg.PersonIndex == nil {
+		return nil
+	}
+	return orNil(m.cfg.PersonIndex.Version())
 }
 
 // toFlow opens a row's personal data.

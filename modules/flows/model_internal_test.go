@@ -10,10 +10,11 @@ import (
 )
 
 // The row fields that no field of the domain shows as they are: the
-// sealed personal data, opened into NationalID and LastName, and who
-// created the flow, kept for the record.
+// sealed personal data, opened into NationalID and LastName, who created
+// the flow, kept for the record, and the blind index that finds a person's
+// flows, which never leaves the module.
 var rowOnly = map[string]bool{"PIIKeyID": true, "NationalIDSealed": true, "NationalIDHMAC": true,
-	"LastNameSealed": true, "CreatedBy": true}
+	"LastNameSealed": true, "CreatedBy": true, "PersonIndex": true, "PersonIndexKey": true}
 
 // renamed names the domain field of a row field whose name differs.
 var renamed = map[string]string{"ConsentTextSHA256": "TextSHA256", "ConsentLanguage": "Language"}

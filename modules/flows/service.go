@@ -46,6 +46,9 @@ type Config struct {
 	ExpiryPollInterval time.Duration
 	// ExpiryMiddleware is the expiry jobs' River middleware (tracing's).
 	ExpiryMiddleware []rivertype.Middleware
+	// PersonIndex makes each new flow's blind index, by which the person's
+	// own page finds their flows; nil makes none (a test of something else).
+	PersonIndex *PersonIndex
 }
 
 // Limits of the API. The Idempotency-Key's are those of every POST.

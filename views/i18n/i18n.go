@@ -208,6 +208,12 @@ type Consent struct {
 	VerifyValid       string
 	VerifyInvalid     string
 	VerifyLink        string
+	// MyConsents links every consent page to the person's own page;
+	// WithdrawalMeans heads what withdrawing means, WithdrawalDefault says
+	// it where the definition does not.
+	MyConsents        string
+	WithdrawalMeans   string
+	WithdrawalDefault string
 }
 
 var consent = map[Lang]Consent{
@@ -292,6 +298,9 @@ var consent = map[Lang]Consent{
 		VerifyValid:       "This receipt is genuine: flowd signed it, and it has not been changed since.",
 		VerifyInvalid:     "This receipt is not genuine or has been changed.",
 		VerifyLink:        "Check a receipt",
+		MyConsents:        "My consents",
+		WithdrawalMeans:   "If you withdraw your consent",
+		WithdrawalDefault: "You can withdraw your consent at any time. The organization is told at once and may no longer use your data on the basis of this consent from then on. What it has already done stands; it may keep data the law requires it to keep.",
 	},
 	Norwegian: {
 		Title:             "Forespørsel om samtykke",
@@ -374,6 +383,9 @@ var consent = map[Lang]Consent{
 		VerifyValid:       "Kvitteringen er ekte: flowd signerte den, og den er ikke endret siden.",
 		VerifyInvalid:     "Kvitteringen er ikke ekte eller er endret.",
 		VerifyLink:        "Sjekk en kvittering",
+		MyConsents:        "Mine samtykker",
+		WithdrawalMeans:   "Hvis du trekker samtykket tilbake",
+		WithdrawalDefault: "Du kan når som helst trekke samtykket tilbake. Virksomheten får beskjed med en gang og kan fra da av ikke lenger bruke opplysningene dine på grunnlag av dette samtykket. Det som allerede er gjort, står ved lag; opplysninger loven krever at den tar vare på, kan den beholde.",
 	},
 }
 

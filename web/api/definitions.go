@@ -28,12 +28,18 @@ type FlowDefinitionDraft struct {
 	Recipient      string         `json:"recipient"`
 	Validity       string         `json:"validity"`
 	AssuranceLevel string         `json:"assuranceLevel"`
+	// WithdrawalConsequences is optional: both languages, or left out.
+	WithdrawalConsequences *consent.Text `json:"withdrawalConsequences,omitempty"`
 }
 
 // Draft is the consent module's draft of d.
 func (d FlowDefinitionDraft) Draft() consent.Draft {
-	return consent.Draft{Tag: d.VersionTag, Title: d.Title, Purpose: d.Purpose, DataCategories: d.DataCategories,
+	out := consent.Draft{Tag: d.VersionTag, Title: d.Title, Purpose: d.Purpose, DataCategories: d.DataCategories,
 		Recipient: d.Recipient, Validity: d.Validity, AssuranceLevel: consent.AssuranceLevel(d.AssuranceLevel)}
+	if d.WithdrawalConsequences != nil {
+		out.WithdrawalConsequences = *d.WithdrawalConsequences
+	}
+	return out
 }
 
 // FlowDefinition is a consent definition with one of its versions, as the
@@ -59,6 +65,8 @@ type FlowDefinition struct {
 	TextSHA256     string         `json:"textSha256"`
 	PublishedAt    apiInstant     `json:"publishedAt"`
 	PublishedBy    string         `json:"publishedBy"`
+	// WithdrawalConsequences is null when the version has none.
+	WithdrawalConsequences *consent.Text `json:"withdrawalConsequences"`
 }
 
 func definitionPath(id string) string { return "/api/flow-definitions/" + url.PathEscape(id) }
@@ -73,6 +81,9 @@ func NewFlowDefinition(p consent.Published) FlowDefinition {
 		TextSHA256: hex.EncodeToString(v.TextSHA256), PublishedAt: apiInstant(v.PublishedAt), PublishedBy: v.PublishedBy}
 	if out.DataCategories == nil {
 		out.DataCategories = []consent.Text{}
+	}
+	if !v.WithdrawalConsequences.IsZero() {
+		out.WithdrawalConsequences = &v.WithdrawalConsequences
 	}
 	out.Links.Self = definitionPath(d.ID) + "/versions/" + strconv.Itoa(v.Version)
 	out.Links.Latest = definitionPath(d.ID)

@@ -150,6 +150,9 @@ func TestABadDefinitionNamesEveryField(t *testing.T) {
 		{"a wrong type", "/api/flow-definitions/consent/versions", draftBody(map[string]any{"dataCategories": "Income", "title": map[string]string{"en": "t"}}),
 			[]string{"dataCategories", "title.nb"}},
 		{"an unknown member", "/api/flow-definitions/consent/versions", draftBody(map[string]any{"html": "<b>"}), []string{"html"}},
+		{"withdrawal consequences in one language", "/api/flow-definitions/consent/versions",
+			draftBody(map[string]any{"withdrawalConsequences": map[string]string{"en": "We stop.", "nb": ""}}),
+			[]string{"withdrawalConsequences.nb"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -242,5 +245,34 @@ func TestTheLongestDefinitionFits(t *testing.T) {
 	}
 	if r := e.Call(t, "POST", "/api/flows", webtest.TokA, webtest.CreateBody(map[string]any{"referenceName": strings.Repeat("x", 70<<10)})); r.Status != http.StatusRequestEntityTooLarge {
 		t.Fatalf("a create over 64 KiB: %d", r.Status)
+	}
+}
+
+// TestADefinitionSaysWhatWithdrawingMeans: withdrawalConsequences is kept
+// in both languages, shown, and hashed with the version's text; a version
+// without it shows null and hashes as its text alone.
+func TestADefinitionSaysWhatWithdrawingMeans(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	r := e.Call(t, "POST", "/api/flow-definitions", webtest.TokA, draftBody(map[string]any{"id": "loan",
+		"withdrawalConsequences": map[string]string{"en": "We can no longer assess your loan.", "nb": "Vi kan ikke lenger vurdere lånet."}}))
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	with := decodeDefinition(t, r)
+	if with.WithdrawalConsequences == nil || with.WithdrawalConsequences.NB != "Vi kan ikke lenger vurdere lånet." {
+		t.Fatalf("created %+v", with.WithdrawalConsequences)
+	}
+	r = e.Call(t, "POST", "/api/flow-definitions", webtest.TokA, draftBody(map[string]any{"id": "loan-plain"}))
+	without := decodeDefinition(t, r)
+	if r.Status != http.StatusCreated || without.WithdrawalConsequences != nil || !strings.Contains(string(r.Body), `"withdrawalConsequences":null`) {
+		t.Fatalf("a definition without consequences: %d %s", r.Status, r.Body)
+	}
+	if with.TextSHA256 == without.TextSHA256 {
+		t.Error("the consequences are not part of the text's hash")
+	}
+	got := decodeDefinition(t, e.Call(t, "GET", "/api/flow-definitions/loan", webtest.TokA, ""))
+	if got.WithdrawalConsequences == nil || *got.WithdrawalConsequences != *with.WithdrawalConsequences || got.TextSHA256 != with.TextSHA256 {
+		t.Errorf("read back %+v", got)
 	}
 }

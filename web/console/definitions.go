@@ -131,6 +131,8 @@ func versionFields(v consent.Version) []versionField {
 		line("Recipient", v.Recipient),
 		line("Valid for", validity),
 		line("eID level", string(v.AssuranceLevel)),
+		purpose("If the person withdraws, English", v.WithdrawalConsequences.EN),
+		purpose("If the person withdraws, Norwegian", v.WithdrawalConsequences.NB),
 		{label: "Text SHA-256", text: sha, value: pages.CompareValue{Text: sha}, code: true, differsAlways: true},
 		{label: "Published", text: published, value: pages.CompareValue{Text: published}, differsAlways: true},
 	}
@@ -155,7 +157,8 @@ func (h *Handler) HandleConsolePublishForm(c echo.Context) error {
 	}
 	return h.renderConsole(c, http.StatusOK, pages.DefinitionForm(h.definitionForm(c, cur.Definition.ID, false, pages.DefinitionFormPage{
 		Tag: v.Tag, TitleEN: v.Title.EN, TitleNB: v.Title.NB, PurposeEN: v.Purpose.EN, PurposeNB: v.Purpose.NB,
-		Categories: strings.Join(cats, "\n"), Recipient: v.Recipient, Validity: v.Validity.String(), Level: string(v.AssuranceLevel)})))
+		Categories: strings.Join(cats, "\n"), Recipient: v.Recipient, Validity: v.Validity.String(), Level: string(v.AssuranceLevel),
+		WithdrawalEN: v.WithdrawalConsequences.EN, WithdrawalNB: v.WithdrawalConsequences.NB})))
 }
 
 // definitionForm completes the form's view model for definition id.
@@ -206,10 +209,12 @@ func (h *Handler) HandleConsoleSaveDefinition(c echo.Context) error {
 	}
 	form := pages.DefinitionFormPage{Tag: f.Value("tag"), TitleEN: f.Value("title_en"), TitleNB: f.Value("title_nb"),
 		PurposeEN: f.Value("purpose_en"), PurposeNB: f.Value("purpose_nb"), Categories: f.Value("categories"),
-		Recipient: f.Value("recipient"), Validity: f.Value("validity"), Level: f.Value("level")}
+		Recipient: f.Value("recipient"), Validity: f.Value("validity"), Level: f.Value("level"),
+		WithdrawalEN: f.Value("withdrawalConsequences_en"), WithdrawalNB: f.Value("withdrawalConsequences_nb")}
 	draft := consent.Draft{Tag: form.Tag, Title: consent.Text{EN: form.TitleEN, NB: form.TitleNB},
 		Purpose: consent.Text{EN: form.PurposeEN, NB: form.PurposeNB}, Recipient: form.Recipient, Validity: form.Validity,
-		AssuranceLevel: consent.AssuranceLevel(form.Level)}
+		AssuranceLevel:         consent.AssuranceLevel(form.Level),
+		WithdrawalConsequences: consent.Text{EN: form.WithdrawalEN, NB: form.WithdrawalNB}}
 	// unsplit lists the categories written without "|": their missing
 	// Norwegian name is that error, not another.
 	unsplit := map[string]bool{}

@@ -20,6 +20,8 @@ type Deps struct {
 	// Consent is the person's journey; Receipts checks any receipt.
 	Consent  consent.Journey
 	Receipts consent.ReceiptChecker
+	// Mine is the person's own page, /my.
+	Mine consent.PersonPage
 	// Sessions are the sessions of people who proved who they are through
 	// RP, whose ends Audit records.
 	Sessions *oidclogin.Sessions
@@ -33,6 +35,7 @@ type Handler struct {
 	cfg      *config.Config
 	consent  consent.Journey
 	receipts consent.ReceiptChecker
+	mine     consent.PersonPage
 	sessions *oidclogin.Sessions
 	rp       *oidclogin.RelyingParty
 	audit    httpkit.AuditLog
@@ -40,5 +43,5 @@ type Handler struct {
 
 // New returns the person's pages, calling the modules of d.
 func New(d Deps) *Handler {
-	return &Handler{log: d.Log, cfg: d.Config, consent: d.Consent, receipts: d.Receipts, sessions: d.Sessions, rp: d.RP, audit: d.Audit}
+	return &Handler{log: d.Log, cfg: d.Config, consent: d.Consent, receipts: d.Receipts, mine: d.Mine, sessions: d.Sessions, rp: d.RP, audit: d.Audit}
 }

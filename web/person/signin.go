@@ -81,6 +81,9 @@ func (h *Handler) HandleConsentCallback(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if id.ReturnTo == "/my" {
+		return c.Redirect(http.StatusSeeOther, "/my")
+	}
 	return c.Redirect(http.StatusSeeOther, httpkit.SafeReturn(id.ReturnTo, "/consent/", "/consent/signed-in"))
 }
 

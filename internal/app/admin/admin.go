@@ -73,6 +73,10 @@ func Commands() []command.Command {
 				{Name: "retire", Synopsis: "ID --org ORG_ID [--json]", Run: runDefinitionsRetire,
 					Summary: "retire a consent definition: no new flow uses it"},
 			}},
+		{Name: "flows", Summary: "flows", Subcommands: []command.Command{
+			{Name: "reindex", Synopsis: "[--batch N] [--json]", Run: runFlowsReindex,
+				Summary: "fill in the blind index the person's own page finds flows by, printing progress"},
+		}},
 		{Name: "receipts", Summary: "consent receipts", Subcommands: []command.Command{
 			{Name: "verify", Synopsis: "FILE [--jwks URL|FILE] [--json]", Run: runReceiptsVerify,
 				Summary: "check a consent receipt (- reads stdin), offline with --jwks"},

@@ -2,6 +2,8 @@ package wiring
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/flows"
@@ -50,4 +52,30 @@ func (d OrganizationDirectory) OrganizationName(ctx context.Context, organizatio
 func (d OrganizationDirectory) RecordIdentityMismatchTx(ctx context.Context, tx database.Tx, organizationID, flowID, referenceID string) error {
 	return d.audit.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: organizationID, Actor: "end-user",
 		Action: "consent.identity_mismatch", Target: referenceID, Detail: "flow " + flowID})
+}
+
+// RecordPersonPageTx implements consent.PersonPageRecorder: the
+// organization's audit log shows each view of the person's own page that
+// listed its flows, and each withdrawal from it, by the flows' references.
+func (d OrganizationDirectory) RecordPersonPageTx(ctx context.Context, tx database.Tx, organizationID, action string, referenceIDs []string) error {
+	return d.audit.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: organizationID, Actor: "end-user",
+		Action: action, Target: referenceList(referenceIDs, 200), Detail: fmt.Sprintf("%d flows", len(referenceIDs))})
+}
+
+// referenceList joins references with commas, cut to at most limit bytes
+// on a reference's end, with "…" when some are left out.
+func referenceList(refs []string, limit int) string {
+	var b strings.Builder
+	for i, r := range refs {
+		sep := ""
+		if i > 0 {
+			sep = ", "
+		}
+		if b.Len()+len(sep)+len(r) > limit-len("…") {
+			b.WriteString("…")
+			break
+		}
+		b.WriteString(sep + r)
+	}
+	return b.String()
 }

@@ -18,6 +18,7 @@ func ConsentTextOf(v consent.Version, organization string, frame pages.ConsentFr
 	for _, c := range v.DataCategories {
 		x.DataCategories = append(x.DataCategories, c.In(lang))
 	}
+	x.Withdrawal = TextBlocksOf(WithdrawalConsequencesOf(v, frame))
 	return x
 }
 
@@ -28,4 +29,13 @@ func TextBlocksOf(text string) []pages.TextBlock {
 		out = append(out, pages.TextBlock(b))
 	}
 	return out
+}
+
+// WithdrawalConsequencesOf says what withdrawing a consent given under v
+// means, in the page's language: the definition's text, or the default.
+func WithdrawalConsequencesOf(v consent.Version, frame pages.ConsentFrame) string {
+	if v.WithdrawalConsequences.IsZero() {
+		return frame.T.WithdrawalDefault
+	}
+	return v.WithdrawalConsequences.In(string(frame.Lang))
 }

@@ -124,12 +124,17 @@ func NewServer(t testing.TB, d web.Deps) *Server {
 		d.Receipts = receipts
 	}
 	flowsModule := flows.New(d.Pool, sealer, requests, definitions, FakeOrgs{Settings: DefaultSettings}, hooks, d.Log,
-		prometheus.NewRegistry(), flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: cfg.ConsentTTL})
+		prometheus.NewRegistry(), flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: cfg.ConsentTTL,
+			PersonIndex: flows.NewPersonIndex(cfg.KeyEncryptionKey)})
 	if d.Flows == nil {
 		d.Flows = flowsModule
 	}
+	journey := consent.NewJourney(d.Pool, requests, flowsModule, definitions, receipts, TestOrganizations{}, TestOrganizations{}, consent.DefaultACRMap, d.Log)
 	if d.Consent == nil {
-		d.Consent = consent.NewJourney(d.Pool, requests, flowsModule, definitions, receipts, TestOrganizations{}, TestOrganizations{}, consent.DefaultACRMap, d.Log)
+		d.Consent = journey
+	}
+	if d.PersonPage == nil {
+		d.PersonPage = journey
 	}
 	if d.Withdrawals == nil {
 		d.Withdrawals = consent.NewWithdrawals(d.Pool, requests, flowsModule, definitions, receipts)
@@ -190,5 +195,9 @@ func (TestOrganizations) OrganizationName(context.Context, string) (string, erro
 func (TestOrganizations) OrganizationExists(context.Context, string) (bool, error) { return true, nil }
 
 func (TestOrganizations) RecordIdentityMismatchTx(context.Context, database.Tx, string, string, string) error {
+	return nil
+}
+
+func (TestOrganizations) RecordPersonPageTx(context.Context, database.Tx, string, string, []string) error {
 	return nil
 }

@@ -27,6 +27,7 @@ func TestBenchmarkScriptsRunTheStoresStatements(t *testing.T) {
 			"organization_number": "''", "process_instance_id": "gen_random_uuid()", "flow_definition_id": "'consent'",
 			"flow_definition_version": "1", "version_tag": "null", "created_by": ":client",
 			"consent_status": "'Unopened'", "process_status": "'active'",
+			"person_index": ":pindex", "person_index_key": ":pindexkey",
 		}
 		// The organization, its reference prefix, and 30 days in microseconds.
 		args := []string{":writeorg", "'PGB'", "2592000000000"}

@@ -51,6 +51,10 @@ type Flow struct {
 	NumAttachments        int        `db:"num_attachments"` // counted by InsertAttachment
 	ExpiresAt             time.Time  `db:"expires_at"`      // the create's time plus the consent's time to live
 	ExpiredAt             *time.Time `db:"expired_at"`      // when ExpireAcceptance ended the acceptance's validity
+	// The blind index of the national id and its key's version; null on
+	// rows made before there was one, until the re-index fills them.
+	PersonIndex    []byte  `db:"person_index" write:"create"`
+	PersonIndexKey *string `db:"person_index_key" write:"create"`
 }
 
 // Flows' rows, and the columns each write sets, from Flow's tags.

@@ -1,0 +1,241 @@
+package consent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/flows"
+)
+
+// The person's own page ("My consents"): every consent request addressed to
+// the person signed in, in every organization on this flowd. It is the only
+// place that joins organizations, and only for the person themself; each
+// view and each withdrawal from it is in the audit log of every
+// organization concerned.
+
+// ErrNotYours means a flow the person's own page was asked about is not
+// addressed to the person signed in (or does not exist): the page shows
+// nothing of it.
+var ErrNotYours = errors.New("no such consent of the person signed in")
+
+// PersonPage is the person's own page.
+type PersonPage interface {
+	// Mine returns every consent request addressed to the person p proves,
+	// newest first; one whose definition requires a higher assurance level
+	// than p reached is Hidden. It records the view in the audit log of
+	// each organization concerned. ErrNotProven.
+	Mine(ctx context.Context, p Proof) ([]MyConsent, error)
+	// WithdrawMine withdraws the person's accepted consent of flow flowID
+	// as the consent link's withdrawal does (a receipt, flow.withdrawn, the
+	// same proof and assurance level), and records it in the organization's
+	// audit log. ErrNotProven, ErrNotYours, *AssuranceError, *ClosedError.
+	WithdrawMine(ctx context.Context, p Proof, flowID string) (IssuedReceipt, error)
+}
+
+// MyConsent is one consent request as the person's own page lists it.
+type MyConsent struct {
+	// Request is the request in the definition version the flow pinned:
+	// what the person saw or will see. Of a Hidden one only FlowID,
+	// OrganizationID and Text.AssuranceLevel are set.
+	Request
+	// Hidden is set when the sign-in did not reach the level the consent
+	// requires: the page lists it without its details.
+	Hidden bool
+	// ConsentURL is the link of a request still open, for the person to
+	// answer it.
+	ConsentURL string
+	Receipts   []IssuedReceipt
+	// History is what happened to the request, oldest first.
+	History []Happening
+	// LastUsedAt is when the organization last recorded a use of the
+	// consent; nil until uses are recorded.
+	LastUsedAt *time.Time
+}
+
+// Happenings of a consent request's history.
+const (
+	HappenedAsked     = "asked"
+	HappenedOpened    = "opened"
+	HappenedAccepted  = "accepted"
+	HappenedRejected  = "rejected"
+	HappenedWithdrawn = "withdrawn"
+	HappenedExpired   = "expired"
+	// HappenedUsed is a use the organization recorded of the consent, and
+	// HappenedExpiring the warning that it runs out soon (flow.expiring).
+	HappenedUsed     = "used"
+	HappenedExpiring = "expiring"
+)
+
+// Happening is one step of a request's history.
+type Happening struct {
+	Kind string
+	At   time.Time
+	// By says who withdrew: flows.ByIndividual or flows.ByOrganization.
+	By string
+}
+
+// PersonPageRecorder keeps the trail of the person's own page in the audit
+// log of each organization it showed or changed a consent of, naming the
+// flows by reference, never the person.
+type PersonPageRecorder interface {
+	// RecordPersonPageTx records in tx that the person's own page did
+	// action ("person_page.viewed", "person_page.withdrawal") on the
+	// organization's flows named by referenceIDs.
+	RecordPersonPageTx(ctx context.Context, tx database.Tx, organizationID, action string, referenceIDs []string) error
+}
+
+// Actions the person's own page records.
+const (
+	ActionPersonPageViewed     = "person_page.viewed"
+	ActionPersonPageWithdrawal = "person_page.withdrawal"
+)
+
+// Mine implements PersonPage.
+func (s *JourneyService) Mine(ctx context.Context, p Proof) ([]MyConsent, error) {
+	if p.NationalID == "" {
+		return nil, ErrNotProven
+	}
+	fs, err := s.flows.FlowsOfPerson(ctx, p.NationalID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MyConsent, 0, len(fs))
+	names := map[string]string{}
+	seen := map[string][]string{} // organization: reference ids shown
+	var orgOrder []string
+	err = database.WithTx(ctx, s.db, func(tx database.Tx) error {
+		now := time.Now()
+		for _, f := range fs {
+			text, err := s.textTx(ctx, tx, f)
+			if err != nil {
+				return err
+			}
+			if _, ok := seen[f.OrganizationID]; !ok {
+				orgOrder = append(orgOrder, f.OrganizationID)
+			}
+			seen[f.OrganizationID] = append(seen[f.OrganizationID], f.ReferenceID)
+			if _, err := s.assurance(text.AssuranceLevel, p.ACR); err != nil {
+				out = append(out, MyConsent{Hidden: true, Request: Request{FlowID: f.ID, OrganizationID: f.OrganizationID,
+					Text: Version{AssuranceLevel: text.AssuranceLevel}}})
+				continue
+			}
+			mine, err := s.mineTx(ctx, tx, f, text, now)
+			if err != nil {
+				return err
+			}
+			out = append(out, mine)
+		}
+		for _, org := range orgOrder {
+			if err := s.audit.RecordPersonPageTx(ctx, tx, org, ActionPersonPageViewed, seen[org]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if out[i].Hidden {
+			continue
+		}
+		org := out[i].OrganizationID
+		if _, ok := names[org]; !ok {
+			if names[org], err = s.orgs.OrganizationName(ctx, org); err != nil {
+				return nil, fmt.Errorf("consent: the organization of flow %s: %w", out[i].FlowID, err)
+			}
+		}
+		out[i].OrganizationName = names[org]
+	}
+	return out, nil
+}
+
+// mineTx is the request of f, pinned to text, with its link while open, its
+// receipts and its history.
+func (s *JourneyService) mineTx(ctx context.Context, tx database.Tx, f flows.Flow, text Version, now time.Time) (MyConsent, error) {
+	m := MyConsent{Request: s.request(f, text), History: history(f)}
+	m.Closure = closure(f, now)
+	if m.Closure == Open {
+		url, err := s.links.URLTx(ctx, tx, FlowRef{OrganizationID: f.OrganizationID, FlowID: f.ID})
+		if err != nil {
+			return MyConsent{}, err
+		}
+		m.ConsentURL = url
+	}
+	if f.NumAttachments == 0 {
+		return m, nil
+	}
+	attachments, err := s.flows.AttachmentsTx(ctx, tx, f)
+	if err != nil {
+		return MyConsent{}, err
+	}
+	for _, a := range attachments {
+		if a.Kind != flows.KindConsentReceipt {
+			continue
+		}
+		v, err := s.receipts.Verify(ctx, a.Body)
+		if err != nil {
+			return MyConsent{}, fmt.Errorf("consent: receipt %s of flow %s: %w", a.ID, f.ID, err)
+		}
+		m.Receipts = append(m.Receipts, IssuedReceipt{JWS: a.Body, VerifiedReceipt: v})
+	}
+	return m, nil
+}
+
+// history is what happened to f, oldest first. The uses the organization
+// records (HappenedUsed) and the warning before the consent runs out
+// (HappenedExpiring) belong here too, in time order, once the flows module
+// keeps them.
+func history(f flows.Flow) []Happening {
+	h := []Happening{{Kind: HappenedAsked, At: f.CreatedAt}}
+	if f.OpenedAt != nil {
+		h = append(h, Happening{Kind: HappenedOpened, At: *f.OpenedAt})
+	}
+	if f.DecidedAt != nil {
+		kind := HappenedRejected
+		if f.ConsentStatus == flows.Accepted || f.ConsentStatus == flows.Withdrawn || f.ConsentStatus == flows.Expired {
+			kind = HappenedAccepted
+		}
+		h = append(h, Happening{Kind: kind, At: *f.DecidedAt})
+	}
+	if f.WithdrawnAt != nil {
+		h = append(h, Happening{Kind: HappenedWithdrawn, At: *f.WithdrawnAt, By: f.WithdrawnBy})
+	}
+	if f.ExpiredAt != nil {
+		h = append(h, Happening{Kind: HappenedExpired, At: *f.ExpiredAt})
+	}
+	return h
+}
+
+// WithdrawMine implements PersonPage. The flow is found among the person's
+// own, so a flow id of someone else's is ErrNotYours whatever it names.
+func (s *JourneyService) WithdrawMine(ctx context.Context, p Proof, flowID string) (IssuedReceipt, error) {
+	if p.NationalID == "" {
+		return IssuedReceipt{}, ErrNotProven
+	}
+	fs, err := s.flows.FlowsOfPerson(ctx, p.NationalID)
+	if err != nil {
+		return IssuedReceipt{}, err
+	}
+	for _, f := range fs {
+		if f.ID != flowID {
+			continue
+		}
+		ref := FlowRef{OrganizationID: f.OrganizationID, FlowID: f.ID}
+		return s.withdraw(ctx, ref, p, func(tx database.Tx) error {
+			return s.audit.RecordPersonPageTx(ctx, tx, f.OrganizationID, ActionPersonPageWithdrawal, []string{f.ReferenceID})
+		})
+	}
+	return IssuedReceipt{}, ErrNotYours
+}
+
+// DaysLeft is how many whole days from now until t, at least 0.
+func DaysLeft(t, now time.Time) int {
+	if !t.After(now) {
+		return 0
+	}
+	return int(t.Sub(now) / (24 * time.Hour))
+}
