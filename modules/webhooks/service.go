@@ -329,6 +329,32 @@ type bodyData struct {
 	Sequence       int    `json:"sequence"`
 	// FlowDefinitionID is left out of events stored before definitions existed.
 	FlowDefinitionID string `json:"flowDefinitionId,omitempty"`
+	// Use is the use a flow.used event records.
+	Use *useData `json:"use,omitempty"`
+}
+
+type useData struct {
+	ID             string   `json:"id"`
+	Action         string   `json:"action"`
+	DataCategories []string `json:"dataCategories"`
+	Reference      *string  `json:"reference"`
+	UsedAt         string   `json:"usedAt"`
+}
+
+// useDataOf is a flow.used event's use as its body carries it; nil for
+// another event.
+func useDataOf(u *Use) *useData {
+	if u == nil {
+		return nil
+	}
+	d := &useData{ID: u.ID, Action: u.Action, DataCategories: u.DataCategories, UsedAt: apiTime(u.UsedAt)}
+	if d.DataCategories == nil {
+		d.DataCategories = []string{}
+	}
+	if u.Reference != "" {
+		d.Reference = &u.Reference
+	}
+	return d
 }
 
 // PublishTx stores ev and, when it has a URL, its delivery and the delivery's
@@ -346,7 +372,7 @@ func (m *Module) PublishTx(ctx context.Context, tx database.Tx, ev Event) error 
 		Data: bodyData{
 			FlowID: ev.FlowID, ReferenceID: ev.ReferenceID, OrganizationID: ev.OrganizationID,
 			Status: ev.Status, FlowStatus: ev.FlowStatus, Version: ev.Version, Sequence: ev.Sequence,
-			FlowDefinitionID: ev.FlowDefinitionID,
+			FlowDefinitionID: ev.FlowDefinitionID, Use: useDataOf(ev.Use),
 		},
 	})
 	if err != nil {
