@@ -24,22 +24,25 @@ type AuditEntry struct {
 
 // Audit actions the console and the API record.
 const (
-	AuditFlowRevealNationalID   = "flow.reveal_national_id"
-	AuditFlowCancel             = "flow.cancel"
-	AuditFlowDelete             = "flow.delete"
-	AuditTaskRetry              = "task.retry"
-	AuditClientCreate           = "client.create"
-	AuditClientRotate           = "client.rotate_secret"
-	AuditClientRevoke           = "client.revoke"
-	AuditClientKeys             = "client.replace_keys"
-	AuditClientDPoP             = "client.dpop" // DPoP required or no longer required
-	AuditWebhookSecretReveal    = "webhook_secret.reveal"
-	AuditWebhookSecretRotate    = "webhook_secret.rotate"
-	AuditSettingsUpdate         = "settings.update"
-	AuditDefinitionCreate       = "definition.create"
-	AuditDefinitionPublish      = "definition.publish"
-	AuditDefinitionRetire       = "definition.retire"
-	AuditFlowWithdraw           = "flow.withdraw"
+	AuditFlowRevealNationalID = "flow.reveal_national_id"
+	AuditFlowCancel           = "flow.cancel"
+	AuditFlowDelete           = "flow.delete"
+	AuditTaskRetry            = "task.retry"
+	AuditClientCreate         = "client.create"
+	AuditClientRotate         = "client.rotate_secret"
+	AuditClientRevoke         = "client.revoke"
+	AuditClientKeys           = "client.replace_keys"
+	AuditClientDPoP           = "client.dpop" // DPoP required or no longer required
+	AuditWebhookSecretReveal  = "webhook_secret.reveal"
+	AuditWebhookSecretRotate  = "webhook_secret.rotate"
+	AuditSettingsUpdate       = "settings.update"
+	AuditDefinitionCreate     = "definition.create"
+	AuditDefinitionPublish    = "definition.publish"
+	AuditDefinitionRetire     = "definition.retire"
+	AuditFlowWithdraw         = "flow.withdraw"
+	// AuditFlowUseRefused: a use of a consent that was not in force
+	// (withdrawn, expired, rejected or not yet answered) was refused.
+	AuditFlowUseRefused         = "flow.use_refused"
 	AuditWebhookEndpointCreate  = "webhook_endpoint.create"
 	AuditWebhookEndpointUpdate  = "webhook_endpoint.update"
 	AuditWebhookEndpointDelete  = "webhook_endpoint.delete"
