@@ -100,8 +100,8 @@ type Flow struct {
 	// ExpiringNotifiedAt is when flow.expiring went out for the acceptance;
 	// nil until it did (see Expiring).
 	ExpiringNotifiedAt *time.Time
-	Incidents             []Incident // open incidents only
-	ConsentURL            string     // the end user's link, from the consent module
+	Incidents          []Incident // open incidents only
+	ConsentURL         string     // the end user's link, from the consent module
 }
 
 // Archived reports whether the flow's process is over.
@@ -343,8 +343,8 @@ var (
 	// ErrConsentNotInForce: a use can be recorded only of a consent that is
 	// accepted and inside its validity.
 	ErrConsentNotInForce = errors.New("flow's consent is not in force")
-	ErrNotFound  = errors.New("flow not found") // unknown, deleted or another organization's
-	ErrNotActive = errors.New("flow is not active")
+	ErrNotFound          = errors.New("flow not found") // unknown, deleted or another organization's
+	ErrNotActive         = errors.New("flow is not active")
 	// ErrNotAccepted: only an accepted consent can be withdrawn.
 	ErrNotAccepted = errors.New("flow's consent is not accepted")
 )
