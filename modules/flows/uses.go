@@ -252,6 +252,9 @@ func (m *Manager) NotifyExpiringAcceptances(ctx context.Context, limit int) (int
 			if err != nil {
 				return err
 			}
+			// The claim leaves updated_at, the time an event names, as it was:
+			// the notice happened when it was claimed.
+			f.UpdatedAt = *f.ExpiringNotifiedAt
 			if err := m.publishTx(ctx, tx, f, webhooks.FlowExpiring); err != nil {
 				return err
 			}
