@@ -24,25 +24,22 @@ type AuditEntry struct {
 
 // Audit actions the console and the API record.
 const (
-	AuditFlowRevealNationalID = "flow.reveal_national_id"
-	AuditFlowCancel           = "flow.cancel"
-	AuditFlowDelete           = "flow.delete"
-	AuditTaskRetry            = "task.retry"
-	AuditClientCreate         = "client.create"
-	AuditClientRotate         = "client.rotate_secret"
-	AuditClientRevoke         = "client.revoke"
-	AuditClientKeys           = "client.replace_keys"
-	AuditClientDPoP           = "client.dpop" // DPoP required or no longer required
-	AuditWebhookSecretReveal  = "webhook_secret.reveal"
-	AuditWebhookSecretRotate  = "webhook_secret.rotate"
-	AuditSettingsUpdate       = "settings.update"
-	AuditDefinitionCreate     = "definition.create"
-	AuditDefinitionPublish    = "definition.publish"
-	AuditDefinitionRetire     = "definition.retire"
-	AuditFlowWithdraw         = "flow.withdraw"
-	// AuditFlowUseRefused: a use of a consent that was not in force
-	// (withdrawn, expired, rejected or not yet answered) was refused.
-	AuditFlowUseRefused         = "flow.use_refused"
+	AuditFlowRevealNationalID   = "flow.reveal_national_id"
+	AuditFlowCancel             = "flow.cancel"
+	AuditFlowDelete             = "flow.delete"
+	AuditTaskRetry              = "task.retry"
+	AuditClientCreate           = "client.create"
+	AuditClientRotate           = "client.rotate_secret"
+	AuditClientRevoke           = "client.revoke"
+	AuditClientKeys             = "client.replace_keys"
+	AuditClientDPoP             = "client.dpop" // DPoP required or no longer required
+	AuditWebhookSecretReveal    = "webhook_secret.reveal"
+	AuditWebhookSecretRotate    = "webhook_secret.rotate"
+	AuditSettingsUpdate         = "settings.update"
+	AuditDefinitionCreate       = "definition.create"
+	AuditDefinitionPublish      = "definition.publish"
+	AuditDefinitionRetire       = "definition.retire"
+	AuditFlowWithdraw           = "flow.withdraw"
 	AuditWebhookEndpointCreate  = "webhook_endpoint.create"
 	AuditWebhookEndpointUpdate  = "webhook_endpoint.update"
 	AuditWebhookEndpointDelete  = "webhook_endpoint.delete"
@@ -56,6 +53,10 @@ const (
 	// A client given its own API rate limit, or the default again.
 	AuditClientRateLimit = "client.rate_limit"
 )
+
+// AuditFlowUseRefused: a use of a consent that was not in force
+// (withdrawn, expired, rejected or not yet answered) was refused.
+const AuditFlowUseRefused = "flow.use_refused"
 
 // Audit actions of staff accounts.
 const (
