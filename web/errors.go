@@ -24,6 +24,7 @@ var problemKinds = map[apperr.Code]struct {
 	apperr.Invalid:              {http.StatusBadRequest, "Invalid request"},
 	apperr.NotFound:             {http.StatusNotFound, "Not found"},
 	apperr.Conflict:             {http.StatusConflict, "Conflict"},
+	apperr.ConsentNotInForce:    {http.StatusConflict, "Consent not in force"},
 	apperr.Unauthenticated:      {http.StatusUnauthorized, "Unauthenticated"},
 	apperr.Forbidden:            {http.StatusForbidden, "Forbidden"},
 	apperr.InsufficientScope:    {http.StatusForbidden, "Insufficient scope"},

@@ -76,6 +76,8 @@ func (s *Server) routes() {
 	api.DELETE("/flows/:id", a.HandleFlowDelete, authenticate, requireScope(identity.ScopeFlowsDelete))
 	api.POST("/flows/:id/cancel", a.HandleFlowCancel, authenticate, requireScope(identity.ScopeFlowsWrite), a.Idempotent)
 	api.POST("/flows/:id/withdraw", a.HandleFlowWithdraw, authenticate, requireScope(identity.ScopeFlowsWrite), a.Idempotent)
+	api.POST("/flows/:id/uses", a.HandleUseCreate, authenticate, requireScope(identity.ScopeFlowsWrite), a.Idempotent)
+	api.GET("/flows/:id/uses", a.HandleUseList, authenticate, requireScope(identity.ScopeFlowsRead))
 	api.GET("/flows/:id/attachments", a.HandleAttachmentList, authenticate, requireScope(identity.ScopeFlowsRead))
 	api.GET("/flows/:id/attachments/:attachmentId", a.HandleAttachmentGet, authenticate, requireScope(identity.ScopeFlowsRead))
 	api.POST("/receipts/subject", a.HandleReceiptSubject, authenticate, requireScope(identity.ScopeFlowsRead), a.Idempotent)

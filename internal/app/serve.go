@@ -150,7 +150,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	receipts := consent.NewReceipts(pool, ident.Keys, orgs, cfg.BaseURL.String())
 	flowsModule := flows.New(pool, sealer, consentRequests, definitions, orgs, hooks, log, registry, flows.Config{
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
-		ReadRoundTrips: cfg.DBReadRoundTrips, MaintenanceInterval: cfg.MaintenanceInterval,
+		ReadRoundTrips: cfg.DBReadRoundTrips, MaintenanceInterval: cfg.MaintenanceInterval, ExpiringNotice: cfg.ConsentExpiringNotice,
 		ExpiryMiddleware: tracing.RiverLinkedMiddleware(), PersonIndex: flows.NewPersonIndex(cfg.KeyEncryptionKey),
 	})
 

@@ -17,6 +17,7 @@ const (
 	Invalid              Code = "invalid"                // bad input; Fields names each offender
 	NotFound             Code = "not-found"              // missing, or not visible to the caller
 	Conflict             Code = "conflict"               // state does not allow the operation
+	ConsentNotInForce    Code = "consent-not-in-force"   // a use of a consent not accepted or no longer valid
 	Unauthenticated      Code = "unauthenticated"        // no or bad credentials
 	Forbidden            Code = "forbidden"              // authenticated, but not allowed
 	InsufficientScope    Code = "insufficient-scope"     // the token lacks a scope

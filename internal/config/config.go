@@ -86,7 +86,10 @@ type Config struct {
 	// consent link expired and purges expired idempotency keys
 	// (FLOWD_MAINTENANCE_INTERVAL); tests shorten it.
 	MaintenanceInterval time.Duration
-	ConsentAuth         string // "oidc" or "none"
+	// ConsentExpiringNotice is how long before an acceptance's validUntil
+	// flow.expiring goes out (FLOWD_CONSENT_EXPIRING_NOTICE); 0 sends none.
+	ConsentExpiringNotice time.Duration
+	ConsentAuth           string // "oidc" or "none"
 	// Consent relying party; empty issuer means the built-in provider.
 	ConsentOIDCIssuer       string
 	ConsentOIDCClientID     string
@@ -167,6 +170,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 
 		ConsentTTL:              r.duration("FLOWD_CONSENT_TTL", 30*24*time.Hour),
 		MaintenanceInterval:     r.duration("FLOWD_MAINTENANCE_INTERVAL", time.Minute),
+		ConsentExpiringNotice:   r.durationOrZero("FLOWD_CONSENT_EXPIRING_NOTICE", 30*24*time.Hour),
 		ConsentAuth:             r.oneOf("FLOWD_CONSENT_AUTH", "oidc", "oidc", "none"),
 		ConsentOIDCIssuer:       r.str("FLOWD_CONSENT_OIDC_ISSUER", ""),
 		ConsentOIDCClientID:     r.str("FLOWD_CONSENT_OIDC_CLIENT_ID", ""),

@@ -49,6 +49,7 @@ func TestLoadNamesTheBadSetting(t *testing.T) {
 		{"bad bool", "FLOWD_TEST_EID", "maybe"},
 		{"bad duration", "FLOWD_CONSENT_TTL", "soon"},
 		{"zero maintenance interval", "FLOWD_MAINTENANCE_INTERVAL", "0s"},
+		{"negative expiring notice", "FLOWD_CONSENT_EXPIRING_NOTICE", "-1h"},
 		{"bad choice", "FLOWD_NATIONAL_ID_FORMAT", "dk"},
 		{"bad base url", "FLOWD_BASE_URL", "localhost"},
 		{"short key", "FLOWD_SESSION_KEY", "c2hvcnQ="},
@@ -137,6 +138,16 @@ func TestAPIRateLimit(t *testing.T) {
 			t.Errorf("FLOWD_API_RATE_LIMIT=%q: %v", value, err)
 		} else if c.APIRateLimit != want {
 			t.Errorf("FLOWD_API_RATE_LIMIT=%q gave %d; want %d", value, c.APIRateLimit, want)
+		}
+	}
+}
+
+// TestConsentExpiringNotice: 30 days unless set; 0 turns it off.
+func TestConsentExpiringNotice(t *testing.T) {
+	for value, want := range map[string]time.Duration{"": 30 * 24 * time.Hour, "0": 0, "7d": 7 * 24 * time.Hour, "90m": 90 * time.Minute} {
+		c, err := Load(env(map[string]string{"FLOWD_CONSENT_EXPIRING_NOTICE": value}), Need{})
+		if err != nil || c.ConsentExpiringNotice != want {
+			t.Errorf("FLOWD_CONSENT_EXPIRING_NOTICE=%q gave %v, %v; want %v", value, c.ConsentExpiringNotice, err, want)
 		}
 	}
 }

@@ -30,6 +30,7 @@ var TenantTables = []string{
 	"flow_tasks",
 	"flow_incidents",
 	"flow_attachments",
+	"flow_uses",
 	"flow_idempotency_keys",
 	"flow_deletions",
 	"consent_requests",

@@ -377,3 +377,16 @@ func unknownDefinition(id string) error {
 	return apperr.InvalidFields([]apperr.FieldError{{Field: "flowDefinitionId",
 		Message: fmt.Sprintf("%q is not a consent definition of this organization", id)}})
 }
+
+// DataCategoriesTx implements flows.Definitions.
+func (s *DefinitionStore) DataCategoriesTx(ctx context.Context, tx database.Tx, organizationID, id string, n int) ([][]string, error) {
+	v, err := s.VersionTx(ctx, tx, organizationID, id, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]string, len(v.DataCategories))
+	for i, c := range v.DataCategories {
+		out[i] = []string{c.EN, c.NB}
+	}
+	return out, nil
+}

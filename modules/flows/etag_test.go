@@ -15,14 +15,15 @@ import (
 func TestEveryUpdateOfAFlowGrowsItsVersion(t *testing.T) {
 	t.Parallel()
 	unseen := map[string]string{
-		"event_sequence":     "the numbering of the flow's events, which the API does not show",
-		"num_attachments":    "counted only in the transaction of a decision or withdrawal, which grows version",
-		"pii_key_id":         "a re-seal under a new data key shows the same values",
-		"national_id_sealed": "a re-seal",
-		"national_id_hmac":   "a re-seal",
-		"last_name_sealed":   "a re-seal",
-		"person_index":       "a re-index: no representation shows it",
-		"person_index_key":   "a re-index",
+		"event_sequence":       "the numbering of the flow's events, which the API does not show",
+		"num_attachments":      "counted only in the transaction of a decision or withdrawal, which grows version",
+		"pii_key_id":           "a re-seal under a new data key shows the same values",
+		"national_id_sealed":   "a re-seal",
+		"national_id_hmac":     "a re-seal",
+		"last_name_sealed":     "a re-seal",
+		"person_index":         "a re-index: no representation shows it",
+		"person_index_key":     "a re-index",
+		"expiring_notified_at": "when flow.expiring went out, which the API does not show",
 	}
 	statement := regexp.MustCompile(`(?is)update\s+flows\s+set\b(.*?)\bwhere\b`)
 	column := regexp.MustCompile(`(?:^|,)\s*(\w+)\s*=`)

@@ -27,6 +27,6 @@ func TestAFlowsEventCarriesWhatItShould(t *testing.T) {
 		"Evidence.TextSHA256": fetch, "Evidence.Language": fetch, "Evidence.AssuranceLevel": fetch, "Evidence.ACR": fetch,
 		"Evidence.ValidUntil": fetch, "CreatedAt": fetch, "OpenedAt": fetch, "DecidedAt": fetch, "WithdrawnAt": fetch,
 		"WithdrawnBy": fetch, "ExpiredAt": fetch, "ExpiresAt": fetch, "HasErrors": fetch, "NumAttachments": fetch,
-		"Incidents": fetch, "ConsentURL": "the person's link: only the API's caller gets it",
+		"Incidents": fetch, "NumUses": fetch, "LastUsedAt": fetch, "ExpiringNotifiedAt": fetch, "ConsentURL": "the person's link: only the API's caller gets it",
 	})
 }

@@ -95,12 +95,22 @@ type Flow struct {
 	ExpiresAt             time.Time
 	HasErrors             bool
 	NumAttachments        int        // its consent receipts
-	Incidents             []Incident // open incidents only
-	ConsentURL            string     // the end user's link, from the consent module
+	NumUses               int        // the uses the organization recorded of the consent
+	LastUsedAt            *time.Time // the latest use's usedAt; nil before the first
+	// ExpiringNotifiedAt is when flow.expiring went out for the acceptance;
+	// nil until it did (see Expiring).
+	ExpiringNotifiedAt *time.Time
+	Incidents          []Incident // open incidents only
+	ConsentURL         string     // the end user's link, from the consent module
 }
 
 // Archived reports whether the flow's process is over.
 func (f Flow) Archived() bool { return f.ProcessStatus != Active }
+
+// Expiring reports whether the flow is an acceptance whose validity ends
+// soon: flow.expiring went out for it (FLOWD_CONSENT_EXPIRING_NOTICE before
+// its Evidence.ValidUntil), and it is still accepted.
+func (f Flow) Expiring() bool { return f.ConsentStatus == Accepted && f.ExpiringNotifiedAt != nil }
 
 // ETag is the flow's entity tag. Its version names every state the API
 // shows: each change of the flow (its consent, process, incidents, errors
@@ -284,10 +294,57 @@ type Withdrawal struct {
 	At             time.Time // when it was withdrawn: the receipt's iat and the flow's withdrawnAt
 }
 
+// Use is one use an organization made of an accepted consent, as it
+// recorded it in the flow's ledger. It holds nothing personal.
+type Use struct {
+	ID             string
+	FlowID         string
+	Action         string   // what the organization did, e.g. "fetched income 2025"
+	DataCategories []string // of the flow's definition version; empty when not given
+	Reference      string   // the organization's own reference; empty when not given
+	UsedAt         time.Time
+	RecordedAt     time.Time
+	RecordedBy     string // the API client, or "staff:<username>"
+}
+
+// NewUse is a use an API client records.
+type NewUse struct {
+	Action         string
+	UsedAt         *time.Time // nil: now
+	DataCategories []string
+	Reference      string
+}
+
+// Limits of a recorded use.
+const (
+	MaxUseAction    = 200
+	MaxUseReference = 200
+	// MaxUseClockSkew is how far in the future a use's usedAt may be, for
+	// clocks that run ahead of flowd's.
+	MaxUseClockSkew = 5 * time.Minute
+)
+
+// UseParams select a page of a flow's uses, latest first (usedAt, then id,
+// descending). At most one of StartingAfter and EndingBefore is set.
+type UseParams struct {
+	Limit         int // 1–100, default 10
+	StartingAfter string
+	EndingBefore  string
+}
+
+// UsePage is one page of a flow's uses.
+type UsePage struct {
+	Uses    []Use
+	HasMore bool
+}
+
 // Errors the service returns besides *apperr.Error values of code Invalid.
 var (
-	ErrNotFound  = errors.New("flow not found") // unknown, deleted or another organization's
-	ErrNotActive = errors.New("flow is not active")
+	// ErrConsentNotInForce: a use can be recorded only of a consent that is
+	// accepted and inside its validity.
+	ErrConsentNotInForce = errors.New("flow's consent is not in force")
+	ErrNotFound          = errors.New("flow not found") // unknown, deleted or another organization's
+	ErrNotActive         = errors.New("flow is not active")
 	// ErrNotAccepted: only an accepted consent can be withdrawn.
 	ErrNotAccepted = errors.New("flow's consent is not accepted")
 )
@@ -336,6 +393,19 @@ type Service interface {
 	Attachments(ctx context.Context, c Caller, flowID string) ([]Attachment, error)
 	// Attachment returns one of a flow's attachments with its body. ErrNotFound.
 	Attachment(ctx context.Context, c Caller, flowID, attachmentID string) (Attachment, error)
+	// RecordUse records a use of the flow's consent, counts it on the flow
+	// and publishes flow.used, in one transaction. before runs in that
+	// transaction with the use (see database.BeforeCommit). When the consent
+	// is not accepted, or its validity has ended, nothing is recorded but
+	// refused, which runs in a transaction of its own that commits, with the
+	// flow as it is; the error is ErrConsentNotInForce. Bad input is one
+	// apperr Invalid error naming action, usedAt, dataCategories[i] and
+	// reference. ErrNotFound.
+	RecordUse(ctx context.Context, c Caller, flowID string, in NewUse, refused database.BeforeCommit[Flow], before ...database.BeforeCommit[Use]) (Use, error)
+	// Uses returns a page of the flow's uses, latest first. Bad parameters
+	// are apperr Invalid errors naming the API's query parameters.
+	// ErrNotFound.
+	Uses(ctx context.Context, c Caller, flowID string, p UseParams) (UsePage, error)
 }
 
 // ConsentRequests is what flows needs of the consent module: a link for each
@@ -362,6 +432,10 @@ type Definitions interface {
 	// naming flowDefinitionId or flowDefinitionVersion, a retired one an
 	// apperr Conflict.
 	PinTx(ctx context.Context, tx database.Tx, organizationID, id string, n int) (PinnedDefinition, error)
+	// DataCategoriesTx returns the data categories of version n of
+	// organizationID's definition id: each category's names, one per
+	// language.
+	DataCategoriesTx(ctx context.Context, tx database.Tx, organizationID, id string, n int) ([][]string, error)
 }
 
 // PinnedDefinition is the definition version a flow runs.

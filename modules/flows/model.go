@@ -71,6 +71,7 @@ func (m *Manager) toFlow(r store.Flow) (Flow, error) {
 		CreatedAt:  r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		OpenedAt: r.OpenedAt, DecidedAt: r.DecidedAt, WithdrawnAt: r.WithdrawnAt, WithdrawnBy: deref(r.WithdrawnBy),
 		ExpiredAt: r.ExpiredAt, ExpiresAt: r.ExpiresAt, HasErrors: r.HasErrors, NumAttachments: r.NumAttachments,
+		NumUses: r.NumUses, LastUsedAt: r.LastUsedAt, ExpiringNotifiedAt: r.ExpiringNotifiedAt,
 		Evidence: Evidence{TextSHA256: r.ConsentTextSHA256, ACR: deref(r.ACR), Language: deref(r.ConsentLanguage),
 			AssuranceLevel: deref(r.AssuranceLevel), ValidUntil: r.ValidUntil},
 	}, nil

@@ -16,7 +16,7 @@ import (
 // laterFields are the fields of a flow that a create leaves zero: its
 // decision's and its later changes'.
 var laterFields = []string{"Evidence.", "OpenedAt", "DecidedAt", "WithdrawnAt", "WithdrawnBy", "ExpiredAt",
-	"HasErrors", "NumAttachments", "Incidents"}
+	"HasErrors", "NumAttachments", "NumUses", "LastUsedAt", "ExpiringNotifiedAt", "Incidents"}
 
 // TestEveryFieldOfANewFlowIsStored creates a flow with every field of
 // NewFlow given and checks that the flow then holds each in its field of

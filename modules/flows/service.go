@@ -41,6 +41,10 @@ type Config struct {
 	// expired idempotency keys (FLOWD_MAINTENANCE_INTERVAL); zero means a
 	// minute.
 	MaintenanceInterval time.Duration
+	// ExpiringNotice is how long before an acceptance's validity ends Run
+	// publishes its flow.expiring (FLOWD_CONSENT_EXPIRING_NOTICE); zero
+	// publishes none.
+	ExpiringNotice time.Duration
 	// ExpiryPollInterval is how often RunExpiry's workers look for due
 	// expiry jobs; zero means a second.
 	ExpiryPollInterval time.Duration
@@ -480,7 +484,8 @@ func (m *Manager) Deletions(ctx context.Context, organizationID string, limit in
 	return out, more, nil
 }
 
-// Run expires due flows and purges expired idempotency keys every
+// Run expires due flows, publishes flow.expiring for acceptances whose
+// validity ends within the notice and purges expired idempotency keys every
 // MaintenanceInterval until ctx ends, and then returns nil; what it cannot
 // do it logs and tries again next time. Several instances may run it at
 // once: expiry skips the rows another instance holds.
@@ -497,14 +502,23 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 }
 
-// maintain expires every due flow, a hundred at a time, and purges the
-// expired idempotency keys.
+// maintain expires every due flow and notifies every expiring acceptance, a
+// hundred at a time, and purges the expired idempotency keys.
 func (m *Manager) maintain(ctx context.Context) {
 	const batch = 100
 	for ctx.Err() == nil {
 		n, err := m.ExpireDue(ctx, time.Now(), batch)
 		if err != nil && ctx.Err() == nil {
 			m.log.WarnContext(ctx, "flows: expiring flows", "error", err.Error())
+		}
+		if err != nil || n < batch {
+			break
+		}
+	}
+	for ctx.Err() == nil {
+		n, err := m.NotifyExpiringAcceptances(ctx, batch)
+		if err != nil && ctx.Err() == nil {
+			m.log.WarnContext(ctx, "flows: notifying expiring acceptances", "error", err.Error())
 		}
 		if err != nil || n < batch {
 			break

@@ -54,6 +54,10 @@ const (
 	AuditClientRateLimit = "client.rate_limit"
 )
 
+// AuditFlowUseRefused: a use of a consent that was not in force
+// (withdrawn, expired, rejected or not yet answered) was refused.
+const AuditFlowUseRefused = "flow.use_refused"
+
 // Audit actions of staff accounts.
 const (
 	AuditStaffDisable       = "staff.disable"

@@ -284,6 +284,22 @@ func (m *Module) Run(ctx context.Context) error {
 	return nil
 }
 
+// useDataOf is a flow.used event's use as its body carries it; nil for
+// another event.
+func useDataOf(u *Use) *payload.Use {
+	if u == nil {
+		return nil
+	}
+	d := &payload.Use{ID: u.ID, Action: u.Action, DataCategories: u.DataCategories, UsedAt: payload.Time(u.UsedAt)}
+	if d.DataCategories == nil {
+		d.DataCategories = []string{}
+	}
+	if u.Reference != "" {
+		d.Reference = &u.Reference
+	}
+	return d
+}
+
 // PublishTx stores ev and, when it has a URL, its delivery and the delivery's
 // job, in tx.
 func (m *Module) PublishTx(ctx context.Context, tx database.Tx, ev Event) error {
@@ -299,7 +315,7 @@ func (m *Module) PublishTx(ctx context.Context, tx database.Tx, ev Event) error 
 		Data: payload.FlowData{
 			FlowID: ev.FlowID, ReferenceID: ev.ReferenceID, OrganizationID: ev.OrganizationID,
 			Status: ev.Status, FlowStatus: ev.FlowStatus, Version: ev.Version, Sequence: ev.Sequence,
-			FlowDefinitionID: ev.FlowDefinitionID,
+			FlowDefinitionID: ev.FlowDefinitionID, Use: useDataOf(ev.Use),
 		},
 	})
 	if err != nil {

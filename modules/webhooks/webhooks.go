@@ -28,6 +28,13 @@ const (
 	FlowDeleted   EventType = "flow.deleted"
 	FlowWithdrawn EventType = "flow.withdrawn"
 	FlowExpired   EventType = "flow.expired"
+	// FlowUsed: the organization recorded a use of an accepted consent. It
+	// goes to the endpoints that take it, not to the flow's webhookUrl: a
+	// busy ledger would flood the URL that follows the consent's answers.
+	FlowUsed EventType = "flow.used"
+	// FlowExpiring: an acceptance's validity ends within the notice
+	// (FLOWD_CONSENT_EXPIRING_NOTICE), so that the organization can ask again.
+	FlowExpiring EventType = "flow.expiring"
 	// EndpointDisabled: flowd disabled an endpoint whose deliveries kept
 	// failing. It goes to the organization's other endpoints, not to any
 	// flow's webhookUrl, and has no flow and no sequence.
@@ -37,7 +44,7 @@ const (
 // EventTypes lists every event type: a flow's in the order a flow meets
 // them, then an endpoint's.
 var EventTypes = []EventType{FlowCreated, FlowOpened, FlowAccepted, FlowRejected, FlowCancelled, FlowDeleted, FlowWithdrawn, FlowExpired,
-	EndpointDisabled}
+	FlowUsed, FlowExpiring, EndpointDisabled}
 
 // Valid reports whether t is one of EventTypes.
 func (t EventType) Valid() bool {
@@ -80,6 +87,18 @@ type Event struct {
 	// when the flow no longer exists (flow.deleted).
 	TaskID     string
 	OccurredAt time.Time
+	// Use is the use a flow.used event records; nil for every other type.
+	Use *Use
+}
+
+// Use is a recorded use of a consent as its flow.used event carries it:
+// nothing personal.
+type Use struct {
+	ID             string
+	Action         string
+	DataCategories []string
+	Reference      string // empty when not given
+	UsedAt         time.Time
 }
 
 // Validate reports ErrInvalidEvent, wrapped with the reason, unless the event

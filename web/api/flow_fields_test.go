@@ -18,9 +18,10 @@ func TestTheFlowEnvelopeCarriesEveryFieldOfAFlow(t *testing.T) {
 	writer := identity.Principal{OrganizationID: "org", Scopes: []string{identity.ScopeFlowsRead, identity.ScopeFlowsWrite}}
 	render := func(f flows.Flow) string { return string(envelopeOf(f, writer).AppendJSON(nil)) }
 	fieldtest.Reaches(t, flowStates(t), render, map[string]string{
-		"OrganizationID": "the caller's own organization, which its token names",
-		"Evidence.ACR":   "the eID's raw acr claim; the API gives the assurance level it maps to",
-		"WithdrawnBy":    "the flow.withdrawn event and the withdrawal receipt say who withdrew",
+		"OrganizationID":     "the caller's own organization, which its token names",
+		"Evidence.ACR":       "the eID's raw acr claim; the API gives the assurance level it maps to",
+		"WithdrawnBy":        "the flow.withdrawn event and the withdrawal receipt say who withdrew",
+		"ExpiringNotifiedAt": "the flow.expiring event tells the organization; consent.validUntil says when",
 	})
 }
 

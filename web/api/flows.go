@@ -73,6 +73,8 @@ func flowError(err error) error {
 		return apperr.New(apperr.Conflict, "The flow is no longer active.")
 	case errors.Is(err, flows.ErrNotAccepted):
 		return apperr.New(apperr.Conflict, "Only an accepted consent can be withdrawn.")
+	case errors.Is(err, flows.ErrConsentNotInForce):
+		return apperr.New(apperr.ConsentNotInForce, "The consent is not accepted, or its validity has ended: a use of it cannot be recorded.")
 	}
 	return err
 }
@@ -311,6 +313,10 @@ type consentJSON struct {
 	ValidUntil     *apiInstant `json:"validUntil"`
 	// When the acceptance expired at ValidUntil; null until then.
 	ExpiredAt *apiInstant `json:"expiredAt"`
+	// The use ledger: the latest use's usedAt (null before the first), and
+	// how many uses were recorded.
+	LastUsedAt *apiInstant `json:"lastUsedAt"`
+	NumUses    int         `json:"numUses"`
 }
 
 type metaJSON struct {
@@ -339,7 +345,8 @@ func envelopeOf(f flows.Flow, p identity.Principal) flowEnvelope {
 		Consent: consentJSON{Status: string(f.ConsentStatus), OpenedAt: (*apiInstant)(f.OpenedAt),
 			DecidedAt: (*apiInstant)(f.DecidedAt), WithdrawnAt: (*apiInstant)(f.WithdrawnAt), ExpiresAt: apiInstant(f.ExpiresAt),
 			Language: nonEmpty(f.Evidence.Language), AssuranceLevel: nonEmpty(f.Evidence.AssuranceLevel),
-			ValidUntil: (*apiInstant)(f.Evidence.ValidUntil), ExpiredAt: (*apiInstant)(f.ExpiredAt)},
+			ValidUntil: (*apiInstant)(f.Evidence.ValidUntil), ExpiredAt: (*apiInstant)(f.ExpiredAt),
+			LastUsedAt: (*apiInstant)(f.LastUsedAt), NumUses: f.NumUses},
 		CreatedAt: apiInstant(f.CreatedAt), UpdatedAt: apiInstant(f.UpdatedAt), NumAttachments: f.NumAttachments,
 		Meta: metaJSON{ProcessDefinitionID: f.ProcessDefinitionID(), ProcessInstanceID: f.ProcessInstanceID,
 			ProcessVersion: strconv.Itoa(f.FlowDefinitionVersion)},

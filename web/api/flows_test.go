@@ -93,7 +93,8 @@ func TestCreateAndRetrieveAFlow(t *testing.T) {
 		t.Errorf("_meta %v", meta)
 	}
 	c := f["consent"].(map[string]any)
-	if webtest.KeysOf(c) != "assuranceLevel,decidedAt,expiredAt,expiresAt,language,openedAt,status,textSha256,validUntil,withdrawnAt" || c["status"] != "Unopened" || c["openedAt"] != nil || c["decidedAt"] != nil {
+	if webtest.KeysOf(c) != "assuranceLevel,decidedAt,expiredAt,expiresAt,language,lastUsedAt,numUses,openedAt,status,textSha256,validUntil,withdrawnAt" ||
+		c["status"] != "Unopened" || c["openedAt"] != nil || c["decidedAt"] != nil || c["numUses"] != 0.0 || c["lastUsedAt"] != nil {
 		t.Errorf("consent %v", c)
 	}
 	for _, ts := range []any{f["createdAt"], f["updatedAt"], c["expiresAt"]} {

@@ -81,6 +81,18 @@ var idempotentRoutes = map[string]idempotentRoute{
 			return e.Count(t, `select count(*) from test_events where kind = 'flow.withdrawn' and flow_id = $1`, c.subject)
 		},
 	},
+	"/api/flows/:id/uses": {
+		status: http.StatusCreated,
+		prepare: func(t *testing.T, e *apiEnv, n int) keyedCall {
+			id := e.Create(t, webtest.TokA, nil)
+			e.decideWithEvidence(t, id, true)
+			return keyedCall{path: "/api/flows/" + id + "/uses", subject: id,
+				body: `{"action":"fetched income 2025"}`, otherBody: `{"action":"fetched debts 2025"}`}
+		},
+		effects: func(t *testing.T, e *apiEnv, c keyedCall) int {
+			return e.Count(t, `select count(*) from flow_uses where flow_id = $1`, c.subject)
+		},
+	},
 	"/api/receipts/subject": {
 		status: http.StatusOK,
 		prepare: func(t *testing.T, e *apiEnv, n int) keyedCall {

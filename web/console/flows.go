@@ -176,6 +176,9 @@ func (h *Handler) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) er
 	self := c.Echo().Reverse("console.flow", f.ID)
 	p := flowDetailOf(f, self, reveal, proofStep, proven)
 	p.Frame = h.frame(c, "flows", f.ReferenceID)
+	if p.Uses, err = h.flowUses(c, f, self); err != nil {
+		return err
+	}
 	receipts, err := h.flows.Attachments(ctx, consoleCaller(c), f.ID)
 	if err != nil {
 		return consoleNotFound(err, flows.ErrNotFound)
@@ -240,6 +243,11 @@ func flowDetailOf(f flows.Flow, self string, reveal, proofStep bool, proven *tim
 		{Label: "Process instance", Value: f.ProcessInstanceID, Code: true},
 		{Label: "Consent definition", Value: definitionLabel(f)},
 		{Label: "Updated", Value: consoleTime(f.UpdatedAt)},
+		{Label: "Uses recorded", Value: strconv.Itoa(f.NumUses)},
+		{Label: "Last used", Value: consoleTimePtr(f.LastUsedAt, "never")},
+	}
+	if f.ExpiringNotifiedAt != nil {
+		p.Details = append(p.Details, pages.KV{Label: "Expiry notice sent", Value: consoleTime(*f.ExpiringNotifiedAt)})
 	}
 	if ev := f.Evidence; ev.TextSHA256 != nil {
 		p.Details = append(p.Details,

@@ -30,7 +30,8 @@ with n as (select flowd_next_flow_number(:writeorg) as v)
 	'Unopened', 'active', false, :keyid, :nisealed, :nihmac, :lnsealed, :redirect, :hookurl, '',
 	gen_random_uuid(), 'consent', 1, null, :client, :pindex, :pindexkey
 	from n
-	returning flow_number, reference_id, version, created_at, updated_at, num_attachments, expires_at, expired_at;
+	returning flow_number, reference_id, version, created_at, updated_at, num_attachments, expires_at,
+	expired_at, num_uses, last_used_at, expiring_notified_at;
 insert into flow_tasks (organization_id, id, flow_id, task_type, task_category, status)
 	values (:writeorg, (lpad(to_hex(:t1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid,
 	(lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, 'consent', 'user-task',

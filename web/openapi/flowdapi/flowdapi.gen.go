@@ -101,8 +101,10 @@ const (
 	EventTypeFlowCreated      EventType = "flow.created"
 	EventTypeFlowDeleted      EventType = "flow.deleted"
 	EventTypeFlowExpired      EventType = "flow.expired"
+	EventTypeFlowExpiring     EventType = "flow.expiring"
 	EventTypeFlowOpened       EventType = "flow.opened"
 	EventTypeFlowRejected     EventType = "flow.rejected"
+	EventTypeFlowUsed         EventType = "flow.used"
 	EventTypeFlowWithdrawn    EventType = "flow.withdrawn"
 )
 
@@ -121,9 +123,13 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeFlowExpired:
 		return true
+	case EventTypeFlowExpiring:
+		return true
 	case EventTypeFlowOpened:
 		return true
 	case EventTypeFlowRejected:
+		return true
+	case EventTypeFlowUsed:
 		return true
 	case EventTypeFlowWithdrawn:
 		return true
@@ -211,8 +217,10 @@ const (
 	FlowEventJSONBodyTypeFlowCreated   FlowEventJSONBodyType = "flow.created"
 	FlowEventJSONBodyTypeFlowDeleted   FlowEventJSONBodyType = "flow.deleted"
 	FlowEventJSONBodyTypeFlowExpired   FlowEventJSONBodyType = "flow.expired"
+	FlowEventJSONBodyTypeFlowExpiring  FlowEventJSONBodyType = "flow.expiring"
 	FlowEventJSONBodyTypeFlowOpened    FlowEventJSONBodyType = "flow.opened"
 	FlowEventJSONBodyTypeFlowRejected  FlowEventJSONBodyType = "flow.rejected"
+	FlowEventJSONBodyTypeFlowUsed      FlowEventJSONBodyType = "flow.used"
 	FlowEventJSONBodyTypeFlowWithdrawn FlowEventJSONBodyType = "flow.withdrawn"
 )
 
@@ -229,9 +237,13 @@ func (e FlowEventJSONBodyType) Valid() bool {
 		return true
 	case FlowEventJSONBodyTypeFlowExpired:
 		return true
+	case FlowEventJSONBodyTypeFlowExpiring:
+		return true
 	case FlowEventJSONBodyTypeFlowOpened:
 		return true
 	case FlowEventJSONBodyTypeFlowRejected:
+		return true
+	case FlowEventJSONBodyTypeFlowUsed:
 		return true
 	case FlowEventJSONBodyTypeFlowWithdrawn:
 		return true
@@ -265,6 +277,16 @@ type Consent struct {
 
 	// Language The language the text was shown in when the individual decided; `null` until then.
 	Language *ConsentLanguage `json:"language"`
+
+	// LastUsedAt The latest `usedAt` of the uses the organization recorded of the consent
+	// (`POST /api/flows/{flowId}/uses`); `null` before the first.
+	//
+	//
+	// Examples: 2026-01-02T03:04:05.678Z, null
+	LastUsedAt *NullableTimestamp `json:"lastUsedAt"`
+
+	// NumUses How many uses of the consent the organization recorded.
+	NumUses int `json:"numUses"`
 
 	// OpenedAt When the individual first opened the link; `null` until then.
 	//
@@ -567,6 +589,19 @@ type FlowEventData struct {
 	// acceptance withdrawn afterwards), `Expired` (an acceptance that reached its
 	// `consent.validUntil`).
 	Status ConsentStatus `json:"status"`
+
+	// Use The recorded use, in `flow.used` only. Nothing personal.
+	Use *struct {
+		Action         string             `json:"action"`
+		DataCategories []string           `json:"dataCategories"`
+		Id             openapi_types.UUID `json:"id"`
+		Reference      *string            `json:"reference"`
+
+		// UsedAt RFC 3339, UTC, with milliseconds.
+		//
+		// Examples: 2026-01-02T03:04:05.678Z
+		UsedAt Timestamp `json:"usedAt"`
+	} `json:"use,omitempty"`
 
 	// Version The flow's version after the change.
 	Version int `json:"version"`

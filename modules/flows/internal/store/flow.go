@@ -48,9 +48,12 @@ type Flow struct {
 	DecidedAt             *time.Time `db:"decided_at" write:"save"`
 	WithdrawnAt           *time.Time `db:"withdrawn_at" write:"save"`
 	WithdrawnBy           *string    `db:"withdrawn_by" write:"save"`
-	NumAttachments        int        `db:"num_attachments"` // counted by InsertAttachment
-	ExpiresAt             time.Time  `db:"expires_at"`      // the create's time plus the consent's time to live
-	ExpiredAt             *time.Time `db:"expired_at"`      // when ExpireAcceptance ended the acceptance's validity
+	NumAttachments        int        `db:"num_attachments"`      // counted by InsertAttachment
+	ExpiresAt             time.Time  `db:"expires_at"`           // the create's time plus the consent's time to live
+	ExpiredAt             *time.Time `db:"expired_at"`           // when ExpireAcceptance ended the acceptance's validity
+	NumUses               int        `db:"num_uses"`             // counted by InsertUse
+	LastUsedAt            *time.Time `db:"last_used_at"`         // the latest use's used_at, by InsertUse
+	ExpiringNotifiedAt    *time.Time `db:"expiring_notified_at"` // claimed by ClaimExpiringNotice
 	// The blind index of the national id and its key's version; null on
 	// rows made before there was one, until the re-index fills them.
 	PersonIndex    []byte  `db:"person_index" write:"create"`

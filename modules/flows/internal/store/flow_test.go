@@ -51,10 +51,26 @@ func TestEveryFlowFieldIsStored(t *testing.T) {
 	stored = readBack(t, pool, f)
 	checkWritten(t, "SaveState", stored, written, append(saveColumns, createColumns...))
 
-	// What the database sets: a receipt counted, the acceptance expired.
+	// What the database sets: a receipt and a use counted, the expiry
+	// notice claimed, the acceptance expired.
 	if err := InsertAttachment(ctx, pool, &Attachment{OrganizationID: f.OrganizationID, ID: "00000000-0000-7000-8000-0000000000a1",
 		FlowID: f.ID, Kind: "consent-receipt", ContentType: "application/jwt", Body: "x.y.z"}); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := InsertUse(ctx, pool, &Use{OrganizationID: f.OrganizationID, ID: "00000000-0000-7000-8000-0000000000b1",
+		FlowID: f.ID, Action: "fetched", DataCategories: []string{}, UsedAt: time.Now(), RecordedBy: "client-a"}); err != nil {
+		t.Fatal(err)
+	}
+	// The notice is claimed within the validity, and the validity then ends.
+	soon := time.Now().Add(time.Hour)
+	if f.ValidUntil = &soon; SaveState(ctx, pool, &f) != nil {
+		t.Fatal("SaveState of a validity to come")
+	}
+	if _, err := ClaimExpiringNotice(ctx, pool, f.OrganizationID, f.ID, 2*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if f.ValidUntil = written.ValidUntil; SaveState(ctx, pool, &f) != nil {
+		t.Fatal("SaveState of the validity ended")
 	}
 	expired, err := ExpireAcceptance(ctx, pool, f.OrganizationID, f.ID)
 	if err != nil {

@@ -25,6 +25,17 @@ type FlowData struct {
 	Sequence       int    `json:"sequence"`
 	// FlowDefinitionID is left out of events stored before definitions existed.
 	FlowDefinitionID string `json:"flowDefinitionId,omitempty"`
+	// Use is the use a flow.used event records.
+	Use *Use `json:"use,omitempty"`
+}
+
+// Use is a flow.used event's use.
+type Use struct {
+	ID             string   `json:"id"`
+	Action         string   `json:"action"`
+	DataCategories []string `json:"dataCategories"`
+	Reference      *string  `json:"reference"`
+	UsedAt         string   `json:"usedAt"`
 }
 
 // Endpoint is the JSON body of an endpoint event: the shape of a flow

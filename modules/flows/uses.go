@@ -1,0 +1,269 @@
+package flows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/flows/internal/store"
+	"github.com/flowd/flowd/modules/webhooks"
+)
+
+// The use ledger: the organization records each use it makes of an
+// accepted consent (RecordUse), the flow counts them (NumUses, LastUsedAt),
+// and flow.used tells the organization's endpoints. A use after the
+// acceptance was withdrawn or expired is refused, and the refusal is the
+// caller's to record (RecordUse's refused hook), so that an audit log shows
+// the attempt.
+
+// Normalize trims the surrounding white space of in's text.
+func (in NewUse) Normalize() NewUse {
+	out := NewUse{Action: strings.TrimSpace(in.Action), UsedAt: in.UsedAt, Reference: strings.TrimSpace(in.Reference)}
+	for _, c := range in.DataCategories {
+		out.DataCategories = append(out.DataCategories, strings.TrimSpace(c))
+	}
+	return out
+}
+
+// Validate checks a normalized in at now: the fields that need no flow. It
+// returns an apperr Invalid error naming every offending field by its API
+// name, or nil.
+func (in NewUse) Validate(now time.Time) error {
+	var f apperr.Fields
+	if in.Action == "" {
+		f.Add("action", "is required")
+	} else if msg := checkText(in.Action, MaxUseAction); msg != "" {
+		f.Add("action", "%s", msg)
+	}
+	if in.UsedAt != nil && in.UsedAt.After(now.Add(MaxUseClockSkew)) {
+		f.Add("usedAt", "must not be in the future")
+	}
+	if in.Reference != "" {
+		if msg := checkText(in.Reference, MaxUseReference); msg != "" {
+			f.Add("reference", "%s", msg)
+		}
+	}
+	for i, c := range in.DataCategories {
+		if c == "" || checkText(c, MaxUseAction) != "" {
+			f.Add(fmt.Sprintf("dataCategories[%d]", i), "must be one of the data categories of the flow's consent definition")
+		}
+	}
+	return f.Err()
+}
+
+// RecordUse implements Service.
+func (m *Manager) RecordUse(ctx context.Context, c Caller, flowID string, in NewUse, refused database.BeforeCommit[Flow],
+	before ...database.BeforeCommit[Use]) (Use, error) {
+	if !validID(flowID) || c.OrganizationID == "" {
+		return Use{}, ErrNotFound
+	}
+	now := time.Now()
+	in = in.Normalize()
+	if err := in.Validate(now); err != nil {
+		return Use{}, err
+	}
+	var (
+		out        Use
+		notInForce bool
+	)
+	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		row, err := lockedFlow(ctx, tx, c.OrganizationID, flowID)
+		if err != nil {
+			return err
+		}
+		f, err := m.toFlow(row)
+		if err != nil {
+			return err
+		}
+		if !inForce(f, now) {
+			// Nothing is recorded but the refusal, which commits.
+			notInForce = true
+			return database.RunBeforeCommit(ctx, tx, f, []database.BeforeCommit[Flow]{refused})
+		}
+		if err := m.checkUseTx(ctx, tx, f, in); err != nil {
+			return err
+		}
+		u := store.Use{OrganizationID: c.OrganizationID, ID: newID(), FlowID: flowID, Action: in.Action,
+			DataCategories: in.DataCategories, Reference: orNil(in.Reference), UsedAt: now, RecordedBy: c.ClientID}
+		if u.DataCategories == nil {
+			u.DataCategories = []string{}
+		}
+		if in.UsedAt != nil {
+			u.UsedAt = *in.UsedAt
+		}
+		if row, err = store.InsertUse(ctx, tx, &u); err != nil {
+			return err
+		}
+		if f, err = m.toFlow(row); err != nil {
+			return err
+		}
+		out = toUse(u)
+		if err := m.publishUseTx(ctx, tx, f, out); err != nil {
+			return err
+		}
+		return database.RunBeforeCommit(ctx, tx, out, before)
+	})
+	if err != nil {
+		return Use{}, err
+	}
+	if notInForce {
+		return Use{}, ErrConsentNotInForce
+	}
+	return out, nil
+}
+
+// inForce reports whether f's consent may be used at now: accepted, and
+// inside its validity.
+func inForce(f Flow, now time.Time) bool {
+	return f.ConsentStatus == Accepted && (f.Evidence.ValidUntil == nil || now.Before(*f.Evidence.ValidUntil))
+}
+
+// checkUseTx checks in against its flow f: a use is not before the consent
+// was given, and names only data categories of the flow's definition
+// version (by either language's name).
+func (m *Manager) checkUseTx(ctx context.Context, tx pgx.Tx, f Flow, in NewUse) error {
+	var problems apperr.Fields
+	if in.UsedAt != nil && f.DecidedAt != nil && in.UsedAt.Before(*f.DecidedAt) {
+		problems.Add("usedAt", "must not be before the consent was given")
+	}
+	if len(in.DataCategories) > 0 {
+		categories, err := m.defs.DataCategoriesTx(ctx, tx, f.OrganizationID, f.FlowDefinitionID, f.FlowDefinitionVersion)
+		if err != nil {
+			return err
+		}
+		for i, c := range in.DataCategories {
+			if !slices.ContainsFunc(categories, func(names []string) bool { return slices.Contains(names, c) }) {
+				problems.Add(fmt.Sprintf("dataCategories[%d]", i), "must be one of the data categories of the flow's consent definition")
+			}
+		}
+	}
+	return problems.Err()
+}
+
+// publishUseTx publishes flow.used for u, numbered in the flow's sequence.
+// It goes to the organization's endpoints that take it, never to the flow's
+// own webhookUrl, so it has no delivery task.
+func (m *Manager) publishUseTx(ctx context.Context, tx pgx.Tx, f Flow, u Use) error {
+	seq, err := store.NextEventSequence(ctx, tx, f.OrganizationID, f.ID)
+	if err != nil {
+		return err
+	}
+	ev := eventOf(f, webhooks.FlowUsed, "")
+	ev.Sequence, ev.URL = seq, ""
+	ev.Use = &webhooks.Use{ID: u.ID, Action: u.Action, DataCategories: u.DataCategories, Reference: u.Reference, UsedAt: u.UsedAt}
+	return m.events.PublishTx(ctx, tx, ev)
+}
+
+func toUse(u store.Use) Use {
+	return Use{ID: u.ID, FlowID: u.FlowID, Action: u.Action, DataCategories: u.DataCategories, Reference: deref(u.Reference),
+		UsedAt: u.UsedAt, RecordedAt: u.RecordedAt, RecordedBy: u.RecordedBy}
+}
+
+// Check validates p and fills in its default limit; errors name the query
+// parameters of the API.
+func (p *UseParams) Check() error {
+	var f apperr.Fields
+	if p.Limit == 0 {
+		p.Limit = DefaultLimit
+	} else if p.Limit < 1 || p.Limit > MaxLimit {
+		f.Add("limit", "must be from 1 to %d", MaxLimit)
+	}
+	if p.StartingAfter != "" && p.EndingBefore != "" {
+		f.Add("ending_before", "cannot be combined with starting_after")
+	}
+	if p.StartingAfter != "" && !validID(p.StartingAfter) {
+		f.Add("starting_after", "must be a use id")
+	}
+	if p.EndingBefore != "" && !validID(p.EndingBefore) {
+		f.Add("ending_before", "must be a use id")
+	}
+	return f.Err()
+}
+
+// Uses implements Service.
+func (m *Manager) Uses(ctx context.Context, c Caller, flowID string, p UseParams) (UsePage, error) {
+	if !validID(flowID) || c.OrganizationID == "" {
+		return UsePage{}, ErrNotFound
+	}
+	if err := p.Check(); err != nil {
+		return UsePage{}, err
+	}
+	q := store.UseQuery{OrganizationID: c.OrganizationID, FlowID: flowID, Limit: p.Limit}
+	cursorParam := "starting_after"
+	switch {
+	case p.StartingAfter != "":
+		q.CursorID = p.StartingAfter
+	case p.EndingBefore != "":
+		q.CursorID, q.Backwards, cursorParam = p.EndingBefore, true, "ending_before"
+	}
+	var page UsePage
+	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		if _, err := store.GetFlow(ctx, tx, c.OrganizationID, flowID, false); err != nil {
+			return notFound(err)
+		}
+		rows, more, err := store.Uses(ctx, tx, q)
+		if errors.Is(err, store.ErrNoRows) {
+			return apperr.InvalidFields([]apperr.FieldError{{Field: cursorParam, Message: "is not a use of this flow"}})
+		}
+		if err != nil {
+			return err
+		}
+		page = UsePage{HasMore: more, Uses: make([]Use, len(rows))}
+		for i, r := range rows {
+			page.Uses[i] = toUse(r)
+		}
+		return nil
+	})
+	return page, err
+}
+
+// NotifyExpiringAcceptances publishes flow.expiring for up to limit
+// acceptances whose validity ends within the notice and returns how many it
+// notified. Each goes out once: store.ClaimExpiringNotice's conditional
+// update claims it in the transaction that publishes it, however many
+// instances meet on one flow. With no notice configured it does nothing.
+func (m *Manager) NotifyExpiringAcceptances(ctx context.Context, limit int) (int, error) {
+	notice := m.cfg.ExpiringNotice
+	if notice <= 0 {
+		return 0, nil
+	}
+	due, err := store.DueForExpiringNotice(ctx, m.pool, notice, limit)
+	if err != nil || len(due) == 0 {
+		return 0, err
+	}
+	n := 0
+	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		for _, d := range due {
+			row, err := store.ClaimExpiringNotice(ctx, tx, d.OrganizationID, d.ID, notice)
+			if errors.Is(err, store.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			f, err := m.toFlow(row)
+			if err != nil {
+				return err
+			}
+			// The claim leaves updated_at, the time an event names, as it was:
+			// the notice happened when it was claimed.
+			f.UpdatedAt = *f.ExpiringNotifiedAt
+			if err := m.publishTx(ctx, tx, f, webhooks.FlowExpiring); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}

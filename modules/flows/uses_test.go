@@ -1,0 +1,319 @@
+package flows_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/flows"
+)
+
+// acceptedWithCategories creates a flow of a definition with the data
+// categories Income (Inntekt) and Debt (Gjeld), accepted and valid for an
+// hour.
+func (b *bundle) acceptedWithCategories(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	defs := consent.NewDefinitions(b.pool, orgs{})
+	author := consent.Author{OrganizationID: b.caller.OrganizationID, By: "client-a"}
+	draft := consent.Draft{Title: consent.Text{EN: "Share your income", NB: "Del inntekten din"},
+		Purpose:        consent.Text{EN: "We check your income.", NB: "Vi sjekker inntekten din."},
+		DataCategories: []consent.Text{{EN: "Income", NB: "Inntekt"}, {EN: "Debt", NB: "Gjeld"}}}
+	if _, err := defs.Create(ctx, author, "loan", draft); err != nil && apperr.CodeOf(err) != apperr.Conflict {
+		t.Fatal(err)
+	}
+	in := newFlow("ID-7")
+	in.FlowDefinitionID = "loan"
+	id := b.create(t, in).FlowID
+	b.decide(t, id, true, time.Now().Add(time.Hour))
+	return id
+}
+
+// refusals records the flows a RecordUse refused, as an audit hook would.
+type refusals struct {
+	mu    sync.Mutex
+	flows []string
+}
+
+func (r *refusals) hook(_ context.Context, _ database.Tx, f flows.Flow) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.flows = append(r.flows, f.ID+":"+string(f.ConsentStatus))
+	return nil
+}
+
+// TestAUseOfAnAcceptedConsentIsCountedAndPublished: a recorded use is
+// kept, counted on the flow (numUses, lastUsedAt, a new version) and
+// published as flow.used, which goes to endpoints only: the flow's own
+// webhookUrl does not get it.
+func TestAUseOfAnAcceptedConsentIsCountedAndPublished(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	id := b.acceptedWithCategories(t)
+	before := b.get(t, id)
+	usedAt := time.Now().Add(time.Second).Truncate(time.Millisecond)
+	var hooked flows.Use
+	u, err := b.flows.RecordUse(ctx, b.caller, id, flows.NewUse{Action: " fetched income 2025 ", UsedAt: &usedAt,
+		DataCategories: []string{"Income", "Gjeld"}, Reference: "case 4711"}, nil,
+		func(_ context.Context, _ database.Tx, u flows.Use) error { hooked = u; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Action != "fetched income 2025" || !u.UsedAt.Equal(usedAt) || !slices.Equal(u.DataCategories, []string{"Income", "Gjeld"}) ||
+		u.Reference != "case 4711" || u.RecordedBy != "client-a" || u.FlowID != id || u.RecordedAt.IsZero() || hooked.ID != u.ID {
+		t.Fatalf("use %+v, hooked %+v", u, hooked)
+	}
+	f := b.get(t, id)
+	if f.NumUses != 1 || f.LastUsedAt == nil || !f.LastUsedAt.Equal(usedAt) || f.Version != before.Version+1 {
+		t.Fatalf("after a use: numUses %d, lastUsedAt %v, version %d (was %d)", f.NumUses, f.LastUsedAt, f.Version, before.Version)
+	}
+	// An older use leaves lastUsedAt at the latest.
+	older := usedAt.Add(-time.Second)
+	if _, err := b.flows.RecordUse(ctx, b.caller, id, flows.NewUse{Action: "again", UsedAt: &older}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f := b.get(t, id); f.NumUses != 2 || !f.LastUsedAt.Equal(usedAt) {
+		t.Fatalf("after an older use: numUses %d, lastUsedAt %v, want 2 and %v", f.NumUses, f.LastUsedAt, usedAt)
+	}
+	if got := b.eventsOf(t, id); got != "flow.created:1,flow.accepted:2,flow.used:3,flow.used:4" {
+		t.Fatalf("events %s", got)
+	}
+	if n := b.count(t, `select count(*) from test_events where kind = 'flow.used' and (url <> '' or task_id <> '')`); n != 0 {
+		t.Fatalf("%d flow.used events for the flow's own webhookUrl, want none", n)
+	}
+}
+
+// TestAUseOfAConsentNotInForceIsRefusedAndTheRefusalKept: pending,
+// rejected, withdrawn and expired consents refuse a use with
+// ErrConsentNotInForce, record nothing, and run the refused hook, whose
+// writes commit.
+func TestAUseOfAConsentNotInForceIsRefusedAndTheRefusalKept(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	pending := b.create(t, newFlow("ID-1")).FlowID
+	rejected := b.create(t, newFlow("ID-2")).FlowID
+	b.decide(t, rejected, false, time.Now().Add(time.Hour))
+	withdrawn := b.acceptedWithCategories(t)
+	if _, err := b.withdraw(ctx, withdrawn); err != nil {
+		t.Fatal(err)
+	}
+	expired := b.acceptedWithCategories(t)
+	b.makeDue(t, expired)
+	if _, err := b.flows.ExpireDueAcceptances(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	// Past its validity but not yet expired by the job: refused all the same.
+	due := b.acceptedWithCategories(t)
+	b.makeDue(t, due)
+
+	var r refusals
+	for _, id := range []string{pending, rejected, withdrawn, expired, due} {
+		before := b.get(t, id)
+		_, err := b.flows.RecordUse(ctx, b.caller, id, flows.NewUse{Action: "fetched"}, func(ctx context.Context, tx database.Tx, f flows.Flow) error {
+			_, err := tx.Exec(ctx, `insert into test_events (kind, flow_id) values ('refused', $1)`, f.ID)
+			return errors.Join(err, r.hook(ctx, tx, f))
+		})
+		if !errors.Is(err, flows.ErrConsentNotInForce) {
+			t.Errorf("%s consent: RecordUse = %v, want ErrConsentNotInForce", before.ConsentStatus, err)
+		}
+		if f := b.get(t, id); f.NumUses != 0 || f.Version != before.Version {
+			t.Errorf("%s consent: numUses %d, version %d after a refused use", f.ConsentStatus, f.NumUses, f.Version)
+		}
+	}
+	if n := b.count(t, `select count(*) from flow_uses`); n != 0 {
+		t.Fatalf("%d uses recorded, want none", n)
+	}
+	if n := b.count(t, `select count(*) from test_events where kind = 'refused'`); n != 5 {
+		t.Fatalf("%d refusals committed, want 5: %v", n, r.flows)
+	}
+	want := []string{pending + ":Unopened", rejected + ":Rejected", withdrawn + ":Withdrawn", expired + ":Expired", due + ":Accepted"}
+	if !slices.Equal(r.flows, want) {
+		t.Fatalf("refused %v, want %v", r.flows, want)
+	}
+}
+
+// TestABadUseIsRefusedNamingEachField: every offending field is named, and
+// nothing is recorded; another organization's flow is not found.
+func TestABadUseIsRefusedNamingEachField(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	id := b.acceptedWithCategories(t)
+	future := time.Now().Add(time.Hour)
+	beforeConsent := time.Now().Add(-24 * time.Hour)
+	for _, tt := range []struct {
+		name string
+		in   flows.NewUse
+		want []string
+	}{
+		{"no action", flows.NewUse{}, []string{"action"}},
+		{"long action and reference", flows.NewUse{Action: strings.Repeat("a", 201), Reference: strings.Repeat("r", 201)},
+			[]string{"action", "reference"}},
+		{"control characters", flows.NewUse{Action: "a\x00b"}, []string{"action"}},
+		{"in the future", flows.NewUse{Action: "a", UsedAt: &future}, []string{"usedAt"}},
+		{"before the consent", flows.NewUse{Action: "a", UsedAt: &beforeConsent}, []string{"usedAt"}},
+		{"unknown categories", flows.NewUse{Action: "a", DataCategories: []string{"Income", "Health", "income"}},
+			[]string{"dataCategories[1]", "dataCategories[2]"}},
+	} {
+		_, err := b.flows.RecordUse(ctx, b.caller, id, tt.in, nil)
+		e, ok := apperr.As(err)
+		var got []string
+		if ok {
+			for _, f := range e.Fields {
+				got = append(got, f.Field)
+			}
+		}
+		if !ok || e.Code != apperr.Invalid || !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %v naming %v, want Invalid naming %v", tt.name, err, got, tt.want)
+		}
+	}
+	other := b.caller
+	other.OrganizationID = "org-b"
+	if _, err := b.flows.RecordUse(ctx, other, id, flows.NewUse{Action: "a"}, nil); !errors.Is(err, flows.ErrNotFound) {
+		t.Fatalf("another organization's flow: %v, want ErrNotFound", err)
+	}
+	if _, err := b.flows.Uses(ctx, other, id, flows.UseParams{}); !errors.Is(err, flows.ErrNotFound) {
+		t.Fatalf("another organization's uses: %v, want ErrNotFound", err)
+	}
+	if n := b.count(t, `select count(*) from flow_uses`); n != 0 {
+		t.Fatalf("%d uses recorded, want none", n)
+	}
+}
+
+// TestUsesPageLatestFirst walks a flow's uses both ways, a page at a time.
+func TestUsesPageLatestFirst(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	id := b.acceptedWithCategories(t)
+	start := time.Now()
+	const n = 7
+	for i := range n {
+		at := start.Add(time.Duration(i) * time.Second)
+		if _, err := b.flows.RecordUse(ctx, b.caller, id, flows.NewUse{Action: fmt.Sprintf("use %d", i), UsedAt: &at}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	actions := func(p flows.UsePage) string {
+		var s []string
+		for _, u := range p.Uses {
+			s = append(s, strings.TrimPrefix(u.Action, "use "))
+		}
+		return strings.Join(s, ",") + fmt.Sprintf(" more=%v", p.HasMore)
+	}
+	first, err := b.flows.Uses(ctx, b.caller, id, flows.UseParams{Limit: 3})
+	if err != nil || actions(first) != "6,5,4 more=true" {
+		t.Fatalf("first page %s, %v", actions(first), err)
+	}
+	second, err := b.flows.Uses(ctx, b.caller, id, flows.UseParams{Limit: 3, StartingAfter: first.Uses[2].ID})
+	if err != nil || actions(second) != "3,2,1 more=true" {
+		t.Fatalf("second page %s, %v", actions(second), err)
+	}
+	last, err := b.flows.Uses(ctx, b.caller, id, flows.UseParams{Limit: 3, StartingAfter: second.Uses[2].ID})
+	if err != nil || actions(last) != "0 more=false" {
+		t.Fatalf("last page %s, %v", actions(last), err)
+	}
+	back, err := b.flows.Uses(ctx, b.caller, id, flows.UseParams{Limit: 2, EndingBefore: second.Uses[0].ID})
+	if err != nil || actions(back) != "5,4 more=true" {
+		t.Fatalf("back from the second page %s, %v", actions(back), err)
+	}
+	for _, p := range []flows.UseParams{{Limit: 101}, {StartingAfter: "x"}, {StartingAfter: first.Uses[0].ID, EndingBefore: first.Uses[1].ID},
+		{StartingAfter: "00000000-0000-7000-8000-000000000000"}} {
+		if _, err := b.flows.Uses(ctx, b.caller, id, p); apperr.CodeOf(err) != apperr.Invalid {
+			t.Errorf("%+v: %v, want Invalid", p, err)
+		}
+	}
+}
+
+// withNotice runs Run's maintenance every 10 ms, with a two-hour expiring notice.
+func withNotice(c *flows.Config) {
+	c.MaintenanceInterval, c.ExpiringNotice = 10*time.Millisecond, 2*time.Hour
+}
+
+// TestTwoInstancesNotifyEachExpiringAcceptanceOnce: two instances, each with
+// its own pool, run their maintenance against one database at once, and a
+// third calls the notice directly; each acceptance whose validity ends
+// within the notice gets exactly one flow.expiring, and is Expiring. One
+// that ends later, or has no end, gets none.
+func TestTwoInstancesNotifyEachExpiringAcceptanceOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	first := setupOn(t, url, withNotice)
+	instances := []*bundle{first, instance(open(t, url), first.sealer, withNotice)}
+	const n = 30
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = first.create(t, newFlow(fmt.Sprintf("ID-%d", i))).FlowID
+		first.decide(t, ids[i], true, time.Now().Add(time.Hour))
+	}
+	later := first.create(t, newFlow("ID-later")).FlowID
+	first.decide(t, later, true, time.Now().Add(3*time.Hour))
+	if !first.get(t, ids[0]).Evidence.ValidUntil.After(time.Now()) || first.get(t, ids[0]).Expiring() {
+		t.Fatal("an acceptance is expiring before any instance ran")
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	var running sync.WaitGroup
+	for _, b := range instances {
+		running.Go(func() { _ = b.flows.Run(runCtx) })
+	}
+	t.Cleanup(func() { cancel(); running.Wait() })
+	if _, err := instances[1].flows.NotifyExpiringAcceptances(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every acceptance notified", func() bool {
+		return first.count(t, `select count(*) from flows where expiring_notified_at is not null`) == n
+	})
+	// A few more rounds of both instances' maintenance find nothing more to send.
+	rounds := first.count(t, `select count(*) from test_events`)
+	waitFor(t, "more maintenance rounds", func() bool {
+		n, err := first.flows.NotifyExpiringAcceptances(ctx, 100)
+		return err == nil && n == 0 && first.count(t, `select count(*) from test_events`) == rounds
+	})
+	for _, id := range ids {
+		if got := first.eventsOf(t, id); got != "flow.created:1,flow.accepted:2,flow.expiring:2" {
+			t.Errorf("flow %s: events %s", id, got)
+		}
+		if f := instances[1].get(t, id); !f.Expiring() || f.ExpiringNotifiedAt == nil {
+			t.Errorf("flow %s is not expiring after its notice", id)
+		}
+	}
+	if got := first.eventsOf(t, later); got != "flow.created:1,flow.accepted:2" {
+		t.Errorf("an acceptance ending after the notice: events %s", got)
+	}
+	// Withdrawn, it is no longer expiring.
+	if _, err := first.withdraw(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if first.get(t, ids[0]).Expiring() {
+		t.Error("a withdrawn consent is expiring")
+	}
+	for i, b := range instances {
+		if logs := b.logs.String(); logs != "" {
+			t.Errorf("instance %d logged:\n%s", i, logs)
+		}
+	}
+}
+
+// TestNoNoticeWithoutASetting: a zero notice sends no flow.expiring.
+func TestNoNoticeWithoutASetting(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.create(t, newFlow("ID-1")).FlowID
+	b.decide(t, id, true, time.Now().Add(time.Minute))
+	if n, err := b.flows.NotifyExpiringAcceptances(context.Background(), 10); err != nil || n != 0 {
+		t.Fatalf("notified %d, %v; want none", n, err)
+	}
+}
