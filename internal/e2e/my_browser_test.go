@@ -74,6 +74,11 @@ func TestMyConsentsInABrowser(t *testing.T) {
 	acceptIn(t, e, accepted.Links.Consent.Href, rightID, "substantial")
 	acceptIn(t, e, atOther.Links.Consent.Href, rightID, "substantial")
 
+	// Acme records a use of its consent; the person sees it.
+	if resp := call(t, e.api, "POST", e.in.URL+"/api/flows/"+accepted.FlowID+"/uses", `{"action":"fetched income 2025"}`, nil); resp.StatusCode != 201 {
+		t.Fatalf("record a use: %d", resp.StatusCode)
+	}
+
 	// Every consent page links to the person's own page.
 	run(t, ctx, chromedp.Navigate(accepted.Links.Consent.Href+"?lang=en"))
 	waitPage(t, ctx, "You accepted this request")
@@ -81,7 +86,7 @@ func TestMyConsentsInABrowser(t *testing.T) {
 	p := waitPage(t, ctx, "Every consent request addressed to you")
 	for _, want := range []string{"Share your income with Acme Bank", "Acme Bank", "Nordic Insurance",
 		accepted.ReferenceID, atOther.ReferenceID, unanswered.ReferenceID, "Waiting for your answer",
-		"Answer the request", "expires in 89 days", "No use recorded", "Asked", "You consented",
+		"Answer the request", "expires in 89 days", "No use recorded", "Used: fetched income 2025", "Asked", "You consented",
 		"requires an electronic ID at level high"} {
 		if !strings.Contains(p.text, want) {
 			t.Errorf("/my lacks %q:\n%s", want, p.text)
@@ -143,6 +148,10 @@ func TestMyConsentsInABrowser(t *testing.T) {
 	}
 	if slices.Contains(otherHooks.eventTypes(), "flow.withdrawn") {
 		t.Error("the other organization was told of a withdrawal")
+	}
+	// A use after the withdrawal is refused.
+	if resp := call(t, e.api, "POST", e.in.URL+"/api/flows/"+accepted.FlowID+"/uses", `{"action":"fetched income 2026"}`, nil); resp.StatusCode != 409 {
+		t.Errorf("a use after the withdrawal: %d, want 409", resp.StatusCode)
 	}
 
 	// Each view and the withdrawal are in the audit log of each

@@ -191,6 +191,8 @@ type Flows interface {
 	RecordWithdrawalTx(ctx context.Context, tx database.Tx, w flows.Withdrawal, receipt flows.SignedReceipt) (flows.Flow, error)
 	// AttachmentsTx lists the flow's attachments with their bodies.
 	AttachmentsTx(ctx context.Context, tx database.Tx, f flows.Flow) ([]flows.Attachment, error)
+	// UsesTx lists up to limit of the flow's recorded uses, latest first.
+	UsesTx(ctx context.Context, tx database.Tx, f flows.Flow, limit int) ([]flows.Use, error)
 	// FlowsOfPerson returns the flows addressed to a national id in every
 	// organization, newest first, found by their blind index, for the
 	// person's own page alone.

@@ -121,7 +121,9 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, ttl time.Duration) *journeyEnv {
 	}
 	receipts := consent.NewReceipts(pool, signing, orgs{}, "https://flowd.example")
 	m := flows.New(pool, sealer, requests, defs, orgs{}, tableEvents{}, log, prometheus.NewRegistry(),
-		flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: ttl})
+		flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: ttl, PersonIndex: flows.NewPersonIndex(key),
+			// Every acceptance is within the notice: mine_test asks for it.
+			ExpiringNotice: 100 * 365 * 24 * time.Hour})
 	j := consent.NewJourney(pool, requests, m, defs, receipts, orgs{}, tableAudit{}, consent.DefaultACRMap, log)
 	return &journeyEnv{pool: pool, flows: m, journey: j, withdrawals: consent.NewWithdrawals(pool, requests, m, defs, receipts),
 		receipts: receipts, defs: defs, logs: logs, caller: flows.Caller{OrganizationID: "org-1", ClientID: "client-1"}}

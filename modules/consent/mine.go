@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/flowd/flowd/internal/database"
@@ -53,7 +54,13 @@ type MyConsent struct {
 	// LastUsedAt is when the organization last recorded a use of the
 	// consent; nil until uses are recorded.
 	LastUsedAt *time.Time
+	// Expiring is set once the organization was warned that the accepted
+	// consent runs out soon.
+	Expiring bool
 }
+
+// historyUses is how many of a consent's latest uses its history shows.
+const historyUses = 50
 
 // Happenings of a consent request's history.
 const (
@@ -75,6 +82,8 @@ type Happening struct {
 	At   time.Time
 	// By says who withdrew: flows.ByIndividual or flows.ByOrganization.
 	By string
+	// Action is what the organization said it did, of a HappenedUsed.
+	Action string
 }
 
 // PersonPageRecorder keeps the trail of the person's own page in the audit
@@ -156,8 +165,18 @@ func (s *JourneyService) Mine(ctx context.Context, p Proof) ([]MyConsent, error)
 // mineTx is the request of f, pinned to text, with its link while open, its
 // receipts and its history.
 func (s *JourneyService) mineTx(ctx context.Context, tx database.Tx, f flows.Flow, text Version, now time.Time) (MyConsent, error) {
-	m := MyConsent{Request: s.request(f, text), History: history(f)}
+	m := MyConsent{Request: s.request(f, text), History: history(f), LastUsedAt: f.LastUsedAt, Expiring: f.Expiring()}
 	m.Closure = closure(f, now)
+	if f.NumUses > 0 {
+		uses, err := s.flows.UsesTx(ctx, tx, f, historyUses)
+		if err != nil {
+			return MyConsent{}, err
+		}
+		for _, u := range uses {
+			m.History = append(m.History, Happening{Kind: HappenedUsed, At: u.UsedAt, Action: u.Action})
+		}
+		sortHistory(m.History)
+	}
 	if m.Closure == Open {
 		url, err := s.links.URLTx(ctx, tx, FlowRef{OrganizationID: f.OrganizationID, FlowID: f.ID})
 		if err != nil {
@@ -185,10 +204,8 @@ func (s *JourneyService) mineTx(ctx context.Context, tx database.Tx, f flows.Flo
 	return m, nil
 }
 
-// history is what happened to f, oldest first. The uses the organization
-// records (HappenedUsed) and the warning before the consent runs out
-// (HappenedExpiring) belong here too, in time order, once the flows module
-// keeps them.
+// history is what happened to f itself, oldest first; mineTx adds the uses
+// the organization recorded.
 func history(f flows.Flow) []Happening {
 	h := []Happening{{Kind: HappenedAsked, At: f.CreatedAt}}
 	if f.OpenedAt != nil {
@@ -204,10 +221,20 @@ func history(f flows.Flow) []Happening {
 	if f.WithdrawnAt != nil {
 		h = append(h, Happening{Kind: HappenedWithdrawn, At: *f.WithdrawnAt, By: f.WithdrawnBy})
 	}
+	if f.ExpiringNotifiedAt != nil {
+		h = append(h, Happening{Kind: HappenedExpiring, At: *f.ExpiringNotifiedAt})
+	}
 	if f.ExpiredAt != nil {
 		h = append(h, Happening{Kind: HappenedExpired, At: *f.ExpiredAt})
 	}
+	sortHistory(h)
 	return h
+}
+
+// sortHistory puts h in time order, keeping the order of steps at one
+// instant.
+func sortHistory(h []Happening) {
+	slices.SortStableFunc(h, func(a, b Happening) int { return a.At.Compare(b.At) })
 }
 
 // WithdrawMine implements PersonPage. The flow is found among the person's

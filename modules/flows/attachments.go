@@ -52,6 +52,18 @@ func (m *Manager) AttachmentsTx(ctx context.Context, tx database.Tx, f Flow) ([]
 	return out, err
 }
 
+// UsesTx lists up to limit of any organization's flow's uses, latest
+// first, in tx: the consent module shows the person how their consent was
+// used.
+func (m *Manager) UsesTx(ctx context.Context, tx database.Tx, f Flow, limit int) ([]Use, error) {
+	rows, _, err := store.Uses(ctx, tx, store.UseQuery{OrganizationID: f.OrganizationID, FlowID: f.ID, Limit: limit})
+	out := make([]Use, len(rows))
+	for i, r := range rows {
+		out[i] = toUse(r)
+	}
+	return out, err
+}
+
 func toAttachment(a store.Attachment) Attachment {
 	return Attachment{ID: a.ID, FlowID: a.FlowID, Kind: a.Kind, ContentType: a.ContentType, Body: a.Body, CreatedAt: a.CreatedAt}
 }

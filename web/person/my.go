@@ -209,6 +209,9 @@ func myConsentCard(f pages.MyFrame, m consent.MyConsent, now time.Time) pages.My
 		if m.LastUsedAt != nil {
 			card.LastUsed = i18n.FormatDate(f.Lang, *m.LastUsedAt)
 		}
+		if m.Expiring && m.Status == flows.Accepted {
+			card.Expiring = f.M.Expiring
+		}
 	}
 	if m.Status == flows.Accepted {
 		card.WithdrawURL = "/my/" + url.PathEscape(m.FlowID) + "/withdraw"
@@ -260,6 +263,9 @@ func myHappening(t i18n.My, h consent.Happening) string {
 	case consent.HappenedExpired:
 		return t.Expired
 	case consent.HappenedUsed:
+		if h.Action != "" {
+			return t.Used + ": " + h.Action
+		}
 		return t.Used
 	case consent.HappenedExpiring:
 		return t.Expiring
