@@ -1,9 +1,10 @@
 // Package console is the staff console under /console: an organization's
 // flows, consent definitions, webhooks, settings and audit log, for its
-// staff signed in through OpenID Connect; the pages of its API clients and
-// sessions are in web/console/access, which shares this package's frame
-// (kit.go). Its routes are in web/routes.go, behind RequireStaff, and
-// RequireAdmin for changes.
+// staff signed in through OpenID Connect. The pages of its API clients and
+// sessions are in web/console/access, which shares this package's frame,
+// rendering, notices and audit trail (Handler.Frame, Handler.Render,
+// Audited, WithNotice). Its routes are in web/routes.go, behind
+// RequireStaff, and RequireAdmin for changes.
 package console
 
 import (
@@ -94,27 +95,27 @@ func New(d Deps) *Handler {
 // This file holds what every console page shares besides: the frame,
 // notices after a redirect, the audit trail, and how times read.
 
-// consoleTime is how the console shows an instant: UTC, to the minute.
-func consoleTime(t time.Time) string {
+// Time is how the console shows an instant: UTC, to the minute.
+func Time(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
 	return t.UTC().Format("2006-01-02 15:04 UTC")
 }
 
-// consoleTimePtr shows an optional instant, or a dash.
-func consoleTimePtr(t *time.Time, none string) string {
+// TimePtr shows an optional instant, or a dash.
+func TimePtr(t *time.Time, none string) string {
 	if t == nil {
 		return none
 	}
-	return consoleTime(*t)
+	return Time(*t)
 }
 
-// frame builds the layout's view model for the signed-in staff member. The
+// Frame builds the layout's view model for the signed-in staff member. The
 // organization's name is looked up; an organization the identity module
 // does not know (an external issuer's claim) shows its id.
-func (h *Handler) frame(c echo.Context, section, title string) layouts.Console {
-	m := staffOf(c)
+func (h *Handler) Frame(c echo.Context, section, title string) layouts.Console {
+	m := StaffOf(c)
 	name := m.Name
 	if name == "" {
 		name = m.Username
@@ -134,9 +135,9 @@ func (h *Handler) organizationName(c echo.Context, organizationID string) string
 	return organizationID
 }
 
-// renderConsole renders a console page; console pages are never cached,
+// Render renders a console page; console pages are never cached,
 // since they show one organization's data to one person.
-func (h *Handler) renderConsole(c echo.Context, status int, page templ.Component) error {
+func (h *Handler) Render(c echo.Context, status int, page templ.Component) error {
 	header := c.Response().Header()
 	header.Set("Cache-Control", "no-store")
 	header.Set("Pragma", "no-cache")
@@ -178,8 +179,8 @@ var notices = map[string]string{
 	"rate_limit": "The rate limit of API client %s was saved; every instance applies it within seconds.",
 }
 
-// withNotice adds a notice to a console path.
-func withNotice(path, key, ref string) string {
+// WithNotice adds a notice to a console path.
+func WithNotice(path, key, ref string) string {
 	q := url.Values{"notice": {key}}
 	if ref != "" {
 		q.Set("ref", ref)
@@ -203,12 +204,12 @@ func noticeOf(c echo.Context) string {
 	return strings.ReplaceAll(msg, "%s", ref)
 }
 
-// audited returns the hook that records a staff action in the audit log in
+// Audited returns the hook that records a staff action in the audit log in
 // the transaction of the action itself (database.BeforeCommit): the action
 // and its entry commit together, or neither does, so that no action is done
 // without a record and no record tells of an action that was not done.
 // describe gives the entry's target and detail from what the action did.
-func audited[T any](h *Handler, c echo.Context, action string, describe func(done T) (target, detail string)) database.BeforeCommit[T] {
+func Audited[T any](h *Handler, c echo.Context, action string, describe func(done T) (target, detail string)) database.BeforeCommit[T] {
 	return func(ctx context.Context, tx database.Tx, done T) error {
 		target, detail := describe(done)
 		return httpkit.AuditFailed(h.audit.RecordAuditTx(ctx, tx, auditEntry(c, action, target, detail)))
@@ -217,20 +218,20 @@ func audited[T any](h *Handler, c echo.Context, action string, describe func(don
 
 // auditEntry is the audit log's entry of the signed-in staff member's action.
 func auditEntry(c echo.Context, action, target, detail string) identity.AuditEntry {
-	m := staffOf(c)
-	return identity.AuditEntry{OrganizationID: m.OrganizationID, Actor: staffActor(m), Action: action, Target: target, Detail: detail}
+	m := StaffOf(c)
+	return identity.AuditEntry{OrganizationID: m.OrganizationID, Actor: StaffActor(m), Action: action, Target: target, Detail: detail}
 }
 
-// auditFirst records a staff action that changes nothing but shows
+// AuditFirst records a staff action that changes nothing but shows
 // something (a national id, a secret) before it is shown: the caller shows
 // it only when this returns nil, so that nothing is revealed without a
 // committed record of who saw it.
-func (h *Handler) auditFirst(c echo.Context, action, target, detail string) error {
+func (h *Handler) AuditFirst(c echo.Context, action, target, detail string) error {
 	return httpkit.AuditFailed(h.audit.RecordAudit(c.Request().Context(), auditEntry(c, action, target, detail)))
 }
 
-// staffActor is how a staff member appears in the deletion and audit logs.
-func staffActor(m StaffMember) string { return "staff:" + m.Username }
+// StaffActor is how a staff member appears in the deletion and audit logs.
+func StaffActor(m StaffMember) string { return "staff:" + m.Username }
 
 // HandleConsoleHome handles "GET /console": the flows list is the console's home.
 func (h *Handler) HandleConsoleHome(c echo.Context) error {
@@ -239,13 +240,13 @@ func (h *Handler) HandleConsoleHome(c echo.Context) error {
 
 // notFoundPage is the one answer for anything a staff member cannot see:
 // unknown, deleted, or another organization's.
-var errConsoleNotFound = apperr.New(apperr.NotFound, "There is nothing here, or it belongs to another organization.")
+var ErrNotFound = apperr.New(apperr.NotFound, "There is nothing here, or it belongs to another organization.")
 
-// consoleNotFound maps the modules' not-found errors to one 404.
-func consoleNotFound(err error, sentinels ...error) error {
+// NotFound maps the modules' not-found errors to one 404.
+func NotFound(err error, sentinels ...error) error {
 	for _, s := range sentinels {
 		if errors.Is(err, s) {
-			return errConsoleNotFound
+			return ErrNotFound
 		}
 	}
 	return err

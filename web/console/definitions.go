@@ -23,36 +23,36 @@ func definitionConsolePath(id string) string { return "/console/definitions/" + 
 
 // HandleConsoleDefinitions handles "GET /console/definitions".
 func (h *Handler) HandleConsoleDefinitions(c echo.Context) error {
-	list, err := h.definitions.List(c.Request().Context(), staffOf(c).OrganizationID)
+	list, err := h.definitions.List(c.Request().Context(), StaffOf(c).OrganizationID)
 	if err != nil {
 		return err
 	}
-	p := pages.DefinitionListPage{Frame: h.frame(c, "definitions", "Consent definitions")}
+	p := pages.DefinitionListPage{Frame: h.Frame(c, "definitions", "Consent definitions")}
 	for _, d := range list {
 		p.Rows = append(p.Rows, pages.DefinitionRow{ID: d.Definition.ID, URL: definitionConsolePath(d.Definition.ID),
 			Title: d.Version.Title.EN, Tag: d.Version.Tag, Level: string(d.Version.AssuranceLevel), Version: d.Version.Version,
 			Default: d.Definition.Default, Retired: d.Definition.Retired()})
 	}
-	return h.renderConsole(c, http.StatusOK, pages.DefinitionList(p))
+	return h.Render(c, http.StatusOK, pages.DefinitionList(p))
 }
 
 // HandleConsoleDefinition handles "GET /console/definitions/:id": a version
 // (?version=, the latest by default) beside the one before it.
 func (h *Handler) HandleConsoleDefinition(c echo.Context) error {
 	ctx := c.Request().Context()
-	org := staffOf(c).OrganizationID
+	org := StaffOf(c).OrganizationID
 	n, err := strconv.Atoi(c.QueryParam("version"))
 	if c.QueryParam("version") != "" && (err != nil || n < 1) {
-		return errConsoleNotFound
+		return ErrNotFound
 	}
 	cur, err := h.definitions.Get(ctx, org, c.Param("id"), n)
 	if err != nil {
-		return consoleNotFound(err, consent.ErrDefinitionNotFound)
+		return NotFound(err, consent.ErrDefinitionNotFound)
 	}
 	d, v := cur.Definition, cur.Version
 	self := definitionConsolePath(d.ID)
-	p := pages.DefinitionPage{Frame: h.frame(c, "definitions", d.ID), ID: d.ID, Version: v.Version, Default: d.Default,
-		RetiredAt: consoleTimePtr(d.RetiredAt, "")}
+	p := pages.DefinitionPage{Frame: h.Frame(c, "definitions", d.ID), ID: d.ID, Version: v.Version, Default: d.Default,
+		RetiredAt: TimePtr(d.RetiredAt, "")}
 	if !d.Retired() {
 		p.PublishURL = self + "/publish"
 		if !d.Default {
@@ -71,7 +71,7 @@ func (h *Handler) HandleConsoleDefinition(c echo.Context) error {
 		prev, p.Previous = before.Version, v.Version-1
 	}
 	p.Rows = compareVersions(v, prev, p.Previous > 0)
-	return h.renderConsole(c, http.StatusOK, pages.Definition(p))
+	return h.Render(c, http.StatusOK, pages.Definition(p))
 }
 
 // compareVersions lists every field of v beside prev's, marking those that
@@ -120,7 +120,7 @@ func versionFields(v consent.Version) []versionField {
 			value: pages.CompareValue{Blocks: []pages.TextBlock{{List: true, Lines: cats}}}}
 	}
 	sha := hex.EncodeToString(v.TextSHA256)
-	published := consoleTime(v.PublishedAt) + " by " + v.PublishedBy
+	published := Time(v.PublishedAt) + " by " + v.PublishedBy
 	return []versionField{
 		line("Version tag", v.Tag),
 		line("Title, English", v.Title.EN),
@@ -140,22 +140,22 @@ func versionFields(v consent.Version) []versionField {
 
 // HandleConsoleNewDefinition handles "GET /console/definitions/new" (admins).
 func (h *Handler) HandleConsoleNewDefinition(c echo.Context) error {
-	return h.renderConsole(c, http.StatusOK, pages.DefinitionForm(h.definitionForm(c, "", true, pages.DefinitionFormPage{Level: "substantial"})))
+	return h.Render(c, http.StatusOK, pages.DefinitionForm(h.definitionForm(c, "", true, pages.DefinitionFormPage{Level: "substantial"})))
 }
 
 // HandleConsolePublishForm handles "GET /console/definitions/:id/publish"
 // (admins): the form, filled in with the latest version.
 func (h *Handler) HandleConsolePublishForm(c echo.Context) error {
-	cur, err := h.definitions.Get(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"), 0)
+	cur, err := h.definitions.Get(c.Request().Context(), StaffOf(c).OrganizationID, c.Param("id"), 0)
 	if err != nil {
-		return consoleNotFound(err, consent.ErrDefinitionNotFound)
+		return NotFound(err, consent.ErrDefinitionNotFound)
 	}
 	v := cur.Version
 	var cats []string
 	for _, c := range v.DataCategories {
 		cats = append(cats, c.EN+" | "+c.NB)
 	}
-	return h.renderConsole(c, http.StatusOK, pages.DefinitionForm(h.definitionForm(c, cur.Definition.ID, false, pages.DefinitionFormPage{
+	return h.Render(c, http.StatusOK, pages.DefinitionForm(h.definitionForm(c, cur.Definition.ID, false, pages.DefinitionFormPage{
 		Tag: v.Tag, TitleEN: v.Title.EN, TitleNB: v.Title.NB, PurposeEN: v.Purpose.EN, PurposeNB: v.Purpose.NB,
 		Categories: strings.Join(cats, "\n"), Recipient: v.Recipient, Validity: v.Validity.String(), Level: string(v.AssuranceLevel),
 		WithdrawalEN: v.WithdrawalConsequences.EN, WithdrawalNB: v.WithdrawalConsequences.NB})))
@@ -165,9 +165,9 @@ func (h *Handler) HandleConsolePublishForm(c echo.Context) error {
 func (h *Handler) definitionForm(c echo.Context, id string, isNew bool, p pages.DefinitionFormPage) pages.DefinitionFormPage {
 	p.New, p.ID = isNew, id
 	if isNew {
-		p.Frame, p.Action, p.BackURL = h.frame(c, "definitions", "New definition"), "/console/definitions", "/console/definitions"
+		p.Frame, p.Action, p.BackURL = h.Frame(c, "definitions", "New definition"), "/console/definitions", "/console/definitions"
 	} else {
-		p.Frame, p.Action, p.BackURL = h.frame(c, "definitions", "Publish "+id), definitionConsolePath(id)+"/publish", definitionConsolePath(id)
+		p.Frame, p.Action, p.BackURL = h.Frame(c, "definitions", "Publish "+id), definitionConsolePath(id)+"/publish", definitionConsolePath(id)
 	}
 	return p
 }
@@ -230,7 +230,7 @@ func (h *Handler) HandleConsoleSaveDefinition(c echo.Context) error {
 		f.Fail("id", "Use 1 to 64 lowercase letters, digits and inner hyphens, such as mortgage-data-sharing.")
 	}
 	ctx := c.Request().Context()
-	author := consent.Author{OrganizationID: staffOf(c).OrganizationID, By: staffActor(staffOf(c))}
+	author := consent.Author{OrganizationID: StaffOf(c).OrganizationID, By: StaffActor(StaffOf(c))}
 	refuse := func(err error) error {
 		if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
 			for _, fe := range e.Fields {
@@ -242,10 +242,10 @@ func (h *Handler) HandleConsoleSaveDefinition(c echo.Context) error {
 		} else if ok && e.Code == apperr.Conflict {
 			f.Fail("form", "%s", e.Message)
 		} else {
-			return consoleNotFound(err, consent.ErrDefinitionNotFound)
+			return NotFound(err, consent.ErrDefinitionNotFound)
 		}
 		form.Errors = f.Errors
-		return h.renderConsole(c, http.StatusBadRequest, pages.DefinitionForm(h.definitionForm(c, id, isNew, form)))
+		return h.Render(c, http.StatusBadRequest, pages.DefinitionForm(h.definitionForm(c, id, isNew, form)))
 	}
 	preview, err := h.definitions.Preview(ctx, author.OrganizationID, id, draft)
 	if err != nil || !f.Valid() {
@@ -261,13 +261,13 @@ func (h *Handler) HandleConsoleSaveDefinition(c echo.Context) error {
 			form.Previews = append(form.Previews, pages.DefinitionPreview{Language: string(lang), T: frame.T,
 				Text: httpkit.ConsentTextOf(preview, org, frame)})
 		}
-		return h.renderConsole(c, http.StatusOK, pages.DefinitionForm(h.definitionForm(c, id, isNew, form)))
+		return h.Render(c, http.StatusOK, pages.DefinitionForm(h.definitionForm(c, id, isNew, form)))
 	}
 	var published consent.Published
 	if isNew {
-		published, err = h.definitions.Create(ctx, author, id, draft, audited(h, c, identity.AuditDefinitionCreate, describePublished))
+		published, err = h.definitions.Create(ctx, author, id, draft, Audited(h, c, identity.AuditDefinitionCreate, describePublished))
 	} else {
-		published, err = h.definitions.Publish(ctx, author, id, draft, audited(h, c, identity.AuditDefinitionPublish, describePublished))
+		published, err = h.definitions.Publish(ctx, author, id, draft, Audited(h, c, identity.AuditDefinitionPublish, describePublished))
 	}
 	if err != nil {
 		return refuse(err)
@@ -281,12 +281,12 @@ func describePublished(p consent.Published) (string, string) {
 
 // HandleConsoleRetireConfirm handles "GET /console/definitions/:id/retire" (admins).
 func (h *Handler) HandleConsoleRetireConfirm(c echo.Context) error {
-	cur, err := h.definitions.Get(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"), 0)
+	cur, err := h.definitions.Get(c.Request().Context(), StaffOf(c).OrganizationID, c.Param("id"), 0)
 	if err != nil {
-		return consoleNotFound(err, consent.ErrDefinitionNotFound)
+		return NotFound(err, consent.ErrDefinitionNotFound)
 	}
 	self := definitionConsolePath(cur.Definition.ID)
-	return h.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.frame(c, "definitions", "Retire "+cur.Definition.ID),
+	return h.Render(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.Frame(c, "definitions", "Retire "+cur.Definition.ID),
 		Heading: "Retire " + cur.Definition.ID + "?", Message: "New flows can no longer use it; flows that pinned it keep it. This cannot be undone.",
 		Details: []pages.KV{{Label: "Latest version", Value: strconv.Itoa(cur.Version.Version)}, {Label: "Title", Value: cur.Version.Title.EN}},
 		Action:  self + "/retire", Button: "Retire", Danger: true, BackURL: self}))
@@ -294,11 +294,11 @@ func (h *Handler) HandleConsoleRetireConfirm(c echo.Context) error {
 
 // HandleConsoleRetire handles "POST /console/definitions/:id/retire" (admins).
 func (h *Handler) HandleConsoleRetire(c echo.Context) error {
-	author := consent.Author{OrganizationID: staffOf(c).OrganizationID, By: staffActor(staffOf(c))}
+	author := consent.Author{OrganizationID: StaffOf(c).OrganizationID, By: StaffActor(StaffOf(c))}
 	d, err := h.definitions.Retire(c.Request().Context(), author, c.Param("id"), etag.Any,
-		audited(h, c, identity.AuditDefinitionRetire, func(d consent.Definition) (string, string) { return d.ID, "" }))
+		Audited(h, c, identity.AuditDefinitionRetire, func(d consent.Definition) (string, string) { return d.ID, "" }))
 	if err != nil {
-		return consoleNotFound(err, consent.ErrDefinitionNotFound) // a Conflict (the default) shows as such
+		return NotFound(err, consent.ErrDefinitionNotFound) // a Conflict (the default) shows as such
 	}
 	return c.Redirect(http.StatusSeeOther, definitionConsolePath(d.ID))
 }

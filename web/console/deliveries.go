@@ -20,29 +20,29 @@ import (
 // for admins. It is what River's own UI would show an operator, for one
 // organization.
 func (h *Handler) HandleConsoleDeliveries(c echo.Context) error {
-	b, err := h.webhooks.Backlog(c.Request().Context(), staffOf(c).OrganizationID)
+	b, err := h.webhooks.Backlog(c.Request().Context(), StaffOf(c).OrganizationID)
 	if err != nil {
 		return err
 	}
-	p := pages.DeliveriesPage{Frame: h.frame(c, "webhooks", "Webhook deliveries"), Pending: b.Pending, Retrying: b.Retrying,
-		Failed: b.Failed, OldestPending: consoleTimePtr(b.OldestPending, ""), Shown: webhooks.BacklogShown}
+	p := pages.DeliveriesPage{Frame: h.Frame(c, "webhooks", "Webhook deliveries"), Pending: b.Pending, Retrying: b.Retrying,
+		Failed: b.Failed, OldestPending: TimePtr(b.OldestPending, ""), Shown: webhooks.BacklogShown}
 	for _, d := range b.Deliveries {
 		row := pages.DeliveryRow{ID: d.ID, Event: string(d.Type), To: d.URL, State: d.State, Attempts: d.Attempts,
-			LastError: orDash(d.LastError), Created: consoleTime(d.CreatedAt)}
+			LastError: OrDash(d.LastError), Created: Time(d.CreatedAt)}
 		// Every event of a flow links it, but the last one of a deleted flow.
 		if d.FlowID != "" && d.Type != webhooks.FlowDeleted {
 			row.FlowURL = c.Echo().Reverse("console.flow", d.FlowID)
 		}
 		p.Rows = append(p.Rows, row)
 	}
-	return h.renderConsole(c, http.StatusOK, pages.Deliveries(p))
+	return h.Render(c, http.StatusOK, pages.Deliveries(p))
 }
 
 // HandleConsoleRetryDelivery handles "POST
 // /console/webhooks/deliveries/:id/retry" (admins): the delivery is sent
 // again now, and the retry is in the audit log in its transaction.
 func (h *Handler) HandleConsoleRetryDelivery(c echo.Context) error {
-	err := h.webhooks.RetryDelivery(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
+	err := h.webhooks.RetryDelivery(c.Request().Context(), StaffOf(c).OrganizationID, c.Param("id"),
 		func(ctx context.Context, tx database.Tx, d webhooks.BacklogDelivery) error {
 			action, target := identity.AuditTaskRetry, "task "+d.TaskID
 			if d.EndpointID != "" {
@@ -58,5 +58,5 @@ func (h *Handler) HandleConsoleRetryDelivery(c echo.Context) error {
 	case err != nil:
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice("/console/webhooks/deliveries", "delivery_retried", ""))
+	return c.Redirect(http.StatusSeeOther, WithNotice("/console/webhooks/deliveries", "delivery_retried", ""))
 }

@@ -89,7 +89,7 @@ func (h *Handler) HandleConsoleEndpoints(c echo.Context) error {
 // renderEndpoints renders the webhooks page with status, the recovery form
 // of the flows' own URLs holding since and host, and errs.
 func (h *Handler) renderEndpoints(c echo.Context, status int, since, host string, errs map[string]string) error {
-	ctx, org := c.Request().Context(), staffOf(c).OrganizationID
+	ctx, org := c.Request().Context(), StaffOf(c).OrganizationID
 	list, err := h.endpoints.List(ctx, org, webhooks.OldestFirst)
 	if err != nil {
 		return err
@@ -98,23 +98,23 @@ func (h *Handler) renderEndpoints(c echo.Context, status int, since, host string
 	if err != nil {
 		return err
 	}
-	p := pages.EndpointsPage{Frame: h.frame(c, "webhooks", "Webhook endpoints"), Full: len(list) >= webhooks.MaxEndpoints,
+	p := pages.EndpointsPage{Frame: h.Frame(c, "webhooks", "Webhook endpoints"), Full: len(list) >= webhooks.MaxEndpoints,
 		Max: webhooks.MaxEndpoints, Since: since, Host: host, Errors: errs}
 	for _, e := range list {
 		p.Rows = append(p.Rows, pages.EndpointRow{ID: e.ID, URL: e.URL, Description: e.Description, Events: endpointEvents(e),
-			Enabled: e.Enabled, DisabledReason: e.DisabledReason, FailingSince: consoleTimePtr(e.FailingSince, ""), Created: consoleTime(e.CreatedAt)})
+			Enabled: e.Enabled, DisabledReason: e.DisabledReason, FailingSince: TimePtr(e.FailingSince, ""), Created: Time(e.CreatedAt)})
 	}
 	var active bool
 	if p.Recoveries, active = recoveryRows(recoveries); active {
 		p.Frame.Refresh = recoveryRefresh
 	}
-	return h.renderConsole(c, status, pages.Endpoints(p))
+	return h.Render(c, status, pages.Endpoints(p))
 }
 
 // endpointForm is the view model of the endpoint form for e, the types
 // ticked being e's.
 func (h *Handler) endpointForm(c echo.Context, heading, action, submit string, e webhooks.Endpoint, errs map[string]string) pages.EndpointFormPage {
-	p := pages.EndpointFormPage{Frame: h.frame(c, "webhooks", heading), Heading: heading, Action: action, Submit: submit,
+	p := pages.EndpointFormPage{Frame: h.Frame(c, "webhooks", heading), Heading: heading, Action: action, Submit: submit,
 		URL: e.URL, Description: e.Description, Enabled: e.Enabled, Errors: errs}
 	for _, t := range webhooks.EventTypes {
 		p.Events = append(p.Events, pages.EventChoice{Value: string(t), Checked: slices.Contains(e.EventTypes, t)})
@@ -124,7 +124,7 @@ func (h *Handler) endpointForm(c echo.Context, heading, action, submit string, e
 
 // HandleConsoleNewEndpoint handles "GET /console/webhooks/new" (admins).
 func (h *Handler) HandleConsoleNewEndpoint(c echo.Context) error {
-	return h.renderConsole(c, http.StatusOK, pages.EndpointForm(h.endpointForm(c, "Add a webhook endpoint", "/console/webhooks",
+	return h.Render(c, http.StatusOK, pages.EndpointForm(h.endpointForm(c, "Add a webhook endpoint", "/console/webhooks",
 		"Add endpoint", webhooks.Endpoint{Enabled: true}, nil)))
 }
 
@@ -165,23 +165,23 @@ func (h *Handler) HandleConsoleCreateEndpoint(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	created, err := h.endpoints.Create(c.Request().Context(), staffOf(c).OrganizationID,
+	created, err := h.endpoints.Create(c.Request().Context(), StaffOf(c).OrganizationID,
 		webhooks.NewEndpoint{URL: e.URL, Description: e.Description, EventTypes: e.EventTypes, Enabled: e.Enabled},
-		audited(h, c, identity.AuditWebhookEndpointCreate, func(e webhooks.Endpoint) (string, string) { return e.ID, httpkit.EndpointAudit(e) }))
+		Audited(h, c, identity.AuditWebhookEndpointCreate, func(e webhooks.Endpoint) (string, string) { return e.ID, httpkit.EndpointAudit(e) }))
 	if status, ok := refusedEndpoint(f, err); ok {
-		return h.renderConsole(c, status, pages.EndpointForm(h.endpointForm(c, "Add a webhook endpoint", "/console/webhooks",
+		return h.Render(c, status, pages.EndpointForm(h.endpointForm(c, "Add a webhook endpoint", "/console/webhooks",
 			"Add endpoint", e, f.Errors)))
 	}
 	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice("/console/webhooks", "endpoint_added", endpointHost(created)))
+	return c.Redirect(http.StatusSeeOther, WithNotice("/console/webhooks", "endpoint_added", endpointHost(created)))
 }
 
 // consoleEndpoint finds one of the organization's endpoints by the path's id.
 func (h *Handler) consoleEndpoint(c echo.Context) (webhooks.Endpoint, error) {
-	e, err := h.endpoints.Get(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"))
-	return e, consoleNotFound(err, webhooks.ErrEndpointNotFound)
+	e, err := h.endpoints.Get(c.Request().Context(), StaffOf(c).OrganizationID, c.Param("id"))
+	return e, NotFound(err, webhooks.ErrEndpointNotFound)
 }
 
 func endpointEditPath(id string) string { return "/console/webhooks/" + id }
@@ -192,7 +192,7 @@ func (h *Handler) HandleConsoleEditEndpoint(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.renderConsole(c, http.StatusOK, pages.EndpointForm(h.endpointForm(c, "Edit webhook endpoint", endpointEditPath(e.ID),
+	return h.Render(c, http.StatusOK, pages.EndpointForm(h.endpointForm(c, "Edit webhook endpoint", endpointEditPath(e.ID),
 		"Save endpoint", e, nil)))
 }
 
@@ -203,19 +203,19 @@ func (h *Handler) HandleConsoleSaveEndpoint(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	saved, err := h.endpoints.Update(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"),
+	saved, err := h.endpoints.Update(c.Request().Context(), StaffOf(c).OrganizationID, c.Param("id"),
 		webhooks.EndpointUpdate{URL: &e.URL, Description: &e.Description, EventTypes: &e.EventTypes, Enabled: &e.Enabled}, etag.Any,
-		audited(h, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
+		Audited(h, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
 			return ch.After.ID, ch.Describe() + ": " + httpkit.EndpointAudit(ch.After)
 		}))
 	if status, ok := refusedEndpoint(f, err); ok {
-		return h.renderConsole(c, status, pages.EndpointForm(h.endpointForm(c, "Edit webhook endpoint", endpointEditPath(c.Param("id")),
+		return h.Render(c, status, pages.EndpointForm(h.endpointForm(c, "Edit webhook endpoint", endpointEditPath(c.Param("id")),
 			"Save endpoint", e, f.Errors)))
 	}
 	if err != nil {
-		return consoleNotFound(err, webhooks.ErrEndpointNotFound)
+		return NotFound(err, webhooks.ErrEndpointNotFound)
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice("/console/webhooks", "endpoint_saved", endpointHost(saved)))
+	return c.Redirect(http.StatusSeeOther, WithNotice("/console/webhooks", "endpoint_saved", endpointHost(saved)))
 }
 
 // HandleConsoleEnableEndpointConfirm handles "GET /console/webhooks/:id/enable"
@@ -244,7 +244,7 @@ func (h *Handler) renderEnable(c echo.Context, status int, e webhooks.Endpoint, 
 		missed = missed.Add(10 * time.Minute).Truncate(time.Minute)
 		note = "About the oldest time flowd keeps events from: what it missed before is gone."
 	case e.FailingSince != nil:
-		note = "A whole retry schedule before its deliveries began to fail (" + consoleTime(*e.FailingSince) +
+		note = "A whole retry schedule before its deliveries began to fail (" + Time(*e.FailingSince) +
 			"), so that the events already under way then are covered too."
 	}
 	if since == "" {
@@ -255,12 +255,12 @@ func (h *Handler) renderEnable(c echo.Context, status int, e webhooks.Endpoint, 
 		details = append(details, pages.KV{Label: "Description", Value: e.Description})
 	}
 	if e.DisabledAt != nil {
-		details = append(details, pages.KV{Label: "Disabled", Value: consoleTime(*e.DisabledAt)})
+		details = append(details, pages.KV{Label: "Disabled", Value: Time(*e.DisabledAt)})
 	}
 	if e.DisabledReason != "" {
 		details = append(details, pages.KV{Label: "Disabled because", Value: e.DisabledReason})
 	}
-	return h.renderConsole(c, status, pages.EndpointEnable(pages.EndpointEnablePage{Frame: h.frame(c, "webhooks", "Enable endpoint"),
+	return h.Render(c, status, pages.EndpointEnable(pages.EndpointEnablePage{Frame: h.Frame(c, "webhooks", "Enable endpoint"),
 		ID: e.ID, Details: details, Recover: recover, Since: since, SinceNote: note, Errors: errs}))
 }
 
@@ -286,28 +286,28 @@ func (h *Handler) HandleConsoleEnableEndpoint(c echo.Context) error {
 		f.Fail("since", "Give a date and time, such as 2026-01-02T03:04.")
 		return h.renderEnable(c, http.StatusBadRequest, e, raw, true, f.Errors)
 	}
-	ctx, m := c.Request().Context(), staffOf(c)
+	ctx, m := c.Request().Context(), StaffOf(c)
 	e, err := h.endpoints.Update(ctx, m.OrganizationID, c.Param("id"),
 		webhooks.EndpointUpdate{Enabled: &enable}, etag.Any,
-		audited(h, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
+		Audited(h, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
 			return ch.After.ID, ch.Describe() + ": " + httpkit.EndpointAudit(ch.After)
 		}))
 	if err != nil {
-		return consoleNotFound(err, webhooks.ErrEndpointNotFound)
+		return NotFound(err, webhooks.ErrEndpointNotFound)
 	}
 	if !recoverToo {
 		notice := "endpoint_disabled"
 		if enable {
 			notice = "endpoint_enabled"
 		}
-		return c.Redirect(http.StatusSeeOther, withNotice("/console/webhooks", notice, endpointHost(e)))
+		return c.Redirect(http.StatusSeeOther, WithNotice("/console/webhooks", notice, endpointHost(e)))
 	}
-	_, err = h.webhooks.Recover(ctx, m.OrganizationID, e.ID, since, staffActor(m), h.auditedRecovery(c))
+	_, err = h.webhooks.Recover(ctx, m.OrganizationID, e.ID, since, StaffActor(m), h.auditedRecovery(c))
 	if err != nil {
 		f.Fail("form", "Webhook endpoint %s was enabled, but the recovery of what it missed was not started.", endpointHost(e))
 		return h.recoveryRefused(c, f, e, raw, err)
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice(c.Echo().Reverse("console.webhook", e.ID), "endpoint_enabled_recovering", endpointHost(e)))
+	return c.Redirect(http.StatusSeeOther, WithNotice(c.Echo().Reverse("console.webhook", e.ID), "endpoint_enabled_recovering", endpointHost(e)))
 }
 
 // HandleConsoleDeleteEndpointConfirm handles "GET /console/webhooks/:id/delete" (admins).
@@ -316,7 +316,7 @@ func (h *Handler) HandleConsoleDeleteEndpointConfirm(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.frame(c, "webhooks", "Delete endpoint"),
+	return h.Render(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.Frame(c, "webhooks", "Delete endpoint"),
 		Heading: "Delete this webhook endpoint?", Message: "It receives no more events. Deliveries already under way may still arrive. This cannot be undone.",
 		Details: []pages.KV{{Label: "URL", Value: e.URL, Code: true}, {Label: "Description", Value: e.Description}},
 		Action:  "/console/webhooks/" + e.ID + "/delete", Button: "Delete endpoint", Danger: true, BackURL: "/console/webhooks"}))
@@ -324,10 +324,10 @@ func (h *Handler) HandleConsoleDeleteEndpointConfirm(c echo.Context) error {
 
 // HandleConsoleDeleteEndpoint handles "POST /console/webhooks/:id/delete" (admins).
 func (h *Handler) HandleConsoleDeleteEndpoint(c echo.Context) error {
-	e, err := h.endpoints.Delete(c.Request().Context(), staffOf(c).OrganizationID, c.Param("id"), etag.Any,
-		audited(h, c, identity.AuditWebhookEndpointDelete, func(e webhooks.Endpoint) (string, string) { return e.ID, httpkit.EndpointAudit(e) }))
+	e, err := h.endpoints.Delete(c.Request().Context(), StaffOf(c).OrganizationID, c.Param("id"), etag.Any,
+		Audited(h, c, identity.AuditWebhookEndpointDelete, func(e webhooks.Endpoint) (string, string) { return e.ID, httpkit.EndpointAudit(e) }))
 	if err != nil {
-		return consoleNotFound(err, webhooks.ErrEndpointNotFound)
+		return NotFound(err, webhooks.ErrEndpointNotFound)
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice("/console/webhooks", "endpoint_deleted", endpointHost(e)))
+	return c.Redirect(http.StatusSeeOther, WithNotice("/console/webhooks", "endpoint_deleted", endpointHost(e)))
 }

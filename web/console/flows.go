@@ -26,8 +26,8 @@ import (
 // consoleCaller is the flows module's caller for the signed-in staff member:
 // the organization comes from the session only.
 func consoleCaller(c echo.Context) flows.Caller {
-	m := staffOf(c)
-	return flows.Caller{OrganizationID: m.OrganizationID, ClientID: staffActor(m)}
+	m := StaffOf(c)
+	return flows.Caller{OrganizationID: m.OrganizationID, ClientID: StaffActor(m)}
 }
 
 const consoleFlowsPerPage = 20
@@ -61,10 +61,10 @@ func (h *Handler) HandleConsoleFlows(c echo.Context) error {
 		rows[i] = pages.FlowRow{URL: c.Echo().Reverse("console.flow", f.ID), Reference: f.ReferenceID, ReferenceName: f.ReferenceName,
 			MaskedNationalID: consent.MaskNationalID(f.NationalID), ConsentStatus: string(f.ConsentStatus),
 			ProcessStatus: string(f.ProcessStatus), Incidents: len(f.Incidents), Sandbox: f.Sandbox,
-			Created: consoleTime(f.CreatedAt), CreatedISO: f.CreatedAt.UTC().Format(time.RFC3339)}
+			Created: Time(f.CreatedAt), CreatedISO: f.CreatedAt.UTC().Format(time.RFC3339)}
 	}
-	return h.renderConsole(c, http.StatusOK, pages.FlowList(pages.FlowListPage{
-		Frame: h.frame(c, "flows", "Flows"), Filters: filters, Rows: rows,
+	return h.Render(c, http.StatusOK, pages.FlowList(pages.FlowListPage{
+		Frame: h.Frame(c, "flows", "Flows"), Filters: filters, Rows: rows,
 		Statuses: []string{string(flows.Unopened), string(flows.Opened), string(flows.Accepted), string(flows.Rejected), string(flows.Withdrawn), string(flows.Expired)},
 		Pager:    flowPager(filters, page, p), Filtered: filters.Status != "" || filters.Sandbox != "" || filters.Query != "",
 		OtherStateURL: flowListURL(pages.FlowFilters{Status: filters.Status, Archived: !filters.Archived, Sandbox: filters.Sandbox, Query: filters.Query}, nil),
@@ -117,7 +117,7 @@ func flowPager(f pages.FlowFilters, page flows.Page, p flows.ListParams) pages.P
 // organization; anything else is the console's one 404.
 func (h *Handler) consoleFlow(c echo.Context) (flows.Flow, error) {
 	f, err := h.flows.Get(c.Request().Context(), consoleCaller(c), c.Param("id"))
-	return f, consoleNotFound(err, flows.ErrNotFound)
+	return f, NotFound(err, flows.ErrNotFound)
 }
 
 // HandleConsoleFlow handles "GET /console/flows/:id".
@@ -141,7 +141,7 @@ func (h *Handler) HandleConsoleRevealNationalID(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := h.auditFirst(c, identity.AuditFlowRevealNationalID, f.ReferenceID, ""); err != nil {
+	if err := h.AuditFirst(c, identity.AuditFlowRevealNationalID, f.ReferenceID, ""); err != nil {
 		return err
 	}
 	return h.renderFlowDetail(c, f, true)
@@ -149,10 +149,10 @@ func (h *Handler) HandleConsoleRevealNationalID(c echo.Context) error {
 
 func (h *Handler) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) error {
 	ctx := c.Request().Context()
-	org := staffOf(c).OrganizationID
+	org := StaffOf(c).OrganizationID
 	tasks, err := h.flows.Tasks(ctx, consoleCaller(c), f.ID)
 	if err != nil {
-		return consoleNotFound(err, flows.ErrNotFound)
+		return NotFound(err, flows.ErrNotFound)
 	}
 	attempts, err := h.webhooks.Attempts(ctx, org, f.ID)
 	if err != nil {
@@ -175,13 +175,13 @@ func (h *Handler) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) er
 	}
 	self := c.Echo().Reverse("console.flow", f.ID)
 	p := flowDetailOf(f, self, reveal, proofStep, proven)
-	p.Frame = h.frame(c, "flows", f.ReferenceID)
+	p.Frame = h.Frame(c, "flows", f.ReferenceID)
 	if p.Uses, err = h.flowUses(c, f, self); err != nil {
 		return err
 	}
 	receipts, err := h.flows.Attachments(ctx, consoleCaller(c), f.ID)
 	if err != nil {
-		return consoleNotFound(err, flows.ErrNotFound)
+		return NotFound(err, flows.ErrNotFound)
 	}
 	for i, a := range receipts {
 		// A flow's receipts are its decision's and then, maybe, its withdrawal's.
@@ -192,16 +192,16 @@ func (h *Handler) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) er
 				decision = flows.DecisionRejected
 			}
 		}
-		p.Receipts = append(p.Receipts, pages.ReceiptRow{ID: a.ID, Decision: decision, Signed: consoleTime(a.CreatedAt),
+		p.Receipts = append(p.Receipts, pages.ReceiptRow{ID: a.ID, Decision: decision, Signed: Time(a.CreatedAt),
 			URL: self + "/receipts/" + a.ID})
 	}
 	for _, t := range tasks {
 		p.Tasks = append(p.Tasks, pages.TaskRow{Type: t.TaskType, Category: t.TaskCategory, Status: t.Status,
-			Event: string(taskEvents[t.ID]), Created: consoleTime(t.CreatedAt), Updated: consoleTime(t.UpdatedAt)})
+			Event: string(taskEvents[t.ID]), Created: Time(t.CreatedAt), Updated: Time(t.UpdatedAt)})
 	}
 	for _, a := range attempts {
 		row := pages.AttemptRow{At: a.At.UTC().Format("2006-01-02 15:04:05 UTC"), Event: string(a.EventType),
-			Latency: strconv.FormatInt(a.Latency.Milliseconds(), 10) + " ms", Error: orDash(a.Error), OK: a.Error == "" && a.StatusCode >= 200 && a.StatusCode < 300}
+			Latency: strconv.FormatInt(a.Latency.Milliseconds(), 10) + " ms", Error: OrDash(a.Error), OK: a.Error == "" && a.StatusCode >= 200 && a.StatusCode < 300}
 		if a.StatusCode == 0 {
 			row.Status = "no response"
 		} else {
@@ -210,10 +210,10 @@ func (h *Handler) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) er
 		p.Attempts = append(p.Attempts, row)
 	}
 	for _, e := range events.Events {
-		p.Events = append(p.Events, pages.EventRow{ID: e.ID, Type: string(e.Type), Sequence: e.Sequence, Created: consoleTime(e.CreatedAt),
+		p.Events = append(p.Events, pages.EventRow{ID: e.ID, Type: string(e.Type), Sequence: e.Sequence, Created: Time(e.CreatedAt),
 			RedeliverURL: c.Echo().Reverse("console.flow.redeliver", f.ID, e.ID)})
 	}
-	return h.renderConsole(c, http.StatusOK, pages.FlowDetail(p))
+	return h.Render(c, http.StatusOK, pages.FlowDetail(p))
 }
 
 // flowDetailOf is the console's view of flow f, at self: everything the
@@ -238,28 +238,28 @@ func flowDetailOf(f flows.Flow, self string, reveal, proofStep bool, proven *tim
 		{Label: "Flow number", Value: strconv.FormatInt(f.Number, 10)},
 		{Label: "Version", Value: strconv.Itoa(f.Version)},
 		{Label: "Redirect URL", Value: f.RedirectURL, Code: true},
-		{Label: "Webhook URL", Value: orDash(f.WebhookURL), Code: f.WebhookURL != ""},
-		{Label: "Organization number", Value: orDash(f.OrganizationNumber)},
+		{Label: "Webhook URL", Value: OrDash(f.WebhookURL), Code: f.WebhookURL != ""},
+		{Label: "Organization number", Value: OrDash(f.OrganizationNumber)},
 		{Label: "Process instance", Value: f.ProcessInstanceID, Code: true},
 		{Label: "Consent definition", Value: definitionLabel(f)},
-		{Label: "Updated", Value: consoleTime(f.UpdatedAt)},
+		{Label: "Updated", Value: Time(f.UpdatedAt)},
 		{Label: "Uses recorded", Value: strconv.Itoa(f.NumUses)},
-		{Label: "Last used", Value: consoleTimePtr(f.LastUsedAt, "never")},
+		{Label: "Last used", Value: TimePtr(f.LastUsedAt, "never")},
 	}
 	if f.ExpiringNotifiedAt != nil {
-		p.Details = append(p.Details, pages.KV{Label: "Expiry notice sent", Value: consoleTime(*f.ExpiringNotifiedAt)})
+		p.Details = append(p.Details, pages.KV{Label: "Expiry notice sent", Value: Time(*f.ExpiringNotifiedAt)})
 	}
 	if ev := f.Evidence; ev.TextSHA256 != nil {
 		p.Details = append(p.Details,
 			pages.KV{Label: "Text SHA-256", Value: hex.EncodeToString(ev.TextSHA256), Code: true},
 			pages.KV{Label: "Shown in", Value: languageName(ev.Language)},
-			pages.KV{Label: "eID assurance", Value: orDash(ev.AssuranceLevel)},
+			pages.KV{Label: "eID assurance", Value: OrDash(ev.AssuranceLevel)},
 			pages.KV{Label: "Valid until", Value: untilLabel(ev.ValidUntil, f.ConsentStatus)})
 	}
 	p.Timeline = flowTimeline(f, proofStep, proven)
 	for _, inc := range f.Incidents {
 		p.Incidents = append(p.Incidents, pages.IncidentRow{TaskType: inc.TaskType, Message: inc.Message,
-			Opened: consoleTime(inc.OpenedAt), RetryURL: self + "/incidents/" + inc.ID + "/retry"})
+			Opened: Time(inc.OpenedAt), RetryURL: self + "/incidents/" + inc.ID + "/retry"})
 	}
 	return p
 }
@@ -268,25 +268,25 @@ func flowDetailOf(f flows.Flow, self string, reveal, proofStep bool, proven *tim
 // (when proof is asked for), decided, when an acceptance expires (or
 // expired), and when the link expires (or expired).
 func flowTimeline(f flows.Flow, proofStep bool, proven *time.Time) []pages.TimelineStep {
-	steps := []pages.TimelineStep{{Label: "Created", At: consoleTime(f.CreatedAt), Done: true}}
-	steps = append(steps, pages.TimelineStep{Label: "Opened by the person", At: consoleTimePtr(f.OpenedAt, "not yet"), Done: f.OpenedAt != nil})
+	steps := []pages.TimelineStep{{Label: "Created", At: Time(f.CreatedAt), Done: true}}
+	steps = append(steps, pages.TimelineStep{Label: "Opened by the person", At: TimePtr(f.OpenedAt, "not yet"), Done: f.OpenedAt != nil})
 	if proofStep {
-		steps = append(steps, pages.TimelineStep{Label: "Identity proven", At: consoleTimePtr(proven, "not yet"), Done: proven != nil})
+		steps = append(steps, pages.TimelineStep{Label: "Identity proven", At: TimePtr(proven, "not yet"), Done: proven != nil})
 	}
 	switch {
 	case f.WithdrawnAt != nil:
-		steps = append(steps, pages.TimelineStep{Label: string(flows.Accepted), At: consoleTimePtr(f.DecidedAt, "—"), Done: true},
-			pages.TimelineStep{Label: "Withdrawn", At: consoleTime(*f.WithdrawnAt), Done: true})
+		steps = append(steps, pages.TimelineStep{Label: string(flows.Accepted), At: TimePtr(f.DecidedAt, "—"), Done: true},
+			pages.TimelineStep{Label: "Withdrawn", At: Time(*f.WithdrawnAt), Done: true})
 	case f.ExpiredAt != nil:
-		steps = append(steps, pages.TimelineStep{Label: string(flows.Accepted), At: consoleTimePtr(f.DecidedAt, "—"), Done: true},
-			pages.TimelineStep{Label: "Expired", At: consoleTime(*f.ExpiredAt), Done: true})
+		steps = append(steps, pages.TimelineStep{Label: string(flows.Accepted), At: TimePtr(f.DecidedAt, "—"), Done: true},
+			pages.TimelineStep{Label: "Expired", At: Time(*f.ExpiredAt), Done: true})
 	case f.DecidedAt != nil:
-		steps = append(steps, pages.TimelineStep{Label: string(f.ConsentStatus), At: consoleTime(*f.DecidedAt), Done: true})
+		steps = append(steps, pages.TimelineStep{Label: string(f.ConsentStatus), At: Time(*f.DecidedAt), Done: true})
 		if f.ConsentStatus == flows.Accepted && f.Evidence.ValidUntil != nil {
-			steps = append(steps, pages.TimelineStep{Label: "Expires", At: consoleTime(*f.Evidence.ValidUntil), Done: false})
+			steps = append(steps, pages.TimelineStep{Label: "Expires", At: Time(*f.Evidence.ValidUntil), Done: false})
 		}
 	case f.ProcessStatus == flows.Cancelled:
-		steps = append(steps, pages.TimelineStep{Label: "Cancelled or expired", At: consoleTime(f.UpdatedAt), Done: true})
+		steps = append(steps, pages.TimelineStep{Label: "Cancelled or expired", At: Time(f.UpdatedAt), Done: true})
 	default:
 		steps = append(steps, pages.TimelineStep{Label: "Decision", At: "pending", Done: false})
 	}
@@ -294,7 +294,7 @@ func flowTimeline(f flows.Flow, proofStep bool, proven *time.Time) []pages.Timel
 	if f.ProcessStatus != flows.Active {
 		label = "Link would have expired"
 	}
-	steps = append(steps, pages.TimelineStep{Label: label, At: consoleTime(f.ExpiresAt), Done: false})
+	steps = append(steps, pages.TimelineStep{Label: label, At: Time(f.ExpiresAt), Done: false})
 	return steps
 }
 
@@ -314,7 +314,7 @@ func languageName(code string) string {
 	case "en":
 		return "English"
 	}
-	return orDash(code)
+	return OrDash(code)
 }
 
 // untilLabel is when an acceptance ends.
@@ -325,10 +325,10 @@ func untilLabel(until *time.Time, status flows.ConsentStatus) string {
 	case until == nil:
 		return "until withdrawn"
 	}
-	return consoleTime(*until)
+	return Time(*until)
 }
 
-func orDash(s string) string {
+func OrDash(s string) string {
 	if s == "" {
 		return "—"
 	}
@@ -352,14 +352,14 @@ func (h *Handler) HandleConsoleRetryIncident(c echo.Context) error {
 		// Resolved meanwhile, or not this flow's: show the flow as it is now.
 		return c.Redirect(http.StatusSeeOther, c.Echo().Reverse("console.flow", f.ID))
 	}
-	err = h.webhooks.RetryTask(c.Request().Context(), staffOf(c).OrganizationID, taskID,
-		audited(h, c, identity.AuditTaskRetry, func(ev webhooks.EventType) (string, string) {
+	err = h.webhooks.RetryTask(c.Request().Context(), StaffOf(c).OrganizationID, taskID,
+		Audited(h, c, identity.AuditTaskRetry, func(ev webhooks.EventType) (string, string) {
 			return f.ReferenceID, "task " + taskID + ", " + string(ev) + " event"
 		}))
 	if err != nil {
-		return consoleNotFound(err, webhooks.ErrNotFound)
+		return NotFound(err, webhooks.ErrNotFound)
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice(c.Echo().Reverse("console.flow", f.ID), "retried", f.ReferenceID))
+	return c.Redirect(http.StatusSeeOther, WithNotice(c.Echo().Reverse("console.flow", f.ID), "retried", f.ReferenceID))
 }
 
 // HandleConsoleCancelConfirm handles "GET /console/flows/:id/cancel" (admins).
@@ -372,7 +372,7 @@ func (h *Handler) HandleConsoleCancelConfirm(c echo.Context) error {
 	if f.ProcessStatus != flows.Active {
 		return c.Redirect(http.StatusSeeOther, self)
 	}
-	return h.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.frame(c, "flows", "Cancel "+f.ReferenceID),
+	return h.Render(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.Frame(c, "flows", "Cancel "+f.ReferenceID),
 		Heading: "Cancel flow " + f.ReferenceID + "?", Message: "The consent link stops working at once and the organization's webhook hears flow.cancelled. This cannot be undone.",
 		Details: flowConfirmDetails(f), Action: self + "/cancel", Button: "Cancel flow", Danger: true, BackURL: self}))
 }
@@ -381,14 +381,14 @@ func (h *Handler) HandleConsoleCancelConfirm(c echo.Context) error {
 // the cancel and its audit entry commit together.
 func (h *Handler) HandleConsoleCancel(c echo.Context) error {
 	f, err := h.flows.Cancel(c.Request().Context(), consoleCaller(c), c.Param("id"), etag.Any,
-		audited(h, c, identity.AuditFlowCancel, func(f flows.Flow) (string, string) { return f.ReferenceID, "" }))
+		Audited(h, c, identity.AuditFlowCancel, func(f flows.Flow) (string, string) { return f.ReferenceID, "" }))
 	if errors.Is(err, flows.ErrNotActive) {
 		return apperr.New(apperr.Conflict, "The flow is no longer active, so it cannot be cancelled.")
 	}
 	if err != nil {
-		return consoleNotFound(err, flows.ErrNotFound)
+		return NotFound(err, flows.ErrNotFound)
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice(c.Echo().Reverse("console.flow", f.ID), "cancelled", f.ReferenceID))
+	return c.Redirect(http.StatusSeeOther, WithNotice(c.Echo().Reverse("console.flow", f.ID), "cancelled", f.ReferenceID))
 }
 
 // HandleConsoleDeleteConfirm handles "GET /console/flows/:id/delete" (admins).
@@ -398,7 +398,7 @@ func (h *Handler) HandleConsoleDeleteConfirm(c echo.Context) error {
 		return err
 	}
 	self := c.Echo().Reverse("console.flow", f.ID)
-	return h.renderConsole(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.frame(c, "flows", "Delete "+f.ReferenceID),
+	return h.Render(c, http.StatusOK, pages.Confirm(pages.ConfirmPage{Frame: h.Frame(c, "flows", "Delete "+f.ReferenceID),
 		Heading: "Delete flow " + f.ReferenceID + "?",
 		Message: "The flow, its consent request, tasks, incidents and personal data are deleted for good. Only the reference, flow id, who and when stay in the deletions log.",
 		Details: flowConfirmDetails(f), Action: self + "/delete", Button: "Delete for good", Danger: true, BackURL: self}))
@@ -406,7 +406,7 @@ func (h *Handler) HandleConsoleDeleteConfirm(c echo.Context) error {
 
 func flowConfirmDetails(f flows.Flow) []pages.KV {
 	return []pages.KV{{Label: "Reference", Value: f.ReferenceID}, {Label: "National id", Value: consent.MaskNationalID(f.NationalID), Code: true},
-		{Label: "Consent", Value: string(f.ConsentStatus)}, {Label: "Created", Value: consoleTime(f.CreatedAt)}}
+		{Label: "Consent", Value: string(f.ConsentStatus)}, {Label: "Created", Value: Time(f.CreatedAt)}}
 }
 
 // HandleConsoleDelete handles "POST /console/flows/:id/delete" (admins): the
@@ -414,20 +414,20 @@ func flowConfirmDetails(f flows.Flow) []pages.KV {
 // together.
 func (h *Handler) HandleConsoleDelete(c echo.Context) error {
 	d, err := h.flows.Delete(c.Request().Context(), consoleCaller(c), c.Param("id"), etag.Any,
-		audited(h, c, identity.AuditFlowDelete, func(d flows.Deletion) (string, string) {
+		Audited(h, c, identity.AuditFlowDelete, func(d flows.Deletion) (string, string) {
 			return d.ReferenceID, fmt.Sprintf("flow %s", d.FlowID)
-		}), httpkit.ForgetAnswers(h.answers, staffOf(c).OrganizationID))
+		}), httpkit.ForgetAnswers(h.answers, StaffOf(c).OrganizationID))
 	if err != nil {
-		return consoleNotFound(err, flows.ErrNotFound)
+		return NotFound(err, flows.ErrNotFound)
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice(c.Echo().Reverse("console.flows"), "deleted", d.ReferenceID))
+	return c.Redirect(http.StatusSeeOther, WithNotice(c.Echo().Reverse("console.flows"), "deleted", d.ReferenceID))
 }
 
 // HandleConsoleDeletions handles "GET /console/deletions": the deletion
 // log, newest first, a page at a time (before = the last flow id seen).
 func (h *Handler) HandleConsoleDeletions(c echo.Context) error {
 	before := c.QueryParam("before")
-	list, more, err := h.flows.Deletions(c.Request().Context(), staffOf(c).OrganizationID, 25, before)
+	list, more, err := h.flows.Deletions(c.Request().Context(), StaffOf(c).OrganizationID, 25, before)
 	if err != nil {
 		if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
 			return apperr.New(apperr.Invalid, "This page address is not valid. Start again from the deletions log.")
@@ -436,7 +436,7 @@ func (h *Handler) HandleConsoleDeletions(c echo.Context) error {
 	}
 	rows := make([]pages.DeletionRow, len(list))
 	for i, d := range list {
-		rows[i] = pages.DeletionRow{Reference: d.ReferenceID, FlowID: d.FlowID, By: d.DeletedBy, At: consoleTime(d.DeletedAt)}
+		rows[i] = pages.DeletionRow{Reference: d.ReferenceID, FlowID: d.FlowID, By: d.DeletedBy, At: Time(d.DeletedAt)}
 	}
 	var pager pages.Pager
 	if before != "" {
@@ -445,7 +445,7 @@ func (h *Handler) HandleConsoleDeletions(c echo.Context) error {
 	if more && len(list) > 0 {
 		pager.NextURL, pager.NextLabel = "/console/deletions?before="+url.QueryEscape(list[len(list)-1].FlowID), "Older →"
 	}
-	return h.renderConsole(c, http.StatusOK, pages.Deletions(pages.DeletionsPage{Frame: h.frame(c, "deletions", "Deletions"), Rows: rows, Pager: pager}))
+	return h.Render(c, http.StatusOK, pages.Deletions(pages.DeletionsPage{Frame: h.Frame(c, "deletions", "Deletions"), Rows: rows, Pager: pager}))
 }
 
 // HandleConsoleReceipt handles "GET /console/flows/:id/receipts/:attachmentId":
@@ -453,7 +453,7 @@ func (h *Handler) HandleConsoleDeletions(c echo.Context) error {
 func (h *Handler) HandleConsoleReceipt(c echo.Context) error {
 	a, err := h.flows.Attachment(c.Request().Context(), consoleCaller(c), c.Param("id"), c.Param("attachmentId"))
 	if err != nil {
-		return consoleNotFound(err, flows.ErrNotFound)
+		return NotFound(err, flows.ErrNotFound)
 	}
 	c.Response().Header().Set("Content-Disposition", `attachment; filename="consent-receipt-`+a.ID+`.jwt"`)
 	return c.Blob(http.StatusOK, a.ContentType, []byte(a.Body))
@@ -470,13 +470,13 @@ func (h *Handler) HandleConsoleWithdrawConfirm(c echo.Context) error {
 	if f.ConsentStatus != flows.Accepted {
 		return c.Redirect(http.StatusSeeOther, self)
 	}
-	return h.renderConsole(c, http.StatusOK, h.withdrawConfirm(c, f, ""))
+	return h.Render(c, http.StatusOK, h.withdrawConfirm(c, f, ""))
 }
 
 func (h *Handler) withdrawConfirm(c echo.Context, f flows.Flow, problem string) templ.Component {
 	// problem, when set, says what was wrong with the reason sent.
 	self := c.Echo().Reverse("console.flow", f.ID)
-	return pages.Confirm(pages.ConfirmPage{Frame: h.frame(c, "flows", "Withdraw "+f.ReferenceID),
+	return pages.Confirm(pages.ConfirmPage{Frame: h.Frame(c, "flows", "Withdraw "+f.ReferenceID),
 		Heading: "Withdraw the consent of " + f.ReferenceID + "?",
 		Message: "Do this when the person asked you to. The consent becomes Withdrawn, a withdrawal receipt is signed, and the webhook hears flow.withdrawn. This cannot be undone.",
 		Details: flowConfirmDetails(f), Action: self + "/withdraw", Button: "Withdraw consent", Danger: true, BackURL: self,
@@ -492,16 +492,16 @@ func (h *Handler) HandleConsoleWithdraw(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return h.renderConsole(c, http.StatusBadRequest, h.withdrawConfirm(c, f,
+		return h.Render(c, http.StatusBadRequest, h.withdrawConfirm(c, f,
 			fmt.Sprintf("Give a reason of 1 to %d characters.", httpkit.MaxWithdrawReason)))
 	}
 	f, err := h.withdrawals.Withdraw(c.Request().Context(), consoleCaller(c), c.Param("id"), etag.Any,
-		audited(h, c, identity.AuditFlowWithdraw, func(f flows.Flow) (string, string) { return f.ReferenceID, reason }))
+		Audited(h, c, identity.AuditFlowWithdraw, func(f flows.Flow) (string, string) { return f.ReferenceID, reason }))
 	if errors.Is(err, flows.ErrNotAccepted) {
 		return apperr.New(apperr.Conflict, "Only an accepted consent can be withdrawn.")
 	}
 	if err != nil {
-		return consoleNotFound(err, flows.ErrNotFound)
+		return NotFound(err, flows.ErrNotFound)
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice(c.Echo().Reverse("console.flow", f.ID), "withdrawn", f.ReferenceID))
+	return c.Redirect(http.StatusSeeOther, WithNotice(c.Echo().Reverse("console.flow", f.ID), "withdrawn", f.ReferenceID))
 }

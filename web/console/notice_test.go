@@ -14,7 +14,7 @@ func TestNoticesOnlyFromTheirKeys(t *testing.T) {
 	tests := []struct {
 		query, want string
 	}{
-		{withNotice("/console/flows", "deleted", "ACME-7"), "Flow ACME-7 was deleted. It is listed in the deletions log."},
+		{WithNotice("/console/flows", "deleted", "ACME-7"), "Flow ACME-7 was deleted. It is listed in the deletions log."},
 		{"/console/flows?notice=saved", "Settings saved. New flows use them at once."},
 		{"/console/flows?notice=<script>", ""},
 		{"/console/flows?notice=deleted&ref=" + strings.Repeat("A", 81), ""},

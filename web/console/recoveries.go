@@ -65,9 +65,9 @@ func recoveryRows(list []webhooks.Recovery) (rows []pages.RecoveryRow, active bo
 		if host == "" {
 			host = "every host"
 		}
-		rows = append(rows, pages.RecoveryRow{ID: r.ID, Requested: consoleTime(r.CreatedAt),
+		rows = append(rows, pages.RecoveryRow{ID: r.ID, Requested: Time(r.CreatedAt),
 			Since: r.Since.UTC().Format("2006-01-02 15:04:05 UTC"), Host: host, RequestedBy: r.RequestedBy, State: string(r.State),
-			Scheduled: r.Scheduled, Total: r.Total, Finished: consoleTimePtr(r.FinishedAt, ""), Error: r.Error})
+			Scheduled: r.Scheduled, Total: r.Total, Finished: TimePtr(r.FinishedAt, ""), Error: r.Error})
 		active = active || r.State.Active()
 	}
 	return rows, active
@@ -76,12 +76,12 @@ func recoveryRows(list []webhooks.Recovery) (rows []pages.RecoveryRow, active bo
 // renderEndpoint renders an endpoint's page with status, the recovery form
 // holding since and errs.
 func (h *Handler) renderEndpoint(c echo.Context, status int, e webhooks.Endpoint, since string, errs map[string]string) error {
-	list, err := h.webhooks.Recoveries(c.Request().Context(), staffOf(c).OrganizationID, e.ID)
+	list, err := h.webhooks.Recoveries(c.Request().Context(), StaffOf(c).OrganizationID, e.ID)
 	if err != nil {
-		return consoleNotFound(err, webhooks.ErrEndpointNotFound)
+		return NotFound(err, webhooks.ErrEndpointNotFound)
 	}
-	p := pages.EndpointPage{Frame: h.frame(c, "webhooks", "Webhook endpoint"), ID: e.ID, URL: e.URL, Description: orDash(e.Description),
-		Events: endpointEvents(e), Enabled: e.Enabled, DisabledReason: e.DisabledReason, Created: consoleTime(e.CreatedAt),
+	p := pages.EndpointPage{Frame: h.Frame(c, "webhooks", "Webhook endpoint"), ID: e.ID, URL: e.URL, Description: OrDash(e.Description),
+		Events: endpointEvents(e), Enabled: e.Enabled, DisabledReason: e.DisabledReason, Created: Time(e.CreatedAt),
 		Since: since, Errors: errs}
 	// A refusal of the whole request shows above the page: the form is not
 	// there for a disabled endpoint.
@@ -90,7 +90,7 @@ func (h *Handler) renderEndpoint(c echo.Context, status int, e webhooks.Endpoint
 	if p.Recoveries, active = recoveryRows(list); active {
 		p.Frame.Refresh = recoveryRefresh
 	}
-	return h.renderConsole(c, status, pages.Endpoint(p))
+	return h.Render(c, status, pages.Endpoint(p))
 }
 
 // HandleConsoleEndpoint handles "GET /console/webhooks/:id": the endpoint
@@ -123,12 +123,12 @@ func (h *Handler) recoveryRefused(c echo.Context, f *httpkit.Form, e webhooks.En
 	if f.Refused(err, nil) {
 		return h.renderEndpoint(c, http.StatusBadRequest, e, raw, f.Errors)
 	}
-	err = httpkit.RecoveryError(c.Request().Context(), h.webhooks, staffOf(c).OrganizationID, e.ID, err)
+	err = httpkit.RecoveryError(c.Request().Context(), h.webhooks, StaffOf(c).OrganizationID, e.ID, err)
 	if ae, ok := apperr.As(err); ok && ae.Code == apperr.Conflict {
 		f.Fail("form", "%s", ae.Message)
 		return h.renderEndpoint(c, http.StatusConflict, e, raw, f.Errors)
 	}
-	return consoleNotFound(err, webhooks.ErrEndpointNotFound)
+	return NotFound(err, webhooks.ErrEndpointNotFound)
 }
 
 // HandleConsoleRecover handles "POST /console/webhooks/:id/recover"
@@ -149,11 +149,11 @@ func (h *Handler) HandleConsoleRecover(c echo.Context) error {
 		f.Fail("since", "Give a date and time, such as 2026-01-02T03:04.")
 		return h.renderEndpoint(c, http.StatusBadRequest, e, raw, f.Errors)
 	}
-	m := staffOf(c)
-	if _, err = h.webhooks.Recover(c.Request().Context(), m.OrganizationID, e.ID, since, staffActor(m), h.auditedRecovery(c)); err != nil {
+	m := StaffOf(c)
+	if _, err = h.webhooks.Recover(c.Request().Context(), m.OrganizationID, e.ID, since, StaffActor(m), h.auditedRecovery(c)); err != nil {
 		return h.recoveryRefused(c, f, e, raw, err)
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice(c.Echo().Reverse("console.webhook", e.ID), "recovery_started", endpointHost(e)))
+	return c.Redirect(http.StatusSeeOther, WithNotice(c.Echo().Reverse("console.webhook", e.ID), "recovery_started", endpointHost(e)))
 }
 
 // HandleConsoleRecoverFlowURLs handles "POST /console/webhooks/recover"
@@ -174,8 +174,8 @@ func (h *Handler) HandleConsoleRecoverFlowURLs(c echo.Context) error {
 	if !f.Valid() {
 		return h.renderEndpoints(c, http.StatusBadRequest, raw, host, f.Errors)
 	}
-	ctx, m := c.Request().Context(), staffOf(c)
-	_, err = h.webhooks.RecoverFlowURLs(ctx, m.OrganizationID, since, host, staffActor(m), h.auditedRecovery(c))
+	ctx, m := c.Request().Context(), StaffOf(c)
+	_, err = h.webhooks.RecoverFlowURLs(ctx, m.OrganizationID, since, host, StaffActor(m), h.auditedRecovery(c))
 	if f.Refused(err, nil) {
 		return h.renderEndpoints(c, http.StatusBadRequest, raw, host, f.Errors)
 	}
@@ -191,7 +191,7 @@ func (h *Handler) HandleConsoleRecoverFlowURLs(c echo.Context) error {
 	if ref == "" {
 		ref = "every host"
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice("/console/webhooks", "flow_urls_recovering", ref)+"#flow-urls")
+	return c.Redirect(http.StatusSeeOther, WithNotice("/console/webhooks", "flow_urls_recovering", ref)+"#flow-urls")
 }
 
 // HandleConsoleRedeliver handles "POST /console/flows/:id/events/:event/redeliver"
@@ -202,24 +202,24 @@ func (h *Handler) HandleConsoleRedeliver(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, org := c.Request().Context(), staffOf(c).OrganizationID
+	ctx, org := c.Request().Context(), StaffOf(c).OrganizationID
 	ev, _, err := h.webhooks.Event(ctx, org, c.Param("event"))
 	if err == nil && ev.FlowID != fl.ID {
 		err = webhooks.ErrNotFound
 	}
 	if err != nil {
-		return consoleNotFound(err, webhooks.ErrNotFound)
+		return NotFound(err, webhooks.ErrNotFound)
 	}
 	_, err = h.webhooks.Redeliver(ctx, org, ev.ID, "",
-		audited(h, c, identity.AuditEventRedeliver, func(r webhooks.Redelivery) (string, string) {
+		Audited(h, c, identity.AuditEventRedeliver, func(r webhooks.Redelivery) (string, string) {
 			return r.EventID, httpkit.RedeliveryAudit(r)
 		}))
 	self, label := c.Echo().Reverse("console.flow", fl.ID), string(ev.Type)+" #"+strconv.Itoa(ev.Sequence)
 	if errors.Is(err, webhooks.ErrNothingToRedeliver) {
-		return c.Redirect(http.StatusSeeOther, withNotice(self, "nothing_redelivered", label))
+		return c.Redirect(http.StatusSeeOther, WithNotice(self, "nothing_redelivered", label))
 	}
 	if err != nil {
-		return consoleNotFound(err, webhooks.ErrNotFound)
+		return NotFound(err, webhooks.ErrNotFound)
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice(self, "redelivered", label))
+	return c.Redirect(http.StatusSeeOther, WithNotice(self, "redelivered", label))
 }

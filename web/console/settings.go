@@ -22,11 +22,11 @@ var settingsFields = map[string]string{"referencePrefix": "reference_prefix", "o
 // HandleConsoleSettings handles "GET /console/settings": a form for admins,
 // read-only for viewers.
 func (h *Handler) HandleConsoleSettings(c echo.Context) error {
-	org, err := h.orgs.Organization(c.Request().Context(), staffOf(c).OrganizationID)
+	org, err := h.orgs.Organization(c.Request().Context(), StaffOf(c).OrganizationID)
 	if err != nil {
-		return consoleNotFound(err, orgs.ErrOrganizationNotFound)
+		return NotFound(err, orgs.ErrOrganizationNotFound)
 	}
-	return h.renderConsole(c, http.StatusOK, pages.Settings(pages.SettingsPage{Frame: h.frame(c, "settings", "Settings"),
+	return h.Render(c, http.StatusOK, pages.Settings(pages.SettingsPage{Frame: h.Frame(c, "settings", "Settings"),
 		OrganizationID: org.ID, Name: org.Name, ReferencePrefix: org.ReferencePrefix, OrganizationNumber: org.OrganizationNumber,
 		RedirectOrigins: strings.Join(org.RedirectOrigins, "\n")}))
 }
@@ -34,9 +34,9 @@ func (h *Handler) HandleConsoleSettings(c echo.Context) error {
 // HandleConsoleSaveSettings handles "POST /console/settings" (admins).
 func (h *Handler) HandleConsoleSaveSettings(c echo.Context) error {
 	ctx := c.Request().Context()
-	org, err := h.orgs.Organization(ctx, staffOf(c).OrganizationID)
+	org, err := h.orgs.Organization(ctx, StaffOf(c).OrganizationID)
 	if err != nil {
-		return consoleNotFound(err, orgs.ErrOrganizationNotFound)
+		return NotFound(err, orgs.ErrOrganizationNotFound)
 	}
 	f, err := httpkit.BindForm(c)
 	if err != nil {
@@ -45,7 +45,7 @@ func (h *Handler) HandleConsoleSaveSettings(c echo.Context) error {
 	u := orgs.OrganizationUpdate{ID: org.ID, ReferencePrefix: f.Text("reference_prefix", 8),
 		OrganizationNumber: f.Text("organization_number", 64), RedirectOrigins: f.Lines("redirect_origins", orgs.MaxRedirectOrigins)}
 	rerender := func() error {
-		return h.renderConsole(c, http.StatusBadRequest, pages.Settings(pages.SettingsPage{Frame: h.frame(c, "settings", "Settings"),
+		return h.Render(c, http.StatusBadRequest, pages.Settings(pages.SettingsPage{Frame: h.Frame(c, "settings", "Settings"),
 			OrganizationID: org.ID, Name: org.Name, ReferencePrefix: f.Value("reference_prefix"),
 			OrganizationNumber: f.Value("organization_number"), RedirectOrigins: f.Value("redirect_origins"), Errors: f.Errors}))
 	}
@@ -53,16 +53,16 @@ func (h *Handler) HandleConsoleSaveSettings(c echo.Context) error {
 		return rerender()
 	}
 	_, err = h.orgs.UpdateOrganization(ctx, u,
-		audited(h, c, identity.AuditSettingsUpdate, func(ch orgs.OrganizationChange) (string, string) {
+		Audited(h, c, identity.AuditSettingsUpdate, func(ch orgs.OrganizationChange) (string, string) {
 			return "settings", settingsChange(ch.Before, ch.After)
 		}))
 	if f.Refused(err, settingsFields) {
 		return rerender()
 	}
 	if err != nil {
-		return consoleNotFound(err, orgs.ErrOrganizationNotFound)
+		return NotFound(err, orgs.ErrOrganizationNotFound)
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice("/console/settings", "saved", ""))
+	return c.Redirect(http.StatusSeeOther, WithNotice("/console/settings", "saved", ""))
 }
 
 // settingsChange says what changed, for the audit log.
@@ -72,7 +72,7 @@ func settingsChange(before, after orgs.Organization) string {
 		parts = append(parts, "reference prefix "+before.ReferencePrefix+" → "+after.ReferencePrefix)
 	}
 	if before.OrganizationNumber != after.OrganizationNumber {
-		parts = append(parts, "organization number "+orDash(before.OrganizationNumber)+" → "+orDash(after.OrganizationNumber))
+		parts = append(parts, "organization number "+OrDash(before.OrganizationNumber)+" → "+OrDash(after.OrganizationNumber))
 	}
 	if !slices.Equal(before.RedirectOrigins, after.RedirectOrigins) {
 		parts = append(parts, "redirect origins: "+strconv.Itoa(len(after.RedirectOrigins))+" listed")
@@ -97,7 +97,7 @@ func (h *Handler) HandleConsoleAudit(c echo.Context) error {
 		}
 		before = n
 	}
-	entries, more, err := h.audit.AuditLog(c.Request().Context(), staffOf(c).OrganizationID, 50, before)
+	entries, more, err := h.audit.AuditLog(c.Request().Context(), StaffOf(c).OrganizationID, 50, before)
 	if err != nil {
 		return err
 	}
@@ -112,5 +112,5 @@ func (h *Handler) HandleConsoleAudit(c echo.Context) error {
 	if more && len(entries) > 0 {
 		pager.NextURL, pager.NextLabel = "/console/audit?before="+strconv.FormatInt(entries[len(entries)-1].ID, 10), "Older →"
 	}
-	return h.renderConsole(c, http.StatusOK, pages.Audit(pages.AuditPage{Frame: h.frame(c, "audit", "Audit log"), Rows: rows, Pager: pager}))
+	return h.Render(c, http.StatusOK, pages.Audit(pages.AuditPage{Frame: h.Frame(c, "audit", "Audit log"), Rows: rows, Pager: pager}))
 }

@@ -37,8 +37,8 @@ type StaffMember struct {
 // IsAdmin reports whether the staff member may change things.
 func (m StaffMember) IsAdmin() bool { return m.Role == staff.RoleAdmin }
 
-// staffOf returns the staff member RequireStaff admitted.
-func staffOf(c echo.Context) StaffMember {
+// StaffOf returns the staff member RequireStaff admitted.
+func StaffOf(c echo.Context) StaffMember {
 	m, _ := c.Get(staffKey).(StaffMember)
 	return m
 }
@@ -80,7 +80,7 @@ func (h *Handler) RequireStaff(next echo.HandlerFunc) echo.HandlerFunc {
 // RequireAdmin admits only admins; use it after RequireStaff.
 func RequireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if !staffOf(c).IsAdmin() {
+		if !StaffOf(c).IsAdmin() {
 			return apperr.New(apperr.Forbidden, "Only an admin of your organization may do this.")
 		}
 		return next(c)

@@ -36,7 +36,7 @@ func TestATimelineTellsOfAWithdrawal(t *testing.T) {
 				t.Fatalf("%s: steps %v, want %v", tt.name, got, tt.want)
 			}
 		}
-		if tt.name == "withdrawn" && steps[3].At != consoleTime(withdrawn) {
+		if tt.name == "withdrawn" && steps[3].At != Time(withdrawn) {
 			t.Errorf("the withdrawal's time: %s", steps[3].At)
 		}
 	}
@@ -55,11 +55,11 @@ func TestATimelineTellsWhenAnAcceptanceExpires(t *testing.T) {
 		{"accepted with a validity", flows.Flow{CreatedAt: at, OpenedAt: &at, DecidedAt: &decided, ConsentStatus: flows.Accepted,
 			ProcessStatus: flows.Completed, Evidence: flows.Evidence{ValidUntil: &validUntil}},
 			[]string{"Created", "Opened by the person", "Accepted", "Expires", "Link would have expired"},
-			[]string{3: consoleTime(validUntil)}},
+			[]string{3: Time(validUntil)}},
 		{"expired", flows.Flow{CreatedAt: at, OpenedAt: &at, DecidedAt: &decided, ExpiredAt: &validUntil, ConsentStatus: flows.Expired,
 			ProcessStatus: flows.Completed, Evidence: flows.Evidence{ValidUntil: &validUntil}},
 			[]string{"Created", "Opened by the person", "Accepted", "Expired", "Link would have expired"},
-			[]string{2: consoleTime(decided), 3: consoleTime(validUntil)}},
+			[]string{2: Time(decided), 3: Time(validUntil)}},
 		{"rejected, with a validity", flows.Flow{CreatedAt: at, OpenedAt: &at, DecidedAt: &decided, ConsentStatus: flows.Rejected,
 			ProcessStatus: flows.Completed, Evidence: flows.Evidence{ValidUntil: &validUntil}},
 			[]string{"Created", "Opened by the person", "Rejected", "Link would have expired"}, nil},

@@ -29,8 +29,8 @@ func (h *Handler) flowUses(c echo.Context, f flows.Flow, self string) (pages.Flo
 func flowUsesOf(page flows.UsePage, self string, older bool) pages.FlowUses {
 	var out pages.FlowUses
 	for _, u := range page.Uses {
-		out.Rows = append(out.Rows, pages.UseRow{UsedAt: consoleTime(u.UsedAt), Action: u.Action,
-			DataCategories: orDash(strings.Join(u.DataCategories, ", ")), Reference: orDash(u.Reference), RecordedBy: u.RecordedBy})
+		out.Rows = append(out.Rows, pages.UseRow{UsedAt: Time(u.UsedAt), Action: u.Action,
+			DataCategories: OrDash(strings.Join(u.DataCategories, ", ")), Reference: OrDash(u.Reference), RecordedBy: u.RecordedBy})
 	}
 	if page.HasMore && len(page.Uses) > 0 {
 		out.OlderURL = self + "?uses_after=" + url.QueryEscape(page.Uses[len(page.Uses)-1].ID) + "#uses"
