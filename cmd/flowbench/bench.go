@@ -199,6 +199,9 @@ func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_
 	if err := b.seedDeep(ctx); err != nil {
 		return nil, fmt.Errorf("seed %d flows: %w", o.deepFlows, err)
 	}
+	if err := b.reindexDeep(ctx); err != nil {
+		return nil, fmt.Errorf("reindex the seeded flows: %w", err)
+	}
 	return b, nil
 }
 

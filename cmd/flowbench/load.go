@@ -41,6 +41,9 @@ type Result struct {
 	// list-deep's reference: the first page, in turns with the deep one.
 	FirstPageRPS   float64 `json:"first_page_rps,omitempty"`
 	FirstPageP50ms float64 `json:"first_page_p50_ms,omitempty"`
+	// person-page's reference: a retrieve, in turns with the page.
+	RetrieveRPS   float64 `json:"retrieve_rps,omitempty"`
+	RetrieveP50ms float64 `json:"retrieve_p50_ms,omitempty"`
 }
 
 // drive sends requests with the run's concurrency for its whole duration,

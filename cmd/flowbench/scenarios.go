@@ -22,7 +22,7 @@ type scenario func(ctx context.Context, b *bench) (Result, error)
 
 // allScenarios is the default order: creates first, so that later scenarios
 // read a database that has been written to.
-var allScenarios = []string{"token", "create", "retrieve", "retrieve-dpop", "list-first", "list-deep", "mixed", "webhook",
+var allScenarios = []string{"token", "create", "retrieve", "retrieve-dpop", "list-first", "list-deep", "mixed", "person-page", "webhook",
 	"webhook-isolation", "webhook-backlog"}
 
 var scenarioByName = map[string]scenario{
@@ -34,6 +34,7 @@ var scenarioByName = map[string]scenario{
 	"list-first":    listFirstScenario,
 	"list-deep":     listDeepScenario,
 	"mixed":         mixedScenario,
+	"person-page":   personPageScenario,
 	"webhook":       webhookScenario,
 	// The delivery scenarios that leave rows and held deliveries behind go last.
 	"webhook-isolation": webhookIsolationScenario,
