@@ -156,6 +156,7 @@ func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_
 		"FLOWD_WEBHOOK_ALLOW_PRIVATE=true",
 		"FLOWD_ALLOW_INSECURE_URLS=true",
 		"FLOWD_SHUTDOWN_DELAY=0", // no load balancer to wait for
+		"FLOWD_TEST_EID=true",    // the person-page scenario signs in with it
 		// The scenarios send far more than a client's default a minute: the
 		// limit is counted on every request, as in production, but never reached.
 		"FLOWD_API_RATE_LIMIT=1000000000",

@@ -151,6 +151,13 @@ func (s *JourneyService) Mine(ctx context.Context, p Proof) ([]MyConsent, error)
 		if out[i].Hidden {
 			continue
 		}
+		for j, r := range out[i].Receipts {
+			v, err := s.receipts.Verify(ctx, r.JWS)
+			if err != nil {
+				return nil, fmt.Errorf("consent: a receipt of flow %s: %w", out[i].FlowID, err)
+			}
+			out[i].Receipts[j].VerifiedReceipt = v
+		}
 		org := out[i].OrganizationID
 		if _, ok := names[org]; !ok {
 			if names[org], err = s.orgs.OrganizationName(ctx, org); err != nil {
@@ -195,11 +202,9 @@ func (s *JourneyService) mineTx(ctx context.Context, tx database.Tx, f flows.Flo
 		if a.Kind != flows.KindConsentReceipt {
 			continue
 		}
-		v, err := s.receipts.Verify(ctx, a.Body)
-		if err != nil {
-			return MyConsent{}, fmt.Errorf("consent: receipt %s of flow %s: %w", a.ID, f.ID, err)
-		}
-		m.Receipts = append(m.Receipts, IssuedReceipt{JWS: a.Body, VerifiedReceipt: v})
+		// Checked by Mine after the transaction: the check may load the
+		// receipt keys through a connection of its own.
+		m.Receipts = append(m.Receipts, IssuedReceipt{JWS: a.Body})
 	}
 	return m, nil
 }

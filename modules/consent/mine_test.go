@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 )
@@ -80,4 +83,29 @@ func has(h []consent.Happening, kind string) bool {
 		}
 	}
 	return false
+}
+
+// TestThePersonsPageNeedsOneConnection: on a pool of one connection the
+// person's page answers; checking its receipts, which may load the receipt
+// keys, waits for no second connection inside its transaction (with every
+// connection held by such pages, none would ever come).
+func TestThePersonsPageNeedsOneConnection(t *testing.T) {
+	t.Parallel()
+	pool, err := database.Open(context.Background(), dbtest.NewURL(t), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	e := setupOn(t, pool, time.Hour)
+	ctx, cancel := context.WithDeadline(context.Background(), testwait.Deadline(t))
+	defer cancel()
+	me := consent.Proof{NationalID: "12345678901", ACR: substantial}
+	_, token := e.create(t, "https://bank.example/done")
+	if _, err := e.journey.Decide(ctx, token, me, consent.Answer{Accept: true}); err != nil {
+		t.Fatal(err)
+	}
+	mine, err := e.journey.Mine(ctx, me)
+	if err != nil || len(mine) != 1 || len(mine[0].Receipts) != 1 || mine[0].Receipts[0].Receipt.ID == "" {
+		t.Fatalf("the person's page on a pool of one: %+v, %v", mine, err)
+	}
 }

@@ -19,7 +19,7 @@ func Render(c echo.Context, status int, page templ.Component) error {
 	if err := page.Render(c.Request().Context(), &buf); err != nil {
 		return err
 	}
-	return c.HTMLBlob(status, buf.Bytes())
+	return WriteBody(c, status, echo.MIMETextHTMLCharsetUTF8, buf.Bytes())
 }
 
 // RenderNotice renders a short page with a message and an optional link.
