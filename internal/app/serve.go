@@ -26,6 +26,7 @@ import (
 	"github.com/flowd/flowd/internal/version"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/identity/staff"
 	"github.com/flowd/flowd/modules/webhooks"
@@ -151,7 +152,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	flowsModule := flows.New(pool, sealer, consentRequests, definitions, orgs, hooks, log, registry, flows.Config{
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
 		ReadRoundTrips: cfg.DBReadRoundTrips, MaintenanceInterval: cfg.MaintenanceInterval, ExpiringNotice: cfg.ConsentExpiringNotice,
-		ExpiryMiddleware: tracing.RiverLinkedMiddleware(), PersonIndex: flows.NewPersonIndex(cfg.KeyEncryptionKey),
+		ExpiryMiddleware: tracing.RiverLinkedMiddleware(), PersonIndex: nationalid.NewBlindIndex(cfg.KeyEncryptionKey),
 	})
 
 	// The answers to the API's requests that carry an Idempotency-Key.

@@ -13,6 +13,7 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // ErrNotProven means a decision came without a proven identity while proof
@@ -89,7 +90,7 @@ type Request struct {
 // Matches reports, in constant time, whether provenNationalID is the
 // national id the request is for.
 func (r Request) Matches(provenNationalID string) bool {
-	a, b := flows.NormalizeNationalID(r.nationalID), flows.NormalizeNationalID(provenNationalID)
+	a, b := nationalid.Normalize(r.nationalID), nationalid.Normalize(provenNationalID)
 	return len(a) > 0 && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 

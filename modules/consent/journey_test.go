@@ -23,6 +23,7 @@ import (
 	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/identity/changes"
 	"github.com/flowd/flowd/modules/identity/keys"
 	"github.com/flowd/flowd/modules/webhooks"
@@ -121,7 +122,7 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, ttl time.Duration) *journeyEnv {
 	}
 	receipts := consent.NewReceipts(pool, signing, orgs{}, "https://flowd.example")
 	m := flows.New(pool, sealer, requests, defs, orgs{}, tableEvents{}, log, prometheus.NewRegistry(),
-		flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: ttl, PersonIndex: flows.NewPersonIndex(key),
+		flows.Config{NationalIDFormat: nationalid.FormatGeneric, ConsentTTL: ttl, PersonIndex: nationalid.NewBlindIndex(key),
 			// Every acceptance is within the notice: mine_test asks for it.
 			ExpiringNotice: 100 * 365 * 24 * time.Hour})
 	j := consent.NewJourney(pool, requests, m, defs, receipts, orgs{}, tableAudit{}, consent.DefaultACRMap, log)

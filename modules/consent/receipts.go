@@ -21,6 +21,7 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // Receipt is what a consent receipt states: the claims of the JWS flowd
@@ -322,7 +323,7 @@ func (s *ReceiptService) SubjectMatches(ctx context.Context, r Receipt, national
 // organization's salt of the national id as the journey compares it.
 func subjectHash(salt []byte, nationalID string) string {
 	mac := hmac.New(sha256.New, salt)
-	mac.Write([]byte(flows.NormalizeNationalID(nationalID)))
+	mac.Write([]byte(nationalid.Normalize(nationalID)))
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 

@@ -12,12 +12,13 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/flows/internal/store"
+	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // MaxFlowsOfPerson bounds the flows the person's own page lists.
 const MaxFlowsOfPerson = 500
 
-// ErrNoPersonIndex means the flows module was made without a PersonIndex.
+// ErrNoPersonIndex means the flows module was made without a Config.PersonIndex.
 var ErrNoPersonIndex = errors.New("flows: no person index key")
 
 // FlowsOfPerson returns the flows addressed to nationalID in every
@@ -29,7 +30,7 @@ func (m *Manager) FlowsOfPerson(ctx context.Context, nationalID string) ([]Flow,
 	if m.cfg.PersonIndex == nil {
 		return nil, ErrNoPersonIndex
 	}
-	want := NormalizeNationalID(nationalID)
+	want := nationalid.Normalize(nationalID)
 	if want == "" {
 		return nil, nil
 	}
@@ -43,7 +44,7 @@ func (m *Manager) FlowsOfPerson(ctx context.Context, nationalID string) ([]Flow,
 		if err != nil {
 			return nil, err
 		}
-		if subtle.ConstantTimeCompare([]byte(NormalizeNationalID(f.NationalID)), []byte(want)) == 1 {
+		if subtle.ConstantTimeCompare([]byte(nationalid.Normalize(f.NationalID)), []byte(want)) == 1 {
 			out = append(out, f)
 		}
 	}
@@ -56,13 +57,13 @@ func (m *Manager) FlowsOfPerson(ctx context.Context, nationalID string) ([]Flow,
 type Reindexer struct {
 	pool   *pgxpool.Pool
 	sealer *pii.Sealer
-	index  *PersonIndex
+	index  *nationalid.BlindIndex
 	cursor store.IndexCursor
 }
 
 // NewReindexer returns the re-indexer of the flows in pool, opening national
 // ids with sealer and indexing them with index.
-func NewReindexer(pool *pgxpool.Pool, sealer *pii.Sealer, index *PersonIndex) *Reindexer {
+func NewReindexer(pool *pgxpool.Pool, sealer *pii.Sealer, index *nationalid.BlindIndex) *Reindexer {
 	return &Reindexer{pool: pool, sealer: sealer, index: index}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // flowIDs lists the ids of fs, sorted.
@@ -25,7 +26,7 @@ func flowIDs(fs []flows.Flow) []string {
 // and none of another person's.
 func TestFlowsOfPersonFindsThemInEveryOrganization(t *testing.T) {
 	t.Parallel()
-	index := flows.NewPersonIndex(bytes.Repeat([]byte{9}, 32))
+	index := nationalid.NewBlindIndex(bytes.Repeat([]byte{9}, 32))
 	b := setup(t, func(c *flows.Config) { c.PersonIndex = index })
 	ctx := context.Background()
 	mine := b.create(t, newFlow("12345678901"))
@@ -55,7 +56,7 @@ func TestFlowsOfPersonFindsThemInEveryOrganization(t *testing.T) {
 	if bytes.Contains(stored, []byte("12345678901")) || !bytes.Equal(stored, index.Of("12345678901")) {
 		t.Errorf("the stored index is not the keyed HMAC of the id")
 	}
-	if bytes.Equal(index.Of("12345678901"), flows.NewPersonIndex(bytes.Repeat([]byte{8}, 32)).Of("12345678901")) {
+	if bytes.Equal(index.Of("12345678901"), nationalid.NewBlindIndex(bytes.Repeat([]byte{8}, 32)).Of("12345678901")) {
 		t.Error("another key gives the same index")
 	}
 }
@@ -74,7 +75,7 @@ func TestReindexFillsOldFlowsAndResumes(t *testing.T) {
 	}
 	old.create(t, newFlow("10987654321"))
 	slices.Sort(made)
-	index := flows.NewPersonIndex(bytes.Repeat([]byte{9}, 32))
+	index := nationalid.NewBlindIndex(bytes.Repeat([]byte{9}, 32))
 	b := instance(old.pool, old.sealer, func(c *flows.Config) { c.PersonIndex = index })
 	if got, _ := b.flows.FlowsOfPerson(ctx, "12345678901"); len(got) != 0 {
 		t.Fatalf("flows without an index were found: %v", flowIDs(got))
@@ -112,7 +113,7 @@ func TestReindexFillsOldFlowsAndResumes(t *testing.T) {
 	}
 
 	// A new key: every flow is stale and found again once re-indexed.
-	rotated := flows.NewPersonIndex(bytes.Repeat([]byte{7}, 32))
+	rotated := nationalid.NewBlindIndex(bytes.Repeat([]byte{7}, 32))
 	after := instance(b.pool, b.sealer, func(c *flows.Config) { c.PersonIndex = rotated })
 	if got, _ := after.flows.FlowsOfPerson(ctx, "12345678901"); len(got) != 0 {
 		t.Fatalf("flows indexed under the old key were found under the new one: %v", flowIDs(got))

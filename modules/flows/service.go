@@ -23,6 +23,7 @@ import (
 	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/flows/internal/store"
+	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -52,7 +53,7 @@ type Config struct {
 	ExpiryMiddleware []rivertype.Middleware
 	// PersonIndex makes each new flow's blind index, by which the person's
 	// own page finds their flows; nil makes none (a test of something else).
-	PersonIndex *PersonIndex
+	PersonIndex *nationalid.BlindIndex
 }
 
 // Limits of the API. The Idempotency-Key's are those of every POST.

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/web/internal/webtest"
 )
 
@@ -240,7 +241,7 @@ func TestCreateNamesEveryOffendingField(t *testing.T) {
 
 func TestNationalIDFormatIsConfigurable(t *testing.T) {
 	t.Parallel()
-	e := newAPI(t, webtest.WithNationalIDFormat(flows.FormatNorway))
+	e := newAPI(t, webtest.WithNationalIDFormat(nationalid.FormatNorway))
 	if r := e.Call(t, "POST", "/api/flows", webtest.TokA, webtest.CreateBody(map[string]any{"nationalId": "01017010171"})); r.Status != 400 ||
 		strings.Join(r.Fields(t), ",") != "nationalId" || strings.Contains(string(r.Body), "01017010171") {
 		t.Fatalf("a bad check digit: %d %s", r.Status, r.Body)

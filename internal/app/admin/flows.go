@@ -11,6 +11,7 @@ import (
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // runFlowsReindex handles "flowd flows reindex": it fills in the blind index
@@ -38,7 +39,7 @@ func runFlowsReindex(ctx context.Context, args []string, getenv func(string) str
 	if err != nil {
 		return err
 	}
-	index := flows.NewPersonIndex(env.cfg.KeyEncryptionKey)
+	index := nationalid.NewBlindIndex(env.cfg.KeyEncryptionKey)
 	r := flows.NewReindexer(env.pool, sealer, index)
 	todo, err := r.Remaining(ctx)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/audit"
 	"github.com/flowd/flowd/modules/identity/tokens"
@@ -202,7 +203,7 @@ func NewAPI(t testing.TB, opts ...EnvOption) *APIEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fcfg := flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: cfg.ConsentTTL}
+	fcfg := flows.Config{NationalIDFormat: nationalid.FormatGeneric, ConsentTTL: cfg.ConsentTTL}
 	orgs := FakeOrgs{Settings: DefaultSettings}
 	setup := apiSetup{flows: &fcfg, orgs: &orgs}
 	for _, o := range opts {

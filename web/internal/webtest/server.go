@@ -22,6 +22,7 @@ import (
 	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/identity/staff"
 	"github.com/flowd/flowd/modules/webhooks"
@@ -124,8 +125,8 @@ func NewServer(t testing.TB, d web.Deps) *Server {
 		d.Receipts = receipts
 	}
 	flowsModule := flows.New(d.Pool, sealer, requests, definitions, FakeOrgs{Settings: DefaultSettings}, hooks, d.Log,
-		prometheus.NewRegistry(), flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: cfg.ConsentTTL,
-			PersonIndex: flows.NewPersonIndex(cfg.KeyEncryptionKey)})
+		prometheus.NewRegistry(), flows.Config{NationalIDFormat: nationalid.FormatGeneric, ConsentTTL: cfg.ConsentTTL,
+			PersonIndex: nationalid.NewBlindIndex(cfg.KeyEncryptionKey)})
 	if d.Flows == nil {
 		d.Flows = flowsModule
 	}
