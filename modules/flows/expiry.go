@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/jobmetrics"
+	"github.com/flowd/flowd/modules/flows/internal/ids"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 	"github.com/flowd/flowd/modules/webhooks"
 )
@@ -195,7 +196,7 @@ type expiryWorker struct {
 }
 
 func (w *expiryWorker) Work(ctx context.Context, job *river.Job[expiryArgs]) error {
-	if !validID(job.Args.FlowID) {
+	if !ids.Valid(job.Args.FlowID) {
 		return river.JobCancel(errors.New("not a flow id"))
 	}
 	wait, err := w.m.expireAcceptance(ctx, job.Args.OrganizationID, job.Args.FlowID)

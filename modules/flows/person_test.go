@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/flows/nationalid"
+	"github.com/flowd/flowd/modules/flows/rekey"
 )
 
 // flowIDs lists the ids of fs, sorted.
@@ -81,7 +82,7 @@ func TestReindexFillsOldFlowsAndResumes(t *testing.T) {
 		t.Fatalf("flows without an index were found: %v", flowIDs(got))
 	}
 
-	first := flows.NewReindexer(b.pool, b.sealer, index)
+	first := rekey.NewReindexer(b.pool, b.sealer, index)
 	if n, err := first.Remaining(ctx); err != nil || n != 6 {
 		t.Fatalf("Remaining = %d, %v; want 6", n, err)
 	}
@@ -89,7 +90,7 @@ func TestReindexFillsOldFlowsAndResumes(t *testing.T) {
 		t.Fatalf("first batch: %d, %v", n, err)
 	}
 	// Interrupted: a new run finds only what is left.
-	second := flows.NewReindexer(b.pool, b.sealer, index)
+	second := rekey.NewReindexer(b.pool, b.sealer, index)
 	if n, _ := second.Remaining(ctx); n != 4 {
 		t.Fatalf("after one batch of 2, %d remain, want 4", n)
 	}
@@ -118,7 +119,7 @@ func TestReindexFillsOldFlowsAndResumes(t *testing.T) {
 	if got, _ := after.flows.FlowsOfPerson(ctx, "12345678901"); len(got) != 0 {
 		t.Fatalf("flows indexed under the old key were found under the new one: %v", flowIDs(got))
 	}
-	r := flows.NewReindexer(b.pool, b.sealer, rotated)
+	r := rekey.NewReindexer(b.pool, b.sealer, rotated)
 	if n, _ := r.Remaining(ctx); n != 6 {
 		t.Fatalf("after a new key %d remain, want 6", n)
 	}

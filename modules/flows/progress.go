@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/etag"
+	"github.com/flowd/flowd/modules/flows/internal/ids"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 	"github.com/flowd/flowd/modules/webhooks"
 )
@@ -54,7 +55,7 @@ func lockedFlow(ctx context.Context, tx database.Tx, organizationID, flowID stri
 // against the flow's ETag under the lock, so that no other change comes
 // between the check and the write. ErrNotFound, apperr PreconditionFailed.
 func lockedFlowIfMatch(ctx context.Context, tx database.Tx, organizationID, flowID string, cond etag.IfMatch) (store.Flow, error) {
-	if !validID(flowID) || organizationID == "" {
+	if !ids.Valid(flowID) || organizationID == "" {
 		return store.Flow{}, ErrNotFound
 	}
 	row, err := store.GetFlow(ctx, tx, organizationID, flowID, true)
@@ -111,7 +112,7 @@ func NewTaskReports(pool *pgxpool.Pool) *TaskReports { return &TaskReports{pool:
 // TaskSucceeded implements webhooks.TaskReporter. A task whose flow was
 // deleted meanwhile is nothing to report on.
 func (m *TaskReports) TaskSucceeded(ctx context.Context, organizationID, taskID string) error {
-	if !validID(taskID) || organizationID == "" {
+	if !ids.Valid(taskID) || organizationID == "" {
 		return nil
 	}
 	// Nearly every delivery succeeds at the first attempt: the task has no
@@ -145,7 +146,7 @@ func (m *TaskReports) TaskSucceeded(ctx context.Context, organizationID, taskID 
 // opens the task's incident; later ones leave it as it is.
 func (m *TaskReports) TaskFailing(ctx context.Context, organizationID, taskID, message string) error {
 	return m.reportTask(ctx, organizationID, taskID, func(tx pgx.Tx, row *store.Flow, task store.Task) (bool, error) {
-		return store.OpenIncident(ctx, tx, store.Incident{OrganizationID: row.OrganizationID, ID: newID(),
+		return store.OpenIncident(ctx, tx, store.Incident{OrganizationID: row.OrganizationID, ID: ids.New(),
 			FlowID: row.ID, TaskID: taskID, TaskType: task.TaskType, Message: message})
 	})
 }
@@ -157,7 +158,7 @@ func (m *TaskReports) TaskFailed(ctx context.Context, organizationID, taskID, me
 		if err := store.SetTaskStatus(ctx, tx, row.OrganizationID, taskID, TaskFailed); err != nil {
 			return false, err
 		}
-		opened, err := store.OpenIncident(ctx, tx, store.Incident{OrganizationID: row.OrganizationID, ID: newID(),
+		opened, err := store.OpenIncident(ctx, tx, store.Incident{OrganizationID: row.OrganizationID, ID: ids.New(),
 			FlowID: row.ID, TaskID: taskID, TaskType: task.TaskType, Message: message})
 		if err != nil {
 			return false, err
@@ -175,7 +176,7 @@ func (m *TaskReports) TaskFailed(ctx context.Context, organizationID, taskID, me
 // lock and nothing to report.
 func (m *TaskReports) reportTask(ctx context.Context, organizationID, taskID string,
 	change func(tx pgx.Tx, row *store.Flow, task store.Task) (bool, error)) error {
-	if !validID(taskID) || organizationID == "" {
+	if !ids.Valid(taskID) || organizationID == "" {
 		return nil
 	}
 	task, err := store.GetTask(ctx, m.pool, organizationID, taskID)

@@ -8,9 +8,6 @@ import (
 	"runtime"
 	"time"
 
-	// uuid makes flow, task and incident ids; v7 ids are time-ordered, which
-	// keeps the primary key index dense. It was already in the module graph.
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +19,7 @@ import (
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/modules/flows/internal/ids"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/webhooks"
@@ -132,23 +130,6 @@ func readsPerRoundTrip(reg prometheus.Registerer) func(int) {
 	return func(n int) { h.Observe(float64(n)) }
 }
 
-// validID reports whether id is a flow, task or incident id in canonical form;
-// anything else cannot name a flow and is simply not found.
-func validID(id string) bool {
-	if len(id) != 36 {
-		return false
-	}
-	_, err := uuid.Parse(id)
-	return err == nil
-}
-
-func newID() string { return uuid.Must(uuid.NewV7()).String() }
-
-// sealContext binds a flow's sealed field to the flow, so that it cannot be
-// moved to another row. It is in parts: pii.Sealer.Open joins them in a
-// reused buffer, and a list page opens ten national ids.
-func sealContext(flowID, field string) []string { return []string{"flow:", flowID, ":", field} }
-
 // Create implements Service.
 func (m *Manager) Create(ctx context.Context, c Caller, in NewFlow, idempotencyKey string) (Created, error) {
 	if c.OrganizationID == "" {
@@ -173,7 +154,7 @@ func (m *Manager) Create(ctx context.Context, c Caller, in NewFlow, idempotencyK
 		return Created{}, err
 	}
 
-	flowID := newID()
+	flowID := ids.New()
 	var out Created
 	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		if idempotencyKey != "" {
@@ -221,11 +202,11 @@ func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow,
 	// The flow, its number and its tasks (the consent task, and the task
 	// that tracks the flow.created delivery when there is a webhook) go in
 	// one round trip.
-	tasks := []*store.Task{{OrganizationID: c.OrganizationID, ID: newID(), FlowID: flowID, TaskType: TaskConsent,
+	tasks := []*store.Task{{OrganizationID: c.OrganizationID, ID: ids.New(), FlowID: flowID, TaskType: TaskConsent,
 		TaskCategory: CategoryUserTask, Status: TaskPending}}
 	var deliveryTask string
 	if in.WebhookURL != "" {
-		deliveryTask = newID()
+		deliveryTask = ids.New()
 		tasks = append(tasks, &store.Task{OrganizationID: c.OrganizationID, ID: deliveryTask, FlowID: flowID, TaskType: TaskSendInitiateWebhook,
 			TaskCategory: CategoryServiceTask, Status: TaskPending})
 	}
@@ -260,7 +241,7 @@ func (m *Manager) publishTx(ctx context.Context, tx pgx.Tx, f Flow, typ webhooks
 	ev := eventOf(f, typ, "")
 	ev.Sequence = seq
 	if f.WebhookURL != "" {
-		task := store.Task{OrganizationID: f.OrganizationID, ID: newID(), FlowID: f.ID, TaskType: TaskSendInitiateWebhook, TaskCategory: CategoryServiceTask, Status: TaskPending}
+		task := store.Task{OrganizationID: f.OrganizationID, ID: ids.New(), FlowID: f.ID, TaskType: TaskSendInitiateWebhook, TaskCategory: CategoryServiceTask, Status: TaskPending}
 		if err := store.InsertTask(ctx, tx, &task); err != nil {
 			return err
 		}
@@ -286,7 +267,7 @@ func notFound(err error) error {
 
 // Get implements Service.
 func (m *Manager) Get(ctx context.Context, c Caller, flowID string) (Flow, error) {
-	if !validID(flowID) || c.OrganizationID == "" {
+	if !ids.Valid(flowID) || c.OrganizationID == "" {
 		return Flow{}, ErrNotFound
 	}
 	// The consent link is read in the same round trip as the flow: it does
@@ -341,7 +322,7 @@ func (m *Manager) completeTx(ctx context.Context, tx pgx.Tx, f Flow) (Flow, erro
 
 // Tasks implements Service.
 func (m *Manager) Tasks(ctx context.Context, c Caller, flowID string) ([]Task, error) {
-	if !validID(flowID) || c.OrganizationID == "" {
+	if !ids.Valid(flowID) || c.OrganizationID == "" {
 		return nil, ErrNotFound
 	}
 	var out []Task
@@ -365,7 +346,7 @@ func toTask(t store.Task) Task {
 
 // Cancel implements Service.
 func (m *Manager) Cancel(ctx context.Context, c Caller, flowID string, cond etag.IfMatch, before ...database.BeforeCommit[Flow]) (Flow, error) {
-	if !validID(flowID) || c.OrganizationID == "" {
+	if !ids.Valid(flowID) || c.OrganizationID == "" {
 		return Flow{}, ErrNotFound
 	}
 	var out Flow
@@ -411,7 +392,7 @@ func (m *Manager) cancelTx(ctx context.Context, tx pgx.Tx, row store.Flow) (Flow
 
 // Delete implements Service.
 func (m *Manager) Delete(ctx context.Context, c Caller, flowID string, cond etag.IfMatch, before ...database.BeforeCommit[Deletion]) (Deletion, error) {
-	if !validID(flowID) || c.OrganizationID == "" {
+	if !ids.Valid(flowID) || c.OrganizationID == "" {
 		return Deletion{}, ErrNotFound
 	}
 	var d store.Deletion
@@ -467,7 +448,7 @@ func (m *Manager) Deletions(ctx context.Context, organizationID string, limit in
 	if limit < 1 || limit > MaxLimit {
 		limit = DefaultLimit
 	}
-	if before != "" && !validID(before) {
+	if before != "" && !ids.Valid(before) {
 		return nil, false, apperr.InvalidFields([]apperr.FieldError{{Field: "before", Message: "must be a flow id"}})
 	}
 	rows, err := store.Deletions(ctx, m.pool, organizationID, limit, before)
