@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/flowd/flowd/internal/apperr"
@@ -19,6 +18,7 @@ import (
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/modules/flows/internal/expiry"
 	"github.com/flowd/flowd/modules/flows/internal/ids"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 	"github.com/flowd/flowd/modules/flows/nationalid"
@@ -76,7 +76,7 @@ type Manager struct {
 	events  Events
 	log     *slog.Logger
 	cfg     Config
-	jobs    *river.Client[pgx.Tx] // consent expiry
+	jobs    *expiry.Jobs // consent expiry
 	// decisions counts the decisions and withdrawals recorded.
 	decisions *prometheus.CounterVec
 }
@@ -103,7 +103,8 @@ func New(pool *pgxpool.Pool, sealer *pii.Sealer, consent ConsentRequests, defs D
 	m := &Manager{pool: pool, reads: store.NewSharedReads(pool, slots, readsPerRoundTrip(reg)),
 		sealer: sealer, consent: consent, defs: defs, orgs: orgs, events: events, log: log, cfg: cfg,
 		decisions: decisionsCounter(reg)}
-	m.jobs = newExpiryJobs(m, reg)
+	m.jobs = expiry.New(pool, expiry.Work{Expire: m.expireAcceptance, ExpireDue: m.ExpireDueAcceptances}, log, reg,
+		expiry.Config{PollInterval: cfg.ExpiryPollInterval, Middleware: cfg.ExpiryMiddleware})
 	return m
 }
 
