@@ -27,6 +27,7 @@ import (
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/flows/nationalid"
+	"github.com/flowd/flowd/modules/flows/taskreports"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/identity/staff"
 	"github.com/flowd/flowd/modules/webhooks"
@@ -131,7 +132,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	consoleRP := oidclogin.New(oidclogin.ConsoleConfig(cfg))
 	consentRP := oidclogin.New(oidclogin.ConsentConfig(cfg))
 
-	hooks, err := webhooks.New(hookPool, flows.NewTaskReports(hookPool), webhooks.Options{
+	hooks, err := webhooks.New(hookPool, taskreports.New(hookPool), webhooks.Options{
 		Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, KeyEncryptionKey: cfg.KeyEncryptionKey,
 		Schedule: cfg.WebhookRetrySchedule, EventRetention: cfg.EventRetention, DisableAfter: cfg.WebhookDisableAfter,
 		HostConcurrency: cfg.WebhookHostConcurrency, Log: log, Registry: registry,

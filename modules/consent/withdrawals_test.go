@@ -15,6 +15,7 @@ import (
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/taskreports"
 )
 
 // me is the proof of the person every flow of the tests is for.
@@ -54,7 +55,7 @@ func (e *journeyEnv) openIncident(t *testing.T, flowID string) {
 	}
 	for _, task := range tasks {
 		if task.TaskType == flows.TaskSendInitiateWebhook {
-			if err := flows.NewTaskReports(e.pool).TaskFailing(ctx, e.caller.OrganizationID, task.ID, "connection refused"); err != nil {
+			if err := taskreports.New(e.pool).TaskFailing(ctx, e.caller.OrganizationID, task.ID, "connection refused"); err != nil {
 				t.Fatal(err)
 			}
 			return

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/flows/nationalid"
+	"github.com/flowd/flowd/modules/flows/taskreports"
 	"github.com/flowd/flowd/web/internal/webtest"
 )
 
@@ -450,7 +450,7 @@ func TestDeleteRemovesEverythingAndLogsIt(t *testing.T) {
 	if err := e.Pool.QueryRow(context.Background(), `select id::text from flow_tasks where flow_id = $1 and task_type = 'send-initiate-webhook'`, id).Scan(&taskID); err != nil {
 		t.Fatal(err)
 	}
-	if err := flows.NewTaskReports(e.Pool).TaskFailing(context.Background(), webtest.OrgA, taskID, "hooks.example: connection refused"); err != nil {
+	if err := taskreports.New(e.Pool).TaskFailing(context.Background(), webtest.OrgA, taskID, "hooks.example: connection refused"); err != nil {
 		t.Fatal(err)
 	}
 	r := e.Call(t, "DELETE", "/api/flows/"+id, webtest.TokA, "")

@@ -25,6 +25,7 @@ import (
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/flows/nationalid"
+	"github.com/flowd/flowd/modules/flows/taskreports"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/audit"
 	"github.com/flowd/flowd/modules/identity/tokens"
@@ -213,7 +214,7 @@ func NewAPI(t testing.TB, opts ...EnvOption) *APIEnv {
 	var publisher flows.Events = events
 	var hooks *webhooks.Module
 	if setup.webhooks {
-		if hooks, err = webhooks.New(pool, flows.NewTaskReports(pool), webhooks.Options{KeyEncryptionKey: key, AllowPrivate: true,
+		if hooks, err = webhooks.New(pool, taskreports.New(pool), webhooks.Options{KeyEncryptionKey: key, AllowPrivate: true,
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: prometheus.NewRegistry()}); err != nil {
 			t.Fatal(err)
 		}

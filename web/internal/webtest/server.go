@@ -23,6 +23,7 @@ import (
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/flows/nationalid"
+	"github.com/flowd/flowd/modules/flows/taskreports"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/identity/staff"
 	"github.com/flowd/flowd/modules/webhooks"
@@ -99,7 +100,7 @@ func NewServer(t testing.TB, d web.Deps) *Server {
 	if d.Limits == nil {
 		d.Limits = ident
 	}
-	hooks, err := webhooks.New(d.Pool, flows.NewTaskReports(d.Pool), webhooks.Options{KeyEncryptionKey: RandomKey(t),
+	hooks, err := webhooks.New(d.Pool, taskreports.New(d.Pool), webhooks.Options{KeyEncryptionKey: RandomKey(t),
 		Log: d.Log, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
