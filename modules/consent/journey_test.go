@@ -22,6 +22,7 @@ import (
 	"github.com/flowd/flowd/internal/syncbuf"
 	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/identity/changes"
@@ -79,7 +80,7 @@ type journeyEnv struct {
 	flows       *flows.Manager
 	journey     *consent.JourneyService
 	withdrawals *consent.WithdrawalService
-	receipts    *consent.ReceiptService
+	receipts    *receipts.Service
 	defs        *consent.DefinitionStore
 	logs        *syncbuf.Buffer
 	caller      flows.Caller
@@ -120,14 +121,14 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, ttl time.Duration) *journeyEnv {
 	if err := signing.Prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	receipts := consent.NewReceipts(pool, signing, orgs{}, "https://flowd.example")
+	receiptService := receipts.New(pool, signing, orgs{}, "https://flowd.example")
 	m := flows.New(pool, sealer, requests, defs, orgs{}, tableEvents{}, log, prometheus.NewRegistry(),
 		flows.Config{NationalIDFormat: nationalid.FormatGeneric, ConsentTTL: ttl, PersonIndex: nationalid.NewBlindIndex(key),
 			// Every acceptance is within the notice: mine_test asks for it.
 			ExpiringNotice: 100 * 365 * 24 * time.Hour})
-	j := consent.NewJourney(pool, requests, m, defs, receipts, orgs{}, tableAudit{}, consent.DefaultACRMap, log)
-	return &journeyEnv{pool: pool, flows: m, journey: j, withdrawals: consent.NewWithdrawals(pool, requests, m, defs, receipts),
-		receipts: receipts, defs: defs, logs: logs, caller: flows.Caller{OrganizationID: "org-1", ClientID: "client-1"}}
+	j := consent.NewJourney(pool, requests, m, defs, receiptService, orgs{}, tableAudit{}, consent.DefaultACRMap, log)
+	return &journeyEnv{pool: pool, flows: m, journey: j, withdrawals: consent.NewWithdrawals(pool, requests, m, defs, receiptService),
+		receipts: receiptService, defs: defs, logs: logs, caller: flows.Caller{OrganizationID: "org-1", ClientID: "client-1"}}
 }
 
 // audited returns the committed audit records of identity mismatches on a

@@ -199,7 +199,7 @@ func (s *JourneyService) mineTx(ctx context.Context, tx database.Tx, f flows.Flo
 		if err != nil {
 			return MyConsent{}, fmt.Errorf("consent: receipt %s of flow %s: %w", a.ID, f.ID, err)
 		}
-		m.Receipts = append(m.Receipts, IssuedReceipt{JWS: a.Body, VerifiedReceipt: v})
+		m.Receipts = append(m.Receipts, IssuedReceipt{JWS: a.Body, Verified: v})
 	}
 	return m, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/flows/taskreports"
 )
@@ -22,14 +23,14 @@ import (
 var me = consent.Proof{NationalID: "12345678901", ACR: substantial}
 
 // receiptsOf returns the flow's receipts as verified, oldest first.
-func (e *journeyEnv) receiptsOf(t *testing.T, flowID string) []consent.Receipt {
+func (e *journeyEnv) receiptsOf(t *testing.T, flowID string) []receipts.Receipt {
 	t.Helper()
 	ctx := context.Background()
 	list, err := e.flows.Attachments(ctx, e.caller, flowID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []consent.Receipt
+	var out []receipts.Receipt
 	for _, a := range list {
 		full, err := e.flows.Attachment(ctx, e.caller, flowID, a.ID)
 		if err != nil {

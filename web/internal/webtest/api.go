@@ -23,6 +23,7 @@ import (
 	"github.com/flowd/flowd/internal/identitytest"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/flows/taskreports"
@@ -226,13 +227,13 @@ func NewAPI(t testing.TB, opts ...EnvOption) *APIEnv {
 	}
 	definitions := consent.NewDefinitions(pool, TestOrganizations{})
 	receiptKeys := identitytest.New(t, pool, identitytest.Config{Issuer: cfg.BaseURL.String(), KeyEncryptionKey: key})
-	receipts := consent.NewReceipts(pool, receiptKeys, TestOrganizations{}, cfg.BaseURL.String())
+	receiptService := receipts.New(pool, receiptKeys, TestOrganizations{}, cfg.BaseURL.String())
 	requests := consent.NewRequests(pool, sealer, cfg.BaseURL.String())
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	m := flows.New(pool, sealer, requests, definitions, orgs, publisher, log, prometheus.NewRegistry(), fcfg)
-	journey := consent.NewJourney(pool, requests, m, definitions, receipts, TestOrganizations{}, TestOrganizations{}, consent.DefaultACRMap, log)
-	d := web.Deps{Config: cfg, Pool: pool, Bearer: FakeIdentity{}, Audit: FakeIdentity{}, Flows: m, Receipts: receipts, Consent: journey,
-		Withdrawals: consent.NewWithdrawals(pool, requests, m, definitions, receipts)}
+	journey := consent.NewJourney(pool, requests, m, definitions, receiptService, TestOrganizations{}, TestOrganizations{}, consent.DefaultACRMap, log)
+	d := web.Deps{Config: cfg, Pool: pool, Bearer: FakeIdentity{}, Audit: FakeIdentity{}, Flows: m, Receipts: receiptService, Consent: journey,
+		Withdrawals: consent.NewWithdrawals(pool, requests, m, definitions, receiptService)}
 	if hooks != nil {
 		d.Webhooks = hooks
 	}
