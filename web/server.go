@@ -25,6 +25,7 @@ import (
 	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/internal/telemetry"
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity/audit"
 	"github.com/flowd/flowd/modules/identity/keys"
@@ -72,7 +73,7 @@ type Deps struct {
 	// Definitions are the organizations' consent definitions.
 	Definitions consent.Definitions
 	// Receipts checks consent receipts for anyone who has one.
-	Receipts consent.ReceiptChecker
+	Receipts receipts.Checker
 	// Idempotency keeps the answers to the API's requests that carry an
 	// Idempotency-Key (flow creation's are the flows module's).
 	Idempotency idempotency.Store

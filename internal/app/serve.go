@@ -25,7 +25,10 @@ import (
 	"github.com/flowd/flowd/internal/telemetry"
 	"github.com/flowd/flowd/internal/version"
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
+	"github.com/flowd/flowd/modules/flows/taskreports"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/identity/staff"
 	"github.com/flowd/flowd/modules/webhooks"
@@ -130,7 +133,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	consoleRP := oidclogin.New(oidclogin.ConsoleConfig(cfg))
 	consentRP := oidclogin.New(oidclogin.ConsentConfig(cfg))
 
-	hooks, err := webhooks.New(hookPool, flows.NewTaskReports(hookPool), webhooks.Options{
+	hooks, err := webhooks.New(hookPool, taskreports.New(hookPool), webhooks.Options{
 		Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, KeyEncryptionKey: cfg.KeyEncryptionKey,
 		Schedule: cfg.WebhookRetrySchedule, EventRetention: cfg.EventRetention, DisableAfter: cfg.WebhookDisableAfter,
 		HostConcurrency: cfg.WebhookHostConcurrency, Log: log, Registry: registry,
@@ -147,26 +150,26 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	// Flow events go out through the webhooks module, whose workers report
 	// their delivery tasks back to flows.
 	definitions := consent.NewDefinitions(pool, orgs)
-	receipts := consent.NewReceipts(pool, ident.Keys, orgs, cfg.BaseURL.String())
+	receiptService := receipts.New(pool, ident.Keys, orgs, cfg.BaseURL.String())
 	flowsModule := flows.New(pool, sealer, consentRequests, definitions, orgs, hooks, log, registry, flows.Config{
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
 		ReadRoundTrips: cfg.DBReadRoundTrips, MaintenanceInterval: cfg.MaintenanceInterval, ExpiringNotice: cfg.ConsentExpiringNotice,
-		ExpiryMiddleware: tracing.RiverLinkedMiddleware(), PersonIndex: flows.NewPersonIndex(cfg.KeyEncryptionKey),
+		ExpiryMiddleware: tracing.RiverLinkedMiddleware(), PersonIndex: nationalid.NewBlindIndex(cfg.KeyEncryptionKey),
 	})
 
 	// The answers to the API's requests that carry an Idempotency-Key.
 	answers := idempotency.New(pool, sealer, log, cfg.MaintenanceInterval)
 
-	journey := consent.NewJourney(pool, consentRequests, flowsModule, definitions, receipts, orgs, orgs, cfg.ConsentACRMap, log)
+	journey := consent.NewJourney(pool, consentRequests, flowsModule, definitions, receiptService, orgs, orgs, cfg.ConsentACRMap, log)
 	srv, err := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Webhooks: hooks,
 		Tokens: ident.Tokens, Bearer: ident.Tokens, JWKS: ident.Keys, Organizations: ident.Orgs, Clients: ident.Orgs,
 		Audit: ident.Audit, Limits: ident.Limits,
 		Endpoints: webhooks.NewEndpoints(pool, webhooks.EndpointRules{AllowInsecureURLs: cfg.AllowInsecureURLs,
 			AllowPrivate: cfg.WebhookAllowPrivate}),
-		Flows: flowsModule, Definitions: definitions, Receipts: receipts,
+		Flows: flowsModule, Definitions: definitions, Receipts: receiptService,
 		Consent: journey, PersonPage: journey,
-		Withdrawals: consent.NewWithdrawals(pool, consentRequests, flowsModule, definitions, receipts),
+		Withdrawals: consent.NewWithdrawals(pool, consentRequests, flowsModule, definitions, receiptService),
 		Login:       provider, ConsoleRP: consoleRP, ConsentRP: consentRP, Sessions: sessions, Idempotency: answers,
 		Tracing: tracing,
 	})

@@ -12,7 +12,7 @@ import (
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/flowdtest"
 	"github.com/flowd/flowd/internal/pii"
-	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/rekey"
 )
 
 // TestRotateDataKey rotates the data key the documented way: the new key
@@ -70,7 +70,7 @@ func TestRotateDataKey(t *testing.T) {
 
 	// A run that stops after one batch, as an interrupted one would...
 	oldSealer, _ := pii.New(mustKey(t, newKey), mustKey(t, flowdtest.TestDataKey))
-	partial := flows.NewResealer(pool, oldSealer)
+	partial := rekey.NewResealer(pool, oldSealer)
 	if f, k, err := partial.ResealBatch(context.Background(), 2); err != nil || f != 2 || k != 2 {
 		t.Fatalf("partial run: %d flows, %d keys, %v", f, k, err)
 	}

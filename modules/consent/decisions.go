@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/etag"
+	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
 )
 
@@ -17,7 +18,7 @@ import (
 type recorder struct {
 	flows    Flows
 	texts    Texts
-	receipts *ReceiptService
+	receipts *receipts.Service
 }
 
 // textTx reads, in tx, the definition version f pinned: the text the person
@@ -37,7 +38,7 @@ func (r recorder) decideTx(ctx context.Context, tx database.Tx, f flows.Flow, te
 	if d.Accepted {
 		decision = flows.DecisionAccepted
 	}
-	receipt, err := r.receipts.signTx(ctx, tx, receiptFacts{Flow: f, Text: text, Decision: decision, At: d.At, Evidence: d.Evidence})
+	receipt, err := r.receipts.SignTx(ctx, tx, receipts.Facts{Flow: f, Recipient: text.Recipient, Decision: decision, At: d.At, Evidence: d.Evidence})
 	if err != nil {
 		return flows.Flow{}, fmt.Errorf("consent: receipt of %s: %w", f.ID, err)
 	}
@@ -50,7 +51,7 @@ func (r recorder) decideTx(ctx context.Context, tx database.Tx, f flows.Flow, te
 func (r recorder) withdrawTx(ctx context.Context, tx database.Tx, locked flows.Locked, text Version, by string) (flows.Flow, flows.SignedReceipt, error) {
 	f := locked.Flow
 	w := flows.Withdrawal{OrganizationID: f.OrganizationID, FlowID: f.ID, By: by, At: time.Now()}
-	receipt, err := r.receipts.signTx(ctx, tx, receiptFacts{Flow: f, Text: text, Decision: flows.DecisionWithdrawn, At: w.At,
+	receipt, err := r.receipts.SignTx(ctx, tx, receipts.Facts{Flow: f, Recipient: text.Recipient, Decision: flows.DecisionWithdrawn, At: w.At,
 		Evidence: f.Evidence, Previous: locked.LastReceiptID, WithdrawnBy: by})
 	if err != nil {
 		return flows.Flow{}, flows.SignedReceipt{}, fmt.Errorf("consent: receipt of %s: %w", f.ID, err)
@@ -72,11 +73,11 @@ type WithdrawalService struct {
 
 var _ Withdrawals = (*WithdrawalService)(nil)
 
-// NewWithdrawals returns the organization's withdrawals; receipts signs the
+// NewWithdrawals returns the organization's withdrawals; receiptService signs the
 // withdrawals' receipts, and links gives the consent link a withdrawn flow
 // is answered with.
-func NewWithdrawals(db database.Beginner, links LinkStore, flowsModule Flows, texts Texts, receipts *ReceiptService) *WithdrawalService {
-	return &WithdrawalService{db: db, links: links, recorder: recorder{flows: flowsModule, texts: texts, receipts: receipts}}
+func NewWithdrawals(db database.Beginner, links LinkStore, flowsModule Flows, texts Texts, receiptService *receipts.Service) *WithdrawalService {
+	return &WithdrawalService{db: db, links: links, recorder: recorder{flows: flowsModule, texts: texts, receipts: receiptService}}
 }
 
 // Withdraw implements Withdrawals.

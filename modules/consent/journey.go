@@ -12,7 +12,9 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/etag"
+	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // ErrNotProven means a decision came without a proven identity while proof
@@ -89,7 +91,7 @@ type Request struct {
 // Matches reports, in constant time, whether provenNationalID is the
 // national id the request is for.
 func (r Request) Matches(provenNationalID string) bool {
-	a, b := flows.NormalizeNationalID(r.nationalID), flows.NormalizeNationalID(provenNationalID)
+	a, b := nationalid.Normalize(r.nationalID), nationalid.Normalize(provenNationalID)
 	return len(a) > 0 && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
@@ -120,7 +122,7 @@ type Decision struct {
 // what it says.
 type IssuedReceipt struct {
 	JWS string
-	VerifiedReceipt
+	receipts.Verified
 }
 
 // Journey is the individual's side of a flow, reached by its link token.
@@ -239,12 +241,12 @@ type JourneyService struct {
 	log   *slog.Logger
 }
 
-// NewJourney returns the consent journey; receipts signs and checks the
+// NewJourney returns the consent journey; receiptService signs and checks the
 // decisions' receipts, orgs names the organization that asks, and acr reads
 // the eID's acr claims as assurance levels.
-func NewJourney(db database.Beginner, links LinkStore, flowsModule Flows, texts Texts, receipts *ReceiptService,
+func NewJourney(db database.Beginner, links LinkStore, flowsModule Flows, texts Texts, receiptService *receipts.Service,
 	orgs OrganizationNames, audit Audit, acr ACRMap, log *slog.Logger) *JourneyService {
-	return &JourneyService{db: db, links: links, recorder: recorder{flows: flowsModule, texts: texts, receipts: receipts},
+	return &JourneyService{db: db, links: links, recorder: recorder{flows: flowsModule, texts: texts, receipts: receiptService},
 		orgs: orgs, audit: audit, acr: acr, log: log}
 }
 
@@ -420,7 +422,7 @@ func (s *JourneyService) withdraw(ctx context.Context, ref FlowRef, p Proof, als
 	if err != nil {
 		return IssuedReceipt{}, fmt.Errorf("consent: the withdrawal's receipt: %w", err)
 	}
-	return IssuedReceipt{JWS: receipt.JWS, VerifiedReceipt: v}, nil
+	return IssuedReceipt{JWS: receipt.JWS, Verified: v}, nil
 }
 
 // Receipts implements Journey.
@@ -442,7 +444,7 @@ func (s *JourneyService) Receipts(ctx context.Context, req Request) ([]IssuedRec
 		if err != nil {
 			return nil, fmt.Errorf("consent: receipt %s of flow %s: %w", a.ID, req.FlowID, err)
 		}
-		out = append(out, IssuedReceipt{JWS: a.Body, VerifiedReceipt: v})
+		out = append(out, IssuedReceipt{JWS: a.Body, Verified: v})
 	}
 	return out, nil
 }

@@ -156,7 +156,7 @@ func (s *JourneyService) Mine(ctx context.Context, p Proof) ([]MyConsent, error)
 			if err != nil {
 				return nil, fmt.Errorf("consent: a receipt of flow %s: %w", out[i].FlowID, err)
 			}
-			out[i].Receipts[j].VerifiedReceipt = v
+			out[i].Receipts[j].Verified = v
 		}
 		org := out[i].OrganizationID
 		if _, ok := names[org]; !ok {

@@ -14,21 +14,23 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/taskreports"
 )
 
 // me is the proof of the person every flow of the tests is for.
 var me = consent.Proof{NationalID: "12345678901", ACR: substantial}
 
 // receiptsOf returns the flow's receipts as verified, oldest first.
-func (e *journeyEnv) receiptsOf(t *testing.T, flowID string) []consent.Receipt {
+func (e *journeyEnv) receiptsOf(t *testing.T, flowID string) []receipts.Receipt {
 	t.Helper()
 	ctx := context.Background()
 	list, err := e.flows.Attachments(ctx, e.caller, flowID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []consent.Receipt
+	var out []receipts.Receipt
 	for _, a := range list {
 		full, err := e.flows.Attachment(ctx, e.caller, flowID, a.ID)
 		if err != nil {
@@ -54,7 +56,7 @@ func (e *journeyEnv) openIncident(t *testing.T, flowID string) {
 	}
 	for _, task := range tasks {
 		if task.TaskType == flows.TaskSendInitiateWebhook {
-			if err := flows.NewTaskReports(e.pool).TaskFailing(ctx, e.caller.OrganizationID, task.ID, "connection refused"); err != nil {
+			if err := taskreports.New(e.pool).TaskFailing(ctx, e.caller.OrganizationID, task.ID, "connection refused"); err != nil {
 				t.Fatal(err)
 			}
 			return

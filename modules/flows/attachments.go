@@ -6,12 +6,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/flows/internal/ids"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 )
 
 // Attachments implements Service.
 func (m *Manager) Attachments(ctx context.Context, c Caller, flowID string) ([]Attachment, error) {
-	if !validID(flowID) || c.OrganizationID == "" {
+	if !ids.Valid(flowID) || c.OrganizationID == "" {
 		return nil, ErrNotFound
 	}
 	var out []Attachment
@@ -31,7 +32,7 @@ func (m *Manager) Attachments(ctx context.Context, c Caller, flowID string) ([]A
 
 // Attachment implements Service.
 func (m *Manager) Attachment(ctx context.Context, c Caller, flowID, attachmentID string) (Attachment, error) {
-	if !validID(flowID) || !validID(attachmentID) || c.OrganizationID == "" {
+	if !ids.Valid(flowID) || !ids.Valid(attachmentID) || c.OrganizationID == "" {
 		return Attachment{}, ErrNotFound
 	}
 	a, err := store.GetAttachment(ctx, m.pool, c.OrganizationID, flowID, attachmentID)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/etag"
+	"github.com/flowd/flowd/modules/flows/internal/ids"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 	"github.com/flowd/flowd/modules/webhooks"
 )
@@ -24,7 +25,7 @@ import (
 // between the check and the decision or withdrawal the caller records.
 // ErrNotFound, apperr PreconditionFailed.
 func (m *Manager) LockTx(ctx context.Context, tx database.Tx, organizationID, flowID string, cond etag.IfMatch) (Locked, error) {
-	if !validID(flowID) || organizationID == "" {
+	if !ids.Valid(flowID) || organizationID == "" {
 		return Locked{}, ErrNotFound
 	}
 	row, incidents, lastReceipt, err := store.LockForDecision(ctx, tx, organizationID, flowID, KindConsentReceipt)
@@ -52,7 +53,7 @@ func (m *Manager) RecordDecisionTx(ctx context.Context, tx database.Tx, d Decisi
 	if err := receipt.check(); err != nil {
 		return Flow{}, err
 	}
-	if !validID(d.FlowID) || d.OrganizationID == "" {
+	if !ids.Valid(d.FlowID) || d.OrganizationID == "" {
 		return Flow{}, ErrNotActive
 	}
 	status, event, outcome := Rejected, webhooks.FlowRejected, DecisionRejected
@@ -99,7 +100,7 @@ func (m *Manager) RecordWithdrawalTx(ctx context.Context, tx database.Tx, w With
 	if w.By != ByIndividual && w.By != ByOrganization {
 		return Flow{}, fmt.Errorf("flows: a withdrawal by %q", w.By)
 	}
-	if !validID(w.FlowID) || w.OrganizationID == "" {
+	if !ids.Valid(w.FlowID) || w.OrganizationID == "" {
 		return Flow{}, ErrNotAccepted
 	}
 	row, err := store.RecordWithdrawal(ctx, tx, w.OrganizationID, w.FlowID, w.At, w.By)
@@ -135,7 +136,7 @@ func (m *Manager) recordTx(ctx context.Context, tx database.Tx, row store.Flow, 
 // check refuses a receipt that cannot be kept: one without its id, which
 // names the attachment, or without its JWS.
 func (r SignedReceipt) check() error {
-	if !validID(r.ID) || r.JWS == "" {
+	if !ids.Valid(r.ID) || r.JWS == "" {
 		return errors.New("flows: a receipt without its id or its JWS")
 	}
 	return nil

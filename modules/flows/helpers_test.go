@@ -20,6 +20,8 @@ import (
 	"github.com/flowd/flowd/internal/syncbuf"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
+	"github.com/flowd/flowd/modules/flows/taskreports"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -29,7 +31,7 @@ type bundle struct {
 	pool    *pgxpool.Pool
 	sealer  *pii.Sealer
 	flows   *flows.Manager
-	reports *flows.TaskReports
+	reports *taskreports.Reporter
 	logs    *syncbuf.Buffer
 	caller  flows.Caller // of organization org-a
 }
@@ -64,7 +66,7 @@ func setupOn(t *testing.T, url string, mutate ...func(*flows.Config)) *bundle {
 // instance builds a bundle on pool, as another flowd instance on the same
 // database would be when it shares sealer's key.
 func instance(pool *pgxpool.Pool, sealer *pii.Sealer, mutate ...func(*flows.Config)) *bundle {
-	cfg := flows.Config{NationalIDFormat: flows.FormatGeneric}
+	cfg := flows.Config{NationalIDFormat: nationalid.FormatGeneric}
 	for _, m := range mutate {
 		m(&cfg)
 	}
@@ -73,7 +75,7 @@ func instance(pool *pgxpool.Pool, sealer *pii.Sealer, mutate ...func(*flows.Conf
 	m := flows.New(pool, sealer, consent.NewRequests(pool, sealer, "https://flowd.example"),
 		definitions, orgs{}, tableEvents{},
 		slog.New(slog.NewJSONHandler(logs, nil)), prometheus.NewRegistry(), cfg)
-	return &bundle{pool: pool, sealer: sealer, flows: m, reports: flows.NewTaskReports(pool), logs: logs,
+	return &bundle{pool: pool, sealer: sealer, flows: m, reports: taskreports.New(pool), logs: logs,
 		caller: flows.Caller{OrganizationID: "org-a", ClientID: "client-a"}}
 }
 

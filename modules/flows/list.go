@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/modules/flows/internal/ids"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 )
 
@@ -27,10 +28,10 @@ func (p *ListParams) Check() error {
 	if p.StartingAfter != "" && p.EndingBefore != "" {
 		f.Add("ending_before", "cannot be combined with starting_after")
 	}
-	if p.StartingAfter != "" && !validID(p.StartingAfter) {
+	if p.StartingAfter != "" && !ids.Valid(p.StartingAfter) {
 		f.Add("starting_after", "must be a flow id")
 	}
-	if p.EndingBefore != "" && !validID(p.EndingBefore) {
+	if p.EndingBefore != "" && !ids.Valid(p.EndingBefore) {
 		f.Add("ending_before", "must be a flow id")
 	}
 	// PostgreSQL refuses text with NUL or invalid UTF-8; refused here, such

@@ -21,9 +21,9 @@ func (m *Manager) newRow(c Caller, in NewFlow, flowID string, settings Organizat
 		ID: flowID, OrganizationID: c.OrganizationID,
 		ConsentStatus: string(Unopened), ProcessStatus: string(Active),
 		Sandbox: c.Sandbox, PIIKeyID: m.sealer.KeyID(),
-		NationalIDSealed: m.sealer.Seal(in.NationalID, sealContext(flowID, "nationalId")...),
+		NationalIDSealed: m.sealer.Seal(in.NationalID, store.SealContext(flowID, "nationalId")...),
 		NationalIDHMAC:   m.sealer.Hash("nationalId", in.NationalID),
-		LastNameSealed:   m.sealer.Seal(in.LastName, sealContext(flowID, "lastName")...),
+		LastNameSealed:   m.sealer.Seal(in.LastName, store.SealContext(flowID, "lastName")...),
 		RedirectURL:      in.RedirectURL, WebhookURL: in.WebhookURL,
 		ReferenceName:      orNil(in.ReferenceName),
 		OrganizationNumber: settings.OrganizationNumber,
@@ -56,7 +56,7 @@ func (m *Manager) toFlow(r store.Flow) (Flow, error) {
 	if err != nil {
 		return Flow{}, err
 	}
-	lastName, err := m.sealer.Open(r.PIIKeyID, r.LastNameSealed, sealContext(r.ID, "lastName")...)
+	lastName, err := m.sealer.Open(r.PIIKeyID, r.LastNameSealed, store.SealContext(r.ID, "lastName")...)
 	if err != nil {
 		return Flow{}, fmt.Errorf("flows: flow %s: last name: %w", r.ID, err)
 	}
@@ -94,7 +94,7 @@ func (m *Manager) toSummary(r store.FlowSummary, organizationID string) (FlowSum
 }
 
 func (m *Manager) openNationalID(flowID, keyID string, sealed []byte) (string, error) {
-	nationalID, err := m.sealer.Open(keyID, sealed, sealContext(flowID, "nationalId")...)
+	nationalID, err := m.sealer.Open(keyID, sealed, store.SealContext(flowID, "nationalId")...)
 	if err != nil {
 		return "", fmt.Errorf("flows: flow %s: national id: %w", flowID, err)
 	}

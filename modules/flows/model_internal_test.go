@@ -57,7 +57,7 @@ func TestToSummaryMapsEveryFieldOfTheRow(t *testing.T) {
 	fill.Fill(t, &row, nil)
 	seal := func(r *store.FlowSummary) {
 		r.PIIKeyID = m.sealer.KeyID()
-		r.NationalIDSealed = m.sealer.Seal("01017012345", sealContext(r.ID, "nationalId")...)
+		r.NationalIDSealed = m.sealer.Seal("01017012345", store.SealContext(r.ID, "nationalId")...)
 	}
 	seal(&row)
 	f, err := m.toSummary(row, "org-a")
@@ -117,8 +117,8 @@ func checkEachFieldReaches[R any](t *testing.T, fill *fieldtest.Filler, row R, m
 // sealRow seals personal data into row for its id, as a create does.
 func sealRow(s *pii.Sealer, row *store.Flow) {
 	row.PIIKeyID = s.KeyID()
-	row.NationalIDSealed = s.Seal("01017012345", sealContext(row.ID, "nationalId")...)
-	row.LastNameSealed = s.Seal("Nordmann", sealContext(row.ID, "lastName")...)
+	row.NationalIDSealed = s.Seal("01017012345", store.SealContext(row.ID, "nationalId")...)
+	row.LastNameSealed = s.Seal("Nordmann", store.SealContext(row.ID, "lastName")...)
 }
 
 func testSealer(t *testing.T) *pii.Sealer {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
+	"github.com/flowd/flowd/modules/flows/rekey"
 )
 
 // flowIDs lists the ids of fs, sorted.
@@ -25,7 +27,7 @@ func flowIDs(fs []flows.Flow) []string {
 // and none of another person's.
 func TestFlowsOfPersonFindsThemInEveryOrganization(t *testing.T) {
 	t.Parallel()
-	index := flows.NewPersonIndex(bytes.Repeat([]byte{9}, 32))
+	index := nationalid.NewBlindIndex(bytes.Repeat([]byte{9}, 32))
 	b := setup(t, func(c *flows.Config) { c.PersonIndex = index })
 	ctx := context.Background()
 	mine := b.create(t, newFlow("12345678901"))
@@ -55,7 +57,7 @@ func TestFlowsOfPersonFindsThemInEveryOrganization(t *testing.T) {
 	if bytes.Contains(stored, []byte("12345678901")) || !bytes.Equal(stored, index.Of("12345678901")) {
 		t.Errorf("the stored index is not the keyed HMAC of the id")
 	}
-	if bytes.Equal(index.Of("12345678901"), flows.NewPersonIndex(bytes.Repeat([]byte{8}, 32)).Of("12345678901")) {
+	if bytes.Equal(index.Of("12345678901"), nationalid.NewBlindIndex(bytes.Repeat([]byte{8}, 32)).Of("12345678901")) {
 		t.Error("another key gives the same index")
 	}
 }
@@ -74,13 +76,13 @@ func TestReindexFillsOldFlowsAndResumes(t *testing.T) {
 	}
 	old.create(t, newFlow("10987654321"))
 	slices.Sort(made)
-	index := flows.NewPersonIndex(bytes.Repeat([]byte{9}, 32))
+	index := nationalid.NewBlindIndex(bytes.Repeat([]byte{9}, 32))
 	b := instance(old.pool, old.sealer, func(c *flows.Config) { c.PersonIndex = index })
 	if got, _ := b.flows.FlowsOfPerson(ctx, "12345678901"); len(got) != 0 {
 		t.Fatalf("flows without an index were found: %v", flowIDs(got))
 	}
 
-	first := flows.NewReindexer(b.pool, b.sealer, index)
+	first := rekey.NewReindexer(b.pool, b.sealer, index)
 	if n, err := first.Remaining(ctx); err != nil || n != 6 {
 		t.Fatalf("Remaining = %d, %v; want 6", n, err)
 	}
@@ -88,7 +90,7 @@ func TestReindexFillsOldFlowsAndResumes(t *testing.T) {
 		t.Fatalf("first batch: %d, %v", n, err)
 	}
 	// Interrupted: a new run finds only what is left.
-	second := flows.NewReindexer(b.pool, b.sealer, index)
+	second := rekey.NewReindexer(b.pool, b.sealer, index)
 	if n, _ := second.Remaining(ctx); n != 4 {
 		t.Fatalf("after one batch of 2, %d remain, want 4", n)
 	}
@@ -112,12 +114,12 @@ func TestReindexFillsOldFlowsAndResumes(t *testing.T) {
 	}
 
 	// A new key: every flow is stale and found again once re-indexed.
-	rotated := flows.NewPersonIndex(bytes.Repeat([]byte{7}, 32))
+	rotated := nationalid.NewBlindIndex(bytes.Repeat([]byte{7}, 32))
 	after := instance(b.pool, b.sealer, func(c *flows.Config) { c.PersonIndex = rotated })
 	if got, _ := after.flows.FlowsOfPerson(ctx, "12345678901"); len(got) != 0 {
 		t.Fatalf("flows indexed under the old key were found under the new one: %v", flowIDs(got))
 	}
-	r := flows.NewReindexer(b.pool, b.sealer, rotated)
+	r := rekey.NewReindexer(b.pool, b.sealer, rotated)
 	if n, _ := r.Remaining(ctx); n != 6 {
 		t.Fatalf("after a new key %d remain, want 6", n)
 	}

@@ -8,13 +8,9 @@ import (
 	"runtime"
 	"time"
 
-	// uuid makes flow, task and incident ids; v7 ids are time-ordered, which
-	// keeps the primary key index dense. It was already in the module graph.
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/flowd/flowd/internal/apperr"
@@ -22,7 +18,10 @@ import (
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/modules/flows/internal/expiry"
+	"github.com/flowd/flowd/modules/flows/internal/ids"
 	"github.com/flowd/flowd/modules/flows/internal/store"
+	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -52,7 +51,7 @@ type Config struct {
 	ExpiryMiddleware []rivertype.Middleware
 	// PersonIndex makes each new flow's blind index, by which the person's
 	// own page finds their flows; nil makes none (a test of something else).
-	PersonIndex *PersonIndex
+	PersonIndex *nationalid.BlindIndex
 }
 
 // Limits of the API. The Idempotency-Key's are those of every POST.
@@ -77,7 +76,7 @@ type Manager struct {
 	events  Events
 	log     *slog.Logger
 	cfg     Config
-	jobs    *river.Client[pgx.Tx] // consent expiry
+	jobs    *expiry.Jobs // consent expiry
 	// decisions counts the decisions and withdrawals recorded.
 	decisions *prometheus.CounterVec
 }
@@ -104,7 +103,8 @@ func New(pool *pgxpool.Pool, sealer *pii.Sealer, consent ConsentRequests, defs D
 	m := &Manager{pool: pool, reads: store.NewSharedReads(pool, slots, readsPerRoundTrip(reg)),
 		sealer: sealer, consent: consent, defs: defs, orgs: orgs, events: events, log: log, cfg: cfg,
 		decisions: decisionsCounter(reg)}
-	m.jobs = newExpiryJobs(m, reg)
+	m.jobs = expiry.New(pool, expiry.Work{Expire: m.expireAcceptance, ExpireDue: m.ExpireDueAcceptances}, log, reg,
+		expiry.Config{PollInterval: cfg.ExpiryPollInterval, Middleware: cfg.ExpiryMiddleware})
 	return m
 }
 
@@ -131,23 +131,6 @@ func readsPerRoundTrip(reg prometheus.Registerer) func(int) {
 	return func(n int) { h.Observe(float64(n)) }
 }
 
-// validID reports whether id is a flow, task or incident id in canonical form;
-// anything else cannot name a flow and is simply not found.
-func validID(id string) bool {
-	if len(id) != 36 {
-		return false
-	}
-	_, err := uuid.Parse(id)
-	return err == nil
-}
-
-func newID() string { return uuid.Must(uuid.NewV7()).String() }
-
-// sealContext binds a flow's sealed field to the flow, so that it cannot be
-// moved to another row. It is in parts: pii.Sealer.Open joins them in a
-// reused buffer, and a list page opens ten national ids.
-func sealContext(flowID, field string) []string { return []string{"flow:", flowID, ":", field} }
-
 // Create implements Service.
 func (m *Manager) Create(ctx context.Context, c Caller, in NewFlow, idempotencyKey string) (Created, error) {
 	if c.OrganizationID == "" {
@@ -172,7 +155,7 @@ func (m *Manager) Create(ctx context.Context, c Caller, in NewFlow, idempotencyK
 		return Created{}, err
 	}
 
-	flowID := newID()
+	flowID := ids.New()
 	var out Created
 	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		if idempotencyKey != "" {
@@ -220,11 +203,11 @@ func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow,
 	// The flow, its number and its tasks (the consent task, and the task
 	// that tracks the flow.created delivery when there is a webhook) go in
 	// one round trip.
-	tasks := []*store.Task{{OrganizationID: c.OrganizationID, ID: newID(), FlowID: flowID, TaskType: TaskConsent,
+	tasks := []*store.Task{{OrganizationID: c.OrganizationID, ID: ids.New(), FlowID: flowID, TaskType: TaskConsent,
 		TaskCategory: CategoryUserTask, Status: TaskPending}}
 	var deliveryTask string
 	if in.WebhookURL != "" {
-		deliveryTask = newID()
+		deliveryTask = ids.New()
 		tasks = append(tasks, &store.Task{OrganizationID: c.OrganizationID, ID: deliveryTask, FlowID: flowID, TaskType: TaskSendInitiateWebhook,
 			TaskCategory: CategoryServiceTask, Status: TaskPending})
 	}
@@ -259,7 +242,7 @@ func (m *Manager) publishTx(ctx context.Context, tx pgx.Tx, f Flow, typ webhooks
 	ev := eventOf(f, typ, "")
 	ev.Sequence = seq
 	if f.WebhookURL != "" {
-		task := store.Task{OrganizationID: f.OrganizationID, ID: newID(), FlowID: f.ID, TaskType: TaskSendInitiateWebhook, TaskCategory: CategoryServiceTask, Status: TaskPending}
+		task := store.Task{OrganizationID: f.OrganizationID, ID: ids.New(), FlowID: f.ID, TaskType: TaskSendInitiateWebhook, TaskCategory: CategoryServiceTask, Status: TaskPending}
 		if err := store.InsertTask(ctx, tx, &task); err != nil {
 			return err
 		}
@@ -285,7 +268,7 @@ func notFound(err error) error {
 
 // Get implements Service.
 func (m *Manager) Get(ctx context.Context, c Caller, flowID string) (Flow, error) {
-	if !validID(flowID) || c.OrganizationID == "" {
+	if !ids.Valid(flowID) || c.OrganizationID == "" {
 		return Flow{}, ErrNotFound
 	}
 	// The consent link is read in the same round trip as the flow: it does
@@ -340,7 +323,7 @@ func (m *Manager) completeTx(ctx context.Context, tx pgx.Tx, f Flow) (Flow, erro
 
 // Tasks implements Service.
 func (m *Manager) Tasks(ctx context.Context, c Caller, flowID string) ([]Task, error) {
-	if !validID(flowID) || c.OrganizationID == "" {
+	if !ids.Valid(flowID) || c.OrganizationID == "" {
 		return nil, ErrNotFound
 	}
 	var out []Task
@@ -364,7 +347,7 @@ func toTask(t store.Task) Task {
 
 // Cancel implements Service.
 func (m *Manager) Cancel(ctx context.Context, c Caller, flowID string, cond etag.IfMatch, before ...database.BeforeCommit[Flow]) (Flow, error) {
-	if !validID(flowID) || c.OrganizationID == "" {
+	if !ids.Valid(flowID) || c.OrganizationID == "" {
 		return Flow{}, ErrNotFound
 	}
 	var out Flow
@@ -410,7 +393,7 @@ func (m *Manager) cancelTx(ctx context.Context, tx pgx.Tx, row store.Flow) (Flow
 
 // Delete implements Service.
 func (m *Manager) Delete(ctx context.Context, c Caller, flowID string, cond etag.IfMatch, before ...database.BeforeCommit[Deletion]) (Deletion, error) {
-	if !validID(flowID) || c.OrganizationID == "" {
+	if !ids.Valid(flowID) || c.OrganizationID == "" {
 		return Deletion{}, ErrNotFound
 	}
 	var d store.Deletion
@@ -466,7 +449,7 @@ func (m *Manager) Deletions(ctx context.Context, organizationID string, limit in
 	if limit < 1 || limit > MaxLimit {
 		limit = DefaultLimit
 	}
-	if before != "" && !validID(before) {
+	if before != "" && !ids.Valid(before) {
 		return nil, false, apperr.InvalidFields([]apperr.FieldError{{Field: "before", Message: "must be a flow id"}})
 	}
 	rows, err := store.Deletions(ctx, m.pool, organizationID, limit, before)

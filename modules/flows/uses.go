@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/flows/internal/ids"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 	"github.com/flowd/flowd/modules/webhooks"
 )
@@ -61,7 +62,7 @@ func (in NewUse) Validate(now time.Time) error {
 // RecordUse implements Service.
 func (m *Manager) RecordUse(ctx context.Context, c Caller, flowID string, in NewUse, refused database.BeforeCommit[Flow],
 	before ...database.BeforeCommit[Use]) (Use, error) {
-	if !validID(flowID) || c.OrganizationID == "" {
+	if !ids.Valid(flowID) || c.OrganizationID == "" {
 		return Use{}, ErrNotFound
 	}
 	now := time.Now()
@@ -90,7 +91,7 @@ func (m *Manager) RecordUse(ctx context.Context, c Caller, flowID string, in New
 		if err := m.checkUseTx(ctx, tx, f, in); err != nil {
 			return err
 		}
-		u := store.Use{OrganizationID: c.OrganizationID, ID: newID(), FlowID: flowID, Action: in.Action,
+		u := store.Use{OrganizationID: c.OrganizationID, ID: ids.New(), FlowID: flowID, Action: in.Action,
 			DataCategories: in.DataCategories, Reference: orNil(in.Reference), UsedAt: now, RecordedBy: c.ClientID}
 		if u.DataCategories == nil {
 			u.DataCategories = []string{}
@@ -178,10 +179,10 @@ func (p *UseParams) Check() error {
 	if p.StartingAfter != "" && p.EndingBefore != "" {
 		f.Add("ending_before", "cannot be combined with starting_after")
 	}
-	if p.StartingAfter != "" && !validID(p.StartingAfter) {
+	if p.StartingAfter != "" && !ids.Valid(p.StartingAfter) {
 		f.Add("starting_after", "must be a use id")
 	}
-	if p.EndingBefore != "" && !validID(p.EndingBefore) {
+	if p.EndingBefore != "" && !ids.Valid(p.EndingBefore) {
 		f.Add("ending_before", "must be a use id")
 	}
 	return f.Err()
@@ -189,7 +190,7 @@ func (p *UseParams) Check() error {
 
 // Uses implements Service.
 func (m *Manager) Uses(ctx context.Context, c Caller, flowID string, p UseParams) (UsePage, error) {
-	if !validID(flowID) || c.OrganizationID == "" {
+	if !ids.Valid(flowID) || c.OrganizationID == "" {
 		return UsePage{}, ErrNotFound
 	}
 	if err := p.Check(); err != nil {

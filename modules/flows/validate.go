@@ -7,11 +7,12 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/fieldcheck"
+	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // Rules are the settings a new flow is validated against.
 type Rules struct {
-	NationalIDFormat  string   // FormatGeneric, FormatNorway or FormatSweden
+	NationalIDFormat  string   // nationalid.FormatGeneric, FormatNorway or FormatSweden
 	AllowInsecureURLs bool     // http allowed for any host, not only loopback
 	RedirectOrigins   []string // allowed redirectUrl origins; empty allows any
 }
@@ -42,7 +43,7 @@ func (in NewFlow) Validate(r Rules) error {
 	var f apperr.Fields
 	if in.NationalID == "" {
 		f.Add("nationalId", "is required")
-	} else if msg := CheckNationalID(r.NationalIDFormat, in.NationalID); msg != "" {
+	} else if msg := nationalid.Check(r.NationalIDFormat, in.NationalID); msg != "" {
 		f.Add("nationalId", "%s", msg)
 	}
 	if in.LastName == "" {

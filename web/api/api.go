@@ -11,6 +11,7 @@ import (
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web/internal/httpkit"
@@ -28,7 +29,7 @@ type Deps struct {
 	Webhooks    webhooks.Service
 	Endpoints   webhooks.Endpoints
 	Definitions consent.Definitions
-	Receipts    consent.ReceiptChecker
+	Receipts    receipts.Checker
 	// Idempotency keeps the answers to requests that carry an
 	// Idempotency-Key (flow creation's are the flows module's).
 	Idempotency idempotency.Store
@@ -44,7 +45,7 @@ type Handler struct {
 	webhooks    webhooks.Service
 	endpoints   webhooks.Endpoints
 	definitions consent.Definitions
-	receipts    consent.ReceiptChecker
+	receipts    receipts.Checker
 	answers     idempotency.Store
 }
 

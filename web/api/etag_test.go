@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/taskreports"
 	"github.com/flowd/flowd/web/internal/webtest"
 )
 
@@ -136,7 +136,7 @@ func TestAFlowsETagChangesWithEveryChange(t *testing.T) {
 	if err := e.Pool.QueryRow(ctx, `select task_id from test_events where flow_id = $1 and kind = 'flow.created'`, id).Scan(&task); err != nil {
 		t.Fatal(err)
 	}
-	reports := flows.NewTaskReports(e.Pool)
+	reports := taskreports.New(e.Pool)
 	if err := reports.TaskFailing(ctx, webtest.OrgA, task, "hooks.example: 502 Bad Gateway"); err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestIfMatchGuardsEveryConditionalWrite(t *testing.T) {
 	}{
 		{"cancel", "/api/flows/" + cancelled, "POST", "/api/flows/" + cancelled + "/cancel", "", open(cancelled), http.StatusOK, false},
 		{"withdraw", "/api/flows/" + accepted, "POST", "/api/flows/" + accepted + "/withdraw", `{"reason":"By phone."}`, func() {
-			if err := flows.NewTaskReports(e.Pool).TaskFailing(ctx, webtest.OrgA, task, "hooks.example: 502 Bad Gateway"); err != nil {
+			if err := taskreports.New(e.Pool).TaskFailing(ctx, webtest.OrgA, task, "hooks.example: 502 Bad Gateway"); err != nil {
 				t.Fatal(err)
 			}
 		}, http.StatusOK, false},

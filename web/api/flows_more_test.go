@@ -17,6 +17,7 @@ import (
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/taskreports"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web/internal/httpkit"
 	"github.com/flowd/flowd/web/internal/webtest"
@@ -340,7 +341,7 @@ func TestIncidentsAreShownOnTheFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	const msg = "hooks.example: 502 Bad Gateway"
-	if err := flows.NewTaskReports(e.Pool).TaskFailing(context.Background(), webtest.OrgA, taskID, msg); err != nil {
+	if err := taskreports.New(e.Pool).TaskFailing(context.Background(), webtest.OrgA, taskID, msg); err != nil {
 		t.Fatal(err)
 	}
 	f := e.flowJSON(t, id)

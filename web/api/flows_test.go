@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
+	"github.com/flowd/flowd/modules/flows/taskreports"
 	"github.com/flowd/flowd/web/internal/webtest"
 )
 
@@ -240,7 +241,7 @@ func TestCreateNamesEveryOffendingField(t *testing.T) {
 
 func TestNationalIDFormatIsConfigurable(t *testing.T) {
 	t.Parallel()
-	e := newAPI(t, webtest.WithNationalIDFormat(flows.FormatNorway))
+	e := newAPI(t, webtest.WithNationalIDFormat(nationalid.FormatNorway))
 	if r := e.Call(t, "POST", "/api/flows", webtest.TokA, webtest.CreateBody(map[string]any{"nationalId": "01017010171"})); r.Status != 400 ||
 		strings.Join(r.Fields(t), ",") != "nationalId" || strings.Contains(string(r.Body), "01017010171") {
 		t.Fatalf("a bad check digit: %d %s", r.Status, r.Body)
@@ -449,7 +450,7 @@ func TestDeleteRemovesEverythingAndLogsIt(t *testing.T) {
 	if err := e.Pool.QueryRow(context.Background(), `select id::text from flow_tasks where flow_id = $1 and task_type = 'send-initiate-webhook'`, id).Scan(&taskID); err != nil {
 		t.Fatal(err)
 	}
-	if err := flows.NewTaskReports(e.Pool).TaskFailing(context.Background(), webtest.OrgA, taskID, "hooks.example: connection refused"); err != nil {
+	if err := taskreports.New(e.Pool).TaskFailing(context.Background(), webtest.OrgA, taskID, "hooks.example: connection refused"); err != nil {
 		t.Fatal(err)
 	}
 	r := e.Call(t, "DELETE", "/api/flows/"+id, webtest.TokA, "")

@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
-	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/web/internal/httpkit"
 )
@@ -98,7 +98,7 @@ func (h *Handler) HandleReceiptSubject(c echo.Context) error {
 		problems.Add("nationalId", "is required: the national id to check, at most 64 characters")
 	}
 	v, err := h.receipts.Verify(c.Request().Context(), req.Receipt)
-	var bad *consent.InvalidReceiptError
+	var bad *receipts.InvalidError
 	switch {
 	case errors.As(err, &bad):
 		problems.Add("receipt", "%s", bad.Reason)

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/views/i18n"
 	"github.com/flowd/flowd/views/pages"
@@ -157,7 +158,7 @@ func (h *Handler) HandleConsentWithdraw(c echo.Context) error {
 
 // withdrawnMessage says who has been told of a withdrawal: the organization
 // that asked, and who may no longer receive the data when that is another.
-func withdrawnMessage(t i18n.Consent, r consent.Receipt) string {
+func withdrawnMessage(t i18n.Consent, r receipts.Receipt) string {
 	organization, recipient := r.Parties()
 	if organization == "" || organization == recipient {
 		return fmt.Sprintf(t.WithdrawnDone, cmp.Or(organization, recipient))

@@ -10,6 +10,7 @@ import (
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
@@ -19,7 +20,7 @@ type Deps struct {
 	Config *config.Config
 	// Consent is the person's journey; Receipts checks any receipt.
 	Consent  consent.Journey
-	Receipts consent.ReceiptChecker
+	Receipts receipts.Checker
 	// Mine is the person's own page, /my.
 	Mine consent.PersonPage
 	// Sessions are the sessions of people who proved who they are through
@@ -34,7 +35,7 @@ type Handler struct {
 	log      *slog.Logger
 	cfg      *config.Config
 	consent  consent.Journey
-	receipts consent.ReceiptChecker
+	receipts receipts.Checker
 	mine     consent.PersonPage
 	sessions *oidclogin.Sessions
 	rp       *oidclogin.RelyingParty

@@ -9,7 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/views/i18n"
 	"github.com/flowd/flowd/views/pages"
@@ -46,7 +46,7 @@ func (h *Handler) HandleReceiptVerifyPage(c echo.Context) error {
 
 // receiptCard writes a receipt out in the page's language; jws, when
 // given, is offered for download.
-func receiptCard(frame pages.ConsentFrame, r consent.Receipt, jws string) pages.ReceiptCard {
+func receiptCard(frame pages.ConsentFrame, r receipts.Receipt, jws string) pages.ReceiptCard {
 	t := frame.T
 	card := pages.ReceiptCard{ID: r.ID, SignedAt: receiptTime(frame.Lang, r.IssuedAtTime())}
 	switch r.Decision {

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/views/i18n"
 	"github.com/flowd/flowd/views/pages"
@@ -16,12 +16,12 @@ import (
 // shown for what its organizationName was, the recipient.
 func TestTheReceiptCardNamesBothParties(t *testing.T) {
 	t.Parallel()
-	receipt := consent.Receipt{ID: "r1", IssuedAt: 1767323045, ReferenceID: "ACME-1", OrganizationID: "org-a",
+	receipt := receipts.Receipt{ID: "r1", IssuedAt: 1767323045, ReferenceID: "ACME-1", OrganizationID: "org-a",
 		OrganizationName: "Acme Bank", Recipient: "Kredittbyrået AS", Decision: flows.DecisionWithdrawn,
-		WithdrawnBy: flows.ByIndividual, Definition: consent.ReceiptDefinition{ID: "credit-check", Version: 1, Language: "nb"}}
+		WithdrawnBy: flows.ByIndividual, Definition: receipts.Definition{ID: "credit-check", Version: 1, Language: "nb"}}
 	earlier := receipt
 	earlier.OrganizationName, earlier.Recipient = "Kredittbyrået AS", ""
-	lines := func(lang i18n.Lang, r consent.Receipt) map[string]string {
+	lines := func(lang i18n.Lang, r receipts.Receipt) map[string]string {
 		out := map[string]string{}
 		for _, l := range receiptCard(pages.ConsentFrame{Lang: lang, T: i18n.ConsentTexts(lang)}, r, "").Lines {
 			out[l.Label] = l.Value
@@ -30,7 +30,7 @@ func TestTheReceiptCardNamesBothParties(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		lang             i18n.Lang
-		r                consent.Receipt
+		r                receipts.Receipt
 		org, orgLabel    string
 		recipient, label string
 		told             string

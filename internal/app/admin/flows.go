@@ -10,7 +10,8 @@ import (
 	"github.com/flowd/flowd/internal/app/command"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/pii"
-	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
+	"github.com/flowd/flowd/modules/flows/rekey"
 )
 
 // runFlowsReindex handles "flowd flows reindex": it fills in the blind index
@@ -38,8 +39,8 @@ func runFlowsReindex(ctx context.Context, args []string, getenv func(string) str
 	if err != nil {
 		return err
 	}
-	index := flows.NewPersonIndex(env.cfg.KeyEncryptionKey)
-	r := flows.NewReindexer(env.pool, sealer, index)
+	index := nationalid.NewBlindIndex(env.cfg.KeyEncryptionKey)
+	r := rekey.NewReindexer(env.pool, sealer, index)
 	todo, err := r.Remaining(ctx)
 	if err != nil {
 		return fmt.Errorf("flows reindex: %w", err)

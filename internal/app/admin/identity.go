@@ -18,7 +18,7 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/taskreports"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/audit"
 	"github.com/flowd/flowd/modules/identity/orgs"
@@ -64,7 +64,7 @@ func openAdmin(ctx context.Context, getenv func(string) string, need config.Need
 // createOrganization makes an organization and its first webhook signing
 // secret in one transaction: an organization never exists without one.
 func (env *adminEnv) createOrganization(ctx context.Context, in orgs.NewOrganization) (orgs.Organization, webhooks.Secret, error) {
-	hooks, err := webhooks.New(env.pool, flows.NewTaskReports(env.pool), webhooks.Options{KeyEncryptionKey: env.cfg.KeyEncryptionKey})
+	hooks, err := webhooks.New(env.pool, taskreports.New(env.pool), webhooks.Options{KeyEncryptionKey: env.cfg.KeyEncryptionKey})
 	if err != nil {
 		return orgs.Organization{}, webhooks.Secret{}, err
 	}

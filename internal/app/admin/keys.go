@@ -13,7 +13,7 @@ import (
 	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/consent"
-	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/rekey"
 )
 
 // runRotateDataKey handles "flowd keys rotate-data-key": it re-seals every
@@ -45,7 +45,7 @@ func runRotateDataKey(ctx context.Context, args []string, getenv func(string) st
 	if err != nil {
 		return err
 	}
-	flowsResealer := flows.NewResealer(env.pool, sealer)
+	flowsResealer := rekey.NewResealer(env.pool, sealer)
 	// Only its ResealBatch runs here, which logs nothing.
 	answers := idempotency.New(env.pool, sealer, slog.New(slog.DiscardHandler), 0)
 	requests := consent.NewRequests(env.pool, sealer, env.cfg.BaseURL.String())

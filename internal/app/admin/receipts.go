@@ -17,7 +17,7 @@ import (
 
 	"github.com/flowd/flowd/internal/app/command"
 	"github.com/flowd/flowd/internal/config"
-	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/consent/receipts"
 )
 
 // maxJWKS bounds what --jwks reads: a key set of many years of keys is
@@ -42,13 +42,13 @@ func runReceiptsVerify(ctx context.Context, args []string, getenv func(string) s
 	if err != nil {
 		return fmt.Errorf("receipts verify: %w", err)
 	}
-	var v consent.VerifiedReceipt
+	var v receipts.Verified
 	if *jwksFrom != "" {
 		keys, loadErr := loadJWKS(ctx, *jwksFrom)
 		if loadErr != nil {
 			return fmt.Errorf("receipts verify: --jwks: %w", loadErr)
 		}
-		v, err = consent.VerifyReceipt(string(receipt), keys, "")
+		v, err = receipts.Verify(string(receipt), keys, "")
 	} else {
 		env, openErr := openAdmin(ctx, getenv, config.Need{}, stderr)
 		if openErr != nil {
@@ -59,9 +59,9 @@ func runReceiptsVerify(ctx context.Context, args []string, getenv func(string) s
 		if keysErr != nil {
 			return keysErr
 		}
-		v, err = consent.VerifyReceipt(string(receipt), keys, strings.TrimRight(env.cfg.BaseURL.String(), "/"))
+		v, err = receipts.Verify(string(receipt), keys, strings.TrimRight(env.cfg.BaseURL.String(), "/"))
 	}
-	var bad *consent.InvalidReceiptError
+	var bad *receipts.InvalidError
 	if errors.As(err, &bad) {
 		if *asJSON {
 			_ = command.PrintJSON(stdout, map[string]any{"valid": false, "reason": bad.Reason, "keyId": nil, "receipt": nil})

@@ -12,7 +12,7 @@ import (
 	"github.com/flowd/flowd/internal/app/command"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/taskreports"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -39,7 +39,7 @@ func runRotateWebhookSecret(ctx context.Context, args []string, getenv func(stri
 		return err
 	}
 	defer pool.Close()
-	hooks, err := webhooks.New(pool, flows.NewTaskReports(pool), webhooks.Options{Timeout: cfg.WebhookTimeout, KeyEncryptionKey: cfg.KeyEncryptionKey})
+	hooks, err := webhooks.New(pool, taskreports.New(pool), webhooks.Options{Timeout: cfg.WebhookTimeout, KeyEncryptionKey: cfg.KeyEncryptionKey})
 	if err != nil {
 		return err
 	}

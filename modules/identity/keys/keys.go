@@ -63,7 +63,7 @@ type Publisher interface {
 }
 
 // Receipts signs consent receipts and gives the keys that verify them
-// (what consent.ReceiptSigner declares).
+// (what receipts.Signer declares).
 type Receipts interface {
 	// SignReceiptTx signs a receipt's claims with the receipt key that signs
 	// now, reading it through tx when it is not at hand.

@@ -6,25 +6,25 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/consent/receipts"
 )
 
 // ReceiptVerification is whether flowd signed a receipt, and what it says
 // when it did: the answer of POST /api/receipts/verify, which the public
 // page shows too.
 type ReceiptVerification struct {
-	Valid   bool             `json:"valid"`
-	Reason  *string          `json:"reason"` // why not, when not valid
-	KeyID   *string          `json:"keyId"`
-	Receipt *consent.Receipt `json:"receipt"`
+	Valid   bool              `json:"valid"`
+	Reason  *string           `json:"reason"` // why not, when not valid
+	KeyID   *string           `json:"keyId"`
+	Receipt *receipts.Receipt `json:"receipt"`
 }
 
 // VerifyReceipt checks jws for the API and the public page alike. A receipt
 // that does not verify is an answer, not an error; a failure to check one
 // is logged and answered as a reason to try again.
-func VerifyReceipt(c echo.Context, receipts consent.ReceiptChecker, log *slog.Logger, jws string) ReceiptVerification {
-	v, err := receipts.Verify(c.Request().Context(), jws)
-	var bad *consent.InvalidReceiptError
+func VerifyReceipt(c echo.Context, checker receipts.Checker, log *slog.Logger, jws string) ReceiptVerification {
+	v, err := checker.Verify(c.Request().Context(), jws)
+	var bad *receipts.InvalidError
 	switch {
 	case errors.As(err, &bad):
 		reason := "The receipt is not valid: " + bad.Reason + "."

@@ -23,7 +23,10 @@ import (
 	"github.com/flowd/flowd/internal/identitytest"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
+	"github.com/flowd/flowd/modules/flows/taskreports"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/audit"
 	"github.com/flowd/flowd/modules/identity/tokens"
@@ -202,7 +205,7 @@ func NewAPI(t testing.TB, opts ...EnvOption) *APIEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fcfg := flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: cfg.ConsentTTL}
+	fcfg := flows.Config{NationalIDFormat: nationalid.FormatGeneric, ConsentTTL: cfg.ConsentTTL}
 	orgs := FakeOrgs{Settings: DefaultSettings}
 	setup := apiSetup{flows: &fcfg, orgs: &orgs}
 	for _, o := range opts {
@@ -212,7 +215,7 @@ func NewAPI(t testing.TB, opts ...EnvOption) *APIEnv {
 	var publisher flows.Events = events
 	var hooks *webhooks.Module
 	if setup.webhooks {
-		if hooks, err = webhooks.New(pool, flows.NewTaskReports(pool), webhooks.Options{KeyEncryptionKey: key, AllowPrivate: true,
+		if hooks, err = webhooks.New(pool, taskreports.New(pool), webhooks.Options{KeyEncryptionKey: key, AllowPrivate: true,
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: prometheus.NewRegistry()}); err != nil {
 			t.Fatal(err)
 		}
@@ -224,13 +227,13 @@ func NewAPI(t testing.TB, opts ...EnvOption) *APIEnv {
 	}
 	definitions := consent.NewDefinitions(pool, TestOrganizations{})
 	receiptKeys := identitytest.New(t, pool, identitytest.Config{Issuer: cfg.BaseURL.String(), KeyEncryptionKey: key})
-	receipts := consent.NewReceipts(pool, receiptKeys, TestOrganizations{}, cfg.BaseURL.String())
+	receiptService := receipts.New(pool, receiptKeys, TestOrganizations{}, cfg.BaseURL.String())
 	requests := consent.NewRequests(pool, sealer, cfg.BaseURL.String())
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	m := flows.New(pool, sealer, requests, definitions, orgs, publisher, log, prometheus.NewRegistry(), fcfg)
-	journey := consent.NewJourney(pool, requests, m, definitions, receipts, TestOrganizations{}, TestOrganizations{}, consent.DefaultACRMap, log)
-	d := web.Deps{Config: cfg, Pool: pool, Bearer: FakeIdentity{}, Audit: FakeIdentity{}, Flows: m, Receipts: receipts, Consent: journey,
-		Withdrawals: consent.NewWithdrawals(pool, requests, m, definitions, receipts)}
+	journey := consent.NewJourney(pool, requests, m, definitions, receiptService, TestOrganizations{}, TestOrganizations{}, consent.DefaultACRMap, log)
+	d := web.Deps{Config: cfg, Pool: pool, Bearer: FakeIdentity{}, Audit: FakeIdentity{}, Flows: m, Receipts: receiptService, Consent: journey,
+		Withdrawals: consent.NewWithdrawals(pool, requests, m, definitions, receiptService)}
 	if hooks != nil {
 		d.Webhooks = hooks
 	}

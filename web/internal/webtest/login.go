@@ -23,7 +23,9 @@ import (
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/modules/identity/staff"
@@ -109,17 +111,17 @@ func SetupLogin(t *testing.T, o LoginOptions) LoginServer {
 		t.Fatal(err)
 	}
 	definitions := consent.NewDefinitions(pool, TestOrganizations{})
-	receipts := consent.NewReceipts(pool, ident, TestOrganizations{}, base)
+	receiptService := receipts.New(pool, ident, TestOrganizations{}, base)
 	flowsModule := flows.New(pool, sealer, consent.NewRequests(pool, sealer, base), definitions,
 		FakeOrgs{Settings: DefaultSettings}, &TableEvents{},
-		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), flows.Config{NationalIDFormat: flows.FormatGeneric})
+		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), flows.Config{NationalIDFormat: nationalid.FormatGeneric})
 	consoleCfg := oidclogin.ConsoleConfig(cfg)
 	consoleCfg.HTTPClient = o.ConsoleHTTP
 	sessions, err := staff.NewSessions(pool, staff.SessionsConfig{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: o.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := NewServer(t, web.Deps{Config: cfg, Pool: pool, Tokens: ident, Flows: flowsModule, Receipts: receipts, Login: provider,
+	srv := NewServer(t, web.Deps{Config: cfg, Pool: pool, Tokens: ident, Flows: flowsModule, Receipts: receiptService, Login: provider,
 		ConsoleRP: oidclogin.New(consoleCfg), ConsentRP: oidclogin.New(oidclogin.ConsentConfig(cfg)), Sessions: sessions, Now: o.Now})
 	hs.Config.Handler = srv
 	hs.Start()

@@ -21,7 +21,10 @@ import (
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
+	"github.com/flowd/flowd/modules/flows/taskreports"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/identity/staff"
 	"github.com/flowd/flowd/modules/webhooks"
@@ -98,7 +101,7 @@ func NewServer(t testing.TB, d web.Deps) *Server {
 	if d.Limits == nil {
 		d.Limits = ident
 	}
-	hooks, err := webhooks.New(d.Pool, flows.NewTaskReports(d.Pool), webhooks.Options{KeyEncryptionKey: RandomKey(t),
+	hooks, err := webhooks.New(d.Pool, taskreports.New(d.Pool), webhooks.Options{KeyEncryptionKey: RandomKey(t),
 		Log: d.Log, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
@@ -119,17 +122,17 @@ func NewServer(t testing.TB, d web.Deps) *Server {
 	if d.Definitions == nil {
 		d.Definitions = definitions
 	}
-	receipts := consent.NewReceipts(d.Pool, ident, TestOrganizations{}, base)
+	receiptService := receipts.New(d.Pool, ident, TestOrganizations{}, base)
 	if d.Receipts == nil {
-		d.Receipts = receipts
+		d.Receipts = receiptService
 	}
 	flowsModule := flows.New(d.Pool, sealer, requests, definitions, FakeOrgs{Settings: DefaultSettings}, hooks, d.Log,
-		prometheus.NewRegistry(), flows.Config{NationalIDFormat: flows.FormatGeneric, ConsentTTL: cfg.ConsentTTL,
-			PersonIndex: flows.NewPersonIndex(cfg.KeyEncryptionKey)})
+		prometheus.NewRegistry(), flows.Config{NationalIDFormat: nationalid.FormatGeneric, ConsentTTL: cfg.ConsentTTL,
+			PersonIndex: nationalid.NewBlindIndex(cfg.KeyEncryptionKey)})
 	if d.Flows == nil {
 		d.Flows = flowsModule
 	}
-	journey := consent.NewJourney(d.Pool, requests, flowsModule, definitions, receipts, TestOrganizations{}, TestOrganizations{}, consent.DefaultACRMap, d.Log)
+	journey := consent.NewJourney(d.Pool, requests, flowsModule, definitions, receiptService, TestOrganizations{}, TestOrganizations{}, consent.DefaultACRMap, d.Log)
 	if d.Consent == nil {
 		d.Consent = journey
 	}
@@ -137,7 +140,7 @@ func NewServer(t testing.TB, d web.Deps) *Server {
 		d.PersonPage = journey
 	}
 	if d.Withdrawals == nil {
-		d.Withdrawals = consent.NewWithdrawals(d.Pool, requests, flowsModule, definitions, receipts)
+		d.Withdrawals = consent.NewWithdrawals(d.Pool, requests, flowsModule, definitions, receiptService)
 	}
 	if d.Login == nil {
 		accounts, err := staff.NewAccounts(d.Pool, TestOrganizations{}, staff.Config{PasswordParams: secrethash.Cheap})

@@ -8,6 +8,11 @@ import "context"
 // key it was read with: a row another re-sealer got to first is left alone.
 // Personal data never changes otherwise, so nothing else can be lost.
 
+// SealContext binds a flow's sealed field to the flow, so that it cannot be
+// moved to another row. It is in parts: pii.Sealer.Open joins them in a
+// reused buffer, and a list page opens ten national ids.
+func SealContext(flowID, field string) []string { return []string{"flow:", flowID, ":", field} }
+
 var sealedFlowRows = newTable[SealedFlow]()
 
 // SealedFlow is the personal data of one flow row, as sealed under KeyID.

@@ -1,4 +1,8 @@
-package flows
+// Package rekey brings the flows module's rows up to the current keys after
+// a rotation, beside live traffic: Resealer seals their personal data again
+// under the current data key, and Reindexer makes their blind person index
+// again under the current key encryption key.
+package rekey
 
 import (
 	"context"
@@ -46,17 +50,17 @@ func (m *Resealer) ResealBatch(ctx context.Context, limit int) (flows, keys int,
 	}
 	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		for _, f := range stale {
-			nationalID, err := m.sealer.Open(f.KeyID, f.NationalIDSealed, sealContext(f.ID, "nationalId")...)
+			nationalID, err := m.sealer.Open(f.KeyID, f.NationalIDSealed, store.SealContext(f.ID, "nationalId")...)
 			if err != nil {
 				return fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
 			}
-			lastName, err := m.sealer.Open(f.KeyID, f.LastNameSealed, sealContext(f.ID, "lastName")...)
+			lastName, err := m.sealer.Open(f.KeyID, f.LastNameSealed, store.SealContext(f.ID, "lastName")...)
 			if err != nil {
 				return fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
 			}
 			if err := store.Reseal(ctx, tx, f, current,
-				m.sealer.Seal(nationalID, sealContext(f.ID, "nationalId")...), m.sealer.Hash("nationalId", nationalID),
-				m.sealer.Seal(lastName, sealContext(f.ID, "lastName")...)); err != nil {
+				m.sealer.Seal(nationalID, store.SealContext(f.ID, "nationalId")...), m.sealer.Hash("nationalId", nationalID),
+				m.sealer.Seal(lastName, store.SealContext(f.ID, "lastName")...)); err != nil {
 				return err
 			}
 		}

@@ -1,4 +1,7 @@
-package flows
+// Package nationalid checks national identity numbers in the formats
+// flowd accepts, normalises them for comparison, and makes their blind
+// index, by which a person's flows are found without opening them.
+package nationalid
 
 // National id formats, chosen by FLOWD_NATIONAL_ID_FORMAT.
 const (
@@ -7,9 +10,9 @@ const (
 	FormatSweden  = "se"      // personnummer or samordningsnummer, Luhn check digit
 )
 
-// CheckNationalID reports what is wrong with id in format, or "" when it is
+// Check reports what is wrong with id in format, or "" when it is
 // valid. The message never repeats the id.
-func CheckNationalID(format, id string) string {
+func Check(format, id string) string {
 	switch format {
 	case FormatNorway:
 		return checkNorwegian(id)

@@ -1,4 +1,8 @@
-package consent
+// Package receipts signs the consent receipts of decisions and withdrawals,
+// verifies them, online against the keys flowd publishes or offline against
+// a saved key set, and tells an organization whether a person is a
+// receipt's subject.
+package receipts
 
 import (
 	"context"
@@ -21,6 +25,7 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // Receipt is what a consent receipt states: the claims of the JWS flowd
@@ -40,31 +45,31 @@ type Receipt struct {
 	// Recipient is who receives the data, as the consent text names it.
 	// Receipts signed before it was a claim of its own lack it, and their
 	// OrganizationName is the recipient instead (see Parties).
-	Recipient  string            `json:"recipient,omitempty"`
-	Definition ReceiptDefinition `json:"definition"`
-	Decision   string            `json:"decision"` // accepted, rejected or withdrawn
+	Recipient  string     `json:"recipient,omitempty"`
+	Definition Definition `json:"definition"`
+	Decision   string     `json:"decision"` // accepted, rejected or withdrawn
 	// ValidUntil is when an acceptance with a validity ends (RFC 3339).
 	ValidUntil string `json:"validUntil,omitempty"`
 	// Assurance is null when the deployment turned the eID proof off.
-	Assurance *ReceiptAssurance `json:"assurance"`
-	Subject   string            `json:"subject"`
+	Assurance *Assurance `json:"assurance"`
+	Subject   string     `json:"subject"`
 	// Previous is the jti of the receipt a withdrawal supersedes.
 	Previous string `json:"previous,omitempty"`
 	// WithdrawnBy says who withdrew: "individual" or "organization".
 	WithdrawnBy string `json:"withdrawnBy,omitempty"`
 }
 
-// ReceiptDefinition names the text consented to: the definition version and
+// Definition names the text consented to: the definition version and
 // the SHA-256 of its canonical text, and the language it was shown in.
-type ReceiptDefinition struct {
+type Definition struct {
 	ID         string `json:"id"`
 	Version    int    `json:"version"`
 	TextSHA256 string `json:"textSha256"`
 	Language   string `json:"language"`
 }
 
-// ReceiptAssurance is how sure the eID was of the person.
-type ReceiptAssurance struct {
+// Assurance is how sure the eID was of the person.
+type Assurance struct {
 	Level string `json:"level"`
 	ACR   string `json:"acr"`
 }
@@ -83,9 +88,9 @@ func (r Receipt) Parties() (organization, recipient string) {
 	return r.OrganizationName, r.Recipient
 }
 
-// ReceiptSigner signs receipts and gives the keys that verify them: the
+// Signer signs receipts and gives the keys that verify them: the
 // identity module, whose JWKS publishes those keys.
-type ReceiptSigner interface {
+type Signer interface {
 	// SignReceiptTx signs claims as a compact JWS with the receipt key that
 	// signs now, reading it through tx if it must.
 	SignReceiptTx(ctx context.Context, tx database.Tx, claims []byte) (string, error)
@@ -94,102 +99,108 @@ type ReceiptSigner interface {
 	ReceiptKeys(ctx context.Context) (jose.JSONWebKeySet, error)
 }
 
-// ReceiptType is the typ header of every receipt.
-const ReceiptType = "consent-receipt+jwt"
+// OrganizationNames gives an organization's registered name, by which a
+// receipt names who asked for the consent.
+type OrganizationNames interface {
+	OrganizationName(ctx context.Context, organizationID string) (string, error)
+}
+
+// Type is the typ header of every receipt.
+const Type = "consent-receipt+jwt"
 
 // maxReceipt bounds what Verify reads: a receipt is about a kilobyte.
 const maxReceipt = 16 << 10
 
-// ErrReceiptInvalid is what VerifyReceipt returns for anything that is not
+// ErrInvalid is what Verify returns for anything that is not
 // a receipt flowd signed; the wrapping error says why, for people.
-var ErrReceiptInvalid = errors.New("not a valid consent receipt")
+var ErrInvalid = errors.New("not a valid consent receipt")
 
-// InvalidReceiptError is an ErrReceiptInvalid with its reason.
-type InvalidReceiptError struct {
+// InvalidError is an ErrInvalid with its reason.
+type InvalidError struct {
 	Reason string
 	// UnknownKey is set when no key of the set has the receipt's kid.
 	UnknownKey bool
 }
 
-func (e *InvalidReceiptError) Error() string { return ErrReceiptInvalid.Error() + ": " + e.Reason }
+func (e *InvalidError) Error() string { return ErrInvalid.Error() + ": " + e.Reason }
 
-// Is makes errors.Is(err, ErrReceiptInvalid) hold.
-func (e *InvalidReceiptError) Is(target error) bool { return target == ErrReceiptInvalid }
+// Is makes errors.Is(err, ErrInvalid) hold.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 
 func invalid(format string, args ...any) error {
-	return &InvalidReceiptError{Reason: fmt.Sprintf(format, args...)}
+	return &InvalidError{Reason: fmt.Sprintf(format, args...)}
 }
 
-// VerifiedReceipt is a receipt whose signature checked out.
-type VerifiedReceipt struct {
+// Verified is a receipt whose signature checked out.
+type Verified struct {
 	Receipt Receipt
 	KeyID   string
 }
 
-// VerifyReceipt checks that jws is a receipt signed by one of keys and,
+// Verify checks that jws is a receipt signed by one of keys and,
 // unless issuer is empty, issued by issuer. It needs nothing else, so that
 // receipts can be checked offline against a saved JWKS.
-func VerifyReceipt(jws string, keys jose.JSONWebKeySet, issuer string) (VerifiedReceipt, error) {
+func Verify(jws string, keys jose.JSONWebKeySet, issuer string) (Verified, error) {
 	jws = strings.TrimSpace(jws)
 	if jws == "" {
-		return VerifiedReceipt{}, invalid("it is empty")
+		return Verified{}, invalid("it is empty")
 	}
 	if len(jws) > maxReceipt {
-		return VerifiedReceipt{}, invalid("it is longer than any receipt")
+		return Verified{}, invalid("it is longer than any receipt")
 	}
 	sig, err := jose.ParseSignedCompact(jws, []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil {
-		return VerifiedReceipt{}, invalid("it is not a compact JWS signed with ES256")
+		return Verified{}, invalid("it is not a compact JWS signed with ES256")
 	}
 	if len(sig.Signatures) != 1 {
-		return VerifiedReceipt{}, invalid("it has more than one signature")
+		return Verified{}, invalid("it has more than one signature")
 	}
 	h := sig.Signatures[0].Header
-	if typ, _ := h.ExtraHeaders[jose.HeaderType].(string); typ != ReceiptType {
-		return VerifiedReceipt{}, invalid("its typ is %q, not %q", typ, ReceiptType)
+	if typ, _ := h.ExtraHeaders[jose.HeaderType].(string); typ != Type {
+		return Verified{}, invalid("its typ is %q, not %q", typ, Type)
 	}
 	found := keys.Key(h.KeyID)
 	if len(found) == 0 {
-		return VerifiedReceipt{}, &InvalidReceiptError{UnknownKey: true,
+		return Verified{}, &InvalidError{UnknownKey: true,
 			Reason: fmt.Sprintf("it is signed with key %q, which is not one of flowd's receipt keys", h.KeyID)}
 	}
 	payload, err := sig.Verify(found[0])
 	if err != nil {
-		return VerifiedReceipt{}, invalid("its signature does not match its content: it was changed after signing")
+		return Verified{}, invalid("its signature does not match its content: it was changed after signing")
 	}
 	var r Receipt
 	dec := json.NewDecoder(strings.NewReader(string(payload)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
-		return VerifiedReceipt{}, invalid("its claims are not those of a consent receipt")
+		return Verified{}, invalid("its claims are not those of a consent receipt")
 	}
 	if issuer != "" && r.Issuer != issuer {
-		return VerifiedReceipt{}, invalid("it was issued by %q, not %q", r.Issuer, issuer)
+		return Verified{}, invalid("it was issued by %q, not %q", r.Issuer, issuer)
 	}
 	switch r.Decision {
 	case flows.DecisionAccepted, flows.DecisionRejected, flows.DecisionWithdrawn:
 	default:
-		return VerifiedReceipt{}, invalid("its decision %q is unknown", r.Decision)
+		return Verified{}, invalid("its decision %q is unknown", r.Decision)
 	}
-	return VerifiedReceipt{Receipt: r, KeyID: h.KeyID}, nil
+	return Verified{Receipt: r, KeyID: h.KeyID}, nil
 }
 
-// ReceiptChecker is what the web layer and the CLI need of receipts.
-type ReceiptChecker interface {
+// Checker is what the web layer and the CLI need of receipts.
+type Checker interface {
 	// Verify checks that jws is a receipt flowd signed, against the
-	// receipt keys it publishes. An *InvalidReceiptError says why not.
-	Verify(ctx context.Context, jws string) (VerifiedReceipt, error)
+	// receipt keys it publishes. An *InvalidError says why not.
+	Verify(ctx context.Context, jws string) (Verified, error)
 	// SubjectMatches reports whether nationalID is the person r was issued
 	// for. Only r's own organization may ask: the caller checks that.
 	SubjectMatches(ctx context.Context, r Receipt, nationalID string) (bool, error)
 }
 
-// ReceiptService signs the receipts of the journey's decisions and of
+// Service signs the receipts of the journey's decisions and of
 // withdrawals, checks receipts, and tells an organization whether a person
 // is a receipt's subject.
-type ReceiptService struct {
+type Service struct {
 	pool   *pgxpool.Pool
-	signer ReceiptSigner
+	signer Signer
 	orgs   OrganizationNames
 	issuer string
 
@@ -203,23 +214,24 @@ type ReceiptService struct {
 // a receipt signed by a key it has not seen reloads them sooner.
 const receiptKeysMaxAge = time.Minute
 
-var _ ReceiptChecker = (*ReceiptService)(nil)
+var _ Checker = (*Service)(nil)
 
-// NewReceipts returns the receipt service; orgs gives the organization's
+// New returns the receipt service; orgs gives the organization's
 // registered name, and issuer is the receipts' iss, flowd's base URL, whose
 // /oauth/jwks publishes the keys.
-func NewReceipts(pool *pgxpool.Pool, signer ReceiptSigner, orgs OrganizationNames, issuer string) *ReceiptService {
-	return &ReceiptService{pool: pool, signer: signer, orgs: orgs, issuer: strings.TrimRight(issuer, "/"),
+func New(pool *pgxpool.Pool, signer Signer, orgs OrganizationNames, issuer string) *Service {
+	return &Service{pool: pool, signer: signer, orgs: orgs, issuer: strings.TrimRight(issuer, "/"),
 		salts: map[string][]byte{}}
 }
 
-// receiptFacts are what a receipt states: the flow as locked for the
-// decision or withdrawal, the text it pinned, and what was decided.
-type receiptFacts struct {
-	Flow     flows.Flow
-	Text     Version
-	Decision string    // flows.DecisionAccepted, DecisionRejected or DecisionWithdrawn
-	At       time.Time // when it was decided or withdrawn
+// Facts are what a receipt states: the flow as locked for the
+// decision or withdrawal, who receives the data as the text it pinned
+// names them, and what was decided.
+type Facts struct {
+	Flow      flows.Flow
+	Recipient string
+	Decision  string    // flows.DecisionAccepted, DecisionRejected or DecisionWithdrawn
+	At        time.Time // when it was decided or withdrawn
 	// Evidence is the decision's: the new one for a decision, the one the
 	// acceptance recorded for its withdrawal.
 	Evidence flows.Evidence
@@ -229,8 +241,8 @@ type receiptFacts struct {
 	WithdrawnBy string // flows.ByIndividual or ByOrganization, for a withdrawal
 }
 
-// signTx signs the receipt of in. It reads and writes only through tx.
-func (s *ReceiptService) signTx(ctx context.Context, tx database.Tx, in receiptFacts) (flows.SignedReceipt, error) {
+// SignTx signs the receipt of in. It reads and writes only through tx.
+func (s *Service) SignTx(ctx context.Context, tx database.Tx, in Facts) (flows.SignedReceipt, error) {
 	f := in.Flow
 	salt, err := s.saltTx(ctx, tx, f.OrganizationID)
 	if err != nil {
@@ -245,8 +257,8 @@ func (s *ReceiptService) signTx(ctx context.Context, tx database.Tx, in receiptF
 	r := Receipt{
 		Issuer: s.issuer, ID: uuid.Must(uuid.NewV7()).String(), IssuedAt: in.At.Unix(),
 		FlowID: f.ID, ReferenceID: f.ReferenceID, OrganizationID: f.OrganizationID, OrganizationName: orgName,
-		Recipient: in.Text.Recipient,
-		Definition: ReceiptDefinition{ID: f.FlowDefinitionID, Version: f.FlowDefinitionVersion,
+		Recipient: in.Recipient,
+		Definition: Definition{ID: f.FlowDefinitionID, Version: f.FlowDefinitionVersion,
 			TextSHA256: hex.EncodeToString(in.Evidence.TextSHA256), Language: in.Evidence.Language},
 		Decision: in.Decision, Subject: subjectHash(salt, f.NationalID), Previous: in.Previous,
 	}
@@ -257,7 +269,7 @@ func (s *ReceiptService) signTx(ctx context.Context, tx database.Tx, in receiptF
 		r.ValidUntil = v.UTC().Format(time.RFC3339)
 	}
 	if in.Evidence.AssuranceLevel != "" {
-		r.Assurance = &ReceiptAssurance{Level: in.Evidence.AssuranceLevel, ACR: in.Evidence.ACR}
+		r.Assurance = &Assurance{Level: in.Evidence.AssuranceLevel, ACR: in.Evidence.ACR}
 	}
 	claims, err := json.Marshal(r)
 	if err != nil {
@@ -270,27 +282,27 @@ func (s *ReceiptService) signTx(ctx context.Context, tx database.Tx, in receiptF
 	return flows.SignedReceipt{ID: r.ID, JWS: jws}, nil
 }
 
-// Verify implements ReceiptChecker.
-func (s *ReceiptService) Verify(ctx context.Context, jws string) (VerifiedReceipt, error) {
+// Verify implements Checker.
+func (s *Service) Verify(ctx context.Context, jws string) (Verified, error) {
 	keys, err := s.receiptKeys(ctx, false)
 	if err != nil {
-		return VerifiedReceipt{}, err
+		return Verified{}, err
 	}
-	v, err := VerifyReceipt(jws, keys, s.issuer)
-	var bad *InvalidReceiptError
+	v, err := Verify(jws, keys, s.issuer)
+	var bad *InvalidError
 	if errors.As(err, &bad) && bad.UnknownKey {
 		// Another instance may have rotated since the keys were loaded.
 		if keys, err = s.receiptKeys(ctx, true); err != nil {
-			return VerifiedReceipt{}, err
+			return Verified{}, err
 		}
-		v, err = VerifyReceipt(jws, keys, s.issuer)
+		v, err = Verify(jws, keys, s.issuer)
 	}
 	return v, err
 }
 
 // receiptKeys returns the receipt keys, loaded at most once a second when
 // reload asks and otherwise once a minute.
-func (s *ReceiptService) receiptKeys(ctx context.Context, reload bool) (jose.JSONWebKeySet, error) {
+func (s *Service) receiptKeys(ctx context.Context, reload bool) (jose.JSONWebKeySet, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	age := time.Since(s.keysLoaded)
@@ -305,8 +317,8 @@ func (s *ReceiptService) receiptKeys(ctx context.Context, reload bool) (jose.JSO
 	return keys, nil
 }
 
-// SubjectMatches implements ReceiptChecker.
-func (s *ReceiptService) SubjectMatches(ctx context.Context, r Receipt, nationalID string) (bool, error) {
+// SubjectMatches implements Checker.
+func (s *Service) SubjectMatches(ctx context.Context, r Receipt, nationalID string) (bool, error) {
 	salt, err := s.salt(ctx, r.OrganizationID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
@@ -322,12 +334,12 @@ func (s *ReceiptService) SubjectMatches(ctx context.Context, r Receipt, national
 // organization's salt of the national id as the journey compares it.
 func subjectHash(salt []byte, nationalID string) string {
 	mac := hmac.New(sha256.New, salt)
-	mac.Write([]byte(flows.NormalizeNationalID(nationalID)))
+	mac.Write([]byte(nationalid.Normalize(nationalID)))
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
 // saltTx returns the organization's subject salt, making it in tx on first use.
-func (s *ReceiptService) saltTx(ctx context.Context, tx database.Tx, organizationID string) ([]byte, error) {
+func (s *Service) saltTx(ctx context.Context, tx database.Tx, organizationID string) ([]byte, error) {
 	if salt := s.cachedSalt(organizationID); salt != nil {
 		return salt, nil
 	}
@@ -352,7 +364,7 @@ func (s *ReceiptService) saltTx(ctx context.Context, tx database.Tx, organizatio
 }
 
 // salt returns the organization's subject salt; pgx.ErrNoRows before its first receipt.
-func (s *ReceiptService) salt(ctx context.Context, organizationID string) ([]byte, error) {
+func (s *Service) salt(ctx context.Context, organizationID string) ([]byte, error) {
 	if salt := s.cachedSalt(organizationID); salt != nil {
 		return salt, nil
 	}
@@ -367,7 +379,7 @@ func (s *ReceiptService) salt(ctx context.Context, organizationID string) ([]byt
 	return salt, nil
 }
 
-func (s *ReceiptService) cachedSalt(organizationID string) []byte {
+func (s *Service) cachedSalt(organizationID string) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.salts[organizationID]
