@@ -39,6 +39,9 @@ type StoredEvent struct {
 	Type           string
 	Body           string
 	CreatedAt      time.Time
+	// Test marks an event a person sent to try one endpoint: it names no
+	// flow and goes to no other destination.
+	Test bool
 }
 
 // Event is a row of webhook_events: the delivery of an event to one URL.
@@ -55,6 +58,11 @@ type Event struct {
 	State          string
 	LastError      string
 	JobID          int64
+	// Signing and Payload are the endpoint's (symmetric and full for a
+	// flow's own URL); SigningChangedAt is when its signing last changed.
+	// GetEventAndSecrets alone reads them.
+	Signing, Payload string
+	SigningChangedAt *time.Time
 }
 
 // Target is an organization endpoint an event fans out to.
@@ -110,6 +118,17 @@ func InsertDeliveries(ctx context.Context, db DB, ev StoredEvent, ids, endpoints
 		select d.id, $1, $2, '', $3, d.url, $4, d.job, $5, d.endpoint
 		from unnest($6::uuid[], $7::text[], $8::bigint[], $9::uuid[]) as d(id, url, job, endpoint)`,
 		ev.OrganizationID, ev.FlowID, ev.Type, ev.Body, ev.ID, ids, urls, jobs, endpoints)
+	return err
+}
+
+// InsertTestEvent stores a test event and its one delivery, to an endpoint.
+func InsertTestEvent(ctx context.Context, db DB, ev StoredEvent, d Event, endpointID string) error {
+	_, err := db.Exec(ctx, `
+		with event as (
+			insert into events (organization_id, id, type, body, test) values ($1, $2, $3, $4, true))
+		insert into webhook_events (id, organization_id, flow_id, task_id, type, url, body, job_id, event_id, endpoint_id, test)
+		values ($5, $1, '', '', $3, $6, $4, $7, $2, $8, true)`,
+		ev.OrganizationID, ev.ID, ev.Type, ev.Body, d.ID, d.URL, d.JobID, endpointID)
 	return err
 }
 
@@ -173,11 +192,13 @@ func GetEventAndSecrets(ctx context.Context, db DB, organizationID, id string) (
 		select e.id::text, e.event_id::text, e.organization_id, e.flow_id, e.task_id, e.type, e.url, e.body, e.state, e.last_error, e.job_id,
 			s.secret, s.created_at,
 			case when s.previous_expires_at > now() then s.previous_secret end,
-			case when s.previous_expires_at > now() then s.previous_expires_at end
+			case when s.previous_expires_at > now() then s.previous_expires_at end,
+			coalesce(w.signing, 'symmetric'), coalesce(w.payload, 'full'), w.signing_changed_at
 		from webhook_events e left join webhook_secrets s on s.organization_id = e.organization_id
+		left join webhook_endpoints w on w.organization_id = e.organization_id and w.id = e.endpoint_id
 		where e.organization_id = $1 and e.id = $2`, organizationID, id).
 		Scan(&e.ID, &e.EventID, &e.OrganizationID, &e.FlowID, &e.TaskID, &e.Type, &e.URL, &e.Body, &e.State, &e.LastError, &e.JobID,
-			&cur, &createdAt, &prev, &prevExp)
+			&cur, &createdAt, &prev, &prevExp, &e.Signing, &e.Payload, &e.SigningChangedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Event{}, nil, ErrNotFound
 	}
@@ -523,11 +544,11 @@ func nullIfEmpty(s string) *string {
 
 // storedEventColumns are the columns scanStoredEvent reads; an event of no
 // flow reads as flow "" and sequence 0.
-const storedEventColumns = `id::text, organization_id, coalesce(flow_id, ''), coalesce(sequence, 0), type, body, created_at`
+const storedEventColumns = `id::text, organization_id, coalesce(flow_id, ''), coalesce(sequence, 0), type, body, created_at, test`
 
 func scanStoredEvent(r pgx.CollectableRow) (StoredEvent, error) {
 	var e StoredEvent
-	err := r.Scan(&e.ID, &e.OrganizationID, &e.FlowID, &e.Sequence, &e.Type, &e.Body, &e.CreatedAt)
+	err := r.Scan(&e.ID, &e.OrganizationID, &e.FlowID, &e.Sequence, &e.Type, &e.Body, &e.CreatedAt, &e.Test)
 	return e, err
 }
 
