@@ -186,6 +186,8 @@ func (s *Server) routes() {
 	staff.GET("/webhooks/:id", cs.HandleConsoleEndpoint).Name = "console.webhook"
 	staff.POST("/webhooks/:id/recover", cs.HandleConsoleRecover, requireAdmin)
 	staff.POST("/webhooks/recover", cs.HandleConsoleRecoverFlowURLs, requireAdmin)
+	staff.POST("/webhooks/keys/rotate", cs.HandleConsoleRotateSigningKey, requireAdmin)
+	staff.POST("/webhooks/:id/test", cs.HandleConsoleSendTestEvent, requireAdmin)
 	staff.GET("/webhooks/:id/edit", cs.HandleConsoleEditEndpoint, requireAdmin)
 	staff.POST("/webhooks/:id", cs.HandleConsoleSaveEndpoint, requireAdmin)
 	staff.GET("/webhooks/:id/enable", cs.HandleConsoleEnableEndpointConfirm, requireAdmin)
