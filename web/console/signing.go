@@ -74,7 +74,7 @@ func (h *Handler) HandleConsoleSendTestEvent(c echo.Context) error {
 	case err != nil:
 		return consoleNotFound(err, webhooks.ErrEndpointNotFound)
 	}
-	return c.Redirect(http.StatusSeeOther, withNotice("/console/webhooks/deliveries", "test_event_sent",
+	return c.Redirect(http.StatusSeeOther, withNotice("/console/webhooks", "test_event_sent",
 		string(sent.Type)+" to "+endpointHost(e)))
 }
 
