@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -188,4 +189,20 @@ func TestTestEventGoesToItsEndpointOnly(t *testing.T) {
 	if n := other.Arrived(); n != 0 {
 		t.Errorf("another endpoint got %d deliveries of the test event", n)
 	}
+
+	// A test delivery that fails shows as a test among the deliveries not delivered.
+	failing := newReceiver(t, b.secret)
+	failing.respond = func(delivery, int) int { return http.StatusServiceUnavailable }
+	f, err := endpoints.Create(ctx, b.org, webhooks.NewEndpoint{URL: failing.URL(), Enabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed, err := b.hooks.SendTestEvent(ctx, b.org, f.ID, webhooks.FlowRejected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the failing test delivery in the backlog", func() bool {
+		bl, err := b.hooks.Backlog(ctx, b.org)
+		return err == nil && len(bl.Deliveries) > 0 && bl.Deliveries[0].EventID == failed.EventID && bl.Deliveries[0].Test
+	})
 }
