@@ -174,7 +174,7 @@ var tableCell = regexp.MustCompile(`\s*\|\s*`)
 func tableRow(description, t string) string {
 	for _, line := range strings.Split(description, "\n") {
 		cells := tableCell.Split(strings.Trim(strings.TrimSpace(line), "|"), -1)
-		if len(cells) >= 2 && strings.TrimSpace(cells[0]) == "`"+t+"`" {
+		if len(cells) >= 2 && strings.TrimSpace(cells[0]) == "`"+t+"`" && strings.TrimSpace(cells[1]) != "" {
 			d := strings.TrimSpace(cells[1])
 			return strings.ToUpper(d[:1]) + d[1:] + "."
 		}
