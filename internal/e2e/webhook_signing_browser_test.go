@@ -181,10 +181,41 @@ func TestAsymmetricThinEndpointInABrowser(t *testing.T) {
 		t.Errorf("Node verified %s signatures of a changed body", n)
 	}
 
+	// After a rotation (the CLI) both keys are published and both sign.
+	var rotated struct {
+		Keys []struct {
+			KeyID     string  `json:"kid"`
+			ExpiresAt *string `json:"expiresAt"`
+		} `json:"keys"`
+	}
+	if err := json.Unmarshal([]byte(e.in.CLI(t, "", "orgs", "rotate-webhook-key", "--org", e.acme.ID, "--json")), &rotated); err != nil ||
+		len(rotated.Keys) != 2 || rotated.Keys[1].KeyID != keys.PublicKeys[0].KeyID || rotated.Keys[1].ExpiresAt == nil {
+		t.Fatalf("rotate-webhook-key: %+v, %v", rotated, err)
+	}
+	var sent struct{ EventID string }
+	if resp := call(t, e.acmeAPI, "POST", base+"/api/webhook-endpoints/"+endpoint.ID+"/test", `{"eventType":"flow.opened"}`, &sent); resp.StatusCode != 202 {
+		t.Fatalf("test event over the API: %d", resp.StatusCode)
+	}
+	afterRotation := rcv.await(t, 2)[1]
+	resp, err = http.Get(base + "/webhooks/" + e.acme.ID + "/keys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&keys)
+	resp.Body.Close()
+	if err != nil || len(keys.Keys) != 2 || keys.Keys[1]["kid"] != rotated.Keys[1].KeyID {
+		t.Fatalf("published keys after the rotation: %+v, %v", keys, err)
+	}
+	for i := range keys.Keys {
+		if n := verifyWithNode(t, afterRotation, keys.Keys[i], keys.PublicKeys[i].Key); n != "1" {
+			t.Errorf("after the rotation key %d verified %s of %q, want 1", i, n, afterRotation.Signature)
+		}
+	}
+
 	// A real flow's thin event names its ids and links, nothing personal.
 	const nationalID, lastName = "29029900157", "Nordmann"
 	f := e.createFlow(t, e.acmeAPI, nationalID, "")
-	created := rcv.await(t, 2)[1]
+	created := rcv.await(t, 3)[2]
 	for _, personal := range []string{nationalID, lastName, "Unopened", "status"} {
 		if strings.Contains(string(created.Body), personal) {
 			t.Errorf("the thin flow.created carries %q: %s", personal, created.Body)
