@@ -51,6 +51,10 @@ func (s *Server) routes() {
 	e.GET("/.well-known/openid-configuration", op.HandleDiscovery)
 	e.GET("/.well-known/oauth-authorization-server", op.HandleDiscovery)
 
+	// Webhook receivers: an organization's public keys that verify v1a
+	// signatures, public (they hold no secret) and cacheable.
+	e.GET("/webhooks/:organizationId/keys", a.HandleWebhookKeys)
+
 	// The built-in provider's interactive side: browsers and relying parties.
 	e.GET("/oauth/authorize", op.HandleAuthorize)
 	e.POST("/oauth/authorize", op.HandleAuthorize)
@@ -83,6 +87,7 @@ func (s *Server) routes() {
 	api.POST("/receipts/subject", a.HandleReceiptSubject, authenticate, requireScope(identity.ScopeFlowsRead), a.Idempotent)
 	api.GET("/events", a.HandleEventList, authenticate, requireScope(identity.ScopeFlowsRead))
 	api.GET("/events/:id", a.HandleEventGet, authenticate, requireScope(identity.ScopeFlowsRead))
+	api.GET("/event-types", a.HandleEventTypes, authenticate, requireScope(identity.ScopeFlowsRead))
 	api.POST("/events/:id/redeliver", a.HandleEventRedeliver, authenticate, requireScope(identity.ScopeWebhooksManage), a.Idempotent)
 	api.GET("/tasks", a.HandleTaskList, authenticate, requireScope(identity.ScopeFlowsRead))
 	api.GET("/flow-definitions", a.HandleDefinitionList, authenticate, requireScope(identity.ScopeDefinitionsRead))
@@ -97,6 +102,7 @@ func (s *Server) routes() {
 	api.PATCH("/webhook-endpoints/:id", a.HandleEndpointUpdate, authenticate, requireScope(identity.ScopeWebhooksManage))
 	api.DELETE("/webhook-endpoints/:id", a.HandleEndpointDelete, authenticate, requireScope(identity.ScopeWebhooksManage))
 	api.POST("/webhook-endpoints/:id/recover", a.HandleEndpointRecover, authenticate, requireScope(identity.ScopeWebhooksManage), a.Idempotent)
+	api.POST("/webhook-endpoints/:id/test", a.HandleEndpointTest, authenticate, requireScope(identity.ScopeWebhooksManage), a.Idempotent)
 	api.GET("/webhook-endpoints/:id/recoveries", a.HandleRecoveryList, authenticate, requireScope(identity.ScopeWebhooksManage))
 	api.GET("/webhook-endpoints/:id/recoveries/:recoveryId", a.HandleRecoveryGet, authenticate, requireScope(identity.ScopeWebhooksManage))
 	api.POST("/webhook-recoveries", a.HandleFlowURLRecover, authenticate, requireScope(identity.ScopeWebhooksManage), a.Idempotent)
@@ -188,6 +194,8 @@ func (s *Server) routes() {
 	staff.GET("/webhooks/:id", cs.HandleConsoleEndpoint).Name = "console.webhook"
 	staff.POST("/webhooks/:id/recover", cs.HandleConsoleRecover, requireAdmin)
 	staff.POST("/webhooks/recover", cs.HandleConsoleRecoverFlowURLs, requireAdmin)
+	staff.POST("/webhooks/keys/rotate", cs.HandleConsoleRotateSigningKey, requireAdmin)
+	staff.POST("/webhooks/:id/test", cs.HandleConsoleSendTestEvent, requireAdmin)
 	staff.GET("/webhooks/:id/edit", cs.HandleConsoleEditEndpoint, requireAdmin)
 	staff.POST("/webhooks/:id", cs.HandleConsoleSaveEndpoint, requireAdmin)
 	staff.GET("/webhooks/:id/enable", cs.HandleConsoleEnableEndpointConfirm, requireAdmin)

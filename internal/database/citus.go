@@ -41,6 +41,7 @@ var TenantTables = []string{
 	"events",
 	"webhook_endpoints",
 	"webhook_secrets",
+	"webhook_signing_keys",
 	"webhook_events",
 	"webhook_attempts",
 	"webhook_recoveries",

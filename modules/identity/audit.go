@@ -45,6 +45,8 @@ const (
 	AuditWebhookEndpointDelete  = "webhook_endpoint.delete"
 	AuditWebhookEndpointRecover = "webhook_endpoint.recover"
 	AuditWebhookRecover         = "webhook.recover" // of the flows' own webhook URLs
+	AuditWebhookEndpointTest    = "webhook_endpoint.test"
+	AuditSigningKeyRotate       = "webhook_signing_key.rotate"
 	AuditEventRedeliver         = "event.redeliver"
 	// A client revoked one of its tokens at /oauth/revoke.
 	AuditRefreshTokenRevoke = "refresh_token.revoke"

@@ -33,6 +33,8 @@ type BacklogDelivery struct {
 	LastError  string
 	Attempts   int
 	CreatedAt  time.Time
+	// Test marks the delivery of a test event (SendTestEvent).
+	Test bool
 }
 
 // BacklogShown bounds Backlog's list of deliveries.
@@ -53,7 +55,8 @@ func (m *Module) Backlog(ctx context.Context, organizationID string) (Backlog, e
 
 func backlogDelivery(r store.BacklogRow) BacklogDelivery {
 	return BacklogDelivery{ID: r.ID, EventID: r.EventID, FlowID: r.FlowID, TaskID: r.TaskID, EndpointID: r.EndpointID,
-		Type: EventType(r.Type), URL: r.URL, State: r.State, LastError: r.LastError, Attempts: r.Attempts, CreatedAt: r.CreatedAt}
+		Type: EventType(r.Type), URL: r.URL, State: r.State, LastError: r.LastError, Attempts: r.Attempts, CreatedAt: r.CreatedAt,
+		Test: r.Test}
 }
 
 // RetryDelivery sends one of the organization's deliveries again now: a

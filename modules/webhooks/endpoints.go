@@ -15,6 +15,7 @@ import (
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/internal/fieldcheck"
 	"github.com/flowd/flowd/internal/netguard"
+	"github.com/flowd/flowd/modules/webhooks/internal/signing"
 )
 
 // An endpoint is a URL an organization registers to receive its flows'
@@ -47,7 +48,42 @@ type Endpoint struct {
 	// Version grows with every change of the endpoint: by a person, by
 	// flowd disabling it, and by its health (FailingSince) changing.
 	Version int
+	// Signing is the signature its deliveries carry, Payload their body.
+	Signing Signing
+	Payload Payload
+	// SigningChangedAt is when Signing last changed; nil when it never did.
+	// For SigningOverlap after, deliveries carry both signatures, so that
+	// its receiver can move from one to the other without a gap.
+	SigningChangedAt *time.Time
 }
+
+// Signing is the Standard Webhooks signature an endpoint's deliveries carry.
+type Signing string
+
+const (
+	// SigningSymmetric is v1: HMAC-SHA256 under the organization's whsec_ secret.
+	SigningSymmetric Signing = "symmetric"
+	// SigningAsymmetric is v1a: ed25519 under the organization's key pair,
+	// verified with its published public key, so that a receiver holds no
+	// secret that could forge an event.
+	SigningAsymmetric Signing = "asymmetric"
+)
+
+// Payload is the body an endpoint's deliveries carry.
+type Payload string
+
+const (
+	// PayloadFull is the event's whole data.
+	PayloadFull Payload = "full"
+	// PayloadThin is the event's type, ids, sequence and links to fetch
+	// the current state: nothing about the flow's person.
+	PayloadThin Payload = "thin"
+)
+
+// SigningOverlap is how long after an endpoint's signing changes, or the
+// organization's secret or key pair is rotated, the old signature is sent
+// beside the new one.
+const SigningOverlap = signing.Overlap
 
 // ETag is the endpoint's entity tag, which names its version.
 func (e Endpoint) ETag() string { return etag.Version(e.Version) }
@@ -63,6 +99,8 @@ type NewEndpoint struct {
 	Description string
 	EventTypes  []EventType // empty: every type
 	Enabled     bool
+	Signing     Signing // empty: symmetric
+	Payload     Payload // empty: full
 }
 
 // EndpointUpdate changes an endpoint: each field that is not nil replaces
@@ -72,6 +110,8 @@ type EndpointUpdate struct {
 	Description *string
 	EventTypes  *[]EventType
 	Enabled     *bool
+	Signing     *Signing
+	Payload     *Payload
 }
 
 // EndpointChange is an endpoint before and after an update.
@@ -91,6 +131,12 @@ func (c EndpointChange) Describe() string {
 	}
 	if !slices.Equal(c.Before.EventTypes, c.After.EventTypes) {
 		parts = append(parts, "eventTypes")
+	}
+	if c.Before.Signing != c.After.Signing {
+		parts = append(parts, "signing")
+	}
+	if c.Before.Payload != c.After.Payload {
+		parts = append(parts, "payload")
 	}
 	if c.Before.Enabled != c.After.Enabled {
 		if c.After.Enabled {
@@ -177,6 +223,12 @@ func (n NewEndpoint) Normalize() NewEndpoint {
 	n.URL = strings.TrimSpace(n.URL)
 	n.Description = strings.TrimSpace(n.Description)
 	n.EventTypes = normalizeTypes(n.EventTypes)
+	if n.Signing == "" {
+		n.Signing = SigningSymmetric
+	}
+	if n.Payload == "" {
+		n.Payload = PayloadFull
+	}
 	return n
 }
 
@@ -188,6 +240,12 @@ func (n NewEndpoint) Validate(r EndpointRules) error {
 	checkEndpointURL(&f, strings.TrimSpace(n.URL), r)
 	checkDescription(&f, strings.TrimSpace(n.Description))
 	checkTypes(&f, n.EventTypes)
+	if n.Signing != "" {
+		checkSigning(&f, n.Signing)
+	}
+	if n.Payload != "" {
+		checkPayload(&f, n.Payload)
+	}
 	return f.Err()
 }
 
@@ -203,6 +261,12 @@ func (u EndpointUpdate) Validate(r EndpointRules) error {
 	if u.EventTypes != nil {
 		checkTypes(&f, *u.EventTypes)
 	}
+	if u.Signing != nil {
+		checkSigning(&f, *u.Signing)
+	}
+	if u.Payload != nil {
+		checkPayload(&f, *u.Payload)
+	}
 	return f.Err()
 }
 
@@ -216,6 +280,12 @@ func (u EndpointUpdate) apply(e Endpoint) Endpoint {
 	}
 	if u.EventTypes != nil {
 		e.EventTypes = normalizeTypes(*u.EventTypes)
+	}
+	if u.Signing != nil {
+		e.Signing = *u.Signing
+	}
+	if u.Payload != nil {
+		e.Payload = *u.Payload
 	}
 	if u.Enabled != nil {
 		if *u.Enabled && !e.Enabled {
@@ -288,6 +358,18 @@ func checkTypes(f *apperr.Fields, types []EventType) {
 		if !t.Valid() {
 			f.Add("eventTypes["+strconv.Itoa(i)+"]", "is not an event type; known types are %s", knownTypes())
 		}
+	}
+}
+
+func checkSigning(f *apperr.Fields, s Signing) {
+	if s != SigningSymmetric && s != SigningAsymmetric {
+		f.Add("signing", "must be symmetric or asymmetric")
+	}
+}
+
+func checkPayload(f *apperr.Fields, p Payload) {
+	if p != PayloadFull && p != PayloadThin {
+		f.Add("payload", "must be full or thin")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,7 +31,8 @@ func NewEndpoints(pool *pgxpool.Pool, rules EndpointRules) *EndpointStore {
 func fromEndpointRow(r store.Endpoint) Endpoint {
 	e := Endpoint{ID: r.ID, OrganizationID: r.OrganizationID, URL: r.URL, Description: r.Description,
 		EventTypes: make([]EventType, len(r.EventTypes)), Enabled: r.Enabled, FailingSince: r.FailingSince,
-		DisabledAt: r.DisabledAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version}
+		DisabledAt: r.DisabledAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version,
+		Signing: Signing(r.Signing), Payload: Payload(r.Payload), SigningChangedAt: r.SigningChangedAt}
 	for i, t := range r.EventTypes {
 		e.EventTypes[i] = EventType(t)
 	}
@@ -42,7 +44,8 @@ func fromEndpointRow(r store.Endpoint) Endpoint {
 
 func toEndpointRow(e Endpoint) store.Endpoint {
 	r := store.Endpoint{OrganizationID: e.OrganizationID, ID: e.ID, URL: e.URL, Description: e.Description,
-		EventTypes: make([]string, len(e.EventTypes)), Enabled: e.Enabled, FailingSince: e.FailingSince}
+		EventTypes: make([]string, len(e.EventTypes)), Enabled: e.Enabled, FailingSince: e.FailingSince,
+		Signing: string(e.Signing), Payload: string(e.Payload), SigningChangedAt: e.SigningChangedAt}
 	for i, t := range e.EventTypes {
 		r.EventTypes[i] = string(t)
 	}
@@ -91,7 +94,8 @@ func (s *EndpointStore) Create(ctx context.Context, organizationID string, n New
 			return apperr.New(apperr.Conflict, "The organization has %d webhook endpoints, the most it may have; delete one first.", MaxEndpoints)
 		}
 		row, err := store.InsertEndpoint(ctx, tx, toEndpointRow(Endpoint{ID: id.String(), OrganizationID: organizationID,
-			URL: n.URL, Description: n.Description, EventTypes: n.EventTypes, Enabled: n.Enabled}))
+			URL: n.URL, Description: n.Description, EventTypes: n.EventTypes, Enabled: n.Enabled,
+			Signing: n.Signing, Payload: n.Payload}))
 		if err != nil {
 			return err
 		}
@@ -153,7 +157,12 @@ func (s *EndpointStore) Update(ctx context.Context, organizationID, id string, u
 		if err := cond.Check(was.ETag()); err != nil {
 			return err
 		}
-		row, err = store.UpdateEndpoint(ctx, tx, toEndpointRow(u.apply(was)), was.Enabled)
+		after := u.apply(was)
+		if after.Signing != was.Signing {
+			now := time.Now()
+			after.SigningChangedAt = &now
+		}
+		row, err = store.UpdateEndpoint(ctx, tx, toEndpointRow(after), was.Enabled)
 		if err != nil {
 			return endpointNotFound(err)
 		}

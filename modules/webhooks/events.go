@@ -25,6 +25,8 @@ type EventRecord struct {
 	Type      EventType
 	Data      json.RawMessage // the data object every delivery carries
 	CreatedAt time.Time
+	// Test marks a test event: sent to one endpoint to try it (SendTestEvent).
+	Test bool
 }
 
 // Delivery is an event's delivery to one URL, with its attempts.
@@ -166,11 +168,13 @@ func toRecord(r store.StoredEvent) (EventRecord, error) {
 	if err := json.Unmarshal([]byte(r.Body), &b); err != nil {
 		return EventRecord{}, fmt.Errorf("webhooks: event %s: %w", r.ID, err)
 	}
-	return EventRecord{ID: r.ID, FlowID: r.FlowID, Sequence: r.Sequence, Type: EventType(r.Type), Data: b.Data, CreatedAt: r.CreatedAt}, nil
+	return EventRecord{ID: r.ID, FlowID: r.FlowID, Sequence: r.Sequence, Type: EventType(r.Type), Data: b.Data, CreatedAt: r.CreatedAt,
+		Test: r.Test}, nil
 }
 
 // ErrNothingToRedeliver: the event has no delivery to send again (its flow
-// has no webhookUrl and no endpoint wanted it, or its flow was deleted).
+// has no webhookUrl and no endpoint wanted it, or its flow was deleted), or
+// it is a test event and the endpoint is not the one it was sent to.
 var ErrNothingToRedeliver = errors.New("webhooks: the event has no delivery to send again")
 
 // Redeliver sends one of an organization's events again, now: to every
@@ -212,7 +216,7 @@ func (m *Module) Redeliver(ctx context.Context, organizationID, eventID, endpoin
 			}
 		}
 		n = len(deliveries)
-		if n == 0 && endpointID != "" {
+		if n == 0 && endpointID != "" && !ev.Test {
 			// An event has one delivery to an endpoint at most: one
 			// cancelled (its flow was deleted) stays so.
 			if had, err := store.HasDelivery(ctx, tx, organizationID, eventID, endpointID); err != nil || had {

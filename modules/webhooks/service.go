@@ -43,9 +43,6 @@ var DefaultSchedule = []time.Duration{
 // real outage shows on the flow within minutes.
 const DefaultIncidentAfter = 3
 
-// secretOverlap is how long a rotated-out secret keeps signing.
-const secretOverlap = 24 * time.Hour
-
 // DefaultHostConcurrency is how many deliveries one instance sends to one
 // host at once: enough for a receiver that answers in 100 ms to take 200
 // deliveries a second from each instance, few enough that a receiver that
@@ -409,7 +406,7 @@ func (m *Module) RotateSecret(ctx context.Context, organizationID string, before
 	v := signing.NewSecret()
 	var out Secret
 	err := database.WithTx(ctx, m.pool, func(tx database.Tx) error {
-		at, err := store.RotateSecret(ctx, tx, organizationID, m.sealer.Seal(organizationID, v), secretOverlap)
+		at, err := store.RotateSecret(ctx, tx, organizationID, m.sealer.Seal(organizationID, v), SigningOverlap)
 		if err != nil {
 			return err
 		}

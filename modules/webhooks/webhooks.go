@@ -172,12 +172,25 @@ type Service interface {
 	// CreateSecretTx makes the first signing secret of a new organization.
 	CreateSecretTx(ctx context.Context, tx database.Tx, organizationID string) (Secret, error)
 	// RotateSecret makes a new signing secret; the previous one keeps signing
-	// for 24 h. before runs in the rotation's transaction with the new secret
+	// for SigningOverlap. before runs in the rotation's transaction with the new secret
 	// (see database.BeforeCommit); its error keeps the old secret and is
 	// returned. ErrNotFound when the organization has no secret (unknown).
 	RotateSecret(ctx context.Context, organizationID string, before ...database.BeforeCommit[Secret]) (Secret, error)
 	// CurrentSecret returns the secret that signs now. ErrNotFound.
 	CurrentSecret(ctx context.Context, organizationID string) (Secret, error)
+	// PublicKeys returns the organization's ed25519 public keys that sign
+	// v1a signatures now, current first; an organization without a key
+	// pair gets one.
+	PublicKeys(ctx context.Context, organizationID string) ([]PublicKey, error)
+	// RotateSigningKey makes a new key pair; the previous one keeps signing
+	// for SigningOverlap. before runs in the rotation's transaction with
+	// the keys published afterwards (see database.BeforeCommit).
+	RotateSigningKey(ctx context.Context, organizationID string, before ...database.BeforeCommit[[]PublicKey]) ([]PublicKey, error)
+	// SendTestEvent sends one endpoint a test event of a type (empty:
+	// DefaultTestEventType) with made-up data, recorded as a test and sent
+	// nowhere else. ErrEndpointNotFound, ErrEndpointDisabled, apperr
+	// Invalid naming "eventType".
+	SendTestEvent(ctx context.Context, organizationID, endpointID string, t EventType, before ...database.BeforeCommit[TestEvent]) (TestEvent, error)
 	// Attempts lists the delivery attempts of a flow's events, newest first
 	// (at most 200).
 	Attempts(ctx context.Context, organizationID, flowID string) ([]Attempt, error)

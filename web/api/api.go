@@ -33,24 +33,27 @@ type Deps struct {
 	// Idempotency keeps the answers to requests that carry an
 	// Idempotency-Key (flow creation's are the flows module's).
 	Idempotency idempotency.Store
+	// Organizations say which organizations' public keys may be published.
+	Organizations OrganizationChecker
 }
 
 // Handler holds the API's handlers.
 type Handler struct {
-	log         *slog.Logger
-	cfg         *config.Config
-	audit       httpkit.AuditLog
-	flows       flows.Service
-	withdrawals consent.Withdrawals
-	webhooks    webhooks.Service
-	endpoints   webhooks.Endpoints
-	definitions consent.Definitions
-	receipts    receipts.Checker
-	answers     idempotency.Store
+	log           *slog.Logger
+	cfg           *config.Config
+	audit         httpkit.AuditLog
+	flows         flows.Service
+	withdrawals   consent.Withdrawals
+	webhooks      webhooks.Service
+	endpoints     webhooks.Endpoints
+	definitions   consent.Definitions
+	receipts      receipts.Checker
+	answers       idempotency.Store
+	organizations OrganizationChecker
 }
 
 // New returns the API's handlers, calling the modules of d.
 func New(d Deps) *Handler {
 	return &Handler{log: d.Log, cfg: d.Config, audit: d.Audit, flows: d.Flows, withdrawals: d.Withdrawals, webhooks: d.Webhooks, endpoints: d.Endpoints,
-		definitions: d.Definitions, receipts: d.Receipts, answers: d.Idempotency}
+		definitions: d.Definitions, receipts: d.Receipts, answers: d.Idempotency, organizations: d.Organizations}
 }

@@ -30,13 +30,16 @@ type WebhookEndpoint struct {
 	DisabledAt *apiInstant `json:"disabledAt"`
 	CreatedAt  apiInstant  `json:"createdAt"`
 	UpdatedAt  apiInstant  `json:"updatedAt"`
+	Signing    string      `json:"signing"`
+	Payload    string      `json:"payload"`
 }
 
 // newWebhookEndpoint renders e.
 func newWebhookEndpoint(e webhooks.Endpoint) WebhookEndpoint {
 	out := WebhookEndpoint{ID: e.ID, URL: e.URL, Description: e.Description, EventTypes: make([]string, len(e.EventTypes)),
 		Enabled: e.Enabled, DisabledReason: nonEmpty(e.DisabledReason), FailingSince: (*apiInstant)(e.FailingSince),
-		DisabledAt: (*apiInstant)(e.DisabledAt), CreatedAt: apiInstant(e.CreatedAt), UpdatedAt: apiInstant(e.UpdatedAt)}
+		DisabledAt: (*apiInstant)(e.DisabledAt), CreatedAt: apiInstant(e.CreatedAt), UpdatedAt: apiInstant(e.UpdatedAt),
+		Signing: string(e.Signing), Payload: string(e.Payload)}
 	for i, t := range e.EventTypes {
 		out.EventTypes[i] = string(t)
 	}
@@ -51,10 +54,13 @@ type endpointRequest struct {
 	Description *string   `json:"description"`
 	EventTypes  *[]string `json:"eventTypes"`
 	Enabled     *bool     `json:"enabled"`
+	Signing     *string   `json:"signing"`
+	Payload     *string   `json:"payload"`
 }
 
 func (r endpointRequest) update() webhooks.EndpointUpdate {
-	u := webhooks.EndpointUpdate{URL: r.URL, Description: r.Description, Enabled: r.Enabled}
+	u := webhooks.EndpointUpdate{URL: r.URL, Description: r.Description, Enabled: r.Enabled,
+		Signing: (*webhooks.Signing)(r.Signing), Payload: (*webhooks.Payload)(r.Payload)}
 	if r.EventTypes != nil {
 		types := make([]webhooks.EventType, len(*r.EventTypes))
 		for i, t := range *r.EventTypes {
@@ -79,6 +85,12 @@ func (r endpointRequest) newEndpoint() webhooks.NewEndpoint {
 	}
 	if u.Enabled != nil {
 		n.Enabled = *u.Enabled
+	}
+	if u.Signing != nil {
+		n.Signing = *u.Signing
+	}
+	if u.Payload != nil {
+		n.Payload = *u.Payload
 	}
 	return n
 }

@@ -58,7 +58,7 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
 	a := endpointOf(t, r)
-	if got := webtest.KeysOf(r.JSON(t)); got != "createdAt,description,disabledAt,disabledReason,enabled,eventTypes,failingSince,id,updatedAt,url" {
+	if got := webtest.KeysOf(r.JSON(t)); got != "createdAt,description,disabledAt,disabledReason,enabled,eventTypes,failingSince,id,payload,signing,updatedAt,url" {
 		t.Errorf("members %s", got)
 	}
 	if a.URL != "https://hooks.bank.example/flowd?k=secret" || a.Description != "Decisions" || !a.Enabled || a.DisabledReason != nil ||

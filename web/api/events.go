@@ -24,6 +24,8 @@ type eventJSON struct {
 	Sequence  *int            `json:"sequence"`
 	CreatedAt apiInstant      `json:"createdAt"`
 	Data      json.RawMessage `json:"data"`
+	// Test marks an event sent to one endpoint to try it.
+	Test bool `json:"test"`
 }
 
 type eventList struct {
@@ -58,7 +60,8 @@ var eventQueryParams = map[string]bool{"limit": true, "type": true, "flowId": tr
 	"createdBefore": true, "starting_after": true, "ending_before": true}
 
 func toEventJSON(e webhooks.EventRecord) eventJSON {
-	out := eventJSON{ID: e.ID, Type: string(e.Type), FlowID: nonEmpty(e.FlowID), CreatedAt: apiInstant(e.CreatedAt), Data: e.Data}
+	out := eventJSON{ID: e.ID, Type: string(e.Type), FlowID: nonEmpty(e.FlowID), CreatedAt: apiInstant(e.CreatedAt), Data: e.Data,
+		Test: e.Test}
 	if e.Sequence > 0 {
 		out.Sequence = &e.Sequence
 	}

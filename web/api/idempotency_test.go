@@ -178,6 +178,18 @@ var idempotentRoutes = map[string]idempotentRoute{
 			return e.Count(t, `select count(*) from webhook_recoveries where endpoint_id = $1`, c.subject)
 		},
 	},
+	"/api/webhook-endpoints/:id/test": {
+		status: http.StatusAccepted,
+		prepare: func(t *testing.T, e *apiEnv, n int) keyedCall {
+			endpoint := fmt.Sprintf("019ab3c7-%04d-7f80-9a1b-2c3d4e5f6a7e", n)
+			webtest.InsertEndpoint(t, e.Pool, webtest.OrgA, endpoint, "https://hooks.bank.example/test", true)
+			return keyedCall{path: "/api/webhook-endpoints/" + endpoint + "/test", body: `{"eventType":"flow.accepted"}`,
+				otherBody: `{"eventType":"flow.rejected"}`, subject: endpoint}
+		},
+		effects: func(t *testing.T, e *apiEnv, c keyedCall) int {
+			return e.Count(t, `select count(*) from webhook_events where endpoint_id = $1 and test`, c.subject)
+		},
+	},
 	"/api/webhook-recoveries": {
 		status: http.StatusAccepted,
 		prepare: func(t *testing.T, e *apiEnv, n int) keyedCall {

@@ -164,6 +164,8 @@ var notices = map[string]string{
 	"recovery_started":            "The failed deliveries to %s are being sent again; the progress shows below.",
 	"endpoint_enabled_recovering": "Webhook endpoint %s was enabled; the events it missed are being sent, the progress shows below.",
 	"flow_urls_recovering":        "The failed deliveries to the flows' webhook URLs (%s) are being sent again; the progress shows below.",
+	"test_event_sent":             "A test event (%s) is on its way.",
+	"signing_key_rotated":         "A new signing key (%s) signs now; the previous one signs beside it for 24 hours.",
 
 	"redelivered":         "Event %s is being sent again to every destination it had.",
 	"nothing_redelivered": "Event %s has no delivery to send again: the flow has no webhook URL and no endpoint received it.",

@@ -28,7 +28,7 @@ func (h *Handler) HandleConsoleDeliveries(c echo.Context) error {
 		Failed: b.Failed, OldestPending: TimePtr(b.OldestPending, ""), Shown: webhooks.BacklogShown}
 	for _, d := range b.Deliveries {
 		row := pages.DeliveryRow{ID: d.ID, Event: string(d.Type), To: d.URL, State: d.State, Attempts: d.Attempts,
-			LastError: OrDash(d.LastError), Created: Time(d.CreatedAt)}
+			LastError: OrDash(d.LastError), Created: Time(d.CreatedAt), Test: d.Test}
 		// Every event of a flow links it, but the last one of a deleted flow.
 		if d.FlowID != "" && d.Type != webhooks.FlowDeleted {
 			row.FlowURL = c.Echo().Reverse("console.flow", d.FlowID)

@@ -102,7 +102,11 @@ func (h *Handler) renderEndpoints(c echo.Context, status int, since, host string
 		Max: webhooks.MaxEndpoints, Since: since, Host: host, Errors: errs}
 	for _, e := range list {
 		p.Rows = append(p.Rows, pages.EndpointRow{ID: e.ID, URL: e.URL, Description: e.Description, Events: endpointEvents(e),
-			Enabled: e.Enabled, DisabledReason: e.DisabledReason, FailingSince: TimePtr(e.FailingSince, ""), Created: Time(e.CreatedAt)})
+			Enabled: e.Enabled, DisabledReason: e.DisabledReason, FailingSince: TimePtr(e.FailingSince, ""), Created: Time(e.CreatedAt),
+			Signing: string(e.Signing), Payload: string(e.Payload)})
+	}
+	if p.Signing, err = h.webhookSigning(c, org); err != nil {
+		return err
 	}
 	var active bool
 	if p.Recoveries, active = recoveryRows(recoveries); active {
@@ -115,7 +119,7 @@ func (h *Handler) renderEndpoints(c echo.Context, status int, since, host string
 // ticked being e's.
 func (h *Handler) endpointForm(c echo.Context, heading, action, submit string, e webhooks.Endpoint, errs map[string]string) pages.EndpointFormPage {
 	p := pages.EndpointFormPage{Frame: h.Frame(c, "webhooks", heading), Heading: heading, Action: action, Submit: submit,
-		URL: e.URL, Description: e.Description, Enabled: e.Enabled, Errors: errs}
+		URL: e.URL, Description: e.Description, Enabled: e.Enabled, Signing: string(e.Signing), Payload: string(e.Payload), Errors: errs}
 	for _, t := range webhooks.EventTypes {
 		p.Events = append(p.Events, pages.EventChoice{Value: string(t), Checked: slices.Contains(e.EventTypes, t)})
 	}
@@ -135,11 +139,21 @@ func bindEndpointForm(c echo.Context) (*httpkit.Form, webhooks.Endpoint, error) 
 		return nil, webhooks.Endpoint{}, err
 	}
 	e := webhooks.Endpoint{URL: strings.TrimSpace(f.Value("url")), Description: strings.TrimSpace(f.Value("description")),
-		EventTypes: []webhooks.EventType{}, Enabled: f.Bool("enabled")}
+		EventTypes: []webhooks.EventType{}, Enabled: f.Bool("enabled"),
+		Signing: webhooks.Signing(f.Value("signing")), Payload: webhooks.Payload(f.Value("payload"))}
 	for _, t := range f.All("event_types") {
 		e.EventTypes = append(e.EventTypes, webhooks.EventType(t))
 	}
 	return f, e, nil
+}
+
+// sent is a form's choice as an update takes it: nil, keeping the
+// endpoint's, when the form did not send it.
+func sent[T ~string](v T) *T {
+	if v == "" {
+		return nil
+	}
+	return &v
 }
 
 // refusedEndpoint notes the module's field errors on the form, or the
@@ -166,7 +180,8 @@ func (h *Handler) HandleConsoleCreateEndpoint(c echo.Context) error {
 		return err
 	}
 	created, err := h.endpoints.Create(c.Request().Context(), StaffOf(c).OrganizationID,
-		webhooks.NewEndpoint{URL: e.URL, Description: e.Description, EventTypes: e.EventTypes, Enabled: e.Enabled},
+		webhooks.NewEndpoint{URL: e.URL, Description: e.Description, EventTypes: e.EventTypes, Enabled: e.Enabled,
+			Signing: e.Signing, Payload: e.Payload},
 		Audited(h, c, identity.AuditWebhookEndpointCreate, func(e webhooks.Endpoint) (string, string) { return e.ID, httpkit.EndpointAudit(e) }))
 	if status, ok := refusedEndpoint(f, err); ok {
 		return h.Render(c, status, pages.EndpointForm(h.endpointForm(c, "Add a webhook endpoint", "/console/webhooks",
@@ -204,7 +219,8 @@ func (h *Handler) HandleConsoleSaveEndpoint(c echo.Context) error {
 		return err
 	}
 	saved, err := h.endpoints.Update(c.Request().Context(), StaffOf(c).OrganizationID, c.Param("id"),
-		webhooks.EndpointUpdate{URL: &e.URL, Description: &e.Description, EventTypes: &e.EventTypes, Enabled: &e.Enabled}, etag.Any,
+		webhooks.EndpointUpdate{URL: &e.URL, Description: &e.Description, EventTypes: &e.EventTypes, Enabled: &e.Enabled,
+			Signing: sent(e.Signing), Payload: sent(e.Payload)}, etag.Any,
 		Audited(h, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
 			return ch.After.ID, ch.Describe() + ": " + httpkit.EndpointAudit(ch.After)
 		}))

@@ -97,7 +97,7 @@ func TestEveryOperationIsCompletelyDescribed(t *testing.T) {
 	}
 	scopes := doc.Components.SecuritySchemes["oauth2"].Value.Flows.ClientCredentials.Scopes
 	public := map[string]bool{"GET /api/openapi.json": true, "POST /oauth/token": true, "POST /oauth/revoke": true,
-		"POST /oauth/introspect": true, "POST /api/receipts/verify": true}
+		"POST /oauth/introspect": true, "POST /api/receipts/verify": true, "GET /webhooks/{organizationId}/keys": true}
 	ids := map[string]string{}
 	for name, op := range ops {
 		if op.OperationID == "" || op.Summary == "" || op.Description == "" || len(op.Tags) == 0 {
@@ -200,6 +200,7 @@ func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
 		"listFlowAttachments", "getFlowAttachment", "verifyReceipt", "checkReceiptSubject", "listEvents", "getEvent", "redeliverEvent",
 		"listWebhookEndpoints", "createWebhookEndpoint", "getWebhookEndpoint", "updateWebhookEndpoint", "deleteWebhookEndpoint",
 		"recoverWebhookEndpoint", "listWebhookRecoveries", "getWebhookRecovery", "recoverFlowWebhooks", "listFlowWebhookRecoveries", "getFlowWebhookRecovery",
+		"listEventTypes", "sendWebhookEndpointTestEvent", "getWebhookSigningKeys",
 		"createToken", "revokeToken", "introspectToken", "getOpenAPIDocument"}
 	slices.Sort(want)
 	sorted := slices.Sorted(slices.Values(got))
@@ -228,8 +229,8 @@ func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
 			t.Errorf("webhook %s: authorization %q does not name the signature header", h.ID, h.Auth)
 		}
 	}
-	if !slices.Equal(hooks, []string{"webhook-flowevent", "webhook-endpointdisabled"}) {
-		t.Fatalf("webhooks shown: %v, want flowEvent then endpointDisabled", hooks)
+	if !slices.Equal(hooks, []string{"webhook-flowevent", "webhook-endpointdisabled", "webhook-thinevent"}) {
+		t.Fatalf("webhooks shown: %v, want flowEvent, endpointDisabled, then thinEvent", hooks)
 	}
 
 	create := p.Groups[0].Operations[0]

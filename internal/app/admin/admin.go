@@ -16,6 +16,8 @@ func Commands() []command.Command {
 			{Name: "list", Synopsis: "[--json]", Run: runOrgsList, Summary: "list the organizations"},
 			{Name: "rotate-webhook-secret", Synopsis: "--org ORG_ID [--json]", Run: runRotateWebhookSecret,
 				Summary: "make a new webhook signing secret (the old one signs for 24 h more)"},
+			{Name: "rotate-webhook-key", Synopsis: "--org ORG_ID [--json]", Run: runRotateWebhookKey,
+				Summary: "make a new ed25519 webhook signing key for v1a (the old one signs for 24 h more)"},
 		}},
 		{Name: "staff", Summary: "the console's staff accounts",
 			Detail: "A disable, a password reset, a role change, a deletion and end-sessions end every session of\n" +

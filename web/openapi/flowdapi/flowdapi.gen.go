@@ -398,6 +398,10 @@ type EventItem struct {
 	// Sequence The event's number among its flow's events, from 1; `null` for an event of no flow.
 	Sequence *int `json:"sequence"`
 
+	// Test `true` for a test event (`POST /api/webhook-endpoints/{endpointId}/test`): made-up data,
+	// sent to one endpoint only.
+	Test *bool `json:"test,omitempty"`
+
 	// Type What happened: `flow.*` to a flow, `endpoint.disabled` to one of the organization's
 	// webhook endpoints (it has no flow).
 	Type EventType `json:"type"`
@@ -1147,15 +1151,76 @@ type FlowEventParams struct {
 	// delivery more than 5 minutes from your clock.
 	WebhookTimestamp int `json:"webhook-timestamp"`
 
-	// WebhookSignature Space-separated `v1,<base64 HMAC-SHA256>` signatures of
-	// `{webhook-id}.{webhook-timestamp}.{body}`, one per signing secret (two for 24 hours
-	// after a rotation); the key is the organization's webhook secret, base64-decoded after
-	// `whsec_`. Accept the delivery when any of them is yours.
+	// WebhookSignature Space-separated signatures of `{webhook-id}.{webhook-timestamp}.{body}`: for an
+	// endpoint with `signing: symmetric` (and a flow's `webhookUrl`), `v1,<base64
+	// HMAC-SHA256>`, one per signing secret (two for 24 hours after a rotation), the key the
+	// organization's webhook secret, base64-decoded after `whsec_`; for `signing:
+	// asymmetric`, `v1a,<base64 ed25519 signature>`, one per key pair (two for 24 hours
+	// after a rotation), verified with the public keys of
+	// `GET /webhooks/{organizationId}/keys`. For 24 hours after an endpoint's `signing`
+	// changes it carries both kinds. Accept the delivery when any of them verifies.
 	WebhookSignature string `json:"webhook-signature"`
 }
 
 // FlowEventJSONBodyType defines parameters for FlowEvent.
 type FlowEventJSONBodyType string
+
+// ThinEventJSONBody defines parameters for ThinEvent.
+type ThinEventJSONBody struct {
+	// Data A thin event's ids and links; nothing about the flow's person, not even its status.
+	Data struct {
+		// EndpointId The endpoint an `endpoint.disabled` names.
+		EndpointId *string `json:"endpointId,omitempty"`
+
+		// EventId The event's id, as `webhook-id`.
+		EventId string `json:"eventId"`
+
+		// FlowId A flow's id, a UUID.
+		//
+		// Examples: 0b7e6f2a-3c1d-4e5f-9a8b-7c6d5e4f3a21
+		FlowId *FlowId `json:"flowId,omitempty"`
+
+		// Links Paths, relative to the base URL, that return the current state.
+		Links struct {
+			// Event `/api/events/{eventId}`: the event with its full data.
+			Event string `json:"event"`
+
+			// Flow `/api/flows/{flowId}`: the flow as it is now; absent for an event of no flow.
+			Flow *string `json:"flow,omitempty"`
+		} `json:"links"`
+		OrganizationId string `json:"organizationId"`
+
+		// ReferenceId The flow's human-readable reference, `<prefix>-<flowNumber>` with the organization's
+		// reference prefix.
+		//
+		//
+		// Examples: BANK-42
+		ReferenceId *ReferenceId `json:"referenceId,omitempty"`
+
+		// Sequence The event's number among its flow's events, as in a full event.
+		Sequence *int `json:"sequence,omitempty"`
+	} `json:"data"`
+
+	// Timestamp RFC 3339, UTC, with milliseconds.
+	//
+	// Examples: 2026-01-02T03:04:05.678Z
+	Timestamp Timestamp `json:"timestamp"`
+
+	// Type What happened, one of `GET /api/event-types`.
+	Type string `json:"type"`
+}
+
+// ThinEventParams defines parameters for ThinEvent.
+type ThinEventParams struct {
+	// WebhookId The event's id, as for a flow event.
+	WebhookId string `json:"webhook-id"`
+
+	// WebhookTimestamp When this attempt was sent, in Unix seconds, as for a flow event.
+	WebhookTimestamp int `json:"webhook-timestamp"`
+
+	// WebhookSignature The signatures, as for a flow event.
+	WebhookSignature string `json:"webhook-signature"`
+}
 
 // CreateFlowJSONRequestBody defines body for CreateFlow for application/json ContentType.
 type CreateFlowJSONRequestBody = NewFlow
@@ -1165,6 +1230,9 @@ type EndpointDisabledJSONRequestBody EndpointDisabledJSONBody
 
 // FlowEventJSONRequestBody defines body for FlowEvent for application/json ContentType.
 type FlowEventJSONRequestBody FlowEventJSONBody
+
+// ThinEventJSONRequestBody defines body for ThinEvent for application/json ContentType.
+type ThinEventJSONRequestBody ThinEventJSONBody
 
 // AsFlowEventData returns the union data inside the EventItem_Data as a FlowEventData
 func (t EventItem_Data) AsFlowEventData() (FlowEventData, error) {
@@ -3991,6 +4059,11 @@ type WebhookInitiatorInterface interface {
 	FlowEventWithBody(ctx context.Context, targetURL string, params *FlowEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	FlowEvent(ctx context.Context, targetURL string, params *FlowEventParams, body FlowEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ThinEventWithBody fires the thinEvent webhook with any body
+	ThinEventWithBody(ctx context.Context, targetURL string, params *ThinEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	ThinEvent(ctx context.Context, targetURL string, params *ThinEventParams, body ThinEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 func (p *WebhookInitiator) EndpointDisabledWithBody(ctx context.Context, targetURL string, params *EndpointDisabledParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4031,6 +4104,30 @@ func (p *WebhookInitiator) FlowEventWithBody(ctx context.Context, targetURL stri
 
 func (p *WebhookInitiator) FlowEvent(ctx context.Context, targetURL string, params *FlowEventParams, body FlowEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewFlowEventWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) ThinEventWithBody(ctx context.Context, targetURL string, params *ThinEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewThinEventWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) ThinEvent(ctx context.Context, targetURL string, params *ThinEventParams, body ThinEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewThinEventWebhookRequest(targetURL, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4115,6 +4212,67 @@ func NewFlowEventWebhookRequest(targetURL string, params *FlowEventParams, body 
 
 // NewFlowEventWebhookRequestWithBody builds a POST request for the flowEvent webhook with any body
 func NewFlowEventWebhookRequestWithBody(targetURL string, params *FlowEventParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewThinEventWebhookRequest builds a application/json POST request for the thinEvent webhook
+func NewThinEventWebhookRequest(targetURL string, params *ThinEventParams, body ThinEventJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewThinEventWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewThinEventWebhookRequestWithBody builds a POST request for the thinEvent webhook with any body
+func NewThinEventWebhookRequestWithBody(targetURL string, params *ThinEventParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 	_ = err
 

@@ -377,13 +377,17 @@ func (w *Worker) signingSecrets(ctx context.Context, organizationID string, stor
 // with the header webhook-delivery: abort, which ends this event's retries.
 func (w *Worker) send(ctx context.Context, ev store.Event, secrets []string) (status int, failure string, abort bool) {
 	ts := time.Now().Unix()
-	// webhook-id is the event's: the same on every retry, and on the
-	// event's deliveries to other destinations.
-	sig, err := signing.Sign(secrets, ev.EventID, ts, []byte(ev.Body))
+	body, err := bodyOf(ev)
 	if err != nil {
 		return 0, err.Error(), false
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ev.URL, bytes.NewReader([]byte(ev.Body)))
+	// webhook-id is the event's: the same on every retry, and on the
+	// event's deliveries to other destinations.
+	sig, err := w.signature(ctx, ev, secrets, ts, body)
+	if err != nil {
+		return 0, err.Error(), false
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ev.URL, bytes.NewReader(body))
 	if err != nil {
 		return 0, "invalid webhook URL", false
 	}

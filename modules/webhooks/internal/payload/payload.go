@@ -3,6 +3,8 @@
 package payload
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/url"
 	"time"
 )
@@ -69,4 +71,50 @@ func Origin(raw string) string {
 		return ""
 	}
 	return u.Scheme + "://" + u.Host
+}
+
+// Thin is the JSON body of an event sent to an endpoint that asks for thin
+// events: what happened and to what, and where to read the current state,
+// nothing more (no status, nothing about the flow's person).
+type Thin struct {
+	Type      string   `json:"type"`
+	Timestamp string   `json:"timestamp"`
+	Data      ThinData `json:"data"`
+}
+
+// ThinData is a thin event's data: the ids of the full event's data.
+type ThinData struct {
+	EventID        string    `json:"eventId"`
+	OrganizationID string    `json:"organizationId"`
+	FlowID         string    `json:"flowId,omitempty"`
+	ReferenceID    string    `json:"referenceId,omitempty"`
+	Sequence       int       `json:"sequence,omitempty"`
+	EndpointID     string    `json:"endpointId,omitempty"`
+	Links          ThinLinks `json:"links"`
+}
+
+// ThinLinks are the API paths, relative to flowd's base URL, that return
+// the current state of what a thin event names.
+type ThinLinks struct {
+	Event string `json:"event"`
+	Flow  string `json:"flow,omitempty"`
+}
+
+// ThinOf returns the thin body of the full body of event eventID.
+func ThinOf(full []byte, eventID string) ([]byte, error) {
+	var ev struct {
+		Type      string   `json:"type"`
+		Timestamp string   `json:"timestamp"`
+		Data      ThinData `json:"data"`
+	}
+	if err := json.Unmarshal(full, &ev); err != nil {
+		return nil, fmt.Errorf("webhooks: reading an event's body: %w", err)
+	}
+	d := ev.Data
+	d.EventID = eventID
+	d.Links = ThinLinks{Event: "/api/events/" + url.PathEscape(eventID)}
+	if d.FlowID != "" {
+		d.Links.Flow = "/api/flows/" + url.PathEscape(d.FlowID)
+	}
+	return json.Marshal(Thin{Type: ev.Type, Timestamp: ev.Timestamp, Data: d})
 }

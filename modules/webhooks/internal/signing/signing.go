@@ -53,3 +53,19 @@ func Sign(secrets []string, id string, timestamp int64, body []byte) (string, er
 	}
 	return strings.Join(sigs, " "), nil
 }
+
+// Overlap is how long a rotated-out secret or key pair keeps signing, and
+// how long after an endpoint's signing changes both signatures are sent.
+const Overlap = 24 * time.Hour
+
+// Schemes says which signatures a delivery carries at now: its endpoint's
+// own (signing, "symmetric" or "asymmetric"; empty is symmetric), and,
+// within Overlap after it changed (changedAt), the other one too.
+func Schemes(signing string, changedAt *time.Time, now time.Time) (symmetric, asymmetric bool) {
+	asymmetric = signing == "asymmetric"
+	symmetric = !asymmetric
+	if changedAt != nil && now.Sub(*changedAt) < Overlap {
+		return true, true
+	}
+	return symmetric, asymmetric
+}

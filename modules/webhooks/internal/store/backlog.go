@@ -21,6 +21,7 @@ type BacklogRow struct {
 	Type, URL, State, LastError             string
 	CreatedAt                               time.Time
 	Attempts                                int
+	Test                                    bool // a test event's delivery
 }
 
 // DeliveryBacklog counts an organization's deliveries not delivered and
@@ -44,7 +45,7 @@ func DeliveryBacklog(ctx context.Context, db DB, organizationID string, limit in
 	rows, err := db.Query(ctx, `
 		select e.id::text, e.event_id::text, e.flow_id, e.task_id, coalesce(e.endpoint_id::text, ''), e.type, e.url,
 		       e.state, e.last_error, e.created_at,
-		       (select count(*) from webhook_attempts a where a.organization_id = e.organization_id and a.event_id = e.id)
+		       (select count(*) from webhook_attempts a where a.organization_id = e.organization_id and a.event_id = e.id), e.test
 		from webhook_events e
 		where e.organization_id = $1 and (e.state = 'failed' or (e.state = 'pending' and e.last_error <> ''))
 		order by e.created_at desc
@@ -55,7 +56,7 @@ func DeliveryBacklog(ctx context.Context, db DB, organizationID string, limit in
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (BacklogRow, error) {
 		var b BacklogRow
 		err := r.Scan(&b.ID, &b.EventID, &b.FlowID, &b.TaskID, &b.EndpointID, &b.Type, &b.URL, &b.State, &b.LastError,
-			&b.CreatedAt, &b.Attempts)
+			&b.CreatedAt, &b.Attempts, &b.Test)
 		return b, err
 	})
 	return c, list, err
@@ -65,9 +66,9 @@ func DeliveryBacklog(ctx context.Context, db DB, organizationID string, limit in
 func GetBacklogRow(ctx context.Context, db DB, organizationID, id string) (BacklogRow, error) {
 	var b BacklogRow
 	err := db.QueryRow(ctx, `
-		select id::text, event_id::text, flow_id, task_id, coalesce(endpoint_id::text, ''), type, url, state, last_error, created_at, 0
+		select id::text, event_id::text, flow_id, task_id, coalesce(endpoint_id::text, ''), type, url, state, last_error, created_at, 0, test
 		from webhook_events where organization_id = $1 and id = $2`, organizationID, id).
-		Scan(&b.ID, &b.EventID, &b.FlowID, &b.TaskID, &b.EndpointID, &b.Type, &b.URL, &b.State, &b.LastError, &b.CreatedAt, &b.Attempts)
+		Scan(&b.ID, &b.EventID, &b.FlowID, &b.TaskID, &b.EndpointID, &b.Type, &b.URL, &b.State, &b.LastError, &b.CreatedAt, &b.Attempts, &b.Test)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return BacklogRow{}, ErrNotFound
 	}

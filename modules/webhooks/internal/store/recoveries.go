@@ -96,7 +96,7 @@ func (s Scope) sql() (joins, send string) {
 			`d.state = 'failed' and (@host = '' or lower(substring(d.url from '^[^:/?#]+://([^/?#]*)')) = @host) and g.deleted is null`
 	}
 	return `left join webhook_events d on d.organization_id = @org and d.endpoint_id = @endpoint::uuid and d.event_id = e.id` + deleted,
-		`(cardinality(@types::text[]) = 0 or e.type = any (@types::text[]))
+		`not e.test and (cardinality(@types::text[]) = 0 or e.type = any (@types::text[]))
 		and (d.state = 'failed' or (d.id is null and e.created_at >= @missedFrom::timestamptz)) and g.deleted is null`
 }
 
@@ -224,7 +224,7 @@ func ScanRecovery(ctx context.Context, tx DB, r RecoveryRun, s Scope, limit int)
 	}
 	rows, err := tx.Query(ctx, `
 		with e as (
-			select id, created_at, flow_id, type, body from events
+			select id, created_at, flow_id, type, body, test from events
 			where organization_id = @org and created_at <= @until and (created_at, id) > (@cursorAt, @cursorID::uuid)
 			order by created_at, id
 			limit @limit)

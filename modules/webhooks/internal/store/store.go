@@ -39,6 +39,9 @@ type StoredEvent struct {
 	Type           string
 	Body           string
 	CreatedAt      time.Time
+	// Test marks an event a person sent to try one endpoint: it names no
+	// flow and goes to no other destination.
+	Test bool
 }
 
 // Event is a row of webhook_events: the delivery of an event to one URL.
@@ -55,6 +58,11 @@ type Event struct {
 	State          string
 	LastError      string
 	JobID          int64
+	// Signing and Payload are the endpoint's (symmetric and full for a
+	// flow's own URL); SigningChangedAt is when its signing last changed.
+	// GetEventAndSecrets alone reads them.
+	Signing, Payload string
+	SigningChangedAt *time.Time
 }
 
 // Target is an organization endpoint an event fans out to.
@@ -173,11 +181,13 @@ func GetEventAndSecrets(ctx context.Context, db DB, organizationID, id string) (
 		select e.id::text, e.event_id::text, e.organization_id, e.flow_id, e.task_id, e.type, e.url, e.body, e.state, e.last_error, e.job_id,
 			s.secret, s.created_at,
 			case when s.previous_expires_at > now() then s.previous_secret end,
-			case when s.previous_expires_at > now() then s.previous_expires_at end
+			case when s.previous_expires_at > now() then s.previous_expires_at end,
+			coalesce(w.signing, 'symmetric'), coalesce(w.payload, 'full'), w.signing_changed_at
 		from webhook_events e left join webhook_secrets s on s.organization_id = e.organization_id
+		left join webhook_endpoints w on w.organization_id = e.organization_id and w.id = e.endpoint_id
 		where e.organization_id = $1 and e.id = $2`, organizationID, id).
 		Scan(&e.ID, &e.EventID, &e.OrganizationID, &e.FlowID, &e.TaskID, &e.Type, &e.URL, &e.Body, &e.State, &e.LastError, &e.JobID,
-			&cur, &createdAt, &prev, &prevExp)
+			&cur, &createdAt, &prev, &prevExp, &e.Signing, &e.Payload, &e.SigningChangedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Event{}, nil, ErrNotFound
 	}
@@ -371,64 +381,6 @@ func Attempts(ctx context.Context, db DB, organizationID, flowID string, limit i
 	})
 }
 
-// Secrets are an organization's signing secrets.
-type Secrets struct {
-	Current         string
-	CreatedAt       time.Time
-	Previous        string // empty when none signs any more
-	PreviousExpires time.Time
-}
-
-// GetSecrets returns an organization's secrets; a previous secret past its
-// expiry is left out. ErrNotFound.
-func GetSecrets(ctx context.Context, db DB, organizationID string) (Secrets, error) {
-	var s Secrets
-	var prev *string
-	var prevExp *time.Time
-	err := db.QueryRow(ctx, `
-		select secret, created_at,
-			case when previous_expires_at > now() then previous_secret end,
-			case when previous_expires_at > now() then previous_expires_at end
-		from webhook_secrets where organization_id = $1`, organizationID).
-		Scan(&s.Current, &s.CreatedAt, &prev, &prevExp)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Secrets{}, ErrNotFound
-	}
-	if prev != nil && prevExp != nil {
-		s.Previous, s.PreviousExpires = *prev, *prevExp
-	}
-	return s, err
-}
-
-// InsertSecret stores an organization's first secret; when it already has one,
-// that one is kept. It returns the secret in force.
-func InsertSecret(ctx context.Context, db DB, organizationID, secret string) (Secrets, error) {
-	if _, err := db.Exec(ctx, `
-		insert into webhook_secrets (organization_id, secret) values ($1, $2)
-		on conflict (organization_id) do nothing`, organizationID, secret); err != nil {
-		return Secrets{}, err
-	}
-	return GetSecrets(ctx, db, organizationID)
-}
-
-// RotateSecret makes secret the organization's current one; the current one
-// keeps signing for overlap. ErrNotFound when the organization has none.
-func RotateSecret(ctx context.Context, db DB, organizationID, secret string, overlap time.Duration) (time.Time, error) {
-	var createdAt time.Time
-	err := db.QueryRow(ctx, `
-		update webhook_secrets set
-			previous_secret = secret,
-			previous_expires_at = now() + make_interval(secs => $3),
-			secret = $2,
-			created_at = now()
-		where organization_id = $1
-		returning created_at`, organizationID, secret, overlap.Seconds()).Scan(&createdAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return time.Time{}, ErrNotFound
-	}
-	return createdAt, err
-}
-
 // DeleteFinished deletes up to limit deliveries of every organization
 // finished before before, with their attempts, and returns how many it
 // deleted. A delivery finishes after it is created: the creation time's
@@ -523,11 +475,11 @@ func nullIfEmpty(s string) *string {
 
 // storedEventColumns are the columns scanStoredEvent reads; an event of no
 // flow reads as flow "" and sequence 0.
-const storedEventColumns = `id::text, organization_id, coalesce(flow_id, ''), coalesce(sequence, 0), type, body, created_at`
+const storedEventColumns = `id::text, organization_id, coalesce(flow_id, ''), coalesce(sequence, 0), type, body, created_at, test`
 
 func scanStoredEvent(r pgx.CollectableRow) (StoredEvent, error) {
 	var e StoredEvent
-	err := r.Scan(&e.ID, &e.OrganizationID, &e.FlowID, &e.Sequence, &e.Type, &e.Body, &e.CreatedAt)
+	err := r.Scan(&e.ID, &e.OrganizationID, &e.FlowID, &e.Sequence, &e.Type, &e.Body, &e.CreatedAt, &e.Test)
 	return e, err
 }
 
