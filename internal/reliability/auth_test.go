@@ -303,6 +303,8 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 				body = draftBody
 			case r.Method == "POST" && strings.HasSuffix(r.Path, "/withdraw"):
 				body = `{"reason":"the suite"}`
+			case r.Method == "POST" && strings.HasSuffix(r.Path, "/uses"):
+				body = `{"action":"the suite"}`
 			case r.Method == "PATCH" && strings.Contains(r.Path, "{endpointId}"):
 				body = `{"enabled":false}`
 			}
