@@ -208,7 +208,17 @@ type Service struct {
 	salts      map[string][]byte // by organization; a salt never changes
 	keys       jose.JSONWebKeySet
 	keysLoaded time.Time
+	// verified holds the receipts found genuine under keys, by the SHA-256
+	// of their JWS: a receipt never changes, and the person's own page
+	// checks the same ones on every view. Loading the keys again forgets
+	// them.
+	verified map[[sha256.Size]byte]Verified
+	keysGen  int // counts the loads of keys
 }
+
+// maxVerified bounds the receipts Verify remembers; when full it forgets
+// them all, which costs only checks made again.
+const maxVerified = 4096
 
 // receiptKeysMaxAge is how long Verify trusts the receipt keys it loaded;
 // a receipt signed by a key it has not seen reloads them sooner.
@@ -284,37 +294,58 @@ func (s *Service) SignTx(ctx context.Context, tx database.Tx, in Facts) (flows.S
 
 // Verify implements Checker.
 func (s *Service) Verify(ctx context.Context, jws string) (Verified, error) {
-	keys, err := s.receiptKeys(ctx, false)
-	if err != nil {
-		return Verified{}, err
+	sum := sha256.Sum256([]byte(jws))
+	keys, gen, v, known, err := s.receiptKeysFor(ctx, sum, false)
+	if err != nil || known {
+		return v, err
 	}
-	v, err := Verify(jws, keys, s.issuer)
+	v, err = Verify(jws, keys, s.issuer)
 	var bad *InvalidError
 	if errors.As(err, &bad) && bad.UnknownKey {
 		// Another instance may have rotated since the keys were loaded.
-		if keys, err = s.receiptKeys(ctx, true); err != nil {
+		if keys, gen, _, _, err = s.receiptKeysFor(ctx, sum, true); err != nil {
 			return Verified{}, err
 		}
 		v, err = Verify(jws, keys, s.issuer)
 	}
+	if err == nil {
+		s.remember(sum, gen, v)
+	}
 	return v, err
 }
 
-// receiptKeys returns the receipt keys, loaded at most once a second when
-// reload asks and otherwise once a minute.
-func (s *Service) receiptKeys(ctx context.Context, reload bool) (jose.JSONWebKeySet, error) {
+// receiptKeysFor returns the receipt keys, loaded at most once a second
+// when reload asks and otherwise once a minute, with the load they came
+// from, and, when the receipt whose JWS has the SHA-256 sum was found
+// genuine under them, what was found.
+func (s *Service) receiptKeysFor(ctx context.Context, sum [sha256.Size]byte, reload bool) (jose.JSONWebKeySet, int, Verified, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	age := time.Since(s.keysLoaded)
-	if age < receiptKeysMaxAge && (!reload || age < time.Second) {
-		return s.keys, nil
+	if age >= receiptKeysMaxAge || (reload && age >= time.Second) {
+		keys, err := s.signer.ReceiptKeys(ctx)
+		if err != nil {
+			return jose.JSONWebKeySet{}, 0, Verified{}, false, err
+		}
+		s.keys, s.keysLoaded, s.verified = keys, time.Now(), nil
+		s.keysGen++
 	}
-	keys, err := s.signer.ReceiptKeys(ctx)
-	if err != nil {
-		return jose.JSONWebKeySet{}, err
+	v, ok := s.verified[sum]
+	return s.keys, s.keysGen, v, ok, nil
+}
+
+// remember keeps v, found under the keys of load gen, unless the keys were
+// loaded again meanwhile.
+func (s *Service) remember(sum [sha256.Size]byte, gen int, v Verified) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if gen != s.keysGen {
+		return
 	}
-	s.keys, s.keysLoaded = keys, time.Now()
-	return keys, nil
+	if s.verified == nil || len(s.verified) >= maxVerified {
+		s.verified = make(map[[sha256.Size]byte]Verified)
+	}
+	s.verified[sum] = v
 }
 
 // SubjectMatches implements Checker.
