@@ -47,6 +47,11 @@ type Endpoint struct {
 	// Version grows with every change of the endpoint: by a person, by
 	// flowd disabling it, and by its health (FailingSince) changing.
 	Version int
+	// Ordering is the order the endpoint receives a flow's events in.
+	Ordering Ordering
+	// RateLimit is the most deliveries a second the endpoint receives; 0
+	// means no limit.
+	RateLimit int
 }
 
 // ETag is the endpoint's entity tag, which names its version.
@@ -63,6 +68,8 @@ type NewEndpoint struct {
 	Description string
 	EventTypes  []EventType // empty: every type
 	Enabled     bool
+	Ordering    Ordering // empty: Unordered
+	RateLimit   int      // 0: no limit
 }
 
 // EndpointUpdate changes an endpoint: each field that is not nil replaces
@@ -72,6 +79,8 @@ type EndpointUpdate struct {
 	Description *string
 	EventTypes  *[]EventType
 	Enabled     *bool
+	Ordering    *Ordering
+	RateLimit   *int // 0 removes the limit
 }
 
 // EndpointChange is an endpoint before and after an update.
@@ -91,6 +100,12 @@ func (c EndpointChange) Describe() string {
 	}
 	if !slices.Equal(c.Before.EventTypes, c.After.EventTypes) {
 		parts = append(parts, "eventTypes")
+	}
+	if c.Before.Ordering != c.After.Ordering {
+		parts = append(parts, "ordering")
+	}
+	if c.Before.RateLimit != c.After.RateLimit {
+		parts = append(parts, "rateLimit")
 	}
 	if c.Before.Enabled != c.After.Enabled {
 		if c.After.Enabled {
@@ -177,6 +192,9 @@ func (n NewEndpoint) Normalize() NewEndpoint {
 	n.URL = strings.TrimSpace(n.URL)
 	n.Description = strings.TrimSpace(n.Description)
 	n.EventTypes = normalizeTypes(n.EventTypes)
+	if n.Ordering == "" {
+		n.Ordering = Unordered
+	}
 	return n
 }
 
@@ -188,6 +206,10 @@ func (n NewEndpoint) Validate(r EndpointRules) error {
 	checkEndpointURL(&f, strings.TrimSpace(n.URL), r)
 	checkDescription(&f, strings.TrimSpace(n.Description))
 	checkTypes(&f, n.EventTypes)
+	if n.Ordering != "" {
+		checkOrdering(&f, n.Ordering)
+	}
+	checkRateLimit(&f, n.RateLimit)
 	return f.Err()
 }
 
@@ -203,6 +225,12 @@ func (u EndpointUpdate) Validate(r EndpointRules) error {
 	if u.EventTypes != nil {
 		checkTypes(&f, *u.EventTypes)
 	}
+	if u.Ordering != nil {
+		checkOrdering(&f, *u.Ordering)
+	}
+	if u.RateLimit != nil {
+		checkRateLimit(&f, *u.RateLimit)
+	}
 	return f.Err()
 }
 
@@ -216,6 +244,12 @@ func (u EndpointUpdate) apply(e Endpoint) Endpoint {
 	}
 	if u.EventTypes != nil {
 		e.EventTypes = normalizeTypes(*u.EventTypes)
+	}
+	if u.Ordering != nil {
+		e.Ordering = *u.Ordering
+	}
+	if u.RateLimit != nil {
+		e.RateLimit = *u.RateLimit
 	}
 	if u.Enabled != nil {
 		if *u.Enabled && !e.Enabled {

@@ -25,15 +25,19 @@ type Endpoint struct {
 	// Version grows with every change of the row: each statement that
 	// updates webhook_endpoints sets version = version + 1.
 	Version int
+	// Ordering is 'none' or 'per-flow'.
+	Ordering string
+	// RateLimit is the most deliveries a second; nil for no limit.
+	RateLimit *int
 }
 
 const endpointColumns = `organization_id, id::text, url, description, event_types, enabled, disabled_reason,
-	failing_since, disabled_at, created_at, updated_at, version`
+	failing_since, disabled_at, created_at, updated_at, version, ordering, rate_limit`
 
 func scanEndpoint(row pgx.Row) (Endpoint, error) {
 	var e Endpoint
 	err := row.Scan(&e.OrganizationID, &e.ID, &e.URL, &e.Description, &e.EventTypes, &e.Enabled, &e.DisabledReason,
-		&e.FailingSince, &e.DisabledAt, &e.CreatedAt, &e.UpdatedAt, &e.Version)
+		&e.FailingSince, &e.DisabledAt, &e.CreatedAt, &e.UpdatedAt, &e.Version, &e.Ordering, &e.RateLimit)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, ErrNotFound
 	}
@@ -74,10 +78,10 @@ func CountEndpoints(ctx context.Context, db DB, organizationID string) (int, err
 // stored disabled is disabled from its creation.
 func InsertEndpoint(ctx context.Context, db DB, e Endpoint) (Endpoint, error) {
 	return scanEndpoint(db.QueryRow(ctx, `
-		insert into webhook_endpoints (organization_id, id, url, description, event_types, enabled, disabled_at)
-		values ($1, $2, $3, $4, $5, $6, `+disabledAt(e.Enabled, true, "null")+`)
+		insert into webhook_endpoints (organization_id, id, url, description, event_types, enabled, disabled_at, ordering, rate_limit)
+		values ($1, $2, $3, $4, $5, $6, `+disabledAt(e.Enabled, true, "null")+`, $7, $8)
 		returning `+endpointColumns,
-		e.OrganizationID, e.ID, e.URL, e.Description, e.EventTypes, e.Enabled))
+		e.OrganizationID, e.ID, e.URL, e.Description, e.EventTypes, e.Enabled, e.Ordering, e.RateLimit))
 }
 
 // disabledAt is the SQL of an endpoint's disabled_at once it is enabled or
@@ -122,10 +126,10 @@ func UpdateEndpoint(ctx context.Context, db DB, e Endpoint, wasEnabled bool) (En
 	return scanEndpoint(db.QueryRow(ctx, `
 		update webhook_endpoints set url = $3, description = $4, event_types = $5, enabled = $6,
 			disabled_reason = $7, failing_since = $8, updated_at = now(), version = version + 1,
-			disabled_at = `+disabledAt(e.Enabled, wasEnabled, "disabled_at")+`
+			disabled_at = `+disabledAt(e.Enabled, wasEnabled, "disabled_at")+`, ordering = $9, rate_limit = $10
 		where organization_id = $1 and id = $2
 		returning `+endpointColumns,
-		e.OrganizationID, e.ID, e.URL, e.Description, e.EventTypes, e.Enabled, e.DisabledReason, e.FailingSince))
+		e.OrganizationID, e.ID, e.URL, e.Description, e.EventTypes, e.Enabled, e.DisabledReason, e.FailingSince, e.Ordering, e.RateLimit))
 }
 
 // DeleteEndpoint removes an endpoint and returns it as it was. ErrNotFound.
