@@ -30,13 +30,21 @@ type WebhookEndpoint struct {
 	DisabledAt *apiInstant `json:"disabledAt"`
 	CreatedAt  apiInstant  `json:"createdAt"`
 	UpdatedAt  apiInstant  `json:"updatedAt"`
+	// Ordering is "none" or "per-flow".
+	Ordering string `json:"ordering"`
+	// RateLimit is the most deliveries a second; null for no limit.
+	RateLimit *int `json:"rateLimit"`
 }
 
 // newWebhookEndpoint renders e.
 func newWebhookEndpoint(e webhooks.Endpoint) WebhookEndpoint {
 	out := WebhookEndpoint{ID: e.ID, URL: e.URL, Description: e.Description, EventTypes: make([]string, len(e.EventTypes)),
 		Enabled: e.Enabled, DisabledReason: nonEmpty(e.DisabledReason), FailingSince: (*apiInstant)(e.FailingSince),
-		DisabledAt: (*apiInstant)(e.DisabledAt), CreatedAt: apiInstant(e.CreatedAt), UpdatedAt: apiInstant(e.UpdatedAt)}
+		DisabledAt: (*apiInstant)(e.DisabledAt), CreatedAt: apiInstant(e.CreatedAt), UpdatedAt: apiInstant(e.UpdatedAt),
+		Ordering: string(e.Ordering)}
+	if e.RateLimit > 0 {
+		out.RateLimit = &e.RateLimit
+	}
 	for i, t := range e.EventTypes {
 		out.EventTypes[i] = string(t)
 	}
@@ -51,10 +59,17 @@ type endpointRequest struct {
 	Description *string   `json:"description"`
 	EventTypes  *[]string `json:"eventTypes"`
 	Enabled     *bool     `json:"enabled"`
+	Ordering    *string   `json:"ordering"`
+	// RateLimit 0 removes the limit.
+	RateLimit *int `json:"rateLimit"`
 }
 
 func (r endpointRequest) update() webhooks.EndpointUpdate {
-	u := webhooks.EndpointUpdate{URL: r.URL, Description: r.Description, Enabled: r.Enabled}
+	u := webhooks.EndpointUpdate{URL: r.URL, Description: r.Description, Enabled: r.Enabled, RateLimit: r.RateLimit}
+	if r.Ordering != nil {
+		o := webhooks.Ordering(*r.Ordering)
+		u.Ordering = &o
+	}
 	if r.EventTypes != nil {
 		types := make([]webhooks.EventType, len(*r.EventTypes))
 		for i, t := range *r.EventTypes {
@@ -79,6 +94,12 @@ func (r endpointRequest) newEndpoint() webhooks.NewEndpoint {
 	}
 	if u.Enabled != nil {
 		n.Enabled = *u.Enabled
+	}
+	if u.Ordering != nil {
+		n.Ordering = *u.Ordering
+	}
+	if u.RateLimit != nil {
+		n.RateLimit = *u.RateLimit
 	}
 	return n
 }
