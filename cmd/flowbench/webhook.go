@@ -25,6 +25,10 @@ type receiver struct {
 	lastAt   time.Time            // the last of them
 	// A hanging receiver's requests: all so far, held now, most held at once.
 	calls, holding, most int
+	// hangAll and hangFlows make the receiver hang, as hang does, on every
+	// request or on those of some flows.
+	hangAll   bool
+	hangFlows map[string]bool
 
 	srv  *http.Server
 	base string // http://127.0.0.1:port
@@ -65,6 +69,10 @@ func (r *receiver) answer(w http.ResponseWriter, req *http.Request) {
 			FlowID string `json:"flowId"`
 		} `json:"data"`
 	}
+	if json.Unmarshal(body, &ev) == nil && r.hangs(ev.Data.FlowID) {
+		r.hang(w, req)
+		return
+	}
 	if json.Unmarshal(body, &ev) == nil && ev.Type == "flow.created" {
 		r.mu.Lock()
 		if _, seen := r.received[ev.Data.FlowID]; !seen {
@@ -92,6 +100,13 @@ func (r *receiver) hang(_ http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.holding--
 	r.mu.Unlock()
+}
+
+// hangs reports whether the receiver hangs on a request of flowID.
+func (r *receiver) hangs(flowID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hangAll || r.hangFlows[flowID]
 }
 
 func (r *receiver) close() {
