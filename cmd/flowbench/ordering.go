@@ -54,9 +54,9 @@ func (b *bench) dropEndpoint(ctx context.Context, o org, id string) error {
 
 // webhookOrderedScenario measures an endpoint with per-flow ordering while
 // some of its flows hang: stuckFlows flows are created and cancelled, and
-// the receiver holds the delivery of each one's flow.created until flowd's
-// timeout gives up on it, every time, so that their flow.cancelled waits
-// behind it, held. Meanwhile flows are created as in the webhook scenario,
+// the receiver holds the delivery of each one's flow.created for stuckFor
+// and fails it, every time, so that their flow.cancelled waits behind it,
+// held. Meanwhile flows are created as in the webhook scenario,
 // each delivered only to the endpoint, and their time from 201 to receipt
 // is measured: a hanging flow should delay only itself.
 func webhookOrderedScenario(ctx context.Context, b *bench) (Result, error) {
@@ -70,6 +70,7 @@ func webhookOrderedScenario(ctx context.Context, b *bench) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	heldBefore := b.metric(ctx, "flowd_webhook_deliveries_held_in_order_total")
 	rcv.mu.Lock()
 	rcv.hangAll, rcv.hangFlows = true, map[string]bool{}
 	rcv.mu.Unlock()
@@ -103,7 +104,6 @@ func webhookOrderedScenario(ctx context.Context, b *bench) (Result, error) {
 	rcv.hangAll = false
 	rcv.mu.Unlock()
 
-	heldBefore := b.metric(ctx, "flowd_webhook_deliveries_held_in_order_total")
 	created := newCreations()
 	var n atomic.Int64
 	var s sample
@@ -129,9 +129,9 @@ func webhookOrderedScenario(ctx context.Context, b *bench) (Result, error) {
 		r.FirstError = fmt.Sprintf("%d events not delivered within %s of the run's end", missing, receiptWait)
 	}
 	b.note("webhook-ordered: %.0f creates/s to an endpoint with per-flow ordering while %d flows hang at it "+
-		"(%d requests held until flowd's timeout, their later events held in order %.0f times); the other flows got %.0f deliveries/s "+
+		"(%d requests held %s and failed, their later events held in order %.0f times); the other flows got %.0f deliveries/s "+
 		"(%s of creates), p50 %.1f ms, p99 %.1f ms from 201 to receipt (target: p50 < 100 ms %s, keeping up %s)",
-		cr.RPS, stuckFlows, calls, held, r.DeliveriesPerSec, pct(r.DeliveriesPerSec, cr.RPS), r.P50ms, r.P99ms,
+		cr.RPS, stuckFlows, calls, stuckFor, held, r.DeliveriesPerSec, pct(r.DeliveriesPerSec, cr.RPS), r.P50ms, r.P99ms,
 		check(len(lat) > 0 && r.P50ms < 100), check(missing == 0 && r.DeliveriesPerSec >= 0.95*cr.RPS))
 	return r, b.dropEndpoint(ctx, b.main, endpointID)
 }

@@ -70,7 +70,7 @@ func (r *receiver) answer(w http.ResponseWriter, req *http.Request) {
 		} `json:"data"`
 	}
 	if json.Unmarshal(body, &ev) == nil && r.hangs(ev.Data.FlowID) {
-		r.hang(w, req)
+		r.hangThenFail(w, req)
 		return
 	}
 	if json.Unmarshal(body, &ev) == nil && ev.Type == "flow.created" {
@@ -100,6 +100,31 @@ func (r *receiver) hang(_ http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.holding--
 	r.mu.Unlock()
+}
+
+// stuckFor is how long the receiver holds a request of a flow it hangs
+// on before it answers 503: less than flowd's timeout (10 s), so that the
+// flow fails and is retried without the host's circuit opening, which would
+// hold back every flow's deliveries to it.
+const stuckFor = 8 * time.Second
+
+// hangThenFail holds a request as hang does, for stuckFor at most, and
+// then answers 503.
+func (r *receiver) hangThenFail(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	r.calls++
+	r.holding++
+	r.most = max(r.most, r.holding)
+	r.mu.Unlock()
+	select {
+	case <-req.Context().Done():
+	case <-r.stop:
+	case <-time.After(stuckFor):
+	}
+	r.mu.Lock()
+	r.holding--
+	r.mu.Unlock()
+	w.WriteHeader(http.StatusServiceUnavailable)
 }
 
 // hangs reports whether the receiver hangs on a request of flowID.

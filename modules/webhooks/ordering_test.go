@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/webhooks"
 )
@@ -257,13 +259,24 @@ func TestOrderingOffReleasesHeldDeliveries(t *testing.T) {
 	}
 	e := orderedEndpoint(t, b, r)
 	publishFlows(t, b, []string{"flow-1"}, 3)
+	// Held, and their snoozes recorded: River records a job's end a moment
+	// after the worker returns, and a job still running cannot be moved.
 	eventually(t, "two deliveries held", func() bool {
-		var n int
-		if err := b.pool.QueryRow(context.Background(), `select count(*) from webhook_events
-			where organization_id = $1 and held`, b.org).Scan(&n); err != nil {
+		rows, err := b.pool.Query(context.Background(), `select id::text from webhook_events
+			where organization_id = $1 and held`, b.org)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return n == 2
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if jobState(t, b.pool, id) != "scheduled" {
+				return false
+			}
+		}
+		return len(ids) == 2
 	})
 	endpoints := webhooks.NewEndpoints(b.pool, webhooks.EndpointRules{AllowPrivate: true, AllowInsecureURLs: true})
 	none := webhooks.Unordered

@@ -163,7 +163,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	if err != nil {
 		return fmt.Errorf("webhook policy: %w", err)
 	}
-	if policy.InOrder() {
+	if policy.InOrder() && policy.PendingBefore {
 		held, err := w.holdInOrder(ctx, ev, policy)
 		if err != nil {
 			return err

@@ -20,6 +20,12 @@ type Policy struct {
 	RateLimit int
 	// Slot is the throttle's slot the delivery took and has not used yet.
 	Slot *time.Time
+	// PendingBefore: when read, an earlier delivery of the flow to the
+	// ordered endpoint was pending. Read without the flow's order lock, it
+	// is a hint: HoldInOrder decides under the lock. Without it the
+	// delivery may go, as a delivery of an earlier event cannot be stored
+	// after a later one.
+	PendingBefore bool
 }
 
 // InOrder reports whether the delivery waits for its flow's earlier ones.
@@ -34,12 +40,17 @@ func DeliveryPolicy(ctx context.Context, db DB, organizationID, id string) (Poli
 	var rate *int
 	err := db.QueryRow(ctx, `
 		select coalesce(d.endpoint_id::text, ''), d.flow_id, coalesce(e.sequence, 0), coalesce(w.ordering = 'per-flow', false),
-			w.rate_limit, d.throttle_slot
+			w.rate_limit, d.throttle_slot,
+			case when w.ordering = 'per-flow' then exists (select from webhook_events p join events pe
+					on pe.organization_id = p.organization_id and pe.id = p.event_id
+				where p.organization_id = $1 and p.flow_id = d.flow_id and p.endpoint_id = d.endpoint_id
+				  and p.state = 'pending' and p.id <> d.id and pe.sequence < e.sequence)
+			else false end
 		from webhook_events d
 		left join events e on e.organization_id = d.organization_id and e.id = d.event_id
 		left join webhook_endpoints w on w.organization_id = d.organization_id and w.id = d.endpoint_id
 		where d.organization_id = $1 and d.id = $2`, organizationID, id).
-		Scan(&p.EndpointID, &p.FlowID, &p.Sequence, &p.Ordered, &rate, &p.Slot)
+		Scan(&p.EndpointID, &p.FlowID, &p.Sequence, &p.Ordered, &rate, &p.Slot, &p.PendingBefore)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Policy{}, ErrNotFound
 	}
