@@ -129,7 +129,7 @@ func webhookBacklogScenario(ctx context.Context, b *bench) (Result, error) {
 	}
 	u, _ := url.Parse(endpointURL)
 	seedStart := time.Now()
-	if err := b.seedBacklog(ctx, owner.ID, endpoint.ID, endpointURL, u.Host); err != nil {
+	if err := b.seedBacklog(ctx, owner.ID, endpoint.ID, endpointURL, u.Host, b.o.backlog); err != nil {
 		return Result{}, fmt.Errorf("seed the backlog: %w", err)
 	}
 	due := time.Now()
@@ -206,14 +206,14 @@ func (b *bench) paced(ctx context.Context, rate int, stop func() bool, hookURL s
 // seedBacklog stores the backlog and analyzes the tables it fills in one
 // transaction, so that the backlog comes due at once, analyzed: an outage's
 // worth of rows would have had autovacuum analyze them.
-func (b *bench) seedBacklog(ctx context.Context, orgID, endpointID, endpointURL, host string) error {
+func (b *bench) seedBacklog(ctx context.Context, orgID, endpointID, endpointURL, host string, n int) error {
 	conn, err := pgx.Connect(ctx, b.dbURL)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(ctx)
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, backlogSeed, orgID, endpointID, endpointURL, host, b.o.backlog); err != nil {
+		if _, err := tx.Exec(ctx, backlogSeed, orgID, endpointID, endpointURL, host, n); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `analyze river_job, webhook_events, webhook_attempts, events`)

@@ -23,7 +23,7 @@ type scenario func(ctx context.Context, b *bench) (Result, error)
 // allScenarios is the default order: creates first, so that later scenarios
 // read a database that has been written to.
 var allScenarios = []string{"token", "create", "retrieve", "retrieve-dpop", "list-first", "list-deep", "mixed", "person-page", "webhook",
-	"webhook-isolation", "webhook-backlog"}
+	"webhook-isolation", "webhook-ordered", "webhook-throttle", "webhook-backlog"}
 
 var scenarioByName = map[string]scenario{
 	"token":    tokenScenario,
@@ -39,6 +39,8 @@ var scenarioByName = map[string]scenario{
 	// The delivery scenarios that leave rows and held deliveries behind go last.
 	"webhook-isolation": webhookIsolationScenario,
 	"webhook-backlog":   webhookBacklogScenario,
+	"webhook-ordered":   webhookOrderedScenario,
+	"webhook-throttle":  webhookThrottleScenario,
 }
 
 // measure drives flowd with op and pgbench with files (vars defined) in

@@ -25,6 +25,10 @@ type receiver struct {
 	lastAt   time.Time            // the last of them
 	// A hanging receiver's requests: all so far, held now, most held at once.
 	calls, holding, most int
+	// hangAll and hangFlows make the receiver hang, as hang does, on every
+	// request or on those of some flows.
+	hangAll   bool
+	hangFlows map[string]bool
 
 	srv  *http.Server
 	base string // http://127.0.0.1:port
@@ -65,6 +69,10 @@ func (r *receiver) answer(w http.ResponseWriter, req *http.Request) {
 			FlowID string `json:"flowId"`
 		} `json:"data"`
 	}
+	if json.Unmarshal(body, &ev) == nil && r.hangs(ev.Data.FlowID) {
+		r.hangThenFail(w, req)
+		return
+	}
 	if json.Unmarshal(body, &ev) == nil && ev.Type == "flow.created" {
 		r.mu.Lock()
 		if _, seen := r.received[ev.Data.FlowID]; !seen {
@@ -92,6 +100,38 @@ func (r *receiver) hang(_ http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.holding--
 	r.mu.Unlock()
+}
+
+// stuckFor is how long the receiver holds a request of a flow it hangs
+// on before it answers 503: less than flowd's timeout (10 s), so that the
+// flow fails and is retried without the host's circuit opening, which would
+// hold back every flow's deliveries to it.
+const stuckFor = 8 * time.Second
+
+// hangThenFail holds a request as hang does, for stuckFor at most, and
+// then answers 503.
+func (r *receiver) hangThenFail(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	r.calls++
+	r.holding++
+	r.most = max(r.most, r.holding)
+	r.mu.Unlock()
+	select {
+	case <-req.Context().Done():
+	case <-r.stop:
+	case <-time.After(stuckFor):
+	}
+	r.mu.Lock()
+	r.holding--
+	r.mu.Unlock()
+	w.WriteHeader(http.StatusServiceUnavailable)
+}
+
+// hangs reports whether the receiver hangs on a request of flowID.
+func (r *receiver) hangs(flowID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hangAll || r.hangFlows[flowID]
 }
 
 func (r *receiver) close() {

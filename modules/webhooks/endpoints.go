@@ -55,6 +55,11 @@ type Endpoint struct {
 	// For SigningOverlap after, deliveries carry both signatures, so that
 	// its receiver can move from one to the other without a gap.
 	SigningChangedAt *time.Time
+	// Ordering is the order the endpoint receives a flow's events in.
+	Ordering Ordering
+	// RateLimit is the most deliveries a second the endpoint receives; 0
+	// means no limit.
+	RateLimit int
 }
 
 // Signing is the Standard Webhooks signature an endpoint's deliveries carry.
@@ -99,8 +104,10 @@ type NewEndpoint struct {
 	Description string
 	EventTypes  []EventType // empty: every type
 	Enabled     bool
-	Signing     Signing // empty: symmetric
-	Payload     Payload // empty: full
+	Signing     Signing  // empty: symmetric
+	Payload     Payload  // empty: full
+	Ordering    Ordering // empty: Unordered
+	RateLimit   int      // 0: no limit
 }
 
 // EndpointUpdate changes an endpoint: each field that is not nil replaces
@@ -112,6 +119,8 @@ type EndpointUpdate struct {
 	Enabled     *bool
 	Signing     *Signing
 	Payload     *Payload
+	Ordering    *Ordering
+	RateLimit   *int // 0 removes the limit
 }
 
 // EndpointChange is an endpoint before and after an update.
@@ -137,6 +146,12 @@ func (c EndpointChange) Describe() string {
 	}
 	if c.Before.Payload != c.After.Payload {
 		parts = append(parts, "payload")
+	}
+	if c.Before.Ordering != c.After.Ordering {
+		parts = append(parts, "ordering")
+	}
+	if c.Before.RateLimit != c.After.RateLimit {
+		parts = append(parts, "rateLimit")
 	}
 	if c.Before.Enabled != c.After.Enabled {
 		if c.After.Enabled {
@@ -229,6 +244,9 @@ func (n NewEndpoint) Normalize() NewEndpoint {
 	if n.Payload == "" {
 		n.Payload = PayloadFull
 	}
+	if n.Ordering == "" {
+		n.Ordering = Unordered
+	}
 	return n
 }
 
@@ -246,6 +264,10 @@ func (n NewEndpoint) Validate(r EndpointRules) error {
 	if n.Payload != "" {
 		checkPayload(&f, n.Payload)
 	}
+	if n.Ordering != "" {
+		checkOrdering(&f, n.Ordering)
+	}
+	checkRateLimit(&f, n.RateLimit)
 	return f.Err()
 }
 
@@ -267,6 +289,12 @@ func (u EndpointUpdate) Validate(r EndpointRules) error {
 	if u.Payload != nil {
 		checkPayload(&f, *u.Payload)
 	}
+	if u.Ordering != nil {
+		checkOrdering(&f, *u.Ordering)
+	}
+	if u.RateLimit != nil {
+		checkRateLimit(&f, *u.RateLimit)
+	}
 	return f.Err()
 }
 
@@ -286,6 +314,12 @@ func (u EndpointUpdate) apply(e Endpoint) Endpoint {
 	}
 	if u.Payload != nil {
 		e.Payload = *u.Payload
+	}
+	if u.Ordering != nil {
+		e.Ordering = *u.Ordering
+	}
+	if u.RateLimit != nil {
+		e.RateLimit = *u.RateLimit
 	}
 	if u.Enabled != nil {
 		if *u.Enabled && !e.Enabled {

@@ -32,7 +32,10 @@ func fromEndpointRow(r store.Endpoint) Endpoint {
 	e := Endpoint{ID: r.ID, OrganizationID: r.OrganizationID, URL: r.URL, Description: r.Description,
 		EventTypes: make([]EventType, len(r.EventTypes)), Enabled: r.Enabled, FailingSince: r.FailingSince,
 		DisabledAt: r.DisabledAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version,
-		Signing: Signing(r.Signing), Payload: Payload(r.Payload), SigningChangedAt: r.SigningChangedAt}
+		Signing: Signing(r.Signing), Payload: Payload(r.Payload), SigningChangedAt: r.SigningChangedAt, Ordering: Ordering(r.Ordering)}
+	if r.RateLimit != nil {
+		e.RateLimit = *r.RateLimit
+	}
 	for i, t := range r.EventTypes {
 		e.EventTypes[i] = EventType(t)
 	}
@@ -45,7 +48,13 @@ func fromEndpointRow(r store.Endpoint) Endpoint {
 func toEndpointRow(e Endpoint) store.Endpoint {
 	r := store.Endpoint{OrganizationID: e.OrganizationID, ID: e.ID, URL: e.URL, Description: e.Description,
 		EventTypes: make([]string, len(e.EventTypes)), Enabled: e.Enabled, FailingSince: e.FailingSince,
-		Signing: string(e.Signing), Payload: string(e.Payload), SigningChangedAt: e.SigningChangedAt}
+		Signing: string(e.Signing), Payload: string(e.Payload), SigningChangedAt: e.SigningChangedAt, Ordering: string(e.Ordering)}
+	if r.Ordering == "" {
+		r.Ordering = string(Unordered)
+	}
+	if e.RateLimit > 0 {
+		r.RateLimit = &e.RateLimit
+	}
 	for i, t := range e.EventTypes {
 		r.EventTypes[i] = string(t)
 	}
@@ -95,7 +104,7 @@ func (s *EndpointStore) Create(ctx context.Context, organizationID string, n New
 		}
 		row, err := store.InsertEndpoint(ctx, tx, toEndpointRow(Endpoint{ID: id.String(), OrganizationID: organizationID,
 			URL: n.URL, Description: n.Description, EventTypes: n.EventTypes, Enabled: n.Enabled,
-			Signing: n.Signing, Payload: n.Payload}))
+			Signing: n.Signing, Payload: n.Payload, Ordering: n.Ordering, RateLimit: n.RateLimit}))
 		if err != nil {
 			return err
 		}
@@ -167,6 +176,12 @@ func (s *EndpointStore) Update(ctx context.Context, organizationID, id string, u
 			return endpointNotFound(err)
 		}
 		out = fromEndpointRow(row)
+		if was.Ordering == PerFlow && out.Ordering != PerFlow {
+			// The deliveries held in order would sleep on until HeldRecheck.
+			if err := store.ReleaseHeld(ctx, tx, organizationID, id); err != nil {
+				return err
+			}
+		}
 		return database.RunBeforeCommit(ctx, tx, EndpointChange{Before: was, After: out}, before)
 	})
 	if err != nil {

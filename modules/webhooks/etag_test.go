@@ -154,11 +154,15 @@ func TestAnEndpointsWritesCheckIfMatch(t *testing.T) {
 // TestEveryUpdateOfAnEndpointGrowsItsVersion reads the module's SQL: each
 // statement that updates webhook_endpoints must grow version, or the
 // endpoint's ETag stays while what the API shows of it changes, and an
-// If-Match read before the change would still hold.
+// If-Match read before the change would still hold. The throttle's next
+// slot, which the API does not show and every throttled delivery moves, is
+// the one column an update may set alone without it.
 func TestEveryUpdateOfAnEndpointGrowsItsVersion(t *testing.T) {
 	t.Parallel()
 	statement := regexp.MustCompile(`(?is)update\s+webhook_endpoints\b.*?\bwhere\b`)
 	grows := regexp.MustCompile(`(?i)\bversion\s*=\s*(\w+\.)?version\s*\+\s*1\b`)
+	throttleOnly := regexp.MustCompile(`(?is)^update\s+webhook_endpoints\s+set\s+throttle_next\s*=\s*` +
+		`greatest\(coalesce\(throttle_next, \$\d\), \$\d\) \+ make_interval\(secs => \$\d\)\s+where$`)
 	files, err := filepath.Glob(filepath.Join("internal", "store", "*.go"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("the store's files: %v %v", files, err)
@@ -171,7 +175,7 @@ func TestEveryUpdateOfAnEndpointGrowsItsVersion(t *testing.T) {
 		}
 		for _, s := range statement.FindAll(src, -1) {
 			n++
-			if !grows.Match(s) {
+			if !grows.Match(s) && !throttleOnly.Match(s) {
 				t.Errorf("%s: an update of webhook_endpoints that leaves version:\n%s", file, s)
 			}
 		}

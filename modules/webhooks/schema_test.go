@@ -6,8 +6,8 @@ import (
 )
 
 // TestNoIndexHoldsWhatAnAttemptWrites: an attempt updates its delivery's
-// state, last error and finish time, and a redelivery or a recovery its job
-// and URL. With none of them in an index of webhook_events, nor in an
+// state, last error and finish time, whether it is held in its flow's order
+// and its throttle slot, and a redelivery or a recovery its job and URL. With none of them in an index of webhook_events, nor in an
 // index's predicate, PostgreSQL updates the row in place (HOT, migration
 // 020); migration 022's keys by organization must keep it so.
 func TestNoIndexHoldsWhatAnAttemptWrites(t *testing.T) {
@@ -17,7 +17,7 @@ func TestNoIndexHoldsWhatAnAttemptWrites(t *testing.T) {
 		select i.indexrelid::regclass::text, a.attname
 		from pg_index i, pg_attribute a
 		where i.indrelid = 'webhook_events'::regclass and a.attrelid = i.indrelid
-		  and a.attname = any (array['state', 'last_error', 'finished_at', 'job_id', 'url'])
+		  and a.attname = any (array['state', 'last_error', 'finished_at', 'job_id', 'url', 'held', 'throttle_slot'])
 		  and (a.attnum = any (i.indkey)
 		    or pg_get_expr(i.indpred, i.indrelid) ~ ('\m' || a.attname || '\M')
 		    or pg_get_expr(i.indexprs, i.indrelid) ~ ('\m' || a.attname || '\M'))`)

@@ -32,6 +32,10 @@ type WebhookEndpoint struct {
 	UpdatedAt  apiInstant  `json:"updatedAt"`
 	Signing    string      `json:"signing"`
 	Payload    string      `json:"payload"`
+	// Ordering is "none" or "per-flow".
+	Ordering string `json:"ordering"`
+	// RateLimit is the most deliveries a second; null for no limit.
+	RateLimit *int `json:"rateLimit"`
 }
 
 // newWebhookEndpoint renders e.
@@ -39,7 +43,10 @@ func newWebhookEndpoint(e webhooks.Endpoint) WebhookEndpoint {
 	out := WebhookEndpoint{ID: e.ID, URL: e.URL, Description: e.Description, EventTypes: make([]string, len(e.EventTypes)),
 		Enabled: e.Enabled, DisabledReason: nonEmpty(e.DisabledReason), FailingSince: (*apiInstant)(e.FailingSince),
 		DisabledAt: (*apiInstant)(e.DisabledAt), CreatedAt: apiInstant(e.CreatedAt), UpdatedAt: apiInstant(e.UpdatedAt),
-		Signing: string(e.Signing), Payload: string(e.Payload)}
+		Signing: string(e.Signing), Payload: string(e.Payload), Ordering: string(e.Ordering)}
+	if e.RateLimit > 0 {
+		out.RateLimit = &e.RateLimit
+	}
 	for i, t := range e.EventTypes {
 		out.EventTypes[i] = string(t)
 	}
@@ -56,11 +63,18 @@ type endpointRequest struct {
 	Enabled     *bool     `json:"enabled"`
 	Signing     *string   `json:"signing"`
 	Payload     *string   `json:"payload"`
+	Ordering    *string   `json:"ordering"`
+	// RateLimit 0 removes the limit.
+	RateLimit *int `json:"rateLimit"`
 }
 
 func (r endpointRequest) update() webhooks.EndpointUpdate {
 	u := webhooks.EndpointUpdate{URL: r.URL, Description: r.Description, Enabled: r.Enabled,
-		Signing: (*webhooks.Signing)(r.Signing), Payload: (*webhooks.Payload)(r.Payload)}
+		Signing: (*webhooks.Signing)(r.Signing), Payload: (*webhooks.Payload)(r.Payload), RateLimit: r.RateLimit}
+	if r.Ordering != nil {
+		o := webhooks.Ordering(*r.Ordering)
+		u.Ordering = &o
+	}
 	if r.EventTypes != nil {
 		types := make([]webhooks.EventType, len(*r.EventTypes))
 		for i, t := range *r.EventTypes {
@@ -91,6 +105,12 @@ func (r endpointRequest) newEndpoint() webhooks.NewEndpoint {
 	}
 	if u.Payload != nil {
 		n.Payload = *u.Payload
+	}
+	if u.Ordering != nil {
+		n.Ordering = *u.Ordering
+	}
+	if u.RateLimit != nil {
+		n.RateLimit = *u.RateLimit
 	}
 	return n
 }

@@ -58,7 +58,7 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
 	a := endpointOf(t, r)
-	if got := webtest.KeysOf(r.JSON(t)); got != "createdAt,description,disabledAt,disabledReason,enabled,eventTypes,failingSince,id,payload,signing,updatedAt,url" {
+	if got := webtest.KeysOf(r.JSON(t)); got != "createdAt,description,disabledAt,disabledReason,enabled,eventTypes,failingSince,id,ordering,payload,rateLimit,signing,updatedAt,url" {
 		t.Errorf("members %s", got)
 	}
 	if a.URL != "https://hooks.bank.example/flowd?k=secret" || a.Description != "Decisions" || !a.Enabled || a.DisabledReason != nil ||
@@ -261,5 +261,43 @@ func TestAnOrganizationsHundredFirstEndpointIsAConflict(t *testing.T) {
 	// Another organization is not held to it.
 	if r := e.Call(t, "POST", "/api/webhook-endpoints", webtest.TokB, `{"url":"https://one-more.example/"}`); r.Status != 201 {
 		t.Fatalf("another organization: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestWebhookEndpointOrderingAndRateLimit: an endpoint is unordered and
+// unthrottled unless asked; POST and PATCH set per-flow ordering and a rate
+// limit, a PATCH with rateLimit 0 removes it, and values out of range are a
+// 400 naming the field that changes nothing.
+func TestWebhookEndpointOrderingAndRateLimit(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	r := e.Call(t, "POST", "/api/webhook-endpoints", webtest.TokA, `{"url":"https://hooks.bank.example/plain"}`)
+	if r.Status != http.StatusCreated || !strings.Contains(string(r.Body), `"ordering":"none"`) || !strings.Contains(string(r.Body), `"rateLimit":null`) {
+		t.Fatalf("defaults: %d %s", r.Status, r.Body)
+	}
+	r = e.Call(t, "POST", "/api/webhook-endpoints", webtest.TokA,
+		`{"url":"https://hooks.bank.example/ordered","ordering":"per-flow","rateLimit":20}`)
+	a := endpointOf(t, r)
+	if r.Status != http.StatusCreated || a.Ordering != "per-flow" || a.RateLimit == nil || *a.RateLimit != 20 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	for body, field := range map[string]string{`{"ordering":"strict"}`: "ordering", `{"rateLimit":1001}`: "rateLimit",
+		`{"rateLimit":-1}`: "rateLimit"} {
+		r = e.Call(t, "PATCH", "/api/webhook-endpoints/"+a.ID, webtest.TokA, body)
+		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), `"`+field+`"`) {
+			t.Errorf("PATCH %s: %d %s", body, r.Status, r.Body)
+		}
+	}
+	r = e.Call(t, "PATCH", "/api/webhook-endpoints/"+a.ID, webtest.TokA, `{"description":"kept"}`)
+	if got := endpointOf(t, r); r.Status != 200 || got.Ordering != "per-flow" || got.RateLimit == nil || *got.RateLimit != 20 {
+		t.Fatalf("a PATCH of another member changed them: %d %s", r.Status, r.Body)
+	}
+	r = e.Call(t, "PATCH", "/api/webhook-endpoints/"+a.ID, webtest.TokA, `{"ordering":"none","rateLimit":0}`)
+	if got := endpointOf(t, r); r.Status != 200 || got.Ordering != "none" || got.RateLimit != nil {
+		t.Fatalf("turned off: %d %s", r.Status, r.Body)
+	}
+	if r = e.Call(t, "GET", "/api/webhook-endpoints/"+a.ID, webtest.TokA, ""); !strings.Contains(string(r.Body), `"ordering":"none"`) ||
+		!strings.Contains(string(r.Body), `"rateLimit":null`) {
+		t.Fatalf("get: %s", r.Body)
 	}
 }

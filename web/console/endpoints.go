@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,8 +23,11 @@ import (
 
 // endpointFormField maps a webhooks module field name to the form's.
 func endpointFormField(field string) string {
-	if strings.HasPrefix(field, "eventTypes") {
+	switch {
+	case strings.HasPrefix(field, "eventTypes"):
 		return "event_types"
+	case field == "rateLimit":
+		return "rate_limit"
 	}
 	return field
 }
@@ -119,7 +123,11 @@ func (h *Handler) renderEndpoints(c echo.Context, status int, since, host string
 // ticked being e's.
 func (h *Handler) endpointForm(c echo.Context, heading, action, submit string, e webhooks.Endpoint, errs map[string]string) pages.EndpointFormPage {
 	p := pages.EndpointFormPage{Frame: h.Frame(c, "webhooks", heading), Heading: heading, Action: action, Submit: submit,
-		URL: e.URL, Description: e.Description, Enabled: e.Enabled, Signing: string(e.Signing), Payload: string(e.Payload), Errors: errs}
+		URL: e.URL, Description: e.Description, Enabled: e.Enabled, Signing: string(e.Signing), Payload: string(e.Payload),
+		PerFlow: e.Ordering == webhooks.PerFlow, Errors: errs}
+	if e.RateLimit != 0 {
+		p.RateLimit = strconv.Itoa(e.RateLimit)
+	}
 	for _, t := range webhooks.EventTypes {
 		p.Events = append(p.Events, pages.EventChoice{Value: string(t), Checked: slices.Contains(e.EventTypes, t)})
 	}
@@ -140,9 +148,19 @@ func bindEndpointForm(c echo.Context) (*httpkit.Form, webhooks.Endpoint, error) 
 	}
 	e := webhooks.Endpoint{URL: strings.TrimSpace(f.Value("url")), Description: strings.TrimSpace(f.Value("description")),
 		EventTypes: []webhooks.EventType{}, Enabled: f.Bool("enabled"),
-		Signing: webhooks.Signing(f.Value("signing")), Payload: webhooks.Payload(f.Value("payload"))}
+		Signing: webhooks.Signing(f.Value("signing")), Payload: webhooks.Payload(f.Value("payload")), Ordering: webhooks.Unordered}
 	for _, t := range f.All("event_types") {
 		e.EventTypes = append(e.EventTypes, webhooks.EventType(t))
+	}
+	if o := f.Value("ordering"); o != "" {
+		e.Ordering = webhooks.Ordering(o)
+	}
+	if r := strings.TrimSpace(f.Value("rate_limit")); r != "" {
+		n, err := strconv.Atoi(r)
+		if err != nil || n == 0 {
+			n = -1 // out of range: the module names the field
+		}
+		e.RateLimit = n
 	}
 	return f, e, nil
 }
@@ -181,7 +199,7 @@ func (h *Handler) HandleConsoleCreateEndpoint(c echo.Context) error {
 	}
 	created, err := h.endpoints.Create(c.Request().Context(), StaffOf(c).OrganizationID,
 		webhooks.NewEndpoint{URL: e.URL, Description: e.Description, EventTypes: e.EventTypes, Enabled: e.Enabled,
-			Signing: e.Signing, Payload: e.Payload},
+			Signing: e.Signing, Payload: e.Payload, Ordering: e.Ordering, RateLimit: e.RateLimit},
 		Audited(h, c, identity.AuditWebhookEndpointCreate, func(e webhooks.Endpoint) (string, string) { return e.ID, httpkit.EndpointAudit(e) }))
 	if status, ok := refusedEndpoint(f, err); ok {
 		return h.Render(c, status, pages.EndpointForm(h.endpointForm(c, "Add a webhook endpoint", "/console/webhooks",
@@ -220,7 +238,7 @@ func (h *Handler) HandleConsoleSaveEndpoint(c echo.Context) error {
 	}
 	saved, err := h.endpoints.Update(c.Request().Context(), StaffOf(c).OrganizationID, c.Param("id"),
 		webhooks.EndpointUpdate{URL: &e.URL, Description: &e.Description, EventTypes: &e.EventTypes, Enabled: &e.Enabled,
-			Signing: sent(e.Signing), Payload: sent(e.Payload)}, etag.Any,
+			Signing: sent(e.Signing), Payload: sent(e.Payload), Ordering: &e.Ordering, RateLimit: &e.RateLimit}, etag.Any,
 		Audited(h, c, identity.AuditWebhookEndpointUpdate, func(ch webhooks.EndpointChange) (string, string) {
 			return ch.After.ID, ch.Describe() + ": " + httpkit.EndpointAudit(ch.After)
 		}))

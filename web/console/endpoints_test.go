@@ -37,8 +37,9 @@ func TestConsoleWebhookEndpoints(t *testing.T) {
 
 	// Add: bad fields come back beside their fields, with what was typed.
 	p = admin.Post(ls.URL+"/console/webhooks", url.Values{"csrf": {csrf}, "url": {"http://10.0.0.7/hook"},
-		"description": {"Loan \x07system"}, "event_types": {"flow.accepted", "flow.bogus"}, "enabled": {"true"}})
+		"description": {"Loan \x07system"}, "event_types": {"flow.accepted", "flow.bogus"}, "enabled": {"true"}, "rate_limit": {"5000"}})
 	if p.Status != http.StatusBadRequest || !strings.Contains(p.Body, `id="url-error"`) || !strings.Contains(p.Body, `id="description-error"`) ||
+		!strings.Contains(p.Body, `id="rate_limit-error"`) ||
 		!strings.Contains(p.Body, `id="event_types-error"`) || !strings.Contains(p.Body, `value="http://10.0.0.7/hook"`) ||
 		!strings.Contains(p.Body, `value="flow.accepted" checked`) {
 		t.Fatalf("bad fields: %d %s", p.Status, p.Body)
@@ -47,13 +48,15 @@ func TestConsoleWebhookEndpoints(t *testing.T) {
 		t.Fatal("a refused form stored an endpoint")
 	}
 	p = admin.Post(ls.URL+"/console/webhooks", url.Values{"csrf": {csrf}, "url": {"https://hooks.hook.example/flowd"},
-		"description": {"Loan system"}, "event_types": {"flow.rejected", "flow.accepted"}, "enabled": {"true"}})
+		"description": {"Loan system"}, "event_types": {"flow.rejected", "flow.accepted"}, "enabled": {"true"},
+		"ordering": {"per-flow"}, "rate_limit": {"25"}})
 	if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, ls.URL+"/console/webhooks?notice=endpoint_added") {
 		t.Fatalf("add: %d %s %s", p.Status, p.Location, p.Body)
 	}
 	eps := list()
 	if len(eps) != 1 || eps[0].URL != "https://hooks.hook.example/flowd" || !eps[0].Enabled ||
-		!slices.Equal(eps[0].EventTypes, []webhooks.EventType{webhooks.FlowAccepted, webhooks.FlowRejected}) {
+		!slices.Equal(eps[0].EventTypes, []webhooks.EventType{webhooks.FlowAccepted, webhooks.FlowRejected}) ||
+		eps[0].Ordering != webhooks.PerFlow || eps[0].RateLimit != 25 {
 		t.Fatalf("added %+v", eps)
 	}
 	id := eps[0].ID
@@ -72,7 +75,8 @@ func TestConsoleWebhookEndpoints(t *testing.T) {
 	// Edit: the form is filled in; every field is replaced; all events when none is ticked.
 	p = admin.Get(ls.URL + "/console/webhooks/" + id + "/edit")
 	if p.Status != http.StatusOK || !strings.Contains(p.Body, `value="https://hooks.hook.example/flowd"`) ||
-		!strings.Contains(p.Body, `value="flow.rejected" checked`) || strings.Contains(p.Body, `value="flow.created" checked`) {
+		!strings.Contains(p.Body, `value="flow.rejected" checked`) || strings.Contains(p.Body, `value="flow.created" checked`) ||
+		!strings.Contains(p.Body, `value="per-flow" checked`) || !strings.Contains(p.Body, `name="rate_limit" type="number" min="1" max="1000" inputmode="numeric" value="25"`) {
 		t.Fatalf("edit form: %d %s", p.Status, p.Body)
 	}
 	p = admin.Post(ls.URL+"/console/webhooks/"+id, url.Values{"csrf": {csrf}, "url": {"https://v2.hook.example/"},
@@ -80,7 +84,8 @@ func TestConsoleWebhookEndpoints(t *testing.T) {
 	if p.Status != http.StatusSeeOther {
 		t.Fatalf("save: %d %s", p.Status, p.Body)
 	}
-	if e := list()[0]; e.URL != "https://v2.hook.example/" || e.Description != "Everything" || len(e.EventTypes) != 0 || !e.Enabled {
+	if e := list()[0]; e.URL != "https://v2.hook.example/" || e.Description != "Everything" || len(e.EventTypes) != 0 || !e.Enabled ||
+		e.Ordering != webhooks.Unordered || e.RateLimit != 0 {
 		t.Fatalf("saved %+v", e)
 	}
 	if p := admin.Post(ls.URL+"/console/webhooks/"+id, url.Values{"csrf": {csrf}, "url": {"https://[::1]/"}, "enabled": {"true"}}); p.Status != http.StatusBadRequest ||
@@ -181,7 +186,7 @@ func TestConsoleWebhookEndpoints(t *testing.T) {
 	slices.Reverse(got)
 	want := []string{
 		"webhook_endpoint.create https://hooks.hook.example; flow.accepted flow.rejected; enabled",
-		"webhook_endpoint.update url, description, eventTypes: https://v2.hook.example; all events; enabled",
+		"webhook_endpoint.update url, description, eventTypes, ordering, rateLimit: https://v2.hook.example; all events; enabled",
 		"webhook_endpoint.update disabled: https://v2.hook.example; all events; disabled",
 		"webhook_endpoint.update enabled: https://v2.hook.example; all events; enabled",
 		"webhook_endpoint.delete https://v2.hook.example; all events; enabled",

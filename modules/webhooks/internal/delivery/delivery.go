@@ -159,6 +159,26 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 		return w.report(ctx, ev, gone, ev.LastError)
 	}
 
+	policy, err := store.DeliveryPolicy(ctx, w.pool, ev.OrganizationID, ev.ID)
+	if err != nil {
+		return fmt.Errorf("webhook policy: %w", err)
+	}
+	if policy.InOrder() && policy.PendingBefore {
+		held, err := w.holdInOrder(ctx, ev, policy)
+		if err != nil {
+			return err
+		}
+		if held {
+			w.metrics.inOrder.Inc()
+			return river.JobSnooze(HeldRecheck)
+		}
+	}
+	if policy.RateLimit > 0 {
+		if wait := w.throttle(ctx, job, ev, policy); wait != nil {
+			return wait
+		}
+	}
+
 	secrets, err := w.signingSecrets(ctx, ev.OrganizationID, stored)
 	if err != nil {
 		return err
@@ -217,9 +237,13 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	}
 	dbctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	rec, err := store.RecordAttempt(dbctx, w.pool, store.Attempt{
-		OrganizationID: ev.OrganizationID, EventID: ev.ID, At: start, StatusCode: status, Error: failure, Latency: latency,
-	}, state, message, time.Now())
+	attempt := store.Attempt{OrganizationID: ev.OrganizationID, EventID: ev.ID, At: start, StatusCode: status, Error: failure, Latency: latency}
+	var rec store.Recorded
+	if policy.InOrder() {
+		rec, err = w.recordInOrder(dbctx, attempt, state, message, policy)
+	} else {
+		rec, err = store.RecordAttempt(dbctx, w.pool, attempt, state, message, time.Now())
+	}
 	if err != nil {
 		return fmt.Errorf("record attempt: %w", err)
 	}

@@ -13,6 +13,8 @@ type metrics struct {
 	deliveries *prometheus.CounterVec
 	latency    prometheus.Histogram
 	held       prometheus.Counter
+	inOrder    prometheus.Counter
+	throttled  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -30,9 +32,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "flowd_webhook_deliveries_held_total",
 			Help: "Webhook deliveries held back (snoozed, not attempted) because their host had too many in flight or did not answer in time.",
 		}),
+		inOrder: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flowd_webhook_deliveries_held_in_order_total",
+			Help: "Webhook deliveries to endpoints with per-flow ordering held (not attempted) until an earlier event of their flow was delivered or failed for good.",
+		}),
+		throttled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flowd_webhook_deliveries_throttled_total",
+			Help: "Webhook deliveries put off (not attempted) until their endpoint's rate limit allowed them.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.deliveries, m.latency, m.held)
+		reg.MustRegister(m.deliveries, m.latency, m.held, m.inOrder, m.throttled)
 	}
 	return m
 }

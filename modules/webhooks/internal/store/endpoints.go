@@ -29,15 +29,20 @@ type Endpoint struct {
 	// SigningChangedAt is when Signing last changed (nil: never).
 	Signing, Payload string
 	SigningChangedAt *time.Time
+	// Ordering is 'none' or 'per-flow'.
+	Ordering string
+	// RateLimit is the most deliveries a second; nil for no limit.
+	RateLimit *int
 }
 
 const endpointColumns = `organization_id, id::text, url, description, event_types, enabled, disabled_reason,
-	failing_since, disabled_at, created_at, updated_at, version, signing, payload, signing_changed_at`
+	failing_since, disabled_at, created_at, updated_at, version, signing, payload, signing_changed_at, ordering, rate_limit`
 
 func scanEndpoint(row pgx.Row) (Endpoint, error) {
 	var e Endpoint
 	err := row.Scan(&e.OrganizationID, &e.ID, &e.URL, &e.Description, &e.EventTypes, &e.Enabled, &e.DisabledReason,
-		&e.FailingSince, &e.DisabledAt, &e.CreatedAt, &e.UpdatedAt, &e.Version, &e.Signing, &e.Payload, &e.SigningChangedAt)
+		&e.FailingSince, &e.DisabledAt, &e.CreatedAt, &e.UpdatedAt, &e.Version, &e.Signing, &e.Payload, &e.SigningChangedAt,
+		&e.Ordering, &e.RateLimit)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, ErrNotFound
 	}
@@ -78,10 +83,11 @@ func CountEndpoints(ctx context.Context, db DB, organizationID string) (int, err
 // stored disabled is disabled from its creation.
 func InsertEndpoint(ctx context.Context, db DB, e Endpoint) (Endpoint, error) {
 	return scanEndpoint(db.QueryRow(ctx, `
-		insert into webhook_endpoints (organization_id, id, url, description, event_types, enabled, disabled_at, signing, payload)
-		values ($1, $2, $3, $4, $5, $6, `+disabledAt(e.Enabled, true, "null")+`, $7, $8)
+		insert into webhook_endpoints (organization_id, id, url, description, event_types, enabled, disabled_at, signing, payload,
+			ordering, rate_limit)
+		values ($1, $2, $3, $4, $5, $6, `+disabledAt(e.Enabled, true, "null")+`, $7, $8, $9, $10)
 		returning `+endpointColumns,
-		e.OrganizationID, e.ID, e.URL, e.Description, e.EventTypes, e.Enabled, e.Signing, e.Payload))
+		e.OrganizationID, e.ID, e.URL, e.Description, e.EventTypes, e.Enabled, e.Signing, e.Payload, e.Ordering, e.RateLimit))
 }
 
 // disabledAt is the SQL of an endpoint's disabled_at once it is enabled or
@@ -127,11 +133,11 @@ func UpdateEndpoint(ctx context.Context, db DB, e Endpoint, wasEnabled bool) (En
 		update webhook_endpoints set url = $3, description = $4, event_types = $5, enabled = $6,
 			disabled_reason = $7, failing_since = $8, updated_at = now(), version = version + 1,
 			disabled_at = `+disabledAt(e.Enabled, wasEnabled, "disabled_at")+`,
-			signing = $9, payload = $10, signing_changed_at = $11
+			signing = $9, payload = $10, signing_changed_at = $11, ordering = $12, rate_limit = $13
 		where organization_id = $1 and id = $2
 		returning `+endpointColumns,
 		e.OrganizationID, e.ID, e.URL, e.Description, e.EventTypes, e.Enabled, e.DisabledReason, e.FailingSince,
-		e.Signing, e.Payload, e.SigningChangedAt))
+		e.Signing, e.Payload, e.SigningChangedAt, e.Ordering, e.RateLimit))
 }
 
 // DeleteEndpoint removes an endpoint and returns it as it was. ErrNotFound.
