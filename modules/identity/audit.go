@@ -46,6 +46,10 @@ const (
 	AuditWebhookEndpointRecover = "webhook_endpoint.recover"
 	AuditWebhookRecover         = "webhook.recover" // of the flows' own webhook URLs
 	AuditEventRedeliver         = "event.redeliver"
+	// AuditSubjectErase is a person's erasure; AuditSubjectEraseReapplied
+	// its repetition after a restore from a backup taken before it.
+	AuditSubjectErase          = "subject.erase"
+	AuditSubjectEraseReapplied = "subject.erase_reapplied"
 	// A client revoked one of its tokens at /oauth/revoke.
 	AuditRefreshTokenRevoke = "refresh_token.revoke"
 	AuditAccessTokenRevoke  = "access_token.revoke"
