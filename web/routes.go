@@ -102,6 +102,9 @@ func (s *Server) routes() {
 	api.POST("/webhook-recoveries", a.HandleFlowURLRecover, authenticate, requireScope(identity.ScopeWebhooksManage), a.Idempotent)
 	api.GET("/webhook-recoveries", a.HandleFlowURLRecoveryList, authenticate, requireScope(identity.ScopeWebhooksManage))
 	api.GET("/webhook-recoveries/:recoveryId", a.HandleFlowURLRecoveryGet, authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.POST("/erasures", a.HandleErasureCreate, authenticate, requireScope(identity.ScopeErasuresWrite), a.Idempotent)
+	api.GET("/erasures", a.HandleErasureList, authenticate, requireScope(identity.ScopeErasuresWrite))
+	api.GET("/erasures/:id", a.HandleErasureGet, authenticate, requireScope(identity.ScopeErasuresWrite))
 
 	// Consent receipts: public; anyone holding a receipt may check it.
 	e.POST("/api/receipts/verify", a.HandleReceiptVerify)

@@ -25,6 +25,7 @@ import (
 	"github.com/flowd/flowd/internal/telemetry"
 	"github.com/flowd/flowd/internal/version"
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/identity/staff"
@@ -158,6 +159,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	answers := idempotency.New(pool, sealer, log, cfg.MaintenanceInterval)
 
 	journey := consent.NewJourney(pool, consentRequests, flowsModule, definitions, receipts, orgs, orgs, cfg.ConsentACRMap, log)
+	erasures := erasure.New(erasure.Deps{Pool: pool, Flows: flowsModule, Keys: flowsModule, Subjects: receipts, Answers: answers,
+		Events: hooks, Audit: ident.Audit, Signer: ident.Keys, Orgs: orgs, KeyEncryptionKey: cfg.KeyEncryptionKey,
+		Issuer: cfg.BaseURL.String(), NationalIDFormat: cfg.NationalIDFormat})
 	srv, err := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Webhooks: hooks,
 		Tokens: ident.Tokens, Bearer: ident.Tokens, JWKS: ident.Keys, Organizations: ident.Orgs, Clients: ident.Orgs,
@@ -168,7 +172,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 		Consent: journey, PersonPage: journey,
 		Withdrawals: consent.NewWithdrawals(pool, consentRequests, flowsModule, definitions, receipts),
 		Login:       provider, ConsoleRP: consoleRP, ConsentRP: consentRP, Sessions: sessions, Idempotency: answers,
-		Tracing: tracing,
+		Tracing: tracing, Erasures: erasures,
 	})
 	if err != nil {
 		return err

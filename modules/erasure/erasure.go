@@ -92,6 +92,10 @@ type Service interface {
 	List(ctx context.Context, organizationID string, limit int) ([]Erasure, error)
 	// Get returns one erasure with its kept receipts. ErrNotFound.
 	Get(ctx context.Context, organizationID, id string) (Erasure, error)
+	// Verify checks that jws is an erasure receipt of this flowd, against
+	// the receipt keys it publishes; an error wrapping ErrReceiptInvalid
+	// says why not.
+	Verify(ctx context.Context, jws string) (VerifiedReceipt, error)
 }
 
 // Flows is what erasure needs of the flows module: the person's flows

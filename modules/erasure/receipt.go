@@ -54,8 +54,16 @@ type ReceiptSigner interface {
 // an erasure receipt flowd signed; the wrapped reason is for people.
 var ErrReceiptInvalid = errors.New("not a valid erasure receipt")
 
+// InvalidReceiptError is an ErrReceiptInvalid with its reason.
+type InvalidReceiptError struct{ Reason string }
+
+func (e *InvalidReceiptError) Error() string { return ErrReceiptInvalid.Error() + ": " + e.Reason }
+
+// Is makes errors.Is(err, ErrReceiptInvalid) hold.
+func (e *InvalidReceiptError) Is(target error) bool { return target == ErrReceiptInvalid }
+
 func invalidReceipt(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrReceiptInvalid, fmt.Sprintf(format, args...))
+	return &InvalidReceiptError{Reason: fmt.Sprintf(format, args...)}
 }
 
 // maxReceipt bounds what VerifyReceipt reads.

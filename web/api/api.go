@@ -11,6 +11,7 @@ import (
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web/internal/httpkit"
@@ -32,6 +33,8 @@ type Deps struct {
 	// Idempotency keeps the answers to requests that carry an
 	// Idempotency-Key (flow creation's are the flows module's).
 	Idempotency idempotency.Store
+	// Erasures erases people from organizations.
+	Erasures erasure.Service
 }
 
 // Handler holds the API's handlers.
@@ -46,10 +49,11 @@ type Handler struct {
 	definitions consent.Definitions
 	receipts    consent.ReceiptChecker
 	answers     idempotency.Store
+	erasures    erasure.Service
 }
 
 // New returns the API's handlers, calling the modules of d.
 func New(d Deps) *Handler {
 	return &Handler{log: d.Log, cfg: d.Config, audit: d.Audit, flows: d.Flows, withdrawals: d.Withdrawals, webhooks: d.Webhooks, endpoints: d.Endpoints,
-		definitions: d.Definitions, receipts: d.Receipts, answers: d.Idempotency}
+		definitions: d.Definitions, receipts: d.Receipts, answers: d.Idempotency, erasures: d.Erasures}
 }
