@@ -56,7 +56,9 @@ func erasurePath(id string) string { return "/api/erasures/" + id }
 // person was erased before and nothing of them is left.
 func (h *Handler) HandleErasureCreate(c echo.Context) error {
 	var req erasureRequest
-	in := func() erasure.Request { return erasure.Request{NationalID: req.NationalID, KeepReceipts: req.KeepReceipts} }
+	in := func() erasure.Request {
+		return erasure.Request{NationalID: req.NationalID, KeepReceipts: req.KeepReceipts}
+	}
 	if err := httpkit.DecodeJSON(c, &req); err != nil {
 		return httpkit.WithFieldErrors(err, in().Validate(h.cfg.NationalIDFormat))
 	}
