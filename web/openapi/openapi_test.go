@@ -200,7 +200,7 @@ func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
 		"listFlowAttachments", "getFlowAttachment", "verifyReceipt", "checkReceiptSubject", "listEvents", "getEvent", "redeliverEvent",
 		"listWebhookEndpoints", "createWebhookEndpoint", "getWebhookEndpoint", "updateWebhookEndpoint", "deleteWebhookEndpoint",
 		"recoverWebhookEndpoint", "listWebhookRecoveries", "getWebhookRecovery", "recoverFlowWebhooks", "listFlowWebhookRecoveries", "getFlowWebhookRecovery",
-		"createToken", "revokeToken", "introspectToken", "getOpenAPIDocument"}
+		"erasePerson", "listErasures", "getErasure", "createToken", "revokeToken", "introspectToken", "getOpenAPIDocument"}
 	slices.Sort(want)
 	sorted := slices.Sorted(slices.Values(got))
 	if !slices.Equal(sorted, want) {
@@ -228,8 +228,8 @@ func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
 			t.Errorf("webhook %s: authorization %q does not name the signature header", h.ID, h.Auth)
 		}
 	}
-	if !slices.Equal(hooks, []string{"webhook-flowevent", "webhook-endpointdisabled"}) {
-		t.Fatalf("webhooks shown: %v, want flowEvent then endpointDisabled", hooks)
+	if !slices.Equal(hooks, []string{"webhook-flowevent", "webhook-endpointdisabled", "webhook-subjecterased", "webhook-subjecterasurerequested"}) {
+		t.Fatalf("webhooks shown: %v, want flowEvent, endpointDisabled, subjectErased, subjectErasureRequested", hooks)
 	}
 
 	create := p.Groups[0].Operations[0]
