@@ -21,8 +21,10 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/identitytest"
+	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/audit"
@@ -234,6 +236,17 @@ func NewAPI(t testing.TB, opts ...EnvOption) *APIEnv {
 	if hooks != nil {
 		d.Webhooks = hooks
 	}
+	erasureEvents := hooks
+	if erasureEvents == nil {
+		if erasureEvents, err = webhooks.New(pool, flows.NewTaskReports(pool), webhooks.Options{KeyEncryptionKey: key,
+			Log: log, Registry: prometheus.NewRegistry()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Idempotency = idempotency.New(pool, sealer, log, 0)
+	d.Erasures = erasure.New(erasure.Deps{Pool: pool, Flows: m, Keys: m, Subjects: receipts, Answers: d.Idempotency, Events: erasureEvents,
+		Audit: FakeIdentity{}, Signer: receiptKeys, Orgs: TestOrganizations{}, KeyEncryptionKey: key, Issuer: cfg.BaseURL.String(),
+		NationalIDFormat: fcfg.NationalIDFormat})
 	srv := NewServer(t, d)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)

@@ -37,7 +37,8 @@ const erasureColumns = `organization_id, id::text, subject, subject_key, flow_co
 // InsertErasure stores e unless a tombstone of its id is there already,
 // and reports whether it stored it.
 func InsertErasure(ctx context.Context, db DB, e Erasure) (bool, error) {
-	tag, err := db.Exec(ctx, `insert into erasures (`+erasureColumns+`) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+	tag, err := db.Exec(ctx, `insert into erasures (organization_id, id, subject, subject_key, flow_count, keep_receipts,
+		key_destroyed_at, erased_by, erased_at, receipt) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 		on conflict (organization_id, id) do nothing`, e.OrganizationID, e.ID, e.Subject, e.SubjectKey, e.FlowCount,
 		e.KeepReceipts, e.KeyDestroyedAt, e.ErasedBy, e.ErasedAt, e.Receipt)
 	return tag.RowsAffected() == 1, err
