@@ -160,6 +160,11 @@ func (s *Server) routes() {
 	staff.GET("/flows/:id/delete", cs.HandleConsoleDeleteConfirm, requireAdmin)
 	staff.POST("/flows/:id/delete", cs.HandleConsoleDelete, requireAdmin)
 	staff.GET("/deletions", cs.HandleConsoleDeletions).Name = "console.deletions"
+	staff.GET("/erasures", cs.HandleConsoleErasures).Name = "console.erasures"
+	staff.POST("/erasures/confirm", cs.HandleConsoleEraseConfirm, requireAdmin)
+	staff.POST("/erasures", cs.HandleConsoleErase, requireAdmin)
+	staff.GET("/erasures/:id/receipt", cs.HandleConsoleErasureReceipt)
+	staff.GET("/erasures/:id/kept/:receiptId", cs.HandleConsoleKeptReceipt)
 	staff.GET("/definitions", cs.HandleConsoleDefinitions).Name = "console.definitions"
 	staff.GET("/definitions/new", cs.HandleConsoleNewDefinition, requireAdmin)
 	staff.POST("/definitions", cs.HandleConsoleSaveDefinition, requireAdmin)
