@@ -34,14 +34,17 @@ create table erasure_kept_receipts (
 );
 
 -- A person's request, from their own page, that an organization erase
--- them: kept by subject_key, so that it outlives the flows an erasure
--- removes and the page can say when it was done.
+-- them: kept by keyed hashes of the person (subject_key within the
+-- organization, person_key across organizations, under the same key as
+-- subject_key), so that it outlives the flows an erasure removes and the
+-- person's page can say when it was done.
 create table erasure_requests (
     organization_id text not null,
     id              uuid not null,
     subject_key     bytea not null,
+    person_key      bytea not null,
     reference       text not null,
     requested_at    timestamptz not null,
     primary key (organization_id, id)
 );
-create index erasure_requests_by_subject on erasure_requests (organization_id, subject_key, requested_at desc);
+create index erasure_requests_by_person on erasure_requests (person_key, requested_at desc);

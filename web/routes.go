@@ -135,6 +135,7 @@ func (s *Server) routes() {
 	e.GET("/my/login", pp.HandleMyLogin)
 	e.GET("/my/:flow/withdraw", pp.HandleMyWithdrawPage)
 	e.POST("/my/:flow/withdraw", pp.HandleMyWithdraw)
+	e.POST("/my/erasure-requests", pp.HandleMyErasureRequest)
 
 	// Console: organization staff, by session.
 	// Sign-in: RequireStaff admits a session (staffOf, csrfTokenOf) and

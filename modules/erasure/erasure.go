@@ -96,6 +96,14 @@ type Service interface {
 	// the receipt keys it publishes; an error wrapping ErrReceiptInvalid
 	// says why not.
 	Verify(ctx context.Context, jws string) (VerifiedReceipt, error)
+	// RequestErasure records that the person of nationalID asks
+	// organizationID to erase them, naming them by reference, one of
+	// their flows' there, and publishes subject.erasure_requested. The
+	// caller checks that the flow is theirs.
+	RequestErasure(ctx context.Context, organizationID, nationalID, reference string) (PersonRequest, error)
+	// RequestsOf returns the person's latest request to each organization
+	// they asked to erase them, with when it was done.
+	RequestsOf(ctx context.Context, nationalID string) ([]PersonRequest, error)
 }
 
 // Flows is what erasure needs of the flows module: the person's flows

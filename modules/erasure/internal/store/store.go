@@ -117,28 +117,33 @@ func LockSubject(ctx context.Context, db DB, organizationID string, subjectKey [
 	return err
 }
 
-// Request is a row of erasure_requests.
+// Request is a row of erasure_requests, with when its person was last
+// erased from its organization since (erased_at, null when not yet).
 type Request struct {
-	OrganizationID string    `db:"organization_id"`
-	ID             string    `db:"id"`
-	Reference      string    `db:"reference"`
-	RequestedAt    time.Time `db:"requested_at"`
+	OrganizationID string     `db:"organization_id"`
+	ID             string     `db:"id"`
+	Reference      string     `db:"reference"`
+	RequestedAt    time.Time  `db:"requested_at"`
+	ErasedAt       *time.Time `db:"erased_at"`
 }
 
 // InsertRequest records a person's request to be erased.
-func InsertRequest(ctx context.Context, db DB, r Request, subjectKey []byte) error {
-	_, err := db.Exec(ctx, `insert into erasure_requests (organization_id, id, subject_key, reference, requested_at)
-		values ($1, $2, $3, $4, $5)`, r.OrganizationID, r.ID, subjectKey, r.Reference, r.RequestedAt)
+func InsertRequest(ctx context.Context, db DB, r Request, subjectKey, personKey []byte) error {
+	_, err := db.Exec(ctx, `insert into erasure_requests (organization_id, id, subject_key, person_key, reference, requested_at)
+		values ($1, $2, $3, $4, $5, $6)`, r.OrganizationID, r.ID, subjectKey, personKey, r.Reference, r.RequestedAt)
 	return err
 }
 
-// LatestRequest returns the person's latest request to the organization.
-// pgx.ErrNoRows.
-func LatestRequest(ctx context.Context, db DB, organizationID string, subjectKey []byte) (Request, error) {
-	rows, err := db.Query(ctx, `select organization_id, id::text, reference, requested_at from erasure_requests
-		where organization_id = $1 and subject_key = $2 order by requested_at desc limit 1`, organizationID, subjectKey)
+// RequestsOf returns the latest request of the person of personKey to each
+// organization, with the first erasure of them there since.
+func RequestsOf(ctx context.Context, db DB, personKey []byte) ([]Request, error) {
+	rows, err := db.Query(ctx, `select distinct on (r.organization_id) r.organization_id, r.id::text, r.reference, r.requested_at,
+			(select min(e.erased_at) from erasures e where e.organization_id = r.organization_id and e.subject_key = r.subject_key
+				and e.erased_at >= r.requested_at) as erased_at
+		from erasure_requests r where r.person_key = $1
+		order by r.organization_id, r.requested_at desc`, personKey)
 	if err != nil {
-		return Request{}, err
+		return nil, err
 	}
-	return pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Request])
+	return pgx.CollectRows(rows, pgx.RowToStructByName[Request])
 }
