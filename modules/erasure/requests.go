@@ -20,7 +20,7 @@ import (
 type PersonRequest struct {
 	OrganizationID   string
 	OrganizationName string
-	RequestedAt    time.Time
+	RequestedAt      time.Time
 	// ErasedAt is when the organization erased them since; nil until then.
 	ErasedAt *time.Time
 }
