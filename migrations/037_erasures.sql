@@ -1,3 +1,13 @@
+-- A consent definition version may say how long a completed flow is kept
+-- (retention, an ISO 8601 duration like validity); the flows module's
+-- leader erases completed flows past it. On Citus the table is distributed
+-- by now, so the change runs on its own, in the DO block.
+do $$
+begin
+    execute 'alter table consent_definition_versions add column retention text';
+end
+$$;
+
 -- Erasures: an organization erases a person, named by their national id.
 -- The tombstone keeps no national id: subject is the person's receipt
 -- subject (a keyed hash under the organization's receipt salt), and

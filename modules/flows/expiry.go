@@ -61,6 +61,7 @@ func newExpiryJobs(m *Manager, reg prometheus.Registerer) *river.Client[pgx.Tx] 
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &expiryWorker{m: m})
 	river.AddWorker(workers, &expirySweepWorker{m: m})
+	river.AddWorker(workers, &retentionSweepWorker{m: m})
 	client, err := river.NewClient(riverpgxv5.New(m.pool), &river.Config{
 		Schema:     database.FlowsRiverSchema,
 		Logger:     slog.New(warnings{m.log.Handler()}),
@@ -79,7 +80,7 @@ func newExpiryJobs(m *Manager, reg prometheus.Registerer) *river.Client[pgx.Tx] 
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(expirySweepInterval),
 			func() (river.JobArgs, *river.InsertOpts) {
 				return expirySweepArgs{}, &river.InsertOpts{Queue: expiryQueue, MaxAttempts: 3}
-			}, &river.PeriodicJobOpts{ID: "flows-consent-expiry-sweep", RunOnStart: true})},
+			}, &river.PeriodicJobOpts{ID: "flows-consent-expiry-sweep", RunOnStart: true}), retentionPeriodicJob()},
 	})
 	if err != nil {
 		panic(fmt.Sprintf("flows: expiry jobs: %v", err))

@@ -53,6 +53,9 @@ type Config struct {
 	// PersonIndex makes each new flow's blind index, by which the person's
 	// own page finds their flows; nil makes none (a test of something else).
 	PersonIndex *PersonIndex
+	// Retention gives how long completed flows are kept (the consent
+	// module's definitions); nil keeps them until they are deleted.
+	Retention Retentions
 }
 
 // Limits of the API. The Idempotency-Key's are those of every POST.

@@ -163,6 +163,8 @@ type apiSetup struct {
 	// webhooks publishes the flows' events through the real webhooks
 	// module, running, instead of into test_events.
 	webhooks bool
+	// retention has the flows kept as their definitions' retention says.
+	retention bool
 }
 
 // EnvOption changes the API's test environment.
@@ -177,6 +179,12 @@ func WithNationalIDFormat(f string) EnvOption {
 // module, whose workers deliver them (to private addresses too).
 func WithWebhooks() EnvOption {
 	return func(s *apiSetup) { s.webhooks = true }
+}
+
+// WithRetention keeps completed flows as their definitions' retention
+// says (flows.Manager.EraseRetained).
+func WithRetention() EnvOption {
+	return func(s *apiSetup) { s.retention = true }
 }
 
 // NewAPI starts the API's test environment on a fresh database.
@@ -225,6 +233,9 @@ func NewAPI(t testing.TB, opts ...EnvOption) *APIEnv {
 		t.Cleanup(func() { stop(); <-done })
 	}
 	definitions := consent.NewDefinitions(pool, TestOrganizations{})
+	if setup.retention {
+		fcfg.Retention = definitions
+	}
 	receiptKeys := identitytest.New(t, pool, identitytest.Config{Issuer: cfg.BaseURL.String(), KeyEncryptionKey: key})
 	receipts := consent.NewReceipts(pool, receiptKeys, TestOrganizations{}, cfg.BaseURL.String())
 	requests := consent.NewRequests(pool, sealer, cfg.BaseURL.String())

@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // LockFlowsOfSubject returns the organization's flows whose national id
 // hashes to one of hashes, or whose blind index is index (nil for none),
@@ -21,4 +24,15 @@ func OrganizationFlowsAfter(ctx context.Context, db DB, organizationID, afterID 
 	}
 	return unindexedRows.all(db.Query(ctx, `select `+unindexedRows.columns+` from flows
 		where organization_id = $1 and id > $2::uuid order by id limit $3`, organizationID, afterID, limit))
+}
+
+// LockRetained returns up to limit completed flows of one definition
+// version of organizationID decided before cutoff, locked for update in
+// the primary key's order; the flows another transaction holds are left
+// to it.
+func LockRetained(ctx context.Context, db DB, organizationID, definitionID string, version int, cutoff time.Time, limit int) ([]Flow, error) {
+	return flowRows.all(db.Query(ctx, `select `+flowRows.columns+` from flows
+		where organization_id = $1 and flow_definition_id = $2 and flow_definition_version = $3
+			and process_status = 'completed' and decided_at < $4
+		order by id limit $5 for update skip locked`, organizationID, definitionID, version, cutoff, limit))
 }
