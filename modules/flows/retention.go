@@ -29,7 +29,9 @@ type RetentionRule struct {
 }
 
 // Cutoff is the decision time before which a flow under r is past it.
-func (r RetentionRule) Cutoff(now time.Time) time.Time { return now.AddDate(-r.Years, -r.Months, -r.Days) }
+func (r RetentionRule) Cutoff(now time.Time) time.Time {
+	return now.AddDate(-r.Years, -r.Months, -r.Days)
+}
 
 // Retentions gives every definition version's retention that has one: the
 // consent module.
@@ -54,7 +56,9 @@ type retentionSweepWorker struct {
 	m *Manager
 }
 
-func (w *retentionSweepWorker) Timeout(*river.Job[retentionSweepArgs]) time.Duration { return 10 * time.Minute }
+func (w *retentionSweepWorker) Timeout(*river.Job[retentionSweepArgs]) time.Duration {
+	return 10 * time.Minute
+}
 
 func (w *retentionSweepWorker) Work(ctx context.Context, _ *river.Job[retentionSweepArgs]) error {
 	_, err := w.m.EraseRetained(ctx, time.Now(), retentionBatch)
