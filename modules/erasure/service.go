@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -60,10 +61,7 @@ var _ Service = (*Module)(nil)
 func New(d Deps) *Module {
 	mac := hmac.New(sha256.New, d.KeyEncryptionKey)
 	mac.Write([]byte("flowd erasure subject key v1"))
-	issuer := d.Issuer
-	for len(issuer) > 0 && issuer[len(issuer)-1] == '/' {
-		issuer = issuer[:len(issuer)-1]
-	}
+	issuer := strings.TrimRight(d.Issuer, "/")
 	return &Module{pool: d.Pool, flows: d.Flows, keys: d.Keys, subjects: d.Subjects, answers: d.Answers, events: d.Events,
 		audit: d.Audit, signer: d.Signer, orgs: d.Orgs, subjectKey: mac.Sum(nil), issuer: issuer, format: d.NationalIDFormat}
 }
