@@ -168,8 +168,8 @@ func (m *Module) keepTx(ctx context.Context, tx database.Tx, e *Erasure, erased 
 	}
 	kept := make([]store.KeptReceipt, len(erased.Receipts))
 	for i, r := range erased.Receipts {
-		kept[i] = store.KeptReceipt{ReceiptID: r.ID, FlowID: r.FlowID, Receipt: string(r.Body)}
-		e.KeptReceipts = append(e.KeptReceipts, KeptReceipt{ID: r.ID, FlowID: r.FlowID, JWS: string(r.Body)})
+		kept[i] = store.KeptReceipt{ReceiptID: r.ID, FlowID: r.FlowID, Receipt: r.Body}
+		e.KeptReceipts = append(e.KeptReceipts, KeptReceipt{ID: r.ID, FlowID: r.FlowID, JWS: r.Body})
 	}
 	return store.InsertKeptReceipts(ctx, tx, e.OrganizationID, e.ID, kept)
 }

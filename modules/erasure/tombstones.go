@@ -72,7 +72,7 @@ func ReadTombstones(r io.Reader) ([]Tombstone, error) {
 		dec.DisallowUnknownFields()
 		var t Tombstone
 		if err := dec.Decode(&t); err != nil {
-			return nil, fmt.Errorf("%w: line %d is not a tombstone: %v", errInvalidExport, n, err)
+			return nil, fmt.Errorf("%w: line %d is not a tombstone: %w", errInvalidExport, n, err)
 		}
 		if msg := t.problem(); msg != "" {
 			return nil, fmt.Errorf("%w: line %d: %s", errInvalidExport, n, msg)
@@ -80,7 +80,7 @@ func ReadTombstones(r io.Reader) ([]Tombstone, error) {
 		out = append(out, t)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %v", errInvalidExport, err)
+		return nil, fmt.Errorf("%w: %w", errInvalidExport, err)
 	}
 	return out, nil
 }
