@@ -108,6 +108,9 @@ func (s *Server) routes() {
 	api.POST("/webhook-recoveries", a.HandleFlowURLRecover, authenticate, requireScope(identity.ScopeWebhooksManage), a.Idempotent)
 	api.GET("/webhook-recoveries", a.HandleFlowURLRecoveryList, authenticate, requireScope(identity.ScopeWebhooksManage))
 	api.GET("/webhook-recoveries/:recoveryId", a.HandleFlowURLRecoveryGet, authenticate, requireScope(identity.ScopeWebhooksManage))
+	api.POST("/erasures", a.HandleErasureCreate, authenticate, requireScope(identity.ScopeErasuresWrite), a.Idempotent)
+	api.GET("/erasures", a.HandleErasureList, authenticate, requireScope(identity.ScopeErasuresWrite))
+	api.GET("/erasures/:id", a.HandleErasureGet, authenticate, requireScope(identity.ScopeErasuresWrite))
 
 	// Consent receipts: public; anyone holding a receipt may check it.
 	e.POST("/api/receipts/verify", a.HandleReceiptVerify)
@@ -138,6 +141,7 @@ func (s *Server) routes() {
 	e.GET("/my/login", pp.HandleMyLogin)
 	e.GET("/my/:flow/withdraw", pp.HandleMyWithdrawPage)
 	e.POST("/my/:flow/withdraw", pp.HandleMyWithdraw)
+	e.POST("/my/erasure-requests", pp.HandleMyErasureRequest)
 
 	// Console: organization staff, by session.
 	// Sign-in: RequireStaff admits a session (staffOf, csrfTokenOf) and
@@ -163,6 +167,11 @@ func (s *Server) routes() {
 	staff.GET("/flows/:id/delete", cs.HandleConsoleDeleteConfirm, requireAdmin)
 	staff.POST("/flows/:id/delete", cs.HandleConsoleDelete, requireAdmin)
 	staff.GET("/deletions", cs.HandleConsoleDeletions).Name = "console.deletions"
+	staff.GET("/erasures", cs.HandleConsoleErasures).Name = "console.erasures"
+	staff.POST("/erasures/confirm", cs.HandleConsoleEraseConfirm, requireAdmin)
+	staff.POST("/erasures", cs.HandleConsoleErase, requireAdmin)
+	staff.GET("/erasures/:id/receipt", cs.HandleConsoleErasureReceipt)
+	staff.GET("/erasures/:id/kept/:receiptId", cs.HandleConsoleKeptReceipt)
 	staff.GET("/definitions", cs.HandleConsoleDefinitions).Name = "console.definitions"
 	staff.GET("/definitions/new", cs.HandleConsoleNewDefinition, requireAdmin)
 	staff.POST("/definitions", cs.HandleConsoleSaveDefinition, requireAdmin)

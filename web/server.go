@@ -26,6 +26,7 @@ import (
 	"github.com/flowd/flowd/internal/telemetry"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/consent/receipts"
+	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity/audit"
 	"github.com/flowd/flowd/modules/identity/keys"
@@ -77,6 +78,8 @@ type Deps struct {
 	// Idempotency keeps the answers to the API's requests that carry an
 	// Idempotency-Key (flow creation's are the flows module's).
 	Idempotency idempotency.Store
+	// Erasures erases people from organizations and checks erasure receipts.
+	Erasures erasure.Service
 
 	// Interactive login: the built-in provider's sign-in side and the
 	// console's and consent pages' relying parties.
@@ -135,15 +138,15 @@ func New(d Deps) (*Server, error) {
 		bearer: d.Bearer, limits: d.Limits,
 		api: api.New(api.Deps{Log: d.Log, Config: d.Config, Audit: d.Audit, Flows: d.Flows, Withdrawals: d.Withdrawals,
 			Webhooks: d.Webhooks, Endpoints: d.Endpoints, Definitions: d.Definitions, Receipts: d.Receipts, Idempotency: d.Idempotency,
-			Organizations: d.Organizations}),
+			Organizations: d.Organizations, Erasures: d.Erasures}),
 		oauth: oauth.New(oauth.Deps{Log: d.Log, Config: d.Config, Tokens: d.Tokens, Nonces: d.Bearer, JWKS: d.JWKS, Audit: d.Audit,
 			Login: d.Login, Sessions: oidclogin.ProviderSessions(d.Config, d.Sessions, d.Now)}),
 		console: console.New(console.Deps{Log: d.Log, Config: d.Config, Organizations: d.Organizations, Clients: d.Clients, Audit: d.Audit,
 			Flows: d.Flows, Withdrawals: d.Withdrawals, Webhooks: d.Webhooks, Endpoints: d.Endpoints, Definitions: d.Definitions, Consent: d.Consent,
 			Idempotency: d.Idempotency, Sessions: d.Sessions, StaffSessions: oidclogin.ConsoleSessions(d.Config, d.Sessions, d.Now),
-			RP: d.ConsoleRP, BuiltInIssuer: d.Login.Issuer()}),
+			RP: d.ConsoleRP, BuiltInIssuer: d.Login.Issuer(), Erasures: d.Erasures}),
 		person: person.New(person.Deps{Log: d.Log, Config: d.Config, Consent: d.Consent, Receipts: d.Receipts, Mine: d.PersonPage,
-			Sessions: oidclogin.ConsentSessions(d.Config, d.Sessions, d.Now), RP: d.ConsentRP, Audit: d.Audit}),
+			Sessions: oidclogin.ConsentSessions(d.Config, d.Sessions, d.Now), RP: d.ConsentRP, Audit: d.Audit, Erasures: d.Erasures}),
 	}
 	s.access = access.New(access.Deps{Console: s.console, Config: d.Config, Clients: d.Clients, Audit: d.Audit, Webhooks: d.Webhooks,
 		Sessions: d.Sessions, BuiltInIssuer: d.Login.Issuer()})
@@ -187,7 +190,7 @@ func (d Deps) check() error {
 		{"Tokens", d.Tokens == nil}, {"Bearer", d.Bearer == nil}, {"JWKS", d.JWKS == nil}, {"Organizations", d.Organizations == nil},
 		{"Clients", d.Clients == nil}, {"Audit", d.Audit == nil}, {"Limits", d.Limits == nil}, {"Flows", d.Flows == nil}, {"Webhooks", d.Webhooks == nil}, {"Endpoints", d.Endpoints == nil},
 		{"Consent", d.Consent == nil}, {"PersonPage", d.PersonPage == nil}, {"Withdrawals", d.Withdrawals == nil}, {"Definitions", d.Definitions == nil}, {"Receipts", d.Receipts == nil}, {"Login", d.Login == nil}, {"ConsoleRP", d.ConsoleRP == nil},
-		{"ConsentRP", d.ConsentRP == nil}, {"Sessions", d.Sessions == nil}, {"Idempotency", d.Idempotency == nil},
+		{"ConsentRP", d.ConsentRP == nil}, {"Sessions", d.Sessions == nil}, {"Idempotency", d.Idempotency == nil}, {"Erasures", d.Erasures == nil},
 	} {
 		if dep.missing {
 			return fmt.Errorf("web: New needs %s", dep.name)

@@ -26,6 +26,7 @@ import (
 	"github.com/flowd/flowd/internal/version"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/consent/receipts"
+	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/flows/taskreports"
@@ -155,12 +156,16 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
 		ReadRoundTrips: cfg.DBReadRoundTrips, MaintenanceInterval: cfg.MaintenanceInterval, ExpiringNotice: cfg.ConsentExpiringNotice,
 		ExpiryMiddleware: tracing.RiverLinkedMiddleware(), PersonIndex: nationalid.NewBlindIndex(cfg.KeyEncryptionKey),
+		Retention: definitions,
 	})
 
 	// The answers to the API's requests that carry an Idempotency-Key.
 	answers := idempotency.New(pool, sealer, log, cfg.MaintenanceInterval)
 
 	journey := consent.NewJourney(pool, consentRequests, flowsModule, definitions, receiptService, orgs, orgs, cfg.ConsentACRMap, log)
+	erasures := erasure.New(erasure.Deps{Pool: pool, Flows: flowsModule, Keys: flowsModule, Subjects: receiptService, Answers: answers,
+		Events: hooks, Audit: ident.Audit, Signer: ident.Keys, Orgs: orgs, KeyEncryptionKey: cfg.KeyEncryptionKey,
+		Issuer: cfg.BaseURL.String(), NationalIDFormat: cfg.NationalIDFormat})
 	srv, err := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Webhooks: hooks,
 		Tokens: ident.Tokens, Bearer: ident.Tokens, JWKS: ident.Keys, Organizations: ident.Orgs, Clients: ident.Orgs,
@@ -171,7 +176,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 		Consent: journey, PersonPage: journey,
 		Withdrawals: consent.NewWithdrawals(pool, consentRequests, flowsModule, definitions, receiptService),
 		Login:       provider, ConsoleRP: consoleRP, ConsentRP: consentRP, Sessions: sessions, Idempotency: answers,
-		Tracing: tracing,
+		Tracing: tracing, Erasures: erasures,
 	})
 	if err != nil {
 		return err

@@ -46,6 +46,9 @@ var TenantTables = []string{
 	"webhook_attempts",
 	"webhook_recoveries",
 	"api_idempotency_keys",
+	"erasures",
+	"erasure_kept_receipts",
+	"erasure_requests",
 }
 
 // CoordinatorTables stay local tables on the coordinator, as do River's

@@ -159,3 +159,16 @@ func hashWith(key []byte, domain, value string) []byte {
 	m.Write([]byte(value))
 	return m.Sum(nil)
 }
+
+// Hashes returns Hash(domain, value) under the current key and every
+// previous one: what a lookup compares with while rows hashed under an
+// older key wait to be sealed again.
+func (s *Sealer) Hashes(domain, value string) [][]byte {
+	out := [][]byte{s.Hash(domain, value)}
+	for id, k := range s.byID {
+		if id != s.current.id {
+			out = append(out, hashWith(k.mac, domain, value))
+		}
+	}
+	return out
+}

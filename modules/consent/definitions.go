@@ -78,6 +78,9 @@ type Version struct {
 	DataCategories []Text
 	Recipient      string // who receives the consent: the organization unless named
 	Validity       Validity
+	// Retention is how long a completed flow of the version is kept before
+	// flowd erases it; the zero Validity keeps it until it is deleted.
+	Retention      Validity
 	AssuranceLevel AssuranceLevel
 	// WithdrawalConsequences says what withdrawing a consent means for the
 	// person; empty: the consent pages' plain default.
@@ -104,6 +107,9 @@ type Draft struct {
 	DataCategories []Text
 	Recipient      string // empty: the organization's name
 	Validity       string // ISO 8601 duration such as P90D; empty: until withdrawn
+	// Retention is an ISO 8601 duration such as P5Y: how long a completed
+	// flow is kept; empty: until deleted.
+	Retention      string
 	AssuranceLevel AssuranceLevel
 	// WithdrawalConsequences is optional, in both languages or neither.
 	WithdrawalConsequences Text
@@ -176,7 +182,7 @@ func (d Draft) Normalize() Draft {
 	}
 	both := func(t Text) Text { return Text{EN: text(t.EN), NB: text(t.NB)} }
 	out := Draft{Tag: text(d.Tag), Title: both(d.Title), Purpose: both(d.Purpose), Recipient: text(d.Recipient),
-		Validity: text(d.Validity), AssuranceLevel: AssuranceLevel(text(string(d.AssuranceLevel))),
+		Validity: text(d.Validity), Retention: text(d.Retention), AssuranceLevel: AssuranceLevel(text(string(d.AssuranceLevel))),
 		WithdrawalConsequences: both(d.WithdrawalConsequences)}
 	for _, c := range d.DataCategories {
 		out.DataCategories = append(out.DataCategories, both(c))
@@ -206,6 +212,11 @@ func (d Draft) Validate() error {
 	if d.Validity != "" {
 		if _, err := ParseValidity(d.Validity); err != nil {
 			f.Add("validity", "%s", err.Error())
+		}
+	}
+	if d.Retention != "" {
+		if _, err := ParseValidity(d.Retention); err != nil {
+			f.Add("retention", "%s", strings.Replace(err.Error(), "a consent valid until withdrawn", "flows kept until deleted", 1))
 		}
 	}
 	if w := d.WithdrawalConsequences; !w.IsZero() {

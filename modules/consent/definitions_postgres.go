@@ -103,8 +103,9 @@ func build(d Draft, organizationName, id string, n int, by string) (Version, err
 		return Version{}, err
 	}
 	validity, _ := ParseValidity(d.Validity) // checked by Validate
+	retention, _ := ParseValidity(d.Retention)
 	v := Version{DefinitionID: id, Version: n, Tag: d.Tag, Title: d.Title, Purpose: d.Purpose,
-		DataCategories: d.DataCategories, Recipient: d.Recipient, Validity: validity,
+		DataCategories: d.DataCategories, Recipient: d.Recipient, Validity: validity, Retention: retention,
 		AssuranceLevel: d.AssuranceLevel, WithdrawalConsequences: d.WithdrawalConsequences, PublishedBy: by,
 		// PostgreSQL keeps microseconds: what is returned equals what is read back.
 		PublishedAt: time.Now().Truncate(time.Microsecond)}
@@ -138,6 +139,10 @@ func toRow(organizationID string, v Version) definitions.Version {
 		s := v.Validity.String()
 		r.Validity = &s
 	}
+	if !v.Retention.IsZero() {
+		s := v.Retention.String()
+		r.Retention = &s
+	}
 	return r
 }
 
@@ -157,6 +162,9 @@ func fromRow(r definitions.Version) Version {
 	}
 	if r.Validity != nil {
 		v.Validity, _ = ParseValidity(*r.Validity) // stored valid
+	}
+	if r.Retention != nil {
+		v.Retention, _ = ParseValidity(*r.Retention) // stored valid
 	}
 	return v
 }

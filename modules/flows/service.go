@@ -52,6 +52,9 @@ type Config struct {
 	// PersonIndex makes each new flow's blind index, by which the person's
 	// own page finds their flows; nil makes none (a test of something else).
 	PersonIndex *nationalid.BlindIndex
+	// Retention gives how long completed flows are kept (the consent
+	// module's definitions); nil keeps them until they are deleted.
+	Retention Retentions
 }
 
 // Limits of the API. The Idempotency-Key's are those of every POST.
@@ -103,7 +106,8 @@ func New(pool *pgxpool.Pool, sealer *pii.Sealer, consent ConsentRequests, defs D
 	m := &Manager{pool: pool, reads: store.NewSharedReads(pool, slots, readsPerRoundTrip(reg)),
 		sealer: sealer, consent: consent, defs: defs, orgs: orgs, events: events, log: log, cfg: cfg,
 		decisions: decisionsCounter(reg)}
-	m.jobs = expiry.New(pool, expiry.Work{Expire: m.expireAcceptance, ExpireDue: m.ExpireDueAcceptances}, log, reg,
+	m.jobs = expiry.New(pool, expiry.Work{Expire: m.expireAcceptance, ExpireDue: m.ExpireDueAcceptances,
+		EraseRetained: m.EraseRetained}, log, reg,
 		expiry.Config{PollInterval: cfg.ExpiryPollInterval, Middleware: cfg.ExpiryMiddleware})
 	return m
 }
@@ -402,34 +406,7 @@ func (m *Manager) Delete(ctx context.Context, c Caller, flowID string, cond etag
 		if err != nil {
 			return err
 		}
-		if err := m.consent.DeleteTx(ctx, tx, c.OrganizationID, flowID); err != nil {
-			return err
-		}
-		if err := m.events.CancelPendingTx(ctx, tx, c.OrganizationID, flowID); err != nil {
-			return err
-		}
-		receiptIDs, err := store.DeleteAttachments(ctx, tx, c.OrganizationID, flowID)
-		if err != nil {
-			return err
-		}
-		seq, err := store.NextEventSequence(ctx, tx, c.OrganizationID, flowID)
-		if err != nil {
-			return err
-		}
-		if err := store.DeleteFlow(ctx, tx, c.OrganizationID, flowID); err != nil {
-			return err
-		}
-		d = store.Deletion{OrganizationID: c.OrganizationID, FlowID: flowID, ReferenceID: row.ReferenceID,
-			DeletedBy: c.ClientID, ReceiptIDs: receiptIDs}
-		if err := store.InsertDeletion(ctx, tx, &d); err != nil {
-			return err
-		}
-		// The event carries no personal data; the deletion is the flow's last change.
-		if err := m.events.PublishTx(ctx, tx, webhooks.Event{
-			Type: webhooks.FlowDeleted, FlowID: flowID, ReferenceID: row.ReferenceID, OrganizationID: row.OrganizationID,
-			Status: row.ConsentStatus, FlowStatus: row.ProcessStatus, Version: row.Version + 1, Sequence: seq,
-			FlowDefinitionID: row.FlowDefinitionID, URL: row.WebhookURL, OccurredAt: d.DeletedAt,
-		}); err != nil {
+		if d, err = m.deleteLockedTx(ctx, tx, row, c.ClientID); err != nil {
 			return err
 		}
 		return database.RunBeforeCommit(ctx, tx, toDeletion(d), before)
@@ -438,6 +415,40 @@ func (m *Manager) Delete(ctx context.Context, c Caller, flowID string, cond etag
 		return Deletion{}, err
 	}
 	return toDeletion(d), nil
+}
+
+// deleteLockedTx deletes row, locked in tx, as Delete does: its consent
+// link, its pending deliveries, its receipts and the flow go, the deletion
+// is logged with nothing personal, and flow.deleted is published.
+func (m *Manager) deleteLockedTx(ctx context.Context, tx pgx.Tx, row store.Flow, by string) (store.Deletion, error) {
+	if err := m.consent.DeleteTx(ctx, tx, row.OrganizationID, row.ID); err != nil {
+		return store.Deletion{}, err
+	}
+	if err := m.events.CancelPendingTx(ctx, tx, row.OrganizationID, row.ID); err != nil {
+		return store.Deletion{}, err
+	}
+	receiptIDs, err := store.DeleteAttachments(ctx, tx, row.OrganizationID, row.ID)
+	if err != nil {
+		return store.Deletion{}, err
+	}
+	seq, err := store.NextEventSequence(ctx, tx, row.OrganizationID, row.ID)
+	if err != nil {
+		return store.Deletion{}, err
+	}
+	if err := store.DeleteFlow(ctx, tx, row.OrganizationID, row.ID); err != nil {
+		return store.Deletion{}, err
+	}
+	d := store.Deletion{OrganizationID: row.OrganizationID, FlowID: row.ID, ReferenceID: row.ReferenceID,
+		DeletedBy: by, ReceiptIDs: receiptIDs}
+	if err := store.InsertDeletion(ctx, tx, &d); err != nil {
+		return store.Deletion{}, err
+	}
+	// The event carries no personal data; the deletion is the flow's last change.
+	return d, m.events.PublishTx(ctx, tx, webhooks.Event{
+		Type: webhooks.FlowDeleted, FlowID: row.ID, ReferenceID: row.ReferenceID, OrganizationID: row.OrganizationID,
+		Status: row.ConsentStatus, FlowStatus: row.ProcessStatus, Version: row.Version + 1, Sequence: seq,
+		FlowDefinitionID: row.FlowDefinitionID, URL: row.WebhookURL, OccurredAt: d.DeletedAt,
+	})
 }
 
 func toDeletion(d store.Deletion) Deletion {

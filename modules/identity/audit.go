@@ -48,6 +48,10 @@ const (
 	AuditWebhookEndpointTest    = "webhook_endpoint.test"
 	AuditSigningKeyRotate       = "webhook_signing_key.rotate"
 	AuditEventRedeliver         = "event.redeliver"
+	// AuditSubjectErase is a person's erasure; AuditSubjectEraseReapplied
+	// its repetition after a restore from a backup taken before it.
+	AuditSubjectErase          = "subject.erase"
+	AuditSubjectEraseReapplied = "subject.erase_reapplied"
 	// A client revoked one of its tokens at /oauth/revoke.
 	AuditRefreshTokenRevoke = "refresh_token.revoke"
 	AuditAccessTokenRevoke  = "access_token.revoke"

@@ -36,11 +36,14 @@ const (
 	ScopeDefinitionsWrite = "definitions:write"
 	// ScopeWebhooksManage manages the organization's webhook endpoints.
 	ScopeWebhooksManage = "webhooks:manage"
+	// ScopeErasuresWrite erases people from the organization and reads its
+	// erasures.
+	ScopeErasuresWrite = "erasures:write"
 )
 
 // AllScopes is what a client gets unless created with fewer. A client keeps
 // the scopes it was created with: scopes added later reach only new clients.
-var AllScopes = []string{ScopeFlowsRead, ScopeFlowsWrite, ScopeFlowsDelete, ScopeDefinitionsRead, ScopeDefinitionsWrite, ScopeWebhooksManage}
+var AllScopes = []string{ScopeFlowsRead, ScopeFlowsWrite, ScopeFlowsDelete, ScopeDefinitionsRead, ScopeDefinitionsWrite, ScopeWebhooksManage, ScopeErasuresWrite}
 
 // OrderedScopes returns those of scopes that are flowd's, without
 // duplicates, in AllScopes order.

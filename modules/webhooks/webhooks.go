@@ -39,12 +39,18 @@ const (
 	// failing. It goes to the organization's other endpoints, not to any
 	// flow's webhookUrl, and has no flow and no sequence.
 	EndpointDisabled EventType = "endpoint.disabled"
+	// SubjectErased: the organization erased a person. SubjectErasureRequested:
+	// a person asked the organization, from their own page, to erase them.
+	// Both go to the organization's endpoints that take them, name the
+	// person by their receipt subject alone, and have no flow and no sequence.
+	SubjectErased           EventType = "subject.erased"
+	SubjectErasureRequested EventType = "subject.erasure_requested"
 )
 
 // EventTypes lists every event type: a flow's in the order a flow meets
 // them, then an endpoint's.
 var EventTypes = []EventType{FlowCreated, FlowOpened, FlowAccepted, FlowRejected, FlowCancelled, FlowDeleted, FlowWithdrawn, FlowExpired,
-	FlowUsed, FlowExpiring, EndpointDisabled}
+	FlowUsed, FlowExpiring, EndpointDisabled, SubjectErased, SubjectErasureRequested}
 
 // Valid reports whether t is one of EventTypes.
 func (t EventType) Valid() bool {

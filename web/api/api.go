@@ -12,6 +12,7 @@ import (
 	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/consent/receipts"
+	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web/internal/httpkit"
@@ -35,6 +36,8 @@ type Deps struct {
 	Idempotency idempotency.Store
 	// Organizations say which organizations' public keys may be published.
 	Organizations OrganizationChecker
+	// Erasures erases people from organizations.
+	Erasures erasure.Service
 }
 
 // Handler holds the API's handlers.
@@ -50,10 +53,12 @@ type Handler struct {
 	receipts      receipts.Checker
 	answers       idempotency.Store
 	organizations OrganizationChecker
+	erasures      erasure.Service
 }
 
 // New returns the API's handlers, calling the modules of d.
 func New(d Deps) *Handler {
 	return &Handler{log: d.Log, cfg: d.Config, audit: d.Audit, flows: d.Flows, withdrawals: d.Withdrawals, webhooks: d.Webhooks, endpoints: d.Endpoints,
-		definitions: d.Definitions, receipts: d.Receipts, answers: d.Idempotency, organizations: d.Organizations}
+		definitions: d.Definitions, receipts: d.Receipts, answers: d.Idempotency, organizations: d.Organizations,
+		erasures: d.Erasures}
 }

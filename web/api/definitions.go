@@ -27,6 +27,7 @@ type FlowDefinitionDraft struct {
 	DataCategories []consent.Text `json:"dataCategories"`
 	Recipient      string         `json:"recipient"`
 	Validity       string         `json:"validity"`
+	Retention      string         `json:"retention"`
 	AssuranceLevel string         `json:"assuranceLevel"`
 	// WithdrawalConsequences is optional: both languages, or left out.
 	WithdrawalConsequences *consent.Text `json:"withdrawalConsequences,omitempty"`
@@ -35,7 +36,7 @@ type FlowDefinitionDraft struct {
 // Draft is the consent module's draft of d.
 func (d FlowDefinitionDraft) Draft() consent.Draft {
 	out := consent.Draft{Tag: d.VersionTag, Title: d.Title, Purpose: d.Purpose, DataCategories: d.DataCategories,
-		Recipient: d.Recipient, Validity: d.Validity, AssuranceLevel: consent.AssuranceLevel(d.AssuranceLevel)}
+		Recipient: d.Recipient, Validity: d.Validity, Retention: d.Retention, AssuranceLevel: consent.AssuranceLevel(d.AssuranceLevel)}
 	if d.WithdrawalConsequences != nil {
 		out.WithdrawalConsequences = *d.WithdrawalConsequences
 	}
@@ -61,6 +62,7 @@ type FlowDefinition struct {
 	DataCategories []consent.Text `json:"dataCategories"`
 	Recipient      string         `json:"recipient"`
 	Validity       *string        `json:"validity"`
+	Retention      *string        `json:"retention"`
 	AssuranceLevel string         `json:"assuranceLevel"`
 	TextSHA256     string         `json:"textSha256"`
 	PublishedAt    apiInstant     `json:"publishedAt"`
@@ -77,7 +79,7 @@ func NewFlowDefinition(p consent.Published) FlowDefinition {
 	out := FlowDefinition{ID: d.ID, Version: v.Version, LatestVersion: d.LatestVersion, Default: d.Default,
 		RetiredAt: (*apiInstant)(d.RetiredAt), CreatedAt: apiInstant(d.CreatedAt), VersionTag: nonEmpty(v.Tag),
 		Title: v.Title, Purpose: v.Purpose, DataCategories: v.DataCategories, Recipient: v.Recipient,
-		Validity: nonEmpty(v.Validity.String()), AssuranceLevel: string(v.AssuranceLevel),
+		Validity: nonEmpty(v.Validity.String()), Retention: nonEmpty(v.Retention.String()), AssuranceLevel: string(v.AssuranceLevel),
 		TextSHA256: hex.EncodeToString(v.TextSHA256), PublishedAt: apiInstant(v.PublishedAt), PublishedBy: v.PublishedBy}
 	if out.DataCategories == nil {
 		out.DataCategories = []consent.Text{}

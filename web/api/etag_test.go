@@ -51,7 +51,9 @@ func TestEverySingleResourceAnswerCarriesAnETag(t *testing.T) {
 		values ($1, $2, null, now() - interval '1 day', 'done', 2, 2, 'client:client-a')`, webtest.OrgA, flowURLRecovery); err != nil {
 		t.Fatal(err)
 	}
+	erasure := e.Call(t, "POST", "/api/erasures", webtest.TokA, `{"nationalId":"ID-77777"}`).JSON(t)["id"].(string)
 	resources := map[string]string{
+		"/api/erasures/:id":                                 "/api/erasures/" + erasure,
 		"/api/webhook-recoveries/:recoveryId":               "/api/webhook-recoveries/" + flowURLRecovery,
 		"/api/flows/:id":                                    "/api/flows/" + flowID,
 		"/api/events/:id":                                   "/api/events/" + event,

@@ -48,6 +48,18 @@ const testDefinition = `{"id":"%s","title":{"en":"Loan check","nb":"Lånesjekk"}
 // makes, by echo's path; TestEveryPOSTOfTheAPIHonoursIdempotencyKeys fails
 // for a route without one.
 var idempotentRoutes = map[string]idempotentRoute{
+	"/api/erasures": {
+		status: http.StatusCreated,
+		prepare: func(t *testing.T, e *apiEnv, n int) keyedCall {
+			person := fmt.Sprintf("ERASE-%d", n)
+			id := e.Create(t, webtest.TokA, map[string]any{"nationalId": person})
+			return keyedCall{path: "/api/erasures", body: `{"nationalId":"` + person + `"}`, subject: id,
+				otherBody: `{"nationalId":"` + person + `","keepReceipts":true}`}
+		},
+		effects: func(t *testing.T, e *apiEnv, c keyedCall) int {
+			return e.Count(t, `select count(*) from flow_deletions where flow_id = $1`, c.subject)
+		},
+	},
 	"/api/flows": {
 		status: http.StatusCreated, lockTable: "flow_idempotency_keys",
 		prepare: func(t *testing.T, e *apiEnv, n int) keyedCall {

@@ -72,7 +72,7 @@ func (h *Handler) HandleReceiptVerify(c echo.Context) error {
 	if strings.TrimSpace(req.Receipt) == "" {
 		return apperr.InvalidFields([]apperr.FieldError{{Field: "receipt", Message: "is required: the receipt's compact JWS"}})
 	}
-	return httpkit.WriteJSON(c, http.StatusOK, httpkit.VerifyReceipt(c, h.receipts, h.log, req.Receipt))
+	return httpkit.WriteJSON(c, http.StatusOK, httpkit.VerifyReceipt(c, h.receipts, h.erasures, h.log, req.Receipt))
 }
 
 // subjectCheckRequest is the body of POST /api/receipts/subject.

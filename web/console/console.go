@@ -26,6 +26,7 @@ import (
 	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/audit"
@@ -63,6 +64,8 @@ type Deps struct {
 	// BuiltInIssuer is the built-in provider's issuer, whose staff the
 	// console knows by account.
 	BuiltInIssuer string
+	// Erasures erases people from the organization.
+	Erasures erasure.Service
 }
 
 // Handler holds the console's handlers.
@@ -83,13 +86,14 @@ type Handler struct {
 	staffSessions *oidclogin.Sessions
 	rp            *oidclogin.RelyingParty
 	builtInIssuer string
+	erasures      erasure.Service
 }
 
 // New returns the console's handlers, calling the modules of d.
 func New(d Deps) *Handler {
 	return &Handler{log: d.Log, cfg: d.Config, orgs: d.Organizations, clients: d.Clients, audit: d.Audit, flows: d.Flows, withdrawals: d.Withdrawals, webhooks: d.Webhooks, endpoints: d.Endpoints,
 		definitions: d.Definitions, consent: d.Consent, answers: d.Idempotency, sessions: d.Sessions,
-		staffSessions: d.StaffSessions, rp: d.RP, builtInIssuer: d.BuiltInIssuer}
+		staffSessions: d.StaffSessions, rp: d.RP, builtInIssuer: d.BuiltInIssuer, erasures: d.Erasures}
 }
 
 // This file holds what every console page shares besides: the frame,
@@ -179,6 +183,9 @@ var notices = map[string]string{
 	"no_others":      "No other session of yours was live; only this browser is signed in.",
 
 	"rate_limit": "The rate limit of API client %s was saved; every instance applies it within seconds.",
+
+	"erased":        "The person was erased: %s flows. The erasure receipt is listed below.",
+	"erased_before": "Nothing of the person was left: they were erased before, as listed below.",
 }
 
 // WithNotice adds a notice to a console path.

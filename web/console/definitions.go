@@ -108,6 +108,10 @@ func versionFields(v consent.Version) []versionField {
 	if validity == "" {
 		validity = "until withdrawn"
 	}
+	retention := v.Retention.String()
+	if retention == "" {
+		retention = "until deleted"
+	}
 	line := func(label, text string) versionField {
 		return versionField{label: label, text: text, value: pages.CompareValue{Text: text}}
 	}
@@ -130,6 +134,7 @@ func versionFields(v consent.Version) []versionField {
 		categories,
 		line("Recipient", v.Recipient),
 		line("Valid for", validity),
+		line("Completed flows kept for", retention),
 		line("eID level", string(v.AssuranceLevel)),
 		purpose("If the person withdraws, English", v.WithdrawalConsequences.EN),
 		purpose("If the person withdraws, Norwegian", v.WithdrawalConsequences.NB),
@@ -157,7 +162,7 @@ func (h *Handler) HandleConsolePublishForm(c echo.Context) error {
 	}
 	return h.Render(c, http.StatusOK, pages.DefinitionForm(h.definitionForm(c, cur.Definition.ID, false, pages.DefinitionFormPage{
 		Tag: v.Tag, TitleEN: v.Title.EN, TitleNB: v.Title.NB, PurposeEN: v.Purpose.EN, PurposeNB: v.Purpose.NB,
-		Categories: strings.Join(cats, "\n"), Recipient: v.Recipient, Validity: v.Validity.String(), Level: string(v.AssuranceLevel),
+		Categories: strings.Join(cats, "\n"), Recipient: v.Recipient, Validity: v.Validity.String(), Retention: v.Retention.String(), Level: string(v.AssuranceLevel),
 		WithdrawalEN: v.WithdrawalConsequences.EN, WithdrawalNB: v.WithdrawalConsequences.NB})))
 }
 
@@ -209,10 +214,10 @@ func (h *Handler) HandleConsoleSaveDefinition(c echo.Context) error {
 	}
 	form := pages.DefinitionFormPage{Tag: f.Value("tag"), TitleEN: f.Value("title_en"), TitleNB: f.Value("title_nb"),
 		PurposeEN: f.Value("purpose_en"), PurposeNB: f.Value("purpose_nb"), Categories: f.Value("categories"),
-		Recipient: f.Value("recipient"), Validity: f.Value("validity"), Level: f.Value("level"),
+		Recipient: f.Value("recipient"), Validity: f.Value("validity"), Retention: f.Value("retention"), Level: f.Value("level"),
 		WithdrawalEN: f.Value("withdrawalConsequences_en"), WithdrawalNB: f.Value("withdrawalConsequences_nb")}
 	draft := consent.Draft{Tag: form.Tag, Title: consent.Text{EN: form.TitleEN, NB: form.TitleNB},
-		Purpose: consent.Text{EN: form.PurposeEN, NB: form.PurposeNB}, Recipient: form.Recipient, Validity: form.Validity,
+		Purpose: consent.Text{EN: form.PurposeEN, NB: form.PurposeNB}, Recipient: form.Recipient, Validity: form.Validity, Retention: form.Retention,
 		AssuranceLevel:         consent.AssuranceLevel(form.Level),
 		WithdrawalConsequences: consent.Text{EN: form.WithdrawalEN, NB: form.WithdrawalNB}}
 	// unsplit lists the categories written without "|": their missing

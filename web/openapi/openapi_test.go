@@ -201,7 +201,7 @@ func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
 		"listWebhookEndpoints", "createWebhookEndpoint", "getWebhookEndpoint", "updateWebhookEndpoint", "deleteWebhookEndpoint",
 		"recoverWebhookEndpoint", "listWebhookRecoveries", "getWebhookRecovery", "recoverFlowWebhooks", "listFlowWebhookRecoveries", "getFlowWebhookRecovery",
 		"listEventTypes", "sendWebhookEndpointTestEvent", "getWebhookSigningKeys",
-		"createToken", "revokeToken", "introspectToken", "getOpenAPIDocument"}
+		"erasePerson", "listErasures", "getErasure", "createToken", "revokeToken", "introspectToken", "getOpenAPIDocument"}
 	slices.Sort(want)
 	sorted := slices.Sorted(slices.Values(got))
 	if !slices.Equal(sorted, want) {
@@ -229,8 +229,8 @@ func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
 			t.Errorf("webhook %s: authorization %q does not name the signature header", h.ID, h.Auth)
 		}
 	}
-	if !slices.Equal(hooks, []string{"webhook-flowevent", "webhook-endpointdisabled", "webhook-thinevent"}) {
-		t.Fatalf("webhooks shown: %v, want flowEvent, endpointDisabled, then thinEvent", hooks)
+	if !slices.Equal(hooks, []string{"webhook-flowevent", "webhook-endpointdisabled", "webhook-thinevent", "webhook-subjecterased", "webhook-subjecterasurerequested"}) {
+		t.Fatalf("webhooks shown: %v, want flowEvent, endpointDisabled, thinEvent, subjectErased, subjectErasureRequested", hooks)
 	}
 
 	create := p.Groups[0].Operations[0]

@@ -72,6 +72,9 @@ func (h *Handler) HandleMy(c echo.Context) error {
 			page.Answered = append(page.Answered, myConsentCard(f, m, now))
 		}
 	}
+	if page.Erasures, err = h.myErasures(c, f, proof, mine); err != nil {
+		return err
+	}
 	return httpkit.Render(c, http.StatusOK, pages.MyConsentsPage(page))
 }
 

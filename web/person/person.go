@@ -11,6 +11,7 @@ import (
 	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/consent/receipts"
+	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
@@ -28,6 +29,9 @@ type Deps struct {
 	Sessions *oidclogin.Sessions
 	RP       *oidclogin.RelyingParty
 	Audit    httpkit.AuditLog
+	// Erasures checks erasure receipts and takes a person's requests to be
+	// erased.
+	Erasures erasure.Service
 }
 
 // Handler holds the person's pages.
@@ -40,9 +44,10 @@ type Handler struct {
 	sessions *oidclogin.Sessions
 	rp       *oidclogin.RelyingParty
 	audit    httpkit.AuditLog
+	erasures erasure.Service
 }
 
 // New returns the person's pages, calling the modules of d.
 func New(d Deps) *Handler {
-	return &Handler{log: d.Log, cfg: d.Config, consent: d.Consent, receipts: d.Receipts, mine: d.Mine, sessions: d.Sessions, rp: d.RP, audit: d.Audit}
+	return &Handler{log: d.Log, cfg: d.Config, consent: d.Consent, receipts: d.Receipts, mine: d.Mine, sessions: d.Sessions, rp: d.RP, audit: d.Audit, erasures: d.Erasures}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/modules/consent/receipts"
+	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/views/i18n"
 	"github.com/flowd/flowd/views/pages"
@@ -33,11 +34,14 @@ func (h *Handler) HandleReceiptVerifyPage(c echo.Context) error {
 			pasted = pasted[:maxPastedReceipt]
 		}
 		page.Pasted, page.Checked = pasted, true
-		v := httpkit.VerifyReceipt(c, h.receipts, h.log, pasted)
+		v := httpkit.VerifyReceipt(c, h.receipts, h.erasures, h.log, pasted)
 		page.Valid = v.Valid
-		if v.Valid {
+		switch {
+		case v.ErasureReceipt != nil:
+			page.Receipt = erasureReceiptCard(frame, *v.ErasureReceipt)
+		case v.Valid:
 			page.Receipt = receiptCard(frame, *v.Receipt, "")
-		} else if v.Reason != nil {
+		case v.Reason != nil:
 			page.Reason = *v.Reason
 		}
 	}
@@ -116,4 +120,36 @@ func shownInLanguage(code string) string {
 		return "English"
 	}
 	return strconv.Quote(code)
+}
+
+// erasureReceiptCard writes an erasure receipt out in the page's language.
+func erasureReceiptCard(frame pages.ConsentFrame, r erasure.Receipt) pages.ReceiptCard {
+	t := frame.T
+	card := pages.ReceiptCard{ID: r.ID, Heading: t.ErasureReceipt, SignedAt: receiptTime(frame.Lang, time.Unix(r.IssuedAt, 0))}
+	line := func(label, value string, code bool) {
+		card.Lines = append(card.Lines, pages.ReceiptLine{Label: label, Value: value, Code: code})
+	}
+	when := func(s string) string {
+		if at, err := time.Parse(time.RFC3339, s); err == nil {
+			return receiptTime(frame.Lang, at)
+		}
+		return s
+	}
+	yesNo := func(b bool) string {
+		if b {
+			return t.Yes
+		}
+		return t.No
+	}
+	line(t.ErasureAt, when(r.ErasedAt), false)
+	line(t.ErasureOrg, r.OrganizationName+" ("+r.OrganizationID+")", false)
+	line(t.ErasureFlows, strconv.Itoa(r.FlowCount), false)
+	line(t.ErasureReceiptsKept, yesNo(r.ReceiptsKept), false)
+	if r.KeyDestroyedAt != nil {
+		line(t.ErasureKeyDestroyed, when(*r.KeyDestroyedAt), false)
+	}
+	line(t.ErasureRetained, r.Retained, false)
+	line(t.ErasureSubject, r.Subject, true)
+	line(t.ReceiptID, r.ID, true)
+	return card
 }

@@ -83,6 +83,15 @@ func Commands() []command.Command {
 			{Name: "verify", Synopsis: "FILE [--jwks URL|FILE] [--json]", Run: runReceiptsVerify,
 				Summary: "check a consent receipt (- reads stdin), offline with --jwks"},
 		}},
+		{Name: "erasures", Summary: "erasures of people, and their tombstones for restores from backups",
+			Detail: "Run reapply as a step of every restore from a backup, with an export kept apart from the\n" +
+				"database's backups: it erases again everyone erased since the backup was taken.",
+			Subcommands: []command.Command{
+				{Name: "export", Synopsis: "[--out FILE]", Run: runErasuresExport,
+					Summary: "write every erasure's tombstone, one JSON object a line, to stdout or a file"},
+				{Name: "reapply", Synopsis: "FILE [--json]", Run: runErasuresReapply,
+					Summary: "after a restore, erase again everyone in an export whom the database still holds"},
+			}},
 		{Name: "demo", Synopsis: "--state FILE", Run: runDemo,
 			Summary: "create (once) and print a demo organization, API client and staff admin, as make run does"},
 	}

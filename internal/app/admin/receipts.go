@@ -18,6 +18,7 @@ import (
 	"github.com/flowd/flowd/internal/app/command"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/modules/consent/receipts"
+	"github.com/flowd/flowd/modules/erasure"
 )
 
 // maxJWKS bounds what --jwks reads: a key set of many years of keys is
@@ -42,25 +43,27 @@ func runReceiptsVerify(ctx context.Context, args []string, getenv func(string) s
 	if err != nil {
 		return fmt.Errorf("receipts verify: %w", err)
 	}
-	var v receipts.Verified
+	var keys jose.JSONWebKeySet
+	issuer := ""
 	if *jwksFrom != "" {
-		keys, loadErr := loadJWKS(ctx, *jwksFrom)
-		if loadErr != nil {
-			return fmt.Errorf("receipts verify: --jwks: %w", loadErr)
+		if keys, err = loadJWKS(ctx, *jwksFrom); err != nil {
+			return fmt.Errorf("receipts verify: --jwks: %w", err)
 		}
-		v, err = receipts.Verify(string(receipt), keys, "")
 	} else {
 		env, openErr := openAdmin(ctx, getenv, config.Need{}, stderr)
 		if openErr != nil {
 			return openErr
 		}
 		defer env.pool.Close()
-		keys, keysErr := env.Keys.ReceiptKeys(ctx)
-		if keysErr != nil {
-			return keysErr
+		if keys, err = env.Keys.ReceiptKeys(ctx); err != nil {
+			return err
 		}
-		v, err = receipts.Verify(string(receipt), keys, strings.TrimRight(env.cfg.BaseURL.String(), "/"))
+		issuer = strings.TrimRight(env.cfg.BaseURL.String(), "/")
 	}
+	if erasure.IsReceipt(string(receipt)) {
+		return printErasureReceipt(stdout, string(receipt), keys, issuer, *asJSON)
+	}
+	v, err := receipts.Verify(string(receipt), keys, issuer)
 	var bad *receipts.InvalidError
 	if errors.As(err, &bad) {
 		if *asJSON {
@@ -95,6 +98,40 @@ func runReceiptsVerify(ctx context.Context, args []string, getenv func(string) s
 	if r.Previous != "" {
 		fmt.Fprintf(stdout, "  replaces    %s (withdrawn by the %s)\n", r.Previous, r.WithdrawnBy)
 	}
+	return nil
+}
+
+// printErasureReceipt checks an erasure receipt and prints what it says.
+func printErasureReceipt(stdout io.Writer, jws string, keys jose.JSONWebKeySet, issuer string, asJSON bool) error {
+	v, err := erasure.VerifyReceipt(jws, keys, issuer)
+	var bad *erasure.InvalidReceiptError
+	if errors.As(err, &bad) {
+		if asJSON {
+			_ = command.PrintJSON(stdout, map[string]any{"valid": false, "reason": bad.Reason, "keyId": nil, "receipt": nil})
+		}
+		return fmt.Errorf("receipts verify: the erasure receipt is not valid: %s", bad.Reason)
+	}
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return command.PrintJSON(stdout, map[string]any{"valid": true, "reason": nil, "keyId": v.KeyID, "receipt": nil, "erasureReceipt": v.Receipt})
+	}
+	r := v.Receipt
+	kept := "no"
+	if r.ReceiptsKept {
+		kept = "yes"
+	}
+	fmt.Fprintf(stdout, "Valid: %s signed this erasure receipt with key %s.\n", r.Issuer, v.KeyID)
+	fmt.Fprintf(stdout, "  erasure        %s, erased %s\n", r.ErasureID, r.ErasedAt)
+	fmt.Fprintf(stdout, "  organization   %s (%s)\n", r.OrganizationName, r.OrganizationID)
+	fmt.Fprintf(stdout, "  subject        %s\n", r.Subject)
+	fmt.Fprintf(stdout, "  flows erased   %d\n", r.FlowCount)
+	fmt.Fprintf(stdout, "  receipts kept  %s\n", kept)
+	if r.KeyDestroyedAt != nil {
+		fmt.Fprintf(stdout, "  key destroyed  %s\n", *r.KeyDestroyedAt)
+	}
+	fmt.Fprintf(stdout, "  what stays     %s\n", r.Retained)
 	return nil
 }
 

@@ -20,10 +20,12 @@ import (
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/identitytest"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/consent/receipts"
+	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/flows/taskreports"
@@ -164,6 +166,8 @@ type apiSetup struct {
 	// webhooks publishes the flows' events through the real webhooks
 	// module, running, instead of into test_events.
 	webhooks bool
+	// retention has the flows kept as their definitions' retention says.
+	retention bool
 }
 
 // EnvOption changes the API's test environment.
@@ -178,6 +182,12 @@ func WithNationalIDFormat(f string) EnvOption {
 // module, whose workers deliver them (to private addresses too).
 func WithWebhooks() EnvOption {
 	return func(s *apiSetup) { s.webhooks = true }
+}
+
+// WithRetention keeps completed flows as their definitions' retention
+// says (flows.Manager.EraseRetained).
+func WithRetention() EnvOption {
+	return func(s *apiSetup) { s.retention = true }
 }
 
 // NewAPI starts the API's test environment on a fresh database.
@@ -226,6 +236,9 @@ func NewAPI(t testing.TB, opts ...EnvOption) *APIEnv {
 		t.Cleanup(func() { stop(); <-done })
 	}
 	definitions := consent.NewDefinitions(pool, TestOrganizations{})
+	if setup.retention {
+		fcfg.Retention = definitions
+	}
 	receiptKeys := identitytest.New(t, pool, identitytest.Config{Issuer: cfg.BaseURL.String(), KeyEncryptionKey: key})
 	receiptService := receipts.New(pool, receiptKeys, TestOrganizations{}, cfg.BaseURL.String())
 	requests := consent.NewRequests(pool, sealer, cfg.BaseURL.String())
@@ -237,6 +250,17 @@ func NewAPI(t testing.TB, opts ...EnvOption) *APIEnv {
 	if hooks != nil {
 		d.Webhooks = hooks
 	}
+	erasureEvents := hooks
+	if erasureEvents == nil {
+		if erasureEvents, err = webhooks.New(pool, taskreports.New(pool), webhooks.Options{KeyEncryptionKey: key,
+			Log: log, Registry: prometheus.NewRegistry()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Idempotency = idempotency.New(pool, sealer, log, 0)
+	d.Erasures = erasure.New(erasure.Deps{Pool: pool, Flows: m, Keys: m, Subjects: receiptService, Answers: d.Idempotency, Events: erasureEvents,
+		Audit: FakeIdentity{}, Signer: receiptKeys, Orgs: TestOrganizations{}, KeyEncryptionKey: key, Issuer: cfg.BaseURL.String(),
+		NationalIDFormat: fcfg.NationalIDFormat})
 	srv := NewServer(t, d)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)

@@ -22,6 +22,7 @@ import (
 	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/consent/receipts"
+	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/flows/taskreports"
@@ -169,6 +170,19 @@ func NewServer(t testing.TB, d web.Deps) *Server {
 	}
 	if d.Idempotency == nil {
 		d.Idempotency = idempotency.New(d.Pool, sealer, d.Log, 0)
+	}
+	if d.Erasures == nil {
+		m, _ := d.Flows.(*flows.Manager)
+		if m == nil {
+			m = flowsModule
+		}
+		publisher, _ := d.Webhooks.(*webhooks.Module)
+		if publisher == nil {
+			publisher = hooks
+		}
+		d.Erasures = erasure.New(erasure.Deps{Pool: d.Pool, Flows: m, Keys: m, Subjects: receiptService, Answers: d.Idempotency,
+			Events: publisher, Audit: d.Audit, Signer: ident, Orgs: TestOrganizations{}, KeyEncryptionKey: cfg.KeyEncryptionKey,
+			Issuer: base, NationalIDFormat: nationalid.FormatGeneric})
 	}
 	srv, err := web.New(d)
 	if err != nil {

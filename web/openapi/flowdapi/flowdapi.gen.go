@@ -95,17 +95,19 @@ func (e ConsentStatus) Valid() bool {
 
 // Defines values for EventType.
 const (
-	EventTypeEndpointDisabled EventType = "endpoint.disabled"
-	EventTypeFlowAccepted     EventType = "flow.accepted"
-	EventTypeFlowCancelled    EventType = "flow.cancelled"
-	EventTypeFlowCreated      EventType = "flow.created"
-	EventTypeFlowDeleted      EventType = "flow.deleted"
-	EventTypeFlowExpired      EventType = "flow.expired"
-	EventTypeFlowExpiring     EventType = "flow.expiring"
-	EventTypeFlowOpened       EventType = "flow.opened"
-	EventTypeFlowRejected     EventType = "flow.rejected"
-	EventTypeFlowUsed         EventType = "flow.used"
-	EventTypeFlowWithdrawn    EventType = "flow.withdrawn"
+	EventTypeEndpointDisabled        EventType = "endpoint.disabled"
+	EventTypeFlowAccepted            EventType = "flow.accepted"
+	EventTypeFlowCancelled           EventType = "flow.cancelled"
+	EventTypeFlowCreated             EventType = "flow.created"
+	EventTypeFlowDeleted             EventType = "flow.deleted"
+	EventTypeFlowExpired             EventType = "flow.expired"
+	EventTypeFlowExpiring            EventType = "flow.expiring"
+	EventTypeFlowOpened              EventType = "flow.opened"
+	EventTypeFlowRejected            EventType = "flow.rejected"
+	EventTypeFlowUsed                EventType = "flow.used"
+	EventTypeFlowWithdrawn           EventType = "flow.withdrawn"
+	EventTypeSubjectErased           EventType = "subject.erased"
+	EventTypeSubjectErasureRequested EventType = "subject.erasure_requested"
 )
 
 // Valid indicates whether the value is a known member of the EventType enum.
@@ -132,6 +134,10 @@ func (e EventType) Valid() bool {
 	case EventTypeFlowUsed:
 		return true
 	case EventTypeFlowWithdrawn:
+		return true
+	case EventTypeSubjectErased:
+		return true
+	case EventTypeSubjectErasureRequested:
 		return true
 	default:
 		return false
@@ -246,6 +252,36 @@ func (e FlowEventJSONBodyType) Valid() bool {
 	case FlowEventJSONBodyTypeFlowUsed:
 		return true
 	case FlowEventJSONBodyTypeFlowWithdrawn:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SubjectErasedJSONBodyType.
+const (
+	SubjectErasedJSONBodyTypeSubjectErased SubjectErasedJSONBodyType = "subject.erased"
+)
+
+// Valid indicates whether the value is a known member of the SubjectErasedJSONBodyType enum.
+func (e SubjectErasedJSONBodyType) Valid() bool {
+	switch e {
+	case SubjectErasedJSONBodyTypeSubjectErased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SubjectErasureRequestedJSONBodyType.
+const (
+	SubjectErasureRequestedJSONBodyTypeSubjectErasureRequested SubjectErasureRequestedJSONBodyType = "subject.erasure_requested"
+)
+
+// Valid indicates whether the value is a known member of the SubjectErasureRequestedJSONBodyType enum.
+func (e SubjectErasureRequestedJSONBodyType) Valid() bool {
+	switch e {
+	case SubjectErasureRequestedJSONBodyTypeSubjectErasureRequested:
 		return true
 	default:
 		return false
@@ -403,7 +439,7 @@ type EventItem struct {
 	Test *bool `json:"test,omitempty"`
 
 	// Type What happened: `flow.*` to a flow, `endpoint.disabled` to one of the organization's
-	// webhook endpoints (it has no flow).
+	// webhook endpoints, `subject.*` to a person (these two have no flow).
 	Type EventType `json:"type"`
 }
 
@@ -421,7 +457,7 @@ type EventList struct {
 }
 
 // EventType What happened: `flow.*` to a flow, `endpoint.disabled` to one of the organization's
-// webhook endpoints (it has no flow).
+// webhook endpoints, `subject.*` to a person (these two have no flow).
 type EventType string
 
 // FieldError defines model for FieldError.
@@ -966,6 +1002,29 @@ type ProcessStatus string
 // Examples: BANK-42
 type ReferenceId = string
 
+// SubjectErasedEventData An erasure; nothing personal.
+type SubjectErasedEventData struct {
+	ErasedAt time.Time `json:"erasedAt"`
+
+	// ErasureId The erasure's id (`GET /api/erasures/{erasureId}`).
+	ErasureId      openapi_types.UUID `json:"erasureId"`
+	FlowCount      int                `json:"flowCount"`
+	OrganizationId string             `json:"organizationId"`
+}
+
+// SubjectErasureRequestedEventData A person's request to be erased; nothing personal but their receipt subject.
+type SubjectErasureRequestedEventData struct {
+	OrganizationId string `json:"organizationId"`
+
+	// Reference The reference of one of the person's flows in the organization, to find them by.
+	Reference   string             `json:"reference"`
+	RequestId   openapi_types.UUID `json:"requestId"`
+	RequestedAt time.Time          `json:"requestedAt"`
+
+	// Subject The person, as the organization's consent receipts name them (`POST /api/receipts/subject` tells whether a national id is theirs).
+	Subject string `json:"subject"`
+}
+
 // Timestamp RFC 3339, UTC, with milliseconds.
 //
 // Examples: 2026-01-02T03:04:05.678Z
@@ -1165,6 +1224,60 @@ type FlowEventParams struct {
 // FlowEventJSONBodyType defines parameters for FlowEvent.
 type FlowEventJSONBodyType string
 
+// SubjectErasedJSONBody defines parameters for SubjectErased.
+type SubjectErasedJSONBody struct {
+	// Data An erasure; nothing personal.
+	Data SubjectErasedEventData `json:"data"`
+
+	// Timestamp RFC 3339, UTC, with milliseconds.
+	//
+	// Examples: 2026-01-02T03:04:05.678Z
+	Timestamp Timestamp                 `json:"timestamp"`
+	Type      SubjectErasedJSONBodyType `json:"type"`
+}
+
+// SubjectErasedParams defines parameters for SubjectErased.
+type SubjectErasedParams struct {
+	// WebhookId The event's id, as for a flow event.
+	WebhookId string `json:"webhook-id"`
+
+	// WebhookTimestamp When this attempt was sent, in Unix seconds, as for a flow event.
+	WebhookTimestamp int `json:"webhook-timestamp"`
+
+	// WebhookSignature The signatures, as for a flow event.
+	WebhookSignature string `json:"webhook-signature"`
+}
+
+// SubjectErasedJSONBodyType defines parameters for SubjectErased.
+type SubjectErasedJSONBodyType string
+
+// SubjectErasureRequestedJSONBody defines parameters for SubjectErasureRequested.
+type SubjectErasureRequestedJSONBody struct {
+	// Data A person's request to be erased; nothing personal but their receipt subject.
+	Data SubjectErasureRequestedEventData `json:"data"`
+
+	// Timestamp RFC 3339, UTC, with milliseconds.
+	//
+	// Examples: 2026-01-02T03:04:05.678Z
+	Timestamp Timestamp                           `json:"timestamp"`
+	Type      SubjectErasureRequestedJSONBodyType `json:"type"`
+}
+
+// SubjectErasureRequestedParams defines parameters for SubjectErasureRequested.
+type SubjectErasureRequestedParams struct {
+	// WebhookId The event's id, as for a flow event.
+	WebhookId string `json:"webhook-id"`
+
+	// WebhookTimestamp When this attempt was sent, in Unix seconds, as for a flow event.
+	WebhookTimestamp int `json:"webhook-timestamp"`
+
+	// WebhookSignature The signatures, as for a flow event.
+	WebhookSignature string `json:"webhook-signature"`
+}
+
+// SubjectErasureRequestedJSONBodyType defines parameters for SubjectErasureRequested.
+type SubjectErasureRequestedJSONBodyType string
+
 // ThinEventJSONBody defines parameters for ThinEvent.
 type ThinEventJSONBody struct {
 	// Data A thin event's ids and links; nothing about the flow's person, not even its status.
@@ -1231,6 +1344,12 @@ type EndpointDisabledJSONRequestBody EndpointDisabledJSONBody
 // FlowEventJSONRequestBody defines body for FlowEvent for application/json ContentType.
 type FlowEventJSONRequestBody FlowEventJSONBody
 
+// SubjectErasedJSONRequestBody defines body for SubjectErased for application/json ContentType.
+type SubjectErasedJSONRequestBody SubjectErasedJSONBody
+
+// SubjectErasureRequestedJSONRequestBody defines body for SubjectErasureRequested for application/json ContentType.
+type SubjectErasureRequestedJSONRequestBody SubjectErasureRequestedJSONBody
+
 // ThinEventJSONRequestBody defines body for ThinEvent for application/json ContentType.
 type ThinEventJSONRequestBody ThinEventJSONBody
 
@@ -1276,6 +1395,58 @@ func (t *EventItem_Data) FromEndpointDisabledEventData(v EndpointDisabledEventDa
 
 // MergeEndpointDisabledEventData performs a merge with any union data inside the EventItem_Data, using the provided EndpointDisabledEventData
 func (t *EventItem_Data) MergeEndpointDisabledEventData(v EndpointDisabledEventData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSubjectErasedEventData returns the union data inside the EventItem_Data as a SubjectErasedEventData
+func (t EventItem_Data) AsSubjectErasedEventData() (SubjectErasedEventData, error) {
+	var body SubjectErasedEventData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSubjectErasedEventData overwrites any union data inside the EventItem_Data as the provided SubjectErasedEventData
+func (t *EventItem_Data) FromSubjectErasedEventData(v SubjectErasedEventData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSubjectErasedEventData performs a merge with any union data inside the EventItem_Data, using the provided SubjectErasedEventData
+func (t *EventItem_Data) MergeSubjectErasedEventData(v SubjectErasedEventData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSubjectErasureRequestedEventData returns the union data inside the EventItem_Data as a SubjectErasureRequestedEventData
+func (t EventItem_Data) AsSubjectErasureRequestedEventData() (SubjectErasureRequestedEventData, error) {
+	var body SubjectErasureRequestedEventData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSubjectErasureRequestedEventData overwrites any union data inside the EventItem_Data as the provided SubjectErasureRequestedEventData
+func (t *EventItem_Data) FromSubjectErasureRequestedEventData(v SubjectErasureRequestedEventData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSubjectErasureRequestedEventData performs a merge with any union data inside the EventItem_Data, using the provided SubjectErasureRequestedEventData
+func (t *EventItem_Data) MergeSubjectErasureRequestedEventData(v SubjectErasureRequestedEventData) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -4060,6 +4231,16 @@ type WebhookInitiatorInterface interface {
 
 	FlowEvent(ctx context.Context, targetURL string, params *FlowEventParams, body FlowEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// SubjectErasedWithBody fires the subjectErased webhook with any body
+	SubjectErasedWithBody(ctx context.Context, targetURL string, params *SubjectErasedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	SubjectErased(ctx context.Context, targetURL string, params *SubjectErasedParams, body SubjectErasedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SubjectErasureRequestedWithBody fires the subjectErasureRequested webhook with any body
+	SubjectErasureRequestedWithBody(ctx context.Context, targetURL string, params *SubjectErasureRequestedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	SubjectErasureRequested(ctx context.Context, targetURL string, params *SubjectErasureRequestedParams, body SubjectErasureRequestedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ThinEventWithBody fires the thinEvent webhook with any body
 	ThinEventWithBody(ctx context.Context, targetURL string, params *ThinEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -4104,6 +4285,54 @@ func (p *WebhookInitiator) FlowEventWithBody(ctx context.Context, targetURL stri
 
 func (p *WebhookInitiator) FlowEvent(ctx context.Context, targetURL string, params *FlowEventParams, body FlowEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewFlowEventWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) SubjectErasedWithBody(ctx context.Context, targetURL string, params *SubjectErasedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubjectErasedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) SubjectErased(ctx context.Context, targetURL string, params *SubjectErasedParams, body SubjectErasedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubjectErasedWebhookRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) SubjectErasureRequestedWithBody(ctx context.Context, targetURL string, params *SubjectErasureRequestedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubjectErasureRequestedWebhookRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) SubjectErasureRequested(ctx context.Context, targetURL string, params *SubjectErasureRequestedParams, body SubjectErasureRequestedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubjectErasureRequestedWebhookRequest(targetURL, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4212,6 +4441,128 @@ func NewFlowEventWebhookRequest(targetURL string, params *FlowEventParams, body 
 
 // NewFlowEventWebhookRequestWithBody builds a POST request for the flowEvent webhook with any body
 func NewFlowEventWebhookRequestWithBody(targetURL string, params *FlowEventParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewSubjectErasedWebhookRequest builds a application/json POST request for the subjectErased webhook
+func NewSubjectErasedWebhookRequest(targetURL string, params *SubjectErasedParams, body SubjectErasedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSubjectErasedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewSubjectErasedWebhookRequestWithBody builds a POST request for the subjectErased webhook with any body
+func NewSubjectErasedWebhookRequestWithBody(targetURL string, params *SubjectErasedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
+}
+
+// NewSubjectErasureRequestedWebhookRequest builds a application/json POST request for the subjectErasureRequested webhook
+func NewSubjectErasureRequestedWebhookRequest(targetURL string, params *SubjectErasureRequestedParams, body SubjectErasureRequestedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSubjectErasureRequestedWebhookRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewSubjectErasureRequestedWebhookRequestWithBody builds a POST request for the subjectErasureRequested webhook with any body
+func NewSubjectErasureRequestedWebhookRequestWithBody(targetURL string, params *SubjectErasureRequestedParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 	_ = err
 

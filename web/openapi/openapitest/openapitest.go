@@ -99,7 +99,7 @@ func ValidateRecorder(t testing.TB, req *http.Request, rec *httptest.ResponseRec
 func ValidateWebhook(t testing.TB, header http.Header, body []byte) {
 	t.Helper()
 	if err := CheckWebhook(header, body); err != nil {
-		t.Errorf("openapitest: the webhook delivery does not match the OpenAPI document's flowEvent:\n%v\nbody: %s", err, excerpt(body))
+		t.Errorf("openapitest: the webhook delivery does not match the OpenAPI document's webhook of its type:\n%v\nbody: %s", err, excerpt(body))
 	}
 }
 
@@ -180,6 +180,24 @@ func validateResponse(r *http.Request, params map[string]string, route *routers.
 	return openapi3filter.ValidateResponse(context.Background(), in)
 }
 
+// webhookOf names the document's webhook that describes body, by its type:
+// an event of a person's (subject.*) or an endpoint's has its own.
+func webhookOf(body []byte) string {
+	var ev struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(body, &ev)
+	switch ev.Type {
+	case "endpoint.disabled":
+		return "endpointDisabled"
+	case "subject.erased":
+		return "subjectErased"
+	case "subject.erasure_requested":
+		return "subjectErasureRequested"
+	}
+	return "flowEvent"
+}
+
 // CheckWebhook returns why a webhook delivery does not match the document's
 // flowEvent webhook, or nil.
 func CheckWebhook(header http.Header, body []byte) error {
@@ -187,9 +205,10 @@ func CheckWebhook(header http.Header, body []byte) error {
 	if err != nil {
 		return err
 	}
-	hook := s.doc.Webhooks["flowEvent"]
+	name := webhookOf(body)
+	hook := s.doc.Webhooks[name]
 	if hook == nil || hook.Post == nil {
-		return errors.New("the document has no flowEvent webhook")
+		return fmt.Errorf("the document has no %s webhook", name)
 	}
 	op := hook.Post
 	var problems []string

@@ -50,6 +50,7 @@ type Version struct {
 	DataCategories []Category
 	Recipient      string
 	Validity       *string
+	Retention      *string
 	AssuranceLevel string
 	TextSHA256     []byte
 	PublishedBy    string
@@ -93,11 +94,11 @@ func Insert(ctx context.Context, db DB, d Definition, v Version) (bool, error) {
 func InsertVersion(ctx context.Context, db DB, v Version) error {
 	_, err := db.Exec(ctx, `insert into consent_definition_versions (organization_id, definition_id, version, tag,
 			title_en, title_nb, purpose_en, purpose_nb, data_categories, recipient, validity, assurance_level,
-			text_sha256, published_by, published_at, withdrawal_consequences)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+			text_sha256, published_by, published_at, withdrawal_consequences, retention)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
 		v.OrganizationID, v.DefinitionID, v.Version, v.Tag, v.TitleEN, v.TitleNB, v.PurposeEN, v.PurposeNB,
 		v.DataCategories, v.Recipient, v.Validity, v.AssuranceLevel, v.TextSHA256, v.PublishedBy, v.PublishedAt,
-		v.WithdrawalConsequences)
+		v.WithdrawalConsequences, v.Retention)
 	return err
 }
 
@@ -177,13 +178,13 @@ func versionColumns(alias string) string {
 	p := alias + "."
 	return p + "organization_id, " + p + "definition_id, " + p + "version, " + p + "tag, " + p + "title_en, " +
 		p + "title_nb, " + p + "purpose_en, " + p + "purpose_nb, " + p + "data_categories, " + p + "recipient, " +
-		p + "validity, " + p + "assurance_level, " + p + "text_sha256, " + p + "published_by, " + p + "published_at, " + p + "withdrawal_consequences"
+		p + "validity, " + p + "assurance_level, " + p + "text_sha256, " + p + "published_by, " + p + "published_at, " + p + "withdrawal_consequences, " + p + "retention"
 }
 
 func (v *Version) dest() []any {
 	return []any{&v.OrganizationID, &v.DefinitionID, &v.Version, &v.Tag, &v.TitleEN, &v.TitleNB, &v.PurposeEN,
 		&v.PurposeNB, &v.DataCategories, &v.Recipient, &v.Validity, &v.AssuranceLevel, &v.TextSHA256,
-		&v.PublishedBy, &v.PublishedAt, &v.WithdrawalConsequences}
+		&v.PublishedBy, &v.PublishedAt, &v.WithdrawalConsequences, &v.Retention}
 }
 
 // GetVersion returns version n of a definition. ErrNoRows.

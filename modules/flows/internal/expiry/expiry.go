@@ -57,6 +57,9 @@ type Work struct {
 	Expire func(ctx context.Context, organizationID, flowID string) (time.Duration, error)
 	// ExpireDue expires up to limit due acceptances and returns how many.
 	ExpireDue func(ctx context.Context, limit int) (int, error)
+	// EraseRetained deletes the completed flows past their definition's
+	// retention by now, limit to a transaction, and returns how many.
+	EraseRetained func(ctx context.Context, now time.Time, limit int) (int, error)
 }
 
 // Config holds the settings of the jobs.
@@ -78,6 +81,7 @@ func New(pool *pgxpool.Pool, work Work, log *slog.Logger, reg prometheus.Registe
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &worker{work: work})
 	river.AddWorker(workers, &sweepWorker{work: work})
+	river.AddWorker(workers, &retentionWorker{work: work})
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Schema:     database.FlowsRiverSchema,
 		Logger:     slog.New(warnings{log.Handler()}),
@@ -96,7 +100,11 @@ func New(pool *pgxpool.Pool, work Work, log *slog.Logger, reg prometheus.Registe
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(sweepInterval),
 			func() (river.JobArgs, *river.InsertOpts) {
 				return sweepArgs{}, &river.InsertOpts{Queue: queue, MaxAttempts: 3}
-			}, &river.PeriodicJobOpts{ID: "flows-consent-expiry-sweep", RunOnStart: true})},
+			}, &river.PeriodicJobOpts{ID: "flows-consent-expiry-sweep", RunOnStart: true}),
+			river.NewPeriodicJob(river.PeriodicInterval(sweepInterval),
+				func() (river.JobArgs, *river.InsertOpts) {
+					return retentionArgs{}, &river.InsertOpts{Queue: queue, MaxAttempts: 3}
+				}, &river.PeriodicJobOpts{ID: "flows-retention-sweep", RunOnStart: true})},
 	})
 	if err != nil {
 		panic(fmt.Sprintf("flows: expiry jobs: %v", err))
@@ -170,6 +178,31 @@ func (w *sweepWorker) Work(ctx context.Context, _ *river.Job[sweepArgs]) error {
 			return err
 		}
 	}
+}
+
+// retentionArgs start a sweep of the flows past their retention.
+type retentionArgs struct{}
+
+// Kind names the job kind in River's table.
+func (retentionArgs) Kind() string { return "flowd.retention_sweep" }
+
+// retentionBatch is how many flows one transaction of the sweep deletes.
+const retentionBatch = 100
+
+// retentionWorker deletes the completed flows past their retention.
+type retentionWorker struct {
+	river.WorkerDefaults[retentionArgs]
+	work Work
+}
+
+// Timeout lets a sweep of a long backlog run past the per-flow jobs' timeout.
+func (w *retentionWorker) Timeout(*river.Job[retentionArgs]) time.Duration {
+	return 10 * time.Minute
+}
+
+func (w *retentionWorker) Work(ctx context.Context, _ *river.Job[retentionArgs]) error {
+	_, err := w.work.EraseRetained(ctx, time.Now(), retentionBatch)
+	return err
 }
 
 // warnings keeps River's logs to warnings and worse.

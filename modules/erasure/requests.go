@@ -1,0 +1,93 @@
+package erasure
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"github.com/flowd/flowd/modules/flows/nationalid"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/erasure/internal/store"
+	"github.com/flowd/flowd/modules/webhooks"
+)
+
+// PersonRequest is a person's request that an organization erase them, as
+// their own page shows it.
+type PersonRequest struct {
+	OrganizationID   string
+	OrganizationName string
+	RequestedAt      time.Time
+	// ErasedAt is when the organization erased them since; nil until then.
+	ErasedAt *time.Time
+}
+
+// ErasureRequestedEvent is the data of subject.erasure_requested: the
+// person only by their receipt subject and a reference of theirs.
+type ErasureRequestedEvent struct {
+	RequestID      string `json:"requestId"`
+	OrganizationID string `json:"organizationId"`
+	Subject        string `json:"subject"`
+	Reference      string `json:"reference"`
+	RequestedAt    string `json:"requestedAt"`
+}
+
+// personKeyOf is the person's key across organizations, by which their
+// own page finds their requests: an HMAC of the national id under the
+// tombstones' key, in a domain of its own.
+func (m *Module) personKeyOf(nationalID string) []byte {
+	mac := hmac.New(sha256.New, m.subjectKey)
+	mac.Write([]byte("person\x00"))
+	mac.Write([]byte(nationalid.Normalize(nationalID)))
+	return mac.Sum(nil)
+}
+
+// RequestErasure records that the person of nationalID asks organizationID
+// to erase them, and tells the organization with subject.erasure_requested,
+// naming them by their receipt subject and reference, one of their flows'
+// references there. The caller has made sure the person has that flow.
+func (m *Module) RequestErasure(ctx context.Context, organizationID, nationalID, reference string) (PersonRequest, error) {
+	r := store.Request{OrganizationID: organizationID, ID: uuid.Must(uuid.NewV7()).String(), Reference: reference,
+		RequestedAt: time.Now().UTC().Truncate(time.Microsecond)}
+	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		subject, err := m.subjects.SubjectTx(ctx, tx, organizationID, nationalID)
+		if err != nil {
+			return err
+		}
+		if err := store.InsertRequest(ctx, tx, r, m.subjectKeyOf(organizationID, nationalID), m.personKeyOf(nationalID)); err != nil {
+			return err
+		}
+		return m.events.PublishSubjectTx(ctx, tx, organizationID, webhooks.SubjectErasureRequested, r.RequestedAt, requestedData(r, subject))
+	})
+	if err != nil {
+		return PersonRequest{}, err
+	}
+	return PersonRequest{OrganizationID: organizationID, RequestedAt: r.RequestedAt}, nil
+}
+
+// requestedData is the event data of request r of the person of subject.
+func requestedData(r store.Request, subject string) ErasureRequestedEvent {
+	return ErasureRequestedEvent{RequestID: r.ID, OrganizationID: r.OrganizationID, Subject: subject, Reference: r.Reference,
+		RequestedAt: r.RequestedAt.Format(time.RFC3339Nano)}
+}
+
+// RequestsOf returns the person's latest request to each organization they
+// asked, with when it was done.
+func (m *Module) RequestsOf(ctx context.Context, nationalID string) ([]PersonRequest, error) {
+	rows, err := store.RequestsOf(ctx, m.pool, m.personKeyOf(nationalID))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PersonRequest, len(rows))
+	for i, r := range rows {
+		name, err := m.orgs.OrganizationName(ctx, r.OrganizationID)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = PersonRequest{OrganizationID: r.OrganizationID, OrganizationName: name, RequestedAt: r.RequestedAt.UTC(), ErasedAt: r.ErasedAt}
+	}
+	return out, nil
+}

@@ -1,0 +1,128 @@
+package flows
+
+import (
+	"context"
+	"crypto/subtle"
+	"github.com/flowd/flowd/modules/flows/nationalid"
+	"time"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/flows/internal/store"
+)
+
+// Erased is what erasing a person removed from one organization.
+type Erased struct {
+	// Deletions are the entries of the deletion log, one per flow.
+	Deletions []Deletion
+	// Receipts are the consent receipts the flows had, with their bodies,
+	// read before they went: the erasure keeps them when asked to.
+	Receipts []Attachment
+}
+
+// EraseSubjectTx deletes in tx every flow of organizationID whose national
+// id is nationalID (compared as NormalizeNationalID compares them), each as
+// Delete deletes one: the deletion log names by, and each sends its
+// flow.deleted. Flows are found by their keyed hash, or by their blind
+// index, so a flow created with the id spelt otherwise is found once
+// "flowd flows reindex" has indexed it.
+func (m *Manager) EraseSubjectTx(ctx context.Context, tx database.Tx, organizationID, nationalID, by string) (Erased, error) {
+	want := nationalid.Normalize(nationalID)
+	if want == "" || organizationID == "" {
+		return Erased{}, nil
+	}
+	var index []byte
+	if m.cfg.PersonIndex != nil {
+		index = m.cfg.PersonIndex.Of(want)
+	}
+	rows, err := store.LockFlowsOfSubject(ctx, tx, organizationID, m.sealer.Hashes("nationalId", nationalID), index)
+	if err != nil {
+		return Erased{}, err
+	}
+	var out Erased
+	for _, row := range rows {
+		id, err := m.openNationalID(row.ID, row.PIIKeyID, row.NationalIDSealed)
+		if err != nil {
+			return Erased{}, err
+		}
+		if subtle.ConstantTimeCompare([]byte(nationalid.Normalize(id)), []byte(want)) != 1 {
+			continue
+		}
+		if err := m.eraseLockedTx(ctx, tx, row, by, &out); err != nil {
+			return Erased{}, err
+		}
+	}
+	return out, nil
+}
+
+// eraseScanPage is how many flows EraseMatchingTx reads at a time.
+const eraseScanPage = 500
+
+// EraseMatchingTx deletes in tx, as EraseSubjectTx does, every flow of
+// organizationID for whose national id match returns a non-empty key, and
+// returns what it removed by that key. It reads every flow of the
+// organization, so that one pass serves any number of people: a restore's
+// re-erasure, where only keyed hashes of the people are known.
+func (m *Manager) EraseMatchingTx(ctx context.Context, tx database.Tx, organizationID, by string, match func(nationalID string) string) (map[string]Erased, error) {
+	out := map[string]Erased{}
+	after := ""
+	for {
+		page, err := store.OrganizationFlowsAfter(ctx, tx, organizationID, after, eraseScanPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range page {
+			id, err := m.openNationalID(f.ID, f.KeyID, f.NationalIDSealed)
+			if err != nil {
+				return nil, err
+			}
+			key := match(id)
+			if key == "" {
+				continue
+			}
+			row, err := store.GetFlow(ctx, tx, organizationID, f.ID, true)
+			if err != nil {
+				return nil, err
+			}
+			e := out[key]
+			if err := m.eraseLockedTx(ctx, tx, row, by, &e); err != nil {
+				return nil, err
+			}
+			out[key] = e
+		}
+		if len(page) < eraseScanPage {
+			return out, nil
+		}
+		after = page[len(page)-1].ID
+	}
+}
+
+// eraseLockedTx keeps row's receipts in out and deletes it.
+func (m *Manager) eraseLockedTx(ctx context.Context, tx database.Tx, row store.Flow, by string, out *Erased) error {
+	receipts, err := store.Attachments(ctx, tx, row.OrganizationID, row.ID, true)
+	if err != nil {
+		return err
+	}
+	for _, r := range receipts {
+		if r.Kind == KindConsentReceipt {
+			out.Receipts = append(out.Receipts, toAttachment(r))
+		}
+	}
+	d, err := m.deleteLockedTx(ctx, tx, row, by)
+	if err != nil {
+		return err
+	}
+	out.Deletions = append(out.Deletions, toDeletion(d))
+	return nil
+}
+
+// DestroySubjectKeyTx reports when the person's data key in the
+// organization was destroyed, and whether there was one. Flows seals
+// personal data under the deployment's data key for now, so there is no
+// key of a person to destroy: it reports tx's time and false. It is to be
+// replaced by the destruction of the person's own data key once personal
+// data is sealed under one.
+func (m *Manager) DestroySubjectKeyTx(ctx context.Context, tx database.Tx, organizationID, nationalID string) (time.Time, bool, error) {
+	var at time.Time
+	err := tx.QueryRow(ctx, `select now()`).Scan(&at)
+	return at, false, err
+}

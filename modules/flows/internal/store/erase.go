@@ -1,0 +1,38 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// LockFlowsOfSubject returns the organization's flows whose national id
+// hashes to one of hashes, or whose blind index is index (nil for none),
+// locked for update in the primary key's order: the candidates of a
+// person's erasure, which the caller confirms by their national id.
+func LockFlowsOfSubject(ctx context.Context, db DB, organizationID string, hashes [][]byte, index []byte) ([]Flow, error) {
+	return flowRows.all(db.Query(ctx, `select `+flowRows.columns+` from flows
+		where organization_id = $1 and (national_id_hmac = any($2) or ($3::bytea is not null and person_index = $3))
+		order by id for update`, organizationID, hashes, index))
+}
+
+// OrganizationFlowsAfter returns up to limit of the organization's flows
+// after the flow afterID (the first when empty), in the primary key's
+// order, with their sealed national ids: the pages of a scan for a person.
+func OrganizationFlowsAfter(ctx context.Context, db DB, organizationID, afterID string, limit int) ([]SealedFlow, error) {
+	if afterID == "" {
+		afterID = "00000000-0000-0000-0000-000000000000"
+	}
+	return unindexedRows.all(db.Query(ctx, `select `+unindexedRows.columns+` from flows
+		where organization_id = $1 and id > $2::uuid order by id limit $3`, organizationID, afterID, limit))
+}
+
+// LockRetained returns up to limit completed flows of one definition
+// version of organizationID decided before cutoff, locked for update in
+// the primary key's order; the flows another transaction holds are left
+// to it.
+func LockRetained(ctx context.Context, db DB, organizationID, definitionID string, version int, cutoff time.Time, limit int) ([]Flow, error) {
+	return flowRows.all(db.Query(ctx, `select `+flowRows.columns+` from flows
+		where organization_id = $1 and flow_definition_id = $2 and flow_definition_version = $3
+			and process_status = 'completed' and decided_at < $4
+		order by id limit $5 for update skip locked`, organizationID, definitionID, version, cutoff, limit))
+}

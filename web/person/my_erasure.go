@@ -1,0 +1,87 @@
+package person
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/views/i18n"
+	"github.com/flowd/flowd/views/pages"
+	"github.com/flowd/flowd/web/internal/httpkit"
+)
+
+// This file is the person's requests to be erased, on their own page: per
+// organization that holds flows of theirs, a form that asks it to erase
+// them, and when they asked and when it was done.
+
+// myErasures is the page's erasure section for the person of proof, whose
+// consents are mine.
+func (h *Handler) myErasures(c echo.Context, f pages.MyFrame, proof consent.Proof, mine []consent.MyConsent) ([]pages.MyErasure, error) {
+	asked, err := h.erasures.RequestsOf(c.Request().Context(), proof.NationalID)
+	if err != nil {
+		return nil, err
+	}
+	var out []pages.MyErasure
+	index := map[string]int{}
+	for _, r := range asked {
+		e := pages.MyErasure{OrganizationID: r.OrganizationID, Organization: r.OrganizationName,
+			Asked: fmt.Sprintf(f.T.ErasureAsked, i18n.FormatDate(f.Lang, r.RequestedAt))}
+		if r.ErasedAt != nil {
+			e.Done = fmt.Sprintf(f.T.ErasureDone, i18n.FormatDate(f.Lang, *r.ErasedAt))
+		}
+		index[r.OrganizationID] = len(out)
+		out = append(out, e)
+	}
+	for _, m := range mine {
+		if m.Hidden {
+			continue
+		}
+		i, ok := index[m.OrganizationID]
+		if !ok {
+			i, index[m.OrganizationID] = len(out), len(out)
+			out = append(out, pages.MyErasure{OrganizationID: m.OrganizationID, Organization: m.OrganizationName})
+		}
+		// Flows the organization still holds may be asked about once the
+		// last request was done, or never made.
+		if out[i].Asked == "" || out[i].Done != "" {
+			out[i].CanAsk = true
+			out[i].Help = fmt.Sprintf(f.T.ErasureAskHelp, m.OrganizationName)
+		}
+	}
+	return out, nil
+}
+
+// HandleMyErasureRequest handles "POST /my/erasure-requests": the person
+// asks an organization that holds flows of theirs to erase them, with the
+// consent session's CSRF token. The organization is told by
+// subject.erasure_requested; the page then shows when they asked.
+func (h *Handler) HandleMyErasureRequest(c echo.Context) error {
+	f := h.myFrame(c)
+	proof, id, ok, err := h.myProof(c)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return c.Redirect(http.StatusSeeOther, "/my")
+	}
+	if !httpkit.CSRFMatches(c, id.CSRF) {
+		return h.myMessage(c, f, http.StatusForbidden, f.T.FormExpiredTitle, f.T.FormExpired)
+	}
+	mine, err := h.mine.Mine(c.Request().Context(), proof)
+	if err != nil {
+		return err
+	}
+	org := c.FormValue("organization")
+	for _, m := range mine {
+		if m.Hidden || m.OrganizationID != org {
+			continue
+		}
+		if _, err := h.erasures.RequestErasure(c.Request().Context(), org, proof.NationalID, m.ReferenceID); err != nil {
+			return err
+		}
+		return c.Redirect(http.StatusSeeOther, "/my")
+	}
+	return h.myMessage(c, f, http.StatusNotFound, f.M.Title, f.M.NotYours)
+}
