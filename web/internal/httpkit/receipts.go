@@ -16,11 +16,11 @@ import (
 // page shows too. An erasure receipt's claims are in ErasureReceipt, a
 // consent receipt's in Receipt.
 type ReceiptVerification struct {
-	Valid          bool             `json:"valid"`
-	Reason         *string          `json:"reason"` // why not, when not valid
-	KeyID          *string          `json:"keyId"`
+	Valid          bool              `json:"valid"`
+	Reason         *string           `json:"reason"` // why not, when not valid
+	KeyID          *string           `json:"keyId"`
 	Receipt        *receipts.Receipt `json:"receipt"`
-	ErasureReceipt *erasure.Receipt `json:"erasureReceipt,omitempty"`
+	ErasureReceipt *erasure.Receipt  `json:"erasureReceipt,omitempty"`
 }
 
 // ErasureReceipts checks erasure receipts: the erasure module.
