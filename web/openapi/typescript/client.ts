@@ -41,6 +41,7 @@ export async function createRetrieveAndList(baseUrl: string, token: string): Pro
 // describe reads a webhook delivery's body, and an event of the events API, by their types.
 export function describe(delivery: FlowEvent | EndpointDisabledEvent, listed: components["schemas"]["EventItem"]): string {
   const about = delivery.type === "endpoint.disabled" ? delivery.data.endpointId : delivery.data.flowId;
-  const data: components["schemas"]["FlowEventData"] | components["schemas"]["EndpointDisabledEventData"] = listed.data;
-  return `${delivery.type} ${about} ${delivery.timestamp}; listed ${listed.type} ${"flowId" in data ? data.flowId : data.endpointId}`;
+  const data: components["schemas"]["EventItem"]["data"] = listed.data;
+  const listedAbout = "flowId" in data ? data.flowId : "endpointId" in data ? data.endpointId : data.organizationId;
+  return `${delivery.type} ${about} ${delivery.timestamp}; listed ${listed.type} ${listedAbout}`;
 }
