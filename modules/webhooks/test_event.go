@@ -103,6 +103,18 @@ func testBody(t EventType, e Endpoint, now time.Time) ([]byte, error) {
 			FailingSince: payload.Time(now), DisabledAt: payload.Time(now),
 		}})
 	}
+	switch t {
+	case SubjectErased:
+		return json.Marshal(subjectEvent{Type: string(t), Timestamp: payload.Time(now), Data: map[string]any{
+			"erasureId": uuid.Must(uuid.NewV7()).String(), "organizationId": e.OrganizationID,
+			"erasedAt": payload.Time(now), "flowCount": 0,
+		}})
+	case SubjectErasureRequested:
+		return json.Marshal(subjectEvent{Type: string(t), Timestamp: payload.Time(now), Data: map[string]any{
+			"requestId": uuid.Must(uuid.NewV7()).String(), "organizationId": e.OrganizationID,
+			"subject": "TEST-EVENT", "reference": "TEST-EVENT", "requestedAt": payload.Time(now),
+		}})
+	}
 	states, ok := testFlowStates[t]
 	if !ok {
 		states = [2]string{"Accepted", "completed"}
