@@ -83,6 +83,9 @@ const noSuchAttachment = "00000000-0000-7000-8000-000000000000"
 // noSuchRecovery names a recovery: the suite's endpoint has had none.
 const noSuchRecovery = "00000000-0000-7000-8000-000000000001"
 
+// noSuchErasure names an erasure: the suite erases no one.
+const noSuchErasure = "00000000-0000-7000-8000-000000000002"
+
 // suiteIDs are the ids of what the suite made: its flow, that flow's
 // flow.created event, and a webhook endpoint.
 type suiteIDs struct{ flow, event, endpoint string }
@@ -98,6 +101,7 @@ func (r route) target(base string, ids suiteIDs) string {
 	p = strings.ReplaceAll(p, "{version}", "1")
 	p = strings.ReplaceAll(p, "{attachmentId}", noSuchAttachment)
 	p = strings.ReplaceAll(p, "{recoveryId}", noSuchRecovery)
+	p = strings.ReplaceAll(p, "{erasureId}", noSuchErasure)
 	switch {
 	case r.Path == "/api/tasks":
 		p += "?flowId=" + ids.flow
@@ -345,7 +349,7 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 	for _, r := range routes {
 		if r.Secured && r.Method == "GET" {
 			want := 200
-			if strings.Contains(r.Path, "{attachmentId}") || strings.Contains(r.Path, "{recoveryId}") {
+			if strings.Contains(r.Path, "{attachmentId}") || strings.Contains(r.Path, "{recoveryId}") || strings.Contains(r.Path, "{erasureId}") {
 				want = 404
 			}
 			if a := mustDo(t, r.Method, r.target(p.URL, ids), tok, ""); a.Status != want {

@@ -109,17 +109,35 @@ type process struct {
 }
 
 // startFlowd runs `flowd serve` on dbURL at addr (a free one when empty) and
-// waits until /readyz answers 200. It is killed at cleanup.
+// waits until it says it serves there and /readyz answers 200. It is killed
+// at cleanup. A free address can be taken by another test's process before
+// flowd binds it: then it tries another.
 func startFlowd(t *testing.T, dbURL, addr string, extra map[string]string) *process {
 	t.Helper()
-	if addr == "" {
+	for attempt := 1; ; attempt++ {
+		p, taken := tryStartFlowd(t, dbURL, addr, extra)
+		if !taken {
+			return p
+		}
+		if attempt == 3 {
+			t.Fatalf("flowd found no free address in %d tries:\n%s", attempt, p.Logs.String())
+		}
+	}
+}
+
+// tryStartFlowd is startFlowd's one try; taken reports that the address was
+// in use, when startFlowd chose it.
+func tryStartFlowd(t *testing.T, dbURL, addr string, extra map[string]string) (p *process, taken bool) {
+	t.Helper()
+	chosen := addr == ""
+	if chosen {
 		addr = flowdtest.FreeAddr(t)
 	}
 	env := baseEnv(dbURL, addr)
 	for k, v := range extra {
 		env[k] = v
 	}
-	p := &process{URL: "http://" + addr, Addr: addr, Env: env, Logs: &syncbuf.Buffer{}, done: make(chan struct{})}
+	p = &process{URL: "http://" + addr, Addr: addr, Env: env, Logs: &syncbuf.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(flowdBinary(t), "serve")
 	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	for k, v := range env {
@@ -144,8 +162,17 @@ func startFlowd(t *testing.T, dbURL, addr string, extra map[string]string) *proc
 	testwait.For(t, "flowd at "+p.URL+" to be ready", func() (bool, string) {
 		select {
 		case <-p.done:
+			if chosen && strings.Contains(p.Logs.String(), "address already in use") {
+				taken = true
+				return true, ""
+			}
 			t.Fatalf("flowd exited before it was ready:\n%s", p.Logs.String())
 		default:
+		}
+		// Another test's flowd may answer at an address this one failed
+		// to bind: only this one's own word counts.
+		if !strings.Contains(p.Logs.String(), "flowd is serving on "+addr) {
+			return false, "not serving yet"
 		}
 		resp, err := http.Get(p.URL + "/readyz")
 		if err != nil {
@@ -154,7 +181,7 @@ func startFlowd(t *testing.T, dbURL, addr string, extra map[string]string) *proc
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, "/readyz " + resp.Status
 	})
-	return p
+	return p, taken
 }
 
 // startInstances runs n flowd processes on dbURL with extra settings. They
