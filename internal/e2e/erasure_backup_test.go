@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -20,9 +23,6 @@ import (
 	"github.com/flowd/flowd/internal/flowdtest"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
-
-// pgBin is where Debian keeps PostgreSQL's client programs.
-const pgBin = "/usr/lib/postgresql/15/bin"
 
 // apiClient is an API client's credentials, which outlive the instance
 // that issued its tokens when its database is restored elsewhere.
@@ -75,9 +75,6 @@ func getText(t *testing.T, hc *http.Client, url string) (int, string) {
 // nothing to do. An export with a bad line changes nothing.
 func TestAnErasureHoldsAfterARestoreFromBackup(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat(filepath.Join(pgBin, "pg_dump")); err != nil {
-		t.Skipf("no PostgreSQL client programs: %v", err)
-	}
 	in := flowdtest.Start(t)
 	acme, acmeClient := createOrgWithClient(t, in, "Erasing Bank", "ERA")
 	_, otherClient := createOrgWithClient(t, in, "Keeping Lender", "KEP")
@@ -216,13 +213,30 @@ func TestAnErasureHoldsAfterARestoreFromBackup(t *testing.T) {
 	}
 }
 
-// pgRun runs one of PostgreSQL's client programs.
+// pgRun runs one of PostgreSQL's client programs, found where scripts/pg.sh
+// finds the server: on PATH, else in Debian's newest /usr/lib/postgresql/*/bin.
+// The suite runs on a PostgreSQL it started, so they are always there.
 func pgRun(t *testing.T, program string, args ...string) {
 	t.Helper()
-	out, err := exec.Command(filepath.Join(pgBin, program), args...).CombinedOutput()
+	path, err := exec.LookPath(program)
+	if err != nil {
+		dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+		slices.SortFunc(dirs, func(a, b string) int { return cmp.Compare(pgMajor(b), pgMajor(a)) })
+		if len(dirs) == 0 {
+			t.Fatalf("%s is neither on PATH nor in /usr/lib/postgresql/*/bin", program)
+		}
+		path = filepath.Join(dirs[0], program)
+	}
+	out, err := exec.Command(path, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", program, err, out)
 	}
+}
+
+// pgMajor is the major version of a /usr/lib/postgresql/N/bin folder.
+func pgMajor(dir string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
+	return n
 }
 
 // newEmptyDatabase makes an empty database beside the one of like, dropped
