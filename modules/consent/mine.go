@@ -34,6 +34,11 @@ type PersonPage interface {
 	// same proof and assurance level), and records it in the organization's
 	// audit log. ErrNotProven, ErrNotYours, *AssuranceError, *ClosedError.
 	WithdrawMine(ctx context.Context, p Proof, flowID string) (IssuedReceipt, error)
+	// MyReferenceAt returns the reference of one of the person's requests
+	// in organizationID that p's sign-in may see, for the person to name
+	// themself to that organization. It records nothing. ErrNotProven,
+	// ErrNotYours.
+	MyReferenceAt(ctx context.Context, p Proof, organizationID string) (string, error)
 }
 
 // MyConsent is one consent request as the person's own page lists it.
@@ -262,6 +267,35 @@ func (s *JourneyService) WithdrawMine(ctx context.Context, p Proof, flowID strin
 		})
 	}
 	return IssuedReceipt{}, ErrNotYours
+}
+
+// MyReferenceAt implements PersonPage.
+func (s *JourneyService) MyReferenceAt(ctx context.Context, p Proof, organizationID string) (string, error) {
+	if p.NationalID == "" {
+		return "", ErrNotProven
+	}
+	fs, err := s.flows.FlowsOfPerson(ctx, p.NationalID)
+	if err != nil {
+		return "", err
+	}
+	ref := ""
+	err = database.WithTx(ctx, s.db, func(tx database.Tx) error {
+		for _, f := range fs {
+			if f.OrganizationID != organizationID {
+				continue
+			}
+			text, err := s.textTx(ctx, tx, f)
+			if err != nil {
+				return err
+			}
+			if _, err := s.assurance(text.AssuranceLevel, p.ACR); err == nil {
+				ref = f.ReferenceID
+				return nil
+			}
+		}
+		return ErrNotYours
+	})
+	return ref, err
 }
 
 // DaysLeft is how many whole days from now until t, at least 0.

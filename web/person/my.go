@@ -39,6 +39,22 @@ func (h *Handler) myProof(c echo.Context) (consent.Proof, ConsentIdentity, bool,
 	return consent.Proof{NationalID: id.NationalID, ACR: id.ACR}, id, true, nil
 }
 
+// myForm admits a POST of the page's forms: a signed-in person, with the
+// session's CSRF token. When it does not, it has answered and ok is false;
+// the handler returns err.
+func (h *Handler) myForm(c echo.Context, f pages.MyFrame) (proof consent.Proof, ok bool, err error) {
+	proof, id, ok, err := h.myProof(c)
+	switch {
+	case err != nil:
+		return consent.Proof{}, false, err
+	case !ok:
+		return consent.Proof{}, false, c.Redirect(http.StatusSeeOther, "/my")
+	case !httpkit.CSRFMatches(c, id.CSRF):
+		return consent.Proof{}, false, h.myMessage(c, f, http.StatusForbidden, f.T.FormExpiredTitle, f.T.FormExpired)
+	}
+	return proof, true, nil
+}
+
 // HandleMy handles "GET /my": the sign-in, then every consent request
 // addressed to the person.
 func (h *Handler) HandleMy(c echo.Context) error {
@@ -139,15 +155,9 @@ func (h *Handler) HandleMyWithdrawPage(c echo.Context) error {
 // consent link makes, with the consent session's CSRF token.
 func (h *Handler) HandleMyWithdraw(c echo.Context) error {
 	f := h.myFrame(c)
-	proof, id, ok, err := h.myProof(c)
-	if err != nil {
-		return err
-	}
+	proof, ok, err := h.myForm(c, f)
 	if !ok {
-		return c.Redirect(http.StatusSeeOther, "/my")
-	}
-	if !httpkit.CSRFMatches(c, id.CSRF) {
-		return h.myMessage(c, f, http.StatusForbidden, f.T.FormExpiredTitle, f.T.FormExpired)
+		return err
 	}
 	r, err := h.mine.WithdrawMine(c.Request().Context(), proof, c.Param("flow"))
 	var (

@@ -1,6 +1,7 @@
 package person
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -9,7 +10,6 @@ import (
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/views/i18n"
 	"github.com/flowd/flowd/views/pages"
-	"github.com/flowd/flowd/web/internal/httpkit"
 )
 
 // This file is the person's requests to be erased, on their own page: per
@@ -59,29 +59,20 @@ func (h *Handler) myErasures(c echo.Context, f pages.MyFrame, proof consent.Proo
 // subject.erasure_requested; the page then shows when they asked.
 func (h *Handler) HandleMyErasureRequest(c echo.Context) error {
 	f := h.myFrame(c)
-	proof, id, ok, err := h.myProof(c)
-	if err != nil {
-		return err
-	}
+	proof, ok, err := h.myForm(c, f)
 	if !ok {
-		return c.Redirect(http.StatusSeeOther, "/my")
-	}
-	if !httpkit.CSRFMatches(c, id.CSRF) {
-		return h.myMessage(c, f, http.StatusForbidden, f.T.FormExpiredTitle, f.T.FormExpired)
-	}
-	mine, err := h.mine.Mine(c.Request().Context(), proof)
-	if err != nil {
 		return err
 	}
 	org := c.FormValue("organization")
-	for _, m := range mine {
-		if m.Hidden || m.OrganizationID != org {
-			continue
-		}
-		if _, err := h.erasures.RequestErasure(c.Request().Context(), org, proof.NationalID, m.ReferenceID); err != nil {
-			return err
-		}
-		return c.Redirect(http.StatusSeeOther, "/my")
+	ref, err := h.mine.MyReferenceAt(c.Request().Context(), proof, org)
+	if errors.Is(err, consent.ErrNotYours) {
+		return h.myMessage(c, f, http.StatusNotFound, f.M.Title, f.M.NotYours)
 	}
-	return h.myMessage(c, f, http.StatusNotFound, f.M.Title, f.M.NotYours)
+	if err != nil {
+		return err
+	}
+	if _, err := h.erasures.RequestErasure(c.Request().Context(), org, proof.NationalID, ref); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/my")
 }
