@@ -159,10 +159,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 		return w.report(ctx, ev, gone, ev.LastError)
 	}
 
-	policy, err := store.DeliveryPolicy(ctx, w.pool, ev.OrganizationID, ev.ID)
-	if err != nil {
-		return fmt.Errorf("webhook policy: %w", err)
-	}
+	policy := ev.Policy
 	if policy.InOrder() && policy.PendingBefore {
 		held, err := w.holdInOrder(ctx, ev, policy)
 		if err != nil {

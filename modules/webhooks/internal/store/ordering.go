@@ -33,31 +33,23 @@ func (p Policy) InOrder() bool {
 	return p.Ordered && p.EndpointID != "" && p.FlowID != "" && p.Sequence > 0
 }
 
-// DeliveryPolicy returns the policy of one of an organization's
-// deliveries, read from its endpoint now. ErrNotFound.
-func DeliveryPolicy(ctx context.Context, db DB, organizationID, id string) (Policy, error) {
-	var p Policy
-	var rate *int
-	err := db.QueryRow(ctx, `
-		select coalesce(d.endpoint_id::text, ''), d.flow_id, coalesce(e.sequence, 0), coalesce(w.ordering = 'per-flow', false),
-			w.rate_limit, d.throttle_slot,
-			case when w.ordering = 'per-flow' then exists (select from webhook_events p join events pe
-					on pe.organization_id = p.organization_id and pe.id = p.event_id
-				where p.organization_id = $1 and p.flow_id = d.flow_id and p.endpoint_id = d.endpoint_id
-				  and p.state = 'pending' and p.id <> d.id and pe.sequence < e.sequence)
-			else false end
-		from webhook_events d
-		left join events e on e.organization_id = d.organization_id and e.id = d.event_id
-		left join webhook_endpoints w on w.organization_id = d.organization_id and w.id = d.endpoint_id
-		where d.organization_id = $1 and d.id = $2`, organizationID, id).
-		Scan(&p.EndpointID, &p.FlowID, &p.Sequence, &p.Ordered, &rate, &p.Slot, &p.PendingBefore)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Policy{}, ErrNotFound
-	}
-	if rate != nil {
-		p.RateLimit = *rate
-	}
-	return p, err
+// policyColumns select the Policy of delivery d, with its event pe_self and
+// endpoint w joined as policyJoins joins them, $1 being the organization.
+const policyColumns = `coalesce(d.endpoint_id::text, ''), d.flow_id, coalesce(pe_self.sequence, 0),
+	coalesce(w.ordering = 'per-flow', false), w.rate_limit, d.throttle_slot,
+	case when w.ordering = 'per-flow' then exists (select from webhook_events p join events pe
+			on pe.organization_id = p.organization_id and pe.id = p.event_id
+		where p.organization_id = $1 and p.flow_id = d.flow_id and p.endpoint_id = d.endpoint_id
+		  and p.state = 'pending' and p.id <> d.id and pe.sequence < pe_self.sequence)
+	else false end`
+
+const policyJoins = `left join events pe_self on pe_self.organization_id = d.organization_id and pe_self.id = d.event_id
+	left join webhook_endpoints w on w.organization_id = d.organization_id and w.id = d.endpoint_id`
+
+// targets are where policyColumns scan to; rate takes the nullable rate
+// limit, which Policy keeps as 0 for none.
+func (p *Policy) targets(rate **int) []any {
+	return []any{&p.EndpointID, &p.FlowID, &p.Sequence, &p.Ordered, rate, &p.Slot, &p.PendingBefore}
 }
 
 // lockFlowOrder holds, until tx ends, the order of a flow's deliveries to

@@ -60,9 +60,10 @@ type Event struct {
 	JobID          int64
 	// Signing and Payload are the endpoint's (symmetric and full for a
 	// flow's own URL); SigningChangedAt is when its signing last changed.
-	// GetEventAndSecrets alone reads them.
+	// GetEventAndSecrets alone reads them, and Policy.
 	Signing, Payload string
 	SigningChangedAt *time.Time
+	Policy           Policy
 }
 
 // Target is an organization endpoint an event fans out to.
@@ -169,25 +170,29 @@ func HasDelivery(ctx context.Context, db DB, organizationID, eventID, endpointID
 	return had, err
 }
 
-// GetEventAndSecrets returns one of an organization's deliveries and the
-// organization's signing secrets, in one query: a delivery needs both. The
-// secrets are nil when the organization has none yet. ErrNotFound when the
+// GetEventAndSecrets returns one of an organization's deliveries, with its
+// Policy, and the organization's signing secrets, in one query: a delivery
+// needs all of them. The secrets are nil when the organization has none yet. ErrNotFound when the
 // delivery does not exist.
 func GetEventAndSecrets(ctx context.Context, db DB, organizationID, id string) (Event, *Secrets, error) {
 	var e Event
 	var cur, prev *string
 	var createdAt, prevExp *time.Time
+	var rate *int
 	err := db.QueryRow(ctx, `
-		select e.id::text, e.event_id::text, e.organization_id, e.flow_id, e.task_id, e.type, e.url, e.body, e.state, e.last_error, e.job_id,
+		select d.id::text, d.event_id::text, d.organization_id, d.flow_id, d.task_id, d.type, d.url, d.body, d.state, d.last_error, d.job_id,
 			s.secret, s.created_at,
 			case when s.previous_expires_at > now() then s.previous_secret end,
 			case when s.previous_expires_at > now() then s.previous_expires_at end,
-			coalesce(w.signing, 'symmetric'), coalesce(w.payload, 'full'), w.signing_changed_at
-		from webhook_events e left join webhook_secrets s on s.organization_id = e.organization_id
-		left join webhook_endpoints w on w.organization_id = e.organization_id and w.id = e.endpoint_id
-		where e.organization_id = $1 and e.id = $2`, organizationID, id).
-		Scan(&e.ID, &e.EventID, &e.OrganizationID, &e.FlowID, &e.TaskID, &e.Type, &e.URL, &e.Body, &e.State, &e.LastError, &e.JobID,
-			&cur, &createdAt, &prev, &prevExp, &e.Signing, &e.Payload, &e.SigningChangedAt)
+			coalesce(w.signing, 'symmetric'), coalesce(w.payload, 'full'), w.signing_changed_at, `+policyColumns+`
+		from webhook_events d left join webhook_secrets s on s.organization_id = d.organization_id
+		`+policyJoins+`
+		where d.organization_id = $1 and d.id = $2`, organizationID, id).
+		Scan(append([]any{&e.ID, &e.EventID, &e.OrganizationID, &e.FlowID, &e.TaskID, &e.Type, &e.URL, &e.Body, &e.State, &e.LastError, &e.JobID,
+			&cur, &createdAt, &prev, &prevExp, &e.Signing, &e.Payload, &e.SigningChangedAt}, e.Policy.targets(&rate)...)...)
+	if rate != nil {
+		e.Policy.RateLimit = *rate
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Event{}, nil, ErrNotFound
 	}

@@ -40,7 +40,7 @@ func TestTakeSlotSpacesDeliveries(t *testing.T) {
 		if want := now.Add(time.Duration(i) * interval); !slot.Equal(want) {
 			t.Errorf("slot %d: %s, want %s", i, slot.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
 		}
-		p, err := store.DeliveryPolicy(ctx, pool, org, id)
+		p, err := policyOf(ctx, pool, org, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +56,7 @@ func TestTakeSlotSpacesDeliveries(t *testing.T) {
 	if err := store.UseSlot(ctx, pool, org, ids[1]); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := store.DeliveryPolicy(ctx, pool, org, ids[1]); err != nil || p.Slot != nil {
+	if p, err := policyOf(ctx, pool, org, ids[1]); err != nil || p.Slot != nil {
 		t.Errorf("a used slot stays: %v %v", p.Slot, err)
 	}
 	// Idle for a while: the next delivery goes at once, the one after it
@@ -71,4 +71,10 @@ func TestTakeSlotSpacesDeliveries(t *testing.T) {
 			t.Errorf("after a pause, slot %d: %s, want %s", i, slot.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
 		}
 	}
+}
+
+// policyOf is the policy a delivery's worker reads with it.
+func policyOf(ctx context.Context, db store.DB, org, id string) (store.Policy, error) {
+	ev, _, err := store.GetEventAndSecrets(ctx, db, org, id)
+	return ev.Policy, err
 }
