@@ -18,8 +18,9 @@ import (
 // DefinitionStore implements Definitions on PostgreSQL, and pins new flows'
 // definitions for the flows module (flows.Definitions).
 type DefinitionStore struct {
-	pool *pgxpool.Pool
-	orgs OrganizationNames
+	pool     *pgxpool.Pool
+	orgs     OrganizationNames
+	versions keptVersions
 }
 
 var (
@@ -76,23 +77,6 @@ func (s *DefinitionStore) insertDefault(ctx context.Context, tx database.Tx, org
 		return fmt.Errorf("consent: default definition: %w", err)
 	}
 	return nil
-}
-
-// VersionTx implements Texts. A flow made before definitions existed pins
-// the default's version 1, which is made here, in tx, if the organization
-// has no default yet.
-func (s *DefinitionStore) VersionTx(ctx context.Context, tx database.Tx, organizationID, id string, n int) (Version, error) {
-	v, err := definitions.GetVersion(ctx, tx, organizationID, id, n)
-	if errors.Is(err, definitions.ErrNoRows) && id == DefaultDefinitionID && n == 1 {
-		if err := s.insertDefault(ctx, tx, organizationID); err != nil {
-			return Version{}, err
-		}
-		v, err = definitions.GetVersion(ctx, tx, organizationID, id, n)
-	}
-	if err != nil {
-		return Version{}, definitionNotFound(err)
-	}
-	return fromRow(v), nil
 }
 
 // build turns a draft into version n of definition id; an empty recipient

@@ -69,6 +69,18 @@ func (tableAudit) RecordPersonPageTx(ctx context.Context, tx database.Tx, organi
 	return err
 }
 
+// QueuePersonPage writes each record as RecordPersonPageTx does, in one
+// statement.
+func (tableAudit) QueuePersonPage(b *database.Batch, action string, records []consent.PersonPageRecord) error {
+	var orgs, refs []string
+	for _, r := range records {
+		orgs, refs = append(orgs, r.OrganizationID), append(refs, strings.Join(r.ReferenceIDs, ","))
+	}
+	b.QueueExec(`insert into test_audit (organization_id, flow_id, reference_id) select o, $2, r from unnest($1::text[], $3::text[]) as x(o, r)`,
+		[]any{orgs, action, refs})
+	return nil
+}
+
 // journeyEnv is the real journey on the real flows module and a fresh database.
 type journeyEnv struct {
 	pool        *pgxpool.Pool

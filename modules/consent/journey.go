@@ -166,6 +166,9 @@ type LinkStore interface {
 	MarkIdentityProvenTx(ctx context.Context, tx database.Tx, f FlowRef) error
 	// URLTx returns the flow's consent link, read in tx. ErrUnknownLink.
 	URLTx(ctx context.Context, tx database.Tx, f FlowRef) (string, error)
+	// QueueURL adds the read of the flow's consent link to read; the
+	// function gives it once read is done. ErrUnknownLink.
+	QueueURL(read database.SharedRead, organizationID, flowID string) func() (string, error)
 	// IdentityProvenAt returns when the flow's person first proved who they
 	// are, or nil. ErrUnknownLink.
 	IdentityProvenAt(ctx context.Context, f FlowRef) (*time.Time, error)
@@ -193,8 +196,12 @@ type Flows interface {
 	RecordWithdrawalTx(ctx context.Context, tx database.Tx, w flows.Withdrawal, receipt flows.SignedReceipt) (flows.Flow, error)
 	// AttachmentsTx lists the flow's attachments with their bodies.
 	AttachmentsTx(ctx context.Context, tx database.Tx, f flows.Flow) ([]flows.Attachment, error)
-	// UsesTx lists up to limit of the flow's recorded uses, latest first.
-	UsesTx(ctx context.Context, tx database.Tx, f flows.Flow, limit int) ([]flows.Use, error)
+	// QueueAttachments adds to b the read of the flow's attachments with
+	// their bodies; the function gives them once b is sent.
+	QueueAttachments(b *database.Batch, f flows.Flow) func() ([]flows.Attachment, error)
+	// QueueUses adds to b the read of up to limit of the flow's recorded
+	// uses, latest first; the function gives them once b is sent.
+	QueueUses(b *database.Batch, f flows.Flow, limit int) func() ([]flows.Use, error)
 	// FlowsOfPerson returns the flows addressed to a national id in every
 	// organization, newest first, found by their blind index, for the
 	// person's own page alone.
@@ -207,6 +214,8 @@ type Texts interface {
 	// VersionTx returns version n of the organization's definition id.
 	// ErrDefinitionNotFound.
 	VersionTx(ctx context.Context, tx database.Tx, organizationID, id string, n int) (Version, error)
+	// Version is VersionTx outside any transaction.
+	Version(ctx context.Context, organizationID, id string, n int) (Version, error)
 }
 
 // OrganizationNames gives an organization's registered name: in its
@@ -230,9 +239,15 @@ type Audit interface {
 	PersonPageRecorder
 }
 
+// JourneyDB is what the journey sends its statements on: the pool.
+type JourneyDB interface {
+	database.Beginner
+	database.Batcher
+}
+
 // JourneyService implements Journey and PersonPage on the flows module.
 type JourneyService struct {
-	db    database.Beginner
+	db    JourneyDB
 	links LinkStore
 	recorder
 	orgs  OrganizationNames
@@ -244,7 +259,7 @@ type JourneyService struct {
 // NewJourney returns the consent journey; receiptService signs and checks the
 // decisions' receipts, orgs names the organization that asks, and acr reads
 // the eID's acr claims as assurance levels.
-func NewJourney(db database.Beginner, links LinkStore, flowsModule Flows, texts Texts, receiptService *receipts.Service,
+func NewJourney(db JourneyDB, links LinkStore, flowsModule Flows, texts Texts, receiptService *receipts.Service,
 	orgs OrganizationNames, audit Audit, acr ACRMap, log *slog.Logger) *JourneyService {
 	return &JourneyService{db: db, links: links, recorder: recorder{flows: flowsModule, texts: texts, receipts: receiptService},
 		orgs: orgs, audit: audit, acr: acr, log: log}

@@ -99,6 +99,10 @@ type PersonPageRecorder interface {
 	// action ("person_page.viewed", "person_page.withdrawal") on the
 	// organization's flows named by referenceIDs.
 	RecordPersonPageTx(ctx context.Context, tx database.Tx, organizationID, action string, referenceIDs []string) error
+	// QueuePersonPage adds to b the one statement that records that the
+	// person's own page did action on the flows of each record, in the
+	// audit log of the record's organization.
+	QueuePersonPage(b *database.Batch, action string, records []PersonPageRecord) error
 }
 
 // Actions the person's own page records.
@@ -107,7 +111,10 @@ const (
 	ActionPersonPageWithdrawal = "person_page.withdrawal"
 )
 
-// Mine implements PersonPage.
+// Mine implements PersonPage. Once the person's flows are found, what the
+// page shows of them and the audit entries of the view share one round
+// trip, whose statements commit together; the texts the flows pinned are
+// read only when not kept yet.
 func (s *JourneyService) Mine(ctx context.Context, p Proof) ([]MyConsent, error) {
 	if p.NationalID == "" {
 		return nil, ErrNotProven
@@ -116,42 +123,45 @@ func (s *JourneyService) Mine(ctx context.Context, p Proof) ([]MyConsent, error)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]MyConsent, 0, len(fs))
-	names := map[string]string{}
-	seen := map[string][]string{} // organization: reference ids shown
-	var orgOrder []string
-	err = database.WithTx(ctx, s.db, func(tx database.Tx) error {
-		now := time.Now()
-		for _, f := range fs {
-			text, err := s.textTx(ctx, tx, f)
-			if err != nil {
-				return err
-			}
-			if _, ok := seen[f.OrganizationID]; !ok {
-				orgOrder = append(orgOrder, f.OrganizationID)
-			}
-			seen[f.OrganizationID] = append(seen[f.OrganizationID], f.ReferenceID)
-			if _, err := s.assurance(text.AssuranceLevel, p.ACR); err != nil {
-				out = append(out, MyConsent{Hidden: true, Request: Request{FlowID: f.ID, OrganizationID: f.OrganizationID,
-					Text: Version{AssuranceLevel: text.AssuranceLevel}}})
-				continue
-			}
-			mine, err := s.mineTx(ctx, tx, f, text, now)
-			if err != nil {
-				return err
-			}
-			out = append(out, mine)
+	var (
+		b       database.Batch
+		out     = make([]MyConsent, len(fs))
+		reads   = make([]func() error, 0, len(fs))
+		records []PersonPageRecord
+		shown   = map[string]int{} // organization: its index in records
+		now     = time.Now()
+	)
+	for i, f := range fs {
+		text, err := s.texts.Version(ctx, f.OrganizationID, f.FlowDefinitionID, f.FlowDefinitionVersion)
+		if err != nil {
+			return nil, fmt.Errorf("consent: definition of flow %s: %w", f.ID, err)
 		}
-		for _, org := range orgOrder {
-			if err := s.audit.RecordPersonPageTx(ctx, tx, org, ActionPersonPageViewed, seen[org]); err != nil {
-				return err
-			}
+		j, ok := shown[f.OrganizationID]
+		if !ok {
+			j, shown[f.OrganizationID] = len(records), len(records)
+			records = append(records, PersonPageRecord{OrganizationID: f.OrganizationID})
 		}
-		return nil
-	})
-	if err != nil {
+		records[j].ReferenceIDs = append(records[j].ReferenceIDs, f.ReferenceID)
+		if _, err := s.assurance(text.AssuranceLevel, p.ACR); err != nil {
+			out[i] = MyConsent{Hidden: true, Request: Request{FlowID: f.ID, OrganizationID: f.OrganizationID,
+				Text: Version{AssuranceLevel: text.AssuranceLevel}}}
+			continue
+		}
+		out[i] = s.mine(f, text, now)
+		reads = append(reads, s.queueMine(&b, &out[i], f))
+	}
+	if err := s.audit.QueuePersonPage(&b, ActionPersonPageViewed, records); err != nil {
 		return nil, err
 	}
+	if err := b.Send(ctx, s.db); err != nil {
+		return nil, err
+	}
+	for _, read := range reads {
+		if err := read(); err != nil {
+			return nil, err
+		}
+	}
+	names := map[string]string{}
 	for i := range out {
 		if out[i].Hidden {
 			continue
@@ -174,44 +184,69 @@ func (s *JourneyService) Mine(ctx context.Context, p Proof) ([]MyConsent, error)
 	return out, nil
 }
 
-// mineTx is the request of f, pinned to text, with its link while open, its
-// receipts and its history.
-func (s *JourneyService) mineTx(ctx context.Context, tx database.Tx, f flows.Flow, text Version, now time.Time) (MyConsent, error) {
+// PersonPageRecord names the flows of one organization that the person's
+// own page showed or changed, by their references.
+type PersonPageRecord struct {
+	OrganizationID string
+	ReferenceIDs   []string
+}
+
+// mine is the request of f, pinned to text, with what f itself says of its
+// history.
+func (s *JourneyService) mine(f flows.Flow, text Version, now time.Time) MyConsent {
 	m := MyConsent{Request: s.request(f, text), History: history(f), LastUsedAt: f.LastUsedAt, Expiring: f.Expiring()}
 	m.Closure = closure(f, now)
+	return m
+}
+
+// queueMine adds to b the reads of what m, the request of f, shows besides:
+// its uses, its link while open and its receipts. The function it returns
+// fills them in once b is sent.
+func (s *JourneyService) queueMine(b *database.Batch, m *MyConsent, f flows.Flow) func() error {
+	var (
+		uses        func() ([]flows.Use, error)
+		url         func() (string, error)
+		attachments func() ([]flows.Attachment, error)
+	)
 	if f.NumUses > 0 {
-		uses, err := s.flows.UsesTx(ctx, tx, f, historyUses)
-		if err != nil {
-			return MyConsent{}, err
-		}
-		for _, u := range uses {
-			m.History = append(m.History, Happening{Kind: HappenedUsed, At: u.UsedAt, Action: u.Action})
-		}
-		sortHistory(m.History)
+		uses = s.flows.QueueUses(b, f, historyUses)
 	}
 	if m.Closure == Open {
-		url, err := s.links.URLTx(ctx, tx, FlowRef{OrganizationID: f.OrganizationID, FlowID: f.ID})
-		if err != nil {
-			return MyConsent{}, err
+		url = s.links.QueueURL(b, f.OrganizationID, f.ID)
+	}
+	if f.NumAttachments > 0 {
+		attachments = s.flows.QueueAttachments(b, f)
+	}
+	return func() (err error) {
+		if uses != nil {
+			us, err := uses()
+			if err != nil {
+				return err
+			}
+			for _, u := range us {
+				m.History = append(m.History, Happening{Kind: HappenedUsed, At: u.UsedAt, Action: u.Action})
+			}
+			sortHistory(m.History)
 		}
-		m.ConsentURL = url
-	}
-	if f.NumAttachments == 0 {
-		return m, nil
-	}
-	attachments, err := s.flows.AttachmentsTx(ctx, tx, f)
-	if err != nil {
-		return MyConsent{}, err
-	}
-	for _, a := range attachments {
-		if a.Kind != flows.KindConsentReceipt {
-			continue
+		if url != nil {
+			if m.ConsentURL, err = url(); err != nil {
+				return err
+			}
 		}
-		// Checked by Mine after the transaction: the check may load the
-		// receipt keys through a connection of its own.
-		m.Receipts = append(m.Receipts, IssuedReceipt{JWS: a.Body})
+		if attachments == nil {
+			return nil
+		}
+		as, err := attachments()
+		for _, a := range as {
+			if a.Kind != flows.KindConsentReceipt {
+				continue
+			}
+			// Checked by Mine once the round trip is done: the check may
+			// load the receipt keys through a connection of its own.
+			m.Receipts = append(m.Receipts, IssuedReceipt{JWS: a.Body})
+		}
+		return err
 	}
-	return m, nil
 }
 
 // history is what happened to f itself, oldest first; mineTx adds the uses

@@ -53,16 +53,34 @@ func (m *Manager) AttachmentsTx(ctx context.Context, tx database.Tx, f Flow) ([]
 	return out, err
 }
 
-// UsesTx lists up to limit of any organization's flow's uses, latest
-// first, in tx: the consent module shows the person how their consent was
-// used.
-func (m *Manager) UsesTx(ctx context.Context, tx database.Tx, f Flow, limit int) ([]Use, error) {
-	rows, _, err := store.Uses(ctx, tx, store.UseQuery{OrganizationID: f.OrganizationID, FlowID: f.ID, Limit: limit})
-	out := make([]Use, len(rows))
-	for i, r := range rows {
-		out[i] = toUse(r)
+// QueueAttachments adds to b the read of any organization's flow's
+// attachments with their bodies, and returns the function that gives them
+// once b is sent: the consent module shows the person their receipts.
+func (m *Manager) QueueAttachments(b *database.Batch, f Flow) func() ([]Attachment, error) {
+	read := store.QueueAttachments(b, f.OrganizationID, f.ID, true)
+	return func() ([]Attachment, error) {
+		rows, err := read()
+		out := make([]Attachment, len(rows))
+		for i, r := range rows {
+			out[i] = toAttachment(r)
+		}
+		return out, err
 	}
-	return out, err
+}
+
+// QueueUses adds to b the read of up to limit of any organization's flow's
+// uses, latest first, and returns the function that gives them once b is
+// sent: the consent module shows the person how their consent was used.
+func (m *Manager) QueueUses(b *database.Batch, f Flow, limit int) func() ([]Use, error) {
+	read := store.QueueLatestUses(b, f.OrganizationID, f.ID, limit)
+	return func() ([]Use, error) {
+		rows, err := read()
+		out := make([]Use, len(rows))
+		for i, r := range rows {
+			out[i] = toUse(r)
+		}
+		return out, err
+	}
 }
 
 func toAttachment(a store.Attachment) Attachment {

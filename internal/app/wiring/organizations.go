@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/audit"
@@ -58,8 +59,24 @@ func (d OrganizationDirectory) RecordIdentityMismatchTx(ctx context.Context, tx 
 // organization's audit log shows each view of the person's own page that
 // listed its flows, and each withdrawal from it, by the flows' references.
 func (d OrganizationDirectory) RecordPersonPageTx(ctx context.Context, tx database.Tx, organizationID, action string, referenceIDs []string) error {
-	return d.audit.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: organizationID, Actor: "end-user",
-		Action: action, Target: referenceList(referenceIDs, 200), Detail: fmt.Sprintf("%d flows", len(referenceIDs))})
+	return d.audit.RecordAuditTx(ctx, tx, personPageEntry(organizationID, action, referenceIDs))
+}
+
+// QueuePersonPage implements consent.PersonPageRecorder: the entries of
+// every organization concerned, in one statement.
+func (d OrganizationDirectory) QueuePersonPage(b *database.Batch, action string, records []consent.PersonPageRecord) error {
+	entries := make([]identity.AuditEntry, len(records))
+	for i, r := range records {
+		entries[i] = personPageEntry(r.OrganizationID, action, r.ReferenceIDs)
+	}
+	return d.audit.QueueAudit(b, entries)
+}
+
+// personPageEntry is the audit entry of what the person's own page did to
+// an organization's flows named by referenceIDs.
+func personPageEntry(organizationID, action string, referenceIDs []string) identity.AuditEntry {
+	return identity.AuditEntry{OrganizationID: organizationID, Actor: "end-user",
+		Action: action, Target: referenceList(referenceIDs, 200), Detail: fmt.Sprintf("%d flows", len(referenceIDs))}
 }
 
 // referenceList joins references with commas, cut to at most limit bytes

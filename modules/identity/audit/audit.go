@@ -19,6 +19,11 @@ type Log interface {
 	// change it records, or not at all (a staff action in another module's
 	// transaction, through database.BeforeCommit). apperr Invalid.
 	RecordAuditTx(ctx context.Context, tx database.Tx, e identity.AuditEntry) error
+	// QueueAudit adds to b the one statement that appends entries, of one
+	// organization or several, so that they commit with what else b
+	// writes, in its round trip. Nothing is queued when one is invalid, or
+	// when there are none. apperr Invalid.
+	QueueAudit(b *database.Batch, entries []identity.AuditEntry) error
 	// AuditLog returns a page of an organization's audit log, newest first:
 	// entries older than before (an entry id; 0 for the newest), and whether
 	// more follow. A limit outside 1 to 100 is 50.

@@ -34,6 +34,22 @@ func (s *Store) RecordAuditTx(ctx context.Context, tx database.Tx, e identity.Au
 	return record(ctx, tx, e)
 }
 
+// QueueAudit implements Log.
+func (s *Store) QueueAudit(b *database.Batch, entries []identity.AuditEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	rows := make([]store.AuditEntry, len(entries))
+	for i, e := range entries {
+		if err := e.Validate(); err != nil {
+			return err
+		}
+		rows[i] = store.AuditEntry{OrganizationID: e.OrganizationID, Actor: e.Actor, Action: e.Action, Target: e.Target, Detail: e.Detail}
+	}
+	b.QueueExec(store.InsertAuditsSQL(len(rows)), store.InsertAuditsArgs(rows))
+	return nil
+}
+
 // record validates e and inserts it through q, the pool or a transaction.
 func record(ctx context.Context, q store.Querier, e identity.AuditEntry) error {
 	if err := e.Validate(); err != nil {

@@ -218,3 +218,7 @@ func (TestOrganizations) RecordIdentityMismatchTx(context.Context, database.Tx, 
 func (TestOrganizations) RecordPersonPageTx(context.Context, database.Tx, string, string, []string) error {
 	return nil
 }
+
+func (TestOrganizations) QueuePersonPage(*database.Batch, string, []consent.PersonPageRecord) error {
+	return nil
+}

@@ -203,11 +203,12 @@ func InsertAttachment(ctx context.Context, db DB, a *Attachment) error {
 // Attachments lists a flow's attachments, oldest first, with their bodies
 // when withBody is set.
 func Attachments(ctx context.Context, db DB, organizationID, flowID string, withBody bool) ([]Attachment, error) {
-	return attachmentRows.all(db.Query(ctx, `select organization_id, id, flow_id, kind, content_type,
-		case when $3 then body else '' end as body, created_at
-		from flow_attachments where organization_id = $1 and flow_id = $2 order by created_at, id`,
-		organizationID, flowID, withBody))
+	return attachmentRows.all(db.Query(ctx, attachmentsSQL, organizationID, flowID, withBody))
 }
+
+const attachmentsSQL = `select organization_id, id, flow_id, kind, content_type,
+	case when $3 then body else '' end as body, created_at
+	from flow_attachments where organization_id = $1 and flow_id = $2 order by created_at, id`
 
 // GetAttachment returns one of a flow's attachments with its body. ErrNoRows.
 func GetAttachment(ctx context.Context, db DB, organizationID, flowID, id string) (Attachment, error) {

@@ -3,6 +3,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,6 +33,30 @@ func InsertAudit(ctx context.Context, q Querier, e AuditEntry) error {
 	_, err := q.Exec(ctx, `insert into audit_log (organization_id, actor, action, target, detail) values ($1, $2, $3, $4, $5)`,
 		e.OrganizationID, e.Actor, e.Action, e.Target, e.Detail)
 	return err
+}
+
+// InsertAuditsSQL is the one statement that appends n entries, whose
+// columns follow each other in its arguments (InsertAuditsArgs).
+func InsertAuditsSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`insert into audit_log (organization_id, actor, action, target, detail) values `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		p := 5 * i
+		fmt.Fprintf(&b, "($%d, $%d, $%d, $%d, $%d)", p+1, p+2, p+3, p+4, p+5)
+	}
+	return b.String()
+}
+
+// InsertAuditsArgs are the arguments of InsertAuditsSQL(len(entries)).
+func InsertAuditsArgs(entries []AuditEntry) []any {
+	args := make([]any, 0, 5*len(entries))
+	for _, e := range entries {
+		args = append(args, e.OrganizationID, e.Actor, e.Action, e.Target, e.Detail)
+	}
+	return args
 }
 
 // AuditLog returns up to limit+1 entries of an organization, newest first,
