@@ -68,6 +68,7 @@ type Sessions struct {
 	idle      time.Duration
 	absolute  time.Duration
 	now       func() time.Time
+	decoded   decodedCookies
 }
 
 // SessionConfig configures a Sessions.
@@ -124,15 +125,14 @@ func cookieStore(root []byte, name string, secure bool, maxAge time.Duration) *s
 // cannot be read. It refreshes the idle clocks (re-sending the cookie,
 // touching the record) at most once a minute.
 func (s *Sessions) Get(w http.ResponseWriter, r *http.Request) (Session, bool, error) {
-	raw, err := s.store.New(r, s.name)
-	if err != nil || raw.IsNew {
+	raw, ok := s.decoded.open(s.store, s.name, r)
+	if !ok {
 		// A cookie that does not decode (another key, tampered) is no session.
-		return Session{}, false, nil //nolint:nilerr
+		return Session{}, false, nil
 	}
 	v := raw.Values
 	sess := Session{Attrs: map[string]string{}}
 	var created, seen int64
-	var ok bool
 	if sess.ID, ok = v["id"].(string); !ok || sess.ID == "" {
 		return Session{}, false, nil
 	}

@@ -106,3 +106,44 @@ func TestRecordAuditTxCommitsWithItsTransaction(t *testing.T) {
 		t.Fatalf("audit log %+v %v, want only the committed entry TB-2", log, err)
 	}
 }
+
+// TestQueueAuditWritesEveryOrganizationsEntryWithItsBatch: the entries of
+// several organizations queued in a batch are written together, in one
+// statement, and only when the batch commits; a batch with a bad entry
+// queues none of them.
+func TestQueueAuditWritesEveryOrganizationsEntryWithItsBatch(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	other := "0b9e1d6c-3f2a-4c58-8e7d-5a6b7c8d9e0f"
+	entries := []identity.AuditEntry{
+		{OrganizationID: f.org.ID, Actor: "end-user", Action: "person_page.viewed", Target: "TB-1, TB-2", Detail: "2 flows"},
+		{OrganizationID: other, Actor: "end-user", Action: "person_page.viewed", Target: "OB-1", Detail: "1 flows"},
+	}
+	var failing database.Batch
+	if err := f.m.QueueAudit(&failing, entries); err != nil || failing.Len() != 1 {
+		t.Fatalf("queued %d statements, %v; want 1", failing.Len(), err)
+	}
+	failing.QueueExec(`select 1/0`, nil)
+	if err := failing.Send(ctx, f.pool); err == nil {
+		t.Fatal("a batch with a failing statement succeeded")
+	}
+	var bad database.Batch
+	err := f.m.QueueAudit(&bad, append(entries[:1:1], identity.AuditEntry{OrganizationID: other, Actor: "end-user", Action: "Not An Action"}))
+	if apperr.CodeOf(err) != apperr.Invalid || bad.Len() != 0 {
+		t.Fatalf("a bad entry: %v, %d statements queued; want Invalid and none", err, bad.Len())
+	}
+	var b database.Batch
+	if err := f.m.QueueAudit(&b, entries); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Send(ctx, f.pool); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		log, _, err := f.m.AuditLog(ctx, e.OrganizationID, 10, 0)
+		if err != nil || len(log) != 1 || log[0].Target != e.Target || log[0].Detail != e.Detail || log[0].Action != e.Action {
+			t.Errorf("the log of %s: %+v, %v; want only %+v", e.OrganizationID, log, err, e)
+		}
+	}
+}
