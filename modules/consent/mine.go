@@ -27,8 +27,10 @@ type PersonPage interface {
 	// Mine returns every consent request addressed to the person p proves,
 	// newest first; one whose definition requires a higher assurance level
 	// than p reached is Hidden. It records the view in the audit log of
-	// each organization concerned. ErrNotProven.
-	Mine(ctx context.Context, p Proof) ([]MyConsent, error)
+	// each organization concerned. also, when not nil, adds another
+	// module's statements to the round trip that reads what the page shows;
+	// they have run when Mine returns without error. ErrNotProven.
+	Mine(ctx context.Context, p Proof, also func(*database.Batch)) ([]MyConsent, error)
 	// WithdrawMine withdraws the person's accepted consent of flow flowID
 	// as the consent link's withdrawal does (a receipt, flow.withdrawn, the
 	// same proof and assurance level), and records it in the organization's
@@ -115,7 +117,7 @@ const (
 // page shows of them and the audit entries of the view share one round
 // trip, whose statements commit together; the texts the flows pinned are
 // read only when not kept yet.
-func (s *JourneyService) Mine(ctx context.Context, p Proof) ([]MyConsent, error) {
+func (s *JourneyService) Mine(ctx context.Context, p Proof, also func(*database.Batch)) ([]MyConsent, error) {
 	if p.NationalID == "" {
 		return nil, ErrNotProven
 	}
@@ -152,6 +154,9 @@ func (s *JourneyService) Mine(ctx context.Context, p Proof) ([]MyConsent, error)
 	}
 	if err := s.audit.QueuePersonPage(&b, ActionPersonPageViewed, records); err != nil {
 		return nil, err
+	}
+	if also != nil {
+		also(&b)
 	}
 	if err := b.Send(ctx, s.db); err != nil {
 		return nil, err

@@ -30,7 +30,7 @@ func TestThePersonsPageShowsUsesAndTheExpiringNotice(t *testing.T) {
 	}
 	mine := func() consent.MyConsent {
 		t.Helper()
-		all, err := e.journey.Mine(ctx, me)
+		all, err := e.journey.Mine(ctx, me, nil)
 		if err != nil || len(all) != 1 || all[0].FlowID != c.FlowID {
 			t.Fatalf("the person's page: %+v, %v", all, err)
 		}
@@ -104,7 +104,7 @@ func TestThePersonsPageNeedsOneConnection(t *testing.T) {
 	if _, err := e.journey.Decide(ctx, token, me, consent.Answer{Accept: true}); err != nil {
 		t.Fatal(err)
 	}
-	mine, err := e.journey.Mine(ctx, me)
+	mine, err := e.journey.Mine(ctx, me, nil)
 	if err != nil || len(mine) != 1 || len(mine[0].Receipts) != 1 || mine[0].Receipts[0].Receipt.ID == "" {
 		t.Fatalf("the person's page on a pool of one: %+v, %v", mine, err)
 	}

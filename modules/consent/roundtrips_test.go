@@ -155,7 +155,7 @@ func TestThePersonsPageRoundTrips(t *testing.T) {
 	for round := range 2 {
 		var mine []consent.MyConsent
 		sent := trips.count(func() {
-			if mine, err = e.journey.Mine(ctx, me); err != nil {
+			if mine, err = e.journey.Mine(ctx, me, nil); err != nil {
 				t.Fatal(err)
 			}
 		})

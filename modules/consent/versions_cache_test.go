@@ -26,7 +26,7 @@ func TestKeptVersionsAreThoseOfEachFlow(t *testing.T) {
 	first, _ := e.createOn(t, "https://bank.example/done", "mortgage", 0)
 	titles := func(when string, want map[string]string) {
 		t.Helper()
-		mine, err := e.journey.Mine(ctx, me)
+		mine, err := e.journey.Mine(ctx, me, nil)
 		if err != nil || len(mine) != len(want) {
 			t.Fatalf("%s: the page: %+v, %v", when, mine, err)
 		}

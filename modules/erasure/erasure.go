@@ -103,9 +103,10 @@ type Service interface {
 	// their flows' there, and publishes subject.erasure_requested. The
 	// caller checks that the flow is theirs.
 	RequestErasure(ctx context.Context, organizationID, nationalID, reference string) (PersonRequest, error)
-	// RequestsOf returns the person's latest request to each organization
-	// they asked to erase them, with when it was done.
-	RequestsOf(ctx context.Context, nationalID string) ([]PersonRequest, error)
+	// QueueRequestsOf adds to b the read of the person's latest request to
+	// each organization they asked to erase them, with when it was done;
+	// the function gives them once b is sent.
+	QueueRequestsOf(b *database.Batch, nationalID string) func(context.Context) ([]PersonRequest, error)
 }
 
 // Flows is what erasure needs of the flows module: the person's flows

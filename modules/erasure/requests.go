@@ -74,20 +74,22 @@ func requestedData(r store.Request, subject string) ErasureRequestedEvent {
 		RequestedAt: r.RequestedAt.Format(time.RFC3339Nano)}
 }
 
-// RequestsOf returns the person's latest request to each organization they
-// asked, with when it was done.
-func (m *Module) RequestsOf(ctx context.Context, nationalID string) ([]PersonRequest, error) {
-	rows, err := store.RequestsOf(ctx, m.pool, m.personKeyOf(nationalID))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]PersonRequest, len(rows))
-	for i, r := range rows {
-		name, err := m.orgs.OrganizationName(ctx, r.OrganizationID)
+// QueueRequestsOf implements Service.
+func (m *Module) QueueRequestsOf(b *database.Batch, nationalID string) func(context.Context) ([]PersonRequest, error) {
+	read := store.QueueRequestsOf(b, m.personKeyOf(nationalID))
+	return func(ctx context.Context) ([]PersonRequest, error) {
+		rows, err := read()
 		if err != nil {
 			return nil, err
 		}
-		out[i] = PersonRequest{OrganizationID: r.OrganizationID, OrganizationName: name, RequestedAt: r.RequestedAt.UTC(), ErasedAt: r.ErasedAt}
+		out := make([]PersonRequest, len(rows))
+		for i, r := range rows {
+			name, err := m.orgs.OrganizationName(ctx, r.OrganizationID)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = PersonRequest{OrganizationID: r.OrganizationID, OrganizationName: name, RequestedAt: r.RequestedAt.UTC(), ErasedAt: r.ErasedAt}
+		}
+		return out, nil
 	}
-	return out, nil
 }

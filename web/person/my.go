@@ -1,6 +1,7 @@
 package person
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,7 +10,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/views/i18n"
 	"github.com/flowd/flowd/views/pages"
@@ -69,7 +72,10 @@ func (h *Handler) HandleMy(c echo.Context) error {
 	if !ok {
 		return httpkit.Render(c, http.StatusOK, pages.MySignInPage(pages.MySignIn{MyFrame: f, LoginURL: "/my/login", TestEID: h.cfg.TestEID}))
 	}
-	mine, err := h.mine.Mine(c.Request().Context(), proof)
+	var erasures func(context.Context) ([]erasure.PersonRequest, error)
+	mine, err := h.mine.Mine(c.Request().Context(), proof, func(b *database.Batch) {
+		erasures = h.erasures.QueueRequestsOf(b, proof.NationalID)
+	})
 	if err != nil {
 		return err
 	}
@@ -88,9 +94,11 @@ func (h *Handler) HandleMy(c echo.Context) error {
 			page.Answered = append(page.Answered, myConsentCard(f, m, now))
 		}
 	}
-	if page.Erasures, err = h.myErasures(c, f, proof, mine); err != nil {
+	asked, err := erasures(c.Request().Context())
+	if err != nil {
 		return err
 	}
+	page.Erasures = h.myErasures(f, mine, asked)
 	return httpkit.Render(c, http.StatusOK, pages.MyConsentsPage(page))
 }
 
@@ -129,7 +137,7 @@ func (h *Handler) HandleMyWithdrawPage(c echo.Context) error {
 	if !ok {
 		return c.Redirect(http.StatusSeeOther, "/my")
 	}
-	mine, err := h.mine.Mine(c.Request().Context(), proof)
+	mine, err := h.mine.Mine(c.Request().Context(), proof, nil)
 	if err != nil {
 		return err
 	}

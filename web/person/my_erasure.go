@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/views/i18n"
 	"github.com/flowd/flowd/views/pages"
 )
@@ -16,13 +17,9 @@ import (
 // organization that holds flows of theirs, a form that asks it to erase
 // them, and when they asked and when it was done.
 
-// myErasures is the page's erasure section for the person of proof, whose
-// consents are mine.
-func (h *Handler) myErasures(c echo.Context, f pages.MyFrame, proof consent.Proof, mine []consent.MyConsent) ([]pages.MyErasure, error) {
-	asked, err := h.erasures.RequestsOf(c.Request().Context(), proof.NationalID)
-	if err != nil {
-		return nil, err
-	}
+// myErasures is the page's erasure section for the person whose consents
+// are mine and who asked to be erased as asked says.
+func (h *Handler) myErasures(f pages.MyFrame, mine []consent.MyConsent, asked []erasure.PersonRequest) []pages.MyErasure {
 	var out []pages.MyErasure
 	index := map[string]int{}
 	for _, r := range asked {
@@ -50,7 +47,7 @@ func (h *Handler) myErasures(c echo.Context, f pages.MyFrame, proof consent.Proo
 			out[i].Help = fmt.Sprintf(f.T.ErasureAskHelp, m.OrganizationName)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // HandleMyErasureRequest handles "POST /my/erasure-requests": the person

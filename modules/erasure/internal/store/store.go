@@ -4,10 +4,13 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
 // DB is a pool, a connection or a transaction.
@@ -134,16 +137,21 @@ func InsertRequest(ctx context.Context, db DB, r Request, subjectKey, personKey 
 	return err
 }
 
-// RequestsOf returns the latest request of the person of personKey to each
-// organization, with the first erasure of them there since.
-func RequestsOf(ctx context.Context, db DB, personKey []byte) ([]Request, error) {
-	rows, err := db.Query(ctx, `select distinct on (r.organization_id) r.organization_id, r.id::text, r.reference, r.requested_at,
+// QueueRequestsOf adds to b the read of the latest request of the person of
+// personKey to each organization, with the first erasure of them there
+// since, and returns the function that gives them once b is sent.
+func QueueRequestsOf(b *database.Batch, personKey []byte) func() ([]Request, error) {
+	var (
+		out []Request
+		err = errors.New("store: the batch did not reach the erasure requests")
+	)
+	b.QueueRows(`select distinct on (r.organization_id) r.organization_id, r.id::text, r.reference, r.requested_at,
 			(select min(e.erased_at) from erasures e where e.organization_id = r.organization_id and e.subject_key = r.subject_key
 				and e.erased_at >= r.requested_at) as erased_at
 		from erasure_requests r where r.person_key = $1
-		order by r.organization_id, r.requested_at desc`, personKey)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowToStructByName[Request])
+		order by r.organization_id, r.requested_at desc`, []any{personKey}, func(rows database.Rows) error {
+		out, err = pgx.CollectRows(rows, pgx.RowToStructByName[Request])
+		return err
+	})
+	return func() ([]Request, error) { return out, err }
 }
