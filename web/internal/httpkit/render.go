@@ -15,8 +15,9 @@ import (
 
 // Render writes a templ component as an HTML page with status.
 func Render(c echo.Context, status int, page templ.Component) error {
-	var buf bytes.Buffer
-	if err := page.Render(c.Request().Context(), &buf); err != nil {
+	buf := bodyBuffers.Get().(*bytes.Buffer)
+	defer PutJSONBuffer(buf)
+	if err := page.Render(c.Request().Context(), buf); err != nil {
 		return err
 	}
 	return WriteBody(c, status, echo.MIMETextHTMLCharsetUTF8, buf.Bytes())
@@ -51,10 +52,10 @@ type JSONAppender interface {
 	AppendJSON(dst []byte) []byte
 }
 
-// EncodeJSON encodes v into a buffer of jsonBuffers, which the caller puts
+// EncodeJSON encodes v into a buffer of bodyBuffers, which the caller puts
 // back with PutJSONBuffer once it has written the bytes.
 func EncodeJSON(v any) (*bytes.Buffer, error) {
-	buf := jsonBuffers.Get().(*bytes.Buffer)
+	buf := bodyBuffers.Get().(*bytes.Buffer)
 	// Encode writes what json.Marshal would, HTML-escaped as well, plus the
 	// trailing newline; encoding into a reused buffer spares a response's
 	// allocations and the copy that appending the newline made.
@@ -80,18 +81,19 @@ func WriteBody(c echo.Context, status int, contentType string, body []byte) erro
 	return err
 }
 
-// jsonBuffers holds the buffers JSON responses are encoded into.
-var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// bodyBuffers holds the buffers JSON responses are encoded and pages
+// rendered into.
+var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // maxPooledJSONBuffer bounds the buffers kept for reuse, so that one large
 // response does not stay in memory for good.
 const maxPooledJSONBuffer = 64 << 10
 
-// PutJSONBuffer gives a buffer of EncodeJSON back for reuse.
+// PutJSONBuffer gives a buffer of EncodeJSON (or Render) back for reuse.
 func PutJSONBuffer(buf *bytes.Buffer) {
 	if buf.Cap() > maxPooledJSONBuffer {
 		return
 	}
 	buf.Reset()
-	jsonBuffers.Put(buf)
+	bodyBuffers.Put(buf)
 }
