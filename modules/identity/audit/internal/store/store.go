@@ -35,9 +35,26 @@ func InsertAudit(ctx context.Context, q Querier, e AuditEntry) error {
 	return err
 }
 
+// insertAuditsSQL are InsertAuditsSQL's statements of a few entries, made
+// once.
+var insertAuditsSQL = func() []string {
+	out := make([]string, 9)
+	for n := range out {
+		out[n] = insertAudits(n)
+	}
+	return out
+}()
+
 // InsertAuditsSQL is the one statement that appends n entries, whose
 // columns follow each other in its arguments (InsertAuditsArgs).
 func InsertAuditsSQL(n int) string {
+	if n < len(insertAuditsSQL) {
+		return insertAuditsSQL[n]
+	}
+	return insertAudits(n)
+}
+
+func insertAudits(n int) string {
 	var b strings.Builder
 	b.WriteString(`insert into audit_log (organization_id, actor, action, target, detail) values `)
 	for i := range n {
