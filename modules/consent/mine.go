@@ -254,7 +254,7 @@ func (s *JourneyService) queueMine(b *database.Batch, m *MyConsent, f flows.Flow
 	}
 }
 
-// history is what happened to f itself, oldest first; mineTx adds the uses
+// history is what happened to f itself, oldest first; queueMine adds the uses
 // the organization recorded.
 func history(f flows.Flow) []Happening {
 	h := []Happening{{Kind: HappenedAsked, At: f.CreatedAt}}

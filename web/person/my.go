@@ -98,7 +98,7 @@ func (h *Handler) HandleMy(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page.Erasures = h.myErasures(f, mine, asked)
+	page.Erasures = myErasures(f, mine, asked)
 	return httpkit.Render(c, http.StatusOK, pages.MyConsentsPage(page))
 }
 

@@ -19,7 +19,7 @@ import (
 
 // myErasures is the page's erasure section for the person whose consents
 // are mine and who asked to be erased as asked says.
-func (h *Handler) myErasures(f pages.MyFrame, mine []consent.MyConsent, asked []erasure.PersonRequest) []pages.MyErasure {
+func myErasures(f pages.MyFrame, mine []consent.MyConsent, asked []erasure.PersonRequest) []pages.MyErasure {
 	var out []pages.MyErasure
 	index := map[string]int{}
 	for _, r := range asked {
