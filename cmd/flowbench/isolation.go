@@ -50,6 +50,12 @@ func webhookIsolationScenario(ctx context.Context, b *bench) (Result, error) {
 		return Result{}, err
 	}
 	defer hanging.close()
+	if err := b.warmUp(ctx, healthy, func(w, i int) (loadgen.Request, error) {
+		return b.main.request("POST", "/api/flows", createBody(50_000_000+w*1_000_000+i, healthy.url), 201)
+	}); err != nil {
+		return Result{}, err
+	}
+	warmed := healthy.count()
 	created := newCreations()
 	var n atomic.Int64
 	heldBefore := b.metric(ctx, "flowd_webhook_deliveries_held_total")
@@ -65,7 +71,7 @@ func webhookIsolationScenario(ctx context.Context, b *bench) (Result, error) {
 		return req, err
 	})
 	cr := s.result("webhook-isolation", b.o.concurrency)
-	inWindow := healthy.count()
+	inWindow := healthy.count() - warmed
 	drainStart := time.Now()
 	lat, missing := created.receipts(healthy)
 	drain := time.Since(drainStart)

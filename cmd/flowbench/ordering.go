@@ -70,6 +70,12 @@ func webhookOrderedScenario(ctx context.Context, b *bench) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	var warm atomic.Int64
+	if err := b.warmUp(ctx, rcv, func(_, _ int) (loadgen.Request, error) {
+		return b.main.request("POST", "/api/flows", createBody(32_000_000+int(warm.Add(1)), ""), 201)
+	}); err != nil {
+		return Result{}, err
+	}
 	heldBefore := b.metric(ctx, "flowd_webhook_deliveries_held_in_order_total")
 	rcv.mu.Lock()
 	rcv.hangAll, rcv.hangFlows = true, map[string]bool{}
@@ -104,6 +110,7 @@ func webhookOrderedScenario(ctx context.Context, b *bench) (Result, error) {
 	rcv.hangAll = false
 	rcv.mu.Unlock()
 
+	warmed := rcv.count()
 	created := newCreations()
 	var n atomic.Int64
 	var s sample
@@ -113,7 +120,7 @@ func webhookOrderedScenario(ctx context.Context, b *bench) (Result, error) {
 		return req, err
 	})
 	cr := s.result("webhook-ordered", b.o.concurrency)
-	inWindow := rcv.count()
+	inWindow := rcv.count() - warmed
 	lat, missing := created.receipts(rcv)
 	held := b.metric(ctx, "flowd_webhook_deliveries_held_in_order_total") - heldBefore
 	rcv.mu.Lock()

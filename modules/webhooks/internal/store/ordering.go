@@ -33,13 +33,20 @@ func (p Policy) InOrder() bool {
 	return p.Ordered && p.EndpointID != "" && p.FlowID != "" && p.Sequence > 0
 }
 
+// A flow's deliveries to an endpoint are found by the flow, whose few
+// deliveries webhook_events_flow holds, and their endpoint is compared as
+// text, which no index serves: without statistics (a table that has only
+// just grown, after a deploy or in a benchmark) the planner would otherwise
+// take the unique index on the organization, endpoint and event, and read
+// every delivery of the endpoint for each of them.
+
 // policyColumns select the Policy of delivery d, with its event pe_self and
 // endpoint w joined as policyJoins joins them, $1 being the organization.
 const policyColumns = `coalesce(d.endpoint_id::text, ''), d.flow_id, coalesce(pe_self.sequence, 0),
 	coalesce(w.ordering = 'per-flow', false), w.rate_limit, d.throttle_slot,
 	case when w.ordering = 'per-flow' then exists (select from webhook_events p join events pe
 			on pe.organization_id = p.organization_id and pe.id = p.event_id
-		where p.organization_id = $1 and p.flow_id = d.flow_id and p.endpoint_id = d.endpoint_id
+		where p.organization_id = $1 and p.flow_id = d.flow_id and p.endpoint_id::text = d.endpoint_id::text
 		  and p.state = 'pending' and p.id <> d.id and pe.sequence < pe_self.sequence)
 	else false end`
 
@@ -67,7 +74,7 @@ func lockFlowOrder(ctx context.Context, tx DB, organizationID, endpointID, flowI
 // flow, endpoint and sequence.
 const pendingBefore = `exists (select from webhook_events p join events e
 		on e.organization_id = p.organization_id and e.id = p.event_id
-	where p.organization_id = $1 and p.flow_id = $2 and p.endpoint_id = $3::uuid and p.state = 'pending'
+	where p.organization_id = $1 and p.flow_id = $2 and p.endpoint_id::text = $3 and p.state = 'pending'
 	  and p.id <> $5::uuid and e.sequence < $4)`
 
 // HoldInOrder marks a delivery held when a delivery of an earlier event of
@@ -105,7 +112,7 @@ func ReleaseNext(ctx context.Context, tx DB, organizationID string, p Policy) (*
 	err := tx.QueryRow(ctx, `
 		with next as (
 			select d.id from webhook_events d join events e on e.organization_id = d.organization_id and e.id = d.event_id
-			where d.organization_id = $1 and d.flow_id = $2 and d.endpoint_id = $3::uuid and d.state = 'pending'
+			where d.organization_id = $1 and d.flow_id = $2 and d.endpoint_id::text = $3 and d.state = 'pending'
 			  and e.sequence > $4
 			order by e.sequence limit 1)
 		update webhook_events d set held = false from next
