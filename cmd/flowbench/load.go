@@ -44,6 +44,10 @@ type Result struct {
 	// person-page's reference: a retrieve, in turns with the page.
 	RetrieveRPS   float64 `json:"retrieve_rps,omitempty"`
 	RetrieveP50ms float64 `json:"retrieve_p50_ms,omitempty"`
+	// person-page's other reference: a create, which writes and commits as
+	// each view of the page does.
+	CreateRPS   float64 `json:"create_rps,omitempty"`
+	CreateP50ms float64 `json:"create_p50_ms,omitempty"`
 }
 
 // drive sends requests with the run's concurrency for its whole duration,

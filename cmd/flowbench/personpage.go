@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/flowd/flowd/cmd/flowbench/internal/loadgen"
@@ -43,8 +44,10 @@ func (b *bench) reindexDeep(ctx context.Context) error {
 
 // personPageScenario: GET /my of a person with four consent requests (three
 // accepted, two of them among the deep organization's million flows, one
-// waiting), signed in with the test eID. A retrieve takes turns with it, so
-// that the two compare on the same machine; no pgbench.
+// waiting), signed in with the test eID. A retrieve and a create take turns
+// with it, so that they compare on the same machine: a retrieve is the read
+// the page is judged against, a create the request that, like each view of
+// the page, writes and commits (the view's audit entries); no pgbench.
 func personPageScenario(ctx context.Context, b *bench) (Result, error) {
 	cookie, err := b.personWithConsents(ctx)
 	if err != nil {
@@ -56,18 +59,27 @@ func personPageScenario(ctx context.Context, b *bench) (Result, error) {
 	retrieve := func(_, _ int) (loadgen.Request, error) {
 		return b.deep.request("GET", "/api/flows/"+randomSeeded(b), nil, 200)
 	}
-	var mine, reference sample
+	var created atomic.Int64
+	create := func(_, _ int) (loadgen.Request, error) {
+		return b.main.request("POST", "/api/flows", createBody(int(created.Add(1)), ""), 201)
+	}
+	var mine, retrieved, creates sample
 	d := b.sliceDuration()
 	for range b.o.slices {
 		b.driveSlice(ctx, &mine, d, page)
-		b.driveSlice(ctx, &reference, d, retrieve)
+		b.driveSlice(ctx, &retrieved, d, retrieve)
+		b.driveSlice(ctx, &creates, d, create)
 	}
 	r := mine.result("person-page", b.o.concurrency)
-	ref := reference.result("retrieve", b.o.concurrency)
+	ref := retrieved.result("retrieve", b.o.concurrency)
 	r.RetrieveRPS, r.RetrieveP50ms = ref.RPS, ref.P50ms
-	if ref.P50ms > 0 && ref.RPS > 0 {
-		b.note("person-page against retrieve in turns of the same run: %.2f× its p50 (%.2f vs %.2f ms), %.2f× its req/s (%.0f vs %.0f)",
-			r.P50ms/ref.P50ms, r.P50ms, ref.P50ms, r.RPS/ref.RPS, r.RPS, ref.RPS)
+	c := creates.result("create", b.o.concurrency)
+	r.CreateRPS, r.CreateP50ms = c.RPS, c.P50ms
+	for _, other := range []Result{ref, c} {
+		if other.P50ms > 0 && other.RPS > 0 {
+			b.note("person-page against %s in turns of the same run: %.2f× its p50 (%.2f vs %.2f ms), %.2f× its req/s (%.0f vs %.0f)",
+				other.Scenario, r.P50ms/other.P50ms, r.P50ms, other.P50ms, r.RPS/other.RPS, r.RPS, other.RPS)
+		}
 	}
 	return r, nil
 }
