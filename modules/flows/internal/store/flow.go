@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -54,10 +56,20 @@ type Flow struct {
 	NumUses               int        `db:"num_uses"`             // counted by InsertUse
 	LastUsedAt            *time.Time `db:"last_used_at"`         // the latest use's used_at, by InsertUse
 	ExpiringNotifiedAt    *time.Time `db:"expiring_notified_at"` // claimed by ClaimExpiringNotice
-	// The blind index of the national id and its key's version; null on
-	// rows made before there was one, until the re-index fills them.
-	PersonIndex    []byte  `db:"person_index" write:"create"`
-	PersonIndexKey *string `db:"person_index_key" write:"create"`
+	// The blind index of the national id and its key's version, on rows
+	// not yet under a subject key (whose row holds it for the flows sealed
+	// under it); null on rows made before there was one, until the
+	// re-index fills them.
+	PersonIndex    []byte  `db:"person_index"`
+	PersonIndexKey *string `db:"person_index_key"`
+	// The subject key the personal data is sealed under (then PIIKeyID is
+	// SubjectSealed); null on rows still sealed under a data key.
+	SubjectKeyID *string `db:"subject_key_id" write:"create"`
+	// The subject key itself, sealed under the data key SubjectKeyDataKey,
+	// read in the statement that reads the row: null once the key is
+	// destroyed, so that no read opens a destroyed person's data.
+	SubjectKeySealed  []byte  `db:"subject_key_sealed" write:"-" select:"(select k.key_sealed from subject_keys k where k.organization_id = flows.organization_id and k.id = flows.subject_key_id)"`
+	SubjectKeyDataKey *string `db:"subject_key_data_key" write:"-" select:"(select k.pii_key_id from subject_keys k where k.organization_id = flows.organization_id and k.id = flows.subject_key_id)"`
 }
 
 // Flows' rows, and the columns each write sets, from Flow's tags.
@@ -70,17 +82,6 @@ var (
 
 // Statements made from Flow's tags.
 var (
-	// insertFlowSQL draws the next flow number of organization $1 and names
-	// the flow $2-number; its consent expires $3 microseconds after the
-	// database's now. The create's columns follow from $4; the save's that
-	// it does not write are null or their defaults. The flow's flow.created
-	// is its first event.
-	insertFlowSQL = `with n as (select flowd_next_flow_number($1) as v)
-	insert into flows (flow_number, reference_id, expires_at, event_sequence, ` + columnList(createColumns) + `)
-	select n.v, $2 || '-' || n.v, now() + $3 * interval '1 microsecond', 1, ` + placeholders(4, len(createColumns)) + `
-	from n
-	returning ` + setColumns
-
 	// saveFlowSQL writes the save columns of flow $2 of organization $1
 	// from $3 on, and bumps its version and updated_at.
 	saveFlowSQL = `update flows set version = version + 1, updated_at = greatest(now(), updated_at),
@@ -89,6 +90,22 @@ var (
 	returning ` + setColumns
 
 	flowByIDSQL = `select ` + flowRows.columns + ` from flows where organization_id = $1 and id = $2`
+
+	// insertFlowSQL draws the next flow number of organization $1 and names
+	// the flow $2-number; its consent expires $3 microseconds after the
+	// database's now. The create's columns follow from $4; the save's that
+	// it does not write are null or their defaults. The flow's flow.created
+	// is its first event. It inserts the flow only while its subject key,
+	// the last parameter, is live, and holds the key against its
+	// destruction until the flow commits; a destruction that committed
+	// first is seen.
+	insertFlowSQL = `with n as (select flowd_next_flow_number($1) as v where exists (
+		select 1 from subject_keys where organization_id = $1 and id = $` + strconv.Itoa(4+len(createColumns)) + `
+		and destroyed_at is null for share))
+	insert into flows (flow_number, reference_id, expires_at, event_sequence, ` + columnList(createColumns) + `)
+	select n.v, $2 || '-' || n.v, now() + $3 * interval '1 microsecond', 1, ` + placeholders(4, len(createColumns)) + `
+	from n
+	returning ` + setColumns
 )
 
 // InsertNumberedFlow takes the organization's next flow number, names the
@@ -97,16 +114,35 @@ var (
 // batch. It takes created_at and updated_at from the database clock, and
 // the consent expires ttl later; it reads what the database set into f and
 // tasks.
-func InsertNumberedFlow(ctx context.Context, db DB, f *Flow, prefix string, ttl time.Duration, tasks ...*Task) error {
+//
+// f is sealed under the subject key f.SubjectKeyID. key, when its KeySealed
+// is set, is inserted in the same round trip, first, as the person's new
+// key, unless they have a live key already under one of subjects
+// (key.Subject first). The flow is inserted only while the key it names is
+// live, which the insert holds against its destruction until the
+// transaction ends; when it is not (the person had another key, which the
+// caller then finds and seals under, or it was destroyed meanwhile)
+// nothing is inserted and it returns ErrSubjectKeyMissing.
+func InsertNumberedFlow(ctx context.Context, db DB, f *Flow, key SubjectKey, subjects [][]byte, prefix string, ttl time.Duration, tasks ...*Task) error {
 	var b pgx.Batch
-	b.Queue(insertFlowSQL, flowRows.values([]any{f.OrganizationID, prefix, ttl.Microseconds()}, f, createColumns)...)
+	if key.KeySealed != nil {
+		b.Queue(insertSubjectKeySQL(len(subjects)), insertSubjectKeyArgs(key, subjects)...)
+	}
+	b.Queue(insertFlowSQL, append(flowRows.values([]any{f.OrganizationID, prefix, ttl.Microseconds()}, f, createColumns), *f.SubjectKeyID)...)
 	for _, t := range tasks {
-		queueInsertTask(&b, t)
+		b.Queue(insertTaskOfNewFlowSQL, t.OrganizationID, t.ID, t.FlowID, t.TaskType, t.TaskCategory, t.Status)
 	}
 	br := db.SendBatch(ctx, &b)
 	defer br.Close()
+	if key.KeySealed != nil {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
 	rows, err := br.Query()
-	if err := flowRows.fill(f, rows, err); err != nil {
+	if err := flowRows.fill(f, rows, err); errors.Is(err, ErrNoRows) {
+		return ErrSubjectKeyMissing
+	} else if err != nil {
 		return err
 	}
 	for _, t := range tasks {

@@ -14,18 +14,22 @@ import (
 // FlowSummary is a flow's row as lists read it: the columns a list shows.
 // The organization is the query's.
 type FlowSummary struct {
-	ID               string    `db:"id"`
-	Number           int64     `db:"flow_number"`
-	ReferenceID      string    `db:"reference_id"`
-	ReferenceName    *string   `db:"reference_name"`
-	ConsentStatus    string    `db:"consent_status"`
-	ProcessStatus    string    `db:"process_status"`
-	Sandbox          bool      `db:"sandbox"`
-	FlowDefinitionID string    `db:"flow_definition_id"`
-	PIIKeyID         string    `db:"pii_key_id"`
-	NationalIDSealed []byte    `db:"national_id_sealed"`
-	CreatedAt        time.Time `db:"created_at"`
-	UpdatedAt        time.Time `db:"updated_at"`
+	ID               string  `db:"id"`
+	Number           int64   `db:"flow_number"`
+	ReferenceID      string  `db:"reference_id"`
+	ReferenceName    *string `db:"reference_name"`
+	ConsentStatus    string  `db:"consent_status"`
+	ProcessStatus    string  `db:"process_status"`
+	Sandbox          bool    `db:"sandbox"`
+	FlowDefinitionID string  `db:"flow_definition_id"`
+	PIIKeyID         string  `db:"pii_key_id"`
+	NationalIDSealed []byte  `db:"national_id_sealed"`
+	SubjectKeyID     *string `db:"subject_key_id"`
+	// The subject key, read with the row as Flow reads it.
+	SubjectKeySealed  []byte    `db:"subject_key_sealed" select:"(select k.key_sealed from subject_keys k where k.organization_id = flows.organization_id and k.id = flows.subject_key_id)"`
+	SubjectKeyDataKey *string   `db:"subject_key_data_key" select:"(select k.pii_key_id from subject_keys k where k.organization_id = flows.organization_id and k.id = flows.subject_key_id)"`
+	CreatedAt         time.Time `db:"created_at"`
+	UpdatedAt         time.Time `db:"updated_at"`
 }
 
 var summaryRows = newTable[FlowSummary]()
