@@ -24,7 +24,13 @@ import (
 // destroyed returns: the flow is as good as deleted.
 var errSubjectKeyDestroyed = fmt.Errorf("%w: %w", ErrNotFound, subjectkey.ErrDestroyed)
 
-// DestroySubjectKeyTx implements Service.
+// DestroySubjectKeyTx destroys, in tx, the key that the personal data of
+// the person nationalID in organizationID is sealed under: once tx
+// commits, none of their flows there opens (they read as ErrNotFound), on
+// any instance, nor do the rows of a backup taken before, and the person's
+// next flow gets a new key. Their flows in other organizations are
+// untouched. found is false, and nothing changes, when the person has no
+// live key there; flows not yet rekeyed ("flowd flows rekey") have none.
 func (m *Manager) DestroySubjectKeyTx(ctx context.Context, tx database.Tx, organizationID, nationalID string) (time.Time, bool, error) {
 	if organizationID == "" || nationalid.Normalize(nationalID) == "" {
 		return time.Time{}, false, nil

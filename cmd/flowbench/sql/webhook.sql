@@ -27,7 +27,7 @@ insert into subject_keys (organization_id, id, subject, pii_key_id, key_sealed, 
 	sha256(:f1::text::bytea), :keyid, :keysealed, :sknisealed, sha256(:k1::text::bytea),
 	:pindexkey on conflict (organization_id, subject)
 	where destroyed_at is null do nothing;
-with n as (select flowd_next_flow_number(:writeorg) as v where exists ( select 1 from subject_keys where organization_id = :writeorg and id = (lpad(to_hex(:k1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid and destroyed_at is null for share))
+with n as (select flowd_next_flow_number(:writeorg) as v where exists ( select 1 from subject_keys where organization_id = :writeorg and id = (lpad(to_hex(:k1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid and key_sealed is not null for share))
 	insert into flows (flow_number, reference_id, expires_at, event_sequence, id, organization_id,
 	reference_name, consent_status, process_status, sandbox, pii_key_id, national_id_sealed, national_id_hmac,
 	last_name_sealed, redirect_url, webhook_url, organization_number, process_instance_id, flow_definition_id,

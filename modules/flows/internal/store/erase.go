@@ -12,7 +12,7 @@ import (
 // flows, and the candidates among the older ones, which the caller
 // confirms by their national id.
 func LockFlowsOfSubject(ctx context.Context, db DB, organizationID string, keyIDs []string, hashes [][]byte, index []byte) ([]Flow, error) {
-	return flowRows.all(db.Query(ctx, `select `+flowRows.columns+` from flows
+	return flowRows.all(db.Query(ctx, `select `+flowColumns+` from flows
 		where organization_id = $1 and (subject_key_id = any($4::uuid[]) or subject_key_id is null
 			and (national_id_hmac = any($2) or ($3::bytea is not null and person_index = $3)))
 		order by id for update`, organizationID, hashes, index, keyIDs))
@@ -25,7 +25,7 @@ func OrganizationFlowsAfter(ctx context.Context, db DB, organizationID, afterID 
 	if afterID == "" {
 		afterID = "00000000-0000-0000-0000-000000000000"
 	}
-	return flowRows.all(db.Query(ctx, `select `+flowRows.columns+` from flows
+	return flowRows.all(db.Query(ctx, `select `+flowColumns+` from flows
 		where organization_id = $1 and id > $2::uuid order by id limit $3`, organizationID, afterID, limit))
 }
 
@@ -34,7 +34,7 @@ func OrganizationFlowsAfter(ctx context.Context, db DB, organizationID, afterID 
 // the primary key's order; the flows another transaction holds are left
 // to it.
 func LockRetained(ctx context.Context, db DB, organizationID, definitionID string, version int, cutoff time.Time, limit int) ([]Flow, error) {
-	return flowRows.all(db.Query(ctx, `select `+flowRows.columns+` from flows
+	return flowRows.all(db.Query(ctx, `select `+flowColumns+` from flows
 		where organization_id = $1 and flow_definition_id = $2 and flow_definition_version = $3
 			and process_status = 'completed' and decided_at < $4
 		order by id limit $5 for update skip locked`, organizationID, definitionID, version, cutoff, limit))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -11,7 +12,7 @@ import (
 
 // Flow is a row of flows. Each field's db tag names its column, and the
 // statements that read or write whole flows are made from the tags
-// (flowRows.columns, insertFlowSQL, saveFlowSQL), so a new column is one
+// (flowColumns, insertFlowSQL, saveFlowSQL), so a new column is one
 // more field here. A field the create writes is tagged write:"create", one
 // that SaveState writes write:"save"; the database sets the others, and
 // both writes read those back.
@@ -74,11 +75,21 @@ type Flow struct {
 
 // Flows' rows, and the columns each write sets, from Flow's tags.
 var (
-	flowRows      = newTable[Flow]()
+	flowRows = newTable[Flow]()
+	// flowColumns is flowRows.columns for a statement whose organization
+	// is $1: the subject key's sub-queries name the organization as the
+	// statement does, so that Citus routes them with the flow, to one node.
+	flowColumns   = ofOrganization(flowRows.columns)
 	createColumns = flowRows.writes("create")
 	saveColumns   = flowRows.writes("save")
 	setColumns    = columnList(flowRows.writes("")) // by the database
 )
+
+// ofOrganization is a select list of flows' columns with the subject key's
+// sub-queries keyed by the organization $1.
+func ofOrganization(columns string) string {
+	return strings.ReplaceAll(columns, "k.organization_id = flows.organization_id", "k.organization_id = $1")
+}
 
 // Statements made from Flow's tags.
 var (
@@ -89,7 +100,7 @@ var (
 	where organization_id = $1 and id = $2
 	returning ` + setColumns
 
-	flowByIDSQL = `select ` + flowRows.columns + ` from flows where organization_id = $1 and id = $2`
+	flowByIDSQL = `select ` + flowColumns + ` from flows where organization_id = $1 and id = $2`
 
 	// insertFlowSQL draws the next flow number of organization $1 and names
 	// the flow $2-number; its consent expires $3 microseconds after the
@@ -98,10 +109,13 @@ var (
 	// is its first event. It inserts the flow only while its subject key,
 	// the last parameter, is live, and holds the key against its
 	// destruction until the flow commits; a destruction that committed
-	// first is seen.
+	// first is seen. A live key is asked for as one whose key_sealed is
+	// there, not whose destroyed_at is not: PostgreSQL, planning for a
+	// table it believes small, would walk the organization's keys in the
+	// index of live subjects, whose predicate that is, and keep the plan.
 	insertFlowSQL = `with n as (select flowd_next_flow_number($1) as v where exists (
 		select 1 from subject_keys where organization_id = $1 and id = $` + strconv.Itoa(4+len(createColumns)) + `
-		and destroyed_at is null for share))
+		and key_sealed is not null for share))
 	insert into flows (flow_number, reference_id, expires_at, event_sequence, ` + columnList(createColumns) + `)
 	select n.v, $2 || '-' || n.v, now() + $3 * interval '1 microsecond', 1, ` + placeholders(4, len(createColumns)) + `
 	from n
@@ -176,7 +190,7 @@ func SaveState(ctx context.Context, db DB, f *Flow) error {
 // it is still active and expired by now. ErrNoRows when it is not, or when
 // another transaction holds it: that one is expiring or changing it.
 func LockDueForExpiry(ctx context.Context, db DB, k FlowKey, now time.Time) (Flow, error) {
-	return flowRows.one(db.Query(ctx, `select `+flowRows.columns+` from flows
+	return flowRows.one(db.Query(ctx, `select `+flowColumns+` from flows
 		where organization_id = $1 and id = $2 and process_status = 'active' and expires_at <= $3
 		for update skip locked`, k.OrganizationID, k.ID, now))
 }
@@ -189,6 +203,6 @@ func LockDueForExpiry(ctx context.Context, db DB, k FlowKey, now time.Time) (Flo
 func ExpireAcceptance(ctx context.Context, db DB, organizationID, id string) (Flow, error) {
 	return flowRows.one(db.Query(ctx, `update flows set consent_status = 'Expired', expired_at = now(),
 		version = version + 1, updated_at = greatest(now(), updated_at)
-		where id = $1 and organization_id = $2 and consent_status = 'Accepted' and valid_until <= now()
-		returning `+flowRows.columns, id, organizationID))
+		where organization_id = $1 and id = $2 and consent_status = 'Accepted' and valid_until <= now()
+		returning `+flowColumns, organizationID, id))
 }

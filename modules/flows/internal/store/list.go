@@ -32,7 +32,10 @@ type FlowSummary struct {
 	UpdatedAt         time.Time `db:"updated_at"`
 }
 
-var summaryRows = newTable[FlowSummary]()
+var (
+	summaryRows    = newTable[FlowSummary]()
+	summaryColumns = ofOrganization(summaryRows.columns)
+)
 
 // ListQuery selects a page of an organization's flows.
 type ListQuery struct {
@@ -86,7 +89,7 @@ func listSQL(q ListQuery, at time.Time) (string, []any) {
 	// The limit is written into the statement, not bound: with "limit $n"
 	// PostgreSQL's generic plan guesses a tenth of the table; with the
 	// number in the text each page size gets its own generic plan.
-	return `select ` + summaryRows.columns + ` from flows where ` + strings.Join(where, " and ") +
+	return `select ` + summaryColumns + ` from flows where ` + strings.Join(where, " and ") +
 		` order by ` + order + ` limit ` + strconv.Itoa(limit), args
 }
 
