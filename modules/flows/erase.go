@@ -133,7 +133,7 @@ func (m *Manager) eraseLockedTx(ctx context.Context, tx database.Tx, row store.F
 // isOf reports whether row, sealed under the data key, is a flow of the
 // person whose normalised national id is want.
 func (m *Manager) isOf(row store.Flow, want string) (bool, error) {
-	id, err := openNationalID(m.sealer, row.ID, row.PIIKeyID, row.NationalIDSealed)
+	id, err := openNationalID(sealerOpener(m.sealer, row.PIIKeyID), row.ID, row.NationalIDSealed)
 	if err != nil {
 		return false, err
 	}

@@ -33,21 +33,28 @@ func (m *Manager) newRow(c Caller, in NewFlow, flowID string, settings Organizat
 // toFlow opens a row's personal data, with the subject key its statement
 // read with it. A row whose key is destroyed is errSubjectKeyDestroyed.
 func (m *Manager) toFlow(r store.Flow) (Flow, error) {
-	sealer, keyID, err := m.rowSealer(r.OrganizationID, r.PIIKeyID, r.SubjectKeyID, r.SubjectKeySealed, r.SubjectKeyDataKey)
+	open, err := m.rowOpener(r.OrganizationID, r.PIIKeyID, r.SubjectKeyID, r.SubjectKeySealed, r.SubjectKeyDataKey)
 	if err != nil {
 		return Flow{}, fmt.Errorf("flows: flow %s: %w", r.ID, err)
 	}
-	return flowOf(r, sealer, keyID)
+	return flowOf(r, open)
 }
 
-// flowOf is the Flow of a row whose personal data sealer opens, sealed
-// under its key keyID.
-func flowOf(r store.Flow, sealer *pii.Sealer, keyID string) (Flow, error) {
-	nationalID, err := openNationalID(sealer, r.ID, keyID, r.NationalIDSealed)
+// opener opens a row's sealed personal data in its context.
+type opener func(sealed []byte, context ...string) (string, error)
+
+// sealerOpener opens with s what s sealed under its key keyID.
+func sealerOpener(s *pii.Sealer, keyID string) opener {
+	return func(sealed []byte, context ...string) (string, error) { return s.Open(keyID, sealed, context...) }
+}
+
+// flowOf is the Flow of a row whose personal data open opens.
+func flowOf(r store.Flow, open opener) (Flow, error) {
+	nationalID, err := openNationalID(open, r.ID, r.NationalIDSealed)
 	if err != nil {
 		return Flow{}, err
 	}
-	lastName, err := sealer.Open(keyID, r.LastNameSealed, store.SealContext(r.ID, "lastName")...)
+	lastName, err := open(r.LastNameSealed, store.SealContext(r.ID, "lastName")...)
 	if err != nil {
 		return Flow{}, fmt.Errorf("flows: flow %s: last name: %w", r.ID, err)
 	}
@@ -71,11 +78,11 @@ func flowOf(r store.Flow, sealer *pii.Sealer, keyID string) (Flow, error) {
 // toSummary opens a listed row's national id; the row is a flow of
 // organizationID.
 func (m *Manager) toSummary(r store.FlowSummary, organizationID string) (FlowSummary, error) {
-	sealer, keyID, err := m.rowSealer(organizationID, r.PIIKeyID, r.SubjectKeyID, r.SubjectKeySealed, r.SubjectKeyDataKey)
+	open, err := m.rowOpener(organizationID, r.PIIKeyID, r.SubjectKeyID, r.SubjectKeySealed, r.SubjectKeyDataKey)
 	if err != nil {
 		return FlowSummary{}, fmt.Errorf("flows: flow %s: %w", r.ID, err)
 	}
-	nationalID, err := openNationalID(sealer, r.ID, keyID, r.NationalIDSealed)
+	nationalID, err := openNationalID(open, r.ID, r.NationalIDSealed)
 	if err != nil {
 		return FlowSummary{}, err
 	}
@@ -88,8 +95,8 @@ func (m *Manager) toSummary(r store.FlowSummary, organizationID string) (FlowSum
 	}, nil
 }
 
-func openNationalID(sealer *pii.Sealer, flowID, keyID string, sealed []byte) (string, error) {
-	nationalID, err := sealer.Open(keyID, sealed, store.SealContext(flowID, "nationalId")...)
+func openNationalID(open opener, flowID string, sealed []byte) (string, error) {
+	nationalID, err := open(sealed, store.SealContext(flowID, "nationalId")...)
 	if err != nil {
 		return "", fmt.Errorf("flows: flow %s: national id: %w", flowID, err)
 	}

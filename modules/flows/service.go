@@ -230,7 +230,7 @@ func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow,
 	if err != nil {
 		return Flow{}, "", nil, err
 	}
-	f, err := flowOf(row, key.Sealer, key.Sealer.KeyID())
+	f, err := flowOf(row, sealerOpener(key.Sealer, key.Sealer.KeyID()))
 	if err != nil {
 		return Flow{}, "", nil, err
 	}

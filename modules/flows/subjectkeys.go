@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 	"github.com/flowd/flowd/modules/flows/internal/subjectkey"
 	"github.com/flowd/flowd/modules/flows/nationalid"
@@ -45,28 +44,27 @@ func (m *Manager) DestroySubjectKeyTx(ctx context.Context, tx database.Tx, organ
 	return *destroyed[0].DestroyedAt, true, nil
 }
 
-// rowSealer returns what opens the personal data of a flow's row, and the
-// name of the key it is sealed under: its subject key, which the row's
-// statement read (sealed, under the data key dataKeyID), or the data key
-// piiKeyID for a row not yet under one. errSubjectKeyDestroyed when the
-// row's subject key is destroyed.
-func (m *Manager) rowSealer(organizationID, piiKeyID string, keyID *string, sealed []byte, dataKeyID *string) (*pii.Sealer, string, error) {
+// rowOpener returns what opens the personal data of a flow's row: its
+// subject key, which the row's statement read (sealed, under the data key
+// dataKeyID), or the data key piiKeyID for a row not yet under one.
+// errSubjectKeyDestroyed when the row's subject key is destroyed.
+func (m *Manager) rowOpener(organizationID, piiKeyID string, keyID *string, sealed []byte, dataKeyID *string) (opener, error) {
 	if keyID == nil {
-		return m.sealer, piiKeyID, nil
+		return sealerOpener(m.sealer, piiKeyID), nil
 	}
 	if sealed == nil || dataKeyID == nil {
 		m.keys.forgetID(*keyID)
-		return nil, "", errSubjectKeyDestroyed
+		return nil, errSubjectKeyDestroyed
 	}
-	k, ok := m.keys.byID(*keyID)
+	o, ok := m.keys.byID(*keyID)
 	if !ok {
 		var err error
-		if k, _, err = subjectkey.Open(m.sealer, organizationID, *keyID, *dataKeyID, sealed); err != nil {
-			return nil, "", err
+		if o, err = subjectkey.OpenToRead(m.sealer, organizationID, *keyID, *dataKeyID, sealed); err != nil {
+			return nil, err
 		}
-		m.keys.put("", k)
+		m.keys.putOpener(*keyID, o)
 	}
-	return k.Sealer, k.Sealer.KeyID(), nil
+	return o.Open, nil
 }
 
 // insertUnderSubjectKey seals row's personal data, in, under the subject

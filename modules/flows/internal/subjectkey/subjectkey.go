@@ -86,6 +86,23 @@ func Open(dataKeys *pii.Sealer, organizationID, id, dataKeyID string, sealed []b
 	return Key{ID: id, Sealer: s}, raw, nil
 }
 
+// OpenToRead opens the key id of organizationID as Open does, for reading
+// alone: its Opener derives a third of what a Key's Sealer does.
+func OpenToRead(dataKeys *pii.Sealer, organizationID, id, dataKeyID string, sealed []byte) (*pii.Opener, error) {
+	if sealed == nil {
+		return nil, ErrDestroyed
+	}
+	raw, err := dataKeys.Open(dataKeyID, sealed, sealContext(organizationID, id, "key")...)
+	if err != nil {
+		return nil, fmt.Errorf("subject key %s (key %s): %w", id, dataKeyID, err)
+	}
+	o, err := pii.NewOpener([]byte(raw))
+	if err != nil {
+		return nil, fmt.Errorf("subject key %s: %w", id, err)
+	}
+	return o, nil
+}
+
 // OpenRow opens a key's row with dataKeys.
 func OpenRow(dataKeys *pii.Sealer, row store.SubjectKey) (Key, string, error) {
 	return Open(dataKeys, row.OrganizationID, row.ID, row.KeyID, row.KeySealed)
