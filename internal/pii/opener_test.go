@@ -35,3 +35,24 @@ func TestAnOpenerOpensWhatItsKeySealedAndNothingElse(t *testing.T) {
 		t.Error("a 16-byte key made an Opener")
 	}
 }
+
+// TestOpenUnderAnyTriesEveryConfiguredKey: a value stored without its key's
+// id opens under the current key or a previous one, and under no other.
+func TestOpenUnderAnyTriesEveryConfiguredKey(t *testing.T) {
+	t.Parallel()
+	oldRaw, newRaw := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
+	old, _ := New(oldRaw)
+	rotated, err := New(newRaw, oldRaw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Sealer{old, rotated} {
+		if got, err := rotated.OpenUnderAny(s.Seal("key", "subject-key:o:k:key"), "subject-key:o:k:key"); err != nil || got != "key" {
+			t.Errorf("OpenUnderAny = %q, %v", got, err)
+		}
+	}
+	other, _ := New(bytes.Repeat([]byte{3}, 32))
+	if _, err := rotated.OpenUnderAny(other.Seal("key", "c"), "c"); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("a value of another key: %v, want ErrCorrupt", err)
+	}
+}

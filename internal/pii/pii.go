@@ -134,6 +134,25 @@ func (s *Sealer) Open(keyID string, sealed []byte, context ...string) (string, e
 	return open(k.aead, sealed, context)
 }
 
+// OpenUnderAny is Open for a value stored without its key's id: it tries
+// the current key, then each previous one. A key that did not seal the
+// value fails its authentication, so a wrong key opens nothing.
+func (s *Sealer) OpenUnderAny(sealed []byte, context ...string) (string, error) {
+	plain, err := open(s.current.aead, sealed, context)
+	if err == nil {
+		return plain, nil
+	}
+	for id, k := range s.byID {
+		if id == s.current.id {
+			continue
+		}
+		if plain, err := open(k.aead, sealed, context); err == nil {
+			return plain, nil
+		}
+	}
+	return "", err
+}
+
 // open decrypts sealed, nonce and ciphertext, with aead under context.
 func open(aead cipher.AEAD, sealed []byte, context []string) (string, error) {
 	n := aead.NonceSize()

@@ -33,7 +33,7 @@ func (m *Manager) newRow(c Caller, in NewFlow, flowID string, settings Organizat
 // toFlow opens a row's personal data, with the subject key its statement
 // read with it. A row whose key is destroyed is errSubjectKeyDestroyed.
 func (m *Manager) toFlow(r store.Flow) (Flow, error) {
-	open, err := m.rowOpener(r.OrganizationID, r.PIIKeyID, r.SubjectKeyID, r.SubjectKeySealed, r.SubjectKeyDataKey)
+	open, err := m.rowOpener(r.OrganizationID, r.PIIKeyID, r.SubjectKeyID, r.SubjectKeySealed)
 	if err != nil {
 		return Flow{}, fmt.Errorf("flows: flow %s: %w", r.ID, err)
 	}
@@ -78,7 +78,7 @@ func flowOf(r store.Flow, open opener) (Flow, error) {
 // toSummary opens a listed row's national id; the row is a flow of
 // organizationID.
 func (m *Manager) toSummary(r store.FlowSummary, organizationID string) (FlowSummary, error) {
-	open, err := m.rowOpener(organizationID, r.PIIKeyID, r.SubjectKeyID, r.SubjectKeySealed, r.SubjectKeyDataKey)
+	open, err := m.rowOpener(organizationID, r.PIIKeyID, r.SubjectKeyID, r.SubjectKeySealed)
 	if err != nil {
 		return FlowSummary{}, fmt.Errorf("flows: flow %s: %w", r.ID, err)
 	}

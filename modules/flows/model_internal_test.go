@@ -17,7 +17,7 @@ import (
 // module.
 var rowOnly = map[string]bool{"PIIKeyID": true, "NationalIDSealed": true, "NationalIDHMAC": true,
 	"LastNameSealed": true, "CreatedBy": true, "PersonIndex": true, "PersonIndexKey": true,
-	"SubjectKeyID": true, "SubjectKeySealed": true, "SubjectKeyDataKey": true}
+	"SubjectKeyID": true, "SubjectKeySealed": true}
 
 // renamed names the domain field of a row field whose name differs.
 var renamed = map[string]string{"ConsentTextSHA256": "TextSHA256", "ConsentLanguage": "Language"}
@@ -60,7 +60,7 @@ func TestToSummaryMapsEveryFieldOfTheRow(t *testing.T) {
 	fill.Fill(t, &row, nil)
 	seal := func(r *store.FlowSummary) {
 		key, keyRow := testSubjectKey(t, m.sealer, "org-a")
-		r.PIIKeyID, r.SubjectKeyID, r.SubjectKeySealed, r.SubjectKeyDataKey = store.SubjectSealed, &keyRow.ID, keyRow.KeySealed, &keyRow.KeyID
+		r.PIIKeyID, r.SubjectKeyID, r.SubjectKeySealed = store.SubjectSealed, &keyRow.ID, keyRow.KeySealed
 		r.NationalIDSealed = key.SealFlow(r.ID, "01017012345", "").NationalID
 	}
 	seal(&row)
@@ -123,7 +123,7 @@ func checkEachFieldReaches[R any](t *testing.T, fill *fieldtest.Filler, row R, m
 // it with the row.
 func sealRow(t *testing.T, s *pii.Sealer, row *store.Flow) {
 	key, keyRow := testSubjectKey(t, s, row.OrganizationID)
-	row.PIIKeyID, row.SubjectKeyID, row.SubjectKeySealed, row.SubjectKeyDataKey = store.SubjectSealed, &keyRow.ID, keyRow.KeySealed, &keyRow.KeyID
+	row.PIIKeyID, row.SubjectKeyID, row.SubjectKeySealed = store.SubjectSealed, &keyRow.ID, keyRow.KeySealed
 	sealed := key.SealFlow(row.ID, "01017012345", "Nordmann")
 	row.NationalIDSealed, row.NationalIDHMAC, row.LastNameSealed = sealed.NationalID, sealed.NationalIDHMAC, sealed.LastName
 }

@@ -45,21 +45,21 @@ func (m *Manager) DestroySubjectKeyTx(ctx context.Context, tx database.Tx, organ
 }
 
 // rowOpener returns what opens the personal data of a flow's row: its
-// subject key, which the row's statement read (sealed, under the data key
-// dataKeyID), or the data key piiKeyID for a row not yet under one.
-// errSubjectKeyDestroyed when the row's subject key is destroyed.
-func (m *Manager) rowOpener(organizationID, piiKeyID string, keyID *string, sealed []byte, dataKeyID *string) (opener, error) {
+// subject key, which the row's statement read (sealed), or the data key
+// piiKeyID for a row not yet under one. errSubjectKeyDestroyed when the
+// row's subject key is destroyed.
+func (m *Manager) rowOpener(organizationID, piiKeyID string, keyID *string, sealed []byte) (opener, error) {
 	if keyID == nil {
 		return sealerOpener(m.sealer, piiKeyID), nil
 	}
-	if sealed == nil || dataKeyID == nil {
+	if sealed == nil {
 		m.keys.forgetID(*keyID)
 		return nil, errSubjectKeyDestroyed
 	}
 	o, ok := m.keys.byID(*keyID)
 	if !ok {
 		var err error
-		if o, err = subjectkey.OpenToRead(m.sealer, organizationID, *keyID, *dataKeyID, sealed); err != nil {
+		if o, err = subjectkey.OpenToRead(m.sealer, organizationID, *keyID, sealed); err != nil {
 			return nil, err
 		}
 		m.keys.putOpener(*keyID, o)

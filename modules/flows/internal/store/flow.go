@@ -66,11 +66,12 @@ type Flow struct {
 	// The subject key the personal data is sealed under (then PIIKeyID is
 	// SubjectSealed); null on rows still sealed under a data key.
 	SubjectKeyID *string `db:"subject_key_id" write:"create"`
-	// The subject key itself, sealed under the data key SubjectKeyDataKey,
-	// read in the statement that reads the row: null once the key is
-	// destroyed, so that no read opens a destroyed person's data.
-	SubjectKeySealed  []byte  `db:"subject_key_sealed" write:"-" select:"(select k.key_sealed from subject_keys k where k.organization_id = flows.organization_id and k.id = flows.subject_key_id)"`
-	SubjectKeyDataKey *string `db:"subject_key_data_key" write:"-" select:"(select k.pii_key_id from subject_keys k where k.organization_id = flows.organization_id and k.id = flows.subject_key_id)"`
+	// The subject key itself, sealed under a data key, read in the
+	// statement that reads the row: null once the key is destroyed, so
+	// that no read opens a destroyed person's data. The data key's id is
+	// not read with it (a second look-up): the configured data keys are
+	// tried, the current first.
+	SubjectKeySealed []byte `db:"subject_key_sealed" write:"-" select:"(select k.key_sealed from subject_keys k where k.organization_id = flows.organization_id and k.id = flows.subject_key_id)"`
 }
 
 // Flows' rows, and the columns each write sets, from Flow's tags.

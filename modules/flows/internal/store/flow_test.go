@@ -44,7 +44,7 @@ func TestEveryFlowFieldIsStored(t *testing.T) {
 	if err := InsertNumberedFlow(ctx, pool, &f, key, [][]byte{key.Subject}, "REF", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	f.SubjectKeySealed, f.SubjectKeyDataKey = key.KeySealed, &key.KeyID
+	f.SubjectKeySealed = key.KeySealed
 	stored := readBack(t, pool, f)
 	checkWritten(t, "InsertNumberedFlow", stored, written, createColumns)
 

@@ -26,10 +26,9 @@ type FlowSummary struct {
 	NationalIDSealed []byte  `db:"national_id_sealed"`
 	SubjectKeyID     *string `db:"subject_key_id"`
 	// The subject key, read with the row as Flow reads it.
-	SubjectKeySealed  []byte    `db:"subject_key_sealed" select:"(select k.key_sealed from subject_keys k where k.organization_id = flows.organization_id and k.id = flows.subject_key_id)"`
-	SubjectKeyDataKey *string   `db:"subject_key_data_key" select:"(select k.pii_key_id from subject_keys k where k.organization_id = flows.organization_id and k.id = flows.subject_key_id)"`
-	CreatedAt         time.Time `db:"created_at"`
-	UpdatedAt         time.Time `db:"updated_at"`
+	SubjectKeySealed []byte    `db:"subject_key_sealed" select:"(select k.key_sealed from subject_keys k where k.organization_id = flows.organization_id and k.id = flows.subject_key_id)"`
+	CreatedAt        time.Time `db:"created_at"`
+	UpdatedAt        time.Time `db:"updated_at"`
 }
 
 var (

@@ -87,14 +87,15 @@ func Open(dataKeys *pii.Sealer, organizationID, id, dataKeyID string, sealed []b
 }
 
 // OpenToRead opens the key id of organizationID as Open does, for reading
-// alone: its Opener derives a third of what a Key's Sealer does.
-func OpenToRead(dataKeys *pii.Sealer, organizationID, id, dataKeyID string, sealed []byte) (*pii.Opener, error) {
+// alone, under whichever data key of dataKeys sealed it: its Opener
+// derives a third of what a Key's Sealer does.
+func OpenToRead(dataKeys *pii.Sealer, organizationID, id string, sealed []byte) (*pii.Opener, error) {
 	if sealed == nil {
 		return nil, ErrDestroyed
 	}
-	raw, err := dataKeys.Open(dataKeyID, sealed, sealContext(organizationID, id, "key")...)
+	raw, err := dataKeys.OpenUnderAny(sealed, sealContext(organizationID, id, "key")...)
 	if err != nil {
-		return nil, fmt.Errorf("subject key %s (key %s): %w", id, dataKeyID, err)
+		return nil, fmt.Errorf("subject key %s: %w", id, err)
 	}
 	o, err := pii.NewOpener([]byte(raw))
 	if err != nil {
