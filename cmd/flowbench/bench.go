@@ -203,6 +203,9 @@ func newBench(ctx context.Context, adminURL string, o options, out io.Writer) (_
 	if err := b.reindexDeep(ctx); err != nil {
 		return nil, fmt.Errorf("reindex the seeded flows: %w", err)
 	}
+	if err := b.rekeyDeep(ctx); err != nil {
+		return nil, fmt.Errorf("rekey the seeded flows: %w", err)
+	}
 	return b, nil
 }
 

@@ -129,18 +129,21 @@ func (b *bench) samplePgVars(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close(ctx)
+	// The flow is sealed under its person's key; the key, under the data
+	// key that also seals the consent link.
 	var keyID, indexKey string
-	var ni, nh, ln, tok, pindex []byte
-	err = conn.QueryRow(ctx, `select f.pii_key_id, f.national_id_sealed, f.national_id_hmac, f.last_name_sealed, c.token_sealed,
-			f.person_index, f.person_index_key
-		from flows f join consent_requests c on c.organization_id = f.organization_id and c.flow_id = f.id where f.id = $1`,
-		created.FlowID).Scan(&keyID, &ni, &nh, &ln, &tok, &pindex, &indexKey)
+	var ni, nh, ln, tok, keySealed, keyNI []byte
+	err = conn.QueryRow(ctx, `select s.pii_key_id, f.national_id_sealed, f.national_id_hmac, f.last_name_sealed, c.token_sealed,
+			s.key_sealed, s.national_id_sealed, coalesce(s.person_index_key, '')
+		from flows f join consent_requests c on c.organization_id = f.organization_id and c.flow_id = f.id
+		join subject_keys s on s.organization_id = f.organization_id and s.id = f.subject_key_id where f.id = $1`,
+		created.FlowID).Scan(&keyID, &ni, &nh, &ln, &tok, &keySealed, &keyNI, &indexKey)
 	if err != nil {
 		return err
 	}
 	b.pgVars = map[string]string{
 		"keyid": keyID, "nisealed": hexBytea(ni), "nihmac": hexBytea(nh), "lnsealed": hexBytea(ln), "toksealed": hexBytea(tok),
-		"pindex": hexBytea(pindex), "pindexkey": indexKey,
+		"keysealed": hexBytea(keySealed), "sknisealed": hexBytea(keyNI), "pindexkey": indexKey,
 	}
 	return nil
 }

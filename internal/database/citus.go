@@ -33,6 +33,7 @@ var TenantTables = []string{
 	"flow_uses",
 	"flow_idempotency_keys",
 	"flow_deletions",
+	"subject_keys",
 	"consent_requests",
 	"consent_definitions",
 	"consent_definition_versions",

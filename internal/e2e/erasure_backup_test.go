@@ -67,8 +67,10 @@ func getText(t *testing.T, hc *http.Client, url string) (int, string) {
 // TestAnErasureHoldsAfterARestoreFromBackup: a backup (pg_dump) is taken
 // while a person has flows in two organizations; one organization erases
 // them. Nothing of them is readable there any more (the API, the events
-// API, the console's list), the other organization's flow is untouched, and
-// the erasure receipt verifies with an independent JOSE library and with
+// API, the console's list, and the sealed columns, which no key that
+// remains opens, rows not yet cleaned and the backup's included), the other
+// organization's flow is untouched, and the erasure receipt, which says
+// when the person's key was destroyed, verifies with an independent JOSE library and with
 // flowd receipts verify. The backup is restored into a new database, where
 // the person is back, until flowd erasures reapply with the export erases
 // them again; after that the same holds there, and a second run finds
@@ -97,13 +99,27 @@ func TestAnErasureHoldsAfterARestoreFromBackup(t *testing.T) {
 	dump := filepath.Join(dir, "flowd.dump")
 	pgRun(t, "pg_dump", "--format=custom", "--no-owner", "--file="+dump, in.DatabaseURL)
 
-	var erasure struct {
-		ID        string `json:"id"`
-		Receipt   string `json:"receipt"`
-		FlowCount int    `json:"flowCount"`
+	// What the database holds of the flows, sealed, as a row the erasure
+	// has not yet cleaned would hold it.
+	uncleaned := readSealed(t, in.DatabaseURL, erased[0].FlowID, erased[1].FlowID)
+	if !uncleaned[0].opens(remainingKeys(t, in.DatabaseURL)) {
+		t.Fatal("before the erasure, the database's keys do not open the person's flow")
 	}
-	if resp := call(t, acmeAPI, "POST", in.URL+"/api/erasures", `{"nationalId":"`+person+`"}`, &erasure); resp.StatusCode != 201 || erasure.FlowCount != 2 {
+
+	var erasure struct {
+		ID             string  `json:"id"`
+		Receipt        string  `json:"receipt"`
+		FlowCount      int     `json:"flowCount"`
+		KeyDestroyedAt *string `json:"keyDestroyedAt"`
+	}
+	if resp := call(t, acmeAPI, "POST", in.URL+"/api/erasures", `{"nationalId":"`+person+`"}`, &erasure); resp.StatusCode != 201 ||
+		erasure.FlowCount != 2 || erasure.KeyDestroyedAt == nil {
 		t.Fatalf("erase: %d %+v", resp.StatusCode, erasure)
+	}
+	checkShredded(t, "after the erasure", in.DatabaseURL, uncleaned)
+	if keptSealed := readSealed(t, in.DatabaseURL, kept.FlowID, staying.FlowID); !keptSealed[0].opens(remainingKeys(t, in.DatabaseURL)) ||
+		!keptSealed[1].opens(remainingKeys(t, in.DatabaseURL)) {
+		t.Error("after the erasure, the other organization's flow, or another person's, no longer opens")
 	}
 	staffSeen := 0
 	staff := func(in *flowdtest.Instance) *staffBrowser {
@@ -158,7 +174,8 @@ func TestAnErasureHoldsAfterARestoreFromBackup(t *testing.T) {
 
 	// The receipt: jwx against the published keys, and the CLI.
 	claims, err := verifyWithJWKS(context.Background(), in.URL+"/oauth/jwks", erasure.Receipt)
-	if err != nil || claims["erasureId"] != erasure.ID || claims["organizationName"] != "Erasing Bank" || claims["flowCount"] != float64(2) {
+	if err != nil || claims["erasureId"] != erasure.ID || claims["organizationName"] != "Erasing Bank" || claims["flowCount"] != float64(2) ||
+		claims["keyDestroyedAt"] == nil {
 		t.Fatalf("jwx on the erasure receipt: %v %v", claims, err)
 	}
 	receiptFile := filepath.Join(dir, "erasure.jwt")
@@ -184,6 +201,13 @@ func TestAnErasureHoldsAfterARestoreFromBackup(t *testing.T) {
 	if resp := call(t, rAcme, "GET", restored.URL+"/api/flows/"+erased[0].FlowID, "", nil); resp.StatusCode != 200 {
 		t.Fatalf("the restored backup does not hold the erased flow: %d", resp.StatusCode)
 	}
+	// The backup's sealed columns: the erased database's keys open none of
+	// them, though the backup's own keys do, until the reapply.
+	backedUp := readSealed(t, restoredURL, erased[0].FlowID, erased[1].FlowID)
+	checkShredded(t, "the backup, with the erased database's keys", in.DatabaseURL, backedUp)
+	if !backedUp[0].opens(remainingKeys(t, restoredURL)) {
+		t.Fatal("the restored backup's keys do not open the person's flow")
+	}
 
 	// A bad export changes nothing.
 	bad := filepath.Join(dir, "bad.jsonl")
@@ -202,6 +226,7 @@ func TestAnErasureHoldsAfterARestoreFromBackup(t *testing.T) {
 		t.Fatalf("reapply printed:\n%s", out)
 	}
 	holdsNothing(restored, rAcme, rOther, "after the restore and reapply")
+	checkShredded(t, "the backup after the reapply", restoredURL, backedUp)
 	if again := restored.CLI(t, "", "erasures", "reapply", export); !strings.Contains(again, "already erased") || strings.Contains(again, "erased again:") {
 		t.Fatalf("a second reapply printed:\n%s", again)
 	}

@@ -10,9 +10,10 @@ import (
 	"github.com/flowd/flowd/internal/flowdtest"
 )
 
-// TestFlowsReindexCommand: `flowd flows reindex` indexes flows made without
-// a blind index, printing its progress batch by batch, and a second run
-// finds nothing left.
+// TestFlowsReindexCommand: `flowd flows reindex` indexes the keys of
+// people, which hold the blind index of their flows, made without one,
+// printing its progress; a second run finds nothing left. (The flows of
+// the module test it on flows made before those keys, batch by batch.)
 func TestFlowsReindexCommand(t *testing.T) {
 	t.Parallel()
 	in := flowdtest.Start(t)
@@ -30,16 +31,16 @@ func TestFlowsReindexCommand(t *testing.T) {
 	}
 	defer conn.Close(ctx)
 	var indexed int
-	if err := conn.QueryRow(ctx, `select count(*) from flows where person_index is not null`).Scan(&indexed); err != nil || indexed != 3 {
-		t.Fatalf("new flows indexed: %d, %v; want 3", indexed, err)
+	if err := conn.QueryRow(ctx, `select count(*) from subject_keys where person_index is not null`).Scan(&indexed); err != nil || indexed != 1 {
+		t.Fatalf("the person's key indexed: %d, %v; want 1", indexed, err)
 	}
-	// As flows made before there was an index.
-	if _, err := conn.Exec(ctx, `update flows set person_index = null, person_index_key = null`); err != nil {
+	// As a key made before there was an index.
+	if _, err := conn.Exec(ctx, `update subject_keys set person_index = null, person_index_key = null`); err != nil {
 		t.Fatal(err)
 	}
 	out := in.CLI(t, "", "flows", "reindex", "--batch", "2")
-	for _, want := range []string{"3 flows to index under key version", "indexed 2 of 3 flows", "indexed 3 of 3 flows",
-		"Every flow is indexed"} {
+	for _, want := range []string{"1 people's keys and older flows to index under key version", "indexed 1 of 1",
+		"Every person's key and flow is indexed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("flows reindex printed no %q:\n%s", want, out)
 		}
@@ -47,10 +48,10 @@ func TestFlowsReindexCommand(t *testing.T) {
 	if strings.Contains(out, rightID) {
 		t.Errorf("flows reindex printed a national id:\n%s", out)
 	}
-	if err := conn.QueryRow(ctx, `select count(*) from flows where person_index is not null`).Scan(&indexed); err != nil || indexed != 3 {
-		t.Fatalf("after the re-index %d flows are indexed, %v; want 3", indexed, err)
+	if err := conn.QueryRow(ctx, `select count(*) from subject_keys where person_index is not null`).Scan(&indexed); err != nil || indexed != 1 {
+		t.Fatalf("after the re-index %d keys are indexed, %v; want 1", indexed, err)
 	}
-	if again := in.CLI(t, "", "flows", "reindex"); !strings.Contains(again, "0 flows to index") || strings.Contains(again, "indexed 1") {
+	if again := in.CLI(t, "", "flows", "reindex"); !strings.Contains(again, "0 people's keys and older flows to index") || strings.Contains(again, "indexed 1") {
 		t.Errorf("a second run:\n%s", again)
 	}
 }

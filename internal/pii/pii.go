@@ -61,7 +61,7 @@ func deriveKey(raw []byte) (key, error) {
 	if len(raw) != 32 {
 		return key{}, fmt.Errorf("pii: the data key must be 32 bytes, not %d", len(raw))
 	}
-	enc, err := hkdf.Key(sha256.New, raw, nil, "flowd pii encryption v1", 32)
+	aead, err := deriveAEAD(raw)
 	if err != nil {
 		return key{}, err
 	}
@@ -73,15 +73,43 @@ func deriveKey(raw []byte) (key, error) {
 	if err != nil {
 		return key{}, err
 	}
+	return key{id: hex.EncodeToString(idBytes), aead: aead, mac: mac}, nil
+}
+
+// deriveAEAD is the AES-256-GCM of the encryption key derived from raw.
+func deriveAEAD(raw []byte) (cipher.AEAD, error) {
+	enc, err := hkdf.Key(sha256.New, raw, nil, "flowd pii encryption v1", 32)
+	if err != nil {
+		return nil, err
+	}
 	block, err := aes.NewCipher(enc)
 	if err != nil {
-		return key{}, err
+		return nil, err
 	}
-	aead, err := cipher.NewGCM(block)
+	return cipher.NewGCM(block)
+}
+
+// Opener opens what a Sealer of the same key sealed, and does nothing
+// else: it derives the encryption key alone, a third of New's work, for a
+// key that is opened often and used for one read (a person's own key).
+type Opener struct{ aead cipher.AEAD }
+
+// NewOpener returns the Opener of key (32 bytes).
+func NewOpener(key []byte) (*Opener, error) {
+	if len(key) != 32 {
+		return nil, fmt.Errorf("pii: the data key must be 32 bytes, not %d", len(key))
+	}
+	aead, err := deriveAEAD(key)
 	if err != nil {
-		return key{}, err
+		return nil, err
 	}
-	return key{id: hex.EncodeToString(idBytes), aead: aead, mac: mac}, nil
+	return &Opener{aead: aead}, nil
+}
+
+// Open decrypts what Seal returned under the Opener's key with the same
+// context, as Sealer.Open does.
+func (o *Opener) Open(sealed []byte, context ...string) (string, error) {
+	return open(o.aead, sealed, context)
 }
 
 // KeyID names the key Seal uses now; store it beside each ciphertext.
@@ -103,8 +131,32 @@ func (s *Sealer) Open(keyID string, sealed []byte, context ...string) (string, e
 	if !ok {
 		return "", ErrUnknownKey
 	}
-	n := k.aead.NonceSize()
-	if len(sealed) < n+k.aead.Overhead() {
+	return open(k.aead, sealed, context)
+}
+
+// OpenUnderAny is Open for a value stored without its key's id: it tries
+// the current key, then each previous one. A key that did not seal the
+// value fails its authentication, so a wrong key opens nothing.
+func (s *Sealer) OpenUnderAny(sealed []byte, context ...string) (string, error) {
+	plain, err := open(s.current.aead, sealed, context)
+	if err == nil {
+		return plain, nil
+	}
+	for id, k := range s.byID {
+		if id == s.current.id {
+			continue
+		}
+		if plain, err := open(k.aead, sealed, context); err == nil {
+			return plain, nil
+		}
+	}
+	return "", err
+}
+
+// open decrypts sealed, nonce and ciphertext, with aead under context.
+func open(aead cipher.AEAD, sealed []byte, context []string) (string, error) {
+	n := aead.NonceSize()
+	if len(sealed) < n+aead.Overhead() {
 		return "", ErrCorrupt
 	}
 	// The context and the plaintext pass through a reused buffer: what
@@ -113,7 +165,7 @@ func (s *Sealer) Open(keyID string, sealed []byte, context ...string) (string, e
 	defer openBuffers.Put(buf)
 	aad := joinContext((*buf)[:0], context)
 	*buf = aad[:0] // keep what append grew
-	plain, err := k.aead.Open(aad[len(aad):], sealed[:n], sealed[n:], aad)
+	plain, err := aead.Open(aad[len(aad):], sealed[:n], sealed[n:], aad)
 	if err != nil {
 		return "", ErrCorrupt
 	}

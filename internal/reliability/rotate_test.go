@@ -70,9 +70,13 @@ func TestRotateDataKey(t *testing.T) {
 
 	// A run that stops after one batch, as an interrupted one would...
 	oldSealer, _ := pii.New(mustKey(t, newKey), mustKey(t, flowdtest.TestDataKey))
+	// The flows are sealed under their people's keys: the keys are re-sealed.
 	partial := rekey.NewResealer(pool, oldSealer)
-	if f, k, err := partial.ResealBatch(context.Background(), 2); err != nil || f != 2 || k != 2 {
+	if f, k, err := partial.ResealBatch(context.Background(), 2); err != nil || f != 0 || k != 2 {
 		t.Fatalf("partial run: %d flows, %d keys, %v", f, k, err)
+	}
+	if n, err := partial.ResealSubjectKeysBatch(context.Background(), 2); err != nil || n != 2 {
+		t.Fatalf("partial run: %d subject keys, %v", n, err)
 	}
 	// ...then the command finishes the job.
 	env := map[string]string{}
@@ -84,23 +88,26 @@ func TestRotateDataKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got struct {
-		KeyID                                   string
-		Flows, IdempotencyKeys, ConsentRequests int
+		KeyID                                                string
+		Flows, SubjectKeys, IdempotencyKeys, ConsentRequests int
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%q: %v", out, err)
 	}
-	if got.KeyID != oldSealer.KeyID() || got.Flows != 5 || got.IdempotencyKeys != 6 || got.ConsentRequests != 7 {
-		t.Errorf("rotate-data-key: %+v; want the new key, 5 flows and 6 idempotency keys (2 flows and 2 keys done before, "+
-			"the endpoint's answer too), 7 consent requests", got)
+	if got.KeyID != oldSealer.KeyID() || got.Flows != 0 || got.SubjectKeys != 5 || got.IdempotencyKeys != 6 || got.ConsentRequests != 7 {
+		t.Errorf("rotate-data-key: %+v; want the new key, no flow (each is under its person's key), 5 subject keys "+
+			"and 6 idempotency keys (2 of each done before, the endpoint's answer too), 7 consent requests", got)
 	}
-	for _, table := range []string{"flows", "consent_requests", "flow_idempotency_keys", "api_idempotency_keys"} {
+	if n := count(t, pool, "select count(*) from flows where subject_key_id is null"); n != 0 {
+		t.Errorf("%d flows not under a subject key", n)
+	}
+	for _, table := range []string{"subject_keys", "consent_requests", "flow_idempotency_keys", "api_idempotency_keys"} {
 		if n := count(t, pool, "select count(*) from "+table+" where pii_key_id <> $1", got.KeyID); n != 0 {
 			t.Errorf("%s: %d rows still under an old key", table, n)
 		}
 	}
 	out, err = flowdtest.RunCLI(getenvOf(env), "", "keys", "rotate-data-key", "--json")
-	if err != nil || !strings.Contains(out, `"flows":0,"idempotencyKeys":0,"consentRequests":0`) {
+	if err != nil || !strings.Contains(out, `"flows":0,"subjectKeys":0,"idempotencyKeys":0,"consentRequests":0`) {
 		t.Errorf("a second run: %s %v; want nothing to do", out, err)
 	}
 

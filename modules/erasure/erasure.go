@@ -33,8 +33,8 @@ type Erasure struct {
 	// evidence (KeptReceipts lists them).
 	KeepReceipts bool
 	// KeyDestroyedAt is when the person's own data key in the organization
-	// was destroyed; nil when the person had none, while flows seals
-	// personal data under the deployment's data key alone.
+	// was destroyed; nil when the person had none there (no flow of theirs
+	// was sealed under one).
 	KeyDestroyedAt *time.Time
 	ErasedBy       string // "client:ID", "staff:USERNAME" or "operator"
 	ErasedAt       time.Time

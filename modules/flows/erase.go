@@ -3,11 +3,12 @@ package flows
 import (
 	"context"
 	"crypto/subtle"
-	"github.com/flowd/flowd/modules/flows/nationalid"
-	"time"
+	"errors"
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/flows/internal/store"
+	"github.com/flowd/flowd/modules/flows/internal/subjectkey"
+	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // Erased is what erasing a person removed from one organization.
@@ -20,11 +21,14 @@ type Erased struct {
 }
 
 // EraseSubjectTx deletes in tx every flow of organizationID whose national
-// id is nationalID (compared as NormalizeNationalID compares them), each as
-// Delete deletes one: the deletion log names by, and each sends its
-// flow.deleted. Flows are found by their keyed hash, or by their blind
-// index, so a flow created with the id spelt otherwise is found once
-// "flowd flows reindex" has indexed it.
+// id is nationalID (compared as nationalid.Normalize compares them), each
+// as Delete deletes one: the deletion log names by, and each sends its
+// flow.deleted. Flows are found through the person's subject key, which it
+// holds locked until tx ends (DestroySubjectKeyTx destroys it), so that no
+// flow sealed under it commits meanwhile; flows not yet under a subject key
+// are found by their keyed hash, or by their blind index, so a flow created
+// with the id spelt otherwise is found once "flowd flows reindex" has
+// indexed it.
 func (m *Manager) EraseSubjectTx(ctx context.Context, tx database.Tx, organizationID, nationalID, by string) (Erased, error) {
 	want := nationalid.Normalize(nationalID)
 	if want == "" || organizationID == "" {
@@ -34,18 +38,26 @@ func (m *Manager) EraseSubjectTx(ctx context.Context, tx database.Tx, organizati
 	if m.cfg.PersonIndex != nil {
 		index = m.cfg.PersonIndex.Of(want)
 	}
-	rows, err := store.LockFlowsOfSubject(ctx, tx, organizationID, m.sealer.Hashes("nationalId", nationalID), index)
+	// The flows are read by a statement after the one that locks the keys:
+	// it sees the flows of a create that held a key until it committed.
+	keyIDs, err := store.LockSubjectKeys(ctx, tx, organizationID, subjectkey.Subjects(m.sealer, organizationID, nationalID))
+	if err != nil {
+		return Erased{}, err
+	}
+	rows, err := store.LockFlowsOfSubject(ctx, tx, organizationID, keyIDs, m.sealer.Hashes("nationalId", nationalID), index)
 	if err != nil {
 		return Erased{}, err
 	}
 	var out Erased
 	for _, row := range rows {
-		id, err := m.openNationalID(row.ID, row.PIIKeyID, row.NationalIDSealed)
-		if err != nil {
-			return Erased{}, err
-		}
-		if subtle.ConstantTimeCompare([]byte(nationalid.Normalize(id)), []byte(want)) != 1 {
-			continue
+		if row.SubjectKeyID == nil {
+			of, err := m.isOf(row, want)
+			if err != nil {
+				return Erased{}, err
+			}
+			if !of {
+				continue
+			}
 		}
 		if err := m.eraseLockedTx(ctx, tx, row, by, &out); err != nil {
 			return Erased{}, err
@@ -71,11 +83,14 @@ func (m *Manager) EraseMatchingTx(ctx context.Context, tx database.Tx, organizat
 			return nil, err
 		}
 		for _, f := range page {
-			id, err := m.openNationalID(f.ID, f.KeyID, f.NationalIDSealed)
+			opened, err := m.toFlow(f)
+			if errors.Is(err, errSubjectKeyDestroyed) {
+				continue // erased already: nothing of it opens
+			}
 			if err != nil {
 				return nil, err
 			}
-			key := match(id)
+			key := match(opened.NationalID)
 			if key == "" {
 				continue
 			}
@@ -115,14 +130,12 @@ func (m *Manager) eraseLockedTx(ctx context.Context, tx database.Tx, row store.F
 	return nil
 }
 
-// DestroySubjectKeyTx reports when the person's data key in the
-// organization was destroyed, and whether there was one. Flows seals
-// personal data under the deployment's data key for now, so there is no
-// key of a person to destroy: it reports tx's time and false. It is to be
-// replaced by the destruction of the person's own data key once personal
-// data is sealed under one.
-func (m *Manager) DestroySubjectKeyTx(ctx context.Context, tx database.Tx, organizationID, nationalID string) (time.Time, bool, error) {
-	var at time.Time
-	err := tx.QueryRow(ctx, `select now()`).Scan(&at)
-	return at, false, err
+// isOf reports whether row, sealed under the data key, is a flow of the
+// person whose normalised national id is want.
+func (m *Manager) isOf(row store.Flow, want string) (bool, error) {
+	id, err := openNationalID(sealerOpener(m.sealer, row.PIIKeyID), row.ID, row.NationalIDSealed)
+	if err != nil {
+		return false, err
+	}
+	return subtle.ConstantTimeCompare([]byte(nationalid.Normalize(id)), []byte(want)) == 1, nil
 }

@@ -23,6 +23,7 @@ func TestEveryUpdateOfAFlowGrowsItsVersion(t *testing.T) {
 		"last_name_sealed":     "a re-seal",
 		"person_index":         "a re-index: no representation shows it",
 		"person_index_key":     "a re-index",
+		"subject_key_id":       "a rekey under the person's own key shows the same values",
 		"expiring_notified_at": "when flow.expiring went out, which the API does not show",
 	}
 	statement := regexp.MustCompile(`(?is)update\s+flows\s+set\b(.*?)\bwhere\b`)

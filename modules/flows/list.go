@@ -66,6 +66,9 @@ func (m *Manager) List(ctx context.Context, c Caller, p ListParams) (Page, error
 	page := Page{HasMore: more, Flows: make([]FlowSummary, 0, len(rows))}
 	for _, r := range rows {
 		f, err := m.toSummary(r, c.OrganizationID)
+		if errors.Is(err, errSubjectKeyDestroyed) {
+			continue // its person was erased; the erasure deletes the row
+		}
 		if err != nil {
 			return Page{}, err
 		}

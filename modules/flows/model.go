@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 )
 
@@ -13,50 +14,47 @@ import (
 // that a mapping forgot.
 
 // newRow is the row of a new flow of c's organization, as in asks for it,
-// unopened and active, with its personal data sealed, running the
-// definition version pinned. The store draws its number and reference id,
-// and the database sets its times.
+// unopened and active, running the definition version pinned, its personal
+// data still to be sealed (insertUnderSubjectKey seals it). The store
+// draws its number and reference id, and the database sets its times.
 func (m *Manager) newRow(c Caller, in NewFlow, flowID string, settings OrganizationSettings, pinned PinnedDefinition) store.Flow {
 	return store.Flow{
 		ID: flowID, OrganizationID: c.OrganizationID,
 		ConsentStatus: string(Unopened), ProcessStatus: string(Active),
-		Sandbox: c.Sandbox, PIIKeyID: m.sealer.KeyID(),
-		NationalIDSealed: m.sealer.Seal(in.NationalID, store.SealContext(flowID, "nationalId")...),
-		NationalIDHMAC:   m.sealer.Hash("nationalId", in.NationalID),
-		LastNameSealed:   m.sealer.Seal(in.LastName, store.SealContext(flowID, "lastName")...),
-		RedirectURL:      in.RedirectURL, WebhookURL: in.WebhookURL,
+		Sandbox: c.Sandbox, RedirectURL: in.RedirectURL, WebhookURL: in.WebhookURL,
 		ReferenceName:      orNil(in.ReferenceName),
 		OrganizationNumber: settings.OrganizationNumber,
 		ProcessInstanceID:  uuid.NewString(),
 		FlowDefinitionID:   pinned.ID, FlowDefinitionVersion: pinned.Version, VersionTag: orNil(pinned.Tag),
-		CreatedBy:   c.ClientID,
-		PersonIndex: m.personIndexOf(in.NationalID), PersonIndexKey: m.personIndexVersion(),
+		CreatedBy: c.ClientID,
 	}
 }
 
-// personIndexOf is the blind index of a new flow's national id; nil without
-// an index key.
-func (m *Manager) personIndexOf(nationalID string) []byte {
-	if m.cfg.PersonIndex == nil {
-		return nil
-	}
-	return m.cfg.PersonIndex.Of(nationalID)
-}
-
-func (m *Manager) personIndexVersion() *string {
-	if m.cfg.PersonIndex == nil {
-		return nil
-	}
-	return orNil(m.cfg.PersonIndex.Version())
-}
-
-// toFlow opens a row's personal data.
+// toFlow opens a row's personal data, with the subject key its statement
+// read with it. A row whose key is destroyed is errSubjectKeyDestroyed.
 func (m *Manager) toFlow(r store.Flow) (Flow, error) {
-	nationalID, err := m.openNationalID(r.ID, r.PIIKeyID, r.NationalIDSealed)
+	open, err := m.rowOpener(r.OrganizationID, r.PIIKeyID, r.SubjectKeyID, r.SubjectKeySealed)
+	if err != nil {
+		return Flow{}, fmt.Errorf("flows: flow %s: %w", r.ID, err)
+	}
+	return flowOf(r, open)
+}
+
+// opener opens a row's sealed personal data in its context.
+type opener func(sealed []byte, context ...string) (string, error)
+
+// sealerOpener opens with s what s sealed under its key keyID.
+func sealerOpener(s *pii.Sealer, keyID string) opener {
+	return func(sealed []byte, context ...string) (string, error) { return s.Open(keyID, sealed, context...) }
+}
+
+// flowOf is the Flow of a row whose personal data open opens.
+func flowOf(r store.Flow, open opener) (Flow, error) {
+	nationalID, err := openNationalID(open, r.ID, r.NationalIDSealed)
 	if err != nil {
 		return Flow{}, err
 	}
-	lastName, err := m.sealer.Open(r.PIIKeyID, r.LastNameSealed, store.SealContext(r.ID, "lastName")...)
+	lastName, err := open(r.LastNameSealed, store.SealContext(r.ID, "lastName")...)
 	if err != nil {
 		return Flow{}, fmt.Errorf("flows: flow %s: last name: %w", r.ID, err)
 	}
@@ -80,7 +78,11 @@ func (m *Manager) toFlow(r store.Flow) (Flow, error) {
 // toSummary opens a listed row's national id; the row is a flow of
 // organizationID.
 func (m *Manager) toSummary(r store.FlowSummary, organizationID string) (FlowSummary, error) {
-	nationalID, err := m.openNationalID(r.ID, r.PIIKeyID, r.NationalIDSealed)
+	open, err := m.rowOpener(organizationID, r.PIIKeyID, r.SubjectKeyID, r.SubjectKeySealed)
+	if err != nil {
+		return FlowSummary{}, fmt.Errorf("flows: flow %s: %w", r.ID, err)
+	}
+	nationalID, err := openNationalID(open, r.ID, r.NationalIDSealed)
 	if err != nil {
 		return FlowSummary{}, err
 	}
@@ -93,8 +95,8 @@ func (m *Manager) toSummary(r store.FlowSummary, organizationID string) (FlowSum
 	}, nil
 }
 
-func (m *Manager) openNationalID(flowID, keyID string, sealed []byte) (string, error) {
-	nationalID, err := m.sealer.Open(keyID, sealed, store.SealContext(flowID, "nationalId")...)
+func openNationalID(open opener, flowID string, sealed []byte) (string, error) {
+	nationalID, err := open(sealed, store.SealContext(flowID, "nationalId")...)
 	if err != nil {
 		return "", fmt.Errorf("flows: flow %s: national id: %w", flowID, err)
 	}

@@ -7,14 +7,17 @@ import (
 	"github.com/flowd/flowd/internal/fieldtest"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/flows/internal/store"
+	"github.com/flowd/flowd/modules/flows/internal/subjectkey"
 )
 
 // The row fields that no field of the domain shows as they are: the
 // sealed personal data, opened into NationalID and LastName, who created
-// the flow, kept for the record, and the blind index that finds a person's
-// flows, which never leaves the module.
+// the flow, kept for the record, the blind index that finds a person's
+// flows and the subject key they are sealed under, which never leave the
+// module.
 var rowOnly = map[string]bool{"PIIKeyID": true, "NationalIDSealed": true, "NationalIDHMAC": true,
-	"LastNameSealed": true, "CreatedBy": true, "PersonIndex": true, "PersonIndexKey": true}
+	"LastNameSealed": true, "CreatedBy": true, "PersonIndex": true, "PersonIndexKey": true,
+	"SubjectKeyID": true, "SubjectKeySealed": true}
 
 // renamed names the domain field of a row field whose name differs.
 var renamed = map[string]string{"ConsentTextSHA256": "TextSHA256", "ConsentLanguage": "Language"}
@@ -25,11 +28,11 @@ var renamed = map[string]string{"ConsentTextSHA256": "TextSHA256", "ConsentLangu
 // Get adds. A field that toFlow forgot, in either type, fails here.
 func TestToFlowMapsEveryFieldOfTheRow(t *testing.T) {
 	t.Parallel()
-	m := &Manager{sealer: testSealer(t)}
+	m := &Manager{sealer: testSealer(t), keys: newKeyCache()}
 	var fill fieldtest.Filler
 	var row store.Flow
 	fill.Fill(t, &row, nil)
-	sealRow(m.sealer, &row)
+	sealRow(t, m.sealer, &row)
 	f, err := m.toFlow(row)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +46,7 @@ func TestToFlowMapsEveryFieldOfTheRow(t *testing.T) {
 		}
 	}
 	checkEachFieldReaches(t, &fill, row, func(r store.Flow) (any, error) {
-		sealRow(m.sealer, &r)
+		sealRow(t, m.sealer, &r)
 		return m.toFlow(r)
 	})
 }
@@ -51,13 +54,14 @@ func TestToFlowMapsEveryFieldOfTheRow(t *testing.T) {
 // TestToSummaryMapsEveryFieldOfTheRow is the same for a list's rows.
 func TestToSummaryMapsEveryFieldOfTheRow(t *testing.T) {
 	t.Parallel()
-	m := &Manager{sealer: testSealer(t)}
+	m := &Manager{sealer: testSealer(t), keys: newKeyCache()}
 	var fill fieldtest.Filler
 	var row store.FlowSummary
 	fill.Fill(t, &row, nil)
 	seal := func(r *store.FlowSummary) {
-		r.PIIKeyID = m.sealer.KeyID()
-		r.NationalIDSealed = m.sealer.Seal("01017012345", store.SealContext(r.ID, "nationalId")...)
+		key, keyRow := testSubjectKey(t, m.sealer, "org-a")
+		r.PIIKeyID, r.SubjectKeyID, r.SubjectKeySealed = store.SubjectSealed, &keyRow.ID, keyRow.KeySealed
+		r.NationalIDSealed = key.SealFlow(r.ID, "01017012345", "").NationalID
 	}
 	seal(&row)
 	f, err := m.toSummary(row, "org-a")
@@ -114,11 +118,24 @@ func checkEachFieldReaches[R any](t *testing.T, fill *fieldtest.Filler, row R, m
 	}
 }
 
-// sealRow seals personal data into row for its id, as a create does.
-func sealRow(s *pii.Sealer, row *store.Flow) {
-	row.PIIKeyID = s.KeyID()
-	row.NationalIDSealed = s.Seal("01017012345", store.SealContext(row.ID, "nationalId")...)
-	row.LastNameSealed = s.Seal("Nordmann", store.SealContext(row.ID, "lastName")...)
+// sealRow seals personal data into row for its id under a new subject key
+// of its organization, as a create does, and sets the key as a read reads
+// it with the row.
+func sealRow(t *testing.T, s *pii.Sealer, row *store.Flow) {
+	key, keyRow := testSubjectKey(t, s, row.OrganizationID)
+	row.PIIKeyID, row.SubjectKeyID, row.SubjectKeySealed = store.SubjectSealed, &keyRow.ID, keyRow.KeySealed
+	sealed := key.SealFlow(row.ID, "01017012345", "Nordmann")
+	row.NationalIDSealed, row.NationalIDHMAC, row.LastNameSealed = sealed.NationalID, sealed.NationalIDHMAC, sealed.LastName
+}
+
+// testSubjectKey is a new subject key of a person in organizationID.
+func testSubjectKey(t *testing.T, s *pii.Sealer, organizationID string) (subjectkey.Key, store.SubjectKey) {
+	t.Helper()
+	key, row, err := subjectkey.New(s, nil, organizationID, "01017012345")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, row
 }
 
 func testSealer(t *testing.T) *pii.Sealer {

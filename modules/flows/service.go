@@ -82,6 +82,7 @@ type Manager struct {
 	jobs    *expiry.Jobs // consent expiry
 	// decisions counts the decisions and withdrawals recorded.
 	decisions *prometheus.CounterVec
+	keys      *keyCache // opened subject keys
 }
 
 var _ Service = (*Manager)(nil)
@@ -105,7 +106,7 @@ func New(pool *pgxpool.Pool, sealer *pii.Sealer, consent ConsentRequests, defs D
 	slots := readRoundTrips(cfg.ReadRoundTrips, runtime.GOMAXPROCS(0), int(pool.Config().MaxConns))
 	m := &Manager{pool: pool, reads: store.NewSharedReads(pool, slots, readsPerRoundTrip(reg)),
 		sealer: sealer, consent: consent, defs: defs, orgs: orgs, events: events, log: log, cfg: cfg,
-		decisions: decisionsCounter(reg)}
+		decisions: decisionsCounter(reg), keys: newKeyCache()}
 	m.jobs = expiry.New(pool, expiry.Work{Expire: m.expireAcceptance, ExpireDue: m.ExpireDueAcceptances,
 		EraseRetained: m.EraseRetained}, log, reg,
 		expiry.Config{PollInterval: cfg.ExpiryPollInterval, Middleware: cfg.ExpiryMiddleware})
@@ -160,7 +161,10 @@ func (m *Manager) Create(ctx context.Context, c Caller, in NewFlow, idempotencyK
 	}
 
 	flowID := ids.New()
-	var out Created
+	var (
+		out  Created
+		keep = func() {}
+	)
 	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		if idempotencyKey != "" {
 			k := store.IdempotencyKey{OrganizationID: c.OrganizationID, Key: idempotencyKey,
@@ -174,10 +178,11 @@ func (m *Manager) Create(ctx context.Context, c Caller, in NewFlow, idempotencyK
 				return err
 			}
 		}
-		f, consentURL, err := m.createTx(ctx, tx, c, in, flowID, settings)
+		f, consentURL, keepKey, err := m.createTx(ctx, tx, c, in, flowID, settings)
 		if err != nil {
 			return err
 		}
+		keep = keepKey
 		out = Created{FlowID: f.ID, ReferenceID: f.ReferenceID, ConsentURL: consentURL}
 		if idempotencyKey != "" {
 			return store.CompleteKey(ctx, tx, store.IdempotencyKey{OrganizationID: c.OrganizationID, Key: idempotencyKey,
@@ -189,19 +194,21 @@ func (m *Manager) Create(ctx context.Context, c Caller, in NewFlow, idempotencyK
 	if err != nil {
 		return Created{}, err
 	}
+	keep()
 	return out, nil
 }
 
 // createTx writes the flow, its consent request, its tasks and its
-// flow.created event in tx.
-func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow, flowID string, settings OrganizationSettings) (Flow, string, error) {
+// flow.created event in tx. keep remembers the person's subject key once
+// tx has committed.
+func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow, flowID string, settings OrganizationSettings) (_ Flow, _ string, keep func(), _ error) {
 	prefix := settings.ReferencePrefix
 	if prefix == "" {
 		prefix = "FLOW"
 	}
 	pinned, err := m.defs.PinTx(ctx, tx, c.OrganizationID, in.FlowDefinitionID, in.FlowDefinitionVersion)
 	if err != nil {
-		return Flow{}, "", err
+		return Flow{}, "", nil, err
 	}
 	row := m.newRow(c, in, flowID, settings, pinned)
 	// The flow, its number and its tasks (the consent task, and the task
@@ -215,24 +222,25 @@ func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow,
 		tasks = append(tasks, &store.Task{OrganizationID: c.OrganizationID, ID: deliveryTask, FlowID: flowID, TaskType: TaskSendInitiateWebhook,
 			TaskCategory: CategoryServiceTask, Status: TaskPending})
 	}
-	if err := store.InsertNumberedFlow(ctx, tx, &row, prefix, m.cfg.ConsentTTL, tasks...); err != nil {
-		return Flow{}, "", err
+	key, keep, err := m.insertUnderSubjectKey(ctx, tx, &row, in, prefix, tasks)
+	if err != nil {
+		return Flow{}, "", nil, err
 	}
 	consentURL, err := m.consent.CreateTx(ctx, tx, c.OrganizationID, flowID)
 	if err != nil {
-		return Flow{}, "", err
+		return Flow{}, "", nil, err
 	}
-	f, err := m.toFlow(row)
+	f, err := flowOf(row, sealerOpener(key.Sealer, key.Sealer.KeyID()))
 	if err != nil {
-		return Flow{}, "", err
+		return Flow{}, "", nil, err
 	}
-	// flow.created is the flow's first event: InsertNumberedFlow counted it.
+	// flow.created is the flow's first event: the insert counted it.
 	created := eventOf(f, webhooks.FlowCreated, deliveryTask)
 	created.Sequence = 1
 	if err := m.events.PublishTx(ctx, tx, created); err != nil {
-		return Flow{}, "", err
+		return Flow{}, "", nil, err
 	}
-	return f, consentURL, nil
+	return f, consentURL, keep, nil
 }
 
 // publishTx stores the flow's next event, numbered in its sequence, and,

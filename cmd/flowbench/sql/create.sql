@@ -13,6 +13,7 @@
 \set f2 random(0, 4611686018427387903)
 \set t1 random(0, 4611686018427387903)
 \set t2 random(0, 4611686018427387903)
+\set k1 random(0, 4611686018427387903)
 begin;
 select d.organization_id, d.id, d.is_default, d.latest_version, d.created_at, d.retired_at, v.version, v.tag
 	from consent_definitions d
@@ -23,22 +24,30 @@ select d.organization_id, d.id, d.is_default, d.latest_version, d.created_at, d.
 -- The flows store's tests check that the pipeline's statements are its own
 -- (go test -update there writes them).
 \startpipeline
-with n as (select flowd_next_flow_number(:writeorg) as v)
+insert into subject_keys (organization_id, id, subject, pii_key_id, key_sealed, national_id_sealed,
+	person_index, person_index_key)
+	select :writeorg, (lpad(to_hex(:k1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid,
+	sha256(:f1::text::bytea), :keyid, :keysealed, :sknisealed, sha256(:k1::text::bytea),
+	:pindexkey on conflict (organization_id, subject)
+	where destroyed_at is null do nothing;
+with n as (select flowd_next_flow_number(:writeorg) as v where exists ( select 1 from subject_keys where organization_id = :writeorg and id = (lpad(to_hex(:k1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid and key_sealed is not null for share))
 	insert into flows (flow_number, reference_id, expires_at, event_sequence, id, organization_id,
 	reference_name, consent_status, process_status, sandbox, pii_key_id, national_id_sealed, national_id_hmac,
 	last_name_sealed, redirect_url, webhook_url, organization_number, process_instance_id, flow_definition_id,
-	flow_definition_version, version_tag, created_by, person_index, person_index_key)
+	flow_definition_version, version_tag, created_by, subject_key_id)
 	select n.v, 'PGB' || '-' || n.v, now() + 2592000000000 * interval '1 microsecond', 1,
 	(lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :writeorg, 'flowbench',
-	'Unopened', 'active', false, :keyid, :nisealed, :nihmac, :lnsealed, :redirect, '', '', gen_random_uuid(),
-	'consent', 1, null, :client, :pindex, :pindexkey
+	'Unopened', 'active', false, 'subject', :nisealed, :nihmac, :lnsealed, :redirect, '', '', gen_random_uuid(),
+	'consent', 1, null, :client, (lpad(to_hex(:k1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid
 	from n
 	returning flow_number, reference_id, version, created_at, updated_at, num_attachments, expires_at,
-	expired_at, num_uses, last_used_at, expiring_notified_at;
+	expired_at, num_uses, last_used_at, expiring_notified_at, person_index, person_index_key;
 insert into flow_tasks (organization_id, id, flow_id, task_type, task_category, status)
-	values (:writeorg, (lpad(to_hex(:t1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid,
+	select :writeorg, (lpad(to_hex(:t1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid,
 	(lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, 'consent', 'user-task',
-	'pending')
+	'pending'
+	where exists (select 1 from flows where organization_id = :writeorg and id = (lpad(to_hex(:f1::bigint), 16,
+	'0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid)
 	returning created_at, updated_at;
 \endpipeline
 insert into consent_requests (flow_id, organization_id, token_hash, pii_key_id, token_sealed)

@@ -7,7 +7,8 @@
 \startpipeline
 select set_config('plan_cache_mode', 'force_generic_plan', true);
 select id, flow_number, reference_id, reference_name, consent_status, process_status, sandbox,
-	flow_definition_id, pii_key_id, national_id_sealed, created_at, updated_at
+	flow_definition_id, pii_key_id, national_id_sealed, subject_key_id,
+	(select k.key_sealed from subject_keys k where k.organization_id = :org and k.id = flows.subject_key_id) as subject_key_sealed, created_at, updated_at
 	from flows
 	where organization_id = :org and archived = false
 	order by created_at desc, id desc limit 11;

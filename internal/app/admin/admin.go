@@ -78,6 +78,8 @@ func Commands() []command.Command {
 		{Name: "flows", Summary: "flows", Subcommands: []command.Command{
 			{Name: "reindex", Synopsis: "[--batch N] [--json]", Run: runFlowsReindex,
 				Summary: "fill in the blind index the person's own page finds flows by, printing progress"},
+			{Name: "rekey", Synopsis: "[--batch N] [--json]", Run: runFlowsRekey,
+				Summary: "move the personal data of older flows under per-person keys, printing progress"},
 		}},
 		{Name: "receipts", Summary: "consent receipts", Subcommands: []command.Command{
 			{Name: "verify", Synopsis: "FILE [--jwks URL|FILE] [--json]", Run: runReceiptsVerify,

@@ -17,7 +17,8 @@ import (
 )
 
 // runRotateDataKey handles "flowd keys rotate-data-key": it re-seals every
-// sealed personal value (national ids, last names, consent link tokens) under
+// sealed personal value (national ids and last names not yet under a
+// subject key, the subject keys themselves, consent link tokens) under
 // FLOWD_DATA_KEY, opening the old values with the keys in
 // FLOWD_DATA_KEY_PREVIOUS. The rotation itself is a change of configuration:
 // the operator makes the new key FLOWD_DATA_KEY, lists the old one in
@@ -52,6 +53,7 @@ func runRotateDataKey(ctx context.Context, args []string, getenv func(string) st
 	var total struct {
 		KeyID           string `json:"keyId"`
 		Flows           int    `json:"flows"`
+		SubjectKeys     int    `json:"subjectKeys"`
 		IdempotencyKeys int    `json:"idempotencyKeys"`
 		ConsentRequests int    `json:"consentRequests"`
 	}
@@ -64,6 +66,16 @@ func runRotateDataKey(ctx context.Context, args []string, getenv func(string) st
 		total.Flows += f
 		total.IdempotencyKeys += k
 		if f == 0 && k == 0 {
+			break
+		}
+	}
+	for {
+		n, err := flowsResealer.ResealSubjectKeysBatch(ctx, *batch)
+		if err != nil {
+			return rotateDataKeyError(err)
+		}
+		total.SubjectKeys += n
+		if n == 0 {
 			break
 		}
 	}
@@ -90,9 +102,9 @@ func runRotateDataKey(ctx context.Context, args []string, getenv func(string) st
 	if *asJSON {
 		return command.PrintJSON(stdout, total)
 	}
-	fmt.Fprintf(stdout, "Every personal value is now sealed under data key %s (re-sealed: %d flows, %d idempotency keys, %d consent requests).\n"+
+	fmt.Fprintf(stdout, "Every personal value is now sealed under data key %s (re-sealed: %d flows, %d subject keys, %d idempotency keys, %d consent requests).\n"+
 		"Keys in FLOWD_DATA_KEY_PREVIOUS are no longer needed for stored data.\n",
-		total.KeyID, total.Flows, total.IdempotencyKeys, total.ConsentRequests)
+		total.KeyID, total.Flows, total.SubjectKeys, total.IdempotencyKeys, total.ConsentRequests)
 	return nil
 }
 

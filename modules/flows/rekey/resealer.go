@@ -1,7 +1,9 @@
-// Package rekey brings the flows module's rows up to the current keys after
-// a rotation, beside live traffic: Resealer seals their personal data again
-// under the current data key, and Reindexer makes their blind person index
-// again under the current key encryption key.
+// Package rekey brings the flows module's rows up to the current keys,
+// beside live traffic: Rekeyer moves the personal data of flows made
+// before per-person keys under their person's subject key, Resealer seals
+// what the data key seals (older flows, subject keys) again under the
+// current data key after a rotation, and Reindexer makes the blind person
+// index again under the current key encryption key.
 package rekey
 
 import (
@@ -14,6 +16,7 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/flows/internal/store"
+	"github.com/flowd/flowd/modules/flows/internal/subjectkey"
 )
 
 // Resealer re-seals the flows module's personal data under the current data
@@ -79,4 +82,34 @@ func (m *Resealer) ResealBatch(ctx context.Context, limit int) (flows, keys int,
 		return 0, 0, err
 	}
 	return len(stale), len(staleKeys), nil
+}
+
+// ResealSubjectKeysBatch re-seals up to limit subject keys still sealed
+// under a previous data key, and hashes their subject again under the
+// current one, in one transaction; it returns how many it found, 0 when
+// none is left. Like ResealBatch it writes a key back only while it is
+// sealed as it was read, so it is safe beside live traffic; the flows
+// sealed under the keys are not touched.
+func (m *Resealer) ResealSubjectKeysBatch(ctx context.Context, limit int) (int, error) {
+	current := m.sealer.KeyID()
+	stale, err := store.StaleSubjectKeys(ctx, m.pool, current, limit)
+	if err != nil || len(stale) == 0 {
+		return 0, err
+	}
+	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		for _, k := range stale {
+			subject, sealed, err := subjectkey.Reseal(m.sealer, k)
+			if err != nil {
+				return err
+			}
+			if err := store.ResealSubjectKey(ctx, tx, k, current, subject, sealed); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return len(stale), nil
 }

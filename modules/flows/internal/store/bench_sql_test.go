@@ -22,12 +22,12 @@ func TestBenchmarkScriptsRunTheStoresStatements(t *testing.T) {
 	created := func(webhookURL string) []string {
 		values := map[string]string{
 			"id": id("f1"), "organization_id": ":writeorg", "reference_name": "'flowbench'", "sandbox": "false",
-			"pii_key_id": ":keyid", "national_id_sealed": ":nisealed", "national_id_hmac": ":nihmac",
+			"pii_key_id": "'" + SubjectSealed + "'", "national_id_sealed": ":nisealed", "national_id_hmac": ":nihmac",
 			"last_name_sealed": ":lnsealed", "redirect_url": ":redirect", "webhook_url": webhookURL,
 			"organization_number": "''", "process_instance_id": "gen_random_uuid()", "flow_definition_id": "'consent'",
 			"flow_definition_version": "1", "version_tag": "null", "created_by": ":client",
 			"consent_status": "'Unopened'", "process_status": "'active'",
-			"person_index": ":pindex", "person_index_key": ":pindexkey",
+			"subject_key_id": id("k1"),
 		}
 		// The organization, its reference prefix, and 30 days in microseconds.
 		args := []string{":writeorg", "'PGB'", "2592000000000"}
@@ -38,16 +38,23 @@ func TestBenchmarkScriptsRunTheStoresStatements(t *testing.T) {
 			}
 			args = append(args, v)
 		}
-		return args
+		// The flow's subject key, which the insert confirms.
+		return append(args, id("k1"))
 	}
+	// Each create is of a new person: their subject key is inserted in the
+	// flow's round trip, sealed under the data key.
+	subjectKey := []string{":writeorg", id("k1"), "sha256(:f1::text::bytea)", ":keyid", ":keysealed", ":sknisealed",
+		"sha256(:k1::text::bytea)", ":pindexkey"}
 	task := func(taskID, taskType, category string) []string {
 		return []string{":writeorg", id(taskID), id("f1"), "'" + taskType + "'", "'" + category + "'", "'pending'"}
 	}
-	benchsql.Check(t, "create.sql", 2, insertFlowSQL, created("''")...)
-	benchsql.Check(t, "create.sql", 3, insertTaskSQL, task("t1", "consent", "user-task")...)
-	benchsql.Check(t, "webhook.sql", 2, insertFlowSQL, created(":hookurl")...)
-	benchsql.Check(t, "webhook.sql", 3, insertTaskSQL, task("t1", "consent", "user-task")...)
-	benchsql.Check(t, "webhook.sql", 4, insertTaskSQL, task("t2", "send-initiate-webhook", "service-task")...)
+	benchsql.Check(t, "create.sql", 2, insertSubjectKeySQL(1), subjectKey...)
+	benchsql.Check(t, "create.sql", 3, insertFlowSQL, created("''")...)
+	benchsql.Check(t, "create.sql", 4, insertTaskOfNewFlowSQL, task("t1", "consent", "user-task")...)
+	benchsql.Check(t, "webhook.sql", 2, insertSubjectKeySQL(1), subjectKey...)
+	benchsql.Check(t, "webhook.sql", 3, insertFlowSQL, created(":hookurl")...)
+	benchsql.Check(t, "webhook.sql", 4, insertTaskOfNewFlowSQL, task("t1", "consent", "user-task")...)
+	benchsql.Check(t, "webhook.sql", 5, insertTaskOfNewFlowSQL, task("t2", "send-initiate-webhook", "service-task")...)
 
 	// The shared reads' round trips start by asking for generic plans.
 	for _, script := range []string{"retrieve.sql", "list_first.sql", "list_deep.sql"} {

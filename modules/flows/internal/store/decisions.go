@@ -56,7 +56,7 @@ func RecordDecision(ctx context.Context, db DB, organizationID, id string, d Dec
 		decided_at = $4, opened_at = coalesce(opened_at, $4), consent_text_sha256 = $5, consent_language = $6,
 		assurance_level = $7, acr = $8, valid_until = $9, version = version + 1, updated_at = greatest(now(), updated_at)
 		where organization_id = $1 and id = $2 and process_status = 'active' and expires_at > $4
-		returning `+flowRows.columns,
+		returning `+flowColumns,
 		organizationID, id, d.ConsentStatus, d.At, d.ConsentTextSHA256, d.ConsentLanguage, d.AssuranceLevel, d.ACR, d.ValidUntil))
 }
 
@@ -67,5 +67,5 @@ func RecordWithdrawal(ctx context.Context, db DB, organizationID, id string, at 
 	return flowRows.one(db.Query(ctx, `update flows set consent_status = 'Withdrawn', withdrawn_at = $3, withdrawn_by = $4,
 		version = version + 1, updated_at = greatest(now(), updated_at)
 		where organization_id = $1 and id = $2 and consent_status = 'Accepted'
-		returning `+flowRows.columns, organizationID, id, at, by))
+		returning `+flowColumns, organizationID, id, at, by))
 }

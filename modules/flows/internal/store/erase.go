@@ -5,24 +5,27 @@ import (
 	"time"
 )
 
-// LockFlowsOfSubject returns the organization's flows whose national id
-// hashes to one of hashes, or whose blind index is index (nil for none),
-// locked for update in the primary key's order: the candidates of a
-// person's erasure, which the caller confirms by their national id.
-func LockFlowsOfSubject(ctx context.Context, db DB, organizationID string, hashes [][]byte, index []byte) ([]Flow, error) {
-	return flowRows.all(db.Query(ctx, `select `+flowRows.columns+` from flows
-		where organization_id = $1 and (national_id_hmac = any($2) or ($3::bytea is not null and person_index = $3))
-		order by id for update`, organizationID, hashes, index))
+// LockFlowsOfSubject returns the organization's flows sealed under one of
+// the subject keys keyIDs, and those not yet under a subject key whose
+// national id hashes to one of hashes or whose blind index is index (nil
+// for none), locked for update in the primary key's order: a person's
+// flows, and the candidates among the older ones, which the caller
+// confirms by their national id.
+func LockFlowsOfSubject(ctx context.Context, db DB, organizationID string, keyIDs []string, hashes [][]byte, index []byte) ([]Flow, error) {
+	return flowRows.all(db.Query(ctx, `select `+flowColumns+` from flows
+		where organization_id = $1 and (subject_key_id = any($4::uuid[]) or subject_key_id is null
+			and (national_id_hmac = any($2) or ($3::bytea is not null and person_index = $3)))
+		order by id for update`, organizationID, hashes, index, keyIDs))
 }
 
 // OrganizationFlowsAfter returns up to limit of the organization's flows
 // after the flow afterID (the first when empty), in the primary key's
-// order, with their sealed national ids: the pages of a scan for a person.
-func OrganizationFlowsAfter(ctx context.Context, db DB, organizationID, afterID string, limit int) ([]SealedFlow, error) {
+// order: the pages of a scan for a person.
+func OrganizationFlowsAfter(ctx context.Context, db DB, organizationID, afterID string, limit int) ([]Flow, error) {
 	if afterID == "" {
 		afterID = "00000000-0000-0000-0000-000000000000"
 	}
-	return unindexedRows.all(db.Query(ctx, `select `+unindexedRows.columns+` from flows
+	return flowRows.all(db.Query(ctx, `select `+flowColumns+` from flows
 		where organization_id = $1 and id > $2::uuid order by id limit $3`, organizationID, afterID, limit))
 }
 
@@ -31,7 +34,7 @@ func OrganizationFlowsAfter(ctx context.Context, db DB, organizationID, afterID 
 // the primary key's order; the flows another transaction holds are left
 // to it.
 func LockRetained(ctx context.Context, db DB, organizationID, definitionID string, version int, cutoff time.Time, limit int) ([]Flow, error) {
-	return flowRows.all(db.Query(ctx, `select `+flowRows.columns+` from flows
+	return flowRows.all(db.Query(ctx, `select `+flowColumns+` from flows
 		where organization_id = $1 and flow_definition_id = $2 and flow_definition_version = $3
 			and process_status = 'completed' and decided_at < $4
 		order by id limit $5 for update skip locked`, organizationID, definitionID, version, cutoff, limit))

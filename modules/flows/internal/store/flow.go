@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"errors"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -9,7 +12,7 @@ import (
 
 // Flow is a row of flows. Each field's db tag names its column, and the
 // statements that read or write whole flows are made from the tags
-// (flowRows.columns, insertFlowSQL, saveFlowSQL), so a new column is one
+// (flowColumns, insertFlowSQL, saveFlowSQL), so a new column is one
 // more field here. A field the create writes is tagged write:"create", one
 // that SaveState writes write:"save"; the database sets the others, and
 // both writes read those back.
@@ -54,33 +57,43 @@ type Flow struct {
 	NumUses               int        `db:"num_uses"`             // counted by InsertUse
 	LastUsedAt            *time.Time `db:"last_used_at"`         // the latest use's used_at, by InsertUse
 	ExpiringNotifiedAt    *time.Time `db:"expiring_notified_at"` // claimed by ClaimExpiringNotice
-	// The blind index of the national id and its key's version; null on
-	// rows made before there was one, until the re-index fills them.
-	PersonIndex    []byte  `db:"person_index" write:"create"`
-	PersonIndexKey *string `db:"person_index_key" write:"create"`
+	// The blind index of the national id and its key's version, on rows
+	// not yet under a subject key (whose row holds it for the flows sealed
+	// under it); null on rows made before there was one, until the
+	// re-index fills them.
+	PersonIndex    []byte  `db:"person_index"`
+	PersonIndexKey *string `db:"person_index_key"`
+	// The subject key the personal data is sealed under (then PIIKeyID is
+	// SubjectSealed); null on rows still sealed under a data key.
+	SubjectKeyID *string `db:"subject_key_id" write:"create"`
+	// The subject key itself, sealed under a data key, read in the
+	// statement that reads the row: null once the key is destroyed, so
+	// that no read opens a destroyed person's data. The data key's id is
+	// not read with it (a second look-up): the configured data keys are
+	// tried, the current first.
+	SubjectKeySealed []byte `db:"subject_key_sealed" write:"-" select:"(select k.key_sealed from subject_keys k where k.organization_id = flows.organization_id and k.id = flows.subject_key_id)"`
 }
 
 // Flows' rows, and the columns each write sets, from Flow's tags.
 var (
-	flowRows      = newTable[Flow]()
+	flowRows = newTable[Flow]()
+	// flowColumns is flowRows.columns for a statement whose organization
+	// is $1: the subject key's sub-queries name the organization as the
+	// statement does, so that Citus routes them with the flow, to one node.
+	flowColumns   = ofOrganization(flowRows.columns)
 	createColumns = flowRows.writes("create")
 	saveColumns   = flowRows.writes("save")
 	setColumns    = columnList(flowRows.writes("")) // by the database
 )
 
+// ofOrganization is a select list of flows' columns with the subject key's
+// sub-queries keyed by the organization $1.
+func ofOrganization(columns string) string {
+	return strings.ReplaceAll(columns, "k.organization_id = flows.organization_id", "k.organization_id = $1")
+}
+
 // Statements made from Flow's tags.
 var (
-	// insertFlowSQL draws the next flow number of organization $1 and names
-	// the flow $2-number; its consent expires $3 microseconds after the
-	// database's now. The create's columns follow from $4; the save's that
-	// it does not write are null or their defaults. The flow's flow.created
-	// is its first event.
-	insertFlowSQL = `with n as (select flowd_next_flow_number($1) as v)
-	insert into flows (flow_number, reference_id, expires_at, event_sequence, ` + columnList(createColumns) + `)
-	select n.v, $2 || '-' || n.v, now() + $3 * interval '1 microsecond', 1, ` + placeholders(4, len(createColumns)) + `
-	from n
-	returning ` + setColumns
-
 	// saveFlowSQL writes the save columns of flow $2 of organization $1
 	// from $3 on, and bumps its version and updated_at.
 	saveFlowSQL = `update flows set version = version + 1, updated_at = greatest(now(), updated_at),
@@ -88,7 +101,26 @@ var (
 	where organization_id = $1 and id = $2
 	returning ` + setColumns
 
-	flowByIDSQL = `select ` + flowRows.columns + ` from flows where organization_id = $1 and id = $2`
+	flowByIDSQL = `select ` + flowColumns + ` from flows where organization_id = $1 and id = $2`
+
+	// insertFlowSQL draws the next flow number of organization $1 and names
+	// the flow $2-number; its consent expires $3 microseconds after the
+	// database's now. The create's columns follow from $4; the save's that
+	// it does not write are null or their defaults. The flow's flow.created
+	// is its first event. It inserts the flow only while its subject key,
+	// the last parameter, is live, and holds the key against its
+	// destruction until the flow commits; a destruction that committed
+	// first is seen. A live key is asked for as one whose key_sealed is
+	// there, not whose destroyed_at is not: PostgreSQL, planning for a
+	// table it believes small, would walk the organization's keys in the
+	// index of live subjects, whose predicate that is, and keep the plan.
+	insertFlowSQL = `with n as (select flowd_next_flow_number($1) as v where exists (
+		select 1 from subject_keys where organization_id = $1 and id = $` + strconv.Itoa(4+len(createColumns)) + `
+		and key_sealed is not null for share))
+	insert into flows (flow_number, reference_id, expires_at, event_sequence, ` + columnList(createColumns) + `)
+	select n.v, $2 || '-' || n.v, now() + $3 * interval '1 microsecond', 1, ` + placeholders(4, len(createColumns)) + `
+	from n
+	returning ` + setColumns
 )
 
 // InsertNumberedFlow takes the organization's next flow number, names the
@@ -97,16 +129,35 @@ var (
 // batch. It takes created_at and updated_at from the database clock, and
 // the consent expires ttl later; it reads what the database set into f and
 // tasks.
-func InsertNumberedFlow(ctx context.Context, db DB, f *Flow, prefix string, ttl time.Duration, tasks ...*Task) error {
+//
+// f is sealed under the subject key f.SubjectKeyID. key, when its KeySealed
+// is set, is inserted in the same round trip, first, as the person's new
+// key, unless they have a live key already under one of subjects
+// (key.Subject first). The flow is inserted only while the key it names is
+// live, which the insert holds against its destruction until the
+// transaction ends; when it is not (the person had another key, which the
+// caller then finds and seals under, or it was destroyed meanwhile)
+// nothing is inserted and it returns ErrSubjectKeyMissing.
+func InsertNumberedFlow(ctx context.Context, db DB, f *Flow, key SubjectKey, subjects [][]byte, prefix string, ttl time.Duration, tasks ...*Task) error {
 	var b pgx.Batch
-	b.Queue(insertFlowSQL, flowRows.values([]any{f.OrganizationID, prefix, ttl.Microseconds()}, f, createColumns)...)
+	if key.KeySealed != nil {
+		b.Queue(insertSubjectKeySQL(len(subjects)), insertSubjectKeyArgs(key, subjects)...)
+	}
+	b.Queue(insertFlowSQL, append(flowRows.values([]any{f.OrganizationID, prefix, ttl.Microseconds()}, f, createColumns), *f.SubjectKeyID)...)
 	for _, t := range tasks {
-		queueInsertTask(&b, t)
+		b.Queue(insertTaskOfNewFlowSQL, t.OrganizationID, t.ID, t.FlowID, t.TaskType, t.TaskCategory, t.Status)
 	}
 	br := db.SendBatch(ctx, &b)
 	defer br.Close()
+	if key.KeySealed != nil {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
 	rows, err := br.Query()
-	if err := flowRows.fill(f, rows, err); err != nil {
+	if err := flowRows.fill(f, rows, err); errors.Is(err, ErrNoRows) {
+		return ErrSubjectKeyMissing
+	} else if err != nil {
 		return err
 	}
 	for _, t := range tasks {
@@ -140,7 +191,7 @@ func SaveState(ctx context.Context, db DB, f *Flow) error {
 // it is still active and expired by now. ErrNoRows when it is not, or when
 // another transaction holds it: that one is expiring or changing it.
 func LockDueForExpiry(ctx context.Context, db DB, k FlowKey, now time.Time) (Flow, error) {
-	return flowRows.one(db.Query(ctx, `select `+flowRows.columns+` from flows
+	return flowRows.one(db.Query(ctx, `select `+flowColumns+` from flows
 		where organization_id = $1 and id = $2 and process_status = 'active' and expires_at <= $3
 		for update skip locked`, k.OrganizationID, k.ID, now))
 }
@@ -153,6 +204,6 @@ func LockDueForExpiry(ctx context.Context, db DB, k FlowKey, now time.Time) (Flo
 func ExpireAcceptance(ctx context.Context, db DB, organizationID, id string) (Flow, error) {
 	return flowRows.one(db.Query(ctx, `update flows set consent_status = 'Expired', expired_at = now(),
 		version = version + 1, updated_at = greatest(now(), updated_at)
-		where id = $1 and organization_id = $2 and consent_status = 'Accepted' and valid_until <= now()
-		returning `+flowRows.columns, id, organizationID))
+		where organization_id = $1 and id = $2 and consent_status = 'Accepted' and valid_until <= now()
+		returning `+flowColumns, organizationID, id))
 }

@@ -27,6 +27,7 @@ func TestEveryFlowFieldIsStored(t *testing.T) {
 	given := map[string]any{
 		"ID": "00000000-0000-7000-8000-00000000f10e", "OrganizationID": "org-a",
 		"ProcessInstanceID": "00000000-0000-4000-8000-0000000000aa",
+		"SubjectKeyID":      "00000000-0000-7000-8000-00000000005c",
 		"ConsentStatus":     "Accepted", "ProcessStatus": "completed", "WithdrawnBy": "individual",
 		// In the past, so that ExpireAcceptance sets what it sets.
 		"ValidUntil": time.Now().Add(-time.Hour).Truncate(time.Microsecond),
@@ -34,12 +35,16 @@ func TestEveryFlowFieldIsStored(t *testing.T) {
 	var written Flow
 	fill.Fill(t, &written, given)
 
-	// The create stores its columns.
+	// The create stores its columns, and the subject key it is sealed
+	// under, which the reads read with the flow (the writes do not).
+	key := SubjectKey{OrganizationID: "org-a", ID: *written.SubjectKeyID, Subject: []byte("subject"), KeyID: "k",
+		KeySealed: []byte("sealed")}
 	f := Flow{}
 	copyWrites(&f, &written, createColumns)
-	if err := InsertNumberedFlow(ctx, pool, &f, "REF", time.Hour); err != nil {
+	if err := InsertNumberedFlow(ctx, pool, &f, key, [][]byte{key.Subject}, "REF", time.Hour); err != nil {
 		t.Fatal(err)
 	}
+	f.SubjectKeySealed = key.KeySealed
 	stored := readBack(t, pool, f)
 	checkWritten(t, "InsertNumberedFlow", stored, written, createColumns)
 
@@ -71,6 +76,11 @@ func TestEveryFlowFieldIsStored(t *testing.T) {
 	}
 	if f.ValidUntil = written.ValidUntil; SaveState(ctx, pool, &f) != nil {
 		t.Fatal("SaveState of the validity ended")
+	}
+	// A flow made before subject keys is indexed by the re-index.
+	if err := SetPersonIndex(ctx, pool, SealedFlow{OrganizationID: f.OrganizationID, ID: f.ID, KeyID: f.PIIKeyID},
+		[]byte("index"), "version"); err != nil {
+		t.Fatal(err)
 	}
 	expired, err := ExpireAcceptance(ctx, pool, f.OrganizationID, f.ID)
 	if err != nil {

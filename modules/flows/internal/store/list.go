@@ -14,21 +14,27 @@ import (
 // FlowSummary is a flow's row as lists read it: the columns a list shows.
 // The organization is the query's.
 type FlowSummary struct {
-	ID               string    `db:"id"`
-	Number           int64     `db:"flow_number"`
-	ReferenceID      string    `db:"reference_id"`
-	ReferenceName    *string   `db:"reference_name"`
-	ConsentStatus    string    `db:"consent_status"`
-	ProcessStatus    string    `db:"process_status"`
-	Sandbox          bool      `db:"sandbox"`
-	FlowDefinitionID string    `db:"flow_definition_id"`
-	PIIKeyID         string    `db:"pii_key_id"`
-	NationalIDSealed []byte    `db:"national_id_sealed"`
+	ID               string  `db:"id"`
+	Number           int64   `db:"flow_number"`
+	ReferenceID      string  `db:"reference_id"`
+	ReferenceName    *string `db:"reference_name"`
+	ConsentStatus    string  `db:"consent_status"`
+	ProcessStatus    string  `db:"process_status"`
+	Sandbox          bool    `db:"sandbox"`
+	FlowDefinitionID string  `db:"flow_definition_id"`
+	PIIKeyID         string  `db:"pii_key_id"`
+	NationalIDSealed []byte  `db:"national_id_sealed"`
+	SubjectKeyID     *string `db:"subject_key_id"`
+	// The subject key, read with the row as Flow reads it.
+	SubjectKeySealed []byte    `db:"subject_key_sealed" select:"(select k.key_sealed from subject_keys k where k.organization_id = flows.organization_id and k.id = flows.subject_key_id)"`
 	CreatedAt        time.Time `db:"created_at"`
 	UpdatedAt        time.Time `db:"updated_at"`
 }
 
-var summaryRows = newTable[FlowSummary]()
+var (
+	summaryRows    = newTable[FlowSummary]()
+	summaryColumns = ofOrganization(summaryRows.columns)
+)
 
 // ListQuery selects a page of an organization's flows.
 type ListQuery struct {
@@ -82,7 +88,7 @@ func listSQL(q ListQuery, at time.Time) (string, []any) {
 	// The limit is written into the statement, not bound: with "limit $n"
 	// PostgreSQL's generic plan guesses a tenth of the table; with the
 	// number in the text each page size gets its own generic plan.
-	return `select ` + summaryRows.columns + ` from flows where ` + strings.Join(where, " and ") +
+	return `select ` + summaryColumns + ` from flows where ` + strings.Join(where, " and ") +
 		` order by ` + order + ` limit ` + strconv.Itoa(limit), args
 }
 

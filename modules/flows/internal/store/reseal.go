@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
 
 // Key rotation reads the stale rows of every organization without locking
 // them, since a statement over every organization's rows cannot lock them
@@ -25,10 +29,10 @@ type SealedFlow struct {
 }
 
 // StaleFlows returns up to limit flows whose personal data is sealed under
-// a key other than keyID.
+// a data key other than keyID (not under a subject key).
 func StaleFlows(ctx context.Context, db DB, keyID string, limit int) ([]SealedFlow, error) {
 	return sealedFlowRows.all(db.Query(ctx, `select `+sealedFlowRows.columns+`
-		from flows where pii_key_id <> $1 order by id limit $2`, keyID, limit))
+		from flows where pii_key_id <> $1 and subject_key_id is null order by id limit $2`, keyID, limit))
 }
 
 // Reseal stores a flow's personal data sealed again under keyID, unless it
@@ -66,3 +70,47 @@ func ResealKey(ctx context.Context, db DB, k SealedKey, keyID string, consent []
 		where organization_id = $1 and key = $2 and pii_key_id = $3`, k.OrganizationID, k.Key, k.KeyID, keyID, consent)
 	return err
 }
+
+// UnkeyedFlows returns up to limit flows after cursor, in the primary key's
+// order, whose personal data is still sealed under a data key rather than
+// under their person's subject key.
+func UnkeyedFlows(ctx context.Context, db DB, after IndexCursor, limit int) ([]SealedFlow, error) {
+	if after.ID == "" {
+		after.ID = "00000000-0000-0000-0000-000000000000"
+	}
+	return sealedFlowRows.all(db.Query(ctx, `select `+sealedFlowRows.columns+` from flows
+		where subject_key_id is null and (organization_id, id) > ($1, $2::uuid)
+		order by organization_id, id limit $3`, after.OrganizationID, after.ID, limit))
+}
+
+// CountUnkeyed counts the flows still sealed under a data key.
+func CountUnkeyed(ctx context.Context, db DB) (int64, error) {
+	var n int64
+	err := db.QueryRow(ctx, `select count(*) from flows where subject_key_id is null`).Scan(&n)
+	return n, err
+}
+
+// Rekeyed is a flow's personal data sealed again under a subject key.
+type Rekeyed struct {
+	Flow                                       SealedFlow // as it was read
+	SubjectKeyID                               string
+	NationalIDSealed, NationalIDHMAC, LastName []byte
+}
+
+// Rekey stores each flow's personal data sealed under its subject key, and
+// drops the flow's own blind index (the key's row holds it), unless it is
+// no longer sealed as it was read; in one round trip.
+func Rekey(ctx context.Context, db DB, rekeyed []Rekeyed) error {
+	var b pgx.Batch
+	for _, r := range rekeyed {
+		b.Queue(`update flows set subject_key_id = $4, pii_key_id = $5, national_id_sealed = $6,
+			national_id_hmac = $7, last_name_sealed = $8, person_index = null, person_index_key = null
+			where organization_id = $1 and id = $2 and pii_key_id = $3 and subject_key_id is null`,
+			r.Flow.OrganizationID, r.Flow.ID, r.Flow.KeyID, r.SubjectKeyID, SubjectSealed, r.NationalIDSealed, r.NationalIDHMAC, r.LastName)
+	}
+	return db.SendBatch(ctx, &b).Close()
+}
+
+// SubjectSealed is the pii_key_id of a flow whose personal data is sealed
+// under its subject key (subject_key_id) rather than a data key.
+const SubjectSealed = "subject"

@@ -16,7 +16,9 @@ import (
 // tag, and rows are read into T by those names, as pgx.RowToStructByName
 // reads them. A statement that reads T selects t.columns; a statement that
 // writes a row takes its columns and values from the fields whose write
-// tag names the statement.
+// tag names the statement. A field whose select tag holds an expression
+// is read as that expression, named by its db tag: a column another table
+// gives the row.
 //
 // pgx.RowToStructByName matches the columns to T's fields again for each
 // row, which costs a list page of ten rows more CPU than the rest of its
@@ -29,14 +31,19 @@ type table[T any] struct {
 func newTable[T any]() *table[T] {
 	typ := reflect.TypeFor[T]()
 	t := &table[T]{names: make([]string, typ.NumField())}
+	selects := make([]string, len(t.names))
 	for i := range t.names {
 		f := typ.Field(i)
 		t.names[i] = f.Tag.Get("db")
 		if t.names[i] == "" || t.names[i] == "-" {
 			panic(fmt.Sprintf("store: field %s of %s names no column", f.Name, typ))
 		}
+		selects[i] = t.names[i]
+		if expr := f.Tag.Get("select"); expr != "" {
+			selects[i] = expr + " as " + t.names[i]
+		}
 	}
-	t.columns = strings.Join(t.names, ", ")
+	t.columns = strings.Join(selects, ", ")
 	return t
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -36,6 +37,10 @@ type SharedReads struct {
 	pending []*sharedRead
 
 	positions positions // of list cursors
+
+	// generic is whether the round trips ask for generic plans, once known:
+	// not on Citus (see genericPlansSQL).
+	generic atomic.Pointer[bool]
 }
 
 // maxShared bounds the reads of one round trip, so that one pipeline stays
@@ -72,8 +77,28 @@ func NewSharedReads(db DB, slots int, observe func(reads int)) *SharedReads {
 // cheaper than the generic one (made for an organization of average size),
 // and PostgreSQL goes on planning the statement anew on every call: a deep
 // list page then cost PostgreSQL twice what it costs planned once. Citus
-// cannot plan a statement with a subquery generically, and no read has one.
+// cannot plan a statement with a subquery generically, and a flow's reads
+// take its subject key in sub-queries: on Citus the round trips leave the
+// plans to PostgreSQL, which Citus steers to plans made for the arguments.
 const genericPlansSQL = `select set_config('plan_cache_mode', 'force_generic_plan', true)`
+
+// citusSQL tells whether the database is a Citus coordinator.
+const citusSQL = `select exists (select 1 from pg_extension where extname = 'citus')`
+
+// genericPlans reports whether round trips ask for generic plans: whether
+// the database is not Citus, asked once.
+func (s *SharedReads) genericPlans(ctx context.Context) (bool, error) {
+	if g := s.generic.Load(); g != nil {
+		return *g, nil
+	}
+	var citus bool
+	if err := s.db.QueryRow(ctx, citusSQL).Scan(&citus); err != nil {
+		return false, err
+	}
+	generic := !citus
+	s.generic.Store(&generic)
+	return generic, nil
+}
 
 // Do sends the statements queue queues, in a round trip it may share, and
 // gives their results to read, in order. read need not read them all: those
@@ -172,8 +197,21 @@ func (s *SharedReads) send(ctx context.Context, batch []*sharedRead) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
 	defer cancel()
 	s.observe(len(batch))
+	generic, err := s.genericPlans(ctx)
+	if err != nil {
+		for _, x := range batch {
+			x.err = err
+			close(x.done)
+		}
+		handed = true
+		return
+	}
 	var b pgx.Batch
-	b.Queue(genericPlansSQL)
+	if generic {
+		b.Queue(genericPlansSQL)
+	} else {
+		b.Queue(`select 1`) // in its place, so that the reads' results start after it
+	}
 	ends := make([]int, len(batch))
 	for i, x := range batch {
 		x.queue(&b)
@@ -181,7 +219,7 @@ func (s *SharedReads) send(ctx context.Context, batch []*sharedRead) {
 	}
 	br := s.db.SendBatch(ctx, &b)
 	defer br.Close() // after a panic, so that the connection goes back to the pool
-	_, err := br.Exec()
+	_, err = br.Exec()
 	start := 1
 	for i, x := range batch {
 		x.err = readShare(br, &b, start, ends[i], x.read)

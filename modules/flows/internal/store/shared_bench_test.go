@@ -72,8 +72,8 @@ func BenchmarkGetFlowAndIncidents(b *testing.B) {
 	})
 }
 
-// BenchmarkInsertNumberedFlow inserts a flow with its consent task, as a
-// create does.
+// BenchmarkInsertNumberedFlow inserts a flow with its consent task and its
+// person's new subject key, as a create of a new person does.
 func BenchmarkInsertNumberedFlow(b *testing.B) {
 	pool := dbtest.New(b)
 	ctx := context.Background()
@@ -88,7 +88,10 @@ func BenchmarkInsertNumberedFlow(b *testing.B) {
 			FlowDefinitionID: "consent", FlowDefinitionVersion: 1, VersionTag: &tag, CreatedBy: "client"}
 		task := &Task{OrganizationID: "org-a", ID: fmt.Sprintf("00000000-0000-7000-a000-%012x", n), FlowID: f.ID,
 			TaskType: "consent", TaskCategory: "user-task", Status: "pending"}
-		if err := InsertNumberedFlow(ctx, pool, &f, "FLOW", time.Hour, task); err != nil {
+		key := SubjectKey{OrganizationID: "org-a", ID: fmt.Sprintf("00000000-0000-7000-b000-%012x", n),
+			Subject: []byte(fmt.Sprintf("subject %d", n)), KeyID: "k", KeySealed: make([]byte, 60), NationalIDSealed: make([]byte, 39)}
+		f.SubjectKeyID = &key.ID
+		if err := InsertNumberedFlow(ctx, pool, &f, key, [][]byte{key.Subject}, "FLOW", time.Hour, task); err != nil {
 			b.Fatal(err)
 		}
 	})

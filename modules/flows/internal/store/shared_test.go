@@ -259,7 +259,8 @@ func TestAReadTakenIntoARoundTripWaitsForItsResult(t *testing.T) {
 
 // TestReadsArePlannedGenerically: a shared round trip runs its reads with
 // their generic plans, and leaves the setting as it was for the
-// connection's next user.
+// connection's next user. On Citus, which cannot plan a flow's read with
+// its subject key generically, it leaves the plans to PostgreSQL.
 func TestReadsArePlannedGenerically(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -278,7 +279,11 @@ func TestReadsArePlannedGenerically(t *testing.T) {
 	if err := pool.QueryRow(ctx, `select current_setting('plan_cache_mode')`).Scan(&after); err != nil {
 		t.Fatal(err)
 	}
-	if during != "force_generic_plan" || after != "auto" {
-		t.Errorf("plans %s in the round trip and %s after it, want force_generic_plan and auto", during, after)
+	want := "force_generic_plan"
+	if dbtest.Citus() {
+		want = "auto"
+	}
+	if during != want || after != "auto" {
+		t.Errorf("plans %s in the round trip and %s after it, want %s and auto", during, after, want)
 	}
 }

@@ -23,6 +23,12 @@ var (
 	taskRows      = newTable[Task]()
 	insertTaskSQL = `insert into flow_tasks (organization_id, id, flow_id, task_type, task_category, status)
 	values ($1, $2, $3, $4, $5, $6) returning created_at, updated_at`
+
+	// insertTaskOfNewFlowSQL is insertTaskSQL in the batch of a flow's
+	// insert that may insert nothing: then it inserts nothing either.
+	insertTaskOfNewFlowSQL = `insert into flow_tasks (organization_id, id, flow_id, task_type, task_category, status)
+	select $1, $2, $3, $4, $5, $6 where exists (select 1 from flows where organization_id = $1 and id = $3)
+	returning created_at, updated_at`
 )
 
 // queueInsertTask queues the insert of t, whose result is its times.

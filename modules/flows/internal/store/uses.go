@@ -36,7 +36,7 @@ func InsertUse(ctx context.Context, db DB, u *Use) (Flow, error) {
 	b.Queue(`update flows set num_uses = num_uses + 1, last_used_at = greatest(last_used_at, $3),
 		version = version + 1, updated_at = greatest(now(), updated_at)
 		where organization_id = $1 and id = $2
-		returning `+flowRows.columns, u.OrganizationID, u.FlowID, u.UsedAt)
+		returning `+flowColumns, u.OrganizationID, u.FlowID, u.UsedAt)
 	br := db.SendBatch(ctx, &b)
 	defer br.Close()
 	if err := br.QueryRow().Scan(&u.RecordedAt); err != nil {
@@ -119,5 +119,5 @@ func ClaimExpiringNotice(ctx context.Context, db DB, organizationID, id string, 
 	return flowRows.one(db.Query(ctx, `update flows set expiring_notified_at = now()
 		where organization_id = $1 and id = $2 and consent_status = 'Accepted' and expiring_notified_at is null
 		and valid_until <= now() + $3 * interval '1 microsecond' and valid_until > now()
-		returning `+flowRows.columns, organizationID, id, notice.Microseconds()))
+		returning `+flowColumns, organizationID, id, notice.Microseconds()))
 }

@@ -1,0 +1,218 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// SubjectKey is a row of subject_keys: the data key of one person within
+// one organization, sealed under the data key named KeyID. KeySealed is nil
+// once the key has been destroyed.
+type SubjectKey struct {
+	OrganizationID   string     `db:"organization_id"`
+	ID               string     `db:"id"`
+	Subject          []byte     `db:"subject"`
+	KeyID            string     `db:"pii_key_id"`
+	KeySealed        []byte     `db:"key_sealed"`
+	NationalIDSealed []byte     `db:"national_id_sealed"`
+	PersonIndex      []byte     `db:"person_index"`
+	PersonIndexKey   *string    `db:"person_index_key"`
+	CreatedAt        time.Time  `db:"created_at"`
+	DestroyedAt      *time.Time `db:"destroyed_at"`
+}
+
+// ErrSubjectKeyMissing means a flow was to be sealed under a subject key
+// that is not the person's live key: another was theirs already, or it has
+// been destroyed meanwhile.
+var ErrSubjectKeyMissing = errors.New("store: the subject key is not the person's live key")
+
+var subjectKeyRows = newTable[SubjectKey]()
+
+// A person is looked up by each of their subjects (their subject under
+// each data key configured, the current first) with an equality of its
+// own: PostgreSQL, asked for "subject = any(…)" of a table whose statistics
+// say it is small, filters the organization's every key instead of
+// descending the index, and keeps the plan as the table grows.
+
+// subjectLookups is "(select columns from subject_keys where … subject =
+// $first …) union all …" for n subjects: $first, then $rest on.
+func subjectLookups(columns string, n, first, rest int) string {
+	lookups := make([]string, n)
+	for i := range lookups {
+		param := first
+		if i > 0 {
+			param = rest + i - 1
+		}
+		lookups[i] = `(select ` + columns + ` from subject_keys
+			where organization_id = $1 and subject = $` + strconv.Itoa(param) + ` and destroyed_at is null)`
+	}
+	return strings.Join(lookups, " union all ")
+}
+
+// subjectKeySQL holds the statements made for a number of subjects.
+var subjectKeySQL sync.Map
+
+func cachedSQL(name string, n int, make func() string) string {
+	key := name + ":" + strconv.Itoa(n)
+	if q, ok := subjectKeySQL.Load(key); ok {
+		return q.(string)
+	}
+	q := make()
+	subjectKeySQL.Store(key, q)
+	return q
+}
+
+// insertSubjectKeyArgs are the arguments of the statements that insert k:
+// k's columns, then the subjects after the first, which is k's.
+func insertSubjectKeyArgs(k SubjectKey, subjects [][]byte) []any {
+	args := []any{k.OrganizationID, k.ID, k.Subject, k.KeyID, k.KeySealed, k.NationalIDSealed, k.PersonIndex, k.PersonIndexKey}
+	for _, s := range subjects[1:] {
+		args = append(args, s)
+	}
+	return args
+}
+
+const insertSubjectKeyColumns = `insert into subject_keys (organization_id, id, subject, pii_key_id, key_sealed, national_id_sealed, person_index, person_index_key)`
+
+// insertSubjectKeySQL inserts a key unless the person has a live key under
+// one of their n subjects ($3, then $9 on).
+func insertSubjectKeySQL(n int) string {
+	return cachedSQL("insert", n, func() string {
+		q := insertSubjectKeyColumns + ` select $1, $2, $3, $4, $5, $6, $7, $8`
+		if n > 1 {
+			q += ` where not exists (` + subjectLookups("1", n, 3, 9) + `)`
+		}
+		return q + ` on conflict (organization_id, subject) where destroyed_at is null do nothing`
+	})
+}
+
+// FindOrInsertSubjectKey returns the live key of k's organization whose
+// subject is one of subjects (a person's subject under each data key
+// configured, the current first, which is k's), or else inserts k and
+// returns it. A concurrent insert of the same person's key that wins makes
+// it return ErrNoRows: the caller asks again, and then finds the winner's.
+func FindOrInsertSubjectKey(ctx context.Context, db DB, k SubjectKey, subjects [][]byte) (SubjectKey, error) {
+	return subjectKeyRows.one(db.Query(ctx, findOrInsertSubjectKeySQL(len(subjects)), insertSubjectKeyArgs(k, subjects)...))
+}
+
+// FindOrInsertSubjectKeys is FindOrInsertSubjectKey for many keys in one
+// round trip: found[i] is the key of keys[i], or a zero key (ID "") when a
+// concurrent insert won, which the caller asks for again.
+func FindOrInsertSubjectKeys(ctx context.Context, db DB, keys []SubjectKey, subjects [][][]byte) (found []SubjectKey, err error) {
+	var b pgx.Batch
+	for i, k := range keys {
+		b.Queue(findOrInsertSubjectKeySQL(len(subjects[i])), insertSubjectKeyArgs(k, subjects[i])...)
+	}
+	br := db.SendBatch(ctx, &b)
+	defer br.Close()
+	found = make([]SubjectKey, len(keys))
+	for i := range keys {
+		found[i], err = subjectKeyRows.one(br.Query())
+		if err != nil && !errors.Is(err, ErrNoRows) {
+			return nil, err
+		}
+	}
+	return found, br.Close()
+}
+
+// findOrInsertSubjectKeySQL looks the person up by each of their n subjects
+// ($3, then $9 on) and inserts the key when none is found.
+func findOrInsertSubjectKeySQL(n int) string {
+	return cachedSQL("find", n, func() string {
+		return `with found as (` + subjectLookups(subjectKeyRows.columns, n, 3, 9) + ` limit 1),
+		made as (` + insertSubjectKeyColumns + `
+			select $1, $2, $3, $4, $5, $6, $7, $8 where not exists (select 1 from found)
+			on conflict (organization_id, subject) where destroyed_at is null do nothing
+			returning ` + subjectKeyRows.columns + `)
+		select * from found union all select * from made`
+	})
+}
+
+// LockSubjectKeys returns the ids of the live keys of organizationID whose
+// subject is one of subjects, locked for update: a flow sealed under one of
+// them that commits later waits for the caller's transaction, and one that
+// committed before is seen by the caller's next statement.
+func LockSubjectKeys(ctx context.Context, db DB, organizationID string, subjects [][]byte) ([]string, error) {
+	var ids []string
+	for _, subject := range subjects {
+		rows, err := db.Query(ctx, `select id::text from subject_keys
+			where organization_id = $1 and subject = $2 and destroyed_at is null for update`, organizationID, subject)
+		if err != nil {
+			return nil, err
+		}
+		found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, found...)
+	}
+	return ids, nil
+}
+
+// DestroySubjectKeys destroys the live keys of organizationID whose subject
+// is one of subjects: the sealed key and everything of the person go, the
+// row stays with the time of its destruction. It returns the keys destroyed.
+func DestroySubjectKeys(ctx context.Context, db DB, organizationID string, subjects [][]byte) ([]SubjectKey, error) {
+	var destroyed []SubjectKey
+	for _, subject := range subjects {
+		keys, err := subjectKeyRows.all(db.Query(ctx, `update subject_keys set key_sealed = null, national_id_sealed = null,
+				person_index = null, person_index_key = null, destroyed_at = now()
+			where organization_id = $1 and subject = $2 and destroyed_at is null
+			returning `+subjectKeyRows.columns, organizationID, subject))
+		if err != nil {
+			return nil, err
+		}
+		destroyed = append(destroyed, keys...)
+	}
+	return destroyed, nil
+}
+
+// StaleSubjectKeys returns up to limit live keys sealed under a data key
+// other than keyID.
+func StaleSubjectKeys(ctx context.Context, db DB, keyID string, limit int) ([]SubjectKey, error) {
+	return subjectKeyRows.all(db.Query(ctx, `select `+subjectKeyRows.columns+` from subject_keys
+		where pii_key_id <> $1 and destroyed_at is null order by organization_id, id limit $2`, keyID, limit))
+}
+
+// ResealSubjectKey stores a key sealed again under keyID, with its subject
+// hashed again, unless it is no longer sealed under k.KeyID (or destroyed).
+func ResealSubjectKey(ctx context.Context, db DB, k SubjectKey, keyID string, subject, sealed []byte) error {
+	_, err := db.Exec(ctx, `update subject_keys set pii_key_id = $4, subject = $5, key_sealed = $6
+		where organization_id = $1 and id = $2 and pii_key_id = $3 and destroyed_at is null`,
+		k.OrganizationID, k.ID, k.KeyID, keyID, subject, sealed)
+	return err
+}
+
+// UnindexedSubjectKeys returns up to limit live keys after cursor, in the
+// primary key's order, whose blind index is missing or made under a key
+// other than version.
+func UnindexedSubjectKeys(ctx context.Context, db DB, version string, after IndexCursor, limit int) ([]SubjectKey, error) {
+	if after.ID == "" {
+		after.ID = "00000000-0000-0000-0000-000000000000"
+	}
+	return subjectKeyRows.all(db.Query(ctx, `select `+subjectKeyRows.columns+` from subject_keys
+		where (organization_id, id) > ($2, $3::uuid) and destroyed_at is null and person_index_key is distinct from $1
+		order by organization_id, id limit $4`, version, after.OrganizationID, after.ID, limit))
+}
+
+// CountUnindexedSubjectKeys counts the live keys whose blind index is
+// missing or made under a key other than version.
+func CountUnindexedSubjectKeys(ctx context.Context, db DB, version string) (int64, error) {
+	var n int64
+	err := db.QueryRow(ctx, `select count(*) from subject_keys
+		where destroyed_at is null and person_index_key is distinct from $1`, version).Scan(&n)
+	return n, err
+}
+
+// SetSubjectPersonIndex stores a live key's blind index under version.
+func SetSubjectPersonIndex(ctx context.Context, db DB, k SubjectKey, index []byte, version string) error {
+	_, err := db.Exec(ctx, `update subject_keys set person_index = $3, person_index_key = $4
+		where organization_id = $1 and id = $2 and destroyed_at is null`, k.OrganizationID, k.ID, index, version)
+	return err
+}

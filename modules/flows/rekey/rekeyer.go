@@ -1,0 +1,136 @@
+package rekey
+
+import (
+	"context"
+
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/modules/flows/internal/store"
+	"github.com/flowd/flowd/modules/flows/internal/subjectkey"
+	"github.com/flowd/flowd/modules/flows/nationalid"
+)
+
+// Rekeyer moves the personal data of flows made before per-person keys
+// under the subject key of their person, for "flowd flows rekey". It needs
+// none of the collaborators the module serves with.
+type Rekeyer struct {
+	pool   *pgxpool.Pool
+	sealer *pii.Sealer
+	index  *nationalid.BlindIndex
+	cursor store.IndexCursor
+}
+
+// NewRekeyer returns the rekeyer of the flows in pool, opening and sealing
+// with sealer and indexing the new subject keys with index (nil: none).
+func NewRekeyer(pool *pgxpool.Pool, sealer *pii.Sealer, index *nationalid.BlindIndex) *Rekeyer {
+	return &Rekeyer{pool: pool, sealer: sealer, index: index}
+}
+
+// Remaining counts the flows still sealed under a data key.
+func (r *Rekeyer) Remaining(ctx context.Context) (int64, error) {
+	return store.CountUnkeyed(ctx, r.pool)
+}
+
+// RekeyBatch moves up to limit flows still sealed under a data key, after
+// those the previous batches looked at in the primary key's order, under
+// their person's subject key (found or made as a create does), in one
+// transaction, and returns how many it found; 0 means it has been through
+// every flow. A row is written back only while it is sealed as it was
+// read, so it is safe beside live traffic and a re-seal, and a run that
+// stops half way, however it stops, is simply run again: what committed is
+// not looked at again, and what did not is done anew.
+func (r *Rekeyer) RekeyBatch(ctx context.Context, limit int) (int, error) {
+	stale, err := store.UnkeyedFlows(ctx, r.pool, r.cursor, limit)
+	if err != nil || len(stale) == 0 {
+		return 0, err
+	}
+	err = database.WithTx(ctx, r.pool, func(tx pgx.Tx) error {
+		type opened struct{ nationalID, lastName, person string }
+		open := make([]opened, len(stale))
+		// The batch's people, each once: a person with several flows in it
+		// has one key.
+		var people []person
+		at := map[string]int{}
+		for i, f := range stale {
+			nationalID, err := r.sealer.Open(f.KeyID, f.NationalIDSealed, store.SealContext(f.ID, "nationalId")...)
+			if err != nil {
+				return fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
+			}
+			lastName, err := r.sealer.Open(f.KeyID, f.LastNameSealed, store.SealContext(f.ID, "lastName")...)
+			if err != nil {
+				return fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
+			}
+			name := f.OrganizationID + "\x00" + nationalid.Normalize(nationalID)
+			open[i] = opened{nationalID, lastName, name}
+			if _, ok := at[name]; !ok {
+				made, row, err := subjectkey.New(r.sealer, r.index, f.OrganizationID, nationalID)
+				if err != nil {
+					return err
+				}
+				at[name] = len(people)
+				people = append(people, person{made: made, row: row, subjects: subjectkey.Subjects(r.sealer, f.OrganizationID, nationalID)})
+			}
+		}
+		keys, err := r.keysTx(ctx, tx, people)
+		if err != nil {
+			return err
+		}
+		rekeyed := make([]store.Rekeyed, len(stale))
+		for i, f := range stale {
+			key, o := keys[at[open[i].person]], open[i]
+			sealed := key.SealFlow(f.ID, o.nationalID, o.lastName)
+			rekeyed[i] = store.Rekeyed{Flow: f, SubjectKeyID: key.ID,
+				NationalIDSealed: sealed.NationalID, NationalIDHMAC: sealed.NationalIDHMAC, LastName: sealed.LastName}
+		}
+		return store.Rekey(ctx, tx, rekeyed)
+	})
+	if err != nil {
+		return 0, err
+	}
+	last := stale[len(stale)-1]
+	r.cursor = store.IndexCursor{OrganizationID: last.OrganizationID, ID: last.ID}
+	return len(stale), nil
+}
+
+// person is one person of a batch: the key made for them, kept unless
+// they have one already.
+type person struct {
+	made     subjectkey.Key
+	row      store.SubjectKey
+	subjects [][]byte
+}
+
+// keysTx finds or makes, in tx, the subject key of each person, in one
+// round trip (and one more for each whose key a concurrent insert made).
+func (r *Rekeyer) keysTx(ctx context.Context, tx pgx.Tx, people []person) ([]subjectkey.Key, error) {
+	rows := make([]store.SubjectKey, len(people))
+	subjects := make([][][]byte, len(people))
+	for i, p := range people {
+		rows[i], subjects[i] = p.row, p.subjects
+	}
+	stored, err := store.FindOrInsertSubjectKeys(ctx, tx, rows, subjects)
+	if err != nil {
+		return nil, fmt.Errorf("subject keys: %w", err)
+	}
+	out := make([]subjectkey.Key, len(people))
+	for i, p := range people {
+		if stored[i].ID == "" {
+			if stored[i], err = store.FindOrInsertSubjectKey(ctx, tx, p.row, p.subjects); err != nil {
+				return nil, fmt.Errorf("subject key: %w", err)
+			}
+		}
+		if stored[i].ID == p.made.ID {
+			out[i] = p.made
+			continue
+		}
+		if out[i], _, err = subjectkey.OpenRow(r.sealer, stored[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
