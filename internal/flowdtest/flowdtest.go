@@ -7,12 +7,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,6 +38,7 @@ type Instance struct {
 	Env         map[string]string
 	Logs        *syncbuf.Buffer
 
+	stdout   *syncbuf.Buffer // what serve prints, its address among it
 	cancel   context.CancelFunc
 	done     chan error
 	stopOnce sync.Once
@@ -58,6 +61,8 @@ func WithEnv(key, value string) Option { return func(o *options) { o.env[key] = 
 
 // Start runs flowd serve and waits until /readyz answers 200. The instance is
 // stopped gracefully at cleanup; its logs are printed when the test failed.
+// A free port can be taken by another process before flowd binds it; flowd
+// then starts again on another.
 func Start(t testing.TB, opts ...Option) *Instance {
 	t.Helper()
 	o := options{env: map[string]string{}}
@@ -67,7 +72,28 @@ func Start(t testing.TB, opts ...Option) *Instance {
 	if o.databaseURL == "" {
 		o.databaseURL = dbtest.NewURL(t)
 	}
-	addr := FreeAddr(t)
+	const attempts = 5
+	for attempt := 1; ; attempt++ {
+		in := start(o, FreeAddr(t))
+		err := in.waitReady(t)
+		if err == nil {
+			t.Cleanup(func() {
+				in.Stop(t)
+				if t.Failed() {
+					t.Logf("flowd logs of %s:\n%s", in.URL, in.Logs.String())
+				}
+			})
+			return in
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || attempt == attempts {
+			t.Fatalf("flowd serve exited before it was ready: %v\n%s", err, in.Logs.String())
+		}
+		t.Logf("%s was taken before flowd bound it; starting on another port", in.URL)
+	}
+}
+
+// start runs flowd serve on addr with o's database and environment.
+func start(o options, addr string) *Instance {
 	base := "http://" + addr
 	env := map[string]string{
 		"DATABASE_URL":                o.databaseURL,
@@ -88,19 +114,12 @@ func Start(t testing.TB, opts ...Option) *Instance {
 	for k, v := range o.env {
 		env[k] = v
 	}
-	in := &Instance{URL: base, DatabaseURL: o.databaseURL, Env: env, Logs: &syncbuf.Buffer{}, done: make(chan error, 1)}
+	in := &Instance{URL: base, DatabaseURL: o.databaseURL, Env: env, Logs: &syncbuf.Buffer{}, stdout: &syncbuf.Buffer{}, done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	in.cancel = cancel
 	go func() {
-		in.done <- app.Run(ctx, []string{"serve"}, in.Getenv, strings.NewReader(""), &syncbuf.Buffer{}, in.Logs)
+		in.done <- app.Run(ctx, []string{"serve"}, in.Getenv, strings.NewReader(""), in.stdout, in.Logs)
 	}()
-	t.Cleanup(func() {
-		in.Stop(t)
-		if t.Failed() {
-			t.Logf("flowd logs of %s:\n%s", base, in.Logs.String())
-		}
-	})
-	in.waitReady(t)
 	return in
 }
 
@@ -124,15 +143,26 @@ func (in *Instance) Stop(t testing.TB) {
 }
 
 // waitReady waits until /readyz answers 200, for as long as the test may
-// run: starting on a loaded machine is slow, not a failure.
-func (in *Instance) waitReady(t testing.TB) {
+// run: starting on a loaded machine is slow, not a failure. It returns the
+// error flowd serve exited with when it stopped before it was ready.
+func (in *Instance) waitReady(t testing.TB) error {
 	t.Helper()
+	var exited error
 	testwait.For(t, "flowd at "+in.URL+" to be ready", func() (bool, string) {
 		select {
 		case err := <-in.done:
 			in.done <- err
-			t.Fatalf("flowd serve exited before it was ready: %v\n%s", err, in.Logs.String())
+			if err == nil {
+				err = errors.New("flowd serve returned without an error")
+			}
+			exited = err
+			return true, ""
 		default:
+		}
+		// Another test's flowd may answer at an address this one failed
+		// to bind: only this one's own word counts.
+		if !strings.Contains(in.stdout.String(), "flowd is serving on "+strings.TrimPrefix(in.URL, "http://")) {
+			return false, "not serving yet"
 		}
 		resp, err := http.Get(in.URL + "/readyz")
 		if err != nil {
@@ -142,6 +172,7 @@ func (in *Instance) waitReady(t testing.TB) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, fmt.Sprintf("/readyz %d %s", resp.StatusCode, body)
 	})
+	return exited
 }
 
 // CLI runs an admin command of flowd with the instance's environment and
