@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flowd/flowd/internal/etag"
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -90,6 +92,26 @@ func publishFlows(t *testing.T, b *bundle, flows []string, n int) {
 }
 
 // deliveryStates counts the organization's deliveries by state.
+// deliveriesOf describes every delivery of the bundle's organization: its
+// flow and sequence, state, whether held, attempts and its job's state.
+func deliveriesOf(t *testing.T, b *bundle) string {
+	t.Helper()
+	rows, err := b.pool.Query(context.Background(), `select d.flow_id || '#' || e.sequence || ' ' || d.state
+			|| case when d.held then ' held' else '' end
+			|| ' attempts ' || (select count(*) from webhook_attempts a where a.organization_id = d.organization_id and a.event_id = d.id)
+			|| ' job ' || coalesce((select j.state::text || ' at ' || to_char(j.scheduled_at - now(), 'MI:SS') from river_job j where j.id = d.job_id), 'none')
+		from webhook_events d join events e on e.organization_id = d.organization_id and e.id = d.event_id
+		where d.organization_id = $1 order by d.flow_id, e.sequence`, b.org)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "; ")
+}
+
 func deliveryStates(t *testing.T, b *bundle) map[string]int {
 	t.Helper()
 	rows, err := b.pool.Query(context.Background(), `select state, count(*) from webhook_events where organization_id = $1 group by state`, b.org)
@@ -193,13 +215,13 @@ func TestPerFlowOrderingDoesNotHoldOtherFlows(t *testing.T) {
 	flows := []string{"stuck", "flow-1", "flow-2", "flow-3"}
 	publishFlows(t, b, flows, 4)
 
-	eventually(t, "the other flows delivered", func() bool {
+	testwait.For(t, "the other flows delivered", func() (bool, string) {
 		var n int
 		if err := b.pool.QueryRow(context.Background(), `select count(*) from webhook_events
 			where organization_id = $1 and flow_id <> 'stuck' and state = 'delivered'`, b.org).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		return n == 12
+		return n == 12, deliveriesOf(t, b)
 	})
 	eventually(t, "the stuck flow's later events held", func() bool {
 		var n int

@@ -94,8 +94,10 @@ func (w *Worker) recordInOrder(ctx context.Context, a store.Attempt, state, mess
 }
 
 // wakeNext makes the job of the flow's next delivery to the endpoint due
-// now, in tx, when that delivery is held. A job River is still running (it
-// is returning its snooze) cannot be moved: a new job takes its place, and
+// now, in tx, when that delivery is held. Only a job River answers as
+// available is due: one it is still running (returning its snooze) cannot
+// be moved, and one whose snooze was recorded while tx asked for it can be
+// answered as scheduled and left so. Then a new job takes its place, and
 // the old one, finding a newer job, cancels itself when it wakes.
 func (w *Worker) wakeNext(ctx context.Context, tx pgx.Tx, organizationID string, p store.Policy) error {
 	next, err := store.ReleaseNext(ctx, tx, organizationID, p)
@@ -105,7 +107,7 @@ func (w *Worker) wakeNext(ctx context.Context, tx pgx.Tx, organizationID string,
 	client := river.ClientFromContext[pgx.Tx](ctx)
 	job, err := client.JobRetryTx(ctx, tx, next.JobID)
 	switch {
-	case err == nil && job.State != rivertype.JobStateRunning:
+	case err == nil && job.State == rivertype.JobStateAvailable:
 		return nil
 	case err != nil && !errors.Is(err, rivertype.ErrNotFound):
 		return err
