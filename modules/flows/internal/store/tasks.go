@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Task is a row of flow_tasks.
@@ -30,11 +28,6 @@ var (
 	select $1, $2, $3, $4, $5, $6 where exists (select 1 from flows where organization_id = $1 and id = $3)
 	returning created_at, updated_at`
 )
-
-// queueInsertTask queues the insert of t, whose result is its times.
-func queueInsertTask(b *pgx.Batch, t *Task) {
-	b.Queue(insertTaskSQL, t.OrganizationID, t.ID, t.FlowID, t.TaskType, t.TaskCategory, t.Status)
-}
 
 // InsertTask inserts t with the database clock's times, which it reads
 // into t.
