@@ -1,7 +1,7 @@
 # flowd — see README.md. The two commands: `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test test-citus build generate lint deps bench test-reliability fuzz docker clean
+.PHONY: run test test-citus build generate lint lint-helm deps bench test-reliability fuzz docker clean
 
 ## run: start flowd with a local PostgreSQL in .data (when DATABASE_URL is unset)
 run:
@@ -57,8 +57,16 @@ lint:
 	$(GO) tool templ generate >/dev/null && git diff --exit-code -- '*_templ.go'
 	scripts/lint-openapi.sh
 	scripts/lint-prometheus.sh
+	scripts/lint-helm.sh
 	@if command -v golangci-lint >/dev/null; then golangci-lint run ./...; \
 	else echo "golangci-lint not installed (go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0): skipped"; fi
+
+## lint-helm: the Helm chart in deploy/helm/flowd — helm lint and helm template for the default
+## values and each example, with the Helm pinned in deploy/helm/go.mod, and its Go test, which
+## decodes every rendered object strictly and checks the chart's promises (a module of its own,
+## so that Helm and the Kubernetes types stay out of flowd's build)
+lint-helm:
+	scripts/lint-helm.sh
 
 ## deps: list the direct dependencies that have a newer patch release (exit 1) or a newer minor
 ## or major one (listed only), from the Go module proxy
