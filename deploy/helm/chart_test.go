@@ -444,6 +444,8 @@ func TestChartRefusesUnsafeValues(t *testing.T) {
 		{[]string{"--set", "baseUrl=https://x.example", "--set", "autoscaling.enabled=true", "--set", "autoscaling.minReplicas=1"}, "autoscaling.minReplicas"},
 		{[]string{"--set", "baseUrl=https://x.example", "--set", "resources.limits.memory=1G"}, "give it in Mi or Gi"},
 		{[]string{"--set", "baseUrl=consent.example"}, "is not an absolute http(s) URL"},
+		{[]string{"--set", "baseUrl=https://x.example", "--set", "replicaCont=3"}, "additional properties 'replicaCont' not allowed"},
+		{[]string{"--set", "baseUrl=https://x.example", "--set", "metrics.serviceMonitor.enable=true"}, "additional properties 'enable' not allowed"},
 	} {
 		_, err := render(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

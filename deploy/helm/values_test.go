@@ -12,7 +12,7 @@ import (
 	yaml3 "go.yaml.in/yaml/v3"
 )
 
-var update = flag.Bool("update", false, "rewrite the values table of flowd/README.md from flowd/values.yaml")
+var update = flag.Bool("update", false, "rewrite flowd/README.md's values table and flowd/values.schema.json from flowd/values.yaml")
 
 const (
 	tableBegin = "<!-- values:begin (generated from values.yaml by `go test -update` in deploy/helm) -->"
@@ -123,4 +123,71 @@ func commentText(c string) string {
 		}
 	}
 	return strings.Join(words, " ")
+}
+
+// TestSchemaFollowsValues: values.schema.json, which Helm checks every
+// install's values against, is the one values.yaml makes, so that a value
+// misspelt in a values file (replicaCont) fails instead of being ignored;
+// go test -update rewrites it.
+func TestSchemaFollowsValues(t *testing.T) {
+	raw, err := os.ReadFile("flowd/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml3.Node
+	if err := yaml3.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	root := schemaOf(doc.Content[0], "")
+	root["$schema"] = "https://json-schema.org/draft-07/schema#"
+	root["title"] = "Values of the flowd chart (generated from values.yaml by go test -update in deploy/helm)"
+	// Helm gives every chart a global value, which a subchart shares.
+	root["properties"].(map[string]any)["global"] = map[string]any{"type": "object"}
+	want, err := json.MarshalIndent(root, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, '\n')
+	got, err := os.ReadFile("flowd/values.schema.json")
+	if err == nil && string(got) == string(want) {
+		return
+	}
+	if *update {
+		if err := os.WriteFile("flowd/values.schema.json", want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("flowd/values.schema.json is not the one values.yaml makes (%v): run go test -update in deploy/helm", err)
+}
+
+// schemaOf is the JSON schema of one value of values.yaml: a group (a key
+// without a comment) allows only the keys it has; a commented mapping, such
+// as resources or labels, is the user's to fill; a scalar keeps its type.
+func schemaOf(n *yaml3.Node, comment string) map[string]any {
+	s := map[string]any{}
+	if comment != "" {
+		s["description"] = comment
+	}
+	switch {
+	case n.Kind == yaml3.MappingNode && len(n.Content) > 0 && comment == "":
+		props := map[string]any{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			props[n.Content[i].Value] = schemaOf(n.Content[i+1], commentText(n.Content[i].HeadComment))
+		}
+		s["type"], s["properties"], s["additionalProperties"] = "object", props, false
+	case n.Kind == yaml3.MappingNode:
+		s["type"] = "object"
+	case n.Kind == yaml3.SequenceNode:
+		s["type"] = "array"
+	case n.Tag == "!!int":
+		s["type"] = "integer"
+	case n.Tag == "!!bool":
+		s["type"] = "boolean"
+	default:
+		// A number given where a string is expected (--set image.tag=1.0)
+		// is taken as it is.
+		s["type"] = []string{"string", "number"}
+	}
+	return s
 }
