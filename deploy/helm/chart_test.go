@@ -167,11 +167,14 @@ func TestChartKeepsItsPromises(t *testing.T) {
 func checkObjects(t *testing.T, objs []object) {
 	t.Helper()
 	var (
-		deploy   *appsv1.Deployment
-		job      *batchv1.Job
-		hpa      *autoscalingv2.HorizontalPodAutoscaler
-		pdb      *policyv1.PodDisruptionBudget
-		services []*corev1.Service
+		deploy    *appsv1.Deployment
+		job       *batchv1.Job
+		hpa       *autoscalingv2.HorizontalPodAutoscaler
+		pdb       *policyv1.PodDisruptionBudget
+		services  []*corev1.Service
+		monitors  []*monitoringv1.ServiceMonitor
+		policies  []*networkingv1.NetworkPolicy
+		ingresses []*networkingv1.Ingress
 	)
 	for _, o := range objs {
 		switch v := o.value.(type) {
@@ -185,6 +188,12 @@ func checkObjects(t *testing.T, objs []object) {
 			pdb = v
 		case *corev1.Service:
 			services = append(services, v)
+		case *monitoringv1.ServiceMonitor:
+			monitors = append(monitors, v)
+		case *networkingv1.NetworkPolicy:
+			policies = append(policies, v)
+		case *networkingv1.Ingress:
+			ingresses = append(ingresses, v)
 		case *monitoringv1.PrometheusRule:
 			checkPrometheusRule(t, v)
 		case *corev1.ConfigMap:
@@ -217,6 +226,15 @@ func checkObjects(t *testing.T, objs []object) {
 		}
 	}
 	checkServices(t, services, deploy, httpPort, opsPort)
+	for _, m := range monitors {
+		checkServiceMonitor(t, m, services, flowd, opsPort)
+	}
+	for _, np := range policies {
+		checkNetworkPolicy(t, np, deploy, flowd, httpPort, opsPort)
+	}
+	for _, ing := range ingresses {
+		checkIngress(t, ing, services, flowd, httpPort)
+	}
 	migrateOnStart := envValue(flowd, "FLOWD_MIGRATE_ON_START")
 	if job == nil {
 		if migrateOnStart != "true" {
@@ -325,6 +343,90 @@ func checkServices(t *testing.T, services []*corev1.Service, deploy *appsv1.Depl
 	if public != 1 || ops != 1 {
 		t.Errorf("want one Service port to the public listener and one to the operations listener, got %d and %d", public, ops)
 	}
+}
+
+// checkServiceMonitor: Prometheus scrapes /metrics on the operations port,
+// through a Service that leads there.
+func checkServiceMonitor(t *testing.T, m *monitoringv1.ServiceMonitor, services []*corev1.Service, flowd corev1.Container, opsPort int) {
+	t.Helper()
+	scraped := 0
+	for _, s := range services {
+		if !selects(m.Spec.Selector.MatchLabels, s.Labels) {
+			continue
+		}
+		for _, e := range m.Spec.Endpoints {
+			for _, p := range s.Spec.Ports {
+				if p.Name == e.Port && containerPort(t, flowd, p.TargetPort.String()) == opsPort && (e.Path == "" || e.Path == "/metrics") {
+					scraped++
+				}
+			}
+		}
+	}
+	if scraped != 1 {
+		t.Errorf("ServiceMonitor %s scrapes the operations port through %d Service ports, want 1", m.Name, scraped)
+	}
+}
+
+// checkNetworkPolicy: the instances' policy opens the public port, the
+// operations port only to named peers, and lets DNS and the database out.
+func checkNetworkPolicy(t *testing.T, np *networkingv1.NetworkPolicy, deploy *appsv1.Deployment, flowd corev1.Container, httpPort, opsPort int) {
+	t.Helper()
+	if !selects(np.Spec.PodSelector.MatchLabels, deploy.Spec.Template.Labels) {
+		t.Errorf("NetworkPolicy %s does not select the instances", np.Name)
+	}
+	open := map[int]bool{}
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			port := containerPort(t, flowd, p.Port.String())
+			if port == opsPort && len(rule.From) == 0 {
+				t.Errorf("NetworkPolicy %s opens the operations port to everyone", np.Name)
+			}
+			open[port] = true
+		}
+	}
+	if !open[httpPort] {
+		t.Errorf("NetworkPolicy %s does not open the public port %d", np.Name, httpPort)
+	}
+	dns := false
+	for _, rule := range np.Spec.Egress {
+		for _, p := range rule.Ports {
+			dns = dns || p.Port.IntValue() == 53
+		}
+	}
+	if !dns || !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+		t.Errorf("NetworkPolicy %s: want egress rules letting DNS out, got %+v", np.Name, np.Spec.Egress)
+	}
+}
+
+// checkIngress: the Ingress leads to the public listener.
+func checkIngress(t *testing.T, ing *networkingv1.Ingress, services []*corev1.Service, flowd corev1.Container, httpPort int) {
+	t.Helper()
+	for _, rule := range ing.Spec.Rules {
+		for _, path := range rule.HTTP.Paths {
+			b := path.Backend.Service
+			ok := false
+			for _, s := range services {
+				for _, p := range s.Spec.Ports {
+					if b != nil && s.Name == b.Name && (p.Name == b.Port.Name || p.Port == b.Port.Number) {
+						ok = containerPort(t, flowd, p.TargetPort.String()) == httpPort
+					}
+				}
+			}
+			if !ok {
+				t.Errorf("Ingress %s path %s does not lead to the public listener: %+v", ing.Name, path.Path, b)
+			}
+		}
+	}
+}
+
+// selects reports whether every label of selector is among labels.
+func selects(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return len(selector) > 0
 }
 
 // checkMigrationJob: the Job runs `flowd migrate` with the same database as
