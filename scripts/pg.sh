@@ -94,7 +94,7 @@ dev-stop)
 test)
   shift
   if [ -n "${TEST_DATABASE_URL:-}" ]; then exec "$@"; fi
-  data=$(mktemp -d /tmp/flowd-test-pg.XXXXXX)
+  data=$(mktemp -d "${TMPDIR:-/tmp}/flowd-test-pg.XXXXXX")
   chmod 755 "$data"
   cleanup() {
     as_owner "$BIN/pg_ctl" -D "$data/db" -m immediate stop >/dev/null 2>&1 || true

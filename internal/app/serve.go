@@ -113,7 +113,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	// (authorization code + PKCE, test eID), and the relying parties of the
 	// console and the consent pages. ID tokens are signed with the identity
 	// module's rotating keys, so one JWKS verifies everything.
-	accounts, err := staff.NewAccounts(pool, ident.Orgs, staff.Config{})
+	accounts, err := staff.NewAccounts(pool, ident.Orgs, staff.Config{PasswordParams: cfg.PasswordHash})
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/consent"
 )
 
@@ -111,6 +112,11 @@ type Config struct {
 	ConsoleOrgClaim         string
 	ConsoleRolesClaim       string
 
+	// PasswordHash is the argon2id cost of new staff passwords
+	// (FLOWD_PASSWORD_HASH, "m=65536,t=3,p=2" by default), never below
+	// OWASP's least; stored hashes keep the cost they were made with.
+	PasswordHash secrethash.Params
+
 	// Session lifetimes: idle ends an unused session, max any session.
 	ConsoleSessionIdle time.Duration
 	ConsoleSessionMax  time.Duration
@@ -187,6 +193,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		ConsoleOIDCScopes:       r.listOr("FLOWD_CONSOLE_OIDC_SCOPES", []string{"openid", "profile"}),
 		ConsoleOrgClaim:         r.str("FLOWD_CONSOLE_ORG_CLAIM", "org_id"),
 		ConsoleRolesClaim:       r.str("FLOWD_CONSOLE_ROLES_CLAIM", "roles"),
+		PasswordHash:            r.hashParams("FLOWD_PASSWORD_HASH", secrethash.Default),
 		ConsoleSessionIdle:      r.duration("FLOWD_CONSOLE_SESSION_IDLE", 30*time.Minute),
 		ConsoleSessionMax:       r.duration("FLOWD_CONSOLE_SESSION_MAX", 12*time.Hour),
 		ConsentSessionIdle:      r.duration("FLOWD_CONSENT_SESSION_IDLE", 15*time.Minute),
@@ -380,6 +387,19 @@ func (r *reader) listOr(name string, def []string) []string {
 		return l
 	}
 	return def
+}
+
+func (r *reader) hashParams(name string, def secrethash.Params) secrethash.Params {
+	v := r.str(name, "")
+	if v == "" {
+		return def
+	}
+	p, err := secrethash.ParseParams(v)
+	if err != nil {
+		r.fail(name, "%v", err)
+		return def
+	}
+	return p
 }
 
 func (r *reader) baseURL(name, def string) *url.URL {

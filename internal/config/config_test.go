@@ -57,6 +57,8 @@ func TestLoadNamesTheBadSetting(t *testing.T) {
 		{"bad number", "FLOWD_DB_MAX_CONNS", "-1"},
 		{"bad read round trips", "FLOWD_DB_READ_ROUND_TRIPS", "many"},
 		{"bad session lifetime", "FLOWD_CONSOLE_SESSION_IDLE", "-5m"},
+		{"a password hash below OWASP's least", "FLOWD_PASSWORD_HASH", "m=64,t=1,p=1"},
+		{"a password hash not in PHC form", "FLOWD_PASSWORD_HASH", "strong"},
 		{"bad retry schedule", "FLOWD_WEBHOOK_RETRY_SCHEDULE", "5s,soon"},
 		{"zero retry wait", "FLOWD_WEBHOOK_RETRY_SCHEDULE", "0s"},
 		{"zero disable window", "FLOWD_WEBHOOK_DISABLE_AFTER", "0s"},

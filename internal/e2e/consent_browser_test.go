@@ -7,9 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
@@ -112,15 +110,8 @@ func TestConsentJourneyInABrowser(t *testing.T) {
 		waitPage(t, ctx, "Do you consent?")
 
 		// A second tab of the same browser shows the same form.
-		tab, closeTab := chromedp.NewContext(ctx)
-		defer closeTab()
-		// The tab's first Run opens it and must not carry a deadline: when
-		// that context ends, chromedp closes the tab.
-		if err := chromedp.Run(tab); err != nil {
-			t.Fatal(err)
-		}
-		run(t, tab, emulation.SetDeviceMetricsOverride(browsertest.Phone.Width, browsertest.Phone.Height, browsertest.Phone.Scale, browsertest.Phone.Mobile),
-			chromedp.Navigate(c.Links.Consent.Href))
+		tab := e.b.NewTab(browsertest.Phone)
+		run(t, tab, chromedp.Navigate(c.Links.Consent.Href))
 		waitPage(t, tab, "Do you consent?")
 
 		run(t, ctx, chromedp.Click(`button[value=reject]`, chromedp.ByQuery))
@@ -197,8 +188,8 @@ func TestConsentJourneyInABrowser(t *testing.T) {
 		}
 
 		// Signing in as someone else, the right person, rejects.
-		run(t, ctx, chromedp.Click(`main a.button`, chromedp.ByQuery), chromedp.WaitVisible(`#national_id`, chromedp.ByQuery),
-			chromedp.SendKeys(`#national_id`, rightID, chromedp.ByQuery), chromedp.Click(`form button[type=submit]`, chromedp.ByQuery))
+		toEIDForm(t, ctx)
+		run(t, ctx, chromedp.SetValue(`#national_id`, rightID, chromedp.ByQuery), chromedp.Click(`form button[type=submit]`, chromedp.ByQuery))
 		waitPage(t, ctx, "Do you consent?")
 		run(t, ctx, chromedp.Click(`button[value=reject]`, chromedp.ByQuery))
 		p = waitPage(t, ctx, "Back at Acme Bank")
@@ -301,7 +292,7 @@ func TestConsentJourneyInABrowser(t *testing.T) {
 		if !strings.Contains(p.text, "TEST-identitetstilbyder") {
 			t.Fatalf("the test eID in Norwegian:\n%s", p.text)
 		}
-		run(t, ctx, chromedp.SendKeys(`#national_id`, rightID, chromedp.ByQuery))
+		run(t, ctx, chromedp.SetValue(`#national_id`, rightID, chromedp.ByQuery))
 		shot(t, ctx, "2-test-eid")
 		run(t, ctx, chromedp.Click(`form button[type=submit]`, chromedp.ByQuery))
 		waitPage(t, ctx, "Samtykker du?")
@@ -360,21 +351,14 @@ func TestExpiredConsentLinkInABrowser(t *testing.T) {
 	ctx := e.b.Ctx
 	c := e.createFlow(t, false)
 	// Wait for the condition — the link answers 410 — never for a time.
-	deadline := testwait.Deadline(t)
-	for {
+	testwait.For(t, "the consent link to expire (410)", func() (bool, string) {
 		resp, err := http.Get(c.Links.Consent.Href)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode == http.StatusGone {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the link never expired: %d", resp.StatusCode)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return resp.StatusCode == http.StatusGone, resp.Status
+	})
 	run(t, ctx, chromedp.Navigate(c.Links.Consent.Href))
 	p := waitPage(t, ctx, "This request is closed")
 	if !strings.Contains(p.text, "expired") || strings.Contains(p.text, "Accept") {

@@ -6,12 +6,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -122,7 +119,8 @@ func (e *consentEnv) flow(t *testing.T, id string) apiFlow {
 
 // fresh forgets the browser's cookies and language, as a new visitor.
 func (e *consentEnv) fresh(t *testing.T) {
-	e.b.Run(network.ClearBrowserCookies(), network.SetExtraHTTPHeaders(network.Headers{}))
+	e.b.ClearCookies()
+	e.b.Run(network.SetExtraHTTPHeaders(network.Headers{}))
 }
 
 // page is what a browser tab shows: its address and visible text.
@@ -132,23 +130,14 @@ type page struct{ url, text string }
 // want, and returns it; navigations in between are expected.
 func waitPage(t *testing.T, ctx context.Context, want string) page {
 	t.Helper()
-	var last page
-	deadline := testwait.Deadline(t)
-	for time.Now().Before(deadline) {
-		var res []string
-		c, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := chromedp.Run(c, chromedp.Evaluate(`document.readyState === "complete" && document.body ? [location.href, document.body.innerText] : []`, &res))
-		cancel()
-		if err == nil && len(res) == 2 {
-			last = page{url: res[0], text: res[1]}
-			if strings.Contains(last.text, want) {
-				return last
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("the page never showed %q; last at %s:\n%s", want, last.url, last.text)
-	return last
+	p := browsertest.WaitPage(t, ctx, want)
+	return page{url: p.URL, text: p.Text}
+}
+
+// toEIDForm follows the consent page's sign-in button to the test eID's form.
+func toEIDForm(t *testing.T, ctx context.Context) {
+	t.Helper()
+	browsertest.ClickAndAwait(t, ctx, `main a.button`, "the test eID's form", browsertest.Selector("#national_id"))
 }
 
 func run(t *testing.T, ctx context.Context, actions ...chromedp.Action) {
@@ -163,19 +152,15 @@ func run(t *testing.T, ctx context.Context, actions ...chromedp.Action) {
 // shot saves a phone-width screenshot of the tab under the test's output folder.
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	var png []byte
-	run(t, ctx, chromedp.FullScreenshot(&png, 100))
-	if err := os.WriteFile(filepath.Join(browsertest.OutputDir(t), name+".png"), png, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	browsertest.Screenshot(t, ctx, name)
 }
 
 // signIn goes from the consent page through the test eID as nationalID and
 // back; the page it returns is the consent page the person then sees.
 func signIn(t *testing.T, ctx context.Context, nationalID, screenshot string) {
 	t.Helper()
-	run(t, ctx, chromedp.Click(`main a.button`, chromedp.ByQuery), chromedp.WaitVisible(`#national_id`, chromedp.ByQuery),
-		chromedp.SendKeys(`#national_id`, nationalID, chromedp.ByQuery))
+	toEIDForm(t, ctx)
+	run(t, ctx, chromedp.SetValue(`#national_id`, nationalID, chromedp.ByQuery))
 	if screenshot != "" {
 		shot(t, ctx, screenshot)
 	}

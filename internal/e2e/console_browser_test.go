@@ -1,10 +1,10 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -50,13 +50,11 @@ func TestConsoleInABrowser(t *testing.T) {
 	wantText(t, b, "Open incidents", "500", "Consent timeline", "send-initiate-webhook", "delivers flow.created")
 	shot("03-flow-incident")
 	rcv.status.Store(204)
-	for hits := rcv.hits.Load(); rcv.hits.Load() == hits; {
-		clickTo(t, b, `form[action$="/retry"] button`, "notice=retried")
-		deadline := time.Now().Add(2 * time.Second)
-		for rcv.hits.Load() == hits && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	hits := rcv.hits.Load()
+	clickTo(t, b, `form[action$="/retry"] button`, "notice=retried")
+	testwait.For(t, "the receiver to be called again after the retry", func() (bool, string) {
+		return rcv.hits.Load() > hits, fmt.Sprintf("%d calls, as many as before the retry", rcv.hits.Load())
+	})
 	e.waitForFlow(t, e.acmeAPI, hooked.FlowID, "the incident resolved", func(f consoleAPIFlow) bool { return !f.Flow.HasIncidents })
 	b.Run(chromedp.Reload())
 	wantText(t, b, "retried now", "204")
@@ -177,9 +175,9 @@ func TestConsoleInABrowser(t *testing.T) {
 func signInBrowser(t *testing.T, b *browsertest.Browser, base, username string, shot func(string)) {
 	t.Helper()
 	navigate(t, b, base+"/console")
-	b.Run(chromedp.WaitVisible("#password", chromedp.ByQuery),
-		chromedp.SendKeys("#username", username, chromedp.ByQuery),
-		chromedp.SendKeys("#password", staffPassword, chromedp.ByQuery))
+	b.Await("the sign-in form", browsertest.Selector("#password"))
+	b.Run(chromedp.SetValue("#username", username, chromedp.ByQuery),
+		chromedp.SetValue("#password", staffPassword, chromedp.ByQuery))
 	if shot != nil {
 		shot("01-sign-in")
 	}
@@ -189,38 +187,14 @@ func signInBrowser(t *testing.T, b *browsertest.Browser, base, username string, 
 // navigate opens a URL and waits for its page.
 func navigate(t *testing.T, b *browsertest.Browser, u string) {
 	t.Helper()
-	b.Run(chromedp.Navigate(u), chromedp.WaitReady("body", chromedp.ByQuery))
+	b.Navigate(u)
 }
 
 // clickTo clicks sel and waits until a new page has loaded at an address
 // that contains want.
 func clickTo(t *testing.T, b *browsertest.Browser, sel, want string) {
 	t.Helper()
-	b.Run(chromedp.Evaluate(`window.flowdStale = true`, nil))
-	// The click's page may navigate before chromedp is done with it; a
-	// click that did not happen shows as no new page below.
-	_ = b.Try(chromedp.Click(sel, chromedp.ByQuery, chromedp.NodeVisible))
-	waitForNewPage(t, b, want)
-}
-
-// waitForNewPage waits until the page marked stale is replaced by a loaded
-// page whose address contains want.
-func waitForNewPage(t *testing.T, b *browsertest.Browser, want string) {
-	t.Helper()
-	// Generous: under `make test` on two cores a sign-in's password hash
-	// alone has taken 15 s.
-	deadline := testwait.Deadline(t)
-	for time.Now().Before(deadline) {
-		var fresh bool
-		var loc string
-		// An error here is a page in the middle of navigating: ask again.
-		err := b.Try(chromedp.Evaluate(`window.flowdStale !== true && document.readyState === "complete"`, &fresh), chromedp.Location(&loc))
-		if err == nil && fresh && strings.Contains(loc, want) {
-			return
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	t.Fatalf("the browser is at %s, want a new page at %s:\n%s", b.Location(), want, b.Text())
+	b.ClickTo(sel, want)
 }
 
 // postDirectly submits a form to action with the page's CSRF token, the
@@ -230,7 +204,8 @@ func postDirectly(t *testing.T, b *browsertest.Browser, action string) {
 	b.Run(chromedp.Evaluate(`window.flowdStale = true; (function(){var f=document.createElement('form');f.method='post';f.action='`+action+`';
 		var c=document.createElement('input');c.type='hidden';c.name='csrf';c.value=document.querySelector('input[name=csrf]').value;
 		f.appendChild(c);document.body.appendChild(f);f.submit();})()`, nil))
-	waitForNewPage(t, b, action)
+	b.Await("the answer to the form posted to "+action,
+		"window.flowdStale !== true && location.href.includes("+browsertest.JS(action)+")")
 }
 
 func wantText(t *testing.T, b *browsertest.Browser, want ...string) {

@@ -19,13 +19,13 @@ func TestConsoleDefinitionsInABrowser(t *testing.T) {
 	clickTo(t, b, `a[href="/console/definitions"]`, "/console/definitions")
 	wantText(t, b, "Consent definitions", "consent", "default")
 	clickTo(t, b, `a[href="/console/definitions/new"]`, "/console/definitions/new")
-	b.Run(chromedp.SendKeys("#id", "car-loan", chromedp.ByQuery),
-		chromedp.SendKeys("#title_en", "Check your car loan", chromedp.ByQuery),
-		chromedp.SendKeys("#title_nb", "Sjekk billånet ditt", chromedp.ByQuery),
-		chromedp.SendKeys("#purpose_en", "We look at it.\n\n- Payments", chromedp.ByQuery),
-		chromedp.SendKeys("#purpose_nb", "Vi ser på det.\n\n- Betalinger", chromedp.ByQuery),
-		chromedp.SendKeys("#categories", "Payments | Betalinger", chromedp.ByQuery),
-		chromedp.SendKeys("#validity", "P1Y", chromedp.ByQuery))
+	b.Run(chromedp.SetValue("#id", "car-loan", chromedp.ByQuery),
+		chromedp.SetValue("#title_en", "Check your car loan", chromedp.ByQuery),
+		chromedp.SetValue("#title_nb", "Sjekk billånet ditt", chromedp.ByQuery),
+		chromedp.SetValue("#purpose_en", "We look at it.\n\n- Payments", chromedp.ByQuery),
+		chromedp.SetValue("#purpose_nb", "Vi ser på det.\n\n- Betalinger", chromedp.ByQuery),
+		chromedp.SetValue("#categories", "Payments | Betalinger", chromedp.ByQuery),
+		chromedp.SetValue("#validity", "P1Y", chromedp.ByQuery))
 	clickTo(t, b, `button[value=preview]`, "/console/definitions")
 	wantText(t, b, "Preview of the consent page", "Check your car loan", "Sjekk billånet ditt", "1 year", "1 år", "Betalinger")
 	var previews int
@@ -41,7 +41,7 @@ func TestConsoleDefinitionsInABrowser(t *testing.T) {
 	// The publish form starts from the latest version; its preview shows
 	// what is typed, in Norwegian beside English.
 	clickTo(t, b, `a[href="/console/definitions/car-loan/publish"]`, "/console/definitions/car-loan/publish")
-	b.Run(chromedp.Evaluate(`document.querySelector("#title_nb").value = ""`, nil), chromedp.SendKeys("#title_nb", "Sjekk billånet og bilen", chromedp.ByQuery))
+	b.Run(chromedp.Evaluate(`document.querySelector("#title_nb").value = ""`, nil), chromedp.SetValue("#title_nb", "Sjekk billånet og bilen", chromedp.ByQuery))
 	clickTo(t, b, `button[value=preview]`, "/console/definitions/car-loan/publish")
 	var en, nb string
 	b.Run(chromedp.Text(`.consent-preview[lang=en] h1`, &en, chromedp.ByQuery),

@@ -33,7 +33,7 @@ func TestErasingAPersonInTheConsole(t *testing.T) {
 	b.Screenshot("erasure-1-form")
 
 	// A bad national id is named on the form; nothing is erased.
-	b.Run(chromedp.SendKeys("#nationalId", "not valid!", chromedp.ByQuery))
+	b.Run(chromedp.SetValue("#nationalId", "not valid!", chromedp.ByQuery))
 	clickTo(t, b, `form[action="/console/erasures/confirm"] button`, "/console/erasures/confirm")
 	wantText(t, b, "The national id must be")
 	b.Run(chromedp.SetValue("#nationalId", person, chromedp.ByQuery))

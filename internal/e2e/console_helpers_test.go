@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"html"
 	"io"
 	"maps"
@@ -13,7 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/flowd/flowd/internal/flowdtest"
 	"github.com/flowd/flowd/internal/formbrowser"
@@ -84,15 +84,11 @@ type consoleAPIFlow struct {
 // waitForFlow polls the API until cond holds for the flow.
 func (e *consoleEnv) waitForFlow(t *testing.T, api *http.Client, flowID string, what string, cond func(consoleAPIFlow) bool) {
 	t.Helper()
-	deadline := testwait.Deadline(t)
-	for time.Now().Before(deadline) {
+	testwait.For(t, "flow "+flowID+": "+what, func() (bool, string) {
 		var f consoleAPIFlow
-		if resp := call(t, api, "GET", e.in.URL+"/api/flows/"+flowID, "", &f); resp.StatusCode == 200 && cond(f) {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("flow %s: %s did not happen", flowID, what)
+		resp := call(t, api, "GET", e.in.URL+"/api/flows/"+flowID, "", &f)
+		return resp.StatusCode == 200 && cond(f), fmt.Sprintf("%d %+v", resp.StatusCode, f.Flow)
+	})
 }
 
 // flakyReceiver answers webhooks with status, which a test may change.

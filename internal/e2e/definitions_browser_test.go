@@ -60,8 +60,8 @@ type decidedFlow struct {
 func signInAt(t *testing.T, e *consentEnv, nationalID, level string) {
 	t.Helper()
 	ctx := e.b.Ctx
-	run(t, ctx, chromedp.Click(`main a.button`, chromedp.ByQuery), chromedp.WaitVisible(`#national_id`, chromedp.ByQuery),
-		chromedp.SendKeys(`#national_id`, nationalID, chromedp.ByQuery),
+	toEIDForm(t, ctx)
+	run(t, ctx, chromedp.SetValue(`#national_id`, nationalID, chromedp.ByQuery),
 		chromedp.Click(`input[name=level][value=`+level+`]`, chromedp.ByQuery),
 		chromedp.Click(`form button[type=submit]`, chromedp.ByQuery))
 }
@@ -162,13 +162,13 @@ func TestAHighDefinitionRefusesASubstantialSignIn(t *testing.T) {
 		t.Fatalf("after the refused sign-in the flow is %s", f.Flow.Consent.Status)
 	}
 	// The way on asks the eID for high: the test eID offers it preselected.
-	run(t, ctx, chromedp.Click(`main a.button`, chromedp.ByQuery), chromedp.WaitVisible(`#national_id`, chromedp.ByQuery))
+	toEIDForm(t, ctx)
 	var preselected bool
 	run(t, ctx, chromedp.Evaluate(`document.querySelector("input[name=level][value=high]").checked`, &preselected))
 	if !preselected {
 		t.Error("the test eID did not preselect the level the consent asked for")
 	}
-	run(t, ctx, chromedp.SendKeys(`#national_id`, rightID, chromedp.ByQuery),
+	run(t, ctx, chromedp.SetValue(`#national_id`, rightID, chromedp.ByQuery),
 		chromedp.Click(`input[name=level][value=high]`, chromedp.ByQuery),
 		chromedp.Click(`form button[type=submit]`, chromedp.ByQuery))
 	waitPage(t, ctx, "Do you consent?")

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -40,21 +39,14 @@ func TestDisabledEndpointBannerInABrowser(t *testing.T) {
 	}
 	e.createFlow(t, e.acmeAPI, "12345678901", "") // its flow.created goes to the endpoint, and fails
 
-	deadline := testwait.Deadline(t)
-	for {
+	testwait.For(t, "the failing endpoint to be disabled", func() (bool, string) {
 		var got struct {
 			DisabledReason *string `json:"disabledReason"`
 			DisabledAt     *string `json:"disabledAt"`
 		}
 		call(t, e.acmeAPI, "GET", in.URL+"/api/webhook-endpoints/"+ep.ID, "", &got)
-		if got.DisabledReason != nil && got.DisabledAt != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the failing endpoint was not disabled")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return got.DisabledReason != nil && got.DisabledAt != nil, fmt.Sprintf("disabledReason %v, disabledAt %v", got.DisabledReason, got.DisabledAt)
+	})
 	// Flows created while it is disabled send it nothing.
 	const missed = 4
 	for i := range missed {
@@ -88,7 +80,7 @@ func TestDisabledEndpointBannerInABrowser(t *testing.T) {
 	wantText(t, b, "was enabled; the events it missed are being sent")
 	notText(t, b, "flowd disabled the webhook endpoint")
 	// The page reloads itself until the recovery is done.
-	b.Run(chromedp.WaitVisible(`#recoveries .badge.ok`, chromedp.ByQuery))
+	b.Await("the recovery done", browsertest.Selector(`#recoveries .badge.ok`))
 	b.Screenshot("endpoint-disabled-04-recovered")
 	navigate(t, b, in.URL+"/console/flows")
 	notText(t, b, "flowd disabled the webhook endpoint")
@@ -116,11 +108,10 @@ func TestDisabledEndpointBannerInABrowser(t *testing.T) {
 	if len(events.Data) != missed+2 {
 		t.Fatalf("%d events, want %d", len(events.Data), missed+2)
 	}
-	for deadline := testwait.Deadline(t); len(rcv.ackedIDs()) < len(events.Data); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d missed events arrived", len(rcv.ackedIDs()), len(events.Data))
-		}
-	}
+	testwait.For(t, "every missed event to arrive", func() (bool, string) {
+		n := len(rcv.ackedIDs())
+		return n >= len(events.Data), fmt.Sprintf("%d of %d arrived", n, len(events.Data))
+	})
 	got := rcv.ackedIDs()
 	for _, ev := range events.Data {
 		if got[ev.ID] != 1 {

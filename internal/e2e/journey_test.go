@@ -8,13 +8,13 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
@@ -77,20 +77,19 @@ func newReceiver(t *testing.T, secret string) *receiver {
 // waitFor waits until an event of type typ arrived and returns it.
 func (r *receiver) waitFor(typ string) map[string]any {
 	r.t.Helper()
-	deadline := testwait.Deadline(r.t)
-	for time.Now().Before(deadline) {
+	var found map[string]any
+	testwait.For(r.t, "a "+typ+" webhook", func() (bool, string) {
 		r.mu.Lock()
+		defer r.mu.Unlock()
 		for _, ev := range r.events {
 			if ev["type"] == typ {
-				r.mu.Unlock()
-				return ev
+				found = ev
+				return true, ""
 			}
 		}
-		r.mu.Unlock()
-		time.Sleep(50 * time.Millisecond)
-	}
-	r.t.Fatalf("no %s webhook arrived; got %v", typ, r.events)
-	return nil
+		return false, fmt.Sprintf("%v", r.events)
+	})
+	return found
 }
 
 func createOrgAndClient(t *testing.T, in *flowdtest.Instance, name, prefix string) (org, *http.Client) {

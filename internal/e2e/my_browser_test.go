@@ -3,15 +3,16 @@ package e2e
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/flowd/flowd/internal/browsertest"
 	"github.com/flowd/flowd/internal/testwait"
 )
 
@@ -115,8 +116,8 @@ func TestMyConsentsInABrowser(t *testing.T) {
 	if err != nil || strings.Count(string(jws), ".") != 2 {
 		t.Fatalf("the receipt's download is not a JWS: %q", download)
 	}
-	run(t, ctx, chromedp.Navigate(e.in.URL+"/receipts/verify?lang=en"), chromedp.WaitVisible(`#receipt`, chromedp.ByQuery),
-		chromedp.SetValue(`#receipt`, string(jws), chromedp.ByQuery), chromedp.Click(`form.verify button`, chromedp.ByQuery))
+	browsertest.Navigate(t, ctx, e.in.URL+"/receipts/verify?lang=en")
+	run(t, ctx, chromedp.SetValue(`#receipt`, string(jws), chromedp.ByQuery), chromedp.Click(`form.verify button`, chromedp.ByQuery))
 	waitPage(t, ctx, "This receipt is genuine")
 	if w := myWidth(t, ctx); w > 390 {
 		t.Errorf("a verified receipt is %d px wide on a 390 px screen", w)
@@ -139,13 +140,10 @@ func TestMyConsentsInABrowser(t *testing.T) {
 	if got := e.flow(t, accepted.FlowID).Flow.Consent.Status; got != "Withdrawn" {
 		t.Errorf("the flow is %s after the withdrawal", got)
 	}
-	deadline := testwait.Deadline(t)
-	for !slices.Contains(e.hooks.eventTypes(), "flow.withdrawn") {
-		if time.Now().After(deadline) {
-			t.Fatalf("Acme received %v, no flow.withdrawn", e.hooks.eventTypes())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.For(t, "Acme to receive flow.withdrawn", func() (bool, string) {
+		got := e.hooks.eventTypes()
+		return slices.Contains(got, "flow.withdrawn"), fmt.Sprintf("%v", got)
+	})
 	if slices.Contains(otherHooks.eventTypes(), "flow.withdrawn") {
 		t.Error("the other organization was told of a withdrawal")
 	}
@@ -266,8 +264,9 @@ func TestMyWithdrawalNeedsItsLevelAndTheForm(t *testing.T) {
 
 	// Signed in again at substantial, the consent is listed without its
 	// details, and withdrawing it asks for the stronger eID.
-	run(t, ctx, chromedp.Navigate(e.in.URL+"/my/login?again=1"), chromedp.WaitVisible(`#national_id`, chromedp.ByQuery),
-		chromedp.SendKeys(`#national_id`, rightID, chromedp.ByQuery),
+	browsertest.Navigate(t, ctx, e.in.URL+"/my/login?again=1")
+	browsertest.Await(t, ctx, "the test eID's form", browsertest.Selector("#national_id"))
+	run(t, ctx, chromedp.SetValue(`#national_id`, rightID, chromedp.ByQuery),
 		chromedp.Click(`input[name=level][value=substantial]`, chromedp.ByQuery),
 		chromedp.Click(`form button[type=submit]`, chromedp.ByQuery))
 	p := waitPage(t, ctx, "Every consent request addressed to you")

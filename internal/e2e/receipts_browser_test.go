@@ -3,16 +3,16 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
+	"github.com/flowd/flowd/internal/browsertest"
 	"github.com/flowd/flowd/internal/testwait"
 
 	// jwx is a JOSE library flowd does not sign with: a receipt must verify
@@ -40,21 +40,19 @@ func verifyWithJWKS(ctx context.Context, jwksURL, receipt string) (map[string]an
 func download(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
 	dir := t.TempDir()
-	run(t, ctx, browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllow).WithDownloadPath(dir),
-		chromedp.Click(sel, chromedp.ByQuery))
-	deadline := testwait.Deadline(t)
-	for time.Now().Before(deadline) {
-		files, _ := filepath.Glob(filepath.Join(dir, "*.jwt"))
-		if len(files) == 1 {
-			b, err := os.ReadFile(files[0])
-			if err == nil && len(b) > 0 {
-				return string(b)
+	run(t, ctx, browsertest.AllowDownloads(dir), chromedp.Click(sel, chromedp.ByQuery))
+	var receipt string
+	testwait.For(t, "the browser to save the receipt in "+dir, func() (bool, string) {
+		files, _ := filepath.Glob(filepath.Join(dir, "*"))
+		for _, f := range files {
+			if b, err := os.ReadFile(f); err == nil && len(b) > 0 && strings.HasSuffix(f, ".jwt") {
+				receipt = string(b)
+				return true, ""
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("the browser saved no receipt in %s", dir)
-	return ""
+		return false, fmt.Sprintf("files %v", files)
+	})
+	return receipt
 }
 
 // tamper changes one character of the receipt's claims.
@@ -72,8 +70,8 @@ func tamper(receipt string) string {
 // checkOnVerifyPage pastes receipt on the public page and returns what it says.
 func checkOnVerifyPage(t *testing.T, ctx context.Context, base, receipt string) page {
 	t.Helper()
-	run(t, ctx, chromedp.Navigate(base+"/receipts/verify"), chromedp.WaitVisible(`#receipt`, chromedp.ByQuery),
-		chromedp.SetValue(`#receipt`, receipt, chromedp.ByQuery), chromedp.Click(`form.verify button`, chromedp.ByQuery))
+	browsertest.Navigate(t, ctx, base+"/receipts/verify")
+	run(t, ctx, chromedp.SetValue(`#receipt`, receipt, chromedp.ByQuery), chromedp.Click(`form.verify button`, chromedp.ByQuery))
 	return waitPage(t, ctx, "This receipt is")
 }
 

@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
-	"time"
-
-	"github.com/chromedp/chromedp"
 
 	"github.com/flowd/flowd/internal/browsertest"
 	"github.com/flowd/flowd/internal/flowdtest"
@@ -53,11 +50,10 @@ func TestRecoveryAndRedeliveryInABrowser(t *testing.T) {
 		}
 		return done
 	}
-	for deadline := testwait.Deadline(t); failed() < n; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d deliveries failed", failed(), n)
-		}
-	}
+	testwait.For(t, "every delivery to fail", func() (bool, string) {
+		f := failed()
+		return f >= n, fmt.Sprintf("%d of %d failed", f, n)
+	})
 	rcv.status.Store(http.StatusNoContent)
 	before := rcv.hits.Load()
 
@@ -75,14 +71,13 @@ func TestRecoveryAndRedeliveryInABrowser(t *testing.T) {
 	clickTo(t, b, `form[action="`+page+`/recover"] button[type=submit]`, "notice=recovery_started")
 	wantText(t, b, "are being sent again", "staff:ada@acme.example")
 	// The page reloads itself until the recovery is done.
-	b.Run(chromedp.WaitVisible(`#recoveries .badge.ok`, chromedp.ByQuery))
+	b.Await("the recovery done", browsertest.Selector(`#recoveries .badge.ok`))
 	wantText(t, b, "done", fmt.Sprintf("%d of %d", n, n))
 	b.Screenshot("desktop-02-recovered")
-	for deadline := testwait.Deadline(t); rcv.hits.Load() < before+n; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d deliveries arrived after the recovery, want %d", rcv.hits.Load()-before, n)
-		}
-	}
+	testwait.For(t, "the recovered deliveries", func() (bool, string) {
+		got := rcv.hits.Load() - before
+		return got >= int32(n), fmt.Sprintf("%d of %d arrived", got, n)
+	})
 
 	// One flow's event again, from the flow's page.
 	navigate(t, b, base+"/console/flows/"+flows[0].FlowID)
@@ -90,11 +85,10 @@ func TestRecoveryAndRedeliveryInABrowser(t *testing.T) {
 	b.Screenshot("desktop-03-flow-events")
 	clickTo(t, b, `#events form[action$="/redeliver"] button`, "notice=redelivered")
 	wantText(t, b, "Event flow.created #1 is being sent again")
-	for deadline := testwait.Deadline(t); rcv.hits.Load() < before+n+1; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the redelivered event did not arrive")
-		}
-	}
+	testwait.For(t, "the redelivered event", func() (bool, string) {
+		got := rcv.hits.Load() - before
+		return got >= int32(n+1), fmt.Sprintf("%d deliveries since the recovery began, want %d", got, n+1)
+	})
 	clickTo(t, b, `nav a[href="/console/audit"]`, "/console/audit")
 	wantText(t, b, "webhook_endpoint.recover", "event.redeliver")
 }

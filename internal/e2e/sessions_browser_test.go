@@ -51,7 +51,7 @@ func TestSessionsPageInABrowser(t *testing.T) {
 
 	// The other browser's next page load goes to sign-in, and the password is asked again.
 	navigate(t, there, base+"/console/flows")
-	there.Run(chromedp.WaitVisible("#password", chromedp.ByQuery))
+	there.Await("the sign-in form", browsertest.Selector("#password"))
 	if loc := there.Location(); !strings.Contains(loc, "/idp/login") {
 		t.Fatalf("the ended browser is at %s", loc)
 	}
@@ -66,7 +66,7 @@ func TestSessionsPageInABrowser(t *testing.T) {
 	clickTo(t, here, `form[action="/console/sessions/others/end"] button[type=submit]`, "notice=others_ended")
 	wantText(t, here, "Every other session of yours was ended")
 	navigate(t, there, base+"/console/flows")
-	there.Run(chromedp.WaitVisible("#password", chromedp.ByQuery))
+	there.Await("the sign-in form", browsertest.Selector("#password"))
 
 	// Everyone's sessions: the admin ends all of the viewer's.
 	clickTo(t, here, `a[data-person="vic@acme.example"]`, "/end-all")
@@ -74,7 +74,7 @@ func TestSessionsPageInABrowser(t *testing.T) {
 	clickTo(t, here, `form[action$="/end-all"] button[type=submit]`, "notice=sessions_ended")
 	wantText(t, here, "Every session of vic@acme.example was ended")
 	navigate(t, viewer, base+"/console/flows")
-	viewer.Run(chromedp.WaitVisible("#password", chromedp.ByQuery))
+	viewer.Await("the sign-in form", browsertest.Selector("#password"))
 	navigate(t, here, base+"/console/flows")
 	wantText(t, here, "Sign out")
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -50,17 +50,14 @@ func newCapturingReceiver(t *testing.T) *capturingReceiver {
 // await returns the deliveries once n have arrived.
 func (r *capturingReceiver) await(t *testing.T, n int) []signedDelivery {
 	t.Helper()
-	for deadline := testwait.Deadline(t); ; time.Sleep(20 * time.Millisecond) {
+	var got []signedDelivery
+	testwait.For(t, fmt.Sprintf("%d deliveries", n), func() (bool, string) {
 		r.mu.Lock()
-		got := append([]signedDelivery(nil), r.got...)
+		got = append([]signedDelivery(nil), r.got...)
 		r.mu.Unlock()
-		if len(got) >= n {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d deliveries arrived, want %d", len(got), n)
-		}
-	}
+		return len(got) >= n, fmt.Sprintf("%d arrived", len(got))
+	})
+	return got
 }
 
 // verifyScript checks a Standard Webhooks v1a signature with Node's

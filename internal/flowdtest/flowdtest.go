@@ -29,6 +29,10 @@ const (
 	TestKeyEncryptionKey = "a2V5LWVuY3J5cHRpb24ta2V5LWZvci10ZXN0cy0wMDE="
 	TestSessionKey       = "c2Vzc2lvbi1rZXktZm9yLXRlc3RzLTAwMDAwMDAwMDE="
 	TestDataKey          = "ZGF0YS1rZXktZm9yLXRlc3RzLTAwMDAwMDAwMDAwMDE="
+	// TestPasswordHash is the least argon2id cost flowd accepts for staff
+	// passwords: the production code path at a fifth of the default's cost,
+	// for suites that create and sign in staff by the dozen.
+	TestPasswordHash = "m=19456,t=2,p=1"
 )
 
 // Instance is one running flowd.
@@ -102,6 +106,7 @@ func start(o options, addr string) *Instance {
 		"FLOWD_KEY_ENCRYPTION_KEY":    TestKeyEncryptionKey,
 		"FLOWD_SESSION_KEY":           TestSessionKey,
 		"FLOWD_DATA_KEY":              TestDataKey,
+		"FLOWD_PASSWORD_HASH":         TestPasswordHash,
 		"FLOWD_TEST_EID":              "true",
 		"FLOWD_WEBHOOK_ALLOW_PRIVATE": "true",
 		"FLOWD_LOG_LEVEL":             "debug",

@@ -47,9 +47,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// flowdBinary builds cmd/flowd once per test run, as `make build` would.
+// flowdBinary is the flowd the suite runs as processes of their own: the one
+// FLOWD_TEST_BINARY names (make test builds it before the tests start, so
+// that no test's time goes to compiling), or else cmd/flowd built once per
+// test run, as `make build` would.
 func flowdBinary(t *testing.T) string {
 	t.Helper()
+	if bin := os.Getenv("FLOWD_TEST_BINARY"); bin != "" {
+		return bin
+	}
 	buildOnce.Do(func() {
 		var root []byte
 		root, buildErr = exec.Command("go", "env", "GOMOD").Output()
@@ -80,6 +86,7 @@ func baseEnv(dbURL, addr string) map[string]string {
 		"FLOWD_KEY_ENCRYPTION_KEY":     flowdtest.TestKeyEncryptionKey,
 		"FLOWD_SESSION_KEY":            flowdtest.TestSessionKey,
 		"FLOWD_DATA_KEY":               flowdtest.TestDataKey,
+		"FLOWD_PASSWORD_HASH":          flowdtest.TestPasswordHash,
 		"FLOWD_TEST_EID":               "true",
 		"FLOWD_WEBHOOK_ALLOW_PRIVATE":  "true",
 		"FLOWD_WEBHOOK_TIMEOUT":        "2s",

@@ -32,6 +32,36 @@ var Default = Params{Memory: 64 * 1024, Iterations: 3, Parallelism: 2, SaltLengt
 // almost nothing, so that suites with many logins stay fast.
 var Cheap = Params{Memory: 64, Iterations: 1, Parallelism: 1, SaltLength: 16, KeyLength: 32}
 
+// Minimum is the least cost ParseParams accepts: OWASP's lowest argon2id
+// setting (19 MiB, 2 passes). The settings OWASP lists as its equals trade
+// memory for passes at about the same product, which Minimum bounds too.
+var Minimum = Params{Memory: 19 * 1024, Iterations: 2, Parallelism: 1}
+
+// ParseParams reads argon2id costs written as in a PHC string,
+// "m=65536,t=3,p=2" (memory in KiB, passes, lanes), for operators who tune
+// the cost to their hardware. It refuses costs below Minimum.
+func ParseParams(s string) (Params, error) {
+	p := Params{SaltLength: Default.SaltLength, KeyLength: Default.KeyLength}
+	var extra string
+	if n, _ := fmt.Sscanf(s+" ", "m=%d,t=%d,p=%d %s", &p.Memory, &p.Iterations, &p.Parallelism, &extra); n != 3 {
+		return Params{}, fmt.Errorf("secrethash: %q is not m=<KiB>,t=<passes>,p=<lanes>", s)
+	}
+	if err := p.Validate(); err != nil {
+		return Params{}, err
+	}
+	if p.Memory < 7*1024 || uint64(p.Memory)*uint64(p.Iterations) < uint64(Minimum.Memory)*uint64(Minimum.Iterations) ||
+		p.Memory > 4<<20 || p.Iterations > 100 {
+		return Params{}, fmt.Errorf("secrethash: m=%d,t=%d costs less than OWASP's least (m=%d,t=%d) or more than a server can give",
+			p.Memory, p.Iterations, Minimum.Memory, Minimum.Iterations)
+	}
+	return p, nil
+}
+
+// String writes p's costs as ParseParams reads them.
+func (p Params) String() string {
+	return fmt.Sprintf("m=%d,t=%d,p=%d", p.Memory, p.Iterations, p.Parallelism)
+}
+
 // ErrMalformed is returned by Verify for a stored hash it cannot parse.
 var ErrMalformed = errors.New("secrethash: malformed hash")
 

@@ -60,3 +60,32 @@ func TestHashRefusesUnusableParams(t *testing.T) {
 		t.Fatal("zero parameters accepted")
 	}
 }
+
+func TestParseParams(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want Params
+		ok   bool
+	}{
+		{"m=65536,t=3,p=2", Default, true},
+		{"m=19456,t=2,p=1", Params{Memory: 19456, Iterations: 2, Parallelism: 1, SaltLength: 16, KeyLength: 32}, true},
+		{"m=47104,t=1,p=1", Params{Memory: 47104, Iterations: 1, Parallelism: 1, SaltLength: 16, KeyLength: 32}, true},
+		{"m=19456,t=1,p=1", Params{}, false}, // below OWASP's least
+		{"m=64,t=1,p=1", Params{}, false},
+		{"m=4096,t=100,p=1", Params{}, false}, // too little memory, however many passes
+		{"m=65536,t=3", Params{}, false},
+		{"m=65536,t=3,p=2 extra", Params{}, false},
+		{"m=65536,t=3,p=0", Params{}, false},
+		{"", Params{}, false},
+	}
+	for _, tt := range tests {
+		got, err := ParseParams(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseParams(%q) = %+v, %v; want %+v, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+		if tt.ok && got.String() != tt.in {
+			t.Errorf("%+v.String() = %q, want %q", got, got.String(), tt.in)
+		}
+	}
+}

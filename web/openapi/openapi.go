@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"go.yaml.in/yaml/v3"
@@ -36,7 +37,27 @@ func YAML() []byte { return bytes.Clone(source) }
 // written, with every occurrence of DefaultBaseURL in its strings (servers,
 // token URL, examples, prose) replaced by baseURL.
 func JSON(baseURL string) ([]byte, error) {
-	root, err := tree(baseURL)
+	doc, err := defaultJSON()
+	if err != nil {
+		return nil, err
+	}
+	baseURL = strings.TrimSuffix(baseURL, "/")
+	if baseURL == "" || baseURL == DefaultBaseURL {
+		return bytes.Clone(doc), nil
+	}
+	// Every server and every test instance has a base URL of its own: the
+	// document is written once, and the base URL put in its text, escaped
+	// as the JSON strings that hold it are.
+	quoted, err := json.Marshal(baseURL)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.ReplaceAll(doc, []byte(DefaultBaseURL), quoted[1:len(quoted)-1]), nil
+}
+
+// defaultJSON is the document as JSON with DefaultBaseURL, made once.
+var defaultJSON = sync.OnceValues(func() ([]byte, error) {
+	root, err := tree(DefaultBaseURL)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +71,7 @@ func JSON(baseURL string) ([]byte, error) {
 	}
 	out.WriteByte('\n')
 	return out.Bytes(), nil
-}
+})
 
 // Load parses the document for baseURL with every reference resolved and the
 // source line of each element kept (Origin), so that renderers can list

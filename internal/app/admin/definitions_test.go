@@ -20,7 +20,8 @@ import (
 func TestDefinitionsCommands(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"DATABASE_URL": dbtest.NewURL(t), "FLOWD_KEY_ENCRYPTION_KEY": flowdtest.TestKeyEncryptionKey,
-		"FLOWD_SESSION_KEY": flowdtest.TestSessionKey, "FLOWD_DATA_KEY": flowdtest.TestDataKey}
+		"FLOWD_SESSION_KEY": flowdtest.TestSessionKey, "FLOWD_DATA_KEY": flowdtest.TestDataKey,
+		"FLOWD_PASSWORD_HASH": flowdtest.TestPasswordHash}
 	getenv := func(k string) string { return env[k] }
 	run := func(stdin string, args ...string) (string, error) { return flowdtest.RunCLI(getenv, stdin, args...) }
 	orgOut, err := run("", "orgs", "create", "--name", "Fjord Bank", "--json")
@@ -165,7 +166,8 @@ func TestTheDocsTextHashExample(t *testing.T) {
 	}
 
 	env := map[string]string{"DATABASE_URL": dbtest.NewURL(t), "FLOWD_KEY_ENCRYPTION_KEY": flowdtest.TestKeyEncryptionKey,
-		"FLOWD_SESSION_KEY": flowdtest.TestSessionKey, "FLOWD_DATA_KEY": flowdtest.TestDataKey}
+		"FLOWD_SESSION_KEY": flowdtest.TestSessionKey, "FLOWD_DATA_KEY": flowdtest.TestDataKey,
+		"FLOWD_PASSWORD_HASH": flowdtest.TestPasswordHash}
 	run := func(stdin string, args ...string) (string, error) {
 		return flowdtest.RunCLI(func(k string) string { return env[k] }, stdin, args...)
 	}

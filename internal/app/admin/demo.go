@@ -84,7 +84,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, _ i
 	} else if err != nil {
 		return adminError(err)
 	}
-	accounts, err := staff.NewAccounts(env.pool, env.Orgs, staff.Config{})
+	accounts, err := staff.NewAccounts(env.pool, env.Orgs, staff.Config{PasswordParams: env.cfg.PasswordHash})
 	if err != nil {
 		return err
 	}

@@ -188,7 +188,7 @@ func openStaff(ctx context.Context, getenv func(string) string, stderr io.Writer
 	if err != nil {
 		return nil, nil, err
 	}
-	accounts, err := staff.NewAccounts(env.pool, env.Orgs, staff.Config{})
+	accounts, err := staff.NewAccounts(env.pool, env.Orgs, staff.Config{PasswordParams: env.cfg.PasswordHash})
 	if err != nil {
 		env.pool.Close()
 		return nil, nil, err

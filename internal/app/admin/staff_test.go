@@ -1,11 +1,14 @@
 package admin_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/flowdtest"
@@ -16,7 +19,8 @@ import (
 func TestStaffCommands(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"DATABASE_URL": dbtest.NewURL(t), "FLOWD_KEY_ENCRYPTION_KEY": flowdtest.TestKeyEncryptionKey,
-		"FLOWD_SESSION_KEY": flowdtest.TestSessionKey, "FLOWD_DATA_KEY": flowdtest.TestDataKey}
+		"FLOWD_SESSION_KEY": flowdtest.TestSessionKey, "FLOWD_DATA_KEY": flowdtest.TestDataKey,
+		"FLOWD_PASSWORD_HASH": flowdtest.TestPasswordHash}
 	getenv := func(k string) string { return env[k] }
 	run := func(stdin string, args ...string) (string, error) { return flowdtest.RunCLI(getenv, stdin, args...) }
 	orgOut, err := run("", "orgs", "create", "--name", "Org One", "--json")
@@ -203,6 +207,41 @@ func TestStaffCommandsEndSessions(t *testing.T) {
 	for why, n := range map[string]int{staff.EndedByPasswordReset: 4, staff.EndedByRoleChange: 2, staff.EndedByDisable: 2, staff.EndedByOperator: 2} {
 		if got := strings.Count(audit, ": "+why); got != n {
 			t.Errorf("%d session.end entries for %q, want %d:\n%s", got, why, n, audit)
+		}
+	}
+}
+
+// TestStaffPasswordsTakeTheConfiguredCost: FLOWD_PASSWORD_HASH sets the
+// argon2id cost of the passwords staff create stores, and without it the
+// default's.
+func TestStaffPasswordsTakeTheConfiguredCost(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ setting, want string }{
+		{"", "$argon2id$v=19$m=65536,t=3,p=2$"},
+		{"m=19456,t=2,p=1", "$argon2id$v=19$m=19456,t=2,p=1$"},
+	} {
+		url := dbtest.NewURL(t)
+		env := map[string]string{"DATABASE_URL": url, "FLOWD_KEY_ENCRYPTION_KEY": flowdtest.TestKeyEncryptionKey,
+			"FLOWD_SESSION_KEY": flowdtest.TestSessionKey, "FLOWD_DATA_KEY": flowdtest.TestDataKey, "FLOWD_PASSWORD_HASH": tt.setting}
+		getenv := func(k string) string { return env[k] }
+		out, err := flowdtest.RunCLI(getenv, "", "orgs", "create", "--name", "Org One", "--json")
+		var org struct{ ID string }
+		if err != nil || json.Unmarshal([]byte(out), &org) != nil {
+			t.Fatalf("orgs create: %q %v", out, err)
+		}
+		if _, err := flowdtest.RunCLI(getenv, "a long enough password\n", "staff", "create", "--org", org.ID,
+			"--username", "ada", "--role", "admin", "--password-stdin"); err != nil {
+			t.Fatal(err)
+		}
+		conn, err := pgx.Connect(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hash string
+		err = conn.QueryRow(context.Background(), `select password_hash from staff_accounts where username = 'ada'`).Scan(&hash)
+		conn.Close(context.Background())
+		if err != nil || !strings.HasPrefix(hash, tt.want) {
+			t.Errorf("FLOWD_PASSWORD_HASH=%q stored %.40q (%v), want a hash starting %s", tt.setting, hash, err, tt.want)
 		}
 	}
 }
