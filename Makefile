@@ -1,7 +1,7 @@
 # flowd — see README.md. The two commands: `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test test-citus build generate lint lint-helm deps bench test-reliability fuzz docker clean
+.PHONY: run test screenshots test-citus build generate lint lint-helm deps bench test-reliability fuzz docker clean
 
 ## run: start flowd with a local PostgreSQL in .data (when DATABASE_URL is unset)
 run:
@@ -10,6 +10,11 @@ run:
 ## test: run every test against a throwaway PostgreSQL, with the race detector
 test:
 	scripts/test.sh
+
+## screenshots: the browser tests, saving a full-page screenshot of each page they visit under
+## testdata-output/ for people to review (make test takes none: they assert nothing)
+screenshots:
+	FLOWD_TEST_SCREENSHOTS=1 scripts/test.sh ./internal/e2e/...
 
 ## test-citus: the flows, consent, webhooks, API and migration suites, and several instances on one
 ## database, against a throwaway three-node Citus cluster, the tenant tables distributed
