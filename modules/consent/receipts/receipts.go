@@ -92,8 +92,9 @@ func (r Receipt) Parties() (organization, recipient string) {
 // identity module, whose JWKS publishes those keys.
 type Signer interface {
 	// SignReceiptTx signs claims as a compact JWS with the receipt key that
-	// signs now, reading it through tx if it must.
-	SignReceiptTx(ctx context.Context, tx database.Tx, claims []byte) (string, error)
+	// signs now, under the JOSE typ header typ, reading the key through tx
+	// if it must.
+	SignReceiptTx(ctx context.Context, tx database.Tx, typ string, claims []byte) (string, error)
 	// ReceiptKeys returns the public keys of every receipt that may still be
 	// checked.
 	ReceiptKeys(ctx context.Context) (jose.JSONWebKeySet, error)
@@ -105,7 +106,8 @@ type OrganizationNames interface {
 	OrganizationName(ctx context.Context, organizationID string) (string, error)
 }
 
-// Type is the typ header of every receipt.
+// Type is the JOSE typ header of every consent receipt (an erasure
+// receipt's is another).
 const Type = "consent-receipt+jwt"
 
 // maxReceipt bounds what Verify reads: a receipt is about a kilobyte.
@@ -190,9 +192,11 @@ type Checker interface {
 	// Verify checks that jws is a receipt flowd signed, against the
 	// receipt keys it publishes. An *InvalidError says why not.
 	Verify(ctx context.Context, jws string) (Verified, error)
-	// SubjectMatches reports whether nationalID is the person r was issued
-	// for. Only r's own organization may ask: the caller checks that.
-	SubjectMatches(ctx context.Context, r Receipt, nationalID string) (bool, error)
+	// SubjectMatches reports whether nationalID is the person whom subject
+	// names in organizationID's receipts, consent and erasure receipts
+	// alike. Only the receipt's own organization may ask: the caller
+	// checks that.
+	SubjectMatches(ctx context.Context, organizationID, subject, nationalID string) (bool, error)
 }
 
 // Service signs the receipts of the journey's decisions and of
@@ -285,7 +289,7 @@ func (s *Service) SignTx(ctx context.Context, tx database.Tx, in Facts) (flows.S
 	if err != nil {
 		return flows.SignedReceipt{}, err
 	}
-	jws, err := s.signer.SignReceiptTx(ctx, tx, claims)
+	jws, err := s.signer.SignReceiptTx(ctx, tx, Type, claims)
 	if err != nil {
 		return flows.SignedReceipt{}, err
 	}
@@ -349,8 +353,8 @@ func (s *Service) remember(sum [sha256.Size]byte, gen int, v Verified) {
 }
 
 // SubjectMatches implements Checker.
-func (s *Service) SubjectMatches(ctx context.Context, r Receipt, nationalID string) (bool, error) {
-	salt, err := s.salt(ctx, r.OrganizationID)
+func (s *Service) SubjectMatches(ctx context.Context, organizationID, subject, nationalID string) (bool, error) {
+	salt, err := s.salt(ctx, organizationID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -358,7 +362,7 @@ func (s *Service) SubjectMatches(ctx context.Context, r Receipt, nationalID stri
 		return false, err
 	}
 	want := subjectHash(salt, nationalID)
-	return hmac.Equal([]byte(want), []byte(r.Subject)), nil
+	return hmac.Equal([]byte(want), []byte(subject)), nil
 }
 
 // subjectHash is a receipt's subject: HMAC-SHA-256 under the

@@ -155,6 +155,8 @@ type APIEnv struct {
 	Proxy   *dbtest.Proxy // cuts the database away
 	// ReceiptKeys signs the flows' receipts; its JWKS is what /oauth/jwks serves.
 	ReceiptKeys *identitytest.Identity
+	// Receipts signs and checks consent receipts as the server does.
+	Receipts *receipts.Service
 	// Hooks is the webhooks module WithWebhooks runs; nil without it.
 	Hooks *webhooks.Module
 }
@@ -264,7 +266,8 @@ func NewAPI(t testing.TB, opts ...EnvOption) *APIEnv {
 	srv := NewServer(t, d)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	return &APIEnv{URL: hs.URL, Srv: srv, Pool: pool, Flows: m, Journey: journey, Events: events, Proxy: proxy, ReceiptKeys: receiptKeys, Hooks: hooks}
+	return &APIEnv{URL: hs.URL, Srv: srv, Pool: pool, Flows: m, Journey: journey, Events: events, Proxy: proxy, ReceiptKeys: receiptKeys,
+		Receipts: receiptService, Hooks: hooks}
 }
 
 // Response is what Call returns.
