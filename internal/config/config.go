@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	// The zone database is built in, so that FLOWD_PERSON_TIME_ZONE works
+	// on an image without one.
+	_ "time/tzdata"
 
 	"github.com/flowd/flowd/modules/consent"
 )
@@ -102,6 +105,9 @@ type Config struct {
 	ReceiptKeyRetention time.Duration
 	// EventRetention is how long events stay in the events API.
 	EventRetention time.Duration
+	// PersonTimeZone is the time zone the person's pages write dates in
+	// and count days in (FLOWD_PERSON_TIME_ZONE).
+	PersonTimeZone *time.Location
 
 	// Console relying party; empty issuer means the built-in provider.
 	ConsoleOIDCIssuer       string
@@ -180,6 +186,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		ConsentACRMap:           r.acrMap("FLOWD_CONSENT_ACR_MAP"),
 		ReceiptKeyRetention:     r.duration("FLOWD_RECEIPT_KEY_RETENTION", 10*365*24*time.Hour),
 		EventRetention:          r.duration("FLOWD_EVENT_RETENTION", 30*24*time.Hour),
+		PersonTimeZone:          r.location("FLOWD_PERSON_TIME_ZONE", time.UTC),
 
 		ConsoleOIDCIssuer:       r.str("FLOWD_CONSOLE_OIDC_ISSUER", ""),
 		ConsoleOIDCClientID:     r.str("FLOWD_CONSOLE_OIDC_CLIENT_ID", ""),
@@ -276,6 +283,20 @@ func (r *reader) duration(name string, def time.Duration) time.Duration {
 		r.fail(name, "must be a positive duration such as 30s, 15m, 24h or 30d, not %q", v)
 	}
 	return d
+}
+
+// location reads an IANA time zone name such as Europe/Oslo.
+func (r *reader) location(name string, def *time.Location) *time.Location {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	loc, err := time.LoadLocation(v)
+	if err != nil || strings.EqualFold(v, "local") {
+		r.fail(name, "must be a time zone name such as Europe/Oslo or UTC, not %q", v)
+		return def
+	}
+	return loc
 }
 
 // durationOrZero reads a duration that may also be 0, which turns off what

@@ -338,10 +338,18 @@ func (s *JourneyService) MyReferenceAt(ctx context.Context, p Proof, organizatio
 	return ref, err
 }
 
-// DaysLeft is how many whole days from now until t, at least 0.
-func DaysLeft(t, now time.Time) int {
+// DaysLeft is how many days from now until t as a reader of the two dates
+// in loc counts them: the calendar days from today's date to t's, whatever
+// the hours of either and however long daylight saving makes the days
+// between, so that "7 March" read on 7 December is 90 days away. It is 0
+// once t's date has come or t has passed.
+func DaysLeft(t, now time.Time, loc *time.Location) int {
 	if !t.After(now) {
 		return 0
 	}
-	return int(t.Sub(now) / (24 * time.Hour))
+	midnight := func(x time.Time) time.Time {
+		x = x.In(loc)
+		return time.Date(x.Year(), x.Month(), x.Day(), 0, 0, 0, 0, time.UTC)
+	}
+	return int(midnight(t).Sub(midnight(now)) / (24 * time.Hour))
 }

@@ -215,20 +215,23 @@ func myConsentCard(f pages.MyFrame, m consent.MyConsent, now time.Time) pages.My
 		Status: myStatus(f.M, m), ConsentURL: m.ConsentURL}
 	if m.Status == flows.Accepted || m.Status == flows.Withdrawn || m.Status == flows.Expired {
 		if m.DecidedAt != nil {
-			card.Given = i18n.FormatDate(f.Lang, *m.DecidedAt)
+			card.Given = f.Date(*m.DecidedAt)
 		}
 		if m.ValidUntil != nil {
-			card.ValidUntil = i18n.FormatDate(f.Lang, *m.ValidUntil)
+			card.ValidUntil = f.Date(*m.ValidUntil)
 			if m.Status == flows.Accepted {
-				if days := consent.DaysLeft(*m.ValidUntil, now); days > 0 {
-					card.ExpiresIn = fmt.Sprintf(f.M.ExpiresIn, days)
-				} else {
+				switch days := consent.DaysLeft(*m.ValidUntil, now, f.Location()); days {
+				case 0:
 					card.ExpiresIn = f.M.ExpiresToday
+				case 1:
+					card.ExpiresIn = f.M.ExpiresTomorrow
+				default:
+					card.ExpiresIn = fmt.Sprintf(f.M.ExpiresIn, days)
 				}
 			}
 		}
 		if m.LastUsedAt != nil {
-			card.LastUsed = i18n.FormatDate(f.Lang, *m.LastUsedAt)
+			card.LastUsed = f.Date(*m.LastUsedAt)
 		}
 		if m.Expiring && m.Status == flows.Accepted {
 			card.Expiring = f.M.Expiring
@@ -238,7 +241,7 @@ func myConsentCard(f pages.MyFrame, m consent.MyConsent, now time.Time) pages.My
 		card.WithdrawURL = "/my/" + url.PathEscape(m.FlowID) + "/withdraw"
 	}
 	for _, step := range m.History {
-		card.History = append(card.History, pages.MyHappening{When: i18n.FormatDate(f.Lang, step.At), What: myHappening(f.M, step)})
+		card.History = append(card.History, pages.MyHappening{When: f.Date(step.At), What: myHappening(f.M, step)})
 	}
 	for _, r := range m.Receipts {
 		card.Receipts = append(card.Receipts, receiptCard(f.ConsentFrame, r.Receipt, r.JWS))
