@@ -51,9 +51,9 @@ type Config struct {
 	AccessTTL, RefreshTTL time.Duration
 
 	// AddressFailureLimit is how many costly client authentications (argon2id
-	// of a secret without a MAC, a fetch of a jwks_uri) one address may fail
-	// within FailureWindow before further costly ones answer 429; zero means
-	// 30 and a minute.
+	// of a secret without a MAC, a fetch of a jwks_uri) of one client one
+	// address may fail within FailureWindow before further costly ones of
+	// that client from there answer 429; zero means 30 and a minute.
 	AddressFailureLimit int
 	FailureWindow       time.Duration
 
