@@ -16,6 +16,7 @@ import (
 	_ "time/tzdata"
 
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // Config holds every setting of flowd.
@@ -168,7 +169,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		OIDCAudience:      r.list("FLOWD_OIDC_AUDIENCE"),
 		OrgClaim:          r.str("FLOWD_ORG_CLAIM", "org_id"),
 		TestEID:           r.boolean("FLOWD_TEST_EID", false),
-		NationalIDFormat:  r.oneOf("FLOWD_NATIONAL_ID_FORMAT", "generic", "generic", "no", "se"),
+		NationalIDFormat:  r.oneOf("FLOWD_NATIONAL_ID_FORMAT", nationalid.FormatGeneric, nationalid.Formats...),
 		AllowInsecureURLs: r.boolean("FLOWD_ALLOW_INSECURE_URLS", false),
 		ClientJWKSHosts:   r.hosts("FLOWD_CLIENT_JWKS_HOSTS"),
 		DPoPNonce:         r.oneOf("FLOWD_DPOP_NONCE", "off", "off", "required"),
@@ -228,6 +229,17 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 type Need struct {
 	Database bool
 	Secrets  bool
+}
+
+// NationalIDs is the national id format FLOWD_NATIONAL_ID_FORMAT names,
+// reading Swedish numbers against now (the system clock when nil); the
+// generic format when the setting names none.
+func (c *Config) NationalIDs(now func() time.Time) nationalid.Format {
+	f, err := nationalid.New(c.NationalIDFormat, now)
+	if err != nil {
+		return nationalid.Format{}
+	}
+	return f
 }
 
 // reader collects the first problem so that start-up reports exactly one line.

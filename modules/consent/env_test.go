@@ -130,7 +130,7 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, ttl time.Duration) *journeyEnv {
 	}
 	receiptService := receipts.New(pool, signing, orgs{}, "https://flowd.example")
 	m := flows.New(pool, sealer, requests, defs, orgs{}, tableEvents{}, log, prometheus.NewRegistry(),
-		flows.Config{NationalIDFormat: nationalid.FormatGeneric, ConsentTTL: ttl, PersonIndex: nationalid.NewBlindIndex(key),
+		flows.Config{ConsentTTL: ttl, PersonIndex: nationalid.NewBlindIndex(key, nationalid.Format{}),
 			// Every acceptance is within the notice: mine_test asks for it.
 			ExpiringNotice: 100 * 365 * 24 * time.Hour})
 	j := consent.NewJourney(pool, requests, m, defs, receiptService, orgs{}, tableAudit{}, consent.DefaultACRMap, log)

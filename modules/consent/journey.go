@@ -14,7 +14,6 @@ import (
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // ErrNotProven means a decision came without a proven identity while proof
@@ -85,14 +84,14 @@ type Request struct {
 	DecidedAt  *time.Time
 	ValidUntil *time.Time
 
-	nationalID string
+	// person is the canonical form of the flow's national id.
+	person string
 }
 
-// Matches reports, in constant time, whether provenNationalID is the
-// national id the request is for.
-func (r Request) Matches(provenNationalID string) bool {
-	a, b := nationalid.Normalize(r.nationalID), nationalid.Normalize(provenNationalID)
-	return len(a) > 0 && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+// matches reports, in constant time, whether provenPerson, the canonical
+// form of a proven national id, is the person the request is for.
+func (r Request) matches(provenPerson string) bool {
+	return len(r.person) > 0 && subtle.ConstantTimeCompare([]byte(r.person), []byte(provenPerson)) == 1
 }
 
 // Proof is who the eID proved the individual to be.
@@ -206,6 +205,10 @@ type Flows interface {
 	// organization, newest first, found by their blind index, for the
 	// person's own page alone.
 	FlowsOfPerson(ctx context.Context, nationalID string) ([]flows.Flow, error)
+	// CanonicalNationalID returns the canonical form of a national id, in
+	// which flows compares people (flows.Flow.Person), or an error when it
+	// is no number of the configured format.
+	CanonicalNationalID(nationalID string) (string, error)
 }
 
 // Texts gives consent the definition version a flow pinned, read in
@@ -366,7 +369,7 @@ func (s *JourneyService) proveTx(ctx context.Context, tx database.Tx, f flows.Fl
 	if p.NationalID == "" {
 		return "", ErrNotProven
 	}
-	req := Request{FlowID: f.ID, OrganizationID: f.OrganizationID, ReferenceID: f.ReferenceID, nationalID: f.NationalID}
+	req := Request{FlowID: f.ID, OrganizationID: f.OrganizationID, ReferenceID: f.ReferenceID, person: f.Person}
 	matched, err := s.checkPersonTx(ctx, tx, req, p.NationalID)
 	if err == nil && !matched {
 		err = ErrWrongPerson
@@ -508,12 +511,14 @@ func (s *JourneyService) CheckPerson(ctx context.Context, req Request, provenNat
 }
 
 // checkPersonTx reports whether provenNationalID is the person req is for,
-// comparing in constant time, and records the outcome in tx: the first
+// comparing their canonical forms in constant time (an id that is no number
+// of the format is nobody's), and records the outcome in tx: the first
 // proof on the request, or a mismatch in the organization's audit log. A
 // mismatch is also a warning in the log, naming the flow and never a
 // national id: the trail of someone signing in to another person's request.
 func (s *JourneyService) checkPersonTx(ctx context.Context, tx database.Tx, req Request, provenNationalID string) (bool, error) {
-	if req.Matches(provenNationalID) {
+	proven, err := s.flows.CanonicalNationalID(provenNationalID)
+	if err == nil && req.matches(proven) {
 		return true, s.links.MarkIdentityProvenTx(ctx, tx, FlowRef{OrganizationID: req.OrganizationID, FlowID: req.FlowID})
 	}
 	s.log.WarnContext(ctx, "consent identity mismatch", "event", "consent.identity_mismatch",
@@ -531,7 +536,7 @@ func (s *JourneyService) request(f flows.Flow, text Version) Request {
 		FlowID: f.ID, OrganizationID: f.OrganizationID, ReferenceID: f.ReferenceID,
 		ReferenceName: f.ReferenceName, MaskedNationalID: MaskNationalID(f.NationalID), NationalIDEnd: idEnd(f.NationalID),
 		ExpiresAt: f.ExpiresAt, Status: f.ConsentStatus, DecidedAt: f.DecidedAt, ValidUntil: f.Evidence.ValidUntil,
-		Closure: closure(f, time.Now()), RedirectURL: f.RedirectURL, nationalID: f.NationalID,
+		Closure: closure(f, time.Now()), RedirectURL: f.RedirectURL, person: f.Person,
 	}
 }
 

@@ -97,8 +97,12 @@ func (h *Handler) HandleReceiptSubject(c echo.Context) error {
 		return err
 	}
 	var problems apperr.Fields
-	if strings.TrimSpace(req.NationalID) == "" || len(req.NationalID) > 64 {
+	person, err := h.flows.CanonicalNationalID(strings.TrimSpace(req.NationalID))
+	switch {
+	case strings.TrimSpace(req.NationalID) == "" || len(req.NationalID) > 64:
 		problems.Add("nationalId", "is required: the national id to check, at most 64 characters")
+	case err != nil:
+		problems.Add("nationalId", "%s", err.Error())
 	}
 	organizationID, subject, reason, err := h.receiptSubject(c.Request().Context(), req.Receipt)
 	switch {
@@ -112,7 +116,7 @@ func (h *Handler) HandleReceiptSubject(c echo.Context) error {
 	if err := problems.Err(); err != nil {
 		return err
 	}
-	matches, err := h.receipts.SubjectMatches(c.Request().Context(), organizationID, subject, req.NationalID)
+	matches, err := h.receipts.SubjectMatches(c.Request().Context(), organizationID, subject, person)
 	if err != nil {
 		return err
 	}

@@ -25,8 +25,9 @@ func runFlowsReindex(ctx context.Context, args []string, getenv func(string) str
 		return err
 	}
 	defer job.close()
-	index := nationalid.NewBlindIndex(job.env.cfg.KeyEncryptionKey)
-	r := rekey.NewReindexer(job.env.pool, job.sealer, index)
+	format := job.env.cfg.NationalIDs(nil)
+	index := nationalid.NewBlindIndex(job.env.cfg.KeyEncryptionKey, format)
+	r := rekey.NewReindexer(job.env.pool, job.sealer, index, format)
 	done, err := job.run(ctx, stdout, r.Remaining, r.ReindexBatch,
 		"%d people's keys and older flows to index under key version "+index.Version()+"\n", "indexed %d of %d\n")
 	if err != nil || job.asJSON {
@@ -49,7 +50,8 @@ func runFlowsRekey(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	defer job.close()
-	r := rekey.NewRekeyer(job.env.pool, job.sealer, nationalid.NewBlindIndex(job.env.cfg.KeyEncryptionKey))
+	format := job.env.cfg.NationalIDs(nil)
+	r := rekey.NewRekeyer(job.env.pool, job.sealer, nationalid.NewBlindIndex(job.env.cfg.KeyEncryptionKey, format), format)
 	done, err := job.run(ctx, stdout, r.Remaining, r.RekeyBatch,
 		"%d flows to move under per-person keys\n", "moved %d of %d flows\n")
 	if err != nil || job.asJSON {

@@ -25,7 +25,6 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // Receipt is what a consent receipt states: the claims of the JWS flowd
@@ -192,11 +191,11 @@ type Checker interface {
 	// Verify checks that jws is a receipt flowd signed, against the
 	// receipt keys it publishes. An *InvalidError says why not.
 	Verify(ctx context.Context, jws string) (Verified, error)
-	// SubjectMatches reports whether nationalID is the person whom subject
-	// names in organizationID's receipts, consent and erasure receipts
-	// alike. Only the receipt's own organization may ask: the caller
-	// checks that.
-	SubjectMatches(ctx context.Context, organizationID, subject, nationalID string) (bool, error)
+	// SubjectMatches reports whether person, a national id in its
+	// canonical form, is whom subject names in organizationID's receipts,
+	// consent and erasure receipts alike. Only the receipt's own
+	// organization may ask: the caller checks that.
+	SubjectMatches(ctx context.Context, organizationID, subject, person string) (bool, error)
 }
 
 // Service signs the receipts of the journey's decisions and of
@@ -274,7 +273,7 @@ func (s *Service) SignTx(ctx context.Context, tx database.Tx, in Facts) (flows.S
 		Recipient: in.Recipient,
 		Definition: Definition{ID: f.FlowDefinitionID, Version: f.FlowDefinitionVersion,
 			TextSHA256: hex.EncodeToString(in.Evidence.TextSHA256), Language: in.Evidence.Language},
-		Decision: in.Decision, Subject: subjectHash(salt, f.NationalID), Previous: in.Previous,
+		Decision: in.Decision, Subject: subjectHash(salt, f.Person), Previous: in.Previous,
 	}
 	if in.Decision == flows.DecisionWithdrawn {
 		r.WithdrawnBy = in.WithdrawnBy
@@ -353,7 +352,7 @@ func (s *Service) remember(sum [sha256.Size]byte, gen int, v Verified) {
 }
 
 // SubjectMatches implements Checker.
-func (s *Service) SubjectMatches(ctx context.Context, organizationID, subject, nationalID string) (bool, error) {
+func (s *Service) SubjectMatches(ctx context.Context, organizationID, subject, person string) (bool, error) {
 	salt, err := s.salt(ctx, organizationID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
@@ -361,15 +360,16 @@ func (s *Service) SubjectMatches(ctx context.Context, organizationID, subject, n
 	if err != nil {
 		return false, err
 	}
-	want := subjectHash(salt, nationalID)
+	want := subjectHash(salt, person)
 	return hmac.Equal([]byte(want), []byte(subject)), nil
 }
 
 // subjectHash is a receipt's subject: HMAC-SHA-256 under the
-// organization's salt of the national id as the journey compares it.
-func subjectHash(salt []byte, nationalID string) string {
+// organization's salt of the person's national id in its canonical form,
+// as the journey compares it.
+func subjectHash(salt []byte, person string) string {
 	mac := hmac.New(sha256.New, salt)
-	mac.Write([]byte(nationalid.Normalize(nationalID)))
+	mac.Write([]byte(person))
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 

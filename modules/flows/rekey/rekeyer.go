@@ -22,13 +22,15 @@ type Rekeyer struct {
 	pool   *pgxpool.Pool
 	sealer *pii.Sealer
 	index  *nationalid.BlindIndex
+	format nationalid.Format
 	cursor store.IndexCursor
 }
 
 // NewRekeyer returns the rekeyer of the flows in pool, opening and sealing
-// with sealer and indexing the new subject keys with index (nil: none).
-func NewRekeyer(pool *pgxpool.Pool, sealer *pii.Sealer, index *nationalid.BlindIndex) *Rekeyer {
-	return &Rekeyer{pool: pool, sealer: sealer, index: index}
+// with sealer, telling people apart by the canonical forms of format and
+// indexing the new subject keys with index (nil: none).
+func NewRekeyer(pool *pgxpool.Pool, sealer *pii.Sealer, index *nationalid.BlindIndex, format nationalid.Format) *Rekeyer {
+	return &Rekeyer{pool: pool, sealer: sealer, index: index, format: format}
 }
 
 // Remaining counts the flows still sealed under a data key.
@@ -65,18 +67,19 @@ func (r *Rekeyer) RekeyBatch(ctx context.Context, limit int) (int, error) {
 			if err != nil {
 				return fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
 			}
-			name := f.OrganizationID + "\x00" + nationalid.Normalize(nationalID)
-			open[i] = opened{nationalID, lastName, name}
+			canonical, _ := r.format.OfKept(nationalID, f.CreatedAt)
+			name := f.OrganizationID + "\x00" + canonical
+			open[i] = opened{r.format.Rekeep(nationalID, f.CreatedAt), lastName, name}
 			if _, ok := at[name]; !ok {
-				made, row, err := subjectkey.New(r.sealer, r.index, f.OrganizationID, nationalID)
+				made, row, err := subjectkey.New(r.sealer, r.index, f.OrganizationID, canonical)
 				if err != nil {
 					return err
 				}
 				at[name] = len(people)
-				people = append(people, person{made: made, row: row, subjects: subjectkey.Subjects(r.sealer, f.OrganizationID, nationalID)})
+				people = append(people, person{made: made, row: row, subjects: subjectkey.Subjects(r.sealer, f.OrganizationID, canonical)})
 			}
 		}
-		keys, err := r.keysTx(ctx, tx, people)
+		keys, err := keysTx(ctx, tx, r.sealer, people)
 		if err != nil {
 			return err
 		}
@@ -107,7 +110,7 @@ type person struct {
 
 // keysTx finds or makes, in tx, the subject key of each person, in one
 // round trip (and one more for each whose key a concurrent insert made).
-func (r *Rekeyer) keysTx(ctx context.Context, tx pgx.Tx, people []person) ([]subjectkey.Key, error) {
+func keysTx(ctx context.Context, tx pgx.Tx, sealer *pii.Sealer, people []person) ([]subjectkey.Key, error) {
 	rows := make([]store.SubjectKey, len(people))
 	subjects := make([][][]byte, len(people))
 	for i, p := range people {
@@ -128,7 +131,7 @@ func (r *Rekeyer) keysTx(ctx context.Context, tx pgx.Tx, people []person) ([]sub
 			out[i] = p.made
 			continue
 		}
-		if out[i], _, err = subjectkey.OpenRow(r.sealer, stored[i]); err != nil {
+		if out[i], _, err = subjectkey.OpenRow(sealer, stored[i]); err != nil {
 			return nil, err
 		}
 	}
