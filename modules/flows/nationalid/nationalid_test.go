@@ -75,22 +75,22 @@ func checkTable(t *testing.T, f Format, valid map[string]string, invalid []strin
 func TestNorwegianNationalIDs(t *testing.T) {
 	t.Parallel()
 	checkTable(t, formatAt(t, FormatNorway, testNow), map[string]string{
-		"01017010170":  "01017010170", // fødselsnummer, 1970
-		"010170 10170": "01017010170",
-		"31129910065":  "31129910065",
-		"15080510044":  "15080510044", // 1905
-		"41017010083":  "41017010083", // D-number: day + 40
+		"01017010170":          "01017010170", // fødselsnummer, 1970
+		"010170 10170":         "01017010170",
+		"31129910065":          "31129910065",
+		"15080510044":          "15080510044",          // 1905
+		"41017010083":          "41017010083",          // D-number: day + 40
 		withMod11("014170100"): withMod11("014170100"), // H-number: month + 40
 	}, []string{
-		"01017010171",  // second check digit wrong
-		"01017010160",  // first check digit wrong
-		"0101701017",   // 10 digits
-		"010170101700", // 12 digits
-		"0101701017a",  // a letter
-		"01137010170",  // month 13
-		"00017010170",  // day 0
-		"32017010170",  // day 32
-		"010170-10170", // separator
+		"01017010171",          // second check digit wrong
+		"01017010160",          // first check digit wrong
+		"0101701017",           // 10 digits
+		"010170101700",         // 12 digits
+		"0101701017a",          // a letter
+		"01137010170",          // month 13
+		"00017010170",          // day 0
+		"32017010170",          // day 32
+		"010170-10170",         // separator
 		withMod11("300270101"), // 30 February
 		withMod11("010145750"), // individual number 750 in 1945: never allotted
 		withMod11("010130500"), // individual number 500 with year 30: 2030 is to come
@@ -103,25 +103,25 @@ func TestSwedishNationalIDs(t *testing.T) {
 	t.Parallel()
 	f := formatAt(t, FormatSweden, testNow)
 	checkTable(t, f, map[string]string{
-		"811228-9874":   "198112289874", // 10 digits with '-'
-		"198112289874":  "198112289874", // 12 digits
-		"19811228-9874": "198112289874", // 12 digits with '-'
-		"121212-1212":   "201212121212", // born 2012: under 100
-		"121212+1212":   "191212121212", // born 1912: 100 or older
-		"201212121212":  "201212121212",
-		"19121212+1212": "191212121212",
-		"701063-2342":   "197010632342", // samordningsnummer: day + 60
+		"811228-9874":          "198112289874", // 10 digits with '-'
+		"198112289874":         "198112289874", // 12 digits
+		"19811228-9874":        "198112289874", // 12 digits with '-'
+		"121212-1212":          "201212121212", // born 2012: under 100
+		"121212+1212":          "191212121212", // born 1912: 100 or older
+		"201212121212":         "201212121212",
+		"19121212+1212":        "191212121212",
+		"701063-2342":          "197010632342",                                             // samordningsnummer: day + 60
 		withLuhn("260101+000"): "19" + strings.ReplaceAll(withLuhn("260101+000"), "+", ""), // turns 100 this year: '+' from the year of the birthday
 	}, []string{
-		"8112289874",    // 10 digits without sign: no century
-		"811228-9873",   // Luhn digit wrong
-		"811328-9874",   // month 13 (and the digit no longer matches)
-		"811200-9870",   // day 0
-		"81122-89874",   // separator in the wrong place
-		"811228_9874",   // another separator
-		"17811228-9874", // century 17
-		"81122898741",   // 11 digits
-		"20121212+1212", // '+' for someone born in 2012
+		"8112289874",           // 10 digits without sign: no century
+		"811228-9873",          // Luhn digit wrong
+		"811328-9874",          // month 13 (and the digit no longer matches)
+		"811200-9870",          // day 0
+		"81122-89874",          // separator in the wrong place
+		"811228_9874",          // another separator
+		"17811228-9874",        // century 17
+		"81122898741",          // 11 digits
+		"20121212+1212",        // '+' for someone born in 2012
 		withLuhn("260601-000"), // born 1 June 2026: to come
 		"abcdefghij",
 		"",
@@ -158,17 +158,17 @@ func TestDanishNationalIDs(t *testing.T) {
 func TestFinnishNationalIDs(t *testing.T) {
 	t.Parallel()
 	checkTable(t, formatAt(t, FormatFinland, testNow), map[string]string{
-		"131052-308T": "131052-308T", // 1952
-		"131052-308t": "131052-308T",
-		"131052Y308T": "131052Y308T", // a 2023 sign of the 1900s: another person
-		"010594Y9032": "010594Y9032",
-		"010594Y9021": "010594Y9021",
+		"131052-308T":           "131052-308T", // 1952
+		"131052-308t":           "131052-308T",
+		"131052Y308T":           "131052Y308T", // a 2023 sign of the 1900s: another person
+		"010594Y9032":           "010594Y9032",
+		"010594Y9021":           "010594Y9021",
 		withMod31("020300A011"): withMod31("020300A011"), // 2000
 		withMod31("020300E011"): withMod31("020300E011"), // a 2023 sign of the 2000s
 		withMod31("010101+002"): withMod31("010101+002"), // 1801
 	}, []string{
-		"131052-308U", // check character wrong
-		"131052Z308T", // no century sign
+		"131052-308U",           // check character wrong
+		"131052Z308T",           // no century sign
 		withMod31("131052-000"), // individual number 000
 		withMod31("310252-308"), // 31 February
 		withMod31("010130A002"), // 2030, to come
