@@ -15,8 +15,10 @@ import (
 
 // runFlowsReindex handles "flowd flows reindex": it fills in the blind index
 // of every person's key, and of every flow not yet under one, made before
-// flows had an index or indexed under a previous FLOWD_KEY_ENCRYPTION_KEY,
-// printing its progress after each batch. Each batch commits on its own, so
+// flows had an index, indexed under a previous FLOWD_KEY_ENCRYPTION_KEY or
+// under an earlier reading of the national id format (moving the flows of a
+// key two people shared under their own), printing its progress after each
+// batch. Each batch commits on its own, so
 // the command is idempotent and resumable: run it again after an
 // interruption and it finds only what is left.
 func runFlowsReindex(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
