@@ -55,11 +55,11 @@ func runFlowsRekey(ctx context.Context, args []string, getenv func(string) strin
 	format := job.env.cfg.NationalIDs(nil)
 	r := rekey.NewRekeyer(job.env.pool, job.sealer, nationalid.NewBlindIndex(job.env.cfg.KeyEncryptionKey, format), format)
 	done, err := job.run(ctx, stdout, r.Remaining, r.RekeyBatch,
-		"%d flows to move under per-person keys\n", "moved %d of %d flows\n")
+		"%d flows and uses to move under per-person keys\n", "moved %d of %d flows and uses\n")
 	if err != nil || job.asJSON {
 		return job.answer(stdout, err, map[string]any{"rekeyed": done})
 	}
-	fmt.Fprintf(stdout, "Every flow is sealed under its person's key (moved now: %d).\n", done)
+	fmt.Fprintf(stdout, "Every flow, and every use's text, is sealed under its person's key (moved now: %d).\n", done)
 	return nil
 }
 

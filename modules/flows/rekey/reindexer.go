@@ -130,8 +130,8 @@ func (r *Reindexer) reindexSubjectKeys(ctx context.Context, limit int) (int, err
 
 // replaceTx moves every flow sealed under old, a key made under a form of
 // the id that may name two people, under the key of the person its own id
-// names (found or made), its id kept as a create keeps it, and destroys
-// old, emptied. A flow sealed under old meanwhile waits for the lock on it.
+// names (found or made), its id kept as a create keeps it and the free text
+// of its uses with it, and destroys old, emptied. A flow sealed under old meanwhile waits for the lock on it.
 func (r *Reindexer) replaceTx(ctx context.Context, tx pgx.Tx, old subjectkey.Key, row store.SubjectKey) error {
 	if _, err := store.LockSubjectKey(ctx, tx, row.OrganizationID, row.ID); err != nil {
 		return err
@@ -173,6 +173,9 @@ func (r *Reindexer) replaceTx(ctx context.Context, tx pgx.Tx, old subjectkey.Key
 		sealed := key.SealFlow(f.ID, o.nationalID, o.lastName)
 		if err := store.Rehome(ctx, tx, store.Rehomed{Flow: f, From: row.ID, To: key.ID,
 			NationalIDSealed: sealed.NationalID, NationalIDHMAC: sealed.NationalIDHMAC, LastName: sealed.LastName}); err != nil {
+			return err
+		}
+		if err := moveUsesTx(ctx, tx, row.OrganizationID, f.ID, &old, key); err != nil {
 			return err
 		}
 	}

@@ -24,6 +24,9 @@ type Rekeyer struct {
 	index  *nationalid.BlindIndex
 	format nationalid.Format
 	cursor store.IndexCursor
+	// uses is where it stands among the uses whose text is still as
+	// written, once every flow is under its person's key.
+	uses store.IndexCursor
 }
 
 // NewRekeyer returns the rekeyer of the flows in pool, opening and sealing
@@ -33,23 +36,36 @@ func NewRekeyer(pool *pgxpool.Pool, sealer *pii.Sealer, index *nationalid.BlindI
 	return &Rekeyer{pool: pool, sealer: sealer, index: index, format: format}
 }
 
-// Remaining counts the flows still sealed under a data key.
+// Remaining counts the flows still sealed under a data key, and the uses
+// whose free text is still as written.
 func (r *Rekeyer) Remaining(ctx context.Context) (int64, error) {
-	return store.CountUnkeyed(ctx, r.pool)
+	flows, err := store.CountUnkeyed(ctx, r.pool)
+	if err != nil {
+		return 0, err
+	}
+	uses, err := store.CountPlainUses(ctx, r.pool)
+	return flows + uses, err
 }
 
 // RekeyBatch moves up to limit flows still sealed under a data key, after
 // those the previous batches looked at in the primary key's order, under
-// their person's subject key (found or made as a create does), in one
-// transaction, and returns how many it found; 0 means it has been through
-// every flow. A row is written back only while it is sealed as it was
+// their person's subject key (found or made as a create does), with the
+// free text of their uses, in one transaction, and returns how many it
+// found; once every flow is under a key, it seals up to limit uses recorded
+// before their text was sealed. 0 means it has been through every flow
+// and use. A row is written back only while it is sealed as it was
 // read, so it is safe beside live traffic and a re-seal, and a run that
 // stops half way, however it stops, is simply run again: what committed is
 // not looked at again, and what did not is done anew.
 func (r *Rekeyer) RekeyBatch(ctx context.Context, limit int) (int, error) {
 	stale, err := store.UnkeyedFlows(ctx, r.pool, r.cursor, limit)
-	if err != nil || len(stale) == 0 {
+	if err != nil {
 		return 0, err
+	}
+	if len(stale) == 0 {
+		n, cursor, err := sealPlainUses(ctx, r.pool, r.sealer, r.uses, limit)
+		r.uses = cursor
+		return n, err
 	}
 	err = database.WithTx(ctx, r.pool, func(tx pgx.Tx) error {
 		type opened struct{ nationalID, lastName, person string }
@@ -90,7 +106,15 @@ func (r *Rekeyer) RekeyBatch(ctx context.Context, limit int) (int, error) {
 			rekeyed[i] = store.Rekeyed{Flow: f, SubjectKeyID: key.ID,
 				NationalIDSealed: sealed.NationalID, NationalIDHMAC: sealed.NationalIDHMAC, LastName: sealed.LastName}
 		}
-		return store.Rekey(ctx, tx, rekeyed)
+		if err := store.Rekey(ctx, tx, rekeyed); err != nil {
+			return err
+		}
+		for i, f := range stale {
+			if err := moveUsesTx(ctx, tx, f.OrganizationID, f.ID, nil, keys[at[open[i].person]]); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, err

@@ -105,6 +105,34 @@ func OpenToRead(dataKeys *pii.Sealer, organizationID, id string, sealed []byte) 
 	return o, nil
 }
 
+// Sealing opens the key id of organizationID as Open does, under whichever
+// data key of dataKeys sealed it, to seal under it: what the free text of
+// a use of one of its flows is sealed with. ErrDestroyed when sealed is nil.
+func Sealing(dataKeys *pii.Sealer, organizationID, id string, sealed []byte) (Key, error) {
+	if sealed == nil {
+		return Key{}, ErrDestroyed
+	}
+	raw, err := dataKeys.OpenUnderAny(sealed, sealContext(organizationID, id, "key")...)
+	if err != nil {
+		return Key{}, fmt.Errorf("subject key %s: %w", id, err)
+	}
+	s, err := pii.New([]byte(raw))
+	if err != nil {
+		return Key{}, fmt.Errorf("subject key %s: %w", id, err)
+	}
+	return Key{ID: id, Sealer: s}, nil
+}
+
+// SealUse seals the free text of the use useID under k: its action, and
+// its reference unless empty (nil then).
+func (k Key) SealUse(useID, action, reference string) (actionSealed, referenceSealed []byte) {
+	actionSealed = k.Sealer.Seal(action, store.UseContext(useID, "action")...)
+	if reference != "" {
+		referenceSealed = k.Sealer.Seal(reference, store.UseContext(useID, "reference")...)
+	}
+	return actionSealed, referenceSealed
+}
+
 // OpenRow opens a key's row with dataKeys.
 func OpenRow(dataKeys *pii.Sealer, row store.SubjectKey) (Key, string, error) {
 	return Open(dataKeys, row.OrganizationID, row.ID, row.KeyID, row.KeySealed)
