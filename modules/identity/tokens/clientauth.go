@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/flowd/flowd/internal/secrethash"
+	"github.com/flowd/flowd/internal/windowlimit"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/modules/identity/tokens/internal/costlimit"
@@ -134,7 +135,7 @@ func (s *Service) checkSecret(ctx context.Context, c orgs.StoredClient, secret s
 // costGate lets one client authentication onto the costly path, taking a
 // slot of its client and address the first time it is asked.
 type costGate struct {
-	limiter *costlimit.Limiter
+	limiter *windowlimit.Limiter
 	key     string
 	entered bool
 }
