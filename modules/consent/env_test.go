@@ -70,8 +70,9 @@ func (tableAudit) RecordPersonPageTx(ctx context.Context, tx database.Tx, organi
 }
 
 // QueuePersonPage writes each record as RecordPersonPageTx does, in one
-// statement.
-func (tableAudit) QueuePersonPage(b *database.Batch, action string, records []consent.PersonPageRecord) error {
+// statement, however recently it was written (the audit log's own tests
+// hold its coalescing).
+func (tableAudit) QueuePersonPage(b *database.Batch, action string, records []consent.PersonPageRecord, _ time.Duration) error {
 	var orgs, refs []string
 	for _, r := range records {
 		orgs, refs = append(orgs, r.OrganizationID), append(refs, strings.Join(r.ReferenceIDs, ","))

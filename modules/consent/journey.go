@@ -98,6 +98,10 @@ func (r Request) matches(provenPerson string) bool {
 type Proof struct {
 	NationalID string
 	ACR        string // the ID token's acr claim
+	// Session names the sign-in the proof came from, by a reference that
+	// does not give the session away: the audit log tells sign-ins apart
+	// by it. Empty when unknown.
+	Session string
 	// Skip is set when proof is turned off (FLOWD_CONSENT_AUTH=none): any
 	// answer counts, and none records an assurance level.
 	Skip bool

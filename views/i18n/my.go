@@ -49,6 +49,9 @@ type My struct {
 	Cancel        string
 	BackToMy      string
 	NotYours      string
+	// The answer to too many changes from the page in a short time.
+	TooManyTitle string
+	TooMany      string // "%d": minutes to wait
 }
 
 var my = map[Lang]My{
@@ -85,6 +88,8 @@ var my = map[Lang]My{
 		Cancel:        "No, keep it",
 		BackToMy:      "Back to my consents",
 		NotYours:      "There is no such consent of yours.",
+		TooManyTitle:  "Please wait a little",
+		TooMany:       "You have made many changes here in a short time. Try again in %d minutes.",
 	},
 	Norwegian: {
 		Title:           "Mine samtykker",
@@ -119,6 +124,8 @@ var my = map[Lang]My{
 		Cancel:        "Nei, behold det",
 		BackToMy:      "Tilbake til mine samtykker",
 		NotYours:      "Du har ikke noe slikt samtykke.",
+		TooManyTitle:  "Vent litt",
+		TooMany:       "Du har gjort mange endringer her på kort tid. Prøv igjen om %d minutter.",
 	},
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -219,6 +220,6 @@ func (TestOrganizations) RecordPersonPageTx(context.Context, database.Tx, string
 	return nil
 }
 
-func (TestOrganizations) QueuePersonPage(*database.Batch, string, []consent.PersonPageRecord) error {
+func (TestOrganizations) QueuePersonPage(*database.Batch, string, []consent.PersonPageRecord, time.Duration) error {
 	return nil
 }
