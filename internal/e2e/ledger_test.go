@@ -48,9 +48,9 @@ func acceptWithoutBrowser(t *testing.T, base, link string) {
 
 // TestTheUseLedgerAndTheExpiringNoticeReachAnEndpoint: an endpoint that
 // takes flow.used and flow.expiring receives both, signed; flow.used
-// carries the use and nothing personal, and goes to the endpoint only, not
-// to the flow's own webhookUrl, which gets flow.expiring. A use after the
-// withdrawal is refused.
+// carries the use (without its free text, which the API gives) and nothing
+// personal, and goes to the endpoint only, not to the flow's own webhookUrl,
+// which gets flow.expiring. A use after the withdrawal is refused.
 func TestTheUseLedgerAndTheExpiringNoticeReachAnEndpoint(t *testing.T) {
 	t.Parallel()
 	in := flowdtest.Start(t, flowdtest.WithEnv("FLOWD_CONSENT_AUTH", "none"), flowdtest.WithEnv("FLOWD_ALLOW_INSECURE_URLS", "true"),
