@@ -146,7 +146,8 @@ func New(d Deps) (*Server, error) {
 			Idempotency: d.Idempotency, Sessions: d.Sessions, StaffSessions: oidclogin.ConsoleSessions(d.Config, d.Sessions, d.Now),
 			RP: d.ConsoleRP, BuiltInIssuer: d.Login.Issuer(), Erasures: d.Erasures}),
 		person: person.New(person.Deps{Log: d.Log, Config: d.Config, Consent: d.Consent, Receipts: d.Receipts, Mine: d.PersonPage,
-			Sessions: oidclogin.ConsentSessions(d.Config, d.Sessions, d.Now), RP: d.ConsentRP, Audit: d.Audit, Erasures: d.Erasures}),
+			Sessions: oidclogin.ConsentSessions(d.Config, d.Sessions, d.Now), RP: d.ConsentRP, Audit: d.Audit, Erasures: d.Erasures,
+			Now: d.Now}),
 	}
 	s.access = access.New(access.Deps{Console: s.console, Config: d.Config, Clients: d.Clients, Audit: d.Audit, Webhooks: d.Webhooks,
 		Sessions: d.Sessions, BuiltInIssuer: d.Login.Issuer()})

@@ -153,9 +153,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	definitions := consent.NewDefinitions(pool, orgs)
 	receiptService := receipts.New(pool, ident.Keys, orgs, cfg.BaseURL.String())
 	flowsModule := flows.New(pool, sealer, consentRequests, definitions, orgs, hooks, log, registry, flows.Config{
-		NationalIDFormat: cfg.NationalIDFormat, AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
+		NationalIDs: cfg.NationalIDs(nil), AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
 		ReadRoundTrips: cfg.DBReadRoundTrips, MaintenanceInterval: cfg.MaintenanceInterval, ExpiringNotice: cfg.ConsentExpiringNotice,
-		ExpiryMiddleware: tracing.RiverLinkedMiddleware(), PersonIndex: nationalid.NewBlindIndex(cfg.KeyEncryptionKey),
+		ExpiryMiddleware: tracing.RiverLinkedMiddleware(), PersonIndex: nationalid.NewBlindIndex(cfg.KeyEncryptionKey, cfg.NationalIDs(nil)),
 		Retention: definitions,
 	})
 
@@ -165,7 +165,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	journey := consent.NewJourney(pool, consentRequests, flowsModule, definitions, receiptService, orgs, orgs, cfg.ConsentACRMap, log)
 	erasures := erasure.New(erasure.Deps{Pool: pool, Flows: flowsModule, Keys: flowsModule, Subjects: receiptService, Answers: answers,
 		Events: hooks, Audit: ident.Audit, Signer: ident.Keys, Orgs: orgs, KeyEncryptionKey: cfg.KeyEncryptionKey,
-		Issuer: cfg.BaseURL.String(), NationalIDFormat: cfg.NationalIDFormat})
+		Issuer: cfg.BaseURL.String()})
 	srv, err := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Webhooks: hooks,
 		Tokens: ident.Tokens, Bearer: ident.Tokens, JWKS: ident.Keys, Organizations: ident.Orgs, Clients: ident.Orgs,

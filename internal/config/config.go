@@ -11,9 +11,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	// The zone database is built in, so that FLOWD_PERSON_TIME_ZONE works
+	// on an image without one.
+	_ "time/tzdata"
 
 	"github.com/flowd/flowd/internal/secrethash"
 	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // Config holds every setting of flowd.
@@ -103,6 +107,9 @@ type Config struct {
 	ReceiptKeyRetention time.Duration
 	// EventRetention is how long events stay in the events API.
 	EventRetention time.Duration
+	// PersonTimeZone is the time zone the person's pages write dates in
+	// and count days in (FLOWD_PERSON_TIME_ZONE).
+	PersonTimeZone *time.Location
 
 	// Console relying party; empty issuer means the built-in provider.
 	ConsoleOIDCIssuer       string
@@ -168,7 +175,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		OIDCAudience:      r.list("FLOWD_OIDC_AUDIENCE"),
 		OrgClaim:          r.str("FLOWD_ORG_CLAIM", "org_id"),
 		TestEID:           r.boolean("FLOWD_TEST_EID", false),
-		NationalIDFormat:  r.oneOf("FLOWD_NATIONAL_ID_FORMAT", "generic", "generic", "no", "se"),
+		NationalIDFormat:  r.oneOf("FLOWD_NATIONAL_ID_FORMAT", nationalid.FormatGeneric, nationalid.Formats...),
 		AllowInsecureURLs: r.boolean("FLOWD_ALLOW_INSECURE_URLS", false),
 		ClientJWKSHosts:   r.hosts("FLOWD_CLIENT_JWKS_HOSTS"),
 		DPoPNonce:         r.oneOf("FLOWD_DPOP_NONCE", "off", "off", "required"),
@@ -186,6 +193,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		ConsentACRMap:           r.acrMap("FLOWD_CONSENT_ACR_MAP"),
 		ReceiptKeyRetention:     r.duration("FLOWD_RECEIPT_KEY_RETENTION", 10*365*24*time.Hour),
 		EventRetention:          r.duration("FLOWD_EVENT_RETENTION", 30*24*time.Hour),
+		PersonTimeZone:          r.location("FLOWD_PERSON_TIME_ZONE", time.UTC),
 
 		ConsoleOIDCIssuer:       r.str("FLOWD_CONSOLE_OIDC_ISSUER", ""),
 		ConsoleOIDCClientID:     r.str("FLOWD_CONSOLE_OIDC_CLIENT_ID", ""),
@@ -228,6 +236,17 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 type Need struct {
 	Database bool
 	Secrets  bool
+}
+
+// NationalIDs is the national id format FLOWD_NATIONAL_ID_FORMAT names,
+// reading Swedish numbers against now (the system clock when nil); the
+// generic format when the setting names none.
+func (c *Config) NationalIDs(now func() time.Time) nationalid.Format {
+	f, err := nationalid.New(c.NationalIDFormat, now)
+	if err != nil {
+		return nationalid.Format{}
+	}
+	return f
 }
 
 // reader collects the first problem so that start-up reports exactly one line.
@@ -283,6 +302,20 @@ func (r *reader) duration(name string, def time.Duration) time.Duration {
 		r.fail(name, "must be a positive duration such as 30s, 15m, 24h or 30d, not %q", v)
 	}
 	return d
+}
+
+// location reads an IANA time zone name such as Europe/Oslo.
+func (r *reader) location(name string, def *time.Location) *time.Location {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	loc, err := time.LoadLocation(v)
+	if err != nil || strings.EqualFold(v, "local") {
+		r.fail(name, "must be a time zone name such as Europe/Oslo or UTC, not %q", v)
+		return def
+	}
+	return loc
 }
 
 // durationOrZero reads a duration that may also be 0, which turns off what

@@ -50,7 +50,9 @@ func TestLoadNamesTheBadSetting(t *testing.T) {
 		{"bad duration", "FLOWD_CONSENT_TTL", "soon"},
 		{"zero maintenance interval", "FLOWD_MAINTENANCE_INTERVAL", "0s"},
 		{"negative expiring notice", "FLOWD_CONSENT_EXPIRING_NOTICE", "-1h"},
-		{"bad choice", "FLOWD_NATIONAL_ID_FORMAT", "dk"},
+		{"bad choice", "FLOWD_NATIONAL_ID_FORMAT", "us"},
+		{"an unknown time zone", "FLOWD_PERSON_TIME_ZONE", "Europe/Atlantis"},
+		{"the server's own time zone", "FLOWD_PERSON_TIME_ZONE", "Local"},
 		{"bad base url", "FLOWD_BASE_URL", "localhost"},
 		{"short key", "FLOWD_SESSION_KEY", "c2hvcnQ="},
 		{"missing key", "FLOWD_KEY_ENCRYPTION_KEY", ""},
@@ -220,5 +222,14 @@ func TestConsentACRMap(t *testing.T) {
 				t.Fatalf("FLOWD_CONSENT_ACR_MAP=%q gave %v, %v; want %v", tt.value, c.ConsentACRMap, err, tt.want)
 			}
 		})
+	}
+}
+
+func TestPersonTimeZone(t *testing.T) {
+	for value, want := range map[string]string{"": "UTC", "Europe/Oslo": "Europe/Oslo", " Europe/Stockholm ": "Europe/Stockholm"} {
+		c, err := Load(env(map[string]string{"FLOWD_PERSON_TIME_ZONE": value}), Need{})
+		if err != nil || c.PersonTimeZone.String() != want {
+			t.Errorf("FLOWD_PERSON_TIME_ZONE=%q gave %v, %v; want %s", value, c.PersonTimeZone, err, want)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
 
@@ -65,16 +66,20 @@ func getText(t *testing.T, hc *http.Client, url string) (int, string) {
 }
 
 // TestAnErasureHoldsAfterARestoreFromBackup: a backup (pg_dump) is taken
-// while a person has flows in two organizations; one organization erases
-// them. Nothing of them is readable there any more (the API, the events
-// API, the console's list, and the sealed columns, which no key that
-// remains opens, rows not yet cleaned and the backup's included), the other
-// organization's flow is untouched, and the erasure receipt, which says
-// when the person's key was destroyed, verifies with an independent JOSE library and with
-// flowd receipts verify. The backup is restored into a new database, where
-// the person is back, until flowd erasures reapply with the export erases
-// them again; after that the same holds there, and a second run finds
-// nothing to do. An export with a bad line changes nothing.
+// while a person has flows in two organizations, one of them accepted and
+// used with free text about the person; one organization erases them.
+// Nothing of them is readable there any more (the API, the events API, the
+// console's list, the sealed columns, which no key that remains opens, rows
+// not yet cleaned and the backup's included, and no table of a dump of the
+// whole database, events included, holds their national id, their last
+// name or the use's text; the backup's dump holds the text only sealed),
+// the other organization's flow is untouched, and the erasure receipt,
+// which says when the person's key was destroyed, verifies with an
+// independent JOSE library and with flowd receipts verify. The backup is
+// restored into a new database, where the person is back, until flowd
+// erasures reapply with the export erases them again; after that the same
+// holds there, and a second run finds nothing to do. An export with a bad
+// line changes nothing.
 func TestAnErasureHoldsAfterARestoreFromBackup(t *testing.T) {
 	t.Parallel()
 	in := flowdtest.Start(t)
@@ -82,22 +87,37 @@ func TestAnErasureHoldsAfterARestoreFromBackup(t *testing.T) {
 	_, otherClient := createOrgWithClient(t, in, "Keeping Lender", "KEP")
 	acmeAPI, otherAPI := acmeClient.at(t, in), otherClient.at(t, in)
 	person, lastName := rightID, "Erasedottir"
-	create := func(api *http.Client, nationalID string) newFlow {
+	create := func(api *http.Client, nationalID string) createdFlow {
 		t.Helper()
-		var f newFlow
+		var f createdFlow
 		payload := `{"nationalId":"` + nationalID + `","lastName":"` + lastName + `","redirectUrl":"https://bank.example/done"}`
 		if resp := call(t, api, "POST", in.URL+"/api/flows", payload, &f); resp.StatusCode != 201 {
 			t.Fatalf("create: %d", resp.StatusCode)
 		}
 		return f
 	}
-	erased := []newFlow{create(acmeAPI, person), create(acmeAPI, person)}
+	erased := []createdFlow{create(acmeAPI, person), create(acmeAPI, person)}
 	kept := create(otherAPI, person)
 	staying := create(acmeAPI, "01017012345")
+	// The person accepts one, and the organization records a use of it in
+	// words about them.
+	if loc, _ := formbrowser.Consent(t, in.URL, erased[0].Links.Consent.Href, person, "accept"); !strings.Contains(loc, "status=accepted") {
+		t.Fatalf("after accepting: %s", loc)
+	}
+	action, reference := "fetched income of "+lastName, "case-"+person
+	if resp := call(t, acmeAPI, "POST", in.URL+"/api/flows/"+erased[0].FlowID+"/uses",
+		`{"action":"`+action+`","reference":"`+reference+`"}`, nil); resp.StatusCode != 201 {
+		t.Fatalf("record a use: %d", resp.StatusCode)
+	}
+	written := []string{person, lastName, action, reference}
 
 	dir := t.TempDir()
 	dump := filepath.Join(dir, "flowd.dump")
 	pgRun(t, "pg_dump", "--format=custom", "--no-owner", "--file="+dump, in.DatabaseURL)
+	// The backup holds the use's text sealed under the person's key alone.
+	if found := inDump(t, in.DatabaseURL, action, reference); len(found) > 0 {
+		t.Fatalf("the backup holds the use's text as written: %v", found)
+	}
 
 	// What the database holds of the flows, sealed, as a row the erasure
 	// has not yet cleaned would hold it.
@@ -117,6 +137,9 @@ func TestAnErasureHoldsAfterARestoreFromBackup(t *testing.T) {
 		t.Fatalf("erase: %d %+v", resp.StatusCode, erasure)
 	}
 	checkShredded(t, "after the erasure", in.DatabaseURL, uncleaned)
+	if found := inDump(t, in.DatabaseURL, written...); len(found) > 0 {
+		t.Errorf("after the erasure, a dump of the database holds what was written about the person: %v", found)
+	}
 	if keptSealed := readSealed(t, in.DatabaseURL, kept.FlowID, staying.FlowID); !keptSealed[0].opens(remainingKeys(t, in.DatabaseURL)) ||
 		!keptSealed[1].opens(remainingKeys(t, in.DatabaseURL)) {
 		t.Error("after the erasure, the other organization's flow, or another person's, no longer opens")
@@ -138,7 +161,7 @@ func TestAnErasureHoldsAfterARestoreFromBackup(t *testing.T) {
 				t.Errorf("%s: the erased flow %s answers %d", where, f.FlowID, resp.StatusCode)
 			}
 			if _, events := getText(t, acmeAPI, in.URL+"/api/events?flowId="+f.FlowID); strings.Contains(events, person) ||
-				strings.Contains(events, lastName) {
+				strings.Contains(events, lastName) || strings.Contains(events, action) {
 				t.Errorf("%s: the events API shows the person: %s", where, events)
 			}
 		}
@@ -227,6 +250,9 @@ func TestAnErasureHoldsAfterARestoreFromBackup(t *testing.T) {
 	}
 	holdsNothing(restored, rAcme, rOther, "after the restore and reapply")
 	checkShredded(t, "the backup after the reapply", restoredURL, backedUp)
+	if found := inDump(t, restoredURL, written...); len(found) > 0 {
+		t.Errorf("after the restore and reapply, a dump of the database holds what was written about the person: %v", found)
+	}
 	if again := restored.CLI(t, "", "erasures", "reapply", export); !strings.Contains(again, "already erased") || strings.Contains(again, "erased again:") {
 		t.Fatalf("a second reapply printed:\n%s", again)
 	}
@@ -236,6 +262,35 @@ func TestAnErasureHoldsAfterARestoreFromBackup(t *testing.T) {
 	if resp := call(t, rAcme, "GET", restored.URL+"/api/erasures", "", &got); resp.StatusCode != 200 || len(got.Data) != 1 || got.Data[0].ID != erasure.ID {
 		t.Fatalf("the restored database's erasures: %d %+v", resp.StatusCode, got)
 	}
+}
+
+// inDump dumps every table of the database at dbURL (pg_dump, as text) and
+// returns which of texts it holds, each with the tables that hold it.
+func inDump(t *testing.T, dbURL string, texts ...string) []string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "dump.sql")
+	pgRun(t, "pg_dump", "--format=plain", "--data-only", "--no-owner", "--file="+file, dbURL)
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, text := range texts {
+		var tables []string
+		table := ""
+		for _, line := range strings.Split(string(raw), "\n") {
+			if name, ok := strings.CutPrefix(line, "COPY "); ok {
+				table, _, _ = strings.Cut(name, " ")
+			}
+			if strings.Contains(line, text) && !slices.Contains(tables, table) {
+				tables = append(tables, table)
+			}
+		}
+		if len(tables) > 0 {
+			found = append(found, fmt.Sprintf("%q in %s", text, strings.Join(tables, ", ")))
+		}
+	}
+	return found
 }
 
 // pgRun runs one of PostgreSQL's client programs, found where scripts/pg.sh

@@ -87,7 +87,7 @@ func TestMyConsentsInABrowser(t *testing.T) {
 	p := waitPage(t, ctx, "Every consent request addressed to you")
 	for _, want := range []string{"Share your income with Acme Bank", "Acme Bank", "Nordic Insurance",
 		accepted.ReferenceID, atOther.ReferenceID, unanswered.ReferenceID, "Waiting for your answer",
-		"Answer the request", "expires in 89 days", "No use recorded", "Used: fetched income 2025", "Asked", "You consented",
+		"Answer the request", "expires in 90 days", "No use recorded", "Used: fetched income 2025", "Asked", "You consented",
 		"requires an electronic ID at level high"} {
 		if !strings.Contains(p.text, want) {
 			t.Errorf("/my lacks %q:\n%s", want, p.text)

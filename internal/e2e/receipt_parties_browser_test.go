@@ -14,6 +14,7 @@ import (
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/identity/changes"
 	"github.com/flowd/flowd/modules/identity/keys"
 )
@@ -135,7 +136,7 @@ func signReceipt(t *testing.T, in *flowdtest.Instance, claims map[string]any) st
 	}
 	var jws string
 	if err := database.WithTx(ctx, pool, func(tx database.Tx) (err error) {
-		jws, err = signing.SignReceiptTx(ctx, tx, raw)
+		jws, err = signing.SignReceiptTx(ctx, tx, receipts.Type, raw)
 		return err
 	}); err != nil {
 		t.Fatal(err)

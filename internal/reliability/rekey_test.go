@@ -84,7 +84,7 @@ func TestRekeyResumesAfterKillNine(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	if len(seen) == 0 || seen[0] != fmt.Sprintf("%d flows to move under per-person keys", n) {
+	if len(seen) == 0 || seen[0] != fmt.Sprintf("%d flows and uses to move under per-person keys", n) {
 		t.Fatalf("the command printed %q", seen)
 	}
 	moved := count(t, pool, `select count(*) from flows where subject_key_id is not null`)

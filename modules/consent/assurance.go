@@ -100,3 +100,17 @@ func (m ACRMap) ACR(level AssuranceLevel) string {
 	}
 	return ""
 }
+
+// AssuranceError is the ErrAssuranceTooLow of one sign-in: Required is the
+// definition's level, and ACR what the eID must be asked for to reach it.
+type AssuranceError struct {
+	Required AssuranceLevel
+	ACR      string
+}
+
+func (e *AssuranceError) Error() string {
+	return ErrAssuranceTooLow.Error() + ": " + string(e.Required) + " is required"
+}
+
+// Is makes errors.Is(err, ErrAssuranceTooLow) hold for every AssuranceError.
+func (e *AssuranceError) Is(target error) bool { return target == ErrAssuranceTooLow }

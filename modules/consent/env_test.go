@@ -70,8 +70,9 @@ func (tableAudit) RecordPersonPageTx(ctx context.Context, tx database.Tx, organi
 }
 
 // QueuePersonPage writes each record as RecordPersonPageTx does, in one
-// statement.
-func (tableAudit) QueuePersonPage(b *database.Batch, action string, records []consent.PersonPageRecord) error {
+// statement, however recently it was written (the audit log's own tests
+// hold its coalescing).
+func (tableAudit) QueuePersonPage(b *database.Batch, action string, records []consent.PersonPageRecord, _ time.Duration) error {
 	var orgs, refs []string
 	for _, r := range records {
 		orgs, refs = append(orgs, r.OrganizationID), append(refs, strings.Join(r.ReferenceIDs, ","))
@@ -130,7 +131,7 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, ttl time.Duration) *journeyEnv {
 	}
 	receiptService := receipts.New(pool, signing, orgs{}, "https://flowd.example")
 	m := flows.New(pool, sealer, requests, defs, orgs{}, tableEvents{}, log, prometheus.NewRegistry(),
-		flows.Config{NationalIDFormat: nationalid.FormatGeneric, ConsentTTL: ttl, PersonIndex: nationalid.NewBlindIndex(key),
+		flows.Config{ConsentTTL: ttl, PersonIndex: nationalid.NewBlindIndex(key, nationalid.Format{}),
 			// Every acceptance is within the notice: mine_test asks for it.
 			ExpiringNotice: 100 * 365 * 24 * time.Hour})
 	j := consent.NewJourney(pool, requests, m, defs, receiptService, orgs{}, tableAudit{}, consent.DefaultACRMap, log)

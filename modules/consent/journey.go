@@ -14,7 +14,6 @@ import (
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // ErrNotProven means a decision came without a proven identity while proof
@@ -27,20 +26,6 @@ var ErrWrongPerson = errors.New("the proven identity does not match the consent 
 // ErrAssuranceTooLow means the eID sign-in was not sure enough of the
 // person for the definition: they must sign in again with a stronger eID.
 var ErrAssuranceTooLow = errors.New("the eID sign-in does not reach the assurance level the consent requires")
-
-// AssuranceError is the ErrAssuranceTooLow of one sign-in: Required is the
-// definition's level, and ACR what the eID must be asked for to reach it.
-type AssuranceError struct {
-	Required AssuranceLevel
-	ACR      string
-}
-
-func (e *AssuranceError) Error() string {
-	return ErrAssuranceTooLow.Error() + ": " + string(e.Required) + " is required"
-}
-
-// Is makes errors.Is(err, ErrAssuranceTooLow) hold for every AssuranceError.
-func (e *AssuranceError) Is(target error) bool { return target == ErrAssuranceTooLow }
 
 // ClosedError is the ErrClosed of a decision that came too late; Closure
 // says why, so that the page can tell the individual.
@@ -85,20 +70,24 @@ type Request struct {
 	DecidedAt  *time.Time
 	ValidUntil *time.Time
 
-	nationalID string
+	// person is the canonical form of the flow's national id.
+	person string
 }
 
-// Matches reports, in constant time, whether provenNationalID is the
-// national id the request is for.
-func (r Request) Matches(provenNationalID string) bool {
-	a, b := nationalid.Normalize(r.nationalID), nationalid.Normalize(provenNationalID)
-	return len(a) > 0 && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+// matches reports, in constant time, whether provenPerson, the canonical
+// form of a proven national id, is the person the request is for.
+func (r Request) matches(provenPerson string) bool {
+	return len(r.person) > 0 && subtle.ConstantTimeCompare([]byte(r.person), []byte(provenPerson)) == 1
 }
 
 // Proof is who the eID proved the individual to be.
 type Proof struct {
 	NationalID string
 	ACR        string // the ID token's acr claim
+	// Session names the sign-in the proof came from, by a reference that
+	// does not give the session away: the audit log tells sign-ins apart
+	// by it. Empty when unknown.
+	Session string
 	// Skip is set when proof is turned off (FLOWD_CONSENT_AUTH=none): any
 	// answer counts, and none records an assurance level.
 	Skip bool
@@ -206,6 +195,10 @@ type Flows interface {
 	// organization, newest first, found by their blind index, for the
 	// person's own page alone.
 	FlowsOfPerson(ctx context.Context, nationalID string) ([]flows.Flow, error)
+	// CanonicalNationalID returns the canonical form of a national id, in
+	// which flows compares people (flows.Flow.Person), or an error when it
+	// is no number of the configured format.
+	CanonicalNationalID(nationalID string) (string, error)
 }
 
 // Texts gives consent the definition version a flow pinned, read in
@@ -366,7 +359,7 @@ func (s *JourneyService) proveTx(ctx context.Context, tx database.Tx, f flows.Fl
 	if p.NationalID == "" {
 		return "", ErrNotProven
 	}
-	req := Request{FlowID: f.ID, OrganizationID: f.OrganizationID, ReferenceID: f.ReferenceID, nationalID: f.NationalID}
+	req := Request{FlowID: f.ID, OrganizationID: f.OrganizationID, ReferenceID: f.ReferenceID, person: f.Person}
 	matched, err := s.checkPersonTx(ctx, tx, req, p.NationalID)
 	if err == nil && !matched {
 		err = ErrWrongPerson
@@ -508,12 +501,14 @@ func (s *JourneyService) CheckPerson(ctx context.Context, req Request, provenNat
 }
 
 // checkPersonTx reports whether provenNationalID is the person req is for,
-// comparing in constant time, and records the outcome in tx: the first
+// comparing their canonical forms in constant time (an id that is no number
+// of the format is nobody's), and records the outcome in tx: the first
 // proof on the request, or a mismatch in the organization's audit log. A
 // mismatch is also a warning in the log, naming the flow and never a
 // national id: the trail of someone signing in to another person's request.
 func (s *JourneyService) checkPersonTx(ctx context.Context, tx database.Tx, req Request, provenNationalID string) (bool, error) {
-	if req.Matches(provenNationalID) {
+	proven, err := s.flows.CanonicalNationalID(provenNationalID)
+	if err == nil && req.matches(proven) {
 		return true, s.links.MarkIdentityProvenTx(ctx, tx, FlowRef{OrganizationID: req.OrganizationID, FlowID: req.FlowID})
 	}
 	s.log.WarnContext(ctx, "consent identity mismatch", "event", "consent.identity_mismatch",
@@ -531,7 +526,7 @@ func (s *JourneyService) request(f flows.Flow, text Version) Request {
 		FlowID: f.ID, OrganizationID: f.OrganizationID, ReferenceID: f.ReferenceID,
 		ReferenceName: f.ReferenceName, MaskedNationalID: MaskNationalID(f.NationalID), NationalIDEnd: idEnd(f.NationalID),
 		ExpiresAt: f.ExpiresAt, Status: f.ConsentStatus, DecidedAt: f.DecidedAt, ValidUntil: f.Evidence.ValidUntil,
-		Closure: closure(f, time.Now()), RedirectURL: f.RedirectURL, nationalID: f.NationalID,
+		Closure: closure(f, time.Now()), RedirectURL: f.RedirectURL, person: f.Person,
 	}
 }
 

@@ -101,11 +101,21 @@ type PersonPageRecorder interface {
 	// action ("person_page.viewed", "person_page.withdrawal") on the
 	// organization's flows named by referenceIDs.
 	RecordPersonPageTx(ctx context.Context, tx database.Tx, organizationID, action string, referenceIDs []string) error
-	// QueuePersonPage adds to b the one statement that records that the
-	// person's own page did action on the flows of each record, in the
-	// audit log of the record's organization.
-	QueuePersonPage(b *database.Batch, action string, records []PersonPageRecord) error
+	// QueuePersonPage adds to b what records that the person's own page
+	// did action on the flows of each record, in the audit log of the
+	// record's organization; a record the same as one recorded within the
+	// last within (zero: none) is not recorded again.
+	QueuePersonPage(b *database.Batch, action string, records []PersonPageRecord, within time.Duration) error
 }
+
+// ViewWindow is how long a view of the person's own page stands for the
+// views after it: within it, a view by the same sign-in that shows an
+// organization the same flows is not recorded again in its audit log (a
+// reload is no new view), while one that shows other flows, or comes from
+// another sign-in, is. An hour is the longest a consent session lives by
+// default (FLOWD_CONSENT_SESSION_MAX), so a reload is coalesced for the
+// whole session.
+const ViewWindow = time.Hour
 
 // Actions the person's own page records.
 const (
@@ -141,7 +151,7 @@ func (s *JourneyService) Mine(ctx context.Context, p Proof, also func(*database.
 		j, ok := shown[f.OrganizationID]
 		if !ok {
 			j, shown[f.OrganizationID] = len(records), len(records)
-			records = append(records, PersonPageRecord{OrganizationID: f.OrganizationID})
+			records = append(records, PersonPageRecord{OrganizationID: f.OrganizationID, Session: p.Session})
 		}
 		records[j].ReferenceIDs = append(records[j].ReferenceIDs, f.ReferenceID)
 		if _, err := s.assurance(text.AssuranceLevel, p.ACR); err != nil {
@@ -152,7 +162,7 @@ func (s *JourneyService) Mine(ctx context.Context, p Proof, also func(*database.
 		out[i] = s.mine(f, text, now)
 		reads = append(reads, s.queueMine(&b, &out[i], f))
 	}
-	if err := s.audit.QueuePersonPage(&b, ActionPersonPageViewed, records); err != nil {
+	if err := s.audit.QueuePersonPage(&b, ActionPersonPageViewed, records, ViewWindow); err != nil {
 		return nil, err
 	}
 	if also != nil {
@@ -190,10 +200,13 @@ func (s *JourneyService) Mine(ctx context.Context, p Proof, also func(*database.
 }
 
 // PersonPageRecord names the flows of one organization that the person's
-// own page showed or changed, by their references.
+// own page showed or changed, by their references, and the sign-in it did
+// it in.
 type PersonPageRecord struct {
 	OrganizationID string
 	ReferenceIDs   []string
+	// Session names the sign-in (Proof.Session); empty when unknown.
+	Session string
 }
 
 // mine is the request of f, pinned to text, with what f itself says of its
@@ -338,10 +351,18 @@ func (s *JourneyService) MyReferenceAt(ctx context.Context, p Proof, organizatio
 	return ref, err
 }
 
-// DaysLeft is how many whole days from now until t, at least 0.
-func DaysLeft(t, now time.Time) int {
+// DaysLeft is how many days from now until t as a reader of the two dates
+// in loc counts them: the calendar days from today's date to t's, whatever
+// the hours of either and however long daylight saving makes the days
+// between, so that "7 March" read on 7 December is 90 days away. It is 0
+// once t's date has come or t has passed.
+func DaysLeft(t, now time.Time, loc *time.Location) int {
 	if !t.After(now) {
 		return 0
 	}
-	return int(t.Sub(now) / (24 * time.Hour))
+	midnight := func(x time.Time) time.Time {
+		x = x.In(loc)
+		return time.Date(x.Year(), x.Month(), x.Day(), 0, 0, 0, 0, time.UTC)
+	}
+	return int(midnight(t).Sub(midnight(now)) / (24 * time.Hour))
 }

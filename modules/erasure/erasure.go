@@ -10,12 +10,12 @@ package erasure
 import (
 	"context"
 	"errors"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 	"time"
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/webhooks"
 )
@@ -61,13 +61,13 @@ type Request struct {
 }
 
 // Validate returns the request's problems as an apperr Invalid error
-// naming nationalId, for national ids of format (flows.FormatGeneric and
-// the others); nil when it is fine. The message never repeats the id.
-func (r Request) Validate(format string) error {
+// naming nationalId, for national ids of format; nil when it is fine. The
+// message never repeats the id.
+func (r Request) Validate(format nationalid.Format) error {
 	if r.NationalID == "" {
 		return apperr.InvalidFields([]apperr.FieldError{{Field: "nationalId", Message: "is required"}})
 	}
-	if msg := nationalid.Check(format, r.NationalID); msg != "" {
+	if msg := format.Check(r.NationalID); msg != "" {
 		return apperr.InvalidFields([]apperr.FieldError{{Field: "nationalId", Message: msg}})
 	}
 	return nil
@@ -110,10 +110,13 @@ type Service interface {
 }
 
 // Flows is what erasure needs of the flows module: the person's flows
-// deleted, each as a deletion does, in erasure's transaction.
+// deleted, each as a deletion does, in erasure's transaction, and the
+// canonical form of a national id, by which erasure names the person in
+// its keyed hashes.
 type Flows interface {
 	EraseSubjectTx(ctx context.Context, tx database.Tx, organizationID, nationalID, by string) (flows.Erased, error)
-	EraseMatchingTx(ctx context.Context, tx database.Tx, organizationID, by string, match func(nationalID string) string) (map[string]flows.Erased, error)
+	EraseMatchingTx(ctx context.Context, tx database.Tx, organizationID, by string, match func(forms []string) string) (map[string]flows.Erased, error)
+	CanonicalNationalID(nationalID string) (string, error)
 }
 
 // SubjectKeys destroys a person's data key in an organization, in
@@ -123,10 +126,10 @@ type SubjectKeys interface {
 	DestroySubjectKeyTx(ctx context.Context, tx database.Tx, organizationID, nationalID string) (destroyedAt time.Time, found bool, err error)
 }
 
-// Subjects gives a person's receipt subject in an organization: the
-// consent module.
+// Subjects gives a person's receipt subject in an organization, of their
+// national id's canonical form: the consent module.
 type Subjects interface {
-	SubjectTx(ctx context.Context, tx database.Tx, organizationID, nationalID string) (string, error)
+	SubjectTx(ctx context.Context, tx database.Tx, organizationID, person string) (string, error)
 }
 
 // Forgetter forgets the kept answers to Idempotency-Keys that showed a

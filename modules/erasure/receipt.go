@@ -43,10 +43,15 @@ const (
 		"deletion log's entries (flow ids and references)."
 )
 
-// ReceiptSigner signs erasure receipts with the receipt key and gives the
-// keys that verify them: the identity module.
+// ReceiptType is the JOSE typ header of an erasure receipt (RFC 8725
+// 3.11): a consent receipt, signed with the same key, has another, so that
+// neither can be taken for the other.
+const ReceiptType = "erasure-receipt+jwt"
+
+// ReceiptSigner signs erasure receipts with the receipt key, under the typ
+// given, and gives the keys that verify them: the identity module.
 type ReceiptSigner interface {
-	SignReceiptTx(ctx context.Context, tx database.Tx, claims []byte) (string, error)
+	SignReceiptTx(ctx context.Context, tx database.Tx, typ string, claims []byte) (string, error)
 	ReceiptKeys(ctx context.Context) (jose.JSONWebKeySet, error)
 }
 
@@ -71,15 +76,22 @@ const maxReceipt = 16 << 10
 
 // IsReceipt reports whether jws claims to be an erasure receipt, without
 // checking its signature: whether to check it as one rather than as a
-// consent receipt, which is signed with the same key.
+// consent receipt, which is signed with the same key. It is one when its
+// typ says so, or when its claims are an erasure's whatever its typ says:
+// an erasure receipt signed before erasure receipts had a type of their
+// own is then refused by VerifyReceipt for its type, not taken for a
+// consent receipt.
 func IsReceipt(jws string) bool {
 	jws = strings.TrimSpace(jws)
 	if len(jws) > maxReceipt {
 		return false
 	}
 	sig, err := jose.ParseSignedCompact(jws, []jose.SignatureAlgorithm{jose.ES256})
-	if err != nil {
+	if err != nil || len(sig.Signatures) != 1 {
 		return false
+	}
+	if typ, _ := sig.Signatures[0].Header.ExtraHeaders[jose.HeaderType].(string); typ == ReceiptType {
+		return true
 	}
 	var claims struct {
 		ErasureID *string `json:"erasureId"`
@@ -93,8 +105,9 @@ type VerifiedReceipt struct {
 	KeyID   string
 }
 
-// VerifyReceipt checks that jws is an erasure receipt signed by one of keys
-// and, unless issuer is empty, issued by issuer.
+// VerifyReceipt checks that jws is an erasure receipt, by its typ and its
+// claims, signed by one of keys and, unless issuer is empty, issued by
+// issuer.
 func VerifyReceipt(jws string, keys jose.JSONWebKeySet, issuer string) (VerifiedReceipt, error) {
 	jws = strings.TrimSpace(jws)
 	if jws == "" || len(jws) > maxReceipt {
@@ -103,6 +116,9 @@ func VerifyReceipt(jws string, keys jose.JSONWebKeySet, issuer string) (Verified
 	sig, err := jose.ParseSignedCompact(jws, []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil || len(sig.Signatures) != 1 {
 		return VerifiedReceipt{}, invalidReceipt("it is not a compact JWS signed with ES256")
+	}
+	if typ, _ := sig.Signatures[0].Header.ExtraHeaders[jose.HeaderType].(string); typ != ReceiptType {
+		return VerifiedReceipt{}, invalidReceipt("its typ is %q, not %q", typ, ReceiptType)
 	}
 	kid := sig.Signatures[0].Header.KeyID
 	found := keys.Key(kid)
@@ -146,7 +162,7 @@ func (m *Module) signReceiptTx(ctx context.Context, tx database.Tx, e Erasure) (
 	if err != nil {
 		return "", err
 	}
-	return m.signer.SignReceiptTx(ctx, tx, claims)
+	return m.signer.SignReceiptTx(ctx, tx, ReceiptType, claims)
 }
 
 // Verify checks that jws is an erasure receipt of this flowd, against the

@@ -4,7 +4,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"github.com/flowd/flowd/modules/flows/nationalid"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,6 +23,9 @@ type PersonRequest struct {
 	RequestedAt      time.Time
 	// ErasedAt is when the organization erased them since; nil until then.
 	ErasedAt *time.Time
+	// Pending is set when RequestErasure answers with the person's earlier
+	// request, which the organization has not yet carried out.
+	Pending bool
 }
 
 // ErasureRequestedEvent is the data of subject.erasure_requested: the
@@ -36,28 +39,50 @@ type ErasureRequestedEvent struct {
 }
 
 // personKeyOf is the person's key across organizations, by which their
-// own page finds their requests: an HMAC of the national id under the
-// tombstones' key, in a domain of its own.
-func (m *Module) personKeyOf(nationalID string) []byte {
+// own page finds their requests: an HMAC of the national id's canonical
+// form, person, under the tombstones' key, in a domain of its own.
+func (m *Module) personKeyOf(person string) []byte {
 	mac := hmac.New(sha256.New, m.subjectKey)
 	mac.Write([]byte("person\x00"))
-	mac.Write([]byte(nationalid.Normalize(nationalID)))
+	mac.Write([]byte(person))
 	return mac.Sum(nil)
 }
 
 // RequestErasure records that the person of nationalID asks organizationID
 // to erase them, and tells the organization with subject.erasure_requested,
 // naming them by their receipt subject and reference, one of their flows'
-// references there. The caller has made sure the person has that flow.
+// references there. The caller has made sure the person has that flow. A
+// person has one open request per organization: while the organization
+// has not erased them since their last request, asking again records
+// nothing, tells no one and answers that request, Pending. The erasures of
+// the person there take the same lock, so that a request and an erasure
+// are ordered.
 func (m *Module) RequestErasure(ctx context.Context, organizationID, nationalID, reference string) (PersonRequest, error) {
+	person, err := m.flows.CanonicalNationalID(nationalID)
+	if err != nil {
+		return PersonRequest{}, err
+	}
+	subjectKey := m.subjectKeyOf(organizationID, person)
 	r := store.Request{OrganizationID: organizationID, ID: uuid.Must(uuid.NewV7()).String(), Reference: reference,
 		RequestedAt: time.Now().UTC().Truncate(time.Microsecond)}
-	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
-		subject, err := m.subjects.SubjectTx(ctx, tx, organizationID, nationalID)
+	out := PersonRequest{OrganizationID: organizationID, RequestedAt: r.RequestedAt}
+	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		if err := store.LockSubject(ctx, tx, organizationID, subjectKey); err != nil {
+			return err
+		}
+		open, err := store.OpenRequest(ctx, tx, organizationID, subjectKey)
+		if err == nil {
+			out = PersonRequest{OrganizationID: organizationID, RequestedAt: open.RequestedAt.UTC(), Pending: true}
+			return nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		subject, err := m.subjects.SubjectTx(ctx, tx, organizationID, person)
 		if err != nil {
 			return err
 		}
-		if err := store.InsertRequest(ctx, tx, r, m.subjectKeyOf(organizationID, nationalID), m.personKeyOf(nationalID)); err != nil {
+		if err := store.InsertRequest(ctx, tx, r, subjectKey, m.personKeyOf(person)); err != nil {
 			return err
 		}
 		return m.events.PublishSubjectTx(ctx, tx, organizationID, webhooks.SubjectErasureRequested, r.RequestedAt, requestedData(r, subject))
@@ -65,7 +90,7 @@ func (m *Module) RequestErasure(ctx context.Context, organizationID, nationalID,
 	if err != nil {
 		return PersonRequest{}, err
 	}
-	return PersonRequest{OrganizationID: organizationID, RequestedAt: r.RequestedAt}, nil
+	return out, nil
 }
 
 // requestedData is the event data of request r of the person of subject.
@@ -76,7 +101,11 @@ func requestedData(r store.Request, subject string) ErasureRequestedEvent {
 
 // QueueRequestsOf implements Service.
 func (m *Module) QueueRequestsOf(b *database.Batch, nationalID string) func(context.Context) ([]PersonRequest, error) {
-	read := store.QueueRequestsOf(b, m.personKeyOf(nationalID))
+	person, err := m.flows.CanonicalNationalID(nationalID)
+	if err != nil {
+		return func(context.Context) ([]PersonRequest, error) { return nil, nil }
+	}
+	read := store.QueueRequestsOf(b, m.personKeyOf(person))
 	return func(ctx context.Context) ([]PersonRequest, error) {
 		rows, err := read()
 		if err != nil {

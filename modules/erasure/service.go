@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/erasure/internal/store"
 	"github.com/flowd/flowd/modules/flows"
@@ -36,8 +36,6 @@ type Deps struct {
 	KeyEncryptionKey []byte
 	// Issuer is the receipts' iss, flowd's base URL.
 	Issuer string
-	// NationalIDFormat is FLOWD_NATIONAL_ID_FORMAT.
-	NationalIDFormat string
 }
 
 // Module is the erasure module on PostgreSQL.
@@ -53,7 +51,6 @@ type Module struct {
 	orgs       OrganizationNames
 	subjectKey []byte
 	issuer     string
-	format     string
 }
 
 var _ Service = (*Module)(nil)
@@ -64,19 +61,32 @@ func New(d Deps) *Module {
 	mac.Write([]byte("flowd erasure subject key v1"))
 	issuer := strings.TrimRight(d.Issuer, "/")
 	return &Module{pool: d.Pool, flows: d.Flows, keys: d.Keys, subjects: d.Subjects, answers: d.Answers, events: d.Events,
-		audit: d.Audit, signer: d.Signer, orgs: d.Orgs, subjectKey: mac.Sum(nil), issuer: issuer, format: d.NationalIDFormat}
+		audit: d.Audit, signer: d.Signer, orgs: d.Orgs, subjectKey: mac.Sum(nil), issuer: issuer}
 }
 
 // subjectKeyOf is the person's key in a tombstone and a request: an HMAC
-// of the organization and the national id, as flows compares ids, under a
-// key derived from the key encryption key. A backup of the database alone
-// cannot tell whom it names.
-func (m *Module) subjectKeyOf(organizationID, nationalID string) []byte {
+// of the organization and the national id's canonical form, person, under
+// a key derived from the key encryption key. A backup of the database
+// alone cannot tell whom it names.
+func (m *Module) subjectKeyOf(organizationID, person string) []byte {
 	mac := hmac.New(sha256.New, m.subjectKey)
 	mac.Write([]byte(organizationID))
 	mac.Write([]byte{0})
-	mac.Write([]byte(nationalid.Normalize(nationalID)))
+	mac.Write([]byte(person))
 	return mac.Sum(nil)
+}
+
+// person is the canonical form of in's national id, or an apperr Invalid
+// error naming nationalId when it is none; the message never repeats it.
+func (m *Module) person(in Request) (string, error) {
+	if in.NationalID == "" {
+		return "", apperr.InvalidFields([]apperr.FieldError{{Field: "nationalId", Message: "is required"}})
+	}
+	person, err := m.flows.CanonicalNationalID(in.NationalID)
+	if err != nil {
+		return "", apperr.InvalidFields([]apperr.FieldError{{Field: "nationalId", Message: err.Error()}})
+	}
+	return person, nil
 }
 
 // ErasedEvent is the data of subject.erased: nothing personal.
@@ -89,12 +99,13 @@ type ErasedEvent struct {
 
 // Erase implements Service.
 func (m *Module) Erase(ctx context.Context, organizationID, by string, in Request, before ...database.BeforeCommit[Erasure]) (Erasure, error) {
-	if err := in.Validate(m.format); err != nil {
+	person, err := m.person(in)
+	if err != nil {
 		return Erasure{}, err
 	}
-	key := m.subjectKeyOf(organizationID, in.NationalID)
+	key := m.subjectKeyOf(organizationID, person)
 	var out Erasure
-	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		if err := store.LockSubject(ctx, tx, organizationID, key); err != nil {
 			return err
 		}
@@ -113,7 +124,7 @@ func (m *Module) Erase(ctx context.Context, organizationID, by string, in Reques
 				return err
 			}
 		}
-		subject, err := m.subjects.SubjectTx(ctx, tx, organizationID, in.NationalID)
+		subject, err := m.subjects.SubjectTx(ctx, tx, organizationID, person)
 		if err != nil {
 			return err
 		}

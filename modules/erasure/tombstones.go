@@ -151,14 +151,19 @@ func (m *Module) reapplyOrganization(ctx context.Context, org string, tombstones
 	}
 	out := make([]Reapplied, len(tombstones))
 	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
-		nationalIDs := map[string]string{} // by subject key, of the people found
-		erased, err := m.flows.EraseMatchingTx(ctx, tx, org, "operator", func(nationalID string) string {
-			key := string(m.subjectKeyOf(org, nationalID))
-			if _, ok := byKey[key]; !ok {
-				return ""
+		nationalIDs := map[string]string{} // by subject key, the canonical forms of the people found
+		// A tombstone made before canonical forms may be keyed by an older
+		// form of the person's id (forms after the first), as its erasure
+		// found them then.
+		erased, err := m.flows.EraseMatchingTx(ctx, tx, org, "operator", func(forms []string) string {
+			for _, form := range forms {
+				key := string(m.subjectKeyOf(org, form))
+				if _, ok := byKey[key]; ok {
+					nationalIDs[key] = forms[0]
+					return key
+				}
 			}
-			nationalIDs[key] = nationalID
-			return key
+			return ""
 		})
 		if err != nil {
 			return err

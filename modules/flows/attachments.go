@@ -75,11 +75,16 @@ func (m *Manager) QueueUses(b *database.Batch, f Flow, limit int) func() ([]Use,
 	read := store.QueueLatestUses(b, f.OrganizationID, f.ID, limit)
 	return func() ([]Use, error) {
 		rows, err := read()
+		if err != nil {
+			return nil, err
+		}
 		out := make([]Use, len(rows))
 		for i, r := range rows {
-			out[i] = toUse(r)
+			if out[i], err = m.toUse(r); err != nil {
+				return nil, err
+			}
 		}
-		return out, err
+		return out, nil
 	}
 }
 

@@ -2,13 +2,12 @@ package flows
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 	"github.com/flowd/flowd/modules/flows/internal/subjectkey"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // Erased is what erasing a person removed from one organization.
@@ -21,36 +20,50 @@ type Erased struct {
 }
 
 // EraseSubjectTx deletes in tx every flow of organizationID whose national
-// id is nationalID (compared as nationalid.Normalize compares them), each
-// as Delete deletes one: the deletion log names by, and each sends its
+// id is nationalID's person's (compared in their canonical forms), each as
+// Delete deletes one: the deletion log names by, and each sends its
 // flow.deleted. Flows are found through the person's subject key, which it
 // holds locked until tx ends (DestroySubjectKeyTx destroys it), so that no
 // flow sealed under it commits meanwhile; flows not yet under a subject key
 // are found by their keyed hash, or by their blind index, so a flow created
 // with the id spelt otherwise is found once "flowd flows reindex" has
-// indexed it.
+// indexed it. A key or index made under a form that may name two people
+// (nationalid.Format.LegacyForms) only finds candidates, each confirmed by
+// its canonical form.
 func (m *Manager) EraseSubjectTx(ctx context.Context, tx database.Tx, organizationID, nationalID, by string) (Erased, error) {
-	want := nationalid.Normalize(nationalID)
-	if want == "" || organizationID == "" {
+	want, err := m.CanonicalNationalID(nationalID)
+	if err != nil || organizationID == "" {
 		return Erased{}, nil
 	}
-	var index []byte
+	legacy := m.cfg.NationalIDs.LegacyForms(want)
+	var indexes [][]byte
 	if m.cfg.PersonIndex != nil {
-		index = m.cfg.PersonIndex.Of(want)
+		for _, form := range append([]string{want}, legacy...) {
+			indexes = append(indexes, m.cfg.PersonIndex.Of(form))
+		}
 	}
 	// The flows are read by a statement after the one that locks the keys:
 	// it sees the flows of a create that held a key until it committed.
-	keyIDs, err := store.LockSubjectKeys(ctx, tx, organizationID, subjectkey.Subjects(m.sealer, organizationID, nationalID))
+	keyIDs, err := store.LockSubjectKeys(ctx, tx, organizationID, subjectkey.Subjects(m.sealer, organizationID, want))
 	if err != nil {
 		return Erased{}, err
 	}
-	rows, err := store.LockFlowsOfSubject(ctx, tx, organizationID, keyIDs, m.sealer.Hashes("nationalId", nationalID), index)
+	shared, err := store.LockSubjectKeys(ctx, tx, organizationID, legacySubjects(m.sealer, organizationID, legacy))
+	if err != nil {
+		return Erased{}, err
+	}
+	own := map[string]bool{}
+	for _, id := range keyIDs {
+		own[id] = true
+	}
+	hashes := append(m.sealer.Hashes("nationalId", nationalID), m.sealer.Hashes("nationalId", want)...)
+	rows, err := store.LockFlowsOfSubject(ctx, tx, organizationID, append(keyIDs, shared...), hashes, indexes)
 	if err != nil {
 		return Erased{}, err
 	}
 	var out Erased
 	for _, row := range rows {
-		if row.SubjectKeyID == nil {
+		if row.SubjectKeyID == nil || !own[*row.SubjectKeyID] {
 			of, err := m.isOf(row, want)
 			if err != nil {
 				return Erased{}, err
@@ -71,10 +84,12 @@ const eraseScanPage = 500
 
 // EraseMatchingTx deletes in tx, as EraseSubjectTx does, every flow of
 // organizationID for whose national id match returns a non-empty key, and
-// returns what it removed by that key. It reads every flow of the
+// returns what it removed by that key. match is given the id's canonical
+// form, then the forms flowd may have hashed its person under before
+// (nationalid.Format.LegacyForms). It reads every flow of the
 // organization, so that one pass serves any number of people: a restore's
 // re-erasure, where only keyed hashes of the people are known.
-func (m *Manager) EraseMatchingTx(ctx context.Context, tx database.Tx, organizationID, by string, match func(nationalID string) string) (map[string]Erased, error) {
+func (m *Manager) EraseMatchingTx(ctx context.Context, tx database.Tx, organizationID, by string, match func(forms []string) string) (map[string]Erased, error) {
 	out := map[string]Erased{}
 	after := ""
 	for {
@@ -90,7 +105,7 @@ func (m *Manager) EraseMatchingTx(ctx context.Context, tx database.Tx, organizat
 			if err != nil {
 				return nil, err
 			}
-			key := match(opened.NationalID)
+			key := match(append([]string{opened.Person}, m.cfg.NationalIDs.LegacyForms(opened.Person)...))
 			if key == "" {
 				continue
 			}
@@ -130,12 +145,22 @@ func (m *Manager) eraseLockedTx(ctx context.Context, tx database.Tx, row store.F
 	return nil
 }
 
-// isOf reports whether row, sealed under the data key, is a flow of the
-// person whose normalised national id is want.
+// isOf reports whether row is a flow of the person whose national id's
+// canonical form is want.
 func (m *Manager) isOf(row store.Flow, want string) (bool, error) {
-	id, err := openNationalID(sealerOpener(m.sealer, row.PIIKeyID), row.ID, row.NationalIDSealed)
+	f, err := m.toFlow(row)
 	if err != nil {
 		return false, err
 	}
-	return subtle.ConstantTimeCompare([]byte(nationalid.Normalize(id)), []byte(want)) == 1, nil
+	return samePerson(f.Person, want), nil
+}
+
+// legacySubjects are the subjects in organizationID, under each data key of
+// dataKeys, of the legacy forms of a person's national id.
+func legacySubjects(dataKeys *pii.Sealer, organizationID string, forms []string) [][]byte {
+	var out [][]byte
+	for _, form := range forms {
+		out = append(out, subjectkey.Subjects(dataKeys, organizationID, form)...)
+	}
+	return out
 }

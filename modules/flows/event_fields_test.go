@@ -21,7 +21,7 @@ func TestAFlowsEventCarriesWhatItShould(t *testing.T) {
 	const fetch = "the receiver reads the flow (GET /api/flows/:id) for the rest"
 	const personal = "personal data: events carry none"
 	fieldtest.Reaches(t, []Flow{f}, render, map[string]string{
-		"Number": fetch, "ReferenceName": fetch, "Sandbox": fetch, "NationalID": personal, "LastName": personal,
+		"Number": fetch, "ReferenceName": fetch, "Sandbox": fetch, "NationalID": personal, "Person": personal, "LastName": personal,
 		"RedirectURL": fetch, "OrganizationNumber": fetch, "ProcessInstanceID": fetch,
 		"FlowDefinitionVersion": fetch, "VersionTag": fetch,
 		"Evidence.TextSHA256": fetch, "Evidence.Language": fetch, "Evidence.AssuranceLevel": fetch, "Evidence.ACR": fetch,

@@ -65,16 +65,20 @@ const (
 
 // Flow is one consent process.
 type Flow struct {
-	ID                 string
-	OrganizationID     string
-	Number             int64
-	ReferenceID        string
-	ReferenceName      string // empty when not set
-	Version            int
-	ConsentStatus      ConsentStatus
-	ProcessStatus      ProcessStatus
-	Sandbox            bool
-	NationalID         string
+	ID             string
+	OrganizationID string
+	Number         int64
+	ReferenceID    string
+	ReferenceName  string // empty when not set
+	Version        int
+	ConsentStatus  ConsentStatus
+	ProcessStatus  ProcessStatus
+	Sandbox        bool
+	NationalID     string // as the organization wrote it (a Swedish 10-digit number: its canonical form)
+	// Person is the canonical form of NationalID (nationalid.Format), by
+	// which flowd tells people apart: every comparison, hash and index of
+	// the person is of it.
+	Person             string
 	LastName           string
 	RedirectURL        string
 	WebhookURL         string
@@ -406,6 +410,11 @@ type Service interface {
 	// are apperr Invalid errors naming the API's query parameters.
 	// ErrNotFound.
 	Uses(ctx context.Context, c Caller, flowID string, p UseParams) (UsePage, error)
+	// CanonicalNationalID returns the canonical form of nationalID in the
+	// configured format, read now: the one form of every spelling of the
+	// person's number, in which flowd compares, hashes and indexes people.
+	// A *nationalid.Error says why it is no number of the format.
+	CanonicalNationalID(nationalID string) (string, error)
 }
 
 // ConsentRequests is what flows needs of the consent module: a link for each

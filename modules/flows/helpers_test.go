@@ -20,7 +20,6 @@ import (
 	"github.com/flowd/flowd/internal/syncbuf"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/flows/taskreports"
 	"github.com/flowd/flowd/modules/webhooks"
 )
@@ -66,7 +65,7 @@ func setupOn(t *testing.T, url string, mutate ...func(*flows.Config)) *bundle {
 // instance builds a bundle on pool, as another flowd instance on the same
 // database would be when it shares sealer's key.
 func instance(pool *pgxpool.Pool, sealer *pii.Sealer, mutate ...func(*flows.Config)) *bundle {
-	cfg := flows.Config{NationalIDFormat: nationalid.FormatGeneric}
+	cfg := flows.Config{}
 	for _, m := range mutate {
 		m(&cfg)
 	}

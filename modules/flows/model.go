@@ -37,7 +37,18 @@ func (m *Manager) toFlow(r store.Flow) (Flow, error) {
 	if err != nil {
 		return Flow{}, fmt.Errorf("flows: flow %s: %w", r.ID, err)
 	}
-	return flowOf(r, open)
+	return m.flowOf(r, open)
+}
+
+// flowOf is the Flow of a row whose personal data open opens, with the
+// canonical form of its national id as read when the flow was made.
+func (m *Manager) flowOf(r store.Flow, open opener) (Flow, error) {
+	f, err := flowOf(r, open)
+	if err != nil {
+		return Flow{}, err
+	}
+	f.Person, _ = m.cfg.NationalIDs.OfKept(f.NationalID, f.CreatedAt)
+	return f, nil
 }
 
 // opener opens a row's sealed personal data in its context.

@@ -11,7 +11,6 @@ import (
 	"github.com/flowd/flowd/internal/fieldtest"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // laterFields are the fields of a flow that a create leaves zero: its
@@ -83,7 +82,7 @@ func instanceWith(b *bundle, o flows.Organizations) *bundle {
 	c := *b
 	c.flows = flows.New(b.pool, b.sealer, consent.NewRequests(b.pool, b.sealer, "https://flowd.example"),
 		definitions, o, tableEvents{},
-		slog.New(slog.NewJSONHandler(b.logs, nil)), prometheus.NewRegistry(), flows.Config{NationalIDFormat: nationalid.FormatGeneric})
+		slog.New(slog.NewJSONHandler(b.logs, nil)), prometheus.NewRegistry(), flows.Config{})
 	return &c
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 
 	"github.com/flowd/flowd/modules/flows/internal/store"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // MaxFlowsOfPerson bounds the flows the person's own page lists.
@@ -15,17 +14,33 @@ const MaxFlowsOfPerson = 500
 // ErrNoPersonIndex means the flows module was made without a Config.PersonIndex.
 var ErrNoPersonIndex = errors.New("flows: no person index key")
 
+// CanonicalNationalID returns the canonical form of nationalID in the
+// module's format, read now: the form in which flowd compares, hashes and
+// indexes people, one per person. A *nationalid.Error says why nationalID
+// is not a number of the format; its message never repeats the id.
+func (m *Manager) CanonicalNationalID(nationalID string) (string, error) {
+	return m.cfg.NationalIDs.Canonical(nationalID)
+}
+
+// samePerson reports, in constant time, whether two canonical forms are
+// one person's.
+func samePerson(a, b string) bool {
+	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
 // FlowsOfPerson returns the flows addressed to nationalID in every
 // organization, newest first, found by their blind index: it is the only
 // read of flows across organizations, and serves only the person's own
 // page, for the person signed in. Each flow's sealed national id is opened
-// and compared too, so that only the person's own flows are returned.
+// and compared too, in its canonical form, so that only the person's own
+// flows are returned. A national id that is no number of the format has
+// none.
 func (m *Manager) FlowsOfPerson(ctx context.Context, nationalID string) ([]Flow, error) {
 	if m.cfg.PersonIndex == nil {
 		return nil, ErrNoPersonIndex
 	}
-	want := nationalid.Normalize(nationalID)
-	if want == "" {
+	want, err := m.CanonicalNationalID(nationalID)
+	if err != nil {
 		return nil, nil
 	}
 	rows, err := store.FlowsOfPerson(ctx, m.pool, m.cfg.PersonIndex.Of(want), m.cfg.PersonIndex.Version(), MaxFlowsOfPerson)
@@ -38,7 +53,7 @@ func (m *Manager) FlowsOfPerson(ctx context.Context, nationalID string) ([]Flow,
 		if err != nil {
 			return nil, err
 		}
-		if subtle.ConstantTimeCompare([]byte(nationalid.Normalize(f.NationalID)), []byte(want)) == 1 {
+		if samePerson(f.Person, want) {
 			out = append(out, f)
 		}
 	}

@@ -27,7 +27,7 @@ func flowIDs(fs []flows.Flow) []string {
 // and none of another person's.
 func TestFlowsOfPersonFindsThemInEveryOrganization(t *testing.T) {
 	t.Parallel()
-	index := nationalid.NewBlindIndex(bytes.Repeat([]byte{9}, 32))
+	index := nationalid.NewBlindIndex(bytes.Repeat([]byte{9}, 32), nationalid.Format{})
 	b := setup(t, func(c *flows.Config) { c.PersonIndex = index })
 	ctx := context.Background()
 	mine := b.create(t, newFlow("12345678901"))
@@ -63,7 +63,7 @@ func TestFlowsOfPersonFindsThemInEveryOrganization(t *testing.T) {
 	if onFlow != nil {
 		t.Errorf("the flow keeps an index of its own: %x", onFlow)
 	}
-	if bytes.Equal(index.Of("12345678901"), nationalid.NewBlindIndex(bytes.Repeat([]byte{8}, 32)).Of("12345678901")) {
+	if bytes.Equal(index.Of("12345678901"), nationalid.NewBlindIndex(bytes.Repeat([]byte{8}, 32), nationalid.Format{}).Of("12345678901")) {
 		t.Error("another key gives the same index")
 	}
 }
@@ -82,13 +82,13 @@ func TestReindexFillsOldFlowsAndResumes(t *testing.T) {
 	}
 	old.create(t, newFlow("10987654321"))
 	slices.Sort(made)
-	index := nationalid.NewBlindIndex(bytes.Repeat([]byte{9}, 32))
+	index := nationalid.NewBlindIndex(bytes.Repeat([]byte{9}, 32), nationalid.Format{})
 	b := instance(old.pool, old.sealer, func(c *flows.Config) { c.PersonIndex = index })
 	if got, _ := b.flows.FlowsOfPerson(ctx, "12345678901"); len(got) != 0 {
 		t.Fatalf("flows without an index were found: %v", flowIDs(got))
 	}
 
-	first := rekey.NewReindexer(b.pool, b.sealer, index)
+	first := rekey.NewReindexer(b.pool, b.sealer, index, nationalid.Format{})
 	if n, err := first.Remaining(ctx); err != nil || n != 2 {
 		t.Fatalf("Remaining = %d, %v; want 2 (the keys of two people)", n, err)
 	}
@@ -96,7 +96,7 @@ func TestReindexFillsOldFlowsAndResumes(t *testing.T) {
 		t.Fatalf("first batch: %d, %v", n, err)
 	}
 	// Interrupted: a new run finds only what is left.
-	second := rekey.NewReindexer(b.pool, b.sealer, index)
+	second := rekey.NewReindexer(b.pool, b.sealer, index, nationalid.Format{})
 	if n, _ := second.Remaining(ctx); n != 1 {
 		t.Fatalf("after one batch of 1, %d remain, want 1", n)
 	}
@@ -120,12 +120,12 @@ func TestReindexFillsOldFlowsAndResumes(t *testing.T) {
 	}
 
 	// A new key: every flow is stale and found again once re-indexed.
-	rotated := nationalid.NewBlindIndex(bytes.Repeat([]byte{7}, 32))
+	rotated := nationalid.NewBlindIndex(bytes.Repeat([]byte{7}, 32), nationalid.Format{})
 	after := instance(b.pool, b.sealer, func(c *flows.Config) { c.PersonIndex = rotated })
 	if got, _ := after.flows.FlowsOfPerson(ctx, "12345678901"); len(got) != 0 {
 		t.Fatalf("flows indexed under the old key were found under the new one: %v", flowIDs(got))
 	}
-	r := rekey.NewReindexer(b.pool, b.sealer, rotated)
+	r := rekey.NewReindexer(b.pool, b.sealer, rotated, nationalid.Format{})
 	if n, _ := r.Remaining(ctx); n != 2 {
 		t.Fatalf("after a new key %d remain, want 2", n)
 	}

@@ -27,7 +27,9 @@ import (
 
 // Config holds the settings of the flows module.
 type Config struct {
-	NationalIDFormat  string        // FLOWD_NATIONAL_ID_FORMAT
+	// NationalIDs is the national id format (FLOWD_NATIONAL_ID_FORMAT) with
+	// the clock its numbers are read against; the zero Format is generic.
+	NationalIDs       nationalid.Format
 	AllowInsecureURLs bool          // FLOWD_ALLOW_INSECURE_URLS
 	ConsentTTL        time.Duration // FLOWD_CONSENT_TTL; zero means 30 days
 	// ReadRoundTrips bounds the round trips that retrieves and list pages
@@ -150,7 +152,7 @@ func (m *Manager) Create(ctx context.Context, c Caller, in NewFlow, idempotencyK
 	if err != nil {
 		return Created{}, fmt.Errorf("flows: organization settings: %w", err)
 	}
-	if err := in.Validate(Rules{NationalIDFormat: m.cfg.NationalIDFormat, AllowInsecureURLs: m.cfg.AllowInsecureURLs,
+	if err := in.Validate(Rules{NationalIDs: m.cfg.NationalIDs, AllowInsecureURLs: m.cfg.AllowInsecureURLs,
 		RedirectOrigins: settings.RedirectOrigins}); err != nil {
 		if e, ok := apperr.As(err); ok {
 			problems = append(problems, e.Fields...)
@@ -210,6 +212,11 @@ func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow,
 	if err != nil {
 		return Flow{}, "", nil, err
 	}
+	// The flow keeps the id as written unless its reading depends on the
+	// date (a Swedish 10-digit number): then it keeps the canonical form.
+	if in.NationalID, err = m.cfg.NationalIDs.ToKeep(in.NationalID); err != nil {
+		return Flow{}, "", nil, err
+	}
 	row := m.newRow(c, in, flowID, settings, pinned)
 	// The flow, its number and its tasks (the consent task, and the task
 	// that tracks the flow.created delivery when there is a webhook) go in
@@ -230,7 +237,7 @@ func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow,
 	if err != nil {
 		return Flow{}, "", nil, err
 	}
-	f, err := flowOf(row, sealerOpener(key.Sealer, key.Sealer.KeyID()))
+	f, err := m.flowOf(row, sealerOpener(key.Sealer, key.Sealer.KeyID()))
 	if err != nil {
 		return Flow{}, "", nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 	"github.com/flowd/flowd/modules/flows/internal/subjectkey"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // A person's personal data in an organization is sealed under a data key of
@@ -29,14 +28,29 @@ var errSubjectKeyDestroyed = fmt.Errorf("%w: %w", ErrNotFound, subjectkey.ErrDes
 // any instance, nor do the rows of a backup taken before, and the person's
 // next flow gets a new key. Their flows in other organizations are
 // untouched. found is false, and nothing changes, when the person has no
-// live key there; flows not yet rekeyed ("flowd flows rekey") have none.
+// live key there; flows not yet rekeyed ("flowd flows rekey") have none. A
+// key made under a form of the id that may name two people
+// (nationalid.Format.LegacyForms) is destroyed once no flow is sealed under
+// it any more: EraseSubjectTx erased the person's, and another person's
+// keep it.
 func (m *Manager) DestroySubjectKeyTx(ctx context.Context, tx database.Tx, organizationID, nationalID string) (time.Time, bool, error) {
-	if organizationID == "" || nationalid.Normalize(nationalID) == "" {
+	person, err := m.CanonicalNationalID(nationalID)
+	if organizationID == "" || err != nil {
 		return time.Time{}, false, nil
 	}
-	destroyed, err := store.DestroySubjectKeys(ctx, tx, organizationID, subjectkey.Subjects(m.sealer, organizationID, nationalID))
-	if err != nil || len(destroyed) == 0 {
+	destroyed, err := store.DestroySubjectKeys(ctx, tx, organizationID, subjectkey.Subjects(m.sealer, organizationID, person))
+	if err != nil {
 		return time.Time{}, false, err
+	}
+	if legacy := legacySubjects(m.sealer, organizationID, m.cfg.NationalIDs.LegacyForms(person)); len(legacy) > 0 {
+		emptied, err := store.DestroyEmptySubjectKeys(ctx, tx, organizationID, legacy)
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		destroyed = append(destroyed, emptied...)
+	}
+	if len(destroyed) == 0 {
+		return time.Time{}, false, nil
 	}
 	for _, k := range destroyed {
 		m.keys.forgetID(k.ID)
@@ -75,13 +89,14 @@ func (m *Manager) rowOpener(organizationID, piiKeyID string, keyID *string, seal
 // inserts again. It returns the key and keep, which remembers it for the
 // person's next create once tx has committed.
 func (m *Manager) insertUnderSubjectKey(ctx context.Context, tx pgx.Tx, row *store.Flow, in NewFlow, prefix string, tasks []*store.Task) (subjectkey.Key, func(), error) {
-	subjects := subjectkey.Subjects(m.sealer, row.OrganizationID, in.NationalID)
+	canonical, _ := m.cfg.NationalIDs.OfKept(in.NationalID, time.Now())
+	subjects := subjectkey.Subjects(m.sealer, row.OrganizationID, canonical)
 	person := row.OrganizationID + "\x00" + string(subjects[0])
 	key, held := m.keys.bySubject(person)
 	var made store.SubjectKey // the row of a new key, inserted with the flow
 	if !held {
 		var err error
-		if key, made, err = subjectkey.New(m.sealer, m.cfg.PersonIndex, row.OrganizationID, in.NationalID); err != nil {
+		if key, made, err = subjectkey.New(m.sealer, m.cfg.PersonIndex, row.OrganizationID, canonical); err != nil {
 			return subjectkey.Key{}, nil, err
 		}
 	}
@@ -100,19 +115,19 @@ func (m *Manager) insertUnderSubjectKey(ctx context.Context, tx pgx.Tx, row *sto
 			return subjectkey.Key{}, nil, fmt.Errorf("flows: no subject key of the person held: %w", err)
 		}
 		m.keys.forgetPerson(person)
-		if key, err = m.findOrMakeSubjectKey(ctx, tx, row.OrganizationID, in.NationalID, subjects); err != nil {
+		if key, err = m.findOrMakeSubjectKey(ctx, tx, row.OrganizationID, canonical, subjects); err != nil {
 			return subjectkey.Key{}, nil, err
 		}
 		made = store.SubjectKey{} // the key is stored now: the insert only confirms it
 	}
 }
 
-// findOrMakeSubjectKey returns the live key of the person nationalID in
-// organizationID, made and stored in tx when they have none. A concurrent
-// insert of the person's key that wins leaves this one nothing to find in
-// its snapshot; asked again, it finds the winner's.
-func (m *Manager) findOrMakeSubjectKey(ctx context.Context, tx pgx.Tx, organizationID, nationalID string, subjects [][]byte) (subjectkey.Key, error) {
-	made, row, err := subjectkey.New(m.sealer, m.cfg.PersonIndex, organizationID, nationalID)
+// findOrMakeSubjectKey returns the live key of the person of the canonical
+// national id person in organizationID, made and stored in tx when they
+// have none. A concurrent insert of the person's key that wins leaves this
+// one nothing to find in its snapshot; asked again, it finds the winner's.
+func (m *Manager) findOrMakeSubjectKey(ctx context.Context, tx pgx.Tx, organizationID, person string, subjects [][]byte) (subjectkey.Key, error) {
+	made, row, err := subjectkey.New(m.sealer, m.cfg.PersonIndex, organizationID, person)
 	if err != nil {
 		return subjectkey.Key{}, err
 	}

@@ -106,7 +106,7 @@ func TestAFlowsPersonalDataDoesNotOpenWithTheDataKeyAlone(t *testing.T) {
 // had the old one in memory.
 func TestADestroyedSubjectKeyOpensNothingOfThePerson(t *testing.T) {
 	t.Parallel()
-	index := nationalid.NewBlindIndex(bytes.Repeat([]byte{3}, 32))
+	index := nationalid.NewBlindIndex(bytes.Repeat([]byte{3}, 32), nationalid.Format{})
 	b := setup(t, func(c *flows.Config) { c.PersonIndex = index })
 	ctx := context.Background()
 	other := instance(b.pool, b.sealer, func(c *flows.Config) { c.PersonIndex = index })
@@ -255,7 +255,7 @@ func (b *bundle) makeOld(t *testing.T, flowID string, index *nationalid.BlindInd
 // destroying the key reaches them.
 func TestRekeyMovesOlderFlowsUnderTheirPersonsKeyAndResumes(t *testing.T) {
 	t.Parallel()
-	index := nationalid.NewBlindIndex(bytes.Repeat([]byte{5}, 32))
+	index := nationalid.NewBlindIndex(bytes.Repeat([]byte{5}, 32), nationalid.Format{})
 	b := setup(t, func(c *flows.Config) { c.PersonIndex = index })
 	ctx := context.Background()
 	var ids []string
@@ -276,7 +276,7 @@ func TestRekeyMovesOlderFlowsUnderTheirPersonsKeyAndResumes(t *testing.T) {
 		t.Fatal("makeOld did not seal the flow under the data key")
 	}
 
-	first := rekey.NewRekeyer(b.pool, b.sealer, index)
+	first := rekey.NewRekeyer(b.pool, b.sealer, index, nationalid.Format{})
 	if n, err := first.Remaining(ctx); err != nil || n != 6 {
 		t.Fatalf("Remaining = %d, %v; want 6", n, err)
 	}
@@ -284,7 +284,7 @@ func TestRekeyMovesOlderFlowsUnderTheirPersonsKeyAndResumes(t *testing.T) {
 		t.Fatalf("first batch: %d, %v", n, err)
 	}
 	// Interrupted: a new run finds only what is left.
-	second := rekey.NewRekeyer(b.pool, b.sealer, index)
+	second := rekey.NewRekeyer(b.pool, b.sealer, index, nationalid.Format{})
 	if n, _ := second.Remaining(ctx); n != 4 {
 		t.Fatalf("after a batch of 2, %d remain, want 4", n)
 	}

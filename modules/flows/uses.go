@@ -14,6 +14,7 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/flows/internal/ids"
 	"github.com/flowd/flowd/modules/flows/internal/store"
+	"github.com/flowd/flowd/modules/flows/internal/subjectkey"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -91,13 +92,16 @@ func (m *Manager) RecordUse(ctx context.Context, c Caller, flowID string, in New
 		if err := m.checkUseTx(ctx, tx, f, in); err != nil {
 			return err
 		}
-		u := store.Use{OrganizationID: c.OrganizationID, ID: ids.New(), FlowID: flowID, Action: in.Action,
-			DataCategories: in.DataCategories, Reference: orNil(in.Reference), UsedAt: now, RecordedBy: c.ClientID}
+		u := store.Use{OrganizationID: c.OrganizationID, ID: ids.New(), FlowID: flowID,
+			DataCategories: in.DataCategories, UsedAt: now, RecordedBy: c.ClientID}
 		if u.DataCategories == nil {
 			u.DataCategories = []string{}
 		}
 		if in.UsedAt != nil {
 			u.UsedAt = *in.UsedAt
+		}
+		if err := m.sealUseText(row, &u, in.Action, in.Reference); err != nil {
+			return err
 		}
 		if row, err = store.InsertUse(ctx, tx, &u); err != nil {
 			return err
@@ -105,7 +109,8 @@ func (m *Manager) RecordUse(ctx context.Context, c Caller, flowID string, in New
 		if f, err = m.toFlow(row); err != nil {
 			return err
 		}
-		out = toUse(u)
+		out = Use{ID: u.ID, FlowID: u.FlowID, Action: in.Action, DataCategories: u.DataCategories, Reference: in.Reference,
+			UsedAt: u.UsedAt, RecordedAt: u.RecordedAt, RecordedBy: u.RecordedBy}
 		if err := m.publishUseTx(ctx, tx, f, out); err != nil {
 			return err
 		}
@@ -158,13 +163,52 @@ func (m *Manager) publishUseTx(ctx context.Context, tx pgx.Tx, f Flow, u Use) er
 	}
 	ev := eventOf(f, webhooks.FlowUsed, "")
 	ev.Sequence, ev.URL = seq, ""
-	ev.Use = &webhooks.Use{ID: u.ID, Action: u.Action, DataCategories: u.DataCategories, Reference: u.Reference, UsedAt: u.UsedAt}
+	ev.Use = &webhooks.Use{ID: u.ID, DataCategories: u.DataCategories, UsedAt: u.UsedAt}
 	return m.events.PublishTx(ctx, tx, ev)
 }
 
-func toUse(u store.Use) Use {
-	return Use{ID: u.ID, FlowID: u.FlowID, Action: u.Action, DataCategories: u.DataCategories, Reference: deref(u.Reference),
-		UsedAt: u.UsedAt, RecordedAt: u.RecordedAt, RecordedBy: u.RecordedBy}
+// sealUseText puts the free text of u, a use of the flow of row, into u:
+// sealed under the flow's subject key, so that destroying the key (an
+// erasure) shreds it wherever it was copied, backups included; as written
+// for a flow not yet under one ("flowd flows rekey" seals it then).
+func (m *Manager) sealUseText(row store.Flow, u *store.Use, action, reference string) error {
+	if row.SubjectKeyID == nil {
+		u.Action, u.Reference = &action, orNil(reference)
+		return nil
+	}
+	key, err := subjectkey.Sealing(m.sealer, row.OrganizationID, *row.SubjectKeyID, row.SubjectKeySealed)
+	if err != nil {
+		return fmt.Errorf("flows: flow %s: %w", row.ID, err)
+	}
+	u.ActionSealed, u.ReferenceSealed = key.SealUse(u.ID, action, reference)
+	return nil
+}
+
+// toUse opens u's free text, sealed under its flow's subject key or kept
+// as written.
+func (m *Manager) toUse(u store.Use) (Use, error) {
+	out := Use{ID: u.ID, FlowID: u.FlowID, DataCategories: u.DataCategories, UsedAt: u.UsedAt, RecordedAt: u.RecordedAt,
+		RecordedBy: u.RecordedBy}
+	if u.ActionSealed == nil {
+		out.Action, out.Reference = deref(u.Action), deref(u.Reference)
+		return out, nil
+	}
+	if u.SubjectKeyID == nil {
+		return Use{}, fmt.Errorf("flows: use %s is sealed, its flow under no subject key", u.ID)
+	}
+	open, err := m.rowOpener(u.OrganizationID, store.SubjectSealed, u.SubjectKeyID, u.SubjectKeySealed)
+	if err != nil {
+		return Use{}, fmt.Errorf("flows: use %s: %w", u.ID, err)
+	}
+	if out.Action, err = open(u.ActionSealed, store.UseContext(u.ID, "action")...); err != nil {
+		return Use{}, fmt.Errorf("flows: use %s: action: %w", u.ID, err)
+	}
+	if u.ReferenceSealed != nil {
+		if out.Reference, err = open(u.ReferenceSealed, store.UseContext(u.ID, "reference")...); err != nil {
+			return Use{}, fmt.Errorf("flows: use %s: reference: %w", u.ID, err)
+		}
+	}
+	return out, nil
 }
 
 // Check validates p and fills in its default limit; errors name the query
@@ -218,7 +262,9 @@ func (m *Manager) Uses(ctx context.Context, c Caller, flowID string, p UseParams
 		}
 		page = UsePage{HasMore: more, Uses: make([]Use, len(rows))}
 		for i, r := range rows {
-			page.Uses[i] = toUse(r)
+			if page.Uses[i], err = m.toUse(r); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

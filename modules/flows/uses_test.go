@@ -15,6 +15,8 @@ import (
 	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/flows/nationalid"
+	"github.com/flowd/flowd/modules/flows/rekey"
 )
 
 // acceptedWithCategories creates a flow of a definition with the data
@@ -315,5 +317,61 @@ func TestNoNoticeWithoutASetting(t *testing.T) {
 	b.decide(t, id, true, time.Now().Add(time.Minute))
 	if n, err := b.flows.NotifyExpiringAcceptances(context.Background(), 10); err != nil || n != 0 {
 		t.Fatalf("notified %d, %v; want none", n, err)
+	}
+}
+
+// TestAUsesTextIsSealedUnderItsPersonsKey: a use's action and reference are
+// kept only sealed, under the key of the flow's person, and read back as
+// written. A use recorded before (its text kept as written) is sealed by
+// the rekey, and reads the same after.
+func TestAUsesTextIsSealedUnderItsPersonsKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	id := b.acceptedWithCategories(t)
+	u, err := b.flows.RecordUse(ctx, b.caller, id, flows.NewUse{Action: "fetched income of Nordmann", Reference: "case-ID-7"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, `select count(*) from flow_uses where id = $1 and action is null and reference is null
+		and action_sealed is not null and reference_sealed is not null
+		and position('Nordmann' in encode(action_sealed, 'escape')) = 0`, u.ID); n != 1 {
+		t.Fatal("the use's text is not kept sealed alone")
+	}
+	page, err := b.flows.Uses(ctx, b.caller, id, flows.UseParams{})
+	if err != nil || len(page.Uses) != 1 || page.Uses[0].Action != "fetched income of Nordmann" || page.Uses[0].Reference != "case-ID-7" {
+		t.Fatalf("the use read back: %+v %v", page.Uses, err)
+	}
+
+	// A use kept as written, as before uses were sealed.
+	older, err := b.flows.RecordUse(ctx, b.caller, id, flows.NewUse{Action: "checked debt"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(ctx, `update flow_uses set action = 'checked debt of Nordmann', reference = 'old-case',
+		action_sealed = null, reference_sealed = null where id = $1`, older.ID); err != nil {
+		t.Fatal(err)
+	}
+	r := rekey.NewRekeyer(b.pool, b.sealer, nil, nationalid.Format{})
+	if n, err := r.Remaining(ctx); err != nil || n != 1 {
+		t.Fatalf("before the rekey, %d left (%v), want the 1 use kept as written", n, err)
+	}
+	for {
+		n, err := r.RekeyBatch(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	if n := b.count(t, `select count(*) from flow_uses where action is not null or reference is not null`); n != 0 {
+		t.Fatalf("%d uses keep their text as written after the rekey", n)
+	}
+	page, err = b.flows.Uses(ctx, b.caller, id, flows.UseParams{})
+	if err != nil || len(page.Uses) != 2 || !slices.ContainsFunc(page.Uses, func(u flows.Use) bool {
+		return u.Action == "checked debt of Nordmann" && u.Reference == "old-case"
+	}) {
+		t.Fatalf("the uses after the rekey: %+v %v", page.Uses, err)
 	}
 }

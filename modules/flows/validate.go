@@ -12,9 +12,9 @@ import (
 
 // Rules are the settings a new flow is validated against.
 type Rules struct {
-	NationalIDFormat  string   // nationalid.FormatGeneric, FormatNorway or FormatSweden
-	AllowInsecureURLs bool     // http allowed for any host, not only loopback
-	RedirectOrigins   []string // allowed redirectUrl origins; empty allows any
+	NationalIDs       nationalid.Format // the national id format and its clock
+	AllowInsecureURLs bool              // http allowed for any host, not only loopback
+	RedirectOrigins   []string          // allowed redirectUrl origins; empty allows any
 }
 
 // Limits of a new flow's fields.
@@ -43,7 +43,7 @@ func (in NewFlow) Validate(r Rules) error {
 	var f apperr.Fields
 	if in.NationalID == "" {
 		f.Add("nationalId", "is required")
-	} else if msg := nationalid.Check(r.NationalIDFormat, in.NationalID); msg != "" {
+	} else if msg := r.NationalIDs.Check(in.NationalID); msg != "" {
 		f.Add("nationalId", "%s", msg)
 	}
 	if in.LastName == "" {

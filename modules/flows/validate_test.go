@@ -34,7 +34,7 @@ func TestNewFlowValidation(t *testing.T) {
 		{"200 characters", func(f *NewFlow) { f.LastName = strings.Repeat("ø", 200) }, Rules{}, ""},
 		{"201 characters", func(f *NewFlow) { f.LastName = strings.Repeat("ø", 201) }, Rules{}, "lastName"},
 		{"newline", func(f *NewFlow) { f.ReferenceName = "a\nb" }, Rules{}, "referenceName"},
-		{"national id by format", func(f *NewFlow) { f.NationalID = "ID-1" }, Rules{NationalIDFormat: nationalid.FormatSweden}, "nationalId"},
+		{"national id by format", func(f *NewFlow) { f.NationalID = "ID-1" }, Rules{NationalIDs: nationalid.MustNew(nationalid.FormatSweden, nil)}, "nationalId"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

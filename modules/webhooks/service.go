@@ -287,12 +287,9 @@ func useDataOf(u *Use) *payload.Use {
 	if u == nil {
 		return nil
 	}
-	d := &payload.Use{ID: u.ID, Action: u.Action, DataCategories: u.DataCategories, UsedAt: payload.Time(u.UsedAt)}
+	d := &payload.Use{ID: u.ID, DataCategories: u.DataCategories, UsedAt: payload.Time(u.UsedAt)}
 	if d.DataCategories == nil {
 		d.DataCategories = []string{}
-	}
-	if u.Reference != "" {
-		d.Reference = &u.Reference
 	}
 	return d
 }

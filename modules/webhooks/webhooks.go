@@ -98,12 +98,12 @@ type Event struct {
 }
 
 // Use is a recorded use of a consent as its flow.used event carries it:
-// nothing personal.
+// nothing personal. Its action and reference are free text that may be
+// about the person, and events outlive an erasure: they stay out, and the
+// API's list of the flow's uses gives them.
 type Use struct {
 	ID             string
-	Action         string
 	DataCategories []string
-	Reference      string // empty when not given
 	UsedAt         time.Time
 }
 

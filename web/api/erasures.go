@@ -60,7 +60,7 @@ func (h *Handler) HandleErasureCreate(c echo.Context) error {
 		return erasure.Request{NationalID: req.NationalID, KeepReceipts: req.KeepReceipts}
 	}
 	if err := httpkit.DecodeJSON(c, &req); err != nil {
-		return httpkit.WithFieldErrors(err, in().Validate(h.cfg.NationalIDFormat))
+		return httpkit.WithFieldErrors(err, in().Validate(h.cfg.NationalIDs(nil)))
 	}
 	p := httpkit.Principal(c)
 	answer := func(e erasure.Erasure) reply {

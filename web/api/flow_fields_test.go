@@ -22,6 +22,7 @@ func TestTheFlowEnvelopeCarriesEveryFieldOfAFlow(t *testing.T) {
 		"Evidence.ACR":       "the eID's raw acr claim; the API gives the assurance level it maps to",
 		"WithdrawnBy":        "the flow.withdrawn event and the withdrawal receipt say who withdrew",
 		"ExpiringNotifiedAt": "the flow.expiring event tells the organization; consent.validUntil says when",
+		"Person":             "the canonical form of data.nationalId, by which flowd compares people; the API shows the id as written",
 	})
 }
 

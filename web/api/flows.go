@@ -126,7 +126,7 @@ func (h *Handler) HandleFlowCreate(c echo.Context) error {
 		// Name the fields that decoded but are invalid too, so that one
 		// answer lists every problem of the body.
 		return httpkit.WithFieldErrors(err, in().Normalize().Validate(flows.Rules{
-			NationalIDFormat: h.cfg.NationalIDFormat, AllowInsecureURLs: h.cfg.AllowInsecureURLs}))
+			NationalIDs: h.cfg.NationalIDs(nil), AllowInsecureURLs: h.cfg.AllowInsecureURLs}))
 	}
 	key := c.Request().Header.Get(headerIdempotencyKey)
 	if err := h.keyFreeForCreate(c, key); err != nil {

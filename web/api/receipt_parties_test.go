@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/web/internal/webtest"
 )
 
@@ -56,7 +57,7 @@ func TestAReceiptNamesTheOrganizationAndTheRecipient(t *testing.T) {
 	var oldJWS string
 	ctx := context.Background()
 	if err := database.WithTx(ctx, e.Pool, func(tx database.Tx) (err error) {
-		oldJWS, err = e.ReceiptKeys.SignReceiptTx(ctx, tx, raw)
+		oldJWS, err = e.ReceiptKeys.SignReceiptTx(ctx, tx, receipts.Type, raw)
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/modules/consent/receipts"
+	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/web/internal/httpkit"
 )
@@ -86,33 +88,57 @@ type subjectCheck struct {
 }
 
 // HandleReceiptSubject handles "POST /api/receipts/subject": the
-// organization asks whether a person is the subject of one of its receipts.
-// The subject is a hash under a salt only flowd knows, so no one else can.
+// organization asks whether a person is the subject of one of its
+// receipts, a consent or an erasure receipt. The subject is a hash under a
+// salt only flowd knows, so no one else can.
 func (h *Handler) HandleReceiptSubject(c echo.Context) error {
 	var req subjectCheckRequest
 	if err := httpkit.DecodeJSON(c, &req); err != nil {
 		return err
 	}
 	var problems apperr.Fields
-	if strings.TrimSpace(req.NationalID) == "" || len(req.NationalID) > 64 {
-		problems.Add("nationalId", "is required: the national id to check, at most 64 characters")
-	}
-	v, err := h.receipts.Verify(c.Request().Context(), req.Receipt)
-	var bad *receipts.InvalidError
+	person, err := h.flows.CanonicalNationalID(strings.TrimSpace(req.NationalID))
 	switch {
-	case errors.As(err, &bad):
-		problems.Add("receipt", "%s", bad.Reason)
+	case strings.TrimSpace(req.NationalID) == "" || len(req.NationalID) > 64:
+		problems.Add("nationalId", "is required: the national id to check, at most 64 characters")
+	case err != nil:
+		problems.Add("nationalId", "%s", err.Error())
+	}
+	organizationID, subject, reason, err := h.receiptSubject(c.Request().Context(), req.Receipt)
+	switch {
 	case err != nil:
 		return err
-	case v.Receipt.OrganizationID != callerOf(c).OrganizationID:
+	case reason != "":
+		problems.Add("receipt", "%s", reason)
+	case organizationID != callerOf(c).OrganizationID:
 		problems.Add("receipt", "is a receipt of another organization")
 	}
 	if err := problems.Err(); err != nil {
 		return err
 	}
-	matches, err := h.receipts.SubjectMatches(c.Request().Context(), v.Receipt, req.NationalID)
+	matches, err := h.receipts.SubjectMatches(c.Request().Context(), organizationID, subject, person)
 	if err != nil {
 		return err
 	}
 	return httpkit.WriteJSON(c, http.StatusOK, subjectCheck{Matches: matches})
+}
+
+// receiptSubject checks jws, a consent or an erasure receipt, and returns
+// the organization it was issued to and the subject it names; reason says
+// why it is not a receipt flowd signed.
+func (h *Handler) receiptSubject(ctx context.Context, jws string) (organizationID, subject, reason string, err error) {
+	if erasure.IsReceipt(jws) {
+		v, err := h.erasures.Verify(ctx, jws)
+		var bad *erasure.InvalidReceiptError
+		if errors.As(err, &bad) {
+			return "", "", bad.Reason, nil
+		}
+		return v.Receipt.OrganizationID, v.Receipt.Subject, "", err
+	}
+	v, err := h.receipts.Verify(ctx, jws)
+	var bad *receipts.InvalidError
+	if errors.As(err, &bad) {
+		return "", "", bad.Reason, nil
+	}
+	return v.Receipt.OrganizationID, v.Receipt.Subject, "", err
 }

@@ -49,7 +49,7 @@ func (h *Handler) renderErasures(c echo.Context, status int, p pages.ErasuresPag
 // the API checks it.
 func (h *Handler) erasureForm(c echo.Context) (erasure.Request, map[string]string) {
 	in := erasure.Request{NationalID: c.FormValue("nationalId"), KeepReceipts: c.FormValue("keepReceipts") == "true"}
-	if err := in.Validate(h.cfg.NationalIDFormat); err != nil {
+	if err := in.Validate(h.cfg.NationalIDs(nil)); err != nil {
 		if e, ok := apperr.As(err); ok && len(e.Fields) > 0 {
 			return in, map[string]string{"nationalId": "The national id " + e.Fields[0].Message + "."}
 		}

@@ -28,6 +28,7 @@ func TestTheFlowPageShowsEveryFieldOfAFlow(t *testing.T) {
 		"Evidence.ACR":   "the eID's raw acr claim; the page shows the assurance level it maps to",
 		"NumAttachments": "the receipts are listed from the flow's attachments instead",
 		"WithdrawnBy":    "the audit log says who withdrew",
+		"Person":         "the canonical form of the national id, by which flowd compares people: the page shows the id masked as written",
 	})
 }
 

@@ -101,10 +101,11 @@ func TestWrongCredentialsLockNoClientOut(t *testing.T) {
 }
 
 // TestCostlyFailuresCountPerRealAddress: behind a trusted proxy the limit
-// on costly failures (argon2id of a secret without a MAC) counts per
-// address in X-Forwarded-For, the rightmost one the proxy did not add
+// on costly failures (argon2id of a secret without a MAC) counts per client
+// and address in X-Forwarded-For, the rightmost one the proxy did not add
 // itself; without a trusted proxy the header is ignored and every request
-// is the peer's.
+// is the peer's. Failures in one client's name never hold up another's
+// right secret, from any address.
 func TestCostlyFailuresCountPerRealAddress(t *testing.T) {
 	t.Parallel()
 	limit := func(c *identitytest.Config) { c.AddressFailureLimit = 3 }
@@ -116,7 +117,7 @@ func TestCostlyFailuresCountPerRealAddress(t *testing.T) {
 		ts := webtest.SetupOAuthWith(t, map[string]string{"FLOWD_TRUSTED_PROXIES": "127.0.0.0/8"}, limit)
 		dropSecretMAC(t, ts, ts.Full.ID)
 		dropSecretMAC(t, ts, ts.Reader.ID)
-		wrong := webtest.Basic(ts.Reader.ID, "fcs_wrong")
+		wrong := webtest.Basic(ts.Full.ID, "fcs_wrong")
 		for range 3 {
 			if resp, body := tokenFrom(t, ts, guesser, grant, wrong); resp.StatusCode != 401 {
 				t.Fatalf("a wrong secret: %d %v", resp.StatusCode, body)
@@ -128,6 +129,10 @@ func TestCostlyFailuresCountPerRealAddress(t *testing.T) {
 		}
 		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || s < 1 || s > 60 {
 			t.Fatalf("Retry-After %q", resp.Header.Get("Retry-After"))
+		}
+		// Another client without a MAC is not held up from the same address.
+		if resp, body := tokenFrom(t, ts, guesser, grant, webtest.Basic(ts.Reader.ID, ts.Reader.Secret)); resp.StatusCode != 200 {
+			t.Fatalf("another client's right secret from the guesser's address: %d %v", resp.StatusCode, body)
 		}
 		// An address the guesser writes in front of its own is not believed.
 		if resp, body := tokenFrom(t, ts, other+", "+guesser, grant, webtest.Basic(ts.Full.ID, ts.Full.Secret)); resp.StatusCode != 429 {
@@ -147,12 +152,16 @@ func TestCostlyFailuresCountPerRealAddress(t *testing.T) {
 		dropSecretMAC(t, ts, ts.Full.ID)
 		dropSecretMAC(t, ts, ts.Reader.ID)
 		for i := range 3 {
-			if resp, body := tokenFrom(t, ts, fmt.Sprintf("198.51.100.%d", i), grant, webtest.Basic(ts.Reader.ID, "fcs_wrong")); resp.StatusCode != 401 {
+			if resp, body := tokenFrom(t, ts, fmt.Sprintf("198.51.100.%d", i), grant, webtest.Basic(ts.Full.ID, "fcs_wrong")); resp.StatusCode != 401 {
 				t.Fatalf("a wrong secret: %d %v", resp.StatusCode, body)
 			}
 		}
 		if resp, body := tokenFrom(t, ts, other, grant, webtest.Basic(ts.Full.ID, ts.Full.Secret)); resp.StatusCode != 429 {
 			t.Fatalf("X-Forwarded-For was believed from an untrusted peer: %d %v", resp.StatusCode, body)
+		}
+		// Every caller is the peer, and another client is not held up by them.
+		if resp, body := tokenFrom(t, ts, other, grant, webtest.Basic(ts.Reader.ID, ts.Reader.Secret)); resp.StatusCode != 200 {
+			t.Fatalf("another client's right secret from the same peer: %d %v", resp.StatusCode, body)
 		}
 	})
 }

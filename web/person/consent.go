@@ -65,7 +65,7 @@ func (h *Handler) HandleConsentPage(c echo.Context) error {
 	summary := pages.ConsentRequest{Text: httpkit.ConsentTextOf(req.Text, req.OrganizationName, frame), ReferenceName: req.ReferenceName,
 		ReferenceID: req.ReferenceID, MaskedNationalID: req.MaskedNationalID, NationalIDEnd: req.NationalIDEnd}
 	if !req.ExpiresAt.IsZero() && req.Closure == consent.Open {
-		summary.AnswerBy = i18n.FormatDate(frame.Lang, req.ExpiresAt)
+		summary.AnswerBy = frame.Date(req.ExpiresAt)
 	}
 	self := "/consent/" + c.Param("token")
 	if proven, err := h.consentProven(c, frame, req, summary); !proven {
@@ -121,7 +121,7 @@ func (h *Handler) consentAnswered(c echo.Context, frame pages.ConsentFrame, req 
 		VerifyURL: "/receipts/verify"}
 	var when string
 	if req.DecidedAt != nil {
-		when = i18n.FormatDate(frame.Lang, *req.DecidedAt)
+		when = frame.Date(*req.DecidedAt)
 	}
 	page.Answer = fmt.Sprintf(frame.T.AnsweredRejected, when)
 	if req.Status == flows.Accepted {
@@ -129,7 +129,7 @@ func (h *Handler) consentAnswered(c echo.Context, frame pages.ConsentFrame, req 
 		page.WithdrawURL = "/consent/" + c.Param("token") + "/withdraw"
 		page.WithdrawFor = req.OrganizationName
 		if req.ValidUntil != nil {
-			page.ValidUntil = i18n.FormatDate(frame.Lang, *req.ValidUntil)
+			page.ValidUntil = frame.Date(*req.ValidUntil)
 		}
 	}
 	for _, r := range receipts {
@@ -266,7 +266,7 @@ func (h *Handler) consentFrame(c echo.Context) pages.ConsentFrame {
 	c.Response().Header().Set("Cache-Control", "no-store")
 	lang := httpkit.PublicLang(c, h.cfg.Secure())
 	return pages.ConsentFrame{Lang: lang, T: i18n.ConsentTexts(lang),
-		SwitchURL: c.Request().URL.Path + "?lang=" + string(lang.Other())}
+		SwitchURL: c.Request().URL.Path + "?lang=" + string(lang.Other()), Zone: h.cfg.PersonTimeZone}
 }
 
 // consentWrongPerson is the page of a proven identity that is not the one

@@ -2,10 +2,12 @@ package person
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -39,12 +41,13 @@ func (h *Handler) myProof(c echo.Context) (consent.Proof, ConsentIdentity, bool,
 	if err != nil || !ok {
 		return consent.Proof{}, ConsentIdentity{}, false, err
 	}
-	return consent.Proof{NationalID: id.NationalID, ACR: id.ACR}, id, true, nil
+	return consent.Proof{NationalID: id.NationalID, ACR: id.ACR, Session: id.Session}, id, true, nil
 }
 
 // myForm admits a POST of the page's forms: a signed-in person, with the
-// session's CSRF token. When it does not, it has answered and ok is false;
-// the handler returns err.
+// session's CSRF token, within the limit on their writes (MyWrites in
+// MyWriteWindow). When it does not, it has answered and ok is false; the
+// handler returns err.
 func (h *Handler) myForm(c echo.Context, f pages.MyFrame) (proof consent.Proof, ok bool, err error) {
 	proof, id, ok, err := h.myProof(c)
 	switch {
@@ -55,7 +58,19 @@ func (h *Handler) myForm(c echo.Context, f pages.MyFrame) (proof consent.Proof, 
 	case !httpkit.CSRFMatches(c, id.CSRF):
 		return consent.Proof{}, false, h.myMessage(c, f, http.StatusForbidden, f.T.FormExpiredTitle, f.T.FormExpired)
 	}
+	if wait, ok := h.writes.Take(personKey(id)); !ok {
+		minutes := int((wait + time.Minute - 1) / time.Minute)
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+		return consent.Proof{}, false, h.myMessage(c, f, http.StatusTooManyRequests, f.M.TooManyTitle, fmt.Sprintf(f.M.TooMany, minutes))
+	}
 	return proof, true, nil
+}
+
+// personKey is what the limit on the page's writes counts a person by: the
+// eID's own name for them, digested, so that no national id is kept.
+func personKey(id ConsentIdentity) string {
+	sum := sha256.Sum256([]byte(id.Issuer + "\x00" + id.Subject))
+	return string(sum[:])
 }
 
 // HandleMy handles "GET /my": the sign-in, then every consent request
@@ -215,20 +230,23 @@ func myConsentCard(f pages.MyFrame, m consent.MyConsent, now time.Time) pages.My
 		Status: myStatus(f.M, m), ConsentURL: m.ConsentURL}
 	if m.Status == flows.Accepted || m.Status == flows.Withdrawn || m.Status == flows.Expired {
 		if m.DecidedAt != nil {
-			card.Given = i18n.FormatDate(f.Lang, *m.DecidedAt)
+			card.Given = f.Date(*m.DecidedAt)
 		}
 		if m.ValidUntil != nil {
-			card.ValidUntil = i18n.FormatDate(f.Lang, *m.ValidUntil)
+			card.ValidUntil = f.Date(*m.ValidUntil)
 			if m.Status == flows.Accepted {
-				if days := consent.DaysLeft(*m.ValidUntil, now); days > 0 {
-					card.ExpiresIn = fmt.Sprintf(f.M.ExpiresIn, days)
-				} else {
+				switch days := consent.DaysLeft(*m.ValidUntil, now, f.Location()); days {
+				case 0:
 					card.ExpiresIn = f.M.ExpiresToday
+				case 1:
+					card.ExpiresIn = f.M.ExpiresTomorrow
+				default:
+					card.ExpiresIn = fmt.Sprintf(f.M.ExpiresIn, days)
 				}
 			}
 		}
 		if m.LastUsedAt != nil {
-			card.LastUsed = i18n.FormatDate(f.Lang, *m.LastUsedAt)
+			card.LastUsed = f.Date(*m.LastUsedAt)
 		}
 		if m.Expiring && m.Status == flows.Accepted {
 			card.Expiring = f.M.Expiring
@@ -238,7 +256,7 @@ func myConsentCard(f pages.MyFrame, m consent.MyConsent, now time.Time) pages.My
 		card.WithdrawURL = "/my/" + url.PathEscape(m.FlowID) + "/withdraw"
 	}
 	for _, step := range m.History {
-		card.History = append(card.History, pages.MyHappening{When: i18n.FormatDate(f.Lang, step.At), What: myHappening(f.M, step)})
+		card.History = append(card.History, pages.MyHappening{When: f.Date(step.At), What: myHappening(f.M, step)})
 	}
 	for _, r := range m.Receipts {
 		card.Receipts = append(card.Receipts, receiptCard(f.ConsentFrame, r.Receipt, r.JWS))

@@ -9,7 +9,6 @@ import (
 
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/erasure"
-	"github.com/flowd/flowd/views/i18n"
 	"github.com/flowd/flowd/views/pages"
 )
 
@@ -24,9 +23,9 @@ func myErasures(f pages.MyFrame, mine []consent.MyConsent, asked []erasure.Perso
 	index := map[string]int{}
 	for _, r := range asked {
 		e := pages.MyErasure{OrganizationID: r.OrganizationID, Organization: r.OrganizationName,
-			Asked: fmt.Sprintf(f.T.ErasureAsked, i18n.FormatDate(f.Lang, r.RequestedAt))}
+			Asked: fmt.Sprintf(f.T.ErasureAsked, f.Date(r.RequestedAt))}
 		if r.ErasedAt != nil {
-			e.Done = fmt.Sprintf(f.T.ErasureDone, i18n.FormatDate(f.Lang, *r.ErasedAt))
+			e.Done = fmt.Sprintf(f.T.ErasureDone, f.Date(*r.ErasedAt))
 		}
 		index[r.OrganizationID] = len(out)
 		out = append(out, e)

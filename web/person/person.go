@@ -6,9 +6,11 @@ package person
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/oidclogin"
+	"github.com/flowd/flowd/internal/windowlimit"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/erasure"
@@ -32,7 +34,19 @@ type Deps struct {
 	// Erasures checks erasure receipts and takes a person's requests to be
 	// erased.
 	Erasures erasure.Service
+	// Now is the clock of the limit on the person's own page's writes;
+	// time.Now when nil.
+	Now func() time.Time
 }
+
+// The limit on the writes of the person's own page (a withdrawal, a
+// request to be erased): each person may make MyWrites of them within
+// MyWriteWindow, counted per instance, so that a signed-in person cannot
+// flood the organizations with events and audit entries.
+const (
+	MyWrites      = 10
+	MyWriteWindow = 10 * time.Minute
+)
 
 // Handler holds the person's pages.
 type Handler struct {
@@ -45,9 +59,14 @@ type Handler struct {
 	rp       *oidclogin.RelyingParty
 	audit    httpkit.AuditLog
 	erasures erasure.Service
+	writes   *windowlimit.Limiter // the person's own page's writes, per person
 }
 
 // New returns the person's pages, calling the modules of d.
 func New(d Deps) *Handler {
-	return &Handler{log: d.Log, cfg: d.Config, consent: d.Consent, receipts: d.Receipts, mine: d.Mine, sessions: d.Sessions, rp: d.RP, audit: d.Audit, erasures: d.Erasures}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	return &Handler{log: d.Log, cfg: d.Config, consent: d.Consent, receipts: d.Receipts, mine: d.Mine, sessions: d.Sessions, rp: d.RP,
+		audit: d.Audit, erasures: d.Erasures, writes: windowlimit.New(d.Now, MyWriteWindow, MyWrites)}
 }

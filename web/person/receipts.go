@@ -83,7 +83,7 @@ func receiptCard(frame pages.ConsentFrame, r receipts.Receipt, jws string) pages
 	}
 	if r.ValidUntil != "" {
 		if until, err := time.Parse(time.RFC3339, r.ValidUntil); err == nil {
-			line(t.ValidUntil, i18n.FormatDate(frame.Lang, until), false)
+			line(t.ValidUntil, frame.Date(until), false)
 		}
 	}
 	switch r.WithdrawnBy {

@@ -53,10 +53,11 @@ func openErasures(ctx context.Context, getenv func(string) string, stderr io.Wri
 	definitions := consent.NewDefinitions(env.pool, orgs)
 	receiptService := receipts.New(env.pool, env.Keys, orgs, base)
 	flowsModule := flows.New(env.pool, sealer, consent.NewRequests(env.pool, sealer, base), definitions, orgs, hooks, log,
-		prometheus.NewRegistry(), flows.Config{NationalIDFormat: env.cfg.NationalIDFormat, PersonIndex: nationalid.NewBlindIndex(env.cfg.KeyEncryptionKey)})
+		prometheus.NewRegistry(), flows.Config{NationalIDs: env.cfg.NationalIDs(nil),
+			PersonIndex: nationalid.NewBlindIndex(env.cfg.KeyEncryptionKey, env.cfg.NationalIDs(nil))})
 	m := erasure.New(erasure.Deps{Pool: env.pool, Flows: flowsModule, Keys: flowsModule, Subjects: receiptService,
 		Answers: idempotency.New(env.pool, sealer, log, 0), Events: hooks, Audit: env.Audit, Signer: env.Keys, Orgs: orgs,
-		KeyEncryptionKey: env.cfg.KeyEncryptionKey, Issuer: base, NationalIDFormat: env.cfg.NationalIDFormat})
+		KeyEncryptionKey: env.cfg.KeyEncryptionKey, Issuer: base})
 	return env, m, nil
 }
 

@@ -15,8 +15,10 @@ import (
 
 // runFlowsReindex handles "flowd flows reindex": it fills in the blind index
 // of every person's key, and of every flow not yet under one, made before
-// flows had an index or indexed under a previous FLOWD_KEY_ENCRYPTION_KEY,
-// printing its progress after each batch. Each batch commits on its own, so
+// flows had an index, indexed under a previous FLOWD_KEY_ENCRYPTION_KEY or
+// under an earlier reading of the national id format (moving the flows of a
+// key two people shared under their own), printing its progress after each
+// batch. Each batch commits on its own, so
 // the command is idempotent and resumable: run it again after an
 // interruption and it finds only what is left.
 func runFlowsReindex(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -25,8 +27,9 @@ func runFlowsReindex(ctx context.Context, args []string, getenv func(string) str
 		return err
 	}
 	defer job.close()
-	index := nationalid.NewBlindIndex(job.env.cfg.KeyEncryptionKey)
-	r := rekey.NewReindexer(job.env.pool, job.sealer, index)
+	format := job.env.cfg.NationalIDs(nil)
+	index := nationalid.NewBlindIndex(job.env.cfg.KeyEncryptionKey, format)
+	r := rekey.NewReindexer(job.env.pool, job.sealer, index, format)
 	done, err := job.run(ctx, stdout, r.Remaining, r.ReindexBatch,
 		"%d people's keys and older flows to index under key version "+index.Version()+"\n", "indexed %d of %d\n")
 	if err != nil || job.asJSON {
@@ -49,13 +52,14 @@ func runFlowsRekey(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	defer job.close()
-	r := rekey.NewRekeyer(job.env.pool, job.sealer, nationalid.NewBlindIndex(job.env.cfg.KeyEncryptionKey))
+	format := job.env.cfg.NationalIDs(nil)
+	r := rekey.NewRekeyer(job.env.pool, job.sealer, nationalid.NewBlindIndex(job.env.cfg.KeyEncryptionKey, format), format)
 	done, err := job.run(ctx, stdout, r.Remaining, r.RekeyBatch,
-		"%d flows to move under per-person keys\n", "moved %d of %d flows\n")
+		"%d flows and uses to move under per-person keys\n", "moved %d of %d flows and uses\n")
 	if err != nil || job.asJSON {
 		return job.answer(stdout, err, map[string]any{"rekeyed": done})
 	}
-	fmt.Fprintf(stdout, "Every flow is sealed under its person's key (moved now: %d).\n", done)
+	fmt.Fprintf(stdout, "Every flow, and every use's text, is sealed under its person's key (moved now: %d).\n", done)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/consent"
@@ -59,24 +60,33 @@ func (d OrganizationDirectory) RecordIdentityMismatchTx(ctx context.Context, tx 
 // organization's audit log shows each view of the person's own page that
 // listed its flows, and each withdrawal from it, by the flows' references.
 func (d OrganizationDirectory) RecordPersonPageTx(ctx context.Context, tx database.Tx, organizationID, action string, referenceIDs []string) error {
-	return d.audit.RecordAuditTx(ctx, tx, personPageEntry(organizationID, action, referenceIDs))
+	return d.audit.RecordAuditTx(ctx, tx, personPageEntry(organizationID, action, referenceIDs, ""))
 }
 
 // QueuePersonPage implements consent.PersonPageRecorder: the entries of
-// every organization concerned, in one statement.
-func (d OrganizationDirectory) QueuePersonPage(b *database.Batch, action string, records []consent.PersonPageRecord) error {
+// every organization concerned, in one statement, or, coalesced within a
+// window, in one statement each.
+func (d OrganizationDirectory) QueuePersonPage(b *database.Batch, action string, records []consent.PersonPageRecord, within time.Duration) error {
 	entries := make([]identity.AuditEntry, len(records))
 	for i, r := range records {
-		entries[i] = personPageEntry(r.OrganizationID, action, r.ReferenceIDs)
+		entries[i] = personPageEntry(r.OrganizationID, action, r.ReferenceIDs, r.Session)
+	}
+	if within > 0 {
+		return d.audit.QueueAuditOnce(b, entries, within)
 	}
 	return d.audit.QueueAudit(b, entries)
 }
 
 // personPageEntry is the audit entry of what the person's own page did to
-// an organization's flows named by referenceIDs.
-func personPageEntry(organizationID, action string, referenceIDs []string) identity.AuditEntry {
+// an organization's flows named by referenceIDs, in the sign-in session
+// (empty when unknown).
+func personPageEntry(organizationID, action string, referenceIDs []string, session string) identity.AuditEntry {
+	detail := fmt.Sprintf("%d flows", len(referenceIDs))
+	if session != "" {
+		detail += ", sign-in " + session
+	}
 	return identity.AuditEntry{OrganizationID: organizationID, Actor: "end-user",
-		Action: action, Target: referenceList(referenceIDs, 200), Detail: fmt.Sprintf("%d flows", len(referenceIDs))}
+		Action: action, Target: referenceList(referenceIDs, 200), Detail: detail}
 }
 
 // referenceList joins references with commas, cut to at most limit bytes

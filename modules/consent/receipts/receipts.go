@@ -25,7 +25,6 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // Receipt is what a consent receipt states: the claims of the JWS flowd
@@ -92,8 +91,9 @@ func (r Receipt) Parties() (organization, recipient string) {
 // identity module, whose JWKS publishes those keys.
 type Signer interface {
 	// SignReceiptTx signs claims as a compact JWS with the receipt key that
-	// signs now, reading it through tx if it must.
-	SignReceiptTx(ctx context.Context, tx database.Tx, claims []byte) (string, error)
+	// signs now, under the JOSE typ header typ, reading the key through tx
+	// if it must.
+	SignReceiptTx(ctx context.Context, tx database.Tx, typ string, claims []byte) (string, error)
 	// ReceiptKeys returns the public keys of every receipt that may still be
 	// checked.
 	ReceiptKeys(ctx context.Context) (jose.JSONWebKeySet, error)
@@ -105,7 +105,8 @@ type OrganizationNames interface {
 	OrganizationName(ctx context.Context, organizationID string) (string, error)
 }
 
-// Type is the typ header of every receipt.
+// Type is the JOSE typ header of every consent receipt (an erasure
+// receipt's is another).
 const Type = "consent-receipt+jwt"
 
 // maxReceipt bounds what Verify reads: a receipt is about a kilobyte.
@@ -190,9 +191,11 @@ type Checker interface {
 	// Verify checks that jws is a receipt flowd signed, against the
 	// receipt keys it publishes. An *InvalidError says why not.
 	Verify(ctx context.Context, jws string) (Verified, error)
-	// SubjectMatches reports whether nationalID is the person r was issued
-	// for. Only r's own organization may ask: the caller checks that.
-	SubjectMatches(ctx context.Context, r Receipt, nationalID string) (bool, error)
+	// SubjectMatches reports whether person, a national id in its
+	// canonical form, is whom subject names in organizationID's receipts,
+	// consent and erasure receipts alike. Only the receipt's own
+	// organization may ask: the caller checks that.
+	SubjectMatches(ctx context.Context, organizationID, subject, person string) (bool, error)
 }
 
 // Service signs the receipts of the journey's decisions and of
@@ -270,7 +273,7 @@ func (s *Service) SignTx(ctx context.Context, tx database.Tx, in Facts) (flows.S
 		Recipient: in.Recipient,
 		Definition: Definition{ID: f.FlowDefinitionID, Version: f.FlowDefinitionVersion,
 			TextSHA256: hex.EncodeToString(in.Evidence.TextSHA256), Language: in.Evidence.Language},
-		Decision: in.Decision, Subject: subjectHash(salt, f.NationalID), Previous: in.Previous,
+		Decision: in.Decision, Subject: subjectHash(salt, f.Person), Previous: in.Previous,
 	}
 	if in.Decision == flows.DecisionWithdrawn {
 		r.WithdrawnBy = in.WithdrawnBy
@@ -285,7 +288,7 @@ func (s *Service) SignTx(ctx context.Context, tx database.Tx, in Facts) (flows.S
 	if err != nil {
 		return flows.SignedReceipt{}, err
 	}
-	jws, err := s.signer.SignReceiptTx(ctx, tx, claims)
+	jws, err := s.signer.SignReceiptTx(ctx, tx, Type, claims)
 	if err != nil {
 		return flows.SignedReceipt{}, err
 	}
@@ -349,23 +352,24 @@ func (s *Service) remember(sum [sha256.Size]byte, gen int, v Verified) {
 }
 
 // SubjectMatches implements Checker.
-func (s *Service) SubjectMatches(ctx context.Context, r Receipt, nationalID string) (bool, error) {
-	salt, err := s.salt(ctx, r.OrganizationID)
+func (s *Service) SubjectMatches(ctx context.Context, organizationID, subject, person string) (bool, error) {
+	salt, err := s.salt(ctx, organizationID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	want := subjectHash(salt, nationalID)
-	return hmac.Equal([]byte(want), []byte(r.Subject)), nil
+	want := subjectHash(salt, person)
+	return hmac.Equal([]byte(want), []byte(subject)), nil
 }
 
 // subjectHash is a receipt's subject: HMAC-SHA-256 under the
-// organization's salt of the national id as the journey compares it.
-func subjectHash(salt []byte, nationalID string) string {
+// organization's salt of the person's national id in its canonical form,
+// as the journey compares it.
+func subjectHash(salt []byte, person string) string {
 	mac := hmac.New(sha256.New, salt)
-	mac.Write([]byte(nationalid.Normalize(nationalID)))
+	mac.Write([]byte(person))
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 

@@ -6,13 +6,14 @@ import (
 	"github.com/flowd/flowd/internal/database"
 )
 
-// SubjectTx returns the receipt subject of nationalID in organizationID,
-// as its receipts name the person, making the organization's salt in tx
-// on first use: an erasure names the person by it.
-func (s *Service) SubjectTx(ctx context.Context, tx database.Tx, organizationID, nationalID string) (string, error) {
+// SubjectTx returns the receipt subject in organizationID of person, a
+// national id in its canonical form, as its receipts name the person,
+// making the organization's salt in tx on first use: an erasure names the
+// person by it.
+func (s *Service) SubjectTx(ctx context.Context, tx database.Tx, organizationID, person string) (string, error) {
 	salt, err := s.saltTx(ctx, tx, organizationID)
 	if err != nil {
 		return "", err
 	}
-	return subjectHash(salt, nationalID), nil
+	return subjectHash(salt, person), nil
 }

@@ -15,13 +15,18 @@ import (
 )
 
 // Reindexer fills in the blind index of people's subject keys, and of flows
-// not yet under one, that have none, or one made under another key, for
-// "flowd flows reindex". It needs none of the collaborators the module
-// serves with.
+// not yet under one, that have none, or one made under another key or of
+// another reading of the format, for "flowd flows reindex". A subject key
+// made before flowd had canonical forms, under a form that may name two
+// people (a Swedish number without its century), is replaced: each of its
+// flows moves under the key of its own person, found or made as a create
+// does, and the emptied key is destroyed. It needs none of the
+// collaborators the module serves with.
 type Reindexer struct {
 	pool   *pgxpool.Pool
 	sealer *pii.Sealer
 	index  *nationalid.BlindIndex
+	format nationalid.Format
 	cursor store.IndexCursor
 	// keys is where it stands among the subject keys, which hold the index
 	// of the flows sealed under them, once the flows not yet rekeyed are done.
@@ -30,9 +35,9 @@ type Reindexer struct {
 }
 
 // NewReindexer returns the re-indexer of the flows in pool, opening national
-// ids with sealer and indexing them with index.
-func NewReindexer(pool *pgxpool.Pool, sealer *pii.Sealer, index *nationalid.BlindIndex) *Reindexer {
-	return &Reindexer{pool: pool, sealer: sealer, index: index}
+// ids with sealer, reading them in format and indexing them with index.
+func NewReindexer(pool *pgxpool.Pool, sealer *pii.Sealer, index *nationalid.BlindIndex, format nationalid.Format) *Reindexer {
+	return &Reindexer{pool: pool, sealer: sealer, index: index, format: format}
 }
 
 // Remaining counts the flows not yet rekeyed and the subject keys still to
@@ -70,7 +75,8 @@ func (r *Reindexer) ReindexBatch(ctx context.Context, limit int) (int, error) {
 			if err != nil {
 				return fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
 			}
-			if err := store.SetPersonIndex(ctx, tx, f, r.index.Of(nationalID), r.index.Version()); err != nil {
+			canonical, _ := r.format.OfKept(nationalID, f.CreatedAt)
+			if err := store.SetPersonIndex(ctx, tx, f, r.index.Of(canonical), r.index.Version()); err != nil {
 				return err
 			}
 		}
@@ -86,7 +92,7 @@ func (r *Reindexer) ReindexBatch(ctx context.Context, limit int) (int, error) {
 
 // reindexSubjectKeys indexes up to limit subject keys that need it, after
 // those the previous batches looked at, with the national id each keeps
-// sealed under itself.
+// sealed under itself; a key that keeps no canonical form is replaced.
 func (r *Reindexer) reindexSubjectKeys(ctx context.Context, limit int) (int, error) {
 	stale, err := store.UnindexedSubjectKeys(ctx, r.pool, r.index.Version(), r.keys, limit)
 	if err != nil || len(stale) == 0 {
@@ -102,6 +108,12 @@ func (r *Reindexer) reindexSubjectKeys(ctx context.Context, limit int) (int, err
 			if err != nil {
 				return err
 			}
+			if c, err := r.format.CanonicalAt(nationalID, k.CreatedAt); err != nil || c != nationalID {
+				if err := r.replaceTx(ctx, tx, key, k); err != nil {
+					return fmt.Errorf("subject key %s: %w", k.ID, err)
+				}
+				continue
+			}
 			if err := store.SetSubjectPersonIndex(ctx, tx, k, r.index.Of(nationalID), r.index.Version()); err != nil {
 				return err
 			}
@@ -114,4 +126,58 @@ func (r *Reindexer) reindexSubjectKeys(ctx context.Context, limit int) (int, err
 	last := stale[len(stale)-1]
 	r.keys = store.IndexCursor{OrganizationID: last.OrganizationID, ID: last.ID}
 	return len(stale), nil
+}
+
+// replaceTx moves every flow sealed under old, a key made under a form of
+// the id that may name two people, under the key of the person its own id
+// names (found or made), its id kept as a create keeps it and the free text
+// of its uses with it, and destroys old, emptied. A flow sealed under old meanwhile waits for the lock on it.
+func (r *Reindexer) replaceTx(ctx context.Context, tx pgx.Tx, old subjectkey.Key, row store.SubjectKey) error {
+	if _, err := store.LockSubjectKey(ctx, tx, row.OrganizationID, row.ID); err != nil {
+		return err
+	}
+	flows, err := store.FlowsUnderKey(ctx, tx, row.OrganizationID, row.ID)
+	if err != nil {
+		return err
+	}
+	type opened struct{ nationalID, lastName, person string }
+	open := make([]opened, len(flows))
+	var people []person
+	at := map[string]int{}
+	for i, f := range flows {
+		nationalID, err := old.Sealer.Open(old.Sealer.KeyID(), f.NationalIDSealed, store.SealContext(f.ID, "nationalId")...)
+		if err != nil {
+			return fmt.Errorf("flow %s: %w", f.ID, err)
+		}
+		lastName, err := old.Sealer.Open(old.Sealer.KeyID(), f.LastNameSealed, store.SealContext(f.ID, "lastName")...)
+		if err != nil {
+			return fmt.Errorf("flow %s: %w", f.ID, err)
+		}
+		canonical, _ := r.format.OfKept(nationalID, f.CreatedAt)
+		open[i] = opened{r.format.Rekeep(nationalID, f.CreatedAt), lastName, canonical}
+		if _, ok := at[canonical]; !ok {
+			made, keyRow, err := subjectkey.New(r.sealer, r.index, row.OrganizationID, canonical)
+			if err != nil {
+				return err
+			}
+			at[canonical] = len(people)
+			people = append(people, person{made: made, row: keyRow, subjects: subjectkey.Subjects(r.sealer, row.OrganizationID, canonical)})
+		}
+	}
+	keys, err := keysTx(ctx, tx, r.sealer, people)
+	if err != nil {
+		return err
+	}
+	for i, f := range flows {
+		key, o := keys[at[open[i].person]], open[i]
+		sealed := key.SealFlow(f.ID, o.nationalID, o.lastName)
+		if err := store.Rehome(ctx, tx, store.Rehomed{Flow: f, From: row.ID, To: key.ID,
+			NationalIDSealed: sealed.NationalID, NationalIDHMAC: sealed.NationalIDHMAC, LastName: sealed.LastName}); err != nil {
+			return err
+		}
+		if err := moveUsesTx(ctx, tx, row.OrganizationID, f.ID, &old, key); err != nil {
+			return err
+		}
+	}
+	return store.DestroySubjectKeyIfEmpty(ctx, tx, row.OrganizationID, row.ID)
 }

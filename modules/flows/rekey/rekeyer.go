@@ -22,32 +22,50 @@ type Rekeyer struct {
 	pool   *pgxpool.Pool
 	sealer *pii.Sealer
 	index  *nationalid.BlindIndex
+	format nationalid.Format
 	cursor store.IndexCursor
+	// uses is where it stands among the uses whose text is still as
+	// written, once every flow is under its person's key.
+	uses store.IndexCursor
 }
 
 // NewRekeyer returns the rekeyer of the flows in pool, opening and sealing
-// with sealer and indexing the new subject keys with index (nil: none).
-func NewRekeyer(pool *pgxpool.Pool, sealer *pii.Sealer, index *nationalid.BlindIndex) *Rekeyer {
-	return &Rekeyer{pool: pool, sealer: sealer, index: index}
+// with sealer, telling people apart by the canonical forms of format and
+// indexing the new subject keys with index (nil: none).
+func NewRekeyer(pool *pgxpool.Pool, sealer *pii.Sealer, index *nationalid.BlindIndex, format nationalid.Format) *Rekeyer {
+	return &Rekeyer{pool: pool, sealer: sealer, index: index, format: format}
 }
 
-// Remaining counts the flows still sealed under a data key.
+// Remaining counts the flows still sealed under a data key, and the uses
+// whose free text is still as written.
 func (r *Rekeyer) Remaining(ctx context.Context) (int64, error) {
-	return store.CountUnkeyed(ctx, r.pool)
+	flows, err := store.CountUnkeyed(ctx, r.pool)
+	if err != nil {
+		return 0, err
+	}
+	uses, err := store.CountPlainUses(ctx, r.pool)
+	return flows + uses, err
 }
 
 // RekeyBatch moves up to limit flows still sealed under a data key, after
 // those the previous batches looked at in the primary key's order, under
-// their person's subject key (found or made as a create does), in one
-// transaction, and returns how many it found; 0 means it has been through
-// every flow. A row is written back only while it is sealed as it was
+// their person's subject key (found or made as a create does), with the
+// free text of their uses, in one transaction, and returns how many it
+// found; once every flow is under a key, it seals up to limit uses recorded
+// before their text was sealed. 0 means it has been through every flow
+// and use. A row is written back only while it is sealed as it was
 // read, so it is safe beside live traffic and a re-seal, and a run that
 // stops half way, however it stops, is simply run again: what committed is
 // not looked at again, and what did not is done anew.
 func (r *Rekeyer) RekeyBatch(ctx context.Context, limit int) (int, error) {
 	stale, err := store.UnkeyedFlows(ctx, r.pool, r.cursor, limit)
-	if err != nil || len(stale) == 0 {
+	if err != nil {
 		return 0, err
+	}
+	if len(stale) == 0 {
+		n, cursor, err := sealPlainUses(ctx, r.pool, r.sealer, r.uses, limit)
+		r.uses = cursor
+		return n, err
 	}
 	err = database.WithTx(ctx, r.pool, func(tx pgx.Tx) error {
 		type opened struct{ nationalID, lastName, person string }
@@ -65,18 +83,19 @@ func (r *Rekeyer) RekeyBatch(ctx context.Context, limit int) (int, error) {
 			if err != nil {
 				return fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
 			}
-			name := f.OrganizationID + "\x00" + nationalid.Normalize(nationalID)
-			open[i] = opened{nationalID, lastName, name}
+			canonical, _ := r.format.OfKept(nationalID, f.CreatedAt)
+			name := f.OrganizationID + "\x00" + canonical
+			open[i] = opened{r.format.Rekeep(nationalID, f.CreatedAt), lastName, name}
 			if _, ok := at[name]; !ok {
-				made, row, err := subjectkey.New(r.sealer, r.index, f.OrganizationID, nationalID)
+				made, row, err := subjectkey.New(r.sealer, r.index, f.OrganizationID, canonical)
 				if err != nil {
 					return err
 				}
 				at[name] = len(people)
-				people = append(people, person{made: made, row: row, subjects: subjectkey.Subjects(r.sealer, f.OrganizationID, nationalID)})
+				people = append(people, person{made: made, row: row, subjects: subjectkey.Subjects(r.sealer, f.OrganizationID, canonical)})
 			}
 		}
-		keys, err := r.keysTx(ctx, tx, people)
+		keys, err := keysTx(ctx, tx, r.sealer, people)
 		if err != nil {
 			return err
 		}
@@ -87,7 +106,15 @@ func (r *Rekeyer) RekeyBatch(ctx context.Context, limit int) (int, error) {
 			rekeyed[i] = store.Rekeyed{Flow: f, SubjectKeyID: key.ID,
 				NationalIDSealed: sealed.NationalID, NationalIDHMAC: sealed.NationalIDHMAC, LastName: sealed.LastName}
 		}
-		return store.Rekey(ctx, tx, rekeyed)
+		if err := store.Rekey(ctx, tx, rekeyed); err != nil {
+			return err
+		}
+		for i, f := range stale {
+			if err := moveUsesTx(ctx, tx, f.OrganizationID, f.ID, nil, keys[at[open[i].person]]); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, err
@@ -107,7 +134,7 @@ type person struct {
 
 // keysTx finds or makes, in tx, the subject key of each person, in one
 // round trip (and one more for each whose key a concurrent insert made).
-func (r *Rekeyer) keysTx(ctx context.Context, tx pgx.Tx, people []person) ([]subjectkey.Key, error) {
+func keysTx(ctx context.Context, tx pgx.Tx, sealer *pii.Sealer, people []person) ([]subjectkey.Key, error) {
 	rows := make([]store.SubjectKey, len(people))
 	subjects := make([][][]byte, len(people))
 	for i, p := range people {
@@ -128,7 +155,7 @@ func (r *Rekeyer) keysTx(ctx context.Context, tx pgx.Tx, people []person) ([]sub
 			out[i] = p.made
 			continue
 		}
-		if out[i], _, err = subjectkey.OpenRow(r.sealer, stored[i]); err != nil {
+		if out[i], _, err = subjectkey.OpenRow(sealer, stored[i]); err != nil {
 			return nil, err
 		}
 	}

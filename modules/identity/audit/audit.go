@@ -5,6 +5,7 @@ package audit
 
 import (
 	"context"
+	"time"
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/identity"
@@ -24,6 +25,11 @@ type Log interface {
 	// writes, in its round trip. Nothing is queued when one is invalid, or
 	// when there are none. apperr Invalid.
 	QueueAudit(b *database.Batch, entries []identity.AuditEntry) error
+	// QueueAuditOnce is QueueAudit for entries that repeat: each is
+	// appended unless the same entry (organization, actor, action, target
+	// and detail) was appended within the last within, so that a repetition
+	// coalesces into the first entry of its window. apperr Invalid.
+	QueueAuditOnce(b *database.Batch, entries []identity.AuditEntry, within time.Duration) error
 	// AuditLog returns a page of an organization's audit log, newest first:
 	// entries older than before (an entry id; 0 for the newest), and whether
 	// more follow. A limit outside 1 to 100 is 50.

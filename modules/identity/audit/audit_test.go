@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -145,5 +146,57 @@ func TestQueueAuditWritesEveryOrganizationsEntryWithItsBatch(t *testing.T) {
 		if err != nil || len(log) != 1 || log[0].Target != e.Target || log[0].Detail != e.Detail || log[0].Action != e.Action {
 			t.Errorf("the log of %s: %+v, %v; want only %+v", e.OrganizationID, log, err, e)
 		}
+	}
+}
+
+// TestQueueAuditOnceCoalescesRepetitions: an entry queued again within the
+// window is not appended again, in one batch or the next; one that differs
+// in anything, of another organization, or whose like is older than the
+// window is.
+func TestQueueAuditOnceCoalescesRepetitions(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	view := identity.AuditEntry{OrganizationID: f.org.ID, Actor: "end-user", Action: "person_page.viewed", Target: "TB-1", Detail: "1 flows, sign-in aa"}
+	send := func(entries ...identity.AuditEntry) {
+		t.Helper()
+		var b database.Batch
+		if err := f.m.QueueAuditOnce(&b, entries, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Send(ctx, f.pool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func() int {
+		t.Helper()
+		var n int
+		if err := f.pool.QueryRow(ctx, `select count(*) from audit_log where action = 'person_page.viewed'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	send(view)
+	send(view)
+	send(view, view)
+	if n := count(); n != 1 {
+		t.Fatalf("%d entries of one view repeated, want 1", n)
+	}
+	other := view
+	other.Detail = "1 flows, sign-in bb"
+	elsewhere := view
+	elsewhere.OrganizationID = "another-org"
+	more := view
+	more.Target = "TB-1, TB-2"
+	send(other, elsewhere, more)
+	if n := count(); n != 4 {
+		t.Fatalf("%d entries after three distinct views, want 4", n)
+	}
+	if _, err := f.pool.Exec(ctx, `update audit_log set at = now() - interval '61 minutes'`); err != nil {
+		t.Fatal(err)
+	}
+	send(view)
+	if n := count(); n != 5 {
+		t.Fatalf("%d entries after the window, want 5", n)
 	}
 }

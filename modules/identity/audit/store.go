@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -47,6 +48,22 @@ func (s *Store) QueueAudit(b *database.Batch, entries []identity.AuditEntry) err
 		rows[i] = store.AuditEntry{OrganizationID: e.OrganizationID, Actor: e.Actor, Action: e.Action, Target: e.Target, Detail: e.Detail}
 	}
 	b.QueueExec(store.InsertAuditsSQL(len(rows)), store.InsertAuditsArgs(rows))
+	return nil
+}
+
+// QueueAuditOnce implements Log: one statement per entry, each for one
+// organization's log, in b's round trip.
+func (s *Store) QueueAuditOnce(b *database.Batch, entries []identity.AuditEntry, within time.Duration) error {
+	rows := make([]store.AuditEntry, len(entries))
+	for i, e := range entries {
+		if err := e.Validate(); err != nil {
+			return err
+		}
+		rows[i] = store.AuditEntry{OrganizationID: e.OrganizationID, Actor: e.Actor, Action: e.Action, Target: e.Target, Detail: e.Detail}
+	}
+	for _, r := range rows {
+		b.QueueExec(store.InsertAuditOnceSQL, store.InsertAuditOnceArgs(r, within))
+	}
 	return nil
 }
 

@@ -62,12 +62,13 @@ type Publisher interface {
 	JWKS(ctx context.Context) ([]byte, error)
 }
 
-// Receipts signs consent receipts and gives the keys that verify them
-// (what receipts.Signer declares).
+// Receipts signs consent and erasure receipts and gives the keys that
+// verify them (what receipts.Signer and erasure.ReceiptSigner declare).
 type Receipts interface {
 	// SignReceiptTx signs a receipt's claims with the receipt key that signs
-	// now, reading it through tx when it is not at hand.
-	SignReceiptTx(ctx context.Context, tx database.Tx, claims []byte) (string, error)
+	// now, reading it through tx when it is not at hand, under the JOSE
+	// header typ, one of ReceiptTypes.
+	SignReceiptTx(ctx context.Context, tx database.Tx, typ string, claims []byte) (string, error)
 	// ReceiptKeys returns the public keys that may have signed a receipt
 	// still within its retention.
 	ReceiptKeys(ctx context.Context) (jose.JSONWebKeySet, error)

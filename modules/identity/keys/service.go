@@ -105,9 +105,10 @@ const signerMaxAge = 30 * time.Second
 // to notice the rotation, plus clock skew.
 func (s *Service) Grace() time.Duration { return s.cfg.AccessTokenTTL + signerMaxAge + time.Minute }
 
-// receiptType is the typ header of consent receipts (RFC 8725 3.11): a
-// receipt cannot be passed off as a token of another kind.
-const receiptType = "consent-receipt+jwt"
+// ReceiptTypes are the typ headers (RFC 8725 3.11) of the receipts a
+// receipt key signs, one per kind, so that no receipt can be passed off as
+// a token or as a receipt of another kind.
+var ReceiptTypes = []string{"consent-receipt+jwt", "erasure-receipt+jwt"}
 
 // Purposes of signing keys. Token keys sign access and ID tokens and are
 // trusted for the tokens' lifetime after a rotation; receipt keys sign
@@ -145,7 +146,7 @@ type activeKey struct {
 	kid      string
 	access   jose.Signer
 	id       jose.Signer
-	receipt  jose.Signer
+	receipts map[string]jose.Signer // by typ
 	loadedAt time.Time
 }
 
@@ -192,7 +193,15 @@ func (s *Service) activeKeyOf(ctx context.Context, q store.Querier, role keyRole
 	active := activeKey{kid: k.ID, loadedAt: time.Now()}
 	signers := map[*jose.Signer]string{&active.access: "at+jwt", &active.id: "JWT"}
 	if role.purpose == purposeReceipt {
-		signers = map[*jose.Signer]string{&active.receipt: receiptType}
+		signers = map[*jose.Signer]string{}
+		active.receipts = map[string]jose.Signer{}
+		for _, typ := range ReceiptTypes {
+			var signer jose.Signer
+			if signer, err = jose.NewSigner(key, (&jose.SignerOptions{}).WithType(jose.ContentType(typ))); err != nil {
+				return activeKey{}, err
+			}
+			active.receipts[typ] = signer
+		}
 	}
 	for signer, typ := range signers {
 		if *signer, err = jose.NewSigner(key, (&jose.SignerOptions{}).WithType(jose.ContentType(typ))); err != nil {
@@ -221,13 +230,17 @@ func (s *Service) SignAccessToken(ctx context.Context, claims []byte) (_ string,
 }
 
 // SignReceiptTx implements Receipts: a decision needs no second connection.
-func (s *Service) SignReceiptTx(ctx context.Context, tx database.Tx, claims []byte) (_ string, err error) {
+func (s *Service) SignReceiptTx(ctx context.Context, tx database.Tx, typ string, claims []byte) (_ string, err error) {
 	defer func() { s.signatures.count(useReceipt, err) }()
 	k, err := s.activeKeyOf(ctx, tx, keyRole{purposeReceipt, ReceiptAlgorithm})
 	if err != nil {
 		return "", err
 	}
-	jws, err := k.receipt.Sign(claims)
+	signer, ok := k.receipts[typ]
+	if !ok {
+		return "", fmt.Errorf("identity: no receipts of type %q are signed", typ)
+	}
+	jws, err := signer.Sign(claims)
 	if err != nil {
 		return "", err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/flowd/flowd/internal/secrethash"
+	"github.com/flowd/flowd/internal/windowlimit"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/modules/identity/tokens/internal/costlimit"
@@ -16,8 +17,12 @@ import (
 // assertion (private_key_jwt). Failures are not counted per client, so that
 // no one can lock a client out by failing in its name; only the costly
 // checks (argon2id of a secret without a MAC, a fetch of the client's
-// jwks_uri) are bounded, per source address, and answer slow_down (429)
-// when their address has failed too often.
+// jwks_uri) are bounded, per client and source address together, and
+// answer slow_down (429) when that client has failed too often from that
+// address: failures naming other clients, from behind the same load
+// balancer say, never hold a client's correct credentials up, and a
+// secret's first success gives it the MAC that takes it off the costly
+// path for good.
 func (s *Service) authenticateClient(ctx context.Context, req ClientAuth) (orgs.StoredClient, error) {
 	req, refused, terr := assertionAuth(req)
 	if terr != nil {
@@ -27,7 +32,7 @@ func (s *Service) authenticateClient(ctx context.Context, req ClientAuth) (orgs.
 		return orgs.StoredClient{}, &TokenError{Code: ErrCodeInvalidClient, AuthMethod: req.AuthMethod,
 			Description: "Client authentication is required: client_id and client_secret in the body, HTTP Basic, or a client assertion."}
 	}
-	gate := &costGate{limiter: s.limiter, key: costlimit.AddressKey(req.RemoteAddr)}
+	gate := &costGate{limiter: s.limiter, key: costlimit.Key(req.ClientID, req.RemoteAddr)}
 	c, err := s.checkClient(ctx, req, refused, gate)
 	var f *authFailure
 	gate.done(errors.As(err, &f))
@@ -128,21 +133,22 @@ func (s *Service) checkSecret(ctx context.Context, c orgs.StoredClient, secret s
 }
 
 // costGate lets one client authentication onto the costly path, taking a
-// slot of its address the first time it is asked.
+// slot of its client and address the first time it is asked.
 type costGate struct {
-	limiter *costlimit.Limiter
+	limiter *windowlimit.Limiter
 	key     string
 	entered bool
 }
 
-// enter takes the address's slot, or answers slow_down with how long to wait.
+// enter takes the client and address's slot, or answers slow_down with how
+// long to wait.
 func (g *costGate) enter() error {
 	if g.entered {
 		return nil
 	}
 	if wait, ok := g.limiter.Take(g.key); !ok {
 		return &TokenError{Code: ErrCodeSlowDown, RetryAfter: wait,
-			Description: "Too many failed client authentications from this address; try again later."}
+			Description: "Too many failed authentications of this client from this address; try again later."}
 	}
 	g.entered = true
 	return nil

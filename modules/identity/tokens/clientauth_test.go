@@ -74,12 +74,13 @@ func TestFailuresLockNoClientOut(t *testing.T) {
 	}
 }
 
-// TestCostlyChecksAreBoundedPerAddress: a secret without a MAC costs an
-// argon2id, which an address may fail AddressFailureLimit times a window;
-// then its costly checks wait, its cheap ones do not, and other addresses
-// are not affected. A successful check stores the MAC, after which the
-// secret is checked cheaply from anywhere.
-func TestCostlyChecksAreBoundedPerAddress(t *testing.T) {
+// TestCostlyChecksAreBoundedPerClientAndAddress: a secret without a MAC
+// costs an argon2id, which a client's guesser may fail AddressFailureLimit
+// times a window from one address; then that client's costly checks from
+// there wait, its cheap ones do not, and other addresses are not affected.
+// A successful check stores the MAC, after which the secret is checked
+// cheaply from anywhere.
+func TestCostlyChecksAreBoundedPerClientAndAddress(t *testing.T) {
 	t.Parallel()
 	const limit = 5
 	f := newFixture(t, func(c *testConfig) { c.AddressFailureLimit = limit })
@@ -91,7 +92,7 @@ func TestCostlyChecksAreBoundedPerAddress(t *testing.T) {
 	}
 	for range 100 {
 		_, err := secretToken(f.m, guesser, legacy.ID, orgs.NewClientSecret())
-		wantTokenError(t, err, ErrCodeSlowDown, "from this address")
+		wantTokenError(t, err, ErrCodeSlowDown, "of this client from this address")
 		if te := err.(*TokenError); te.RetryAfter <= 0 || te.RetryAfter > time.Minute {
 			t.Fatalf("Retry-After %v, want within the minute's window", te.RetryAfter)
 		}
@@ -132,14 +133,58 @@ func TestCostlyChecksAreBoundedPerAddress(t *testing.T) {
 
 	// Successes give their slot back; the window's end gives the rest.
 	f.clock.advance(time.Minute)
-	for range limit + 1 {
-		third := f.legacyClient(t)
-		if _, err := secretToken(f.m, guesser, third.ID, third.Secret); err != nil {
-			t.Fatalf("a legacy secret after the window: %v", err)
-		}
+	third := f.legacyClient(t)
+	for range limit - 1 {
+		_, err := secretToken(f.m, guesser, third.ID, orgs.NewClientSecret())
+		wantTokenError(t, err, ErrCodeInvalidClient, "")
+	}
+	if _, err := secretToken(f.m, guesser, third.ID, third.Secret); err != nil {
+		t.Fatalf("a legacy secret after the window: %v", err)
 	}
 	_, err = secretToken(f.m, guesser, second.ID, orgs.NewClientSecret())
 	wantTokenError(t, err, ErrCodeInvalidClient, "")
+}
+
+// TestOthersFailuresDoNotHoldUpAClientWithoutAMAC: behind a load balancer
+// flowd does not trust, every caller has one address. From it, 30 wrong
+// secrets (the default limit) for each of another client without a MAC,
+// a client with one and client ids that do not exist, and 30 for the client
+// itself from other addresses, leave the right secret of a client without a
+// MAC answering a token from that address, not 429; that success gives it
+// its MAC, after which no number of wrong secrets in its name from the
+// address holds it up.
+func TestOthersFailuresDoNotHoldUpAClientWithoutAMAC(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	legacy, neighbour := f.legacyClient(t), f.legacyClient(t)
+	const balancer = "10.0.0.1"
+	for i := range 30 {
+		for _, id := range []string{neighbour.ID, f.client.ID, fmt.Sprintf("no-such-client-%d", i)} {
+			_, err := secretToken(f.m, balancer, id, orgs.NewClientSecret())
+			wantTokenError(t, err, ErrCodeInvalidClient, "Client authentication failed.")
+		}
+		_, err := secretToken(f.m, fmt.Sprintf("203.0.113.%d", i), legacy.ID, orgs.NewClientSecret())
+		wantTokenError(t, err, ErrCodeInvalidClient, "Client authentication failed.")
+	}
+	// The neighbour's own guesser is held up, only for it.
+	_, err := secretToken(f.m, balancer, neighbour.ID, orgs.NewClientSecret())
+	wantTokenError(t, err, ErrCodeSlowDown, "")
+	if c := f.storedClient(t, legacy.ID); f.m.macs.Current(c.SecretMAC, c.SecretHash) {
+		t.Fatal("the client without a MAC has one before its first success")
+	}
+	if _, err := secretToken(f.m, balancer, legacy.ID, legacy.Secret); err != nil {
+		t.Fatalf("the right secret of a client without a MAC, after others' failures from its address: %v", err)
+	}
+	if c := f.storedClient(t, legacy.ID); !f.m.macs.Current(c.SecretMAC, c.SecretHash) {
+		t.Fatal("no MAC after the client's first successful authentication")
+	}
+	for range 100 {
+		_, err := secretToken(f.m, balancer, legacy.ID, orgs.NewClientSecret())
+		wantTokenError(t, err, ErrCodeInvalidClient, "Client authentication failed.")
+	}
+	if _, err := secretToken(f.m, balancer, legacy.ID, legacy.Secret); err != nil {
+		t.Fatalf("the right secret after 100 wrong ones in its name from its address: %v", err)
+	}
 }
 
 // TestSecretMACFollowsTheHash: new and rotated secrets have a MAC; a hash
@@ -192,11 +237,12 @@ func TestSecretMACFollowsTheHash(t *testing.T) {
 	}
 }
 
-// TestJWKSFetchesAreBoundedPerAddress: an assertion that makes flowd fetch
-// the client's jwks_uri is costly: an address whose fetches fail
-// AddressFailureLimit times waits for the window before it may cause
-// another, while a good assertion with the keys at hand passes from it.
-func TestJWKSFetchesAreBoundedPerAddress(t *testing.T) {
+// TestJWKSFetchesAreBoundedPerClientAndAddress: an assertion that makes
+// flowd fetch the client's jwks_uri is costly: an address whose fetches for
+// a client fail AddressFailureLimit times waits for the window before it
+// may cause another for it, while a good assertion with the keys at hand
+// passes from it.
+func TestJWKSFetchesAreBoundedPerClientAndAddress(t *testing.T) {
 	t.Parallel()
 	const limit = 3
 	key := testkeys.EC(t)

@@ -14,11 +14,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/windowlimit"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/changes"
 	"github.com/flowd/flowd/modules/identity/internal/secret"
 	"github.com/flowd/flowd/modules/identity/tokens/internal/clientjwks"
-	"github.com/flowd/flowd/modules/identity/tokens/internal/costlimit"
 	"github.com/flowd/flowd/modules/identity/tokens/internal/dpopproof"
 	"github.com/flowd/flowd/modules/identity/tokens/internal/revoked"
 	"github.com/flowd/flowd/modules/identity/tokens/internal/store"
@@ -51,9 +51,9 @@ type Config struct {
 	AccessTTL, RefreshTTL time.Duration
 
 	// AddressFailureLimit is how many costly client authentications (argon2id
-	// of a secret without a MAC, a fetch of a jwks_uri) one address may fail
-	// within FailureWindow before further costly ones answer 429; zero means
-	// 30 and a minute.
+	// of a secret without a MAC, a fetch of a jwks_uri) of one client one
+	// address may fail within FailureWindow before further costly ones of
+	// that client from there answer 429; zero means 30 and a minute.
 	AddressFailureLimit int
 	FailureWindow       time.Duration
 
@@ -95,7 +95,7 @@ type Service struct {
 	revoked *revoked.Set
 	jwks    clientjwks.Cache
 	macs    secret.MACs
-	limiter *costlimit.Limiter
+	limiter *windowlimit.Limiter
 	hashing chan struct{} // bounds concurrent argon2id work
 
 	dpop     *dpopproof.Checker
@@ -150,7 +150,7 @@ func New(pool *pgxpool.Pool, feed *changes.Feed, clients Clients, keys Keys, aud
 		pool: pool, feed: feed, clients: clients, keys: keys, audit: audit, cfg: cfg, log: cfg.Log, now: cfg.Now,
 		macs:     secret.NewMACs(cfg.KeyEncryptionKey),
 		refusals: newRefusals(cfg.Registry),
-		limiter:  costlimit.New(cfg.Now, cfg.FailureWindow, cfg.AddressFailureLimit),
+		limiter:  windowlimit.New(cfg.Now, cfg.FailureWindow, cfg.AddressFailureLimit),
 		hashing:  make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
 		dpop:     dpopproof.NewChecker(cfg.Issuer, cfg.DPoPNonceRequired, cfg.KeyEncryptionKey, cfg.Now),
 		dpopSeen: dpopproof.NewSeen(),

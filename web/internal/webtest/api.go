@@ -155,6 +155,8 @@ type APIEnv struct {
 	Proxy   *dbtest.Proxy // cuts the database away
 	// ReceiptKeys signs the flows' receipts; its JWKS is what /oauth/jwks serves.
 	ReceiptKeys *identitytest.Identity
+	// Receipts signs and checks consent receipts as the server does.
+	Receipts *receipts.Service
 	// Hooks is the webhooks module WithWebhooks runs; nil without it.
 	Hooks *webhooks.Module
 }
@@ -175,7 +177,7 @@ type EnvOption func(*apiSetup)
 
 // WithNationalIDFormat holds national ids to format f.
 func WithNationalIDFormat(f string) EnvOption {
-	return func(s *apiSetup) { s.flows.NationalIDFormat = f }
+	return func(s *apiSetup) { s.flows.NationalIDs = nationalid.MustNew(f, nil) }
 }
 
 // WithWebhooks publishes the flows' events through the real webhooks
@@ -215,7 +217,7 @@ func NewAPI(t testing.TB, opts ...EnvOption) *APIEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fcfg := flows.Config{NationalIDFormat: nationalid.FormatGeneric, ConsentTTL: cfg.ConsentTTL}
+	fcfg := flows.Config{ConsentTTL: cfg.ConsentTTL}
 	orgs := FakeOrgs{Settings: DefaultSettings}
 	setup := apiSetup{flows: &fcfg, orgs: &orgs}
 	for _, o := range opts {
@@ -259,12 +261,12 @@ func NewAPI(t testing.TB, opts ...EnvOption) *APIEnv {
 	}
 	d.Idempotency = idempotency.New(pool, sealer, log, 0)
 	d.Erasures = erasure.New(erasure.Deps{Pool: pool, Flows: m, Keys: m, Subjects: receiptService, Answers: d.Idempotency, Events: erasureEvents,
-		Audit: FakeIdentity{}, Signer: receiptKeys, Orgs: TestOrganizations{}, KeyEncryptionKey: key, Issuer: cfg.BaseURL.String(),
-		NationalIDFormat: fcfg.NationalIDFormat})
+		Audit: FakeIdentity{}, Signer: receiptKeys, Orgs: TestOrganizations{}, KeyEncryptionKey: key, Issuer: cfg.BaseURL.String()})
 	srv := NewServer(t, d)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	return &APIEnv{URL: hs.URL, Srv: srv, Pool: pool, Flows: m, Journey: journey, Events: events, Proxy: proxy, ReceiptKeys: receiptKeys, Hooks: hooks}
+	return &APIEnv{URL: hs.URL, Srv: srv, Pool: pool, Flows: m, Journey: journey, Events: events, Proxy: proxy, ReceiptKeys: receiptKeys,
+		Receipts: receiptService, Hooks: hooks}
 }
 
 // Response is what Call returns.

@@ -25,7 +25,6 @@ import (
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/modules/identity/staff"
@@ -114,7 +113,7 @@ func SetupLogin(t *testing.T, o LoginOptions) LoginServer {
 	receiptService := receipts.New(pool, ident, TestOrganizations{}, base)
 	flowsModule := flows.New(pool, sealer, consent.NewRequests(pool, sealer, base), definitions,
 		FakeOrgs{Settings: DefaultSettings}, &TableEvents{},
-		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), flows.Config{NationalIDFormat: nationalid.FormatGeneric})
+		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), flows.Config{})
 	consoleCfg := oidclogin.ConsoleConfig(cfg)
 	consoleCfg.HTTPClient = o.ConsoleHTTP
 	sessions, err := staff.NewSessions(pool, staff.SessionsConfig{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: o.Now})

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -128,8 +129,8 @@ func NewServer(t testing.TB, d web.Deps) *Server {
 		d.Receipts = receiptService
 	}
 	flowsModule := flows.New(d.Pool, sealer, requests, definitions, FakeOrgs{Settings: DefaultSettings}, hooks, d.Log,
-		prometheus.NewRegistry(), flows.Config{NationalIDFormat: nationalid.FormatGeneric, ConsentTTL: cfg.ConsentTTL,
-			PersonIndex: nationalid.NewBlindIndex(cfg.KeyEncryptionKey)})
+		prometheus.NewRegistry(), flows.Config{ConsentTTL: cfg.ConsentTTL,
+			PersonIndex: nationalid.NewBlindIndex(cfg.KeyEncryptionKey, nationalid.Format{})})
 	if d.Flows == nil {
 		d.Flows = flowsModule
 	}
@@ -182,7 +183,7 @@ func NewServer(t testing.TB, d web.Deps) *Server {
 		}
 		d.Erasures = erasure.New(erasure.Deps{Pool: d.Pool, Flows: m, Keys: m, Subjects: receiptService, Answers: d.Idempotency,
 			Events: publisher, Audit: d.Audit, Signer: ident, Orgs: TestOrganizations{}, KeyEncryptionKey: cfg.KeyEncryptionKey,
-			Issuer: base, NationalIDFormat: nationalid.FormatGeneric})
+			Issuer: base})
 	}
 	srv, err := web.New(d)
 	if err != nil {
@@ -219,6 +220,6 @@ func (TestOrganizations) RecordPersonPageTx(context.Context, database.Tx, string
 	return nil
 }
 
-func (TestOrganizations) QueuePersonPage(*database.Batch, string, []consent.PersonPageRecord) error {
+func (TestOrganizations) QueuePersonPage(*database.Batch, string, []consent.PersonPageRecord, time.Duration) error {
 	return nil
 }

@@ -503,7 +503,7 @@ type Flow struct {
 	Data struct {
 		LastName string `json:"lastName"`
 
-		// NationalId The national identifier, trimmed.
+		// NationalId The national identifier, trimmed, as written (a Swedish one in its canonical 12 digits).
 		NationalId string `json:"nationalId"`
 
 		// OrganizationNumber The organization's registration number from its settings; `""` when not set.
@@ -630,12 +630,13 @@ type FlowEventData struct {
 	// `consent.validUntil`).
 	Status ConsentStatus `json:"status"`
 
-	// Use The recorded use, in `flow.used` only. Nothing personal.
+	// Use The recorded use, in `flow.used` only. Nothing personal: the use's `action` and
+	// `reference` are free text that may be about the person, and events (kept for
+	// `FLOWD_EVENT_RETENTION`, their deliveries 90 days) outlive an erasure, so they are
+	// left out; `GET /api/flows/{flowId}/uses` gives them while the flow exists.
 	Use *struct {
-		Action         string             `json:"action"`
 		DataCategories []string           `json:"dataCategories"`
 		Id             openapi_types.UUID `json:"id"`
-		Reference      *string            `json:"reference"`
 
 		// UsedAt RFC 3339, UTC, with milliseconds.
 		//
@@ -681,7 +682,7 @@ type FlowListItem struct {
 	// Examples: 0b7e6f2a-3c1d-4e5f-9a8b-7c6d5e4f3a21
 	Id FlowId `json:"id"`
 
-	// NationalId The national identifier registered for the flow.
+	// NationalId The national identifier registered for the flow, as written (a Swedish one in its canonical 12 digits).
 	NationalId string `json:"nationalId"`
 
 	// OrganizationId The organization the flow belongs to (the token's).
@@ -751,13 +752,23 @@ type NewFlow struct {
 	LastName string `json:"lastName"`
 
 	// NationalId The individual's national identifier. Surrounding whitespace is trimmed, and the
-	// rest is validated by the format the operator configured (`FLOWD_NATIONAL_ID_FORMAT`):
+	// rest is validated by the format the operator configured (`FLOWD_NATIONAL_ID_FORMAT`),
+	// written without spaces. Every format reads each spelling of one person's number as
+	// one **canonical form**, in which flowd tells people apart: the eID check, the
+	// person's own page, erasures and receipt subjects compare canonical forms, so two
+	// spellings of one person's number are one person and two people's numbers never are.
 	//
-	// | format | accepts |
-	// |---|---|
-	// | `generic` (default) | 1–64 letters, digits or `-` |
-	// | `no` | a Norwegian fødselsnummer or D-number: 11 digits with both mod-11 check digits valid |
-	// | `se` | a Swedish personnummer or samordningsnummer: `YYMMDD-NNNN`, `YYMMDD+NNNN`, `YYMMDDNNNN` or `YYYYMMDDNNNN` with a valid Luhn check digit |
+	// | format | accepts | canonical form |
+	// |---|---|---|
+	// | `generic` (default) | 1–64 letters, digits or `-` | upper case, without `-` |
+	// | `no` | a Norwegian fødselsnummer, D-number (day + 40) or H-number (month + 40): 11 digits, a real date whose century the individual number gives, both mod-11 check digits valid | the 11 digits |
+	// | `se` | a Swedish personnummer or samordningsnummer (day + 60): `YYYYMMDDNNNN` or `YYYYMMDD-NNNN`, or `YYMMDD-NNNN` for someone under 100 and `YYMMDD+NNNN` from the year they turn 100, read against today's date; a real date, a valid Luhn check digit. `YYMMDDNNNN` without its sign names no century and is refused | the 12 digits, `YYYYMMDDNNNN`: `121212-1212` is `201212121212`, `121212+1212` is `191212121212`, another person |
+	// | `dk` | a Danish CPR number, `DDMMYY-SSSS` or `DDMMYYSSSS`, a real date in the century its seventh digit gives (CPR numbers have had no check digit since 2007) | the 10 digits |
+	// | `fi` | a Finnish henkilötunnus, `DDMMYYCZZZQ`: a real date in the century of its sign (`+` 1800s; `-`, `U`–`Y` 1900s; `A`–`F` 2000s), individual number 002–999, a valid check character | upper case; each century sign is part of the number, so `010594-9021` and `010594Y9021` are two people |
+	//
+	// A flow keeps the id as written, except a Swedish number, which it keeps (and
+	// `data.nationalId` shows) in its canonical form, since the reading of a 10-digit one
+	// changes with the date.
 	//
 	//
 	// Examples: 12345678901

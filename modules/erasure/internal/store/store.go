@@ -137,6 +137,20 @@ func InsertRequest(ctx context.Context, db DB, r Request, subjectKey, personKey 
 	return err
 }
 
+// OpenRequest returns the latest request of the person of subjectKey to
+// organizationID that no erasure of them there has followed. pgx.ErrNoRows.
+func OpenRequest(ctx context.Context, db DB, organizationID string, subjectKey []byte) (Request, error) {
+	rows, err := db.Query(ctx, `select r.organization_id, r.id::text, r.reference, r.requested_at, null::timestamptz as erased_at
+		from erasure_requests r where r.organization_id = $1 and r.subject_key = $2
+			and not exists (select 1 from erasures e where e.organization_id = r.organization_id and e.subject_key = r.subject_key
+				and e.erased_at >= r.requested_at)
+		order by r.requested_at desc limit 1`, organizationID, subjectKey)
+	if err != nil {
+		return Request{}, err
+	}
+	return pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Request])
+}
+
 // QueueRequestsOf adds to b the read of the latest request of the person of
 // personKey to each organization, with the first erasure of them there
 // since, and returns the function that gives them once b is sent.

@@ -7,15 +7,15 @@ import (
 
 // LockFlowsOfSubject returns the organization's flows sealed under one of
 // the subject keys keyIDs, and those not yet under a subject key whose
-// national id hashes to one of hashes or whose blind index is index (nil
-// for none), locked for update in the primary key's order: a person's
+// national id hashes to one of hashes or whose blind index is one of
+// indexes, locked for update in the primary key's order: a person's
 // flows, and the candidates among the older ones, which the caller
 // confirms by their national id.
-func LockFlowsOfSubject(ctx context.Context, db DB, organizationID string, keyIDs []string, hashes [][]byte, index []byte) ([]Flow, error) {
+func LockFlowsOfSubject(ctx context.Context, db DB, organizationID string, keyIDs []string, hashes, indexes [][]byte) ([]Flow, error) {
 	return flowRows.all(db.Query(ctx, `select `+flowColumns+` from flows
 		where organization_id = $1 and (subject_key_id = any($4::uuid[]) or subject_key_id is null
-			and (national_id_hmac = any($2) or ($3::bytea is not null and person_index = $3)))
-		order by id for update`, organizationID, hashes, index, keyIDs))
+			and (national_id_hmac = any($2) or person_index = any($3)))
+		order by id for update`, organizationID, hashes, indexes, keyIDs))
 }
 
 // OrganizationFlowsAfter returns up to limit of the organization's flows

@@ -63,7 +63,7 @@ func TestEveryFlowFieldIsStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := InsertUse(ctx, pool, &Use{OrganizationID: f.OrganizationID, ID: "00000000-0000-7000-8000-0000000000b1",
-		FlowID: f.ID, Action: "fetched", DataCategories: []string{}, UsedAt: time.Now(), RecordedBy: "client-a"}); err != nil {
+		FlowID: f.ID, ActionSealed: []byte("sealed"), DataCategories: []string{}, UsedAt: time.Now(), RecordedBy: "client-a"}); err != nil {
 		t.Fatal(err)
 	}
 	// The notice is claimed within the validity, and the validity then ends.

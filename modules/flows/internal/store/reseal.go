@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -21,11 +22,12 @@ var sealedFlowRows = newTable[SealedFlow]()
 
 // SealedFlow is the personal data of one flow row, as sealed under KeyID.
 type SealedFlow struct {
-	OrganizationID   string `db:"organization_id"`
-	ID               string `db:"id"`
-	KeyID            string `db:"pii_key_id"`
-	NationalIDSealed []byte `db:"national_id_sealed"`
-	LastNameSealed   []byte `db:"last_name_sealed"`
+	OrganizationID   string    `db:"organization_id"`
+	ID               string    `db:"id"`
+	KeyID            string    `db:"pii_key_id"`
+	NationalIDSealed []byte    `db:"national_id_sealed"`
+	LastNameSealed   []byte    `db:"last_name_sealed"`
+	CreatedAt        time.Time `db:"created_at"` // when its national id was written, which a Swedish one is read against
 }
 
 // StaleFlows returns up to limit flows whose personal data is sealed under
@@ -114,3 +116,26 @@ func Rekey(ctx context.Context, db DB, rekeyed []Rekeyed) error {
 // SubjectSealed is the pii_key_id of a flow whose personal data is sealed
 // under its subject key (subject_key_id) rather than a data key.
 const SubjectSealed = "subject"
+
+// FlowsUnderKey returns the flows of organizationID sealed under the
+// subject key keyID, locked for update.
+func FlowsUnderKey(ctx context.Context, db DB, organizationID, keyID string) ([]SealedFlow, error) {
+	return sealedFlowRows.all(db.Query(ctx, `select `+sealedFlowRows.columns+` from flows
+		where organization_id = $1 and subject_key_id = $2 order by id for update`, organizationID, keyID))
+}
+
+// Rehomed is a flow's personal data sealed again under another subject key.
+type Rehomed struct {
+	Flow                                       SealedFlow
+	From, To                                   string // the subject keys
+	NationalIDSealed, NationalIDHMAC, LastName []byte
+}
+
+// Rehome stores a flow's personal data sealed under another subject key,
+// unless it is no longer sealed under r.From.
+func Rehome(ctx context.Context, db DB, r Rehomed) error {
+	_, err := db.Exec(ctx, `update flows set subject_key_id = $4, national_id_sealed = $5, national_id_hmac = $6,
+		last_name_sealed = $7 where organization_id = $1 and id = $2 and subject_key_id = $3`,
+		r.Flow.OrganizationID, r.Flow.ID, r.From, r.To, r.NationalIDSealed, r.NationalIDHMAC, r.LastName)
+	return err
+}

@@ -173,6 +173,35 @@ func DestroySubjectKeys(ctx context.Context, db DB, organizationID string, subje
 	return destroyed, nil
 }
 
+// DestroyEmptySubjectKeys destroys, as DestroySubjectKeys does, the live
+// keys of organizationID whose subject is one of subjects and under which
+// no flow is sealed any more. It returns the keys destroyed.
+func DestroyEmptySubjectKeys(ctx context.Context, db DB, organizationID string, subjects [][]byte) ([]SubjectKey, error) {
+	return subjectKeyRows.all(db.Query(ctx, `update subject_keys k set key_sealed = null, national_id_sealed = null,
+			person_index = null, person_index_key = null, destroyed_at = now()
+		where k.organization_id = $1 and k.subject = any($2) and k.destroyed_at is null
+			and not exists (select 1 from flows f where f.organization_id = k.organization_id and f.subject_key_id = k.id)
+		returning `+subjectKeyRows.columns, organizationID, subjects))
+}
+
+// LockSubjectKey returns the live key id of organizationID, locked for
+// update. ErrNoRows when it is destroyed or gone.
+func LockSubjectKey(ctx context.Context, db DB, organizationID, id string) (SubjectKey, error) {
+	return subjectKeyRows.one(db.Query(ctx, `select `+subjectKeyRows.columns+` from subject_keys
+		where organization_id = $1 and id = $2 and destroyed_at is null for update`, organizationID, id))
+}
+
+// DestroySubjectKeyIfEmpty destroys, as DestroySubjectKeys does, the live
+// key id of organizationID when no flow is sealed under it any more.
+func DestroySubjectKeyIfEmpty(ctx context.Context, db DB, organizationID, id string) error {
+	_, err := db.Exec(ctx, `update subject_keys k set key_sealed = null, national_id_sealed = null,
+			person_index = null, person_index_key = null, destroyed_at = now()
+		where k.organization_id = $1 and k.id = $2 and k.destroyed_at is null
+			and not exists (select 1 from flows f where f.organization_id = k.organization_id and f.subject_key_id = k.id)`,
+		organizationID, id)
+	return err
+}
+
 // StaleSubjectKeys returns up to limit live keys sealed under a data key
 // other than keyID.
 func StaleSubjectKeys(ctx context.Context, db DB, keyID string, limit int) ([]SubjectKey, error) {

@@ -8,18 +8,30 @@ import (
 )
 
 // Use is a row of flow_uses: a use an organization recorded of a flow's
-// consent.
+// consent. Its free text is sealed under the subject key of its flow
+// (ActionSealed, ReferenceSealed, read with the key's sealed bytes), or,
+// recorded before that or for a flow not yet under a subject key, kept as
+// it was written (Action, Reference).
 type Use struct {
-	OrganizationID string    `db:"organization_id"`
-	ID             string    `db:"id"`
-	FlowID         string    `db:"flow_id"`
-	Action         string    `db:"action"`
-	DataCategories []string  `db:"data_categories"`
-	Reference      *string   `db:"reference"`
-	UsedAt         time.Time `db:"used_at"`
-	RecordedAt     time.Time `db:"recorded_at"`
-	RecordedBy     string    `db:"recorded_by"`
+	OrganizationID  string    `db:"organization_id"`
+	ID              string    `db:"id"`
+	FlowID          string    `db:"flow_id"`
+	Action          *string   `db:"action"`
+	ActionSealed    []byte    `db:"action_sealed"`
+	DataCategories  []string  `db:"data_categories"`
+	Reference       *string   `db:"reference"`
+	ReferenceSealed []byte    `db:"reference_sealed"`
+	UsedAt          time.Time `db:"used_at"`
+	RecordedAt      time.Time `db:"recorded_at"`
+	RecordedBy      string    `db:"recorded_by"`
+	// SubjectKeyID and SubjectKeySealed are the flow's subject key, read
+	// with the use.
+	SubjectKeyID     *string `db:"subject_key_id" select:"(select f.subject_key_id from flows f where f.organization_id = flow_uses.organization_id and f.id = flow_uses.flow_id)"`
+	SubjectKeySealed []byte  `db:"subject_key_sealed" select:"(select k.key_sealed from flows f join subject_keys k on k.organization_id = f.organization_id and k.id = f.subject_key_id where f.organization_id = flow_uses.organization_id and f.id = flow_uses.flow_id)"`
 }
+
+// UseContext binds a use's sealed field to the use.
+func UseContext(useID, field string) []string { return []string{"use:", useID, ":", field} }
 
 var useRows = newTable[Use]()
 
@@ -30,9 +42,10 @@ var useRows = newTable[Use]()
 // when the flow is gone.
 func InsertUse(ctx context.Context, db DB, u *Use) (Flow, error) {
 	var b pgx.Batch
-	b.Queue(`insert into flow_uses (organization_id, id, flow_id, action, data_categories, reference, used_at, recorded_by)
-		values ($1, $2, $3, $4, $5, $6, $7, $8) returning recorded_at`,
-		u.OrganizationID, u.ID, u.FlowID, u.Action, u.DataCategories, u.Reference, u.UsedAt, u.RecordedBy)
+	b.Queue(`insert into flow_uses (organization_id, id, flow_id, action, action_sealed, data_categories, reference, reference_sealed,
+			used_at, recorded_by)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) returning recorded_at`,
+		u.OrganizationID, u.ID, u.FlowID, u.Action, u.ActionSealed, u.DataCategories, u.Reference, u.ReferenceSealed, u.UsedAt, u.RecordedBy)
 	b.Queue(`update flows set num_uses = num_uses + 1, last_used_at = greatest(last_used_at, $3),
 		version = version + 1, updated_at = greatest(now(), updated_at)
 		where organization_id = $1 and id = $2
@@ -120,4 +133,45 @@ func ClaimExpiringNotice(ctx context.Context, db DB, organizationID, id string, 
 		where organization_id = $1 and id = $2 and consent_status = 'Accepted' and expiring_notified_at is null
 		and valid_until <= now() + $3 * interval '1 microsecond' and valid_until > now()
 		returning `+flowColumns, organizationID, id, notice.Microseconds()))
+}
+
+// UsesOfFlow returns every use of a flow, locked for update.
+func UsesOfFlow(ctx context.Context, db DB, organizationID, flowID string) ([]Use, error) {
+	return useRows.all(db.Query(ctx, `select `+useRows.columns+` from flow_uses
+		where organization_id = $1 and flow_id = $2 order by id for update`, organizationID, flowID))
+}
+
+// SealUse stores a use's free text sealed under the subject key keyID,
+// and drops its text as written, unless it has been sealed otherwise since
+// it was read or its flow is not under that key.
+func SealUse(ctx context.Context, db DB, u Use, keyID string, actionSealed, referenceSealed []byte) error {
+	_, err := db.Exec(ctx, `update flow_uses set action = null, reference = null, action_sealed = $4, reference_sealed = $5
+		where organization_id = $1 and id = $2 and action_sealed is not distinct from $3
+			and exists (select 1 from flows f where f.organization_id = flow_uses.organization_id and f.id = flow_uses.flow_id
+				and f.subject_key_id = $6)`,
+		u.OrganizationID, u.ID, u.ActionSealed, actionSealed, referenceSealed, keyID)
+	return err
+}
+
+// PlainUses returns up to limit uses after cursor, in the primary key's
+// order, kept as written whose flow is under a subject key: recorded
+// before their text was sealed.
+func PlainUses(ctx context.Context, db DB, after IndexCursor, limit int) ([]Use, error) {
+	if after.ID == "" {
+		after.ID = "00000000-0000-0000-0000-000000000000"
+	}
+	return useRows.all(db.Query(ctx, `select `+useRows.columns+` from flow_uses
+		where action is not null and (organization_id, id) > ($1, $2::uuid)
+			and exists (select 1 from flows f where f.organization_id = flow_uses.organization_id and f.id = flow_uses.flow_id
+				and f.subject_key_id is not null)
+		order by organization_id, id limit $3`, after.OrganizationID, after.ID, limit))
+}
+
+// CountPlainUses counts the uses kept as written whose flow is under a
+// subject key.
+func CountPlainUses(ctx context.Context, db DB) (int64, error) {
+	var n int64
+	err := db.QueryRow(ctx, `select count(*) from flow_uses u where u.action is not null
+		and exists (select 1 from flows f where f.organization_id = u.organization_id and f.id = u.flow_id and f.subject_key_id is not null)`).Scan(&n)
+	return n, err
 }

@@ -37,17 +37,18 @@ func sealContext(organizationID, id, field string) []string {
 	return []string{"subject-key:", organizationID, ":", id, ":", field}
 }
 
-// Subjects are the person nationalID's subjects in organizationID under
-// each data key of dataKeys, the current first.
-func Subjects(dataKeys *pii.Sealer, organizationID, nationalID string) [][]byte {
-	return dataKeys.Hashes(Domain(organizationID), nationalid.Normalize(nationalID))
+// Subjects are the subjects in organizationID, under each data key of
+// dataKeys, the current first, of the person whose national id has the
+// canonical form person (nationalid.Format.Canonical).
+func Subjects(dataKeys *pii.Sealer, organizationID, person string) [][]byte {
+	return dataKeys.Hashes(Domain(organizationID), person)
 }
 
-// New makes a new key for the person nationalID in organizationID: the key
-// opened, and the row that would keep it, sealed under dataKeys' current
-// key, with the person's blind index under index (nil: none).
-func New(dataKeys *pii.Sealer, index *nationalid.BlindIndex, organizationID, nationalID string) (Key, store.SubjectKey, error) {
-	normalized := nationalid.Normalize(nationalID)
+// New makes a new key for the person of the canonical national id person
+// in organizationID: the key opened, and the row that would keep it,
+// sealed under dataKeys' current key, with the person's blind index under
+// index (nil: none).
+func New(dataKeys *pii.Sealer, index *nationalid.BlindIndex, organizationID, person string) (Key, store.SubjectKey, error) {
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
 		return Key{}, store.SubjectKey{}, err
@@ -58,12 +59,12 @@ func New(dataKeys *pii.Sealer, index *nationalid.BlindIndex, organizationID, nat
 	}
 	id := ids.New()
 	row := store.SubjectKey{OrganizationID: organizationID, ID: id, KeyID: dataKeys.KeyID(),
-		Subject:          dataKeys.Hash(Domain(organizationID), normalized),
+		Subject:          dataKeys.Hash(Domain(organizationID), person),
 		KeySealed:        dataKeys.Seal(string(raw), sealContext(organizationID, id, "key")...),
-		NationalIDSealed: made.Seal(normalized, sealContext(organizationID, id, "nationalId")...)}
+		NationalIDSealed: made.Seal(person, sealContext(organizationID, id, "nationalId")...)}
 	if index != nil {
 		version := index.Version()
-		row.PersonIndex, row.PersonIndexKey = index.Of(normalized), &version
+		row.PersonIndex, row.PersonIndexKey = index.Of(person), &version
 	}
 	return Key{ID: id, Sealer: made}, row, nil
 }
@@ -104,6 +105,34 @@ func OpenToRead(dataKeys *pii.Sealer, organizationID, id string, sealed []byte) 
 	return o, nil
 }
 
+// Sealing opens the key id of organizationID as Open does, under whichever
+// data key of dataKeys sealed it, to seal under it: what the free text of
+// a use of one of its flows is sealed with. ErrDestroyed when sealed is nil.
+func Sealing(dataKeys *pii.Sealer, organizationID, id string, sealed []byte) (Key, error) {
+	if sealed == nil {
+		return Key{}, ErrDestroyed
+	}
+	raw, err := dataKeys.OpenUnderAny(sealed, sealContext(organizationID, id, "key")...)
+	if err != nil {
+		return Key{}, fmt.Errorf("subject key %s: %w", id, err)
+	}
+	s, err := pii.New([]byte(raw))
+	if err != nil {
+		return Key{}, fmt.Errorf("subject key %s: %w", id, err)
+	}
+	return Key{ID: id, Sealer: s}, nil
+}
+
+// SealUse seals the free text of the use useID under k: its action, and
+// its reference unless empty (nil then).
+func (k Key) SealUse(useID, action, reference string) (actionSealed, referenceSealed []byte) {
+	actionSealed = k.Sealer.Seal(action, store.UseContext(useID, "action")...)
+	if reference != "" {
+		referenceSealed = k.Sealer.Seal(reference, store.UseContext(useID, "reference")...)
+	}
+	return actionSealed, referenceSealed
+}
+
 // OpenRow opens a key's row with dataKeys.
 func OpenRow(dataKeys *pii.Sealer, row store.SubjectKey) (Key, string, error) {
 	return Open(dataKeys, row.OrganizationID, row.ID, row.KeyID, row.KeySealed)
@@ -124,7 +153,9 @@ func Reseal(dataKeys *pii.Sealer, row store.SubjectKey) (subject, sealed []byte,
 		dataKeys.Seal(raw, sealContext(row.OrganizationID, row.ID, "key")...), nil
 }
 
-// NationalID opens the normalised national id a key's row keeps under key.
+// NationalID opens the national id a key's row keeps under key: its
+// canonical form, or for a key made before flowd had canonical forms, the
+// form it compared ids in then (nationalid.Legacy).
 func NationalID(key Key, row store.SubjectKey) (string, error) {
 	id, err := key.Sealer.Open(key.Sealer.KeyID(), row.NationalIDSealed, sealContext(row.OrganizationID, row.ID, "nationalId")...)
 	if err != nil {

@@ -31,12 +31,10 @@ type FlowData struct {
 	Use *Use `json:"use,omitempty"`
 }
 
-// Use is a flow.used event's use.
+// Use is a flow.used event's use, without its free text.
 type Use struct {
 	ID             string   `json:"id"`
-	Action         string   `json:"action"`
 	DataCategories []string `json:"dataCategories"`
-	Reference      *string  `json:"reference"`
 	UsedAt         string   `json:"usedAt"`
 }
 

@@ -76,6 +76,18 @@ func InsertAuditsArgs(entries []AuditEntry) []any {
 	return args
 }
 
+// InsertAuditOnceSQL appends one entry ($1 to $5) unless the same entry
+// was appended within the last $6 microseconds.
+const InsertAuditOnceSQL = `insert into audit_log (organization_id, actor, action, target, detail)
+	select $1, $2, $3, $4, $5 where not exists (select 1 from audit_log
+		where organization_id = $1 and action = $3 and target = $4 and actor = $2 and detail = $5
+			and at > now() - $6 * interval '1 microsecond')`
+
+// InsertAuditOnceArgs are the arguments of InsertAuditOnceSQL.
+func InsertAuditOnceArgs(e AuditEntry, within time.Duration) []any {
+	return []any{e.OrganizationID, e.Actor, e.Action, e.Target, e.Detail, within.Microseconds()}
+}
+
 // AuditLog returns up to limit+1 entries of an organization, newest first,
 // older than the entry before when it is not zero.
 func AuditLog(ctx context.Context, q Querier, organizationID string, limit int, before int64) ([]AuditEntry, error) {
