@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -78,6 +79,9 @@ func New(cfg Config) *RelyingParty {
 // Issuer is the provider's issuer URL.
 func (rp *RelyingParty) Issuer() string { return rp.cfg.Issuer }
 
+// Name is the relying party's name: "console" or "consent".
+func (rp *RelyingParty) Name() string { return rp.cfg.Name }
+
 // ErrUnavailable: the provider's discovery document could not be read.
 var ErrUnavailable = errors.New("oidclogin: the identity provider is unreachable")
 
@@ -90,13 +94,16 @@ func (rp *RelyingParty) discover(ctx context.Context) (*oauth2.Config, *oidc.IDT
 			return nil, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		var meta struct {
-			EndSession    string `json:"end_session_endpoint"`
-			IssInResponse bool   `json:"authorization_response_iss_parameter_supported"`
+			EndSession    string   `json:"end_session_endpoint"`
+			IssInResponse bool     `json:"authorization_response_iss_parameter_supported"`
+			AuthMethods   []string `json:"token_endpoint_auth_methods_supported"`
 		}
 		_ = p.Claims(&meta)
 		rp.provider, rp.endSess, rp.issInResponse = p, meta.EndSession, meta.IssInResponse
+		endpoint := p.Endpoint()
+		endpoint.AuthStyle = authStyle(meta.AuthMethods)
 		rp.oauth = &oauth2.Config{ClientID: rp.cfg.ClientID, ClientSecret: rp.cfg.ClientSecret,
-			Endpoint: p.Endpoint(), RedirectURL: rp.cfg.RedirectURL, Scopes: rp.cfg.Scopes}
+			Endpoint: endpoint, RedirectURL: rp.cfg.RedirectURL, Scopes: rp.cfg.Scopes}
 		// The key set is fetched with our client, whatever context the
 		// verification later runs in.
 		rp.verifier = p.VerifierContext(oidc.ClientContext(context.WithoutCancel(ctx), rp.client),
@@ -104,6 +111,19 @@ func (rp *RelyingParty) discover(ctx context.Context) (*oauth2.Config, *oidc.IDT
 				oidc.RS256, oidc.RS384, oidc.RS512, oidc.ES256, oidc.ES384, oidc.ES512, oidc.PS256, oidc.EdDSA}})
 	}
 	return rp.oauth, rp.verifier, nil
+}
+
+// authStyle is how the client authenticates at the token endpoint, from
+// the provider's discovery document: client_secret_basic unless it offers
+// only client_secret_post (OpenID Connect Discovery's default is basic).
+// It is never left to oauth2 to probe: the probe sends a code a second time
+// when the first answer is lost, and a code works once, so a slow answer
+// would turn into a refused sign-in.
+func authStyle(methods []string) oauth2.AuthStyle {
+	if slices.Contains(methods, "client_secret_post") && !slices.Contains(methods, "client_secret_basic") {
+		return oauth2.AuthStyleInParams
+	}
+	return oauth2.AuthStyleInHeader
 }
 
 // Begin starts a sign-in: it remembers state, nonce, PKCE verifier and
@@ -187,7 +207,7 @@ func (rp *RelyingParty) Finish(w http.ResponseWriter, r *http.Request) (Identity
 	tok, err := oc.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(f.Verifier))
 	if err != nil {
 		var re *oauth2.RetrieveError
-		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500 {
+		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500 && re.Response.StatusCode != http.StatusTooManyRequests {
 			return Identity{}, fmt.Errorf("%w: code exchange: %w", ErrRejected, err)
 		}
 		return Identity{}, fmt.Errorf("%w: code exchange: %w", ErrUnavailable, err)
@@ -197,6 +217,11 @@ func (rp *RelyingParty) Finish(w http.ResponseWriter, r *http.Request) (Identity
 		return Identity{}, fmt.Errorf("%w: no id_token in the token response", ErrRejected)
 	}
 	idt, err := verifier.Verify(ctx, raw)
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		// The provider's keys could not be fetched: nothing was refused.
+		return Identity{}, fmt.Errorf("%w: the provider's keys: %w", ErrUnavailable, err)
+	}
 	if err != nil {
 		return Identity{}, fmt.Errorf("%w: %w", ErrRejected, err)
 	}

@@ -167,3 +167,72 @@ func TestFinishChecksTheIssuerOfTheResponse(t *testing.T) {
 		})
 	}
 }
+
+func TestFinishPresentsTheCodeOnce(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		methods    []string // the provider's token_endpoint_auth_methods_supported
+		wantSecret string   // where the client's secret must travel: "header" or "form"
+	}{
+		{"the discovery default", nil, "header"},
+		{"basic offered", []string{"client_secret_post", "client_secret_basic"}, "header"},
+		{"only post offered", []string{"client_secret_post"}, "form"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			// The provider uses the code up at its first presentation, and
+			// its answer is lost on the way back, as behind a proxy that
+			// gave up on a slow answer.
+			var srv *httptest.Server
+			var presented atomic.Int32
+			var secretIn atomic.Value
+			srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path {
+				case "/.well-known/openid-configuration":
+					doc := map[string]any{"issuer": srv.URL, "authorization_endpoint": srv.URL + "/authorize",
+						"token_endpoint": srv.URL + "/token", "jwks_uri": srv.URL + "/jwks"}
+					if tt.methods != nil {
+						doc["token_endpoint_auth_methods_supported"] = tt.methods
+					}
+					w.Header().Set("Content-Type", "application/json")
+					_ = json.NewEncoder(w).Encode(doc)
+				case "/token":
+					_, _, basic := r.BasicAuth()
+					if presented.Add(1) == 1 {
+						secretIn.Store(map[bool]string{true: "header", false: "form"}[basic])
+						http.Error(w, "upstream timed out", http.StatusBadGateway)
+						return
+					}
+					http.Error(w, `{"error":"invalid_grant","error_description":"The code was used already."}`, http.StatusBadRequest)
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			t.Cleanup(srv.Close)
+			rp := New(Config{Name: "console", Issuer: srv.URL, ClientID: "rp", ClientSecret: "s", Scopes: []string{"openid"},
+				RedirectURL: "https://rp.example/callback", SessionKey: make([]byte, 32)})
+			begin := httptest.NewRecorder()
+			to, err := rp.Begin(begin, httptest.NewRequest(http.MethodGet, "/", nil), "/back", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, _ := url.Parse(to)
+			callback := httptest.NewRequest(http.MethodGet, "/callback?"+url.Values{"state": {u.Query().Get("state")}, "code": {"c"}}.Encode(), nil)
+			for _, c := range begin.Result().Cookies() {
+				callback.AddCookie(c)
+			}
+			_, err = rp.Finish(httptest.NewRecorder(), callback)
+			if n := presented.Load(); n != 1 {
+				t.Errorf("the code was presented %d times, want once", n)
+			}
+			if !errors.Is(err, ErrUnavailable) {
+				t.Errorf("a lost answer of the token endpoint gave %v, want ErrUnavailable (try again), not a refusal", err)
+			}
+			if got := secretIn.Load(); got != tt.wantSecret {
+				t.Errorf("the secret travelled in the %v, want the %s", got, tt.wantSecret)
+			}
+		})
+	}
+}

@@ -271,7 +271,7 @@ func New(pool *pgxpool.Pool, reporter TaskReporter, opts Options) (*Module, erro
 // one database share the work: each job is locked by the one instance working
 // it. Run returns an error only when the workers cannot start.
 func (m *Module) Run(ctx context.Context) error {
-	if err := m.river.Start(ctx); err != nil {
+	if err := database.RetryWhileUnavailable(ctx, m.log, "webhooks: starting the workers", time.Second, m.river.Start); err != nil {
 		if ctx.Err() != nil {
 			return nil //nolint:nilerr // told to stop before the workers started: nothing failed
 		}

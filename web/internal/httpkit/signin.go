@@ -48,10 +48,14 @@ func BeginLogin(c echo.Context, rp *oidclogin.RelyingParty, returnTo string, par
 // FinishLogin runs the callback checks and turns their failures into pages.
 func FinishLogin(c echo.Context, log *slog.Logger, rp *oidclogin.RelyingParty, retry string) (oidclogin.Identity, bool, error) {
 	id, err := rp.Finish(c.Response(), c.Request())
+	if err == nil {
+		return id, true, nil
+	}
+	// Every refusal is logged with its reason, which names no secret: the
+	// code, state and tokens stay out of Finish's errors.
+	log.WarnContext(c.Request().Context(), "sign-in not completed", "relyingParty", rp.Name(), "error", err.Error())
 	var pe *oidclogin.ProviderError
 	switch {
-	case err == nil:
-		return id, true, nil
 	case errors.Is(err, oidclogin.ErrState):
 		return id, false, RenderNotice(c, http.StatusBadRequest, "Sign-in expired",
 			"This sign-in was not started in this browser, was used already, or took too long.", retry, "Sign in again")
@@ -59,7 +63,6 @@ func FinishLogin(c echo.Context, log *slog.Logger, rp *oidclogin.RelyingParty, r
 		return id, false, RenderNotice(c, http.StatusUnauthorized, "Sign-in not completed",
 			"The sign-in service answered: "+pe.Code+".", retry, "Try again")
 	case errors.Is(err, oidclogin.ErrRejected):
-		log.WarnContext(c.Request().Context(), "sign-in rejected", "error", err.Error())
 		return id, false, RenderNotice(c, http.StatusUnauthorized, "Sign-in failed",
 			"The answer of the sign-in service did not pass our checks.", retry, "Try again")
 	case errors.Is(err, oidclogin.ErrUnavailable):

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -23,6 +22,7 @@ import (
 	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/identitytest"
 	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/internal/testlog"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/erasure"
@@ -228,7 +228,7 @@ func NewAPI(t testing.TB, opts ...EnvOption) *APIEnv {
 	var hooks *webhooks.Module
 	if setup.webhooks {
 		if hooks, err = webhooks.New(pool, taskreports.New(pool), webhooks.Options{KeyEncryptionKey: key, AllowPrivate: true,
-			Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: prometheus.NewRegistry()}); err != nil {
+			Log: testlog.New(t), Registry: prometheus.NewRegistry()}); err != nil {
 			t.Fatal(err)
 		}
 		publisher = hooks
@@ -244,7 +244,7 @@ func NewAPI(t testing.TB, opts ...EnvOption) *APIEnv {
 	receiptKeys := identitytest.New(t, pool, identitytest.Config{Issuer: cfg.BaseURL.String(), KeyEncryptionKey: key})
 	receiptService := receipts.New(pool, receiptKeys, TestOrganizations{}, cfg.BaseURL.String())
 	requests := consent.NewRequests(pool, sealer, cfg.BaseURL.String())
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := testlog.New(t)
 	m := flows.New(pool, sealer, requests, definitions, orgs, publisher, log, prometheus.NewRegistry(), fcfg)
 	journey := consent.NewJourney(pool, requests, m, definitions, receiptService, TestOrganizations{}, TestOrganizations{}, consent.DefaultACRMap, log)
 	d := web.Deps{Config: cfg, Pool: pool, Bearer: FakeIdentity{}, Audit: FakeIdentity{}, Flows: m, Receipts: receiptService, Consent: journey,

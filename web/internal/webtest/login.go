@@ -2,8 +2,6 @@ package webtest
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -22,6 +20,7 @@ import (
 	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/internal/secrethash"
+	"github.com/flowd/flowd/internal/testlog"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
@@ -88,7 +87,7 @@ func SetupLogin(t *testing.T, o LoginOptions) LoginServer {
 	// The identity module signs ID tokens and serves the token endpoint,
 	// JWKS and discovery, as in flowd serve.
 	ident := identitytest.New(t, pool, identitytest.Config{Issuer: base, Audience: cfg.Audience, KeyEncryptionKey: RandomKey(t),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), APIRateLimit: cfg.APIRateLimit, Now: o.IdentityNow})
+		Log: testlog.New(t), APIRateLimit: cfg.APIRateLimit, Now: o.IdentityNow})
 	accounts, err := staff.NewAccounts(pool, TestOrganizations{}, staff.Config{PasswordParams: secrethash.Cheap, AccountLimit: 3, AddressLimit: 5})
 	if err != nil {
 		t.Fatal(err)
@@ -113,10 +112,10 @@ func SetupLogin(t *testing.T, o LoginOptions) LoginServer {
 	receiptService := receipts.New(pool, ident, TestOrganizations{}, base)
 	flowsModule := flows.New(pool, sealer, consent.NewRequests(pool, sealer, base), definitions,
 		FakeOrgs{Settings: DefaultSettings}, &TableEvents{},
-		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), flows.Config{})
+		testlog.New(t), prometheus.NewRegistry(), flows.Config{})
 	consoleCfg := oidclogin.ConsoleConfig(cfg)
 	consoleCfg.HTTPClient = o.ConsoleHTTP
-	sessions, err := staff.NewSessions(pool, staff.SessionsConfig{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: o.Now})
+	sessions, err := staff.NewSessions(pool, staff.SessionsConfig{Log: testlog.New(t), Now: o.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,6 @@ package webtest
 import (
 	"context"
 	"crypto/rand"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/internal/secrethash"
+	"github.com/flowd/flowd/internal/testlog"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/erasure"
@@ -51,7 +50,7 @@ type Server struct {
 func NewServer(t testing.TB, d web.Deps) *Server {
 	t.Helper()
 	if d.Log == nil {
-		d.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		d.Log = testlog.New(t)
 	}
 	if d.Config == nil {
 		cfg, err := config.Load(func(string) string { return "" }, config.Need{})

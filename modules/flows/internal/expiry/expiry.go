@@ -71,6 +71,7 @@ type Config struct {
 // Jobs is the River client of the expiry jobs.
 type Jobs struct {
 	client *river.Client[pgx.Tx]
+	log    *slog.Logger
 }
 
 // New builds the River client of the expiry jobs on pool, doing work; reg
@@ -109,7 +110,7 @@ func New(pool *pgxpool.Pool, work Work, log *slog.Logger, reg prometheus.Registe
 	if err != nil {
 		panic(fmt.Sprintf("flows: expiry jobs: %v", err))
 	}
-	return &Jobs{client: client}
+	return &Jobs{client: client, log: log}
 }
 
 // ScheduleTx schedules, in tx, the expiry of an organization's acceptance
@@ -127,7 +128,7 @@ func (j *Jobs) ScheduleTx(ctx context.Context, tx pgx.Tx, organizationID, flowID
 // few seconds, and returns once they have. It returns an error only when
 // the workers cannot start.
 func (j *Jobs) Run(ctx context.Context) error {
-	if err := j.client.Start(ctx); err != nil {
+	if err := database.RetryWhileUnavailable(ctx, j.log, "flows: starting the expiry workers", time.Second, j.client.Start); err != nil {
 		if ctx.Err() != nil {
 			return nil //nolint:nilerr // told to stop before the workers started: nothing failed
 		}
