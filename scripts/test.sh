@@ -92,7 +92,7 @@ trap 'kill $ticker 2>/dev/null || true' EXIT
 status=0
 scripts/pg.sh test go tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg \
   --jsonfile "$json" -- \
-  -race -count=1 -timeout 8m -p 4 -parallel 4 "$@" || status=$?
+  -race -ldflags=-w -count=1 -timeout 8m -p 4 -parallel 4 "$@" || status=$?
 kill $ticker 2>/dev/null || true
 
 say "done"

@@ -378,3 +378,39 @@ func TestASchemaMigratedFurtherStaysCurrent(t *testing.T) {
 		t.Fatalf("a schema one migration behind: current %v, %v; want not current", current, err)
 	}
 }
+
+// River's migrations count as current from its migration table: a schema
+// without its latest migration, or without the table, is not current.
+func TestRiverBehindIsNotCurrent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, schema := range database.RiverSchemas {
+		table := "river_migration"
+		if schema != "" {
+			table = schema + ".river_migration"
+		}
+		t.Run("latest migration missing in "+table, func(t *testing.T) {
+			t.Parallel()
+			pool := dbtest.New(t)
+			if current, err := database.MigrationsCurrent(ctx, pool); err != nil || !current {
+				t.Fatalf("a migrated database: current %v, %v", current, err)
+			}
+			if _, err := pool.Exec(ctx, `delete from `+table+` where version = (select max(version) from `+table+`)`); err != nil {
+				t.Fatal(err)
+			}
+			if current, err := database.MigrationsCurrent(ctx, pool); err != nil || current {
+				t.Fatalf("without River's latest migration: current %v, %v; want not current", current, err)
+			}
+		})
+		t.Run("no "+table, func(t *testing.T) {
+			t.Parallel()
+			pool := dbtest.New(t)
+			if _, err := pool.Exec(ctx, `drop table `+table); err != nil {
+				t.Fatal(err)
+			}
+			if current, err := database.MigrationsCurrent(ctx, pool); err != nil || current {
+				t.Fatalf("without %s: current %v, %v; want not current", table, current, err)
+			}
+		})
+	}
+}

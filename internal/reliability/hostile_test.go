@@ -210,7 +210,9 @@ func TestRawHeaderInjection(t *testing.T) {
 		"GET /api/flows HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\rSet-Cookie: evil=1\r\n\r\n",
 		"GET /api/flows?limit=1\x00 HTTP/1.1\r\nHost: x\r\n\r\n",
 		"GET /consent/a%0d%0aSet-Cookie:evil=1 HTTP/1.1\r\nHost: x\r\n\r\n",
-		"POST /oauth/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 40\r\n\r\ngrant_type=client_credentials%0d%0aX: y",
+		// Content-Length is the body's: one byte more would leave the server
+		// waiting for it until its read timeout.
+		"POST /oauth/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 39\r\n\r\ngrant_type=client_credentials%0d%0aX: y",
 		"GET /console?next=%0d%0aLocation:%20https://evil.example HTTP/1.1\r\nHost: x\r\n\r\n",
 	} {
 		conn, err := net.DialTimeout("tcp", p.Addr, 5*time.Second)
