@@ -88,11 +88,16 @@ trap 'kill $ticker 2>/dev/null || true' EXIT
 # gotestsum (a tool of go.mod) prints each package as it finishes and the
 # output of each failed test in full. Most tests wait on PostgreSQL, the
 # browser or a server of their own more than they compute: packages (-p)
-# and tests (-parallel) run two to a core.
+# and tests (-parallel) run two to a core. The timeout is a backstop for a
+# hang, not a measure of speed: it leaves room for a machine busy with other
+# work, and the waits of testwait end shortly before it.
+# The race detector waits a second at each test binary's exit for late
+# reports; each test waits for its own goroutines instead.
+export GORACE=${GORACE:-atexit_sleep_ms=0}
 status=0
 scripts/pg.sh test go tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg \
   --jsonfile "$json" -- \
-  -race -ldflags=-w -count=1 -timeout 8m -p 4 -parallel 4 "$@" || status=$?
+  -race -ldflags=-w -count=1 -timeout 15m -p 4 -parallel 4 "$@" || status=$?
 kill $ticker 2>/dev/null || true
 
 say "done"
