@@ -124,7 +124,9 @@ func start() error {
 	}
 
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(allocCtx)
+	// chromedp gives up dialling the browser after 10 s by default, which a
+	// loaded machine has taken; one failed start fails every browser test.
+	ctx, cancelCtx := chromedp.NewContext(allocCtx, chromedp.WithBrowserOption(chromedp.WithDialTimeout(2*time.Minute)))
 	shared.ctx = ctx
 	shared.cancel = func() { cancelCtx(); cancelAlloc() }
 	// The first Run starts the browser; it must not carry a deadline, since

@@ -7,11 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testlog"
+	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/web"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
@@ -24,7 +27,8 @@ type LimitedAPI struct {
 	Pool *pgxpool.Pool
 }
 
-// NewLimitedAPI starts a LimitedAPI.
+// NewLimitedAPI starts a LimitedAPI. Its limits' clock stands still, so
+// that a test's requests all fall in one window however slow the machine.
 func NewLimitedAPI(t *testing.T, perMinute int) LimitedAPI {
 	t.Helper()
 	cfg, err := config.Load(func(k string) string {
@@ -37,7 +41,9 @@ func NewLimitedAPI(t *testing.T, perMinute int) LimitedAPI {
 		t.Fatal(err)
 	}
 	pool := dbtest.New(t)
-	srv := NewServer(t, web.Deps{Config: cfg, Pool: pool, Bearer: FakeIdentity{}, Audit: FakeIdentity{}})
+	frozen := time.Now()
+	limits := orgs.NewLimits(pool, orgs.LimitsConfig{PerMinute: perMinute, Log: testlog.New(t), Now: func() time.Time { return frozen }})
+	srv := NewServer(t, web.Deps{Config: cfg, Pool: pool, Bearer: FakeIdentity{}, Audit: FakeIdentity{}, Limits: limits})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return LimitedAPI{URL: hs.URL, Srv: srv, Pool: pool}
