@@ -254,11 +254,24 @@ func TestTwoInstancesExpireEachDueAcceptanceOnce(t *testing.T) {
 		}
 	}
 	for i, b := range pools {
-		if logs := b.logs.String(); logs != "" {
+		if logs := withoutRetriedElections(b.logs.String()); logs != "" {
 			t.Errorf("instance %d logged:\n%s", i, logs)
 		}
 		if logs := b.logs.String(); strings.Contains(logs, "ID-") {
 			t.Errorf("instance %d logged a national id", i)
 		}
 	}
+}
+
+// withoutRetriedElections drops River's reports of a leader election that
+// timed out, which it retries: a busy machine makes them, and they say
+// nothing of expiry.
+func withoutRetriedElections(logs string) string {
+	var kept []string
+	for _, line := range strings.Split(logs, "\n") {
+		if !strings.Contains(line, "leadership.Elector: Error attempting to elect") {
+			kept = append(kept, line)
+		}
+	}
+	return strings.TrimSpace(strings.Join(kept, "\n"))
 }
