@@ -46,6 +46,9 @@ max_worker_processes = 256
 CONF
   done
   TEST_DATABASE_URL=$("$tools/cluster.sh" start "$dir" "$port") || return 1
+  # A loaded machine can take seconds to start a backend; flowd's own default would fail it.
+  case "$TEST_DATABASE_URL" in *\?*) TEST_DATABASE_URL="$TEST_DATABASE_URL&" ;; *) TEST_DATABASE_URL="$TEST_DATABASE_URL?" ;; esac
+  TEST_DATABASE_URL="${TEST_DATABASE_URL}connect_timeout=30"
 }
 
 case "${1:-}" in

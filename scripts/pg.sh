@@ -136,7 +136,8 @@ CONF
     if [ "$attempt" = 5 ]; then exit 1; fi
     sleep 1
   done
-  export TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+  # A loaded machine can take seconds to start a backend; flowd's own default would fail it.
+  export TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable&connect_timeout=30"
   export TEST_PG_BINDIR="$BIN"
   log "throwaway cluster on port $port"
   set +e

@@ -21,8 +21,9 @@ import (
 // Open connects a pool to url. maxConns 0 keeps pgx's default (the number
 // of CPUs, at least 4), raised to at least 8. More is not faster: PostgreSQL
 // runs one process per connection, and busy connections beyond its cores
-// only take turns (docs/performance.md). The connect timeout is short so
-// that a lost database answers 503 quickly instead of holding requests.
+// only take turns (docs/performance.md). The connect timeout, unless the URL
+// sets connect_timeout, is short so that a lost database answers 503 quickly
+// instead of holding requests.
 func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
 	return OpenTraced(ctx, url, maxConns, nil)
 }
@@ -38,7 +39,7 @@ func OpenTraced(ctx context.Context, url string, maxConns int32, tracer pgx.Quer
 	} else if cfg.MaxConns < 8 {
 		cfg.MaxConns = 8
 	}
-	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > 5*time.Second {
+	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 3 * time.Second
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "flowd"

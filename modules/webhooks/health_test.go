@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flowd/flowd/internal/etag"
+	"github.com/flowd/flowd/internal/testwait"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -302,19 +303,31 @@ func TestTwoInstancesDisableOnce(t *testing.T) {
 	logs := []*countingHandler{{counts: map[string]int{}}, {counts: map[string]int{}}}
 	var instances []*bundle
 	for _, h := range logs {
-		// Few workers each, and a slow receiver: neither instance can take
-		// every delivery, so both make failed attempts.
+		// Few workers each, and a receiver that holds the first attempts
+		// until more are in flight than one instance's workers can send: both
+		// instances make failed attempts however slowly the second starts.
 		b := newBundle(t, pool, func(o *webhooks.Options) {
 			o.DisableAfter = time.Second
 			o.Schedule = slices.Repeat([]time.Duration{100 * time.Millisecond}, 40)
 			o.Workers = 4
+			o.Timeout = time.Until(testwait.Deadline(t))
 			o.Log = slog.New(h)
 		})
 		instances = append(instances, b)
 	}
 	b := instances[0]
 	dead := newReceiver(t, b.secret)
+	var inFlight atomic.Int32
+	shared := make(chan struct{})
+	var share sync.Once
 	dead.respond = func(delivery, int) int {
+		if inFlight.Add(1) > 4 {
+			share.Do(func() { close(shared) })
+		}
+		select {
+		case <-shared:
+		case <-time.After(time.Until(testwait.Deadline(t))):
+		}
 		time.Sleep(50 * time.Millisecond)
 		return http.StatusInternalServerError
 	}
