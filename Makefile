@@ -20,7 +20,7 @@ screenshots:
 ## database, against a throwaway three-node Citus cluster, the tenant tables distributed
 ## (docs/operations.md, "Running on Citus"); needs the shared Citus tools (FLOWD_CITUS_TOOLS) and
 ## root to install Citus on first use
-CITUS_PACKAGES ?= ./internal/database/... ./internal/app/... ./modules/... ./web/...
+CITUS_PACKAGES ?= ./internal/database/... ./cmd/flowd/... ./modules/... ./web/...
 test-citus:
 	scripts/citus.sh test sh -c 'go test -race -count=1 -timeout 30m $(CITUS_PACKAGES) && \
 		go test -race -count=1 -timeout 10m -run TestInstances ./internal/reliability/'

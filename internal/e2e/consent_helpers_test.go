@@ -13,8 +13,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
 	"github.com/flowd/flowd/internal/browsertest"
-	"github.com/flowd/flowd/internal/flowdtest"
 	"github.com/flowd/flowd/internal/testwait"
 )
 

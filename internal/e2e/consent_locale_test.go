@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
 	"github.com/flowd/flowd/internal/formbrowser"
 )
 

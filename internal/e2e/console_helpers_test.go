@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
 	"github.com/flowd/flowd/internal/formbrowser"
 	"github.com/flowd/flowd/internal/testwait"
 )

@@ -14,7 +14,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
 	"github.com/flowd/flowd/internal/testkeys"
 )
 

@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
 	"github.com/flowd/flowd/internal/browsertest"
-	"github.com/flowd/flowd/internal/flowdtest"
 	"github.com/flowd/flowd/internal/testwait"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
 	"github.com/flowd/flowd/internal/dbtest"
-	"github.com/flowd/flowd/internal/flowdtest"
 	"github.com/flowd/flowd/internal/formbrowser"
 )
 

@@ -22,8 +22,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/flowdtest"
 	"github.com/flowd/flowd/internal/syncbuf"
 	"github.com/flowd/flowd/internal/testwait"
 )

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
 	"github.com/flowd/flowd/internal/dbtest"
-	"github.com/flowd/flowd/internal/flowdtest"
 	"github.com/flowd/flowd/internal/syncbuf"
 	"github.com/flowd/flowd/internal/testwait"
 )

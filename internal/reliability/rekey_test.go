@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
 	"github.com/flowd/flowd/internal/dbtest"
-	"github.com/flowd/flowd/internal/flowdtest"
 	"github.com/flowd/flowd/internal/pii"
 )
 

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/assurance"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/consent/internal/definitions"
@@ -47,7 +48,7 @@ func defaultDraft(organizationName string) Draft {
 			NB: n + " ber om ditt samtykke til forespørselen du fikk denne lenken for.\n\n" +
 				"Hvis du godtar, får " + n + " vite at du samtykker. Hvis du avslår, får de vite at du ikke gjør det.",
 		},
-		AssuranceLevel: AssuranceLow,
+		AssuranceLevel: assurance.Low,
 	}
 }
 
@@ -97,7 +98,7 @@ func build(d Draft, organizationName, id string, n int, by string) (Version, err
 		v.Recipient = organizationName
 	}
 	if v.AssuranceLevel == "" {
-		v.AssuranceLevel = AssuranceSubstantial
+		v.AssuranceLevel = assurance.Substantial
 	}
 	v.TextSHA256 = v.hashText()
 	return v, nil
@@ -133,7 +134,7 @@ func toRow(organizationID string, v Version) definitions.Version {
 func fromRow(r definitions.Version) Version {
 	v := Version{DefinitionID: r.DefinitionID, Version: r.Version, Title: Text{EN: r.TitleEN, NB: r.TitleNB},
 		Purpose: Text{EN: r.PurposeEN, NB: r.PurposeNB}, Recipient: r.Recipient,
-		AssuranceLevel: AssuranceLevel(r.AssuranceLevel), TextSHA256: r.TextSHA256, PublishedBy: r.PublishedBy,
+		AssuranceLevel: assurance.Level(r.AssuranceLevel), TextSHA256: r.TextSHA256, PublishedBy: r.PublishedBy,
 		PublishedAt: r.PublishedAt}
 	for _, c := range r.DataCategories {
 		v.DataCategories = append(v.DataCategories, Text(c))

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowd/flowd/internal/assurance"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/consent/receipts"
@@ -26,6 +27,20 @@ var ErrWrongPerson = errors.New("the proven identity does not match the consent 
 // ErrAssuranceTooLow means the eID sign-in was not sure enough of the
 // person for the definition: they must sign in again with a stronger eID.
 var ErrAssuranceTooLow = errors.New("the eID sign-in does not reach the assurance level the consent requires")
+
+// AssuranceError is the ErrAssuranceTooLow of one sign-in: Required is the
+// definition's level, and ACR what the eID must be asked for to reach it.
+type AssuranceError struct {
+	Required assurance.Level
+	ACR      string
+}
+
+func (e *AssuranceError) Error() string {
+	return ErrAssuranceTooLow.Error() + ": " + string(e.Required) + " is required"
+}
+
+// Is makes errors.Is(err, ErrAssuranceTooLow) hold for every AssuranceError.
+func (e *AssuranceError) Is(target error) bool { return target == ErrAssuranceTooLow }
 
 // ClosedError is the ErrClosed of a decision that came too late; Closure
 // says why, so that the page can tell the individual.
@@ -245,7 +260,7 @@ type JourneyService struct {
 	recorder
 	orgs  OrganizationNames
 	audit Audit
-	acr   ACRMap
+	acr   assurance.ACRMap
 	log   *slog.Logger
 }
 
@@ -253,7 +268,7 @@ type JourneyService struct {
 // decisions' receipts, orgs names the organization that asks, and acr reads
 // the eID's acr claims as assurance levels.
 func NewJourney(db JourneyDB, links LinkStore, flowsModule Flows, texts Texts, receiptService *receipts.Service,
-	orgs OrganizationNames, audit Audit, acr ACRMap, log *slog.Logger) *JourneyService {
+	orgs OrganizationNames, audit Audit, acr assurance.ACRMap, log *slog.Logger) *JourneyService {
 	return &JourneyService{db: db, links: links, recorder: recorder{flows: flowsModule, texts: texts, receipts: receiptService},
 		orgs: orgs, audit: audit, acr: acr, log: log}
 }
@@ -352,7 +367,7 @@ func (s *JourneyService) Decide(ctx context.Context, token string, p Proof, a An
 // proveTx checks that p proves the person f is for, at text's assurance
 // level, recording the proof or the mismatch in tx, and returns the level
 // reached. With proof turned off, anyone passes.
-func (s *JourneyService) proveTx(ctx context.Context, tx database.Tx, f flows.Flow, text Version, p Proof) (AssuranceLevel, error) {
+func (s *JourneyService) proveTx(ctx context.Context, tx database.Tx, f flows.Flow, text Version, p Proof) (assurance.Level, error) {
 	if p.Skip {
 		return "", nil
 	}
@@ -474,7 +489,7 @@ func (s *JourneyService) CheckAssurance(req Request, acr string) error {
 
 // assurance returns the level a sign-in with acr reached, or an
 // *AssuranceError when it is below required.
-func (s *JourneyService) assurance(required AssuranceLevel, acr string) (AssuranceLevel, error) {
+func (s *JourneyService) assurance(required assurance.Level, acr string) (assurance.Level, error) {
 	level, known := s.acr.Level(acr)
 	if !known || !level.Meets(required) {
 		return "", &AssuranceError{Required: required, ACR: s.acr.ACR(required)}

@@ -17,11 +17,11 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/internal/idempotency"
+	"github.com/flowd/flowd/internal/nationalid"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/flows/internal/expiry"
 	"github.com/flowd/flowd/modules/flows/internal/ids"
 	"github.com/flowd/flowd/modules/flows/internal/store"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 

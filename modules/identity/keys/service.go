@@ -23,7 +23,7 @@ import (
 	"github.com/flowd/flowd/modules/identity/keys/internal/store"
 )
 
-// Config is what the keys need to know; internal/app fills it from
+// Config is what the keys need to know; the wiring (cmd/flowd) fills it from
 // internal/config.
 type Config struct {
 	// KeyEncryptionKey seals the private keys; required to sign or rotate.

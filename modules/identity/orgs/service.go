@@ -21,7 +21,7 @@ import (
 // not give secrets up cheaply, while checking an old secret stays affordable.
 var DefaultHashParams = secrethash.Params{Memory: 19 * 1024, Iterations: 2, Parallelism: 1, SaltLength: 16, KeyLength: 32}
 
-// Config is what organizations and clients need to know; internal/app
+// Config is what organizations and clients need to know; cmd/flowd
 // fills it from internal/config.
 type Config struct {
 	// KeyEncryptionKey keys the MACs of client secrets; without it new

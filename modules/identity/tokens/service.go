@@ -24,7 +24,7 @@ import (
 	"github.com/flowd/flowd/modules/identity/tokens/internal/store"
 )
 
-// Config is what the token service needs to know; internal/app fills it
+// Config is what the token service needs to know; the wiring (cmd/flowd) fills it
 // from internal/config.
 type Config struct {
 	// Issuer is the built-in provider's issuer: FLOWD_BASE_URL.
