@@ -21,7 +21,7 @@ import (
 type DefinitionStore struct {
 	pool     *pgxpool.Pool
 	orgs     OrganizationNames
-	versions keptVersions
+	versions *keptVersions
 }
 
 var (
@@ -33,7 +33,7 @@ var (
 // NewDefinitions returns the consent definitions; orgs names the
 // organization in its default definition's text and as the recipient.
 func NewDefinitions(pool *pgxpool.Pool, orgs OrganizationNames) *DefinitionStore {
-	return &DefinitionStore{pool: pool, orgs: orgs}
+	return &DefinitionStore{pool: pool, orgs: orgs, versions: newKeptVersions()}
 }
 
 // defaultDraft is the text every organization's default definition starts

@@ -4,13 +4,13 @@ import (
 	"crypto/sha256"
 	"maps"
 	"net/http"
-	"sync"
 
 	"github.com/gorilla/sessions"
+
+	"github.com/flowd/flowd/internal/cache"
 )
 
-// maxDecodedCookies bounds the cookies whose values a Sessions keeps; past
-// it, one kept cookie makes room for each new one.
+// maxDecodedCookies bounds the cookies whose values a Sessions keeps.
 const maxDecodedCookies = 1024
 
 // decodedCookies are the values of the cookies a Sessions decoded lately,
@@ -21,8 +21,11 @@ const maxDecodedCookies = 1024
 // (its timeouts, its record) is checked at every request as before. Keyed
 // by a digest, a lookup tells nothing of how close a forged cookie came.
 type decodedCookies struct {
-	mu     sync.Mutex
-	values map[[sha256.Size]byte]map[any]any
+	values *cache.Map[[sha256.Size]byte, map[any]any]
+}
+
+func newDecodedCookies() decodedCookies {
+	return decodedCookies{values: cache.New[[sha256.Size]byte, map[any]any](maxDecodedCookies)}
 }
 
 // open returns the session of the request's cookie of store's name, as
@@ -33,10 +36,7 @@ func (d *decodedCookies) open(store *sessions.CookieStore, name string, r *http.
 		return nil, false
 	}
 	key := sha256.Sum256([]byte(c.Value))
-	d.mu.Lock()
-	values, ok := d.values[key]
-	d.mu.Unlock()
-	if ok {
+	if values, ok := d.values.Get(key); ok {
 		raw := sessions.NewSession(store, name)
 		opts := *store.Options
 		raw.Options = &opts
@@ -47,17 +47,6 @@ func (d *decodedCookies) open(store *sessions.CookieStore, name string, r *http.
 	if err != nil || raw.IsNew {
 		return nil, false
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.values == nil {
-		d.values = map[[sha256.Size]byte]map[any]any{}
-	}
-	if len(d.values) >= maxDecodedCookies {
-		for old := range d.values {
-			delete(d.values, old)
-			break
-		}
-	}
-	d.values[key] = maps.Clone(raw.Values)
+	d.values.Put(key, maps.Clone(raw.Values))
 	return raw, true
 }

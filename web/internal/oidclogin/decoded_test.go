@@ -27,7 +27,7 @@ func TestDecodedCookiesAreKeptAsTheyWere(t *testing.T) {
 			t.Fatalf("read back: %+v %v", got, ok)
 		}
 	}
-	if n := len(s.decoded.values); n != 1 {
+	if n := s.decoded.values.Len(); n != 1 {
 		t.Fatalf("%d cookies kept, want 1", n)
 	}
 

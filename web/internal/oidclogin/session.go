@@ -109,7 +109,7 @@ func NewSessions(c SessionConfig) *Sessions {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return &Sessions{store: cookieStore(c.Key, c.Name, c.Secure, c.Absolute), name: c.Name, kind: c.Kind,
+	return &Sessions{store: cookieStore(c.Key, c.Name, c.Secure, c.Absolute), name: c.Name, kind: c.Kind, decoded: newDecodedCookies(),
 		records: c.Records, anonymous: c.Anonymous, idle: c.Idle, absolute: c.Absolute, now: c.Now}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -106,7 +105,7 @@ func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary
 	lookedUp := false
 	if q.CursorID != "" {
 		var known bool
-		if at, known = s.positions.get(q.OrganizationID, q.CursorID); !known {
+		if at, known = s.positions.Get(flowRef{q.OrganizationID, q.CursorID}); !known {
 			var err error
 			if at, err = s.position(ctx, q.OrganizationID, q.CursorID); err != nil {
 				return nil, false, err
@@ -148,8 +147,8 @@ func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary
 		}
 	}
 	if len(out) > 0 {
-		s.positions.put(q.OrganizationID, out[0].ID, out[0].CreatedAt)
-		s.positions.put(q.OrganizationID, out[len(out)-1].ID, out[len(out)-1].CreatedAt)
+		s.positions.Put(flowRef{q.OrganizationID, out[0].ID}, out[0].CreatedAt)
+		s.positions.Put(flowRef{q.OrganizationID, out[len(out)-1].ID}, out[len(out)-1].CreatedAt)
 	}
 	return out, more, nil
 }
@@ -166,43 +165,16 @@ func (s *SharedReads) position(ctx context.Context, organizationID, id string) (
 		return at, ErrNoRows
 	}
 	if err == nil {
-		s.positions.put(organizationID, id, at)
+		s.positions.Put(flowRef{organizationID, id}, at)
 	}
 	return at, err
 }
 
 const positionSQL = `select created_at from flows where organization_id = $1 and id = $2`
 
-// positions remembers the created_at of flows that ended a page, which a
-// client is likely to give as the next page's cursor, and of cursors
-// looked up: a flow's created_at never changes. It holds up to twice
-// maxPositions flows, the most recently remembered.
-type positions struct {
-	mu       sync.Mutex
-	current  map[flowRef]time.Time
-	previous map[flowRef]time.Time
-}
-
-const maxPositions = 4096
+// maxPositions bounds the created_at of flows that ended a page, which a
+// client is likely to give as the next page's cursor, and of cursors looked
+// up, that a store remembers (positions): a flow's created_at never changes.
+const maxPositions = 8192
 
 type flowRef struct{ organizationID, id string }
-
-func (p *positions) get(organizationID, id string) (time.Time, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	k := flowRef{organizationID, id}
-	if at, ok := p.current[k]; ok {
-		return at, true
-	}
-	at, ok := p.previous[k]
-	return at, ok
-}
-
-func (p *positions) put(organizationID, id string, at time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.current == nil || len(p.current) >= maxPositions {
-		p.previous, p.current = p.current, make(map[flowRef]time.Time, maxPositions)
-	}
-	p.current[flowRef{organizationID, id}] = at
-}
