@@ -195,7 +195,7 @@ func (s *DefinitionStore) Get(ctx context.Context, organizationID, id string, n 
 }
 
 func definitionNotFound(err error) error {
-	if errors.Is(err, definitions.ErrNoRows) {
+	if errors.Is(err, database.ErrNotFound) {
 		return ErrDefinitionNotFound
 	}
 	return err
@@ -339,7 +339,7 @@ func (s *DefinitionStore) PinTx(ctx context.Context, tx database.Tx, organizatio
 		return flows.PinnedDefinition{}, unknownDefinition(id)
 	}
 	p, err := definitions.Pin(ctx, tx, organizationID, id, n)
-	if errors.Is(err, definitions.ErrNoRows) && (id == "" || id == DefaultDefinitionID) {
+	if errors.Is(err, database.ErrNotFound) && (id == "" || id == DefaultDefinitionID) {
 		// The organization's first flow makes its default, in the create's
 		// own transaction: it may hold the only connection there is.
 		if err := s.insertDefault(ctx, tx, organizationID); err != nil {
@@ -348,7 +348,7 @@ func (s *DefinitionStore) PinTx(ctx context.Context, tx database.Tx, organizatio
 		p, err = definitions.Pin(ctx, tx, organizationID, id, n)
 	}
 	switch {
-	case errors.Is(err, definitions.ErrNoRows):
+	case errors.Is(err, database.ErrNotFound):
 		return flows.PinnedDefinition{}, unknownDefinition(id)
 	case err != nil:
 		return flows.PinnedDefinition{}, err

@@ -70,7 +70,7 @@ func (s *DefinitionStore) VersionTx(ctx context.Context, tx database.Tx, organiz
 	}
 	row, err := definitions.GetVersion(ctx, tx, organizationID, id, n)
 	made := false
-	if errors.Is(err, definitions.ErrNoRows) && id == DefaultDefinitionID && n == 1 {
+	if errors.Is(err, database.ErrNotFound) && id == DefaultDefinitionID && n == 1 {
 		if err := s.insertDefault(ctx, tx, organizationID); err != nil {
 			return Version{}, err
 		}
@@ -94,7 +94,7 @@ func (s *DefinitionStore) Version(ctx context.Context, organizationID, id string
 		return v, nil
 	}
 	row, err := definitions.GetVersion(ctx, s.pool, organizationID, id, n)
-	if errors.Is(err, definitions.ErrNoRows) && id == DefaultDefinitionID && n == 1 {
+	if errors.Is(err, database.ErrNotFound) && id == DefaultDefinitionID && n == 1 {
 		var v Version
 		err := database.WithTx(ctx, s.pool, func(tx database.Tx) (err error) {
 			v, err = s.VersionTx(ctx, tx, organizationID, id, n)

@@ -279,7 +279,7 @@ func eventOf(f Flow, typ webhooks.EventType, taskID string) webhooks.Event {
 }
 
 func notFound(err error) error {
-	if errors.Is(err, store.ErrNoRows) {
+	if errors.Is(err, database.ErrNotFound) {
 		return ErrNotFound
 	}
 	return err

@@ -208,7 +208,7 @@ func (s *Service) Run(ctx context.Context) error {
 // expired DPoP proofs, and completes the revoked set again when it
 // overflowed.
 func (s *Service) sweepOnce(ctx context.Context) {
-	for _, del := range []func(context.Context, store.Querier) (int64, error){
+	for _, del := range []func(context.Context, database.Querier) (int64, error){
 		store.DeleteExpiredRefreshTokens, store.DeleteExpiredRevokedAccessTokens, store.DeleteExpiredAssertionJTIs, store.DeleteExpiredDPoPProofs,
 	} {
 		for {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
 // FlowSummary is a flow's row as lists read it: the columns a list shows.
@@ -93,7 +95,7 @@ func listSQL(q ListQuery, at time.Time) (string, []any) {
 
 // ListFlows returns one page of flows, newest first, and whether more lie
 // beyond it in the direction of travel; the page's round trip may be
-// shared. A cursor that is not a flow of the organization is ErrNoRows.
+// shared. A cursor that is not a flow of the organization is database.ErrNotFound.
 // q's cursor must be a UUID and its texts valid UTF-8 without NUL.
 //
 // A page starts from its cursor's position as s remembers it: the ends of
@@ -153,7 +155,7 @@ func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary
 	return out, more, nil
 }
 
-// position looks up a flow's created_at, and remembers it. ErrNoRows.
+// position looks up a flow's created_at, and remembers it. database.ErrNotFound.
 func (s *SharedReads) position(ctx context.Context, organizationID, id string) (time.Time, error) {
 	var at time.Time
 	err := s.Do(ctx, func(b *pgx.Batch) {
@@ -162,7 +164,7 @@ func (s *SharedReads) position(ctx context.Context, organizationID, id string) (
 		return br.QueryRow().Scan(&at)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return at, ErrNoRows
+		return at, database.ErrNotFound
 	}
 	if err == nil {
 		s.positions.Put(flowRef{organizationID, id}, at)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/dbtest"
 )
 
@@ -116,11 +117,11 @@ func TestARememberedCursorIsCheckedStill(t *testing.T) {
 	if _, err := pool.Exec(ctx, `update flows set process_status = 'completed', version = version + 1 where id = $1`, archived); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := r.ListFlows(ctx, ListQuery{OrganizationID: "org-a", Limit: 5, CursorID: gone}); !errors.Is(err, ErrNoRows) {
-		t.Errorf("a page after a deleted flow remembered as a cursor = %v, want ErrNoRows", err)
+	if _, _, err := r.ListFlows(ctx, ListQuery{OrganizationID: "org-a", Limit: 5, CursorID: gone}); !errors.Is(err, database.ErrNotFound) {
+		t.Errorf("a page after a deleted flow remembered as a cursor = %v, want database.ErrNotFound", err)
 	}
-	if _, _, err := r.ListFlows(ctx, ListQuery{OrganizationID: "org-b", Limit: 5, CursorID: archived}); !errors.Is(err, ErrNoRows) {
-		t.Errorf("a page of org-b after org-a's flow = %v, want ErrNoRows", err)
+	if _, _, err := r.ListFlows(ctx, ListQuery{OrganizationID: "org-b", Limit: 5, CursorID: archived}); !errors.Is(err, database.ErrNotFound) {
+		t.Errorf("a page of org-b after org-a's flow = %v, want database.ErrNotFound", err)
 	}
 	page, more, err := r.ListFlows(ctx, ListQuery{OrganizationID: "org-a", Limit: 5, CursorID: archived})
 	if err != nil || !slices.Equal(numbers(page), []int64{11, 10, 9, 7, 6}) || !more {

@@ -285,7 +285,7 @@ func (c *countedResults) Close() error { return nil }
 // when not nil, adds another module's statements to the same read, which
 // that module reads through the functions it gives them; they have run when
 // it returns without error, and their error is its. They are skipped when
-// the flow is not found. id must be a UUID. ErrNoRows.
+// the flow is not found. id must be a UUID. database.ErrNotFound.
 func (s *SharedReads) GetFlowAndIncidents(ctx context.Context, organizationID, id string, also func(database.SharedRead)) (Flow, []Incident, error) {
 	var (
 		f         Flow
