@@ -7,25 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 
-	"github.com/flowd/flowd/internal/nationalid"
-	"github.com/flowd/flowd/modules/consent/receipts"
-	"github.com/flowd/flowd/modules/flows/taskreports"
-
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/flowd/flowd/cmd/flowd/internal/command"
-	"github.com/flowd/flowd/cmd/flowd/internal/wiring"
 	"github.com/flowd/flowd/internal/config"
-	"github.com/flowd/flowd/internal/idempotency"
-	"github.com/flowd/flowd/internal/pii"
-	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/erasure"
-	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/webhooks"
 )
 
 // maxExport bounds what reapply reads: a million tombstones.
@@ -37,29 +24,12 @@ func openErasures(ctx context.Context, getenv func(string) string, stderr io.Wri
 	if err != nil {
 		return nil, nil, err
 	}
-	sealer, err := pii.New(env.cfg.DataKey, env.cfg.DataKeyPrevious...)
+	m, err := env.modules()
 	if err != nil {
 		env.pool.Close()
 		return nil, nil, err
 	}
-	log := slog.New(slog.DiscardHandler)
-	hooks, err := webhooks.New(env.pool, taskreports.New(env.pool), webhooks.Options{KeyEncryptionKey: env.cfg.KeyEncryptionKey, Log: log,
-		Registry: prometheus.NewRegistry()})
-	if err != nil {
-		env.pool.Close()
-		return nil, nil, err
-	}
-	orgs := wiring.NewOrganizationDirectory(env.Orgs, env.Audit)
-	base := env.cfg.BaseURL.String()
-	definitions := consent.NewDefinitions(env.pool, orgs)
-	receiptService := receipts.New(env.pool, env.Keys, orgs, base)
-	flowsModule := flows.New(env.pool, sealer, consent.NewRequests(env.pool, sealer, base), definitions, orgs, hooks, log,
-		prometheus.NewRegistry(), flows.Config{NationalIDs: env.cfg.NationalIDs(nil),
-			PersonIndex: nationalid.NewBlindIndex(env.cfg.KeyEncryptionKey, env.cfg.NationalIDs(nil))})
-	m := erasure.New(erasure.Deps{Pool: env.pool, Flows: flowsModule, Keys: flowsModule, Subjects: receiptService,
-		Answers: idempotency.New(env.pool, sealer, log, 0), Events: hooks, Audit: env.Audit, Signer: env.Keys, Orgs: orgs,
-		KeyEncryptionKey: env.cfg.KeyEncryptionKey, Issuer: base})
-	return env, m, nil
+	return env, m.Erasures, nil
 }
 
 // runErasuresExport handles "flowd erasures export [--out FILE]": every

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/flowd/flowd/cmd/flowd/internal/command"
+	"github.com/flowd/flowd/cmd/flowd/internal/wiring"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/nationalid"
 	"github.com/flowd/flowd/internal/pii"
@@ -90,7 +91,7 @@ func openBatchJob(ctx context.Context, name, batchUsage string, args []string, g
 	if err != nil {
 		return nil, err
 	}
-	sealer, err := pii.New(env.cfg.DataKey, env.cfg.DataKeyPrevious...)
+	sealer, err := wiring.NewSealer(env.cfg)
 	if err != nil {
 		env.pool.Close()
 		return nil, err

@@ -18,7 +18,6 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/modules/flows/taskreports"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/audit"
 	"github.com/flowd/flowd/modules/identity/orgs"
@@ -53,7 +52,7 @@ func openAdmin(ctx context.Context, getenv func(string) string, need config.Need
 		}
 		return nil, errors.New("the database is not migrated: run `flowd migrate` first")
 	}
-	parts, err := wiring.NewIdentity(pool, cfg, wiring.NewLogger(stderr, cfg.LogLevel), nil, nil)
+	parts, err := wiring.NewIdentity(wiring.Env{Config: cfg, Pool: pool, Log: wiring.NewLogger(stderr, cfg.LogLevel)})
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -61,10 +60,16 @@ func openAdmin(ctx context.Context, getenv func(string) string, need config.Need
 	return &adminEnv{cfg: cfg, pool: pool, Identity: parts}, nil
 }
 
+// modules builds the other modules as serve does, for a command that
+// loaded the secrets; they log nothing and keep their metrics to themselves.
+func (env *adminEnv) modules() (*wiring.Modules, error) {
+	return wiring.NewModules(wiring.Env{Config: env.cfg, Pool: env.pool}, env.Identity)
+}
+
 // createOrganization makes an organization and its first webhook signing
 // secret in one transaction: an organization never exists without one.
 func (env *adminEnv) createOrganization(ctx context.Context, in orgs.NewOrganization) (orgs.Organization, webhooks.Secret, error) {
-	hooks, err := webhooks.New(env.pool, taskreports.New(env.pool), webhooks.Options{KeyEncryptionKey: env.cfg.KeyEncryptionKey})
+	hooks, err := wiring.NewWebhooks(wiring.Env{Config: env.cfg, Pool: env.pool})
 	if err != nil {
 		return orgs.Organization{}, webhooks.Secret{}, err
 	}

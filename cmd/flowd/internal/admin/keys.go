@@ -6,13 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 
 	"github.com/flowd/flowd/cmd/flowd/internal/command"
 	"github.com/flowd/flowd/internal/config"
-	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/pii"
-	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows/rekey"
 )
 
@@ -42,14 +39,12 @@ func runRotateDataKey(ctx context.Context, args []string, getenv func(string) st
 		return err
 	}
 	defer env.pool.Close()
-	sealer, err := pii.New(env.cfg.DataKey, env.cfg.DataKeyPrevious...)
+	m, err := env.modules()
 	if err != nil {
 		return err
 	}
+	sealer, answers, requests := m.Sealer, m.Answers, m.Requests
 	flowsResealer := rekey.NewResealer(env.pool, sealer)
-	// Only its ResealBatch runs here, which logs nothing.
-	answers := idempotency.New(env.pool, sealer, slog.New(slog.DiscardHandler), 0)
-	requests := consent.NewRequests(env.pool, sealer, env.cfg.BaseURL.String())
 	var total struct {
 		KeyID           string `json:"keyId"`
 		Flows           int    `json:"flows"`

@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	"github.com/flowd/flowd/cmd/flowd/internal/command"
+	"github.com/flowd/flowd/cmd/flowd/internal/wiring"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/modules/flows/taskreports"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -39,7 +39,7 @@ func runRotateWebhookSecret(ctx context.Context, args []string, getenv func(stri
 		return err
 	}
 	defer pool.Close()
-	hooks, err := webhooks.New(pool, taskreports.New(pool), webhooks.Options{Timeout: cfg.WebhookTimeout, KeyEncryptionKey: cfg.KeyEncryptionKey})
+	hooks, err := wiring.NewWebhooks(wiring.Env{Config: cfg, Pool: pool})
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func runRotateWebhookKey(ctx context.Context, args []string, getenv func(string)
 		return err
 	}
 	defer pool.Close()
-	hooks, err := webhooks.New(pool, taskreports.New(pool), webhooks.Options{Timeout: cfg.WebhookTimeout, KeyEncryptionKey: cfg.KeyEncryptionKey})
+	hooks, err := wiring.NewWebhooks(wiring.Env{Config: cfg, Pool: pool})
 	if err != nil {
 		return err
 	}

@@ -18,20 +18,11 @@ import (
 	"github.com/flowd/flowd/cmd/flowd/internal/wiring"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/jobmetrics"
-	"github.com/flowd/flowd/internal/nationalid"
-	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/internal/telemetry"
 	"github.com/flowd/flowd/internal/version"
-	"github.com/flowd/flowd/modules/consent"
-	"github.com/flowd/flowd/modules/consent/receipts"
-	"github.com/flowd/flowd/modules/erasure"
-	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/flows/taskreports"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/identity/staff"
-	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web"
 )
 
@@ -99,14 +90,18 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	// the depth of River's queues go to one registry.
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(jobmetrics.Queues(pool, log), web.PoolCollector("webhooks", hookPool))
-	ident, err := wiring.NewIdentity(pool, cfg, log, tracing, registry)
+	env := wiring.Env{Config: cfg, Pool: pool, WebhookPool: hookPool, Log: log, Registry: registry, Tracing: tracing}
+	ident, err := wiring.NewIdentity(env)
 	if err != nil {
 		return err
 	}
 	if err := ident.Keys.Prepare(ctx); err != nil {
 		return err
 	}
-	orgs := wiring.NewOrganizationDirectory(ident.Orgs, ident.Audit)
+	m, err := wiring.NewModules(env, ident)
+	if err != nil {
+		return err
+	}
 
 	// Staff accounts, the built-in provider's interactive sign-in
 	// (authorization code + PKCE, test eID), and the relying parties of the
@@ -130,50 +125,13 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	if err != nil {
 		return err
 	}
-
-	hooks, err := webhooks.New(hookPool, taskreports.New(hookPool), webhooks.Options{
-		Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, KeyEncryptionKey: cfg.KeyEncryptionKey,
-		Schedule: cfg.WebhookRetrySchedule, EventRetention: cfg.EventRetention, DisableAfter: cfg.WebhookDisableAfter,
-		HostConcurrency: cfg.WebhookHostConcurrency, Log: log, Registry: registry,
-		Middleware: tracing.RiverMiddleware(), Transport: tracing.WrapTransport("webhook delivery"),
-	})
-	if err != nil {
-		return err
-	}
-	sealer, err := pii.New(cfg.DataKey, cfg.DataKeyPrevious...)
-	if err != nil {
-		return err
-	}
-	consentRequests := consent.NewRequests(pool, sealer, cfg.BaseURL.String())
-	// Flow events go out through the webhooks module, whose workers report
-	// their delivery tasks back to flows.
-	definitions := consent.NewDefinitions(pool, orgs)
-	receiptService := receipts.New(pool, ident.Keys, orgs, cfg.BaseURL.String())
-	flowsModule := flows.New(pool, sealer, consentRequests, definitions, orgs, hooks, log, registry, flows.Config{
-		NationalIDs: cfg.NationalIDs(nil), AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
-		ReadRoundTrips: cfg.DBReadRoundTrips, MaintenanceInterval: cfg.MaintenanceInterval, ExpiringNotice: cfg.ConsentExpiringNotice,
-		ExpiryMiddleware: tracing.RiverLinkedMiddleware(), PersonIndex: nationalid.NewBlindIndex(cfg.KeyEncryptionKey, cfg.NationalIDs(nil)),
-		Retention: definitions,
-	})
-
-	// The answers to the API's requests that carry an Idempotency-Key.
-	answers := idempotency.New(pool, sealer, log, cfg.MaintenanceInterval)
-
-	journey := consent.NewJourney(pool, consentRequests, flowsModule, definitions, receiptService, orgs, orgs, cfg.ConsentACRMap, log)
-	erasures := erasure.New(erasure.Deps{Pool: pool, Flows: flowsModule, Keys: flowsModule, Subjects: receiptService, Answers: answers,
-		Events: hooks, Audit: ident.Audit, Signer: ident.Keys, Orgs: orgs, KeyEncryptionKey: cfg.KeyEncryptionKey,
-		Issuer: cfg.BaseURL.String()})
 	srv, err := web.New(web.Deps{
-		Log: log, Config: cfg, Pool: pool, Registry: registry, Webhooks: hooks,
+		Log: log, Config: cfg, Pool: pool, Registry: registry, Webhooks: m.Webhooks,
 		Tokens: ident.Tokens, Bearer: ident.Tokens, JWKS: ident.Keys, Organizations: ident.Orgs, Clients: ident.Orgs,
 		Audit: ident.Audit, Limits: ident.Limits,
-		Endpoints: webhooks.NewEndpoints(pool, webhooks.EndpointRules{AllowInsecureURLs: cfg.AllowInsecureURLs,
-			AllowPrivate: cfg.WebhookAllowPrivate}),
-		Flows: flowsModule, Definitions: definitions, Receipts: receiptService,
-		Consent: journey, PersonPage: journey,
-		Withdrawals: consent.NewWithdrawals(pool, consentRequests, flowsModule, definitions, receiptService),
-		Login:       provider, Sessions: sessions, Idempotency: answers,
-		Tracing: tracing, Erasures: erasures,
+		Endpoints: m.Endpoints, Flows: m.Flows, Definitions: m.Definitions, Receipts: m.Receipts,
+		Consent: m.Journey, PersonPage: m.Journey, Withdrawals: m.Withdrawals,
+		Login: provider, Sessions: sessions, Idempotency: m.Answers, Tracing: tracing, Erasures: m.Erasures,
 	})
 	if err != nil {
 		return err
@@ -182,10 +140,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 		{"identity changes", ident.Feed.Run},
 		{"identity token sweep", ident.Tokens.Run},
 		{"API rate limits", ident.Limits.Run},
-		{"flows maintenance", flowsModule.Run},
-		{"idempotency maintenance", answers.Run},
-		{"consent expiry", flowsModule.RunExpiry},
-		{"webhook workers", hooks.Run},
+		{"flows maintenance", m.Flows.Run},
+		{"idempotency maintenance", m.Answers.Run},
+		{"consent expiry", m.Flows.RunExpiry},
+		{"webhook workers", m.Webhooks.Run},
 		{"session sweep", sessions.Run},
 	}
 

@@ -4,13 +4,6 @@
 package wiring
 
 import (
-	"log/slog"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/flowd/flowd/internal/config"
-	"github.com/flowd/flowd/internal/telemetry"
 	"github.com/flowd/flowd/modules/identity/audit"
 	"github.com/flowd/flowd/modules/identity/changes"
 	"github.com/flowd/flowd/modules/identity/keys"
@@ -31,10 +24,10 @@ type Identity struct {
 	Limits *orgs.Limits
 }
 
-// NewIdentity builds identity's parts from flowd's settings; tracing wraps
-// their jwks_uri fetches, and reg, when not nil, receives their metrics. It
-// does not touch the database.
-func NewIdentity(pool *pgxpool.Pool, cfg *config.Config, log *slog.Logger, tracing *telemetry.Tracing, reg prometheus.Registerer) (*Identity, error) {
+// NewIdentity builds identity's parts on env; its tracing wraps their
+// jwks_uri fetches. It does not touch the database.
+func NewIdentity(env Env) (*Identity, error) {
+	cfg, pool, log, tracing, reg := env.Config, env.Pool, env.log(), env.Tracing, env.registry()
 	feed := changes.NewFeed(pool, log)
 	signing, err := keys.New(pool, feed, keys.Config{KeyEncryptionKey: cfg.KeyEncryptionKey,
 		ReceiptKeyRetention: cfg.ReceiptKeyRetention, Log: log, Registry: reg})
