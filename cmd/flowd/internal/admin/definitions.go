@@ -36,12 +36,12 @@ func definitionFlags(name string) (fs *flag.FlagSet, org *string, asJSON *bool) 
 
 // openDefinitions opens the consent definitions of the organization a
 // definitions command names, as the CLI's author; the caller closes env's pool.
-func openDefinitions(ctx context.Context, fs *flag.FlagSet, org string, getenv func(string) string, stderr io.Writer) (*adminEnv, *consent.DefinitionStore, consent.Author, error) {
+func openDefinitions(ctx context.Context, fs *flag.FlagSet, org string, sys command.Env) (*adminEnv, *consent.DefinitionStore, consent.Author, error) {
 	if strings.TrimSpace(org) == "" {
 		return nil, nil, consent.Author{}, errors.New(fs.Name() + ": --org is required")
 	}
 	author := consent.Author{OrganizationID: strings.TrimSpace(org), By: "cli"}
-	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	env, err := openAdmin(ctx, sys, config.Need{})
 	if err != nil {
 		return nil, nil, author, err
 	}
@@ -61,12 +61,12 @@ func parseDefinitionID(fs *flag.FlagSet, args []string) (string, error) {
 
 // runDefinitionsList handles "flowd definitions list": an organization's
 // consent definitions, each at its latest version.
-func runDefinitionsList(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runDefinitionsList(ctx context.Context, args []string, sys command.Env) error {
 	fs, org, asJSON := definitionFlags("list")
 	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
-	env, defs, author, err := openDefinitions(ctx, fs, *org, getenv, stderr)
+	env, defs, author, err := openDefinitions(ctx, fs, *org, sys)
 	if err != nil {
 		return err
 	}
@@ -75,19 +75,19 @@ func runDefinitionsList(ctx context.Context, args []string, getenv func(string) 
 	if err != nil {
 		return err
 	}
-	return printDefinitions(stdout, list, *asJSON)
+	return printDefinitions(sys.Stdout, list, *asJSON)
 }
 
 // runDefinitionsShow handles "flowd definitions show ID": one version of a
 // consent definition, the latest unless --version names another.
-func runDefinitionsShow(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runDefinitionsShow(ctx context.Context, args []string, sys command.Env) error {
 	fs, org, asJSON := definitionFlags("show")
 	version := fs.Int("version", 0, "the version to show (default: the latest)")
 	name, err := parseDefinitionID(fs, args)
 	if err != nil {
 		return err
 	}
-	env, defs, author, err := openDefinitions(ctx, fs, *org, getenv, stderr)
+	env, defs, author, err := openDefinitions(ctx, fs, *org, sys)
 	if err != nil {
 		return err
 	}
@@ -96,39 +96,39 @@ func runDefinitionsShow(ctx context.Context, args []string, getenv func(string) 
 	if err != nil {
 		return definitionCLIError(err)
 	}
-	return printPublished(stdout, p, *asJSON)
+	return printPublished(sys.Stdout, p, *asJSON)
 }
 
 // runDefinitionsPublish handles "flowd definitions publish --file FILE": the
 // next version of a definition, or the first of a new one.
-func runDefinitionsPublish(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+func runDefinitionsPublish(ctx context.Context, args []string, sys command.Env) error {
 	fs, org, asJSON := definitionFlags("publish")
 	file := fs.String("file", "", "a JSON file of the version, as POST /api/flow-definitions takes it (- for stdin)")
 	id := fs.String("id", "", "the definition's id (default: the file's id)")
 	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
-	env, defs, author, err := openDefinitions(ctx, fs, *org, getenv, stderr)
+	env, defs, author, err := openDefinitions(ctx, fs, *org, sys)
 	if err != nil {
 		return err
 	}
 	defer env.pool.Close()
-	p, err := publishDefinition(ctx, defs, author, *file, *id, stdin)
+	p, err := publishDefinition(ctx, defs, author, *file, *id, sys.Stdin)
 	if err != nil {
 		return err
 	}
-	return printPublished(stdout, p, *asJSON)
+	return printPublished(sys.Stdout, p, *asJSON)
 }
 
 // runDefinitionsRetire handles "flowd definitions retire ID": no new flow
 // uses the definition; its flows keep it.
-func runDefinitionsRetire(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runDefinitionsRetire(ctx context.Context, args []string, sys command.Env) error {
 	fs, org, asJSON := definitionFlags("retire")
 	name, err := parseDefinitionID(fs, args)
 	if err != nil {
 		return err
 	}
-	env, defs, author, err := openDefinitions(ctx, fs, *org, getenv, stderr)
+	env, defs, author, err := openDefinitions(ctx, fs, *org, sys)
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func runDefinitionsRetire(ctx context.Context, args []string, getenv func(string
 	if err != nil {
 		return definitionCLIError(err)
 	}
-	return printPublished(stdout, p, *asJSON)
+	return printPublished(sys.Stdout, p, *asJSON)
 }
 
 // printPublished prints a definition's version, with asJSON as the API shows it.

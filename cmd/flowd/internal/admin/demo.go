@@ -8,7 +8,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -34,7 +33,7 @@ type demoState struct {
 // Bank" organization and an API client and saves their ids and the secret in
 // FILE (mode 0600), saying on stderr what it creates as it goes; every time it
 // prints them on stdout with a ready-to-paste curl line.
-func runDemo(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runDemo(ctx context.Context, args []string, sys command.Env) error {
 	fset := flag.NewFlagSet("demo", flag.ContinueOnError)
 	statePath := fset.String("state", "", "file that keeps the demo organization and client (required)")
 	if err := command.ParseFlags(fset, args); err != nil {
@@ -43,7 +42,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, _ i
 	if *statePath == "" {
 		return errors.New("demo: --state is required")
 	}
-	env, err := openAdmin(ctx, getenv, config.Need{Secrets: true}, stderr)
+	env, err := openAdmin(ctx, sys, config.Need{Secrets: true})
 	if err != nil {
 		return err
 	}
@@ -64,7 +63,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, _ i
 	seeded := false
 	org, err := id.Organization(ctx, st.OrganizationID)
 	if errors.Is(err, orgs.ErrOrganizationNotFound) {
-		fmt.Fprintln(stderr, `demo: creating the organization "Demo Bank"`)
+		fmt.Fprintln(sys.Stderr, `demo: creating the organization "Demo Bank"`)
 		org, _, err = env.createOrganization(ctx, orgs.NewOrganization{Name: "Demo Bank", OrganizationNumber: "000000000", ReferencePrefix: "DEMO"})
 		st = demoState{OrganizationID: org.ID}
 		seeded = true
@@ -74,7 +73,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, _ i
 	}
 	client, err := id.Client(ctx, st.ClientID)
 	if errors.Is(err, orgs.ErrClientNotFound) || (err == nil && (client.Revoked() || client.OrganizationID != org.ID)) || st.ClientSecret == "" {
-		fmt.Fprintln(stderr, "demo: creating its API client")
+		fmt.Fprintln(sys.Stderr, "demo: creating its API client")
 		cc, err := id.CreateClient(ctx, orgs.NewClient{OrganizationID: org.ID, Name: "Demo client"})
 		if err != nil {
 			return adminError(err)
@@ -93,7 +92,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, _ i
 		// demo admin; an account left from an earlier database keeps its
 		// name and gets the new password.
 		st.StaffUsername, st.StaffPassword = "admin@demo.bank", randomPassword()
-		fmt.Fprintf(stderr, "demo: creating its staff admin %s\n", st.StaffUsername)
+		fmt.Fprintf(sys.Stderr, "demo: creating its staff admin %s\n", st.StaffUsername)
 		_, err := accounts.CreateStaff(ctx, staff.NewAccount{OrganizationID: org.ID, Username: st.StaffUsername,
 			Name: "Demo Admin", Role: staff.RoleAdmin, Password: st.StaffPassword})
 		if errors.Is(err, staff.ErrAccountExists) {
@@ -116,11 +115,11 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, _ i
 	if seeded {
 		verb = "Created the demo"
 	}
-	fmt.Fprintf(stdout, "%s organization %q (id %s, reference prefix %s)\n", verb, org.Name, org.ID, org.ReferencePrefix)
-	fmt.Fprintf(stdout, "  client_id      %s\n  client_secret  %s\n  token URL      %s\n", st.ClientID, st.ClientSecret, tokenURL)
-	fmt.Fprintf(stdout, "Get a token:\n  curl -s -u '%s:%s' -d grant_type=client_credentials %s\n", st.ClientID, st.ClientSecret, tokenURL)
-	fmt.Fprintf(stdout, "Console: %s (staff admin %s, password %s)\n", env.cfg.URL("/console"), st.StaffUsername, st.StaffPassword)
-	fmt.Fprintf(stdout, "(kept in %s)\n", *statePath)
+	fmt.Fprintf(sys.Stdout, "%s organization %q (id %s, reference prefix %s)\n", verb, org.Name, org.ID, org.ReferencePrefix)
+	fmt.Fprintf(sys.Stdout, "  client_id      %s\n  client_secret  %s\n  token URL      %s\n", st.ClientID, st.ClientSecret, tokenURL)
+	fmt.Fprintf(sys.Stdout, "Get a token:\n  curl -s -u '%s:%s' -d grant_type=client_credentials %s\n", st.ClientID, st.ClientSecret, tokenURL)
+	fmt.Fprintf(sys.Stdout, "Console: %s (staff admin %s, password %s)\n", env.cfg.URL("/console"), st.StaffUsername, st.StaffPassword)
+	fmt.Fprintf(sys.Stdout, "(kept in %s)\n", *statePath)
 	return nil
 }
 

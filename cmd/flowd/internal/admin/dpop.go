@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 
 	"github.com/flowd/flowd/cmd/flowd/internal/command"
 	"github.com/flowd/flowd/internal/config"
@@ -15,7 +14,7 @@ import (
 // runClientDPoP handles "flowd clients dpop CLIENT_ID on|off": whether the
 // client must send DPoP proofs, so that every token it gets is DPoP-bound.
 // The change is in the organization's audit log, by the operator.
-func runClientDPoP(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runClientDPoP(ctx context.Context, args []string, sys command.Env) error {
 	fs := flag.NewFlagSet("clients dpop", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	var positional []string
@@ -29,7 +28,7 @@ func runClientDPoP(ctx context.Context, args []string, getenv func(string) strin
 		return fmt.Errorf("clients dpop: give the client id and on or off: flowd clients dpop CLIENT_ID on|off")
 	}
 	clientID, on := positional[0], positional[1] == "on"
-	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	env, err := openAdmin(ctx, sys, config.Need{})
 	if err != nil {
 		return err
 	}
@@ -45,12 +44,12 @@ func runClientDPoP(ctx context.Context, args []string, getenv func(string) strin
 		return adminError(err)
 	}
 	if *asJSON {
-		return command.PrintJSON(stdout, map[string]any{"clientId": c.ID, "dpopBound": c.DPoPBound})
+		return command.PrintJSON(sys.Stdout, map[string]any{"clientId": c.ID, "dpopBound": c.DPoPBound})
 	}
 	if c.DPoPBound {
-		fmt.Fprintf(stdout, "Client %s must now send DPoP proofs: its token requests without one are refused, and its tokens are DPoP-bound.\n", c.ID)
+		fmt.Fprintf(sys.Stdout, "Client %s must now send DPoP proofs: its token requests without one are refused, and its tokens are DPoP-bound.\n", c.ID)
 	} else {
-		fmt.Fprintf(stdout, "Client %s may now obtain bearer tokens; DPoP stays available to it.\n", c.ID)
+		fmt.Fprintf(sys.Stdout, "Client %s may now obtain bearer tokens; DPoP stays available to it.\n", c.ID)
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -19,8 +18,8 @@ import (
 const maxExport = 2 << 30
 
 // openErasures builds the erasure module as serve does, for the CLI.
-func openErasures(ctx context.Context, getenv func(string) string, stderr io.Writer) (*adminEnv, *erasure.Module, error) {
-	env, err := openAdmin(ctx, getenv, config.Need{Secrets: true}, stderr)
+func openErasures(ctx context.Context, sys command.Env) (*adminEnv, *erasure.Module, error) {
+	env, err := openAdmin(ctx, sys, config.Need{Secrets: true})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -35,13 +34,13 @@ func openErasures(ctx context.Context, getenv func(string) string, stderr io.Wri
 // runErasuresExport handles "flowd erasures export [--out FILE]": every
 // erasure's tombstone, one JSON object a line, to keep apart from the
 // database's backups.
-func runErasuresExport(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runErasuresExport(ctx context.Context, args []string, sys command.Env) error {
 	fs := flag.NewFlagSet("erasures export", flag.ContinueOnError)
 	out := fs.String("out", "", "the file to write (made afresh, mode 0600); default: stdout")
 	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
-	env, m, err := openErasures(ctx, getenv, stderr)
+	env, m, err := openErasures(ctx, sys)
 	if err != nil {
 		return err
 	}
@@ -52,7 +51,7 @@ func runErasuresExport(ctx context.Context, args []string, getenv func(string) s
 		return fmt.Errorf("erasures export: %w", err)
 	}
 	if *out == "" {
-		_, err = stdout.Write(buf.Bytes())
+		_, err = sys.Stdout.Write(buf.Bytes())
 		return err
 	}
 	// Written beside the file and renamed, so that a failure leaves the
@@ -64,7 +63,7 @@ func runErasuresExport(ctx context.Context, args []string, getenv func(string) s
 	if err := os.Rename(tmp, filepath.Clean(*out)); err != nil {
 		return fmt.Errorf("erasures export: %w", err)
 	}
-	fmt.Fprintf(stderr, "%d erasures written to %s\n", n, *out)
+	fmt.Fprintf(sys.Stderr, "%d erasures written to %s\n", n, *out)
 	return nil
 }
 
@@ -72,7 +71,7 @@ func runErasuresExport(ctx context.Context, args []string, getenv func(string) s
 // restore, it erases again everyone of the export whose flows the database
 // still holds. A file with any line that is not a tombstone changes
 // nothing.
-func runErasuresReapply(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+func runErasuresReapply(ctx context.Context, args []string, sys command.Env) error {
 	fs := flag.NewFlagSet("erasures reapply", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object at the end")
 	file, err := command.ParseFlagsAndName(fs, args)
@@ -82,7 +81,7 @@ func runErasuresReapply(ctx context.Context, args []string, getenv func(string) 
 	if file == "" {
 		return errors.New("erasures reapply: name the export's file (- for stdin)")
 	}
-	raw, err := readInput(file, stdin, maxExport)
+	raw, err := readInput(file, sys.Stdin, maxExport)
 	if err != nil {
 		return fmt.Errorf("erasures reapply: %w", err)
 	}
@@ -90,7 +89,7 @@ func runErasuresReapply(ctx context.Context, args []string, getenv func(string) 
 	if err != nil {
 		return fmt.Errorf("erasures reapply: %w", err)
 	}
-	env, m, err := openErasures(ctx, getenv, stderr)
+	env, m, err := openErasures(ctx, sys)
 	if err != nil {
 		return err
 	}
@@ -117,14 +116,14 @@ func runErasuresReapply(ctx context.Context, args []string, getenv func(string) 
 		if r.Restored {
 			what += ", tombstone restored"
 		}
-		fmt.Fprintf(stdout, "erasure %s of organization %s: %s\n", r.Tombstone.ErasureID, r.Tombstone.OrganizationID, what)
+		fmt.Fprintf(sys.Stdout, "erasure %s of organization %s: %s\n", r.Tombstone.ErasureID, r.Tombstone.OrganizationID, what)
 	}
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		return command.PrintJSON(stdout, map[string]any{"erasures": lines, "flowsErased": flowsErased})
+		return command.PrintJSON(sys.Stdout, map[string]any{"erasures": lines, "flowsErased": flowsErased})
 	}
-	fmt.Fprintf(stdout, "%d erasures read, %d flows erased again\n", len(done), flowsErased)
+	fmt.Fprintf(sys.Stdout, "%d erasures read, %d flows erased again\n", len(done), flowsErased)
 	return nil
 }

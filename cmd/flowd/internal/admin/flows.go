@@ -22,8 +22,8 @@ import (
 // batch. Each batch commits on its own, so
 // the command is idempotent and resumable: run it again after an
 // interruption and it finds only what is left.
-func runFlowsReindex(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
-	job, err := openBatchJob(ctx, "flows reindex", "flows indexed per transaction", args, getenv, stderr)
+func runFlowsReindex(ctx context.Context, args []string, sys command.Env) error {
+	job, err := openBatchJob(ctx, "flows reindex", "flows indexed per transaction", args, sys)
 	if err != nil {
 		return err
 	}
@@ -31,12 +31,12 @@ func runFlowsReindex(ctx context.Context, args []string, getenv func(string) str
 	format := job.env.cfg.NationalIDs(nil)
 	index := nationalid.NewBlindIndex(job.env.cfg.KeyEncryptionKey, format)
 	r := rekey.NewReindexer(job.env.pool, job.sealer, index, format)
-	done, err := job.run(ctx, stdout, r.Remaining, r.ReindexBatch,
+	done, err := job.run(ctx, sys.Stdout, r.Remaining, r.ReindexBatch,
 		"%d people's keys and older flows to index under key version "+index.Version()+"\n", "indexed %d of %d\n")
 	if err != nil || job.asJSON {
-		return job.answer(stdout, err, map[string]any{"keyVersion": index.Version(), "indexed": done})
+		return job.answer(sys.Stdout, err, map[string]any{"keyVersion": index.Version(), "indexed": done})
 	}
-	fmt.Fprintf(stdout, "Every person's key and flow is indexed under key version %s (indexed now: %d).\n", index.Version(), done)
+	fmt.Fprintf(sys.Stdout, "Every person's key and flow is indexed under key version %s (indexed now: %d).\n", index.Version(), done)
 	return nil
 }
 
@@ -47,20 +47,20 @@ func runFlowsReindex(ctx context.Context, args []string, getenv func(string) str
 // commits on its own, so the command is idempotent and resumable, and safe
 // beside serving instances: run it again after an interruption, however
 // abrupt, and it finds only what is left.
-func runFlowsRekey(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
-	job, err := openBatchJob(ctx, "flows rekey", "flows moved per transaction", args, getenv, stderr)
+func runFlowsRekey(ctx context.Context, args []string, sys command.Env) error {
+	job, err := openBatchJob(ctx, "flows rekey", "flows moved per transaction", args, sys)
 	if err != nil {
 		return err
 	}
 	defer job.close()
 	format := job.env.cfg.NationalIDs(nil)
 	r := rekey.NewRekeyer(job.env.pool, job.sealer, nationalid.NewBlindIndex(job.env.cfg.KeyEncryptionKey, format), format)
-	done, err := job.run(ctx, stdout, r.Remaining, r.RekeyBatch,
+	done, err := job.run(ctx, sys.Stdout, r.Remaining, r.RekeyBatch,
 		"%d flows and uses to move under per-person keys\n", "moved %d of %d flows and uses\n")
 	if err != nil || job.asJSON {
-		return job.answer(stdout, err, map[string]any{"rekeyed": done})
+		return job.answer(sys.Stdout, err, map[string]any{"rekeyed": done})
 	}
-	fmt.Fprintf(stdout, "Every flow, and every use's text, is sealed under its person's key (moved now: %d).\n", done)
+	fmt.Fprintf(sys.Stdout, "Every flow, and every use's text, is sealed under its person's key (moved now: %d).\n", done)
 	return nil
 }
 
@@ -76,7 +76,7 @@ type batchJob struct {
 
 // openBatchJob parses a batch command's flags (--batch, --json) and opens
 // the database and the data keys.
-func openBatchJob(ctx context.Context, name, batchUsage string, args []string, getenv func(string) string, stderr io.Writer) (*batchJob, error) {
+func openBatchJob(ctx context.Context, name, batchUsage string, args []string, sys command.Env) (*batchJob, error) {
 	j := &batchJob{name: name}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.IntVar(&j.batch, "batch", 1000, batchUsage)
@@ -87,7 +87,7 @@ func openBatchJob(ctx context.Context, name, batchUsage string, args []string, g
 	if j.batch < 1 || j.batch > 10000 {
 		return nil, fmt.Errorf("%s: --batch must be from 1 to 10000", name)
 	}
-	env, err := openAdmin(ctx, getenv, config.Need{Secrets: true}, stderr)
+	env, err := openAdmin(ctx, sys, config.Need{Secrets: true})
 	if err != nil {
 		return nil, err
 	}

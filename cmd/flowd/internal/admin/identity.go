@@ -34,9 +34,9 @@ type adminEnv struct {
 
 // openAdmin loads the settings and opens the database for an admin command;
 // the caller closes the pool.
-func openAdmin(ctx context.Context, getenv func(string) string, need config.Need, stderr io.Writer) (*adminEnv, error) {
+func openAdmin(ctx context.Context, sys command.Env, need config.Need) (*adminEnv, error) {
 	need.Database = true
-	cfg, err := config.Load(getenv, need)
+	cfg, err := config.Load(sys.Getenv, need)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func openAdmin(ctx context.Context, getenv func(string) string, need config.Need
 		}
 		return nil, errors.New("the database is not migrated: run `flowd migrate` first")
 	}
-	parts, err := wiring.NewIdentity(wiring.Env{Config: cfg, Pool: pool, Log: wiring.NewLogger(stderr, cfg.LogLevel)})
+	parts, err := wiring.NewIdentity(wiring.Env{Config: cfg, Pool: pool, Log: wiring.NewLogger(sys.Stderr, cfg.LogLevel)})
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -124,7 +124,7 @@ func byOperator[T any](log audit.Log, action string, describe func(done T) (orga
 }
 
 // runOrgsCreate handles "flowd orgs create".
-func runOrgsCreate(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runOrgsCreate(ctx context.Context, args []string, sys command.Env) error {
 	fs := flag.NewFlagSet("orgs create", flag.ContinueOnError)
 	name := fs.String("name", "", "the organization's name (required)")
 	number := fs.String("org-number", "", "the organization number, e.g. a company registration number")
@@ -135,7 +135,7 @@ func runOrgsCreate(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	// The secrets are needed: FLOWD_KEY_ENCRYPTION_KEY seals the webhook signing secret.
-	env, err := openAdmin(ctx, getenv, config.Need{Secrets: true}, stderr)
+	env, err := openAdmin(ctx, sys, config.Need{Secrets: true})
 	if err != nil {
 		return err
 	}
@@ -147,26 +147,26 @@ func runOrgsCreate(ctx context.Context, args []string, getenv func(string) strin
 		return adminError(err)
 	}
 	if *asJSON {
-		return command.PrintJSON(stdout, map[string]any{"id": org.ID, "name": org.Name, "referencePrefix": org.ReferencePrefix,
+		return command.PrintJSON(sys.Stdout, map[string]any{"id": org.ID, "name": org.Name, "referencePrefix": org.ReferencePrefix,
 			"webhookSecret": secret.Value})
 	}
-	fmt.Fprintf(stdout, "Created organization %q\n  id                %s\n  reference prefix  %s\n  webhook secret    %s\n",
+	fmt.Fprintf(sys.Stdout, "Created organization %q\n  id                %s\n  reference prefix  %s\n  webhook secret    %s\n",
 		org.Name, org.ID, org.ReferencePrefix, secret.Value)
 	if org.OrganizationNumber != "" {
-		fmt.Fprintf(stdout, "  org number        %s\n", org.OrganizationNumber)
+		fmt.Fprintf(sys.Stdout, "  org number        %s\n", org.OrganizationNumber)
 	}
-	fmt.Fprintf(stdout, "Next: flowd clients create --org %s\n", org.ID)
+	fmt.Fprintf(sys.Stdout, "Next: flowd clients create --org %s\n", org.ID)
 	return nil
 }
 
 // runOrgsList handles "flowd orgs list".
-func runOrgsList(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runOrgsList(ctx context.Context, args []string, sys command.Env) error {
 	fs := flag.NewFlagSet("orgs list", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
-	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	env, err := openAdmin(ctx, sys, config.Need{})
 	if err != nil {
 		return err
 	}
@@ -181,14 +181,14 @@ func runOrgsList(ctx context.Context, args []string, getenv func(string) string,
 			list[i] = map[string]any{"id": o.ID, "name": o.Name, "organizationNumber": o.OrganizationNumber,
 				"referencePrefix": o.ReferencePrefix, "redirectOrigins": nonNil(o.RedirectOrigins), "createdAt": o.CreatedAt}
 		}
-		return command.PrintJSON(stdout, map[string]any{"organizations": list})
+		return command.PrintJSON(sys.Stdout, map[string]any{"organizations": list})
 	}
 	if len(orgs) == 0 {
-		fmt.Fprintln(stdout, "No organizations yet: flowd orgs create --name NAME")
+		fmt.Fprintln(sys.Stdout, "No organizations yet: flowd orgs create --name NAME")
 		return nil
 	}
 	for _, o := range orgs {
-		fmt.Fprintf(stdout, "%s  %-8s  %s\n", o.ID, o.ReferencePrefix, o.Name)
+		fmt.Fprintf(sys.Stdout, "%s  %-8s  %s\n", o.ID, o.ReferencePrefix, o.Name)
 	}
 	return nil
 }
@@ -207,7 +207,7 @@ func nonNil(s []string) []string {
 
 // runClientsCreate handles "flowd clients create": an API client of an
 // organization, with a secret or public keys (private_key_jwt) or both.
-func runClientsCreate(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+func runClientsCreate(ctx context.Context, args []string, sys command.Env) error {
 	fs := flag.NewFlagSet("clients create", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	dpop := fs.Bool("dpop", false, "require DPoP (RFC 9449): token requests without a DPoP proof are refused")
@@ -224,14 +224,14 @@ func runClientsCreate(ctx context.Context, args []string, getenv func(string) st
 	if *org == "" {
 		return errors.New("clients create: --org is required")
 	}
-	clientKeys, err := keys.read(stdin)
+	clientKeys, err := keys.read(sys.Stdin)
 	if err != nil {
 		return fmt.Errorf("clients create: %w", err)
 	}
 	if *withSecret && clientKeys.IsZero() {
 		return errors.New("clients create: --secret goes with --jwks or --jwks-uri (a client without keys always has a secret)")
 	}
-	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	env, err := openAdmin(ctx, sys, config.Need{})
 	if err != nil {
 		return err
 	}
@@ -245,12 +245,12 @@ func runClientsCreate(ctx context.Context, args []string, getenv func(string) st
 	if err != nil {
 		return oneLine(err, "--")
 	}
-	return printCredentials(stdout, env.cfg, cc, *asJSON, "Created")
+	return printCredentials(sys.Stdout, env.cfg, cc, *asJSON, "Created")
 }
 
 // runClientsList handles "flowd clients list": an organization's clients
 // and the clients of external issuers mapped to it.
-func runClientsList(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runClientsList(ctx context.Context, args []string, sys command.Env) error {
 	fs := flag.NewFlagSet("clients list", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	org := fs.String("org", "", "the organization's id (required)")
@@ -260,7 +260,7 @@ func runClientsList(ctx context.Context, args []string, getenv func(string) stri
 	if *org == "" {
 		return errors.New("clients list: --org is required")
 	}
-	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	env, err := openAdmin(ctx, sys, config.Need{})
 	if err != nil {
 		return err
 	}
@@ -289,10 +289,10 @@ func runClientsList(ctx context.Context, args []string, getenv func(string) stri
 			ext[i] = map[string]any{"issuer": x.Issuer, "clientId": x.ClientID, "scopes": x.Scopes, "sandbox": x.Sandbox, "createdAt": x.CreatedAt,
 				"rateLimit": ownRateLimit(x.RateLimit)}
 		}
-		return command.PrintJSON(stdout, map[string]any{"clients": list, "externalClients": ext})
+		return command.PrintJSON(sys.Stdout, map[string]any{"clients": list, "externalClients": ext})
 	}
 	if len(clients)+len(mapped) == 0 {
-		fmt.Fprintf(stdout, "No clients yet: flowd clients create --org %s\n", *org)
+		fmt.Fprintf(sys.Stdout, "No clients yet: flowd clients create --org %s\n", *org)
 	}
 	for _, c := range clients {
 		state := "active"
@@ -316,25 +316,25 @@ func runClientsList(ctx context.Context, args []string, getenv func(string) stri
 		case c.RateLimit.Own:
 			sb += " rate-limit " + strconv.Itoa(c.RateLimit.PerMinute) + "/min"
 		}
-		fmt.Fprintf(stdout, "%s  %-7s  %s  %q  %s%s  auth %s\n", c.ID, state, strings.Join(c.Scopes, " "), c.Name, last, sb,
+		fmt.Fprintf(sys.Stdout, "%s  %-7s  %s  %q  %s%s  auth %s\n", c.ID, state, strings.Join(c.Scopes, " "), c.Name, last, sb,
 			strings.Join(c.AuthMethods(), " "))
 	}
 	for _, x := range mapped {
-		fmt.Fprintf(stdout, "%s  mapped   %s  issuer %s\n", x.ClientID, strings.Join(x.Scopes, " "), x.Issuer)
+		fmt.Fprintf(sys.Stdout, "%s  mapped   %s  issuer %s\n", x.ClientID, strings.Join(x.Scopes, " "), x.Issuer)
 	}
 	return nil
 }
 
 // runClientsRotate handles "flowd clients rotate CLIENT_ID": a new secret,
 // printed once.
-func runClientsRotate(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runClientsRotate(ctx context.Context, args []string, sys command.Env) error {
 	fs := flag.NewFlagSet("clients rotate", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	clientID, err := parseClientID(fs, args)
 	if err != nil {
 		return err
 	}
-	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	env, err := openAdmin(ctx, sys, config.Need{})
 	if err != nil {
 		return err
 	}
@@ -351,12 +351,12 @@ func runClientsRotate(ctx context.Context, args []string, getenv func(string) st
 	if err != nil {
 		return adminError(err)
 	}
-	return printCredentials(stdout, env.cfg, cc, *asJSON, "Rotated the secret of")
+	return printCredentials(sys.Stdout, env.cfg, cc, *asJSON, "Rotated the secret of")
 }
 
 // runClientsKeys handles "flowd clients keys CLIENT_ID": the client's new
 // public keys replace its old ones at once.
-func runClientsKeys(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+func runClientsKeys(ctx context.Context, args []string, sys command.Env) error {
 	fs := flag.NewFlagSet("clients keys", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	var keys keyFlags
@@ -365,14 +365,14 @@ func runClientsKeys(ctx context.Context, args []string, getenv func(string) stri
 	if err != nil {
 		return err
 	}
-	clientKeys, err := keys.read(stdin)
+	clientKeys, err := keys.read(sys.Stdin)
 	if err != nil {
 		return fmt.Errorf("clients keys: %w", err)
 	}
 	if clientKeys.IsZero() {
 		return errors.New("clients keys: give the new keys with --jwks FILE or --jwks-uri URL")
 	}
-	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	env, err := openAdmin(ctx, sys, config.Need{})
 	if err != nil {
 		return err
 	}
@@ -390,21 +390,21 @@ func runClientsKeys(ctx context.Context, args []string, getenv func(string) stri
 		return oneLine(err, "--")
 	}
 	if *asJSON {
-		return command.PrintJSON(stdout, map[string]any{"clientId": c.ID, "authMethods": c.AuthMethods(), "jwksUri": c.Keys.JWKSURI})
+		return command.PrintJSON(sys.Stdout, map[string]any{"clientId": c.ID, "authMethods": c.AuthMethods(), "jwksUri": c.Keys.JWKSURI})
 	}
-	fmt.Fprintf(stdout, "Replaced the keys of client %s: assertions signed with the previous keys are refused from now on.\n", c.ID)
+	fmt.Fprintf(sys.Stdout, "Replaced the keys of client %s: assertions signed with the previous keys are refused from now on.\n", c.ID)
 	return nil
 }
 
 // runClientsRevoke handles "flowd clients revoke CLIENT_ID".
-func runClientsRevoke(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runClientsRevoke(ctx context.Context, args []string, sys command.Env) error {
 	fs := flag.NewFlagSet("clients revoke", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	clientID, err := parseClientID(fs, args)
 	if err != nil {
 		return err
 	}
-	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	env, err := openAdmin(ctx, sys, config.Need{})
 	if err != nil {
 		return err
 	}
@@ -422,15 +422,15 @@ func runClientsRevoke(ctx context.Context, args []string, getenv func(string) st
 		return adminError(err)
 	}
 	if *asJSON {
-		return command.PrintJSON(stdout, map[string]any{"clientId": c.ID, "revokedAt": c.RevokedAt})
+		return command.PrintJSON(sys.Stdout, map[string]any{"clientId": c.ID, "revokedAt": c.RevokedAt})
 	}
-	fmt.Fprintf(stdout, "Revoked client %s: it gets no new token, and its tokens stop working now.\n", c.ID)
+	fmt.Fprintf(sys.Stdout, "Revoked client %s: it gets no new token, and its tokens stop working now.\n", c.ID)
 	return nil
 }
 
 // runClientsMap handles "flowd clients map": tokens of an external
 // issuer's client count as the organization's.
-func runClientsMap(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runClientsMap(ctx context.Context, args []string, sys command.Env) error {
 	fs := flag.NewFlagSet("clients map", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	org := fs.String("org", "", "the organization's id (required)")
@@ -447,7 +447,7 @@ func runClientsMap(ctx context.Context, args []string, getenv func(string) strin
 	if *clientID == "" {
 		return errors.New("clients map: --client-id is required")
 	}
-	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	env, err := openAdmin(ctx, sys, config.Need{})
 	if err != nil {
 		return err
 	}
@@ -459,12 +459,12 @@ func runClientsMap(ctx context.Context, args []string, getenv func(string) strin
 		return adminError(err)
 	}
 	if *asJSON {
-		return command.PrintJSON(stdout, map[string]any{"issuer": x.Issuer, "clientId": x.ClientID, "organizationId": x.OrganizationID,
+		return command.PrintJSON(sys.Stdout, map[string]any{"issuer": x.Issuer, "clientId": x.ClientID, "organizationId": x.OrganizationID,
 			"scopes": x.Scopes, "sandbox": x.Sandbox})
 	}
-	fmt.Fprintf(stdout, "Mapped client %s of %s to organization %s (scopes %s)\n", x.ClientID, x.Issuer, x.OrganizationID, strings.Join(x.Scopes, " "))
+	fmt.Fprintf(sys.Stdout, "Mapped client %s of %s to organization %s (scopes %s)\n", x.ClientID, x.Issuer, x.OrganizationID, strings.Join(x.Scopes, " "))
 	if env.cfg.OIDCIssuer == "" || strings.TrimRight(env.cfg.OIDCIssuer, "/") != x.Issuer {
-		fmt.Fprintf(stdout, "Note: tokens of %s are accepted only when FLOWD_OIDC_ISSUER names it.\n", x.Issuer)
+		fmt.Fprintf(sys.Stdout, "Note: tokens of %s are accepted only when FLOWD_OIDC_ISSUER names it.\n", x.Issuer)
 	}
 	return nil
 }

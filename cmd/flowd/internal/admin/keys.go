@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 
 	"github.com/flowd/flowd/cmd/flowd/internal/command"
 	"github.com/flowd/flowd/internal/config"
@@ -24,7 +23,7 @@ import (
 // it reports nothing left, the old key may be dropped. Each batch commits on
 // its own, so the command is idempotent and resumable: run it again after an
 // interruption and it carries on where it stopped.
-func runRotateDataKey(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runRotateDataKey(ctx context.Context, args []string, sys command.Env) error {
 	fs := flag.NewFlagSet("keys rotate-data-key", flag.ContinueOnError)
 	batch := fs.Int("batch", 500, "rows re-sealed per transaction")
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -34,7 +33,7 @@ func runRotateDataKey(ctx context.Context, args []string, getenv func(string) st
 	if *batch < 1 || *batch > 10000 {
 		return errors.New("keys rotate-data-key: --batch must be from 1 to 10000")
 	}
-	env, err := openAdmin(ctx, getenv, config.Need{Secrets: true}, stderr)
+	env, err := openAdmin(ctx, sys, config.Need{Secrets: true})
 	if err != nil {
 		return err
 	}
@@ -95,9 +94,9 @@ func runRotateDataKey(ctx context.Context, args []string, getenv func(string) st
 		}
 	}
 	if *asJSON {
-		return command.PrintJSON(stdout, total)
+		return command.PrintJSON(sys.Stdout, total)
 	}
-	fmt.Fprintf(stdout, "Every personal value is now sealed under data key %s (re-sealed: %d flows, %d subject keys, %d idempotency keys, %d consent requests).\n"+
+	fmt.Fprintf(sys.Stdout, "Every personal value is now sealed under data key %s (re-sealed: %d flows, %d subject keys, %d idempotency keys, %d consent requests).\n"+
 		"Keys in FLOWD_DATA_KEY_PREVIOUS are no longer needed for stored data.\n",
 		total.KeyID, total.Flows, total.SubjectKeys, total.IdempotencyKeys, total.ConsentRequests)
 	return nil
@@ -112,13 +111,13 @@ func rotateDataKeyError(err error) error {
 
 // runKeysRotate handles "flowd keys rotate": new token-signing keys and a
 // new receipt key, each signing from now on.
-func runKeysRotate(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runKeysRotate(ctx context.Context, args []string, sys command.Env) error {
 	fs := flag.NewFlagSet("keys rotate", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
-	env, err := openAdmin(ctx, getenv, config.Need{Secrets: true}, stderr)
+	env, err := openAdmin(ctx, sys, config.Need{Secrets: true})
 	if err != nil {
 		return err
 	}
@@ -143,12 +142,12 @@ func runKeysRotate(ctx context.Context, args []string, getenv func(string) strin
 			if k.Receipts {
 				what = "consent receipts"
 			}
-			fmt.Fprintf(stdout, "New signing key %s (%s) signs %s from now on.\n", k.ID, k.Algorithm, what)
+			fmt.Fprintf(sys.Stdout, "New signing key %s (%s) signs %s from now on.\n", k.ID, k.Algorithm, what)
 		}
 	}
 	if *asJSON {
-		return command.PrintJSON(stdout, map[string]any{"keys": out})
+		return command.PrintJSON(sys.Stdout, map[string]any{"keys": out})
 	}
-	fmt.Fprintln(stdout, "The previous keys stay in the JWKS until their tokens expire; receipt keys for FLOWD_RECEIPT_KEY_RETENTION.")
+	fmt.Fprintln(sys.Stdout, "The previous keys stay in the JWKS until their tokens expire; receipt keys for FLOWD_RECEIPT_KEY_RETENTION.")
 	return nil
 }

@@ -20,7 +20,7 @@ import (
 // to the default (FLOWD_API_RATE_LIMIT). With --issuer the client is a
 // mapped client of that external issuer. A change is in the organization's
 // audit log, by the operator; every instance applies it within seconds.
-func runClientRateLimit(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runClientRateLimit(ctx context.Context, args []string, sys command.Env) error {
 	fs := flag.NewFlagSet("clients rate-limit", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	perMinute := fs.String("per-minute", "", `the client's own limit of API requests per minute (0: none), or "default"`)
@@ -42,7 +42,7 @@ func runClientRateLimit(ctx context.Context, args []string, getenv func(string) 
 		}
 		limit = identity.RateLimit{Own: true, PerMinute: n}
 	}
-	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+	env, err := openAdmin(ctx, sys, config.Need{})
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func runClientRateLimit(ctx context.Context, args []string, getenv func(string) 
 		if err != nil {
 			return adminError(err)
 		}
-		return printRateLimit(stdout, env.cfg, x.ClientID, x.RateLimit, *asJSON)
+		return printRateLimit(sys.Stdout, env.cfg, x.ClientID, x.RateLimit, *asJSON)
 	}
 	c, err := id.Client(ctx, clientID)
 	if err != nil {
@@ -74,7 +74,7 @@ func runClientRateLimit(ctx context.Context, args []string, getenv func(string) 
 			return adminError(err)
 		}
 	}
-	return printRateLimit(stdout, env.cfg, c.ID, c.RateLimit, *asJSON)
+	return printRateLimit(sys.Stdout, env.cfg, c.ID, c.RateLimit, *asJSON)
 }
 
 // printRateLimit shows the limit a client is held to: {"clientId",

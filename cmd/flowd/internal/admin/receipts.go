@@ -28,7 +28,7 @@ const maxJWKS = 1 << 20
 // runReceiptsVerify handles "flowd receipts verify FILE [--jwks URL|FILE]":
 // it checks a consent receipt against flowd's receipt keys, from this
 // deployment's database, or offline against a key set given by URL or file.
-func runReceiptsVerify(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+func runReceiptsVerify(ctx context.Context, args []string, sys command.Env) error {
 	fs := flag.NewFlagSet("receipts verify", flag.ContinueOnError)
 	jwksFrom := fs.String("jwks", "", "the JWKS to check against: an https URL (a flowd's /oauth/jwks) or a file; default: this deployment's keys")
 	asJSON := fs.Bool("json", false, "print one JSON object, as POST /api/receipts/verify answers")
@@ -39,7 +39,7 @@ func runReceiptsVerify(ctx context.Context, args []string, getenv func(string) s
 	if file == "" {
 		return errors.New("receipts verify: name the receipt's file (- for stdin)")
 	}
-	receipt, err := readInput(file, stdin, 64<<10)
+	receipt, err := readInput(file, sys.Stdin, 64<<10)
 	if err != nil {
 		return fmt.Errorf("receipts verify: %w", err)
 	}
@@ -50,7 +50,7 @@ func runReceiptsVerify(ctx context.Context, args []string, getenv func(string) s
 			return fmt.Errorf("receipts verify: --jwks: %w", err)
 		}
 	} else {
-		env, openErr := openAdmin(ctx, getenv, config.Need{}, stderr)
+		env, openErr := openAdmin(ctx, sys, config.Need{})
 		if openErr != nil {
 			return openErr
 		}
@@ -61,13 +61,13 @@ func runReceiptsVerify(ctx context.Context, args []string, getenv func(string) s
 		issuer = strings.TrimRight(env.cfg.BaseURL.String(), "/")
 	}
 	if erasure.IsReceipt(string(receipt)) {
-		return printErasureReceipt(stdout, string(receipt), keys, issuer, *asJSON)
+		return printErasureReceipt(sys.Stdout, string(receipt), keys, issuer, *asJSON)
 	}
 	v, err := receipts.Verify(string(receipt), keys, issuer)
 	var bad *receipts.InvalidError
 	if errors.As(err, &bad) {
 		if *asJSON {
-			_ = command.PrintJSON(stdout, map[string]any{"valid": false, "reason": bad.Reason, "keyId": nil, "receipt": nil})
+			_ = command.PrintJSON(sys.Stdout, map[string]any{"valid": false, "reason": bad.Reason, "keyId": nil, "receipt": nil})
 		}
 		return fmt.Errorf("receipts verify: the receipt is not valid: %s", bad.Reason)
 	}
@@ -75,12 +75,12 @@ func runReceiptsVerify(ctx context.Context, args []string, getenv func(string) s
 		return err
 	}
 	if *asJSON {
-		return command.PrintJSON(stdout, map[string]any{"valid": true, "reason": nil, "keyId": v.KeyID, "receipt": v.Receipt})
+		return command.PrintJSON(sys.Stdout, map[string]any{"valid": true, "reason": nil, "keyId": v.KeyID, "receipt": v.Receipt})
 	}
 	r := v.Receipt
-	fmt.Fprintf(stdout, "Valid: %s signed this receipt with key %s.\n", r.Issuer, v.KeyID)
-	fmt.Fprintf(stdout, "  receipt     %s, signed %s\n", r.ID, r.IssuedAtTime().Format(time.RFC3339))
-	fmt.Fprintf(stdout, "  decision    %s\n", r.Decision)
+	fmt.Fprintf(sys.Stdout, "Valid: %s signed this receipt with key %s.\n", r.Issuer, v.KeyID)
+	fmt.Fprintf(sys.Stdout, "  receipt     %s, signed %s\n", r.ID, r.IssuedAtTime().Format(time.RFC3339))
+	fmt.Fprintf(sys.Stdout, "  decision    %s\n", r.Decision)
 	organization, recipient := r.Parties()
 	if organization == "" {
 		// A receipt from before the recipient had a claim of its own.
@@ -88,15 +88,15 @@ func runReceiptsVerify(ctx context.Context, args []string, getenv func(string) s
 	} else {
 		organization += " (" + r.OrganizationID + ")"
 	}
-	fmt.Fprintf(stdout, "  flow        %s (%s) of %s\n", r.FlowID, r.ReferenceID, organization)
-	fmt.Fprintf(stdout, "  recipient   %s\n", recipient)
-	fmt.Fprintf(stdout, "  definition  %s version %d, text SHA-256 %s, shown in %s\n", r.Definition.ID, r.Definition.Version,
+	fmt.Fprintf(sys.Stdout, "  flow        %s (%s) of %s\n", r.FlowID, r.ReferenceID, organization)
+	fmt.Fprintf(sys.Stdout, "  recipient   %s\n", recipient)
+	fmt.Fprintf(sys.Stdout, "  definition  %s version %d, text SHA-256 %s, shown in %s\n", r.Definition.ID, r.Definition.Version,
 		r.Definition.TextSHA256, r.Definition.Language)
 	if r.ValidUntil != "" {
-		fmt.Fprintf(stdout, "  valid until %s\n", r.ValidUntil)
+		fmt.Fprintf(sys.Stdout, "  valid until %s\n", r.ValidUntil)
 	}
 	if r.Previous != "" {
-		fmt.Fprintf(stdout, "  replaces    %s (withdrawn by the %s)\n", r.Previous, r.WithdrawnBy)
+		fmt.Fprintf(sys.Stdout, "  replaces    %s (withdrawn by the %s)\n", r.Previous, r.WithdrawnBy)
 	}
 	return nil
 }

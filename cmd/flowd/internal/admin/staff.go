@@ -40,7 +40,7 @@ func staffPassword(fs *flag.FlagSet, username string, passwordStdin bool, stdin 
 }
 
 // runStaffCreate handles "flowd staff create": a console staff account.
-func runStaffCreate(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+func runStaffCreate(ctx context.Context, args []string, sys command.Env) error {
 	fs, username, asJSON := staffFlags("create")
 	org := fs.String("org", "", "organization id")
 	role := fs.String("role", "", "admin or viewer")
@@ -49,11 +49,11 @@ func runStaffCreate(ctx context.Context, args []string, getenv func(string) stri
 	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
-	password, err := staffPassword(fs, *username, *passwordStdin, stdin)
+	password, err := staffPassword(fs, *username, *passwordStdin, sys.Stdin)
 	if err != nil {
 		return err
 	}
-	env, accounts, err := openStaff(ctx, getenv, stderr)
+	env, accounts, err := openStaff(ctx, sys)
 	if err != nil {
 		return err
 	}
@@ -66,12 +66,12 @@ func runStaffCreate(ctx context.Context, args []string, getenv func(string) stri
 	if err != nil {
 		return cliError(err)
 	}
-	return printStaffChange(stdout, ch, *asJSON, nil, "created staff account %s (%s) in organization %s\n")
+	return printStaffChange(sys.Stdout, ch, *asJSON, nil, "created staff account %s (%s) in organization %s\n")
 }
 
 // runStaffDisable handles "flowd staff disable": the account can no longer
 // sign in, and its sessions end.
-func runStaffDisable(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runStaffDisable(ctx context.Context, args []string, sys command.Env) error {
 	fs, username, asJSON := staffFlags("disable")
 	if err := command.ParseFlags(fs, args); err != nil {
 		return err
@@ -79,7 +79,7 @@ func runStaffDisable(ctx context.Context, args []string, getenv func(string) str
 	if *username == "" {
 		return errors.New("staff disable: --username is required")
 	}
-	env, accounts, err := openStaff(ctx, getenv, stderr)
+	env, accounts, err := openStaff(ctx, sys)
 	if err != nil {
 		return err
 	}
@@ -88,22 +88,22 @@ func runStaffDisable(ctx context.Context, args []string, getenv func(string) str
 	if err != nil {
 		return cliError(err)
 	}
-	return printStaffChange(stdout, ch, *asJSON, map[string]any{"disabled": true}, "disabled staff account %s (%s) of organization %s\n")
+	return printStaffChange(sys.Stdout, ch, *asJSON, map[string]any{"disabled": true}, "disabled staff account %s (%s) of organization %s\n")
 }
 
 // runStaffResetPassword handles "flowd staff reset-password": a new
 // password, read from stdin; the account's sessions end.
-func runStaffResetPassword(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+func runStaffResetPassword(ctx context.Context, args []string, sys command.Env) error {
 	fs, username, asJSON := staffFlags("reset-password")
 	passwordStdin := fs.Bool("password-stdin", false, "read the password from standard input")
 	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
-	password, err := staffPassword(fs, *username, *passwordStdin, stdin)
+	password, err := staffPassword(fs, *username, *passwordStdin, sys.Stdin)
 	if err != nil {
 		return err
 	}
-	env, accounts, err := openStaff(ctx, getenv, stderr)
+	env, accounts, err := openStaff(ctx, sys)
 	if err != nil {
 		return err
 	}
@@ -112,12 +112,12 @@ func runStaffResetPassword(ctx context.Context, args []string, getenv func(strin
 	if err != nil {
 		return cliError(err)
 	}
-	return printStaffChange(stdout, ch, *asJSON, map[string]any{}, "set a new password for staff account %s (%s) of organization %s\n")
+	return printStaffChange(sys.Stdout, ch, *asJSON, map[string]any{}, "set a new password for staff account %s (%s) of organization %s\n")
 }
 
 // runStaffSetRole handles "flowd staff set-role": another role; the
 // account's sessions end.
-func runStaffSetRole(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runStaffSetRole(ctx context.Context, args []string, sys command.Env) error {
 	fs, username, asJSON := staffFlags("set-role")
 	role := fs.String("role", "", "admin or viewer")
 	if err := command.ParseFlags(fs, args); err != nil {
@@ -126,7 +126,7 @@ func runStaffSetRole(ctx context.Context, args []string, getenv func(string) str
 	if *username == "" {
 		return errors.New("staff set-role: --username is required")
 	}
-	env, accounts, err := openStaff(ctx, getenv, stderr)
+	env, accounts, err := openStaff(ctx, sys)
 	if err != nil {
 		return err
 	}
@@ -135,12 +135,12 @@ func runStaffSetRole(ctx context.Context, args []string, getenv func(string) str
 	if err != nil {
 		return cliError(err)
 	}
-	return printStaffChange(stdout, ch, *asJSON, map[string]any{}, "staff account %s now has the role %s in organization %s\n")
+	return printStaffChange(sys.Stdout, ch, *asJSON, map[string]any{}, "staff account %s now has the role %s in organization %s\n")
 }
 
 // runStaffDelete handles "flowd staff delete": no account any more; its
 // sessions end.
-func runStaffDelete(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runStaffDelete(ctx context.Context, args []string, sys command.Env) error {
 	fs, username, asJSON := staffFlags("delete")
 	if err := command.ParseFlags(fs, args); err != nil {
 		return err
@@ -148,7 +148,7 @@ func runStaffDelete(ctx context.Context, args []string, getenv func(string) stri
 	if *username == "" {
 		return errors.New("staff delete: --username is required")
 	}
-	env, accounts, err := openStaff(ctx, getenv, stderr)
+	env, accounts, err := openStaff(ctx, sys)
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func runStaffDelete(ctx context.Context, args []string, getenv func(string) stri
 	if err != nil {
 		return cliError(err)
 	}
-	return printStaffChange(stdout, ch, *asJSON, map[string]any{"deleted": true}, "deleted staff account %s (%s) of organization %s\n")
+	return printStaffChange(sys.Stdout, ch, *asJSON, map[string]any{"deleted": true}, "deleted staff account %s (%s) of organization %s\n")
 }
 
 // printStaffChange prints what a staff command did: the summary (of the
@@ -183,8 +183,8 @@ func printStaffChange(stdout io.Writer, ch staff.Change, asJSON bool, ended map[
 }
 
 // openStaff opens the database and the staff accounts of an admin command.
-func openStaff(ctx context.Context, getenv func(string) string, stderr io.Writer) (*adminEnv, *staff.AccountService, error) {
-	env, err := openAdmin(ctx, getenv, config.Need{}, stderr)
+func openStaff(ctx context.Context, sys command.Env) (*adminEnv, *staff.AccountService, error) {
+	env, err := openAdmin(ctx, sys, config.Need{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -229,7 +229,7 @@ type sessionJSON struct {
 
 // runStaffSessions handles "flowd staff sessions --username U": the
 // account's live sessions, newest first.
-func runStaffSessions(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runStaffSessions(ctx context.Context, args []string, sys command.Env) error {
 	fs, username, asJSON := staffFlags("sessions")
 	if err := command.ParseFlags(fs, args); err != nil {
 		return err
@@ -237,7 +237,7 @@ func runStaffSessions(ctx context.Context, args []string, getenv func(string) st
 	if *username == "" {
 		return errors.New("staff sessions: --username is required")
 	}
-	env, accounts, err := openStaff(ctx, getenv, stderr)
+	env, accounts, err := openStaff(ctx, sys)
 	if err != nil {
 		return err
 	}
@@ -258,11 +258,11 @@ func runStaffSessions(ctx context.Context, args []string, getenv func(string) st
 		}
 	}
 	if *asJSON {
-		return command.PrintJSON(stdout, map[string]any{"id": a.ID, "username": a.Username, "sessions": live})
+		return command.PrintJSON(sys.Stdout, map[string]any{"id": a.ID, "username": a.Username, "sessions": live})
 	}
-	fmt.Fprintf(stdout, "%d live session(s) of %s\n", len(live), a.Username)
+	fmt.Fprintf(sys.Stdout, "%d live session(s) of %s\n", len(live), a.Username)
 	for _, s := range live {
-		fmt.Fprintf(stdout, "%s  %-8s  started %s  last seen %s  %s  %s\n", s.ID, s.Kind, s.StartedAt.Format(time.RFC3339),
+		fmt.Fprintf(sys.Stdout, "%s  %-8s  started %s  last seen %s  %s  %s\n", s.ID, s.Kind, s.StartedAt.Format(time.RFC3339),
 			s.LastSeenAt.Format(time.RFC3339), s.UserAgent, s.Address)
 	}
 	return nil
@@ -270,7 +270,7 @@ func runStaffSessions(ctx context.Context, args []string, getenv func(string) st
 
 // runStaffEndSessions handles "flowd staff end-sessions --username U": every
 // session of the account ends at once, each in the audit log.
-func runStaffEndSessions(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runStaffEndSessions(ctx context.Context, args []string, sys command.Env) error {
 	fs, username, asJSON := staffFlags("end-sessions")
 	if err := command.ParseFlags(fs, args); err != nil {
 		return err
@@ -278,7 +278,7 @@ func runStaffEndSessions(ctx context.Context, args []string, getenv func(string)
 	if *username == "" {
 		return errors.New("staff end-sessions: --username is required")
 	}
-	env, accounts, err := openStaff(ctx, getenv, stderr)
+	env, accounts, err := openStaff(ctx, sys)
 	if err != nil {
 		return err
 	}
@@ -288,9 +288,9 @@ func runStaffEndSessions(ctx context.Context, args []string, getenv func(string)
 		return cliError(err)
 	}
 	if *asJSON {
-		return command.PrintJSON(stdout, map[string]any{"id": ch.Account.ID, "username": ch.Account.Username, "sessionsEnded": len(ch.Ended)})
+		return command.PrintJSON(sys.Stdout, map[string]any{"id": ch.Account.ID, "username": ch.Account.Username, "sessionsEnded": len(ch.Ended)})
 	}
-	fmt.Fprintf(stdout, "ended %d session(s) of %s\n", len(ch.Ended), ch.Account.Username)
+	fmt.Fprintf(sys.Stdout, "ended %d session(s) of %s\n", len(ch.Ended), ch.Account.Username)
 	return nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/flowd/flowd/cmd/flowd/internal/command"
@@ -19,7 +18,7 @@ import (
 // runRotateWebhookSecret handles "flowd orgs rotate-webhook-secret --org
 // ORG_ID [--json]": it prints the new secret once; the previous one keeps
 // signing for 24 hours so receivers can switch over.
-func runRotateWebhookSecret(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, _ io.Writer) error {
+func runRotateWebhookSecret(ctx context.Context, args []string, sys command.Env) error {
 	fs := flag.NewFlagSet("orgs rotate-webhook-secret", flag.ContinueOnError)
 	org := fs.String("org", "", "organization id (required)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -30,7 +29,7 @@ func runRotateWebhookSecret(ctx context.Context, args []string, getenv func(stri
 		return errors.New("orgs rotate-webhook-secret: --org is required")
 	}
 	// The secrets are needed: FLOWD_KEY_ENCRYPTION_KEY encrypts the new signing secret at rest.
-	cfg, err := config.Load(getenv, config.Need{Database: true, Secrets: true})
+	cfg, err := config.Load(sys.Getenv, config.Need{Database: true, Secrets: true})
 	if err != nil {
 		return err
 	}
@@ -51,16 +50,16 @@ func runRotateWebhookSecret(ctx context.Context, args []string, getenv func(stri
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(map[string]string{"webhookSecret": s.Value})
+		return json.NewEncoder(sys.Stdout).Encode(map[string]string{"webhookSecret": s.Value})
 	}
-	fmt.Fprintf(stdout, "New webhook secret of organization %s (shown once):\n  %s\nThe previous secret keeps signing beside it for 24 hours.\n", *org, s.Value)
+	fmt.Fprintf(sys.Stdout, "New webhook secret of organization %s (shown once):\n  %s\nThe previous secret keeps signing beside it for 24 hours.\n", *org, s.Value)
 	return nil
 }
 
 // runRotateWebhookKey handles "flowd orgs rotate-webhook-key --org ORG_ID
 // [--json]": a new ed25519 key pair signs the v1a signatures; the previous
 // one signs beside it for 24 hours, and both are published.
-func runRotateWebhookKey(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, _ io.Writer) error {
+func runRotateWebhookKey(ctx context.Context, args []string, sys command.Env) error {
 	fs := flag.NewFlagSet("orgs rotate-webhook-key", flag.ContinueOnError)
 	org := fs.String("org", "", "organization id (required)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -72,7 +71,7 @@ func runRotateWebhookKey(ctx context.Context, args []string, getenv func(string)
 		return errors.New("orgs rotate-webhook-key: --org is required")
 	}
 	// The secrets are needed: FLOWD_KEY_ENCRYPTION_KEY seals the new private key.
-	cfg, err := config.Load(getenv, config.Need{Database: true, Secrets: true})
+	cfg, err := config.Load(sys.Getenv, config.Need{Database: true, Secrets: true})
 	if err != nil {
 		return err
 	}
@@ -112,9 +111,9 @@ func runRotateWebhookKey(ctx context.Context, args []string, getenv func(string)
 			}
 			out.Keys = append(out.Keys, key{KeyID: k.ID, Key: k.Key, ExpiresAt: exp})
 		}
-		return json.NewEncoder(stdout).Encode(out)
+		return json.NewEncoder(sys.Stdout).Encode(out)
 	}
-	fmt.Fprintf(stdout, "New webhook signing key of organization %s: %s\n  %s\nThe previous key keeps signing beside it for 24 hours.\n",
+	fmt.Fprintf(sys.Stdout, "New webhook signing key of organization %s: %s\n  %s\nThe previous key keeps signing beside it for 24 hours.\n",
 		id, keys[0].ID, keys[0].Key)
 	return nil
 }

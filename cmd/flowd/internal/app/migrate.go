@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 
 	"github.com/flowd/flowd/cmd/flowd/internal/command"
 	"github.com/flowd/flowd/cmd/flowd/internal/wiring"
@@ -14,13 +13,13 @@ import (
 
 // runMigrate handles "flowd migrate [--citus]": apply every pending
 // migration and, on Citus, distribute the tenant tables; then exit.
-func runMigrate(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runMigrate(ctx context.Context, args []string, sys command.Env) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	citus := fs.Bool("citus", false, "distribute the tenant tables on a Citus coordinator (default FLOWD_CITUS)")
 	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, err := config.Load(getenv, config.Need{Database: true})
+	cfg, err := config.Load(sys.Getenv, config.Need{Database: true})
 	if err != nil {
 		return err
 	}
@@ -32,13 +31,13 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	if err := database.Migrate(ctx, pool); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, "migrations are current")
+	fmt.Fprintln(sys.Stdout, "migrations are current")
 	if !*citus && !cfg.Citus {
 		return nil
 	}
-	if err := database.Distribute(ctx, pool, wiring.NewLogger(stderr, cfg.LogLevel)); err != nil {
+	if err := database.Distribute(ctx, pool, wiring.NewLogger(sys.Stderr, cfg.LogLevel)); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, "tenant tables are distributed by organization_id")
+	fmt.Fprintln(sys.Stdout, "tenant tables are distributed by organization_id")
 	return nil
 }

@@ -16,11 +16,12 @@ import (
 // call it too, with their own arguments, environment and output. A command
 // line it cannot read is a *command.UsageError.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	sys := command.Env{Getenv: getenv, Stdin: stdin, Stdout: stdout, Stderr: stderr}
 	if len(args) > 0 && args[0] == "--version" {
-		return runVersion(ctx, args[1:], getenv, stdin, stdout, stderr)
+		return runVersion(ctx, args[1:], sys)
 	}
 	root := command.Command{Name: "flowd", Summary: "consent flows for organizations", Subcommands: commands()}
-	return root.Dispatch(ctx, nil, args, getenv, stdin, stdout, stderr)
+	return root.Dispatch(ctx, nil, args, sys)
 }
 
 // commands is every command of flowd: the one table that both runs them and
@@ -45,9 +46,9 @@ func commands() []command.Command {
 
 // runHelp handles "flowd help [COMMAND [SUBCOMMAND]]": the usage of flowd,
 // or of the command named, as `flowd COMMAND --help` prints it.
-func runHelp(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+func runHelp(ctx context.Context, args []string, sys command.Env) error {
 	if len(args) > 0 && command.IsHelpFlag(args[0]) {
 		return command.Help(flag.NewFlagSet("help", flag.ContinueOnError))
 	}
-	return Run(ctx, append(slices.Clip(args), "--help"), getenv, stdin, stdout, stderr)
+	return Run(ctx, append(slices.Clip(args), "--help"), sys.Getenv, sys.Stdin, sys.Stdout, sys.Stderr)
 }

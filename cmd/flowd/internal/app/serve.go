@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -30,22 +29,22 @@ import (
 // every module, and serves until ctx ends. What it opens is closed by a
 // defer right where it is opened, and what runs beside the server is a
 // runner, joined before runServe returns (see serveWith).
-func runServe(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+func runServe(ctx context.Context, args []string, sys command.Env) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", "", "listen address (default FLOWD_ADDR or :8080)")
 	if err := command.ParseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, err := config.Load(getenv, config.Need{Database: true, Secrets: true})
+	cfg, err := config.Load(sys.Getenv, config.Need{Database: true, Secrets: true})
 	if err != nil {
 		return err
 	}
 	if *addr != "" {
 		cfg.Addr = *addr
 	}
-	log := wiring.NewLogger(stderr, cfg.LogLevel)
-	tuneGC(getenv)
-	tracing, err := telemetry.Setup(ctx, getenv, version.Get().Version, log)
+	log := wiring.NewLogger(sys.Stderr, cfg.LogLevel)
+	tuneGC(sys.Getenv)
+	tracing, err := telemetry.Setup(ctx, sys.Getenv, version.Get().Version, log)
 	if err != nil {
 		return err
 	}
@@ -170,7 +169,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _ 
 	}
 	defer ln.Close()
 	log.Info("serving", "addr", ln.Addr().String(), "base_url", cfg.BaseURL.String())
-	fmt.Fprintf(stdout, "flowd is serving on %s\n  API        %s/api/flows\n  API docs   %s/docs\n  console    %s/console\n  readiness  %s/readyz\n",
+	fmt.Fprintf(sys.Stdout, "flowd is serving on %s\n  API        %s/api/flows\n  API docs   %s/docs\n  console    %s/console\n  readiness  %s/readyz\n",
 		ln.Addr(), cfg.BaseURL, cfg.BaseURL, cfg.BaseURL, cfg.BaseURL)
 	return serveWith(ctx, log, srv, ln, runners...)
 }

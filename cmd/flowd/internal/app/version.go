@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 
 	"github.com/flowd/flowd/cmd/flowd/internal/command"
 	"github.com/flowd/flowd/internal/version"
@@ -12,7 +11,7 @@ import (
 
 // runVersion handles "flowd version [--json]" and "flowd --version": the
 // version, the commit and when the binary was built.
-func runVersion(_ context.Context, args []string, _ func(string) string, _ io.Reader, stdout, _ io.Writer) error {
+func runVersion(_ context.Context, args []string, sys command.Env) error {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := command.ParseFlags(fs, args); err != nil {
@@ -26,7 +25,7 @@ func runVersion(_ context.Context, args []string, _ func(string) string, _ io.Re
 			}
 			return s
 		}
-		return command.PrintJSON(stdout, map[string]any{"version": v.Version, "commit": orNull(v.Commit), "commitTime": orNull(v.CommitTime),
+		return command.PrintJSON(sys.Stdout, map[string]any{"version": v.Version, "commit": orNull(v.Commit), "commitTime": orNull(v.CommitTime),
 			"modified": v.Modified, "buildTime": orNull(v.BuildTime), "goVersion": v.GoVersion, "platform": v.Platform})
 	}
 	orUnknown := func(s string) string {
@@ -42,6 +41,6 @@ func runVersion(_ context.Context, args []string, _ func(string) string, _ io.Re
 	if v.CommitTime != "" {
 		commit += ", of " + v.CommitTime
 	}
-	fmt.Fprintf(stdout, "flowd %s\n  commit  %s\n  built   %s\n  go      %s %s\n", v.Version, commit, orUnknown(v.BuildTime), v.GoVersion, v.Platform)
+	fmt.Fprintf(sys.Stdout, "flowd %s\n  commit  %s\n  built   %s\n  go      %s %s\n", v.Version, commit, orUnknown(v.BuildTime), v.GoVersion, v.Platform)
 	return nil
 }

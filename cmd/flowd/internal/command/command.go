@@ -28,8 +28,17 @@ type Command struct {
 	Subcommands []Command
 }
 
-// RunFunc is a command's function, given the arguments after its name.
-type RunFunc func(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error
+// RunFunc is a command's function, given the arguments after its name and
+// what it gets of the process it runs in.
+type RunFunc func(ctx context.Context, args []string, sys Env) error
+
+// Env is what a command gets of the process it runs in: the environment's
+// variables (DATABASE_URL, FLOWD_*) and the standard streams.
+type Env struct {
+	Getenv         func(string) string
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
 
 // UsageError is a command line flowd cannot read: an unknown command, a
 // flag it does not know. Shells and Go's flag package exit 2 on those.
@@ -70,9 +79,10 @@ func IsHelpFlag(arg string) bool {
 }
 
 // Dispatch runs c with args; path is the names that led to it.
-func (c Command) Dispatch(ctx context.Context, path, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+func (c Command) Dispatch(ctx context.Context, path, args []string, sys Env) error {
+	stdout, stderr := sys.Stdout, sys.Stderr
 	if c.Run != nil {
-		err := c.Run(ctx, args, getenv, stdin, stdout, stderr)
+		err := c.Run(ctx, args, sys)
 		var help *helpRequest
 		if errors.As(err, &help) {
 			c.writeUsage(stdout, path, help.flags)
@@ -96,7 +106,7 @@ func (c Command) Dispatch(ctx context.Context, path, args []string, getenv func(
 	}
 	for _, sub := range c.Subcommands {
 		if sub.Name == name {
-			return sub.Dispatch(ctx, append(slices.Clip(path), name), args[1:], getenv, stdin, stdout, stderr)
+			return sub.Dispatch(ctx, append(slices.Clip(path), name), args[1:], sys)
 		}
 	}
 	if len(path) == 0 {
