@@ -38,7 +38,7 @@ func definitionFlags(name string) (fs *flag.FlagSet, org *string, asJSON *bool) 
 // definitions command names, as the CLI's author; the caller closes env's pool.
 func openDefinitions(ctx context.Context, fs *flag.FlagSet, org string, sys command.Env) (*adminEnv, *consent.DefinitionStore, consent.Author, error) {
 	if strings.TrimSpace(org) == "" {
-		return nil, nil, consent.Author{}, errors.New(fs.Name() + ": --org is required")
+		return nil, nil, consent.Author{}, command.Usagef("%s: --org is required", fs.Name())
 	}
 	author := consent.Author{OrganizationID: strings.TrimSpace(org), By: "cli"}
 	env, err := openAdmin(ctx, sys, config.Need{})
@@ -156,7 +156,7 @@ func printPublished(stdout io.Writer, p consent.Published, asJSON bool) error {
 // its definition, which it creates when the organization has none of that id.
 func publishDefinition(ctx context.Context, defs *consent.DefinitionStore, a consent.Author, file, id string, stdin io.Reader) (consent.Published, error) {
 	if file == "" {
-		return consent.Published{}, errors.New("definitions publish: --file is required")
+		return consent.Published{}, command.Usagef("definitions publish: --file is required")
 	}
 	var raw []byte
 	var err error

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/flowd/flowd/cmd/flowd/internal/command"
+	"github.com/flowd/flowd/cmd/flowd/internal/wiring"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/orgs"
@@ -32,7 +33,8 @@ type demoState struct {
 // The first time (or after the database was reset) it creates the "Demo
 // Bank" organization and an API client and saves their ids and the secret in
 // FILE (mode 0600), saying on stderr what it creates as it goes; every time it
-// prints them on stdout with a ready-to-paste curl line.
+// prints them on stdout with a ready-to-paste curl line, and the
+// organization's webhook signing secret.
 func runDemo(ctx context.Context, args []string, sys command.Env) error {
 	fset := flag.NewFlagSet("demo", flag.ContinueOnError)
 	statePath := fset.String("state", "", "file that keeps the demo organization and client (required)")
@@ -40,7 +42,7 @@ func runDemo(ctx context.Context, args []string, sys command.Env) error {
 		return err
 	}
 	if *statePath == "" {
-		return errors.New("demo: --state is required")
+		return command.Usagef("demo: --state is required")
 	}
 	env, err := openAdmin(ctx, sys, config.Need{Secrets: true})
 	if err != nil {
@@ -110,6 +112,17 @@ func runDemo(ctx context.Context, args []string, sys command.Env) error {
 		}
 	}
 
+	// The organization's webhook signing secret, for a receiver of the
+	// demo's flows to check their signatures (Standard Webhooks).
+	hooks, err := wiring.NewWebhooks(wiring.Env{Config: env.cfg, Pool: env.pool})
+	if err != nil {
+		return err
+	}
+	secret, err := hooks.CurrentSecret(ctx, org.ID)
+	if err != nil {
+		return err
+	}
+
 	tokenURL := env.cfg.URL("/oauth/token")
 	verb := "Demo"
 	if seeded {
@@ -118,6 +131,8 @@ func runDemo(ctx context.Context, args []string, sys command.Env) error {
 	fmt.Fprintf(sys.Stdout, "%s organization %q (id %s, reference prefix %s)\n", verb, org.Name, org.ID, org.ReferencePrefix)
 	fmt.Fprintf(sys.Stdout, "  client_id      %s\n  client_secret  %s\n  token URL      %s\n", st.ClientID, st.ClientSecret, tokenURL)
 	fmt.Fprintf(sys.Stdout, "Get a token:\n  curl -s -u '%s:%s' -d grant_type=client_credentials %s\n", st.ClientID, st.ClientSecret, tokenURL)
+	fmt.Fprintf(sys.Stdout, "Webhooks: give a flow a webhookUrl; its events are signed with the organization's secret\n  webhook secret %s\n",
+		secret.Value)
 	fmt.Fprintf(sys.Stdout, "Console: %s (staff admin %s, password %s)\n", env.cfg.URL("/console"), st.StaffUsername, st.StaffPassword)
 	fmt.Fprintf(sys.Stdout, "(kept in %s)\n", *statePath)
 	return nil

@@ -25,7 +25,7 @@ func runClientDPoP(ctx context.Context, args []string, sys command.Env) error {
 		return err
 	}
 	if len(positional) != 2 || (positional[1] != "on" && positional[1] != "off") {
-		return fmt.Errorf("clients dpop: give the client id and on or off: flowd clients dpop CLIENT_ID on|off")
+		return command.Usagef("clients dpop: give the client id and on or off: flowd clients dpop CLIENT_ID on|off")
 	}
 	clientID, on := positional[0], positional[1] == "on"
 	env, err := openAdmin(ctx, sys, config.Need{})

@@ -85,7 +85,7 @@ func openBatchJob(ctx context.Context, name, batchUsage string, args []string, s
 		return nil, err
 	}
 	if j.batch < 1 || j.batch > 10000 {
-		return nil, fmt.Errorf("%s: --batch must be from 1 to 10000", name)
+		return nil, command.Usagef("%s: --batch must be from 1 to 10000", name)
 	}
 	env, err := openAdmin(ctx, sys, config.Need{Secrets: true})
 	if err != nil {

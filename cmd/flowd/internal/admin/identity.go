@@ -222,7 +222,7 @@ func runClientsCreate(ctx context.Context, args []string, sys command.Env) error
 		return err
 	}
 	if *org == "" {
-		return errors.New("clients create: --org is required")
+		return command.Usagef("clients create: --org is required")
 	}
 	clientKeys, err := keys.read(sys.Stdin)
 	if err != nil {
@@ -258,7 +258,7 @@ func runClientsList(ctx context.Context, args []string, sys command.Env) error {
 		return err
 	}
 	if *org == "" {
-		return errors.New("clients list: --org is required")
+		return command.Usagef("clients list: --org is required")
 	}
 	env, err := openAdmin(ctx, sys, config.Need{})
 	if err != nil {
@@ -370,7 +370,7 @@ func runClientsKeys(ctx context.Context, args []string, sys command.Env) error {
 		return fmt.Errorf("clients keys: %w", err)
 	}
 	if clientKeys.IsZero() {
-		return errors.New("clients keys: give the new keys with --jwks FILE or --jwks-uri URL")
+		return command.Usagef("clients keys: give the new keys with --jwks FILE or --jwks-uri URL")
 	}
 	env, err := openAdmin(ctx, sys, config.Need{})
 	if err != nil {
@@ -442,10 +442,10 @@ func runClientsMap(ctx context.Context, args []string, sys command.Env) error {
 		return err
 	}
 	if *org == "" {
-		return errors.New("clients map: --org is required")
+		return command.Usagef("clients map: --org is required")
 	}
 	if *clientID == "" {
-		return errors.New("clients map: --client-id is required")
+		return command.Usagef("clients map: --client-id is required")
 	}
 	env, err := openAdmin(ctx, sys, config.Need{})
 	if err != nil {
@@ -484,7 +484,7 @@ func parseClientID(fs *flag.FlagSet, args []string) (string, error) {
 		return "", command.Usagef("%s: the argument %q and --client-id %q name two clients", fs.Name(), clientID, *flagged)
 	}
 	if clientID == "" {
-		return "", fmt.Errorf("%s: --client-id is required", fs.Name())
+		return "", command.Usagef("%s: --client-id is required", fs.Name())
 	}
 	return clientID, nil
 }

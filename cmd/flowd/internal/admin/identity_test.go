@@ -188,11 +188,25 @@ func TestDemoSeedsOnceAndAgainAfterAReset(t *testing.T) {
 		t.Fatalf("state file mode %v", fi.Mode())
 	}
 	for _, out := range []string{first, second} {
-		for _, want := range []string{"Demo Bank", st.OrganizationID, st.ClientID, st.ClientSecret, in.URL + "/oauth/token", "curl "} {
+		for _, want := range []string{"Demo Bank", st.OrganizationID, st.ClientID, st.ClientSecret, in.URL + "/oauth/token", "curl ",
+			"webhook secret whsec_"} {
 			if want == "" || !strings.Contains(out, want) {
 				t.Fatalf("demo output lacks %q:\n%s", want, out)
 			}
 		}
+	}
+	// The secret printed is the one that signs: rotating it changes what
+	// the demo prints.
+	rotated, err := flowdtest.RunCLI(in.Getenv, "", "orgs", "rotate-webhook-secret", "--org", st.OrganizationID, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secret struct{ WebhookSecret string }
+	if err := json.Unmarshal([]byte(rotated), &secret); err != nil || secret.WebhookSecret == "" {
+		t.Fatalf("rotate-webhook-secret --json: %q %v", rotated, err)
+	}
+	if third, _ := demo(in); !strings.Contains(third, "webhook secret "+secret.WebhookSecret+"\n") {
+		t.Fatalf("after a rotation the demo does not print the new secret %s:\n%s", secret.WebhookSecret, third)
 	}
 	cc := clientcredentials.Config{ClientID: st.ClientID, ClientSecret: st.ClientSecret, TokenURL: in.URL + "/oauth/token", AuthStyle: oauth2.AuthStyleInHeader}
 	if _, err := cc.Token(context.Background()); err != nil {

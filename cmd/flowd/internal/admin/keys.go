@@ -31,7 +31,7 @@ func runRotateDataKey(ctx context.Context, args []string, sys command.Env) error
 		return err
 	}
 	if *batch < 1 || *batch > 10000 {
-		return errors.New("keys rotate-data-key: --batch must be from 1 to 10000")
+		return command.Usagef("keys rotate-data-key: --batch must be from 1 to 10000")
 	}
 	env, err := openAdmin(ctx, sys, config.Need{Secrets: true})
 	if err != nil {

@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,7 +29,7 @@ func runClientRateLimit(ctx context.Context, args []string, sys command.Env) err
 		return err
 	}
 	if clientID == "" {
-		return errors.New("clients rate-limit: give the client id: flowd clients rate-limit CLIENT_ID [--per-minute N|default]")
+		return command.Usagef("clients rate-limit: give the client id: flowd clients rate-limit CLIENT_ID [--per-minute N|default]")
 	}
 	var limit identity.RateLimit
 	switch *perMinute {
@@ -38,7 +37,7 @@ func runClientRateLimit(ctx context.Context, args []string, sys command.Env) err
 	default:
 		n, err := strconv.Atoi(*perMinute)
 		if err != nil || n < 0 || n > identity.MaxRateLimit {
-			return fmt.Errorf("clients rate-limit: --per-minute must be a whole number from 0 (no limit) to %d, or default, not %q", identity.MaxRateLimit, *perMinute)
+			return command.Usagef("clients rate-limit: --per-minute must be a whole number from 0 (no limit) to %d, or default, not %q", identity.MaxRateLimit, *perMinute)
 		}
 		limit = identity.RateLimit{Own: true, PerMinute: n}
 	}
@@ -50,7 +49,7 @@ func runClientRateLimit(ctx context.Context, args []string, sys command.Env) err
 	id := env.Orgs
 	if *issuer != "" {
 		if *perMinute == "" {
-			return errors.New("clients rate-limit: with --issuer, give --per-minute N or default")
+			return command.Usagef("clients rate-limit: with --issuer, give --per-minute N or default")
 		}
 		x, err := id.SetExternalClientRateLimit(ctx, *issuer, clientID, limit,
 			byOperator(env.Audit, identity.AuditClientRateLimit, func(x orgs.ExternalClient) (string, string, string) {

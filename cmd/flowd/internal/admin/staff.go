@@ -31,10 +31,10 @@ func staffFlags(name string) (fs *flag.FlagSet, username *string, asJSON *bool) 
 // go on the command line.
 func staffPassword(fs *flag.FlagSet, username string, passwordStdin bool, stdin io.Reader) (string, error) {
 	if username == "" {
-		return "", errors.New(fs.Name() + ": --username is required")
+		return "", command.Usagef("%s: --username is required", fs.Name())
 	}
 	if !passwordStdin {
-		return "", errors.New(fs.Name() + ": --password-stdin is required (passwords never go on the command line)")
+		return "", command.Usagef("%s: --password-stdin is required (passwords never go on the command line)", fs.Name())
 	}
 	return readPassword(stdin)
 }
@@ -77,7 +77,7 @@ func runStaffDisable(ctx context.Context, args []string, sys command.Env) error 
 		return err
 	}
 	if *username == "" {
-		return errors.New("staff disable: --username is required")
+		return command.Usagef("staff disable: --username is required")
 	}
 	env, accounts, err := openStaff(ctx, sys)
 	if err != nil {
@@ -124,7 +124,7 @@ func runStaffSetRole(ctx context.Context, args []string, sys command.Env) error 
 		return err
 	}
 	if *username == "" {
-		return errors.New("staff set-role: --username is required")
+		return command.Usagef("staff set-role: --username is required")
 	}
 	env, accounts, err := openStaff(ctx, sys)
 	if err != nil {
@@ -146,7 +146,7 @@ func runStaffDelete(ctx context.Context, args []string, sys command.Env) error {
 		return err
 	}
 	if *username == "" {
-		return errors.New("staff delete: --username is required")
+		return command.Usagef("staff delete: --username is required")
 	}
 	env, accounts, err := openStaff(ctx, sys)
 	if err != nil {
@@ -235,7 +235,7 @@ func runStaffSessions(ctx context.Context, args []string, sys command.Env) error
 		return err
 	}
 	if *username == "" {
-		return errors.New("staff sessions: --username is required")
+		return command.Usagef("staff sessions: --username is required")
 	}
 	env, accounts, err := openStaff(ctx, sys)
 	if err != nil {
@@ -276,7 +276,7 @@ func runStaffEndSessions(ctx context.Context, args []string, sys command.Env) er
 		return err
 	}
 	if *username == "" {
-		return errors.New("staff end-sessions: --username is required")
+		return command.Usagef("staff end-sessions: --username is required")
 	}
 	env, accounts, err := openStaff(ctx, sys)
 	if err != nil {

@@ -26,7 +26,7 @@ func runRotateWebhookSecret(ctx context.Context, args []string, sys command.Env)
 		return err
 	}
 	if strings.TrimSpace(*org) == "" {
-		return errors.New("orgs rotate-webhook-secret: --org is required")
+		return command.Usagef("orgs rotate-webhook-secret: --org is required")
 	}
 	// The secrets are needed: FLOWD_KEY_ENCRYPTION_KEY encrypts the new signing secret at rest.
 	cfg, err := config.Load(sys.Getenv, config.Need{Database: true, Secrets: true})
@@ -68,7 +68,7 @@ func runRotateWebhookKey(ctx context.Context, args []string, sys command.Env) er
 	}
 	id := strings.TrimSpace(*org)
 	if id == "" {
-		return errors.New("orgs rotate-webhook-key: --org is required")
+		return command.Usagef("orgs rotate-webhook-key: --org is required")
 	}
 	// The secrets are needed: FLOWD_KEY_ENCRYPTION_KEY seals the new private key.
 	cfg, err := config.Load(sys.Getenv, config.Need{Database: true, Secrets: true})

@@ -305,8 +305,37 @@ func parse(fs *flag.FlagSet, args []string) error {
 	case errors.Is(err, flag.ErrHelp):
 		return &helpRequest{flags: fs}
 	default:
+		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+			return unknownFlag(fs, args, name)
+		}
 		return Usagef("%s: %v (see flowd %s --help)", fs.Name(), err, fs.Name())
 	}
+}
+
+// unknownFlag is the usage error of a flag fs does not define, named as it
+// was written on the command line (the flag package drops a dash of
+// --name), with the flags it may have meant.
+func unknownFlag(fs *flag.FlagSet, args []string, name string) error {
+	written := "-" + name
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if flagName, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); flagName == name && strings.HasPrefix(a, "-") {
+			written, _, _ = strings.Cut(a, "=")
+			break
+		}
+	}
+	var defined []string
+	fs.VisitAll(func(f *flag.Flag) { defined = append(defined, f.Name) })
+	hint := ""
+	if near := nearest(name, defined); len(near) > 0 {
+		for i, n := range near {
+			near[i] = "--" + n
+		}
+		hint = "; did you mean " + strings.Join(near, " or ") + "?"
+	}
+	return Usagef("%s: flag provided but not defined: %s%s (see flowd %s --help)", fs.Name(), written, hint, fs.Name())
 }
 
 // PrintJSON writes v as exactly one JSON object on its own line.
