@@ -33,7 +33,7 @@ type Config struct {
 	LogLevel         string
 	MigrateOnStart   bool
 	// Citus makes migrate, and serve when it migrates, distribute the
-	// tenant tables on a Citus coordinator (FLOWD_CITUS; docs/operations.md).
+	// tenant tables on a Citus coordinator (FLOWD_CITUS; docs/citus.md).
 	Citus bool
 	// ShutdownDelay is how long serve, once told to stop, keeps serving
 	// while /readyz answers 503, so that load balancers stop sending it

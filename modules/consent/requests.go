@@ -29,7 +29,7 @@ const maxToken = 512
 
 // A link token is "{route}.{secret}". The route names the flow's
 // organization, so that the token's request is found among that
-// organization's rows alone (on Citus, on its shard; docs/operations.md):
+// organization's rows alone (on Citus, on its shard; docs/citus.md):
 // "u" and the organization's UUID in 16 bytes or, for an id that is no
 // UUID, "t" and the id's own bytes, in unpadded base64url. The digest that
 // finds the request covers the whole token, so a route changed by hand finds

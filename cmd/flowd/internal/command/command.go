@@ -213,7 +213,7 @@ func (c Command) writeUsage(w io.Writer, path []string, flags *flag.FlagSet) {
 	fmt.Fprint(w, settingsNote)
 }
 
-const settingsNote = "\nSettings come from the environment (DATABASE_URL, FLOWD_*); see README.md.\n"
+const settingsNote = "\nSettings come from the environment (DATABASE_URL, FLOWD_*); see docs/configuration.md.\n"
 
 // writeList lists every command below c that runs, each with its synopsis
 // and, below it, its summary.
