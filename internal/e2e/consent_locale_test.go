@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/cmd/flowd/flowdtest"
-	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/internal/testkit/formbrowser"
 )
 
 // TestConsentSignInSpeaksThePageLanguage follows the consent journey over

@@ -23,7 +23,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/flowd/flowd/cmd/flowd/flowdtest"
-	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 )
 
 // route is one operation of the OpenAPI document.

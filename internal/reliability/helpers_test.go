@@ -24,8 +24,8 @@ import (
 
 	"github.com/flowd/flowd/cmd/flowd/flowdtest"
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/syncbuf"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/syncbuf"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 )
 
 // long reports whether the long variants run (make test-reliability).

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/cmd/flowd/flowdtest"
-	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 	"github.com/flowd/flowd/modules/flows/rekey"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/cmd/flowd/flowdtest"
-	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 )
 
 // createFlows creates n flows through base with webhookURL and returns their ids.

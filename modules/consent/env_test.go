@@ -14,10 +14,10 @@ import (
 
 	"github.com/flowd/flowd/internal/assurance"
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/nationalid"
 	"github.com/flowd/flowd/internal/pii"
-	"github.com/flowd/flowd/internal/syncbuf"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
+	"github.com/flowd/flowd/internal/testkit/syncbuf"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 )
 
 // TestDisablingRacesDisableOnce: many attempts of two modules that find

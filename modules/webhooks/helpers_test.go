@@ -18,8 +18,8 @@ import (
 
 	"github.com/flowd/flowd/cmd/flowd/flowdtest"
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/dbtest"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/internal/assurance"
-	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/internal/testkit/formbrowser"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/modules/identity/staff"

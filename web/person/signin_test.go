@@ -12,7 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/assurance"
-	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/internal/testkit/formbrowser"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/web/internal/oidclogin"
 	"github.com/flowd/flowd/web/internal/webtest"

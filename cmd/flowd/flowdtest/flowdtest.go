@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/flowd/flowd/cmd/flowd/internal/app"
-	"github.com/flowd/flowd/internal/dbtest"
-	"github.com/flowd/flowd/internal/syncbuf"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
+	"github.com/flowd/flowd/internal/testkit/syncbuf"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 )
 
 // Fixed secrets for tests: 32 bytes each, base64.

@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 )
 
 // TestATakenPortIsReportedAsTaken: flowd started on an address another

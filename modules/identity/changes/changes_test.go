@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowd/flowd/internal/dbtest"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 )
 
 // counting returns a load of value that counts its calls in n.

@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flowd/flowd/cmd/flowd/flowdtest"
-	"github.com/flowd/flowd/internal/testkeys"
+	"github.com/flowd/flowd/internal/testkit/testkeys"
 )
 
 // TestClientKeysCommands registers a private_key_jwt client from a JWKS

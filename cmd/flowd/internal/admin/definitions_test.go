@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/flowd/flowd/cmd/flowd/flowdtest"
-	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 	"github.com/flowd/flowd/web"
 )
 

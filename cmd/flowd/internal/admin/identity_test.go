@@ -18,7 +18,7 @@ import (
 
 	"github.com/flowd/flowd/cmd/flowd/flowdtest"
 	"github.com/flowd/flowd/cmd/flowd/internal/app"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 )
 
 func keys(m map[string]any) string {

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flowd/flowd/cmd/flowd/flowdtest"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 )
 
 // TestClientRateLimitCommand shows, sets and resets an API client's rate

@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flowd/flowd/cmd/flowd/flowdtest"
-	"github.com/flowd/flowd/internal/dbtest"
-	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
+	"github.com/flowd/flowd/internal/testkit/formbrowser"
 	"github.com/flowd/flowd/modules/identity/staff"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flowd/flowd/cmd/flowd/flowdtest"
-	"github.com/flowd/flowd/internal/dbtest"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 )
 
 func TestServeAnswersOverHTTP(t *testing.T) {

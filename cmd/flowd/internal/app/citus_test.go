@@ -11,7 +11,7 @@ import (
 
 	"github.com/flowd/flowd/cmd/flowd/flowdtest"
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 )
 
 // TestMigrateCitusDistributesByOrganization: on a Citus cluster, `flowd

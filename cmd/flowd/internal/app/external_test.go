@@ -13,7 +13,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/flowd/flowd/cmd/flowd/flowdtest"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 )
 
 // TestExternalIssuerThroughServe starts a small OIDC issuer and flowd

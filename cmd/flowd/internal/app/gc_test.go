@@ -7,7 +7,7 @@ import (
 	"runtime/metrics"
 	"testing"
 
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 )
 
 func TestGCPercentFor(t *testing.T) {

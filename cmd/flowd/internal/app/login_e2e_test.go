@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/cmd/flowd/flowdtest"
-	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/internal/testkit/formbrowser"
 )
 
 // TestStaffSignInThroughTheBinary runs the real flowd serve: a staff account

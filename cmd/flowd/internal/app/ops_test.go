@@ -18,7 +18,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/flowd/flowd/cmd/flowd/flowdtest"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 	"github.com/flowd/flowd/internal/version"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 )
 
 // drainingServer serves its mux until ctx ends, then lets in-flight

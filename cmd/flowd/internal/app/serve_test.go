@@ -14,8 +14,8 @@ import (
 
 	"github.com/flowd/flowd/cmd/flowd/flowdtest"
 	"github.com/flowd/flowd/cmd/flowd/internal/app"
-	"github.com/flowd/flowd/internal/dbtest"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 )
 
 // TestServeDrainsBeforeItStops: once serve's context ends, it drains for

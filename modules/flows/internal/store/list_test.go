@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 )
 
 // seedPages inserts n flows of org-a, flow i created i seconds after the

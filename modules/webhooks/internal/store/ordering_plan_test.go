@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
 

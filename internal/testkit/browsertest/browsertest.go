@@ -34,7 +34,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 )
 
 // Phone is the viewport of the screenshots: a common phone in CSS pixels.
