@@ -28,20 +28,11 @@ func runRotateWebhookSecret(ctx context.Context, args []string, sys command.Env)
 	if strings.TrimSpace(*org) == "" {
 		return command.Usagef("orgs rotate-webhook-secret: --org is required")
 	}
-	// The secrets are needed: FLOWD_KEY_ENCRYPTION_KEY encrypts the new signing secret at rest.
-	cfg, err := config.Load(sys.Getenv, config.Need{Database: true, Secrets: true})
+	hooks, closePool, err := openWebhooks(ctx, sys)
 	if err != nil {
 		return err
 	}
-	pool, err := database.Open(ctx, cfg.DatabaseURL, 2)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	hooks, err := wiring.NewWebhooks(wiring.Env{Config: cfg, Pool: pool})
-	if err != nil {
-		return err
-	}
+	defer closePool()
 	s, err := hooks.RotateSecret(ctx, strings.TrimSpace(*org))
 	if errors.Is(err, webhooks.ErrNotFound) {
 		return fmt.Errorf("orgs rotate-webhook-secret: organization %q has no webhook secret (is the id right?)", *org)
@@ -70,20 +61,11 @@ func runRotateWebhookKey(ctx context.Context, args []string, sys command.Env) er
 	if id == "" {
 		return command.Usagef("orgs rotate-webhook-key: --org is required")
 	}
-	// The secrets are needed: FLOWD_KEY_ENCRYPTION_KEY seals the new private key.
-	cfg, err := config.Load(sys.Getenv, config.Need{Database: true, Secrets: true})
+	hooks, closePool, err := openWebhooks(ctx, sys)
 	if err != nil {
 		return err
 	}
-	pool, err := database.Open(ctx, cfg.DatabaseURL, 2)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	hooks, err := wiring.NewWebhooks(wiring.Env{Config: cfg, Pool: pool})
-	if err != nil {
-		return err
-	}
+	defer closePool()
 	// Every organization has a webhook secret from its creation: one
 	// without is no organization, and gets no key pair.
 	if _, err := hooks.CurrentSecret(ctx, id); errors.Is(err, webhooks.ErrNotFound) {
@@ -116,4 +98,24 @@ func runRotateWebhookKey(ctx context.Context, args []string, sys command.Env) er
 	fmt.Fprintf(sys.Stdout, "New webhook signing key of organization %s: %s\n  %s\nThe previous key keeps signing beside it for 24 hours.\n",
 		id, keys[0].ID, keys[0].Key)
 	return nil
+}
+
+// openWebhooks builds the webhooks module for a command that changes an
+// organization's signing secrets: FLOWD_KEY_ENCRYPTION_KEY seals them, so the
+// secrets are needed. The caller closes the pool with closePool.
+func openWebhooks(ctx context.Context, sys command.Env) (_ *webhooks.Module, closePool func(), _ error) {
+	cfg, err := config.Load(sys.Getenv, config.Need{Database: true, Secrets: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	pool, err := database.Open(ctx, cfg.DatabaseURL, 2)
+	if err != nil {
+		return nil, nil, err
+	}
+	hooks, err := wiring.NewWebhooks(wiring.Env{Config: cfg, Pool: pool})
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return hooks, pool.Close, nil
 }
