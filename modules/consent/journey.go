@@ -24,24 +24,6 @@ var ErrNotProven = errors.New("no identity proven for the consent request")
 // ErrWrongPerson means the proven identity is not the one the flow is for.
 var ErrWrongPerson = errors.New("the proven identity does not match the consent request")
 
-// ErrAssuranceTooLow means the eID sign-in was not sure enough of the
-// person for the definition: they must sign in again with a stronger eID.
-var ErrAssuranceTooLow = errors.New("the eID sign-in does not reach the assurance level the consent requires")
-
-// AssuranceError is the ErrAssuranceTooLow of one sign-in: Required is the
-// definition's level, and ACR what the eID must be asked for to reach it.
-type AssuranceError struct {
-	Required assurance.Level
-	ACR      string
-}
-
-func (e *AssuranceError) Error() string {
-	return ErrAssuranceTooLow.Error() + ": " + string(e.Required) + " is required"
-}
-
-// Is makes errors.Is(err, ErrAssuranceTooLow) hold for every AssuranceError.
-func (e *AssuranceError) Is(target error) bool { return target == ErrAssuranceTooLow }
-
 // ClosedError is the ErrClosed of a decision that came too late; Closure
 // says why, so that the page can tell the individual.
 type ClosedError struct{ Closure Closure }
