@@ -18,15 +18,15 @@ screenshots:
 
 ## test-citus: the flows, consent, webhooks, API and migration suites, and several instances on one
 ## database, against a throwaway three-node Citus cluster, the tenant tables distributed
-## (docs/operations.md, "Running on Citus"); needs the shared Citus tools (FLOWD_CITUS_TOOLS) and
+## (docs/citus.md); needs the shared Citus tools (FLOWD_CITUS_TOOLS) and
 ## root to install Citus on first use
-CITUS_PACKAGES ?= ./internal/database/... ./internal/app/... ./modules/... ./web/...
+CITUS_PACKAGES ?= ./internal/database/... ./cmd/flowd/... ./modules/... ./web/...
 test-citus:
 	scripts/citus.sh test sh -c 'go test -race -count=1 -timeout 30m $(CITUS_PACKAGES) && \
 		go test -race -count=1 -timeout 10m -run TestInstances ./internal/reliability/'
 
 ## test-reliability: the reliability and security suite in full — long variants
-## (more load, more kills) and every fuzz target for FUZZTIME each (docs/operations.md, "Reliability")
+## (more load, more kills) and every fuzz target for FUZZTIME each (docs/reliability.md)
 test-reliability:
 	FLOWD_RELIABILITY_LONG=1 scripts/pg.sh test go test -race -count=1 -timeout 30m ./internal/reliability/...
 	scripts/fuzz.sh

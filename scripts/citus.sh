@@ -8,7 +8,7 @@
 #
 # The cluster comes from the shared Citus tools (FLOWD_CITUS_TOOLS, by default ../shared/tools/citus
 # beside the repository): cluster.sh installs a Citus 13.2 build for PostgreSQL 15 on first use,
-# which needs root. Users install Citus from its own packages or images (docs/operations.md).
+# which needs root. Users install Citus from its own packages or images (docs/citus.md).
 set -euo pipefail
 
 log() { echo "citus.sh: $*" >&2; }

@@ -15,8 +15,8 @@ targets=(
   ./modules/identity/tokens:FuzzVerifySignedClaims
   ./internal/reliability:FuzzConsentDecisionForm
   ./internal/jsondup:FuzzFind
-  ./modules/flows/nationalid:FuzzCanonical
-  ./modules/flows/nationalid:FuzzSpellingsOfOnePerson
+  ./internal/nationalid:FuzzCanonical
+  ./internal/nationalid:FuzzSpellingsOfOnePerson
 )
 run() {
   for t in "${targets[@]}"; do

@@ -42,7 +42,7 @@ else
   echo "run.sh: building bin/flowd (the first build compiles every dependency: a few minutes)"
 fi
 stamp=github.com/flowd/flowd/internal/version
-go build -ldflags "-X $stamp.stampedVersion=$(git describe --tags --always --dirty 2>/dev/null) -X $stamp.stampedCommit=$(git rev-parse HEAD 2>/dev/null)" \
+go build -ldflags "-X $stamp.stampedVersion=$(git describe --tags --always --dirty 2>/dev/null) -X $stamp.stampedCommit=$(git rev-parse HEAD 2>/dev/null) -X $stamp.stampedBuildTime=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
   -o bin/flowd ./cmd/flowd
 echo "run.sh: migrating the database"
 bin/flowd migrate

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -24,6 +25,7 @@ type apiDocs struct {
 
 	pageOnce sync.Once
 	page     []byte
+	gzipped  []byte // page, gzipped once: a tenth of its size on the wire
 	pageErr  error
 }
 
@@ -69,6 +71,14 @@ func (d *apiDocs) renderPage() ([]byte, error) {
 			return
 		}
 		d.page = buf.Bytes()
+		var z bytes.Buffer
+		w, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
+		_, _ = w.Write(d.page)
+		if err := w.Close(); err != nil {
+			d.pageErr = err
+			return
+		}
+		d.gzipped = z.Bytes()
 	})
 	return d.page, d.pageErr
 }
@@ -93,6 +103,25 @@ func (d *apiDocs) handleDocs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set("Cache-Control", "public, max-age=300")
+	h := c.Response().Header()
+	h.Set("Cache-Control", "public, max-age=300")
+	h.Add("Vary", "Accept-Encoding")
+	if acceptsGzip(c.Request().Header.Get("Accept-Encoding")) {
+		h.Set("Content-Encoding", "gzip")
+		return c.Blob(http.StatusOK, echo.MIMETextHTMLCharsetUTF8, d.gzipped)
+	}
 	return c.HTMLBlob(http.StatusOK, page)
+}
+
+// acceptsGzip reports whether an Accept-Encoding header admits gzip.
+func acceptsGzip(accept string) bool {
+	for part := range strings.SplitSeq(accept, ",") {
+		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if !strings.EqualFold(strings.TrimSpace(coding), "gzip") {
+			continue
+		}
+		q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
+		return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+	}
+	return false
 }

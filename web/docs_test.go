@@ -1,6 +1,8 @@
 package web_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -279,5 +281,43 @@ func TestAnswersWithoutATokenMatchTheDocument(t *testing.T) {
 				t.Errorf("%s %s without a token: %d, want 401", method, path, resp.StatusCode)
 			}
 		}
+	}
+}
+
+// TestTheDocsPageTravelsGzipped: the reference page is large, and goes
+// gzipped to a client that takes gzip, whole to one that does not.
+func TestTheDocsPageTravelsGzipped(t *testing.T) {
+	t.Parallel()
+	ts := setup(t)
+	get := func(acceptEncoding string) (*http.Response, []byte) {
+		req, _ := http.NewRequest(http.MethodGet, ts.url+"/docs", nil)
+		req.Header.Set("Accept-Encoding", acceptEncoding)
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	resp, zipped := get("br, gzip")
+	if resp.Header.Get("Content-Encoding") != "gzip" || !strings.Contains(resp.Header.Get("Vary"), "Accept-Encoding") {
+		t.Fatalf("Content-Encoding %q, Vary %q", resp.Header.Get("Content-Encoding"), resp.Header.Get("Vary"))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(zipped))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(zipped) > 300<<10 || len(zipped)*5 > len(page) {
+		t.Errorf("the page is %d bytes, %d gzipped: want it under 300 KiB and a fifth of the page", len(page), len(zipped))
+	}
+	resp, whole := get("gzip;q=0, identity")
+	if resp.Header.Get("Content-Encoding") != "" || !bytes.Equal(whole, page) {
+		t.Errorf("without gzip: Content-Encoding %q, %d bytes, want the page as it is (%d bytes)",
+			resp.Header.Get("Content-Encoding"), len(whole), len(page))
 	}
 }

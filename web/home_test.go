@@ -18,7 +18,7 @@ func TestTheFrontPageLeadsToEverySurface(t *testing.T) {
 		t.Fatalf("GET / = %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	links := regexp.MustCompile(`<a href="(/[^"]*)"`).FindAllStringSubmatch(body, -1)
-	want := map[string]bool{"/docs": false, "/console": false, "/receipts/verify": false}
+	want := map[string]bool{"/docs": false, "/console": false, "/my": false, "/receipts/verify": false}
 	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for _, l := range links {
 		if _, ok := want[l[1]]; ok {

@@ -13,7 +13,7 @@ import (
 )
 
 // opsRoutes lists the routes of the operations listener (FLOWD_OPS_ADDR),
-// which internal/app serves beside Go's profiler.
+// which cmd/flowd serves beside Go's profiler.
 func (s *Server) opsRoutes(e *echo.Echo) {
 	e.GET("/healthz", s.handleHealthz)
 	e.GET("/readyz", s.handleReadyz)

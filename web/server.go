@@ -20,9 +20,9 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flowd/flowd/internal/assurance"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/idempotency"
-	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/internal/telemetry"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/consent/receipts"
@@ -38,6 +38,7 @@ import (
 	"github.com/flowd/flowd/web/api"
 	"github.com/flowd/flowd/web/console"
 	"github.com/flowd/flowd/web/console/access"
+	"github.com/flowd/flowd/web/internal/oidclogin"
 	"github.com/flowd/flowd/web/oauth"
 	"github.com/flowd/flowd/web/person"
 )
@@ -81,11 +82,11 @@ type Deps struct {
 	// Erasures erases people from organizations and checks erasure receipts.
 	Erasures erasure.Service
 
-	// Interactive login: the built-in provider's sign-in side and the
-	// console's and consent pages' relying parties.
-	Login     *login.Provider
-	ConsoleRP *oidclogin.RelyingParty
-	ConsentRP *oidclogin.RelyingParty
+	// Login is the built-in provider's sign-in side. The console's and the
+	// consent pages' relying parties are made from Config; ConsoleHTTP is the
+	// console's client to its issuer (nil: one with a 10 s timeout).
+	Login       *login.Provider
+	ConsoleHTTP *http.Client
 	// Sessions keeps the records of the console's, the provider's and the
 	// consent pages' sessions, so that the server can end them.
 	Sessions staff.Sessions
@@ -97,7 +98,7 @@ type Deps struct {
 
 // TestEIDLevels are the levels the test eID offers under m, weakest first
 // (oauth.TestEIDLevels), for the sign-in's configuration.
-func TestEIDLevels(m consent.ACRMap) []login.TestEIDLevel { return oauth.TestEIDLevels(m) }
+func TestEIDLevels(m assurance.ACRMap) []login.TestEIDLevel { return oauth.TestEIDLevels(m) }
 
 // Server is flowd's HTTP server.
 type Server struct {
@@ -133,6 +134,8 @@ func New(d Deps) (*Server, error) {
 	if _, ok := d.Log.Handler().(telemetry.LogHandler); !ok {
 		d.Log = slog.New(telemetry.NewLogHandler(d.Log.Handler()))
 	}
+	consoleRP := oidclogin.ConsoleConfig(d.Config)
+	consoleRP.HTTPClient = d.ConsoleHTTP
 	s := &Server{
 		echo: e, log: d.Log, cfg: d.Config, pool: d.Pool, metrics: newMetrics(d.Registry, d.Pool), tracing: d.Tracing,
 		bearer: d.Bearer, limits: d.Limits,
@@ -144,9 +147,9 @@ func New(d Deps) (*Server, error) {
 		console: console.New(console.Deps{Log: d.Log, Config: d.Config, Organizations: d.Organizations, Clients: d.Clients, Audit: d.Audit,
 			Flows: d.Flows, Withdrawals: d.Withdrawals, Webhooks: d.Webhooks, Endpoints: d.Endpoints, Definitions: d.Definitions, Consent: d.Consent,
 			Idempotency: d.Idempotency, Sessions: d.Sessions, StaffSessions: oidclogin.ConsoleSessions(d.Config, d.Sessions, d.Now),
-			RP: d.ConsoleRP, BuiltInIssuer: d.Login.Issuer(), Erasures: d.Erasures}),
+			RP: oidclogin.New(consoleRP), BuiltInIssuer: d.Login.Issuer(), Erasures: d.Erasures}),
 		person: person.New(person.Deps{Log: d.Log, Config: d.Config, Consent: d.Consent, Receipts: d.Receipts, Mine: d.PersonPage,
-			Sessions: oidclogin.ConsentSessions(d.Config, d.Sessions, d.Now), RP: d.ConsentRP, Audit: d.Audit, Erasures: d.Erasures,
+			Sessions: oidclogin.ConsentSessions(d.Config, d.Sessions, d.Now), RP: oidclogin.New(oidclogin.ConsentConfig(d.Config)), Audit: d.Audit, Erasures: d.Erasures,
 			Now: d.Now}),
 	}
 	s.access = access.New(access.Deps{Console: s.console, Config: d.Config, Clients: d.Clients, Audit: d.Audit, Webhooks: d.Webhooks,
@@ -190,8 +193,8 @@ func (d Deps) check() error {
 		{"Log", d.Log == nil}, {"Config", d.Config == nil}, {"Pool", d.Pool == nil}, {"Registry", d.Registry == nil},
 		{"Tokens", d.Tokens == nil}, {"Bearer", d.Bearer == nil}, {"JWKS", d.JWKS == nil}, {"Organizations", d.Organizations == nil},
 		{"Clients", d.Clients == nil}, {"Audit", d.Audit == nil}, {"Limits", d.Limits == nil}, {"Flows", d.Flows == nil}, {"Webhooks", d.Webhooks == nil}, {"Endpoints", d.Endpoints == nil},
-		{"Consent", d.Consent == nil}, {"PersonPage", d.PersonPage == nil}, {"Withdrawals", d.Withdrawals == nil}, {"Definitions", d.Definitions == nil}, {"Receipts", d.Receipts == nil}, {"Login", d.Login == nil}, {"ConsoleRP", d.ConsoleRP == nil},
-		{"ConsentRP", d.ConsentRP == nil}, {"Sessions", d.Sessions == nil}, {"Idempotency", d.Idempotency == nil}, {"Erasures", d.Erasures == nil},
+		{"Consent", d.Consent == nil}, {"PersonPage", d.PersonPage == nil}, {"Withdrawals", d.Withdrawals == nil}, {"Definitions", d.Definitions == nil}, {"Receipts", d.Receipts == nil}, {"Login", d.Login == nil},
+		{"Sessions", d.Sessions == nil}, {"Idempotency", d.Idempotency == nil}, {"Erasures", d.Erasures == nil},
 	} {
 		if dep.missing {
 			return fmt.Errorf("web: New needs %s", dep.name)

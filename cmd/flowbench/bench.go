@@ -35,7 +35,7 @@ import (
 //go:embed sql/*.sql
 var scripts embed.FS
 
-// Test secrets: the ones internal/flowdtest uses. Never use them elsewhere.
+// Test secrets: the ones cmd/flowd/flowdtest uses. Never use them elsewhere.
 const (
 	testKeyEncryptionKey = "a2V5LWVuY3J5cHRpb24ta2V5LWZvci10ZXN0cy0wMDE="
 	testSessionKey       = "c2Vzc2lvbi1rZXktZm9yLXRlc3RzLTAwMDAwMDAwMDE="

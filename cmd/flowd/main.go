@@ -10,8 +10,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/flowd/flowd/internal/app"
-	"github.com/flowd/flowd/internal/app/command"
+	"github.com/flowd/flowd/cmd/flowd/internal/app"
+	"github.com/flowd/flowd/cmd/flowd/internal/command"
 )
 
 func main() {

@@ -15,9 +15,10 @@ import (
 )
 
 // identityShared are the packages under modules/identity that are no part:
-// the helpers every part may use (internal) and the change feed that keeps
-// the parts' caches current (changes).
-var identityShared = []string{"internal", "changes"}
+// the helpers every part may use (internal), the change feed that keeps
+// the parts' caches current (changes) and the tests' kit that builds the
+// parts (identitytest).
+var identityShared = []string{"internal", "changes", "identitytest"}
 
 // identityParts lists the parts of the identity module: the folders under
 // modules/identity but the shared ones.

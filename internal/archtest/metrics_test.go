@@ -20,7 +20,7 @@ var (
 
 // TestDashboardsUseMetricsFlowdExports: every metric the Grafana dashboard
 // and the alert rules query is one flowd's code defines, and each is
-// documented in docs/operations.md, so that a renamed metric does not
+// documented in docs/observability.md, so that a renamed metric does not
 // leave a panel or an alert silently empty.
 func TestDashboardsUseMetricsFlowdExports(t *testing.T) {
 	defined := map[string]bool{}
@@ -40,7 +40,7 @@ func TestDashboardsUseMetricsFlowdExports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs, err := os.ReadFile(filepath.Join(root(t), "docs", "operations.md"))
+	docs, err := os.ReadFile(filepath.Join(root(t), "docs", "observability.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestDashboardsUseMetricsFlowdExports(t *testing.T) {
 				t.Errorf("%s queries %s, which no code of flowd defines", file, name)
 			}
 			if !strings.Contains(string(docs), "`"+base+"`") {
-				t.Errorf("%s queries %s, which docs/operations.md does not document", file, base)
+				t.Errorf("%s queries %s, which docs/observability.md does not document", file, base)
 			}
 		}
 	}

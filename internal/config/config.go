@@ -11,13 +11,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
 	// The zone database is built in, so that FLOWD_PERSON_TIME_ZONE works
 	// on an image without one.
 	_ "time/tzdata"
 
+	"github.com/flowd/flowd/internal/assurance"
+	"github.com/flowd/flowd/internal/nationalid"
 	"github.com/flowd/flowd/internal/secrethash"
-	"github.com/flowd/flowd/modules/consent"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // Config holds every setting of flowd.
@@ -32,7 +33,7 @@ type Config struct {
 	LogLevel         string
 	MigrateOnStart   bool
 	// Citus makes migrate, and serve when it migrates, distribute the
-	// tenant tables on a Citus coordinator (FLOWD_CITUS; docs/operations.md).
+	// tenant tables on a Citus coordinator (FLOWD_CITUS; docs/citus.md).
 	Citus bool
 	// ShutdownDelay is how long serve, once told to stop, keeps serving
 	// while /readyz answers 503, so that load balancers stop sending it
@@ -101,7 +102,7 @@ type Config struct {
 	ConsentOIDCClientSecret string
 	ConsentOIDCScopes       []string
 	ConsentNationalIDClaim  string
-	ConsentACRMap           consent.ACRMap
+	ConsentACRMap           assurance.ACRMap
 	// ReceiptKeyRetention is how long a retired receipt signing key stays
 	// in the JWKS, so that the receipts it signed can still be checked.
 	ReceiptKeyRetention time.Duration
@@ -369,8 +370,8 @@ func (r *reader) oneOf(name, def string, allowed ...string) string {
 	return def
 }
 
-func (r *reader) acrMap(name string) consent.ACRMap {
-	m, err := consent.ParseACRMap(r.getenv(name))
+func (r *reader) acrMap(name string) assurance.ACRMap {
+	m, err := assurance.ParseACRMap(r.getenv(name))
 	if err != nil {
 		r.fail(name, "%s", err.Error())
 	}

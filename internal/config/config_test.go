@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/internal/assurance"
 )
 
 func env(m map[string]string) Getenv { return func(k string) string { return m[k] } }
@@ -187,14 +187,14 @@ func TestWebhookDisableAfter(t *testing.T) {
 }
 
 func TestConsentACRMap(t *testing.T) {
-	idporten := consent.ACRMap{consent.AssuranceSubstantial: "idporten-loa-substantial", consent.AssuranceHigh: "idporten-loa-high"}
+	idporten := assurance.ACRMap{assurance.Substantial: "idporten-loa-substantial", assurance.High: "idporten-loa-high"}
 	tests := []struct {
 		name  string
 		value string
-		want  consent.ACRMap // nil: refused
-		error string         // what the refusal says besides the variable's name
+		want  assurance.ACRMap // nil: refused
+		error string           // what the refusal says besides the variable's name
 	}{
-		{"unset: the eIDAS URIs", "", consent.DefaultACRMap, ""},
+		{"unset: the eIDAS URIs", "", assurance.DefaultACRMap, ""},
 		{"ID-porten", "substantial=idporten-loa-substantial,high=idporten-loa-high", idporten, ""},
 		{"spaces around pairs", " substantial = idporten-loa-substantial , high=idporten-loa-high ", idporten, ""},
 		{"unknown level", "substantial=a,extreme=b", nil, `unknown assurance level "extreme"`},

@@ -18,8 +18,8 @@ import (
 // Everything else stays a local table on the coordinator: flowd reads it
 // only there and never joins it with a tenant table (a module does not read
 // another's tables), so a reference table's copy on every node would buy
-// nothing and make each write a commit on every node. docs/operations.md,
-// "Running on Citus", says why for each.
+// nothing and make each write a commit on every node. docs/citus.md says
+// why for each.
 
 // TenantTables are distributed by organization_id, co-located with flows,
 // in this order: a table comes after the tables its foreign keys reference.

@@ -55,6 +55,19 @@ func OpenTraced(ctx context.Context, url string, maxConns int32, tracer pgx.Quer
 	return pool, nil
 }
 
+// Querier is what the pool, a connection and a transaction all offer: what
+// every store's statements run on, so that a store's function joins the
+// caller's transaction or runs on its own alike.
+type Querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// ErrNotFound is what every store returns for a row that does not exist
+// (or is not the caller's); the module turns it into its domain's error.
+var ErrNotFound = errors.New("database: no such row")
+
 // Beginner starts transactions; *pgxpool.Pool and pgx.Tx both are one.
 type Beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)

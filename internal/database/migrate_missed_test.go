@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 )
 
 // beforeMissedEvents is the last migration before the one that holds an

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowd/flowd/internal/flowdtest"
-	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
+	"github.com/flowd/flowd/internal/testkit/formbrowser"
 )
 
 // TestConsentSignInSpeaksThePageLanguage follows the consent journey over

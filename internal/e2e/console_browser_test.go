@@ -8,8 +8,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/flowd/flowd/internal/browsertest"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/browsertest"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 )
 
 // TestConsoleInABrowser walks the console in headless Chromium the way staff

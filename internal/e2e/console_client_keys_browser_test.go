@@ -11,8 +11,8 @@ import (
 	"github.com/chromedp/chromedp"
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/flowd/flowd/internal/browsertest"
-	"github.com/flowd/flowd/internal/testkeys"
+	"github.com/flowd/flowd/internal/testkit/browsertest"
+	"github.com/flowd/flowd/internal/testkit/testkeys"
 )
 
 // TestConsolePrivateKeyJWTClientInABrowser: an admin creates an API client

@@ -6,7 +6,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/flowd/flowd/internal/browsertest"
+	"github.com/flowd/flowd/internal/testkit/browsertest"
 )
 
 // TestConsoleDefinitionsInABrowser: an admin writes a definition, previews

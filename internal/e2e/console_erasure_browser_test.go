@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/flowd/flowd/internal/browsertest"
+	"github.com/flowd/flowd/internal/testkit/browsertest"
 )
 
 // TestErasingAPersonInTheConsole: an admin erases a person from the

@@ -15,9 +15,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/flowd/flowd/internal/flowdtest"
-	"github.com/flowd/flowd/internal/formbrowser"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
+	"github.com/flowd/flowd/internal/testkit/formbrowser"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 )
 
 // consoleEnv is a running flowd with two organizations: Acme with an admin,

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowd/flowd/internal/formbrowser"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/formbrowser"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 )
 
 // TestConsoleOverHTTP drives every console page and action through the real

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/flowd/flowd/internal/assurance"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/web"
 )
@@ -77,7 +78,7 @@ func TestAConsentShowsItsDefinitionVersion(t *testing.T) {
 	// The text hash is the SHA-256 of the canonical text, which anyone can
 	// rebuild from the definition the API shows.
 	rebuilt := consent.Version{DefinitionID: v1.ID, Version: v1.Version, Title: v1.Title, Purpose: v1.Purpose,
-		DataCategories: v1.DataCategories, Recipient: v1.Recipient, AssuranceLevel: consent.AssuranceLevel(v1.AssuranceLevel)}
+		DataCategories: v1.DataCategories, Recipient: v1.Recipient, AssuranceLevel: assurance.Level(v1.AssuranceLevel)}
 	rebuilt.Validity, _ = consent.ParseValidity(*v1.Validity)
 	if sum := sha256.Sum256(rebuilt.CanonicalText()); hex.EncodeToString(sum[:]) != v1.TextSHA256 {
 		t.Fatalf("textSha256 %s is not the canonical text's", v1.TextSHA256)

@@ -9,9 +9,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/flowd/flowd/internal/browsertest"
-	"github.com/flowd/flowd/internal/flowdtest"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
+	"github.com/flowd/flowd/internal/testkit/browsertest"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 )
 
 // TestDisabledEndpointBannerInABrowser: with a disable window of a second,

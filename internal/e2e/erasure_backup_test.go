@@ -20,8 +20,8 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
-	"github.com/flowd/flowd/internal/flowdtest"
-	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
+	"github.com/flowd/flowd/internal/testkit/formbrowser"
 	"github.com/flowd/flowd/web/openapi/openapitest"
 )
 

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
 	"github.com/flowd/flowd/web/openapi/flowdapi"
 )
 

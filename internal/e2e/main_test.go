@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/flowd/flowd/internal/browsertest"
+	"github.com/flowd/flowd/internal/testkit/browsertest"
 )
 
 func TestMain(m *testing.M) { os.Exit(browsertest.Main(m)) }

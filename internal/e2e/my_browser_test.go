@@ -12,8 +12,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/flowd/flowd/internal/browsertest"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/browsertest"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 )
 
 // acceptIn answers a consent link with Accept in the browser, signing in

@@ -14,8 +14,8 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/flowd/flowd/internal/flowdtest"
-	"github.com/flowd/flowd/internal/testkeys"
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
+	"github.com/flowd/flowd/internal/testkit/testkeys"
 )
 
 // clientLibraryDir holds the independent client (oauth4webapi) and its

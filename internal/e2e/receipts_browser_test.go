@@ -12,8 +12,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/flowd/flowd/internal/browsertest"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/browsertest"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 
 	// jwx is a JOSE library flowd does not sign with: a receipt must verify
 	// against /oauth/jwks with any standard library.

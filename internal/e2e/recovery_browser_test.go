@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/flowd/flowd/internal/browsertest"
-	"github.com/flowd/flowd/internal/flowdtest"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
+	"github.com/flowd/flowd/internal/testkit/browsertest"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 )
 
 // TestRecoveryAndRedeliveryInABrowser: a receiver that answered 410 Gone

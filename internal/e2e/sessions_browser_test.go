@@ -6,7 +6,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/flowd/flowd/internal/browsertest"
+	"github.com/flowd/flowd/internal/testkit/browsertest"
 )
 
 // TestSessionsPageInABrowser: an admin signed in in two browsers sees both

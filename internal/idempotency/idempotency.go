@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flowd/flowd/internal/database"
@@ -205,12 +204,7 @@ func (k *Keys) Keep(ctx context.Context, r Request, a Answer) error {
 	return database.Classify(k.keep(ctx, k.pool, r, a))
 }
 
-// execer is a transaction or the pool.
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
-func (k *Keys) keep(ctx context.Context, db execer, r Request, a Answer) error {
+func (k *Keys) keep(ctx context.Context, db database.Querier, r Request, a Answer) error {
 	header := []byte("{}")
 	if a.Header != nil {
 		var err error

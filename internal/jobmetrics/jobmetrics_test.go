@@ -16,9 +16,9 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/jobmetrics"
-	"github.com/flowd/flowd/internal/syncbuf"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
+	"github.com/flowd/flowd/internal/testkit/syncbuf"
 )
 
 // TestHookCountsOutcomes: each way a job's attempt can end is counted under

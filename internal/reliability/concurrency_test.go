@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 )
 
 // TestInstancesUnderLoad runs two, then three flowd processes on one

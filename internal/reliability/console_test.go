@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowd/flowd/internal/dbtest"
-	"github.com/flowd/flowd/internal/flowdtest"
-	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
+	"github.com/flowd/flowd/internal/testkit/formbrowser"
 )
 
 var hrefRE = regexp.MustCompile(`href="(/console[^"#]*)"`)

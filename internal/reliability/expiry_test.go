@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 )
 
 // TestInstancesExpireEachAcceptanceOnce runs two, then three flowd

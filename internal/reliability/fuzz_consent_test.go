@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
 )
 
 var csrfRE = regexp.MustCompile(`name="_csrf" value="([^"]*)"`)

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 )
 
 // orderedReceiver is an endpoint with per-flow ordering: it fails the

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowd/flowd/internal/dbtest"
-	"github.com/flowd/flowd/internal/flowdtest"
-	"github.com/flowd/flowd/internal/syncbuf"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
+	"github.com/flowd/flowd/internal/testkit/syncbuf"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 )
 
 // confine runs its arguments as Kubernetes runs the chart's containers:

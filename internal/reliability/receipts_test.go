@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowd/flowd/internal/dbtest"
-	"github.com/flowd/flowd/internal/flowdtest"
-	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
+	"github.com/flowd/flowd/internal/testkit/formbrowser"
 )
 
 // TestReceiptsVerifyWithTheCLI: a receipt of a real decision checks out with

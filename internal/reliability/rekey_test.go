@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowd/flowd/internal/dbtest"
-	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
 	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 )
 
 // TestRekeyResumesAfterKillNine: flows sealed under the data key, as

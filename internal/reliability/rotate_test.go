@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowd/flowd/internal/dbtest"
-	"github.com/flowd/flowd/internal/flowdtest"
+	"github.com/flowd/flowd/cmd/flowd/flowdtest"
 	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 	"github.com/flowd/flowd/modules/flows/rekey"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 )
 
 // TestWebhookSSRFRefusedAtDeliveryTime: with FLOWD_WEBHOOK_ALLOW_PRIVATE=false

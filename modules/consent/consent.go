@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/flowd/flowd/internal/assurance"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/flows"
@@ -20,6 +21,24 @@ var (
 	ErrUnknownLink = errors.New("unknown consent link")
 	ErrClosed      = errors.New("consent request is no longer open") // decided, cancelled, expired
 )
+
+// ErrAssuranceTooLow means the eID sign-in was not sure enough of the
+// person for the definition: they must sign in again with a stronger eID.
+var ErrAssuranceTooLow = errors.New("the eID sign-in does not reach the assurance level the consent requires")
+
+// AssuranceError is the ErrAssuranceTooLow of one sign-in: Required is the
+// definition's level, and ACR what the eID must be asked for to reach it.
+type AssuranceError struct {
+	Required assurance.Level
+	ACR      string
+}
+
+func (e *AssuranceError) Error() string {
+	return ErrAssuranceTooLow.Error() + ": " + string(e.Required) + " is required"
+}
+
+// Is makes errors.Is(err, ErrAssuranceTooLow) hold for every AssuranceError.
+func (e *AssuranceError) Is(target error) bool { return target == ErrAssuranceTooLow }
 
 // FlowRef names a flow of an organization: what a consent link leads to.
 type FlowRef struct{ OrganizationID, FlowID string }

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/assurance"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/internal/fieldcheck"
@@ -81,7 +82,7 @@ type Version struct {
 	// Retention is how long a completed flow of the version is kept before
 	// flowd erases it; the zero Validity keeps it until it is deleted.
 	Retention      Validity
-	AssuranceLevel AssuranceLevel
+	AssuranceLevel assurance.Level
 	// WithdrawalConsequences says what withdrawing a consent means for the
 	// person; empty: the consent pages' plain default.
 	WithdrawalConsequences Text
@@ -110,7 +111,7 @@ type Draft struct {
 	// Retention is an ISO 8601 duration such as P5Y: how long a completed
 	// flow is kept; empty: until deleted.
 	Retention      string
-	AssuranceLevel AssuranceLevel
+	AssuranceLevel assurance.Level
 	// WithdrawalConsequences is optional, in both languages or neither.
 	WithdrawalConsequences Text
 }
@@ -182,7 +183,7 @@ func (d Draft) Normalize() Draft {
 	}
 	both := func(t Text) Text { return Text{EN: text(t.EN), NB: text(t.NB)} }
 	out := Draft{Tag: text(d.Tag), Title: both(d.Title), Purpose: both(d.Purpose), Recipient: text(d.Recipient),
-		Validity: text(d.Validity), Retention: text(d.Retention), AssuranceLevel: AssuranceLevel(text(string(d.AssuranceLevel))),
+		Validity: text(d.Validity), Retention: text(d.Retention), AssuranceLevel: assurance.Level(text(string(d.AssuranceLevel))),
 		WithdrawalConsequences: both(d.WithdrawalConsequences)}
 	for _, c := range d.DataCategories {
 		out.DataCategories = append(out.DataCategories, both(c))
@@ -330,14 +331,14 @@ func (v Version) ValidUntil(t time.Time) *time.Time {
 // canonicalText is the text of a version, as it is hashed: everything the
 // consent page shows of it, in both languages.
 type canonicalText struct {
-	AssuranceLevel AssuranceLevel `json:"assuranceLevel"`
-	DataCategories []Text         `json:"dataCategories"`
-	Definition     string         `json:"definition"`
-	Purpose        Text           `json:"purpose"`
-	Recipient      string         `json:"recipient"`
-	Title          Text           `json:"title"`
-	Validity       *string        `json:"validity"`
-	Version        int            `json:"version"`
+	AssuranceLevel assurance.Level `json:"assuranceLevel"`
+	DataCategories []Text          `json:"dataCategories"`
+	Definition     string          `json:"definition"`
+	Purpose        Text            `json:"purpose"`
+	Recipient      string          `json:"recipient"`
+	Title          Text            `json:"title"`
+	Validity       *string         `json:"validity"`
+	Version        int             `json:"version"`
 	// WithdrawalConsequences is left out when the version has none, so the
 	// text of a version without it hashes as before it existed.
 	WithdrawalConsequences *Text `json:"withdrawalConsequences,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/assurance"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/consent/internal/definitions"
@@ -20,7 +21,7 @@ import (
 type DefinitionStore struct {
 	pool     *pgxpool.Pool
 	orgs     OrganizationNames
-	versions keptVersions
+	versions *keptVersions
 }
 
 var (
@@ -32,7 +33,7 @@ var (
 // NewDefinitions returns the consent definitions; orgs names the
 // organization in its default definition's text and as the recipient.
 func NewDefinitions(pool *pgxpool.Pool, orgs OrganizationNames) *DefinitionStore {
-	return &DefinitionStore{pool: pool, orgs: orgs}
+	return &DefinitionStore{pool: pool, orgs: orgs, versions: newKeptVersions()}
 }
 
 // defaultDraft is the text every organization's default definition starts
@@ -47,7 +48,7 @@ func defaultDraft(organizationName string) Draft {
 			NB: n + " ber om ditt samtykke til forespørselen du fikk denne lenken for.\n\n" +
 				"Hvis du godtar, får " + n + " vite at du samtykker. Hvis du avslår, får de vite at du ikke gjør det.",
 		},
-		AssuranceLevel: AssuranceLow,
+		AssuranceLevel: assurance.Low,
 	}
 }
 
@@ -97,7 +98,7 @@ func build(d Draft, organizationName, id string, n int, by string) (Version, err
 		v.Recipient = organizationName
 	}
 	if v.AssuranceLevel == "" {
-		v.AssuranceLevel = AssuranceSubstantial
+		v.AssuranceLevel = assurance.Substantial
 	}
 	v.TextSHA256 = v.hashText()
 	return v, nil
@@ -133,7 +134,7 @@ func toRow(organizationID string, v Version) definitions.Version {
 func fromRow(r definitions.Version) Version {
 	v := Version{DefinitionID: r.DefinitionID, Version: r.Version, Title: Text{EN: r.TitleEN, NB: r.TitleNB},
 		Purpose: Text{EN: r.PurposeEN, NB: r.PurposeNB}, Recipient: r.Recipient,
-		AssuranceLevel: AssuranceLevel(r.AssuranceLevel), TextSHA256: r.TextSHA256, PublishedBy: r.PublishedBy,
+		AssuranceLevel: assurance.Level(r.AssuranceLevel), TextSHA256: r.TextSHA256, PublishedBy: r.PublishedBy,
 		PublishedAt: r.PublishedAt}
 	for _, c := range r.DataCategories {
 		v.DataCategories = append(v.DataCategories, Text(c))
@@ -194,7 +195,7 @@ func (s *DefinitionStore) Get(ctx context.Context, organizationID, id string, n 
 }
 
 func definitionNotFound(err error) error {
-	if errors.Is(err, definitions.ErrNoRows) {
+	if errors.Is(err, database.ErrNotFound) {
 		return ErrDefinitionNotFound
 	}
 	return err
@@ -338,7 +339,7 @@ func (s *DefinitionStore) PinTx(ctx context.Context, tx database.Tx, organizatio
 		return flows.PinnedDefinition{}, unknownDefinition(id)
 	}
 	p, err := definitions.Pin(ctx, tx, organizationID, id, n)
-	if errors.Is(err, definitions.ErrNoRows) && (id == "" || id == DefaultDefinitionID) {
+	if errors.Is(err, database.ErrNotFound) && (id == "" || id == DefaultDefinitionID) {
 		// The organization's first flow makes its default, in the create's
 		// own transaction: it may hold the only connection there is.
 		if err := s.insertDefault(ctx, tx, organizationID); err != nil {
@@ -347,7 +348,7 @@ func (s *DefinitionStore) PinTx(ctx context.Context, tx database.Tx, organizatio
 		p, err = definitions.Pin(ctx, tx, organizationID, id, n)
 	}
 	switch {
-	case errors.Is(err, definitions.ErrNoRows):
+	case errors.Is(err, database.ErrNotFound):
 		return flows.PinnedDefinition{}, unknownDefinition(id)
 	case err != nil:
 		return flows.PinnedDefinition{}, err

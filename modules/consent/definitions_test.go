@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/assurance"
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/etag"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 )
@@ -28,7 +29,7 @@ func mortgage() consent.Draft {
 		Purpose:        consent.Text{EN: "We check your income.\n\n- Salary\n- Tax", NB: "Vi sjekker inntekten din.\n\n- Lønn\n- Skatt"},
 		DataCategories: []consent.Text{{EN: "Income", NB: "Inntekt"}, {EN: "Tax returns", NB: "Skattemeldinger"}},
 		Validity:       "P90D",
-		AssuranceLevel: consent.AssuranceSubstantial,
+		AssuranceLevel: assurance.Substantial,
 	}
 }
 
@@ -94,7 +95,7 @@ func TestTheCanonicalTextIsRFC8785JSON(t *testing.T) {
 		Title:          consent.Text{EN: `Say "yes" <now>`, NB: "Si ja & nå"},
 		Purpose:        consent.Text{EN: "One.\n\n- two\ttabbed", NB: "Én"},
 		DataCategories: []consent.Text{{EN: "Income", NB: "Inntekt"}},
-		Recipient:      "Alpha Bank", Validity: consent.Validity{Years: 1, Days: 2}, AssuranceLevel: consent.AssuranceHigh}
+		Recipient:      "Alpha Bank", Validity: consent.Validity{Years: 1, Days: 2}, AssuranceLevel: assurance.High}
 	// Written out by hand from RFC 8785: members sorted, no white space,
 	// only '"', '\\' and control characters escaped, '<' and '&' as is.
 	want := `{"assuranceLevel":"high","dataCategories":[{"en":"Income","nb":"Inntekt"}],"definition":"loan",` +
@@ -185,7 +186,7 @@ func TestEveryOrganizationGetsItsDefaultOnce(t *testing.T) {
 		t.Fatalf("definitions %+v, want the default alone", list)
 	}
 	d, v := list[0].Definition, list[0].Version
-	if d.ID != consent.DefaultDefinitionID || !d.Default || v.Version != 1 || v.AssuranceLevel != consent.AssuranceLow ||
+	if d.ID != consent.DefaultDefinitionID || !d.Default || v.Version != 1 || v.AssuranceLevel != assurance.Low ||
 		v.Title.EN != "Acme Bank asks for your consent" || v.Title.NB != "Acme Bank ber om ditt samtykke" || v.Recipient != "Acme Bank" {
 		t.Fatalf("default %+v %+v", d, v)
 	}
@@ -398,7 +399,7 @@ func TestADecisionRecordsTheTextItWasShown(t *testing.T) {
 		consent.Answer{Accept: true, Language: "nb"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.journey.Decide(ctx, rejectToken, consent.Proof{NationalID: "12345678901", ACR: consent.DefaultACRMap[consent.AssuranceHigh]},
+	if _, err := e.journey.Decide(ctx, rejectToken, consent.Proof{NationalID: "12345678901", ACR: assurance.DefaultACRMap[assurance.High]},
 		consent.Answer{Accept: false, Language: "fr"}); err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +423,7 @@ func TestTheAssuranceLevelIsEnforced(t *testing.T) {
 	e := setup(t, time.Hour)
 	ctx := context.Background()
 	high := mortgage()
-	high.AssuranceLevel = consent.AssuranceHigh
+	high.AssuranceLevel = assurance.High
 	if _, err := e.defs.Create(ctx, consent.Author{OrganizationID: e.caller.OrganizationID, By: "c"}, "high", high); err != nil {
 		t.Fatal(err)
 	}
@@ -431,20 +432,20 @@ func TestTheAssuranceLevelIsEnforced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, acr := range []string{substantial, "", "urn:unknown", consent.DefaultACRMap[consent.AssuranceLow]} {
+	for _, acr := range []string{substantial, "", "urn:unknown", assurance.DefaultACRMap[assurance.Low]} {
 		if err := e.journey.CheckAssurance(req, acr); !errors.Is(err, consent.ErrAssuranceTooLow) {
 			t.Errorf("CheckAssurance(%q) = %v, want ErrAssuranceTooLow", acr, err)
 		}
 		_, err := e.journey.Decide(ctx, token, consent.Proof{NationalID: "12345678901", ACR: acr}, consent.Answer{Accept: true})
 		var weak *consent.AssuranceError
-		if !errors.As(err, &weak) || weak.Required != consent.AssuranceHigh || weak.ACR != consent.DefaultACRMap[consent.AssuranceHigh] {
+		if !errors.As(err, &weak) || weak.Required != assurance.High || weak.ACR != assurance.DefaultACRMap[assurance.High] {
 			t.Fatalf("Decide with acr %q = %v, want an AssuranceError asking for high", acr, err)
 		}
 	}
 	if f := e.get(t, c.FlowID); f.ConsentStatus != flows.Opened || f.DecidedAt != nil {
 		t.Fatalf("after refused sign-ins the flow is %s", f.ConsentStatus)
 	}
-	highACR := consent.DefaultACRMap[consent.AssuranceHigh]
+	highACR := assurance.DefaultACRMap[assurance.High]
 	if err := e.journey.CheckAssurance(req, highACR); err != nil {
 		t.Fatal(err)
 	}
@@ -453,31 +454,5 @@ func TestTheAssuranceLevelIsEnforced(t *testing.T) {
 	}
 	if f := e.get(t, c.FlowID); f.ConsentStatus != flows.Accepted || f.Evidence.AssuranceLevel != "high" {
 		t.Fatalf("flow %s, level %q", f.ConsentStatus, f.Evidence.AssuranceLevel)
-	}
-}
-
-func TestACRMap(t *testing.T) {
-	t.Parallel()
-	m, err := consent.ParseACRMap("substantial=idporten-loa-substantial, high=idporten-loa-high")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l, ok := m.Level("idporten-loa-high"); !ok || l != consent.AssuranceHigh {
-		t.Errorf("Level(high) = %q %v", l, ok)
-	}
-	// Low is not mapped: asking for it asks for the weakest stronger level.
-	if got := m.ACR(consent.AssuranceLow); got != "idporten-loa-substantial" {
-		t.Errorf("ACR(low) = %q", got)
-	}
-	if got := m.ACR("bogus"); got != "" {
-		t.Errorf("ACR of no level = %q, want none", got)
-	}
-	for _, bad := range []string{"low", "medium=x", "low=a,low=b", "low=a,high=a", "low="} {
-		if _, err := consent.ParseACRMap(bad); err == nil {
-			t.Errorf("ParseACRMap(%q) accepted", bad)
-		}
-	}
-	if m, err := consent.ParseACRMap(""); err != nil || m.ACR(consent.AssuranceHigh) != "http://eidas.europa.eu/LoA/high" {
-		t.Errorf("the default map: %v %v", m, err)
 	}
 }

@@ -12,14 +12,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flowd/flowd/internal/assurance"
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/nationalid"
 	"github.com/flowd/flowd/internal/pii"
-	"github.com/flowd/flowd/internal/syncbuf"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
+	"github.com/flowd/flowd/internal/testkit/syncbuf"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/identity/changes"
 	"github.com/flowd/flowd/modules/identity/keys"
 	"github.com/flowd/flowd/modules/webhooks"
@@ -40,7 +41,7 @@ func (tableEvents) CancelPendingTx(context.Context, database.Tx, string, string)
 
 // substantial is the acr of a sign-in at the substantial level, which the
 // default definition's level (low) is met by.
-var substantial = consent.DefaultACRMap[consent.AssuranceSubstantial]
+var substantial = assurance.DefaultACRMap[assurance.Substantial]
 
 type orgs struct{}
 
@@ -134,7 +135,7 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, ttl time.Duration) *journeyEnv {
 		flows.Config{ConsentTTL: ttl, PersonIndex: nationalid.NewBlindIndex(key, nationalid.Format{}),
 			// Every acceptance is within the notice: mine_test asks for it.
 			ExpiringNotice: 100 * 365 * 24 * time.Hour})
-	j := consent.NewJourney(pool, requests, m, defs, receiptService, orgs{}, tableAudit{}, consent.DefaultACRMap, log)
+	j := consent.NewJourney(pool, requests, m, defs, receiptService, orgs{}, tableAudit{}, assurance.DefaultACRMap, log)
 	return &journeyEnv{pool: pool, flows: m, journey: j, withdrawals: consent.NewWithdrawals(pool, requests, m, defs, receiptService),
 		receipts: receiptService, defs: defs, logs: logs, caller: flows.Caller{OrganizationID: "org-1", ClientID: "client-1"}}
 }

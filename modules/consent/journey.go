@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowd/flowd/internal/assurance"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/consent/receipts"
@@ -22,10 +23,6 @@ var ErrNotProven = errors.New("no identity proven for the consent request")
 
 // ErrWrongPerson means the proven identity is not the one the flow is for.
 var ErrWrongPerson = errors.New("the proven identity does not match the consent request")
-
-// ErrAssuranceTooLow means the eID sign-in was not sure enough of the
-// person for the definition: they must sign in again with a stronger eID.
-var ErrAssuranceTooLow = errors.New("the eID sign-in does not reach the assurance level the consent requires")
 
 // ClosedError is the ErrClosed of a decision that came too late; Closure
 // says why, so that the page can tell the individual.
@@ -245,7 +242,7 @@ type JourneyService struct {
 	recorder
 	orgs  OrganizationNames
 	audit Audit
-	acr   ACRMap
+	acr   assurance.ACRMap
 	log   *slog.Logger
 }
 
@@ -253,7 +250,7 @@ type JourneyService struct {
 // decisions' receipts, orgs names the organization that asks, and acr reads
 // the eID's acr claims as assurance levels.
 func NewJourney(db JourneyDB, links LinkStore, flowsModule Flows, texts Texts, receiptService *receipts.Service,
-	orgs OrganizationNames, audit Audit, acr ACRMap, log *slog.Logger) *JourneyService {
+	orgs OrganizationNames, audit Audit, acr assurance.ACRMap, log *slog.Logger) *JourneyService {
 	return &JourneyService{db: db, links: links, recorder: recorder{flows: flowsModule, texts: texts, receipts: receiptService},
 		orgs: orgs, audit: audit, acr: acr, log: log}
 }
@@ -352,7 +349,7 @@ func (s *JourneyService) Decide(ctx context.Context, token string, p Proof, a An
 // proveTx checks that p proves the person f is for, at text's assurance
 // level, recording the proof or the mismatch in tx, and returns the level
 // reached. With proof turned off, anyone passes.
-func (s *JourneyService) proveTx(ctx context.Context, tx database.Tx, f flows.Flow, text Version, p Proof) (AssuranceLevel, error) {
+func (s *JourneyService) proveTx(ctx context.Context, tx database.Tx, f flows.Flow, text Version, p Proof) (assurance.Level, error) {
 	if p.Skip {
 		return "", nil
 	}
@@ -474,7 +471,7 @@ func (s *JourneyService) CheckAssurance(req Request, acr string) error {
 
 // assurance returns the level a sign-in with acr reached, or an
 // *AssuranceError when it is below required.
-func (s *JourneyService) assurance(required AssuranceLevel, acr string) (AssuranceLevel, error) {
+func (s *JourneyService) assurance(required assurance.Level, acr string) (assurance.Level, error) {
 	level, known := s.acr.Level(acr)
 	if !known || !level.Meets(required) {
 		return "", &AssuranceError{Required: required, ACR: s.acr.ACR(required)}

@@ -29,7 +29,7 @@ const maxToken = 512
 
 // A link token is "{route}.{secret}". The route names the flow's
 // organization, so that the token's request is found among that
-// organization's rows alone (on Citus, on its shard; docs/operations.md):
+// organization's rows alone (on Citus, on its shard; docs/citus.md):
 // "u" and the organization's UUID in 16 bytes or, for an id that is no
 // UUID, "t" and the id's own bytes, in unpadded base64url. The digest that
 // finds the request covers the whole token, so a route changed by hand finds
@@ -131,7 +131,7 @@ func (r *Requests) URLTx(ctx context.Context, tx database.Tx, f FlowRef) (string
 }
 
 // url reads the link of an organization's flow's consent request from db.
-func (r *Requests) url(ctx context.Context, db requests.DB, organizationID, flowID string) (string, error) {
+func (r *Requests) url(ctx context.Context, db database.Querier, organizationID, flowID string) (string, error) {
 	if _, err := uuid.Parse(flowID); err != nil {
 		return "", ErrUnknownLink
 	}
@@ -155,7 +155,7 @@ func (r *Requests) QueueURL(read database.SharedRead, organizationID, flowID str
 
 // opened turns the read of a flow's request into its link.
 func (r *Requests) opened(flowID string, req requests.Request, err error) (string, error) {
-	if errors.Is(err, requests.ErrNoRows) {
+	if errors.Is(err, database.ErrNotFound) {
 		return "", ErrUnknownLink
 	}
 	if err != nil {
@@ -191,7 +191,7 @@ func (r *Requests) FlowForToken(ctx context.Context, token string) (FlowRef, err
 	} else {
 		req, err = requests.ByTokenHash(ctx, r.pool, organizationID, tokenHash(token))
 	}
-	if errors.Is(err, requests.ErrNoRows) {
+	if errors.Is(err, database.ErrNotFound) {
 		return FlowRef{}, ErrUnknownLink
 	}
 	if err != nil {
@@ -211,7 +211,7 @@ func (r *Requests) IdentityProvenAt(ctx context.Context, f FlowRef) (*time.Time,
 		return nil, ErrUnknownLink
 	}
 	at, err := requests.ProvenAt(ctx, r.pool, f.OrganizationID, f.FlowID)
-	if errors.Is(err, requests.ErrNoRows) {
+	if errors.Is(err, database.ErrNotFound) {
 		return nil, ErrUnknownLink
 	}
 	return at, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/flowd/flowd/internal/cache"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/consent/internal/definitions"
 )
@@ -15,8 +16,7 @@ import (
 // the consent pages and the person's own page read each from the database
 // once per process.
 
-// maxKeptVersions bounds the versions kept; past it, one kept version makes
-// room for each new one.
+// maxKeptVersions bounds the versions kept.
 const maxKeptVersions = 4096
 
 // versionKey names one version of an organization's definition.
@@ -28,29 +28,26 @@ type versionKey struct {
 // keptVersions are the versions read. Those handed out are shared: callers
 // read a Version's texts and never change them.
 type keptVersions struct {
-	mu   sync.Mutex
-	kept map[versionKey]Version
+	kept *cache.Map[versionKey, Version]
+
+	mu sync.Mutex
 	// madeIn is the transaction that made an organization's default
 	// version 1 and has perhaps not committed: until a read in another
 	// transaction finds the version (which then committed), it is not kept.
 	madeIn map[versionKey]database.Tx
 }
 
-func (k *keptVersions) get(key versionKey) (Version, bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	v, ok := k.kept[key]
-	return v, ok
+func newKeptVersions() *keptVersions {
+	return &keptVersions{kept: cache.New[versionKey, Version](maxKeptVersions), madeIn: map[versionKey]database.Tx{}}
 }
+
+func (k *keptVersions) get(key versionKey) (Version, bool) { return k.kept.Get(key) }
 
 // keep keeps v, read in tx (nil: committed); made says that tx made it.
 func (k *keptVersions) keep(key versionKey, v Version, tx database.Tx, made bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if made {
-		if k.madeIn == nil {
-			k.madeIn = map[versionKey]database.Tx{}
-		}
 		k.madeIn[key] = tx
 		return
 	}
@@ -60,16 +57,7 @@ func (k *keptVersions) keep(key versionKey, v Version, tx database.Tx, made bool
 		}
 		delete(k.madeIn, key)
 	}
-	if k.kept == nil {
-		k.kept = map[versionKey]Version{}
-	}
-	if len(k.kept) >= maxKeptVersions {
-		for old := range k.kept {
-			delete(k.kept, old)
-			break
-		}
-	}
-	k.kept[key] = v
+	k.kept.Put(key, v)
 }
 
 // VersionTx implements Texts. A flow made before definitions existed pins
@@ -82,7 +70,7 @@ func (s *DefinitionStore) VersionTx(ctx context.Context, tx database.Tx, organiz
 	}
 	row, err := definitions.GetVersion(ctx, tx, organizationID, id, n)
 	made := false
-	if errors.Is(err, definitions.ErrNoRows) && id == DefaultDefinitionID && n == 1 {
+	if errors.Is(err, database.ErrNotFound) && id == DefaultDefinitionID && n == 1 {
 		if err := s.insertDefault(ctx, tx, organizationID); err != nil {
 			return Version{}, err
 		}
@@ -106,7 +94,7 @@ func (s *DefinitionStore) Version(ctx context.Context, organizationID, id string
 		return v, nil
 	}
 	row, err := definitions.GetVersion(ctx, s.pool, organizationID, id, n)
-	if errors.Is(err, definitions.ErrNoRows) && id == DefaultDefinitionID && n == 1 {
+	if errors.Is(err, database.ErrNotFound) && id == DefaultDefinitionID && n == 1 {
 		var v Version
 		err := database.WithTx(ctx, s.pool, func(tx database.Tx) (err error) {
 			v, err = s.VersionTx(ctx, tx, organizationID, id, n)

@@ -7,7 +7,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/flowd/flowd/internal/testkeys"
+	"github.com/flowd/flowd/internal/testkit/testkeys"
 	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/erasure"
 )

@@ -75,7 +75,7 @@ func (m *Module) RequestErasure(ctx context.Context, organizationID, nationalID,
 			out = PersonRequest{OrganizationID: organizationID, RequestedAt: open.RequestedAt.UTC(), Pending: true}
 			return nil
 		}
-		if !errors.Is(err, pgx.ErrNoRows) {
+		if !errors.Is(err, database.ErrNotFound) {
 			return err
 		}
 		subject, err := m.subjects.SubjectTx(ctx, tx, organizationID, person)

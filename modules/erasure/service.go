@@ -120,7 +120,7 @@ func (m *Module) Erase(ctx context.Context, organizationID, by string, in Reques
 				out.Replayed = true
 				return database.RunBeforeCommit(ctx, tx, out, before)
 			}
-			if !errors.Is(err, pgx.ErrNoRows) {
+			if !errors.Is(err, database.ErrNotFound) {
 				return err
 			}
 		}
@@ -234,7 +234,7 @@ func (m *Module) Get(ctx context.Context, organizationID, id string) (Erasure, e
 		return Erasure{}, ErrNotFound
 	}
 	row, err := store.Get(ctx, m.pool, organizationID, id)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, database.ErrNotFound) {
 		return Erasure{}, ErrNotFound
 	}
 	if err != nil {

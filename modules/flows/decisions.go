@@ -65,7 +65,7 @@ func (m *Manager) RecordDecisionTx(ctx context.Context, tx database.Tx, d Decisi
 		ConsentLanguage: orNil(d.Evidence.Language), AssuranceLevel: orNil(d.Evidence.AssuranceLevel),
 		ACR: orNil(d.Evidence.ACR), ValidUntil: d.Evidence.ValidUntil,
 	})
-	if errors.Is(err, store.ErrNoRows) {
+	if errors.Is(err, database.ErrNotFound) {
 		return Flow{}, ErrNotActive
 	}
 	if err != nil {
@@ -104,7 +104,7 @@ func (m *Manager) RecordWithdrawalTx(ctx context.Context, tx database.Tx, w With
 		return Flow{}, ErrNotAccepted
 	}
 	row, err := store.RecordWithdrawal(ctx, tx, w.OrganizationID, w.FlowID, w.At, w.By)
-	if errors.Is(err, store.ErrNoRows) {
+	if errors.Is(err, database.ErrNotFound) {
 		return Flow{}, ErrNotAccepted
 	}
 	if err != nil {

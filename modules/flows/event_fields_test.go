@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/flowd/flowd/internal/fieldtest"
+	"github.com/flowd/flowd/internal/testkit/fieldtest"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 

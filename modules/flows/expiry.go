@@ -76,7 +76,7 @@ func (m *Manager) expireAcceptance(ctx context.Context, organizationID, flowID s
 			return err
 		}
 		row, err := store.GetFlow(ctx, tx, organizationID, flowID, false)
-		if errors.Is(err, store.ErrNoRows) {
+		if errors.Is(err, database.ErrNotFound) {
 			return nil // deleted
 		}
 		if err != nil {
@@ -95,7 +95,7 @@ func (m *Manager) expireAcceptance(ctx context.Context, organizationID, flowID s
 // is due, and reports whether it did.
 func (m *Manager) expireTx(ctx context.Context, tx pgx.Tx, organizationID, flowID string) (bool, error) {
 	row, err := store.ExpireAcceptance(ctx, tx, organizationID, flowID)
-	if errors.Is(err, store.ErrNoRows) {
+	if errors.Is(err, database.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {

@@ -4,9 +4,9 @@ import (
 	"context"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/nationalid"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 	"github.com/flowd/flowd/modules/flows/internal/subjectkey"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // What the tests of flows_test reach of the package's own.

@@ -52,7 +52,7 @@ func (m *Manager) IdempotencyKeyHeld(ctx context.Context, c Caller, idempotencyK
 // rotation was hashed under the previous key, which still matches.
 func (m *Manager) replay(ctx context.Context, tx pgx.Tx, claim store.IdempotencyKey, request string) (Created, error) {
 	k, err := store.GetKey(ctx, tx, claim.OrganizationID, claim.Key)
-	if errors.Is(err, store.ErrNoRows) {
+	if errors.Is(err, database.ErrNotFound) {
 		// The key expired between the claim and this read: rare; the client may retry.
 		return Created{}, apperr.New(apperr.Conflict, "The Idempotency-Key expired while this request ran. Retry it.")
 	}

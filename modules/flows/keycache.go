@@ -1,8 +1,7 @@
 package flows
 
 import (
-	"sync"
-
+	"github.com/flowd/flowd/internal/cache"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/flows/internal/subjectkey"
 )
@@ -18,64 +17,30 @@ const maxCachedKeys = 4096
 // create's insert confirms in its own statement that the key it seals
 // under is still the person's live key.
 type keyCache struct {
-	mu       sync.Mutex
-	ids      map[string]*pii.Opener
-	subjects map[string]subjectkey.Key // by organization and subject
+	ids      *cache.Map[string, *pii.Opener]
+	subjects *cache.Map[string, subjectkey.Key] // by organization and subject
 }
 
 func newKeyCache() *keyCache {
-	return &keyCache{ids: map[string]*pii.Opener{}, subjects: map[string]subjectkey.Key{}}
+	return &keyCache{ids: cache.New[string, *pii.Opener](maxCachedKeys),
+		subjects: cache.New[string, subjectkey.Key](maxCachedKeys)}
 }
 
-func (c *keyCache) byID(id string) (*pii.Opener, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	o, ok := c.ids[id]
-	return o, ok
-}
+func (c *keyCache) byID(id string) (*pii.Opener, bool) { return c.ids.Get(id) }
 
 // putOpener keeps the opener of the key id.
-func (c *keyCache) putOpener(id string, o *pii.Opener) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.ids) >= maxCachedKeys {
-		clear(c.ids)
-	}
-	c.ids[id] = o
-}
+func (c *keyCache) putOpener(id string, o *pii.Opener) { c.ids.Put(id, o) }
 
-func (c *keyCache) bySubject(person string) (subjectkey.Key, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k, ok := c.subjects[person]
-	return k, ok
-}
+func (c *keyCache) bySubject(person string) (subjectkey.Key, bool) { return c.subjects.Get(person) }
 
 // put keeps k as person's key.
-func (c *keyCache) put(person string, k subjectkey.Key) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.subjects) >= maxCachedKeys {
-		clear(c.subjects)
-	}
-	c.subjects[person] = k
-}
+func (c *keyCache) put(person string, k subjectkey.Key) { c.subjects.Put(person, k) }
 
 // forgetPerson drops the key kept for person, which is no longer theirs.
-func (c *keyCache) forgetPerson(person string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.subjects, person)
-}
+func (c *keyCache) forgetPerson(person string) { c.subjects.Delete(person) }
 
 // forgetID drops the key id, seen destroyed, and the person it was kept for.
 func (c *keyCache) forgetID(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.ids, id)
-	for person, k := range c.subjects {
-		if k.ID == id {
-			delete(c.subjects, person)
-		}
-	}
+	c.ids.Delete(id)
+	c.subjects.DeleteFunc(func(_ string, k subjectkey.Key) bool { return k.ID == id })
 }

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/flows/internal/ids"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 )
@@ -57,7 +58,7 @@ func (m *Manager) List(ctx context.Context, c Caller, p ListParams) (Page, error
 		q.CursorID, q.Backwards, cursorParam = p.EndingBefore, true, "ending_before"
 	}
 	rows, more, err := m.reads.ListFlows(ctx, q)
-	if errors.Is(err, store.ErrNoRows) {
+	if errors.Is(err, database.ErrNotFound) {
 		return Page{}, apperr.InvalidFields([]apperr.FieldError{{Field: cursorParam, Message: "is not a flow of this organization"}})
 	}
 	if err != nil {

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowd/flowd/internal/fieldtest"
 	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/internal/testkit/fieldtest"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 	"github.com/flowd/flowd/modules/flows/internal/subjectkey"
 )

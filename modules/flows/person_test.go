@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowd/flowd/internal/nationalid"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/flows/rekey"
 )
 

@@ -76,7 +76,7 @@ func (m *Manager) ExpireDue(ctx context.Context, now time.Time, limit int) (int,
 	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		for _, k := range due {
 			row, err := store.LockDueForExpiry(ctx, tx, k, now)
-			if errors.Is(err, store.ErrNoRows) {
+			if errors.Is(err, database.ErrNotFound) {
 				continue
 			}
 			if err != nil {

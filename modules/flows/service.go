@@ -17,11 +17,11 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/internal/idempotency"
+	"github.com/flowd/flowd/internal/nationalid"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/flows/internal/expiry"
 	"github.com/flowd/flowd/modules/flows/internal/ids"
 	"github.com/flowd/flowd/modules/flows/internal/store"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -279,7 +279,7 @@ func eventOf(f Flow, typ webhooks.EventType, taskID string) webhooks.Event {
 }
 
 func notFound(err error) error {
-	if errors.Is(err, store.ErrNoRows) {
+	if errors.Is(err, database.ErrNotFound) {
 		return ErrNotFound
 	}
 	return err

@@ -133,7 +133,7 @@ func (m *Manager) findOrMakeSubjectKey(ctx context.Context, tx pgx.Tx, organizat
 	}
 	var stored store.SubjectKey
 	for range 3 {
-		if stored, err = store.FindOrInsertSubjectKey(ctx, tx, row, subjects); !errors.Is(err, store.ErrNoRows) {
+		if stored, err = store.FindOrInsertSubjectKey(ctx, tx, row, subjects); !errors.Is(err, database.ErrNotFound) {
 			break
 		}
 	}

@@ -254,7 +254,7 @@ func (m *Manager) Uses(ctx context.Context, c Caller, flowID string, p UseParams
 			return notFound(err)
 		}
 		rows, more, err := store.Uses(ctx, tx, q)
-		if errors.Is(err, store.ErrNoRows) {
+		if errors.Is(err, database.ErrNotFound) {
 			return apperr.InvalidFields([]apperr.FieldError{{Field: cursorParam, Message: "is not a use of this flow"}})
 		}
 		if err != nil {
@@ -289,7 +289,7 @@ func (m *Manager) NotifyExpiringAcceptances(ctx context.Context, limit int) (int
 	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		for _, d := range due {
 			row, err := store.ClaimExpiringNotice(ctx, tx, d.OrganizationID, d.ID, notice)
-			if errors.Is(err, store.ErrNoRows) {
+			if errors.Is(err, database.ErrNotFound) {
 				continue
 			}
 			if err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/fieldcheck"
-	"github.com/flowd/flowd/modules/flows/nationalid"
+	"github.com/flowd/flowd/internal/nationalid"
 )
 
 // Rules are the settings a new flow is validated against.

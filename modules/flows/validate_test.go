@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/flowd/flowd/internal/apperr"
-	"github.com/flowd/flowd/modules/flows/nationalid"
+	"github.com/flowd/flowd/internal/nationalid"
 )
 
 func TestNewFlowValidation(t *testing.T) {

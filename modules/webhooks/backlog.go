@@ -66,7 +66,7 @@ func backlogDelivery(r store.BacklogRow) BacklogDelivery {
 // delivery.
 func (m *Module) RetryDelivery(ctx context.Context, organizationID, id string, before ...database.BeforeCommit[BacklogDelivery]) error {
 	r, err := store.GetBacklogRow(ctx, m.pool, organizationID, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		return ErrNotFound
 	}
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 

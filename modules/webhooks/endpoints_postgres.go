@@ -66,7 +66,7 @@ func toEndpointRow(e Endpoint) store.Endpoint {
 
 // endpointNotFound maps the store's ErrNotFound to ErrEndpointNotFound.
 func endpointNotFound(err error) error {
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		return ErrEndpointNotFound
 	}
 	return database.Classify(err)

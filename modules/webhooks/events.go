@@ -117,7 +117,7 @@ func (m *Module) Events(ctx context.Context, organizationID string, q EventQuery
 		sq.Cursor, sq.Backwards, cursorParam = q.EndingBefore, true, "ending_before"
 	}
 	rows, more, err := store.Events(ctx, m.pool, sq)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		return EventPage{}, apperr.InvalidFields([]apperr.FieldError{{Field: cursorParam, Message: "is not an event of this organization"}})
 	}
 	if err != nil {
@@ -139,7 +139,7 @@ func (m *Module) Event(ctx context.Context, organizationID, id string) (EventRec
 		return EventRecord{}, nil, ErrNotFound
 	}
 	row, deliveries, err := store.EventWithDeliveries(ctx, m.pool, organizationID, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		return EventRecord{}, nil, ErrNotFound
 	}
 	if err != nil {
@@ -192,7 +192,7 @@ func (m *Module) Redeliver(ctx context.Context, organizationID, eventID, endpoin
 	n := 0
 	err := database.WithTx(ctx, m.pool, func(tx database.Tx) error {
 		ev, err := store.GetStoredEvent(ctx, tx, organizationID, eventID, true)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, database.ErrNotFound) {
 			return ErrNotFound
 		}
 		if err != nil {
@@ -200,7 +200,7 @@ func (m *Module) Redeliver(ctx context.Context, organizationID, eventID, endpoin
 		}
 		var target store.Endpoint
 		if endpointID != "" {
-			if target, err = store.GetEndpoint(ctx, tx, organizationID, endpointID, false); errors.Is(err, store.ErrNotFound) {
+			if target, err = store.GetEndpoint(ctx, tx, organizationID, endpointID, false); errors.Is(err, database.ErrNotFound) {
 				return ErrEndpointNotFound
 			} else if err != nil {
 				return err

@@ -37,7 +37,7 @@ func (m *Module) disableFailing(ctx context.Context, organizationID string, rec 
 		return
 	}
 	e, err := m.disableEndpoint(ctx, organizationID, rec.EndpointID, *rec.FailingFor, failure)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		return // another attempt disabled it first, or it is healthy again
 	}
 	log := m.log.With("organization_id", organizationID, "endpoint_id", rec.EndpointID)
@@ -51,7 +51,7 @@ func (m *Module) disableFailing(ctx context.Context, organizationID string, rec 
 
 // disableEndpoint disables the endpoint, in one transaction with failing
 // its pending deliveries and publishing endpoint.disabled, and returns it.
-// store.ErrNotFound when it is not due (any more).
+// database.ErrNotFound when it is not due (any more).
 func (m *Module) disableEndpoint(ctx context.Context, organizationID, endpointID string, failingFor time.Duration, failure string) (Endpoint, error) {
 	reason := fmt.Sprintf("Deliveries failed for %s without a success; the last failure: %s.", spellDuration(failingFor), failure)
 	var out Endpoint
@@ -74,7 +74,7 @@ func (m *Module) disableEndpoint(ctx context.Context, organizationID, endpointID
 		out = fromEndpointRow(row)
 		return m.publishDisabledTx(ctx, tx, out)
 	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, database.ErrNotFound) {
 		return Endpoint{}, fmt.Errorf("webhooks: disable endpoint: %w", database.Classify(err))
 	}
 	return out, err

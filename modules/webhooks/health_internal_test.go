@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowd/flowd/internal/dbtest"
-	"github.com/flowd/flowd/modules/webhooks/internal/store"
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 )
 
 // TestDisablingRacesDisableOnce: many attempts of two modules that find
@@ -57,7 +57,7 @@ func TestDisablingRacesDisableOnce(t *testing.T) {
 		switch {
 		case err == nil:
 			won++
-		case !errors.Is(err, store.ErrNotFound):
+		case !errors.Is(err, database.ErrNotFound):
 			t.Errorf("disableEndpoint: %v", err)
 		}
 	}

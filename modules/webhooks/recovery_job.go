@@ -144,7 +144,7 @@ func (m *Module) recovery(ctx context.Context, organizationID, endpointID, id st
 		return Recovery{}, ErrRecoveryNotFound
 	}
 	row, err := store.GetRecovery(ctx, m.pool, organizationID, endpointID, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		return Recovery{}, ErrRecoveryNotFound
 	}
 	if err != nil {

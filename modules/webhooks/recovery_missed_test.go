@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/etag"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 

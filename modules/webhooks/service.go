@@ -410,7 +410,7 @@ func (m *Module) RotateSecret(ctx context.Context, organizationID string, before
 		out = Secret{Value: v, CreatedAt: at}
 		return database.RunBeforeCommit(ctx, tx, out, before)
 	})
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		return Secret{}, ErrNotFound
 	}
 	if err != nil {
@@ -422,7 +422,7 @@ func (m *Module) RotateSecret(ctx context.Context, organizationID string, before
 // CurrentSecret returns the secret that signs now.
 func (m *Module) CurrentSecret(ctx context.Context, organizationID string) (Secret, error) {
 	s, err := store.GetSecrets(ctx, m.pool, organizationID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		return Secret{}, ErrNotFound
 	}
 	if err != nil {
@@ -471,7 +471,7 @@ func (m *Module) TaskEvents(ctx context.Context, organizationID, flowID string) 
 func (m *Module) RetryTask(ctx context.Context, organizationID, taskID string, before ...database.BeforeCommit[EventType]) error {
 	err := database.WithTx(ctx, m.pool, func(tx database.Tx) error {
 		ev, err := store.ResetLatestForTask(ctx, tx, organizationID, taskID)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, database.ErrNotFound) {
 			return ErrNotFound
 		}
 		if err != nil {

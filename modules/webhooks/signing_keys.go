@@ -73,7 +73,7 @@ func (m *Module) RotateSigningKey(ctx context.Context, organizationID string, be
 		}
 		return database.RunBeforeCommit(ctx, tx, out, before)
 	})
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		return nil, ErrNotFound
 	}
 	if err != nil {

@@ -60,7 +60,7 @@ func (m *Module) SendTestEvent(ctx context.Context, organizationID, endpointID s
 		EndpointID: endpointID, Type: t}
 	err := database.WithTx(ctx, m.pool, func(tx database.Tx) error {
 		e, err := store.GetEndpoint(ctx, tx, organizationID, endpointID, false)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, database.ErrNotFound) {
 			return ErrEndpointNotFound
 		}
 		if err != nil {

@@ -29,6 +29,7 @@ type HomeLink struct {
 var homeLinks = []HomeLink{
 	{URL: "/docs", Title: "API reference", About: "Every operation, schema and webhook event of the JSON API, rendered from the OpenAPI document (also served at /api/openapi.json)."},
 	{URL: "/console", Title: "Console", About: "For an organization's staff: flows, consent texts, API clients, webhook endpoints, settings, audit log and sessions."},
+	{URL: "/my", Title: "My consents", About: "For a person: every consent they gave any organization here, after signing in with their eID, with withdrawal and the receipts."},
 	{URL: "/receipts/verify", Title: "Check a consent receipt", About: "For anyone holding a receipt: is it flowd's, unaltered, and what does it say?"},
 	{URL: "/.well-known/openid-configuration", Title: "OpenID provider metadata", About: "The token endpoint, the keys (/oauth/jwks) and what the built-in provider supports."},
 	{URL: "/healthz", Title: "Health", About: "For operators: whether the process is up (also /readyz, whether this instance takes traffic, and /metrics unless FLOWD_OPS_ADDR gives operators a listener of their own)."},
@@ -76,7 +77,7 @@ func Home(p HomePage) templ.Component {
 				var templ_7745c5c3_Var3 string
 				templ_7745c5c3_Var3, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(l.URL)).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/home.templ`, Line: 37, Col: 36}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/home.templ`, Line: 38, Col: 36}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var3)
 				if templ_7745c5c3_Err != nil {
@@ -89,7 +90,7 @@ func Home(p HomePage) templ.Component {
 				var templ_7745c5c3_Var4 string
 				templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(l.Title)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/home.templ`, Line: 37, Col: 48}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/home.templ`, Line: 38, Col: 48}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
 				if templ_7745c5c3_Err != nil {
@@ -102,7 +103,7 @@ func Home(p HomePage) templ.Component {
 				var templ_7745c5c3_Var5 string
 				templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(l.About)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/home.templ`, Line: 38, Col: 32}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/home.templ`, Line: 39, Col: 32}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var5))
 				if templ_7745c5c3_Err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/assurance"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/web/internal/httpkit"
@@ -36,7 +37,7 @@ type FlowDefinitionDraft struct {
 // Draft is the consent module's draft of d.
 func (d FlowDefinitionDraft) Draft() consent.Draft {
 	out := consent.Draft{Tag: d.VersionTag, Title: d.Title, Purpose: d.Purpose, DataCategories: d.DataCategories,
-		Recipient: d.Recipient, Validity: d.Validity, Retention: d.Retention, AssuranceLevel: consent.AssuranceLevel(d.AssuranceLevel)}
+		Recipient: d.Recipient, Validity: d.Validity, Retention: d.Retention, AssuranceLevel: assurance.Level(d.AssuranceLevel)}
 	if d.WithdrawalConsequences != nil {
 		out.WithdrawalConsequences = *d.WithdrawalConsequences
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web/internal/webtest"
 )

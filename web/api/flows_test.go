@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowd/flowd/modules/flows/nationalid"
+	"github.com/flowd/flowd/internal/nationalid"
 	"github.com/flowd/flowd/modules/flows/taskreports"
 	"github.com/flowd/flowd/web/internal/webtest"
 )

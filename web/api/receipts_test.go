@@ -13,6 +13,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jws"
 
+	"github.com/flowd/flowd/internal/assurance"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/web/internal/webtest"
@@ -33,7 +34,7 @@ func (e *apiEnv) decideWithEvidence(t *testing.T, id string, accept bool) {
 	if !ok {
 		t.Fatalf("consent link %q", f.ConsentURL)
 	}
-	proof := consent.Proof{NationalID: f.NationalID, ACR: consent.DefaultACRMap[consent.AssuranceSubstantial]}
+	proof := consent.Proof{NationalID: f.NationalID, ACR: assurance.DefaultACRMap[assurance.Substantial]}
 	answer := consent.Answer{Accept: accept, Language: "nb"}
 	_, err = e.Journey.Decide(ctx, token, proof, answer)
 	if weak := (*consent.AssuranceError)(nil); errors.As(err, &weak) {

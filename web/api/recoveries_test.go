@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 	"github.com/flowd/flowd/web/internal/webtest"
 )
 

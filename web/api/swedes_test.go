@@ -8,9 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowd/flowd/internal/assurance"
+	"github.com/flowd/flowd/internal/nationalid"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/web/internal/webtest"
 )
 
@@ -49,10 +50,10 @@ func TestTwoSwedesOverTheAPI(t *testing.T) {
 	}
 	token, _ := strings.CutPrefix(f.ConsentURL, "https://flowd.example/consent/")
 	answer := consent.Answer{Accept: true, Language: "en"}
-	if _, err := e.Journey.Decide(ctx, token, consent.Proof{NationalID: "121212-1212", ACR: consent.DefaultACRMap[consent.AssuranceSubstantial]}, answer); !errors.Is(err, consent.ErrWrongPerson) {
+	if _, err := e.Journey.Decide(ctx, token, consent.Proof{NationalID: "121212-1212", ACR: assurance.DefaultACRMap[assurance.Substantial]}, answer); !errors.Is(err, consent.ErrWrongPerson) {
 		t.Fatalf("the 2012 person answered the 1912 person's request: %v", err)
 	}
-	if _, err := e.Journey.Decide(ctx, token, consent.Proof{NationalID: "19121212-1212", ACR: consent.DefaultACRMap[consent.AssuranceSubstantial]}, answer); err != nil {
+	if _, err := e.Journey.Decide(ctx, token, consent.Proof{NationalID: "19121212-1212", ACR: assurance.DefaultACRMap[assurance.Substantial]}, answer); err != nil {
 		t.Fatalf("the 1912 person's own answer: %v", err)
 	}
 	receipt := e.attachments(t, old)[0]

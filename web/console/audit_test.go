@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowd/flowd/internal/formbrowser"
-	"github.com/flowd/flowd/internal/testkeys"
+	"github.com/flowd/flowd/internal/testkit/formbrowser"
+	"github.com/flowd/flowd/internal/testkit/testkeys"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/orgs"

@@ -24,7 +24,6 @@ import (
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/idempotency"
-	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/modules/flows"
@@ -35,6 +34,7 @@ import (
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/views/layouts"
 	"github.com/flowd/flowd/web/internal/httpkit"
+	"github.com/flowd/flowd/web/internal/oidclogin"
 )
 
 // Deps are what the console's handlers call.

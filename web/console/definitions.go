@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/assurance"
 	"github.com/flowd/flowd/internal/etag"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/identity"
@@ -218,7 +219,7 @@ func (h *Handler) HandleConsoleSaveDefinition(c echo.Context) error {
 		WithdrawalEN: f.Value("withdrawalConsequences_en"), WithdrawalNB: f.Value("withdrawalConsequences_nb")}
 	draft := consent.Draft{Tag: form.Tag, Title: consent.Text{EN: form.TitleEN, NB: form.TitleNB},
 		Purpose: consent.Text{EN: form.PurposeEN, NB: form.PurposeNB}, Recipient: form.Recipient, Validity: form.Validity, Retention: form.Retention,
-		AssuranceLevel:         consent.AssuranceLevel(form.Level),
+		AssuranceLevel:         assurance.Level(form.Level),
 		WithdrawalConsequences: consent.Text{EN: form.WithdrawalEN, NB: form.WithdrawalNB}}
 	// unsplit lists the categories written without "|": their missing
 	// Norwegian name is that error, not another.

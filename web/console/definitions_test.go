@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowd/flowd/internal/formbrowser"
+	"github.com/flowd/flowd/internal/assurance"
+	"github.com/flowd/flowd/internal/testkit/formbrowser"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/modules/identity/staff"
@@ -152,7 +153,7 @@ func TestConsoleDefinitions(t *testing.T) {
 		p.Location != ls.URL+"/console/definitions/income?version=1" {
 		t.Fatalf("create: %d %s %s", p.Status, p.Location, p.Body)
 	}
-	if v := latest("income").Version; v.Version != 1 || v.PublishedBy != "staff:ada" || v.AssuranceLevel != consent.AssuranceHigh {
+	if v := latest("income").Version; v.Version != 1 || v.PublishedBy != "staff:ada" || v.AssuranceLevel != assurance.High {
 		t.Fatalf("created %+v", v)
 	}
 	p = viewer.Get(ls.URL + "/console/definitions/income?version=1")

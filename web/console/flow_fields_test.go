@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowd/flowd/internal/fieldtest"
+	"github.com/flowd/flowd/internal/testkit/fieldtest"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/views/pages"
 )

@@ -5,8 +5,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/web/internal/httpkit"
+	"github.com/flowd/flowd/web/internal/oidclogin"
 )
 
 // This file is the staff members' sign-in to the console: its relying

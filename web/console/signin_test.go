@@ -13,11 +13,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/flowd/flowd/internal/formbrowser"
-	"github.com/flowd/flowd/internal/oidclogin"
+	"github.com/flowd/flowd/internal/testkit/formbrowser"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/identity/staff"
 	"github.com/flowd/flowd/web/console"
+	"github.com/flowd/flowd/web/internal/oidclogin"
 	"github.com/flowd/flowd/web/internal/webtest"
 )
 

@@ -18,7 +18,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	zclient "github.com/zitadel/oidc/v3/pkg/client"
 
-	"github.com/flowd/flowd/internal/identitytest"
+	"github.com/flowd/flowd/modules/identity/identitytest"
 	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/modules/identity/tokens"
 	"github.com/flowd/flowd/web/internal/webtest"

@@ -8,13 +8,13 @@ package oauth
 import (
 	"log/slog"
 
+	"github.com/flowd/flowd/internal/assurance"
 	"github.com/flowd/flowd/internal/config"
-	"github.com/flowd/flowd/internal/oidclogin"
-	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/identity/audit"
 	"github.com/flowd/flowd/modules/identity/keys"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/identity/tokens"
+	"github.com/flowd/flowd/web/internal/oidclogin"
 )
 
 // Deps are what the provider's handlers call.
@@ -56,9 +56,9 @@ func New(d Deps) *Handler {
 
 // TestEIDLevels are the levels the test eID offers under m, weakest first:
 // those m maps, each with its acr.
-func TestEIDLevels(m consent.ACRMap) []login.TestEIDLevel {
+func TestEIDLevels(m assurance.ACRMap) []login.TestEIDLevel {
 	var out []login.TestEIDLevel
-	for _, l := range consent.AssuranceLevels {
+	for _, l := range assurance.Levels {
 		if acr := m[l]; acr != "" {
 			out = append(out, login.TestEIDLevel{Level: string(l), ACR: acr})
 		}

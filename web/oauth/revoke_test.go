@@ -20,9 +20,9 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/flowd/flowd/internal/config"
-	"github.com/flowd/flowd/internal/identitytest"
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/identitytest"
 	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/modules/identity/tokens"
 	"github.com/flowd/flowd/web"

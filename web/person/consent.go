@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/flowd/flowd/internal/assurance"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
@@ -215,7 +216,7 @@ func (h *Handler) HandleConsentProve(c echo.Context) error {
 	}
 	params := h.consentAuthParams(c)
 	// A level asks the eID for a sign-in that reaches it.
-	if acr := h.cfg.ConsentACRMap.ACR(consent.AssuranceLevel(c.QueryParam("level"))); acr != "" {
+	if acr := h.cfg.ConsentACRMap.ACR(assurance.Level(c.QueryParam("level"))); acr != "" {
 		params.Set("acr_values", acr)
 	}
 	return httpkit.BeginLogin(c, h.rp, self, params)

@@ -3,7 +3,7 @@ package person
 import (
 	"github.com/labstack/echo/v4"
 
-	"github.com/flowd/flowd/internal/oidclogin"
+	"github.com/flowd/flowd/web/internal/oidclogin"
 )
 
 // What the tests of person_test reach of the package's own.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/flowd/flowd/internal/assurance"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/erasure"
@@ -118,7 +119,7 @@ func (h *Handler) HandleMy(c echo.Context) error {
 }
 
 // strongerLogin is the sign-in that asks the eID for level.
-func strongerLogin(level consent.AssuranceLevel) string {
+func strongerLogin(level assurance.Level) string {
 	return "/my/login?again=1&level=" + url.QueryEscape(string(level))
 }
 
@@ -135,7 +136,7 @@ func (h *Handler) HandleMyLogin(c echo.Context) error {
 		}
 	}
 	params := h.consentAuthParams(c)
-	if acr := h.cfg.ConsentACRMap.ACR(consent.AssuranceLevel(c.QueryParam("level"))); acr != "" {
+	if acr := h.cfg.ConsentACRMap.ACR(assurance.Level(c.QueryParam("level"))); acr != "" {
 		params.Set("acr_values", acr)
 	}
 	return httpkit.BeginLogin(c, h.rp, "/my", params)
@@ -202,7 +203,7 @@ func (h *Handler) HandleMyWithdraw(c echo.Context) error {
 		Receipts: []pages.ReceiptCard{receiptCard(f.ConsentFrame, r.Receipt, r.JWS)}, VerifyURL: "/receipts/verify"}))
 }
 
-func (h *Handler) myNeedsStrongerEID(c echo.Context, f pages.MyFrame, level consent.AssuranceLevel) error {
+func (h *Handler) myNeedsStrongerEID(c echo.Context, f pages.MyFrame, level assurance.Level) error {
 	return httpkit.Render(c, http.StatusForbidden, pages.ConsentMessagePage(pages.ConsentMessage{
 		ConsentFrame: f.ConsentFrame, Title: f.T.StrongerEIDTitle,
 		Message:     fmt.Sprintf(f.T.StrongerEID, f.T.Level(string(level))),

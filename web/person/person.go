@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/flowd/flowd/internal/config"
-	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/internal/windowlimit"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/web/internal/httpkit"
+	"github.com/flowd/flowd/web/internal/oidclogin"
 )
 
 // Deps are what the person's pages call.

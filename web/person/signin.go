@@ -8,8 +8,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/web/internal/httpkit"
+	"github.com/flowd/flowd/web/internal/oidclogin"
 )
 
 // This file is the sign-in of the person through an eID: the relying

@@ -11,10 +11,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/flowd/flowd/internal/formbrowser"
-	"github.com/flowd/flowd/internal/oidclogin"
-	"github.com/flowd/flowd/modules/consent"
+	"github.com/flowd/flowd/internal/assurance"
+	"github.com/flowd/flowd/internal/testkit/formbrowser"
 	"github.com/flowd/flowd/modules/identity/login"
+	"github.com/flowd/flowd/web/internal/oidclogin"
 	"github.com/flowd/flowd/web/internal/webtest"
 	"github.com/flowd/flowd/web/person"
 )
@@ -56,7 +56,7 @@ func TestTestEIDSignIn(t *testing.T) {
 	p := b.Follow(http.MethodPost, ls.URL+"/idp/login", v)
 	var id person.ConsentIdentity
 	if err := json.Unmarshal([]byte(p.Body), &id); err != nil || id.NationalID != "01017012345" || !id.TestIdentity ||
-		id.CSRF == "" || strings.Contains(id.Subject, "01017012345") || id.ACR != consent.DefaultACRMap[consent.AssuranceHigh] {
+		id.CSRF == "" || strings.Contains(id.Subject, "01017012345") || id.ACR != assurance.DefaultACRMap[assurance.High] {
 		t.Fatalf("consent identity: %s (%v)", p.Body, err)
 	}
 	// An open redirect is not possible through return.

@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/flowd/flowd/internal/cache"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/flows"
 )
@@ -215,12 +216,11 @@ type Service struct {
 	// of their JWS: a receipt never changes, and the person's own page
 	// checks the same ones on every view. Loading the keys again forgets
 	// them.
-	verified map[[sha256.Size]byte]Verified
-	keysGen  int // counts the loads of keys
+	verified *cache.Map[[sha256.Size]byte, Verified]
 }
 
-// maxVerified bounds the receipts Verify remembers; when full it forgets
-// them all, which costs only checks made again.
+// maxVerified bounds the receipts Verify remembers: one forgotten costs
+// only a check made again.
 const maxVerified = 4096
 
 // receiptKeysMaxAge is how long Verify trusts the receipt keys it loaded;
@@ -234,7 +234,7 @@ var _ Checker = (*Service)(nil)
 // /oauth/jwks publishes the keys.
 func New(pool *pgxpool.Pool, signer Signer, orgs OrganizationNames, issuer string) *Service {
 	return &Service{pool: pool, signer: signer, orgs: orgs, issuer: strings.TrimRight(issuer, "/"),
-		salts: map[string][]byte{}}
+		salts: map[string][]byte{}, verified: cache.New[[sha256.Size]byte, Verified](maxVerified)}
 }
 
 // Facts are what a receipt states: the flow as locked for the
@@ -318,10 +318,10 @@ func (s *Service) Verify(ctx context.Context, jws string) (Verified, error) {
 }
 
 // receiptKeysFor returns the receipt keys, loaded at most once a second
-// when reload asks and otherwise once a minute, with the load they came
-// from, and, when the receipt whose JWS has the SHA-256 sum was found
-// genuine under them, what was found.
-func (s *Service) receiptKeysFor(ctx context.Context, sum [sha256.Size]byte, reload bool) (jose.JSONWebKeySet, int, Verified, bool, error) {
+// when reload asks and otherwise once a minute, with the verified cache's
+// generation they came with, and, when the receipt whose JWS has the
+// SHA-256 sum was found genuine under them, what was found.
+func (s *Service) receiptKeysFor(ctx context.Context, sum [sha256.Size]byte, reload bool) (jose.JSONWebKeySet, uint64, Verified, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	age := time.Since(s.keysLoaded)
@@ -330,25 +330,17 @@ func (s *Service) receiptKeysFor(ctx context.Context, sum [sha256.Size]byte, rel
 		if err != nil {
 			return jose.JSONWebKeySet{}, 0, Verified{}, false, err
 		}
-		s.keys, s.keysLoaded, s.verified = keys, time.Now(), nil
-		s.keysGen++
+		s.keys, s.keysLoaded = keys, time.Now()
+		s.verified.Clear()
 	}
-	v, ok := s.verified[sum]
-	return s.keys, s.keysGen, v, ok, nil
+	v, ok := s.verified.Get(sum)
+	return s.keys, s.verified.Gen(), v, ok, nil
 }
 
-// remember keeps v, found under the keys of load gen, unless the keys were
-// loaded again meanwhile.
-func (s *Service) remember(sum [sha256.Size]byte, gen int, v Verified) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if gen != s.keysGen {
-		return
-	}
-	if s.verified == nil || len(s.verified) >= maxVerified {
-		s.verified = make(map[[sha256.Size]byte]Verified)
-	}
-	s.verified[sum] = v
+// remember keeps v, found under the keys that came with generation gen,
+// unless the keys were loaded again meanwhile.
+func (s *Service) remember(sum [sha256.Size]byte, gen uint64, v Verified) {
+	s.verified.PutIf(gen, sum, v)
 }
 
 // SubjectMatches implements Checker.

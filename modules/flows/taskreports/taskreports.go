@@ -101,7 +101,7 @@ func (m *Reporter) reportTask(ctx context.Context, organizationID, taskID string
 		return nil
 	}
 	task, err := store.GetTask(ctx, m.pool, organizationID, taskID)
-	if errors.Is(err, store.ErrNoRows) {
+	if errors.Is(err, database.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
@@ -109,7 +109,7 @@ func (m *Reporter) reportTask(ctx context.Context, organizationID, taskID string
 	}
 	return database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		row, err := store.GetFlow(ctx, tx, organizationID, task.FlowID, true)
-		if errors.Is(err, store.ErrNoRows) {
+		if errors.Is(err, database.ErrNotFound) {
 			return nil
 		}
 		if err != nil {

@@ -68,7 +68,7 @@ func (s *Store) QueueAuditOnce(b *database.Batch, entries []identity.AuditEntry,
 }
 
 // record validates e and inserts it through q, the pool or a transaction.
-func record(ctx context.Context, q store.Querier, e identity.AuditEntry) error {
+func record(ctx context.Context, q database.Querier, e identity.AuditEntry) error {
 	if err := e.Validate(); err != nil {
 		return err
 	}

@@ -1,22 +1,18 @@
 package changes
 
-import "sync"
+import "github.com/flowd/flowd/internal/cache"
 
 // Cache is a part's copy of values that hot paths read, by key, kept for as
 // long as its Feed listens: every change to what a value was loaded from is
 // announced, and the part's subscriber forgets the value.
 type Cache[K comparable, V any] struct {
-	feed *Feed
-	max  int
-
-	mu      sync.Mutex
-	entries map[K]V
-	gen     uint64 // bumped by every forgetting, so that a load racing one is not kept
+	feed    *Feed
+	entries *cache.Map[K, V]
 }
 
-// NewCache returns an empty cache of at most max values, kept while feed listens.
-func NewCache[K comparable, V any](feed *Feed, max int) *Cache[K, V] {
-	c := &Cache[K, V]{feed: feed, max: max, entries: map[K]V{}}
+// NewCache returns an empty cache of at most size values, kept while feed listens.
+func NewCache[K comparable, V any](feed *Feed, size int) *Cache[K, V] {
+	c := &Cache[K, V]{feed: feed, entries: cache.New[K, V](size)}
 	feed.mu.Lock()
 	feed.caches = append(feed.caches, c)
 	feed.mu.Unlock()
@@ -31,45 +27,30 @@ func (c *Cache[K, V]) Get(key K, load func() (v V, keep bool, err error)) (V, er
 		v, _, err := load()
 		return v, err
 	}
-	c.mu.Lock()
-	v, ok := c.entries[key]
-	gen := c.gen
-	c.mu.Unlock()
-	if ok {
+	gen := c.entries.Gen()
+	if v, ok := c.entries.Get(key); ok {
 		return v, nil
 	}
 	v, keep, err := load()
 	if err != nil {
 		return v, err
 	}
-	c.mu.Lock()
-	if keep && c.gen == gen && c.feed.listening.Load() && len(c.entries) < c.max {
-		c.entries[key] = v
+	// A forgetting since gen was read, the feed's as it stops listening
+	// among them, leaves the value unkept.
+	if keep && c.feed.listening.Load() {
+		c.entries.PutIf(gen, key, v)
 	}
-	c.mu.Unlock()
 	return v, nil
 }
 
 // Has reports whether a value of key is kept.
 func (c *Cache[K, V]) Has(key K) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.entries[key]
+	_, ok := c.entries.Get(key)
 	return ok
 }
 
 // Forget drops the value of key.
-func (c *Cache[K, V]) Forget(key K) {
-	c.mu.Lock()
-	delete(c.entries, key)
-	c.gen++
-	c.mu.Unlock()
-}
+func (c *Cache[K, V]) Forget(key K) { c.entries.Delete(key) }
 
 // ForgetAll drops every value.
-func (c *Cache[K, V]) ForgetAll() {
-	c.mu.Lock()
-	clear(c.entries)
-	c.gen++
-	c.mu.Unlock()
-}
+func (c *Cache[K, V]) ForgetAll() { c.entries.Clear() }

@@ -22,8 +22,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
 // Channel is the PostgreSQL channel the parts announce their changes on.
@@ -47,14 +48,9 @@ const (
 	TopicRevoked = "jti"
 )
 
-// Execer is what both *pgxpool.Pool and pgx.Tx offer.
-type Execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
 // Notify announces a change of topic, about subject when it is not empty,
 // when q's transaction commits.
-func Notify(ctx context.Context, q Execer, topic, subject string) error {
+func Notify(ctx context.Context, q database.Querier, topic, subject string) error {
 	payload := topic
 	if subject != "" {
 		payload += ":" + subject

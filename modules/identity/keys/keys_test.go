@@ -11,7 +11,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 	"github.com/flowd/flowd/modules/identity/changes"
 )
 

@@ -23,7 +23,7 @@ import (
 	"github.com/flowd/flowd/modules/identity/keys/internal/store"
 )
 
-// Config is what the keys need to know; internal/app fills it from
+// Config is what the keys need to know; the wiring (cmd/flowd) fills it from
 // internal/config.
 type Config struct {
 	// KeyEncryptionKey seals the private keys; required to sign or rotate.
@@ -164,7 +164,7 @@ func (s *Service) activeKey(ctx context.Context, alg jose.SignatureAlgorithm) (a
 // activeKeyOf returns the key of role that signs now, read through q,
 // creating the first one when there is none (a new database, or one from
 // before the role existed).
-func (s *Service) activeKeyOf(ctx context.Context, q store.Querier, role keyRole) (activeKey, error) {
+func (s *Service) activeKeyOf(ctx context.Context, q database.Querier, role keyRole) (activeKey, error) {
 	c := &s.signers
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -176,7 +176,7 @@ func (s *Service) activeKeyOf(ctx context.Context, q store.Querier, role keyRole
 	}
 	alg := role.alg
 	row, err := store.ActiveSigningKey(ctx, q, role.purpose, string(alg))
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		if _, err := s.rotate(ctx, false, role); err != nil {
 			return activeKey{}, err
 		}
@@ -360,7 +360,7 @@ func (s *Service) rotate(ctx context.Context, force bool, roles ...keyRole) ([]S
 			if !force {
 				if _, err := store.ActiveSigningKey(ctx, tx, k.Purpose, k.Algorithm); err == nil {
 					continue
-				} else if !errors.Is(err, store.ErrNotFound) {
+				} else if !errors.Is(err, database.ErrNotFound) {
 					return err
 				}
 			}

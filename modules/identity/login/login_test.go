@@ -8,8 +8,8 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/secrethash"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 	"github.com/flowd/flowd/modules/identity/staff"
 )
 

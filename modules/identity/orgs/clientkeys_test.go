@@ -14,7 +14,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
-	"github.com/flowd/flowd/internal/testkeys"
+	"github.com/flowd/flowd/internal/testkit/testkeys"
 )
 
 func TestClientKeysValidate(t *testing.T) {

@@ -75,7 +75,7 @@ func (s *Service) newSecret() (sec, storedHash string, mac []byte) {
 // Client implements Clients.
 func (s *Service) Client(ctx context.Context, clientID string) (Client, error) {
 	row, err := store.GetClient(ctx, s.pool, clientID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		return Client{}, ErrClientNotFound
 	}
 	if err != nil {
@@ -115,7 +115,7 @@ func (s *Service) RotateClientSecret(ctx context.Context, organizationID, client
 		}
 		return database.RunBeforeCommit(ctx, tx, ClientCredentials{Client: toClient(row), Secret: sec}, before)
 	})
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		return ClientCredentials{}, s.noSecretToRotate(ctx, organizationID, clientID)
 	}
 	if err != nil {
@@ -152,7 +152,7 @@ func (s *Service) RevokeClient(ctx context.Context, organizationID, clientID str
 		}
 		return database.RunBeforeCommit(ctx, tx, toClient(row), before)
 	})
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		return Client{}, ErrClientNotFound
 	}
 	if err != nil {
@@ -183,7 +183,7 @@ func (s *Service) ReplaceClientKeys(ctx context.Context, organizationID, clientI
 		}
 		return database.RunBeforeCommit(ctx, tx, toClient(row), before)
 	})
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		return Client{}, ErrClientNotFound
 	}
 	if err != nil {
@@ -216,7 +216,7 @@ func (s *Service) SetClientDPoP(ctx context.Context, organizationID, clientID st
 		}
 		return database.RunBeforeCommit(ctx, tx, change, before)
 	})
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		return Client{}, ErrClientNotFound
 	}
 	if err != nil {
@@ -252,7 +252,7 @@ func (s *Service) SetClientRateLimit(ctx context.Context, organizationID, client
 		}
 		return database.RunBeforeCommit(ctx, tx, change, before)
 	})
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		return Client{}, ErrClientNotFound
 	}
 	if err != nil {
@@ -280,7 +280,7 @@ func (s *Service) SetExternalClientRateLimit(ctx context.Context, issuer, client
 		}
 		return database.RunBeforeCommit(ctx, tx, toExternal(row), before)
 	})
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		return ExternalClient{}, ErrClientNotFound
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/orgs/internal/store"
 )
@@ -208,7 +209,7 @@ func wholeSeconds(d time.Duration) time.Duration {
 // whose windows are current, in one statement; windows that have ended are
 // forgotten. When the statement fails, what it was to add is kept for the
 // next try.
-func (l *Limits) reconcile(ctx context.Context, q store.Querier) error {
+func (l *Limits) reconcile(ctx context.Context, q database.Querier) error {
 	type sending struct {
 		counts store.APIRequests
 		w      *clientWindow
@@ -262,7 +263,7 @@ func (l *Limits) Run(ctx context.Context) error {
 	return nil
 }
 
-func (l *Limits) run(ctx context.Context, q store.Querier) {
+func (l *Limits) run(ctx context.Context, q database.Querier) {
 	tick := time.NewTicker(apiLimitSync)
 	defer tick.Stop()
 	var swept time.Time

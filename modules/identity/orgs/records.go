@@ -11,7 +11,7 @@ import (
 // StoredClient implements ClientRecords.
 func (s *Service) StoredClient(ctx context.Context, clientID string) (StoredClient, error) {
 	row, err := store.GetClient(ctx, s.pool, clientID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		return StoredClient{}, ErrClientNotFound
 	}
 	if err != nil {
@@ -25,7 +25,7 @@ func (s *Service) StoredClient(ctx context.Context, clientID string) (StoredClie
 func (s *Service) ClientState(ctx context.Context, clientID string) (ClientState, bool, error) {
 	st, err := s.states.Get(clientID, func() (clientState, bool, error) {
 		row, err := store.GetClientState(ctx, s.pool, clientID)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, database.ErrNotFound) {
 			return clientState{}, true, nil
 		}
 		if err != nil {
@@ -42,7 +42,7 @@ func (s *Service) ClientState(ctx context.Context, clientID string) (ClientState
 func (s *Service) ExternalClient(ctx context.Context, issuer, clientID string) (ExternalClient, bool, error) {
 	x, err := s.externals.Get(externalKey{issuer, clientID}, func() (externalClient, bool, error) {
 		row, err := store.GetExternalClient(ctx, s.pool, issuer, clientID)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, database.ErrNotFound) {
 			return externalClient{}, true, nil
 		}
 		if err != nil {

@@ -21,7 +21,7 @@ import (
 // not give secrets up cheaply, while checking an old secret stays affordable.
 var DefaultHashParams = secrethash.Params{Memory: 19 * 1024, Iterations: 2, Parallelism: 1, SaltLength: 16, KeyLength: 32}
 
-// Config is what organizations and clients need to know; internal/app
+// Config is what organizations and clients need to know; cmd/flowd
 // fills it from internal/config.
 type Config struct {
 	// KeyEncryptionKey keys the MACs of client secrets; without it new
@@ -140,7 +140,7 @@ func (s *Service) CreateOrganizationTx(ctx context.Context, tx database.Tx, in N
 func (s *Service) Organization(ctx context.Context, id string) (Organization, error) {
 	org, err := s.organizations.Get(id, func() (Organization, bool, error) {
 		row, err := store.GetOrganization(ctx, s.pool, id)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, database.ErrNotFound) {
 			return Organization{}, false, ErrOrganizationNotFound
 		}
 		if err != nil {
@@ -161,7 +161,7 @@ func (s *Service) Organization(ctx context.Context, id string) (Organization, er
 func (s *Service) OrganizationExists(ctx context.Context, id string) (bool, error) {
 	return s.existing.Get(id, func() (bool, bool, error) {
 		_, err := store.GetOrganization(ctx, s.pool, id)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, database.ErrNotFound) {
 			return false, false, nil
 		}
 		if err != nil {
@@ -208,7 +208,7 @@ func (s *Service) UpdateOrganization(ctx context.Context, u OrganizationUpdate, 
 		}
 		return database.RunBeforeCommit(ctx, tx, OrganizationChange{Before: toOrganization(prev), After: toOrganization(row)}, before)
 	})
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		return Organization{}, ErrOrganizationNotFound
 	}
 	if err != nil {

@@ -230,7 +230,7 @@ func (p *AccountService) AuthenticateStaff(ctx context.Context, username, passwo
 	}
 	a, hash, err := p.store.StaffByUsername(ctx, NormalizeUsername(username))
 	found := err == nil
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, database.ErrNotFound) {
 		return Account{}, err
 	}
 	if !found || len(password) > MaxPasswordLength {
@@ -278,7 +278,7 @@ func toAccount(a store.Account) Account {
 // accountErr is the store's error in the domain's words.
 func accountErr(err error) error {
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, database.ErrNotFound):
 		return ErrAccountNotFound
 	case errors.Is(err, store.ErrExists):
 		return ErrAccountExists

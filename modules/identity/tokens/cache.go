@@ -2,22 +2,22 @@ package tokens
 
 import (
 	"context"
-	"crypto/sha256"
-	"sync"
 	"time"
 
 	"github.com/flowd/flowd/modules/identity/tokens/internal/revoked"
 	"github.com/flowd/flowd/modules/identity/tokens/internal/store"
 )
 
-// tokenCache remembers access tokens whose signature and claims were
-// verified, by the SHA-256 of the token, until they expire: a repeated token
-// costs a hash and a map lookup instead of an ECDSA verification. Only what
-// the token itself proves is cached; revocation is checked on every request.
-type tokenCache struct {
-	mu      sync.Mutex
-	entries map[[32]byte]verifiedToken
-}
+// tokenCacheMax bounds the access tokens whose signature and claims were
+// verified that the service remembers, by the SHA-256 of the token, until
+// they expire: a repeated token costs a hash and a map lookup instead of an
+// ECDSA verification. Only what the token itself proves is cached;
+// revocation is checked on every request.
+const tokenCacheMax = 50_000
+
+// dpopSeenMax bounds the DPoP proofs remembered (the database still refuses
+// replays past it).
+const dpopSeenMax = 100_000
 
 // verifiedToken is what a verified token proves by itself; what may change
 // after it was signed (revocation, mappings) is decided on every request.
@@ -31,37 +31,6 @@ type verifiedToken struct {
 	scopes   []string
 	audience []string // external tokens
 	jkt      string   // cnf.jkt: the token is DPoP-bound to this key (RFC 9449 6.1)
-}
-
-const tokenCacheMax = 50_000
-
-func (c *tokenCache) init() { c.entries = map[[32]byte]verifiedToken{} }
-
-func (c *tokenCache) get(raw string, now time.Time) (verifiedToken, [32]byte, bool) {
-	sum := sha256.Sum256([]byte(raw))
-	c.mu.Lock()
-	v, ok := c.entries[sum]
-	c.mu.Unlock()
-	if ok && !now.Before(v.expiry) {
-		return v, sum, false
-	}
-	return v, sum, ok
-}
-
-func (c *tokenCache) put(sum [32]byte, v verifiedToken, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.entries) >= tokenCacheMax {
-		for k, e := range c.entries {
-			if !now.Before(e.expiry) {
-				delete(c.entries, k)
-			}
-		}
-		if len(c.entries) >= tokenCacheMax {
-			clear(c.entries)
-		}
-	}
-	c.entries[sum] = v
 }
 
 // loadRevoked fills the revoked set from the database while the feed

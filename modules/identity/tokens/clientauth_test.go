@@ -9,7 +9,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/flowd/flowd/internal/secrethash"
-	"github.com/flowd/flowd/internal/testkeys"
+	"github.com/flowd/flowd/internal/testkit/testkeys"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/orgs"
 )

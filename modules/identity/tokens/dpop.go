@@ -25,7 +25,7 @@ func (s *Service) spendDPoPProof(ctx context.Context, p dpopproof.Proof) error {
 	now := s.now()
 	key := p.JKT + " " + p.JTI
 	replay := dpopproof.BadProof("The DPoP proof was used before: make a new one for every request.")
-	if s.dpopSeen.Has(key, now) {
+	if _, seen := s.dpopSeen.Get(key); seen {
 		return replay
 	}
 	// Past this, the proof's iat is out of the window wherever it is checked.
@@ -34,7 +34,7 @@ func (s *Service) spendDPoPProof(ctx context.Context, p dpopproof.Proof) error {
 	if err != nil {
 		return database.Classify(err)
 	}
-	s.dpopSeen.Add(key, expires, now)
+	s.dpopSeen.PutUntil(key, struct{}{}, expires)
 	if !fresh {
 		return replay
 	}

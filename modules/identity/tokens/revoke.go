@@ -86,7 +86,7 @@ func (s *Service) revokeRefreshToken(ctx context.Context, c orgs.StoredClient, r
 	)
 	err := database.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		t, err := store.LockRefreshToken(ctx, tx, sum[:])
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, database.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
@@ -170,7 +170,7 @@ func (s *Service) introspectAccessToken(ctx context.Context, c orgs.StoredClient
 func (s *Service) introspectRefreshToken(ctx context.Context, c orgs.StoredClient, raw string) (Introspection, error) {
 	sum := sha256.Sum256([]byte(raw))
 	t, err := store.GetRefreshToken(ctx, s.pool, sum[:])
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		return Introspection{}, nil
 	}
 	if err != nil {

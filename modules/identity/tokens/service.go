@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flowd/flowd/internal/cache"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/windowlimit"
 	"github.com/flowd/flowd/modules/identity"
@@ -24,7 +25,7 @@ import (
 	"github.com/flowd/flowd/modules/identity/tokens/internal/store"
 )
 
-// Config is what the token service needs to know; internal/app fills it
+// Config is what the token service needs to know; the wiring (cmd/flowd) fills it
 // from internal/config.
 type Config struct {
 	// Issuer is the built-in provider's issuer: FLOWD_BASE_URL.
@@ -91,15 +92,20 @@ type Service struct {
 	log     *slog.Logger
 	now     func() time.Time
 
-	tokens  tokenCache
+	tokens  *cache.Map[[32]byte, verifiedToken] // verified tokens, by SHA-256
 	revoked *revoked.Set
 	jwks    clientjwks.Cache
 	macs    secret.MACs
 	limiter *windowlimit.Limiter
 	hashing chan struct{} // bounds concurrent argon2id work
 
-	dpop     *dpopproof.Checker
-	dpopSeen *dpopproof.Seen
+	dpop *dpopproof.Checker
+	// dpopSeen remembers the DPoP proofs (key thumbprint and jti) this
+	// instance accepted or refused as replays, until they leave the
+	// acceptance window: a replay sent to the same instance is refused
+	// without a database round trip. It only ever refuses; dpop_proofs
+	// decides what is accepted.
+	dpopSeen *cache.Map[string, struct{}]
 
 	builtin  *builtinVerifier
 	external *externalVerifier
@@ -153,10 +159,11 @@ func New(pool *pgxpool.Pool, feed *changes.Feed, clients Clients, keys Keys, aud
 		limiter:  windowlimit.New(cfg.Now, cfg.FailureWindow, cfg.AddressFailureLimit),
 		hashing:  make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
 		dpop:     dpopproof.NewChecker(cfg.Issuer, cfg.DPoPNonceRequired, cfg.KeyEncryptionKey, cfg.Now),
-		dpopSeen: dpopproof.NewSeen(),
+		dpopSeen: cache.New[string, struct{}](dpopSeenMax, cache.Expiring(cfg.Now)),
 		revoked:  revoked.New(),
+		jwks:     clientjwks.NewCache(),
+		tokens:   cache.New[[32]byte, verifiedToken](tokenCacheMax, cache.Expiring(cfg.Now)),
 	}
-	s.tokens.init()
 	s.builtin = newBuiltinVerifier(s)
 	if cfg.ExternalIssuer != "" {
 		s.external = newExternalVerifier(s)
@@ -201,7 +208,7 @@ func (s *Service) Run(ctx context.Context) error {
 // expired DPoP proofs, and completes the revoked set again when it
 // overflowed.
 func (s *Service) sweepOnce(ctx context.Context) {
-	for _, del := range []func(context.Context, store.Querier) (int64, error){
+	for _, del := range []func(context.Context, database.Querier) (int64, error){
 		store.DeleteExpiredRefreshTokens, store.DeleteExpiredRevokedAccessTokens, store.DeleteExpiredAssertionJTIs, store.DeleteExpiredDPoPProofs,
 	} {
 		for {
@@ -212,7 +219,7 @@ func (s *Service) sweepOnce(ctx context.Context) {
 		}
 	}
 	s.revoked.Prune(s.now())
-	s.dpopSeen.Prune(s.now())
+	s.dpopSeen.Prune()
 	if err := s.loadRevoked(ctx); err != nil {
 		s.log.WarnContext(ctx, "identity: loading revoked access tokens", "error", err)
 	}

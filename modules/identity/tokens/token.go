@@ -122,7 +122,7 @@ func (s *Service) issue(ctx context.Context, c orgs.StoredClient, scopes []strin
 	return s.sign(ctx, c, scopes, rt, jkt)
 }
 
-func (s *Service) storeRefreshToken(ctx context.Context, q store.Querier, clientID string, scopes []string, family, jkt string) (string, error) {
+func (s *Service) storeRefreshToken(ctx context.Context, q database.Querier, clientID string, scopes []string, family, jkt string) (string, error) {
 	if family == "" {
 		family = newUUID()
 	}
@@ -188,7 +188,7 @@ func (s *Service) refresh(ctx context.Context, c orgs.StoredClient, raw string, 
 	)
 	err := database.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		t, err := store.LockRefreshToken(ctx, tx, sum[:])
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, database.ErrNotFound) {
 			fail = tokenErr(ErrCodeInvalidGrant, "The refresh token is invalid, expired or revoked.")
 			return nil
 		}

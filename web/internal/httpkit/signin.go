@@ -13,8 +13,8 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/modules/identity/staff"
+	"github.com/flowd/flowd/web/internal/oidclogin"
 )
 
 // This file holds the steps the sign-ins share: the relying parties' of

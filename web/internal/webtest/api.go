@@ -16,21 +16,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/internal/assurance"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/idempotency"
-	"github.com/flowd/flowd/internal/identitytest"
+	"github.com/flowd/flowd/internal/nationalid"
 	"github.com/flowd/flowd/internal/pii"
-	"github.com/flowd/flowd/internal/testlog"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
+	"github.com/flowd/flowd/internal/testkit/testlog"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/flows/taskreports"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/audit"
+	"github.com/flowd/flowd/modules/identity/identitytest"
 	"github.com/flowd/flowd/modules/identity/tokens"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web"
@@ -246,7 +247,7 @@ func NewAPI(t testing.TB, opts ...EnvOption) *APIEnv {
 	requests := consent.NewRequests(pool, sealer, cfg.BaseURL.String())
 	log := testlog.New(t)
 	m := flows.New(pool, sealer, requests, definitions, orgs, publisher, log, prometheus.NewRegistry(), fcfg)
-	journey := consent.NewJourney(pool, requests, m, definitions, receiptService, TestOrganizations{}, TestOrganizations{}, consent.DefaultACRMap, log)
+	journey := consent.NewJourney(pool, requests, m, definitions, receiptService, TestOrganizations{}, TestOrganizations{}, assurance.DefaultACRMap, log)
 	d := web.Deps{Config: cfg, Pool: pool, Bearer: FakeIdentity{}, Audit: FakeIdentity{}, Flows: m, Receipts: receiptService, Consent: journey,
 		Withdrawals: consent.NewWithdrawals(pool, requests, m, definitions, receiptService)}
 	if hooks != nil {

@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flowd/flowd/internal/config"
-	"github.com/flowd/flowd/internal/dbtest"
-	"github.com/flowd/flowd/internal/testlog"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
+	"github.com/flowd/flowd/internal/testkit/testlog"
 	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/web"
 	"github.com/flowd/flowd/web/openapi/openapitest"

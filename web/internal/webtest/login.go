@@ -14,16 +14,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowd/flowd/internal/config"
-	"github.com/flowd/flowd/internal/dbtest"
-	"github.com/flowd/flowd/internal/formbrowser"
-	"github.com/flowd/flowd/internal/identitytest"
-	"github.com/flowd/flowd/internal/oidclogin"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/internal/secrethash"
-	"github.com/flowd/flowd/internal/testlog"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
+	"github.com/flowd/flowd/internal/testkit/formbrowser"
+	"github.com/flowd/flowd/internal/testkit/testlog"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/identity/identitytest"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/modules/identity/staff"
@@ -113,14 +112,12 @@ func SetupLogin(t *testing.T, o LoginOptions) LoginServer {
 	flowsModule := flows.New(pool, sealer, consent.NewRequests(pool, sealer, base), definitions,
 		FakeOrgs{Settings: DefaultSettings}, &TableEvents{},
 		testlog.New(t), prometheus.NewRegistry(), flows.Config{})
-	consoleCfg := oidclogin.ConsoleConfig(cfg)
-	consoleCfg.HTTPClient = o.ConsoleHTTP
 	sessions, err := staff.NewSessions(pool, staff.SessionsConfig{Log: testlog.New(t), Now: o.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := NewServer(t, web.Deps{Config: cfg, Pool: pool, Tokens: ident, Flows: flowsModule, Receipts: receiptService, Login: provider,
-		ConsoleRP: oidclogin.New(consoleCfg), ConsentRP: oidclogin.New(oidclogin.ConsentConfig(cfg)), Sessions: sessions, Now: o.Now})
+		ConsoleHTTP: o.ConsoleHTTP, Sessions: sessions, Now: o.Now})
 	hs.Config.Handler = srv
 	hs.Start()
 	t.Cleanup(hs.Close)

@@ -11,21 +11,21 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flowd/flowd/internal/assurance"
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/dbtest"
 	"github.com/flowd/flowd/internal/idempotency"
-	"github.com/flowd/flowd/internal/identitytest"
-	"github.com/flowd/flowd/internal/oidclogin"
+	"github.com/flowd/flowd/internal/nationalid"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/internal/secrethash"
-	"github.com/flowd/flowd/internal/testlog"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
+	"github.com/flowd/flowd/internal/testkit/testlog"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 	"github.com/flowd/flowd/modules/flows/taskreports"
+	"github.com/flowd/flowd/modules/identity/identitytest"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/identity/staff"
 	"github.com/flowd/flowd/modules/webhooks"
@@ -133,7 +133,7 @@ func NewServer(t testing.TB, d web.Deps) *Server {
 	if d.Flows == nil {
 		d.Flows = flowsModule
 	}
-	journey := consent.NewJourney(d.Pool, requests, flowsModule, definitions, receiptService, TestOrganizations{}, TestOrganizations{}, consent.DefaultACRMap, d.Log)
+	journey := consent.NewJourney(d.Pool, requests, flowsModule, definitions, receiptService, TestOrganizations{}, TestOrganizations{}, assurance.DefaultACRMap, d.Log)
 	if d.Consent == nil {
 		d.Consent = journey
 	}
@@ -161,12 +161,6 @@ func NewServer(t testing.TB, d web.Deps) *Server {
 			t.Fatal(err)
 		}
 		d.Sessions = sessions
-	}
-	if d.ConsoleRP == nil {
-		d.ConsoleRP = oidclogin.New(oidclogin.ConsoleConfig(cfg))
-	}
-	if d.ConsentRP == nil {
-		d.ConsentRP = oidclogin.New(oidclogin.ConsentConfig(cfg))
 	}
 	if d.Idempotency == nil {
 		d.Idempotency = idempotency.New(d.Pool, sealer, d.Log, 0)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowd/flowd/internal/testwait"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 )
 
 // testLoad is the load generator against srv with the given workers.

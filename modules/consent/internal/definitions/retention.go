@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
 // Retention is a definition version's retention.
@@ -16,7 +18,7 @@ type Retention struct {
 
 // Retentions returns every definition version of every organization that
 // has a retention.
-func Retentions(ctx context.Context, db DB) ([]Retention, error) {
+func Retentions(ctx context.Context, db database.Querier) ([]Retention, error) {
 	rows, err := db.Query(ctx, `select organization_id, definition_id, version, retention from consent_definition_versions
 		where retention is not null order by organization_id, definition_id, version`)
 	if err != nil {

@@ -8,18 +8,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flowd/flowd/internal/database"
 )
-
-// ErrNoRows means there is no such definition or version.
-var ErrNoRows = errors.New("definitions: no rows")
-
-// DB is a pool or a transaction.
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
 
 // Definition is a row of consent_definitions.
 type Definition struct {
@@ -65,13 +56,13 @@ func scanDefinition(row pgx.Row) (Definition, error) {
 	var d Definition
 	err := row.Scan(&d.OrganizationID, &d.ID, &d.Default, &d.LatestVersion, &d.CreatedAt, &d.RetiredAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Definition{}, ErrNoRows
+		return Definition{}, database.ErrNotFound
 	}
 	return d, err
 }
 
 // HasDefault reports whether the organization has its default definition.
-func HasDefault(ctx context.Context, db DB, organizationID string) (bool, error) {
+func HasDefault(ctx context.Context, db database.Querier, organizationID string) (bool, error) {
 	var ok bool
 	err := db.QueryRow(ctx, `select exists (select 1 from consent_definitions where organization_id = $1 and is_default)`,
 		organizationID).Scan(&ok)
@@ -81,7 +72,7 @@ func HasDefault(ctx context.Context, db DB, organizationID string) (bool, error)
 // Insert stores a new definition with its first version v. It reports false,
 // storing nothing, when the organization already has a definition of that
 // id (or, for a default, a default).
-func Insert(ctx context.Context, db DB, d Definition, v Version) (bool, error) {
+func Insert(ctx context.Context, db database.Querier, d Definition, v Version) (bool, error) {
 	tag, err := db.Exec(ctx, `insert into consent_definitions (organization_id, id, is_default, latest_version)
 		values ($1, $2, $3, 1) on conflict do nothing`, d.OrganizationID, d.ID, d.Default)
 	if err != nil || tag.RowsAffected() == 0 {
@@ -91,7 +82,7 @@ func Insert(ctx context.Context, db DB, d Definition, v Version) (bool, error) {
 }
 
 // InsertVersion stores v.
-func InsertVersion(ctx context.Context, db DB, v Version) error {
+func InsertVersion(ctx context.Context, db database.Querier, v Version) error {
 	_, err := db.Exec(ctx, `insert into consent_definition_versions (organization_id, definition_id, version, tag,
 			title_en, title_nb, purpose_en, purpose_nb, data_categories, recipient, validity, assurance_level,
 			text_sha256, published_by, published_at, withdrawal_consequences, retention)
@@ -104,8 +95,8 @@ func InsertVersion(ctx context.Context, db DB, v Version) error {
 
 // Get returns a definition. With lock, its row is locked until the
 // transaction ends against other publishes and retirement, but not against
-// creates pinning it (Pin). ErrNoRows.
-func Get(ctx context.Context, db DB, organizationID, id string, lock bool) (Definition, error) {
+// creates pinning it (Pin). database.ErrNotFound.
+func Get(ctx context.Context, db database.Querier, organizationID, id string, lock bool) (Definition, error) {
 	sql := `select ` + definitionColumns + ` from consent_definitions where organization_id = $1 and id = $2`
 	if lock {
 		sql += ` for no key update`
@@ -124,8 +115,8 @@ type Pinned struct {
 // when id is empty, with its version n (the latest when 0), and keeps it
 // from being retired until the transaction ends: the key-share lock
 // conflicts with Retire's update lock and with nothing a create or publish
-// takes. ErrNoRows.
-func Pin(ctx context.Context, db DB, organizationID, id string, n int) (Pinned, error) {
+// takes. database.ErrNotFound.
+func Pin(ctx context.Context, db database.Querier, organizationID, id string, n int) (Pinned, error) {
 	var p Pinned
 	d := &p.Definition
 	var version *int
@@ -138,7 +129,7 @@ func Pin(ctx context.Context, db DB, organizationID, id string, n int) (Pinned, 
 		for key share of d`, organizationID, id, n).
 		Scan(&d.OrganizationID, &d.ID, &d.Default, &d.LatestVersion, &d.CreatedAt, &d.RetiredAt, &version, &p.Tag)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Pinned{}, ErrNoRows
+		return Pinned{}, database.ErrNotFound
 	}
 	if version != nil {
 		p.Version = *version
@@ -147,7 +138,7 @@ func Pin(ctx context.Context, db DB, organizationID, id string, n int) (Pinned, 
 }
 
 // List returns the organization's definitions with their latest versions, by id.
-func List(ctx context.Context, db DB, organizationID string) ([]Definition, []Version, error) {
+func List(ctx context.Context, db database.Querier, organizationID string) ([]Definition, []Version, error) {
 	rows, err := db.Query(ctx, `select d.organization_id, d.id, d.is_default, d.latest_version, d.created_at, d.retired_at,
 			`+versionColumns("v")+`
 		from consent_definitions d
@@ -187,20 +178,20 @@ func (v *Version) dest() []any {
 		&v.PublishedBy, &v.PublishedAt, &v.WithdrawalConsequences, &v.Retention}
 }
 
-// GetVersion returns version n of a definition. ErrNoRows.
-func GetVersion(ctx context.Context, db DB, organizationID, id string, n int) (Version, error) {
+// GetVersion returns version n of a definition. database.ErrNotFound.
+func GetVersion(ctx context.Context, db database.Querier, organizationID, id string, n int) (Version, error) {
 	var v Version
 	err := db.QueryRow(ctx, `select `+versionColumns("v")+` from consent_definition_versions v
 		where v.organization_id = $1 and v.definition_id = $2 and v.version = $3`, organizationID, id, n).Scan(v.dest()...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Version{}, ErrNoRows
+		return Version{}, database.ErrNotFound
 	}
 	return v, err
 }
 
 // Publish stores v as the definition's latest version; the caller holds the
 // definition's row (Get with lock).
-func Publish(ctx context.Context, db DB, v Version) error {
+func Publish(ctx context.Context, db database.Querier, v Version) error {
 	if err := InsertVersion(ctx, db, v); err != nil {
 		return err
 	}
@@ -211,9 +202,9 @@ func Publish(ctx context.Context, db DB, v Version) error {
 
 // Retire marks the definition retired, once. It waits for the creates
 // that pinned it to end, so that none commits a flow on it afterwards.
-// ErrNoRows. The first retirement's time stays: least ignores a null, and
+// database.ErrNotFound. The first retirement's time stays: least ignores a null, and
 // unlike coalesce it may hold now() on Citus.
-func Retire(ctx context.Context, db DB, organizationID, id string) (Definition, error) {
+func Retire(ctx context.Context, db database.Querier, organizationID, id string) (Definition, error) {
 	if _, err := scanDefinition(db.QueryRow(ctx, `select `+definitionColumns+` from consent_definitions
 		where organization_id = $1 and id = $2 for update`, organizationID, id)); err != nil {
 		return Definition{}, err

@@ -7,19 +7,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/flowd/flowd/internal/database"
 )
-
-// ErrNoRows means there is no such consent request.
-var ErrNoRows = errors.New("requests: no rows")
-
-// DB is a pool or a transaction.
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
 
 // Request is a row of consent_requests.
 type Request struct {
@@ -31,7 +21,7 @@ type Request struct {
 }
 
 // Insert stores r.
-func Insert(ctx context.Context, db DB, r Request) error {
+func Insert(ctx context.Context, db database.Querier, r Request) error {
 	_, err := db.Exec(ctx, `insert into consent_requests (flow_id, organization_id, token_hash, pii_key_id, token_sealed)
 		values ($1, $2, $3, $4, $5)`, r.FlowID, r.OrganizationID, r.TokenHash, r.PIIKeyID, r.TokenSealed)
 	return err
@@ -41,8 +31,8 @@ const requestColumns = `flow_id::text, organization_id, token_hash, pii_key_id, 
 
 const byFlowSQL = `select ` + requestColumns + ` from consent_requests where organization_id = $1 and flow_id = $2`
 
-// ByFlow returns a flow's request. ErrNoRows.
-func ByFlow(ctx context.Context, db DB, organizationID, flowID string) (Request, error) {
+// ByFlow returns a flow's request. database.ErrNotFound.
+func ByFlow(ctx context.Context, db database.Querier, organizationID, flowID string) (Request, error) {
 	return scan(db.QueryRow(ctx, byFlowSQL, organizationID, flowID))
 }
 
@@ -51,7 +41,7 @@ func ByFlow(ctx context.Context, db DB, organizationID, flowID string) (Request,
 var errNotRead = errors.New("requests: the read did not reach the consent request")
 
 // QueueByFlow adds ByFlow's statement to r and returns the function that
-// gives its answer once r is done. ErrNoRows. A flow without a request does
+// gives its answer once r is done. database.ErrNotFound. A flow without a request does
 // not fail r.
 func QueueByFlow(r database.SharedRead, organizationID, flowID string) func() (Request, error) {
 	var (
@@ -66,16 +56,16 @@ func QueueByFlow(r database.SharedRead, organizationID, flowID string) func() (R
 }
 
 // ByTokenHash returns the request of an organization's link token's
-// digest. ErrNoRows.
-func ByTokenHash(ctx context.Context, db DB, organizationID string, hash []byte) (Request, error) {
+// digest. database.ErrNotFound.
+func ByTokenHash(ctx context.Context, db database.Querier, organizationID string, hash []byte) (Request, error) {
 	return scan(db.QueryRow(ctx, `select `+requestColumns+` from consent_requests
 		where organization_id = $1 and token_hash = $2`, organizationID, hash))
 }
 
 // ByLegacyTokenHash returns the request of the digest of a link token made
-// before tokens named their organization. ErrNoRows. On Citus it asks every
+// before tokens named their organization. database.ErrNotFound. On Citus it asks every
 // shard.
-func ByLegacyTokenHash(ctx context.Context, db DB, hash []byte) (Request, error) {
+func ByLegacyTokenHash(ctx context.Context, db database.Querier, hash []byte) (Request, error) {
 	return scan(db.QueryRow(ctx, `select `+requestColumns+` from consent_requests where token_hash = $1`, hash))
 }
 
@@ -83,32 +73,32 @@ func scan(row database.Row) (Request, error) {
 	var r Request
 	err := row.Scan(&r.FlowID, &r.OrganizationID, &r.TokenHash, &r.PIIKeyID, &r.TokenSealed)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return r, ErrNoRows
+		return r, database.ErrNotFound
 	}
 	return r, err
 }
 
 // MarkProven records the first time the request's person proved who they are.
-func MarkProven(ctx context.Context, db DB, organizationID, flowID string) error {
+func MarkProven(ctx context.Context, db database.Querier, organizationID, flowID string) error {
 	_, err := db.Exec(ctx, `update consent_requests set identity_proven_at = now()
 		where organization_id = $1 and flow_id = $2 and identity_proven_at is null`, organizationID, flowID)
 	return err
 }
 
 // ProvenAt returns when the request's person first proved who they are, or
-// nil. ErrNoRows.
-func ProvenAt(ctx context.Context, db DB, organizationID, flowID string) (*time.Time, error) {
+// nil. database.ErrNotFound.
+func ProvenAt(ctx context.Context, db database.Querier, organizationID, flowID string) (*time.Time, error) {
 	var at *time.Time
 	err := db.QueryRow(ctx, `select identity_proven_at from consent_requests
 		where organization_id = $1 and flow_id = $2`, organizationID, flowID).Scan(&at)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNoRows
+		return nil, database.ErrNotFound
 	}
 	return at, err
 }
 
 // Delete removes a flow's request.
-func Delete(ctx context.Context, db DB, organizationID, flowID string) error {
+func Delete(ctx context.Context, db database.Querier, organizationID, flowID string) error {
 	_, err := db.Exec(ctx, `delete from consent_requests where organization_id = $1 and flow_id = $2`, organizationID, flowID)
 	return err
 }
@@ -117,7 +107,7 @@ func Delete(ctx context.Context, db DB, organizationID, flowID string) error {
 // is sealed under a key other than keyID. Like the flows module's re-seal
 // it locks nothing (a statement over every organization's rows cannot on
 // Citus); Reseal writes a request back only while it is sealed as read.
-func Stale(ctx context.Context, db Querier, keyID string, limit int) ([]Request, error) {
+func Stale(ctx context.Context, db database.Querier, keyID string, limit int) ([]Request, error) {
 	rows, err := db.Query(ctx, `select `+requestColumns+`
 		from consent_requests where pii_key_id <> $1 order by flow_id limit $2`, keyID, limit)
 	if err != nil {
@@ -135,15 +125,9 @@ func Stale(ctx context.Context, db Querier, keyID string, limit int) ([]Request,
 	return out, rows.Err()
 }
 
-// Querier is a transaction that can also read many rows.
-type Querier interface {
-	DB
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
 // Reseal stores r's link token sealed again under keyID, unless it is no
 // longer sealed under r.PIIKeyID.
-func Reseal(ctx context.Context, db DB, r Request, keyID string, sealed []byte) error {
+func Reseal(ctx context.Context, db database.Querier, r Request, keyID string, sealed []byte) error {
 	_, err := db.Exec(ctx, `update consent_requests set pii_key_id = $4, token_sealed = $5
 		where organization_id = $1 and flow_id = $2 and pii_key_id = $3`, r.OrganizationID, r.FlowID, r.PIIKeyID, keyID, sealed)
 	return err

@@ -8,17 +8,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/flowd/flowd/internal/database"
 )
-
-// DB is a pool, a connection or a transaction.
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
 
 // Erasure is a row of erasures: a tombstone.
 type Erasure struct {
@@ -39,7 +31,7 @@ const erasureColumns = `organization_id, id::text, subject, subject_key, flow_co
 
 // InsertErasure stores e unless a tombstone of its id is there already,
 // and reports whether it stored it.
-func InsertErasure(ctx context.Context, db DB, e Erasure) (bool, error) {
+func InsertErasure(ctx context.Context, db database.Querier, e Erasure) (bool, error) {
 	tag, err := db.Exec(ctx, `insert into erasures (organization_id, id, subject, subject_key, flow_count, keep_receipts,
 		key_destroyed_at, erased_by, erased_at, receipt) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 		on conflict (organization_id, id) do nothing`, e.OrganizationID, e.ID, e.Subject, e.SubjectKey, e.FlowCount,
@@ -48,14 +40,14 @@ func InsertErasure(ctx context.Context, db DB, e Erasure) (bool, error) {
 }
 
 // LatestOfSubject returns the organization's latest erasure of the person
-// of subjectKey. pgx.ErrNoRows.
-func LatestOfSubject(ctx context.Context, db DB, organizationID string, subjectKey []byte) (Erasure, error) {
+// of subjectKey. database.ErrNotFound.
+func LatestOfSubject(ctx context.Context, db database.Querier, organizationID string, subjectKey []byte) (Erasure, error) {
 	return one(db.Query(ctx, `select `+erasureColumns+` from erasures where organization_id = $1 and subject_key = $2
 		order by erased_at desc, id desc limit 1`, organizationID, subjectKey))
 }
 
 // List returns up to limit of the organization's erasures, newest first.
-func List(ctx context.Context, db DB, organizationID string, limit int) ([]Erasure, error) {
+func List(ctx context.Context, db database.Querier, organizationID string, limit int) ([]Erasure, error) {
 	rows, err := db.Query(ctx, `select `+erasureColumns+` from erasures where organization_id = $1
 		order by erased_at desc, id desc limit $2`, organizationID, limit)
 	if err != nil {
@@ -65,7 +57,7 @@ func List(ctx context.Context, db DB, organizationID string, limit int) ([]Erasu
 }
 
 // All returns every tombstone of every organization, oldest first.
-func All(ctx context.Context, db DB) ([]Erasure, error) {
+func All(ctx context.Context, db database.Querier) ([]Erasure, error) {
 	rows, err := db.Query(ctx, `select `+erasureColumns+` from erasures order by erased_at, organization_id, id`)
 	if err != nil {
 		return nil, err
@@ -73,8 +65,8 @@ func All(ctx context.Context, db DB) ([]Erasure, error) {
 	return pgx.CollectRows(rows, pgx.RowToStructByName[Erasure])
 }
 
-// Get returns one erasure. pgx.ErrNoRows.
-func Get(ctx context.Context, db DB, organizationID, id string) (Erasure, error) {
+// Get returns one erasure. database.ErrNotFound.
+func Get(ctx context.Context, db database.Querier, organizationID, id string) (Erasure, error) {
 	return one(db.Query(ctx, `select `+erasureColumns+` from erasures where organization_id = $1 and id = $2`, organizationID, id))
 }
 
@@ -82,7 +74,15 @@ func one(rows pgx.Rows, err error) (Erasure, error) {
 	if err != nil {
 		return Erasure{}, err
 	}
-	return pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Erasure])
+	return notFound(pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Erasure]))
+}
+
+// notFound is v and err, with no row database.ErrNotFound.
+func notFound[T any](v T, err error) (T, error) {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return v, database.ErrNotFound
+	}
+	return v, err
 }
 
 // KeptReceipt is a row of erasure_kept_receipts.
@@ -93,7 +93,7 @@ type KeptReceipt struct {
 }
 
 // InsertKeptReceipts stores the consent receipts an erasure keeps.
-func InsertKeptReceipts(ctx context.Context, db DB, organizationID, erasureID string, kept []KeptReceipt) error {
+func InsertKeptReceipts(ctx context.Context, db database.Querier, organizationID, erasureID string, kept []KeptReceipt) error {
 	for _, k := range kept {
 		if _, err := db.Exec(ctx, `insert into erasure_kept_receipts (organization_id, erasure_id, receipt_id, flow_id, receipt)
 			values ($1, $2, $3, $4, $5) on conflict do nothing`, organizationID, erasureID, k.ReceiptID, k.FlowID, k.Receipt); err != nil {
@@ -104,7 +104,7 @@ func InsertKeptReceipts(ctx context.Context, db DB, organizationID, erasureID st
 }
 
 // KeptReceipts returns the consent receipts an erasure kept.
-func KeptReceipts(ctx context.Context, db DB, organizationID, erasureID string) ([]KeptReceipt, error) {
+func KeptReceipts(ctx context.Context, db database.Querier, organizationID, erasureID string) ([]KeptReceipt, error) {
 	rows, err := db.Query(ctx, `select receipt_id, flow_id::text, receipt from erasure_kept_receipts
 		where organization_id = $1 and erasure_id = $2 order by receipt_id`, organizationID, erasureID)
 	if err != nil {
@@ -115,7 +115,7 @@ func KeptReceipts(ctx context.Context, db DB, organizationID, erasureID string) 
 
 // LockSubject holds, until tx ends, the lock that orders erasures of one
 // person in one organization.
-func LockSubject(ctx context.Context, db DB, organizationID string, subjectKey []byte) error {
+func LockSubject(ctx context.Context, db database.Querier, organizationID string, subjectKey []byte) error {
 	_, err := db.Exec(ctx, `select pg_advisory_xact_lock(hashtextextended($1 || encode($2, 'hex'), 0))`, organizationID, subjectKey)
 	return err
 }
@@ -131,15 +131,15 @@ type Request struct {
 }
 
 // InsertRequest records a person's request to be erased.
-func InsertRequest(ctx context.Context, db DB, r Request, subjectKey, personKey []byte) error {
+func InsertRequest(ctx context.Context, db database.Querier, r Request, subjectKey, personKey []byte) error {
 	_, err := db.Exec(ctx, `insert into erasure_requests (organization_id, id, subject_key, person_key, reference, requested_at)
 		values ($1, $2, $3, $4, $5, $6)`, r.OrganizationID, r.ID, subjectKey, personKey, r.Reference, r.RequestedAt)
 	return err
 }
 
 // OpenRequest returns the latest request of the person of subjectKey to
-// organizationID that no erasure of them there has followed. pgx.ErrNoRows.
-func OpenRequest(ctx context.Context, db DB, organizationID string, subjectKey []byte) (Request, error) {
+// organizationID that no erasure of them there has followed. database.ErrNotFound.
+func OpenRequest(ctx context.Context, db database.Querier, organizationID string, subjectKey []byte) (Request, error) {
 	rows, err := db.Query(ctx, `select r.organization_id, r.id::text, r.reference, r.requested_at, null::timestamptz as erased_at
 		from erasure_requests r where r.organization_id = $1 and r.subject_key = $2
 			and not exists (select 1 from erasures e where e.organization_id = r.organization_id and e.subject_key = r.subject_key
@@ -148,7 +148,7 @@ func OpenRequest(ctx context.Context, db DB, organizationID string, subjectKey [
 	if err != nil {
 		return Request{}, err
 	}
-	return pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Request])
+	return notFound(pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Request]))
 }
 
 // QueueRequestsOf adds to b the read of the latest request of the person of

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowd/flowd/internal/benchsql"
+	"github.com/flowd/flowd/internal/testkit/benchsql"
 )
 
 // TestBenchmarkScriptsRunTheStoresStatements: the pgbench scripts of

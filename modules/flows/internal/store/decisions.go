@@ -11,7 +11,7 @@ import (
 // LockForDecision reads a flow of organizationID locked for update, its open
 // incidents and the id of its latest attachment of receiptKind ("" when it
 // has none), in one round trip: the flow's lock is taken first, so the other
-// two are read under it. ErrNoRows.
+// two are read under it. database.ErrNotFound.
 func LockForDecision(ctx context.Context, db DB, organizationID, id, receiptKind string) (Flow, []Incident, string, error) {
 	var b pgx.Batch
 	b.Queue(flowByIDSQL+` for update`, organizationID, id)
@@ -48,7 +48,7 @@ type Decision struct {
 
 // RecordDecision completes an active flow of organizationID whose consent
 // has not expired at d.At with the person's answer and its evidence, opens
-// it too when it was not yet, bumps its version and returns it. ErrNoRows
+// it too when it was not yet, bumps its version and returns it. database.ErrNotFound
 // when the flow is not active, has expired, or is gone: the condition holds
 // under the update's own row lock, so a decision is recorded at most once.
 func RecordDecision(ctx context.Context, db DB, organizationID, id string, d Decision) (Flow, error) {
@@ -61,7 +61,7 @@ func RecordDecision(ctx context.Context, db DB, organizationID, id string, d Dec
 }
 
 // RecordWithdrawal moves an accepted flow of organizationID to Withdrawn at
-// at by by, bumps its version and returns it. ErrNoRows when the flow is not
+// at by by, bumps its version and returns it. database.ErrNotFound when the flow is not
 // accepted (never was, withdrawn or expired already) or is gone.
 func RecordWithdrawal(ctx context.Context, db DB, organizationID, id string, at time.Time, by string) (Flow, error) {
 	return flowRows.one(db.Query(ctx, `update flows set consent_status = 'Withdrawn', withdrawn_at = $3, withdrawn_by = $4,

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
 // Flow is a row of flows. Each field's db tag names its column, and the
@@ -155,7 +157,7 @@ func InsertNumberedFlow(ctx context.Context, db DB, f *Flow, key SubjectKey, sub
 		}
 	}
 	rows, err := br.Query()
-	if err := flowRows.fill(f, rows, err); errors.Is(err, ErrNoRows) {
+	if err := flowRows.fill(f, rows, err); errors.Is(err, database.ErrNotFound) {
 		return ErrSubjectKeyMissing
 	} else if err != nil {
 		return err
@@ -170,7 +172,7 @@ func InsertNumberedFlow(ctx context.Context, db DB, f *Flow, key SubjectKey, sub
 }
 
 // GetFlow returns a flow of organizationID, locked for update when lock is
-// set. ErrNoRows.
+// set. database.ErrNotFound.
 func GetFlow(ctx context.Context, db DB, organizationID, id string, lock bool) (Flow, error) {
 	q := flowByIDSQL
 	if lock {
@@ -181,14 +183,14 @@ func GetFlow(ctx context.Context, db DB, organizationID, id string, lock bool) (
 
 // SaveState writes f's state and its decision's evidence (its save
 // columns), bumps its version and updated_at, and reads what the database
-// set into f. ErrNoRows.
+// set into f. database.ErrNotFound.
 func SaveState(ctx context.Context, db DB, f *Flow) error {
 	rows, err := db.Query(ctx, saveFlowSQL, flowRows.values([]any{f.OrganizationID, f.ID}, f, saveColumns)...)
 	return flowRows.fill(f, rows, err)
 }
 
 // LockDueForExpiry returns a flow DueForExpiry found, locked for update, when
-// it is still active and expired by now. ErrNoRows when it is not, or when
+// it is still active and expired by now. database.ErrNotFound when it is not, or when
 // another transaction holds it: that one is expiring or changing it.
 func LockDueForExpiry(ctx context.Context, db DB, k FlowKey, now time.Time) (Flow, error) {
 	return flowRows.one(db.Query(ctx, `select `+flowColumns+` from flows
@@ -199,7 +201,7 @@ func LockDueForExpiry(ctx context.Context, db DB, k FlowKey, now time.Time) (Flo
 // ExpireAcceptance moves a flow of organizationID from Accepted to Expired
 // when its valid_until has passed by the database's clock, bumps its version
 // and returns it. The update's own row lock and condition make a second call,
-// concurrent or later, change nothing: it is ErrNoRows, as is a flow that is
+// concurrent or later, change nothing: it is database.ErrNotFound, as is a flow that is
 // gone, not accepted or not yet due.
 func ExpireAcceptance(ctx context.Context, db DB, organizationID, id string) (Flow, error) {
 	return flowRows.one(db.Query(ctx, `update flows set consent_status = 'Expired', expired_at = now(),

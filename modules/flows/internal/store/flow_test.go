@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowd/flowd/internal/dbtest"
-	"github.com/flowd/flowd/internal/fieldtest"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
+	"github.com/flowd/flowd/internal/testkit/fieldtest"
 )
 
 // TestEveryFlowFieldIsStored follows every field of Flow through the

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
 // FlowSummary is a flow's row as lists read it: the columns a list shows.
@@ -94,7 +95,7 @@ func listSQL(q ListQuery, at time.Time) (string, []any) {
 
 // ListFlows returns one page of flows, newest first, and whether more lie
 // beyond it in the direction of travel; the page's round trip may be
-// shared. A cursor that is not a flow of the organization is ErrNoRows.
+// shared. A cursor that is not a flow of the organization is database.ErrNotFound.
 // q's cursor must be a UUID and its texts valid UTF-8 without NUL.
 //
 // A page starts from its cursor's position as s remembers it: the ends of
@@ -106,7 +107,7 @@ func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary
 	lookedUp := false
 	if q.CursorID != "" {
 		var known bool
-		if at, known = s.positions.get(q.OrganizationID, q.CursorID); !known {
+		if at, known = s.positions.Get(flowRef{q.OrganizationID, q.CursorID}); !known {
 			var err error
 			if at, err = s.position(ctx, q.OrganizationID, q.CursorID); err != nil {
 				return nil, false, err
@@ -148,13 +149,13 @@ func (s *SharedReads) ListFlows(ctx context.Context, q ListQuery) ([]FlowSummary
 		}
 	}
 	if len(out) > 0 {
-		s.positions.put(q.OrganizationID, out[0].ID, out[0].CreatedAt)
-		s.positions.put(q.OrganizationID, out[len(out)-1].ID, out[len(out)-1].CreatedAt)
+		s.positions.Put(flowRef{q.OrganizationID, out[0].ID}, out[0].CreatedAt)
+		s.positions.Put(flowRef{q.OrganizationID, out[len(out)-1].ID}, out[len(out)-1].CreatedAt)
 	}
 	return out, more, nil
 }
 
-// position looks up a flow's created_at, and remembers it. ErrNoRows.
+// position looks up a flow's created_at, and remembers it. database.ErrNotFound.
 func (s *SharedReads) position(ctx context.Context, organizationID, id string) (time.Time, error) {
 	var at time.Time
 	err := s.Do(ctx, func(b *pgx.Batch) {
@@ -163,46 +164,19 @@ func (s *SharedReads) position(ctx context.Context, organizationID, id string) (
 		return br.QueryRow().Scan(&at)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return at, ErrNoRows
+		return at, database.ErrNotFound
 	}
 	if err == nil {
-		s.positions.put(organizationID, id, at)
+		s.positions.Put(flowRef{organizationID, id}, at)
 	}
 	return at, err
 }
 
 const positionSQL = `select created_at from flows where organization_id = $1 and id = $2`
 
-// positions remembers the created_at of flows that ended a page, which a
-// client is likely to give as the next page's cursor, and of cursors
-// looked up: a flow's created_at never changes. It holds up to twice
-// maxPositions flows, the most recently remembered.
-type positions struct {
-	mu       sync.Mutex
-	current  map[flowRef]time.Time
-	previous map[flowRef]time.Time
-}
-
-const maxPositions = 4096
+// maxPositions bounds the created_at of flows that ended a page, which a
+// client is likely to give as the next page's cursor, and of cursors looked
+// up, that a store remembers (positions): a flow's created_at never changes.
+const maxPositions = 8192
 
 type flowRef struct{ organizationID, id string }
-
-func (p *positions) get(organizationID, id string) (time.Time, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	k := flowRef{organizationID, id}
-	if at, ok := p.current[k]; ok {
-		return at, true
-	}
-	at, ok := p.previous[k]
-	return at, ok
-}
-
-func (p *positions) put(organizationID, id string, at time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.current == nil || len(p.current) >= maxPositions {
-		p.previous, p.current = p.current, make(map[flowRef]time.Time, maxPositions)
-	}
-	p.current[flowRef{organizationID, id}] = at
-}

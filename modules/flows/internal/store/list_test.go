@@ -11,7 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 )
 
 // seedPages inserts n flows of org-a, flow i created i seconds after the
@@ -57,7 +58,7 @@ func TestAPageFromARememberedCursorIsTheLookedUpOne(t *testing.T) {
 	}{{false, 15, 10, []int64{14, 13, 12, 11, 10}}, {true, 22, 27, []int64{27, 26, 25, 24, 23}}} {
 		backwards := c.backwards
 		q := ListQuery{OrganizationID: "org-a", Limit: 5, CursorID: seededID(c.cursor), Backwards: backwards}
-		if _, known := r.positions.get(q.OrganizationID, q.CursorID); known {
+		if _, known := r.positions.Get(flowRef{q.OrganizationID, q.CursorID}); known {
 			t.Fatal("a cursor never met is remembered")
 		}
 		before := reads.Load()
@@ -66,7 +67,7 @@ func TestAPageFromARememberedCursorIsTheLookedUpOne(t *testing.T) {
 			t.Fatal(err)
 		}
 		lookingUp := reads.Load() - before
-		if _, known := r.positions.get(q.OrganizationID, q.CursorID); !known {
+		if _, known := r.positions.Get(flowRef{q.OrganizationID, q.CursorID}); !known {
 			t.Fatal("the cursor's position is not remembered")
 		}
 		before = reads.Load()
@@ -83,7 +84,7 @@ func TestAPageFromARememberedCursorIsTheLookedUpOne(t *testing.T) {
 			t.Errorf("backwards %v: looked up %v (more %v), from the remembered position %v (more %v), want %v and more",
 				backwards, numbers(looked), moreLooked, numbers(given), moreGiven, want)
 		}
-		if _, known := r.positions.get(q.OrganizationID, seededID(c.farEnd)); !known {
+		if _, known := r.positions.Get(flowRef{q.OrganizationID, seededID(c.farEnd)}); !known {
 			t.Errorf("backwards %v: the page's far end is not remembered as a cursor", backwards)
 		}
 	}
@@ -116,11 +117,11 @@ func TestARememberedCursorIsCheckedStill(t *testing.T) {
 	if _, err := pool.Exec(ctx, `update flows set process_status = 'completed', version = version + 1 where id = $1`, archived); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := r.ListFlows(ctx, ListQuery{OrganizationID: "org-a", Limit: 5, CursorID: gone}); !errors.Is(err, ErrNoRows) {
-		t.Errorf("a page after a deleted flow remembered as a cursor = %v, want ErrNoRows", err)
+	if _, _, err := r.ListFlows(ctx, ListQuery{OrganizationID: "org-a", Limit: 5, CursorID: gone}); !errors.Is(err, database.ErrNotFound) {
+		t.Errorf("a page after a deleted flow remembered as a cursor = %v, want database.ErrNotFound", err)
 	}
-	if _, _, err := r.ListFlows(ctx, ListQuery{OrganizationID: "org-b", Limit: 5, CursorID: archived}); !errors.Is(err, ErrNoRows) {
-		t.Errorf("a page of org-b after org-a's flow = %v, want ErrNoRows", err)
+	if _, _, err := r.ListFlows(ctx, ListQuery{OrganizationID: "org-b", Limit: 5, CursorID: archived}); !errors.Is(err, database.ErrNotFound) {
+		t.Errorf("a page of org-b after org-a's flow = %v, want database.ErrNotFound", err)
 	}
 	page, more, err := r.ListFlows(ctx, ListQuery{OrganizationID: "org-a", Limit: 5, CursorID: archived})
 	if err != nil || !slices.Equal(numbers(page), []int64{11, 10, 9, 7, 6}) || !more {
@@ -128,23 +129,24 @@ func TestARememberedCursorIsCheckedStill(t *testing.T) {
 	}
 }
 
-// TestPositionsKeepTheMostRecent: positions hold at least the last
-// maxPositions remembered, and never more than twice as many.
+// TestPositionsKeepTheMostRecent: positions hold at least the last half
+// of maxPositions remembered, and never more than maxPositions.
 func TestPositionsKeepTheMostRecent(t *testing.T) {
 	t.Parallel()
-	var p positions
-	for i := range 3 * maxPositions {
-		p.put("org-a", fmt.Sprint(i), time.Time{})
+	p := NewSharedReads(nil, 1, nil).positions
+	for i := range 3 * maxPositions / 2 {
+		p.Put(flowRef{"org-a", fmt.Sprint(i)}, time.Time{})
 	}
+	half := maxPositions / 2
 	for _, c := range []struct {
 		i    int
 		want bool
-	}{{0, false}, {maxPositions - 1, false}, {maxPositions, true}, {3*maxPositions - 1, true}} {
-		if _, ok := p.get("org-a", fmt.Sprint(c.i)); ok != c.want {
+	}{{0, false}, {half - 1, false}, {half, true}, {3*half - 1, true}} {
+		if _, ok := p.Get(flowRef{"org-a", fmt.Sprint(c.i)}); ok != c.want {
 			t.Errorf("position %d held: %v, want %v", c.i, ok, c.want)
 		}
 	}
-	if n := len(p.current) + len(p.previous); n > 2*maxPositions {
-		t.Errorf("%d positions held, want at most %d", n, 2*maxPositions)
+	if n := p.Len(); n > maxPositions {
+		t.Errorf("%d positions held, want at most %d", n, maxPositions)
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
 // table is how the rows of a table, or the columns of it that a statement
@@ -47,7 +49,7 @@ func newTable[T any]() *table[T] {
 	return t
 }
 
-// one reads the one row of rows into a T. ErrNoRows.
+// one reads the one row of rows into a T. database.ErrNotFound.
 func (t *table[T]) one(rows pgx.Rows, err error) (T, error) {
 	var row T
 	err = t.read(&row, true, rows, err)
@@ -56,13 +58,13 @@ func (t *table[T]) one(rows pgx.Rows, err error) (T, error) {
 
 // fill reads the one row of rows into the fields of row that its columns
 // name, and leaves the others as they are: a write reads back so what the
-// database set. ErrNoRows.
+// database set. database.ErrNotFound.
 func (t *table[T]) fill(row *T, rows pgx.Rows, err error) error {
 	return t.read(row, false, rows, err)
 }
 
 // read reads the one row of rows into row: into every field when whole is
-// set, and otherwise into those its columns name. ErrNoRows.
+// set, and otherwise into those its columns name. database.ErrNotFound.
 func (t *table[T]) read(row *T, whole bool, rows pgx.Rows, err error) error {
 	if err != nil {
 		return err
@@ -72,7 +74,7 @@ func (t *table[T]) read(row *T, whole bool, rows pgx.Rows, err error) error {
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		return ErrNoRows
+		return database.ErrNotFound
 	}
 	dest, err := t.targets(row, rows.FieldDescriptions(), whole)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/flowd/flowd/internal/cache"
 	"github.com/flowd/flowd/internal/database"
 )
 
@@ -36,7 +37,7 @@ type SharedReads struct {
 	mu      sync.Mutex
 	pending []*sharedRead
 
-	positions positions // of list cursors
+	positions *cache.Map[flowRef, time.Time] // of list cursors
 
 	// generic is whether the round trips ask for generic plans, once known:
 	// not on Citus (see genericPlansSQL).
@@ -66,7 +67,8 @@ func NewSharedReads(db DB, slots int, observe func(reads int)) *SharedReads {
 	if observe == nil {
 		observe = func(int) {}
 	}
-	return &SharedReads{db: db, slots: make(chan struct{}, max(1, slots)), observe: observe}
+	return &SharedReads{db: db, slots: make(chan struct{}, max(1, slots)), observe: observe,
+		positions: cache.New[flowRef, time.Time](maxPositions)}
 }
 
 // genericPlansSQL makes PostgreSQL run the statements after it in the
@@ -283,7 +285,7 @@ func (c *countedResults) Close() error { return nil }
 // when not nil, adds another module's statements to the same read, which
 // that module reads through the functions it gives them; they have run when
 // it returns without error, and their error is its. They are skipped when
-// the flow is not found. id must be a UUID. ErrNoRows.
+// the flow is not found. id must be a UUID. database.ErrNotFound.
 func (s *SharedReads) GetFlowAndIncidents(ctx context.Context, organizationID, id string, also func(database.SharedRead)) (Flow, []Incident, error) {
 	var (
 		f         Flow

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flowd/flowd/internal/database"
-	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 )
 
 // seededID is the id of seeded flow n.
@@ -92,8 +92,8 @@ func TestSharedRoundTripsGiveEachReadItsOwnResults(t *testing.T) {
 				})
 				mine := n <= flows && (n%2 == 0) == (org == "org-a")
 				switch {
-				case !mine && !errors.Is(err, ErrNoRows):
-					errs <- fmt.Errorf("flow %d as %s: %v, want ErrNoRows", n, org, err)
+				case !mine && !errors.Is(err, database.ErrNotFound):
+					errs <- fmt.Errorf("flow %d as %s: %v, want database.ErrNotFound", n, org, err)
 				case !mine && extra != "":
 					errs <- fmt.Errorf("flow %d as %s: the extra statement was read for a flow not found", n, org)
 				case !mine:

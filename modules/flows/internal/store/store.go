@@ -8,17 +8,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
-// ErrNoRows means the row asked for does not exist (or is not the caller's).
-var ErrNoRows = errors.New("store: no rows")
-
-// DB is a pool or a transaction.
+// DB is a pool or a transaction: a Querier that also sends batches.
 type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	database.Querier
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
@@ -30,7 +26,7 @@ func NextEventSequence(ctx context.Context, db DB, organizationID, flowID string
 	err := db.QueryRow(ctx, `update flows set event_sequence = event_sequence + 1
 		where organization_id = $1 and id = $2 returning event_sequence`, organizationID, flowID).Scan(&n)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, ErrNoRows
+		return 0, database.ErrNotFound
 	}
 	return n, err
 }
@@ -107,7 +103,7 @@ func CompleteKey(ctx context.Context, db DB, k IdempotencyKey) error {
 	return err
 }
 
-// GetKey returns the unexpired row of a key. ErrNoRows.
+// GetKey returns the unexpired row of a key. database.ErrNotFound.
 func GetKey(ctx context.Context, db DB, organizationID, key string) (IdempotencyKey, error) {
 	return keyRows.one(db.Query(ctx, `select `+keyRows.columns+`
 		from flow_idempotency_keys where organization_id = $1 and key = $2 and expires_at > now()`, organizationID, key))
@@ -210,7 +206,7 @@ const attachmentsSQL = `select organization_id, id, flow_id, kind, content_type,
 	case when $3 then body else '' end as body, created_at
 	from flow_attachments where organization_id = $1 and flow_id = $2 order by created_at, id`
 
-// GetAttachment returns one of a flow's attachments with its body. ErrNoRows.
+// GetAttachment returns one of a flow's attachments with its body. database.ErrNotFound.
 func GetAttachment(ctx context.Context, db DB, organizationID, flowID, id string) (Attachment, error) {
 	return attachmentRows.one(db.Query(ctx, `select `+attachmentRows.columns+`
 		from flow_attachments where organization_id = $1 and flow_id = $2 and id = $3`, organizationID, flowID, id))

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
 // SubjectKey is a row of subject_keys: the data key of one person within
@@ -96,7 +98,7 @@ func insertSubjectKeySQL(n int) string {
 // subject is one of subjects (a person's subject under each data key
 // configured, the current first, which is k's), or else inserts k and
 // returns it. A concurrent insert of the same person's key that wins makes
-// it return ErrNoRows: the caller asks again, and then finds the winner's.
+// it return database.ErrNotFound: the caller asks again, and then finds the winner's.
 func FindOrInsertSubjectKey(ctx context.Context, db DB, k SubjectKey, subjects [][]byte) (SubjectKey, error) {
 	return subjectKeyRows.one(db.Query(ctx, findOrInsertSubjectKeySQL(len(subjects)), insertSubjectKeyArgs(k, subjects)...))
 }
@@ -114,7 +116,7 @@ func FindOrInsertSubjectKeys(ctx context.Context, db DB, keys []SubjectKey, subj
 	found = make([]SubjectKey, len(keys))
 	for i := range keys {
 		found[i], err = subjectKeyRows.one(br.Query())
-		if err != nil && !errors.Is(err, ErrNoRows) {
+		if err != nil && !errors.Is(err, database.ErrNotFound) {
 			return nil, err
 		}
 	}
@@ -185,7 +187,7 @@ func DestroyEmptySubjectKeys(ctx context.Context, db DB, organizationID string, 
 }
 
 // LockSubjectKey returns the live key id of organizationID, locked for
-// update. ErrNoRows when it is destroyed or gone.
+// update. database.ErrNotFound when it is destroyed or gone.
 func LockSubjectKey(ctx context.Context, db DB, organizationID, id string) (SubjectKey, error) {
 	return subjectKeyRows.one(db.Query(ctx, `select `+subjectKeyRows.columns+` from subject_keys
 		where organization_id = $1 and id = $2 and destroyed_at is null for update`, organizationID, id))

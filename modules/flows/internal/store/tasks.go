@@ -42,7 +42,7 @@ func Tasks(ctx context.Context, db DB, organizationID, flowID string) ([]Task, e
 		from flow_tasks where organization_id = $1 and flow_id = $2 order by created_at, id`, organizationID, flowID))
 }
 
-// GetTask returns an organization's task. ErrNoRows.
+// GetTask returns an organization's task. database.ErrNotFound.
 func GetTask(ctx context.Context, db DB, organizationID, id string) (Task, error) {
 	return taskRows.one(db.Query(ctx, `select `+taskRows.columns+` from flow_tasks where organization_id = $1 and id = $2`,
 		organizationID, id))

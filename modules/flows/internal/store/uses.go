@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
 // Use is a row of flow_uses: a use an organization recorded of a flow's
@@ -38,7 +40,7 @@ var useRows = newTable[Use]()
 // InsertUse stores u and counts it on its flow, in one round trip: the
 // flow's num_uses grows by one, its last_used_at becomes the latest used_at,
 // and its version and updated_at are bumped as by any change the API shows.
-// It reads what the database set into u and returns the flow. ErrNoRows
+// It reads what the database set into u and returns the flow. database.ErrNotFound
 // when the flow is gone.
 func InsertUse(ctx context.Context, db DB, u *Use) (Flow, error) {
 	var b pgx.Batch
@@ -74,7 +76,7 @@ type UseQuery struct {
 }
 
 // Uses returns up to q.Limit of a flow's uses in the order of q and whether
-// more follow in that direction. ErrNoRows when the cursor is no use of the
+// more follow in that direction. database.ErrNotFound when the cursor is no use of the
 // flow.
 func Uses(ctx context.Context, db DB, q UseQuery) ([]Use, bool, error) {
 	args := []any{q.OrganizationID, q.FlowID, q.Limit + 1}
@@ -86,7 +88,7 @@ func Uses(ctx context.Context, db DB, q UseQuery) ([]Use, bool, error) {
 			return nil, false, err
 		}
 		if n == 0 {
-			return nil, false, ErrNoRows
+			return nil, false, database.ErrNotFound
 		}
 		args = append(args, q.CursorID)
 		cursor := `(select used_at, id from flow_uses where organization_id = $1 and id = $4)`
@@ -126,7 +128,7 @@ func DueForExpiringNotice(ctx context.Context, db DB, notice time.Duration, limi
 // ClaimExpiringNotice marks the acceptance's flow.expiring as sent when its
 // validity ends within notice (and has not ended) by the database's clock,
 // and returns the flow. The update's own row lock and condition make a
-// second call, concurrent or later, change nothing: it is ErrNoRows, as is
+// second call, concurrent or later, change nothing: it is database.ErrNotFound, as is
 // a flow that is gone, not accepted, not yet due or notified already.
 func ClaimExpiringNotice(ctx context.Context, db DB, organizationID, id string, notice time.Duration) (Flow, error) {
 	return flowRows.one(db.Query(ctx, `update flows set expiring_notified_at = now()

@@ -11,10 +11,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/flowd/flowd/internal/nationalid"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/flows/internal/ids"
 	"github.com/flowd/flowd/modules/flows/internal/store"
-	"github.com/flowd/flowd/modules/flows/nationalid"
 )
 
 // ErrDestroyed is what opening a key that has been destroyed returns.

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
 
@@ -37,7 +38,7 @@ func NewWorker(pool *pgxpool.Pool, retention, eventRetention time.Duration) *Wor
 func (w *Worker) Work(ctx context.Context, _ *river.Job[Args]) error {
 	for _, prune := range []struct {
 		before time.Time
-		delete func(context.Context, store.DB, time.Time, int) (int64, error)
+		delete func(context.Context, database.Querier, time.Time, int) (int64, error)
 	}{
 		{time.Now().Add(-w.retention), store.DeleteFinished},
 		{time.Now().Add(-w.eventRetention), store.DeleteOldEvents},

@@ -132,7 +132,7 @@ const (
 // same webhook-id, and the event's state only moves on from pending.
 func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	ev, stored, err := w.delivery(ctx, job.Args)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		if wait := AwaitRow(job.JobRow, time.Now()); wait != nil {
 			return wait
 		}
@@ -272,7 +272,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 
 // delivery reads a job's delivery and its organization's signing secrets.
 // A job queued by an instance older than migration 022 names no
-// organization: its delivery's is looked up first. store.ErrNotFound.
+// organization: its delivery's is looked up first. database.ErrNotFound.
 func (w *Worker) delivery(ctx context.Context, args Args) (store.Event, *store.Secrets, error) {
 	org := args.OrganizationID
 	if org == "" {

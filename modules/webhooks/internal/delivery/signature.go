@@ -65,7 +65,7 @@ func (w *Worker) signature(ctx context.Context, ev store.Event, secrets []string
 // one gets one.
 func SigningKeys(ctx context.Context, pool *pgxpool.Pool, sealer *signing.Sealer, organizationID string) (store.SigningKeys, error) {
 	keys, err := store.GetSigningKeys(ctx, pool, organizationID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		k := signing.NewKeyPair()
 		keys, err = store.InsertSigningKey(ctx, pool, organizationID, store.SigningKey{
 			Private: sealer.Seal(organizationID, k.Private), Public: k.Public, ID: k.ID})

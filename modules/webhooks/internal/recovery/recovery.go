@@ -142,7 +142,7 @@ var errGone = errors.New("webhooks: the recovery is not there")
 func (w *Worker) RunBatch(ctx context.Context, organizationID, id string) (more bool, err error) {
 	err = database.WithTx(ctx, w.c.Pool, func(tx database.Tx) error {
 		r, err := store.LockRecovery(ctx, tx, organizationID, id)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, database.ErrNotFound) {
 			return errGone
 		}
 		if err != nil {

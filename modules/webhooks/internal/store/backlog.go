@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
 // BacklogCounts are an organization's deliveries not delivered: pending
@@ -29,7 +31,7 @@ type BacklogRow struct {
 // No index covers state: an index on a column an attempt updates would stop
 // the attempts' HOT updates, and this read serves a console page, not the
 // delivery path, so it reads the organization's deliveries.
-func DeliveryBacklog(ctx context.Context, db DB, organizationID string, limit int) (BacklogCounts, []BacklogRow, error) {
+func DeliveryBacklog(ctx context.Context, db database.Querier, organizationID string, limit int) (BacklogCounts, []BacklogRow, error) {
 	var c BacklogCounts
 	err := db.QueryRow(ctx, `
 		select count(*) filter (where state = 'pending'),
@@ -62,15 +64,15 @@ func DeliveryBacklog(ctx context.Context, db DB, organizationID string, limit in
 	return c, list, err
 }
 
-// GetBacklogRow returns one of an organization's deliveries. ErrNotFound.
-func GetBacklogRow(ctx context.Context, db DB, organizationID, id string) (BacklogRow, error) {
+// GetBacklogRow returns one of an organization's deliveries. database.ErrNotFound.
+func GetBacklogRow(ctx context.Context, db database.Querier, organizationID, id string) (BacklogRow, error) {
 	var b BacklogRow
 	err := db.QueryRow(ctx, `
 		select id::text, event_id::text, flow_id, task_id, coalesce(endpoint_id::text, ''), type, url, state, last_error, created_at, 0, test
 		from webhook_events where organization_id = $1 and id = $2`, organizationID, id).
 		Scan(&b.ID, &b.EventID, &b.FlowID, &b.TaskID, &b.EndpointID, &b.Type, &b.URL, &b.State, &b.LastError, &b.CreatedAt, &b.Attempts, &b.Test)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return BacklogRow{}, ErrNotFound
+		return BacklogRow{}, database.ErrNotFound
 	}
 	return b, err
 }

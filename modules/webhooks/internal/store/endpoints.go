@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
 // Endpoint is a row of webhook_endpoints.
@@ -44,7 +46,7 @@ func scanEndpoint(row pgx.Row) (Endpoint, error) {
 		&e.FailingSince, &e.DisabledAt, &e.CreatedAt, &e.UpdatedAt, &e.Version, &e.Signing, &e.Payload, &e.SigningChangedAt,
 		&e.Ordering, &e.RateLimit)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return e, ErrNotFound
+		return e, database.ErrNotFound
 	}
 	return e, err
 }
@@ -67,13 +69,13 @@ func collectEndpoints(rows pgx.Rows, err error) ([]Endpoint, error) {
 
 // LockEndpoints holds, until tx ends, the organization's right to add
 // endpoints, so that two creates cannot both pass the count under the cap.
-func LockEndpoints(ctx context.Context, tx DB, organizationID string) error {
+func LockEndpoints(ctx context.Context, tx database.Querier, organizationID string) error {
 	_, err := tx.Exec(ctx, `select pg_advisory_xact_lock(hashtextextended('webhook_endpoints:' || $1, 0))`, organizationID)
 	return err
 }
 
 // CountEndpoints counts the organization's endpoints.
-func CountEndpoints(ctx context.Context, db DB, organizationID string) (int, error) {
+func CountEndpoints(ctx context.Context, db database.Querier, organizationID string) (int, error) {
 	var n int
 	err := db.QueryRow(ctx, `select count(*) from webhook_endpoints where organization_id = $1`, organizationID).Scan(&n)
 	return n, err
@@ -81,7 +83,7 @@ func CountEndpoints(ctx context.Context, db DB, organizationID string) (int, err
 
 // InsertEndpoint stores a new endpoint and returns it as stored; one
 // stored disabled is disabled from its creation.
-func InsertEndpoint(ctx context.Context, db DB, e Endpoint) (Endpoint, error) {
+func InsertEndpoint(ctx context.Context, db database.Querier, e Endpoint) (Endpoint, error) {
 	return scanEndpoint(db.QueryRow(ctx, `
 		insert into webhook_endpoints (organization_id, id, url, description, event_types, enabled, disabled_at, signing, payload,
 			ordering, rate_limit)
@@ -105,8 +107,8 @@ func disabledAt(enabled, wasEnabled bool, was string) string {
 }
 
 // GetEndpoint returns one endpoint, its row locked until tx ends when
-// forUpdate. ErrNotFound.
-func GetEndpoint(ctx context.Context, db DB, organizationID, id string, forUpdate bool) (Endpoint, error) {
+// forUpdate. database.ErrNotFound.
+func GetEndpoint(ctx context.Context, db database.Querier, organizationID, id string, forUpdate bool) (Endpoint, error) {
 	q := `select ` + endpointColumns + ` from webhook_endpoints where organization_id = $1 and id = $2`
 	if forUpdate {
 		q += ` for update`
@@ -116,7 +118,7 @@ func GetEndpoint(ctx context.Context, db DB, organizationID, id string, forUpdat
 
 // ListEndpoints returns up to limit of the organization's endpoints by
 // creation, newest first when desc.
-func ListEndpoints(ctx context.Context, db DB, organizationID string, desc bool, limit int) ([]Endpoint, error) {
+func ListEndpoints(ctx context.Context, db database.Querier, organizationID string, desc bool, limit int) ([]Endpoint, error) {
 	order := `created_at, id`
 	if desc {
 		order = `created_at desc, id desc`
@@ -127,8 +129,8 @@ func ListEndpoints(ctx context.Context, db DB, organizationID string, desc bool,
 
 // UpdateEndpoint writes an endpoint's changeable columns and returns it as
 // stored; wasEnabled is whether it was enabled before, which decides its
-// disabled_at. ErrNotFound.
-func UpdateEndpoint(ctx context.Context, db DB, e Endpoint, wasEnabled bool) (Endpoint, error) {
+// disabled_at. database.ErrNotFound.
+func UpdateEndpoint(ctx context.Context, db database.Querier, e Endpoint, wasEnabled bool) (Endpoint, error) {
 	return scanEndpoint(db.QueryRow(ctx, `
 		update webhook_endpoints set url = $3, description = $4, event_types = $5, enabled = $6,
 			disabled_reason = $7, failing_since = $8, updated_at = now(), version = version + 1,
@@ -140,15 +142,15 @@ func UpdateEndpoint(ctx context.Context, db DB, e Endpoint, wasEnabled bool) (En
 		e.Signing, e.Payload, e.SigningChangedAt, e.Ordering, e.RateLimit))
 }
 
-// DeleteEndpoint removes an endpoint and returns it as it was. ErrNotFound.
-func DeleteEndpoint(ctx context.Context, db DB, organizationID, id string) (Endpoint, error) {
+// DeleteEndpoint removes an endpoint and returns it as it was. database.ErrNotFound.
+func DeleteEndpoint(ctx context.Context, db database.Querier, organizationID, id string) (Endpoint, error) {
 	return scanEndpoint(db.QueryRow(ctx, `delete from webhook_endpoints where organization_id = $1 and id = $2
 		returning `+endpointColumns, organizationID, id))
 }
 
 // MatchingEndpoints returns the organization's enabled endpoints that take
 // events of type eventType (those naming no type take every one), oldest first.
-func MatchingEndpoints(ctx context.Context, db DB, organizationID, eventType string) ([]Endpoint, error) {
+func MatchingEndpoints(ctx context.Context, db database.Querier, organizationID, eventType string) ([]Endpoint, error) {
 	return collectEndpoints(db.Query(ctx, `select `+endpointColumns+` from webhook_endpoints
 		where organization_id = $1 and enabled and (cardinality(event_types) = 0 or $2 = any (event_types))
 		order by created_at, id`, organizationID, eventType))
@@ -156,9 +158,9 @@ func MatchingEndpoints(ctx context.Context, db DB, organizationID, eventType str
 
 // DisableFailing disables an enabled endpoint that has failed for at least
 // after, with reason, and returns it. The row's own condition decides, so
-// that of instances racing to disable it one does. ErrNotFound when it is
+// that of instances racing to disable it one does. database.ErrNotFound when it is
 // not due: disabled already, healthy again, or gone.
-func DisableFailing(ctx context.Context, db DB, organizationID, id string, after time.Duration, reason string) (Endpoint, error) {
+func DisableFailing(ctx context.Context, db database.Querier, organizationID, id string, after time.Duration, reason string) (Endpoint, error) {
 	return scanEndpoint(db.QueryRow(ctx, `
 		update webhook_endpoints set enabled = false, disabled_reason = $4, disabled_at = now(), updated_at = now(),
 			version = version + 1
@@ -168,7 +170,7 @@ func DisableFailing(ctx context.Context, db DB, organizationID, id string, after
 
 // FailPendingDeliveries marks the endpoint's pending deliveries failed with
 // lastError and returns how many it marked.
-func FailPendingDeliveries(ctx context.Context, db DB, organizationID, endpointID, lastError string) (int64, error) {
+func FailPendingDeliveries(ctx context.Context, db database.Querier, organizationID, endpointID, lastError string) (int64, error) {
 	tag, err := db.Exec(ctx, `
 		update webhook_events set state = 'failed', last_error = $3, finished_at = now()
 		where organization_id = $1 and endpoint_id = $2 and state = 'pending'`, organizationID, endpointID, lastError)
@@ -177,7 +179,7 @@ func FailPendingDeliveries(ctx context.Context, db DB, organizationID, endpointI
 
 // DisabledEndpoints returns the organization's endpoints flowd disabled,
 // oldest first.
-func DisabledEndpoints(ctx context.Context, db DB, organizationID string) ([]Endpoint, error) {
+func DisabledEndpoints(ctx context.Context, db database.Querier, organizationID string) ([]Endpoint, error) {
 	return collectEndpoints(db.Query(ctx, `select `+endpointColumns+` from webhook_endpoints
 		where organization_id = $1 and disabled_reason is not null
 		order by created_at, id`, organizationID))

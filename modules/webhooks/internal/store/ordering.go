@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
 // Policy is how a delivery goes to its endpoint: in its flow's order, at
@@ -63,7 +65,7 @@ func (p *Policy) targets(rate **int) []any {
 // an endpoint: a delivery's check for a pending predecessor and the end of
 // that predecessor take it, so that one sees the other's outcome and no
 // held delivery misses its wake.
-func lockFlowOrder(ctx context.Context, tx DB, organizationID, endpointID, flowID string) error {
+func lockFlowOrder(ctx context.Context, tx database.Querier, organizationID, endpointID, flowID string) error {
 	_, err := tx.Exec(ctx, `select pg_advisory_xact_lock(hashtextextended('webhook_order:' || $1 || ':' || $2 || ':' || $3, 0))`,
 		organizationID, endpointID, flowID)
 	return err
@@ -80,7 +82,7 @@ const pendingBefore = `exists (select from webhook_events p join events e
 // HoldInOrder marks a delivery held when a delivery of an earlier event of
 // its flow to its endpoint is pending, and not held otherwise, in tx, under
 // the flow's order lock; it reports whether it is held.
-func HoldInOrder(ctx context.Context, tx DB, organizationID, id string, p Policy) (bool, error) {
+func HoldInOrder(ctx context.Context, tx database.Querier, organizationID, id string, p Policy) (bool, error) {
 	if err := lockFlowOrder(ctx, tx, organizationID, p.EndpointID, p.FlowID); err != nil {
 		return false, err
 	}
@@ -89,7 +91,7 @@ func HoldInOrder(ctx context.Context, tx DB, organizationID, id string, p Policy
 		where organization_id = $1 and id = $5 returning held`,
 		organizationID, p.FlowID, p.EndpointID, p.Sequence, id).Scan(&held)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return false, ErrNotFound
+		return false, database.ErrNotFound
 	}
 	return held, err
 }
@@ -104,7 +106,7 @@ type Held struct {
 // delivery of the flow to the endpoint that comes next after sequence, and
 // returns it when it is held, no longer marked so; nil when there is none
 // or it is not held (it runs on its own and checks for itself).
-func ReleaseNext(ctx context.Context, tx DB, organizationID string, p Policy) (*Held, error) {
+func ReleaseNext(ctx context.Context, tx database.Querier, organizationID string, p Policy) (*Held, error) {
 	if err := lockFlowOrder(ctx, tx, organizationID, p.EndpointID, p.FlowID); err != nil {
 		return nil, err
 	}
@@ -129,7 +131,7 @@ func ReleaseNext(ctx context.Context, tx DB, organizationID string, p Policy) (*
 
 // ReleaseHeld unmarks every held delivery to an endpoint and makes their
 // jobs due now: the endpoint no longer orders its deliveries.
-func ReleaseHeld(ctx context.Context, tx DB, organizationID, endpointID string) error {
+func ReleaseHeld(ctx context.Context, tx database.Querier, organizationID, endpointID string) error {
 	rows, err := tx.Query(ctx, `update webhook_events set held = false
 		where organization_id = $1 and endpoint_id = $2 and held returning job_id`, organizationID, endpointID)
 	if err != nil {
@@ -148,7 +150,7 @@ func ReleaseHeld(ctx context.Context, tx DB, organizationID, endpointID string) 
 // its endpoint's throttle, which allows one delivery every interval, and
 // returns it; the delivery keeps it (Policy.Slot) when it lies after now.
 // now is a parameter: a test's clock decides.
-func TakeSlot(ctx context.Context, db DB, organizationID, endpointID, id string, now time.Time, interval time.Duration) (time.Time, error) {
+func TakeSlot(ctx context.Context, db database.Querier, organizationID, endpointID, id string, now time.Time, interval time.Duration) (time.Time, error) {
 	// One statement, routed on Citus to the organization's node, as
 	// RecordAttempt is; the time is a parameter, as Citus refuses now() in
 	// a CASE of a write.
@@ -163,13 +165,13 @@ func TakeSlot(ctx context.Context, db DB, organizationID, endpointID, id string,
 		where d.organization_id = $1 and d.id = $3
 		returning endpoint.slot`, organizationID, endpointID, id, now, interval.Seconds()).Scan(&slot)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return time.Time{}, ErrNotFound
+		return time.Time{}, database.ErrNotFound
 	}
 	return slot, err
 }
 
 // UseSlot clears a delivery's throttle slot as it is used.
-func UseSlot(ctx context.Context, db DB, organizationID, id string) error {
+func UseSlot(ctx context.Context, db database.Querier, organizationID, id string) error {
 	_, err := db.Exec(ctx, `update webhook_events set throttle_slot = null where organization_id = $1 and id = $2`,
 		organizationID, id)
 	return err

@@ -9,7 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
 
@@ -80,7 +81,7 @@ func TestOrderingReadsOnlyTheFlowsDeliveries(t *testing.T) {
 	}
 }
 
-// rowsRead is a store.DB that runs each statement first under EXPLAIN
+// rowsRead is a database.Querier that runs each statement first under EXPLAIN
 // ANALYZE, rolled back, and notes the rows of webhook_events it read.
 type rowsRead struct {
 	tx   pgx.Tx
@@ -151,4 +152,4 @@ func (r *rowsRead) QueryRow(ctx context.Context, sql string, args ...any) pgx.Ro
 	return r.tx.QueryRow(ctx, sql, args...)
 }
 
-var _ store.DB = (*rowsRead)(nil)
+var _ database.Querier = (*rowsRead)(nil)

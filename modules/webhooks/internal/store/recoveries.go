@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
 // Recovery is a row of webhook_recoveries.
@@ -48,7 +50,7 @@ func scanRecovery(row pgx.Row, more ...any) (Recovery, error) {
 	err := row.Scan(append([]any{&r.OrganizationID, &r.ID, &r.EndpointID, &r.Host, &r.Since, &r.State, &r.Total, &r.Scheduled,
 		&r.RequestedBy, &r.CreatedAt, &r.StartedAt, &r.FinishedAt, &r.Error}, more...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return r, ErrNotFound
+		return r, database.ErrNotFound
 	}
 	return r, err
 }
@@ -112,7 +114,7 @@ type NewRecovery struct {
 // since to now (the recovery's created_at), counted in the same statement,
 // and returns it. A second active recovery of the endpoint violates
 // RecoveryActiveIndex, of the flows' own URLs RecoveryFlowURLsActiveIndex.
-func InsertRecovery(ctx context.Context, db DB, n NewRecovery) (Recovery, error) {
+func InsertRecovery(ctx context.Context, db database.Querier, n NewRecovery) (Recovery, error) {
 	joins, send := n.Scope.sql()
 	args := n.Scope.args(n.OrganizationID)
 	args["id"], args["since"], args["requestedBy"], args["endpointID"] = n.ID, n.Since, n.RequestedBy, n.Scope.EndpointID
@@ -135,8 +137,8 @@ func endpointIs(endpointID string) string {
 }
 
 // GetRecovery returns one recovery of an endpoint that still exists, or
-// of the flows' own URLs when endpointID is empty. ErrNotFound.
-func GetRecovery(ctx context.Context, db DB, organizationID, endpointID, id string) (Recovery, error) {
+// of the flows' own URLs when endpointID is empty. database.ErrNotFound.
+func GetRecovery(ctx context.Context, db database.Querier, organizationID, endpointID, id string) (Recovery, error) {
 	q := `select ` + recoveryColumns + ` from webhook_recoveries r where r.organization_id = $1 and ` + endpointIs(endpointID) + ` and r.id = $3`
 	if endpointID != "" {
 		q += ` and exists (select from webhook_endpoints e where e.organization_id = $1 and e.id = r.endpoint_id)`
@@ -146,7 +148,7 @@ func GetRecovery(ctx context.Context, db DB, organizationID, endpointID, id stri
 
 // ListRecoveries returns up to limit of an endpoint's recoveries, or of
 // the flows' own URLs when endpointID is empty, newest first.
-func ListRecoveries(ctx context.Context, db DB, organizationID, endpointID string, limit int) ([]Recovery, error) {
+func ListRecoveries(ctx context.Context, db database.Querier, organizationID, endpointID string, limit int) ([]Recovery, error) {
 	rows, err := db.Query(ctx, `select `+recoveryColumns+` from webhook_recoveries r
 		where r.organization_id = $1 and `+endpointIs(endpointID)+`
 		order by r.created_at desc, r.id desc limit $3`, organizationID, endpointID, limit)
@@ -178,8 +180,8 @@ type RecoveryRun struct {
 }
 
 // LockRecovery reads a recovery and locks its row until tx ends, so that
-// two runs of its job take their batches one after the other. ErrNotFound.
-func LockRecovery(ctx context.Context, tx DB, organizationID, id string) (RecoveryRun, error) {
+// two runs of its job take their batches one after the other. database.ErrNotFound.
+func LockRecovery(ctx context.Context, tx database.Querier, organizationID, id string) (RecoveryRun, error) {
 	var r RecoveryRun
 	var enabled *bool
 	rec, err := scanRecovery(tx.QueryRow(ctx, `select `+recoveryColumns+`, r.cursor_created_at, r.cursor_id::text,
@@ -215,7 +217,7 @@ const noCursor = "00000000-0000-0000-0000-000000000000"
 // of the index events_page, read backwards), each with its delivery in the
 // scope and whether the recovery sends it. A batch looks at as many events
 // whatever it finds, so that each takes about as long.
-func ScanRecovery(ctx context.Context, tx DB, r RecoveryRun, s Scope, limit int) ([]Scanned, error) {
+func ScanRecovery(ctx context.Context, tx database.Querier, r RecoveryRun, s Scope, limit int) ([]Scanned, error) {
 	joins, send := s.sql()
 	args := s.args(r.OrganizationID)
 	args["until"], args["cursorAt"], args["cursorID"], args["limit"] = r.CreatedAt, r.Since, noCursor, limit
@@ -255,7 +257,7 @@ type Missed struct {
 // the unique index webhook_events_endpoint_event decides). It returns the
 // ids of the deliveries it made pending, whose jobs are still to be made:
 // job_id is 0 until the caller sets it.
-func ClaimDeliveries(ctx context.Context, tx DB, organizationID, endpointID, url string, resets []string, missed []Missed) ([]string, error) {
+func ClaimDeliveries(ctx context.Context, tx database.Querier, organizationID, endpointID, url string, resets []string, missed []Missed) ([]string, error) {
 	n := len(missed)
 	ids, events, flows, types, bodies := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	for i, m := range missed {
@@ -287,7 +289,7 @@ func ClaimDeliveries(ctx context.Context, tx DB, organizationID, endpointID, url
 // progress commit together. Both of its tables are named by the
 // organization, so that on Citus it runs on the organization's node; least
 // keeps the first start's time: on Citus, coalesce may not call now().
-func ScheduleBatch(ctx context.Context, tx DB, organizationID, recoveryID string, ids []string, jobs []int64, last Scanned) error {
+func ScheduleBatch(ctx context.Context, tx database.Querier, organizationID, recoveryID string, ids []string, jobs []int64, last Scanned) error {
 	_, err := tx.Exec(ctx, `
 		with scheduled as (
 			update webhook_events e set job_id = d.job
@@ -305,7 +307,7 @@ func ScheduleBatch(ctx context.Context, tx DB, organizationID, recoveryID string
 // A finished recovery's total becomes what it scheduled: deliveries that
 // stopped failing before it reached them (sent again by hand) are not
 // counted as left undone. least keeps the first start's time (see ScheduleBatch).
-func FinishRecovery(ctx context.Context, db DB, organizationID, id, state, message string) error {
+func FinishRecovery(ctx context.Context, db database.Querier, organizationID, id, state, message string) error {
 	_, err := db.Exec(ctx, `update webhook_recoveries set state = $3, error = $4, finished_at = now(),
 			started_at = least(started_at, now()),
 			total = case when $3 = 'done' then scheduled else total end
@@ -315,7 +317,7 @@ func FinishRecovery(ctx context.Context, db DB, organizationID, id, state, messa
 
 // DeleteOldRecoveries deletes up to limit recoveries finished before
 // before and returns how many it deleted.
-func DeleteOldRecoveries(ctx context.Context, db DB, before time.Time, limit int) (int64, error) {
+func DeleteOldRecoveries(ctx context.Context, db database.Querier, before time.Time, limit int) (int64, error) {
 	tag, err := db.Exec(ctx, `
 		delete from webhook_recoveries where (organization_id, id) in (
 			select organization_id, id from webhook_recoveries where finished_at < $1 limit $2)`, before, limit)

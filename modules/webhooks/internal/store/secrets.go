@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
 // Secrets are an organization's signing secrets.
@@ -17,8 +19,8 @@ type Secrets struct {
 }
 
 // GetSecrets returns an organization's secrets; a previous secret past its
-// expiry is left out. ErrNotFound.
-func GetSecrets(ctx context.Context, db DB, organizationID string) (Secrets, error) {
+// expiry is left out. database.ErrNotFound.
+func GetSecrets(ctx context.Context, db database.Querier, organizationID string) (Secrets, error) {
 	var s Secrets
 	var prev *string
 	var prevExp *time.Time
@@ -29,7 +31,7 @@ func GetSecrets(ctx context.Context, db DB, organizationID string) (Secrets, err
 		from webhook_secrets where organization_id = $1`, organizationID).
 		Scan(&s.Current, &s.CreatedAt, &prev, &prevExp)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Secrets{}, ErrNotFound
+		return Secrets{}, database.ErrNotFound
 	}
 	if prev != nil && prevExp != nil {
 		s.Previous, s.PreviousExpires = *prev, *prevExp
@@ -39,7 +41,7 @@ func GetSecrets(ctx context.Context, db DB, organizationID string) (Secrets, err
 
 // InsertSecret stores an organization's first secret; when it already has one,
 // that one is kept. It returns the secret in force.
-func InsertSecret(ctx context.Context, db DB, organizationID, secret string) (Secrets, error) {
+func InsertSecret(ctx context.Context, db database.Querier, organizationID, secret string) (Secrets, error) {
 	if _, err := db.Exec(ctx, `
 		insert into webhook_secrets (organization_id, secret) values ($1, $2)
 		on conflict (organization_id) do nothing`, organizationID, secret); err != nil {
@@ -49,8 +51,8 @@ func InsertSecret(ctx context.Context, db DB, organizationID, secret string) (Se
 }
 
 // RotateSecret makes secret the organization's current one; the current one
-// keeps signing for overlap. ErrNotFound when the organization has none.
-func RotateSecret(ctx context.Context, db DB, organizationID, secret string, overlap time.Duration) (time.Time, error) {
+// keeps signing for overlap. database.ErrNotFound when the organization has none.
+func RotateSecret(ctx context.Context, db database.Querier, organizationID, secret string, overlap time.Duration) (time.Time, error) {
 	var createdAt time.Time
 	err := db.QueryRow(ctx, `
 		update webhook_secrets set
@@ -61,7 +63,7 @@ func RotateSecret(ctx context.Context, db DB, organizationID, secret string, ove
 		where organization_id = $1
 		returning created_at`, organizationID, secret, overlap.Seconds()).Scan(&createdAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return time.Time{}, ErrNotFound
+		return time.Time{}, database.ErrNotFound
 	}
 	return createdAt, err
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
 // SigningKey is one of an organization's ed25519 key pairs: the private
@@ -24,8 +26,8 @@ type SigningKeys struct {
 }
 
 // GetSigningKeys returns an organization's signing keys; a previous key
-// past its expiry is left out. ErrNotFound.
-func GetSigningKeys(ctx context.Context, db DB, organizationID string) (SigningKeys, error) {
+// past its expiry is left out. database.ErrNotFound.
+func GetSigningKeys(ctx context.Context, db database.Querier, organizationID string) (SigningKeys, error) {
 	var cur SigningKey
 	var s SigningKeys
 	var prevPriv, prevPub, prevID *string
@@ -39,7 +41,7 @@ func GetSigningKeys(ctx context.Context, db DB, organizationID string) (SigningK
 		from webhook_signing_keys where organization_id = $1`, organizationID).
 		Scan(&cur.Private, &cur.Public, &cur.ID, &s.CreatedAt, &prevPriv, &prevPub, &prevID, &prevExp)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return SigningKeys{}, ErrNotFound
+		return SigningKeys{}, database.ErrNotFound
 	}
 	if err != nil {
 		return SigningKeys{}, err
@@ -53,7 +55,7 @@ func GetSigningKeys(ctx context.Context, db DB, organizationID string) (SigningK
 
 // InsertSigningKey stores an organization's first key pair; when it has
 // one already, that one is kept. It returns the keys in force.
-func InsertSigningKey(ctx context.Context, db DB, organizationID string, k SigningKey) (SigningKeys, error) {
+func InsertSigningKey(ctx context.Context, db database.Querier, organizationID string, k SigningKey) (SigningKeys, error) {
 	if _, err := db.Exec(ctx, `
 		insert into webhook_signing_keys (organization_id, private_key, public_key, key_id) values ($1, $2, $3, $4)
 		on conflict (organization_id) do nothing`, organizationID, k.Private, k.Public, k.ID); err != nil {
@@ -63,8 +65,8 @@ func InsertSigningKey(ctx context.Context, db DB, organizationID string, k Signi
 }
 
 // RotateSigningKey makes k the organization's current key pair; the
-// current one keeps signing for overlap. ErrNotFound when it has none.
-func RotateSigningKey(ctx context.Context, db DB, organizationID string, k SigningKey, overlap time.Duration) error {
+// current one keeps signing for overlap. database.ErrNotFound when it has none.
+func RotateSigningKey(ctx context.Context, db database.Querier, organizationID string, k SigningKey, overlap time.Duration) error {
 	tag, err := db.Exec(ctx, `
 		update webhook_signing_keys set
 			previous_private_key = private_key,
@@ -75,7 +77,7 @@ func RotateSigningKey(ctx context.Context, db DB, organizationID string, k Signi
 			created_at = now()
 		where organization_id = $1`, organizationID, k.Private, k.Public, k.ID, overlap.Seconds())
 	if err == nil && tag.RowsAffected() == 0 {
-		return ErrNotFound
+		return database.ErrNotFound
 	}
 	return err
 }

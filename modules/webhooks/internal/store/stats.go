@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
 // Backlog is the deliveries not yet finished, by state: due (to be sent
@@ -19,7 +21,7 @@ type Backlog struct {
 
 // ReadBacklog reads the backlog of deliveries from their River jobs, whose
 // state and time due say where each delivery stands.
-func ReadBacklog(ctx context.Context, db DB, kind string) (Backlog, error) {
+func ReadBacklog(ctx context.Context, db database.Querier, kind string) (Backlog, error) {
 	rows, err := db.Query(ctx, `
 		select case
 		         when state = 'running' then 'running'
@@ -53,7 +55,7 @@ func ReadBacklog(ctx context.Context, db DB, kind string) (Backlog, error) {
 
 // EndpointHealth counts the endpoints whose deliveries are failing (still
 // enabled) and those flowd disabled for it.
-func EndpointHealth(ctx context.Context, db DB) (failing, disabled int64, err error) {
+func EndpointHealth(ctx context.Context, db database.Querier) (failing, disabled int64, err error) {
 	err = db.QueryRow(ctx, `
 		select count(*) filter (where enabled and failing_since is not null),
 		       count(*) filter (where not enabled and disabled_reason is not null)

@@ -8,18 +8,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flowd/flowd/internal/database"
 )
-
-// ErrNotFound means no row matched.
-var ErrNotFound = errors.New("not found")
-
-// DB is a pool, a connection or a transaction.
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
 
 // Event states.
 const (
@@ -81,7 +72,7 @@ const matchingTargets = `select id::text, url from webhook_endpoints
 // delivery to the flow's URL, and returns the organization's endpoints the
 // event goes to as well: all in one statement, so that an event costs one
 // round trip when no endpoint wants it.
-func InsertEvent(ctx context.Context, db DB, ev StoredEvent, delivery *Event) ([]Target, error) {
+func InsertEvent(ctx context.Context, db database.Querier, ev StoredEvent, delivery *Event) ([]Target, error) {
 	var rows pgx.Rows
 	var err error
 	if delivery == nil {
@@ -113,7 +104,7 @@ func InsertEvent(ctx context.Context, db DB, ev StoredEvent, delivery *Event) ([
 
 // InsertDeliveries stores pending deliveries of one event to endpoints, one
 // per element of ids, endpoints, urls and jobs, in one statement.
-func InsertDeliveries(ctx context.Context, db DB, ev StoredEvent, ids, endpoints, urls []string, jobs []int64) error {
+func InsertDeliveries(ctx context.Context, db database.Querier, ev StoredEvent, ids, endpoints, urls []string, jobs []int64) error {
 	_, err := db.Exec(ctx, `
 		insert into webhook_events (id, organization_id, flow_id, task_id, type, url, body, job_id, event_id, endpoint_id)
 		select d.id, $1, $2, '', $3, d.url, $4, d.job, $5, d.endpoint
@@ -123,8 +114,8 @@ func InsertDeliveries(ctx context.Context, db DB, ev StoredEvent, ids, endpoints
 }
 
 // GetStoredEvent returns one of an organization's events, locked against
-// a concurrent redelivery when forUpdate. ErrNotFound.
-func GetStoredEvent(ctx context.Context, db DB, organizationID, id string, forUpdate bool) (StoredEvent, error) {
+// a concurrent redelivery when forUpdate. database.ErrNotFound.
+func GetStoredEvent(ctx context.Context, db database.Querier, organizationID, id string, forUpdate bool) (StoredEvent, error) {
 	q := `select ` + storedEventColumns + ` from events
 		where organization_id = $1 and id = $2`
 	if forUpdate {
@@ -136,7 +127,7 @@ func GetStoredEvent(ctx context.Context, db DB, organizationID, id string, forUp
 	}
 	ev, err := pgx.CollectExactlyOneRow(rows, scanStoredEvent)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return StoredEvent{}, ErrNotFound
+		return StoredEvent{}, database.ErrNotFound
 	}
 	return ev, err
 }
@@ -144,7 +135,7 @@ func GetStoredEvent(ctx context.Context, db DB, organizationID, id string, forUp
 // ResetDeliveries makes an event's deliveries pending again, those to
 // endpointID only when it is not empty, and returns them; cancelled ones
 // (of a deleted flow) stay cancelled.
-func ResetDeliveries(ctx context.Context, db DB, organizationID, eventID, endpointID string) ([]Event, error) {
+func ResetDeliveries(ctx context.Context, db database.Querier, organizationID, eventID, endpointID string) ([]Event, error) {
 	rows, err := db.Query(ctx, `
 		update webhook_events set state = 'pending', finished_at = null
 		where organization_id = $1 and event_id = $2 and state <> 'cancelled'
@@ -163,7 +154,7 @@ func ResetDeliveries(ctx context.Context, db DB, organizationID, eventID, endpoi
 
 // HasDelivery reports whether an organization's event has a delivery to
 // the endpoint, in any state.
-func HasDelivery(ctx context.Context, db DB, organizationID, eventID, endpointID string) (bool, error) {
+func HasDelivery(ctx context.Context, db database.Querier, organizationID, eventID, endpointID string) (bool, error) {
 	var had bool
 	err := db.QueryRow(ctx, `select exists (select from webhook_events
 		where organization_id = $1 and endpoint_id = $2 and event_id = $3)`, organizationID, endpointID, eventID).Scan(&had)
@@ -172,9 +163,9 @@ func HasDelivery(ctx context.Context, db DB, organizationID, eventID, endpointID
 
 // GetEventAndSecrets returns one of an organization's deliveries, with its
 // Policy, and the organization's signing secrets, in one query: a delivery
-// needs all of them. The secrets are nil when the organization has none yet. ErrNotFound when the
+// needs all of them. The secrets are nil when the organization has none yet. database.ErrNotFound when the
 // delivery does not exist.
-func GetEventAndSecrets(ctx context.Context, db DB, organizationID, id string) (Event, *Secrets, error) {
+func GetEventAndSecrets(ctx context.Context, db database.Querier, organizationID, id string) (Event, *Secrets, error) {
 	var e Event
 	var cur, prev *string
 	var createdAt, prevExp *time.Time
@@ -194,7 +185,7 @@ func GetEventAndSecrets(ctx context.Context, db DB, organizationID, id string) (
 		e.Policy.RateLimit = *rate
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Event{}, nil, ErrNotFound
+		return Event{}, nil, database.ErrNotFound
 	}
 	if err != nil || cur == nil || createdAt == nil {
 		return e, nil, err
@@ -209,19 +200,19 @@ func GetEventAndSecrets(ctx context.Context, db DB, organizationID, id string) (
 // DeliveryOrganization returns the organization of a delivery found by its
 // id alone: a job queued by an instance older than migration 022 names no
 // organization. It reads every row (on Citus, every shard), as no index
-// holds the id alone; such jobs are rare and short-lived. ErrNotFound.
-func DeliveryOrganization(ctx context.Context, db DB, id string) (string, error) {
+// holds the id alone; such jobs are rare and short-lived. database.ErrNotFound.
+func DeliveryOrganization(ctx context.Context, db database.Querier, id string) (string, error) {
 	var org string
 	err := db.QueryRow(ctx, `select organization_id from webhook_events where id = $1`, id).Scan(&org)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", ErrNotFound
+		return "", database.ErrNotFound
 	}
 	return org, err
 }
 
 // CancelPending marks an organization's flow's pending events cancelled,
 // except flow.deleted, and returns the ids of their jobs.
-func CancelPending(ctx context.Context, db DB, organizationID, flowID string) ([]int64, error) {
+func CancelPending(ctx context.Context, db database.Querier, organizationID, flowID string) ([]int64, error) {
 	rows, err := db.Query(ctx, `
 		update webhook_events set state = 'cancelled', finished_at = now()
 		where organization_id = $1 and flow_id = $2 and state = 'pending' and type <> 'flow.deleted'
@@ -261,7 +252,7 @@ type Recorded struct {
 // finishes at now. The delivery's endpoint, if it has one, keeps the health
 // it is disabled by: a failure starts its failing_since unless it is failing
 // already, a success clears it.
-func RecordAttempt(ctx context.Context, db DB, a Attempt, state, lastError string, now time.Time) (Recorded, error) {
+func RecordAttempt(ctx context.Context, db database.Querier, a Attempt, state, lastError string, now time.Time) (Recorded, error) {
 	// One statement, so one round trip: the attempt's insert and the
 	// endpoint's update run as data-modifying CTEs beside the delivery's
 	// update. Each names the organization: Citus runs such a statement only
@@ -298,7 +289,7 @@ func RecordAttempt(ctx context.Context, db DB, a Attempt, state, lastError strin
 		a.OrganizationID, now).
 		Scan(&r.State, &r.EndpointID, &seconds)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Recorded{}, ErrNotFound
+		return Recorded{}, database.ErrNotFound
 	}
 	if seconds != nil {
 		d := time.Duration(*seconds * float64(time.Second))
@@ -308,8 +299,8 @@ func RecordAttempt(ctx context.Context, db DB, a Attempt, state, lastError strin
 }
 
 // ResetLatestForTask makes the newest event of an organization's task pending
-// again and returns it. Cancelled events (deleted flows) stay cancelled. ErrNotFound.
-func ResetLatestForTask(ctx context.Context, db DB, organizationID, taskID string) (Event, error) {
+// again and returns it. Cancelled events (deleted flows) stay cancelled. database.ErrNotFound.
+func ResetLatestForTask(ctx context.Context, db database.Querier, organizationID, taskID string) (Event, error) {
 	var e Event
 	err := db.QueryRow(ctx, `
 		update webhook_events set state = 'pending', finished_at = null
@@ -322,20 +313,20 @@ func ResetLatestForTask(ctx context.Context, db DB, organizationID, taskID strin
 		organizationID, taskID).
 		Scan(&e.ID, &e.EventID, &e.OrganizationID, &e.FlowID, &e.TaskID, &e.Type, &e.URL, &e.Body, &e.State, &e.LastError, &e.JobID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Event{}, ErrNotFound
+		return Event{}, database.ErrNotFound
 	}
 	return e, err
 }
 
 // SetJobPriority sets a River job's priority. River keeps a job's priority
 // for its retries and snoozes and has no call to change it.
-func SetJobPriority(ctx context.Context, db DB, jobID int64, priority int) error {
+func SetJobPriority(ctx context.Context, db database.Querier, jobID int64, priority int) error {
 	_, err := db.Exec(ctx, `update river_job set priority = $2 where id = $1`, jobID, priority)
 	return err
 }
 
 // SetJob points an organization's delivery at a new job.
-func SetJob(ctx context.Context, db DB, organizationID, id string, jobID int64) error {
+func SetJob(ctx context.Context, db database.Querier, organizationID, id string, jobID int64) error {
 	_, err := db.Exec(ctx, `update webhook_events set job_id = $3 where organization_id = $1 and id = $2`,
 		organizationID, id, jobID)
 	return err
@@ -349,7 +340,7 @@ type AttemptRow struct {
 
 // TaskEvents returns the type of the event each of a flow's delivery tasks
 // delivers, by task id.
-func TaskEvents(ctx context.Context, db DB, organizationID, flowID string) (map[string]string, error) {
+func TaskEvents(ctx context.Context, db database.Querier, organizationID, flowID string) (map[string]string, error) {
 	rows, err := db.Query(ctx, `
 		select distinct on (task_id) task_id, type from webhook_events
 		where organization_id = $1 and flow_id = $2 and task_id <> ''
@@ -367,7 +358,7 @@ func TaskEvents(ctx context.Context, db DB, organizationID, flowID string) (map[
 }
 
 // Attempts lists the attempts of an organization's flow, newest first, at most limit.
-func Attempts(ctx context.Context, db DB, organizationID, flowID string, limit int) ([]AttemptRow, error) {
+func Attempts(ctx context.Context, db database.Querier, organizationID, flowID string, limit int) ([]AttemptRow, error) {
 	rows, err := db.Query(ctx, `
 		select a.event_id::text, e.type, a.attempted_at, a.status_code, a.error, a.latency_us
 		from webhook_attempts a join webhook_events e on e.organization_id = a.organization_id and e.id = a.event_id
@@ -392,7 +383,7 @@ func Attempts(ctx context.Context, db DB, organizationID, flowID string, limit i
 // BRIN index narrows the search, and no index on the finish time keeps the
 // updates of deliveries HOT. The deliveries are chosen by primary key, so
 // that on Citus the choice made over every shard deletes those rows.
-func DeleteFinished(ctx context.Context, db DB, before time.Time, limit int) (int64, error) {
+func DeleteFinished(ctx context.Context, db database.Querier, before time.Time, limit int) (int64, error) {
 	tag, err := db.Exec(ctx, `
 		delete from webhook_events where (organization_id, id) in (
 			select organization_id, id from webhook_events
@@ -415,9 +406,9 @@ type EventQuery struct {
 }
 
 // Events returns a page of events newest first, and whether more lie
-// beyond it in the page's direction. ErrNotFound when the cursor is not an
+// beyond it in the page's direction. database.ErrNotFound when the cursor is not an
 // event of the organization.
-func Events(ctx context.Context, db DB, q EventQuery) ([]StoredEvent, bool, error) {
+func Events(ctx context.Context, db database.Querier, q EventQuery) ([]StoredEvent, bool, error) {
 	var after, before *time.Time
 	if !q.CreatedAfter.IsZero() {
 		after = &q.CreatedAfter
@@ -430,7 +421,7 @@ func Events(ctx context.Context, db DB, q EventQuery) ([]StoredEvent, bool, erro
 		var at time.Time
 		err := db.QueryRow(ctx, `select created_at from events where organization_id = $1 and id = $2`, q.OrganizationID, q.Cursor).Scan(&at)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, false, ErrNotFound
+			return nil, false, database.ErrNotFound
 		}
 		if err != nil {
 			return nil, false, err
@@ -497,8 +488,8 @@ type DeliveryRow struct {
 }
 
 // EventWithDeliveries returns one of an organization's events with its
-// deliveries and their attempts, oldest first. ErrNotFound.
-func EventWithDeliveries(ctx context.Context, db DB, organizationID, id string) (StoredEvent, []DeliveryRow, error) {
+// deliveries and their attempts, oldest first. database.ErrNotFound.
+func EventWithDeliveries(ctx context.Context, db database.Querier, organizationID, id string) (StoredEvent, []DeliveryRow, error) {
 	rows, err := db.Query(ctx, `select `+storedEventColumns+` from events
 		where organization_id = $1 and id = $2`, organizationID, id)
 	if err != nil {
@@ -506,7 +497,7 @@ func EventWithDeliveries(ctx context.Context, db DB, organizationID, id string) 
 	}
 	ev, err := pgx.CollectExactlyOneRow(rows, scanStoredEvent)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return StoredEvent{}, nil, ErrNotFound
+		return StoredEvent{}, nil, database.ErrNotFound
 	}
 	if err != nil {
 		return StoredEvent{}, nil, err
@@ -545,7 +536,7 @@ func EventWithDeliveries(ctx context.Context, db DB, organizationID, id string) 
 
 // DeleteOldEvents deletes up to limit events created before before and
 // returns how many it deleted.
-func DeleteOldEvents(ctx context.Context, db DB, before time.Time, limit int) (int64, error) {
+func DeleteOldEvents(ctx context.Context, db database.Querier, before time.Time, limit int) (int64, error) {
 	tag, err := db.Exec(ctx, `
 		delete from events where (organization_id, id) in (
 			select organization_id, id from events where created_at < $1 limit $2)`, before, limit)

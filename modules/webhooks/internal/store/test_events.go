@@ -1,9 +1,13 @@
 package store
 
-import "context"
+import (
+	"context"
+
+	"github.com/flowd/flowd/internal/database"
+)
 
 // InsertTestEvent stores a test event and its one delivery, to an endpoint.
-func InsertTestEvent(ctx context.Context, db DB, ev StoredEvent, d Event, endpointID string) error {
+func InsertTestEvent(ctx context.Context, db database.Querier, ev StoredEvent, d Event, endpointID string) error {
 	_, err := db.Exec(ctx, `
 		with event as (
 			insert into events (organization_id, id, type, body, test) values ($1, $2, $3, $4, true))

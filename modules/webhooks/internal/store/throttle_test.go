@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowd/flowd/internal/dbtest"
+	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/testkit/dbtest"
 	"github.com/flowd/flowd/modules/webhooks/internal/store"
 )
 
@@ -74,7 +75,7 @@ func TestTakeSlotSpacesDeliveries(t *testing.T) {
 }
 
 // policyOf is the policy a delivery's worker reads with it.
-func policyOf(ctx context.Context, db store.DB, org, id string) (store.Policy, error) {
+func policyOf(ctx context.Context, db database.Querier, org, id string) (store.Policy, error) {
 	ev, _, err := store.GetEventAndSecrets(ctx, db, org, id)
 	return ev.Policy, err
 }

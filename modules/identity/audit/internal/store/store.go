@@ -8,14 +8,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-)
 
-// Querier is what both *pgxpool.Pool and pgx.Tx offer.
-type Querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
+	"github.com/flowd/flowd/internal/database"
+)
 
 // AuditEntry is a row of audit_log.
 type AuditEntry struct {
@@ -29,7 +24,7 @@ type AuditEntry struct {
 }
 
 // InsertAudit appends an entry to the audit log.
-func InsertAudit(ctx context.Context, q Querier, e AuditEntry) error {
+func InsertAudit(ctx context.Context, q database.Querier, e AuditEntry) error {
 	_, err := q.Exec(ctx, `insert into audit_log (organization_id, actor, action, target, detail) values ($1, $2, $3, $4, $5)`,
 		e.OrganizationID, e.Actor, e.Action, e.Target, e.Detail)
 	return err
@@ -90,7 +85,7 @@ func InsertAuditOnceArgs(e AuditEntry, within time.Duration) []any {
 
 // AuditLog returns up to limit+1 entries of an organization, newest first,
 // older than the entry before when it is not zero.
-func AuditLog(ctx context.Context, q Querier, organizationID string, limit int, before int64) ([]AuditEntry, error) {
+func AuditLog(ctx context.Context, q database.Querier, organizationID string, limit int, before int64) ([]AuditEntry, error) {
 	rows, err := q.Query(ctx, `select id, organization_id, actor, action, target, detail, at from audit_log
 		where organization_id = $1 and ($2 = 0 or id < $2) order by id desc limit $3`, organizationID, before, limit+1)
 	if err != nil {

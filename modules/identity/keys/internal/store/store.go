@@ -9,18 +9,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flowd/flowd/internal/database"
 )
-
-// Querier is what both *pgxpool.Pool and pgx.Tx offer.
-type Querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// ErrNotFound is returned when a row does not exist.
-var ErrNotFound = errors.New("not found")
 
 // SigningKey is a row of signing_keys.
 type SigningKey struct {
@@ -33,14 +24,14 @@ type SigningKey struct {
 	RetiredAt *time.Time
 }
 
-// ActiveSigningKey returns the key of purpose and algorithm that signs now, or ErrNotFound.
-func ActiveSigningKey(ctx context.Context, q Querier, purpose, algorithm string) (SigningKey, error) {
+// ActiveSigningKey returns the key of purpose and algorithm that signs now, or database.ErrNotFound.
+func ActiveSigningKey(ctx context.Context, q database.Querier, purpose, algorithm string) (SigningKey, error) {
 	var k SigningKey
 	err := q.QueryRow(ctx, `select id, purpose, algorithm, public_jwk, private_key_sealed, created_at, retired_at
 		from signing_keys where retired_at is null and purpose = $1 and algorithm = $2`, purpose, algorithm).
 		Scan(&k.ID, &k.Purpose, &k.Algorithm, &k.PublicJWK, &k.Sealed, &k.CreatedAt, &k.RetiredAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return k, ErrNotFound
+		return k, database.ErrNotFound
 	}
 	return k, err
 }
@@ -48,7 +39,7 @@ func ActiveSigningKey(ctx context.Context, q Querier, purpose, algorithm string)
 // PublishedKeys returns the active keys, the token keys retired less than
 // tokenGrace ago and the receipt keys retired less than receiptGrace ago,
 // newest first.
-func PublishedKeys(ctx context.Context, q Querier, tokenGrace, receiptGrace time.Duration) ([]SigningKey, error) {
+func PublishedKeys(ctx context.Context, q database.Querier, tokenGrace, receiptGrace time.Duration) ([]SigningKey, error) {
 	rows, err := q.Query(ctx, `select id, purpose, algorithm, public_jwk, created_at, retired_at from signing_keys
 		where retired_at is null
 		   or retired_at > now() - make_interval(secs => case purpose when 'receipt' then $2::float8 else $1::float8 end)
@@ -64,20 +55,20 @@ func PublishedKeys(ctx context.Context, q Querier, tokenGrace, receiptGrace time
 }
 
 // LockSigningKeys serializes key creation and rotation across instances.
-func LockSigningKeys(ctx context.Context, q Querier) error {
+func LockSigningKeys(ctx context.Context, q database.Querier) error {
 	_, err := q.Exec(ctx, "select pg_advisory_xact_lock(7230164003)")
 	return err
 }
 
 // RetireActiveKey retires the key of purpose and algorithm that signs now, if any.
-func RetireActiveKey(ctx context.Context, q Querier, purpose, algorithm string) error {
+func RetireActiveKey(ctx context.Context, q database.Querier, purpose, algorithm string) error {
 	_, err := q.Exec(ctx, "update signing_keys set retired_at = now() where retired_at is null and purpose = $1 and algorithm = $2",
 		purpose, algorithm)
 	return err
 }
 
 // InsertSigningKey stores a new active key of its purpose and algorithm.
-func InsertSigningKey(ctx context.Context, q Querier, k SigningKey) error {
+func InsertSigningKey(ctx context.Context, q database.Querier, k SigningKey) error {
 	_, err := q.Exec(ctx, `insert into signing_keys (id, purpose, algorithm, public_jwk, private_key_sealed) values ($1, $2, $3, $4, $5)`,
 		k.ID, k.Purpose, k.Algorithm, k.PublicJWK, k.Sealed)
 	return err

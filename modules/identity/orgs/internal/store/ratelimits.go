@@ -5,13 +5,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
 )
 
 // SetClientRateLimit sets an active client's api_rate_limit; nil returns it
 // to the default.
-func SetClientRateLimit(ctx context.Context, q Querier, organizationID, id string, perMinute *int) (Client, error) {
+func SetClientRateLimit(ctx context.Context, q database.Querier, organizationID, id string, perMinute *int) (Client, error) {
 	if !isUUID(organizationID) {
-		return Client{}, ErrNotFound
+		return Client{}, database.ErrNotFound
 	}
 	return scanClient(q.QueryRow(ctx, `update api_clients set api_rate_limit = $3
 		where id = $1 and organization_id = $2 and revoked_at is null returning `+clientColumns, id, organizationID, perMinute))
@@ -19,7 +21,7 @@ func SetClientRateLimit(ctx context.Context, q Querier, organizationID, id strin
 
 // SetExternalClientRateLimit sets a mapped external client's api_rate_limit;
 // nil returns it to the default.
-func SetExternalClientRateLimit(ctx context.Context, q Querier, issuer, clientID string, perMinute *int) (ExternalClient, error) {
+func SetExternalClientRateLimit(ctx context.Context, q database.Querier, issuer, clientID string, perMinute *int) (ExternalClient, error) {
 	return scanExternal(q.QueryRow(ctx, `update external_clients set api_rate_limit = $3
 		where issuer = $1 and client_id = $2 returning `+externalColumns, issuer, clientID, perMinute))
 }
@@ -38,7 +40,7 @@ type APIRequests struct {
 // statement whose answer was lost may be sent again. A count of 0 writes
 // nothing and only reads the total (an absent window is not returned). Each
 // instance writes rows of its own: instances never wait on each other.
-func WriteAPIRequests(ctx context.Context, q Querier, instance string, counts []APIRequests) ([]APIRequests, error) {
+func WriteAPIRequests(ctx context.Context, q database.Querier, instance string, counts []APIRequests) ([]APIRequests, error) {
 	keys := make([]string, len(counts))
 	starts := make([]time.Time, len(counts))
 	requests := make([]int64, len(counts))
@@ -73,7 +75,7 @@ func WriteAPIRequests(ctx context.Context, q Querier, instance string, counts []
 
 // DeleteAPIRateWindows deletes windows that started before before, a batch
 // at a time.
-func DeleteAPIRateWindows(ctx context.Context, q Querier, before time.Time) (int64, error) {
+func DeleteAPIRateWindows(ctx context.Context, q database.Querier, before time.Time) (int64, error) {
 	tag, err := q.Exec(ctx, `delete from api_rate_windows where (client_key, window_start) in (
 		select client_key, window_start from api_rate_windows where window_start < $1 limit 1000)`, before)
 	return tag.RowsAffected(), err

@@ -10,18 +10,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flowd/flowd/internal/database"
 )
-
-// Querier is what both *pgxpool.Pool and pgx.Tx offer.
-type Querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// ErrNotFound is returned when a row does not exist.
-var ErrNotFound = errors.New("not found")
 
 // Organization is a row of organizations.
 type Organization struct {
@@ -39,13 +30,13 @@ func scanOrg(row pgx.Row) (Organization, error) {
 	var o Organization
 	err := row.Scan(&o.ID, &o.Name, &o.OrganizationNumber, &o.ReferencePrefix, &o.RedirectOrigins, &o.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return o, ErrNotFound
+		return o, database.ErrNotFound
 	}
 	return o, err
 }
 
 // InsertOrganization stores a new organization.
-func InsertOrganization(ctx context.Context, q Querier, o Organization) (Organization, error) {
+func InsertOrganization(ctx context.Context, q database.Querier, o Organization) (Organization, error) {
 	if o.RedirectOrigins == nil {
 		o.RedirectOrigins = []string{}
 	}
@@ -53,25 +44,25 @@ func InsertOrganization(ctx context.Context, q Querier, o Organization) (Organiz
 		values ($1, $2, $3, $4) returning `+orgColumns, o.Name, o.OrganizationNumber, o.ReferencePrefix, o.RedirectOrigins))
 }
 
-// GetOrganization returns one organization; an id that is not a UUID is ErrNotFound.
-func GetOrganization(ctx context.Context, q Querier, id string) (Organization, error) {
+// GetOrganization returns one organization; an id that is not a UUID is database.ErrNotFound.
+func GetOrganization(ctx context.Context, q database.Querier, id string) (Organization, error) {
 	if !isUUID(id) {
-		return Organization{}, ErrNotFound
+		return Organization{}, database.ErrNotFound
 	}
 	return scanOrg(q.QueryRow(ctx, "select "+orgColumns+" from organizations where id = $1", id))
 }
 
 // LockOrganization returns one organization and locks its row until the
 // transaction ends, so that what it returns is what an update replaces.
-func LockOrganization(ctx context.Context, q Querier, id string) (Organization, error) {
+func LockOrganization(ctx context.Context, q database.Querier, id string) (Organization, error) {
 	if !isUUID(id) {
-		return Organization{}, ErrNotFound
+		return Organization{}, database.ErrNotFound
 	}
 	return scanOrg(q.QueryRow(ctx, "select "+orgColumns+" from organizations where id = $1 for update", id))
 }
 
 // ListOrganizations returns every organization, oldest first.
-func ListOrganizations(ctx context.Context, q Querier) ([]Organization, error) {
+func ListOrganizations(ctx context.Context, q database.Querier) ([]Organization, error) {
 	rows, err := q.Query(ctx, "select "+orgColumns+" from organizations order by created_at, id")
 	if err != nil {
 		return nil, err
@@ -108,25 +99,25 @@ func scanClient(row pgx.Row) (Client, error) {
 	var c Client
 	err := row.Scan(&c.ID, &c.OrganizationID, &c.Name, &c.SecretHash, &c.SecretMAC, &c.JWKS, &c.JWKSURI, &c.Scopes, &c.Sandbox, &c.CreatedAt, &c.LastUsedAt, &c.RevokedAt, &c.DPoPBound, &c.RateLimit)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return c, ErrNotFound
+		return c, database.ErrNotFound
 	}
 	return c, err
 }
 
 // InsertClient stores a new API client.
-func InsertClient(ctx context.Context, q Querier, c Client) (Client, error) {
+func InsertClient(ctx context.Context, q database.Querier, c Client) (Client, error) {
 	return scanClient(q.QueryRow(ctx, `insert into api_clients (id, organization_id, name, secret_hash, secret_mac, jwks, jwks_uri, scopes, sandbox, dpop_bound_access_tokens)
 		values ($1, $2, $3, nullif($4, ''), $5, $6, nullif($7, ''), $8, $9, $10) returning `+clientColumns,
 		c.ID, c.OrganizationID, c.Name, c.SecretHash, c.SecretMAC, c.JWKS, c.JWKSURI, c.Scopes, c.Sandbox, c.DPoPBound))
 }
 
 // GetClient returns one client.
-func GetClient(ctx context.Context, q Querier, id string) (Client, error) {
+func GetClient(ctx context.Context, q database.Querier, id string) (Client, error) {
 	return scanClient(q.QueryRow(ctx, "select "+clientColumns+" from api_clients where id = $1", id))
 }
 
 // ListClients returns an organization's clients, oldest first.
-func ListClients(ctx context.Context, q Querier, organizationID string) ([]Client, error) {
+func ListClients(ctx context.Context, q database.Querier, organizationID string) ([]Client, error) {
 	if !isUUID(organizationID) {
 		return nil, nil
 	}
@@ -139,9 +130,9 @@ func ListClients(ctx context.Context, q Querier, organizationID string) ([]Clien
 
 // SetClientSecret replaces an active client's secret hash and MAC; an
 // assertion-only client (no secret) is not found.
-func SetClientSecret(ctx context.Context, q Querier, organizationID, id, hash string, mac []byte) (Client, error) {
+func SetClientSecret(ctx context.Context, q database.Querier, organizationID, id, hash string, mac []byte) (Client, error) {
 	if !isUUID(organizationID) {
-		return Client{}, ErrNotFound
+		return Client{}, database.ErrNotFound
 	}
 	return scanClient(q.QueryRow(ctx, `update api_clients set secret_hash = $3, secret_mac = $4, secret_rotated_at = now()
 		where id = $1 and organization_id = $2 and revoked_at is null and secret_hash is not null returning `+clientColumns, id, organizationID, hash, mac))
@@ -149,15 +140,15 @@ func SetClientSecret(ctx context.Context, q Querier, organizationID, id, hash st
 
 // SetClientSecretMAC stores the MAC of a client's secret beside its hash,
 // unless the hash has changed meanwhile.
-func SetClientSecretMAC(ctx context.Context, q Querier, id, hash string, mac []byte) error {
+func SetClientSecretMAC(ctx context.Context, q database.Querier, id, hash string, mac []byte) error {
 	_, err := q.Exec(ctx, "update api_clients set secret_mac = $3 where id = $1 and secret_hash = $2", id, hash, mac)
 	return err
 }
 
 // RevokeClient marks a client revoked, keeping the first revocation time.
-func RevokeClient(ctx context.Context, q Querier, organizationID, id string) (Client, error) {
+func RevokeClient(ctx context.Context, q database.Querier, organizationID, id string) (Client, error) {
 	if !isUUID(organizationID) {
-		return Client{}, ErrNotFound
+		return Client{}, database.ErrNotFound
 	}
 	return scanClient(q.QueryRow(ctx, `update api_clients set revoked_at = coalesce(revoked_at, now())
 		where id = $1 and organization_id = $2 returning `+clientColumns, id, organizationID))
@@ -165,7 +156,7 @@ func RevokeClient(ctx context.Context, q Querier, organizationID, id string) (Cl
 
 // TouchClient records that a client obtained a token, at most once a minute
 // so that busy clients do not write on every request.
-func TouchClient(ctx context.Context, q Querier, id string) error {
+func TouchClient(ctx context.Context, q database.Querier, id string) error {
 	_, err := q.Exec(ctx, `update api_clients set last_used_at = now()
 		where id = $1 and (last_used_at is null or last_used_at < now() - interval '1 minute')`, id)
 	return err
@@ -180,12 +171,12 @@ type ClientState struct {
 }
 
 // GetClientState reads a client's state by its primary key.
-func GetClientState(ctx context.Context, q Querier, id string) (ClientState, error) {
+func GetClientState(ctx context.Context, q database.Querier, id string) (ClientState, error) {
 	var s ClientState
 	err := q.QueryRow(ctx, "select organization_id::text, sandbox, revoked_at is not null, api_rate_limit from api_clients where id = $1", id).
 		Scan(&s.OrganizationID, &s.Sandbox, &s.Revoked, &s.RateLimit)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return s, ErrNotFound
+		return s, database.ErrNotFound
 	}
 	return s, err
 }
@@ -207,13 +198,13 @@ func scanExternal(row pgx.Row) (ExternalClient, error) {
 	var x ExternalClient
 	err := row.Scan(&x.Issuer, &x.ClientID, &x.OrganizationID, &x.Scopes, &x.Sandbox, &x.CreatedAt, &x.RateLimit)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return x, ErrNotFound
+		return x, database.ErrNotFound
 	}
 	return x, err
 }
 
 // UpsertExternalClient stores or replaces a mapping.
-func UpsertExternalClient(ctx context.Context, q Querier, x ExternalClient) (ExternalClient, error) {
+func UpsertExternalClient(ctx context.Context, q database.Querier, x ExternalClient) (ExternalClient, error) {
 	return scanExternal(q.QueryRow(ctx, `insert into external_clients (issuer, client_id, organization_id, scopes, sandbox)
 		values ($1, $2, $3, $4, $5)
 		on conflict (issuer, client_id) do update set organization_id = excluded.organization_id,
@@ -222,12 +213,12 @@ func UpsertExternalClient(ctx context.Context, q Querier, x ExternalClient) (Ext
 }
 
 // GetExternalClient returns the mapping of one external client.
-func GetExternalClient(ctx context.Context, q Querier, issuer, clientID string) (ExternalClient, error) {
+func GetExternalClient(ctx context.Context, q database.Querier, issuer, clientID string) (ExternalClient, error) {
 	return scanExternal(q.QueryRow(ctx, "select "+externalColumns+" from external_clients where issuer = $1 and client_id = $2", issuer, clientID))
 }
 
 // ListExternalClients returns an organization's mappings.
-func ListExternalClients(ctx context.Context, q Querier, organizationID string) ([]ExternalClient, error) {
+func ListExternalClients(ctx context.Context, q database.Querier, organizationID string) ([]ExternalClient, error) {
 	if !isUUID(organizationID) {
 		return nil, nil
 	}
@@ -260,9 +251,9 @@ func isUUID(s string) bool {
 }
 
 // UpdateOrganization replaces an organization's settings.
-func UpdateOrganization(ctx context.Context, q Querier, o Organization) (Organization, error) {
+func UpdateOrganization(ctx context.Context, q database.Querier, o Organization) (Organization, error) {
 	if !isUUID(o.ID) {
-		return Organization{}, ErrNotFound
+		return Organization{}, database.ErrNotFound
 	}
 	if o.RedirectOrigins == nil {
 		o.RedirectOrigins = []string{}

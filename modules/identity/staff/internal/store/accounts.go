@@ -37,18 +37,15 @@ type Account struct {
 	LastLoginAt    *time.Time
 }
 
-// Errors of accounts.
-var (
-	ErrNotFound = errors.New("store: no such staff account")
-	ErrExists   = errors.New("store: the username is taken")
-)
+// ErrExists means the username is taken.
+var ErrExists = errors.New("store: the username is taken")
 
 func scanStaff(row pgx.Row) (Account, string, error) {
 	var a Account
 	var hash string
 	err := row.Scan(&a.ID, &a.OrganizationID, &a.Username, &a.Name, &a.Role, &a.Disabled, &a.CreatedAt, &a.LastLoginAt, &hash)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return a, "", ErrNotFound
+		return a, "", database.ErrNotFound
 	}
 	return a, hash, database.Classify(err)
 }

@@ -8,17 +8,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/flowd/flowd/internal/database"
 )
-
-// Querier is the pool or a transaction.
-type Querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
 
 // sessionRow is a row of login_sessions (migrations/026_sessions.sql).
 type sessionRow struct {
@@ -104,7 +96,7 @@ func TokenHash(token string) []byte {
 
 // InsertSession stores a session with the hash of its token; an empty ID
 // gets a new one. Its LastSeenAt is its CreatedAt.
-func InsertSession(ctx context.Context, q Querier, n Session, token string) (Session, error) {
+func InsertSession(ctx context.Context, q database.Querier, n Session, token string) (Session, error) {
 	rows, err := q.Query(ctx, `insert into login_sessions (id, token_hash, kind, issuer, subject, staff_id, organization_id,
 			username, provider_session_id, user_agent, address, created_at, last_seen_at, idle_until, expires_at)
 		values (coalesce(nullif($1, '')::uuid, gen_random_uuid()), $2, $3, $4, $5, nullif($6, '')::uuid, $7,
@@ -123,7 +115,7 @@ func InsertSession(ctx context.Context, q Querier, n Session, token string) (Ses
 }
 
 // SessionByToken returns the session of token, and false when there is none.
-func SessionByToken(ctx context.Context, q Querier, token string) (Session, bool, error) {
+func SessionByToken(ctx context.Context, q database.Querier, token string) (Session, bool, error) {
 	got, err := sessionsOf(q.Query(ctx, `select `+sessionColumns("")+` from login_sessions where token_hash = $1`, TokenHash(token)))
 	if err != nil || len(got) == 0 {
 		return Session{}, false, err
@@ -132,7 +124,7 @@ func SessionByToken(ctx context.Context, q Querier, token string) (Session, bool
 }
 
 // LiveSession returns an organization's staff session id if it is live at now.
-func LiveSession(ctx context.Context, q Querier, organizationID, id string, now time.Time) (Session, bool, error) {
+func LiveSession(ctx context.Context, q database.Querier, organizationID, id string, now time.Time) (Session, bool, error) {
 	got, err := sessionsOf(q.Query(ctx, `select `+sessionColumns("")+` from login_sessions
 		where id = $1::uuid and organization_id = $2 and kind <> 'consent' and idle_until > $3 and expires_at > $3`,
 		id, organizationID, now))
@@ -143,7 +135,7 @@ func LiveSession(ctx context.Context, q Querier, organizationID, id string, now 
 }
 
 // TouchSession records a use of session id.
-func TouchSession(ctx context.Context, q Querier, id string, now, idleUntil time.Time) error {
+func TouchSession(ctx context.Context, q database.Querier, id string, now, idleUntil time.Time) error {
 	_, err := q.Exec(ctx, `update login_sessions set last_seen_at = $2, idle_until = $3
 		where id = $1::uuid and last_seen_at < $2`, id, now, idleUntil)
 	return database.Classify(err)
@@ -152,7 +144,7 @@ func TouchSession(ctx context.Context, q Querier, id string, now, idleUntil time
 // deleteSignIns deletes the sessions of the sign-in of each session where
 // selects: the session, the provider session a console session was signed
 // in through, and every console session signed in through that one.
-func deleteSignIns(ctx context.Context, q Querier, where string, args ...any) ([]Session, error) {
+func deleteSignIns(ctx context.Context, q database.Querier, where string, args ...any) ([]Session, error) {
 	return sessionsOf(q.Query(ctx, `with chosen as (
 			select id, coalesce(provider_session_id, id) as family from login_sessions where `+where+`
 		)
@@ -162,23 +154,23 @@ func deleteSignIns(ctx context.Context, q Querier, where string, args ...any) ([
 }
 
 // EndSessionByToken deletes the session of token with those of its sign-in.
-func EndSessionByToken(ctx context.Context, q Querier, token string) ([]Session, error) {
+func EndSessionByToken(ctx context.Context, q database.Querier, token string) ([]Session, error) {
 	return deleteSignIns(ctx, q, `token_hash = $1`, TokenHash(token))
 }
 
 // EndOneSessionByToken deletes the session of token alone.
-func EndOneSessionByToken(ctx context.Context, q Querier, token string) ([]Session, error) {
+func EndOneSessionByToken(ctx context.Context, q database.Querier, token string) ([]Session, error) {
 	return sessionsOf(q.Query(ctx, `delete from login_sessions where token_hash = $1 returning `+sessionColumns(""), TokenHash(token)))
 }
 
 // EndSession deletes an organization's staff session with those of its sign-in.
-func EndSession(ctx context.Context, q Querier, organizationID, id string) ([]Session, error) {
+func EndSession(ctx context.Context, q database.Querier, organizationID, id string) ([]Session, error) {
 	return deleteSignIns(ctx, q, `id = $1::uuid and organization_id = $2 and kind <> 'consent'`, id, organizationID)
 }
 
 // EndSessionsOf deletes every staff session of the person of issuer and
 // subject in an organization but those of keep's sign-in.
-func EndSessionsOf(ctx context.Context, q Querier, organizationID, issuer, subject, keep string) ([]Session, error) {
+func EndSessionsOf(ctx context.Context, q database.Querier, organizationID, issuer, subject, keep string) ([]Session, error) {
 	return sessionsOf(q.Query(ctx, `with kept as (
 			select id, coalesce(provider_session_id, id) as family from login_sessions where id = nullif($4, '')::uuid
 		)
@@ -194,7 +186,7 @@ func EndStaffSessionsTx(ctx context.Context, tx pgx.Tx, staffID string) ([]Sessi
 }
 
 // StaffSessions returns the sessions of a built-in staff account, live or not.
-func StaffSessions(ctx context.Context, q Querier, staffID string) ([]Session, error) {
+func StaffSessions(ctx context.Context, q database.Querier, staffID string) ([]Session, error) {
 	return sessionsOf(q.Query(ctx, `select `+sessionColumns("")+` from login_sessions where staff_id = $1::uuid
 		order by created_at desc, id`, staffID))
 }
@@ -202,7 +194,7 @@ func StaffSessions(ctx context.Context, q Querier, staffID string) ([]Session, e
 // ListSessions returns an organization's staff sessions live at now, of
 // the person of issuer and subject when issuer is not empty, by person,
 // newest first; at most limit.
-func ListSessions(ctx context.Context, q Querier, organizationID, issuer, subject string, now time.Time, limit int) ([]Session, error) {
+func ListSessions(ctx context.Context, q database.Querier, organizationID, issuer, subject string, now time.Time, limit int) ([]Session, error) {
 	return sessionsOf(q.Query(ctx, `select `+sessionColumns("")+` from login_sessions
 		where organization_id = $1 and kind <> 'consent' and idle_until > $2 and expires_at > $2
 			and ($3 = '' or (issuer = $3 and subject = $4))
@@ -212,7 +204,7 @@ func ListSessions(ctx context.Context, q Querier, organizationID, issuer, subjec
 
 // DeleteExpiredSessions deletes up to a thousand sessions that timed out
 // before now, and says how many.
-func DeleteExpiredSessions(ctx context.Context, q Querier, now time.Time) (int64, error) {
+func DeleteExpiredSessions(ctx context.Context, q database.Querier, now time.Time) (int64, error) {
 	tag, err := q.Exec(ctx, `delete from login_sessions where id in (
 		select id from login_sessions where idle_until <= $1
 		union

@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/flowd/flowd/internal/cache"
 	"github.com/flowd/flowd/internal/netguard"
 	"github.com/flowd/flowd/modules/identity/orgs"
-	"github.com/go-jose/go-jose/v4"
 )
 
 // Bounds of the key sets fetched from clients' jwks_uri.
@@ -24,11 +25,13 @@ const (
 	refetchEvery = 30 * time.Second
 )
 
+// maxCachedSets bounds the clients whose key sets an instance keeps.
+const maxCachedSets = 4096
+
 // Cache holds the key sets fetched from clients' jwks_uri, per client
 // and URL, on this instance.
 type Cache struct {
-	mu      sync.Mutex
-	entries map[string]*entry // by client id
+	entries *cache.Map[string, entry] // by client id
 }
 
 type entry struct {
@@ -37,13 +40,14 @@ type entry struct {
 	fetchedAt time.Time
 }
 
+// NewCache returns an empty cache of key sets.
+func NewCache() Cache { return Cache{entries: cache.New[string, entry](maxCachedSets)} }
+
 // Get returns the set cached for a client at uri when it is fresh and,
 // when force is set (a kid the cached set lacks), too recent to refetch.
-func (c *Cache) Get(clientID, uri string, force bool, now time.Time) ([]jose.JSONWebKey, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := c.entries[clientID]
-	if e == nil || e.uri != uri {
+func (c Cache) Get(clientID, uri string, force bool, now time.Time) ([]jose.JSONWebKey, bool) {
+	e, ok := c.entries.Get(clientID)
+	if !ok || e.uri != uri {
 		return nil, false
 	}
 	fresh := now.Sub(e.fetchedAt) < cacheTTL
@@ -54,21 +58,12 @@ func (c *Cache) Get(clientID, uri string, force bool, now time.Time) ([]jose.JSO
 }
 
 // Put caches the set fetched for a client from uri at now.
-func (c *Cache) Put(clientID, uri string, keys []jose.JSONWebKey, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.entries == nil {
-		c.entries = map[string]*entry{}
-	}
-	c.entries[clientID] = &entry{uri: uri, keys: keys, fetchedAt: now}
+func (c Cache) Put(clientID, uri string, keys []jose.JSONWebKey, now time.Time) {
+	c.entries.Put(clientID, entry{uri: uri, keys: keys, fetchedAt: now})
 }
 
 // Forget drops a client's set.
-func (c *Cache) Forget(clientID string) {
-	c.mu.Lock()
-	delete(c.entries, clientID)
-	c.mu.Unlock()
-}
+func (c Cache) Forget(clientID string) { c.entries.Delete(clientID) }
 
 // NewHTTPClient returns the client that fetches jwks_uri: base (a plain client
 // when nil) with its TLS settings kept, connecting only through the address

@@ -19,7 +19,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -302,59 +301,6 @@ func nonceKey(kek []byte) []byte {
 	mac := hmac.New(sha256.New, kek)
 	mac.Write([]byte("flowd DPoP nonce key v1"))
 	return mac.Sum(nil)
-}
-
-// Seen remembers the DPoP proofs (key thumbprint and jti) this
-// instance accepted or refused as replays, until they leave the acceptance
-// window: a replay sent to the same instance is refused without a database
-// round trip. It only ever refuses; dpop_proofs decides what is accepted.
-type Seen struct {
-	mu      sync.Mutex
-	entries map[string]time.Time
-}
-
-// seenMax bounds the memory; past it, expired entries are dropped and,
-// if that is not enough, everything (the database still refuses replays).
-const seenMax = 100_000
-
-// NewSeen returns an empty memory of proofs.
-func NewSeen() *Seen { return &Seen{entries: map[string]time.Time{}} }
-
-// Has reports whether key (a key thumbprint and a jti) was seen and is
-// still within the acceptance window.
-func (s *Seen) Has(key string, now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	exp, ok := s.entries[key]
-	return ok && now.Before(exp)
-}
-
-// Add remembers key until expires.
-func (s *Seen) Add(key string, expires, now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.entries) >= seenMax {
-		s.pruneLocked(now)
-		if len(s.entries) >= seenMax {
-			clear(s.entries)
-		}
-	}
-	s.entries[key] = expires
-}
-
-// Prune forgets the proofs past their window.
-func (s *Seen) Prune(now time.Time) {
-	s.mu.Lock()
-	s.pruneLocked(now)
-	s.mu.Unlock()
-}
-
-func (s *Seen) pruneLocked(now time.Time) {
-	for k, exp := range s.entries {
-		if !now.Before(exp) {
-			delete(s.entries, k)
-		}
-	}
 }
 
 // algorithmNames is Algorithms by name, for the refusal of another one.
