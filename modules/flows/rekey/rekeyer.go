@@ -2,8 +2,8 @@ package rekey
 
 import (
 	"context"
-
 	"fmt"
+	"maps"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -67,54 +67,98 @@ func (r *Rekeyer) RekeyBatch(ctx context.Context, limit int) (int, error) {
 		r.uses = cursor
 		return n, err
 	}
-	err = database.WithTx(ctx, r.pool, func(tx pgx.Tx) error {
-		type opened struct{ nationalID, lastName, person string }
-		open := make([]opened, len(stale))
-		// The batch's people, each once: a person with several flows in it
-		// has one key.
-		var people []person
-		at := map[string]int{}
-		for i, f := range stale {
-			nationalID, err := r.sealer.Open(f.KeyID, f.NationalIDSealed, store.SealContext(f.ID, "nationalId")...)
-			if err != nil {
-				return fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
-			}
-			lastName, err := r.sealer.Open(f.KeyID, f.LastNameSealed, store.SealContext(f.ID, "lastName")...)
-			if err != nil {
-				return fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
-			}
-			canonical, _ := r.format.OfKept(nationalID, f.CreatedAt)
-			name := f.OrganizationID + "\x00" + canonical
-			open[i] = opened{r.format.Rekeep(nationalID, f.CreatedAt), lastName, name}
-			if _, ok := at[name]; !ok {
-				made, row, err := subjectkey.New(r.sealer, r.index, f.OrganizationID, canonical)
-				if err != nil {
-					return err
-				}
-				at[name] = len(people)
-				people = append(people, person{made: made, row: row, subjects: subjectkey.Subjects(r.sealer, f.OrganizationID, canonical)})
-			}
+	type opened struct{ nationalID, lastName, person string }
+	open := make([]opened, len(stale))
+	// The batch's people, each once: a person with several flows in it
+	// has one key.
+	var people []person
+	at := map[string]int{}
+	for i, f := range stale {
+		nationalID, err := r.sealer.Open(f.KeyID, f.NationalIDSealed, store.SealContext(f.ID, "nationalId")...)
+		if err != nil {
+			return 0, fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
 		}
-		keys, err := keysTx(ctx, tx, r.sealer, people)
+		lastName, err := r.sealer.Open(f.KeyID, f.LastNameSealed, store.SealContext(f.ID, "lastName")...)
+		if err != nil {
+			return 0, fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
+		}
+		canonical, _ := r.format.OfKept(nationalID, f.CreatedAt)
+		name := f.OrganizationID + "\x00" + canonical
+		open[i] = opened{r.format.Rekeep(nationalID, f.CreatedAt), lastName, name}
+		if _, ok := at[name]; !ok {
+			made, row, err := subjectkey.New(r.sealer, r.index, f.OrganizationID, canonical)
+			if err != nil {
+				return 0, err
+			}
+			at[name] = len(people)
+			people = append(people, person{made: made, row: row, subjects: subjectkey.Subjects(r.sealer, f.OrganizationID, canonical)})
+		}
+	}
+	keys := make([]subjectkey.Key, len(people))
+	rekeyed := func(flows []int) []store.Rekeyed {
+		out := make([]store.Rekeyed, len(flows))
+		for j, i := range flows {
+			key, o := keys[at[open[i].person]], open[i]
+			sealed := key.SealFlow(stale[i].ID, o.nationalID, o.lastName)
+			out[j] = store.Rekeyed{Flow: stale[i], SubjectKeyID: key.ID,
+				NationalIDSealed: sealed.NationalID, NationalIDHMAC: sealed.NationalIDHMAC, LastName: sealed.LastName}
+		}
+		return out
+	}
+	err = database.WithTx(ctx, r.pool, func(tx pgx.Tx) error {
+		// Flows made before per-person keys are mostly of people who have
+		// no key yet: each person's new key is inserted, and their flows
+		// sealed under it, in one round trip. The flows of those who had
+		// a key are sealed under theirs in two more.
+		newKeys := make([]store.NewSubjectKey, len(people))
+		for i, p := range people {
+			keys[i], newKeys[i] = p.made, store.NewSubjectKey{Key: p.row, Subjects: p.subjects}
+		}
+		all := make([]int, len(stale))
+		for i := range all {
+			all[i] = i
+		}
+		moved, err := store.Rekey(ctx, tx, newKeys, rekeyed(all))
 		if err != nil {
 			return err
 		}
-		rekeyed := make([]store.Rekeyed, len(stale))
+		var left, leftPeople []int
+		seen := map[int]bool{}
 		for i, f := range stale {
-			key, o := keys[at[open[i].person]], open[i]
-			sealed := key.SealFlow(f.ID, o.nationalID, o.lastName)
-			rekeyed[i] = store.Rekeyed{Flow: f, SubjectKeyID: key.ID,
-				NationalIDSealed: sealed.NationalID, NationalIDHMAC: sealed.NationalIDHMAC, LastName: sealed.LastName}
-		}
-		if err := store.Rekey(ctx, tx, rekeyed); err != nil {
-			return err
-		}
-		for i, f := range stale {
-			if err := moveUsesTx(ctx, tx, f.OrganizationID, f.ID, nil, keys[at[open[i].person]]); err != nil {
-				return err
+			if moved[f.ID] {
+				continue
+			}
+			left = append(left, i)
+			if p := at[open[i].person]; !seen[p] {
+				seen[p] = true
+				leftPeople = append(leftPeople, p)
 			}
 		}
-		return nil
+		if len(left) > 0 {
+			again := make([]person, len(leftPeople))
+			for j, p := range leftPeople {
+				again[j] = people[p]
+			}
+			found, err := keysTx(ctx, tx, r.sealer, again)
+			if err != nil {
+				return err
+			}
+			for j, p := range leftPeople {
+				keys[p] = found[j]
+			}
+			more, err := store.Rekey(ctx, tx, nil, rekeyed(left))
+			if err != nil {
+				return err
+			}
+			maps.Copy(moved, more)
+		}
+		var moves []move
+		for i, f := range stale {
+			if moved[f.ID] {
+				moves = append(moves, move{flow: store.FlowKey{OrganizationID: f.OrganizationID, ID: f.ID}, to: keys[at[open[i].person]]})
+			}
+		}
+		return moveUsesTx(ctx, tx, moves)
 	})
 	if err != nil {
 		return 0, err

@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
 
 // FlowsOfPerson returns up to limit flows, newest first, of every
 // organization whose blind index is index under key version: kept by the
@@ -42,11 +46,29 @@ func CountUnindexed(ctx context.Context, db DB, version string) (int64, error) {
 	return n, err
 }
 
-// SetPersonIndex stores a flow's blind index under version, unless its
-// national id has been sealed again since it was read (then the next run
-// reads it anew).
-func SetPersonIndex(ctx context.Context, db DB, f SealedFlow, index []byte, version string) error {
-	_, err := db.Exec(ctx, `update flows set person_index = $4, person_index_key = $5
-		where organization_id = $1 and id = $2 and pii_key_id = $3`, f.OrganizationID, f.ID, f.KeyID, index, version)
-	return err
+// Indexed is a flow's blind index, made from its national id as read.
+type Indexed struct {
+	Flow  SealedFlow
+	Index []byte
 }
+
+// SetPersonIndexes stores each flow's blind index under version, unless its
+// national id has been sealed again since it was read (then the next run
+// reads it anew): a statement per organization, in one round trip.
+func SetPersonIndexes(ctx context.Context, db DB, indexed []Indexed, version string) error {
+	if len(indexed) == 0 {
+		return nil
+	}
+	var b pgx.Batch
+	for _, run := range byOrganization(indexed, func(x Indexed) string { return x.Flow.OrganizationID }) {
+		b.Queue(setPersonIndexesSQL, run[0].Flow.OrganizationID, version,
+			arrayOf(run, func(x Indexed) string { return x.Flow.ID }),
+			arrayOf(run, func(x Indexed) string { return x.Flow.KeyID }),
+			arrayOf(run, func(x Indexed) []byte { return x.Index }))
+	}
+	return db.SendBatch(ctx, &b).Close()
+}
+
+const setPersonIndexesSQL = `update flows f set person_index = v.person_index, person_index_key = $2
+	from unnest($3::text[]::uuid[], $4::text[], $5::bytea[]) as v(id, pii_key_id, person_index)
+	where f.organization_id = $1 and f.id = v.id and f.pii_key_id = v.pii_key_id`
