@@ -20,22 +20,14 @@ func FlowsOfPerson(ctx context.Context, db DB, index []byte, version string, lim
 		order by created_at desc, id desc limit $3`, index, version, limit))
 }
 
-// IndexCursor is where a re-index stands: the last flow it looked at, in
-// the primary key's order.
-type IndexCursor struct{ OrganizationID, ID string }
-
 var unindexedRows = newTable[SealedFlow]()
 
 // UnindexedFlows returns up to limit flows after cursor, in the primary
 // key's order, whose blind index is missing or made under a key other than
 // version, among those not yet under a subject key (whose key holds it).
 func UnindexedFlows(ctx context.Context, db DB, version string, after IndexCursor, limit int) ([]SealedFlow, error) {
-	if after.ID == "" {
-		after.ID = "00000000-0000-0000-0000-000000000000"
-	}
-	return unindexedRows.all(db.Query(ctx, `select `+unindexedRows.columns+` from flows
-		where (organization_id, id) > ($2, $3::uuid) and subject_key_id is null and person_index_key is distinct from $1
-		order by organization_id, id limit $4`, version, after.OrganizationID, after.ID, limit))
+	return afterCursor(ctx, db, unindexedRows, "flows", "subject_key_id is null and person_index_key is distinct from $1",
+		[]any{version}, after, limit)
 }
 
 // CountUnindexed counts the flows whose blind index is missing or made

@@ -77,12 +77,7 @@ func ResealKey(ctx context.Context, db DB, k SealedKey, keyID string, consent []
 // order, whose personal data is still sealed under a data key rather than
 // under their person's subject key.
 func UnkeyedFlows(ctx context.Context, db DB, after IndexCursor, limit int) ([]SealedFlow, error) {
-	if after.ID == "" {
-		after.ID = "00000000-0000-0000-0000-000000000000"
-	}
-	return sealedFlowRows.all(db.Query(ctx, `select `+sealedFlowRows.columns+` from flows
-		where subject_key_id is null and (organization_id, id) > ($1, $2::uuid)
-		order by organization_id, id limit $3`, after.OrganizationID, after.ID, limit))
+	return afterCursor(ctx, db, sealedFlowRows, "flows", "subject_key_id is null", nil, after, limit)
 }
 
 // CountUnkeyed counts the flows still sealed under a data key.

@@ -222,12 +222,8 @@ func ResealSubjectKey(ctx context.Context, db DB, k SubjectKey, keyID string, su
 // primary key's order, whose blind index is missing or made under a key
 // other than version.
 func UnindexedSubjectKeys(ctx context.Context, db DB, version string, after IndexCursor, limit int) ([]SubjectKey, error) {
-	if after.ID == "" {
-		after.ID = "00000000-0000-0000-0000-000000000000"
-	}
-	return subjectKeyRows.all(db.Query(ctx, `select `+subjectKeyRows.columns+` from subject_keys
-		where (organization_id, id) > ($2, $3::uuid) and destroyed_at is null and person_index_key is distinct from $1
-		order by organization_id, id limit $4`, version, after.OrganizationID, after.ID, limit))
+	return afterCursor(ctx, db, subjectKeyRows, "subject_keys", "destroyed_at is null and person_index_key is distinct from $1",
+		[]any{version}, after, limit)
 }
 
 // CountUnindexedSubjectKeys counts the live keys whose blind index is

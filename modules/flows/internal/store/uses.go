@@ -135,30 +135,37 @@ func ClaimExpiringNotice(ctx context.Context, db DB, organizationID, id string, 
 		returning `+flowColumns, organizationID, id, notice.Microseconds()))
 }
 
-// UsesOfFlows returns every use of flows, locked for update, in one round
-// trip: for each organization, a statement that locks them and one that
-// reads them. The lock is a statement of its own: Citus locks rows only in
-// a statement it routes to one shard, and the subqueries that read the
-// flow's key keep the read from being one.
+// UsesOfFlows returns every use of flows, locked for update: for each
+// organization, a statement that locks them, all in one round trip, and
+// when there are any, one that reads them, all in another. The lock is a
+// statement of its own: Citus locks rows only in a statement it routes to
+// one shard, and the subqueries that read the flow's key keep the read
+// from being one.
 func UsesOfFlows(ctx context.Context, db DB, flows []FlowKey) ([]Use, error) {
 	if len(flows) == 0 {
 		return nil, nil
 	}
-	var b pgx.Batch
-	for _, run := range byOrganization(flows, func(f FlowKey) string { return f.OrganizationID }) {
-		ids := arrayOf(run, func(f FlowKey) string { return f.ID })
-		b.Queue(`select 1 from flow_uses where organization_id = $1 and flow_id = any($2::text[]::uuid[]) order by id for update`,
-			run[0].OrganizationID, ids)
-		b.Queue(`select `+useRows.columns+` from flow_uses where organization_id = $1 and flow_id = any($2::text[]::uuid[])
-			order by id`, run[0].OrganizationID, ids)
+	runs := byOrganization(flows, func(f FlowKey) string { return f.OrganizationID })
+	ids := make([][]string, len(runs))
+	var lock pgx.Batch
+	for i, run := range runs {
+		ids[i] = arrayOf(run, func(f FlowKey) string { return f.ID })
+		lock.Queue(`select 1 from flow_uses where organization_id = $1 and flow_id = any($2::text[]::uuid[]) order by id for update`,
+			run[0].OrganizationID, ids[i])
 	}
-	br := db.SendBatch(ctx, &b)
+	locked, err := countRows(db.SendBatch(ctx, &lock), lock.Len())
+	if err != nil || locked == 0 {
+		return nil, err
+	}
+	var read pgx.Batch
+	for i, run := range runs {
+		read.Queue(`select `+useRows.columns+` from flow_uses where organization_id = $1 and flow_id = any($2::text[]::uuid[])
+			order by id`, run[0].OrganizationID, ids[i])
+	}
+	br := db.SendBatch(ctx, &read)
 	defer br.Close()
 	var uses []Use
-	for range b.Len() / 2 {
-		if _, err := br.Exec(); err != nil {
-			return nil, err
-		}
+	for range read.Len() {
 		more, err := useRows.all(br.Query())
 		if err != nil {
 			return nil, err
@@ -166,6 +173,25 @@ func UsesOfFlows(ctx context.Context, db DB, flows []FlowKey) ([]Use, error) {
 		uses = append(uses, more...)
 	}
 	return uses, br.Close()
+}
+
+// countRows counts the rows of n statements' results in br, and closes it.
+func countRows(br pgx.BatchResults, n int) (int, error) {
+	defer br.Close()
+	count := 0
+	for range n {
+		rows, err := br.Query()
+		if err != nil {
+			return 0, err
+		}
+		for rows.Next() {
+			count++
+		}
+		if err := rows.Err(); err != nil {
+			return 0, err
+		}
+	}
+	return count, br.Close()
 }
 
 // SealedUse is a use's free text sealed under the subject key KeyID.
