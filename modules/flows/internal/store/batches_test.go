@@ -65,3 +65,54 @@ func TestABatchCommandReadsEveryRowOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestABatchMakesAKeyOnlyForThoseWithout: the keys a rekey batch inserts
+// are those of people without a live key under any of their subjects (the
+// current data key's, or a previous one's), and the batch's flows of the
+// others are left for their own keys.
+func TestABatchMakesAKeyOnlyForThoseWithout(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	key := func(id, subject string) SubjectKey {
+		return SubjectKey{OrganizationID: "org-a", ID: id, Subject: []byte(subject), KeyID: "k", KeySealed: []byte("sealed")}
+	}
+	// Ann has a key under her subject of the previous data key.
+	if _, err := FindOrInsertSubjectKey(ctx, pool, key("00000000-0000-7000-8000-0000000000a0", "ann-before"),
+		[][]byte{[]byte("ann-before")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		subjects []string
+		want     bool // a key of the batch's is inserted
+	}{
+		{"keyed under a previous data key", []string{"ann-now", "ann-before"}, false},
+		{"keyed under none", []string{"bob-now", "bob-before"}, true},
+		{"one data key", []string{"cat-now"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := fmt.Sprintf("00000000-0000-7000-8000-%012x", len(tc.name))
+			subjects := make([][]byte, len(tc.subjects))
+			for i, s := range tc.subjects {
+				subjects[i] = []byte(s)
+			}
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx) //nolint:errcheck // nothing is kept
+			if _, err := Rekey(ctx, tx, []NewSubjectKey{{Key: key(id, tc.subjects[0]), Subjects: subjects}},
+				[]Rekeyed{{Flow: SealedFlow{OrganizationID: "org-a", ID: id, KeyID: "k"}, SubjectKeyID: id}}); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := tx.QueryRow(ctx, `select count(*) from subject_keys where organization_id = 'org-a' and id = $1`, id).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if got := n == 1; got != tc.want {
+				t.Errorf("the batch's key inserted: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

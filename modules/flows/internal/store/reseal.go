@@ -106,6 +106,10 @@ func Rekey(ctx context.Context, db DB, keys []NewSubjectKey, rekeyed []Rekeyed) 
 		return map[string]bool{}, nil
 	}
 	var b pgx.Batch
+	// A batch's statements are planned for its arguments: a plan made for
+	// any arguments, and kept, would have been made while subject_keys was
+	// small, and a batch is worth planning.
+	b.Queue(`select set_config('plan_cache_mode', 'force_custom_plan', true)`)
 	queueInsertSubjectKeys(&b, keys)
 	inserts := b.Len()
 	for _, run := range byOrganization(rekeyed, func(r Rekeyed) string { return r.Flow.OrganizationID }) {
@@ -119,7 +123,7 @@ func Rekey(ctx context.Context, db DB, keys []NewSubjectKey, rekeyed []Rekeyed) 
 	}
 	br := db.SendBatch(ctx, &b)
 	defer br.Close()
-	for range inserts {
+	for range inserts { // the plan cache mode, then the keys
 		if _, err := br.Exec(); err != nil {
 			return nil, err
 		}

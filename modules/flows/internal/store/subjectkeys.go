@@ -274,7 +274,16 @@ type NewSubjectKey struct {
 // the caller to find (FindOrInsertSubjectKeys).
 func queueInsertSubjectKeys(b *pgx.Batch, keys []NewSubjectKey) {
 	for _, run := range byOrganization(keys, func(k NewSubjectKey) string { return k.Key.OrganizationID }) {
-		// The subjects after each key's first, with the key's place in run.
+		args := []any{run[0].Key.OrganizationID,
+			arrayOf(run, func(k NewSubjectKey) string { return k.Key.ID }),
+			arrayOf(run, func(k NewSubjectKey) []byte { return k.Key.Subject }),
+			arrayOf(run, func(k NewSubjectKey) string { return k.Key.KeyID }),
+			arrayOf(run, func(k NewSubjectKey) []byte { return k.Key.KeySealed }),
+			arrayOf(run, func(k NewSubjectKey) []byte { return k.Key.NationalIDSealed }),
+			arrayOf(run, func(k NewSubjectKey) []byte { return k.Key.PersonIndex }),
+			arrayOf(run, func(k NewSubjectKey) *string { return k.Key.PersonIndexKey })}
+		// The subjects after each key's first (under the data keys before
+		// the current one), with the key's place in run.
 		var places []int64
 		var others [][]byte
 		for i, k := range run {
@@ -282,23 +291,26 @@ func queueInsertSubjectKeys(b *pgx.Batch, keys []NewSubjectKey) {
 				places, others = append(places, int64(i+1)), append(others, s)
 			}
 		}
-		b.Queue(insertSubjectKeysSQL, run[0].Key.OrganizationID,
-			arrayOf(run, func(k NewSubjectKey) string { return k.Key.ID }),
-			arrayOf(run, func(k NewSubjectKey) []byte { return k.Key.Subject }),
-			arrayOf(run, func(k NewSubjectKey) string { return k.Key.KeyID }),
-			arrayOf(run, func(k NewSubjectKey) []byte { return k.Key.KeySealed }),
-			arrayOf(run, func(k NewSubjectKey) []byte { return k.Key.NationalIDSealed }),
-			arrayOf(run, func(k NewSubjectKey) []byte { return k.Key.PersonIndex }),
-			arrayOf(run, func(k NewSubjectKey) *string { return k.Key.PersonIndexKey }),
-			places, others)
+		if len(others) == 0 {
+			b.Queue(insertSubjectKeysSQL+onConflictNothing, args...)
+			continue
+		}
+		b.Queue(insertSubjectKeysSQL+unlessKeyedBefore+onConflictNothing, append(args, places, others)...)
 	}
 }
 
-const insertSubjectKeysSQL = insertSubjectKeyColumns + `
+const (
+	insertSubjectKeysSQL = insertSubjectKeyColumns + `
 	select $1, k.id, k.subject, k.pii_key_id, k.key_sealed, k.national_id_sealed, k.person_index, k.person_index_key
 	from unnest($2::text[]::uuid[], $3::bytea[], $4::text[], $5::bytea[], $6::bytea[], $7::bytea[], $8::text[])
-		with ordinality as k(id, subject, pii_key_id, key_sealed, national_id_sealed, person_index, person_index_key, place)
-	where not exists (select 1 from unnest($9::int8[], $10::bytea[]) as o(place, subject)
-		join subject_keys s on s.organization_id = $1 and s.subject = o.subject and s.destroyed_at is null
-		where o.place = k.place)
+		with ordinality as k(id, subject, pii_key_id, key_sealed, national_id_sealed, person_index, person_index_key, place)`
+	// unlessKeyedBefore looks each of a person's other subjects up by
+	// itself ("offset 0" keeps PostgreSQL from joining them to the
+	// organization's keys): joined, a plan made while subject_keys was
+	// small read every key of the organization in each batch.
+	unlessKeyedBefore = `
+	where not exists (select 1 from unnest($9::int8[], $10::bytea[]) as o(place, subject) where o.place = k.place
+		and exists (select 1 from subject_keys s where s.organization_id = $1 and s.subject = o.subject and s.destroyed_at is null offset 0))`
+	onConflictNothing = `
 	on conflict (organization_id, subject) where destroyed_at is null do nothing`
+)
