@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"strconv"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // A batch of the admin commands (rekey, reindex) writes its rows with one
@@ -28,6 +30,20 @@ func byOrganization[T any](items []T, organization func(T) string) [][]T {
 		runs[i] = append(runs[i], it)
 	}
 	return runs
+}
+
+// sendByOrganization sends sql once for each organization's run of items,
+// with the organization as $1 and args(run) after it, in one round trip.
+func sendByOrganization[T any](ctx context.Context, db DB, items []T, organization func(T) string, sql string,
+	args func(run []T) []any) error {
+	if len(items) == 0 {
+		return nil
+	}
+	var b pgx.Batch
+	for _, run := range byOrganization(items, organization) {
+		b.Queue(sql, append([]any{organization(run[0])}, args(run)...)...)
+	}
+	return db.SendBatch(ctx, &b).Close()
 }
 
 // arrayOf is one field of each of items, as an array argument.

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // FlowsOfPerson returns up to limit flows, newest first, of every
@@ -48,17 +46,11 @@ type Indexed struct {
 // national id has been sealed again since it was read (then the next run
 // reads it anew): a statement per organization, in one round trip.
 func SetPersonIndexes(ctx context.Context, db DB, indexed []Indexed, version string) error {
-	if len(indexed) == 0 {
-		return nil
-	}
-	var b pgx.Batch
-	for _, run := range byOrganization(indexed, func(x Indexed) string { return x.Flow.OrganizationID }) {
-		b.Queue(setPersonIndexesSQL, run[0].Flow.OrganizationID, version,
-			arrayOf(run, func(x Indexed) string { return x.Flow.ID }),
-			arrayOf(run, func(x Indexed) string { return x.Flow.KeyID }),
-			arrayOf(run, func(x Indexed) []byte { return x.Index }))
-	}
-	return db.SendBatch(ctx, &b).Close()
+	return sendByOrganization(ctx, db, indexed, func(x Indexed) string { return x.Flow.OrganizationID }, setPersonIndexesSQL,
+		func(run []Indexed) []any {
+			return []any{version, arrayOf(run, func(x Indexed) string { return x.Flow.ID }),
+				arrayOf(run, func(x Indexed) string { return x.Flow.KeyID }), arrayOf(run, func(x Indexed) []byte { return x.Index })}
+		})
 }
 
 const setPersonIndexesSQL = `update flows f set person_index = v.person_index, person_index_key = $2

@@ -245,19 +245,14 @@ type SubjectIndexed struct {
 // SetSubjectPersonIndexes stores each live key's blind index under version:
 // a statement per organization, in one round trip.
 func SetSubjectPersonIndexes(ctx context.Context, db DB, indexed []SubjectIndexed, version string) error {
-	if len(indexed) == 0 {
-		return nil
-	}
-	var b pgx.Batch
-	for _, run := range byOrganization(indexed, func(x SubjectIndexed) string { return x.Key.OrganizationID }) {
-		b.Queue(`update subject_keys k set person_index = v.person_index, person_index_key = $2
+	return sendByOrganization(ctx, db, indexed, func(x SubjectIndexed) string { return x.Key.OrganizationID },
+		`update subject_keys k set person_index = v.person_index, person_index_key = $2
 			from unnest($3::text[]::uuid[], $4::bytea[]) as v(id, person_index)
 			where k.organization_id = $1 and k.id = v.id and k.destroyed_at is null`,
-			run[0].Key.OrganizationID, version,
-			arrayOf(run, func(x SubjectIndexed) string { return x.Key.ID }),
-			arrayOf(run, func(x SubjectIndexed) []byte { return x.Index }))
-	}
-	return db.SendBatch(ctx, &b).Close()
+		func(run []SubjectIndexed) []any {
+			return []any{version, arrayOf(run, func(x SubjectIndexed) string { return x.Key.ID }),
+				arrayOf(run, func(x SubjectIndexed) []byte { return x.Index })}
+		})
 }
 
 // NewSubjectKey is a key to insert unless its person has a live key under

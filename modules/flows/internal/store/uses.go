@@ -206,26 +206,21 @@ type SealedUse struct {
 // was read or its flow is not under that key: a statement per
 // organization, in one round trip.
 func SealUses(ctx context.Context, db DB, sealed []SealedUse) error {
-	if len(sealed) == 0 {
-		return nil
-	}
-	var b pgx.Batch
-	for _, run := range byOrganization(sealed, func(u SealedUse) string { return u.Use.OrganizationID }) {
-		b.Queue(`update flow_uses u set action = null, reference = null, action_sealed = v.action_sealed,
+	return sendByOrganization(ctx, db, sealed, func(u SealedUse) string { return u.Use.OrganizationID },
+		`update flow_uses u set action = null, reference = null, action_sealed = v.action_sealed,
 				reference_sealed = v.reference_sealed
 			from unnest($2::text[]::uuid[], $3::bytea[], $4::bytea[], $5::bytea[], $6::text[]::uuid[])
 				as v(id, was, action_sealed, reference_sealed, subject_key_id)
 			where u.organization_id = $1 and u.id = v.id and u.action_sealed is not distinct from v.was
 				and exists (select 1 from flows f where f.organization_id = $1 and f.id = u.flow_id
 					and f.subject_key_id = v.subject_key_id)`,
-			run[0].Use.OrganizationID,
-			arrayOf(run, func(u SealedUse) string { return u.Use.ID }),
-			arrayOf(run, func(u SealedUse) []byte { return u.Use.ActionSealed }),
-			arrayOf(run, func(u SealedUse) []byte { return u.Action }),
-			arrayOf(run, func(u SealedUse) []byte { return u.Reference }),
-			arrayOf(run, func(u SealedUse) string { return u.KeyID }))
-	}
-	return db.SendBatch(ctx, &b).Close()
+		func(run []SealedUse) []any {
+			return []any{arrayOf(run, func(u SealedUse) string { return u.Use.ID }),
+				arrayOf(run, func(u SealedUse) []byte { return u.Use.ActionSealed }),
+				arrayOf(run, func(u SealedUse) []byte { return u.Action }),
+				arrayOf(run, func(u SealedUse) []byte { return u.Reference }),
+				arrayOf(run, func(u SealedUse) string { return u.KeyID })}
+		})
 }
 
 // PlainUses returns up to limit uses after cursor, in the primary key's
