@@ -16,11 +16,12 @@ test:
 screenshots:
 	FLOWD_TEST_SCREENSHOTS=1 scripts/test.sh ./internal/e2e/...
 
-## test-citus: the flows, consent, webhooks, API and migration suites, and several instances on one
-## database, against a throwaway three-node Citus cluster, the tenant tables distributed
+## test-citus: the flows, consent, webhooks, API and migration suites, several instances on one
+## database, and every statement of the benchmark's pgbench scripts run as pgbench prepares it,
+## against a throwaway three-node Citus cluster, the tenant tables distributed
 ## (docs/citus.md); needs the shared Citus tools (FLOWD_CITUS_TOOLS) and
 ## root to install Citus on first use
-CITUS_PACKAGES ?= ./internal/database/... ./cmd/flowd/... ./modules/... ./web/...
+CITUS_PACKAGES ?= ./internal/database/... ./cmd/flowd/... ./internal/testkit/benchsql/... ./modules/... ./web/...
 test-citus:
 	scripts/citus.sh test sh -c 'go test -race -count=1 -timeout 30m $(CITUS_PACKAGES) && \
 		go test -race -count=1 -timeout 10m -run TestInstances ./internal/reliability/'

@@ -414,7 +414,7 @@ func (b *bench) startPgbench(ctx context.Context, vars map[string]string, files 
 	// columns are one real flow's, sealed for that flow's id, and would not
 	// open as another flow's in the lists flowd serves between pgbench's turns.
 	all := map[string]string{"writeorg": b.writes.ID, "scopes": "{flows:read,flows:write,flows:delete}", "zerots": "0001-01-01 00:00:00+00",
-		"hookurl": "http://127.0.0.1:9/hook", "redirect": "https://example.com/done"}
+		"hookurl": "http://127.0.0.1:9/hook", "redirect": "https://example.com/done", "generic": genericPlans(b.o.citus)}
 	for k, v := range b.pgVars {
 		all[k] = v
 	}
@@ -422,6 +422,15 @@ func (b *bench) startPgbench(ctx context.Context, vars map[string]string, files 
 		all[k] = v
 	}
 	return pgbench.Start(ctx, b.pgbench, b.dbURL, b.tmp, paths, all, b.o.concurrency)
+}
+
+// genericPlans is the scripts' generic variable: whether their shared
+// reads ask for generic plans, as flowd's do except on Citus.
+func genericPlans(citus bool) string {
+	if citus {
+		return "0"
+	}
+	return "1"
 }
 
 // pgbenchTurn is one turn of pg for d.

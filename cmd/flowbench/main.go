@@ -95,6 +95,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		fmt.Fprintf(stdout, "scenario %s: %d clients for %s\n", name, o.concurrency, o.duration)
 		res, err := sc(ctx, b)
 		if err != nil {
+			// What the scenarios before it measured is kept.
+			if len(report.Results) > 0 {
+				_ = finish(report, b, o, stdout)
+			}
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		res.PeakRSSMiB = b.server.PeakRSSMiB()
@@ -102,6 +106,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		report.Results = append(report.Results, b.againstResults...)
 		b.againstResults = nil
 	}
+	return finish(report, b, o, stdout)
+}
+
+// finish prints the run's report with its notes and writes it to o.out.
+func finish(report *Report, b *bench, o options, stdout io.Writer) error {
 	report.Notes = b.notes
 	report.print(stdout)
 	path, err := report.save(o.out)

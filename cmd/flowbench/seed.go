@@ -100,9 +100,12 @@ func (b *bench) seedDeep(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close(ctx)
-	// The organization's flow-number sequence continues after the seeded numbers.
-	if _, err := conn.Exec(ctx, `select flowd_next_flow_number($1), setval(('flow_number_' || md5($1))::regclass, $2)`,
-		b.deep.ID, int64(n)); err != nil {
+	// The organization's flow-number sequence continues after the seeded
+	// numbers. flowd's inserts call for the next number on the node that
+	// holds the organization's flows (on Citus, a worker), so the sequence
+	// is set by a statement that reads them, which runs there too.
+	if _, err := conn.Exec(ctx, `select flowd_next_flow_number(organization_id), setval(('flow_number_' || md5(organization_id))::regclass, $2)
+		from flows where organization_id = $1 limit 1`, b.deep.ID, int64(n)); err != nil {
 		return err
 	}
 	b.note("seeded %d flows and consent requests with COPY in %s", n, time.Since(start).Round(100*time.Millisecond))

@@ -375,3 +375,44 @@ func TestAUsesTextIsSealedUnderItsPersonsKey(t *testing.T) {
 		t.Fatalf("the uses after the rekey: %+v %v", page.Uses, err)
 	}
 }
+
+// TestRekeyMovesAnOlderFlowsUsesWithIt: the uses of a flow made before
+// per-person keys, their text kept as written, are sealed under the
+// person's key in the batch that moves the flow, and read as written.
+func TestRekeyMovesAnOlderFlowsUsesWithIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	id := b.acceptedWithCategories(t)
+	for _, action := range []string{"fetched income", "checked debt"} {
+		if _, err := b.flows.RecordUse(ctx, b.caller, id, flows.NewUse{Action: action}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// As before per-person keys: the uses' text as written, the flow under
+	// the data key, and no subject key.
+	if _, err := b.pool.Exec(ctx, `update flow_uses set action = 'written ' || id::text, reference = 'case-' || id::text,
+		action_sealed = null, reference_sealed = null where flow_id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	b.makeOld(t, id, nil)
+	if _, err := b.pool.Exec(ctx, `delete from subject_keys`); err != nil {
+		t.Fatal(err)
+	}
+	r := rekey.NewRekeyer(b.pool, b.sealer, nil, nationalid.Format{})
+	if n, err := r.RekeyBatch(ctx, 10); err != nil || n != 1 {
+		t.Fatalf("the batch moved %d flows, %v; want 1", n, err)
+	}
+	if n := b.count(t, `select count(*) from flow_uses where action is not null or reference is not null`); n != 0 {
+		t.Fatalf("%d uses keep their text as written after their flow's batch", n)
+	}
+	page, err := b.flows.Uses(ctx, b.caller, id, flows.UseParams{})
+	if err != nil || len(page.Uses) != 2 {
+		t.Fatalf("the uses after the rekey: %+v %v", page.Uses, err)
+	}
+	for _, u := range page.Uses {
+		if u.Action != "written "+u.ID || u.Reference != "case-"+u.ID {
+			t.Errorf("use %s reads %q %q", u.ID, u.Action, u.Reference)
+		}
+	}
+}

@@ -8,6 +8,7 @@ package benchsql
 
 import (
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -27,7 +28,7 @@ func Statements(t testing.TB, script string) []string {
 	lines := read(t, script)
 	var out []string
 	for _, s := range spans(lines) {
-		out = append(out, strings.TrimSuffix(strings.TrimSpace(strings.Join(lines[s.from:s.to], "\n")), ";"))
+		out = append(out, s.text(lines))
 	}
 	return out
 }
@@ -45,7 +46,7 @@ func Check(t testing.TB, script string, i int, production string, args ...string
 		t.Fatalf("%s has %d statements, want statement %d:\n%s", script, len(statements), i+1, want)
 	}
 	s := statements[i]
-	got := strings.TrimSuffix(strings.TrimSpace(strings.Join(lines[s.from:s.to], "\n")), ";")
+	got := statements[i].text(lines)
 	if collapse(got) == collapse(want) {
 		return
 	}
@@ -78,7 +79,8 @@ type span struct{ from, to int }
 
 // spans finds the statements of a script's lines: outside a statement,
 // blank lines, comments and meta-commands are skipped; a statement ends
-// with the line that ends with a semicolon.
+// with the line that ends with a semicolon, or with \gset, which stores
+// its row in variables instead.
 func spans(lines []string) []span {
 	var out []span
 	from := -1
@@ -90,12 +92,103 @@ func spans(lines []string) []span {
 			}
 			from = i
 		}
-		if strings.HasSuffix(trimmed, ";") {
+		if strings.HasSuffix(trimmed, ";") || gset.MatchString(trimmed) {
 			out = append(out, span{from, i + 1})
 			from = -1
 		}
 	}
 	return out
+}
+
+// gset is a statement's closing \gset and the prefix of the variables it
+// sets.
+var gset = regexp.MustCompile(`\s*\\gset(\s+(\w+))?$`)
+
+// text is a span's statement without its closing semicolon or \gset.
+func (s span) text(lines []string) string {
+	text := strings.TrimSpace(strings.Join(lines[s.from:s.to], "\n"))
+	return strings.TrimSuffix(gset.ReplaceAllString(text, ""), ";")
+}
+
+// Prepared is a statement as pgbench prepares it (-M prepared): each of
+// its variables a parameter of its own, $1 first, and their values.
+type Prepared struct {
+	SQL  string
+	Args []string
+}
+
+// Run is what pgbench runs of script in one transaction of its, with
+// vars defined (-D): the statements of the branches of \if :var … \else
+// … \endif that vars choose, each as pgbench prepares it. A variable that
+// \set computes is 1 unless vars defines it; one a \gset stores must be
+// in vars.
+func Run(t testing.TB, script string, vars map[string]string) []Prepared {
+	t.Helper()
+	lines := read(t, script)
+	vars = maps.Clone(vars)
+	var out []Prepared
+	// taken says, for each \if block around the line, whether its branch
+	// is the one pgbench runs.
+	var taken []bool
+	skipping := func() bool { return slices.Contains(taken, false) }
+	statements := spans(lines)
+	for i := 0; i < len(lines); i++ {
+		line := strings.TrimSpace(lines[i])
+		switch fields := strings.Fields(line); {
+		case len(fields) == 0 || strings.HasPrefix(line, "--"):
+		case fields[0] == `\if`:
+			if len(fields) != 2 || !strings.HasPrefix(fields[1], ":") {
+				t.Fatalf("%s: benchsql reads only \\if :variable, not %q", script, line)
+			}
+			v, ok := vars[fields[1][1:]]
+			if !ok {
+				t.Fatalf("%s: %s is not defined", script, fields[1])
+			}
+			taken = append(taken, v != "0" && v != "false" && v != "")
+		case fields[0] == `\else`:
+			taken[len(taken)-1] = !taken[len(taken)-1]
+		case fields[0] == `\endif`:
+			taken = taken[:len(taken)-1]
+		case fields[0] == `\set`:
+			if _, ok := vars[fields[1]]; !ok {
+				vars[fields[1]] = "1"
+			}
+		case strings.HasPrefix(line, `\`):
+		default:
+			s := statements[0]
+			if s.from != i {
+				t.Fatalf("%s: line %d is not where statement %q starts", script, i+1, s.text(lines))
+			}
+			statements, i = statements[1:], s.to-1
+			if !skipping() {
+				out = append(out, prepare(t, script, s.text(lines), vars))
+			}
+		}
+	}
+	return out
+}
+
+// variable is pgbench's :name, which starts with a letter or underscore;
+// "::" is a cast.
+var variable = regexp.MustCompile(`::|:[A-Za-z_][A-Za-z0-9_]*`)
+
+// prepare numbers the variables of statement as pgbench does, each
+// occurrence a parameter of its own.
+func prepare(t testing.TB, script, statement string, vars map[string]string) Prepared {
+	t.Helper()
+	var p Prepared
+	p.SQL = variable.ReplaceAllStringFunc(statement, func(v string) string {
+		if v == "::" {
+			return v
+		}
+		value, ok := vars[v[1:]]
+		if !ok {
+			t.Fatalf("%s: %s is not defined in\n%s", script, v, statement)
+		}
+		p.Args = append(p.Args, value)
+		return "$" + strconv.Itoa(len(p.Args))
+	})
+	return p
 }
 
 // wrap lays a statement out for reading: a line for each clause outside

@@ -69,20 +69,16 @@ func (r *Reindexer) ReindexBatch(ctx context.Context, limit int) (int, error) {
 		r.keysTurn = true
 		return r.reindexSubjectKeys(ctx, limit)
 	}
-	err = database.WithTx(ctx, r.pool, func(tx pgx.Tx) error {
-		for _, f := range stale {
-			nationalID, err := r.sealer.Open(f.KeyID, f.NationalIDSealed, store.SealContext(f.ID, "nationalId")...)
-			if err != nil {
-				return fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
-			}
-			canonical, _ := r.format.OfKept(nationalID, f.CreatedAt)
-			if err := store.SetPersonIndex(ctx, tx, f, r.index.Of(canonical), r.index.Version()); err != nil {
-				return err
-			}
+	indexed := make([]store.Indexed, len(stale))
+	for i, f := range stale {
+		nationalID, err := r.sealer.Open(f.KeyID, f.NationalIDSealed, store.SealContext(f.ID, "nationalId")...)
+		if err != nil {
+			return 0, fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
 		}
-		return nil
-	})
-	if err != nil {
+		canonical, _ := r.format.OfKept(nationalID, f.CreatedAt)
+		indexed[i] = store.Indexed{Flow: f, Index: r.index.Of(canonical)}
+	}
+	if err := store.SetPersonIndexes(ctx, r.pool, indexed, r.index.Version()); err != nil {
 		return 0, err
 	}
 	last := stale[len(stale)-1]
@@ -98,27 +94,31 @@ func (r *Reindexer) reindexSubjectKeys(ctx context.Context, limit int) (int, err
 	if err != nil || len(stale) == 0 {
 		return 0, err
 	}
+	var indexed []store.SubjectIndexed
+	var replaced []int
+	keys := make([]subjectkey.Key, len(stale))
+	for i, k := range stale {
+		key, _, err := subjectkey.OpenRow(r.sealer, k)
+		if err != nil {
+			return 0, err
+		}
+		nationalID, err := subjectkey.NationalID(key, k)
+		if err != nil {
+			return 0, err
+		}
+		if c, err := r.format.CanonicalAt(nationalID, k.CreatedAt); err != nil || c != nationalID {
+			keys[i], replaced = key, append(replaced, i)
+			continue
+		}
+		indexed = append(indexed, store.SubjectIndexed{Key: k, Index: r.index.Of(nationalID)})
+	}
 	err = database.WithTx(ctx, r.pool, func(tx pgx.Tx) error {
-		for _, k := range stale {
-			key, _, err := subjectkey.OpenRow(r.sealer, k)
-			if err != nil {
-				return err
-			}
-			nationalID, err := subjectkey.NationalID(key, k)
-			if err != nil {
-				return err
-			}
-			if c, err := r.format.CanonicalAt(nationalID, k.CreatedAt); err != nil || c != nationalID {
-				if err := r.replaceTx(ctx, tx, key, k); err != nil {
-					return fmt.Errorf("subject key %s: %w", k.ID, err)
-				}
-				continue
-			}
-			if err := store.SetSubjectPersonIndex(ctx, tx, k, r.index.Of(nationalID), r.index.Version()); err != nil {
-				return err
+		for _, i := range replaced {
+			if err := r.replaceTx(ctx, tx, keys[i], stale[i]); err != nil {
+				return fmt.Errorf("subject key %s: %w", stale[i].ID, err)
 			}
 		}
-		return nil
+		return store.SetSubjectPersonIndexes(ctx, tx, indexed, r.index.Version())
 	})
 	if err != nil {
 		return 0, err
@@ -168,6 +168,7 @@ func (r *Reindexer) replaceTx(ctx context.Context, tx pgx.Tx, old subjectkey.Key
 	if err != nil {
 		return err
 	}
+	moves := make([]move, len(flows))
 	for i, f := range flows {
 		key, o := keys[at[open[i].person]], open[i]
 		sealed := key.SealFlow(f.ID, o.nationalID, o.lastName)
@@ -175,9 +176,10 @@ func (r *Reindexer) replaceTx(ctx context.Context, tx pgx.Tx, old subjectkey.Key
 			NationalIDSealed: sealed.NationalID, NationalIDHMAC: sealed.NationalIDHMAC, LastName: sealed.LastName}); err != nil {
 			return err
 		}
-		if err := moveUsesTx(ctx, tx, row.OrganizationID, f.ID, &old, key); err != nil {
-			return err
-		}
+		moves[i] = move{flow: store.FlowKey{OrganizationID: f.OrganizationID, ID: f.ID}, from: &old, to: key}
+	}
+	if err := moveUsesTx(ctx, tx, moves); err != nil {
+		return err
 	}
 	return store.DestroySubjectKeyIfEmpty(ctx, tx, row.OrganizationID, row.ID)
 }

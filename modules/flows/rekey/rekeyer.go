@@ -2,8 +2,8 @@ package rekey
 
 import (
 	"context"
-
 	"fmt"
+	"maps"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -67,61 +67,129 @@ func (r *Rekeyer) RekeyBatch(ctx context.Context, limit int) (int, error) {
 		r.uses = cursor
 		return n, err
 	}
-	err = database.WithTx(ctx, r.pool, func(tx pgx.Tx) error {
-		type opened struct{ nationalID, lastName, person string }
-		open := make([]opened, len(stale))
-		// The batch's people, each once: a person with several flows in it
-		// has one key.
-		var people []person
-		at := map[string]int{}
-		for i, f := range stale {
-			nationalID, err := r.sealer.Open(f.KeyID, f.NationalIDSealed, store.SealContext(f.ID, "nationalId")...)
-			if err != nil {
-				return fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
-			}
-			lastName, err := r.sealer.Open(f.KeyID, f.LastNameSealed, store.SealContext(f.ID, "lastName")...)
-			if err != nil {
-				return fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
-			}
-			canonical, _ := r.format.OfKept(nationalID, f.CreatedAt)
-			name := f.OrganizationID + "\x00" + canonical
-			open[i] = opened{r.format.Rekeep(nationalID, f.CreatedAt), lastName, name}
-			if _, ok := at[name]; !ok {
-				made, row, err := subjectkey.New(r.sealer, r.index, f.OrganizationID, canonical)
-				if err != nil {
-					return err
-				}
-				at[name] = len(people)
-				people = append(people, person{made: made, row: row, subjects: subjectkey.Subjects(r.sealer, f.OrganizationID, canonical)})
-			}
-		}
-		keys, err := keysTx(ctx, tx, r.sealer, people)
-		if err != nil {
-			return err
-		}
-		rekeyed := make([]store.Rekeyed, len(stale))
-		for i, f := range stale {
-			key, o := keys[at[open[i].person]], open[i]
-			sealed := key.SealFlow(f.ID, o.nationalID, o.lastName)
-			rekeyed[i] = store.Rekeyed{Flow: f, SubjectKeyID: key.ID,
-				NationalIDSealed: sealed.NationalID, NationalIDHMAC: sealed.NationalIDHMAC, LastName: sealed.LastName}
-		}
-		if err := store.Rekey(ctx, tx, rekeyed); err != nil {
-			return err
-		}
-		for i, f := range stale {
-			if err := moveUsesTx(ctx, tx, f.OrganizationID, f.ID, nil, keys[at[open[i].person]]); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	b, err := r.open(stale)
 	if err != nil {
+		return 0, err
+	}
+	if err := database.WithTx(ctx, r.pool, func(tx pgx.Tx) error { return b.moveTx(ctx, tx, r.sealer) }); err != nil {
 		return 0, err
 	}
 	last := stale[len(stale)-1]
 	r.cursor = store.IndexCursor{OrganizationID: last.OrganizationID, ID: last.ID}
 	return len(stale), nil
+}
+
+// batch is the flows of a batch, opened, and their people, each once: a
+// person with several flows in it has one key.
+type batch struct {
+	flows  []store.SealedFlow
+	opened []opened
+	people []person
+	at     map[string]int // a person's place in people, by their name
+	keys   []subjectkey.Key
+}
+
+// opened is a flow's personal data and the name of its person.
+type opened struct{ nationalID, lastName, person string }
+
+// open opens the flows of stale and makes a key for each of their people.
+func (r *Rekeyer) open(stale []store.SealedFlow) (*batch, error) {
+	b := &batch{flows: stale, opened: make([]opened, len(stale)), at: map[string]int{}}
+	for i, f := range stale {
+		nationalID, err := r.sealer.Open(f.KeyID, f.NationalIDSealed, store.SealContext(f.ID, "nationalId")...)
+		if err != nil {
+			return nil, fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
+		}
+		lastName, err := r.sealer.Open(f.KeyID, f.LastNameSealed, store.SealContext(f.ID, "lastName")...)
+		if err != nil {
+			return nil, fmt.Errorf("flow %s (key %s): %w", f.ID, f.KeyID, err)
+		}
+		canonical, _ := r.format.OfKept(nationalID, f.CreatedAt)
+		name := f.OrganizationID + "\x00" + canonical
+		b.opened[i] = opened{r.format.Rekeep(nationalID, f.CreatedAt), lastName, name}
+		if _, ok := b.at[name]; !ok {
+			made, row, err := subjectkey.New(r.sealer, r.index, f.OrganizationID, canonical)
+			if err != nil {
+				return nil, err
+			}
+			b.at[name] = len(b.people)
+			b.people = append(b.people, person{made: made, row: row, subjects: subjectkey.Subjects(r.sealer, f.OrganizationID, canonical)})
+		}
+	}
+	b.keys = make([]subjectkey.Key, len(b.people))
+	return b, nil
+}
+
+// keyOf is the key of flow i's person.
+func (b *batch) keyOf(i int) subjectkey.Key { return b.keys[b.at[b.opened[i].person]] }
+
+// rekeyed seals the flows at places under their people's keys.
+func (b *batch) rekeyed(places []int) []store.Rekeyed {
+	out := make([]store.Rekeyed, len(places))
+	for j, i := range places {
+		key, o := b.keyOf(i), b.opened[i]
+		sealed := key.SealFlow(b.flows[i].ID, o.nationalID, o.lastName)
+		out[j] = store.Rekeyed{Flow: b.flows[i], SubjectKeyID: key.ID,
+			NationalIDSealed: sealed.NationalID, NationalIDHMAC: sealed.NationalIDHMAC, LastName: sealed.LastName}
+	}
+	return out
+}
+
+// moveTx moves the batch's flows, with their uses, under their people's
+// keys in tx. Flows made before per-person keys are mostly of people who
+// have no key yet: each person's new key is inserted, and their flows
+// sealed under it, in one round trip. The flows of those who had a key are
+// sealed under theirs in two more.
+func (b *batch) moveTx(ctx context.Context, tx pgx.Tx, sealer *pii.Sealer) error {
+	newKeys := make([]store.NewSubjectKey, len(b.people))
+	for i, p := range b.people {
+		b.keys[i], newKeys[i] = p.made, store.NewSubjectKey{Key: p.row, Subjects: p.subjects}
+	}
+	all := make([]int, len(b.flows))
+	for i := range all {
+		all[i] = i
+	}
+	moved, err := store.Rekey(ctx, tx, newKeys, b.rekeyed(all))
+	if err != nil {
+		return err
+	}
+	var left, leftPeople []int
+	seen := map[int]bool{}
+	for i, f := range b.flows {
+		if moved[f.ID] {
+			continue
+		}
+		left = append(left, i)
+		if p := b.at[b.opened[i].person]; !seen[p] {
+			seen[p] = true
+			leftPeople = append(leftPeople, p)
+		}
+	}
+	if len(left) > 0 {
+		again := make([]person, len(leftPeople))
+		for j, p := range leftPeople {
+			again[j] = b.people[p]
+		}
+		found, err := keysTx(ctx, tx, sealer, again)
+		if err != nil {
+			return err
+		}
+		for j, p := range leftPeople {
+			b.keys[p] = found[j]
+		}
+		more, err := store.Rekey(ctx, tx, nil, b.rekeyed(left))
+		if err != nil {
+			return err
+		}
+		maps.Copy(moved, more)
+	}
+	var moves []move
+	for i, f := range b.flows {
+		if moved[f.ID] {
+			moves = append(moves, move{flow: store.FlowKey{OrganizationID: f.OrganizationID, ID: f.ID}, to: b.keyOf(i)})
+		}
+	}
+	return moveUsesTx(ctx, tx, moves)
 }
 
 // person is one person of a batch: the key made for them, kept unless

@@ -7,32 +7,46 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/flows/internal/store"
 	"github.com/flowd/flowd/modules/flows/internal/subjectkey"
 )
 
-// moveUsesTx seals the free text of every use of the flow flowID of
-// organizationID under to, its flow's new subject key: the text kept as
-// written, or sealed under from, the key the flow was under (nil when it
-// was under none).
-func moveUsesTx(ctx context.Context, tx pgx.Tx, organizationID, flowID string, from *subjectkey.Key, to subjectkey.Key) error {
-	uses, err := store.UsesOfFlow(ctx, tx, organizationID, flowID)
+// move is a flow whose personal data moved under the subject key to,
+// from the key from (nil: from none).
+type move struct {
+	flow store.FlowKey
+	from *subjectkey.Key
+	to   subjectkey.Key
+}
+
+// moveUsesTx seals the free text of every use of the flows moved under its
+// flow's new subject key: the text kept as written, or sealed under the key
+// the flow was under; in one round trip when none has a use, three else.
+func moveUsesTx(ctx context.Context, tx pgx.Tx, moves []move) error {
+	if len(moves) == 0 {
+		return nil
+	}
+	flows := make([]store.FlowKey, len(moves))
+	byFlow := make(map[string]*move, len(moves))
+	for i := range moves {
+		flows[i], byFlow[moves[i].flow.ID] = moves[i].flow, &moves[i]
+	}
+	uses, err := store.UsesOfFlows(ctx, tx, flows)
 	if err != nil {
 		return err
 	}
-	for _, u := range uses {
-		action, reference, err := useText(u, from)
+	sealed := make([]store.SealedUse, len(uses))
+	for i, u := range uses {
+		m := byFlow[u.FlowID]
+		action, reference, err := useText(u, m.from)
 		if err != nil {
 			return err
 		}
-		actionSealed, referenceSealed := to.SealUse(u.ID, action, reference)
-		if err := store.SealUse(ctx, tx, u, to.ID, actionSealed, referenceSealed); err != nil {
-			return err
-		}
+		actionSealed, referenceSealed := m.to.SealUse(u.ID, action, reference)
+		sealed[i] = store.SealedUse{Use: u, KeyID: m.to.ID, Action: actionSealed, Reference: referenceSealed}
 	}
-	return nil
+	return store.SealUses(ctx, tx, sealed)
 }
 
 // useText is u's action and reference, kept as written or sealed under
@@ -60,33 +74,29 @@ func useText(u store.Use, key *subjectkey.Key) (action, reference string, err er
 
 // sealPlainUses seals, under their flow's subject key, up to limit uses
 // recorded before a use's free text was sealed, after cursor, in one
-// transaction, and returns how many it found and where it stands.
+// round trip, and returns how many it found and where it stands.
 func sealPlainUses(ctx context.Context, pool *pgxpool.Pool, sealer *pii.Sealer, cursor store.IndexCursor, limit int) (int, store.IndexCursor, error) {
 	plain, err := store.PlainUses(ctx, pool, cursor, limit)
 	if err != nil || len(plain) == 0 {
 		return 0, cursor, err
 	}
-	err = database.WithTx(ctx, pool, func(tx pgx.Tx) error {
-		for _, u := range plain {
-			if u.SubjectKeyID == nil || u.SubjectKeySealed == nil {
-				continue // its flow moved or was erased meanwhile
-			}
-			key, err := subjectkey.Sealing(sealer, u.OrganizationID, *u.SubjectKeyID, u.SubjectKeySealed)
-			if err != nil {
-				return err
-			}
-			action, reference, err := useText(u, nil)
-			if err != nil {
-				return err
-			}
-			actionSealed, referenceSealed := key.SealUse(u.ID, action, reference)
-			if err := store.SealUse(ctx, tx, u, key.ID, actionSealed, referenceSealed); err != nil {
-				return err
-			}
+	var sealed []store.SealedUse
+	for _, u := range plain {
+		if u.SubjectKeyID == nil || u.SubjectKeySealed == nil {
+			continue // its flow moved or was erased meanwhile
 		}
-		return nil
-	})
-	if err != nil {
+		key, err := subjectkey.Sealing(sealer, u.OrganizationID, *u.SubjectKeyID, u.SubjectKeySealed)
+		if err != nil {
+			return 0, cursor, err
+		}
+		action, reference, err := useText(u, nil)
+		if err != nil {
+			return 0, cursor, err
+		}
+		actionSealed, referenceSealed := key.SealUse(u.ID, action, reference)
+		sealed = append(sealed, store.SealedUse{Use: u, KeyID: key.ID, Action: actionSealed, Reference: referenceSealed})
+	}
+	if err := store.SealUses(ctx, pool, sealed); err != nil {
 		return 0, cursor, err
 	}
 	last := plain[len(plain)-1]

@@ -78,8 +78,8 @@ func TestEveryFlowFieldIsStored(t *testing.T) {
 		t.Fatal("SaveState of the validity ended")
 	}
 	// A flow made before subject keys is indexed by the re-index.
-	if err := SetPersonIndex(ctx, pool, SealedFlow{OrganizationID: f.OrganizationID, ID: f.ID, KeyID: f.PIIKeyID},
-		[]byte("index"), "version"); err != nil {
+	if err := SetPersonIndexes(ctx, pool, []Indexed{{Flow: SealedFlow{OrganizationID: f.OrganizationID, ID: f.ID, KeyID: f.PIIKeyID},
+		Index: []byte("index")}}, "version"); err != nil {
 		t.Fatal(err)
 	}
 	expired, err := ExpireAcceptance(ctx, pool, f.OrganizationID, f.ID)

@@ -1,6 +1,8 @@
 package store
 
-import "context"
+import (
+	"context"
+)
 
 // FlowsOfPerson returns up to limit flows, newest first, of every
 // organization whose blind index is index under key version: kept by the
@@ -16,22 +18,14 @@ func FlowsOfPerson(ctx context.Context, db DB, index []byte, version string, lim
 		order by created_at desc, id desc limit $3`, index, version, limit))
 }
 
-// IndexCursor is where a re-index stands: the last flow it looked at, in
-// the primary key's order.
-type IndexCursor struct{ OrganizationID, ID string }
-
 var unindexedRows = newTable[SealedFlow]()
 
 // UnindexedFlows returns up to limit flows after cursor, in the primary
 // key's order, whose blind index is missing or made under a key other than
 // version, among those not yet under a subject key (whose key holds it).
 func UnindexedFlows(ctx context.Context, db DB, version string, after IndexCursor, limit int) ([]SealedFlow, error) {
-	if after.ID == "" {
-		after.ID = "00000000-0000-0000-0000-000000000000"
-	}
-	return unindexedRows.all(db.Query(ctx, `select `+unindexedRows.columns+` from flows
-		where (organization_id, id) > ($2, $3::uuid) and subject_key_id is null and person_index_key is distinct from $1
-		order by organization_id, id limit $4`, version, after.OrganizationID, after.ID, limit))
+	return afterCursor(ctx, db, unindexedRows, "flows", "subject_key_id is null and person_index_key is distinct from $1",
+		[]any{version}, after, limit)
 }
 
 // CountUnindexed counts the flows whose blind index is missing or made
@@ -42,11 +36,23 @@ func CountUnindexed(ctx context.Context, db DB, version string) (int64, error) {
 	return n, err
 }
 
-// SetPersonIndex stores a flow's blind index under version, unless its
-// national id has been sealed again since it was read (then the next run
-// reads it anew).
-func SetPersonIndex(ctx context.Context, db DB, f SealedFlow, index []byte, version string) error {
-	_, err := db.Exec(ctx, `update flows set person_index = $4, person_index_key = $5
-		where organization_id = $1 and id = $2 and pii_key_id = $3`, f.OrganizationID, f.ID, f.KeyID, index, version)
-	return err
+// Indexed is a flow's blind index, made from its national id as read.
+type Indexed struct {
+	Flow  SealedFlow
+	Index []byte
 }
+
+// SetPersonIndexes stores each flow's blind index under version, unless its
+// national id has been sealed again since it was read (then the next run
+// reads it anew): a statement per organization, in one round trip.
+func SetPersonIndexes(ctx context.Context, db DB, indexed []Indexed, version string) error {
+	return sendByOrganization(ctx, db, indexed, func(x Indexed) string { return x.Flow.OrganizationID }, setPersonIndexesSQL,
+		func(run []Indexed) []any {
+			return []any{version, arrayOf(run, func(x Indexed) string { return x.Flow.ID }),
+				arrayOf(run, func(x Indexed) string { return x.Flow.KeyID }), arrayOf(run, func(x Indexed) []byte { return x.Index })}
+		})
+}
+
+const setPersonIndexesSQL = `update flows f set person_index = v.person_index, person_index_key = $2
+	from unnest($3::text[]::uuid[], $4::text[], $5::bytea[]) as v(id, pii_key_id, person_index)
+	where f.organization_id = $1 and f.id = v.id and f.pii_key_id = v.pii_key_id`

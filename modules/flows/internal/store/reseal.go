@@ -77,12 +77,7 @@ func ResealKey(ctx context.Context, db DB, k SealedKey, keyID string, consent []
 // order, whose personal data is still sealed under a data key rather than
 // under their person's subject key.
 func UnkeyedFlows(ctx context.Context, db DB, after IndexCursor, limit int) ([]SealedFlow, error) {
-	if after.ID == "" {
-		after.ID = "00000000-0000-0000-0000-000000000000"
-	}
-	return sealedFlowRows.all(db.Query(ctx, `select `+sealedFlowRows.columns+` from flows
-		where subject_key_id is null and (organization_id, id) > ($1, $2::uuid)
-		order by organization_id, id limit $3`, after.OrganizationID, after.ID, limit))
+	return afterCursor(ctx, db, sealedFlowRows, "flows", "subject_key_id is null", nil, after, limit)
 }
 
 // CountUnkeyed counts the flows still sealed under a data key.
@@ -99,19 +94,65 @@ type Rekeyed struct {
 	NationalIDSealed, NationalIDHMAC, LastName []byte
 }
 
-// Rekey stores each flow's personal data sealed under its subject key, and
-// drops the flow's own blind index (the key's row holds it), unless it is
-// no longer sealed as it was read; in one round trip.
-func Rekey(ctx context.Context, db DB, rekeyed []Rekeyed) error {
-	var b pgx.Batch
-	for _, r := range rekeyed {
-		b.Queue(`update flows set subject_key_id = $4, pii_key_id = $5, national_id_sealed = $6,
-			national_id_hmac = $7, last_name_sealed = $8, person_index = null, person_index_key = null
-			where organization_id = $1 and id = $2 and pii_key_id = $3 and subject_key_id is null`,
-			r.Flow.OrganizationID, r.Flow.ID, r.Flow.KeyID, r.SubjectKeyID, SubjectSealed, r.NationalIDSealed, r.NationalIDHMAC, r.LastName)
+// Rekey inserts keys, each unless its person has a live key already, and
+// then stores each flow's personal data sealed under its subject key and
+// drops the flow's own blind index (the key's row holds it), unless the
+// flow is no longer sealed as it was read or its key is not a live one: a
+// statement per organization for each, in one round trip. It returns the
+// ids of the flows it moved; the others' people had a key already, or
+// they changed meanwhile.
+func Rekey(ctx context.Context, db DB, keys []NewSubjectKey, rekeyed []Rekeyed) (map[string]bool, error) {
+	if len(rekeyed) == 0 {
+		return map[string]bool{}, nil
 	}
-	return db.SendBatch(ctx, &b).Close()
+	var b pgx.Batch
+	// A batch's statements are planned for its arguments: a plan made for
+	// any arguments, and kept, would have been made while subject_keys was
+	// small, and a batch is worth planning.
+	b.Queue(`select set_config('plan_cache_mode', 'force_custom_plan', true)`)
+	queueInsertSubjectKeys(&b, keys)
+	inserts := b.Len()
+	for _, run := range byOrganization(rekeyed, func(r Rekeyed) string { return r.Flow.OrganizationID }) {
+		b.Queue(rekeySQL, run[0].Flow.OrganizationID,
+			arrayOf(run, func(r Rekeyed) string { return r.Flow.ID }),
+			arrayOf(run, func(r Rekeyed) string { return r.Flow.KeyID }),
+			arrayOf(run, func(r Rekeyed) string { return r.SubjectKeyID }),
+			arrayOf(run, func(r Rekeyed) []byte { return r.NationalIDSealed }),
+			arrayOf(run, func(r Rekeyed) []byte { return r.NationalIDHMAC }),
+			arrayOf(run, func(r Rekeyed) []byte { return r.LastName }))
+	}
+	br := db.SendBatch(ctx, &b)
+	defer br.Close()
+	for range inserts { // the plan cache mode, then the keys
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
+	}
+	moved := map[string]bool{}
+	for range b.Len() - inserts {
+		rows, err := br.Query()
+		if err != nil {
+			return nil, err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			moved[id] = true
+		}
+	}
+	return moved, br.Close()
 }
+
+const rekeySQL = `update flows f set subject_key_id = v.subject_key_id, pii_key_id = '` + SubjectSealed + `',
+		national_id_sealed = v.national_id_sealed, national_id_hmac = v.national_id_hmac, last_name_sealed = v.last_name_sealed,
+		person_index = null, person_index_key = null
+	from unnest($2::text[]::uuid[], $3::text[], $4::text[]::uuid[], $5::bytea[], $6::bytea[], $7::bytea[])
+		as v(id, pii_key_id, subject_key_id, national_id_sealed, national_id_hmac, last_name_sealed)
+	where f.organization_id = $1 and f.id = v.id and f.pii_key_id = v.pii_key_id and f.subject_key_id is null
+		and exists (select 1 from subject_keys k where k.organization_id = $1 and k.id = v.subject_key_id and k.key_sealed is not null)
+	returning f.id::text`
 
 // SubjectSealed is the pii_key_id of a flow whose personal data is sealed
 // under its subject key (subject_key_id) rather than a data key.

@@ -224,12 +224,8 @@ func ResealSubjectKey(ctx context.Context, db DB, k SubjectKey, keyID string, su
 // primary key's order, whose blind index is missing or made under a key
 // other than version.
 func UnindexedSubjectKeys(ctx context.Context, db DB, version string, after IndexCursor, limit int) ([]SubjectKey, error) {
-	if after.ID == "" {
-		after.ID = "00000000-0000-0000-0000-000000000000"
-	}
-	return subjectKeyRows.all(db.Query(ctx, `select `+subjectKeyRows.columns+` from subject_keys
-		where (organization_id, id) > ($2, $3::uuid) and destroyed_at is null and person_index_key is distinct from $1
-		order by organization_id, id limit $4`, version, after.OrganizationID, after.ID, limit))
+	return afterCursor(ctx, db, subjectKeyRows, "subject_keys", "destroyed_at is null and person_index_key is distinct from $1",
+		[]any{version}, after, limit)
 }
 
 // CountUnindexedSubjectKeys counts the live keys whose blind index is
@@ -241,9 +237,77 @@ func CountUnindexedSubjectKeys(ctx context.Context, db DB, version string) (int6
 	return n, err
 }
 
-// SetSubjectPersonIndex stores a live key's blind index under version.
-func SetSubjectPersonIndex(ctx context.Context, db DB, k SubjectKey, index []byte, version string) error {
-	_, err := db.Exec(ctx, `update subject_keys set person_index = $3, person_index_key = $4
-		where organization_id = $1 and id = $2 and destroyed_at is null`, k.OrganizationID, k.ID, index, version)
-	return err
+// SubjectIndexed is a live key's blind index, made from the national id it
+// keeps.
+type SubjectIndexed struct {
+	Key   SubjectKey
+	Index []byte
 }
+
+// SetSubjectPersonIndexes stores each live key's blind index under version:
+// a statement per organization, in one round trip.
+func SetSubjectPersonIndexes(ctx context.Context, db DB, indexed []SubjectIndexed, version string) error {
+	return sendByOrganization(ctx, db, indexed, func(x SubjectIndexed) string { return x.Key.OrganizationID },
+		`update subject_keys k set person_index = v.person_index, person_index_key = $2
+			from unnest($3::text[]::uuid[], $4::bytea[]) as v(id, person_index)
+			where k.organization_id = $1 and k.id = v.id and k.destroyed_at is null`,
+		func(run []SubjectIndexed) []any {
+			return []any{version, arrayOf(run, func(x SubjectIndexed) string { return x.Key.ID }),
+				arrayOf(run, func(x SubjectIndexed) []byte { return x.Index })}
+		})
+}
+
+// NewSubjectKey is a key to insert unless its person has a live key under
+// one of Subjects (their subject under each data key configured, the
+// current first, which is Key's).
+type NewSubjectKey struct {
+	Key      SubjectKey
+	Subjects [][]byte
+}
+
+// queueInsertSubjectKeys queues, in b, the insert of each key whose person
+// has no live key: a statement per organization. What it inserted, the
+// statements after it in the transaction see; a key not inserted is for
+// the caller to find (FindOrInsertSubjectKeys).
+func queueInsertSubjectKeys(b *pgx.Batch, keys []NewSubjectKey) {
+	for _, run := range byOrganization(keys, func(k NewSubjectKey) string { return k.Key.OrganizationID }) {
+		args := []any{run[0].Key.OrganizationID,
+			arrayOf(run, func(k NewSubjectKey) string { return k.Key.ID }),
+			arrayOf(run, func(k NewSubjectKey) []byte { return k.Key.Subject }),
+			arrayOf(run, func(k NewSubjectKey) string { return k.Key.KeyID }),
+			arrayOf(run, func(k NewSubjectKey) []byte { return k.Key.KeySealed }),
+			arrayOf(run, func(k NewSubjectKey) []byte { return k.Key.NationalIDSealed }),
+			arrayOf(run, func(k NewSubjectKey) []byte { return k.Key.PersonIndex }),
+			arrayOf(run, func(k NewSubjectKey) *string { return k.Key.PersonIndexKey })}
+		// The subjects after each key's first (under the data keys before
+		// the current one), with the key's place in run.
+		var places []int64
+		var others [][]byte
+		for i, k := range run {
+			for _, s := range k.Subjects[1:] {
+				places, others = append(places, int64(i+1)), append(others, s)
+			}
+		}
+		if len(others) == 0 {
+			b.Queue(insertSubjectKeysSQL+onConflictNothing, args...)
+			continue
+		}
+		b.Queue(insertSubjectKeysSQL+unlessKeyedBefore+onConflictNothing, append(args, places, others)...)
+	}
+}
+
+const (
+	insertSubjectKeysSQL = insertSubjectKeyColumns + `
+	select $1, k.id, k.subject, k.pii_key_id, k.key_sealed, k.national_id_sealed, k.person_index, k.person_index_key
+	from unnest($2::text[]::uuid[], $3::bytea[], $4::text[], $5::bytea[], $6::bytea[], $7::bytea[], $8::text[])
+		with ordinality as k(id, subject, pii_key_id, key_sealed, national_id_sealed, person_index, person_index_key, place)`
+	// unlessKeyedBefore looks each of a person's other subjects up by
+	// itself ("offset 0" keeps PostgreSQL from joining them to the
+	// organization's keys): joined, a plan made while subject_keys was
+	// small read every key of the organization in each batch.
+	unlessKeyedBefore = `
+	where not exists (select 1 from unnest($9::int8[], $10::bytea[]) as o(place, subject) where o.place = k.place
+		and exists (select 1 from subject_keys s where s.organization_id = $1 and s.subject = o.subject and s.destroyed_at is null offset 0))`
+	onConflictNothing = `
+	on conflict (organization_id, subject) where destroyed_at is null do nothing`
+)

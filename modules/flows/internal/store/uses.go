@@ -137,36 +137,92 @@ func ClaimExpiringNotice(ctx context.Context, db DB, organizationID, id string, 
 		returning `+flowColumns, organizationID, id, notice.Microseconds()))
 }
 
-// UsesOfFlow returns every use of a flow, locked for update, in one round
-// trip. The lock is a statement of its own: Citus locks rows only in a
-// statement it routes to one shard, and the subqueries that read the
-// flow's key keep the read from being one.
-func UsesOfFlow(ctx context.Context, db DB, organizationID, flowID string) ([]Use, error) {
-	var b pgx.Batch
-	b.Queue(`select 1 from flow_uses where organization_id = $1 and flow_id = $2 order by id for update`, organizationID, flowID)
-	b.Queue(`select `+useRows.columns+` from flow_uses where organization_id = $1 and flow_id = $2 order by id`, organizationID, flowID)
-	br := db.SendBatch(ctx, &b)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
+// UsesOfFlows returns every use of flows, locked for update: for each
+// organization, a statement that locks them, all in one round trip, and
+// when there are any, one that reads them, all in another. The lock is a
+// statement of its own: Citus locks rows only in a statement it routes to
+// one shard, and the subqueries that read the flow's key keep the read
+// from being one.
+func UsesOfFlows(ctx context.Context, db DB, flows []FlowKey) ([]Use, error) {
+	if len(flows) == 0 {
+		return nil, nil
+	}
+	runs := byOrganization(flows, func(f FlowKey) string { return f.OrganizationID })
+	ids := make([][]string, len(runs))
+	var lock pgx.Batch
+	for i, run := range runs {
+		ids[i] = arrayOf(run, func(f FlowKey) string { return f.ID })
+		lock.Queue(`select 1 from flow_uses where organization_id = $1 and flow_id = any($2::text[]::uuid[]) order by id for update`,
+			run[0].OrganizationID, ids[i])
+	}
+	locked, err := countRows(db.SendBatch(ctx, &lock), lock.Len())
+	if err != nil || locked == 0 {
 		return nil, err
 	}
-	uses, err := useRows.all(br.Query())
-	if err != nil {
-		return nil, err
+	var read pgx.Batch
+	for i, run := range runs {
+		read.Queue(`select `+useRows.columns+` from flow_uses where organization_id = $1 and flow_id = any($2::text[]::uuid[])
+			order by id`, run[0].OrganizationID, ids[i])
+	}
+	br := db.SendBatch(ctx, &read)
+	defer br.Close()
+	var uses []Use
+	for range read.Len() {
+		more, err := useRows.all(br.Query())
+		if err != nil {
+			return nil, err
+		}
+		uses = append(uses, more...)
 	}
 	return uses, br.Close()
 }
 
-// SealUse stores a use's free text sealed under the subject key keyID,
-// and drops its text as written, unless it has been sealed otherwise since
-// it was read or its flow is not under that key.
-func SealUse(ctx context.Context, db DB, u Use, keyID string, actionSealed, referenceSealed []byte) error {
-	_, err := db.Exec(ctx, `update flow_uses set action = null, reference = null, action_sealed = $4, reference_sealed = $5
-		where organization_id = $1 and id = $2 and action_sealed is not distinct from $3
-			and exists (select 1 from flows f where f.organization_id = flow_uses.organization_id and f.id = flow_uses.flow_id
-				and f.subject_key_id = $6)`,
-		u.OrganizationID, u.ID, u.ActionSealed, actionSealed, referenceSealed, keyID)
-	return err
+// countRows counts the rows of n statements' results in br, and closes it.
+func countRows(br pgx.BatchResults, n int) (int, error) {
+	defer br.Close()
+	count := 0
+	for range n {
+		rows, err := br.Query()
+		if err != nil {
+			return 0, err
+		}
+		for rows.Next() {
+			count++
+		}
+		if err := rows.Err(); err != nil {
+			return 0, err
+		}
+	}
+	return count, br.Close()
+}
+
+// SealedUse is a use's free text sealed under the subject key KeyID.
+type SealedUse struct {
+	Use               Use // as it was read
+	KeyID             string
+	Action, Reference []byte // sealed
+}
+
+// SealUses stores each use's free text sealed under its subject key, and
+// drops its text as written, unless it has been sealed otherwise since it
+// was read or its flow is not under that key: a statement per
+// organization, in one round trip.
+func SealUses(ctx context.Context, db DB, sealed []SealedUse) error {
+	return sendByOrganization(ctx, db, sealed, func(u SealedUse) string { return u.Use.OrganizationID },
+		`update flow_uses u set action = null, reference = null, action_sealed = v.action_sealed,
+				reference_sealed = v.reference_sealed
+			from unnest($2::text[]::uuid[], $3::bytea[], $4::bytea[], $5::bytea[], $6::text[]::uuid[])
+				as v(id, was, action_sealed, reference_sealed, subject_key_id)
+			where u.organization_id = $1 and u.id = v.id and u.action_sealed is not distinct from v.was
+				and exists (select 1 from flows f where f.organization_id = $1 and f.id = u.flow_id
+					and f.subject_key_id = v.subject_key_id)`,
+		func(run []SealedUse) []any {
+			return []any{arrayOf(run, func(u SealedUse) string { return u.Use.ID }),
+				arrayOf(run, func(u SealedUse) []byte { return u.Use.ActionSealed }),
+				arrayOf(run, func(u SealedUse) []byte { return u.Action }),
+				arrayOf(run, func(u SealedUse) []byte { return u.Reference }),
+				arrayOf(run, func(u SealedUse) string { return u.KeyID })}
+		})
 }
 
 // PlainUses returns up to limit uses after cursor, in the primary key's
