@@ -40,9 +40,13 @@ func NewReindexer(pool *pgxpool.Pool, sealer *pii.Sealer, index *nationalid.Blin
 	return &Reindexer{pool: pool, sealer: sealer, index: index, format: format}
 }
 
-// Remaining counts the flows not yet rekeyed and the subject keys still to
-// index.
+// Remaining counts the flows not yet indexed and the subject keys still to
+// index. It first brings the planner's statistics up to date, so that every
+// batch after it is planned on them.
 func (r *Reindexer) Remaining(ctx context.Context) (int64, error) {
+	if err := store.Analyze(ctx, r.pool); err != nil {
+		return 0, err
+	}
 	flows, err := store.CountUnindexed(ctx, r.pool, r.index.Version())
 	if err != nil {
 		return 0, err

@@ -37,8 +37,12 @@ func NewRekeyer(pool *pgxpool.Pool, sealer *pii.Sealer, index *nationalid.BlindI
 }
 
 // Remaining counts the flows still sealed under a data key, and the uses
-// whose free text is still as written.
+// whose free text is still as written. It first brings the planner's
+// statistics up to date, so that every batch after it is planned on them.
 func (r *Rekeyer) Remaining(ctx context.Context) (int64, error) {
+	if err := store.Analyze(ctx, r.pool); err != nil {
+		return 0, err
+	}
 	flows, err := store.CountUnkeyed(ctx, r.pool)
 	if err != nil {
 		return 0, err

@@ -80,6 +80,15 @@ func UnkeyedFlows(ctx context.Context, db DB, after IndexCursor, limit int) ([]S
 	return afterCursor(ctx, db, sealedFlowRows, "flows", "subject_key_id is null", nil, after, limit)
 }
 
+// Analyze updates the planner's statistics of the tables a rekey or
+// reindex reads and writes. Without them (a table bulk-loaded or restored
+// since autovacuum last looked) the planner takes an organization's unkeyed
+// flows for a few rows and hashes all of them for every batch.
+func Analyze(ctx context.Context, db DB) error {
+	_, err := db.Exec(ctx, `analyze flows, subject_keys, flow_uses`)
+	return err
+}
+
 // CountUnkeyed counts the flows still sealed under a data key.
 func CountUnkeyed(ctx context.Context, db DB) (int64, error) {
 	var n int64
