@@ -72,23 +72,16 @@ func runStaffCreate(ctx context.Context, args []string, sys command.Env) error {
 // runStaffDisable handles "flowd staff disable": the account can no longer
 // sign in, and its sessions end.
 func runStaffDisable(ctx context.Context, args []string, sys command.Env) error {
-	fs, username, asJSON := staffFlags("disable")
-	if err := command.ParseFlags(fs, args); err != nil {
-		return err
-	}
-	if *username == "" {
-		return command.Usagef("staff disable: --username is required")
-	}
-	env, accounts, err := openStaff(ctx, sys)
+	c, err := openStaffCommand(ctx, "disable", args, sys, nil)
 	if err != nil {
 		return err
 	}
-	defer env.pool.Close()
-	ch, err := accounts.DisableStaff(ctx, *username, env.staffAudited(identity.AuditStaffDisable, staff.EndedByDisable))
+	defer c.close()
+	ch, err := c.accounts.DisableStaff(ctx, c.username, c.staffAudited(identity.AuditStaffDisable, staff.EndedByDisable))
 	if err != nil {
 		return cliError(err)
 	}
-	return printStaffChange(sys.Stdout, ch, *asJSON, map[string]any{"disabled": true}, "disabled staff account %s (%s) of organization %s\n")
+	return printStaffChange(sys.Stdout, ch, c.asJSON, map[string]any{"disabled": true}, "disabled staff account %s (%s) of organization %s\n")
 }
 
 // runStaffResetPassword handles "flowd staff reset-password": a new
@@ -118,46 +111,32 @@ func runStaffResetPassword(ctx context.Context, args []string, sys command.Env) 
 // runStaffSetRole handles "flowd staff set-role": another role; the
 // account's sessions end.
 func runStaffSetRole(ctx context.Context, args []string, sys command.Env) error {
-	fs, username, asJSON := staffFlags("set-role")
-	role := fs.String("role", "", "admin or viewer")
-	if err := command.ParseFlags(fs, args); err != nil {
-		return err
-	}
-	if *username == "" {
-		return command.Usagef("staff set-role: --username is required")
-	}
-	env, accounts, err := openStaff(ctx, sys)
+	var role *string
+	c, err := openStaffCommand(ctx, "set-role", args, sys, func(fs *flag.FlagSet) { role = fs.String("role", "", "admin or viewer") })
 	if err != nil {
 		return err
 	}
-	defer env.pool.Close()
-	ch, err := accounts.SetStaffRole(ctx, *username, staff.Role(*role), env.staffAudited(identity.AuditStaffRoleChange, staff.EndedByRoleChange))
+	defer c.close()
+	ch, err := c.accounts.SetStaffRole(ctx, c.username, staff.Role(*role), c.staffAudited(identity.AuditStaffRoleChange, staff.EndedByRoleChange))
 	if err != nil {
 		return cliError(err)
 	}
-	return printStaffChange(sys.Stdout, ch, *asJSON, map[string]any{}, "staff account %s now has the role %s in organization %s\n")
+	return printStaffChange(sys.Stdout, ch, c.asJSON, map[string]any{}, "staff account %s now has the role %s in organization %s\n")
 }
 
 // runStaffDelete handles "flowd staff delete": no account any more; its
 // sessions end.
 func runStaffDelete(ctx context.Context, args []string, sys command.Env) error {
-	fs, username, asJSON := staffFlags("delete")
-	if err := command.ParseFlags(fs, args); err != nil {
-		return err
-	}
-	if *username == "" {
-		return command.Usagef("staff delete: --username is required")
-	}
-	env, accounts, err := openStaff(ctx, sys)
+	c, err := openStaffCommand(ctx, "delete", args, sys, nil)
 	if err != nil {
 		return err
 	}
-	defer env.pool.Close()
-	ch, err := accounts.DeleteStaff(ctx, *username, env.staffAudited(identity.AuditStaffDelete, staff.EndedByDelete))
+	defer c.close()
+	ch, err := c.accounts.DeleteStaff(ctx, c.username, c.staffAudited(identity.AuditStaffDelete, staff.EndedByDelete))
 	if err != nil {
 		return cliError(err)
 	}
-	return printStaffChange(sys.Stdout, ch, *asJSON, map[string]any{"deleted": true}, "deleted staff account %s (%s) of organization %s\n")
+	return printStaffChange(sys.Stdout, ch, c.asJSON, map[string]any{"deleted": true}, "deleted staff account %s (%s) of organization %s\n")
 }
 
 // printStaffChange prints what a staff command did: the summary (of the
@@ -181,6 +160,38 @@ func printStaffChange(stdout io.Writer, ch staff.Change, asJSON bool, ended map[
 	}
 	return nil
 }
+
+// staffCommand is a staff command that acts on one existing account, named
+// by --username.
+type staffCommand struct {
+	*adminEnv
+	accounts *staff.AccountService
+	username string
+	asJSON   bool
+}
+
+// openStaffCommand parses a staff command's flags (--username, --json and
+// those more adds), checks that they name the account, and opens the
+// accounts.
+func openStaffCommand(ctx context.Context, name string, args []string, sys command.Env, more func(*flag.FlagSet)) (*staffCommand, error) {
+	fs, username, asJSON := staffFlags(name)
+	if more != nil {
+		more(fs)
+	}
+	if err := command.ParseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if *username == "" {
+		return nil, command.Usagef("staff %s: --username is required", name)
+	}
+	env, accounts, err := openStaff(ctx, sys)
+	if err != nil {
+		return nil, err
+	}
+	return &staffCommand{adminEnv: env, accounts: accounts, username: *username, asJSON: *asJSON}, nil
+}
+
+func (c *staffCommand) close() { c.pool.Close() }
 
 // openStaff opens the database and the staff accounts of an admin command.
 func openStaff(ctx context.Context, sys command.Env) (*adminEnv, *staff.AccountService, error) {
@@ -230,19 +241,12 @@ type sessionJSON struct {
 // runStaffSessions handles "flowd staff sessions --username U": the
 // account's live sessions, newest first.
 func runStaffSessions(ctx context.Context, args []string, sys command.Env) error {
-	fs, username, asJSON := staffFlags("sessions")
-	if err := command.ParseFlags(fs, args); err != nil {
-		return err
-	}
-	if *username == "" {
-		return command.Usagef("staff sessions: --username is required")
-	}
-	env, accounts, err := openStaff(ctx, sys)
+	c, err := openStaffCommand(ctx, "sessions", args, sys, nil)
 	if err != nil {
 		return err
 	}
-	defer env.pool.Close()
-	a, all, err := accounts.StaffSessions(ctx, *username)
+	defer c.close()
+	a, all, err := c.accounts.StaffSessions(ctx, c.username)
 	if err != nil {
 		return cliError(err)
 	}
@@ -257,7 +261,7 @@ func runStaffSessions(ctx context.Context, args []string, sys command.Env) error
 			}
 		}
 	}
-	if *asJSON {
+	if c.asJSON {
 		return command.PrintJSON(sys.Stdout, map[string]any{"id": a.ID, "username": a.Username, "sessions": live})
 	}
 	fmt.Fprintf(sys.Stdout, "%d live session(s) of %s\n", len(live), a.Username)
@@ -271,23 +275,16 @@ func runStaffSessions(ctx context.Context, args []string, sys command.Env) error
 // runStaffEndSessions handles "flowd staff end-sessions --username U": every
 // session of the account ends at once, each in the audit log.
 func runStaffEndSessions(ctx context.Context, args []string, sys command.Env) error {
-	fs, username, asJSON := staffFlags("end-sessions")
-	if err := command.ParseFlags(fs, args); err != nil {
-		return err
-	}
-	if *username == "" {
-		return command.Usagef("staff end-sessions: --username is required")
-	}
-	env, accounts, err := openStaff(ctx, sys)
+	c, err := openStaffCommand(ctx, "end-sessions", args, sys, nil)
 	if err != nil {
 		return err
 	}
-	defer env.pool.Close()
-	ch, err := accounts.EndStaffSessions(ctx, *username, env.staffAudited("", staff.EndedByOperator))
+	defer c.close()
+	ch, err := c.accounts.EndStaffSessions(ctx, c.username, c.staffAudited("", staff.EndedByOperator))
 	if err != nil {
 		return cliError(err)
 	}
-	if *asJSON {
+	if c.asJSON {
 		return command.PrintJSON(sys.Stdout, map[string]any{"id": ch.Account.ID, "username": ch.Account.Username, "sessionsEnded": len(ch.Ended)})
 	}
 	fmt.Fprintf(sys.Stdout, "ended %d session(s) of %s\n", len(ch.Ended), ch.Account.Username)
