@@ -328,11 +328,10 @@ func (b *Browser) runIn(ctx context.Context, actions ...chromedp.Action) {
 	}
 }
 
-// Try runs chromedp actions with a generous deadline and returns their
-// error: for steps that may meet a page in the middle of navigating, where
-// Chromium refuses a call that a moment later succeeds.
+// Try runs chromedp actions until the test's deadline, as Run does, and
+// returns their error instead of failing the test.
 func (b *Browser) Try(actions ...chromedp.Action) error {
-	ctx, cancel := context.WithTimeout(b.Ctx, 30*time.Second)
+	ctx, cancel := context.WithDeadline(b.Ctx, testwait.Deadline(b.t))
 	defer cancel()
 	return chromedp.Run(ctx, actions...)
 }
