@@ -14,3 +14,9 @@ type (
 
 // NewFlowDefinition renders p as the API shows it.
 func NewFlowDefinition(p consent.Published) FlowDefinition { return api.NewFlowDefinition(p) }
+
+// ResourceJSON is the API's resource, which `flowd resources` prints too.
+type ResourceJSON = api.ResourceJSON
+
+// NewResourceJSON renders r as the API shows it.
+func NewResourceJSON(r consent.Resource) ResourceJSON { return api.NewResourceJSON(r) }

@@ -22,6 +22,7 @@ var problemKinds = map[apperr.Code]struct {
 	title  string
 }{
 	apperr.Invalid:              {http.StatusBadRequest, "Invalid request"},
+	apperr.Unprocessable:        {http.StatusUnprocessableEntity, "Unprocessable request"},
 	apperr.NotFound:             {http.StatusNotFound, "Not found"},
 	apperr.Conflict:             {http.StatusConflict, "Conflict"},
 	apperr.ConsentNotInForce:    {http.StatusConflict, "Consent not in force"},

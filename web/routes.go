@@ -111,6 +111,8 @@ func (s *Server) routes() {
 	api.POST("/erasures", a.HandleErasureCreate, authenticate, requireScope(identity.ScopeErasuresWrite), a.Idempotent)
 	api.GET("/erasures", a.HandleErasureList, authenticate, requireScope(identity.ScopeErasuresWrite))
 	api.GET("/erasures/:id", a.HandleErasureGet, authenticate, requireScope(identity.ScopeErasuresWrite))
+	api.POST("/resources", a.HandleResourceCreate, authenticate, requireScope(identity.ScopeResourcesManage), a.Idempotent)
+	api.GET("/resources", a.HandleResourceList, authenticate, requireScope(identity.ScopeResourcesManage))
 
 	// Consent receipts: public; anyone holding a receipt may check it.
 	e.POST("/api/receipts/verify", a.HandleReceiptVerify)

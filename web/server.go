@@ -74,6 +74,8 @@ type Deps struct {
 	Withdrawals consent.Withdrawals
 	// Definitions are the organizations' consent definitions.
 	Definitions consent.Definitions
+	// Resources are the data holders' resources.
+	Resources consent.Resources
 	// Receipts checks consent receipts for anyone who has one.
 	Receipts receipts.Checker
 	// Idempotency keeps the answers to the API's requests that carry an
@@ -141,7 +143,7 @@ func New(d Deps) (*Server, error) {
 		bearer: d.Bearer, limits: d.Limits,
 		api: api.New(api.Deps{Log: d.Log, Config: d.Config, Audit: d.Audit, Flows: d.Flows, Withdrawals: d.Withdrawals,
 			Webhooks: d.Webhooks, Endpoints: d.Endpoints, Definitions: d.Definitions, Receipts: d.Receipts, Idempotency: d.Idempotency,
-			Organizations: d.Organizations, Erasures: d.Erasures}),
+			Organizations: d.Organizations, Erasures: d.Erasures, Resources: d.Resources}),
 		oauth: oauth.New(oauth.Deps{Log: d.Log, Config: d.Config, Tokens: d.Tokens, Nonces: d.Bearer, JWKS: d.JWKS, Audit: d.Audit,
 			Login: d.Login, Sessions: oidclogin.ProviderSessions(d.Config, d.Sessions, d.Now)}),
 		console: console.New(console.Deps{Log: d.Log, Config: d.Config, Organizations: d.Organizations, Clients: d.Clients, Audit: d.Audit,
@@ -193,7 +195,7 @@ func (d Deps) check() error {
 		{"Log", d.Log == nil}, {"Config", d.Config == nil}, {"Pool", d.Pool == nil}, {"Registry", d.Registry == nil},
 		{"Tokens", d.Tokens == nil}, {"Bearer", d.Bearer == nil}, {"JWKS", d.JWKS == nil}, {"Organizations", d.Organizations == nil},
 		{"Clients", d.Clients == nil}, {"Audit", d.Audit == nil}, {"Limits", d.Limits == nil}, {"Flows", d.Flows == nil}, {"Webhooks", d.Webhooks == nil}, {"Endpoints", d.Endpoints == nil},
-		{"Consent", d.Consent == nil}, {"PersonPage", d.PersonPage == nil}, {"Withdrawals", d.Withdrawals == nil}, {"Definitions", d.Definitions == nil}, {"Receipts", d.Receipts == nil}, {"Login", d.Login == nil},
+		{"Consent", d.Consent == nil}, {"PersonPage", d.PersonPage == nil}, {"Withdrawals", d.Withdrawals == nil}, {"Definitions", d.Definitions == nil}, {"Resources", d.Resources == nil}, {"Receipts", d.Receipts == nil}, {"Login", d.Login == nil},
 		{"Sessions", d.Sessions == nil}, {"Idempotency", d.Idempotency == nil}, {"Erasures", d.Erasures == nil},
 	} {
 		if dep.missing {

@@ -15,6 +15,7 @@ type Code string
 
 const (
 	Invalid              Code = "invalid"                // bad input; Fields names each offender
+	Unprocessable        Code = "unprocessable"          // well-formed, but names what does not exist or fit; Fields names each offender
 	NotFound             Code = "not-found"              // missing, or not visible to the caller
 	Conflict             Code = "conflict"               // state does not allow the operation
 	ConsentNotInForce    Code = "consent-not-in-force"   // a use of a consent not accepted or no longer valid
@@ -88,6 +89,12 @@ func As(err error) (*Error, bool) {
 	var e *Error
 	ok := errors.As(err, &e)
 	return e, ok
+}
+
+// UnprocessableFields returns an Unprocessable error naming every field
+// that refers to something unknown or that does not fit what it refers to.
+func UnprocessableFields(fields []FieldError) *Error {
+	return &Error{Code: Unprocessable, Message: "The request names what does not exist or does not fit.", Fields: fields}
 }
 
 // Fields collects field errors in the order they are found.

@@ -71,6 +71,8 @@ var CoordinatorTables = []string{
 	"login_attempts",
 	"login_sessions",
 	"api_rate_windows",
+	// Resources are found by their URI across organizations.
+	"resources",
 }
 
 // distributionColumn is the column every tenant table is distributed by.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -86,9 +87,14 @@ type Version struct {
 	// WithdrawalConsequences says what withdrawing a consent means for the
 	// person; empty: the consent pages' plain default.
 	WithdrawalConsequences Text
-	TextSHA256             []byte // of CanonicalText
-	PublishedBy            string
-	PublishedAt            time.Time
+	// Resources are the URIs of the registered resources the consent
+	// opens: the audiences a consent token of the flow may name.
+	Resources []string
+	// Parameters are what the text shows of each flow, valued by the flow.
+	Parameters  []Parameter
+	TextSHA256  []byte // of CanonicalText
+	PublishedBy string
+	PublishedAt time.Time
 }
 
 // Published is a definition with one of its versions.
@@ -114,7 +120,27 @@ type Draft struct {
 	AssuranceLevel assurance.Level
 	// WithdrawalConsequences is optional, in both languages or neither.
 	WithdrawalConsequences Text
+	// Resources are registered resources' URIs; optional.
+	Resources []string
+	// Parameters are optional.
+	Parameters []Parameter
 }
+
+// Parameter is a value the consent's text shows, given by each flow (an
+// income year, an account number): its name, as a flow's parameters name
+// it, and its label on the consent page.
+type Parameter struct {
+	Name  string `json:"name"`
+	Label Text   `json:"label"`
+}
+
+// Limits of a definition's parameters and of a flow's values of them.
+const (
+	MaxParameters     = 20
+	MaxParameterLabel = 200
+)
+
+var parameterNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,63}$`)
 
 // Author is who changes an organization's definitions: an API client, or
 // "staff:<username>" from the console.
@@ -188,6 +214,12 @@ func (d Draft) Normalize() Draft {
 	for _, c := range d.DataCategories {
 		out.DataCategories = append(out.DataCategories, both(c))
 	}
+	for _, r := range d.Resources {
+		out.Resources = append(out.Resources, strings.TrimSpace(r))
+	}
+	for _, p := range d.Parameters {
+		out.Parameters = append(out.Parameters, Parameter{Name: strings.TrimSpace(p.Name), Label: both(p.Label)})
+	}
 	return out
 }
 
@@ -226,6 +258,29 @@ func (d Draft) Validate() error {
 	}
 	if d.AssuranceLevel != "" && !d.AssuranceLevel.Valid() {
 		f.Add("assuranceLevel", "must be low, substantial or high")
+	}
+	if len(d.Resources) > MaxResources {
+		f.Add("resources", "must list at most %d resources", MaxResources)
+	}
+	for i, r := range d.Resources {
+		if msg := CheckResourceURI(r); msg != "" {
+			f.Add(fmt.Sprintf("resources[%d]", i), "%s", msg)
+		} else if slices.Index(d.Resources, r) < i {
+			f.Add(fmt.Sprintf("resources[%d]", i), "is listed twice")
+		}
+	}
+	if len(d.Parameters) > MaxParameters {
+		f.Add("parameters", "must list at most %d parameters", MaxParameters)
+	}
+	for i, p := range d.Parameters {
+		field := fmt.Sprintf("parameters[%d]", i)
+		if !parameterNameRE.MatchString(p.Name) {
+			f.Add(field+".name", "must be 1 to 64 letters A-Z, digits and underscores, starting with a letter, such as incomeYear")
+		} else if slices.IndexFunc(d.Parameters, func(q Parameter) bool { return q.Name == p.Name }) < i {
+			f.Add(field+".name", "is declared twice")
+		}
+		checkText(&f, field+".label.en", p.Label.EN, MaxParameterLabel, true, false)
+		checkText(&f, field+".label.nb", p.Label.NB, MaxParameterLabel, true, false)
 	}
 	return f.Err()
 }
@@ -334,14 +389,26 @@ type canonicalText struct {
 	AssuranceLevel assurance.Level `json:"assuranceLevel"`
 	DataCategories []Text          `json:"dataCategories"`
 	Definition     string          `json:"definition"`
-	Purpose        Text            `json:"purpose"`
-	Recipient      string          `json:"recipient"`
-	Title          Text            `json:"title"`
-	Validity       *string         `json:"validity"`
-	Version        int             `json:"version"`
+	// ParameterValues, Parameters and Resources are left out when empty,
+	// so that a text without them hashes as before they existed.
+	ParameterValues map[string]string    `json:"parameterValues,omitempty"`
+	Parameters      []canonicalParameter `json:"parameters,omitempty"`
+	Purpose         Text                 `json:"purpose"`
+	Recipient       string               `json:"recipient"`
+	Resources       []string             `json:"resources,omitempty"`
+	Title           Text                 `json:"title"`
+	Validity        *string              `json:"validity"`
+	Version         int                  `json:"version"`
 	// WithdrawalConsequences is left out when the version has none, so the
 	// text of a version without it hashes as before it existed.
 	WithdrawalConsequences *Text `json:"withdrawalConsequences,omitempty"`
+}
+
+// canonicalParameter is a declared parameter as the canonical text holds
+// it: its members in code point order, as RFC 8785 orders them.
+type canonicalParameter struct {
+	Label Text   `json:"label"`
+	Name  string `json:"name"`
 }
 
 // CanonicalText is the version's text in its canonical form: a JSON object
@@ -350,10 +417,21 @@ type canonicalText struct {
 // TextSHA256. Its members, in order: assuranceLevel, dataCategories (each
 // {en, nb}), definition (the id), purpose {en, nb}, recipient, title
 // {en, nb}, validity (ISO 8601 or null), version and, only when the version
-// has them, withdrawalConsequences {en, nb}.
-func (v Version) CanonicalText() []byte {
+// has them, withdrawalConsequences {en, nb}; parameters (each {label {en,
+// nb}, name}) after definition and resources after recipient, only when
+// the version has them.
+func (v Version) CanonicalText() []byte { return v.CanonicalTextWith(nil) }
+
+// CanonicalTextWith is the text a flow's person is shown: CanonicalText
+// with the flow's parameter values as the member parameterValues (an
+// object by name, after definition), when it has any.
+func (v Version) CanonicalTextWith(values map[string]string) []byte {
 	c := canonicalText{AssuranceLevel: v.AssuranceLevel, DataCategories: v.DataCategories, Definition: v.DefinitionID,
-		Purpose: v.Purpose, Recipient: v.Recipient, Title: v.Title, Version: v.Version}
+		Purpose: v.Purpose, Recipient: v.Recipient, Title: v.Title, Version: v.Version,
+		ParameterValues: values, Resources: v.Resources}
+	for _, p := range v.Parameters {
+		c.Parameters = append(c.Parameters, canonicalParameter{Label: p.Label, Name: p.Name})
+	}
 	if c.DataCategories == nil {
 		c.DataCategories = []Text{}
 	}
@@ -377,8 +455,12 @@ func (v Version) CanonicalText() []byte {
 }
 
 // hashText returns the SHA-256 of the version's canonical text.
-func (v Version) hashText() []byte {
-	sum := sha256.Sum256(v.CanonicalText())
+func (v Version) hashText() []byte { return v.TextSHA256With(nil) }
+
+// TextSHA256With returns the SHA-256 of CanonicalTextWith(values): the
+// version's TextSHA256 when values is empty.
+func (v Version) TextSHA256With(values map[string]string) []byte {
+	sum := sha256.Sum256(v.CanonicalTextWith(values))
 	return sum[:]
 }
 

@@ -92,6 +92,7 @@ func build(d Draft, organizationName, id string, n int, by string) (Version, err
 	v := Version{DefinitionID: id, Version: n, Tag: d.Tag, Title: d.Title, Purpose: d.Purpose,
 		DataCategories: d.DataCategories, Recipient: d.Recipient, Validity: validity, Retention: retention,
 		AssuranceLevel: d.AssuranceLevel, WithdrawalConsequences: d.WithdrawalConsequences, PublishedBy: by,
+		Resources: d.Resources, Parameters: d.Parameters,
 		// PostgreSQL keeps microseconds: what is returned equals what is read back.
 		PublishedAt: time.Now().Truncate(time.Microsecond)}
 	if v.Recipient == "" {
@@ -117,6 +118,10 @@ func toRow(organizationID string, v Version) definitions.Version {
 		c := definitions.Category(v.WithdrawalConsequences)
 		r.WithdrawalConsequences = &c
 	}
+	r.Resources = v.Resources
+	for _, p := range v.Parameters {
+		r.Parameters = append(r.Parameters, definitions.Parameter{Name: p.Name, Label: definitions.Category(p.Label)})
+	}
 	if v.Tag != "" {
 		r.Tag = &v.Tag
 	}
@@ -141,6 +146,12 @@ func fromRow(r definitions.Version) Version {
 	}
 	if r.WithdrawalConsequences != nil {
 		v.WithdrawalConsequences = Text(*r.WithdrawalConsequences)
+	}
+	if len(r.Resources) > 0 {
+		v.Resources = r.Resources
+	}
+	for _, p := range r.Parameters {
+		v.Parameters = append(v.Parameters, Parameter{Name: p.Name, Label: Text(p.Label)})
 	}
 	if r.Tag != nil {
 		v.Tag = *r.Tag
@@ -217,6 +228,9 @@ func (s *DefinitionStore) Create(ctx context.Context, a Author, id string, d Dra
 	if err := s.ensureDefault(ctx, a.OrganizationID); err != nil {
 		return Published{}, err
 	}
+	if err := unknownResources(ctx, s.pool, "resources", v.Resources); err != nil {
+		return Published{}, err
+	}
 	var out Published
 	err = database.WithTx(ctx, s.pool, func(tx database.Tx) error {
 		created, err := definitions.Insert(ctx, tx, definitions.Definition{OrganizationID: a.OrganizationID, ID: id}, toRow(a.OrganizationID, v))
@@ -258,8 +272,10 @@ func (s *DefinitionStore) Publish(ctx context.Context, a Author, id string, d Dr
 	if err != nil {
 		return Published{}, err
 	}
-	if _, err := build(d, name, id, 1, a.By); err != nil {
+	if v, err := build(d, name, id, 1, a.By); err != nil {
 		return Published{}, err // bad input answers before anything is locked
+	} else if err := unknownResources(ctx, s.pool, "resources", v.Resources); err != nil {
+		return Published{}, err
 	}
 	if err := s.ensureDefault(ctx, a.OrganizationID); err != nil {
 		return Published{}, err
@@ -330,7 +346,11 @@ func (s *DefinitionStore) Preview(ctx context.Context, organizationID, id string
 	} else if !errors.Is(err, ErrDefinitionNotFound) {
 		return Version{}, err
 	}
-	return build(d, name, id, n, "")
+	v, err := build(d, name, id, n, "")
+	if err != nil {
+		return Version{}, err
+	}
+	return v, unknownResources(ctx, s.pool, "resources", v.Resources)
 }
 
 // PinTx implements flows.Definitions.
@@ -360,6 +380,9 @@ func (s *DefinitionStore) PinTx(ctx context.Context, tx database.Tx, organizatio
 			Message: fmt.Sprintf("is not a published version of %q, whose versions are 1 to %d", p.Definition.ID, p.Definition.LatestVersion)}})
 	}
 	out := flows.PinnedDefinition{ID: p.Definition.ID, Version: p.Version}
+	for _, param := range p.Parameters {
+		out.Parameters = append(out.Parameters, param.Name)
+	}
 	if p.Tag != nil {
 		out.Tag = *p.Tag
 	}

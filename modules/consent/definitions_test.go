@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -289,7 +290,7 @@ func TestPinningAndRetiring(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || got != tt.want {
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("pin %q %d = %+v, %v; want %+v", tt.id, tt.n, got, err, tt.want)
 		}
 	}

@@ -63,6 +63,8 @@ type Request struct {
 	RedirectURL      string
 	// Text is the pinned definition version: what the person consents to.
 	Text Version
+	// Parameters are the flow's values of Text's parameters.
+	Parameters map[string]string
 	// DecidedAt and ValidUntil are the decision's, once decided.
 	DecidedAt  *time.Time
 	ValidUntil *time.Time
@@ -320,7 +322,7 @@ func (s *JourneyService) Decide(ctx context.Context, token string, p Proof, a An
 			return err
 		}
 		d := flows.Decision{OrganizationID: f.OrganizationID, FlowID: f.ID, Accepted: a.Accept, At: at,
-			Evidence: flows.Evidence{TextSHA256: text.TextSHA256, Language: shownIn(a.Language)}}
+			Evidence: flows.Evidence{TextSHA256: text.TextSHA256With(f.Parameters), Language: shownIn(a.Language)}}
 		if a.Accept {
 			d.Evidence.ValidUntil = text.ValidUntil(at)
 		}
@@ -519,7 +521,7 @@ func (s *JourneyService) IdentityProvenAt(ctx context.Context, f FlowRef) (*time
 }
 
 func (s *JourneyService) request(f flows.Flow, text Version) Request {
-	return Request{Text: text,
+	return Request{Text: text, Parameters: f.Parameters,
 		FlowID: f.ID, OrganizationID: f.OrganizationID, ReferenceID: f.ReferenceID,
 		ReferenceName: f.ReferenceName, MaskedNationalID: MaskNationalID(f.NationalID), NationalIDEnd: idEnd(f.NationalID),
 		ExpiresAt: f.ExpiresAt, Status: f.ConsentStatus, DecidedAt: f.DecidedAt, ValidUntil: f.Evidence.ValidUntil,

@@ -88,19 +88,22 @@ type Flow struct {
 	FlowDefinitionID      string
 	FlowDefinitionVersion int
 	VersionTag            string // empty when the version has none
-	Evidence              Evidence
-	CreatedAt             time.Time
-	UpdatedAt             time.Time
-	OpenedAt              *time.Time
-	DecidedAt             *time.Time
-	WithdrawnAt           *time.Time
-	WithdrawnBy           string     // ByIndividual or ByOrganization; empty unless withdrawn
-	ExpiredAt             *time.Time // when the acceptance expired
-	ExpiresAt             time.Time
-	HasErrors             bool
-	NumAttachments        int        // its consent receipts
-	NumUses               int        // the uses the organization recorded of the consent
-	LastUsedAt            *time.Time // the latest use's usedAt; nil before the first
+	// Parameters value the pinned version's parameters; nil when it
+	// declares none.
+	Parameters     map[string]string
+	Evidence       Evidence
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	OpenedAt       *time.Time
+	DecidedAt      *time.Time
+	WithdrawnAt    *time.Time
+	WithdrawnBy    string     // ByIndividual or ByOrganization; empty unless withdrawn
+	ExpiredAt      *time.Time // when the acceptance expired
+	ExpiresAt      time.Time
+	HasErrors      bool
+	NumAttachments int        // its consent receipts
+	NumUses        int        // the uses the organization recorded of the consent
+	LastUsedAt     *time.Time // the latest use's usedAt; nil before the first
 	// ExpiringNotifiedAt is when flow.expiring went out for the acceptance;
 	// nil until it did (see Expiring).
 	ExpiringNotifiedAt *time.Time
@@ -168,6 +171,9 @@ type NewFlow struct {
 	// organization's default. FlowDefinitionVersion 0 is its latest version.
 	FlowDefinitionID      string
 	FlowDefinitionVersion int
+	// Parameters value each parameter the definition version declares, and
+	// no other.
+	Parameters map[string]string
 }
 
 // Caller is who acts on flows: always one organization.
@@ -309,7 +315,14 @@ type Use struct {
 	UsedAt         time.Time
 	RecordedAt     time.Time
 	RecordedBy     string // the API client, or "staff:<username>"
+	// Resource is the data holder's resource a consent token was issued
+	// for (Action ActionConsentToken); empty for other uses.
+	Resource string
 }
+
+// ActionConsentToken is the action of the use each consent token is: the
+// token service records it as it issues the token.
+const ActionConsentToken = "consent-token"
 
 // NewUse is a use an API client records.
 type NewUse struct {
@@ -317,6 +330,9 @@ type NewUse struct {
 	UsedAt         *time.Time // nil: now
 	DataCategories []string
 	Reference      string
+	// Resource names the resource of a consent token's use; the API's
+	// uses have none.
+	Resource string
 }
 
 // Limits of a recorded use.
@@ -436,7 +452,8 @@ type ConsentRequests interface {
 type Definitions interface {
 	// PinTx returns the version a new flow of organizationID runs: version n
 	// of definition id (the organization's default when id is empty; its
-	// latest version when n is 0). The definition cannot be retired until tx
+	// latest version when n is 0), with its declared parameters. The
+	// definition cannot be retired until tx
 	// ends. An unknown definition or version is an apperr Invalid error
 	// naming flowDefinitionId or flowDefinitionVersion, a retired one an
 	// apperr Conflict.
@@ -452,6 +469,9 @@ type PinnedDefinition struct {
 	ID      string
 	Version int
 	Tag     string // empty when the version has none
+	// Parameters are the names of the version's declared parameters, which
+	// a new flow must value, each and no other.
+	Parameters []string
 }
 
 // Organizations is what flows needs of the identity module.

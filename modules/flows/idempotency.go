@@ -5,6 +5,8 @@ import (
 	"crypto/hmac"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -34,6 +36,10 @@ func requestKey(c Caller, in NewFlow) string {
 	// definitions existed still match their requests.
 	if in.FlowDefinitionID != "" || in.FlowDefinitionVersion != 0 {
 		parts = append(parts, in.FlowDefinitionID, strconv.Itoa(in.FlowDefinitionVersion))
+	}
+	// Parameters likewise, by name.
+	for _, name := range slices.Sorted(maps.Keys(in.Parameters)) {
+		parts = append(parts, "parameter:"+name, in.Parameters[name])
 	}
 	for i, p := range parts {
 		parts[i] = strconv.Quote(p)

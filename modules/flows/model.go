@@ -26,7 +26,8 @@ func (m *Manager) newRow(c Caller, in NewFlow, flowID string, settings Organizat
 		OrganizationNumber: settings.OrganizationNumber,
 		ProcessInstanceID:  uuid.NewString(),
 		FlowDefinitionID:   pinned.ID, FlowDefinitionVersion: pinned.Version, VersionTag: orNil(pinned.Tag),
-		CreatedBy: c.ClientID,
+		Parameters: in.Parameters,
+		CreatedBy:  c.ClientID,
 	}
 }
 
@@ -76,8 +77,8 @@ func flowOf(r store.Flow, open opener) (Flow, error) {
 		Sandbox: r.Sandbox, NationalID: nationalID, LastName: lastName, RedirectURL: r.RedirectURL,
 		WebhookURL: r.WebhookURL, OrganizationNumber: r.OrganizationNumber, ProcessInstanceID: r.ProcessInstanceID,
 		FlowDefinitionID: r.FlowDefinitionID, FlowDefinitionVersion: r.FlowDefinitionVersion,
-		VersionTag: deref(r.VersionTag),
-		CreatedAt:  r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		VersionTag: deref(r.VersionTag), Parameters: r.Parameters,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		OpenedAt: r.OpenedAt, DecidedAt: r.DecidedAt, WithdrawnAt: r.WithdrawnAt, WithdrawnBy: deref(r.WithdrawnBy),
 		ExpiredAt: r.ExpiredAt, ExpiresAt: r.ExpiresAt, HasErrors: r.HasErrors, NumAttachments: r.NumAttachments,
 		NumUses: r.NumUses, LastUsedAt: r.LastUsedAt, ExpiringNotifiedAt: r.ExpiringNotifiedAt,

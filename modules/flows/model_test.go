@@ -33,7 +33,8 @@ func TestEveryFieldOfANewFlowIsStored(t *testing.T) {
 	defs := consent.NewDefinitions(b.pool, orgs{})
 	author := consent.Author{OrganizationID: b.caller.OrganizationID, By: "client-a"}
 	draft := consent.Draft{Tag: "DOC-7", Title: consent.Text{EN: "Share your income", NB: "Del inntekten din"},
-		Purpose: consent.Text{EN: "We check your income.", NB: "Vi sjekker inntekten din."}}
+		Purpose:    consent.Text{EN: "We check your income.", NB: "Vi sjekker inntekten din."},
+		Parameters: []consent.Parameter{{Name: "incomeYear", Label: consent.Text{EN: "Income year", NB: "Inntektsår"}}}}
 	if _, err := defs.Create(ctx, author, "mortgage", draft); err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestEveryFieldOfANewFlowIsStored(t *testing.T) {
 	}
 	in := flows.NewFlow{NationalID: "ID-42", LastName: "Nordmann", RedirectURL: "https://bank.example/done",
 		WebhookURL: "https://hooks.example/flowd", ReferenceName: "Mortgage 42",
-		FlowDefinitionID: "mortgage", FlowDefinitionVersion: 1}
+		FlowDefinitionID: "mortgage", FlowDefinitionVersion: 1, Parameters: map[string]string{"incomeYear": "2025"}}
 	created, err := b.flows.Create(ctx, b.caller, in, "")
 	if err != nil {
 		t.Fatal(err)

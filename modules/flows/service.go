@@ -212,6 +212,9 @@ func (m *Manager) createTx(ctx context.Context, tx pgx.Tx, c Caller, in NewFlow,
 	if err != nil {
 		return Flow{}, "", nil, err
 	}
+	if err := CheckParameters(in.Parameters, pinned.Parameters, pinned.ID, pinned.Version); err != nil {
+		return Flow{}, "", nil, err
+	}
 	// The flow keeps the id as written unless its reading depends on the
 	// date (a Swedish 10-digit number): then it keeps the canonical form.
 	if in.NationalID, err = m.cfg.NationalIDs.ToKeep(in.NationalID); err != nil {

@@ -47,11 +47,14 @@ func TestEveryFieldOfNewFlowIsTrimmedAndKeyed(t *testing.T) {
 				reflect.ValueOf(&in).Elem().Field(i).SetString("  value\t")
 			case reflect.Int:
 				reflect.ValueOf(&in).Elem().Field(i).SetInt(7)
+			case reflect.Map:
+				reflect.ValueOf(&in).Elem().Field(i).Set(reflect.ValueOf(map[string]string{"name": "  value\t"}))
 			default:
 				t.Fatalf("NewFlow.%s is a %s: teach Normalize, requestKey and this test about it", field.Name, field.Type)
 			}
 			normalized := in.Normalize()
-			if got, want := fmt.Sprint(reflect.ValueOf(normalized).Field(i)), map[reflect.Kind]string{reflect.String: "value", reflect.Int: "7"}[field.Type.Kind()]; got != want {
+			if got, want := fmt.Sprint(reflect.ValueOf(normalized).Field(i)), map[reflect.Kind]string{reflect.String: "value", reflect.Int: "7",
+				reflect.Map: "map[name:value]"}[field.Type.Kind()]; got != want {
 				t.Errorf("Normalize made NewFlow.%s %q, want %q", field.Name, got, want)
 			}
 			if requestKey(c, normalized) == baseKey {

@@ -27,7 +27,8 @@ import (
 
 // Normalize trims the surrounding white space of in's text.
 func (in NewUse) Normalize() NewUse {
-	out := NewUse{Action: strings.TrimSpace(in.Action), UsedAt: in.UsedAt, Reference: strings.TrimSpace(in.Reference)}
+	out := NewUse{Action: strings.TrimSpace(in.Action), UsedAt: in.UsedAt, Reference: strings.TrimSpace(in.Reference),
+		Resource: strings.TrimSpace(in.Resource)}
 	for _, c := range in.DataCategories {
 		out.DataCategories = append(out.DataCategories, strings.TrimSpace(c))
 	}
@@ -93,7 +94,7 @@ func (m *Manager) RecordUse(ctx context.Context, c Caller, flowID string, in New
 			return err
 		}
 		u := store.Use{OrganizationID: c.OrganizationID, ID: ids.New(), FlowID: flowID,
-			DataCategories: in.DataCategories, UsedAt: now, RecordedBy: c.ClientID}
+			DataCategories: in.DataCategories, UsedAt: now, RecordedBy: c.ClientID, Resource: orNil(in.Resource)}
 		if u.DataCategories == nil {
 			u.DataCategories = []string{}
 		}
@@ -110,7 +111,7 @@ func (m *Manager) RecordUse(ctx context.Context, c Caller, flowID string, in New
 			return err
 		}
 		out = Use{ID: u.ID, FlowID: u.FlowID, Action: in.Action, DataCategories: u.DataCategories, Reference: in.Reference,
-			UsedAt: u.UsedAt, RecordedAt: u.RecordedAt, RecordedBy: u.RecordedBy}
+			UsedAt: u.UsedAt, RecordedAt: u.RecordedAt, RecordedBy: u.RecordedBy, Resource: in.Resource}
 		if err := m.publishUseTx(ctx, tx, f, out); err != nil {
 			return err
 		}
@@ -188,7 +189,7 @@ func (m *Manager) sealUseText(row store.Flow, u *store.Use, action, reference st
 // as written.
 func (m *Manager) toUse(u store.Use) (Use, error) {
 	out := Use{ID: u.ID, FlowID: u.FlowID, DataCategories: u.DataCategories, UsedAt: u.UsedAt, RecordedAt: u.RecordedAt,
-		RecordedBy: u.RecordedBy}
+		RecordedBy: u.RecordedBy, Resource: deref(u.Resource)}
 	if u.ActionSealed == nil {
 		out.Action, out.Reference = deref(u.Action), deref(u.Reference)
 		return out, nil

@@ -1,7 +1,10 @@
 package flows
 
 import (
+	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -34,7 +37,46 @@ func (in NewFlow) Normalize() NewFlow {
 		ReferenceName:         strings.TrimSpace(in.ReferenceName),
 		FlowDefinitionID:      strings.TrimSpace(in.FlowDefinitionID),
 		FlowDefinitionVersion: in.FlowDefinitionVersion,
+		Parameters:            trimValues(in.Parameters),
 	}
+}
+
+func trimValues(values map[string]string) map[string]string {
+	if len(values) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(values))
+	for k, v := range values {
+		out[k] = strings.TrimSpace(v)
+	}
+	return out
+}
+
+// MaxParameterValue is the longest value of a flow's parameter, in
+// characters.
+const MaxParameterValue = 200
+
+// CheckParameters checks a flow's parameter values against the names its
+// definition version declares: each declared one valued, no other. Either
+// is an apperr Unprocessable error naming parameters.<name>.
+func CheckParameters(values map[string]string, declared []string, definitionID string, version int) error {
+	var f []apperr.FieldError
+	for _, name := range declared {
+		if _, ok := values[name]; !ok {
+			f = append(f, apperr.FieldError{Field: "parameters." + name,
+				Message: fmt.Sprintf("is required: consent definition %q version %d shows it", definitionID, version)})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(values)) {
+		if !slices.Contains(declared, name) {
+			f = append(f, apperr.FieldError{Field: "parameters." + name,
+				Message: fmt.Sprintf("is not a parameter of consent definition %q version %d", definitionID, version)})
+		}
+	}
+	if len(f) > 0 {
+		return apperr.UnprocessableFields(f)
+	}
+	return nil
 }
 
 // Validate checks a normalized in against r and returns an apperr Invalid
@@ -73,6 +115,13 @@ func (in NewFlow) Validate(r Rules) error {
 	}
 	if in.FlowDefinitionVersion < 0 {
 		f.Add("flowDefinitionVersion", "must be a version number from 1")
+	}
+	for _, name := range slices.Sorted(maps.Keys(in.Parameters)) {
+		if v := in.Parameters[name]; v == "" {
+			f.Add("parameters."+name, "must not be empty")
+		} else if msg := checkText(v, MaxParameterValue); msg != "" || len(name) > 64 {
+			f.Add("parameters."+name, "must be a name of at most 64 characters with a text of at most %d characters without control or formatting characters", MaxParameterValue)
+		}
 	}
 	return f.Err()
 }

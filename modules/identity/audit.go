@@ -64,6 +64,14 @@ const (
 // (withdrawn, expired, rejected or not yet answered) was refused.
 const AuditFlowUseRefused = "flow.use_refused"
 
+// Audit actions of data holders' resources and consent tokens.
+const (
+	AuditResourceCreate = "resource.create"
+	// AuditConsentTokenRefused: a consent token was asked for and refused
+	// (invalid_authorization_details); the detail says why.
+	AuditConsentTokenRefused = "consent_token.refused"
+)
+
 // Audit actions of staff accounts.
 const (
 	AuditStaffDisable       = "staff.disable"

@@ -39,11 +39,17 @@ const (
 	// ScopeErasuresWrite erases people from the organization and reads its
 	// erasures.
 	ScopeErasuresWrite = "erasures:write"
+	// ScopeResourcesManage registers the resources a data holder serves.
+	ScopeResourcesManage = "resources:manage"
+	// ScopeConsentsIntrospect lets a data holder introspect the consent
+	// tokens addressed to its resources.
+	ScopeConsentsIntrospect = "consents:introspect"
 )
 
 // AllScopes is what a client gets unless created with fewer. A client keeps
 // the scopes it was created with: scopes added later reach only new clients.
-var AllScopes = []string{ScopeFlowsRead, ScopeFlowsWrite, ScopeFlowsDelete, ScopeDefinitionsRead, ScopeDefinitionsWrite, ScopeWebhooksManage, ScopeErasuresWrite}
+var AllScopes = []string{ScopeFlowsRead, ScopeFlowsWrite, ScopeFlowsDelete, ScopeDefinitionsRead, ScopeDefinitionsWrite, ScopeWebhooksManage, ScopeErasuresWrite,
+	ScopeResourcesManage, ScopeConsentsIntrospect}
 
 // OrderedScopes returns those of scopes that are flowd's, without
 // duplicates, in AllScopes order.

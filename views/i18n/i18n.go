@@ -157,6 +157,7 @@ type Consent struct {
 	BackToRequest    string
 	DataCategories   string
 	AskedBy          string
+	DataHolders      string
 	Recipient        string
 	Validity         string
 	UntilWithdrawn   string
@@ -263,6 +264,7 @@ var consent = map[Lang]Consent{
 		BackToRequest:       "Back to the request",
 		DataCategories:      "The data it covers",
 		AskedBy:             "Who asks for your consent",
+		DataHolders:         "Where the data is fetched from",
 		Recipient:           "Who receives the data",
 		Validity:            "How long your consent lasts",
 		UntilWithdrawn:      "Until you withdraw it",
@@ -362,6 +364,7 @@ var consent = map[Lang]Consent{
 		BackToRequest:       "Tilbake til forespørselen",
 		DataCategories:      "Opplysninger samtykket gjelder",
 		AskedBy:             "Hvem som ber om samtykket",
+		DataHolders:         "Hvor opplysningene hentes fra",
 		Recipient:           "Hvem som mottar opplysningene",
 		Validity:            "Hvor lenge samtykket varer",
 		UntilWithdrawn:      "Til du trekker det tilbake",

@@ -38,6 +38,8 @@ type Deps struct {
 	Organizations OrganizationChecker
 	// Erasures erases people from organizations.
 	Erasures erasure.Service
+	// Resources are the data holders' resources.
+	Resources consent.Resources
 }
 
 // Handler holds the API's handlers.
@@ -54,11 +56,12 @@ type Handler struct {
 	answers       idempotency.Store
 	organizations OrganizationChecker
 	erasures      erasure.Service
+	resources     consent.Resources
 }
 
 // New returns the API's handlers, calling the modules of d.
 func New(d Deps) *Handler {
 	return &Handler{log: d.Log, cfg: d.Config, audit: d.Audit, flows: d.Flows, withdrawals: d.Withdrawals, webhooks: d.Webhooks, endpoints: d.Endpoints,
 		definitions: d.Definitions, receipts: d.Receipts, answers: d.Idempotency, organizations: d.Organizations,
-		erasures: d.Erasures}
+		erasures: d.Erasures, resources: d.Resources}
 }

@@ -32,12 +32,16 @@ type FlowDefinitionDraft struct {
 	AssuranceLevel string         `json:"assuranceLevel"`
 	// WithdrawalConsequences is optional: both languages, or left out.
 	WithdrawalConsequences *consent.Text `json:"withdrawalConsequences,omitempty"`
+	// Resources and Parameters are optional.
+	Resources  []string            `json:"resources,omitempty"`
+	Parameters []consent.Parameter `json:"parameters,omitempty"`
 }
 
 // Draft is the consent module's draft of d.
 func (d FlowDefinitionDraft) Draft() consent.Draft {
 	out := consent.Draft{Tag: d.VersionTag, Title: d.Title, Purpose: d.Purpose, DataCategories: d.DataCategories,
-		Recipient: d.Recipient, Validity: d.Validity, Retention: d.Retention, AssuranceLevel: assurance.Level(d.AssuranceLevel)}
+		Recipient: d.Recipient, Validity: d.Validity, Retention: d.Retention, AssuranceLevel: assurance.Level(d.AssuranceLevel),
+		Resources: d.Resources, Parameters: d.Parameters}
 	if d.WithdrawalConsequences != nil {
 		out.WithdrawalConsequences = *d.WithdrawalConsequences
 	}
@@ -70,6 +74,9 @@ type FlowDefinition struct {
 	PublishedBy    string         `json:"publishedBy"`
 	// WithdrawalConsequences is null when the version has none.
 	WithdrawalConsequences *consent.Text `json:"withdrawalConsequences"`
+	// Resources and Parameters are empty lists when the version has none.
+	Resources  []string            `json:"resources"`
+	Parameters []consent.Parameter `json:"parameters"`
 }
 
 func definitionPath(id string) string { return "/api/flow-definitions/" + url.PathEscape(id) }
@@ -84,6 +91,13 @@ func NewFlowDefinition(p consent.Published) FlowDefinition {
 		TextSHA256: hex.EncodeToString(v.TextSHA256), PublishedAt: apiInstant(v.PublishedAt), PublishedBy: v.PublishedBy}
 	if out.DataCategories == nil {
 		out.DataCategories = []consent.Text{}
+	}
+	out.Resources, out.Parameters = v.Resources, v.Parameters
+	if out.Resources == nil {
+		out.Resources = []string{}
+	}
+	if out.Parameters == nil {
+		out.Parameters = []consent.Parameter{}
 	}
 	if !v.WithdrawalConsequences.IsZero() {
 		out.WithdrawalConsequences = &v.WithdrawalConsequences

@@ -101,6 +101,8 @@ type createFlowRequest struct {
 	// when 0).
 	FlowDefinitionID      string `json:"flowDefinitionId"`
 	FlowDefinitionVersion int    `json:"flowDefinitionVersion"`
+	// Parameters value the definition version's parameters.
+	Parameters map[string]string `json:"parameters"`
 }
 
 type createFlowResponse struct {
@@ -120,7 +122,7 @@ func (h *Handler) HandleFlowCreate(c echo.Context) error {
 	in := func() flows.NewFlow {
 		return flows.NewFlow{NationalID: req.NationalID, LastName: req.LastName, RedirectURL: req.RedirectURL,
 			WebhookURL: req.WebhookURL, ReferenceName: req.ReferenceName,
-			FlowDefinitionID: req.FlowDefinitionID, FlowDefinitionVersion: req.FlowDefinitionVersion}
+			FlowDefinitionID: req.FlowDefinitionID, FlowDefinitionVersion: req.FlowDefinitionVersion, Parameters: req.Parameters}
 	}
 	if err := httpkit.DecodeJSON(c, &req); err != nil {
 		// Name the fields that decoded but are invalid too, so that one
@@ -290,7 +292,9 @@ type flowDetail struct {
 	Sandbox          bool                    `json:"sandbox"`
 	SandboxConfig    struct{}                `json:"sandboxConfig"` // always {}: no sandbox settings exist yet
 	Data             flowDataJSON            `json:"data"`
-	Actions          []string                `json:"actions"`
+	// Parameters value the pinned definition's parameters; {} when none.
+	Parameters map[string]string `json:"parameters"`
+	Actions    []string          `json:"actions"`
 }
 
 type incidentJSON struct {
@@ -354,7 +358,11 @@ func envelopeOf(f flows.Flow, p identity.Principal) flowEnvelope {
 		Sandbox: f.Sandbox,
 		Data: flowDataJSON{NationalID: f.NationalID, LastName: f.LastName, RedirectURL: f.RedirectURL,
 			WebhookURL: f.WebhookURL, OrganizationNumber: f.OrganizationNumber},
-		Actions: []string{"read"},
+		Parameters: f.Parameters,
+		Actions:    []string{"read"},
+	}
+	if d.Parameters == nil {
+		d.Parameters = map[string]string{}
 	}
 	if f.Evidence.TextSHA256 != nil {
 		sum := hex.EncodeToString(f.Evidence.TextSHA256)

@@ -60,7 +60,7 @@ func TestCreateAndRetrieveAFlow(t *testing.T) {
 	}
 	f := env["flow"].(map[string]any)
 	const flowKeys = "_meta,actions,consent,createdAt,data,flowDefinitionId,flowId,flowNumber,hasErrors,hasIncidents," +
-		"incidents,numAttachments,referenceId,referenceName,sandbox,sandboxConfig,status,updatedAt,version,versionTag"
+		"incidents,numAttachments,parameters,referenceId,referenceName,sandbox,sandboxConfig,status,updatedAt,version,versionTag"
 	if webtest.KeysOf(f) != flowKeys {
 		t.Fatalf("flow keys\n got %s\nwant %s", webtest.KeysOf(f), flowKeys)
 	}

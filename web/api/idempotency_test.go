@@ -48,6 +48,17 @@ const testDefinition = `{"id":"%s","title":{"en":"Loan check","nb":"Lånesjekk"}
 // makes, by echo's path; TestEveryPOSTOfTheAPIHonoursIdempotencyKeys fails
 // for a route without one.
 var idempotentRoutes = map[string]idempotentRoute{
+	"/api/resources": {
+		status: http.StatusCreated,
+		prepare: func(t *testing.T, e *apiEnv, n int) keyedCall {
+			uri := fmt.Sprintf("https://api.holder.example/r%d", n)
+			return keyedCall{path: "/api/resources", body: `{"uri":"` + uri + `","name":"Records"}`, subject: uri,
+				otherBody: `{"uri":"` + uri + `","name":"Other records"}`}
+		},
+		effects: func(t *testing.T, e *apiEnv, c keyedCall) int {
+			return e.Count(t, `select count(*) from resources where uri = $1`, c.subject)
+		},
+	},
 	"/api/erasures": {
 		status: http.StatusCreated,
 		prepare: func(t *testing.T, e *apiEnv, n int) keyedCall {

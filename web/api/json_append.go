@@ -180,8 +180,28 @@ func (d flowDetail) AppendJSON(dst []byte) []byte {
 	dst = appendString(dst, d.Data.WebhookURL)
 	dst = append(dst, `,"organizationNumber":`...)
 	dst = appendString(dst, d.Data.OrganizationNumber)
-	dst = append(dst, `},"actions":`...)
+	dst = append(dst, `},"parameters":`...)
+	dst = appendStringMap(dst, d.Parameters)
+	dst = append(dst, `,"actions":`...)
 	dst = appendStrings(dst, d.Actions)
+	return append(dst, '}')
+}
+
+// appendStringMap writes m in the order of its keys, as encoding/json
+// orders a map's keys.
+func appendStringMap(dst []byte, m map[string]string) []byte {
+	if m == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, k)
+		dst = append(dst, ':')
+		dst = appendString(dst, m[k])
+	}
 	return append(dst, '}')
 }
 

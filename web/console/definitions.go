@@ -265,7 +265,7 @@ func (h *Handler) HandleConsoleSaveDefinition(c echo.Context) error {
 		for _, lang := range []i18n.Lang{i18n.English, i18n.Norwegian} {
 			frame := pages.ConsentFrame{Lang: lang, T: i18n.ConsentTexts(lang)}
 			form.Previews = append(form.Previews, pages.DefinitionPreview{Language: string(lang), T: frame.T,
-				Text: httpkit.ConsentTextOf(preview, org, frame)})
+				Text: httpkit.ConsentTextOf(preview, nil, org, frame)})
 		}
 		return h.Render(c, http.StatusOK, pages.DefinitionForm(h.definitionForm(c, id, isNew, form)))
 	}

@@ -4,8 +4,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -303,6 +305,14 @@ func definitionLabel(f flows.Flow) string {
 	label := f.FlowDefinitionID + ", version " + strconv.Itoa(f.FlowDefinitionVersion)
 	if f.VersionTag != "" {
 		label += " (" + f.VersionTag + ")"
+	}
+	// The flow's parameters are part of the text its person is shown.
+	for i, name := range slices.Sorted(maps.Keys(f.Parameters)) {
+		sep := ", "
+		if i == 0 {
+			sep = "; "
+		}
+		label += sep + name + ": " + f.Parameters[name]
 	}
 	return label
 }

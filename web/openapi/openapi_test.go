@@ -201,7 +201,7 @@ func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
 		"listWebhookEndpoints", "createWebhookEndpoint", "getWebhookEndpoint", "updateWebhookEndpoint", "deleteWebhookEndpoint",
 		"recoverWebhookEndpoint", "listWebhookRecoveries", "getWebhookRecovery", "recoverFlowWebhooks", "listFlowWebhookRecoveries", "getFlowWebhookRecovery",
 		"listEventTypes", "sendWebhookEndpointTestEvent", "getWebhookSigningKeys",
-		"erasePerson", "listErasures", "getErasure", "createToken", "revokeToken", "introspectToken", "getOpenAPIDocument"}
+		"createResource", "listResources", "erasePerson", "listErasures", "getErasure", "createToken", "revokeToken", "introspectToken", "getOpenAPIDocument"}
 	slices.Sort(want)
 	sorted := slices.Sorted(slices.Values(got))
 	if !slices.Equal(sorted, want) {
@@ -241,7 +241,7 @@ func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
 	for _, f := range create.RequestBody.Fields {
 		fields = append(fields, f.Name)
 	}
-	if strings.Join(fields, ",") != "nationalId,lastName,redirectUrl,webhookUrl,referenceName,flowDefinitionId,flowDefinitionVersion" {
+	if strings.Join(fields, ",") != "nationalId,lastName,redirectUrl,webhookUrl,referenceName,flowDefinitionId,flowDefinitionVersion,parameters" {
 		t.Fatalf("request fields in the wrong order: %v", fields)
 	}
 	created := create.Responses[0]
@@ -255,7 +255,8 @@ func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
 		if strings.HasPrefix(r.Status, "404") {
 			t.Fatal("create documents a 404 it never answers")
 		}
-		want := []pages.DocsLink{{ID: "problem-idempotency-key-reused", Title: DefaultBaseURL + "/docs#problem-idempotency-key-reused"}}
+		want := []pages.DocsLink{{ID: "problem-unprocessable", Title: DefaultBaseURL + "/docs#problem-unprocessable"},
+			{ID: "problem-idempotency-key-reused", Title: DefaultBaseURL + "/docs#problem-idempotency-key-reused"}}
 		if strings.HasPrefix(r.Status, "422") && !slices.Equal(r.Bodies[0].ProblemTypes, want) {
 			t.Fatalf("422 problem types %v, want %v", r.Bodies[0].ProblemTypes, want)
 		}

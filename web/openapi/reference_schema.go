@@ -102,6 +102,16 @@ func merged(s *openapi3.Schema) *openapi3.Schema {
 // absolute URI under the service's base URL, so the schema narrows it with a
 // pattern and names it in examples.
 func problemTypes(s *openapi3.Schema) []pages.DocsLink {
+	// A response of several kinds of problem lists each one's type.
+	if len(s.OneOf) > 0 {
+		var out []pages.DocsLink
+		for _, alt := range s.OneOf {
+			if alt.Value != nil {
+				out = append(out, problemTypes(merged(alt.Value))...)
+			}
+		}
+		return out
+	}
 	t := s.Properties["type"]
 	if t == nil || t.Value == nil {
 		return nil

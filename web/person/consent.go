@@ -63,7 +63,7 @@ func (h *Handler) HandleConsentPage(c echo.Context) error {
 	if req.Closure != consent.Open && req.Closure != consent.Decided {
 		return h.consentClosed(c, frame, req.Closure)
 	}
-	summary := pages.ConsentRequest{Text: httpkit.ConsentTextOf(req.Text, req.OrganizationName, frame), ReferenceName: req.ReferenceName,
+	summary := pages.ConsentRequest{Text: httpkit.ConsentTextOf(req.Text, req.Parameters, req.OrganizationName, frame), ReferenceName: req.ReferenceName,
 		ReferenceID: req.ReferenceID, MaskedNationalID: req.MaskedNationalID, NationalIDEnd: req.NationalIDEnd}
 	if !req.ExpiresAt.IsZero() && req.Closure == consent.Open {
 		summary.AnswerBy = frame.Date(req.ExpiresAt)

@@ -227,7 +227,7 @@ func (h *Handler) myUnavailable(c echo.Context, f pages.MyFrame) error {
 // myConsentCard writes a request out for the page, in its language.
 func myConsentCard(f pages.MyFrame, m consent.MyConsent, now time.Time) pages.MyConsent {
 	card := pages.MyConsent{FlowID: m.FlowID, Organization: m.OrganizationName,
-		Text: httpkit.ConsentTextOf(m.Text, m.OrganizationName, f.ConsentFrame), Reference: m.ReferenceID,
+		Text: httpkit.ConsentTextOf(m.Text, m.Parameters, m.OrganizationName, f.ConsentFrame), Reference: m.ReferenceID,
 		Status: myStatus(f.M, m), ConsentURL: m.ConsentURL}
 	if m.Status == flows.Accepted || m.Status == flows.Withdrawn || m.Status == flows.Expired {
 		if m.DecidedAt != nil {

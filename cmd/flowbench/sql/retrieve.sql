@@ -15,10 +15,10 @@ select set_config('plan_cache_mode', 'force_generic_plan', true);
 select id, organization_id, flow_number, reference_id, reference_name, version, consent_status,
 	process_status, sandbox, pii_key_id, national_id_sealed, national_id_hmac, last_name_sealed, redirect_url,
 	webhook_url, organization_number, process_instance_id, flow_definition_id, flow_definition_version,
-	version_tag, consent_text_sha256, consent_language, assurance_level, acr, valid_until, created_by,
-	has_errors, created_at, updated_at, opened_at, decided_at, withdrawn_at, withdrawn_by, num_attachments,
-	expires_at, expired_at, num_uses, last_used_at, expiring_notified_at, person_index, person_index_key,
-	subject_key_id,
+	version_tag, parameters, consent_text_sha256, consent_language, assurance_level, acr, valid_until,
+	created_by, has_errors, created_at, updated_at, opened_at, decided_at, withdrawn_at, withdrawn_by,
+	num_attachments, expires_at, expired_at, num_uses, last_used_at, expiring_notified_at, person_index,
+	person_index_key, subject_key_id,
 	(select k.key_sealed from subject_keys k where k.organization_id = :org and k.id = flows.subject_key_id) as subject_key_sealed
 	from flows
 	where organization_id = :org and id = ('00000000-0000-7000-8000-' || lpad(to_hex(:n::bigint), 12, '0'))::uuid;

@@ -31,11 +31,11 @@ with n as (select flowd_next_flow_number(:writeorg) as v where exists ( select 1
 	insert into flows (flow_number, reference_id, expires_at, event_sequence, id, organization_id,
 	reference_name, consent_status, process_status, sandbox, pii_key_id, national_id_sealed, national_id_hmac,
 	last_name_sealed, redirect_url, webhook_url, organization_number, process_instance_id, flow_definition_id,
-	flow_definition_version, version_tag, created_by, subject_key_id)
+	flow_definition_version, version_tag, parameters, created_by, subject_key_id)
 	select n.v, 'PGB' || '-' || n.v, now() + 2592000000000 * interval '1 microsecond', 1,
 	(lpad(to_hex(:f1::bigint), 16, '0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid, :writeorg, 'flowbench',
 	'Unopened', 'active', false, 'subject', :nisealed, :nihmac, :lnsealed, :redirect, :hookurl, '',
-	gen_random_uuid(), 'consent', 1, null, :client, (lpad(to_hex(:k1::bigint), 16,
+	gen_random_uuid(), 'consent', 1, null, null, :client, (lpad(to_hex(:k1::bigint), 16,
 	'0') || lpad(to_hex(:f2::bigint), 16, '0'))::uuid
 	from n
 	returning flow_number, reference_id, version, created_at, updated_at, num_attachments, expires_at,

@@ -115,6 +115,17 @@ func (fl *Filler) fill(v reflect.Value, text string) bool {
 			return false
 		}
 		v.Set(reflect.Append(reflect.MakeSlice(v.Type(), 0, 1), e))
+	case reflect.Map:
+		if v.Type().Key().Kind() != reflect.String {
+			return false
+		}
+		e := reflect.New(v.Type().Elem()).Elem()
+		if !fl.fill(e, text) {
+			return false
+		}
+		m := reflect.MakeMap(v.Type())
+		m.SetMapIndex(reflect.ValueOf("key").Convert(v.Type().Key()), e)
+		v.Set(m)
 	case reflect.Pointer:
 		e := reflect.New(v.Type().Elem())
 		if !fl.fill(e.Elem(), text) {

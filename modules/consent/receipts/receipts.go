@@ -47,7 +47,10 @@ type Receipt struct {
 	// OrganizationName is the recipient instead (see Parties).
 	Recipient  string     `json:"recipient,omitempty"`
 	Definition Definition `json:"definition"`
-	Decision   string     `json:"decision"` // accepted, rejected or withdrawn
+	// Parameters are the flow's values of its definition's parameters,
+	// which the text hash covers too; absent when it has none.
+	Parameters map[string]string `json:"parameters,omitempty"`
+	Decision   string            `json:"decision"` // accepted, rejected or withdrawn
 	// ValidUntil is when an acceptance with a validity ends (RFC 3339).
 	ValidUntil string `json:"validUntil,omitempty"`
 	// Assurance is null when the deployment turned the eID proof off.
@@ -273,7 +276,8 @@ func (s *Service) SignTx(ctx context.Context, tx database.Tx, in Facts) (flows.S
 		Recipient: in.Recipient,
 		Definition: Definition{ID: f.FlowDefinitionID, Version: f.FlowDefinitionVersion,
 			TextSHA256: hex.EncodeToString(in.Evidence.TextSHA256), Language: in.Evidence.Language},
-		Decision: in.Decision, Subject: subjectHash(salt, f.Person), Previous: in.Previous,
+		Parameters: f.Parameters,
+		Decision:   in.Decision, Subject: subjectHash(salt, f.Person), Previous: in.Previous,
 	}
 	if in.Decision == flows.DecisionWithdrawn {
 		r.WithdrawnBy = in.WithdrawnBy

@@ -8,8 +8,9 @@ import (
 
 // ConsentTextOf is a definition version's text in the page's language, as
 // organization, its registered name, asks for it: on the consent page and
-// in the console's preview of a draft.
-func ConsentTextOf(v consent.Version, organization string, frame pages.ConsentFrame) pages.ConsentText {
+// in the console's preview of a draft. values are a flow's parameters,
+// shown under their labels (a preview shows none).
+func ConsentTextOf(v consent.Version, values map[string]string, organization string, frame pages.ConsentFrame) pages.ConsentText {
 	lang := string(frame.Lang)
 	x := pages.ConsentText{Title: v.Title.In(lang), Organization: organization, Recipient: v.Recipient,
 		Assurance: frame.T.Level(string(v.AssuranceLevel)),
@@ -18,6 +19,12 @@ func ConsentTextOf(v consent.Version, organization string, frame pages.ConsentFr
 	for _, c := range v.DataCategories {
 		x.DataCategories = append(x.DataCategories, c.In(lang))
 	}
+	for _, p := range v.Parameters {
+		if val, ok := values[p.Name]; ok {
+			x.Parameters = append(x.Parameters, pages.Labelled{Label: p.Label.In(lang), Value: val})
+		}
+	}
+	x.Resources = v.Resources
 	x.Withdrawal = TextBlocksOf(WithdrawalConsequencesOf(v, frame))
 	return x
 }

@@ -123,6 +123,9 @@ func NewServer(t testing.TB, d web.Deps) *Server {
 	if d.Definitions == nil {
 		d.Definitions = definitions
 	}
+	if d.Resources == nil {
+		d.Resources = consent.NewResources(d.Pool)
+	}
 	receiptService := receipts.New(d.Pool, ident, TestOrganizations{}, base)
 	if d.Receipts == nil {
 		d.Receipts = receiptService

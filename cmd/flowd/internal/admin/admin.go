@@ -75,6 +75,11 @@ func Commands() []command.Command {
 				{Name: "retire", Synopsis: "ID --org ORG_ID [--json]", Run: runDefinitionsRetire,
 					Summary: "retire a consent definition: no new flow uses it"},
 			}},
+		{Name: "resources", Summary: "the resources a data holder serves, which consent tokens name as their audience",
+			Subcommands: []command.Command{
+				{Name: "create", Synopsis: "--org ORG_ID --uri URI --name NAME [--json]", Run: runResourcesCreate,
+					Summary: "register a resource of the organization: an absolute URI and a name"},
+			}},
 		{Name: "flows", Summary: "flows", Subcommands: []command.Command{
 			{Name: "reindex", Synopsis: "[--batch N] [--json]", Run: runFlowsReindex,
 				Summary: "fill in the blind index the person's own page finds flows by, printing progress"},

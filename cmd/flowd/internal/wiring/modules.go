@@ -60,6 +60,7 @@ type Modules struct {
 	Endpoints   *webhooks.EndpointStore
 	Requests    *consent.Requests
 	Definitions *consent.DefinitionStore
+	Resources   *consent.ResourceStore
 	Receipts    *receipts.Service
 	Flows       *flows.Manager
 	// Answers are the API's answers to requests with an Idempotency-Key.
@@ -89,6 +90,7 @@ func NewModules(env Env, ident *Identity) (*Modules, error) {
 	base := cfg.BaseURL.String()
 	m.Requests = consent.NewRequests(pool, sealer, base)
 	m.Definitions = consent.NewDefinitions(pool, m.Directory)
+	m.Resources = consent.NewResources(pool)
 	m.Receipts = receipts.New(pool, ident.Keys, m.Directory, base)
 	// Flow events go out through the webhooks module, whose workers report
 	// their delivery tasks back to flows.

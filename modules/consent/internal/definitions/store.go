@@ -48,6 +48,14 @@ type Version struct {
 	PublishedAt    time.Time
 	// WithdrawalConsequences is nil when the version says nothing of them.
 	WithdrawalConsequences *Category
+	Resources              []string
+	Parameters             []Parameter
+}
+
+// Parameter is a declared parameter, as parameters keeps it.
+type Parameter struct {
+	Name  string   `json:"name"`
+	Label Category `json:"label"`
 }
 
 const definitionColumns = `organization_id, id, is_default, latest_version, created_at, retired_at`
@@ -85,12 +93,26 @@ func Insert(ctx context.Context, db database.Querier, d Definition, v Version) (
 func InsertVersion(ctx context.Context, db database.Querier, v Version) error {
 	_, err := db.Exec(ctx, `insert into consent_definition_versions (organization_id, definition_id, version, tag,
 			title_en, title_nb, purpose_en, purpose_nb, data_categories, recipient, validity, assurance_level,
-			text_sha256, published_by, published_at, withdrawal_consequences, retention)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+			text_sha256, published_by, published_at, withdrawal_consequences, retention, resources, parameters)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
 		v.OrganizationID, v.DefinitionID, v.Version, v.Tag, v.TitleEN, v.TitleNB, v.PurposeEN, v.PurposeNB,
 		v.DataCategories, v.Recipient, v.Validity, v.AssuranceLevel, v.TextSHA256, v.PublishedBy, v.PublishedAt,
-		v.WithdrawalConsequences, v.Retention)
+		v.WithdrawalConsequences, v.Retention, nonNil(v.Resources), nonNilParameters(v.Parameters))
 	return err
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilParameters(p []Parameter) []Parameter {
+	if p == nil {
+		return []Parameter{}
+	}
+	return p
 }
 
 // Get returns a definition. With lock, its row is locked until the
@@ -109,6 +131,8 @@ type Pinned struct {
 	Definition Definition
 	Version    int // 0 when the definition has no such version
 	Tag        *string
+	// Parameters are the version's declared parameters.
+	Parameters []Parameter
 }
 
 // Pin returns the definition a new flow runs, the organization's default
@@ -121,13 +145,13 @@ func Pin(ctx context.Context, db database.Querier, organizationID, id string, n 
 	d := &p.Definition
 	var version *int
 	err := db.QueryRow(ctx, `select d.organization_id, d.id, d.is_default, d.latest_version, d.created_at, d.retired_at,
-			v.version, v.tag
+			v.version, v.tag, coalesce(v.parameters, '[]')
 		from consent_definitions d
 		left join consent_definition_versions v on v.organization_id = d.organization_id and v.definition_id = d.id
 			and v.version = coalesce(nullif($3, 0), d.latest_version)
 		where d.organization_id = $1 and (d.id = $2 or ($2 = '' and d.is_default))
 		for key share of d`, organizationID, id, n).
-		Scan(&d.OrganizationID, &d.ID, &d.Default, &d.LatestVersion, &d.CreatedAt, &d.RetiredAt, &version, &p.Tag)
+		Scan(&d.OrganizationID, &d.ID, &d.Default, &d.LatestVersion, &d.CreatedAt, &d.RetiredAt, &version, &p.Tag, &p.Parameters)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Pinned{}, database.ErrNotFound
 	}
@@ -169,13 +193,13 @@ func versionColumns(alias string) string {
 	p := alias + "."
 	return p + "organization_id, " + p + "definition_id, " + p + "version, " + p + "tag, " + p + "title_en, " +
 		p + "title_nb, " + p + "purpose_en, " + p + "purpose_nb, " + p + "data_categories, " + p + "recipient, " +
-		p + "validity, " + p + "assurance_level, " + p + "text_sha256, " + p + "published_by, " + p + "published_at, " + p + "withdrawal_consequences, " + p + "retention"
+		p + "validity, " + p + "assurance_level, " + p + "text_sha256, " + p + "published_by, " + p + "published_at, " + p + "withdrawal_consequences, " + p + "retention, " + p + "resources, " + p + "parameters"
 }
 
 func (v *Version) dest() []any {
 	return []any{&v.OrganizationID, &v.DefinitionID, &v.Version, &v.Tag, &v.TitleEN, &v.TitleNB, &v.PurposeEN,
 		&v.PurposeNB, &v.DataCategories, &v.Recipient, &v.Validity, &v.AssuranceLevel, &v.TextSHA256,
-		&v.PublishedBy, &v.PublishedAt, &v.WithdrawalConsequences, &v.Retention}
+		&v.PublishedBy, &v.PublishedAt, &v.WithdrawalConsequences, &v.Retention, &v.Resources, &v.Parameters}
 }
 
 // GetVersion returns version n of a definition. database.ErrNotFound.

@@ -25,7 +25,7 @@ func TestBenchmarkScriptsRunTheStoresStatements(t *testing.T) {
 			"pii_key_id": "'" + SubjectSealed + "'", "national_id_sealed": ":nisealed", "national_id_hmac": ":nihmac",
 			"last_name_sealed": ":lnsealed", "redirect_url": ":redirect", "webhook_url": webhookURL,
 			"organization_number": "''", "process_instance_id": "gen_random_uuid()", "flow_definition_id": "'consent'",
-			"flow_definition_version": "1", "version_tag": "null", "created_by": ":client",
+			"flow_definition_version": "1", "version_tag": "null", "parameters": "null", "created_by": ":client",
 			"consent_status": "'Unopened'", "process_status": "'active'",
 			"subject_key_id": id("k1"),
 		}

@@ -37,28 +37,31 @@ type Flow struct {
 	OrganizationNumber string  `db:"organization_number" write:"create"`
 	ProcessInstanceID  string  `db:"process_instance_id" write:"create"`
 	// The pinned consent definition version, and the decision's evidence.
-	FlowDefinitionID      string     `db:"flow_definition_id" write:"create"`
-	FlowDefinitionVersion int        `db:"flow_definition_version" write:"create"`
-	VersionTag            *string    `db:"version_tag" write:"create"`
-	ConsentTextSHA256     []byte     `db:"consent_text_sha256" write:"save"`
-	ConsentLanguage       *string    `db:"consent_language" write:"save"`
-	AssuranceLevel        *string    `db:"assurance_level" write:"save"`
-	ACR                   *string    `db:"acr" write:"save"`
-	ValidUntil            *time.Time `db:"valid_until" write:"save"`
-	CreatedBy             string     `db:"created_by" write:"create"`
-	HasErrors             bool       `db:"has_errors" write:"save"`
-	CreatedAt             time.Time  `db:"created_at"`
-	UpdatedAt             time.Time  `db:"updated_at"`
-	OpenedAt              *time.Time `db:"opened_at" write:"save"`
-	DecidedAt             *time.Time `db:"decided_at" write:"save"`
-	WithdrawnAt           *time.Time `db:"withdrawn_at" write:"save"`
-	WithdrawnBy           *string    `db:"withdrawn_by" write:"save"`
-	NumAttachments        int        `db:"num_attachments"`      // counted by InsertAttachment
-	ExpiresAt             time.Time  `db:"expires_at"`           // the create's time plus the consent's time to live
-	ExpiredAt             *time.Time `db:"expired_at"`           // when ExpireAcceptance ended the acceptance's validity
-	NumUses               int        `db:"num_uses"`             // counted by InsertUse
-	LastUsedAt            *time.Time `db:"last_used_at"`         // the latest use's used_at, by InsertUse
-	ExpiringNotifiedAt    *time.Time `db:"expiring_notified_at"` // claimed by ClaimExpiringNotice
+	FlowDefinitionID      string  `db:"flow_definition_id" write:"create"`
+	FlowDefinitionVersion int     `db:"flow_definition_version" write:"create"`
+	VersionTag            *string `db:"version_tag" write:"create"`
+	// Parameters are the values the flow gives its definition's
+	// parameters; null when it has none.
+	Parameters         map[string]string `db:"parameters" write:"create"`
+	ConsentTextSHA256  []byte            `db:"consent_text_sha256" write:"save"`
+	ConsentLanguage    *string           `db:"consent_language" write:"save"`
+	AssuranceLevel     *string           `db:"assurance_level" write:"save"`
+	ACR                *string           `db:"acr" write:"save"`
+	ValidUntil         *time.Time        `db:"valid_until" write:"save"`
+	CreatedBy          string            `db:"created_by" write:"create"`
+	HasErrors          bool              `db:"has_errors" write:"save"`
+	CreatedAt          time.Time         `db:"created_at"`
+	UpdatedAt          time.Time         `db:"updated_at"`
+	OpenedAt           *time.Time        `db:"opened_at" write:"save"`
+	DecidedAt          *time.Time        `db:"decided_at" write:"save"`
+	WithdrawnAt        *time.Time        `db:"withdrawn_at" write:"save"`
+	WithdrawnBy        *string           `db:"withdrawn_by" write:"save"`
+	NumAttachments     int               `db:"num_attachments"`      // counted by InsertAttachment
+	ExpiresAt          time.Time         `db:"expires_at"`           // the create's time plus the consent's time to live
+	ExpiredAt          *time.Time        `db:"expired_at"`           // when ExpireAcceptance ended the acceptance's validity
+	NumUses            int               `db:"num_uses"`             // counted by InsertUse
+	LastUsedAt         *time.Time        `db:"last_used_at"`         // the latest use's used_at, by InsertUse
+	ExpiringNotifiedAt *time.Time        `db:"expiring_notified_at"` // claimed by ClaimExpiringNotice
 	// The blind index of the national id and its key's version, on rows
 	// not yet under a subject key (whose row holds it for the flows sealed
 	// under it); null on rows made before there was one, until the

@@ -26,6 +26,8 @@ type Use struct {
 	UsedAt          time.Time `db:"used_at"`
 	RecordedAt      time.Time `db:"recorded_at"`
 	RecordedBy      string    `db:"recorded_by"`
+	// Resource is the resource a consent token opened; null for other uses.
+	Resource *string `db:"resource"`
 	// SubjectKeyID and SubjectKeySealed are the flow's subject key, read
 	// with the use.
 	SubjectKeyID     *string `db:"subject_key_id" select:"(select f.subject_key_id from flows f where f.organization_id = flow_uses.organization_id and f.id = flow_uses.flow_id)"`
@@ -45,9 +47,10 @@ var useRows = newTable[Use]()
 func InsertUse(ctx context.Context, db DB, u *Use) (Flow, error) {
 	var b pgx.Batch
 	b.Queue(`insert into flow_uses (organization_id, id, flow_id, action, action_sealed, data_categories, reference, reference_sealed,
-			used_at, recorded_by)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) returning recorded_at`,
-		u.OrganizationID, u.ID, u.FlowID, u.Action, u.ActionSealed, u.DataCategories, u.Reference, u.ReferenceSealed, u.UsedAt, u.RecordedBy)
+			used_at, recorded_by, resource)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) returning recorded_at`,
+		u.OrganizationID, u.ID, u.FlowID, u.Action, u.ActionSealed, u.DataCategories, u.Reference, u.ReferenceSealed, u.UsedAt, u.RecordedBy,
+		u.Resource)
 	b.Queue(`update flows set num_uses = num_uses + 1, last_used_at = greatest(last_used_at, $3),
 		version = version + 1, updated_at = greatest(now(), updated_at)
 		where organization_id = $1 and id = $2
