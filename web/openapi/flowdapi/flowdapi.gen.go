@@ -538,6 +538,9 @@ type Flow struct {
 	// decision and one per withdrawal; 0 before the decision.
 	NumAttachments int `json:"numAttachments"`
 
+	// Parameters The flow's values of its definition version's parameters; `{}` when it has none.
+	Parameters map[string]string `json:"parameters"`
+
 	// ReferenceId The flow's human-readable reference, `<prefix>-<flowNumber>` with the organization's
 	// reference prefix.
 	//
@@ -774,6 +777,16 @@ type NewFlow struct {
 	// Examples: 12345678901
 	NationalId string `json:"nationalId"`
 
+	// Parameters The values of the definition version's `parameters`, by name: each it declares, and
+	// no other (either answers `422` naming `parameters.<name>`). Each value is trimmed, 1 to
+	// 200 characters without control or formatting characters. The consent page shows
+	// them; the decision's text hash and the receipt include them. They are not sealed as
+	// the national id is: give no personal data in them.
+	//
+	//
+	// Examples: {"incomeYear":"2025"}
+	Parameters *map[string]string `json:"parameters,omitempty"`
+
 	// RedirectUrl Where the individual is sent after deciding. An absolute `https` URL of at most 2048
 	// characters, without user info (`user:pass@`), spaces, control or formatting characters. `http` is accepted only for loopback
 	// hosts (`localhost`, `127.0.0.1`, `[::1]`) or when the operator set
@@ -839,22 +852,6 @@ type ProblemConflict struct {
 	Title string `json:"title"`
 
 	// Type Examples: http://localhost:8080/docs#problem-conflict
-	Type interface{} `json:"type"`
-}
-
-// ProblemIdempotencyKeyReused defines model for ProblemIdempotencyKeyReused.
-type ProblemIdempotencyKeyReused struct {
-	// Detail What went wrong this time, for people.
-	Detail *string `json:"detail,omitempty"`
-
-	// Errors On `invalid` problems, every offending field.
-	Errors *[]FieldError `json:"errors,omitempty"`
-	Status interface{}   `json:"status"`
-
-	// Title The kind's short human name.
-	Title string `json:"title"`
-
-	// Type Examples: http://localhost:8080/docs#problem-idempotency-key-reused
 	Type interface{} `json:"type"`
 }
 
@@ -986,6 +983,24 @@ type ProblemUnavailable struct {
 	Type interface{} `json:"type"`
 }
 
+// ProblemUnprocessableOrKeyReused `ProblemUnprocessable` or `ProblemIdempotencyKeyReused`, told apart by `type`; one
+// schema rather than a `oneOf`, since the two have the same members and generated
+// clients cannot tell a `oneOf` of them apart.
+type ProblemUnprocessableOrKeyReused struct {
+	// Detail What went wrong this time, for people.
+	Detail *string `json:"detail,omitempty"`
+
+	// Errors On `invalid` problems, every offending field.
+	Errors *[]FieldError `json:"errors,omitempty"`
+	Status interface{}   `json:"status"`
+
+	// Title The kind's short human name.
+	Title string `json:"title"`
+
+	// Type Examples: http://localhost:8080/docs#problem-unprocessable
+	Type interface{} `json:"type"`
+}
+
 // ProblemUnsupportedMediaType defines model for ProblemUnsupportedMediaType.
 type ProblemUnsupportedMediaType struct {
 	// Detail What went wrong this time, for people.
@@ -1077,9 +1092,6 @@ type Status = ConsentStatus
 // Conflict defines model for Conflict.
 type Conflict = ProblemConflict
 
-// IdempotencyKeyReused defines model for IdempotencyKeyReused.
-type IdempotencyKeyReused = ProblemIdempotencyKeyReused
-
 // InsufficientScope defines model for InsufficientScope.
 type InsufficientScope = ProblemInsufficientScope
 
@@ -1103,6 +1115,11 @@ type Unauthenticated = ProblemUnauthenticated
 
 // Unavailable defines model for Unavailable.
 type Unavailable = ProblemUnavailable
+
+// UnprocessableOrKeyReused `ProblemUnprocessable` or `ProblemIdempotencyKeyReused`, told apart by `type`; one
+// schema rather than a `oneOf`, since the two have the same members and generated
+// clients cannot tell a `oneOf` of them apart.
+type UnprocessableOrKeyReused = ProblemUnprocessableOrKeyReused
 
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = ProblemUnsupportedMediaType
@@ -2573,7 +2590,7 @@ type CreateFlowResponse struct {
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *IdempotencyKeyReused
+	ApplicationproblemJSON422 *UnprocessableOrKeyReused
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -2640,7 +2657,7 @@ func (r CreateFlowResponse) GetApplicationproblemJSON415() *UnsupportedMediaType
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r CreateFlowResponse) GetApplicationproblemJSON422() *IdempotencyKeyReused {
+func (r CreateFlowResponse) GetApplicationproblemJSON422() *UnprocessableOrKeyReused {
 	return r.ApplicationproblemJSON422
 }
 
@@ -3531,7 +3548,7 @@ func ParseCreateFlowResponse(rsp *http.Response) (*CreateFlowResponse, error) {
 		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest IdempotencyKeyReused
+		var dest UnprocessableOrKeyReused
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
