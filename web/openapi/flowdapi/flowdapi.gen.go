@@ -983,9 +983,10 @@ type ProblemUnavailable struct {
 	Type interface{} `json:"type"`
 }
 
-// ProblemUnprocessableOrKeyReused `ProblemUnprocessable` or `ProblemIdempotencyKeyReused`, told apart by `type`; one
-// schema rather than a `oneOf`, since the two have the same members and generated
-// clients cannot tell a `oneOf` of them apart.
+// ProblemUnprocessableOrKeyReused A field names what does not exist or does not fit (`problem-unprocessable`), or the
+// Idempotency-Key was used with another request (as `ProblemIdempotencyKeyReused`): one
+// schema told apart by `type`, since a `oneOf` of two problems with the same members
+// is one that generated clients cannot tell apart.
 type ProblemUnprocessableOrKeyReused struct {
 	// Detail What went wrong this time, for people.
 	Detail *string `json:"detail,omitempty"`
@@ -997,7 +998,7 @@ type ProblemUnprocessableOrKeyReused struct {
 	// Title The kind's short human name.
 	Title string `json:"title"`
 
-	// Type Examples: http://localhost:8080/docs#problem-unprocessable
+	// Type Examples: http://localhost:8080/docs#problem-unprocessable, http://localhost:8080/docs#problem-idempotency-key-reused
 	Type interface{} `json:"type"`
 }
 
@@ -1116,9 +1117,10 @@ type Unauthenticated = ProblemUnauthenticated
 // Unavailable defines model for Unavailable.
 type Unavailable = ProblemUnavailable
 
-// UnprocessableOrKeyReused `ProblemUnprocessable` or `ProblemIdempotencyKeyReused`, told apart by `type`; one
-// schema rather than a `oneOf`, since the two have the same members and generated
-// clients cannot tell a `oneOf` of them apart.
+// UnprocessableOrKeyReused A field names what does not exist or does not fit (`problem-unprocessable`), or the
+// Idempotency-Key was used with another request (as `ProblemIdempotencyKeyReused`): one
+// schema told apart by `type`, since a `oneOf` of two problems with the same members
+// is one that generated clients cannot tell apart.
 type UnprocessableOrKeyReused = ProblemUnprocessableOrKeyReused
 
 // UnsupportedMediaType defines model for UnsupportedMediaType.
