@@ -66,7 +66,7 @@ func TestTheDocsPageRendersTheDocument(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
 		t.Fatalf("%d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	doc, err := openapi.Load(openapi.DefaultBaseURL)
+	doc, err := openapi.Written()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestEveryProblemTypeLeadsToItsDocumentation(t *testing.T) {
 // TestEveryProblemTypeLeadsToItsDocumentation finds it under Errors.
 func TestTheDocumentListsEveryProblemType(t *testing.T) {
 	t.Parallel()
-	doc, err := openapi.LoadData(openapi.YAML())
+	doc, err := openapi.Written()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestTheDocumentListsEveryProblemType(t *testing.T) {
 func TestEveryAPIRouteIsDocumented(t *testing.T) {
 	t.Parallel()
 	ts := setup(t)
-	doc, err := openapi.LoadData(openapi.YAML())
+	doc, err := openapi.Written()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestEveryAPIRouteIsDocumented(t *testing.T) {
 func TestAnswersWithoutATokenMatchTheDocument(t *testing.T) {
 	t.Parallel()
 	ts := setup(t)
-	doc, err := openapi.LoadData(openapi.YAML())
+	doc, err := openapi.Written()
 	if err != nil {
 		t.Fatal(err)
 	}

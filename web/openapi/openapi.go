@@ -118,6 +118,11 @@ func replaceBaseURL(n *yaml.Node, baseURL string) {
 	}
 }
 
+// Written is the embedded document with DefaultBaseURL, loaded and validated
+// once per process: loading is slow, and readers that do not change the
+// document (tests, mostly) share it.
+var Written = sync.OnceValues(func() (*openapi3.T, error) { return LoadData(YAML()) })
+
 // LoadData parses a document given as JSON or YAML and validates it,
 // examples included.
 func LoadData(b []byte) (*openapi3.T, error) {

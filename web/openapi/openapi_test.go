@@ -14,7 +14,7 @@ import (
 
 func TestTheDocumentLoadsAndIsValid(t *testing.T) {
 	t.Parallel()
-	fromYAML, err := LoadData(YAML())
+	fromYAML, err := Written()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,9 @@ func TestTheDocumentLoadsAndIsValid(t *testing.T) {
 	if !json.Valid(raw) {
 		t.Fatal("JSON gave invalid JSON")
 	}
-	fromJSON, err := LoadData(raw)
+	// Loaded without LoadData's validation: the one below covers it and
+	// checks the examples against their schemas too.
+	fromJSON, err := openapi3.NewLoader().LoadFromData(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +40,6 @@ func TestTheDocumentLoadsAndIsValid(t *testing.T) {
 	if string(a) != string(b) {
 		t.Fatal("the JSON form differs from the YAML document")
 	}
-	// Examples are checked against their schemas too.
 	if err := fromJSON.Validate(t.Context(), openapi3.EnableExamplesValidation()); err != nil {
 		t.Fatalf("an example does not match its schema: %v", err)
 	}
@@ -53,7 +54,7 @@ func TestTheServiceBaseURLReplacesTheDefault(t *testing.T) {
 	if strings.Contains(string(raw), DefaultBaseURL) {
 		t.Fatal("the default base URL is still in the document")
 	}
-	doc, err := LoadData(raw)
+	doc, err := Load("https://consent.bank.example")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,9 +64,6 @@ func TestTheServiceBaseURLReplacesTheDefault(t *testing.T) {
 	flows := doc.Components.SecuritySchemes["oauth2"].Value.Flows.ClientCredentials
 	if flows.TokenURL != "https://consent.bank.example/oauth/token" {
 		t.Fatalf("tokenUrl = %q", flows.TokenURL)
-	}
-	if loaded, err := Load("https://consent.bank.example"); err != nil || loaded.Servers[0].URL != "https://consent.bank.example" {
-		t.Fatalf("Load: %v", err)
 	}
 }
 
@@ -82,7 +80,7 @@ func operations(doc *openapi3.T) map[string]*openapi3.Operation {
 
 func TestEveryOperationIsCompletelyDescribed(t *testing.T) {
 	t.Parallel()
-	doc, err := LoadData(YAML())
+	doc, err := Written()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +267,7 @@ func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
 // compile (oapi-codegen: "duplicate typename").
 func TestComponentNamesAreUniqueForGenerators(t *testing.T) {
 	t.Parallel()
-	doc, err := LoadData(YAML())
+	doc, err := Written()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +350,7 @@ func TestEveryComponentIsUsed(t *testing.T) {
 // webhook-signature header, which the scheme webhookSignature describes.
 func TestTheDocumentIsCompleteForLinters(t *testing.T) {
 	t.Parallel()
-	doc, err := LoadData(YAML())
+	doc, err := Written()
 	if err != nil {
 		t.Fatal(err)
 	}

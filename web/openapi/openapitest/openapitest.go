@@ -315,19 +315,21 @@ var (
 // load parses the document once for the whole test binary.
 func load() (spec, error) {
 	loadOnce.Do(func() {
-		doc, err := openapi.LoadData(openapi.YAML())
+		written, err := openapi.Written()
 		if err != nil {
 			loadErr = err
 			return
 		}
-		// Tests serve on any host and port: match paths only.
+		// Tests serve on any host and port: match paths only. The copy
+		// leaves the shared document as written.
+		doc := *written
 		doc.Servers = openapi3.Servers{{URL: "/"}}
-		router, err := gorillamux.NewRouter(doc)
+		router, err := gorillamux.NewRouter(&doc)
 		if err != nil {
 			loadErr = fmt.Errorf("openapitest: building the router: %w", err)
 			return
 		}
-		loaded = spec{doc: doc, router: router}
+		loaded = spec{doc: &doc, router: router}
 	})
 	return loaded, loadErr
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/flowd/flowd/cmd/flowd/internal/command"
-	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/orgs"
 )
@@ -28,15 +27,11 @@ func runClientDPoP(ctx context.Context, args []string, sys command.Env) error {
 		return command.Usagef("clients dpop: give the client id and on or off: flowd clients dpop CLIENT_ID on|off")
 	}
 	clientID, on := positional[0], positional[1] == "on"
-	env, err := openAdmin(ctx, sys, config.Need{})
+	env, c, err := openClient(ctx, sys, clientID)
 	if err != nil {
 		return err
 	}
 	defer env.pool.Close()
-	c, err := env.Orgs.Client(ctx, clientID)
-	if err != nil {
-		return adminError(err)
-	}
 	c, err = env.Orgs.SetClientDPoP(ctx, c.OrganizationID, c.ID, on, byOperator(env.Audit, identity.AuditClientDPoP, func(ch orgs.ClientChange) (string, string, string) {
 		return ch.After.OrganizationID, ch.After.ID, orgs.DPoPAuditDetail(ch.After)
 	}))

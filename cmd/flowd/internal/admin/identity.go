@@ -334,16 +334,12 @@ func runClientsRotate(ctx context.Context, args []string, sys command.Env) error
 	if err != nil {
 		return err
 	}
-	env, err := openAdmin(ctx, sys, config.Need{})
+	env, c, err := openClient(ctx, sys, clientID)
 	if err != nil {
 		return err
 	}
 	defer env.pool.Close()
 	id := env.Orgs
-	c, err := id.Client(ctx, clientID)
-	if err != nil {
-		return adminError(err)
-	}
 	cc, err := id.RotateClientSecret(ctx, c.OrganizationID, c.ID,
 		byOperator(env.Audit, identity.AuditClientRotate, func(cc orgs.ClientCredentials) (string, string, string) {
 			return cc.OrganizationID, cc.ID, cc.Name
@@ -372,16 +368,12 @@ func runClientsKeys(ctx context.Context, args []string, sys command.Env) error {
 	if clientKeys.IsZero() {
 		return command.Usagef("clients keys: give the new keys with --jwks FILE or --jwks-uri URL")
 	}
-	env, err := openAdmin(ctx, sys, config.Need{})
+	env, c, err := openClient(ctx, sys, clientID)
 	if err != nil {
 		return err
 	}
 	defer env.pool.Close()
 	id := env.Orgs
-	c, err := id.Client(ctx, clientID)
-	if err != nil {
-		return adminError(err)
-	}
 	c, err = id.ReplaceClientKeys(ctx, c.OrganizationID, c.ID, clientKeys,
 		byOperator(env.Audit, identity.AuditClientKeys, func(c orgs.Client) (string, string, string) {
 			return c.OrganizationID, c.ID, orgs.ClientKeysDetail(c)
@@ -404,16 +396,12 @@ func runClientsRevoke(ctx context.Context, args []string, sys command.Env) error
 	if err != nil {
 		return err
 	}
-	env, err := openAdmin(ctx, sys, config.Need{})
+	env, c, err := openClient(ctx, sys, clientID)
 	if err != nil {
 		return err
 	}
 	defer env.pool.Close()
 	id := env.Orgs
-	c, err := id.Client(ctx, clientID)
-	if err != nil {
-		return adminError(err)
-	}
 	c, err = id.RevokeClient(ctx, c.OrganizationID, c.ID,
 		byOperator(env.Audit, identity.AuditClientRevoke, func(c orgs.Client) (string, string, string) {
 			return c.OrganizationID, c.ID, c.Name
@@ -467,6 +455,22 @@ func runClientsMap(ctx context.Context, args []string, sys command.Env) error {
 		fmt.Fprintf(sys.Stdout, "Note: tokens of %s are accepted only when FLOWD_OIDC_ISSUER names it.\n", x.Issuer)
 	}
 	return nil
+}
+
+// openClient opens what a command on one client needs and finds the client,
+// so that each such command reports an unknown client the same way. The
+// caller closes env.pool.
+func openClient(ctx context.Context, sys command.Env, clientID string) (*adminEnv, orgs.Client, error) {
+	env, err := openAdmin(ctx, sys, config.Need{})
+	if err != nil {
+		return nil, orgs.Client{}, err
+	}
+	c, err := env.Orgs.Client(ctx, clientID)
+	if err != nil {
+		env.pool.Close()
+		return nil, orgs.Client{}, adminError(err)
+	}
+	return env, c, nil
 }
 
 // parseClientID parses the flags of a command on one client, which it names
