@@ -172,6 +172,8 @@ func (s *Server) routes() {
 	staff.POST("/flows/:id/delete", cs.HandleConsoleDelete, requireAdmin)
 	staff.GET("/deletions", cs.HandleConsoleDeletions).Name = "console.deletions"
 	staff.GET("/erasures", cs.HandleConsoleErasures).Name = "console.erasures"
+	staff.GET("/resources", cs.HandleConsoleResources).Name = "console.resources"
+	staff.POST("/resources", cs.HandleConsoleCreateResource, requireAdmin)
 	staff.POST("/erasures/confirm", cs.HandleConsoleEraseConfirm, requireAdmin)
 	staff.POST("/erasures", cs.HandleConsoleErase, requireAdmin)
 	staff.GET("/erasures/:id/receipt", cs.HandleConsoleErasureReceipt)

@@ -187,7 +187,9 @@ var notices = map[string]string{
 
 	"rate_limit": "The rate limit of API client %s was saved; every instance applies it within seconds.",
 
-	"erased":        "The person was erased: %s flows. The erasure receipt is listed below.",
+	"erased":           "The person was erased: %s flows. The erasure receipt is listed below.",
+	"resource_created": "Resource %s was registered.",
+
 	"erased_before": "Nothing of the person was left: they were erased before, as listed below.",
 }
 
