@@ -46,7 +46,7 @@ func TestTheFlowPageListsItsConsentTokens(t *testing.T) {
 	if at < 0 {
 		t.Fatalf("no consent tokens section: %s", body)
 	}
-	section := body[at:strings.Index(body[at:], "<h2>Tasks")+at]
+	section := body[at : strings.Index(body[at:], "<h2>Tasks")+at]
 	if !strings.Contains(section, "https://api.tax.example/income") || !strings.Contains(section, "client-t") ||
 		strings.Contains(section, "fetched the balance") || strings.Contains(section, "No consent token") {
 		t.Fatalf("the consent tokens section: %s", section)

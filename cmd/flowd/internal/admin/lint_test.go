@@ -41,7 +41,7 @@ func lintReceipt() map[string]any {
 		"organizationName": "Demo Bank", "recipient": "Demo Bank",
 		"definition": map[string]any{"id": "income", "version": 1, "textSha256": strings.Repeat("ab", 32), "language": "en"},
 		"decision":   "accepted", "assurance": map[string]any{"level": "high", "acr": "idporten-loa-high"},
-		"subject":    "3q2-7wEAAAAK9lY1Vb2Hq0nH8pJm2cJ4uS1xQYtV3nA",
+		"subject": "3q2-7wEAAAAK9lY1Vb2Hq0nH8pJm2cJ4uS1xQYtV3nA",
 	}
 }
 
@@ -77,7 +77,7 @@ func TestReceiptsLint(t *testing.T) {
 		{"a valid erased record", asJSON(map[string]any{"schema_version": "flowd-consent-record/1", "record_id": "0b7e6f2a-3c1d-4e5f-9a8b-7c6d5e4f3a21",
 			"receipt_ids": []any{}, "pii_principal_id": nil, "consent_status": "ConsentUnknown",
 			"pii_controllers": []any{map[string]any{"id": "org-a", "name": "Demo Bank"}},
-			"events": []any{map[string]any{"event_time": "2026-03-01T10:00:00.000Z", "event_type": "record_erased", "event_state": "ConsentUnknown", "event_by": "pii_controller"}}}),
+			"events":          []any{map[string]any{"event_time": "2026-03-01T10:00:00.000Z", "event_type": "record_erased", "event_state": "ConsentUnknown", "event_by": "pii_controller"}}}),
 			0, []string{"is a valid consent record."}},
 		{"a valid receipt's JWS", compactJWS("consent-receipt+jwt", lintReceipt()), 0,
 			[]string{"is a valid consent receipt (its signature was not checked: lint needs no key"}},
