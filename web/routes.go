@@ -82,6 +82,7 @@ func (s *Server) routes() {
 	api.POST("/flows/:id/withdraw", a.HandleFlowWithdraw, authenticate, requireScope(identity.ScopeFlowsWrite), a.Idempotent)
 	api.POST("/flows/:id/uses", a.HandleUseCreate, authenticate, requireScope(identity.ScopeFlowsWrite), a.Idempotent)
 	api.GET("/flows/:id/uses", a.HandleUseList, authenticate, requireScope(identity.ScopeFlowsRead))
+	api.GET("/flows/:id/consent-record", a.HandleConsentRecord, authenticate, requireScope(identity.ScopeFlowsRead))
 	api.GET("/flows/:id/attachments", a.HandleAttachmentList, authenticate, requireScope(identity.ScopeFlowsRead))
 	api.GET("/flows/:id/attachments/:attachmentId", a.HandleAttachmentGet, authenticate, requireScope(identity.ScopeFlowsRead))
 	api.POST("/receipts/subject", a.HandleReceiptSubject, authenticate, requireScope(identity.ScopeFlowsRead), a.Idempotent)
@@ -124,6 +125,7 @@ func (s *Server) routes() {
 	e.GET("/api/openapi.json", docs.handleOpenAPI)
 	e.OPTIONS("/api/openapi.json", handlePublicPreflight)
 	e.GET("/docs", docs.handleDocs)
+	e.GET("/schemas/consent-record.json", a.HandleConsentRecordSchema)
 
 	// Consent pages: the end user, by link.
 	consentPages := e.Group("/consent", pp.ConsentCSRF())
@@ -170,6 +172,8 @@ func (s *Server) routes() {
 	staff.POST("/flows/:id/delete", cs.HandleConsoleDelete, requireAdmin)
 	staff.GET("/deletions", cs.HandleConsoleDeletions).Name = "console.deletions"
 	staff.GET("/erasures", cs.HandleConsoleErasures).Name = "console.erasures"
+	staff.GET("/resources", cs.HandleConsoleResources).Name = "console.resources"
+	staff.POST("/resources", cs.HandleConsoleCreateResource, requireAdmin)
 	staff.POST("/erasures/confirm", cs.HandleConsoleEraseConfirm, requireAdmin)
 	staff.POST("/erasures", cs.HandleConsoleErase, requireAdmin)
 	staff.GET("/erasures/:id/receipt", cs.HandleConsoleErasureReceipt)

@@ -473,6 +473,20 @@ func toDeletion(d store.Deletion) Deletion {
 	return Deletion{FlowID: d.FlowID, ReferenceID: d.ReferenceID, DeletedBy: d.DeletedBy, ReceiptIDs: d.ReceiptIDs, DeletedAt: d.DeletedAt}
 }
 
+// DeletionOf returns the deletion log's entry of an organization's flow,
+// deleted or erased: the consent record of a flow that is gone. ErrNotFound
+// when the flow was never deleted.
+func (m *Manager) DeletionOf(ctx context.Context, organizationID, flowID string) (Deletion, error) {
+	if !ids.Valid(flowID) || organizationID == "" {
+		return Deletion{}, ErrNotFound
+	}
+	d, err := store.DeletionOf(ctx, m.pool, organizationID, flowID)
+	if err != nil {
+		return Deletion{}, notFound(err)
+	}
+	return toDeletion(d), nil
+}
+
 // Deletions implements Service.
 func (m *Manager) Deletions(ctx context.Context, organizationID string, limit int, before string) ([]Deletion, bool, error) {
 	if limit < 1 || limit > MaxLimit {

@@ -7,6 +7,7 @@ package api
 
 import (
 	"log/slog"
+	"sync"
 
 	"github.com/flowd/flowd/internal/config"
 	"github.com/flowd/flowd/internal/idempotency"
@@ -40,6 +41,8 @@ type Deps struct {
 	Erasures erasure.Service
 	// Resources are the data holders' resources.
 	Resources consent.Resources
+	// Records are the flows' consent records.
+	Records consent.Records
 }
 
 // Handler holds the API's handlers.
@@ -57,11 +60,15 @@ type Handler struct {
 	organizations OrganizationChecker
 	erasures      erasure.Service
 	resources     consent.Resources
+	records       consent.Records
+	// schema is the consent record's JSON Schema, made once.
+	schemaOnce sync.Once
+	schema     []byte
 }
 
 // New returns the API's handlers, calling the modules of d.
 func New(d Deps) *Handler {
 	return &Handler{log: d.Log, cfg: d.Config, audit: d.Audit, flows: d.Flows, withdrawals: d.Withdrawals, webhooks: d.Webhooks, endpoints: d.Endpoints,
 		definitions: d.Definitions, receipts: d.Receipts, answers: d.Idempotency, organizations: d.Organizations,
-		erasures: d.Erasures, resources: d.Resources}
+		erasures: d.Erasures, resources: d.Resources, records: d.Records}
 }

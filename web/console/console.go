@@ -66,6 +66,8 @@ type Deps struct {
 	BuiltInIssuer string
 	// Erasures erases people from the organization.
 	Erasures erasure.Service
+	// Resources are the resources the organization serves as a data holder.
+	Resources consent.Resources
 }
 
 // Handler holds the console's handlers.
@@ -87,13 +89,14 @@ type Handler struct {
 	rp            *oidclogin.RelyingParty
 	builtInIssuer string
 	erasures      erasure.Service
+	resources     consent.Resources
 }
 
 // New returns the console's handlers, calling the modules of d.
 func New(d Deps) *Handler {
 	return &Handler{log: d.Log, cfg: d.Config, orgs: d.Organizations, clients: d.Clients, audit: d.Audit, flows: d.Flows, withdrawals: d.Withdrawals, webhooks: d.Webhooks, endpoints: d.Endpoints,
 		definitions: d.Definitions, consent: d.Consent, answers: d.Idempotency, sessions: d.Sessions,
-		staffSessions: d.StaffSessions, rp: d.RP, builtInIssuer: d.BuiltInIssuer, erasures: d.Erasures}
+		staffSessions: d.StaffSessions, rp: d.RP, builtInIssuer: d.BuiltInIssuer, erasures: d.Erasures, resources: d.Resources}
 }
 
 // This file holds what every console page shares besides: the frame,
@@ -184,7 +187,9 @@ var notices = map[string]string{
 
 	"rate_limit": "The rate limit of API client %s was saved; every instance applies it within seconds.",
 
-	"erased":        "The person was erased: %s flows. The erasure receipt is listed below.",
+	"erased":           "The person was erased: %s flows. The erasure receipt is listed below.",
+	"resource_created": "Resource %s was registered.",
+
 	"erased_before": "Nothing of the person was left: they were erased before, as listed below.",
 }
 

@@ -31,6 +31,9 @@ func flowUsesOf(page flows.UsePage, self string, older bool) pages.FlowUses {
 	for _, u := range page.Uses {
 		out.Rows = append(out.Rows, pages.UseRow{UsedAt: Time(u.UsedAt), Action: u.Action,
 			DataCategories: OrDash(strings.Join(u.DataCategories, ", ")), Reference: OrDash(u.Reference), RecordedBy: u.RecordedBy})
+		if u.Action == flows.ActionConsentToken {
+			out.Tokens = append(out.Tokens, pages.TokenRow{IssuedAt: Time(u.UsedAt), Resource: OrDash(u.Resource), Client: u.RecordedBy})
+		}
 	}
 	if page.HasMore && len(page.Uses) > 0 {
 		out.OlderURL = self + "?uses_after=" + url.QueryEscape(page.Uses[len(page.Uses)-1].ID) + "#uses"

@@ -94,7 +94,7 @@ func TestEveryOperationIsCompletelyDescribed(t *testing.T) {
 		}
 	}
 	scopes := doc.Components.SecuritySchemes["oauth2"].Value.Flows.ClientCredentials.Scopes
-	public := map[string]bool{"GET /api/openapi.json": true, "POST /oauth/token": true, "POST /oauth/revoke": true,
+	public := map[string]bool{"GET /api/openapi.json": true, "GET /schemas/consent-record.json": true, "POST /oauth/token": true, "POST /oauth/revoke": true,
 		"POST /oauth/introspect": true, "POST /api/receipts/verify": true, "GET /webhooks/{organizationId}/keys": true}
 	ids := map[string]string{}
 	for name, op := range ops {
@@ -195,11 +195,11 @@ func TestTheReferenceShowsEveryOperationInWrittenOrder(t *testing.T) {
 	}
 	want := []string{"createFlow", "listFlows", "getFlow", "deleteFlow", "cancelFlow", "withdrawFlow", "recordFlowUse", "listFlowUses", "listTasks", "listFlowDefinitions",
 		"createFlowDefinition", "getFlowDefinition", "publishFlowDefinitionVersion", "getFlowDefinitionVersion", "retireFlowDefinition",
-		"listFlowAttachments", "getFlowAttachment", "verifyReceipt", "checkReceiptSubject", "listEvents", "getEvent", "redeliverEvent",
+		"listFlowAttachments", "getFlowAttachment", "getConsentRecord", "verifyReceipt", "checkReceiptSubject", "listEvents", "getEvent", "redeliverEvent",
 		"listWebhookEndpoints", "createWebhookEndpoint", "getWebhookEndpoint", "updateWebhookEndpoint", "deleteWebhookEndpoint",
 		"recoverWebhookEndpoint", "listWebhookRecoveries", "getWebhookRecovery", "recoverFlowWebhooks", "listFlowWebhookRecoveries", "getFlowWebhookRecovery",
 		"listEventTypes", "sendWebhookEndpointTestEvent", "getWebhookSigningKeys",
-		"createResource", "listResources", "erasePerson", "listErasures", "getErasure", "createToken", "revokeToken", "introspectToken", "getOpenAPIDocument"}
+		"createResource", "listResources", "erasePerson", "listErasures", "getErasure", "createToken", "revokeToken", "introspectToken", "getOpenAPIDocument", "getConsentRecordSchema"}
 	slices.Sort(want)
 	sorted := slices.Sorted(slices.Values(got))
 	if !slices.Equal(sorted, want) {

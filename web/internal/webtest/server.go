@@ -137,6 +137,13 @@ func NewServer(t testing.TB, d web.Deps) *Server {
 		d.Flows = flowsModule
 	}
 	journey := consent.NewJourney(d.Pool, requests, flowsModule, definitions, receiptService, TestOrganizations{}, TestOrganizations{}, assurance.DefaultACRMap, d.Log)
+	if d.Records == nil {
+		m, _ := d.Flows.(*flows.Manager)
+		if m == nil {
+			m = flowsModule
+		}
+		d.Records = consent.NewRecords(m, definitions, d.Resources, TestOrganizations{}, receiptService, base)
+	}
 	if d.Consent == nil {
 		d.Consent = journey
 	}

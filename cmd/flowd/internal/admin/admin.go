@@ -86,9 +86,11 @@ func Commands() []command.Command {
 			{Name: "rekey", Synopsis: "[--batch N] [--json]", Run: runFlowsRekey,
 				Summary: "move the personal data of older flows under per-person keys, printing progress"},
 		}},
-		{Name: "receipts", Summary: "consent receipts", Subcommands: []command.Command{
+		{Name: "receipts", Summary: "consent receipts and records", Subcommands: []command.Command{
 			{Name: "verify", Synopsis: "FILE [--jwks URL|FILE] [--json]", Run: runReceiptsVerify,
 				Summary: "check a consent receipt (- reads stdin), offline with --jwks"},
+			{Name: "lint", Synopsis: "FILE", Run: runReceiptsLint,
+				Summary: "check a consent record or receipt (- reads stdin) against the schema of /schemas/consent-record.json; no key needed"},
 		}},
 		{Name: "erasures", Summary: "erasures of people, and their tombstones for restores from backups",
 			Detail: "Run reapply as a step of every restore from a backup, with an export kept apart from the\n" +

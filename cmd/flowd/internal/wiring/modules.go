@@ -61,6 +61,7 @@ type Modules struct {
 	Requests    *consent.Requests
 	Definitions *consent.DefinitionStore
 	Resources   *consent.ResourceStore
+	Records     *consent.RecordService
 	Receipts    *receipts.Service
 	Flows       *flows.Manager
 	// Answers are the API's answers to requests with an Idempotency-Key.
@@ -100,6 +101,7 @@ func NewModules(env Env, ident *Identity) (*Modules, error) {
 		ExpiringNotice: cfg.ConsentExpiringNotice, ExpiryMiddleware: env.Tracing.RiverLinkedMiddleware(),
 		PersonIndex: nationalid.NewBlindIndex(cfg.KeyEncryptionKey, cfg.NationalIDs(nil)), Retention: m.Definitions,
 	})
+	m.Records = consent.NewRecords(m.Flows, m.Definitions, m.Resources, m.Directory, m.Receipts, base)
 	m.Answers = idempotency.New(pool, sealer, log, cfg.MaintenanceInterval)
 	m.Journey = consent.NewJourney(pool, m.Requests, m.Flows, m.Definitions, m.Receipts, m.Directory, m.Directory,
 		cfg.ConsentACRMap, log)

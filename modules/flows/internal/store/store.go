@@ -157,6 +157,14 @@ func InsertDeletion(ctx context.Context, db DB, d *Deletion) error {
 	return nil
 }
 
+// DeletionOf returns the deletion log's latest entry of an organization's
+// flow; database.ErrNotFound when it was never deleted.
+func DeletionOf(ctx context.Context, db DB, organizationID, flowID string) (Deletion, error) {
+	return deletionRows.one(db.Query(ctx, `select `+deletionRows.columns+`
+		from flow_deletions where organization_id = $1 and flow_id = $2
+		order by id desc limit 1`, organizationID, flowID))
+}
+
 // Deletions lists an organization's deletion log newest first, starting after
 // the entry of flow before ("" for the first page), limit+1 rows at most.
 func Deletions(ctx context.Context, db DB, organizationID string, limit int, before string) ([]Deletion, error) {
