@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -193,7 +192,13 @@ func refusalEntry(c orgs.StoredClient, flowID, resource, why string) identity.Au
 	}
 	detail := why
 	if resource != "" {
-		detail += fmt.Sprintf(" Resource %.200q.", resource)
+		shown := []rune(strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+				return -1
+			}
+			return r
+		}, resource))
+		detail += " Resource: " + string(shown[:min(len(shown), 200)])
 	}
 	return identity.AuditEntry{OrganizationID: c.OrganizationID, Actor: "client:" + c.ID,
 		Action: identity.AuditConsentTokenRefused, Target: target, Detail: detail}
