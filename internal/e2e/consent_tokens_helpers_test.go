@@ -34,7 +34,7 @@ const (
 // authority's resource, the tax authority with a client that may
 // introspect, and an organization that has nothing to do with either.
 type consentTokenEnv struct {
-	in                   *flowdtest.Instance
+	in                    *flowdtest.Instance
 	lender, tax, stranger client
 	lenderOrg, taxOrg     org
 	lenderAPI             *http.Client

@@ -14,9 +14,9 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/modules/identity"
+	"github.com/flowd/flowd/modules/identity/internal/secret"
 	"github.com/flowd/flowd/modules/identity/keys"
 	"github.com/flowd/flowd/modules/identity/orgs"
-	"github.com/flowd/flowd/modules/identity/internal/secret"
 )
 
 // ConsentTokens is the token service with consent tokens: its Token issues
