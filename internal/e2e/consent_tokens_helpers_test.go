@@ -38,13 +38,15 @@ type consentTokenEnv struct {
 	lender, tax, stranger client
 	lenderOrg, taxOrg     org
 	lenderAPI             *http.Client
+	// redirectURL is where flows send the person back to.
+	redirectURL string
 }
 
 // newConsentTokenEnv registers the resource and the lender's definition
 // "income-check", which names it and shows the parameter incomeYear.
 func newConsentTokenEnv(t *testing.T, in *flowdtest.Instance) *consentTokenEnv {
 	t.Helper()
-	e := &consentTokenEnv{in: in}
+	e := &consentTokenEnv{in: in, redirectURL: "https://bank.example/done"}
 	e.lenderOrg, e.lender = orgWithClient(t, in, "Acme Bank", "ACME")
 	e.taxOrg, e.tax = orgWithClient(t, in, "Tax Authority", "TAX")
 	_, e.stranger = orgWithClient(t, in, "Nordic Insurance", "NORD")
@@ -116,7 +118,7 @@ func (e *consentTokenEnv) flow(t *testing.T) createdFlow {
 	t.Helper()
 	var f createdFlow
 	if resp := call(t, e.lenderAPI, "POST", e.in.URL+"/api/flows", `{"nationalId":"`+rightID+`","lastName":"Nordmann",
-		"redirectUrl":"https://bank.example/done","flowDefinitionId":"income-check","parameters":{"incomeYear":"2025"}}`, &f); resp.StatusCode != 201 {
+		"redirectUrl":"`+e.redirectURL+`","flowDefinitionId":"income-check","parameters":{"incomeYear":"2025"}}`, &f); resp.StatusCode != 201 {
 		t.Fatalf("create a flow: %d", resp.StatusCode)
 	}
 	return f
