@@ -90,16 +90,25 @@ func TestConsentTokensADataHolderVerifiesOffline(t *testing.T) {
 	}
 	holder.verify(t, body["access_token"].(string), "consent-token+jwt", incomeURI)
 
-	// Three tokens, three uses on the ledger, each naming the resource.
+	// Three tokens, three uses on the ledger, each naming the resource,
+	// in the API and in flow.used.
 	var uses struct {
-		Data []struct{ Action, Reference string } `json:"data"`
+		Data []struct{ ID, Action, Reference, Resource string } `json:"data"`
 	}
 	call(t, e.lenderAPI, "GET", in.URL+"/api/flows/"+f.FlowID+"/uses", "", &uses)
-	if len(uses.Data) != 3 || uses.Data[0].Action != "consent-token" || !strings.HasPrefix(uses.Data[0].Reference, "token ") {
-		t.Errorf("uses: %+v", uses.Data)
+	if len(uses.Data) != 3 {
+		t.Fatalf("uses: %+v, want 3", uses.Data)
 	}
-	if used := hooks.waitFor("flow.used"); used["data"].(map[string]any)["flowId"] != f.FlowID {
-		t.Errorf("flow.used: %v", used)
+	for _, u := range uses.Data {
+		if u.Action != "consent-token" || !strings.HasPrefix(u.Reference, "token ") || u.Resource != incomeURI {
+			t.Errorf("use %+v, want action consent-token, reference token <jti>, resource %s", u, incomeURI)
+		}
+	}
+	used := hooks.waitFor("flow.used")
+	data, _ := used["data"].(map[string]any)
+	if use, _ := data["use"].(map[string]any); data["flowId"] != f.FlowID || use["resource"] != incomeURI ||
+		!slices.ContainsFunc(uses.Data, func(u struct{ ID, Action, Reference, Resource string }) bool { return u.ID == use["id"] }) {
+		t.Errorf("flow.used: %v, want one of the uses %+v with resource %s", used, uses.Data, incomeURI)
 	}
 
 	// Introspection: the data holder sees it active, plain and signed;
