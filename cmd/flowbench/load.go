@@ -48,6 +48,10 @@ type Result struct {
 	// each view of the page does.
 	CreateRPS   float64 `json:"create_rps,omitempty"`
 	CreateP50ms float64 `json:"create_p50_ms,omitempty"`
+	// consent-token's reference: the plain client_credentials grant, in
+	// turns with the consent tokens.
+	GrantRPS   float64 `json:"grant_rps,omitempty"`
+	GrantP50ms float64 `json:"grant_p50_ms,omitempty"`
 }
 
 // drive sends requests with the run's concurrency for its whole duration,

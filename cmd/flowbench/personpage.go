@@ -111,6 +111,13 @@ func (b *bench) personWithConsents(ctx context.Context) (string, error) {
 		}
 		links = append(links, created.Links.Consent.Href)
 	}
+	return b.acceptAs(ctx, benchPerson, links[:3])
+}
+
+// acceptAs signs person in with the test eID on their own page, accepts
+// the requests behind links, and returns the Cookie header of the
+// signed-in browser.
+func (b *bench) acceptAs(ctx context.Context, person string, links []string) (string, error) {
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		return "", err
@@ -132,12 +139,12 @@ func (b *bench) personWithConsents(ctx context.Context) (string, error) {
 		return "", err
 	}
 	v := hiddenFields(form)
-	v.Set("national_id", benchPerson)
+	v.Set("national_id", person)
 	v.Set("level", "substantial")
 	if page, err := fetch(ctx, client, "POST", b.base+"/idp/login", v); err != nil || !strings.Contains(page, "my-consent") {
 		return "", fmt.Errorf("the test eID's sign-in did not reach /my: %v %.500s", err, page)
 	}
-	for _, link := range links[:3] {
+	for _, link := range links {
 		decide, err := fetch(ctx, client, "GET", link, nil)
 		if err != nil {
 			return "", err

@@ -22,13 +22,15 @@ type scenario func(ctx context.Context, b *bench) (Result, error)
 
 // allScenarios is the default order: creates first, so that later scenarios
 // read a database that has been written to.
-var allScenarios = []string{"token", "create", "retrieve", "retrieve-dpop", "list-first", "list-deep", "mixed", "person-page", "webhook",
+var allScenarios = []string{"token", "consent-token", "create", "retrieve", "retrieve-dpop", "list-first", "list-deep", "mixed", "person-page", "webhook",
 	"webhook-isolation", "webhook-ordered", "webhook-throttle", "webhook-backlog"}
 
 var scenarioByName = map[string]scenario{
-	"token":    tokenScenario,
-	"create":   createScenario,
-	"retrieve": retrieveScenario,
+	"token": tokenScenario,
+	// Consent tokens, each a use on its flow's ledger, in turns with the plain grant.
+	"consent-token": consentTokenScenario,
+	"create":        createScenario,
+	"retrieve":      retrieveScenario,
 	// retrieve with DPoP-bound tokens: what sender-constraining costs.
 	"retrieve-dpop": retrieveDPoPScenario,
 	"list-first":    listFirstScenario,
@@ -132,13 +134,20 @@ func withPgbench(r Result, run pgbench.Run, postgresCPU time.Duration) Result {
 func tokenScenario(ctx context.Context, b *bench) (Result, error) {
 	// What x/oauth2's client credentials source sends: HTTP basic
 	// authentication and a form.
-	basic := "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(
-		url.QueryEscape(b.main.ClientID)+":"+url.QueryEscape(b.main.ClientSecret))) + "\r\n" +
+	return b.measure(ctx, "token", tokenRequests(b.main, url.Values{"grant_type": {"client_credentials"}}),
+		map[string]string{"client": b.main.ClientID}, "token")
+}
+
+// tokenRequests asks the token endpoint for a token of form, o's client
+// authenticated by HTTP Basic.
+func tokenRequests(o org, form url.Values) loadgen.Next {
+	header := "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(
+		url.QueryEscape(o.ClientID)+":"+url.QueryEscape(o.ClientSecret))) + "\r\n" +
 		"Content-Type: application/x-www-form-urlencoded\r\n"
-	form := []byte("grant_type=client_credentials")
-	return b.measure(ctx, "token", func(_, _ int) (loadgen.Request, error) {
-		return loadgen.Request{Method: "POST", Path: "/oauth/token", Header: basic, Body: form, Want: 200, Done: hasAccessToken}, nil
-	}, map[string]string{"client": b.main.ClientID}, "token")
+	body := []byte(form.Encode())
+	return func(_, _ int) (loadgen.Request, error) {
+		return loadgen.Request{Method: "POST", Path: "/oauth/token", Header: header, Body: body, Want: 200, Done: hasAccessToken}, nil
+	}
 }
 
 // hasAccessToken checks a token endpoint's answer.

@@ -96,6 +96,11 @@ type Config struct {
 	// flow.expiring goes out (FLOWD_CONSENT_EXPIRING_NOTICE); 0 sends none.
 	ConsentExpiringNotice time.Duration
 	ConsentAuth           string // "oidc" or "none"
+	// ConsentTokenTTL is how long a consent token lives at most
+	// (FLOWD_CONSENT_TOKEN_TTL): never past the consent's validity, and
+	// never past an access token's five minutes, for which a rotated key
+	// stays published.
+	ConsentTokenTTL time.Duration
 	// Consent relying party; empty issuer means the built-in provider.
 	ConsentOIDCIssuer       string
 	ConsentOIDCClientID     string
@@ -186,6 +191,7 @@ func Load(getenv Getenv, need Need) (*Config, error) {
 		MaintenanceInterval:     r.duration("FLOWD_MAINTENANCE_INTERVAL", time.Minute),
 		ConsentExpiringNotice:   r.durationOrZero("FLOWD_CONSENT_EXPIRING_NOTICE", 30*24*time.Hour),
 		ConsentAuth:             r.oneOf("FLOWD_CONSENT_AUTH", "oidc", "oidc", "none"),
+		ConsentTokenTTL:         r.durationUpTo("FLOWD_CONSENT_TOKEN_TTL", 120*time.Second, MaxConsentTokenTTL),
 		ConsentOIDCIssuer:       r.str("FLOWD_CONSENT_OIDC_ISSUER", ""),
 		ConsentOIDCClientID:     r.str("FLOWD_CONSENT_OIDC_CLIENT_ID", ""),
 		ConsentOIDCClientSecret: r.str("FLOWD_CONSENT_OIDC_CLIENT_SECRET", ""),
@@ -304,6 +310,21 @@ func (r *reader) duration(name string, def time.Duration) time.Duration {
 	}
 	return d
 }
+
+// durationUpTo reads a positive duration of at least a second and at most
+// limit.
+func (r *reader) durationUpTo(name string, def, limit time.Duration) time.Duration {
+	d := r.duration(name, def)
+	if d > 0 && (d < time.Second || d > limit) {
+		r.fail(name, "must be from 1s to %s, not %q", limit, r.getenv(name))
+	}
+	return d
+}
+
+// MaxConsentTokenTTL bounds FLOWD_CONSENT_TOKEN_TTL: a consent token is
+// signed by the access tokens' key, which stays published for their five
+// minutes after a rotation.
+const MaxConsentTokenTTL = 5 * time.Minute
 
 // location reads an IANA time zone name such as Europe/Oslo.
 func (r *reader) location(name string, def *time.Location) *time.Location {

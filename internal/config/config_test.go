@@ -50,6 +50,8 @@ func TestLoadNamesTheBadSetting(t *testing.T) {
 		{"bad duration", "FLOWD_CONSENT_TTL", "soon"},
 		{"zero maintenance interval", "FLOWD_MAINTENANCE_INTERVAL", "0s"},
 		{"negative expiring notice", "FLOWD_CONSENT_EXPIRING_NOTICE", "-1h"},
+		{"consent tokens longer than access tokens", "FLOWD_CONSENT_TOKEN_TTL", "6m"},
+		{"consent tokens shorter than a second", "FLOWD_CONSENT_TOKEN_TTL", "500ms"},
 		{"bad choice", "FLOWD_NATIONAL_ID_FORMAT", "us"},
 		{"an unknown time zone", "FLOWD_PERSON_TIME_ZONE", "Europe/Atlantis"},
 		{"the server's own time zone", "FLOWD_PERSON_TIME_ZONE", "Local"},
@@ -142,6 +144,16 @@ func TestAPIRateLimit(t *testing.T) {
 			t.Errorf("FLOWD_API_RATE_LIMIT=%q: %v", value, err)
 		} else if c.APIRateLimit != want {
 			t.Errorf("FLOWD_API_RATE_LIMIT=%q gave %d; want %d", value, c.APIRateLimit, want)
+		}
+	}
+}
+
+// TestConsentTokenTTL: 120 seconds unless set.
+func TestConsentTokenTTL(t *testing.T) {
+	for value, want := range map[string]time.Duration{"": 120 * time.Second, "30s": 30 * time.Second, "5m": 5 * time.Minute} {
+		c, err := Load(env(map[string]string{"FLOWD_CONSENT_TOKEN_TTL": value}), Need{})
+		if err != nil || c.ConsentTokenTTL != want {
+			t.Errorf("FLOWD_CONSENT_TOKEN_TTL=%q gave %v, %v; want %v", value, c.ConsentTokenTTL, err, want)
 		}
 	}
 }

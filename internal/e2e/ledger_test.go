@@ -85,7 +85,8 @@ func TestTheUseLedgerAndTheExpiringNoticeReachAnEndpoint(t *testing.T) {
 	data := used["data"].(map[string]any)
 	got := data["use"].(map[string]any)
 	if data["flowId"] != created.FlowID || data["status"] != "Accepted" || got["id"] != use["id"] || use["action"] != "fetched income 2025" ||
-		use["reference"] != "case 4711" || got["usedAt"] != use["usedAt"] || !slices.Equal(got["dataCategories"].([]any), []any{"Inntekt"}) {
+		use["reference"] != "case 4711" || got["usedAt"] != use["usedAt"] || !slices.Equal(got["dataCategories"].([]any), []any{"Inntekt"}) ||
+		use["resource"] != nil || got["resource"] != nil {
 		t.Fatalf("flow.used: %v, the use %v", used, use)
 	}
 	// The use's free text may be about the person: the event leaves it to the API.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/modules/consent/internal/resources"
 	"github.com/flowd/flowd/modules/flows"
 )
 
@@ -91,6 +92,10 @@ type Happening struct {
 	By string
 	// Action is what the organization said it did, of a HappenedUsed.
 	Action string
+	// Resource is the data holder's resource a consent token was given
+	// for, of a HappenedUsed that is one; ResourceName its registered name,
+	// empty when it has none.
+	Resource, ResourceName string
 }
 
 // PersonPageRecorder keeps the trail of the person's own page in the audit
@@ -176,6 +181,9 @@ func (s *JourneyService) Mine(ctx context.Context, p Proof, also func(*database.
 			return nil, err
 		}
 	}
+	if err := s.nameResources(ctx, out); err != nil {
+		return nil, err
+	}
 	names := map[string]string{}
 	for i := range out {
 		if out[i].Hidden {
@@ -242,7 +250,7 @@ func (s *JourneyService) queueMine(b *database.Batch, m *MyConsent, f flows.Flow
 				return err
 			}
 			for _, u := range us {
-				m.History = append(m.History, Happening{Kind: HappenedUsed, At: u.UsedAt, Action: u.Action})
+				m.History = append(m.History, Happening{Kind: HappenedUsed, At: u.UsedAt, Action: u.Action, Resource: u.Resource})
 			}
 			sortHistory(m.History)
 		}
@@ -365,4 +373,36 @@ func DaysLeft(t, now time.Time, loc *time.Location) int {
 		return time.Date(x.Year(), x.Month(), x.Day(), 0, 0, 0, 0, time.UTC)
 	}
 	return int(midnight(t).Sub(midnight(now)) / (24 * time.Hour))
+}
+
+// nameResources gives the consent tokens' uses in out their resources'
+// registered names, in one read when there are any.
+func (s *JourneyService) nameResources(ctx context.Context, out []MyConsent) error {
+	var uris []string
+	for _, m := range out {
+		for _, h := range m.History {
+			if h.Resource != "" && !slices.Contains(uris, h.Resource) {
+				uris = append(uris, h.Resource)
+			}
+		}
+	}
+	if len(uris) == 0 {
+		return nil
+	}
+	var rows []resources.Resource
+	err := database.WithTx(ctx, s.db, func(tx database.Tx) (err error) {
+		rows, err = resources.ByURIs(ctx, tx, uris)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for i := range out {
+		for j, h := range out[i].History {
+			if k := slices.IndexFunc(rows, func(r resources.Resource) bool { return r.URI == h.Resource }); k >= 0 {
+				out[i].History[j].ResourceName = rows[k].Name
+			}
+		}
+	}
+	return nil
 }

@@ -164,7 +164,7 @@ func (m *Manager) publishUseTx(ctx context.Context, tx pgx.Tx, f Flow, u Use) er
 	}
 	ev := eventOf(f, webhooks.FlowUsed, "")
 	ev.Sequence, ev.URL = seq, ""
-	ev.Use = &webhooks.Use{ID: u.ID, DataCategories: u.DataCategories, UsedAt: u.UsedAt}
+	ev.Use = &webhooks.Use{ID: u.ID, DataCategories: u.DataCategories, UsedAt: u.UsedAt, Resource: u.Resource}
 	return m.events.PublishTx(ctx, tx, ev)
 }
 

@@ -287,7 +287,7 @@ func useDataOf(u *Use) *payload.Use {
 	if u == nil {
 		return nil
 	}
-	d := &payload.Use{ID: u.ID, DataCategories: u.DataCategories, UsedAt: payload.Time(u.UsedAt)}
+	d := &payload.Use{ID: u.ID, DataCategories: u.DataCategories, UsedAt: payload.Time(u.UsedAt), Resource: u.Resource}
 	if d.DataCategories == nil {
 		d.DataCategories = []string{}
 	}

@@ -105,6 +105,9 @@ type Use struct {
 	ID             string
 	DataCategories []string
 	UsedAt         time.Time
+	// Resource is the data holder's resource of a consent token's use
+	// (a URI, nothing personal); empty for other uses.
+	Resource string
 }
 
 // Validate reports ErrInvalidEvent, wrapped with the reason, unless the event

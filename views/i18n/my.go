@@ -41,7 +41,10 @@ type My struct {
 	WithdrawnByOr string // the organization withdrew it
 	Expired       string
 	Used          string
-	Expiring      string // the organization was warned the consent runs out soon
+	// SharedWith is a consent token a data holder was given: "%s" names
+	// the data holder's resource.
+	SharedWith string
+	Expiring   string // the organization was warned the consent runs out soon
 	// The withdrawal's confirmation page.
 	ConfirmTitle  string
 	ConfirmHelp   string // "%s": the organization
@@ -82,6 +85,7 @@ var my = map[Lang]My{
 		Asked: "Asked", Opened: "Opened", Accepted: "You consented", Rejected: "You refused",
 		Withdrawn: "You withdrew it", WithdrawnByOr: "The organization withdrew it on your behalf",
 		Expired: "Expired", Used: "Used", Expiring: "Runs out soon: the organization has been told",
+		SharedWith: "Shown to a data holder, for %s",
 		ConfirmTitle:  "Withdraw your consent?",
 		ConfirmHelp:   "%s is told at once, and you get a signed receipt of the withdrawal.",
 		ConfirmButton: "Yes, withdraw my consent",
@@ -118,6 +122,7 @@ var my = map[Lang]My{
 		Asked: "Forespurt", Opened: "Åpnet", Accepted: "Du samtykket", Rejected: "Du avslo",
 		Withdrawn: "Du trakk det tilbake", WithdrawnByOr: "Virksomheten trakk det tilbake på dine vegne",
 		Expired: "Utløpt", Used: "Brukt", Expiring: "Går snart ut: virksomheten har fått beskjed",
+		SharedWith: "Vist til en datakilde, for %s",
 		ConfirmTitle:  "Trekke tilbake samtykket?",
 		ConfirmHelp:   "%s får beskjed med en gang, og du får en signert kvittering for at du trakk det tilbake.",
 		ConfirmButton: "Ja, trekk tilbake samtykket",

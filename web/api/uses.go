@@ -25,13 +25,16 @@ type useRequest struct {
 
 // useJSON is a use as the API shows it, the OpenAPI document's Use.
 type useJSON struct {
-	ID             string     `json:"id"`
-	FlowID         string     `json:"flowId"`
-	Action         string     `json:"action"`
-	DataCategories []string   `json:"dataCategories"`
-	Reference      *string    `json:"reference"`
-	UsedAt         apiInstant `json:"usedAt"`
-	RecordedAt     apiInstant `json:"recordedAt"`
+	ID             string   `json:"id"`
+	FlowID         string   `json:"flowId"`
+	Action         string   `json:"action"`
+	DataCategories []string `json:"dataCategories"`
+	Reference      *string  `json:"reference"`
+	// Resource is the data holder's resource of a consent token's use,
+	// null for the uses the organization records.
+	Resource   *string    `json:"resource"`
+	UsedAt     apiInstant `json:"usedAt"`
+	RecordedAt apiInstant `json:"recordedAt"`
 }
 
 func toUseJSON(u flows.Use) useJSON {
@@ -40,7 +43,7 @@ func toUseJSON(u flows.Use) useJSON {
 		categories = []string{}
 	}
 	return useJSON{ID: u.ID, FlowID: u.FlowID, Action: u.Action, DataCategories: categories, Reference: nonEmpty(u.Reference),
-		UsedAt: apiInstant(u.UsedAt), RecordedAt: apiInstant(u.RecordedAt)}
+		Resource: nonEmpty(u.Resource), UsedAt: apiInstant(u.UsedAt), RecordedAt: apiInstant(u.RecordedAt)}
 }
 
 type useList struct {

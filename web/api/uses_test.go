@@ -78,6 +78,9 @@ func TestRecordingAndListingUses(t *testing.T) {
 	// Recorded once, replayed for the same key.
 	first := e.Call(t, "POST", "/api/flows/"+accepted+"/uses", webtest.TokA, use, "Idempotency-Key", "use-1")
 	u := first.JSON(t)
+	if r, ok := u["resource"]; !ok || r != nil {
+		t.Errorf("the organization's use has resource %v (present %v), want null", r, ok)
+	}
 	if first.Status != http.StatusCreated || u["action"] != "fetched income 2025" || u["reference"] != "case 4711" || u["flowId"] != accepted {
 		t.Fatalf("record: %d %s", first.Status, first.Body)
 	}

@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"io"
 	"maps"
@@ -29,6 +30,16 @@ type tokenResponse struct {
 	RefreshExpiresIn int    `json:"refresh_expires_in"`
 	TokenType        string `json:"token_type"`
 	Scope            string `json:"scope"`
+}
+
+// consentTokenResponse is the token endpoint's answer with a consent
+// token (RFC 9396 7): no refresh token, no scope, and the
+// authorization_details granted.
+type consentTokenResponse struct {
+	AccessToken          string          `json:"access_token"`
+	ExpiresIn            int             `json:"expires_in"`
+	TokenType            string          `json:"token_type"`
+	AuthorizationDetails json.RawMessage `json:"authorization_details"`
 }
 
 // tokenErrorResponse is an RFC 6749 5.2 error body.
@@ -61,6 +72,10 @@ func (h *Handler) HandleToken(c echo.Context) error {
 		}
 		return err
 	}
+	if tok.AuthorizationDetails != "" {
+		return httpkit.WriteJSON(c, http.StatusOK, consentTokenResponse{AccessToken: tok.AccessToken, ExpiresIn: tok.ExpiresIn,
+			TokenType: tok.TokenType, AuthorizationDetails: json.RawMessage(tok.AuthorizationDetails)})
+	}
 	return httpkit.WriteJSON(c, http.StatusOK, tokenResponse{
 		AccessToken: tok.AccessToken, ExpiresIn: tok.ExpiresIn, RefreshToken: tok.RefreshToken,
 		RefreshExpiresIn: tok.RefreshExpiresIn, TokenType: tok.TokenType, Scope: tok.Scope,
@@ -88,7 +103,8 @@ func (h *Handler) writeTokenError(c echo.Context, e *tokens.TokenError) error {
 
 // tokenParams are the token endpoint's parameters; any other is ignored, as
 // RFC 6749 3.2 requires.
-var tokenParams = append([]string{"grant_type", "client_id", "client_secret", "refresh_token", "scope"}, assertionParams...)
+var tokenParams = append([]string{"grant_type", "client_id", "client_secret", "refresh_token", "scope",
+	"authorization_details", "resource"}, assertionParams...)
 
 // parseTokenRequest reads a token request (see parseClientForm).
 func parseTokenRequest(r *http.Request) (tokens.TokenRequest, url.Values, *tokens.TokenError) {
@@ -96,7 +112,8 @@ func parseTokenRequest(r *http.Request) (tokens.TokenRequest, url.Values, *token
 	if terr != nil {
 		return tokens.TokenRequest{}, nil, terr
 	}
-	return tokens.TokenRequest{ClientAuth: auth, GrantType: p["grant_type"], RefreshToken: p["refresh_token"], Scope: p["scope"]}, form, nil
+	return tokens.TokenRequest{ClientAuth: auth, GrantType: p["grant_type"], RefreshToken: p["refresh_token"], Scope: p["scope"],
+		AuthorizationDetails: p["authorization_details"], Resource: p["resource"]}, form, nil
 }
 
 // clientTokenParams are the parameters of the revocation (RFC 7009 2.1) and
@@ -241,6 +258,8 @@ type introspectionResponse struct {
 	OrgID     string `json:"org_id,omitempty"`
 	// Cnf binds a DPoP token to its key (RFC 9449 6.2).
 	Cnf *introspectionCnf `json:"cnf,omitempty"`
+	// AuthorizationDetails are a consent token's (RFC 9396 9.2).
+	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
 }
 
 // introspectionCnf is the cnf member of an introspection answer.
@@ -274,8 +293,45 @@ func (h *Handler) HandleIntrospect(c echo.Context) error {
 		if in.DPoPJKT != "" {
 			out.Cnf = &introspectionCnf{JKT: in.DPoPJKT}
 		}
+		if in.AuthorizationDetails != "" {
+			out.AuthorizationDetails = json.RawMessage(in.AuthorizationDetails)
+		}
 	}
-	return httpkit.WriteJSON(c, http.StatusOK, out)
+	if !acceptsSignedIntrospection(c.Request().Header.Get("Accept")) {
+		return httpkit.WriteJSON(c, http.StatusOK, out)
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	signed, err := h.tokens.SignIntrospection(c.Request().Context(), in.Requester, body)
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, signedIntrospectionType, []byte(signed))
+}
+
+// signedIntrospectionType is the media type of a signed introspection
+// answer (RFC 9701 4).
+const signedIntrospectionType = "application/token-introspection+jwt"
+
+// acceptsSignedIntrospection reports whether an Accept header asks for a
+// signed introspection answer: it names signedIntrospectionType with a
+// quality above zero. JSON stays the answer to anything else.
+func acceptsSignedIntrospection(accept string) bool {
+	for _, part := range strings.Split(accept, ",") {
+		mediaType, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil || mediaType != signedIntrospectionType {
+			continue
+		}
+		if q, ok := params["q"]; ok {
+			if v, err := strconv.ParseFloat(q, 64); err != nil || v <= 0 {
+				continue
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // HandleJWKS handles "GET /oauth/jwks": the public keys that verify access

@@ -303,6 +303,13 @@ func myHappening(t i18n.My, h consent.Happening) string {
 	case consent.HappenedExpired:
 		return t.Expired
 	case consent.HappenedUsed:
+		if h.Resource != "" {
+			name := h.Resource
+			if h.ResourceName != "" {
+				name = h.ResourceName + " (" + h.Resource + ")"
+			}
+			return fmt.Sprintf(t.SharedWith, name)
+		}
 		if h.Action != "" {
 			return t.Used + ": " + h.Action
 		}

@@ -23,6 +23,15 @@ const AccessTokenAlgorithm = jose.ES256
 // ES256 for the clients that ask for it.
 var IDTokenAlgorithms = []jose.SignatureAlgorithm{jose.RS256, jose.ES256}
 
+// The typ headers of consent tokens and of signed introspection answers
+// (RFC 9701 5). A consent token is an access token, but not one of
+// flowd's own API: a typ of its own keeps a verifier of either kind from
+// taking the other (RFC 8725 3.11), whatever audiences are configured.
+const (
+	ConsentTokenType  = "consent-token+jwt"
+	IntrospectionType = "token-introspection+jwt"
+)
+
 // ReceiptAlgorithm signs consent receipts: ES256 is in every JOSE library,
 // and its signatures are short enough for a receipt to travel in a page.
 const ReceiptAlgorithm = jose.ES256
@@ -44,6 +53,10 @@ type Tokens interface {
 	// SignAccessToken returns the compact JWS (typ at+jwt) of claims, signed
 	// with the active AccessTokenAlgorithm key, its kid in the header.
 	SignAccessToken(ctx context.Context, claims []byte) (string, error)
+	// SignTypedToken returns the compact JWS of claims under the JOSE
+	// header typ, one of TokenTypes, signed as SignAccessToken signs: the
+	// same key verifies both, from the same JWKS.
+	SignTypedToken(ctx context.Context, typ string, claims []byte) (string, error)
 	// AccessTokenKey returns the public key of kid when it may still verify
 	// access tokens: the active key, or one retired less than the tokens'
 	// lifetime (and a margin) ago.

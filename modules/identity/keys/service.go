@@ -110,6 +110,12 @@ func (s *Service) Grace() time.Duration { return s.cfg.AccessTokenTTL + signerMa
 // a token or as a receipt of another kind.
 var ReceiptTypes = []string{"consent-receipt+jwt", "erasure-receipt+jwt"}
 
+// TokenTypes are the typ headers, besides at+jwt and JWT, of what a token
+// key signs: consent tokens, which a data holder tells apart from flowd's
+// own access tokens by their typ, and signed introspection answers (RFC
+// 9701).
+var TokenTypes = []string{ConsentTokenType, IntrospectionType}
+
 // Purposes of signing keys. Token keys sign access and ID tokens and are
 // trusted for the tokens' lifetime after a rotation; receipt keys sign
 // consent receipts and stay published for as long as receipts may be checked.
@@ -147,6 +153,7 @@ type activeKey struct {
 	access   jose.Signer
 	id       jose.Signer
 	receipts map[string]jose.Signer // by typ
+	typed    map[string]jose.Signer // a token key's, by one of TokenTypes
 	loadedAt time.Time
 }
 
@@ -192,6 +199,16 @@ func (s *Service) activeKeyOf(ctx context.Context, q database.Querier, role keyR
 	key := jose.SigningKey{Algorithm: alg, Key: jose.JSONWebKey{Key: k.Private, KeyID: k.ID}}
 	active := activeKey{kid: k.ID, loadedAt: time.Now()}
 	signers := map[*jose.Signer]string{&active.access: "at+jwt", &active.id: "JWT"}
+	if role.purpose == purposeToken {
+		active.typed = map[string]jose.Signer{}
+		for _, typ := range TokenTypes {
+			var signer jose.Signer
+			if signer, err = jose.NewSigner(key, (&jose.SignerOptions{}).WithType(jose.ContentType(typ))); err != nil {
+				return activeKey{}, err
+			}
+			active.typed[typ] = signer
+		}
+	}
 	if role.purpose == purposeReceipt {
 		signers = map[*jose.Signer]string{}
 		active.receipts = map[string]jose.Signer{}
@@ -223,6 +240,24 @@ func (s *Service) SignAccessToken(ctx context.Context, claims []byte) (_ string,
 		return "", err
 	}
 	jws, err := k.access.Sign(claims)
+	if err != nil {
+		return "", err
+	}
+	return jws.CompactSerialize()
+}
+
+// SignTypedToken implements Tokens.
+func (s *Service) SignTypedToken(ctx context.Context, typ string, claims []byte) (_ string, err error) {
+	defer func() { s.signatures.count(useAccessToken, err) }()
+	k, err := s.activeKey(ctx, AccessTokenAlgorithm)
+	if err != nil {
+		return "", err
+	}
+	signer, ok := k.typed[typ]
+	if !ok {
+		return "", fmt.Errorf("identity: no tokens of type %q are signed", typ)
+	}
+	jws, err := signer.Sign(claims)
 	if err != nil {
 		return "", err
 	}

@@ -125,10 +125,14 @@ func (s *Service) Introspect(ctx context.Context, req ClientTokenRequest) (Intro
 	if req.Token == "" {
 		return Introspection{}, tokenErr(ErrCodeInvalidRequest, "token is required.")
 	}
+	var out Introspection
 	if peekIssuer(req.Token) == s.cfg.Issuer {
-		return s.introspectAccessToken(ctx, c, req.Token)
+		out, err = s.introspectAccessToken(ctx, c, req.Token)
+	} else {
+		out, err = s.introspectRefreshToken(ctx, c, req.Token)
 	}
-	return s.introspectRefreshToken(ctx, c, req.Token)
+	out.Requester = c.ID
+	return out, err
 }
 
 // introspectAccessToken answers for an access token: active when it passes

@@ -45,6 +45,10 @@ type TokenRequest struct {
 	RefreshToken string
 	Scope        string // space-separated; empty asks for everything allowed
 	DPoP         DPoPRequest
+	// AuthorizationDetails (RFC 9396, JSON) and Resource (RFC 8707) ask
+	// for a consent token; see ConsentTokens.
+	AuthorizationDetails string
+	Resource             string
 }
 
 // Token type hints of the revocation and introspection endpoints (RFC 7009
@@ -79,6 +83,12 @@ type Introspection struct {
 	JWTID          string // empty for refresh tokens
 	OrganizationID string
 	DPoPJKT        string // cnf.jkt of a DPoP-bound access token (RFC 9449 6.2)
+	// AuthorizationDetails are a consent token's (RFC 9396 9.2), a JSON
+	// array; empty for other tokens.
+	AuthorizationDetails string
+	// Requester is the authenticated client that asked, active or not: the
+	// audience of a signed answer (RFC 9701).
+	Requester string
 }
 
 // Token is the token endpoint's answer.
@@ -89,6 +99,9 @@ type Token struct {
 	RefreshExpiresIn int
 	TokenType        string
 	Scope            string
+	// AuthorizationDetails are a consent token's (RFC 9396 7), a JSON
+	// array; a consent token has no refresh token and no scope.
+	AuthorizationDetails string
 }
 
 // RFC 6749 5.2 error codes of the token endpoint.
@@ -99,6 +112,10 @@ const (
 	ErrCodeUnauthorizedClient   = "unauthorized_client"
 	ErrCodeUnsupportedGrantType = "unsupported_grant_type"
 	ErrCodeInvalidScope         = "invalid_scope"
+	// ErrCodeInvalidAuthorizationDetails refuses a consent token (RFC 9396
+	// 5); ErrCodeInvalidTarget a resource without one (RFC 8707 2).
+	ErrCodeInvalidAuthorizationDetails = "invalid_authorization_details"
+	ErrCodeInvalidTarget               = "invalid_target"
 	// ErrCodeSlowDown is not an RFC 6749 code; the token endpoint answers it with 429.
 	ErrCodeSlowDown = "slow_down"
 )
@@ -182,6 +199,11 @@ type Provider interface {
 	// claims when it is active and the calling client's own, else only
 	// Active false. Failures are as Revoke's.
 	Introspect(ctx context.Context, req ClientTokenRequest) (Introspection, error)
+	// SignIntrospection signs an introspection answer, the JSON of RFC 7662
+	// 2.2, for the client clientID as RFC 9701 5 says: a JWT of typ
+	// token-introspection+jwt with iss, aud (the client), iat and the
+	// answer as its token_introspection claim.
+	SignIntrospection(ctx context.Context, clientID string, answer []byte) (string, error)
 }
 
 // Verifier turns the access token of an API request into a Principal.
@@ -217,6 +239,7 @@ type Clients interface {
 // keys.Tokens).
 type Keys interface {
 	SignAccessToken(ctx context.Context, claims []byte) (string, error)
+	SignTypedToken(ctx context.Context, typ string, claims []byte) (string, error)
 	AccessTokenKey(ctx context.Context, kid string) (*ecdsa.PublicKey, error)
 }
 

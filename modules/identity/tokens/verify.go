@@ -197,6 +197,11 @@ func (b *builtinVerifier) verify(ctx context.Context, raw string) (verifiedToken
 	if err != nil {
 		return verifiedToken{}, b.s.invalid(ctx, refusedMalformed, "unparsable", err)
 	}
+	// Only flowd's own access tokens open its API: not a consent token,
+	// whatever its audience.
+	if typ, _ := jws.Signatures[0].Header.ExtraHeaders[jose.HeaderType].(string); typ != "at+jwt" {
+		return verifiedToken{}, b.s.invalid(ctx, refusedClaims, "built-in token of typ "+typ+", not at+jwt", nil)
+	}
 	return verifiedToken{
 		expiry:   tok.Expiry,
 		keyID:    jws.Signatures[0].Header.KeyID,

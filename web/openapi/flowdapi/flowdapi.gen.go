@@ -641,6 +641,13 @@ type FlowEventData struct {
 		DataCategories []string           `json:"dataCategories"`
 		Id             openapi_types.UUID `json:"id"`
 
+		// Resource The registered resource a consent token was issued for (`action` `consent-token`
+		// in the API's list); absent from the uses the organization records.
+		//
+		//
+		// Examples: https://api.tax.example/income
+		Resource *string `json:"resource,omitempty"`
+
 		// UsedAt RFC 3339, UTC, with milliseconds.
 		//
 		// Examples: 2026-01-02T03:04:05.678Z

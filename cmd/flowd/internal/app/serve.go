@@ -101,6 +101,11 @@ func runServe(ctx context.Context, args []string, sys command.Env) error {
 	if err != nil {
 		return err
 	}
+	// The token endpoint issues consent tokens of the flows module's flows.
+	consentTokens, err := wiring.NewConsentTokens(env, ident, m)
+	if err != nil {
+		return err
+	}
 
 	// Staff accounts, the built-in provider's interactive sign-in
 	// (authorization code + PKCE, test eID), and the relying parties of the
@@ -126,7 +131,7 @@ func runServe(ctx context.Context, args []string, sys command.Env) error {
 	}
 	srv, err := web.New(web.Deps{
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Webhooks: m.Webhooks,
-		Tokens: ident.Tokens, Bearer: ident.Tokens, JWKS: ident.Keys, Organizations: ident.Orgs, Clients: ident.Orgs,
+		Tokens: consentTokens, Bearer: ident.Tokens, JWKS: ident.Keys, Organizations: ident.Orgs, Clients: ident.Orgs,
 		Audit: ident.Audit, Limits: ident.Limits,
 		Endpoints: m.Endpoints, Flows: m.Flows, Definitions: m.Definitions, Resources: m.Resources, Records: m.Records, Receipts: m.Receipts,
 		Consent: m.Journey, PersonPage: m.Journey, Withdrawals: m.Withdrawals,

@@ -36,6 +36,8 @@ type Use struct {
 	ID             string   `json:"id"`
 	DataCategories []string `json:"dataCategories"`
 	UsedAt         string   `json:"usedAt"`
+	// Resource is left out of the uses that are no consent token's.
+	Resource string `json:"resource,omitempty"`
 }
 
 // Endpoint is the JSON body of an endpoint event: the shape of a flow

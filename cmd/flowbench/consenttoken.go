@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+)
+
+// The data holder's resource the consent-token scenario's tokens open, and
+// the person whose consent they carry.
+const (
+	benchResource      = "https://api.tax.example/income"
+	benchConsentPerson = "CONSENTBENCH1"
+)
+
+// consentTokenScenario: POST /oauth/token for an RFC 9396 consent token of
+// one accepted flow, the client authenticated by HTTP Basic, against the
+// plain client_credentials grant (the token scenario's request) in turns of
+// the same run. Each consent token is also a use on the flow's ledger (a
+// write and a flow.used event, in one transaction), which the plain grant
+// does not have. No pgbench: the figure is the ratio to the grant.
+func consentTokenScenario(ctx context.Context, b *bench) (Result, error) {
+	flowID, err := b.consentToTokens(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	consent := tokenRequests(b.main, url.Values{"grant_type": {"client_credentials"},
+		"authorization_details": {`[{"type":"urn:flowd:consent","id":"` + flowID + `"}]`}, "resource": {benchResource}})
+	grant := tokenRequests(b.main, url.Values{"grant_type": {"client_credentials"}})
+	var tokens, grants sample
+	d := b.sliceDuration()
+	for i := range b.o.slices {
+		// Each goes first in turn: the machine may favour the first.
+		if i%2 == 1 {
+			b.driveSlice(ctx, &grants, d, grant)
+		}
+		b.driveSlice(ctx, &tokens, d, consent)
+		if i%2 == 0 {
+			b.driveSlice(ctx, &grants, d, grant)
+		}
+	}
+	r := tokens.result("consent-token", b.o.concurrency)
+	g := grants.result("token", b.o.concurrency)
+	r.GrantRPS, r.GrantP50ms = g.RPS, g.P50ms
+	if g.RPS > 0 && g.P50ms > 0 {
+		b.note("consent-token against the client_credentials grant in turns of the same run: %.2f× its req/s (%.0f vs %.0f), %.2f× its p50 (%.2f vs %.2f ms)",
+			r.RPS/g.RPS, r.RPS, g.RPS, r.P50ms/g.P50ms, r.P50ms, g.P50ms)
+	}
+	return r, nil
+}
+
+// consentToTokens seeds what a consent token needs: a data holder that
+// registers benchResource, the main organization's definition naming it,
+// and a flow of that definition, which benchConsentPerson accepts with the
+// test eID. It returns the flow's id.
+func (b *bench) consentToTokens(ctx context.Context) (string, error) {
+	holder, err := b.seedOrg(ctx, "Bench Tax Authority", "BTAX")
+	if err != nil {
+		return "", err
+	}
+	resource, _ := json.Marshal(map[string]string{"uri": benchResource, "name": "Income records"})
+	if _, err := b.do(ctx, holder, "POST", "/api/resources", resource, 201); err != nil {
+		return "", fmt.Errorf("register the resource: %w", err)
+	}
+	definition, _ := json.Marshal(map[string]any{"id": "bench-income",
+		"title":          map[string]string{"en": "Share your income with Bench Bank", "nb": "Del inntekten din med Bench Bank"},
+		"purpose":        map[string]string{"en": "We fetch your income from the tax authority.", "nb": "Vi henter inntekten din fra Skatteetaten."},
+		"dataCategories": []map[string]string{{"en": "Income", "nb": "Inntekt"}},
+		"validity":       "P90D", "resources": []string{benchResource}})
+	if _, err := b.do(ctx, b.main, "POST", "/api/flow-definitions", definition, 201); err != nil {
+		return "", fmt.Errorf("create the definition: %w", err)
+	}
+	body, _ := json.Marshal(map[string]string{"nationalId": benchConsentPerson, "lastName": "Nordmann",
+		"redirectUrl": "https://example.com/done", "flowDefinitionId": "bench-income"})
+	answer, err := b.do(ctx, b.main, "POST", "/api/flows", body, 201)
+	if err != nil {
+		return "", err
+	}
+	var created struct {
+		FlowID string `json:"flowId"`
+		Links  struct {
+			Consent struct {
+				Href string `json:"href"`
+			} `json:"consent"`
+		} `json:"_links"`
+	}
+	if err := json.Unmarshal(answer, &created); err != nil || created.Links.Consent.Href == "" {
+		return "", fmt.Errorf("a created flow without its consent link: %v %s", err, answer)
+	}
+	if _, err := b.acceptAs(ctx, benchConsentPerson, []string{created.Links.Consent.Href}); err != nil {
+		return "", err
+	}
+	return created.FlowID, nil
+}
