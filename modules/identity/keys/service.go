@@ -107,8 +107,10 @@ func (s *Service) Grace() time.Duration { return s.cfg.AccessTokenTTL + signerMa
 
 // ReceiptTypes are the typ headers (RFC 8725 3.11) of the receipts a
 // receipt key signs, one per kind, so that no receipt can be passed off as
-// a token or as a receipt of another kind.
-var ReceiptTypes = []string{"consent-receipt+jwt", "erasure-receipt+jwt"}
+// a token or as a receipt of another kind. The Shared Signals' Security
+// Event Tokens (secevent+jwt) are signed by the receipt key too: it is
+// published at the jwks_uri for as long as a SET may be checked.
+var ReceiptTypes = []string{"consent-receipt+jwt", "erasure-receipt+jwt", "secevent+jwt"}
 
 // Purposes of signing keys. Token keys sign access and ID tokens and are
 // trusted for the tokens' lifetime after a rotation; receipt keys sign

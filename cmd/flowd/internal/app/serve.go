@@ -143,6 +143,7 @@ func runServe(ctx context.Context, args []string, sys command.Env) error {
 		{"idempotency maintenance", m.Answers.Run},
 		{"consent expiry", m.Flows.RunExpiry},
 		{"webhook workers", m.Webhooks.Run},
+		{"ssf push workers", m.SSF.Run},
 		{"session sweep", sessions.Run},
 	}
 
