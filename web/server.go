@@ -34,6 +34,7 @@ import (
 	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/modules/identity/staff"
 	"github.com/flowd/flowd/modules/identity/tokens"
+	"github.com/flowd/flowd/modules/ssf"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web/api"
 	"github.com/flowd/flowd/web/console"
@@ -76,6 +77,8 @@ type Deps struct {
 	Definitions consent.Definitions
 	// Resources are the data holders' resources.
 	Resources consent.Resources
+	// SSF are the data holders' Shared Signals streams.
+	SSF ssf.Streams
 	// Receipts checks consent receipts for anyone who has one.
 	Receipts receipts.Checker
 	// Idempotency keeps the answers to the API's requests that carry an
@@ -143,7 +146,7 @@ func New(d Deps) (*Server, error) {
 		bearer: d.Bearer, limits: d.Limits,
 		api: api.New(api.Deps{Log: d.Log, Config: d.Config, Audit: d.Audit, Flows: d.Flows, Withdrawals: d.Withdrawals,
 			Webhooks: d.Webhooks, Endpoints: d.Endpoints, Definitions: d.Definitions, Receipts: d.Receipts, Idempotency: d.Idempotency,
-			Organizations: d.Organizations, Erasures: d.Erasures, Resources: d.Resources}),
+			Organizations: d.Organizations, Erasures: d.Erasures, Resources: d.Resources, SSF: d.SSF}),
 		oauth: oauth.New(oauth.Deps{Log: d.Log, Config: d.Config, Tokens: d.Tokens, Nonces: d.Bearer, JWKS: d.JWKS, Audit: d.Audit,
 			Login: d.Login, Sessions: oidclogin.ProviderSessions(d.Config, d.Sessions, d.Now)}),
 		console: console.New(console.Deps{Log: d.Log, Config: d.Config, Organizations: d.Organizations, Clients: d.Clients, Audit: d.Audit,
@@ -195,7 +198,7 @@ func (d Deps) check() error {
 		{"Log", d.Log == nil}, {"Config", d.Config == nil}, {"Pool", d.Pool == nil}, {"Registry", d.Registry == nil},
 		{"Tokens", d.Tokens == nil}, {"Bearer", d.Bearer == nil}, {"JWKS", d.JWKS == nil}, {"Organizations", d.Organizations == nil},
 		{"Clients", d.Clients == nil}, {"Audit", d.Audit == nil}, {"Limits", d.Limits == nil}, {"Flows", d.Flows == nil}, {"Webhooks", d.Webhooks == nil}, {"Endpoints", d.Endpoints == nil},
-		{"Consent", d.Consent == nil}, {"PersonPage", d.PersonPage == nil}, {"Withdrawals", d.Withdrawals == nil}, {"Definitions", d.Definitions == nil}, {"Resources", d.Resources == nil}, {"Receipts", d.Receipts == nil}, {"Login", d.Login == nil},
+		{"Consent", d.Consent == nil}, {"PersonPage", d.PersonPage == nil}, {"Withdrawals", d.Withdrawals == nil}, {"Definitions", d.Definitions == nil}, {"Resources", d.Resources == nil}, {"SSF", d.SSF == nil}, {"Receipts", d.Receipts == nil}, {"Login", d.Login == nil},
 		{"Sessions", d.Sessions == nil}, {"Idempotency", d.Idempotency == nil}, {"Erasures", d.Erasures == nil},
 	} {
 		if dep.missing {

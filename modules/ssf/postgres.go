@@ -46,7 +46,7 @@ type Options struct {
 	Log               *slog.Logger
 	// Wrap, when set, wraps the pushes' transport (tracing).
 	Wrap func(http.RoundTripper) http.RoundTripper
-	Now               func() time.Time
+	Now  func() time.Time
 }
 
 // Module implements Streams and Transmitter on PostgreSQL.

@@ -93,7 +93,7 @@ type Event struct {
 	FlowDefinitionID      string
 	FlowDefinitionVersion int
 	WithdrawnBy           string // "individual" or "organization"; empty unless withdrawn
-	URL              string // the flow's webhookUrl; empty when it has none
+	URL                   string // the flow's webhookUrl; empty when it has none
 	// TaskID is the flow's send-initiate-webhook task for this delivery; empty
 	// when the flow no longer exists (flow.deleted).
 	TaskID     string

@@ -14,6 +14,7 @@ import (
 	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/ssf"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web/internal/httpkit"
 )
@@ -40,6 +41,8 @@ type Deps struct {
 	Erasures erasure.Service
 	// Resources are the data holders' resources.
 	Resources consent.Resources
+	// SSF are the data holders' Shared Signals streams.
+	SSF ssf.Streams
 }
 
 // Handler holds the API's handlers.
@@ -57,11 +60,12 @@ type Handler struct {
 	organizations OrganizationChecker
 	erasures      erasure.Service
 	resources     consent.Resources
+	ssf           ssf.Streams
 }
 
 // New returns the API's handlers, calling the modules of d.
 func New(d Deps) *Handler {
 	return &Handler{log: d.Log, cfg: d.Config, audit: d.Audit, flows: d.Flows, withdrawals: d.Withdrawals, webhooks: d.Webhooks, endpoints: d.Endpoints,
 		definitions: d.Definitions, receipts: d.Receipts, answers: d.Idempotency, organizations: d.Organizations,
-		erasures: d.Erasures, resources: d.Resources}
+		erasures: d.Erasures, resources: d.Resources, ssf: d.SSF}
 }

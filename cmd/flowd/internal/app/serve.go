@@ -128,7 +128,7 @@ func runServe(ctx context.Context, args []string, sys command.Env) error {
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Webhooks: m.Webhooks,
 		Tokens: ident.Tokens, Bearer: ident.Tokens, JWKS: ident.Keys, Organizations: ident.Orgs, Clients: ident.Orgs,
 		Audit: ident.Audit, Limits: ident.Limits,
-		Endpoints: m.Endpoints, Flows: m.Flows, Definitions: m.Definitions, Resources: m.Resources, Receipts: m.Receipts,
+		Endpoints: m.Endpoints, Flows: m.Flows, Definitions: m.Definitions, Resources: m.Resources, SSF: m.SSF, Receipts: m.Receipts,
 		Consent: m.Journey, PersonPage: m.Journey, Withdrawals: m.Withdrawals,
 		Login: provider, Sessions: sessions, Idempotency: m.Answers, Tracing: tracing, Erasures: m.Erasures,
 	})
