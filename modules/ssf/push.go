@@ -56,6 +56,7 @@ func (m *Module) newPusher() error {
 		Logger:            slog.New(slog.DiscardHandler),
 		Queues:            map[string]river.QueueConfig{pushQueue: {MaxWorkers: m.opts.Workers}},
 		FetchPollInterval: m.opts.FetchPollInterval,
+		FetchCooldown:     fetchCooldown(m.opts.FetchPollInterval),
 		Workers:           workers,
 		MaxAttempts:       len(m.opts.Schedule) + 1,
 		RetryPolicy:       schedule(m.opts.Schedule),
@@ -66,6 +67,15 @@ func (m *Module) newPusher() error {
 	}
 	m.river = client
 	return nil
+}
+
+// fetchCooldown keeps River's cooldown (100 ms) no longer than the poll
+// interval, which River requires.
+func fetchCooldown(poll time.Duration) time.Duration {
+	if poll <= 0 {
+		return 0
+	}
+	return min(poll, 100*time.Millisecond)
 }
 
 func (o Options) httpClient() *http.Client {
@@ -144,7 +154,9 @@ func (w *pushWorker) Work(ctx context.Context, job *river.Job[pushArgs]) error {
 			return nil
 		}
 		for _, set := range pending {
-			if err := m.pushOne(ctx, s, set, job); err != nil {
+			if err := m.pushOne(ctx, s, set, job); errors.Is(err, errPaused) {
+				return nil // enabling the stream again starts a new job
+			} else if err != nil {
 				return err
 			}
 			pushed++
@@ -200,7 +212,10 @@ func (m *Module) pushOne(ctx context.Context, s store.Stream, set store.SET, job
 		return err
 	}
 	if failures >= m.opts.PauseAfter || job.Attempt >= len(m.opts.Schedule)+1 {
-		return m.pauseFailing(ctx, s, failures, msg)
+		if err := m.pauseFailing(ctx, s, failures, msg); err != nil {
+			return err
+		}
+		return errPaused
 	}
 	return fmt.Errorf("ssf: push to stream %s: %s", s.ID, msg)
 }
@@ -233,6 +248,9 @@ func (m *Module) send(ctx context.Context, s store.Stream, jws string) (int, err
 	}
 	return res.StatusCode, body, nil
 }
+
+// errPaused says pushOne paused the stream: its job ends without error.
+var errPaused = errors.New("ssf: the stream is paused")
 
 // pauseFailing pauses a stream whose pushes keep failing and puts a
 // stream-updated event on it, sent after what it held once enabled.
