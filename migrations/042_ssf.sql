@@ -11,7 +11,10 @@ create table ssf_streams (
     description          text not null default '',
     delivery_method      text not null check (delivery_method in ('urn:ietf:rfc:8935', 'urn:ietf:rfc:8936')),
     endpoint_url         text not null default '',
-    authorization_header text not null default '',
+    -- The push Authorization header, sealed under the data key
+    -- (internal/pii) bound to the stream; key id empty when there is none.
+    authorization_sealed bytea,
+    authorization_key_id text not null default '',
     events_requested     text[] not null default '{}',
     events_delivered     text[] not null default '{}',
     status               text not null default 'enabled' check (status in ('enabled', 'paused', 'disabled')),

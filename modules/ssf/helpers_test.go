@@ -18,6 +18,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jws"
 
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/internal/testkit/dbtest"
 	"github.com/flowd/flowd/internal/testkit/testkeys"
 	"github.com/flowd/flowd/internal/testkit/testwait"
@@ -52,12 +53,28 @@ func (everyHolder) DataHoldersTx(context.Context, database.Tx, string, string, i
 	return []string{holderOrg}, nil
 }
 
+// dataKey is the test data key; rotatedKey one that replaces it.
+var (
+	dataKey    = []byte("0123456789abcdef0123456789abcdef")
+	rotatedKey = []byte("fedcba9876543210fedcba9876543210")
+)
+
+func testSealer(t *testing.T, key []byte, previous ...[]byte) *pii.Sealer {
+	t.Helper()
+	s, err := pii.New(key, previous...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // bundle is what setup gives a test.
 type bundle struct {
-	pool *pgxpool.Pool
-	m    *ssf.Module
-	keys jwk.Set // the public keys a receiver checks SETs with
-	opts ssf.Options
+	pool   *pgxpool.Pool
+	m      *ssf.Module
+	signer keySigner
+	keys   jwk.Set // the public keys a receiver checks SETs with
+	opts   ssf.Options
 }
 
 // fastSchedule retries at once, so that tests of retries stay fast.
@@ -79,12 +96,12 @@ func setup(t *testing.T, mutate ...func(*ssf.Options)) *bundle {
 	for _, f := range mutate {
 		f(&opts)
 	}
-	return &bundle{pool: pool, m: newModule(t, pool, keySigner{key}, opts), keys: keys, opts: opts}
+	return &bundle{pool: pool, m: newModule(t, pool, keySigner{key}, opts), signer: keySigner{key}, keys: keys, opts: opts}
 }
 
 func newModule(t *testing.T, pool *pgxpool.Pool, signer ssf.Signer, opts ssf.Options) *ssf.Module {
 	t.Helper()
-	m, err := ssf.New(pool, signer, everyHolder{}, opts)
+	m, err := ssf.New(pool, signer, everyHolder{}, testSealer(t, dataKey), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package ssf
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
+	"github.com/flowd/flowd/internal/pii"
+	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/ssf/internal/store"
 )
 
@@ -43,7 +46,11 @@ type Options struct {
 	// River's notifications (River's default when zero).
 	FetchPollInterval time.Duration
 	Workers           int // push workers per instance (default 20)
-	Log               *slog.Logger
+	// Audit, when set, records in the data holder's audit log the pauses
+	// flowd makes itself; the receivers' changes are recorded by the
+	// callers' BeforeCommit hooks.
+	Audit AuditLog
+	Log   *slog.Logger
 	// Wrap, when set, wraps the pushes' transport (tracing).
 	Wrap func(http.RoundTripper) http.RoundTripper
 	Now  func() time.Time
@@ -54,6 +61,7 @@ type Module struct {
 	pool    *pgxpool.Pool
 	signer  Signer
 	holders DataHolders
+	sealer  *pii.Sealer
 	issuer  string
 	opts    Options
 	now     func() time.Time
@@ -67,8 +75,17 @@ var (
 	_ Transmitter = (*Module)(nil)
 )
 
-// New returns the module. It touches no database until Run.
-func New(pool *pgxpool.Pool, signer Signer, holders DataHolders, opts Options) (*Module, error) {
+// AuditLog records flowd's own changes of a stream (identity's audit log).
+type AuditLog interface {
+	RecordAuditTx(ctx context.Context, tx database.Tx, e identity.AuditEntry) error
+}
+
+// New returns the module; sealer seals the push Authorization headers at
+// rest. It touches no database until Run.
+func New(pool *pgxpool.Pool, signer Signer, holders DataHolders, sealer *pii.Sealer, opts Options) (*Module, error) {
+	if sealer == nil {
+		return nil, errors.New("ssf: a sealer is required for the push Authorization headers")
+	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
@@ -94,7 +111,7 @@ func New(pool *pgxpool.Pool, signer Signer, holders DataHolders, opts Options) (
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	m := &Module{pool: pool, signer: signer, holders: holders, issuer: strings.TrimSuffix(opts.Issuer, "/"), opts: opts,
+	m := &Module{pool: pool, signer: signer, holders: holders, sealer: sealer, issuer: strings.TrimSuffix(opts.Issuer, "/"), opts: opts,
 		now: opts.Now, log: opts.Log}
 	if err := m.newPusher(); err != nil {
 		return nil, err
@@ -115,9 +132,49 @@ func validStreamID(id string) bool {
 
 func toStream(r store.Stream) Stream {
 	return Stream{ID: r.ID, OrganizationID: r.OrganizationID, Audience: r.Aud, Description: r.Description,
-		Delivery:        Delivery{Method: r.DeliveryMethod, EndpointURL: r.EndpointURL, AuthorizationHeader: r.AuthorizationHeader},
+		Delivery:        Delivery{Method: r.DeliveryMethod, EndpointURL: r.EndpointURL},
 		EventsRequested: r.EventsRequested, EventsDelivered: r.EventsDelivered, Status: Status(r.Status), StatusReason: r.StatusReason,
 		Failures: r.Failures, LastError: r.LastError, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+}
+
+// authorizationContext binds a sealed Authorization header to its stream.
+func authorizationContext(r store.Stream) []string {
+	return []string{"ssf stream authorization", r.OrganizationID, r.ID}
+}
+
+// authorization opens a stream's sealed Authorization header.
+func (m *Module) authorization(r store.Stream) (string, error) {
+	if r.AuthorizationKeyID == "" {
+		return "", nil
+	}
+	return m.sealer.Open(r.AuthorizationKeyID, r.AuthorizationSealed, authorizationContext(r)...)
+}
+
+// ResealBatch seals again under the current data key up to limit of the
+// Authorization headers an older key sealed, and returns how many
+// (flowd keys rotate-data-key).
+func (m *Module) ResealBatch(ctx context.Context, limit int) (int, error) {
+	current := m.sealer.KeyID()
+	stale, err := store.StaleAuthorizations(ctx, m.pool, current, limit)
+	if err != nil {
+		return 0, err
+	}
+	err = database.WithTx(ctx, m.pool, func(tx database.Tx) error {
+		for _, r := range stale {
+			v, err := m.authorization(r)
+			if err != nil {
+				return fmt.Errorf("stream %s (key %s): %w", r.ID, r.AuthorizationKeyID, err)
+			}
+			if err := store.Reseal(ctx, tx, r, current, m.sealer.Seal(v, authorizationContext(r)...)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return len(stale), nil
 }
 
 // apply sets c on row r (all of it when replace), as a create, PATCH or PUT does.
@@ -133,9 +190,12 @@ func (m *Module) apply(r *store.Stream, c StreamConfig, replace bool) {
 		r.EventsDelivered = Delivered(r.EventsRequested)
 	}
 	if d := c.Delivery; d != nil {
-		r.DeliveryMethod, r.EndpointURL, r.AuthorizationHeader = d.Method, d.EndpointURL, d.AuthorizationHeader
+		r.DeliveryMethod, r.EndpointURL = d.Method, d.EndpointURL
+		r.AuthorizationSealed, r.AuthorizationKeyID = nil, ""
 		if d.Method == DeliveryPoll {
-			r.EndpointURL, r.AuthorizationHeader = m.PollURL(r.ID), ""
+			r.EndpointURL = m.PollURL(r.ID)
+		} else if d.AuthorizationHeader != "" {
+			r.AuthorizationSealed, r.AuthorizationKeyID = m.sealer.Seal(d.AuthorizationHeader, authorizationContext(*r)...), m.sealer.KeyID()
 		}
 	}
 }
@@ -149,7 +209,7 @@ func deref[T any](p *T) T {
 }
 
 // CreateStream implements Streams.
-func (m *Module) CreateStream(ctx context.Context, o Owner, c StreamConfig) (Stream, error) {
+func (m *Module) CreateStream(ctx context.Context, o Owner, c StreamConfig, before ...database.BeforeCommit[Stream]) (Stream, error) {
 	if err := ValidateConfig(c, true, m.opts.AllowInsecure); err != nil {
 		return Stream{}, err
 	}
@@ -161,7 +221,13 @@ func (m *Module) CreateStream(ctx context.Context, o Owner, c StreamConfig) (Str
 	r := store.Stream{OrganizationID: o.OrganizationID, ID: id.String(), Aud: []string{o.ClientID}, Status: string(Enabled),
 		CreatedBy: "client:" + o.ClientID, CreatedAt: now, UpdatedAt: now}
 	m.apply(&r, c, true)
-	if err := store.InsertStream(ctx, m.pool, r); err != nil {
+	err = database.WithTx(ctx, m.pool, func(tx database.Tx) error {
+		if err := store.InsertStream(ctx, tx, r); err != nil {
+			return err
+		}
+		return database.RunBeforeCommit(ctx, tx, toStream(r), before)
+	})
+	if err != nil {
 		return Stream{}, err
 	}
 	return toStream(r), nil
@@ -195,8 +261,10 @@ func (m *Module) ListStreams(ctx context.Context, organizationID string) ([]Stre
 	return out, nil
 }
 
-// change runs fn on a stream locked in a transaction of its own.
-func (m *Module) change(ctx context.Context, organizationID, id string, fn func(tx database.Tx, r *store.Stream) error) (Stream, error) {
+// change runs fn on a stream locked in a transaction of its own, then
+// before with the stream as fn left it.
+func (m *Module) change(ctx context.Context, organizationID, id string, fn func(tx database.Tx, r *store.Stream) error,
+	before ...database.BeforeCommit[Stream]) (Stream, error) {
 	if !validStreamID(id) {
 		return Stream{}, ErrStreamNotFound
 	}
@@ -213,7 +281,7 @@ func (m *Module) change(ctx context.Context, organizationID, id string, fn func(
 			return err
 		}
 		out = r
-		return nil
+		return database.RunBeforeCommit(ctx, tx, toStream(r), before)
 	})
 	if err != nil {
 		return Stream{}, err
@@ -222,7 +290,8 @@ func (m *Module) change(ctx context.Context, organizationID, id string, fn func(
 }
 
 // UpdateStream implements Streams.
-func (m *Module) UpdateStream(ctx context.Context, organizationID, id string, c StreamConfig, replace bool) (Stream, error) {
+func (m *Module) UpdateStream(ctx context.Context, organizationID, id string, c StreamConfig, replace bool,
+	before ...database.BeforeCommit[Stream]) (Stream, error) {
 	if err := ValidateConfig(c, replace, m.opts.AllowInsecure); err != nil {
 		return Stream{}, err
 	}
@@ -237,23 +306,21 @@ func (m *Module) UpdateStream(ctx context.Context, organizationID, id string, c 
 			return m.startPushTx(ctx, tx, []store.Stream{*r})
 		}
 		return nil
-	})
+	}, before...)
 }
 
 // DeleteStream implements Streams.
-func (m *Module) DeleteStream(ctx context.Context, organizationID, id string) error {
-	if !validStreamID(id) {
-		return ErrStreamNotFound
-	}
-	deleted, err := store.DeleteStream(ctx, m.pool, organizationID, id)
-	if err == nil && !deleted {
-		return ErrStreamNotFound
-	}
+func (m *Module) DeleteStream(ctx context.Context, organizationID, id string, before ...database.BeforeCommit[Stream]) error {
+	_, err := m.change(ctx, organizationID, id, func(tx database.Tx, r *store.Stream) error {
+		_, err := store.DeleteStream(ctx, tx, organizationID, id)
+		return err
+	}, before...)
 	return err
 }
 
 // SetStatus implements Streams.
-func (m *Module) SetStatus(ctx context.Context, organizationID, id string, s Status, reason string) (Stream, error) {
+func (m *Module) SetStatus(ctx context.Context, organizationID, id string, s Status, reason string,
+	before ...database.BeforeCommit[Stream]) (Stream, error) {
 	var f apperr.Fields
 	if !s.Valid() {
 		f.Add("status", "must be enabled, paused or disabled")
@@ -279,7 +346,7 @@ func (m *Module) SetStatus(ctx context.Context, organizationID, id string, s Sta
 			return m.startPushTx(ctx, tx, []store.Stream{*r})
 		}
 		return nil
-	})
+	}, before...)
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/netguard"
+	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/ssf/internal/store"
 )
 
@@ -228,8 +229,12 @@ func (m *Module) send(ctx context.Context, s store.Stream, jws string) (int, err
 	}
 	req.Header.Set("Content-Type", "application/secevent+jwt")
 	req.Header.Set("Accept", "application/json")
-	if s.AuthorizationHeader != "" {
-		req.Header.Set("Authorization", s.AuthorizationHeader)
+	auth, err := m.authorization(s)
+	if err != nil {
+		return 0, errorBody{}, fmt.Errorf("the stream's Authorization header does not open: %w", err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
 	}
 	res, err := m.client.Do(req)
 	if err != nil {
@@ -266,6 +271,12 @@ func (m *Module) pauseFailing(ctx context.Context, s store.Stream, failures int,
 			return err
 		}
 		m.log.WarnContext(ctx, "ssf: a failing stream is paused", "organization_id", s.OrganizationID, "stream_id", s.ID, "failures", failures)
+		if m.opts.Audit != nil {
+			if err := m.opts.Audit.RecordAuditTx(ctx, tx, identity.AuditEntry{OrganizationID: s.OrganizationID, Actor: "system",
+				Action: identity.AuditStreamStatus, Target: s.ID, Detail: "paused: " + truncate(reason, 450)}); err != nil {
+				return err
+			}
+		}
 		return m.streamEventTx(ctx, tx, r, EventStreamUpdated, map[string]any{"status": string(Paused), "reason": reason})
 	})
 }

@@ -226,7 +226,7 @@ func TestPushTwoInstancesDeliverEachSETOnce(t *testing.T) {
 	b := setup(t)
 	r := newReceiver(t, b.keys)
 	b.pushStream(t, r.url())
-	other := newModule(t, b.pool, keySigner{}, b.opts)
+	other := newModule(t, b.pool, b.signer, b.opts)
 	start(t, b.m)
 	start(t, other)
 	const n = 30

@@ -226,20 +226,21 @@ type PollResult struct {
 // stream of another organization is ErrStreamNotFound.
 type Streams interface {
 	// CreateStream makes a stream with c (apperr Invalid, nothing made).
-	CreateStream(ctx context.Context, o Owner, c StreamConfig) (Stream, error)
+	// The changes run before in their transaction (the caller's audit).
+	CreateStream(ctx context.Context, o Owner, c StreamConfig, before ...database.BeforeCommit[Stream]) (Stream, error)
 	// Stream returns one stream. ErrStreamNotFound.
 	Stream(ctx context.Context, organizationID, id string) (Stream, error)
 	// ListStreams returns the organization's streams, oldest first.
 	ListStreams(ctx context.Context, organizationID string) ([]Stream, error)
 	// UpdateStream sets the fields c gives (all of them when replace: a
 	// PUT). ErrStreamNotFound; apperr Invalid.
-	UpdateStream(ctx context.Context, organizationID, id string, c StreamConfig, replace bool) (Stream, error)
+	UpdateStream(ctx context.Context, organizationID, id string, c StreamConfig, replace bool, before ...database.BeforeCommit[Stream]) (Stream, error)
 	// DeleteStream deletes a stream with the SETs it holds. ErrStreamNotFound.
-	DeleteStream(ctx context.Context, organizationID, id string) error
+	DeleteStream(ctx context.Context, organizationID, id string, before ...database.BeforeCommit[Stream]) error
 	// SetStatus sets a stream's status with its reason; enabling a paused
 	// stream sends what it held, disabling one drops it. ErrStreamNotFound;
 	// apperr Invalid.
-	SetStatus(ctx context.Context, organizationID, id string, s Status, reason string) (Stream, error)
+	SetStatus(ctx context.Context, organizationID, id string, s Status, reason string, before ...database.BeforeCommit[Stream]) (Stream, error)
 	// Verify puts a verification event carrying state on the stream.
 	// ErrStreamNotFound; apperr Invalid.
 	Verify(ctx context.Context, organizationID, id, state string) error

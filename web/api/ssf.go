@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/flowd/flowd/internal/apperr"
+	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/ssf"
 	"github.com/flowd/flowd/web/internal/httpkit"
 )
@@ -98,6 +99,23 @@ func streamNotFound(err error) error {
 	return err
 }
 
+// streamAudit is a stream's audit detail: its delivery and status, never
+// its Authorization header.
+func streamAudit(s ssf.Stream) (string, string) {
+	d := s.Delivery.Method + " " + s.Delivery.EndpointURL + ", " + string(s.Status)
+	if s.Description != "" {
+		d = s.Description + ": " + d
+	}
+	return s.ID, truncateAudit(d)
+}
+
+func truncateAudit(s string) string {
+	if r := []rune(s); len(r) > 500 {
+		return string(r[:499]) + "…"
+	}
+	return s
+}
+
 // HandleStreamCreate handles "POST /ssf/streams".
 func (h *Handler) HandleStreamCreate(c echo.Context) error {
 	var req streamRequest
@@ -108,7 +126,8 @@ func (h *Handler) HandleStreamCreate(c echo.Context) error {
 		return apperr.InvalidFields([]apperr.FieldError{{Field: "stream_id", Message: "is the transmitter's: leave it out"}})
 	}
 	p := httpkit.Principal(c)
-	s, err := h.ssf.CreateStream(c.Request().Context(), ssf.Owner{OrganizationID: p.OrganizationID, ClientID: p.ClientID}, req.config())
+	s, err := h.ssf.CreateStream(c.Request().Context(), ssf.Owner{OrganizationID: p.OrganizationID, ClientID: p.ClientID}, req.config(),
+		apiAudited(h, c, identity.AuditStreamCreate, streamAudit))
 	if err != nil {
 		return err
 	}
@@ -148,7 +167,8 @@ func (h *Handler) HandleStreamUpdate(c echo.Context) error {
 		return apperr.InvalidFields([]apperr.FieldError{{Field: "stream_id", Message: "is required"}})
 	}
 	replace := c.Request().Method == http.MethodPut
-	s, err := h.ssf.UpdateStream(c.Request().Context(), httpkit.Principal(c).OrganizationID, req.StreamID, req.config(), replace)
+	s, err := h.ssf.UpdateStream(c.Request().Context(), httpkit.Principal(c).OrganizationID, req.StreamID, req.config(), replace,
+		apiAudited(h, c, identity.AuditStreamUpdate, streamAudit))
 	if err != nil {
 		return streamNotFound(err)
 	}
@@ -161,7 +181,9 @@ func (h *Handler) HandleStreamDelete(c echo.Context) error {
 	if id == "" {
 		return apperr.InvalidFields([]apperr.FieldError{{Field: "stream_id", Message: "is required"}})
 	}
-	if err := h.ssf.DeleteStream(c.Request().Context(), httpkit.Principal(c).OrganizationID, id); err != nil {
+	err := h.ssf.DeleteStream(c.Request().Context(), httpkit.Principal(c).OrganizationID, id,
+		apiAudited(h, c, identity.AuditStreamDelete, streamAudit))
+	if err != nil {
 		return streamNotFound(err)
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -196,7 +218,10 @@ func (h *Handler) HandleStreamStatusSet(c echo.Context) error {
 	if req.StreamID == "" {
 		return apperr.InvalidFields([]apperr.FieldError{{Field: "stream_id", Message: "is required"}})
 	}
-	s, err := h.ssf.SetStatus(c.Request().Context(), httpkit.Principal(c).OrganizationID, req.StreamID, ssf.Status(req.Status), req.Reason)
+	s, err := h.ssf.SetStatus(c.Request().Context(), httpkit.Principal(c).OrganizationID, req.StreamID, ssf.Status(req.Status), req.Reason,
+		apiAudited(h, c, identity.AuditStreamStatus, func(s ssf.Stream) (string, string) {
+			return s.ID, truncateAudit(string(s.Status) + ": " + s.StatusReason)
+		}))
 	if err != nil {
 		return streamNotFound(err)
 	}

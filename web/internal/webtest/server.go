@@ -148,7 +148,7 @@ func NewServer(t testing.TB, d web.Deps) *Server {
 		d.Withdrawals = consent.NewWithdrawals(d.Pool, requests, flowsModule, definitions, receiptService)
 	}
 	if d.SSF == nil {
-		transmitter, err := ssf.New(d.Pool, ident, definitions, ssf.Options{Issuer: base, AllowInsecure: cfg.AllowInsecureURLs,
+		transmitter, err := ssf.New(d.Pool, ident, definitions, sealer, ssf.Options{Issuer: base, AllowInsecure: cfg.AllowInsecureURLs,
 			AllowPrivate: cfg.WebhookAllowPrivate, Log: d.Log})
 		if err != nil {
 			t.Fatal(err)

@@ -95,7 +95,7 @@ func NewModules(env Env, ident *Identity) (*Modules, error) {
 	m.Definitions = consent.NewDefinitions(pool, m.Directory)
 	m.Resources = consent.NewResources(pool)
 	m.Receipts = receipts.New(pool, ident.Keys, m.Directory, base)
-	if m.SSF, err = NewSSF(env, ident, m.Definitions); err != nil {
+	if m.SSF, err = NewSSF(env, ident, m.Definitions, sealer); err != nil {
 		return nil, err
 	}
 	// Flow events go out through the webhooks module, whose workers report
@@ -135,12 +135,13 @@ func NewWebhooks(env Env) (*webhooks.Module, error) {
 
 // NewSSF builds the Shared Signals transmitter: its SETs are signed by
 // identity's receipt key, and the data holders a consent concerns are those
-// whose resources its definition names.
-func NewSSF(env Env, ident *Identity, holders ssf.DataHolders) (*ssf.Module, error) {
+// whose resources its definition names. The push Authorization headers are
+// sealed under the data key, and flowd's own pauses go to the audit log.
+func NewSSF(env Env, ident *Identity, holders ssf.DataHolders, sealer *pii.Sealer) (*ssf.Module, error) {
 	cfg := env.Config
-	return ssf.New(env.Pool, ident.Keys, holders, ssf.Options{
+	return ssf.New(env.Pool, ident.Keys, holders, sealer, ssf.Options{
 		Issuer: cfg.BaseURL.String(), AllowInsecure: cfg.AllowInsecureURLs, AllowPrivate: cfg.WebhookAllowPrivate,
-		Timeout: cfg.WebhookTimeout, Log: env.log(), Wrap: env.Tracing.WrapTransport("ssf push"),
+		Timeout: cfg.WebhookTimeout, Log: env.log(), Wrap: env.Tracing.WrapTransport("ssf push"), Audit: ident.Audit,
 	})
 }
 

@@ -20,7 +20,8 @@ type Stream struct {
 	Description         string    `db:"description"`
 	DeliveryMethod      string    `db:"delivery_method"`
 	EndpointURL         string    `db:"endpoint_url"`
-	AuthorizationHeader string    `db:"authorization_header"`
+	AuthorizationSealed []byte    `db:"authorization_sealed"`
+	AuthorizationKeyID  string    `db:"authorization_key_id"`
 	EventsRequested     []string  `db:"events_requested"`
 	EventsDelivered     []string  `db:"events_delivered"`
 	Status              string    `db:"status"`
@@ -32,16 +33,16 @@ type Stream struct {
 	UpdatedAt           time.Time `db:"updated_at"`
 }
 
-const streamColumns = `organization_id, id::text, aud, description, delivery_method, endpoint_url, authorization_header,
-	events_requested, events_delivered, status, status_reason, failures, last_error, created_by, created_at, updated_at`
+const streamColumns = `organization_id, id::text, aud, description, delivery_method, endpoint_url, authorization_sealed,
+	authorization_key_id, events_requested, events_delivered, status, status_reason, failures, last_error, created_by, created_at, updated_at`
 
 // InsertStream stores s.
 func InsertStream(ctx context.Context, db database.Querier, s Stream) error {
 	_, err := db.Exec(ctx, `insert into ssf_streams (organization_id, id, aud, description, delivery_method, endpoint_url,
-		authorization_header, events_requested, events_delivered, status, status_reason, created_by, created_at, updated_at)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)`,
-		s.OrganizationID, s.ID, s.Aud, s.Description, s.DeliveryMethod, s.EndpointURL, s.AuthorizationHeader,
-		s.EventsRequested, s.EventsDelivered, s.Status, s.StatusReason, s.CreatedBy, s.CreatedAt)
+		authorization_sealed, authorization_key_id, events_requested, events_delivered, status, status_reason, created_by, created_at, updated_at)
+		values ($1, $2, $3, $4, $5, $6, $7, $14, $8, $9, $10, $11, $12, $13, $13)`,
+		s.OrganizationID, s.ID, s.Aud, s.Description, s.DeliveryMethod, s.EndpointURL, s.AuthorizationSealed,
+		s.EventsRequested, s.EventsDelivered, s.Status, s.StatusReason, s.CreatedBy, s.CreatedAt, s.AuthorizationKeyID)
 	return err
 }
 
@@ -78,10 +79,10 @@ func ListStreams(ctx context.Context, db database.Querier, organizationID string
 // SaveStream writes what a receiver and a status change set of s.
 func SaveStream(ctx context.Context, db database.Querier, s Stream) error {
 	_, err := db.Exec(ctx, `update ssf_streams set description = $3, delivery_method = $4, endpoint_url = $5,
-		authorization_header = $6, events_requested = $7, events_delivered = $8, status = $9, status_reason = $10,
-		failures = $11, last_error = $12, updated_at = now() where organization_id = $1 and id = $2`,
-		s.OrganizationID, s.ID, s.Description, s.DeliveryMethod, s.EndpointURL, s.AuthorizationHeader,
-		s.EventsRequested, s.EventsDelivered, s.Status, s.StatusReason, s.Failures, s.LastError)
+		authorization_sealed = $6, authorization_key_id = $13, events_requested = $7, events_delivered = $8, status = $9,
+		status_reason = $10, failures = $11, last_error = $12, updated_at = now() where organization_id = $1 and id = $2`,
+		s.OrganizationID, s.ID, s.Description, s.DeliveryMethod, s.EndpointURL, s.AuthorizationSealed,
+		s.EventsRequested, s.EventsDelivered, s.Status, s.StatusReason, s.Failures, s.LastError, s.AuthorizationKeyID)
 	return err
 }
 
@@ -257,4 +258,23 @@ func OfConsent(ctx context.Context, db database.Querier, sourceOrganizationID, c
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowToStructByName[SET])
+}
+
+// StaleAuthorizations returns up to limit streams whose Authorization header
+// another key than current sealed.
+func StaleAuthorizations(ctx context.Context, db database.Querier, current string, limit int) ([]Stream, error) {
+	rows, err := db.Query(ctx, `select `+streamColumns+` from ssf_streams
+		where authorization_key_id <> '' and authorization_key_id <> $1 order by organization_id, id limit $2`, current, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByName[Stream])
+}
+
+// Reseal stores a stream's Authorization header sealed again under keyID,
+// unless another change sealed it meanwhile.
+func Reseal(ctx context.Context, db database.Querier, s Stream, keyID string, sealed []byte) error {
+	_, err := db.Exec(ctx, `update ssf_streams set authorization_sealed = $4, authorization_key_id = $5
+		where organization_id = $1 and id = $2 and authorization_key_id = $3`, s.OrganizationID, s.ID, s.AuthorizationKeyID, sealed, keyID)
+	return err
 }
