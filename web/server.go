@@ -77,8 +77,10 @@ type Deps struct {
 	Definitions consent.Definitions
 	// Resources are the data holders' resources.
 	Resources consent.Resources
-	// SSF are the data holders' Shared Signals streams.
-	SSF ssf.Streams
+	// SSF are the data holders' Shared Signals streams; Notices say which
+	// data holders were told that a consent ended (nil: none shown).
+	SSF     ssf.Streams
+	Notices ssf.Notices
 	// Receipts checks consent receipts for anyone who has one.
 	Receipts receipts.Checker
 	// Idempotency keeps the answers to the API's requests that carry an
@@ -152,10 +154,11 @@ func New(d Deps) (*Server, error) {
 		console: console.New(console.Deps{Log: d.Log, Config: d.Config, Organizations: d.Organizations, Clients: d.Clients, Audit: d.Audit,
 			Flows: d.Flows, Withdrawals: d.Withdrawals, Webhooks: d.Webhooks, Endpoints: d.Endpoints, Definitions: d.Definitions, Consent: d.Consent,
 			Idempotency: d.Idempotency, Sessions: d.Sessions, StaffSessions: oidclogin.ConsoleSessions(d.Config, d.Sessions, d.Now),
-			RP: oidclogin.New(consoleRP), BuiltInIssuer: d.Login.Issuer(), Erasures: d.Erasures}),
+			RP: oidclogin.New(consoleRP), BuiltInIssuer: d.Login.Issuer(), Erasures: d.Erasures,
+			Notices: d.Notices}),
 		person: person.New(person.Deps{Log: d.Log, Config: d.Config, Consent: d.Consent, Receipts: d.Receipts, Mine: d.PersonPage,
 			Sessions: oidclogin.ConsentSessions(d.Config, d.Sessions, d.Now), RP: oidclogin.New(oidclogin.ConsentConfig(d.Config)), Audit: d.Audit, Erasures: d.Erasures,
-			Now: d.Now}),
+			Notices: d.Notices, Now: d.Now}),
 	}
 	s.access = access.New(access.Deps{Console: s.console, Config: d.Config, Clients: d.Clients, Audit: d.Audit, Webhooks: d.Webhooks,
 		Sessions: d.Sessions, BuiltInIssuer: d.Login.Issuer()})

@@ -42,6 +42,12 @@ type My struct {
 	Expired       string
 	Used          string
 	Expiring      string // the organization was warned the consent runs out soon
+	// The data holders told that the consent ended (Shared Signals).
+	Told             string
+	ToldSent         string
+	ToldAcknowledged string
+	ToldNotYet       string
+	ToldRefused      string
 	// The withdrawal's confirmation page.
 	ConfirmTitle  string
 	ConfirmHelp   string // "%s": the organization
@@ -73,6 +79,8 @@ var my = map[Lang]My{
 		LastUsed:        "Last used",
 		NotUsed:         "No use recorded",
 		History:         "History",
+		Told:            "Data holders told that the consent ended",
+		ToldSent:        "told", ToldAcknowledged: "acknowledged", ToldNotYet: "not yet acknowledged", ToldRefused: "refused the notice",
 		Receipts:        "Receipts",
 		Withdraw:        "Withdraw consent",
 		Hidden:          "A consent that requires an electronic ID at level %s. Sign in with a stronger electronic ID to see it.",
@@ -109,6 +117,8 @@ var my = map[Lang]My{
 		LastUsed:        "Sist brukt",
 		NotUsed:         "Ingen bruk registrert",
 		History:         "Historikk",
+		Told:            "Dataholdere som er varslet om at samtykket er avsluttet",
+		ToldSent:        "varslet", ToldAcknowledged: "bekreftet", ToldNotYet: "ikke bekreftet ennå", ToldRefused: "avviste varselet",
 		Receipts:        "Kvitteringer",
 		Withdraw:        "Trekk tilbake samtykket",
 		Hidden:          "Et samtykke som krever elektronisk ID på nivå %s. Logg inn med en sterkere elektronisk ID for å se det.",

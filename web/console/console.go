@@ -26,6 +26,7 @@ import (
 	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/erasure"
+	"github.com/flowd/flowd/modules/ssf"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/identity"
 	"github.com/flowd/flowd/modules/identity/audit"
@@ -66,6 +67,9 @@ type Deps struct {
 	BuiltInIssuer string
 	// Erasures erases people from the organization.
 	Erasures erasure.Service
+	// Notices say which data holders were told that a consent ended; nil
+	// shows none.
+	Notices ssf.Notices
 }
 
 // Handler holds the console's handlers.
@@ -87,13 +91,14 @@ type Handler struct {
 	rp            *oidclogin.RelyingParty
 	builtInIssuer string
 	erasures      erasure.Service
+	notices       ssf.Notices
 }
 
 // New returns the console's handlers, calling the modules of d.
 func New(d Deps) *Handler {
 	return &Handler{log: d.Log, cfg: d.Config, orgs: d.Organizations, clients: d.Clients, audit: d.Audit, flows: d.Flows, withdrawals: d.Withdrawals, webhooks: d.Webhooks, endpoints: d.Endpoints,
 		definitions: d.Definitions, consent: d.Consent, answers: d.Idempotency, sessions: d.Sessions,
-		staffSessions: d.StaffSessions, rp: d.RP, builtInIssuer: d.BuiltInIssuer, erasures: d.Erasures}
+		staffSessions: d.StaffSessions, rp: d.RP, builtInIssuer: d.BuiltInIssuer, erasures: d.Erasures, notices: d.Notices}
 }
 
 // This file holds what every console page shares besides: the frame,

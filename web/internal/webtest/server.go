@@ -154,6 +154,9 @@ func NewServer(t testing.TB, d web.Deps) *Server {
 			t.Fatal(err)
 		}
 		d.SSF = transmitter
+		if d.Notices == nil {
+			d.Notices = transmitter
+		}
 	}
 	if d.Login == nil {
 		accounts, err := staff.NewAccounts(d.Pool, TestOrganizations{}, staff.Config{PasswordParams: secrethash.Cheap})

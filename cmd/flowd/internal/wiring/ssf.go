@@ -56,3 +56,34 @@ func revocationOf(ev webhooks.Event) (ssf.Revocation, bool) {
 	}
 	return r, true
 }
+
+// NamedNotices are the Shared Signals notices of a consent with each data
+// holder's name, which the ssf module does not know: the proof /my and the
+// console show.
+type NamedNotices struct {
+	Notices ssf.Notices
+	Names   interface {
+		OrganizationName(ctx context.Context, organizationID string) (string, error)
+	}
+}
+
+var _ ssf.Notices = NamedNotices{}
+
+// NoticesOf implements ssf.Notices.
+func (n NamedNotices) NoticesOf(ctx context.Context, organizationID, consentID string) ([]ssf.Notice, error) {
+	out, err := n.Notices.NoticesOf(ctx, organizationID, consentID)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]string{}
+	for i := range out {
+		id := out[i].DataHolderID
+		if _, ok := names[id]; !ok {
+			if names[id], err = n.Names.OrganizationName(ctx, id); err != nil {
+				names[id] = id // a data holder since removed: its id is all there is
+			}
+		}
+		out[i].DataHolderName = names[id]
+	}
+	return out, nil
+}
