@@ -48,3 +48,32 @@ func TestLongPollReturnsOnceASETIsEnqueued(t *testing.T) {
 		t.Errorf("the long poll took %v, its whole bound: it did not return on the SET", got.in)
 	}
 }
+
+func TestNoticesSayWhoWasToldAndWhenTheyAcknowledged(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.pollStream(t)
+	b.revoke(t, "consent-1", 1)
+	ctx := context.Background()
+
+	told, err := b.m.NoticesOf(ctx, bankOrg, "consent-1")
+	if err != nil || len(told) != 1 || told[0].DataHolderID != holderOrg || told[0].Acknowledged != nil {
+		t.Fatalf("before the poll: %+v, %v; want the data holder told, not yet acknowledged", told, err)
+	}
+	got, err := b.m.Poll(ctx, holderOrg, s.ID, ssf.PollRequest{MaxEvents: 10, ReturnImmediately: true})
+	if err != nil || len(got.SETs) != 1 {
+		t.Fatalf("poll: %v, %v", got, err)
+	}
+	for jti := range got.SETs {
+		if _, err := b.m.Poll(ctx, holderOrg, s.ID, ssf.PollRequest{Ack: []string{jti}, ReturnImmediately: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	told, err = b.m.NoticesOf(ctx, bankOrg, "consent-1")
+	if err != nil || len(told) != 1 || told[0].Acknowledged == nil || told[0].Acknowledged.Before(told[0].SentAt) {
+		t.Fatalf("after the ack: %+v, %v; want it acknowledged after it was sent", told, err)
+	}
+	if other, err := b.m.NoticesOf(ctx, "org-other", "consent-1"); err != nil || len(other) != 0 {
+		t.Errorf("another organization's consent of the same id: %+v, %v; want none", other, err)
+	}
+}
