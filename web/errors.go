@@ -140,7 +140,7 @@ func internalMessage(c echo.Context) string {
 // always answers problem+json.
 func isAPI(c echo.Context) bool {
 	p := c.Request().URL.Path
-	return strings.HasPrefix(p, "/api/") || p == "/api" || strings.HasPrefix(p, "/oauth/")
+	return strings.HasPrefix(p, "/api/") || p == "/api" || strings.HasPrefix(p, "/oauth/") || strings.HasPrefix(p, "/ssf/")
 }
 
 func acceptsHTML(c echo.Context) bool {

@@ -115,6 +115,23 @@ func (s *Server) routes() {
 	api.POST("/resources", a.HandleResourceCreate, authenticate, requireScope(identity.ScopeResourcesManage), a.Idempotent)
 	api.GET("/resources", a.HandleResourceList, authenticate, requireScope(identity.ScopeResourcesManage))
 
+	// Shared Signals (OpenID SSF 1.0): the transmitter's configuration,
+	// public; a data holder's streams, by its receivers' tokens. Echo reads
+	// ':' as a parameter, so the subject endpoints' is escaped.
+	e.GET("/.well-known/ssf-configuration", a.HandleSSFConfiguration)
+	manageSSF := requireScope(identity.ScopeSSFManage)
+	e.POST("/ssf/streams", a.HandleStreamCreate, authenticate, manageSSF)
+	e.GET("/ssf/streams", a.HandleStreamGet, authenticate, manageSSF)
+	e.PATCH("/ssf/streams", a.HandleStreamUpdate, authenticate, manageSSF)
+	e.PUT("/ssf/streams", a.HandleStreamUpdate, authenticate, manageSSF)
+	e.DELETE("/ssf/streams", a.HandleStreamDelete, authenticate, manageSSF)
+	e.GET("/ssf/status", a.HandleStreamStatusGet, authenticate, manageSSF)
+	e.POST("/ssf/status", a.HandleStreamStatusSet, authenticate, manageSSF)
+	e.POST("/ssf/verify", a.HandleStreamVerify, authenticate, manageSSF)
+	e.POST("/ssf/subjects\\:add", a.HandleSubjectAdd, authenticate, manageSSF)
+	e.POST("/ssf/subjects\\:remove", a.HandleSubjectRemove, authenticate, manageSSF)
+	e.POST("/ssf/poll/:streamId", a.HandlePoll, authenticate, manageSSF)
+
 	// Consent receipts: public; anyone holding a receipt may check it.
 	e.POST("/api/receipts/verify", a.HandleReceiptVerify)
 	e.GET("/receipts/verify", pp.HandleReceiptVerifyPage)

@@ -34,6 +34,7 @@ import (
 	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/modules/identity/staff"
 	"github.com/flowd/flowd/modules/identity/tokens"
+	"github.com/flowd/flowd/modules/ssf"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web/api"
 	"github.com/flowd/flowd/web/console"
@@ -78,6 +79,10 @@ type Deps struct {
 	Resources consent.Resources
 	// Records are the flows' consent records.
 	Records consent.Records
+	// SSF are the data holders' Shared Signals streams; Notices say which
+	// data holders were told that a consent ended (nil: none shown).
+	SSF     ssf.Streams
+	Notices ssf.Notices
 	// Receipts checks consent receipts for anyone who has one.
 	Receipts receipts.Checker
 	// Idempotency keeps the answers to the API's requests that carry an
@@ -145,16 +150,17 @@ func New(d Deps) (*Server, error) {
 		bearer: d.Bearer, limits: d.Limits,
 		api: api.New(api.Deps{Log: d.Log, Config: d.Config, Audit: d.Audit, Flows: d.Flows, Withdrawals: d.Withdrawals,
 			Webhooks: d.Webhooks, Endpoints: d.Endpoints, Definitions: d.Definitions, Receipts: d.Receipts, Idempotency: d.Idempotency,
-			Organizations: d.Organizations, Erasures: d.Erasures, Resources: d.Resources, Records: d.Records}),
+			Organizations: d.Organizations, Erasures: d.Erasures, Resources: d.Resources, Records: d.Records, SSF: d.SSF}),
 		oauth: oauth.New(oauth.Deps{Log: d.Log, Config: d.Config, Tokens: d.Tokens, Nonces: d.Bearer, JWKS: d.JWKS, Audit: d.Audit,
 			Login: d.Login, Sessions: oidclogin.ProviderSessions(d.Config, d.Sessions, d.Now)}),
 		console: console.New(console.Deps{Log: d.Log, Config: d.Config, Organizations: d.Organizations, Clients: d.Clients, Audit: d.Audit,
 			Flows: d.Flows, Withdrawals: d.Withdrawals, Webhooks: d.Webhooks, Endpoints: d.Endpoints, Definitions: d.Definitions, Consent: d.Consent,
 			Idempotency: d.Idempotency, Sessions: d.Sessions, StaffSessions: oidclogin.ConsoleSessions(d.Config, d.Sessions, d.Now),
-			RP: oidclogin.New(consoleRP), BuiltInIssuer: d.Login.Issuer(), Erasures: d.Erasures, Resources: d.Resources}),
+			RP: oidclogin.New(consoleRP), BuiltInIssuer: d.Login.Issuer(), Erasures: d.Erasures, Resources: d.Resources,
+			Notices: d.Notices}),
 		person: person.New(person.Deps{Log: d.Log, Config: d.Config, Consent: d.Consent, Receipts: d.Receipts, Mine: d.PersonPage,
 			Sessions: oidclogin.ConsentSessions(d.Config, d.Sessions, d.Now), RP: oidclogin.New(oidclogin.ConsentConfig(d.Config)), Audit: d.Audit, Erasures: d.Erasures,
-			Now: d.Now}),
+			Notices: d.Notices, Now: d.Now}),
 	}
 	s.access = access.New(access.Deps{Console: s.console, Config: d.Config, Clients: d.Clients, Audit: d.Audit, Webhooks: d.Webhooks,
 		Sessions: d.Sessions, BuiltInIssuer: d.Login.Issuer()})
@@ -197,7 +203,7 @@ func (d Deps) check() error {
 		{"Log", d.Log == nil}, {"Config", d.Config == nil}, {"Pool", d.Pool == nil}, {"Registry", d.Registry == nil},
 		{"Tokens", d.Tokens == nil}, {"Bearer", d.Bearer == nil}, {"JWKS", d.JWKS == nil}, {"Organizations", d.Organizations == nil},
 		{"Clients", d.Clients == nil}, {"Audit", d.Audit == nil}, {"Limits", d.Limits == nil}, {"Flows", d.Flows == nil}, {"Webhooks", d.Webhooks == nil}, {"Endpoints", d.Endpoints == nil},
-		{"Consent", d.Consent == nil}, {"PersonPage", d.PersonPage == nil}, {"Withdrawals", d.Withdrawals == nil}, {"Definitions", d.Definitions == nil}, {"Resources", d.Resources == nil}, {"Records", d.Records == nil}, {"Receipts", d.Receipts == nil}, {"Login", d.Login == nil},
+		{"Consent", d.Consent == nil}, {"PersonPage", d.PersonPage == nil}, {"Withdrawals", d.Withdrawals == nil}, {"Definitions", d.Definitions == nil}, {"Resources", d.Resources == nil}, {"Records", d.Records == nil}, {"SSF", d.SSF == nil}, {"Receipts", d.Receipts == nil}, {"Login", d.Login == nil},
 		{"Sessions", d.Sessions == nil}, {"Idempotency", d.Idempotency == nil}, {"Erasures", d.Erasures == nil},
 	} {
 		if dep.missing {

@@ -50,6 +50,9 @@ var TenantTables = []string{
 	"erasures",
 	"erasure_kept_receipts",
 	"erasure_requests",
+	"ssf_streams",
+	"ssf_removed_subjects",
+	"ssf_sets",
 }
 
 // CoordinatorTables stay local tables on the coordinator, as do River's

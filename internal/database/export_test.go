@@ -51,6 +51,12 @@ func UnclassifiedTables(ctx context.Context, pool *pgxpool.Pool) ([]string, erro
 // schema filled as it was before a migration of flowd's.
 func MigrateRiver(ctx context.Context, pool *pgxpool.Pool) error {
 	for _, schema := range RiverSchemas {
+		// A schema a later migration makes is not there yet.
+		if schema != "" {
+			if _, err := pool.Exec(ctx, "create schema if not exists "+schema); err != nil {
+				return err
+			}
+		}
 		river, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema})
 		if err != nil {
 			return err

@@ -24,14 +24,18 @@ const migrateLock = 7_230_164_001
 
 // RiverSchemas are the schemas of River's tables, one for each River client:
 // the webhooks module's queue in the default schema (""), the flows module's
-// (consent expiry) in FlowsRiverSchema. River elects one leader per schema,
+// (consent expiry) in FlowsRiverSchema, the ssf module's (push delivery of
+// Security Event Tokens) in SSFRiverSchema. River elects one leader per schema,
 // and a leader schedules, rescues and enqueues the periodic jobs of only the
 // kinds its own client knows, so clients that know different kinds must not
 // share a schema.
-var RiverSchemas = []string{"", FlowsRiverSchema}
+var RiverSchemas = []string{"", FlowsRiverSchema, SSFRiverSchema}
 
 // FlowsRiverSchema holds the flows module's River tables (migration 014 creates it).
 const FlowsRiverSchema = "flows_river"
+
+// SSFRiverSchema holds the ssf module's River tables (migration 042 creates it).
+const SSFRiverSchema = "ssf_river"
 
 // Migrate applies flowd's migrations and River's (the job queues, see
 // RiverSchemas) under one advisory lock; running it again, or from two

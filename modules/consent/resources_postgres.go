@@ -3,6 +3,7 @@ package consent
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -107,4 +108,28 @@ func unknownResources(ctx context.Context, db database.Querier, field string, ur
 		return apperr.UnprocessableFields(f)
 	}
 	return nil
+}
+
+// DataHoldersTx returns the organizations that registered the resources
+// version n of an organization's definition names, each once, in tx: the
+// data holders whose Shared Signals streams hear of its consents (what
+// ssf.DataHolders declares). A definition names only registered
+// resources, and a resource is never unregistered, so the answer for a
+// version never changes.
+func (s *DefinitionStore) DataHoldersTx(ctx context.Context, tx database.Tx, organizationID, id string, n int) ([]string, error) {
+	v, err := s.VersionTx(ctx, tx, organizationID, id, n)
+	if err != nil || len(v.Resources) == 0 {
+		return nil, err
+	}
+	rows, err := resources.ByURIs(ctx, tx, v.Resources)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range rows {
+		if !slices.Contains(out, r.OrganizationID) {
+			out = append(out, r.OrganizationID)
+		}
+	}
+	return out, nil
 }

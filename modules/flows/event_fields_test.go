@@ -23,10 +23,10 @@ func TestAFlowsEventCarriesWhatItShould(t *testing.T) {
 	fieldtest.Reaches(t, []Flow{f}, render, map[string]string{
 		"Number": fetch, "ReferenceName": fetch, "Sandbox": fetch, "NationalID": personal, "Person": personal, "LastName": personal,
 		"RedirectURL": fetch, "OrganizationNumber": fetch, "ProcessInstanceID": fetch,
-		"FlowDefinitionVersion": fetch, "VersionTag": fetch, "Parameters": fetch,
+		"VersionTag": fetch, "Parameters": fetch,
 		"Evidence.TextSHA256": fetch, "Evidence.Language": fetch, "Evidence.AssuranceLevel": fetch, "Evidence.ACR": fetch,
 		"Evidence.ValidUntil": fetch, "CreatedAt": fetch, "OpenedAt": fetch, "DecidedAt": fetch, "WithdrawnAt": fetch,
-		"WithdrawnBy": fetch, "ExpiredAt": fetch, "ExpiresAt": fetch, "HasErrors": fetch, "NumAttachments": fetch,
+		"ExpiredAt": fetch, "ExpiresAt": fetch, "HasErrors": fetch, "NumAttachments": fetch,
 		"Incidents": fetch, "NumUses": fetch, "LastUsedAt": fetch, "ExpiringNotifiedAt": fetch, "ConsentURL": "the person's link: only the API's caller gets it",
 	})
 }

@@ -277,7 +277,8 @@ func eventOf(f Flow, typ webhooks.EventType, taskID string) webhooks.Event {
 	return webhooks.Event{
 		Type: typ, FlowID: f.ID, ReferenceID: f.ReferenceID, OrganizationID: f.OrganizationID,
 		Status: string(f.ConsentStatus), FlowStatus: string(f.ProcessStatus), Version: f.Version,
-		FlowDefinitionID: f.FlowDefinitionID, URL: f.WebhookURL, TaskID: taskID, OccurredAt: f.UpdatedAt,
+		FlowDefinitionID: f.FlowDefinitionID, FlowDefinitionVersion: f.FlowDefinitionVersion, WithdrawnBy: f.WithdrawnBy,
+		URL: f.WebhookURL, TaskID: taskID, OccurredAt: f.UpdatedAt,
 	}
 }
 
@@ -465,7 +466,7 @@ func (m *Manager) deleteLockedTx(ctx context.Context, tx pgx.Tx, row store.Flow,
 	return d, m.events.PublishTx(ctx, tx, webhooks.Event{
 		Type: webhooks.FlowDeleted, FlowID: row.ID, ReferenceID: row.ReferenceID, OrganizationID: row.OrganizationID,
 		Status: row.ConsentStatus, FlowStatus: row.ProcessStatus, Version: row.Version + 1, Sequence: seq,
-		FlowDefinitionID: row.FlowDefinitionID, URL: row.WebhookURL, OccurredAt: d.DeletedAt,
+		FlowDefinitionID: row.FlowDefinitionID, FlowDefinitionVersion: row.FlowDefinitionVersion, URL: row.WebhookURL, OccurredAt: d.DeletedAt,
 	})
 }
 

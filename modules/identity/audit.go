@@ -67,6 +67,13 @@ const AuditFlowUseRefused = "flow.use_refused"
 // Audit actions of data holders' resources and consent tokens.
 const (
 	AuditResourceCreate = "resource.create"
+	// The Shared Signals streams a data holder's receivers manage; a
+	// status change by flowd itself (a failing stream paused) has the
+	// actor "system".
+	AuditStreamCreate = "ssf_stream.create"
+	AuditStreamUpdate = "ssf_stream.update"
+	AuditStreamDelete = "ssf_stream.delete"
+	AuditStreamStatus = "ssf_stream.status"
 	// AuditConsentTokenRefused: a consent token was asked for and refused
 	// (invalid_authorization_details); the detail says why.
 	AuditConsentTokenRefused = "consent_token.refused"

@@ -44,12 +44,15 @@ const (
 	// ScopeConsentsIntrospect lets a data holder introspect the consent
 	// tokens addressed to its resources.
 	ScopeConsentsIntrospect = "consents:introspect"
+	// ScopeSSFManage manages a data holder's Shared Signals streams and
+	// polls them.
+	ScopeSSFManage = "ssf:manage"
 )
 
 // AllScopes is what a client gets unless created with fewer. A client keeps
 // the scopes it was created with: scopes added later reach only new clients.
 var AllScopes = []string{ScopeFlowsRead, ScopeFlowsWrite, ScopeFlowsDelete, ScopeDefinitionsRead, ScopeDefinitionsWrite, ScopeWebhooksManage, ScopeErasuresWrite,
-	ScopeResourcesManage, ScopeConsentsIntrospect}
+	ScopeResourcesManage, ScopeConsentsIntrospect, ScopeSSFManage}
 
 // OrderedScopes returns those of scopes that are flowd's, without
 // duplicates, in AllScopes order.

@@ -86,9 +86,14 @@ type Event struct {
 	// Sequence numbers the flow's events from 1, so that a receiver can put
 	// them in order whatever order they arrive in.
 	Sequence int
-	// FlowDefinitionID is the consent definition the flow pinned.
-	FlowDefinitionID string
-	URL              string // the flow's webhookUrl; empty when it has none
+	// FlowDefinitionID is the consent definition the flow pinned, and
+	// FlowDefinitionVersion its version. The version and WithdrawnBy are
+	// not in the receivers' body: they tell flowd's Shared Signals which
+	// data holders hear of a consent's end, and who ended it.
+	FlowDefinitionID      string
+	FlowDefinitionVersion int
+	WithdrawnBy           string // "individual" or "organization"; empty unless withdrawn
+	URL                   string // the flow's webhookUrl; empty when it has none
 	// TaskID is the flow's send-initiate-webhook task for this delivery; empty
 	// when the flow no longer exists (flow.deleted).
 	TaskID     string

@@ -45,6 +45,12 @@ type My struct {
 	// the data holder's resource.
 	SharedWith string
 	Expiring   string // the organization was warned the consent runs out soon
+	// The data holders told that the consent ended (Shared Signals).
+	Told             string
+	ToldSent         string
+	ToldAcknowledged string
+	ToldNotYet       string
+	ToldRefused      string
 	// The withdrawal's confirmation page.
 	ConfirmTitle  string
 	ConfirmHelp   string // "%s": the organization
@@ -76,16 +82,18 @@ var my = map[Lang]My{
 		LastUsed:        "Last used",
 		NotUsed:         "No use recorded",
 		History:         "History",
-		Receipts:        "Receipts",
-		Withdraw:        "Withdraw consent",
-		Hidden:          "A consent that requires an electronic ID at level %s. Sign in with a stronger electronic ID to see it.",
-		SignInStronger:  "Sign in with a stronger electronic ID",
-		StatusUnopened:  "Not yet opened", StatusOpened: "Opened, not answered", StatusAccepted: "Given",
+		Told:            "Data holders told that the consent ended",
+		ToldSent:        "told", ToldAcknowledged: "acknowledged", ToldNotYet: "not yet acknowledged", ToldRefused: "refused the notice",
+		Receipts:       "Receipts",
+		Withdraw:       "Withdraw consent",
+		Hidden:         "A consent that requires an electronic ID at level %s. Sign in with a stronger electronic ID to see it.",
+		SignInStronger: "Sign in with a stronger electronic ID",
+		StatusUnopened: "Not yet opened", StatusOpened: "Opened, not answered", StatusAccepted: "Given",
 		StatusRejected: "Refused", StatusWithdrawn: "Withdrawn", StatusExpired: "Expired", StatusClosed: "Closed unanswered",
 		Asked: "Asked", Opened: "Opened", Accepted: "You consented", Rejected: "You refused",
 		Withdrawn: "You withdrew it", WithdrawnByOr: "The organization withdrew it on your behalf",
 		Expired: "Expired", Used: "Used", Expiring: "Runs out soon: the organization has been told",
-		SharedWith: "Shown to a data holder, for %s",
+		SharedWith:    "Shown to a data holder, for %s",
 		ConfirmTitle:  "Withdraw your consent?",
 		ConfirmHelp:   "%s is told at once, and you get a signed receipt of the withdrawal.",
 		ConfirmButton: "Yes, withdraw my consent",
@@ -113,16 +121,18 @@ var my = map[Lang]My{
 		LastUsed:        "Sist brukt",
 		NotUsed:         "Ingen bruk registrert",
 		History:         "Historikk",
-		Receipts:        "Kvitteringer",
-		Withdraw:        "Trekk tilbake samtykket",
-		Hidden:          "Et samtykke som krever elektronisk ID på nivå %s. Logg inn med en sterkere elektronisk ID for å se det.",
-		SignInStronger:  "Logg inn med en sterkere elektronisk ID",
-		StatusUnopened:  "Ikke åpnet", StatusOpened: "Åpnet, ikke besvart", StatusAccepted: "Gitt",
+		Told:            "Dataholdere som er varslet om at samtykket er avsluttet",
+		ToldSent:        "varslet", ToldAcknowledged: "bekreftet", ToldNotYet: "ikke bekreftet ennå", ToldRefused: "avviste varselet",
+		Receipts:       "Kvitteringer",
+		Withdraw:       "Trekk tilbake samtykket",
+		Hidden:         "Et samtykke som krever elektronisk ID på nivå %s. Logg inn med en sterkere elektronisk ID for å se det.",
+		SignInStronger: "Logg inn med en sterkere elektronisk ID",
+		StatusUnopened: "Ikke åpnet", StatusOpened: "Åpnet, ikke besvart", StatusAccepted: "Gitt",
 		StatusRejected: "Avslått", StatusWithdrawn: "Trukket tilbake", StatusExpired: "Utløpt", StatusClosed: "Lukket uten svar",
 		Asked: "Forespurt", Opened: "Åpnet", Accepted: "Du samtykket", Rejected: "Du avslo",
 		Withdrawn: "Du trakk det tilbake", WithdrawnByOr: "Virksomheten trakk det tilbake på dine vegne",
 		Expired: "Utløpt", Used: "Brukt", Expiring: "Går snart ut: virksomheten har fått beskjed",
-		SharedWith: "Vist til en datakilde, for %s",
+		SharedWith:    "Vist til en datakilde, for %s",
 		ConfirmTitle:  "Trekke tilbake samtykket?",
 		ConfirmHelp:   "%s får beskjed med en gang, og du får en signert kvittering for at du trakk det tilbake.",
 		ConfirmButton: "Ja, trekk tilbake samtykket",

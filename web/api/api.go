@@ -15,6 +15,7 @@ import (
 	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/ssf"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web/internal/httpkit"
 )
@@ -43,6 +44,8 @@ type Deps struct {
 	Resources consent.Resources
 	// Records are the flows' consent records.
 	Records consent.Records
+	// SSF are the data holders' Shared Signals streams.
+	SSF ssf.Streams
 }
 
 // Handler holds the API's handlers.
@@ -64,11 +67,12 @@ type Handler struct {
 	// schema is the consent record's JSON Schema, made once.
 	schemaOnce sync.Once
 	schema     []byte
+	ssf        ssf.Streams
 }
 
 // New returns the API's handlers, calling the modules of d.
 func New(d Deps) *Handler {
 	return &Handler{log: d.Log, cfg: d.Config, audit: d.Audit, flows: d.Flows, withdrawals: d.Withdrawals, webhooks: d.Webhooks, endpoints: d.Endpoints,
 		definitions: d.Definitions, receipts: d.Receipts, answers: d.Idempotency, organizations: d.Organizations,
-		erasures: d.Erasures, resources: d.Resources, records: d.Records}
+		erasures: d.Erasures, resources: d.Resources, records: d.Records, ssf: d.SSF}
 }

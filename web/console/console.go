@@ -31,6 +31,7 @@ import (
 	"github.com/flowd/flowd/modules/identity/audit"
 	"github.com/flowd/flowd/modules/identity/orgs"
 	"github.com/flowd/flowd/modules/identity/staff"
+	"github.com/flowd/flowd/modules/ssf"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/views/layouts"
 	"github.com/flowd/flowd/web/internal/httpkit"
@@ -68,6 +69,9 @@ type Deps struct {
 	Erasures erasure.Service
 	// Resources are the resources the organization serves as a data holder.
 	Resources consent.Resources
+	// Notices say which data holders were told that a consent ended; nil
+	// shows none.
+	Notices ssf.Notices
 }
 
 // Handler holds the console's handlers.
@@ -90,13 +94,15 @@ type Handler struct {
 	builtInIssuer string
 	erasures      erasure.Service
 	resources     consent.Resources
+	notices       ssf.Notices
 }
 
 // New returns the console's handlers, calling the modules of d.
 func New(d Deps) *Handler {
 	return &Handler{log: d.Log, cfg: d.Config, orgs: d.Organizations, clients: d.Clients, audit: d.Audit, flows: d.Flows, withdrawals: d.Withdrawals, webhooks: d.Webhooks, endpoints: d.Endpoints,
 		definitions: d.Definitions, consent: d.Consent, answers: d.Idempotency, sessions: d.Sessions,
-		staffSessions: d.StaffSessions, rp: d.RP, builtInIssuer: d.BuiltInIssuer, erasures: d.Erasures, resources: d.Resources}
+		staffSessions: d.StaffSessions, rp: d.RP, builtInIssuer: d.BuiltInIssuer, erasures: d.Erasures, resources: d.Resources,
+		notices: d.Notices}
 }
 
 // This file holds what every console page shares besides: the frame,

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -214,6 +215,19 @@ func (h *Handler) renderFlowDetail(c echo.Context, f flows.Flow, reveal bool) er
 	for _, e := range events.Events {
 		p.Events = append(p.Events, pages.EventRow{ID: e.ID, Type: string(e.Type), Sequence: e.Sequence, Created: Time(e.CreatedAt),
 			RedeliverURL: c.Echo().Reverse("console.flow.redeliver", f.ID, e.ID)})
+	}
+	if h.notices != nil && (f.ConsentStatus == flows.Withdrawn || f.ConsentStatus == flows.Expired) {
+		told, err := h.notices.NoticesOf(ctx, org, f.ID)
+		if err != nil {
+			return err
+		}
+		for _, n := range told {
+			row := pages.ToldNotice{DataHolder: cmp.Or(n.DataHolderName, n.DataHolderID), Sent: Time(n.SentAt), Rejected: n.Rejected}
+			if n.Acknowledged != nil {
+				row.Acknowledged = Time(*n.Acknowledged)
+			}
+			p.Told = append(p.Told, row)
+		}
 	}
 	return h.Render(c, http.StatusOK, pages.FlowDetail(p))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/modules/flows"
+	"github.com/flowd/flowd/modules/ssf"
 	"github.com/flowd/flowd/views/i18n"
 	"github.com/flowd/flowd/views/pages"
 	"github.com/flowd/flowd/web/internal/httpkit"
@@ -109,6 +110,9 @@ func (h *Handler) HandleMy(c echo.Context) error {
 		default:
 			page.Answered = append(page.Answered, myConsentCard(f, m, now))
 		}
+	}
+	if err := h.addNotices(c.Request().Context(), f, mine, page.Answered); err != nil {
+		return err
 	}
 	asked, err := erasures(c.Request().Context())
 	if err != nil {
@@ -318,4 +322,48 @@ func myHappening(t i18n.My, h consent.Happening) string {
 		return t.Expiring
 	}
 	return h.Kind
+}
+
+// addNotices puts on each answered card whose consent ended the data
+// holders told of it (Shared Signals), in order with mine.
+func (h *Handler) addNotices(ctx context.Context, f pages.MyFrame, mine []consent.MyConsent, cards []pages.MyConsent) error {
+	if h.notices == nil {
+		return nil
+	}
+	byFlow := map[string]consent.MyConsent{}
+	for _, m := range mine {
+		byFlow[m.FlowID] = m
+	}
+	for i := range cards {
+		m := byFlow[cards[i].FlowID]
+		if m.Status != flows.Withdrawn && m.Status != flows.Expired {
+			continue
+		}
+		told, err := h.notices.NoticesOf(ctx, m.OrganizationID, m.FlowID)
+		if err != nil {
+			return err
+		}
+		cards[i].Told = NoticeViews(told, f.ConsentFrame)
+	}
+	return nil
+}
+
+// NoticeViews writes notices out for a page, dates and times in the
+// frame's language and zone.
+func NoticeViews(told []ssf.Notice, f pages.ConsentFrame) []pages.ToldNotice {
+	out := make([]pages.ToldNotice, len(told))
+	for i, n := range told {
+		out[i] = pages.ToldNotice{DataHolder: n.DataHolderName, Sent: dateTime(f, n.SentAt), Rejected: n.Rejected}
+		if out[i].DataHolder == "" {
+			out[i].DataHolder = n.DataHolderID
+		}
+		if n.Acknowledged != nil {
+			out[i].Acknowledged = dateTime(f, *n.Acknowledged)
+		}
+	}
+	return out
+}
+
+func dateTime(f pages.ConsentFrame, t time.Time) string {
+	return f.Date(t) + " " + t.In(f.Location()).Format("15:04:05")
 }

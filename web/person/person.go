@@ -13,6 +13,7 @@ import (
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/consent/receipts"
 	"github.com/flowd/flowd/modules/erasure"
+	"github.com/flowd/flowd/modules/ssf"
 	"github.com/flowd/flowd/web/internal/httpkit"
 	"github.com/flowd/flowd/web/internal/oidclogin"
 )
@@ -34,6 +35,9 @@ type Deps struct {
 	// Erasures checks erasure receipts and takes a person's requests to be
 	// erased.
 	Erasures erasure.Service
+	// Notices say which data holders were told that a consent ended; nil
+	// shows none.
+	Notices ssf.Notices
 	// Now is the clock of the limit on the person's own page's writes;
 	// time.Now when nil.
 	Now func() time.Time
@@ -59,6 +63,7 @@ type Handler struct {
 	rp       *oidclogin.RelyingParty
 	audit    httpkit.AuditLog
 	erasures erasure.Service
+	notices  ssf.Notices
 	writes   *windowlimit.Limiter // the person's own page's writes, per person
 }
 
@@ -68,5 +73,5 @@ func New(d Deps) *Handler {
 		d.Now = time.Now
 	}
 	return &Handler{log: d.Log, cfg: d.Config, consent: d.Consent, receipts: d.Receipts, mine: d.Mine, sessions: d.Sessions, rp: d.RP,
-		audit: d.Audit, erasures: d.Erasures, writes: windowlimit.New(d.Now, MyWriteWindow, MyWrites)}
+		audit: d.Audit, erasures: d.Erasures, notices: d.Notices, writes: windowlimit.New(d.Now, MyWriteWindow, MyWrites)}
 }

@@ -107,8 +107,10 @@ func (s *Service) Grace() time.Duration { return s.cfg.AccessTokenTTL + signerMa
 
 // ReceiptTypes are the typ headers (RFC 8725 3.11) of the receipts a
 // receipt key signs, one per kind, so that no receipt can be passed off as
-// a token or as a receipt of another kind.
-var ReceiptTypes = []string{"consent-receipt+jwt", "erasure-receipt+jwt"}
+// a token or as a receipt of another kind. The Shared Signals' Security
+// Event Tokens (secevent+jwt) are signed by the receipt key too: it is
+// published at the jwks_uri for as long as a SET may be checked.
+var ReceiptTypes = []string{"consent-receipt+jwt", "erasure-receipt+jwt", "secevent+jwt"}
 
 // TokenTypes are the typ headers, besides at+jwt and JWT, of what a token
 // key signs: consent tokens, which a data holder tells apart from flowd's

@@ -28,6 +28,7 @@ import (
 	"github.com/flowd/flowd/modules/identity/identitytest"
 	"github.com/flowd/flowd/modules/identity/login"
 	"github.com/flowd/flowd/modules/identity/staff"
+	"github.com/flowd/flowd/modules/ssf"
 	"github.com/flowd/flowd/modules/webhooks"
 	"github.com/flowd/flowd/web"
 )
@@ -152,6 +153,17 @@ func NewServer(t testing.TB, d web.Deps) *Server {
 	}
 	if d.Withdrawals == nil {
 		d.Withdrawals = consent.NewWithdrawals(d.Pool, requests, flowsModule, definitions, receiptService)
+	}
+	if d.SSF == nil {
+		transmitter, err := ssf.New(d.Pool, ident, definitions, sealer, ssf.Options{Issuer: base, AllowInsecure: cfg.AllowInsecureURLs,
+			AllowPrivate: cfg.WebhookAllowPrivate, Log: d.Log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.SSF = transmitter
+		if d.Notices == nil {
+			d.Notices = transmitter
+		}
 	}
 	if d.Login == nil {
 		accounts, err := staff.NewAccounts(d.Pool, TestOrganizations{}, staff.Config{PasswordParams: secrethash.Cheap})

@@ -14,7 +14,8 @@ import (
 
 // runRotateDataKey handles "flowd keys rotate-data-key": it re-seals every
 // sealed personal value (national ids and last names not yet under a
-// subject key, the subject keys themselves, consent link tokens) under
+// subject key, the subject keys themselves, consent link tokens, the
+// Shared Signals streams' push Authorization headers) under
 // FLOWD_DATA_KEY, opening the old values with the keys in
 // FLOWD_DATA_KEY_PREVIOUS. The rotation itself is a change of configuration:
 // the operator makes the new key FLOWD_DATA_KEY, lists the old one in
@@ -50,6 +51,7 @@ func runRotateDataKey(ctx context.Context, args []string, sys command.Env) error
 		SubjectKeys     int    `json:"subjectKeys"`
 		IdempotencyKeys int    `json:"idempotencyKeys"`
 		ConsentRequests int    `json:"consentRequests"`
+		SSFStreams      int    `json:"ssfStreams"`
 	}
 	total.KeyID = sealer.KeyID()
 	for {
@@ -93,12 +95,22 @@ func runRotateDataKey(ctx context.Context, args []string, sys command.Env) error
 			break
 		}
 	}
+	for {
+		n, err := m.SSF.ResealBatch(ctx, *batch)
+		if err != nil {
+			return rotateDataKeyError(err)
+		}
+		total.SSFStreams += n
+		if n == 0 {
+			break
+		}
+	}
 	if *asJSON {
 		return command.PrintJSON(sys.Stdout, total)
 	}
-	fmt.Fprintf(sys.Stdout, "Every personal value is now sealed under data key %s (re-sealed: %d flows, %d subject keys, %d idempotency keys, %d consent requests).\n"+
+	fmt.Fprintf(sys.Stdout, "Every personal value is now sealed under data key %s (re-sealed: %d flows, %d subject keys, %d idempotency keys, %d consent requests, %d stream Authorization headers).\n"+
 		"Keys in FLOWD_DATA_KEY_PREVIOUS are no longer needed for stored data.\n",
-		total.KeyID, total.Flows, total.SubjectKeys, total.IdempotencyKeys, total.ConsentRequests)
+		total.KeyID, total.Flows, total.SubjectKeys, total.IdempotencyKeys, total.ConsentRequests, total.SSFStreams)
 	return nil
 }
 

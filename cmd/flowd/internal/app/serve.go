@@ -133,7 +133,8 @@ func runServe(ctx context.Context, args []string, sys command.Env) error {
 		Log: log, Config: cfg, Pool: pool, Registry: registry, Webhooks: m.Webhooks,
 		Tokens: consentTokens, Bearer: ident.Tokens, JWKS: ident.Keys, Organizations: ident.Orgs, Clients: ident.Orgs,
 		Audit: ident.Audit, Limits: ident.Limits,
-		Endpoints: m.Endpoints, Flows: m.Flows, Definitions: m.Definitions, Resources: m.Resources, Records: m.Records, Receipts: m.Receipts,
+		Endpoints: m.Endpoints, Flows: m.Flows, Definitions: m.Definitions, Resources: m.Resources, Records: m.Records, SSF: m.SSF,
+		Receipts: m.Receipts, Notices: wiring.NamedNotices{Notices: m.SSF, Names: m.Directory},
 		Consent: m.Journey, PersonPage: m.Journey, Withdrawals: m.Withdrawals,
 		Login: provider, Sessions: sessions, Idempotency: m.Answers, Tracing: tracing, Erasures: m.Erasures,
 	})
@@ -148,6 +149,7 @@ func runServe(ctx context.Context, args []string, sys command.Env) error {
 		{"idempotency maintenance", m.Answers.Run},
 		{"consent expiry", m.Flows.RunExpiry},
 		{"webhook workers", m.Webhooks.Run},
+		{"ssf push workers", m.SSF.Run},
 		{"session sweep", sessions.Run},
 	}
 

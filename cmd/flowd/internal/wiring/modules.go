@@ -16,6 +16,7 @@ import (
 	"github.com/flowd/flowd/modules/erasure"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/flows/taskreports"
+	"github.com/flowd/flowd/modules/ssf"
 	"github.com/flowd/flowd/modules/webhooks"
 )
 
@@ -69,6 +70,8 @@ type Modules struct {
 	Journey     *consent.JourneyService
 	Withdrawals *consent.WithdrawalService
 	Erasures    *erasure.Module
+	// SSF is the Shared Signals transmitter: data holders' streams.
+	SSF *ssf.Module
 }
 
 // NewModules builds every module but identity's parts, which ident holds,
@@ -93,9 +96,13 @@ func NewModules(env Env, ident *Identity) (*Modules, error) {
 	m.Definitions = consent.NewDefinitions(pool, m.Directory)
 	m.Resources = consent.NewResources(pool)
 	m.Receipts = receipts.New(pool, ident.Keys, m.Directory, base)
+	if m.SSF, err = NewSSF(env, ident, m.Definitions, sealer); err != nil {
+		return nil, err
+	}
 	// Flow events go out through the webhooks module, whose workers report
-	// their delivery tasks back to flows.
-	m.Flows = flows.New(pool, sealer, m.Requests, m.Definitions, m.Directory, hooks, log, reg, flows.Config{
+	// their delivery tasks back to flows, and those that end a consent
+	// through Shared Signals too.
+	m.Flows = flows.New(pool, sealer, m.Requests, m.Definitions, m.Directory, flowEvents{hooks, m.SSF}, log, reg, flows.Config{
 		NationalIDs: cfg.NationalIDs(nil), AllowInsecureURLs: cfg.AllowInsecureURLs, ConsentTTL: cfg.ConsentTTL,
 		ReadRoundTrips: cfg.DBReadRoundTrips, MaintenanceInterval: cfg.MaintenanceInterval,
 		ExpiringNotice: cfg.ConsentExpiringNotice, ExpiryMiddleware: env.Tracing.RiverLinkedMiddleware(),
@@ -125,6 +132,18 @@ func NewWebhooks(env Env) (*webhooks.Module, error) {
 		Schedule: cfg.WebhookRetrySchedule, EventRetention: cfg.EventRetention, DisableAfter: cfg.WebhookDisableAfter,
 		HostConcurrency: cfg.WebhookHostConcurrency, Log: env.log(), Registry: env.registry(),
 		Middleware: env.Tracing.RiverMiddleware(), Transport: env.Tracing.WrapTransport("webhook delivery"),
+	})
+}
+
+// NewSSF builds the Shared Signals transmitter: its SETs are signed by
+// identity's receipt key, and the data holders a consent concerns are those
+// whose resources its definition names. The push Authorization headers are
+// sealed under the data key, and flowd's own pauses go to the audit log.
+func NewSSF(env Env, ident *Identity, holders ssf.DataHolders, sealer *pii.Sealer) (*ssf.Module, error) {
+	cfg := env.Config
+	return ssf.New(env.Pool, ident.Keys, holders, sealer, ssf.Options{
+		Issuer: cfg.BaseURL.String(), AllowInsecure: cfg.AllowInsecureURLs, AllowPrivate: cfg.WebhookAllowPrivate,
+		Timeout: cfg.WebhookTimeout, Log: env.log(), Wrap: env.Tracing.WrapTransport("ssf push"), Audit: ident.Audit,
 	})
 }
 

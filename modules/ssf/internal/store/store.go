@@ -1,0 +1,280 @@
+// Package store is the ssf module's SQL: streams, removed subjects and the
+// SETs the streams hold.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flowd/flowd/internal/database"
+)
+
+// Stream is a row of ssf_streams.
+type Stream struct {
+	OrganizationID      string    `db:"organization_id"`
+	ID                  string    `db:"id"`
+	Aud                 []string  `db:"aud"`
+	Description         string    `db:"description"`
+	DeliveryMethod      string    `db:"delivery_method"`
+	EndpointURL         string    `db:"endpoint_url"`
+	AuthorizationSealed []byte    `db:"authorization_sealed"`
+	AuthorizationKeyID  string    `db:"authorization_key_id"`
+	EventsRequested     []string  `db:"events_requested"`
+	EventsDelivered     []string  `db:"events_delivered"`
+	Status              string    `db:"status"`
+	StatusReason        string    `db:"status_reason"`
+	Failures            int       `db:"failures"`
+	LastError           string    `db:"last_error"`
+	CreatedBy           string    `db:"created_by"`
+	CreatedAt           time.Time `db:"created_at"`
+	UpdatedAt           time.Time `db:"updated_at"`
+}
+
+const streamColumns = `organization_id, id::text, aud, description, delivery_method, endpoint_url, authorization_sealed,
+	authorization_key_id, events_requested, events_delivered, status, status_reason, failures, last_error, created_by, created_at, updated_at`
+
+// InsertStream stores s.
+func InsertStream(ctx context.Context, db database.Querier, s Stream) error {
+	_, err := db.Exec(ctx, `insert into ssf_streams (organization_id, id, aud, description, delivery_method, endpoint_url,
+		authorization_sealed, authorization_key_id, events_requested, events_delivered, status, status_reason, created_by, created_at, updated_at)
+		values ($1, $2, $3, $4, $5, $6, $7, $14, $8, $9, $10, $11, $12, $13, $13)`,
+		s.OrganizationID, s.ID, s.Aud, s.Description, s.DeliveryMethod, s.EndpointURL, s.AuthorizationSealed,
+		s.EventsRequested, s.EventsDelivered, s.Status, s.StatusReason, s.CreatedBy, s.CreatedAt, s.AuthorizationKeyID)
+	return err
+}
+
+func collectStream(rows pgx.Rows, err error) (Stream, error) {
+	if err != nil {
+		return Stream{}, err
+	}
+	s, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Stream])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Stream{}, database.ErrNotFound
+	}
+	return s, err
+}
+
+// GetStream returns a stream; lock takes its row for the transaction.
+// database.ErrNotFound.
+func GetStream(ctx context.Context, db database.Querier, organizationID, id string, lock bool) (Stream, error) {
+	q := `select ` + streamColumns + ` from ssf_streams where organization_id = $1 and id = $2`
+	if lock {
+		q += ` for update`
+	}
+	return collectStream(db.Query(ctx, q, organizationID, id))
+}
+
+// ListStreams returns an organization's streams, oldest first.
+func ListStreams(ctx context.Context, db database.Querier, organizationID string) ([]Stream, error) {
+	rows, err := db.Query(ctx, `select `+streamColumns+` from ssf_streams where organization_id = $1 order by created_at, id`, organizationID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByName[Stream])
+}
+
+// SaveStream writes what a receiver and a status change set of s.
+func SaveStream(ctx context.Context, db database.Querier, s Stream) error {
+	_, err := db.Exec(ctx, `update ssf_streams set description = $3, delivery_method = $4, endpoint_url = $5,
+		authorization_sealed = $6, authorization_key_id = $13, events_requested = $7, events_delivered = $8, status = $9,
+		status_reason = $10, failures = $11, last_error = $12, updated_at = now() where organization_id = $1 and id = $2`,
+		s.OrganizationID, s.ID, s.Description, s.DeliveryMethod, s.EndpointURL, s.AuthorizationSealed,
+		s.EventsRequested, s.EventsDelivered, s.Status, s.StatusReason, s.Failures, s.LastError, s.AuthorizationKeyID)
+	return err
+}
+
+// DeleteStream deletes a stream and, by cascade, its SETs and subjects.
+func DeleteStream(ctx context.Context, db database.Querier, organizationID, id string) (bool, error) {
+	tag, err := db.Exec(ctx, `delete from ssf_streams where organization_id = $1 and id = $2`, organizationID, id)
+	return err == nil && tag.RowsAffected() == 1, err
+}
+
+// StreamsFor returns the streams of organizations, enabled or paused, that
+// deliver eventType and have not removed consentID.
+func StreamsFor(ctx context.Context, db database.Querier, organizations []string, eventType, consentID string) ([]Stream, error) {
+	rows, err := db.Query(ctx, `select `+streamColumns+` from ssf_streams s
+		where organization_id = any($1) and status <> 'disabled' and $2 = any(events_delivered)
+		and not exists (select from ssf_removed_subjects r
+			where r.organization_id = s.organization_id and r.stream_id = s.id and r.consent_id = $3)
+		order by organization_id, id`, organizations, eventType, consentID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByName[Stream])
+}
+
+// RemoveSubject takes consentID off a stream; AddSubject puts it back.
+func RemoveSubject(ctx context.Context, db database.Querier, organizationID, streamID, consentID string) error {
+	_, err := db.Exec(ctx, `insert into ssf_removed_subjects (organization_id, stream_id, consent_id) values ($1, $2, $3)
+		on conflict do nothing`, organizationID, streamID, consentID)
+	return err
+}
+
+// AddSubject implements what RemoveSubject says.
+func AddSubject(ctx context.Context, db database.Querier, organizationID, streamID, consentID string) error {
+	_, err := db.Exec(ctx, `delete from ssf_removed_subjects where organization_id = $1 and stream_id = $2 and consent_id = $3`,
+		organizationID, streamID, consentID)
+	return err
+}
+
+// SET is a row of ssf_sets.
+type SET struct {
+	OrganizationID       string     `db:"organization_id"`
+	StreamID             string     `db:"stream_id"`
+	JTI                  string     `db:"jti"`
+	EventType            string     `db:"event_type"`
+	ConsentID            string     `db:"consent_id"`
+	SourceOrganizationID string     `db:"source_organization_id"`
+	JWS                  string     `db:"jws"`
+	State                string     `db:"state"`
+	Attempts             int        `db:"attempts"`
+	LastStatus           *int       `db:"last_status"`
+	LastError            string     `db:"last_error"`
+	Err                  string     `db:"err"`
+	ErrDescription       string     `db:"err_description"`
+	SettledAt            *time.Time `db:"settled_at"`
+	CreatedAt            time.Time  `db:"created_at"`
+}
+
+const setColumns = `organization_id, stream_id::text, jti::text, event_type, consent_id, source_organization_id, jws, state,
+	attempts, last_status, last_error, err, err_description, settled_at, created_at`
+
+// InsertSETs stores sets in one statement.
+func InsertSETs(ctx context.Context, db database.Querier, sets []SET) error {
+	if len(sets) == 0 {
+		return nil
+	}
+	n := len(sets)
+	org, stream, jti, typ, consent, source, jws := make([]string, n), make([]string, n), make([]string, n), make([]string, n),
+		make([]string, n), make([]string, n), make([]string, n)
+	at := make([]time.Time, n)
+	for i, s := range sets {
+		org[i], stream[i], jti[i], typ[i], consent[i], source[i], jws[i], at[i] = s.OrganizationID, s.StreamID, s.JTI, s.EventType,
+			s.ConsentID, s.SourceOrganizationID, s.JWS, s.CreatedAt
+	}
+	_, err := db.Exec(ctx, `insert into ssf_sets (organization_id, stream_id, jti, event_type, consent_id, source_organization_id, jws, created_at)
+		select * from unnest($1::text[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[])`,
+		org, stream, jti, typ, consent, source, jws, at)
+	return err
+}
+
+// Pending returns up to limit of a stream's pending SETs, oldest first.
+func Pending(ctx context.Context, db database.Querier, organizationID, streamID string, limit int) ([]SET, error) {
+	rows, err := db.Query(ctx, `select `+setColumns+` from ssf_sets
+		where organization_id = $1 and stream_id = $2 and state = 'pending' order by created_at, jti limit $3`,
+		organizationID, streamID, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByName[SET])
+}
+
+// Settle marks pending SETs of a stream acknowledged (err empty) or
+// rejected with err and its description, and returns how many it marked.
+func Settle(ctx context.Context, db database.Querier, organizationID, streamID string, jtis []string, status *int, err, description string) (int64, error) {
+	state := "acknowledged"
+	if err != "" {
+		state = "rejected"
+	}
+	tag, e := db.Exec(ctx, `update ssf_sets set state = $4, err = $5, err_description = $6, settled_at = now(),
+		last_status = coalesce($7, last_status), attempts = attempts + case when $7::int is null then 0 else 1 end, last_attempt_at = case when $7::int is null then last_attempt_at else now() end
+		where organization_id = $1 and stream_id = $2 and jti::text = any($3) and state = 'pending'`,
+		organizationID, streamID, jtis, state, err, description, status)
+	return tag.RowsAffected(), e
+}
+
+// FailAttempt records a failed push of one SET.
+func FailAttempt(ctx context.Context, db database.Querier, organizationID, streamID, jti string, status *int, msg string) error {
+	_, err := db.Exec(ctx, `update ssf_sets set attempts = attempts + 1, last_attempt_at = now(), last_status = $4, last_error = $5
+		where organization_id = $1 and stream_id = $2 and jti = $3`, organizationID, streamID, jti, status, msg)
+	return err
+}
+
+// DropPending marks a disabled stream's pending SETs rejected.
+func DropPending(ctx context.Context, db database.Querier, organizationID, streamID string) error {
+	_, err := db.Exec(ctx, `update ssf_sets set state = 'rejected', err = 'stream_disabled', settled_at = now()
+		where organization_id = $1 and stream_id = $2 and state = 'pending'`, organizationID, streamID)
+	return err
+}
+
+// Lease gives the caller a push stream's delivery until now+d, unless
+// another holds it; it reports false when the stream is gone, not an
+// enabled push stream, or leased.
+func Lease(ctx context.Context, db database.Querier, organizationID, streamID string, d time.Duration) (Stream, bool, error) {
+	s, err := collectStream(db.Query(ctx, `update ssf_streams set lease_until = now() + $3::interval
+		where organization_id = $1 and id = $2 and status = 'enabled' and delivery_method = 'urn:ietf:rfc:8935'
+		and (lease_until is null or lease_until < now())
+		returning `+streamColumns, organizationID, streamID, d))
+	if errors.Is(err, database.ErrNotFound) {
+		return Stream{}, false, nil
+	}
+	return s, err == nil, err
+}
+
+// Renew extends a held lease to now+d.
+func Renew(ctx context.Context, db database.Querier, organizationID, streamID string, d time.Duration) error {
+	_, err := db.Exec(ctx, `update ssf_streams set lease_until = now() + $3::interval where organization_id = $1 and id = $2`,
+		organizationID, streamID, d)
+	return err
+}
+
+// Release gives a stream's delivery up.
+func Release(ctx context.Context, db database.Querier, organizationID, streamID string) error {
+	_, err := db.Exec(ctx, `update ssf_streams set lease_until = null where organization_id = $1 and id = $2`, organizationID, streamID)
+	return err
+}
+
+// Leased reports whether an enabled push stream's delivery is held.
+func Leased(ctx context.Context, db database.Querier, organizationID, streamID string) (bool, error) {
+	var held bool
+	err := db.QueryRow(ctx, `select coalesce(lease_until > now(), false) from ssf_streams
+		where organization_id = $1 and id = $2 and status = 'enabled' and delivery_method = 'urn:ietf:rfc:8935'`,
+		organizationID, streamID).Scan(&held)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return held, err
+}
+
+// RecordOutcome sets a stream's failure count and last error: a success
+// clears them; a failure counts one more. It returns the count.
+func RecordOutcome(ctx context.Context, db database.Querier, organizationID, streamID string, failed bool, msg string) (int, error) {
+	var n int
+	err := db.QueryRow(ctx, `update ssf_streams set failures = case when $3 then failures + 1 else 0 end,
+		last_error = case when $3 then $4 else last_error end
+		where organization_id = $1 and id = $2 returning failures`, organizationID, streamID, failed, msg).Scan(&n)
+	return n, err
+}
+
+// OfConsent returns the consent-revoked SETs that name consentID of
+// sourceOrganizationID, across data holders, oldest first.
+func OfConsent(ctx context.Context, db database.Querier, sourceOrganizationID, consentID string) ([]SET, error) {
+	rows, err := db.Query(ctx, `select `+setColumns+` from ssf_sets where consent_id = $1 and source_organization_id = $2
+		order by created_at, jti`, consentID, sourceOrganizationID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByName[SET])
+}
+
+// StaleAuthorizations returns up to limit streams whose Authorization header
+// another key than current sealed.
+func StaleAuthorizations(ctx context.Context, db database.Querier, current string, limit int) ([]Stream, error) {
+	rows, err := db.Query(ctx, `select `+streamColumns+` from ssf_streams
+		where authorization_key_id <> '' and authorization_key_id <> $1 order by organization_id, id limit $2`, current, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByName[Stream])
+}
+
+// Reseal stores a stream's Authorization header sealed again under keyID,
+// unless another change sealed it meanwhile.
+func Reseal(ctx context.Context, db database.Querier, s Stream, keyID string, sealed []byte) error {
+	_, err := db.Exec(ctx, `update ssf_streams set authorization_sealed = $4, authorization_key_id = $5
+		where organization_id = $1 and id = $2 and authorization_key_id = $3`, s.OrganizationID, s.ID, s.AuthorizationKeyID, sealed, keyID)
+	return err
+}
