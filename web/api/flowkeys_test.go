@@ -43,7 +43,7 @@ func TestACreatesKeyReplaysConflictsAndExpires(t *testing.T) {
 	if orgB.Status != http.StatusCreated || orgB.Header.Get("Idempotent-Replayed") != "" {
 		t.Fatalf("B with A's key: %d %s", orgB.Status, orgB.Body)
 	}
-	if got := e.leftovers(t); got != "flows=2 tasks=2 consent=2 keys=2 events=0" {
+	if got := e.leftovers(t); got != "flows=2 tasks=2 consent=2 keys=2 events=2" {
 		t.Fatalf("rows: %s", got)
 	}
 
