@@ -70,12 +70,12 @@ func (s *Server) routes() {
 	// Authentication is part of each route, not of the group: a group's
 	// middleware also runs for paths and methods it does not route, which
 	// then answered 401 where 404 or 405 is right. Every POST honours
-	// Idempotency-Key: flow creation in the flows module, the others
-	// through Idempotent, after authentication.
+	// Idempotency-Key through Idempotent (flow creation's variant compares
+	// the flow it asks for), after authentication.
 	authenticate, requireScope := httpkit.Authenticate(s.bearer, s.limits), httpkit.RequireScope
 	api := e.Group("/api")
 	api.GET("/flows", a.HandleFlowList, authenticate, requireScope(identity.ScopeFlowsRead))
-	api.POST("/flows", a.HandleFlowCreate, authenticate, requireScope(identity.ScopeFlowsWrite))
+	api.POST("/flows", a.HandleFlowCreate, authenticate, requireScope(identity.ScopeFlowsWrite), a.IdempotentFlowCreate)
 	api.GET("/flows/:id", a.HandleFlowGet, authenticate, requireScope(identity.ScopeFlowsRead))
 	api.DELETE("/flows/:id", a.HandleFlowDelete, authenticate, requireScope(identity.ScopeFlowsDelete))
 	api.POST("/flows/:id/cancel", a.HandleFlowCancel, authenticate, requireScope(identity.ScopeFlowsWrite), a.Idempotent)

@@ -31,7 +31,6 @@ var TenantTables = []string{
 	"flow_incidents",
 	"flow_attachments",
 	"flow_uses",
-	"flow_idempotency_keys",
 	"flow_deletions",
 	"subject_keys",
 	"consent_requests",

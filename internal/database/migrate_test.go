@@ -88,7 +88,7 @@ func fillBeforeOrganizationKeys(t *testing.T, pool *pgxpool.Pool, sealer *pii.Se
 }
 
 // tenantCounts counts the rows of the tables fillBeforeOrganizationKeys fills.
-var tenantCounts = []string{"flows", "flow_tasks", "flow_incidents", "flow_attachments", "flow_idempotency_keys",
+var tenantCounts = []string{"flows", "flow_tasks", "flow_incidents", "flow_attachments",
 	"flow_deletions", "consent_requests", "audit_log"}
 
 // rowCounts counts the rows of each of tables.

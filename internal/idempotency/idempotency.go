@@ -10,8 +10,10 @@
 // to an organization; the request they were first used with (the client, the
 // method, the path and query, the body) is kept as a keyed hash, since a body
 // may hold a national id, and the answer's body is sealed under the data key
-// and bound to its row, since it may show one. Flow creation keeps its keys
-// in the flows module (flow_idempotency_keys) under the same rules.
+// and bound to its row, since it may show one. Every POST keeps its answers
+// here, flow creation's too; the keys of creates made before the migration
+// one_idempotency_store were carried over from the flows module's table
+// and are read as carried.go says until they expire.
 package idempotency
 
 import (
@@ -70,6 +72,10 @@ type Request struct {
 	// Body is the request's body, in a canonical form when it is JSON, so
 	// that a retry that encodes the same members differently still matches.
 	Body []byte
+	// Carried reads the rows carried over for this operation (see
+	// Carried); nil for an operation that has none, whose request is then
+	// never the one such a row holds.
+	Carried Carried
 }
 
 // Answer is what a request was answered: its status, the headers a replay
@@ -94,10 +100,6 @@ type Store interface {
 	// Keep keeps a as the answer to r on its own, for a request that
 	// changed nothing. ErrTaken as KeepTx.
 	Keep(ctx context.Context, r Request, a Answer) error
-	// Holder returns the request an unexpired answer holds key for in an
-	// organization, as the *MismatchError any other request with it meets;
-	// nil when no answer holds it.
-	Holder(ctx context.Context, organizationID, key string) (*MismatchError, error)
 	// ForgetFlowTx deletes, in tx, the answers that show a flow, which is
 	// being deleted with everything personal.
 	ForgetFlowTx(ctx context.Context, tx database.Tx, organizationID, flowID string) error
@@ -153,22 +155,26 @@ func (k *Keys) Lookup(ctx context.Context, r Request) (Answer, error) {
 		keyID        string
 		a            Answer
 		flowID       *string
+		carried      *carriedRow
 	)
-	err := k.pool.QueryRow(ctx, `select request_hash, method, path, status, header, pii_key_id, body_sealed, flow_id::text
+	err := k.pool.QueryRow(ctx, `select request_hash, method, path, status, header, pii_key_id, body_sealed, flow_id::text, carried
 		from api_idempotency_keys where organization_id = $1 and key = $2 and expires_at > now()`,
-		r.OrganizationID, r.Key).Scan(&hash, &method, &path, &a.Status, &header, &keyID, &sealed, &flowID)
+		r.OrganizationID, r.Key).Scan(&hash, &method, &path, &a.Status, &header, &keyID, &sealed, &flowID, &carried)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Answer{}, ErrNotFound
 	}
 	if err != nil {
 		return Answer{}, database.Classify(err)
 	}
+	if err := json.Unmarshal(header, &a.Header); err != nil {
+		return Answer{}, fmt.Errorf("idempotency: headers of a kept answer: %w", err)
+	}
+	if carried != nil {
+		return k.carriedAnswer(r, *carried, hash, keyID, sealed, a, &MismatchError{Method: method, Path: path})
+	}
 	request := fingerprint(r)
 	if !hmac.Equal(hash, k.sealer.Hash(hashDomain, request)) && !k.sealer.HashMatches(hashDomain, request, hash) {
 		return Answer{}, &MismatchError{Method: method, Path: path}
-	}
-	if err := json.Unmarshal(header, &a.Header); err != nil {
-		return Answer{}, fmt.Errorf("idempotency: headers of a kept answer: %w", err)
 	}
 	body, err := k.sealer.Open(keyID, sealed, sealContext(r.OrganizationID, r.Key)...)
 	if err != nil {
@@ -189,7 +195,7 @@ const keepSQL = `insert into api_idempotency_keys
 		values ($1, $2, $3, $4, $5, nullif($6, '')::uuid, $7, $8, $9, $10, now(), now() + $11 * interval '1 microsecond')
 		on conflict (organization_id, key) do update set request_hash = excluded.request_hash, method = excluded.method,
 			path = excluded.path, flow_id = excluded.flow_id, status = excluded.status, header = excluded.header,
-			pii_key_id = excluded.pii_key_id, body_sealed = excluded.body_sealed,
+			pii_key_id = excluded.pii_key_id, body_sealed = excluded.body_sealed, carried = null,
 			created_at = excluded.created_at, expires_at = excluded.expires_at
 		where api_idempotency_keys.expires_at <= excluded.created_at`
 
@@ -222,20 +228,6 @@ func (k *Keys) keep(ctx context.Context, db database.Querier, r Request, a Answe
 		return ErrTaken
 	}
 	return nil
-}
-
-// Holder implements Store.
-func (k *Keys) Holder(ctx context.Context, organizationID, key string) (*MismatchError, error) {
-	var m MismatchError
-	err := k.pool.QueryRow(ctx, `select method, path from api_idempotency_keys
-		where organization_id = $1 and key = $2 and expires_at > now()`, organizationID, key).Scan(&m.Method, &m.Path)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, database.Classify(err)
-	}
-	return &m, nil
 }
 
 // ForgetFlowTx implements Store.

@@ -52,6 +52,16 @@ func (k *Keys) Run(ctx context.Context) error {
 type sealedAnswer struct {
 	organizationID, key, keyID string
 	sealed                     []byte
+	carried                    *carriedRow
+}
+
+// context is what the answer's body is bound to: its row, or a carried
+// row's flow.
+func (a sealedAnswer) context() []string {
+	if a.carried != nil {
+		return carriedSealContext(a.carried.FlowID)
+	}
+	return sealContext(a.organizationID, a.key)
 }
 
 // ResealBatch seals again, under the current data key, up to limit answers
@@ -61,30 +71,31 @@ type sealedAnswer struct {
 // rows cannot lock them on Citus) and each is written back only while it is
 // still sealed as it was read, so it is safe beside live traffic and other
 // re-sealers. Their request hashes cannot be made again (the request is not
-// kept): they match while the key that made them is configured.
+// kept): they match while the key that made them is configured. A carried
+// row's consent link is sealed again as it was, bound to its flow.
 func (k *Keys) ResealBatch(ctx context.Context, limit int) (int, error) {
 	current := k.sealer.KeyID()
-	rows, err := k.pool.Query(ctx, `select organization_id, key, pii_key_id, body_sealed from api_idempotency_keys
+	rows, err := k.pool.Query(ctx, `select organization_id, key, pii_key_id, body_sealed, carried from api_idempotency_keys
 		where pii_key_id <> $1 order by organization_id, key limit $2`, current, limit)
 	if err != nil {
 		return 0, err
 	}
 	stale, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (sealedAnswer, error) {
 		var a sealedAnswer
-		return a, r.Scan(&a.organizationID, &a.key, &a.keyID, &a.sealed)
+		return a, r.Scan(&a.organizationID, &a.key, &a.keyID, &a.sealed, &a.carried)
 	})
 	if err != nil {
 		return 0, err
 	}
 	err = database.WithTx(ctx, k.pool, func(tx pgx.Tx) error {
 		for _, a := range stale {
-			body, err := k.sealer.Open(a.keyID, a.sealed, sealContext(a.organizationID, a.key)...)
+			body, err := k.sealer.Open(a.keyID, a.sealed, a.context()...)
 			if err != nil {
 				return fmt.Errorf("idempotency key of organization %s (data key %s): %w", a.organizationID, a.keyID, err)
 			}
 			if _, err := tx.Exec(ctx, `update api_idempotency_keys set pii_key_id = $4, body_sealed = $5
 				where organization_id = $1 and key = $2 and pii_key_id = $3`, a.organizationID, a.key, a.keyID,
-				current, k.sealer.Seal(body, sealContext(a.organizationID, a.key)...)); err != nil {
+				current, k.sealer.Seal(body, a.context()...)); err != nil {
 				return err
 			}
 		}

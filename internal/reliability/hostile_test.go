@@ -23,7 +23,7 @@ func rowCounts(t *testing.T, pool *pgxpool.Pool) map[string]int {
 	// River's own jobs are left out: its periodic maintenance inserts some
 	// on its schedule; every delivery it could make has a webhook_events row.
 	for _, table := range []string{"flows", "consent_requests", "flow_tasks", "flow_incidents", "webhook_events",
-		"flow_idempotency_keys", "flow_deletions", "login_requests", "login_codes", "refresh_tokens"} {
+		"api_idempotency_keys", "flow_deletions", "login_requests", "login_codes", "refresh_tokens"} {
 		out[table] = count(t, pool, "select count(*) from "+table)
 	}
 	return out

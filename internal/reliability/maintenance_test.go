@@ -54,7 +54,7 @@ func maintainOnce(t *testing.T, instances int) {
 	ctx := context.Background()
 	for _, sql := range []string{
 		`update flows set expires_at = now() - interval '1 second' where organization_id = $1`,
-		`update flow_idempotency_keys set expires_at = now() - interval '1 second' where organization_id = $1`,
+		`update api_idempotency_keys set expires_at = now() - interval '1 second' where organization_id = $1`,
 	} {
 		if _, err := pool.Exec(ctx, sql, tn.OrgID); err != nil {
 			t.Fatal(err)
@@ -62,7 +62,7 @@ func maintainOnce(t *testing.T, instances int) {
 	}
 	eventually(t, "every flow cancelled and every idempotency key purged", func() bool {
 		return count(t, pool, `select count(*) from flows where organization_id = $1 and process_status = 'cancelled'`, tn.OrgID) == n &&
-			count(t, pool, `select count(*) from flow_idempotency_keys where organization_id = $1`, tn.OrgID) == 0
+			count(t, pool, `select count(*) from api_idempotency_keys where organization_id = $1`, tn.OrgID) == 0
 	})
 	checkDelivered(t, pool, rcv)
 	cancelled := map[string]int{}
@@ -87,7 +87,7 @@ func maintainOnce(t *testing.T, instances int) {
 		}
 	}
 	for i, p := range ps {
-		for _, warning := range []string{"flows: expiring flows", "flows: purging idempotency keys"} {
+		for _, warning := range []string{"flows: expiring flows", "idempotency: purging expired keys"} {
 			if strings.Contains(p.Logs.String(), warning) {
 				t.Errorf("instance %d logged %q", i, warning)
 			}

@@ -145,13 +145,14 @@ func TestNoPersonalDataInClear(t *testing.T) {
 
 	// Deleted: nothing of the flow is left but the deletion log, the
 	// (impersonal) events and webhook outbox and, until it expires, the
-	// idempotency key that replays the create (a keyed hash and the sealed link).
+	// idempotency key that replays the create (a keyed hash, the Location
+	// naming the flow, and the sealed answer).
 	if a := mustDo(t, "DELETE", p.URL+"/api/flows/"+created.FlowID, tok, ""); a.Status != 200 {
 		t.Fatalf("delete: %d %s", a.Status, a.Body)
 	}
 	allowed := map[string]bool{"public.flow_deletions.flow_id": true, "public.webhook_events.flow_id": true,
 		"public.events.flow_id": true, "public.events.body": true,
-		"public.webhook_events.body": true, "public.river_job.args": true, "public.flow_idempotency_keys.flow_id": true}
+		"public.webhook_events.body": true, "public.river_job.args": true, "public.api_idempotency_keys.header": true}
 	for _, hit := range findInDatabase(t, pool, created.FlowID) {
 		if col, _, _ := strings.Cut(hit, " holds "); !allowed[col] {
 			t.Errorf("the deleted flow is still in %s", col)

@@ -167,7 +167,7 @@ func (e *journeyEnv) createOn(t *testing.T, redirectURL, id string, n int) (flow
 	t.Helper()
 	c, err := e.flows.Create(context.Background(), e.caller, flows.NewFlow{NationalID: "12345678901", LastName: "Nordmann",
 		RedirectURL: redirectURL, WebhookURL: "https://hooks.example/flowd", ReferenceName: "Mortgage application",
-		FlowDefinitionID: id, FlowDefinitionVersion: n}, "")
+		FlowDefinitionID: id, FlowDefinitionVersion: n})
 	if err != nil {
 		t.Fatal(err)
 	}

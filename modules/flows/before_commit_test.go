@@ -21,7 +21,7 @@ func TestFlowWritesRunTheirBeforeCommitWork(t *testing.T) {
 	ctx := context.Background()
 	caller := flows.Caller{OrganizationID: "org-a", ClientID: "staff:ada"}
 	create := func(t *testing.T) flows.Created {
-		c, err := e.flows.Create(ctx, caller, newFlow("ID-777"), "")
+		c, err := e.flows.Create(ctx, caller, newFlow("ID-777"))
 		if err != nil {
 			t.Fatal(err)
 		}

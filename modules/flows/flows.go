@@ -1,6 +1,6 @@
 // Package flows is the heart of flowd: a flow is the consent process run for
 // one individual on behalf of one organization. This module owns flows, their
-// tasks and incidents, idempotency keys and the deletion log; the consent
+// tasks and incidents and the deletion log; the consent
 // module owns consent links, the webhooks module owns delivery.
 package flows
 
@@ -188,8 +188,6 @@ type Created struct {
 	FlowID      string
 	ReferenceID string
 	ConsentURL  string
-	// Replayed is true when an Idempotency-Key matched an earlier create.
-	Replayed bool
 }
 
 // ListParams selects a page of flows, newest first. At most one of
@@ -374,18 +372,13 @@ var (
 // is ErrNotFound.
 type Service interface {
 	// Create validates in and creates the flow, its consent request, its tasks
-	// and its flow.created event in one transaction. A repeated idempotencyKey
-	// with the same request replays the first result; with another request it
-	// is an apperr.IdempotencyMismatch. Bad input is one apperr Invalid error
-	// naming every field by its API name (nationalId, lastName, redirectUrl,
-	// webhookUrl, referenceName, Idempotency-Key). Keys are kept 24 hours per
-	// organization, as Stripe keeps them: within them the replay answers the
-	// first result even after the flow was deleted.
-	Create(ctx context.Context, c Caller, in NewFlow, idempotencyKey string) (Created, error)
-	// IdempotencyKeyHeld reports whether a create of the caller's
-	// organization holds idempotencyKey (for 24 hours), so that the API can
-	// refuse it for any other operation.
-	IdempotencyKeyHeld(ctx context.Context, c Caller, idempotencyKey string) (bool, error)
+	// and its flow.created event in one transaction; before runs in it with
+	// what was created (see database.BeforeCommit: the API keeps its answer
+	// to an Idempotency-Key so), and its error rolls the create back and is
+	// returned. Bad input is one apperr Invalid error naming every field by
+	// its API name (nationalId, lastName, redirectUrl, webhookUrl,
+	// referenceName).
+	Create(ctx context.Context, c Caller, in NewFlow, before ...database.BeforeCommit[Created]) (Created, error)
 	// Get returns one flow with its open incidents and consent link. ErrNotFound.
 	Get(ctx context.Context, c Caller, flowID string) (Flow, error)
 	// List returns a page of flows as lists show them. Bad parameters are

@@ -98,7 +98,7 @@ func newFlow(nationalID string) flows.NewFlow {
 // create makes a flow of the bundle's caller.
 func (b *bundle) create(t *testing.T, in flows.NewFlow) flows.Created {
 	t.Helper()
-	c, err := b.flows.Create(context.Background(), b.caller, in, "")
+	c, err := b.flows.Create(context.Background(), b.caller, in)
 	if err != nil {
 		t.Fatal(err)
 	}

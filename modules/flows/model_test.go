@@ -44,7 +44,7 @@ func TestEveryFieldOfANewFlowIsStored(t *testing.T) {
 	in := flows.NewFlow{NationalID: "ID-42", LastName: "Nordmann", RedirectURL: "https://bank.example/done",
 		WebhookURL: "https://hooks.example/flowd", ReferenceName: "Mortgage 42",
 		FlowDefinitionID: "mortgage", FlowDefinitionVersion: 1, Parameters: map[string]string{"incomeYear": "2025"}}
-	created, err := b.flows.Create(ctx, b.caller, in, "")
+	created, err := b.flows.Create(ctx, b.caller, in)
 	if err != nil {
 		t.Fatal(err)
 	}

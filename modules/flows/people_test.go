@@ -45,7 +45,7 @@ func TestTwoSwedesAreNotOne(t *testing.T) {
 	if got := b.get(t, old.FlowID).NationalID; got != "191212121212" {
 		t.Errorf("121212+1212 is kept as %q, want its canonical 191212121212", got)
 	}
-	if _, err := b.flows.Create(ctx, b.caller, newFlow("1212121212"), ""); err == nil {
+	if _, err := b.flows.Create(ctx, b.caller, newFlow("1212121212")); err == nil {
 		t.Error("a 10-digit number without its sign was taken")
 	}
 

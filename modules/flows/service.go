@@ -16,7 +16,6 @@ import (
 	"github.com/flowd/flowd/internal/apperr"
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/etag"
-	"github.com/flowd/flowd/internal/idempotency"
 	"github.com/flowd/flowd/internal/nationalid"
 	"github.com/flowd/flowd/internal/pii"
 	"github.com/flowd/flowd/modules/flows/internal/expiry"
@@ -38,9 +37,8 @@ type Config struct {
 	// Zero means one per CPU, at least 2; never more than the pool's
 	// connections.
 	ReadRoundTrips int
-	// MaintenanceInterval is how often Run expires due flows and purges
-	// expired idempotency keys (FLOWD_MAINTENANCE_INTERVAL); zero means a
-	// minute.
+	// MaintenanceInterval is how often Run expires due flows
+	// (FLOWD_MAINTENANCE_INTERVAL); zero means a minute.
 	MaintenanceInterval time.Duration
 	// ExpiringNotice is how long before an acceptance's validity ends Run
 	// publishes its flow.expiring (FLOWD_CONSENT_EXPIRING_NOTICE); zero
@@ -59,12 +57,10 @@ type Config struct {
 	Retention Retentions
 }
 
-// Limits of the API. The Idempotency-Key's are those of every POST.
+// Limits of the API.
 const (
-	MaxIdempotencyKey = idempotency.MaxKey
-	IdempotencyTTL    = idempotency.TTL
-	DefaultLimit      = 10
-	MaxLimit          = 100
+	DefaultLimit = 10
+	MaxLimit     = 100
 )
 
 // Manager is the flows module: it implements Service on PostgreSQL, moves
@@ -139,59 +135,32 @@ func readsPerRoundTrip(reg prometheus.Registerer) func(int) {
 }
 
 // Create implements Service.
-func (m *Manager) Create(ctx context.Context, c Caller, in NewFlow, idempotencyKey string) (Created, error) {
+func (m *Manager) Create(ctx context.Context, c Caller, in NewFlow, before ...database.BeforeCommit[Created]) (Created, error) {
 	if c.OrganizationID == "" {
 		return Created{}, errors.New("flows: create without an organization")
 	}
 	in = in.Normalize()
-	var problems apperr.Fields
-	if len(idempotencyKey) > MaxIdempotencyKey {
-		problems.Add("Idempotency-Key", "must be at most %d characters", MaxIdempotencyKey)
-	}
 	settings, err := m.orgs.FlowSettings(ctx, c.OrganizationID)
 	if err != nil {
 		return Created{}, fmt.Errorf("flows: organization settings: %w", err)
 	}
 	if err := in.Validate(Rules{NationalIDs: m.cfg.NationalIDs, AllowInsecureURLs: m.cfg.AllowInsecureURLs,
 		RedirectOrigins: settings.RedirectOrigins}); err != nil {
-		if e, ok := apperr.As(err); ok {
-			problems = append(problems, e.Fields...)
-		}
-	}
-	if err := problems.Err(); err != nil {
 		return Created{}, err
 	}
 
-	flowID := ids.New()
 	var (
 		out  Created
 		keep = func() {}
 	)
 	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
-		if idempotencyKey != "" {
-			k := store.IdempotencyKey{OrganizationID: c.OrganizationID, Key: idempotencyKey,
-				RequestHash: m.requestHash(c, in), FlowID: flowID, PIIKeyID: m.sealer.KeyID()}
-			won, err := store.ClaimKey(ctx, tx, k, IdempotencyTTL)
-			if err != nil {
-				return err
-			}
-			if !won {
-				out, err = m.replay(ctx, tx, k, requestKey(c, in))
-				return err
-			}
-		}
-		f, consentURL, keepKey, err := m.createTx(ctx, tx, c, in, flowID, settings)
+		f, consentURL, keepKey, err := m.createTx(ctx, tx, c, in, ids.New(), settings)
 		if err != nil {
 			return err
 		}
 		keep = keepKey
 		out = Created{FlowID: f.ID, ReferenceID: f.ReferenceID, ConsentURL: consentURL}
-		if idempotencyKey != "" {
-			return store.CompleteKey(ctx, tx, store.IdempotencyKey{OrganizationID: c.OrganizationID, Key: idempotencyKey,
-				ReferenceID: f.ReferenceID, PIIKeyID: m.sealer.KeyID(),
-				ConsentSealed: m.sealer.Seal(consentURL, "idempotency:"+f.ID)})
-		}
-		return nil
+		return database.RunBeforeCommit(ctx, tx, out, before)
 	})
 	if err != nil {
 		return Created{}, err
@@ -511,9 +480,8 @@ func (m *Manager) Deletions(ctx context.Context, organizationID string, limit in
 	return out, more, nil
 }
 
-// Run expires due flows, publishes flow.expiring for acceptances whose
-// validity ends within the notice and purges expired idempotency keys every
-// MaintenanceInterval until ctx ends, and then returns nil; what it cannot
+// Run expires due flows and publishes flow.expiring for acceptances whose
+// validity ends within the notice every MaintenanceInterval until ctx ends, and then returns nil; what it cannot
 // do it logs and tries again next time. Several instances may run it at
 // once: expiry skips the rows another instance holds.
 func (m *Manager) Run(ctx context.Context) error {
@@ -530,7 +498,7 @@ func (m *Manager) Run(ctx context.Context) error {
 }
 
 // maintain expires every due flow and notifies every expiring acceptance, a
-// hundred at a time, and purges the expired idempotency keys.
+// hundred at a time.
 func (m *Manager) maintain(ctx context.Context) {
 	const batch = 100
 	for ctx.Err() == nil {
@@ -550,9 +518,5 @@ func (m *Manager) maintain(ctx context.Context) {
 		if err != nil || n < batch {
 			break
 		}
-	}
-	// A shutdown cuts the purge short; that is no warning.
-	if _, err := m.PurgeExpiredKeys(ctx); err != nil && ctx.Err() == nil {
-		m.log.WarnContext(ctx, "flows: purging idempotency keys", "error", err.Error())
 	}
 }

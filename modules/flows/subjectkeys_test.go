@@ -200,7 +200,7 @@ func TestConcurrentCreatesForOnePersonShareOneKey(t *testing.T) {
 			on = second
 		}
 		wg.Go(func() {
-			c, err := on.flows.Create(context.Background(), on.caller, newFlow([]string{"12345678901", "123456-78901"}[i%2]), "")
+			c, err := on.flows.Create(context.Background(), on.caller, newFlow([]string{"12345678901", "123456-78901"}[i%2]))
 			if err != nil {
 				t.Error(err)
 				return

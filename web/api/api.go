@@ -34,7 +34,7 @@ type Deps struct {
 	Definitions consent.Definitions
 	Receipts    receipts.Checker
 	// Idempotency keeps the answers to requests that carry an
-	// Idempotency-Key (flow creation's are the flows module's).
+	// Idempotency-Key.
 	Idempotency idempotency.Store
 	// Organizations say which organizations' public keys may be published.
 	Organizations OrganizationChecker

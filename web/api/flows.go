@@ -105,6 +105,12 @@ type createFlowRequest struct {
 	Parameters map[string]string `json:"parameters"`
 }
 
+func (req createFlowRequest) newFlow() flows.NewFlow {
+	return flows.NewFlow{NationalID: req.NationalID, LastName: req.LastName, RedirectURL: req.RedirectURL,
+		WebhookURL: req.WebhookURL, ReferenceName: req.ReferenceName,
+		FlowDefinitionID: req.FlowDefinitionID, FlowDefinitionVersion: req.FlowDefinitionVersion, Parameters: req.Parameters}
+}
+
 type createFlowResponse struct {
 	Links struct {
 		Self    href `json:"self"`
@@ -119,35 +125,34 @@ func flowPath(id string) string { return "/api/flows/" + id }
 // HandleFlowCreate handles "POST /api/flows".
 func (h *Handler) HandleFlowCreate(c echo.Context) error {
 	var req createFlowRequest
-	in := func() flows.NewFlow {
-		return flows.NewFlow{NationalID: req.NationalID, LastName: req.LastName, RedirectURL: req.RedirectURL,
-			WebhookURL: req.WebhookURL, ReferenceName: req.ReferenceName,
-			FlowDefinitionID: req.FlowDefinitionID, FlowDefinitionVersion: req.FlowDefinitionVersion, Parameters: req.Parameters}
-	}
 	if err := httpkit.DecodeJSON(c, &req); err != nil {
 		// Name the fields that decoded but are invalid too, so that one
 		// answer lists every problem of the body.
-		return httpkit.WithFieldErrors(err, in().Normalize().Validate(flows.Rules{
+		return httpkit.WithFieldErrors(err, req.newFlow().Normalize().Validate(flows.Rules{
 			NationalIDs: h.cfg.NationalIDs(nil), AllowInsecureURLs: h.cfg.AllowInsecureURLs}))
 	}
-	key := c.Request().Header.Get(headerIdempotencyKey)
-	if err := h.keyFreeForCreate(c, key); err != nil {
-		return err
-	}
-	created, err := h.flows.Create(c.Request().Context(), callerOf(c), in(), key)
+	created, err := h.flows.Create(c.Request().Context(), callerOf(c), req.newFlow(), keepReply(c, flowCreated))
 	if err != nil {
 		return flowError(err)
 	}
+	return h.writeReply(c, flowCreated(created))
+}
+
+// flowCreated is the answer to a create. It names no flow for its kept
+// answer to be forgotten by: it holds nothing personal, and replays after
+// the flow is deleted.
+func flowCreated(created flows.Created) reply {
+	return reply{status: http.StatusCreated, header: http.Header{echo.HeaderLocation: {flowPath(created.FlowID)}},
+		body: createdBody(created)}
+}
+
+// createdBody is the body of a create's answer.
+func createdBody(created flows.Created) createFlowResponse {
 	var resp createFlowResponse
 	resp.Links.Self.Href = flowPath(created.FlowID)
 	resp.Links.Consent.Href = created.ConsentURL
 	resp.FlowID, resp.ReferenceID = created.FlowID, created.ReferenceID
-	header := c.Response().Header()
-	header.Set(echo.HeaderLocation, flowPath(created.FlowID))
-	if created.Replayed {
-		header.Set(headerIdempotentReplayed, "true")
-	}
-	return httpkit.WriteJSON(c, http.StatusCreated, resp)
+	return resp
 }
 
 // flowListItem is one flow of GET /api/flows: the flow's summary, as the

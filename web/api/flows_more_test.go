@@ -49,7 +49,7 @@ func TestPaginationWalksBothWaysWithoutGapsOrRepeats(t *testing.T) {
 	ids := make([]string, 250)
 	webtest.Parallel(len(ids), 4, func(i int) {
 		c, err := e.Flows.Create(ctx, caller, flows.NewFlow{NationalID: fmt.Sprintf("ID-%d", i), LastName: "N",
-			RedirectURL: "https://bank.example/"}, "")
+			RedirectURL: "https://bank.example/"})
 		if err != nil {
 			t.Error(err)
 			return
@@ -249,7 +249,7 @@ func (e *apiEnv) leftovers(t *testing.T) string {
 	t.Helper()
 	return fmt.Sprintf("flows=%d tasks=%d consent=%d keys=%d events=%d",
 		e.Count(t, `select count(*) from flows`), e.Count(t, `select count(*) from flow_tasks`),
-		e.Count(t, `select count(*) from consent_requests`), e.Count(t, `select count(*) from flow_idempotency_keys`),
+		e.Count(t, `select count(*) from consent_requests`), e.Count(t, `select count(*) from api_idempotency_keys`),
 		e.Count(t, `select count(*) from test_events`))
 }
 
@@ -274,7 +274,7 @@ func TestACrashBeforeCommitLeavesNothingBehind(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.Events.Publish = func(context.Context, webhooks.Event) error { cancel(); return nil }
 	_, err := e.Flows.Create(ctx, flows.Caller{OrganizationID: webtest.OrgA, ClientID: "c"}, flows.NewFlow{NationalID: "X1", LastName: "N",
-		RedirectURL: "https://bank.example/", WebhookURL: "https://hooks.example/h"}, "k2")
+		RedirectURL: "https://bank.example/", WebhookURL: "https://hooks.example/h"})
 	if err == nil {
 		t.Fatal("a create whose context ended before the commit succeeded")
 	}

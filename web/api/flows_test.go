@@ -505,7 +505,7 @@ func TestTheNationalIDIsNotStoredInClear(t *testing.T) {
 	const nationalID, lastName = "SECRETID-XYZ987", "Quixotezzz"
 	id := e.Create(t, webtest.TokA, map[string]any{"nationalId": nationalID, "lastName": lastName})
 	var row string
-	if err := e.Pool.QueryRow(context.Background(), `select f::text || coalesce((select string_agg(k::text, '') from flow_idempotency_keys k), '')
+	if err := e.Pool.QueryRow(context.Background(), `select f::text || coalesce((select string_agg(k::text, '') from api_idempotency_keys k), '')
 		|| (select string_agg(c::text, '') from consent_requests c) from flows f where id = $1`, id).Scan(&row); err != nil {
 		t.Fatal(err)
 	}

@@ -48,12 +48,11 @@ func keyedRequestOf(c echo.Context) *keyedRequest {
 	return k
 }
 
-// Idempotent makes a POST of the API honour Idempotency-Key, as flow
-// creation does: the same key with the same request (client, method, path
-// and query, body) within 24 hours replays the first answer with
-// Idempotent-Replayed: true, and is refused with a 422 for another request;
-// a key over 255 characters is a 400. It runs after authentication: keys
-// are the organization's.
+// Idempotent makes a POST of the API honour Idempotency-Key: the same key
+// with the same request (client, method, path and query, body) within 24
+// hours replays the first answer with Idempotent-Replayed: true, and is
+// refused with a 422 for another request; a key over 255 characters is a
+// 400. It runs after authentication: keys are the organization's.
 //
 // A handler whose request changes something passes keepReply to the
 // module's write, so that the answer is kept in the change's transaction and
@@ -63,6 +62,12 @@ func keyedRequestOf(c echo.Context) *keyedRequest {
 // kept once written. Only successes are kept: a failed request changed
 // nothing, and its key stays free for a retry.
 func (h *Handler) Idempotent(next echo.HandlerFunc) echo.HandlerFunc {
+	return h.idempotent(next, nil)
+}
+
+// idempotent is Idempotent, with form, when not nil, making the request
+// that is compared of the body instead of its canonical JSON.
+func (h *Handler) idempotent(next echo.HandlerFunc, form func(c echo.Context, r *idempotency.Request, body []byte)) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		key := c.Request().Header.Get(headerIdempotencyKey)
 		if key == "" {
@@ -83,14 +88,12 @@ func (h *Handler) Idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 		k := &keyedRequest{store: h.answers, request: idempotency.Request{OrganizationID: p.OrganizationID,
 			ClientID: p.ClientID, Key: key, Method: c.Request().Method, Path: requestPath(c.Request().URL),
 			Body: canonicalJSON(body)}}
+		if form != nil {
+			form(c, &k.request, body)
+		}
 		ctx := c.Request().Context()
 		if done, err := h.replayed(c, k.request); done || err != nil {
 			return err
-		}
-		if held, err := h.flows.IdempotencyKeyHeld(ctx, callerOf(c), key); err != nil {
-			return err
-		} else if held {
-			return keyReused(&idempotency.MismatchError{Method: http.MethodPost, Path: "/api/flows"})
 		}
 		c.Set(keyedRequestKey, k)
 		rec := &answerRecorder{ResponseWriter: c.Response().Writer}
@@ -153,24 +156,6 @@ func (h *Handler) keepWritten(ctx context.Context, c echo.Context, k *keyedReque
 	if err := k.store.Keep(ctx, k.request, a); err != nil && !errors.Is(err, idempotency.ErrTaken) {
 		h.log.WarnContext(ctx, "keeping the answer to an Idempotency-Key", "error", err.Error())
 	}
-}
-
-// keyFreeForCreate refuses, for a flow creation, a key that another
-// operation's kept answer holds; the flows module keeps the creates' own keys
-// and their rules. A key too long is left to it, which names it among the
-// body's problems.
-func (h *Handler) keyFreeForCreate(c echo.Context, key string) error {
-	if key == "" || len(key) > idempotency.MaxKey {
-		return nil
-	}
-	holder, err := h.answers.Holder(c.Request().Context(), httpkit.Principal(c).OrganizationID, key)
-	if err != nil {
-		return err
-	}
-	if holder != nil {
-		return keyReused(holder)
-	}
-	return nil
 }
 
 // keyReused is the 422 of a key first used with another request.

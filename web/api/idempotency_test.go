@@ -72,7 +72,7 @@ var idempotentRoutes = map[string]idempotentRoute{
 		},
 	},
 	"/api/flows": {
-		status: http.StatusCreated, lockTable: "flow_idempotency_keys",
+		status: http.StatusCreated,
 		prepare: func(t *testing.T, e *apiEnv, n int) keyedCall {
 			ref := fmt.Sprintf("Loan %d", n)
 			return keyedCall{path: "/api/flows", body: webtest.CreateBody(map[string]any{"referenceName": ref}), subject: ref,

@@ -39,7 +39,7 @@ func TestConsoleActionsCommitWithTheirAuditEntry(t *testing.T) {
 	}
 	caller := flows.Caller{OrganizationID: org.ID, ClientID: client.ID}
 	newFlow := func(nationalID string) flows.Created {
-		c, err := ls.Flows.Create(ctx, caller, flows.NewFlow{NationalID: nationalID, LastName: "Nordmann", RedirectURL: "https://bank.example/done"}, "")
+		c, err := ls.Flows.Create(ctx, caller, flows.NewFlow{NationalID: nationalID, LastName: "Nordmann", RedirectURL: "https://bank.example/done"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -150,7 +150,7 @@ func TestConsoleRecoveryAndRedelivery(t *testing.T) {
 
 	// A flow's events, each with Redeliver for admins.
 	created, err := ls.Flows.Create(ctx, flows.Caller{OrganizationID: org.ID, ClientID: "c"},
-		flows.NewFlow{NationalID: "ID-77", LastName: "Nordmann", RedirectURL: "https://bank.example/done"}, "")
+		flows.NewFlow{NationalID: "ID-77", LastName: "Nordmann", RedirectURL: "https://bank.example/done"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestConsoleRecoveryAndRedelivery(t *testing.T) {
 	}
 	// Another flow's event is not this flow's to send.
 	second, err := ls.Flows.Create(ctx, flows.Caller{OrganizationID: org.ID, ClientID: "c"},
-		flows.NewFlow{NationalID: "ID-78", LastName: "Nordmann", RedirectURL: "https://bank.example/done"}, "")
+		flows.NewFlow{NationalID: "ID-78", LastName: "Nordmann", RedirectURL: "https://bank.example/done"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func TestTheFlowPageListsTheConsentsUses(t *testing.T) {
 	webtest.CreateTestEvents(t, ls.Pool)
 	ctx := context.Background()
 	caller := flows.Caller{OrganizationID: s.Org.ID, ClientID: "client-l"}
-	created, err := ls.Flows.Create(ctx, caller, flows.NewFlow{NationalID: "ID-77", LastName: "Nordmann", RedirectURL: "https://bank.example/done"}, "")
+	created, err := ls.Flows.Create(ctx, caller, flows.NewFlow{NationalID: "ID-77", LastName: "Nordmann", RedirectURL: "https://bank.example/done"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,24 +32,20 @@ func NewResealer(pool *pgxpool.Pool, sealer *pii.Sealer) *Resealer {
 	return &Resealer{pool: pool, sealer: sealer}
 }
 
-// ResealBatch re-seals up to limit flows and limit idempotency keys whose
-// personal data is still sealed under a previous data key: each value is
-// opened with the key that sealed it and sealed again (and the national
-// id's lookup hash recomputed) under the current key, in one transaction.
+// ResealBatch re-seals up to limit flows whose personal data is still
+// sealed under a previous data key: each value is opened with the key that
+// sealed it and sealed again (and the national id's lookup hash
+// recomputed) under the current key, in one transaction.
 // It returns how many stale rows it found; 0 means nothing is left. A row
 // is written back only while it is sealed as it was read (see
 // store.Reseal), so it is safe beside live traffic and other re-sealers,
 // and a run that stops half way is simply run again. A value that does not
 // open (its key is not configured) stops it with pii.ErrUnknownKey.
-func (m *Resealer) ResealBatch(ctx context.Context, limit int) (flows, keys int, err error) {
+func (m *Resealer) ResealBatch(ctx context.Context, limit int) (int, error) {
 	current := m.sealer.KeyID()
 	stale, err := store.StaleFlows(ctx, m.pool, current, limit)
-	if err != nil {
-		return 0, 0, err
-	}
-	staleKeys, err := store.StaleKeys(ctx, m.pool, current, limit)
-	if err != nil {
-		return 0, 0, err
+	if err != nil || len(stale) == 0 {
+		return 0, err
 	}
 	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		for _, f := range stale {
@@ -67,21 +63,12 @@ func (m *Resealer) ResealBatch(ctx context.Context, limit int) (flows, keys int,
 				return err
 			}
 		}
-		for _, k := range staleKeys {
-			link, err := m.sealer.Open(k.KeyID, k.ConsentSealed, "idempotency:"+k.FlowID)
-			if err != nil {
-				return fmt.Errorf("idempotency key of flow %s (key %s): %w", k.FlowID, k.KeyID, err)
-			}
-			if err := store.ResealKey(ctx, tx, k, current, m.sealer.Seal(link, "idempotency:"+k.FlowID)); err != nil {
-				return err
-			}
-		}
 		return nil
 	})
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
-	return len(stale), len(staleKeys), nil
+	return len(stale), nil
 }
 
 // ResealSubjectKeysBatch re-seals up to limit subject keys still sealed

@@ -160,6 +160,8 @@ type APIEnv struct {
 	Receipts *receipts.Service
 	// Hooks is the webhooks module WithWebhooks runs; nil without it.
 	Hooks *webhooks.Module
+	// Sealer seals personal data under the environment's data key.
+	Sealer *pii.Sealer
 }
 
 // apiSetup is what an envOption may change of the API's test environment.
@@ -267,7 +269,7 @@ func NewAPI(t testing.TB, opts ...EnvOption) *APIEnv {
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return &APIEnv{URL: hs.URL, Srv: srv, Pool: pool, Flows: m, Journey: journey, Events: events, Proxy: proxy, ReceiptKeys: receiptKeys,
-		Receipts: receiptService, Hooks: hooks}
+		Receipts: receiptService, Hooks: hooks, Sealer: sealer}
 }
 
 // Response is what Call returns.

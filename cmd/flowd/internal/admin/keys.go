@@ -55,13 +55,12 @@ func runRotateDataKey(ctx context.Context, args []string, sys command.Env) error
 	}
 	total.KeyID = sealer.KeyID()
 	for {
-		f, k, err := flowsResealer.ResealBatch(ctx, *batch)
+		n, err := flowsResealer.ResealBatch(ctx, *batch)
 		if err != nil {
 			return rotateDataKeyError(err)
 		}
-		total.Flows += f
-		total.IdempotencyKeys += k
-		if f == 0 && k == 0 {
+		total.Flows += n
+		if n == 0 {
 			break
 		}
 	}

@@ -46,33 +46,6 @@ func Reseal(ctx context.Context, db DB, f SealedFlow, keyID string, nationalID, 
 	return err
 }
 
-var sealedKeyRows = newTable[SealedKey]()
-
-// SealedKey is the sealed consent link of one idempotency key.
-type SealedKey struct {
-	OrganizationID string `db:"organization_id"`
-	Key            string `db:"key"`
-	FlowID         string `db:"flow_id"`
-	KeyID          string `db:"pii_key_id"`
-	ConsentSealed  []byte `db:"consent_sealed"`
-}
-
-// StaleKeys returns up to limit idempotency keys whose consent link is
-// sealed under a key other than keyID.
-func StaleKeys(ctx context.Context, db DB, keyID string, limit int) ([]SealedKey, error) {
-	return sealedKeyRows.all(db.Query(ctx, `select `+sealedKeyRows.columns+`
-		from flow_idempotency_keys where pii_key_id <> $1 and consent_sealed is not null
-		order by organization_id, key limit $2`, keyID, limit))
-}
-
-// ResealKey stores an idempotency key's consent link sealed again under
-// keyID, unless it is no longer sealed under k.KeyID.
-func ResealKey(ctx context.Context, db DB, k SealedKey, keyID string, consent []byte) error {
-	_, err := db.Exec(ctx, `update flow_idempotency_keys set pii_key_id = $4, consent_sealed = $5
-		where organization_id = $1 and key = $2 and pii_key_id = $3`, k.OrganizationID, k.Key, k.KeyID, keyID, consent)
-	return err
-}
-
 // UnkeyedFlows returns up to limit flows after cursor, in the primary key's
 // order, whose personal data is still sealed under a data key rather than
 // under their person's subject key.

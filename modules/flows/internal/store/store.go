@@ -56,75 +56,10 @@ func DueAcceptances(ctx context.Context, db DB, limit int) ([]FlowKey, error) {
 		where consent_status = 'Accepted' and valid_until <= now() order by valid_until limit $1`, limit))
 }
 
-// DeleteFlow removes a flow; its tasks and incidents go with it. The
-// idempotency key that created it stays, so that a replay within 24 hours
-// answers the first response as the API promises: the key's row holds only a
-// keyed hash of the request and the sealed consent link, and it is purged
-// once it expires, at most 24 hours after the create.
+// DeleteFlow removes a flow; its tasks and incidents go with it.
 func DeleteFlow(ctx context.Context, db DB, organizationID, id string) error {
 	_, err := db.Exec(ctx, `delete from flows where organization_id = $1 and id = $2`, organizationID, id)
 	return err
-}
-
-// IdempotencyKey is a row of flow_idempotency_keys.
-type IdempotencyKey struct {
-	OrganizationID string `db:"organization_id"`
-	Key            string `db:"key"`
-	RequestHash    []byte `db:"request_hash"`
-	FlowID         string `db:"flow_id"`
-	ReferenceID    string `db:"reference_id"`
-	PIIKeyID       string `db:"pii_key_id"`
-	ConsentSealed  []byte `db:"consent_sealed"`
-}
-
-var keyRows = newTable[IdempotencyKey]()
-
-// ClaimKey records k for a create that is about to happen, unless an
-// unexpired row holds the key already; it reports whether the claim won. A
-// concurrent claim of the same key waits here until the first transaction
-// ends, and then sees its row. The conflict's update takes the time from
-// the row it would have inserted: on Citus it may not call now() itself.
-func ClaimKey(ctx context.Context, db DB, k IdempotencyKey, ttl time.Duration) (bool, error) {
-	tag, err := db.Exec(ctx, `insert into flow_idempotency_keys
-		(organization_id, key, request_hash, flow_id, pii_key_id, created_at, expires_at)
-		values ($1, $2, $3, $4, $5, now(), now() + $6 * interval '1 microsecond')
-		on conflict (organization_id, key) do update set request_hash = excluded.request_hash,
-			flow_id = excluded.flow_id, reference_id = '', pii_key_id = excluded.pii_key_id,
-			consent_sealed = null, created_at = excluded.created_at, expires_at = excluded.expires_at
-		where flow_idempotency_keys.expires_at <= excluded.created_at`,
-		k.OrganizationID, k.Key, k.RequestHash, k.FlowID, k.PIIKeyID, ttl.Microseconds())
-	return tag.RowsAffected() == 1, err
-}
-
-// CompleteKey stores the result of the create that claimed a key.
-func CompleteKey(ctx context.Context, db DB, k IdempotencyKey) error {
-	_, err := db.Exec(ctx, `update flow_idempotency_keys set reference_id = $3, pii_key_id = $4, consent_sealed = $5
-		where organization_id = $1 and key = $2`, k.OrganizationID, k.Key, k.ReferenceID, k.PIIKeyID, k.ConsentSealed)
-	return err
-}
-
-// GetKey returns the unexpired row of a key. database.ErrNotFound.
-func GetKey(ctx context.Context, db DB, organizationID, key string) (IdempotencyKey, error) {
-	return keyRows.one(db.Query(ctx, `select `+keyRows.columns+`
-		from flow_idempotency_keys where organization_id = $1 and key = $2 and expires_at > now()`, organizationID, key))
-}
-
-// KeyHeld reports whether an unexpired row holds a key.
-func KeyHeld(ctx context.Context, db DB, organizationID, key string) (bool, error) {
-	var held bool
-	err := db.QueryRow(ctx, `select exists (select from flow_idempotency_keys
-		where organization_id = $1 and key = $2 and expires_at > now())`, organizationID, key).Scan(&held)
-	return held, err
-}
-
-// PurgeKeys deletes up to limit expired idempotency keys of every
-// organization and returns how many. The keys are chosen by primary key,
-// not ctid: on Citus the choice is made over every shard, where a ctid
-// names a different row on each.
-func PurgeKeys(ctx context.Context, db DB, limit int) (int64, error) {
-	tag, err := db.Exec(ctx, `delete from flow_idempotency_keys where (organization_id, key) in (
-		select organization_id, key from flow_idempotency_keys where expires_at <= now() limit $1)`, limit)
-	return tag.RowsAffected(), err
 }
 
 // Deletion is a row of flow_deletions.
