@@ -31,6 +31,7 @@ var TenantTables = []string{
 	"flow_incidents",
 	"flow_attachments",
 	"flow_uses",
+	"flow_idempotency_keys", // unused since 043; kept for the previous version
 	"flow_deletions",
 	"subject_keys",
 	"consent_requests",

@@ -1,6 +1,9 @@
 -- Flow creation keeps the answers to its Idempotency-Keys in
 -- api_idempotency_keys, as every other POST does, and the flows module's
--- flow_idempotency_keys goes. A key kept there must still replay until it
+-- flow_idempotency_keys is no longer read or written. It stays until a later
+-- release drops it: migrations only add, so that the instances of the
+-- earlier version, serving while this one rolls out or after a rollback,
+-- find the table they write. A key kept there must still replay until it
 -- expires (24 hours after its create), but SQL cannot write its row as flowd
 -- now writes one: the row's request hash is the flows module's keyed hash of
 -- the create's fields (not of the request, and the request is not kept), and
@@ -32,6 +35,5 @@ begin
         from flow_idempotency_keys where expires_at > now() and consent_sealed is not null
         on conflict (organization_id, key) do nothing
     $sql$;
-    execute 'drop table flow_idempotency_keys';
 end
 $$;
