@@ -87,11 +87,12 @@ const noSuchRecovery = "00000000-0000-7000-8000-000000000001"
 const noSuchErasure = "00000000-0000-7000-8000-000000000002"
 
 // suiteIDs are the ids of what the suite made: its flow, that flow's
-// flow.created event, and a webhook endpoint.
-type suiteIDs struct{ flow, event, endpoint string }
+// flow.created event, a webhook endpoint and a Shared Signals stream.
+type suiteIDs struct{ flow, event, endpoint, stream string }
 
 // target fills a route's parameters with the suite's ids, ownDefinition and
-// its version 1, and gives a recovery its since.
+// its version 1, gives a recovery its since and a stream's operations its
+// stream_id.
 func (r route) target(base string, ids suiteIDs) string {
 	p := strings.ReplaceAll(r.Path, "{flowId}", ids.flow)
 	p = strings.ReplaceAll(p, "{id}", ids.flow)
@@ -102,7 +103,10 @@ func (r route) target(base string, ids suiteIDs) string {
 	p = strings.ReplaceAll(p, "{attachmentId}", noSuchAttachment)
 	p = strings.ReplaceAll(p, "{recoveryId}", noSuchRecovery)
 	p = strings.ReplaceAll(p, "{erasureId}", noSuchErasure)
+	p = strings.ReplaceAll(p, "{streamId}", ids.stream)
 	switch {
+	case r.Path == "/ssf/status" || (r.Path == "/ssf/streams" && r.Method != "POST"):
+		p += "?stream_id=" + ids.stream
 	case r.Path == "/api/tasks":
 		p += "?flowId=" + ids.flow
 	case strings.HasSuffix(r.Path, "/recover"):
@@ -246,7 +250,15 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 	}
 	var endpoint struct{ ID string }
 	ep.json(t, &endpoint)
-	ids := suiteIDs{flow: created.FlowID, event: events.Data[0].ID, endpoint: endpoint.ID}
+	st := mustDo(t, "POST", p.URL+"/ssf/streams", tok, `{"delivery":{"method":"urn:ietf:rfc:8936"}}`)
+	if st.Status != 201 {
+		t.Fatalf("create stream: %d %s", st.Status, st.Body)
+	}
+	var stream struct {
+		ID string `json:"stream_id"`
+	}
+	st.json(t, &stream)
+	ids := suiteIDs{flow: created.FlowID, event: events.Data[0].ID, endpoint: endpoint.ID, stream: stream.ID}
 
 	kid, key := signingKey(t, dbURL)
 	real := claimsOf(t, tok)
@@ -300,9 +312,11 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 			}
 		}
 		// Another organization's valid token: the flow does not exist for it.
-		if strings.Contains(r.Path, "{") || r.Path == "/api/tasks" {
+		if strings.Contains(r.Path, "{") || r.Path == "/api/tasks" || r.Path == "/ssf/status" && r.Method == "GET" {
 			body := ""
 			switch {
+			case strings.HasPrefix(r.Path, "/ssf/poll/"):
+				body = `{"returnImmediately":true}`
 			case r.Method == "POST" && strings.HasSuffix(r.Path, "/versions"):
 				body = draftBody
 			case r.Method == "POST" && strings.HasSuffix(r.Path, "/withdraw"):
