@@ -278,3 +278,20 @@ func Reseal(ctx context.Context, db database.Querier, s Stream, keyID string, se
 		where organization_id = $1 and id = $2 and authorization_key_id = $3`, s.OrganizationID, s.ID, s.AuthorizationKeyID, sealed, keyID)
 	return err
 }
+
+// StreamRef names a stream.
+type StreamRef struct {
+	OrganizationID string `db:"organization_id"`
+	ID             string `db:"id"`
+}
+
+// Backlogged returns the enabled push streams that hold pending SETs.
+func Backlogged(ctx context.Context, db database.Querier) ([]StreamRef, error) {
+	rows, err := db.Query(ctx, `select s.organization_id, s.id::text as id from ssf_streams s
+		where s.status = 'enabled' and s.delivery_method = 'urn:ietf:rfc:8935'
+		and exists (select 1 from ssf_sets x where x.organization_id = s.organization_id and x.stream_id = s.id and x.state = 'pending')`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByName[StreamRef])
+}
