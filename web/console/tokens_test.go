@@ -20,7 +20,7 @@ func TestTheFlowPageListsItsConsentTokens(t *testing.T) {
 	webtest.CreateTestEvents(t, ls.Pool)
 	ctx := context.Background()
 	caller := flows.Caller{OrganizationID: s.Org.ID, ClientID: "client-t"}
-	created, err := ls.Flows.Create(ctx, caller, flows.NewFlow{NationalID: "ID-78", LastName: "Nordmann", RedirectURL: "https://bank.example/done"}, "")
+	created, err := ls.Flows.Create(ctx, caller, flows.NewFlow{NationalID: "ID-78", LastName: "Nordmann", RedirectURL: "https://bank.example/done"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -295,3 +295,21 @@ func Backlogged(ctx context.Context, db database.Querier) ([]StreamRef, error) {
 	}
 	return pgx.CollectRows(rows, pgx.RowToStructByName[StreamRef])
 }
+
+// Backlog is what one stream holds undelivered.
+type Backlog struct {
+	StreamID string    `db:"stream_id"`
+	Pending  int       `db:"pending"`
+	Oldest   time.Time `db:"oldest"`
+}
+
+// Backlogs returns the backlog of each of an organization's streams that
+// holds pending SETs.
+func Backlogs(ctx context.Context, db database.Querier, organizationID string) ([]Backlog, error) {
+	rows, err := db.Query(ctx, `select stream_id::text as stream_id, count(*)::int as pending, min(created_at) as oldest from ssf_sets
+		where organization_id = $1 and state = 'pending' group by stream_id`, organizationID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByName[Backlog])
+}
