@@ -191,6 +191,7 @@ func (s *Server) routes() {
 	staff.GET("/erasures", cs.HandleConsoleErasures).Name = "console.erasures"
 	staff.GET("/resources", cs.HandleConsoleResources).Name = "console.resources"
 	staff.POST("/resources", cs.HandleConsoleCreateResource, requireAdmin)
+	staff.GET("/streams", cs.HandleConsoleStreams).Name = "console.streams"
 	staff.POST("/erasures/confirm", cs.HandleConsoleEraseConfirm, requireAdmin)
 	staff.POST("/erasures", cs.HandleConsoleErase, requireAdmin)
 	staff.GET("/erasures/:id/receipt", cs.HandleConsoleErasureReceipt)

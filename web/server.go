@@ -83,6 +83,8 @@ type Deps struct {
 	// data holders were told that a consent ended (nil: none shown).
 	SSF     ssf.Streams
 	Notices ssf.Notices
+	// Streams are the streams with their backlogs, for the console.
+	Streams ssf.Health
 	// Receipts checks consent receipts for anyone who has one.
 	Receipts receipts.Checker
 	// Idempotency keeps the answers to the API's requests that carry an
@@ -157,7 +159,7 @@ func New(d Deps) (*Server, error) {
 			Flows: d.Flows, Withdrawals: d.Withdrawals, Webhooks: d.Webhooks, Endpoints: d.Endpoints, Definitions: d.Definitions, Consent: d.Consent,
 			Idempotency: d.Idempotency, Sessions: d.Sessions, StaffSessions: oidclogin.ConsoleSessions(d.Config, d.Sessions, d.Now),
 			RP: oidclogin.New(consoleRP), BuiltInIssuer: d.Login.Issuer(), Erasures: d.Erasures, Resources: d.Resources,
-			Notices: d.Notices}),
+			Notices: d.Notices, Streams: d.Streams}),
 		person: person.New(person.Deps{Log: d.Log, Config: d.Config, Consent: d.Consent, Receipts: d.Receipts, Mine: d.PersonPage,
 			Sessions: oidclogin.ConsentSessions(d.Config, d.Sessions, d.Now), RP: oidclogin.New(oidclogin.ConsentConfig(d.Config)), Audit: d.Audit, Erasures: d.Erasures,
 			Notices: d.Notices, Now: d.Now}),

@@ -46,6 +46,10 @@ type Options struct {
 	// River's notifications (River's default when zero).
 	FetchPollInterval time.Duration
 	Workers           int // push workers per instance (default 20)
+	// ResumeEvery is how often a push job is started for each stream
+	// with pending SETs that no job will push, as after a crash
+	// (default 1 min; also once when an instance leads).
+	ResumeEvery time.Duration
 	// Audit, when set, records in the data holder's audit log the pauses
 	// flowd makes itself; the receivers' changes are recorded by the
 	// callers' BeforeCommit hooks.
@@ -104,6 +108,9 @@ func New(pool *pgxpool.Pool, signer Signer, holders DataHolders, sealer *pii.Sea
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 20
+	}
+	if opts.ResumeEvery <= 0 {
+		opts.ResumeEvery = time.Minute
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)

@@ -52,6 +52,9 @@ func (m *Module) newPusher() error {
 	if err := river.AddWorkerSafely(workers, &pushWorker{m: m}); err != nil {
 		return fmt.Errorf("ssf: %w", err)
 	}
+	if err := river.AddWorkerSafely(workers, &resumeWorker{m: m}); err != nil {
+		return fmt.Errorf("ssf: %w", err)
+	}
 	client, err := river.NewClient(riverpgxv5.New(m.pool), &river.Config{
 		Schema:            database.SSFRiverSchema,
 		Logger:            slog.New(slog.DiscardHandler),
@@ -62,6 +65,7 @@ func (m *Module) newPusher() error {
 		MaxAttempts:       len(m.opts.Schedule) + 1,
 		RetryPolicy:       schedule(m.opts.Schedule),
 		JobTimeout:        m.opts.Timeout*pushBatch + time.Minute,
+		PeriodicJobs:      []*river.PeriodicJob{resumeJob(m.opts.ResumeEvery)},
 	})
 	if err != nil {
 		return fmt.Errorf("ssf: %w", err)

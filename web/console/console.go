@@ -72,6 +72,9 @@ type Deps struct {
 	// Notices say which data holders were told that a consent ended; nil
 	// shows none.
 	Notices ssf.Notices
+	// Streams are the organization's Shared Signals streams with their
+	// backlogs; nil lists none.
+	Streams ssf.Health
 }
 
 // Handler holds the console's handlers.
@@ -95,6 +98,7 @@ type Handler struct {
 	erasures      erasure.Service
 	resources     consent.Resources
 	notices       ssf.Notices
+	streams       ssf.Health
 }
 
 // New returns the console's handlers, calling the modules of d.
@@ -102,7 +106,7 @@ func New(d Deps) *Handler {
 	return &Handler{log: d.Log, cfg: d.Config, orgs: d.Organizations, clients: d.Clients, audit: d.Audit, flows: d.Flows, withdrawals: d.Withdrawals, webhooks: d.Webhooks, endpoints: d.Endpoints,
 		definitions: d.Definitions, consent: d.Consent, answers: d.Idempotency, sessions: d.Sessions,
 		staffSessions: d.StaffSessions, rp: d.RP, builtInIssuer: d.BuiltInIssuer, erasures: d.Erasures, resources: d.Resources,
-		notices: d.Notices}
+		notices: d.Notices, streams: d.Streams}
 }
 
 // This file holds what every console page shares besides: the frame,

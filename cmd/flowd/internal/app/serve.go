@@ -134,7 +134,7 @@ func runServe(ctx context.Context, args []string, sys command.Env) error {
 		Tokens: consentTokens, Bearer: ident.Tokens, JWKS: ident.Keys, Organizations: ident.Orgs, Clients: ident.Orgs,
 		Audit: ident.Audit, Limits: ident.Limits,
 		Endpoints: m.Endpoints, Flows: m.Flows, Definitions: m.Definitions, Resources: m.Resources, Records: m.Records, SSF: m.SSF,
-		Receipts: m.Receipts, Notices: wiring.NamedNotices{Notices: m.SSF, Names: m.Directory},
+		Receipts: m.Receipts, Notices: wiring.NamedNotices{Notices: m.SSF, Names: m.Directory}, Streams: m.SSF,
 		Consent: m.Journey, PersonPage: m.Journey, Withdrawals: m.Withdrawals,
 		Login: provider, Sessions: sessions, Idempotency: m.Answers, Tracing: tracing, Erasures: m.Erasures,
 	})

@@ -278,3 +278,38 @@ func Reseal(ctx context.Context, db database.Querier, s Stream, keyID string, se
 		where organization_id = $1 and id = $2 and authorization_key_id = $3`, s.OrganizationID, s.ID, s.AuthorizationKeyID, sealed, keyID)
 	return err
 }
+
+// StreamRef names a stream.
+type StreamRef struct {
+	OrganizationID string `db:"organization_id"`
+	ID             string `db:"id"`
+}
+
+// Backlogged returns the enabled push streams that hold pending SETs.
+func Backlogged(ctx context.Context, db database.Querier) ([]StreamRef, error) {
+	rows, err := db.Query(ctx, `select s.organization_id, s.id::text as id from ssf_streams s
+		where s.status = 'enabled' and s.delivery_method = 'urn:ietf:rfc:8935'
+		and exists (select 1 from ssf_sets x where x.organization_id = s.organization_id and x.stream_id = s.id and x.state = 'pending')`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByName[StreamRef])
+}
+
+// Backlog is what one stream holds undelivered.
+type Backlog struct {
+	StreamID string    `db:"stream_id"`
+	Pending  int       `db:"pending"`
+	Oldest   time.Time `db:"oldest"`
+}
+
+// Backlogs returns the backlog of each of an organization's streams that
+// holds pending SETs.
+func Backlogs(ctx context.Context, db database.Querier, organizationID string) ([]Backlog, error) {
+	rows, err := db.Query(ctx, `select stream_id::text as stream_id, count(*)::int as pending, min(created_at) as oldest from ssf_sets
+		where organization_id = $1 and state = 'pending' group by stream_id`, organizationID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByName[Backlog])
+}
