@@ -16,7 +16,9 @@ import (
 // request is the text the older store hashed.
 type createCarried struct{ request string }
 
-func (c createCarried) Fingerprint(idempotency.Request) (string, bool) { return c.request, c.request != "" }
+func (c createCarried) Fingerprint(idempotency.Request) (string, bool) {
+	return c.request, c.request != ""
+}
 
 func (createCarried) Body(flowID, referenceID, consentURL string) ([]byte, error) {
 	return []byte(flowID + " " + referenceID + " " + consentURL), nil
