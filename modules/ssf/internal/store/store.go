@@ -179,10 +179,19 @@ func Settle(ctx context.Context, db database.Querier, organizationID, streamID s
 	if err != "" {
 		state = "rejected"
 	}
-	tag, e := db.Exec(ctx, `update ssf_sets set state = $4, err = $5, err_description = $6, settled_at = now(),
-		last_status = coalesce($7, last_status), attempts = attempts + case when $7::int is null then 0 else 1 end, last_attempt_at = case when $7::int is null then last_attempt_at else now() end
-		where organization_id = $1 and stream_id = $2 and jti::text = any($3) and state = 'pending'`,
-		organizationID, streamID, jtis, state, err, description, status)
+	// A push's outcome is also an attempt; a poll's ack is not. Two
+	// statements rather than a CASE: Citus refuses now() inside CASE or
+	// COALESCE in an update.
+	sql := `update ssf_sets set state = $4, err = $5, err_description = $6, settled_at = now()
+		where organization_id = $1 and stream_id = $2 and jti::text = any($3) and state = 'pending'`
+	args := []any{organizationID, streamID, jtis, state, err, description}
+	if status != nil {
+		sql = `update ssf_sets set state = $4, err = $5, err_description = $6, settled_at = now(),
+			last_status = $7, attempts = attempts + 1, last_attempt_at = now()
+			where organization_id = $1 and stream_id = $2 and jti::text = any($3) and state = 'pending'`
+		args = append(args, *status)
+	}
+	tag, e := db.Exec(ctx, sql, args...)
 	return tag.RowsAffected(), e
 }
 
