@@ -141,13 +141,20 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	if err != nil {
 		return err
 	}
+	if ev.JobID < job.ID {
+		// The delivery still names an older job: the change that made this
+		// one (a recovery, a redelivery) is not visible yet (AwaitRow).
+		if wait := AwaitRow(job.JobRow, time.Now()); wait != nil {
+			return wait
+		}
+	}
 	if ev.JobID != job.ID {
 		// The delivery has a newer job than this one: a recovery's, or a
 		// redelivery's while this one ran. A delivery failed when its
 		// endpoint was disabled keeps its job, which runs once more: the
 		// newer job sends it, and this one must not, least of all use up
 		// its last attempt and fail it for good.
-		return river.JobCancel(fmt.Errorf("delivery %s has a newer job", ev.ID))
+		return river.JobCancel(fmt.Errorf("delivery %s has job %d, not this one", ev.ID, ev.JobID))
 	}
 	switch ev.State {
 	case store.Cancelled:
