@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -32,45 +31,50 @@ import (
 // long reports whether the long variants run (make test-reliability).
 func long() bool { return os.Getenv("FLOWD_RELIABILITY_LONG") == "1" }
 
+var (
+	buildOnce sync.Once
+	buildBin  string
+	buildErr  error
+	buildOut  []byte
+	buildDir  string
+)
+
 func TestMain(m *testing.M) {
-	os.Exit(runWithFlowd(m))
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
 }
 
-// runWithFlowd runs the suite with the flowd it starts as processes of their
-// own: the one FLOWD_TEST_BINARY names, or else cmd/flowd built here, once,
-// before any test's clock starts, while other packages' tests run beside it.
-func runWithFlowd(m *testing.M) int {
-	if testBinary = os.Getenv("FLOWD_TEST_BINARY"); testBinary != "" {
-		return m.Run()
-	}
-	dir, err := os.MkdirTemp("", "flowd-reliability-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	root, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "go env GOMOD: %v\n", err)
-		return 1
-	}
-	testBinary = filepath.Join(dir, "flowd")
-	cmd := exec.Command("go", "build", "-o", testBinary, "./cmd/flowd")
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(root)))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build ./cmd/flowd: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
-}
-
-// testBinary is the flowd the suite runs (runWithFlowd).
-var testBinary string
-
-// flowdBinary is the flowd the suite runs as processes of their own.
+// flowdBinary is the flowd the suite runs as processes of their own: the one
+// FLOWD_TEST_BINARY names (make test builds it before the tests start, so
+// that no test's time goes to compiling), or else cmd/flowd built once per
+// test run, as `make build` would.
 func flowdBinary(t *testing.T) string {
 	t.Helper()
-	return testBinary
+	if bin := os.Getenv("FLOWD_TEST_BINARY"); bin != "" {
+		return bin
+	}
+	buildOnce.Do(func() {
+		var root []byte
+		root, buildErr = exec.Command("go", "env", "GOMOD").Output()
+		if buildErr != nil {
+			return
+		}
+		buildDir, buildErr = os.MkdirTemp("", "flowd-reliability-")
+		if buildErr != nil {
+			return
+		}
+		buildBin = filepath.Join(buildDir, "flowd")
+		cmd := exec.Command("go", "build", "-o", buildBin, "./cmd/flowd")
+		cmd.Dir = filepath.Dir(strings.TrimSpace(string(root)))
+		buildOut, buildErr = cmd.CombinedOutput()
+	})
+	if buildErr != nil {
+		t.Fatalf("go build: %v\n%s", buildErr, buildOut)
+	}
+	return buildBin
 }
 
 // baseEnv is the environment every flowd of this suite runs with.
