@@ -131,6 +131,7 @@ func ssfScenario(ctx context.Context, b *bench) (Result, error) {
 	if err != nil {
 		return r, fmt.Errorf("poll: %w", err)
 	}
+	poll.PeakRSSMiB = b.server.PeakRSSMiB()
 	b.moreResults = append(b.moreResults, poll)
 	return r, nil
 }
