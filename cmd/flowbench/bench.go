@@ -80,8 +80,11 @@ type bench struct {
 	// against is the -against build, which takes turns with this one:
 	// swapAgainst makes it the flowd that server, base and load name.
 	against *instance
-	// againstResults are its results, one per scenario, in scenario order.
-	againstResults []Result
+	// moreResults are rows a scenario adds after its own: the -against
+	// build's, ssf's poll.
+	moreResults []Result
+	// holder is the data holder benchHolder seeds, nil until then.
+	holder *org
 }
 
 // instance is a flowd process with the load generator's connections to it.

@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"sync/atomic"
+	"time"
+
+	"github.com/flowd/flowd/cmd/flowbench/internal/loadgen"
 )
 
 // The data holder's resource the consent-token scenario's tokens open, and
@@ -12,6 +16,7 @@ import (
 const (
 	benchResource      = "https://api.tax.example/income"
 	benchConsentPerson = "CONSENTBENCH1"
+	benchDefinition    = "bench-income"
 )
 
 // consentTokenScenario: POST /oauth/token for an RFC 9396 consent token of
@@ -50,46 +55,86 @@ func consentTokenScenario(ctx context.Context, b *bench) (Result, error) {
 	return r, nil
 }
 
-// consentToTokens seeds what a consent token needs: a data holder that
-// registers benchResource, the main organization's definition naming it,
-// and a flow of that definition, which benchConsentPerson accepts with the
-// test eID. It returns the flow's id.
+// consentToTokens seeds what a consent token needs: the data holder and the
+// definition naming its resource (benchHolder), and a flow of that
+// definition, which benchConsentPerson accepts with the test eID. It
+// returns the flow's id.
 func (b *bench) consentToTokens(ctx context.Context) (string, error) {
-	holder, err := b.seedOrg(ctx, "Bench Tax Authority", "BTAX")
+	if _, err := b.benchHolder(ctx); err != nil {
+		return "", err
+	}
+	links, err := b.createConsents(ctx, []string{benchConsentPerson})
 	if err != nil {
 		return "", err
 	}
+	if _, err := b.acceptAs(ctx, benchConsentPerson, []string{links[0].href}); err != nil {
+		return "", err
+	}
+	return links[0].flowID, nil
+}
+
+// benchHolder seeds, once a run, a data holder that registers benchResource
+// and the main organization's definition benchDefinition naming it, and
+// returns the holder.
+func (b *bench) benchHolder(ctx context.Context) (org, error) {
+	if b.holder != nil {
+		return *b.holder, nil
+	}
+	holder, err := b.seedOrg(ctx, "Bench Tax Authority", "BTAX")
+	if err != nil {
+		return org{}, err
+	}
 	resource, _ := json.Marshal(map[string]string{"uri": benchResource, "name": "Income records"})
 	if _, err := b.do(ctx, holder, "POST", "/api/resources", resource, 201); err != nil {
-		return "", fmt.Errorf("register the resource: %w", err)
+		return org{}, fmt.Errorf("register the resource: %w", err)
 	}
-	definition, _ := json.Marshal(map[string]any{"id": "bench-income",
+	definition, _ := json.Marshal(map[string]any{"id": benchDefinition,
 		"title":          map[string]string{"en": "Share your income with Bench Bank", "nb": "Del inntekten din med Bench Bank"},
 		"purpose":        map[string]string{"en": "We fetch your income from the tax authority.", "nb": "Vi henter inntekten din fra Skatteetaten."},
 		"dataCategories": []map[string]string{{"en": "Income", "nb": "Inntekt"}},
 		"validity":       "P90D", "resources": []string{benchResource}})
 	if _, err := b.do(ctx, b.main, "POST", "/api/flow-definitions", definition, 201); err != nil {
-		return "", fmt.Errorf("create the definition: %w", err)
+		return org{}, fmt.Errorf("create the definition: %w", err)
 	}
-	body, _ := json.Marshal(map[string]string{"nationalId": benchConsentPerson, "lastName": "Nordmann",
-		"redirectUrl": "https://example.com/done", "flowDefinitionId": "bench-income"})
-	answer, err := b.do(ctx, b.main, "POST", "/api/flows", body, 201)
-	if err != nil {
-		return "", err
+	b.holder = &holder
+	return holder, nil
+}
+
+// consentLink is a created flow of benchDefinition and its consent link.
+type consentLink struct{ flowID, href string }
+
+// createConsents creates a flow of benchDefinition for each of people,
+// with the run's concurrency, and returns them in the order of people.
+func (b *bench) createConsents(ctx context.Context, people []string) ([]consentLink, error) {
+	out := make([]consentLink, len(people))
+	var next atomic.Int64
+	s := b.load.Drive(ctx, time.Hour, func(_, _ int) (loadgen.Request, error) {
+		i := int(next.Add(1)) - 1
+		if i >= len(people) {
+			return loadgen.Request{}, loadgen.ErrWorkerDone
+		}
+		body, _ := json.Marshal(map[string]string{"nationalId": people[i], "lastName": "Nordmann",
+			"redirectUrl": "https://example.com/done", "flowDefinitionId": benchDefinition})
+		req, err := b.main.request("POST", "/api/flows", body, 201)
+		req.Done = func(answer []byte) error {
+			var created struct {
+				FlowID string `json:"flowId"`
+				Links  struct {
+					Consent struct {
+						Href string `json:"href"`
+					} `json:"consent"`
+				} `json:"_links"`
+			}
+			if err := json.Unmarshal(answer, &created); err != nil || created.Links.Consent.Href == "" {
+				return fmt.Errorf("a created flow without its consent link: %v %s", err, truncate(answer, 200))
+			}
+			out[i] = consentLink{flowID: created.FlowID, href: created.Links.Consent.Href}
+			return nil
+		}
+		return req, err
+	})
+	if s.Errors > 0 {
+		return nil, fmt.Errorf("%d of %d creates failed, the first: %s", s.Errors, len(people), s.FirstErr)
 	}
-	var created struct {
-		FlowID string `json:"flowId"`
-		Links  struct {
-			Consent struct {
-				Href string `json:"href"`
-			} `json:"consent"`
-		} `json:"_links"`
-	}
-	if err := json.Unmarshal(answer, &created); err != nil || created.Links.Consent.Href == "" {
-		return "", fmt.Errorf("a created flow without its consent link: %v %s", err, answer)
-	}
-	if _, err := b.acceptAs(ctx, benchConsentPerson, []string{created.Links.Consent.Href}); err != nil {
-		return "", err
-	}
-	return created.FlowID, nil
+	return out, nil
 }

@@ -27,6 +27,8 @@ type Result struct {
 	CreatesPerSec    float64 `json:"creates_per_sec,omitempty"`
 	DeliveriesPerSec float64 `json:"deliveries_per_sec,omitempty"`
 	DrainSeconds     float64 `json:"drain_seconds,omitempty"`
+	// ssf's: the withdrawals whose SETs RPS counts the deliveries of.
+	WithdrawalsPerSec float64 `json:"withdrawals_per_sec,omitempty"`
 	// CPU per request, in µs, during the HTTP run: flowd's, PostgreSQL's and
 	// the load generator's; and during pgbench's run, PostgreSQL's and
 	// pgbench's per transaction.

@@ -43,6 +43,8 @@ type options struct {
 	scenarios   []string
 	deepFlows   int
 	backlog     int // deliveries webhook-backlog seeds
+	ssfConsents int // accepted consents the ssf scenario withdraws
+	pollSETs    int // SETs the ssf scenario's poll stream holds before it is drained
 	out         string
 	pprof       string   // FLOWD_PPROF_ADDR for flowd, "" for none
 	keep        bool     // keep the database and the build for a look afterwards
@@ -61,6 +63,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios")
 	fs.IntVar(&o.deepFlows, "deep-flows", 1_000_000, "flows of the organization the deep-page scenario reads")
 	fs.IntVar(&o.backlog, "backlog", 100_000, "due deliveries the webhook-backlog scenario seeds")
+	fs.IntVar(&o.ssfConsents, "ssf-consents", 2000, "accepted consents the ssf scenario withdraws (at most, within -duration)")
+	fs.IntVar(&o.pollSETs, "poll-sets", 20_000, "SETs the ssf scenario's poll stream holds before a receiver drains it")
 	fs.StringVar(&o.out, "out", defaultOut, "folder for the JSON results (git ignores the default)")
 	fs.StringVar(&o.pprof, "pprof", "", "let flowd serve pprof on this address (FLOWD_PPROF_ADDR), e.g. 127.0.0.1:6060")
 	fs.StringVar(&o.against, "against", "", "another checkout (such as a git worktree of main) whose flowd takes turns with this one's, on the same database, for a comparison this machine's drift does not spoil")
@@ -103,8 +107,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 		res.PeakRSSMiB = b.server.PeakRSSMiB()
 		report.Results = append(report.Results, res)
-		report.Results = append(report.Results, b.againstResults...)
-		b.againstResults = nil
+		report.Results = append(report.Results, b.moreResults...)
+		b.moreResults = nil
 	}
 	return finish(report, b, o, stdout)
 }

@@ -23,7 +23,7 @@ type scenario func(ctx context.Context, b *bench) (Result, error)
 // allScenarios is the default order: creates first, so that later scenarios
 // read a database that has been written to.
 var allScenarios = []string{"token", "consent-token", "create", "retrieve", "retrieve-dpop", "list-first", "list-deep", "mixed", "person-page", "webhook",
-	"webhook-isolation", "webhook-ordered", "webhook-throttle", "webhook-backlog"}
+	"webhook-isolation", "webhook-ordered", "webhook-throttle", "webhook-backlog", "ssf"}
 
 var scenarioByName = map[string]scenario{
 	"token": tokenScenario,
@@ -43,6 +43,9 @@ var scenarioByName = map[string]scenario{
 	"webhook-backlog":   webhookBacklogScenario,
 	"webhook-ordered":   webhookOrderedScenario,
 	"webhook-throttle":  webhookThrottleScenario,
+	// Withdrawals pushed to a data holder's receiver beside one that hangs,
+	// and a poll stream drained.
+	"ssf": ssfScenario,
 }
 
 // measure drives flowd with op and pgbench with files (vars defined) in
@@ -87,7 +90,7 @@ func (b *bench) measureBeside(ctx context.Context, name string, next loadgen.Nex
 	if b.against != nil {
 		r := against.result(name+" -against", b.o.concurrency)
 		r.PeakRSSMiB = b.against.server.PeakRSSMiB()
-		b.againstResults = append(b.againstResults, withPgbench(r, db, dbPG))
+		b.moreResults = append(b.moreResults, withPgbench(r, db, dbPG))
 	}
 	r := load.result(name, b.o.concurrency)
 	return withPgbench(r, db, dbPG), nil

@@ -37,7 +37,8 @@ func Bearer(token string) string { return "Authorization: Bearer " + token + "\r
 var errRetry = errors.New("connection closed before the answer")
 
 // parseAnswer parses an HTTP/1.1 answer with a Content-Length, which flowd
-// always sends; done is false while more is to come.
+// always sends but for a 204 or 304: those have no body (RFC 9110), and Go's
+// server leaves the length out. done is false while more is to come.
 func parseAnswer(in []byte) (status int, body []byte, done bool, err error) {
 	end := bytes.Index(in, []byte("\r\n\r\n"))
 	if end < 0 {
@@ -62,6 +63,9 @@ func parseAnswer(in []byte) (status int, body []byte, done bool, err error) {
 				return 0, nil, false, fmt.Errorf("bad Content-Length %q", value)
 			}
 		}
+	}
+	if length < 0 && (status == 204 || status == 304) {
+		length = 0
 	}
 	if length < 0 {
 		return 0, nil, false, fmt.Errorf("answer without Content-Length (status %d)", status)

@@ -17,6 +17,7 @@ func TestParseAnswer(t *testing.T) {
 	}{
 		{"whole", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 200, "ok", true, ""},
 		{"empty body", "HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n", 204, "", true, ""},
+		{"204 without a length", "HTTP/1.1 204 No Content\r\nDate: Mon, 07 Dec 2026 17:45:00 GMT\r\n\r\n", 204, "", true, ""},
 		{"head not yet whole", "HTTP/1.1 200 OK\r\nContent-Len", 0, "", false, ""},
 		{"body not yet whole", "HTTP/1.1 201 Created\r\nContent-Length: 5\r\n\r\nab", 201, "", false, ""},
 		{"no length", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", 0, "", false, "without Content-Length"},
