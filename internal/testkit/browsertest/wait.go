@@ -118,14 +118,39 @@ func ClickTo(t testing.TB, ctx context.Context, sel, wantURL string) Page {
 func ClickAndAwait(t testing.TB, ctx context.Context, sel, what, cond string) Page {
 	t.Helper()
 	// The old page is marked, so that only a page loaded after the click
-	// counts, even one at the same address.
-	run(t, ctx, chromedp.Evaluate(`window.flowdStale = true`, nil))
-	// The click's page may navigate before chromedp is done with it; a
-	// click that did not happen shows as no new page below.
-	c, cancel := context.WithTimeout(ctx, askAgain)
-	_ = chromedp.Run(c, chromedp.Click(sel, chromedp.ByQuery, chromedp.NodeVisible))
-	cancel()
+	// counts, even one at the same address, and it notes whether a click
+	// reached it.
+	run(t, ctx, chromedp.Evaluate(markClick, nil))
+	deadline := testwait.Deadline(t)
+	for {
+		// The click's page may navigate before chromedp is done with it, so
+		// its error says nothing; on a busy machine chromedp may also give
+		// up before the click is made, which the old page tells: that click
+		// is made again rather than waited for until the deadline.
+		c, cancel := context.WithTimeout(ctx, askAgain)
+		_ = chromedp.Run(c, chromedp.Click(sel, chromedp.ByQuery, chromedp.NodeVisible))
+		cancel()
+		if !clickLost(ctx) || time.Now().After(deadline) {
+			break
+		}
+	}
 	return Await(t, ctx, fmt.Sprintf("%s after clicking %s", what, sel), "window.flowdStale !== true && ("+cond+")")
+}
+
+// markClick marks the tab's page as the one before a click, and notes on it
+// whether any click reaches it.
+const markClick = `window.flowdStale = true; window.flowdClicked = false;
+document.addEventListener("click", function () { window.flowdClicked = true }, {capture: true, once: true})`
+
+// clickLost reports whether the tab of ctx still shows the page markClick
+// marked, and no click reached it. A page it cannot ask (one that is
+// navigating away) has had its click.
+func clickLost(ctx context.Context) bool {
+	c, cancel := context.WithTimeout(ctx, askAgain)
+	defer cancel()
+	var lost bool
+	err := chromedp.Run(c, chromedp.Evaluate(`window.flowdStale === true && window.flowdClicked === false`, &lost))
+	return err == nil && lost
 }
 
 // Navigate opens u in the tab of ctx and waits until its page has loaded.
