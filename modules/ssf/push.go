@@ -125,62 +125,54 @@ func (m *Module) startPushTx(ctx context.Context, tx database.Tx, streams []stor
 	return err
 }
 
-// Work pushes a stream's pending SETs. One job at a time holds the stream
-// (its lease); a job that finds it held ends at once, since the holder
-// looks for pending SETs again after it lets the stream go: a SET committed
-// while the stream was held is pushed by the holder, not after a wait.
+// Work pushes a stream's pending SETs.
 func (w *pushWorker) Work(ctx context.Context, job *river.Job[pushArgs]) error {
 	m, a := w.m, job.Args
-	for {
-		s, ok, err := store.Lease(ctx, m.pool, a.OrganizationID, a.StreamID, m.lease())
-		if err != nil || !ok {
-			return err // not ok: held by another job, or paused, disabled, polled or gone
-		}
-		more, err := m.pushLeased(ctx, s, job)
-		if rerr := store.Release(context.WithoutCancel(ctx), m.pool, a.OrganizationID, a.StreamID); rerr != nil {
-			m.log.WarnContext(ctx, "ssf: releasing a stream's delivery", "stream_id", a.StreamID, "error", rerr)
-		}
+	lease := m.opts.Timeout + 5*time.Second
+	s, ok, err := store.Lease(ctx, m.pool, a.OrganizationID, a.StreamID, lease)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		held, err := store.Leased(ctx, m.pool, a.OrganizationID, a.StreamID)
 		if err != nil {
 			return err
 		}
-		if more {
-			// A long backlog goes on in a job of its own, queued once the
-			// stream is free so that the job finds it so.
-			_, err := m.river.Insert(ctx, a, &river.InsertOpts{Queue: pushQueue})
-			return err
+		if held {
+			// Another job pushes the stream now; this one looks again
+			// shortly, in case that one has just passed its last SET.
+			return river.JobSnooze(time.Second)
 		}
-		pending, err := store.Pending(ctx, m.pool, a.OrganizationID, a.StreamID, 1)
-		if err != nil || len(pending) == 0 {
-			return err
-		}
+		return nil // paused, disabled, polled or gone: nothing to push
 	}
-}
-
-// lease is how long a job holds a stream between renewals: one push's
-// timeout and some.
-func (m *Module) lease() time.Duration { return m.opts.Timeout + 5*time.Second }
-
-// pushLeased pushes the pending SETs of the stream s, which the caller
-// holds, until none is left (false) or pushBatch were pushed (true).
-func (m *Module) pushLeased(ctx context.Context, s store.Stream, job *river.Job[pushArgs]) (bool, error) {
+	defer func() {
+		if err := store.Release(context.WithoutCancel(ctx), m.pool, a.OrganizationID, a.StreamID); err != nil {
+			m.log.WarnContext(ctx, "ssf: releasing a stream's delivery", "stream_id", a.StreamID, "error", err)
+		}
+	}()
 	for pushed := 0; pushed < pushBatch; {
-		pending, err := store.Pending(ctx, m.pool, s.OrganizationID, s.ID, 50)
-		if err != nil || len(pending) == 0 {
-			return false, err
+		pending, err := store.Pending(ctx, m.pool, a.OrganizationID, a.StreamID, 50)
+		if err != nil {
+			return err
+		}
+		if len(pending) == 0 {
+			return nil
 		}
 		for _, set := range pending {
 			if err := m.pushOne(ctx, s, set, job); errors.Is(err, errPaused) {
-				return false, nil // enabling the stream again starts a new job
+				return nil // enabling the stream again starts a new job
 			} else if err != nil {
-				return false, err
+				return err
 			}
 			pushed++
-			if err := store.Renew(ctx, m.pool, s.OrganizationID, s.ID, m.lease()); err != nil {
-				return false, err
+			if err := store.Renew(ctx, m.pool, a.OrganizationID, a.StreamID, lease); err != nil {
+				return err
 			}
 		}
 	}
-	return true, nil
+	// A long backlog goes on in a job of its own.
+	_, err = m.river.Insert(ctx, a, &river.InsertOpts{Queue: pushQueue})
+	return err
 }
 
 // errorBody is RFC 8935 §2.3's error response.

@@ -236,6 +236,18 @@ func Release(ctx context.Context, db database.Querier, organizationID, streamID 
 	return err
 }
 
+// Leased reports whether an enabled push stream's delivery is held.
+func Leased(ctx context.Context, db database.Querier, organizationID, streamID string) (bool, error) {
+	var held bool
+	err := db.QueryRow(ctx, `select coalesce(lease_until > now(), false) from ssf_streams
+		where organization_id = $1 and id = $2 and status = 'enabled' and delivery_method = 'urn:ietf:rfc:8935'`,
+		organizationID, streamID).Scan(&held)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return held, err
+}
+
 // RecordOutcome sets a stream's failure count and last error: a success
 // clears them; a failure counts one more. It returns the count.
 func RecordOutcome(ctx context.Context, db database.Querier, organizationID, streamID string, failed bool, msg string) (int, error) {
