@@ -3,6 +3,7 @@ package tokens
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"time"
@@ -159,7 +160,7 @@ func consentDetail(c Consent, resource string) ConsentDetail {
 		Consented:  c.DecidedAt.UTC().Format(time.RFC3339),
 		Resources:  []string{resource},
 		Parameters: c.Parameters,
-		Definition: ConsentDefinition{ID: c.DefinitionID, Version: c.DefinitionVersion, TextSHA256: hexString(c.TextSHA256)},
+		Definition: ConsentDefinition{ID: c.DefinitionID, Version: c.DefinitionVersion, TextSHA256: hex.EncodeToString(c.TextSHA256)},
 	}
 	if d.Parameters == nil {
 		d.Parameters = map[string]string{}
@@ -169,15 +170,6 @@ func consentDetail(c Consent, resource string) ConsentDetail {
 		d.ValidTo = &v
 	}
 	return d
-}
-
-func hexString(b []byte) string {
-	const digits = "0123456789abcdef"
-	out := make([]byte, 2*len(b))
-	for i, c := range b {
-		out[2*i], out[2*i+1] = digits[c>>4], digits[c&0xf]
-	}
-	return string(out)
 }
 
 // requestedConsent is what a request's authorization_details may hold: one
