@@ -11,28 +11,36 @@ import (
 	"github.com/flowd/flowd/cmd/flowbench/internal/loadgen"
 )
 
-// The data holder's resource the consent-token scenario's tokens open, and
-// the person whose consent they carry.
+// The data holder's resource the consent-token scenario's tokens open,
+// and the people whose consents they carry (benchConsentPeople1, 2…).
 const (
 	benchResource      = "https://api.tax.example/income"
-	benchConsentPerson = "CONSENTBENCH1"
+	benchConsentPeople = "CONSENTBENCH"
 	benchDefinition    = "bench-income"
 )
 
-// consentTokenScenario: POST /oauth/token for an RFC 9396 consent token of
-// one accepted flow, the client authenticated by HTTP Basic, against the
-// plain client_credentials grant (the token scenario's request) in turns of
-// the same run. Each consent token is also a use on the flow's ledger (a
-// write and a flow.used event, in one transaction), which the plain grant
-// does not have. No pgbench: the figure is the ratio to the grant.
+// consentTokenScenario: POST /oauth/token for an RFC 9396 consent token,
+// the client authenticated by HTTP Basic, against the plain
+// client_credentials grant (the token scenario's request) in turns of the
+// same run. The tokens are of -token-consents accepted flows in turn, as a
+// lender asks for many people's data; with 1, every client asks for the
+// same consent, whose row each use then waits for. Each consent token is
+// also a use on the flow's ledger (a write and a flow.used event, in one
+// transaction), which the plain grant does not have. No pgbench: the figure
+// is the ratio to the grant.
 func consentTokenScenario(ctx context.Context, b *bench) (Result, error) {
-	flowID, err := b.consentToTokens(ctx)
+	flowIDs, err := b.consentToTokens(ctx, b.o.tokenFlows)
 	if err != nil {
 		return Result{}, err
 	}
-	consent := tokenRequests(b.main, url.Values{"grant_type": {"client_credentials"},
-		"authorization_details": {`[{"type":"urn:flowd:consent","id":"` + flowID + `"}]`}, "resource": {benchResource}})
-	grant := tokenRequests(b.main, url.Values{"grant_type": {"client_credentials"}})
+	forms := make([][]byte, len(flowIDs))
+	for i, id := range flowIDs {
+		forms[i] = []byte(url.Values{"grant_type": {"client_credentials"}, "resource": {benchResource},
+			"authorization_details": {`[{"type":"urn:flowd:consent","id":"` + id + `"}]`}}.Encode())
+	}
+	var next atomic.Uint64
+	consent := tokenRequests(b.main, func() []byte { return forms[next.Add(1)%uint64(len(forms))] })
+	grant := tokenRequests(b.main, constantForm(url.Values{"grant_type": {"client_credentials"}}))
 	var tokens, grants sample
 	d := b.sliceDuration()
 	for i := range b.o.slices {
@@ -49,28 +57,21 @@ func consentTokenScenario(ctx context.Context, b *bench) (Result, error) {
 	g := grants.result("token", b.o.concurrency)
 	r.GrantRPS, r.GrantP50ms = g.RPS, g.P50ms
 	if g.RPS > 0 && g.P50ms > 0 {
-		b.note("consent-token against the client_credentials grant in turns of the same run: %.2f× its req/s (%.0f vs %.0f), %.2f× its p50 (%.2f vs %.2f ms)",
-			r.RPS/g.RPS, r.RPS, g.RPS, r.P50ms/g.P50ms, r.P50ms, g.P50ms)
+		b.note("consent-token (%d consents) against the client_credentials grant in turns of the same run: %.2f× its req/s (%.0f vs %.0f), %.2f× its p50 (%.2f vs %.2f ms)",
+			len(flowIDs), r.RPS/g.RPS, r.RPS, g.RPS, r.P50ms/g.P50ms, r.P50ms, g.P50ms)
 	}
 	return r, nil
 }
 
 // consentToTokens seeds what a consent token needs: the data holder and the
-// definition naming its resource (benchHolder), and a flow of that
-// definition, which benchConsentPerson accepts with the test eID. It
-// returns the flow's id.
-func (b *bench) consentToTokens(ctx context.Context) (string, error) {
+// definition naming its resource (benchHolder), and n flows of that
+// definition, which benchConsentPeople accept with the test eID. It returns
+// the flows' ids.
+func (b *bench) consentToTokens(ctx context.Context, n int) ([]string, error) {
 	if _, err := b.benchHolder(ctx); err != nil {
-		return "", err
+		return nil, err
 	}
-	links, err := b.createConsents(ctx, []string{benchConsentPerson})
-	if err != nil {
-		return "", err
-	}
-	if _, err := b.acceptAs(ctx, benchConsentPerson, []string{links[0].href}); err != nil {
-		return "", err
-	}
-	return links[0].flowID, nil
+	return b.acceptedConsents(ctx, benchConsentPeople, max(n, 1))
 }
 
 // benchHolder seeds, once a run, a data holder that registers benchResource

@@ -43,6 +43,7 @@ type options struct {
 	scenarios   []string
 	deepFlows   int
 	backlog     int // deliveries webhook-backlog seeds
+	tokenFlows  int // accepted consents the consent-token scenario's tokens are spread over
 	ssfConsents int // accepted consents the ssf scenario withdraws
 	pollSETs    int // SETs the ssf scenario's poll stream holds before it is drained
 	out         string
@@ -63,6 +64,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios")
 	fs.IntVar(&o.deepFlows, "deep-flows", 1_000_000, "flows of the organization the deep-page scenario reads")
 	fs.IntVar(&o.backlog, "backlog", 100_000, "due deliveries the webhook-backlog scenario seeds")
+	fs.IntVar(&o.tokenFlows, "token-consents", 64, "accepted consents the consent-token scenario asks tokens of, in turn (1: every client asks for the same one)")
 	fs.IntVar(&o.ssfConsents, "ssf-consents", 2000, "accepted consents the ssf scenario withdraws (at most, within -duration)")
 	fs.IntVar(&o.pollSETs, "poll-sets", 20_000, "SETs the ssf scenario's poll stream holds before a receiver drains it")
 	fs.StringVar(&o.out, "out", defaultOut, "folder for the JSON results (git ignores the default)")

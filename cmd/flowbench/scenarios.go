@@ -137,20 +137,25 @@ func withPgbench(r Result, run pgbench.Run, postgresCPU time.Duration) Result {
 func tokenScenario(ctx context.Context, b *bench) (Result, error) {
 	// What x/oauth2's client credentials source sends: HTTP basic
 	// authentication and a form.
-	return b.measure(ctx, "token", tokenRequests(b.main, url.Values{"grant_type": {"client_credentials"}}),
+	return b.measure(ctx, "token", tokenRequests(b.main, constantForm(url.Values{"grant_type": {"client_credentials"}})),
 		map[string]string{"client": b.main.ClientID}, "token")
 }
 
-// tokenRequests asks the token endpoint for a token of form, o's client
-// authenticated by HTTP Basic.
-func tokenRequests(o org, form url.Values) loadgen.Next {
+// tokenRequests asks the token endpoint for a token of the body form
+// gives, o's client authenticated by HTTP Basic.
+func tokenRequests(o org, form func() []byte) loadgen.Next {
 	header := "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(
 		url.QueryEscape(o.ClientID)+":"+url.QueryEscape(o.ClientSecret))) + "\r\n" +
 		"Content-Type: application/x-www-form-urlencoded\r\n"
-	body := []byte(form.Encode())
 	return func(_, _ int) (loadgen.Request, error) {
-		return loadgen.Request{Method: "POST", Path: "/oauth/token", Header: header, Body: body, Want: 200, Done: hasAccessToken}, nil
+		return loadgen.Request{Method: "POST", Path: "/oauth/token", Header: header, Body: form(), Want: 200, Done: hasAccessToken}, nil
 	}
+}
+
+// constantForm is a token request's body that is form each time.
+func constantForm(form url.Values) func() []byte {
+	body := []byte(form.Encode())
+	return func() []byte { return body }
 }
 
 // hasAccessToken checks a token endpoint's answer.

@@ -66,7 +66,7 @@ func ssfScenario(ctx context.Context, b *bench) (Result, error) {
 		return Result{}, err
 	}
 	seedStart := time.Now()
-	consents, err := b.acceptedConsents(ctx, b.o.ssfConsents)
+	consents, err := b.acceptedConsents(ctx, "SSFBENCH", b.o.ssfConsents)
 	if err != nil {
 		return Result{}, fmt.Errorf("seed accepted consents: %w", err)
 	}
@@ -160,12 +160,13 @@ func (b *bench) createStream(ctx context.Context, holder org, method, endpoint s
 }
 
 // acceptedConsents creates n flows of benchDefinition through the API,
-// has ssfPeople people accept them with the test eID, each their share in
-// a session of its own, and returns the flows' ids.
-func (b *bench) acceptedConsents(ctx context.Context, n int) ([]string, error) {
+// has ssfPeople people (national ids prefix1, prefix2…) accept them with the
+// test eID, each their share in a session of its own, and returns the
+// flows' ids.
+func (b *bench) acceptedConsents(ctx context.Context, prefix string, n int) ([]string, error) {
 	people := make([]string, n)
 	for i := range people {
-		people[i] = "SSFBENCH" + strconv.Itoa(i%ssfPeople+1)
+		people[i] = prefix + strconv.Itoa(i%ssfPeople+1)
 	}
 	links, err := b.createConsents(ctx, people)
 	if err != nil {
@@ -178,7 +179,7 @@ func (b *bench) acceptedConsents(ctx context.Context, n int) ([]string, error) {
 			hrefs = append(hrefs, links[i].href)
 		}
 		g.Go(func() error {
-			_, err := b.acceptAs(gctx, "SSFBENCH"+strconv.Itoa(p+1), hrefs)
+			_, err := b.acceptAs(gctx, prefix+strconv.Itoa(p+1), hrefs)
 			return err
 		})
 	}

@@ -394,9 +394,9 @@ func unknownDefinition(id string) error {
 		Message: fmt.Sprintf("%q is not a consent definition of this organization", id)}})
 }
 
-// DataCategoriesTx implements flows.Definitions.
-func (s *DefinitionStore) DataCategoriesTx(ctx context.Context, tx database.Tx, organizationID, id string, n int) ([][]string, error) {
-	v, err := s.VersionTx(ctx, tx, organizationID, id, n)
+// DataCategories implements flows.Definitions.
+func (s *DefinitionStore) DataCategories(ctx context.Context, organizationID, id string, n int) ([][]string, error) {
+	v, err := s.Version(ctx, organizationID, id, n)
 	if err != nil {
 		return nil, err
 	}

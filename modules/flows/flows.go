@@ -331,6 +331,10 @@ type NewUse struct {
 	// Resource names the resource of a consent token's use; the API's
 	// uses have none.
 	Resource string
+	// Check, when set, is asked of the flow as RecordUse read it, before
+	// anything is recorded, so that what the caller checks or signs is the
+	// very state the use is counted against. Its error is RecordUse's.
+	Check func(Flow) error
 }
 
 // Limits of a recorded use.
@@ -451,10 +455,11 @@ type Definitions interface {
 	// naming flowDefinitionId or flowDefinitionVersion, a retired one an
 	// apperr Conflict.
 	PinTx(ctx context.Context, tx database.Tx, organizationID, id string, n int) (PinnedDefinition, error)
-	// DataCategoriesTx returns the data categories of version n of
+	// DataCategories returns the data categories of version n of
 	// organizationID's definition id: each category's names, one per
-	// language.
-	DataCategoriesTx(ctx context.Context, tx database.Tx, organizationID, id string, n int) ([][]string, error)
+	// language. A version never changes, so it need not be read in the
+	// transaction that records a use of it.
+	DataCategories(ctx context.Context, organizationID, id string, n int) ([][]string, error)
 }
 
 // PinnedDefinition is the definition version a flow runs.

@@ -28,7 +28,7 @@ import (
 // Normalize trims the surrounding white space of in's text.
 func (in NewUse) Normalize() NewUse {
 	out := NewUse{Action: strings.TrimSpace(in.Action), UsedAt: in.UsedAt, Reference: strings.TrimSpace(in.Reference),
-		Resource: strings.TrimSpace(in.Resource)}
+		Resource: strings.TrimSpace(in.Resource), Check: in.Check}
 	for _, c := range in.DataCategories {
 		out.DataCategories = append(out.DataCategories, strings.TrimSpace(c))
 	}
@@ -61,7 +61,11 @@ func (in NewUse) Validate(now time.Time) error {
 	return f.Err()
 }
 
-// RecordUse implements Service.
+// RecordUse implements Service. The flow is read without a lock; the use
+// is then counted by a statement that holds only while the consent is
+// still in force under the subject key the use was sealed with, so that
+// the flow's row is held for the use's last round trips alone, and a
+// withdrawal or an erasure that came after the read refuses the use.
 func (m *Manager) RecordUse(ctx context.Context, c Caller, flowID string, in NewUse, refused database.BeforeCommit[Flow],
 	before ...database.BeforeCommit[Use]) (Use, error) {
 	if !ids.Valid(flowID) || c.OrganizationID == "" {
@@ -72,10 +76,102 @@ func (m *Manager) RecordUse(ctx context.Context, c Caller, flowID string, in New
 	if err := in.Validate(now); err != nil {
 		return Use{}, err
 	}
-	var (
-		out        Use
-		notInForce bool
-	)
+	// A rekey between the read and the count seals the flow under a new
+	// key: the use is sealed again under it.
+	for range 3 {
+		out, err := m.recordUse(ctx, c, flowID, in, now, refused, before)
+		if !errors.Is(err, errKeyChanged) {
+			return out, err
+		}
+	}
+	return Use{}, fmt.Errorf("flows: flow %s: its subject key kept changing", flowID)
+}
+
+// errKeyChanged says a flow's subject key changed between a use's read and
+// its count.
+var errKeyChanged = errors.New("flows: the flow's subject key changed")
+
+// errNotCounted rolls back a use whose flow no longer met its condition.
+var errNotCounted = errors.New("flows: the use was not counted")
+
+// recordUse records in once, from a read of its flow at now.
+func (m *Manager) recordUse(ctx context.Context, c Caller, flowID string, in NewUse, now time.Time,
+	refused database.BeforeCommit[Flow], before []database.BeforeCommit[Use]) (Use, error) {
+	row, err := store.GetFlow(ctx, m.pool, c.OrganizationID, flowID, false)
+	if err != nil {
+		return Use{}, notFound(err)
+	}
+	f, err := m.toFlow(row)
+	if err != nil {
+		return Use{}, err
+	}
+	if in.Check != nil {
+		if err := in.Check(f); err != nil {
+			return Use{}, err
+		}
+	}
+	if !inForce(f, now) {
+		return Use{}, m.refuseUse(ctx, c, flowID, refused)
+	}
+	if err := m.checkUse(ctx, f, in); err != nil {
+		return Use{}, err
+	}
+	u := store.Use{OrganizationID: c.OrganizationID, ID: ids.New(), FlowID: flowID,
+		DataCategories: in.DataCategories, UsedAt: now, RecordedBy: c.ClientID, Resource: orNil(in.Resource)}
+	if u.DataCategories == nil {
+		u.DataCategories = []string{}
+	}
+	if in.UsedAt != nil {
+		u.UsedAt = *in.UsedAt
+	}
+	if err := m.sealUseText(row, &u, in.Action, in.Reference); err != nil {
+		return Use{}, err
+	}
+	var out Use
+	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		counted, seq, ok, err := store.InsertUse(ctx, tx, &u, now, row.SubjectKeyID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errNotCounted
+		}
+		if f, err = m.toFlow(counted); err != nil {
+			return err
+		}
+		out = Use{ID: u.ID, FlowID: u.FlowID, Action: in.Action, DataCategories: u.DataCategories, Reference: in.Reference,
+			UsedAt: u.UsedAt, RecordedAt: u.RecordedAt, RecordedBy: u.RecordedBy, Resource: in.Resource}
+		if err := m.publishUseTx(ctx, tx, f, seq, out); err != nil {
+			return err
+		}
+		return database.RunBeforeCommit(ctx, tx, out, before)
+	})
+	if !errors.Is(err, errNotCounted) {
+		if err != nil {
+			return Use{}, err
+		}
+		return out, nil
+	}
+	// The flow changed after the read: gone, no longer in force, or under
+	// another subject key.
+	again, err := store.GetFlow(ctx, m.pool, c.OrganizationID, flowID, false)
+	if err != nil {
+		return Use{}, notFound(err)
+	}
+	if f, err = m.toFlow(again); err != nil {
+		return Use{}, err
+	}
+	if !inForce(f, time.Now()) {
+		return Use{}, m.refuseUse(ctx, c, flowID, refused)
+	}
+	return Use{}, errKeyChanged
+}
+
+// refuseUse records, through refused, a use refused because the flow's
+// consent is not in force, under the flow's lock, and returns
+// ErrConsentNotInForce. A consent that is in force again (it cannot be)
+// would still refuse: the caller asked at a time it was not.
+func (m *Manager) refuseUse(ctx context.Context, c Caller, flowID string, refused database.BeforeCommit[Flow]) error {
 	err := database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
 		row, err := lockedFlow(ctx, tx, c.OrganizationID, flowID)
 		if err != nil {
@@ -85,45 +181,12 @@ func (m *Manager) RecordUse(ctx context.Context, c Caller, flowID string, in New
 		if err != nil {
 			return err
 		}
-		if !inForce(f, now) {
-			// Nothing is recorded but the refusal, which commits.
-			notInForce = true
-			return database.RunBeforeCommit(ctx, tx, f, []database.BeforeCommit[Flow]{refused})
-		}
-		if err := m.checkUseTx(ctx, tx, f, in); err != nil {
-			return err
-		}
-		u := store.Use{OrganizationID: c.OrganizationID, ID: ids.New(), FlowID: flowID,
-			DataCategories: in.DataCategories, UsedAt: now, RecordedBy: c.ClientID, Resource: orNil(in.Resource)}
-		if u.DataCategories == nil {
-			u.DataCategories = []string{}
-		}
-		if in.UsedAt != nil {
-			u.UsedAt = *in.UsedAt
-		}
-		if err := m.sealUseText(row, &u, in.Action, in.Reference); err != nil {
-			return err
-		}
-		if row, err = store.InsertUse(ctx, tx, &u); err != nil {
-			return err
-		}
-		if f, err = m.toFlow(row); err != nil {
-			return err
-		}
-		out = Use{ID: u.ID, FlowID: u.FlowID, Action: in.Action, DataCategories: u.DataCategories, Reference: in.Reference,
-			UsedAt: u.UsedAt, RecordedAt: u.RecordedAt, RecordedBy: u.RecordedBy, Resource: in.Resource}
-		if err := m.publishUseTx(ctx, tx, f, out); err != nil {
-			return err
-		}
-		return database.RunBeforeCommit(ctx, tx, out, before)
+		return database.RunBeforeCommit(ctx, tx, f, []database.BeforeCommit[Flow]{refused})
 	})
 	if err != nil {
-		return Use{}, err
+		return err
 	}
-	if notInForce {
-		return Use{}, ErrConsentNotInForce
-	}
-	return out, nil
+	return ErrConsentNotInForce
 }
 
 // inForce reports whether f's consent may be used at now: accepted, and
@@ -132,16 +195,16 @@ func inForce(f Flow, now time.Time) bool {
 	return f.ConsentStatus == Accepted && (f.Evidence.ValidUntil == nil || now.Before(*f.Evidence.ValidUntil))
 }
 
-// checkUseTx checks in against its flow f: a use is not before the consent
+// checkUse checks in against its flow f: a use is not before the consent
 // was given, and names only data categories of the flow's definition
 // version (by either language's name).
-func (m *Manager) checkUseTx(ctx context.Context, tx pgx.Tx, f Flow, in NewUse) error {
+func (m *Manager) checkUse(ctx context.Context, f Flow, in NewUse) error {
 	var problems apperr.Fields
 	if in.UsedAt != nil && f.DecidedAt != nil && in.UsedAt.Before(*f.DecidedAt) {
 		problems.Add("usedAt", "must not be before the consent was given")
 	}
 	if len(in.DataCategories) > 0 {
-		categories, err := m.defs.DataCategoriesTx(ctx, tx, f.OrganizationID, f.FlowDefinitionID, f.FlowDefinitionVersion)
+		categories, err := m.defs.DataCategories(ctx, f.OrganizationID, f.FlowDefinitionID, f.FlowDefinitionVersion)
 		if err != nil {
 			return err
 		}
@@ -154,14 +217,11 @@ func (m *Manager) checkUseTx(ctx context.Context, tx pgx.Tx, f Flow, in NewUse) 
 	return problems.Err()
 }
 
-// publishUseTx publishes flow.used for u, numbered in the flow's sequence.
+// publishUseTx publishes flow.used for u, numbered seq in the flow's
+// sequence.
 // It goes to the organization's endpoints that take it, never to the flow's
 // own webhookUrl, so it has no delivery task.
-func (m *Manager) publishUseTx(ctx context.Context, tx pgx.Tx, f Flow, u Use) error {
-	seq, err := store.NextEventSequence(ctx, tx, f.OrganizationID, f.ID)
-	if err != nil {
-		return err
-	}
+func (m *Manager) publishUseTx(ctx context.Context, tx pgx.Tx, f Flow, seq int, u Use) error {
 	ev := eventOf(f, webhooks.FlowUsed, "")
 	ev.Sequence, ev.URL = seq, ""
 	ev.Use = &webhooks.Use{ID: u.ID, DataCategories: u.DataCategories, UsedAt: u.UsedAt, Resource: u.Resource}

@@ -145,6 +145,49 @@ func TestAUseOfAConsentNotInForceIsRefusedAndTheRefusalKept(t *testing.T) {
 	}
 }
 
+// TestAWithdrawalAfterAUsesReadRefusesTheUse: a withdrawal that commits
+// between RecordUse's read of the flow (which Check sees, in force) and
+// the use's count refuses the use: nothing is counted or published, and
+// the refusal is kept.
+func TestAWithdrawalAfterAUsesReadRefusesTheUse(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	id := b.acceptedWithCategories(t)
+	var checked []flows.ConsentStatus
+	var r refusals
+	_, err := b.flows.RecordUse(ctx, b.caller, id, flows.NewUse{Action: "fetched", Check: func(f flows.Flow) error {
+		checked = append(checked, f.ConsentStatus)
+		_, err := b.withdraw(ctx, id)
+		return err
+	}}, r.hook)
+	if !errors.Is(err, flows.ErrConsentNotInForce) {
+		t.Fatalf("RecordUse after a withdrawal since its read = %v, want ErrConsentNotInForce", err)
+	}
+	if !slices.Equal(checked, []flows.ConsentStatus{flows.Accepted}) || !slices.Equal(r.flows, []string{id + ":Withdrawn"}) {
+		t.Fatalf("Check saw %v, refused %v: want one Accepted read and the Withdrawn flow refused", checked, r.flows)
+	}
+	if f := b.get(t, id); f.NumUses != 0 {
+		t.Fatalf("numUses %d after a refused use", f.NumUses)
+	}
+	if n := b.count(t, `select count(*) from flow_uses`); n != 0 {
+		t.Fatalf("%d uses recorded, want none", n)
+	}
+	if got := b.eventsOf(t, id); strings.Contains(got, "flow.used") {
+		t.Fatalf("events %s: a refused use was published", got)
+	}
+	// Check's own refusal is RecordUse's, and records nothing.
+	other := b.acceptedWithCategories(t)
+	refusal := errors.New("the caller refuses")
+	if _, err := b.flows.RecordUse(ctx, b.caller, other, flows.NewUse{Action: "fetched",
+		Check: func(flows.Flow) error { return refusal }}, r.hook); !errors.Is(err, refusal) {
+		t.Fatalf("RecordUse with a refusing Check = %v", err)
+	}
+	if n := b.count(t, `select count(*) from flow_uses`); n != 0 {
+		t.Fatalf("%d uses recorded after Check refused, want none", n)
+	}
+}
+
 // TestABadUseIsRefusedNamingEachField: every offending field is named, and
 // nothing is recorded; another organization's flow is not found.
 func TestABadUseIsRefusedNamingEachField(t *testing.T) {

@@ -96,12 +96,14 @@ type Consents interface {
 	// Resource returns the resource registered with uri, whichever
 	// organization's it is. ErrUnknownResource.
 	Resource(ctx context.Context, uri string) (Resource, error)
-	// RecordTokenUse records u on the flow's ledger, with its flow.used
-	// event, in one transaction, once it found the consent in force under
-	// the flow's lock. When it is not, nothing is recorded but refused,
-	// which runs in a transaction of its own that commits, and the error is
-	// ErrConsentNotInForce. ErrNoConsent.
-	RecordTokenUse(ctx context.Context, u ConsentUse, refused func(ctx context.Context, tx database.Tx) error) error
+	// RecordTokenUse reads organizationID's consent of u's flow, asks
+	// check of it, and then records u on the flow's ledger, with its
+	// flow.used event, in one transaction, unless the consent stopped
+	// being in force since the read. check's error is RecordTokenUse's.
+	// When the consent is not in force, nothing is recorded but refused,
+	// which runs in a transaction of its own that commits, and the error
+	// is ErrConsentNotInForce. ErrNoConsent.
+	RecordTokenUse(ctx context.Context, u ConsentUse, check func(Consent) error, refused func(ctx context.Context, tx database.Tx) error) error
 }
 
 // ConsentDetail is the authorization_details entry of a consent token.

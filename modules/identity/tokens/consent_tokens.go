@@ -99,37 +99,53 @@ func (t *ConsentTokens) issueConsentToken(ctx context.Context, c orgs.StoredClie
 		// A token is a use of the consent, which only flows:write records.
 		return Token{}, t.refuseAs(ctx, c, ErrCodeInvalidScope, flowID, resource, "Consent tokens need the scope "+identity.ScopeFlowsWrite+".")
 	}
-	con, err := t.consents.Consent(ctx, c.OrganizationID, flowID)
-	if errors.Is(err, ErrNoConsent) {
-		return Token{}, t.refuse(ctx, c, flowID, resource, "The organization has no flow with this id.")
+	if resource == "" {
+		return Token{}, t.refuse(ctx, c, flowID, resource, "resource is required: the URI of a resource the consent names (RFC 8707).")
 	}
-	if err != nil {
+	// The consent is read once: the token is checked and signed against
+	// the read its use is then counted after, which a withdrawal since
+	// refuses.
+	jti := secret.Random("", 16)
+	var tok Token
+	err := t.consents.RecordTokenUse(ctx, ConsentUse{OrganizationID: c.OrganizationID, ClientID: c.ID, FlowID: flowID,
+		Resource: resource, TokenID: jti}, func(con Consent) (err error) {
+		tok, err = t.consentToken(ctx, c, con, resource, jkt, jti)
+		return err
+	}, func(ctx context.Context, tx database.Tx) error {
+		return t.audit.RecordAuditTx(ctx, tx, refusalEntry(c, flowID, resource, "The flow's consent is no longer in force."))
+	})
+	switch {
+	case errors.Is(err, ErrConsentNotInForce):
+		return Token{}, tokenErr(ErrCodeInvalidAuthorizationDetails, "The flow's consent is no longer in force.")
+	case errors.Is(err, ErrNoConsent):
+		return Token{}, t.refuse(ctx, c, flowID, resource, "The organization has no flow with this id.")
+	case err != nil:
 		return Token{}, err
 	}
+	return tok, nil
+}
+
+// consentToken checks a request of c for a token of con addressed to
+// resource, each refusal audited, and signs the token, whose id is jti. A
+// resource the definition names was registered when the definition was
+// made, and resources are never removed: naming it is enough.
+func (t *ConsentTokens) consentToken(ctx context.Context, c orgs.StoredClient, con Consent, resource, jkt, jti string) (Token, error) {
 	now := t.now()
 	switch {
 	case con.Status != StatusAccepted:
-		return Token{}, t.refuse(ctx, c, flowID, resource, "The flow's consent is "+con.Status+", not Accepted.")
+		return Token{}, t.refuse(ctx, c, con.FlowID, resource, "The flow's consent is "+con.Status+", not Accepted.")
 	case !con.InForce(now):
-		return Token{}, t.refuse(ctx, c, flowID, resource, "The flow's consent is no longer in force: its validity ended.")
-	case resource == "":
-		return Token{}, t.refuse(ctx, c, flowID, resource, "resource is required: the URI of a resource the consent names (RFC 8707).")
+		return Token{}, t.refuse(ctx, c, con.FlowID, resource, "The flow's consent is no longer in force: its validity ended.")
 	case !slices.Contains(con.Resources, resource):
-		return Token{}, t.refuse(ctx, c, flowID, resource, "The resource is not one the flow's consent definition names.")
+		return Token{}, t.refuse(ctx, c, con.FlowID, resource, "The resource is not one the flow's consent definition names.")
 	}
-	if _, err := t.consents.Resource(ctx, resource); errors.Is(err, ErrUnknownResource) {
-		return Token{}, t.refuse(ctx, c, flowID, resource, "The resource is not registered.")
-	} else if err != nil {
-		return Token{}, err
-	}
-
 	expiry := now.Add(t.ttl)
 	if con.ValidUntil != nil && con.ValidUntil.Before(expiry) {
 		expiry = *con.ValidUntil
 	}
 	detail := consentDetail(con, resource)
 	claims := consentClaims{Issuer: t.cfg.Issuer, Subject: c.ID, ClientID: c.ID, Audience: resource,
-		Expiry: expiry.Unix(), IssuedAt: now.Unix(), NotBefore: now.Unix(), ID: secret.Random("", 16),
+		Expiry: expiry.Unix(), IssuedAt: now.Unix(), NotBefore: now.Unix(), ID: jti,
 		AuthorizationDetails: []ConsentDetail{detail}}
 	tokenType := "Bearer"
 	if jkt != "" {
@@ -141,20 +157,6 @@ func (t *ConsentTokens) issueConsentToken(ctx context.Context, c orgs.StoredClie
 	}
 	at, err := t.keys.SignTypedToken(ctx, keys.ConsentTokenType, payload)
 	if err != nil {
-		return Token{}, err
-	}
-	// The use is recorded under the flow's lock: a withdrawal that came
-	// after the reads above refuses the token here.
-	err = t.consents.RecordTokenUse(ctx, ConsentUse{OrganizationID: c.OrganizationID, ClientID: c.ID, FlowID: flowID,
-		Resource: resource, TokenID: claims.ID}, func(ctx context.Context, tx database.Tx) error {
-		return t.audit.RecordAuditTx(ctx, tx, refusalEntry(c, flowID, resource, "The flow's consent is no longer in force."))
-	})
-	switch {
-	case errors.Is(err, ErrConsentNotInForce):
-		return Token{}, tokenErr(ErrCodeInvalidAuthorizationDetails, "The flow's consent is no longer in force.")
-	case errors.Is(err, ErrNoConsent):
-		return Token{}, t.refuse(ctx, c, flowID, resource, "The organization has no flow with this id.")
-	case err != nil:
 		return Token{}, err
 	}
 	answer, err := json.Marshal([]ConsentDetail{detail})

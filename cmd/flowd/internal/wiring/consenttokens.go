@@ -49,6 +49,11 @@ func (s ConsentSource) Consent(ctx context.Context, organizationID, flowID strin
 	if err != nil {
 		return tokens.Consent{}, err
 	}
+	return s.consentOf(ctx, f)
+}
+
+// consentOf is f's consent as a token carries it.
+func (s ConsentSource) consentOf(ctx context.Context, f flows.Flow) (tokens.Consent, error) {
 	v, err := s.texts.Version(ctx, f.OrganizationID, f.FlowDefinitionID, f.FlowDefinitionVersion)
 	if err != nil {
 		return tokens.Consent{}, fmt.Errorf("wiring: the definition of flow %s: %w", f.ID, err)
@@ -81,9 +86,17 @@ func (s ConsentSource) Resource(ctx context.Context, uri string) (tokens.Resourc
 
 // RecordTokenUse implements tokens.Consents: the use's action is
 // flows.ActionConsentToken, its reference the token's jti.
-func (s ConsentSource) RecordTokenUse(ctx context.Context, u tokens.ConsentUse, refused func(ctx context.Context, tx database.Tx) error) error {
+func (s ConsentSource) RecordTokenUse(ctx context.Context, u tokens.ConsentUse, check func(tokens.Consent) error,
+	refused func(ctx context.Context, tx database.Tx) error) error {
 	_, err := s.flows.RecordUse(ctx, flows.Caller{OrganizationID: u.OrganizationID, ClientID: u.ClientID}, u.FlowID,
-		flows.NewUse{Action: flows.ActionConsentToken, Resource: u.Resource, Reference: "token " + u.TokenID},
+		flows.NewUse{Action: flows.ActionConsentToken, Resource: u.Resource, Reference: "token " + u.TokenID,
+			Check: func(f flows.Flow) error {
+				c, err := s.consentOf(ctx, f)
+				if err != nil {
+					return err
+				}
+				return check(c)
+			}},
 		func(ctx context.Context, tx database.Tx, _ flows.Flow) error { return refused(ctx, tx) })
 	switch {
 	case errors.Is(err, flows.ErrConsentNotInForce):

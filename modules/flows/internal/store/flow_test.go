@@ -62,9 +62,12 @@ func TestEveryFlowFieldIsStored(t *testing.T) {
 		FlowID: f.ID, Kind: "consent-receipt", ContentType: "application/jwt", Body: "x.y.z"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := InsertUse(ctx, pool, &Use{OrganizationID: f.OrganizationID, ID: "00000000-0000-7000-8000-0000000000b1",
-		FlowID: f.ID, ActionSealed: []byte("sealed"), DataCategories: []string{}, UsedAt: time.Now(), RecordedBy: "client-a"}); err != nil {
-		t.Fatal(err)
+	// The use counts as of a time its consent was in force.
+	inForce := written.ValidUntil.Add(-time.Minute)
+	if _, _, counted, err := InsertUse(ctx, pool, &Use{OrganizationID: f.OrganizationID, ID: "00000000-0000-7000-8000-0000000000b1",
+		FlowID: f.ID, ActionSealed: []byte("sealed"), DataCategories: []string{}, UsedAt: inForce, RecordedBy: "client-a"},
+		inForce, written.SubjectKeyID); err != nil || !counted {
+		t.Fatalf("InsertUse counted the use: %v, error %v", counted, err)
 	}
 	// The notice is claimed within the validity, and the validity then ends.
 	soon := time.Now().Add(time.Hour)
