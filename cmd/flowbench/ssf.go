@@ -173,7 +173,7 @@ func (b *bench) acceptedConsents(ctx context.Context, prefix string, n int) ([]s
 		return nil, err
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	for p := range ssfPeople {
+	for p := range min(ssfPeople, n) {
 		var hrefs []string
 		for i := p; i < n; i += ssfPeople {
 			hrefs = append(hrefs, links[i].href)

@@ -129,19 +129,19 @@ func (m *Manager) recordUse(ctx context.Context, c Caller, flowID string, in New
 	}
 	var out Use
 	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
-		counted, seq, ok, err := store.InsertUse(ctx, tx, &u, now, row.SubjectKeyID)
+		counted, ok, err := store.InsertUse(ctx, tx, &u, now, row.SubjectKeyID)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return errNotCounted
 		}
-		if f, err = m.toFlow(counted); err != nil {
-			return err
-		}
+		// What the count changed; the rest of the flow is as read, which
+		// the count's condition kept so.
+		f.Version, f.ProcessStatus, f.UpdatedAt = counted.Version, ProcessStatus(counted.ProcessStatus), counted.UpdatedAt
 		out = Use{ID: u.ID, FlowID: u.FlowID, Action: in.Action, DataCategories: u.DataCategories, Reference: in.Reference,
 			UsedAt: u.UsedAt, RecordedAt: u.RecordedAt, RecordedBy: u.RecordedBy, Resource: in.Resource}
-		if err := m.publishUseTx(ctx, tx, f, seq, out); err != nil {
+		if err := m.publishUseTx(ctx, tx, f, counted.EventSequence, out); err != nil {
 			return err
 		}
 		return database.RunBeforeCommit(ctx, tx, out, before)

@@ -40,24 +40,29 @@ func UseContext(useID, field string) []string { return []string{"use:", useID, "
 
 var useRows = newTable[Use]()
 
+// Counted is what counting a use changed on its flow.
+type Counted struct {
+	Version       int
+	EventSequence int // the sequence number drawn for the use's event
+	ProcessStatus string
+	UpdatedAt     time.Time
+}
+
 // InsertUse stores u and counts it on its flow in one round trip, while
 // the flow's consent is accepted and in force at now under the subject key
 // keyID (nil: none) that u's text was sealed with: the flow's num_uses
 // grows by one, its last_used_at becomes the latest used_at, its version
 // and updated_at are bumped as by any change the API shows, and its next
-// event's sequence number is drawn. It reads what the database set into u
-// and returns the flow and the sequence number. counted is false when the
-// flow is gone or no longer meets the condition: then what the batch did
-// must be rolled back.
-func InsertUse(ctx context.Context, db DB, u *Use, now time.Time, keyID *string) (f Flow, seq int, counted bool, err error) {
+// event's sequence number is drawn. It reads what the database set into u.
+// counted is false when the flow is gone or no longer meets the
+// condition: then what the batch did must be rolled back.
+func InsertUse(ctx context.Context, db DB, u *Use, now time.Time, keyID *string) (c Counted, counted bool, err error) {
 	var b pgx.Batch
 	b.Queue(`update flows set num_uses = num_uses + 1, last_used_at = greatest(last_used_at, $3),
-		version = version + 1, updated_at = greatest(now(), updated_at)
+		version = version + 1, updated_at = greatest(now(), updated_at), event_sequence = event_sequence + 1
 		where organization_id = $1 and id = $2 and consent_status = 'Accepted'
 		and (valid_until is null or valid_until > $4) and subject_key_id is not distinct from $5
-		returning `+flowColumns, u.OrganizationID, u.FlowID, u.UsedAt, now, keyID)
-	b.Queue(`update flows set event_sequence = event_sequence + 1
-		where organization_id = $1 and id = $2 returning event_sequence`, u.OrganizationID, u.FlowID)
+		returning version, event_sequence, process_status, updated_at`, u.OrganizationID, u.FlowID, u.UsedAt, now, keyID)
 	b.Queue(`insert into flow_uses (organization_id, id, flow_id, action, action_sealed, data_categories, reference, reference_sealed,
 			used_at, recorded_by, resource)
 		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) returning recorded_at`,
@@ -65,21 +70,17 @@ func InsertUse(ctx context.Context, db DB, u *Use, now time.Time, keyID *string)
 		u.Resource)
 	br := db.SendBatch(ctx, &b)
 	defer br.Close()
-	rows, err := br.Query()
-	f, err = flowRows.one(rows, err)
-	if errors.Is(err, database.ErrNotFound) {
-		return Flow{}, 0, false, nil
+	err = br.QueryRow().Scan(&c.Version, &c.EventSequence, &c.ProcessStatus, &c.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Counted{}, false, nil
 	}
 	if err != nil {
-		return Flow{}, 0, false, err
-	}
-	if err := br.QueryRow().Scan(&seq); err != nil {
-		return Flow{}, 0, false, err
+		return Counted{}, false, err
 	}
 	if err := br.QueryRow().Scan(&u.RecordedAt); err != nil {
-		return Flow{}, 0, false, err
+		return Counted{}, false, err
 	}
-	return f, seq, true, br.Close()
+	return c, true, br.Close()
 }
 
 // UseQuery selects a page of a flow's uses, latest first (used_at, id
