@@ -6,9 +6,6 @@ import (
 	"math"
 	"testing"
 	"time"
-
-	"github.com/flowd/flowd/modules/flows"
-	"github.com/flowd/flowd/modules/identity"
 )
 
 // encodeLikeWriteJSON is what writeJSONType wrote before bodies appended
@@ -74,46 +71,4 @@ func FuzzAppendString(f *testing.F) {
 			t.Fatalf("appendString(%q) = %s, encoding/json writes %s", s, got, want)
 		}
 	})
-}
-
-func TestFlowEnvelopeAppendsWhatEncodingJSONWrites(t *testing.T) {
-	t.Parallel()
-	at := time.Date(2026, 11, 22, 7, 8, 9, 987654321, time.UTC)
-	opened, decided := at.Add(time.Minute), at.Add(time.Hour)
-	full := flows.Flow{
-		ID: "0190-flow", Version: 7, HasErrors: true, ProcessStatus: flows.Active, ConsentStatus: flows.ConsentStatus("Accepted"),
-		OpenedAt: &opened, DecidedAt: &decided, WithdrawnAt: &decided, ExpiredAt: &decided, ExpiresAt: at.Add(720 * time.Hour), CreatedAt: at, UpdatedAt: at.Add(time.Second),
-		ProcessInstanceID: "pi-1", FlowDefinitionID: "mortgage-<data>", FlowDefinitionVersion: 3, VersionTag: "v\"3\"",
-		Evidence: flows.Evidence{TextSHA256: []byte{0xde, 0xad}, Language: "nb", AssuranceLevel: "high", ACR: "x", ValidUntil: &decided},
-		Number:   42, ReferenceID: "BANK-42", ReferenceName: "Loan <42> & \"more\"",
-		Sandbox: true, NationalID: "01017012345", LastName: "Nordmann æøå", RedirectURL: "https://bank.example/back?a=1&b=<2>",
-		WebhookURL: "https://bank.example/hook", OrganizationNumber: "999888777", ConsentURL: "https://flowd.example/consent/t?x=1&y=2",
-		Incidents: []flows.Incident{
-			{ID: "inc-b", TaskType: "send-initiate-webhook", Message: "receiver answered 500\n"},
-			{ID: "inc-a", TaskType: "send-decision-webhook", Message: "<timeout>"},
-			{ID: "inc-c", TaskType: "x", Message: "\u2028 \xff"},
-		},
-	}
-	bare := flows.Flow{ID: "f", ProcessStatus: flows.ProcessStatus("completed")}
-	var reads, writes identity.Principal
-	reads.Scopes = []string{identity.ScopeFlowsRead}
-	writes.Scopes = []string{identity.ScopeFlowsRead, identity.ScopeFlowsWrite}
-	tests := []struct {
-		name string
-		e    flowEnvelope
-	}{
-		{"every field, writer", envelopeOf(full, writes)},
-		{"every field, reader", envelopeOf(full, reads)},
-		{"bare", envelopeOf(bare, reads)},
-		{"zero", flowEnvelope{}},
-		{"zero detail with nil incidents", flowEnvelope{Flow: flowDetail{Actions: []string{}}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			want := encodeLikeWriteJSON(t, tt.e)
-			if got := tt.e.AppendJSON(nil); !bytes.Equal(got, want) {
-				t.Fatalf("AppendJSON wrote\n%s\nencoding/json writes\n%s", got, want)
-			}
-		})
-	}
 }
