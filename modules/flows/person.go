@@ -41,7 +41,7 @@ func (m *Manager) FlowsOfPerson(ctx context.Context, nationalID string) ([]Flow,
 	}
 	want, err := m.CanonicalNationalID(nationalID)
 	if err != nil {
-		return nil, nil
+		return nil, nil //nolint:nilerr // a number of no valid form names no flow
 	}
 	rows, err := store.FlowsOfPerson(ctx, m.pool, m.cfg.PersonIndex.Of(want), m.cfg.PersonIndex.Version(), MaxFlowsOfPerson)
 	if err != nil {

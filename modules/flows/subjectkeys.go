@@ -36,7 +36,7 @@ var errSubjectKeyDestroyed = fmt.Errorf("%w: %w", ErrNotFound, subjectkey.ErrDes
 func (m *Manager) DestroySubjectKeyTx(ctx context.Context, tx database.Tx, organizationID, nationalID string) (time.Time, bool, error) {
 	person, err := m.CanonicalNationalID(nationalID)
 	if organizationID == "" || err != nil {
-		return time.Time{}, false, nil
+		return time.Time{}, false, nil //nolint:nilerr // a number of no valid form has no key to destroy
 	}
 	destroyed, err := store.DestroySubjectKeys(ctx, tx, organizationID, subjectkey.Subjects(m.sealer, organizationID, person))
 	if err != nil {

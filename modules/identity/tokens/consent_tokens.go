@@ -232,7 +232,7 @@ func (t *ConsentTokens) verifyConsentToken(ctx context.Context, raw string) (con
 	}
 	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{keys.AccessTokenAlgorithm})
 	if err != nil || len(jws.Signatures) != 1 {
-		return consentClaims{}, false, nil
+		return consentClaims{}, false, nil //nolint:nilerr // not a token: inactive, as any other
 	}
 	h := jws.Signatures[0].Header
 	if typ, _ := h.ExtraHeaders[jose.HeaderType].(string); typ != keys.ConsentTokenType {
@@ -244,11 +244,11 @@ func (t *ConsentTokens) verifyConsentToken(ctx context.Context, raw string) (con
 	}
 	payload, err := jws.Verify(pub)
 	if err != nil {
-		return consentClaims{}, false, nil
+		return consentClaims{}, false, nil //nolint:nilerr // a bad signature: inactive
 	}
 	var c consentClaims
 	if err := json.Unmarshal(payload, &c); err != nil {
-		return consentClaims{}, false, nil
+		return consentClaims{}, false, nil //nolint:nilerr // claims that do not read: inactive
 	}
 	now := t.now().Unix()
 	if c.Issuer != t.cfg.Issuer || now >= c.Expiry || c.NotBefore > now+60 || len(c.AuthorizationDetails) != 1 ||
