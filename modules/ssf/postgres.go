@@ -1,6 +1,7 @@
 package ssf
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,8 +32,9 @@ type Options struct {
 	AllowPrivate  bool
 	// Timeout bounds one push (default 10 s).
 	Timeout time.Duration
-	// Schedule is the waits between a stream's failed pushes (default 1 s,
-	// 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 2 h, 4 h); when it is spent, or
+	// Schedule is the waits after a stream's first, second, … failed push
+	// in a row (default 1 s, 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 2 h,
+	// 4 h), each with up to 20 % more; when it is spent, or
 	// after PauseAfter failures in a row (default 10), the stream is paused
 	// with the reason, and enabling it again sends what it held.
 	Schedule   []time.Duration
@@ -46,6 +48,14 @@ type Options struct {
 	// River's notifications (River's default when zero).
 	FetchPollInterval time.Duration
 	Workers           int // push workers per instance (default 20)
+	// WorkerPool, when set, is the push workers' (and their River
+	// client's) own pool, so that under load they do not queue for
+	// connections behind API requests; SETs are still put on streams in
+	// the caller's transaction.
+	WorkerPool *pgxpool.Pool
+	// InFlight bounds the SETs of one stream pushed at once (default 8);
+	// SETs of one consent still go one after another.
+	InFlight int
 	// ResumeEvery is how often a push job is started for each stream
 	// with pending SETs that no job will push, as after a crash
 	// (default 1 min; also once when an instance leads).
@@ -69,6 +79,8 @@ type Module struct {
 	issuer  string
 	opts    Options
 	now     func() time.Time
+	workers *pgxpool.Pool // the push workers'
+	active  active        // the streams this instance's push jobs hold
 	river   *river.Client[database.Tx]
 	client  *http.Client
 	log     *slog.Logger
@@ -109,6 +121,9 @@ func New(pool *pgxpool.Pool, signer Signer, holders DataHolders, sealer *pii.Sea
 	if opts.Workers <= 0 {
 		opts.Workers = 20
 	}
+	if opts.InFlight <= 0 {
+		opts.InFlight = 8
+	}
 	if opts.ResumeEvery <= 0 {
 		opts.ResumeEvery = time.Minute
 	}
@@ -119,7 +134,7 @@ func New(pool *pgxpool.Pool, signer Signer, holders DataHolders, sealer *pii.Sea
 		opts.Now = time.Now
 	}
 	m := &Module{pool: pool, signer: signer, holders: holders, sealer: sealer, issuer: strings.TrimSuffix(opts.Issuer, "/"), opts: opts,
-		now: opts.Now, log: opts.Log}
+		now: opts.Now, log: opts.Log, workers: cmp.Or(opts.WorkerPool, pool)}
 	if err := m.newPusher(); err != nil {
 		return nil, err
 	}
@@ -345,6 +360,12 @@ func (m *Module) SetStatus(ctx context.Context, organizationID, id string, s Sta
 		}
 		if err := store.SaveStream(ctx, tx, *r); err != nil {
 			return err
+		}
+		// The receiver says it is ready: a backoff no longer applies.
+		if s == Enabled {
+			if err := store.EndBackoff(ctx, tx, organizationID, id); err != nil {
+				return err
+			}
 		}
 		switch {
 		case s == Disabled:
