@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 
 	"github.com/flowd/flowd/internal/apperr"
@@ -65,6 +66,8 @@ type Options struct {
 	// callers' BeforeCommit hooks.
 	Audit AuditLog
 	Log   *slog.Logger
+	// Registry, when set, reads each stream's lag when scraped.
+	Registry prometheus.Registerer
 	// Wrap, when set, wraps the pushes' transport (tracing).
 	Wrap func(http.RoundTripper) http.RoundTripper
 	Now  func() time.Time
@@ -137,6 +140,11 @@ func New(pool *pgxpool.Pool, signer Signer, holders DataHolders, sealer *pii.Sea
 		now: opts.Now, log: opts.Log, workers: cmp.Or(opts.WorkerPool, pool)}
 	if err := m.newPusher(); err != nil {
 		return nil, err
+	}
+	if opts.Registry != nil {
+		if err := opts.Registry.Register(m.lagCollector()); err != nil {
+			return nil, fmt.Errorf("ssf: %w", err)
+		}
 	}
 	return m, nil
 }

@@ -144,6 +144,7 @@ func NewSSF(env Env, ident *Identity, holders ssf.DataHolders, sealer *pii.Seale
 	return ssf.New(env.Pool, ident.Keys, holders, sealer, ssf.Options{
 		Issuer: cfg.BaseURL.String(), AllowInsecure: cfg.AllowInsecureURLs, AllowPrivate: cfg.WebhookAllowPrivate,
 		Timeout: cfg.WebhookTimeout, Log: env.log(), Wrap: env.Tracing.WrapTransport("ssf push"), Audit: ident.Audit,
+		Registry: env.registry(),
 	})
 }
 
