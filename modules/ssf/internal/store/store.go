@@ -183,12 +183,12 @@ func Settle(ctx context.Context, db database.Querier, organizationID, streamID s
 	// statements rather than a CASE: Citus refuses now() inside CASE or
 	// COALESCE in an update.
 	sql := `update ssf_sets set state = $4, err = $5, err_description = $6, settled_at = now()
-		where organization_id = $1 and stream_id = $2 and jti::text = any($3) and state = 'pending'`
+		where organization_id = $1 and stream_id = $2 and jti = any($3::uuid[]) and state = 'pending'`
 	args := []any{organizationID, streamID, jtis, state, err, description}
 	if status != nil {
 		sql = `update ssf_sets set state = $4, err = $5, err_description = $6, settled_at = now(),
 			last_status = $7, attempts = attempts + 1, last_attempt_at = now()
-			where organization_id = $1 and stream_id = $2 and jti::text = any($3) and state = 'pending'`
+			where organization_id = $1 and stream_id = $2 and jti = any($3::uuid[]) and state = 'pending'`
 		args = append(args, *status)
 	}
 	tag, e := db.Exec(ctx, sql, args...)
