@@ -180,6 +180,9 @@ func (h *holder) push(ctx context.Context) (outcome, string, error) {
 	for *h.pushed < pushPerJob {
 		pending, err := store.Pending(ctx, m.workers, s.OrganizationID, s.ID, pendingPage)
 		if err != nil || len(pending) == 0 {
+			if err == nil && m.onDrained != nil {
+				m.onDrained()
+			}
 			return drained, "", err
 		}
 		for len(pending) > 0 && *h.pushed < pushPerJob {

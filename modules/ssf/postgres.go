@@ -84,9 +84,12 @@ type Module struct {
 	now     func() time.Time
 	workers *pgxpool.Pool // the push workers'
 	active  active        // the streams this instance's push jobs hold
-	river   *river.Client[database.Tx]
-	client  *http.Client
-	log     *slog.Logger
+	// onDrained, set by tests, runs when a holder finds nothing pending,
+	// before it lets the stream go.
+	onDrained func()
+	river     *river.Client[database.Tx]
+	client    *http.Client
+	log       *slog.Logger
 }
 
 var (

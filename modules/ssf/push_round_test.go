@@ -169,6 +169,7 @@ func TestPushNoSETLeftWhenTheHolderLetsGo(t *testing.T) {
 	r := newReceiver(t, b.keys)
 	s := b.pushStream(t, r.url())
 	start(t, b.m)
+	awaitFirstResume(t, b)
 	for burst := 1; burst <= 25; burst++ {
 		for c := 1; c <= 3; c++ {
 			b.revoke(t, fmt.Sprintf("consent-%d", c), burst)
@@ -180,4 +181,52 @@ func TestPushNoSETLeftWhenTheHolderLetsGo(t *testing.T) {
 			return err == nil && left == 0, fmt.Sprintf("%d SETs not acknowledged (%v)", left, err)
 		})
 	}
+}
+
+// TestPushSETWhoseJobFindsTheHolderDoneIsPushed makes a SET, and lets its
+// job run to its end, just as the holder has found nothing pending and not
+// yet let the stream go: the job finds the stream held and ends, so the
+// holder must see the SET once it lets go. No resume job falls back.
+func TestPushSETWhoseJobFindsTheHolderDoneIsPushed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(o *ssf.Options) { o.ResumeEvery = 24 * time.Hour })
+	r := newReceiver(t, b.keys)
+	b.pushStream(t, r.url())
+	var once sync.Once
+	b.m.OnDrained(func() {
+		once.Do(func() {
+			if err := b.tryRevoke("consent-2", 1); err != nil {
+				t.Error(err)
+				return
+			}
+			saw, ok := testwait.Until(testwait.Deadline(t), func() (bool, string) {
+				var done int
+				err := b.pool.QueryRow(context.Background(), `select count(*) from ssf_river.river_job
+					where kind = 'flowd.ssf_push' and state = 'completed'`).Scan(&done)
+				return err == nil && done >= 1, fmt.Sprintf("%d push jobs completed (%v)", done, err)
+			})
+			if !ok {
+				t.Errorf("the second SET's job did not end while the holder held the stream: %s", saw)
+			}
+		})
+	})
+	start(t, b.m)
+	awaitFirstResume(t, b)
+	b.revoke(t, "consent-1", 1)
+	testwait.For(t, "both SETs accepted", func() (bool, string) {
+		acc := r.accepted()
+		return len(acc) >= 2, fmt.Sprintf("accepted %v", txns(acc))
+	})
+}
+
+// awaitFirstResume waits for the resume job's run at the start, after which
+// a test with a long ResumeEvery has no safety net.
+func awaitFirstResume(t *testing.T, b *bundle) {
+	t.Helper()
+	testwait.For(t, "the resume job's first run", func() (bool, string) {
+		var done int
+		err := b.pool.QueryRow(context.Background(), `select count(*) from ssf_river.river_job
+			where kind = 'flowd.ssf_resume' and state = 'completed'`).Scan(&done)
+		return err == nil && done > 0, fmt.Sprintf("%d runs (%v)", done, err)
+	})
 }
