@@ -20,7 +20,7 @@ import (
 const ssfPeople = 8
 
 // ssfWait bounds the wait for the healthy receiver's SETs after the
-// withdrawals end: a stream's SETs go one at a time.
+// withdrawals end.
 const ssfWait = time.Minute
 
 // pollDeadline bounds the poll stream's drain.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -154,14 +155,55 @@ func (b *bundle) pollStream(t *testing.T) ssf.Stream {
 // change "<consent>.<n>" so a receiver can tell them apart.
 func (b *bundle) revoke(t *testing.T, consent string, n int) {
 	t.Helper()
-	err := database.WithTx(context.Background(), b.pool, func(tx database.Tx) error {
+	if err := b.tryRevoke(consent, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tryRevoke is revoke for a goroutine of the test's.
+func (b *bundle) tryRevoke(consent string, n int) error {
+	return database.WithTx(context.Background(), b.pool, func(tx database.Tx) error {
 		return b.m.RevokedTx(context.Background(), tx, ssf.Revocation{OrganizationID: bankOrg, ConsentID: consent,
 			DefinitionID: "def-1", DefinitionVersion: 1, Reason: ssf.ReasonWithdrawn, Initiator: ssf.InitiatorIndividual,
 			At: time.Now(), Txn: fmt.Sprintf("%s.%d", consent, n)})
 	})
-	if err != nil {
-		t.Fatal(err)
+}
+
+// orderBroken says where got, the txns a receiver accepted, breaks the
+// order flowd keeps of want, the order made: each consent's SETs in it, and
+// a stream's own events in it with all others. "" when got keeps it and
+// holds each of want once.
+func orderBroken(got, want []string) string {
+	pos := make(map[string]int, len(got))
+	for i, g := range got {
+		if _, twice := pos[g]; twice {
+			return fmt.Sprintf("%s accepted twice in %v", g, got)
+		}
+		pos[g] = i
 	}
+	if len(got) != len(want) {
+		return fmt.Sprintf("accepted %d SETs %v, want %d", len(got), got, len(want))
+	}
+	for i, x := range want {
+		if _, ok := pos[x]; !ok {
+			return fmt.Sprintf("%s not accepted in %v", x, got)
+		}
+		for _, y := range want[i+1:] {
+			cx, cy := consentOfTxn(x), consentOfTxn(y)
+			if (cx == cy || cx == "" || cy == "") && pos[x] > pos[y] {
+				return fmt.Sprintf("%s came after %s in %v", x, y, got)
+			}
+		}
+	}
+	return ""
+}
+
+// consentOfTxn is the consent of a txn revoke made; "" for a stream's own event.
+func consentOfTxn(txn string) string {
+	if !strings.HasPrefix(txn, "consent-") {
+		return ""
+	}
+	return txn[:strings.LastIndex(txn, ".")]
 }
 
 // stream reads a stream back.

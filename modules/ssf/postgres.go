@@ -1,6 +1,7 @@
 package ssf
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 
 	"github.com/flowd/flowd/internal/apperr"
@@ -31,8 +33,9 @@ type Options struct {
 	AllowPrivate  bool
 	// Timeout bounds one push (default 10 s).
 	Timeout time.Duration
-	// Schedule is the waits between a stream's failed pushes (default 1 s,
-	// 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 2 h, 4 h); when it is spent, or
+	// Schedule is the waits after a stream's first, second, … failed push
+	// in a row (default 1 s, 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 2 h,
+	// 4 h), each with up to 20 % more; when it is spent, or
 	// after PauseAfter failures in a row (default 10), the stream is paused
 	// with the reason, and enabling it again sends what it held.
 	Schedule   []time.Duration
@@ -46,6 +49,14 @@ type Options struct {
 	// River's notifications (River's default when zero).
 	FetchPollInterval time.Duration
 	Workers           int // push workers per instance (default 20)
+	// WorkerPool, when set, is the push workers' (and their River
+	// client's) own pool, so that under load they do not queue for
+	// connections behind API requests; SETs are still put on streams in
+	// the caller's transaction.
+	WorkerPool *pgxpool.Pool
+	// InFlight bounds the SETs of one stream pushed at once (default 8);
+	// SETs of one consent still go one after another.
+	InFlight int
 	// ResumeEvery is how often a push job is started for each stream
 	// with pending SETs that no job will push, as after a crash
 	// (default 1 min; also once when an instance leads).
@@ -55,6 +66,8 @@ type Options struct {
 	// callers' BeforeCommit hooks.
 	Audit AuditLog
 	Log   *slog.Logger
+	// Registry, when set, reads each stream's lag when scraped.
+	Registry prometheus.Registerer
 	// Wrap, when set, wraps the pushes' transport (tracing).
 	Wrap func(http.RoundTripper) http.RoundTripper
 	Now  func() time.Time
@@ -69,9 +82,14 @@ type Module struct {
 	issuer  string
 	opts    Options
 	now     func() time.Time
-	river   *river.Client[database.Tx]
-	client  *http.Client
-	log     *slog.Logger
+	workers *pgxpool.Pool // the push workers'
+	active  active        // the streams this instance's push jobs hold
+	// onDrained, set by tests, runs when a holder finds nothing pending,
+	// before it lets the stream go.
+	onDrained func()
+	river     *river.Client[database.Tx]
+	client    *http.Client
+	log       *slog.Logger
 }
 
 var (
@@ -109,6 +127,9 @@ func New(pool *pgxpool.Pool, signer Signer, holders DataHolders, sealer *pii.Sea
 	if opts.Workers <= 0 {
 		opts.Workers = 20
 	}
+	if opts.InFlight <= 0 {
+		opts.InFlight = 8
+	}
 	if opts.ResumeEvery <= 0 {
 		opts.ResumeEvery = time.Minute
 	}
@@ -119,9 +140,14 @@ func New(pool *pgxpool.Pool, signer Signer, holders DataHolders, sealer *pii.Sea
 		opts.Now = time.Now
 	}
 	m := &Module{pool: pool, signer: signer, holders: holders, sealer: sealer, issuer: strings.TrimSuffix(opts.Issuer, "/"), opts: opts,
-		now: opts.Now, log: opts.Log}
+		now: opts.Now, log: opts.Log, workers: cmp.Or(opts.WorkerPool, pool)}
 	if err := m.newPusher(); err != nil {
 		return nil, err
+	}
+	if opts.Registry != nil {
+		if err := opts.Registry.Register(m.lagCollector()); err != nil {
+			return nil, fmt.Errorf("ssf: %w", err)
+		}
 	}
 	return m, nil
 }
@@ -345,6 +371,12 @@ func (m *Module) SetStatus(ctx context.Context, organizationID, id string, s Sta
 		}
 		if err := store.SaveStream(ctx, tx, *r); err != nil {
 			return err
+		}
+		// The receiver says it is ready: a backoff no longer applies.
+		if s == Enabled {
+			if err := store.EndBackoff(ctx, tx, organizationID, id); err != nil {
+				return err
+			}
 		}
 		switch {
 		case s == Disabled:

@@ -22,21 +22,17 @@ import (
 	"github.com/flowd/flowd/modules/ssf/internal/store"
 )
 
-// Push delivery (RFC 8935). Every SET put on an enabled push stream inserts
-// a job naming the stream, in the SET's transaction; a job leases the
-// stream's delivery and pushes its pending SETs one at a time, oldest
-// first, so a stream's SETs (a consent's among them) arrive in order, and a
-// receiver that hangs holds one worker for one timeout and delays no other
-// stream. A job that finds the lease held waits a moment and looks again.
-
 const pushQueue = "ssf_push"
 
-// pushBatch bounds the SETs one job pushes before it hands on to a new job.
-const pushBatch = 500
+// pushPerJob bounds the SETs one job pushes before it hands on to a new job.
+const pushPerJob = 500
 
 type pushArgs struct {
 	OrganizationID string `json:"organization_id"`
 	StreamID       string `json:"stream_id"`
+	// Resume marks a job the resume job started: it waits for a lease
+	// that a dead instance's job still holds.
+	Resume bool `json:"resume,omitempty"`
 }
 
 func (pushArgs) Kind() string { return "flowd.ssf_push" }
@@ -55,7 +51,7 @@ func (m *Module) newPusher() error {
 	if err := river.AddWorkerSafely(workers, &resumeWorker{m: m}); err != nil {
 		return fmt.Errorf("ssf: %w", err)
 	}
-	client, err := river.NewClient(riverpgxv5.New(m.pool), &river.Config{
+	client, err := river.NewClient(riverpgxv5.New(m.workers), &river.Config{
 		Schema:            database.SSFRiverSchema,
 		Logger:            slog.New(slog.DiscardHandler),
 		Queues:            map[string]river.QueueConfig{pushQueue: {MaxWorkers: m.opts.Workers}},
@@ -64,7 +60,7 @@ func (m *Module) newPusher() error {
 		Workers:           workers,
 		MaxAttempts:       len(m.opts.Schedule) + 1,
 		RetryPolicy:       schedule(m.opts.Schedule),
-		JobTimeout:        m.opts.Timeout*pushBatch + time.Minute,
+		JobTimeout:        m.opts.Timeout*pushPerJob + time.Minute,
 		PeriodicJobs:      []*river.PeriodicJob{resumeJob(m.opts.ResumeEvery)},
 	})
 	if err != nil {
@@ -88,7 +84,7 @@ func (o Options) httpClient() *http.Client {
 	// the connect-time guard.
 	dialer := netguard.NewDialer(o.Timeout, o.AllowPrivate)
 	var transport http.RoundTripper = &http.Transport{Proxy: nil, DialContext: dialer.DialContext, ForceAttemptHTTP2: true,
-		TLSHandshakeTimeout: o.Timeout, MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second,
+		TLSHandshakeTimeout: o.Timeout, MaxIdleConnsPerHost: max(4, o.InFlight), IdleConnTimeout: 90 * time.Second,
 		MaxResponseHeaderBytes: 64 << 10}
 	if o.Wrap != nil {
 		transport = o.Wrap(transport)
@@ -125,104 +121,10 @@ func (m *Module) startPushTx(ctx context.Context, tx database.Tx, streams []stor
 	return err
 }
 
-// Work pushes a stream's pending SETs.
-func (w *pushWorker) Work(ctx context.Context, job *river.Job[pushArgs]) error {
-	m, a := w.m, job.Args
-	lease := m.opts.Timeout + 5*time.Second
-	s, ok, err := store.Lease(ctx, m.pool, a.OrganizationID, a.StreamID, lease)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		held, err := store.Leased(ctx, m.pool, a.OrganizationID, a.StreamID)
-		if err != nil {
-			return err
-		}
-		if held {
-			// Another job pushes the stream now; this one looks again
-			// shortly, in case that one has just passed its last SET.
-			return river.JobSnooze(time.Second)
-		}
-		return nil // paused, disabled, polled or gone: nothing to push
-	}
-	defer func() {
-		if err := store.Release(context.WithoutCancel(ctx), m.pool, a.OrganizationID, a.StreamID); err != nil {
-			m.log.WarnContext(ctx, "ssf: releasing a stream's delivery", "stream_id", a.StreamID, "error", err)
-		}
-	}()
-	for pushed := 0; pushed < pushBatch; {
-		pending, err := store.Pending(ctx, m.pool, a.OrganizationID, a.StreamID, 50)
-		if err != nil {
-			return err
-		}
-		if len(pending) == 0 {
-			return nil
-		}
-		for _, set := range pending {
-			if err := m.pushOne(ctx, s, set, job); errors.Is(err, errPaused) {
-				return nil // enabling the stream again starts a new job
-			} else if err != nil {
-				return err
-			}
-			pushed++
-			if err := store.Renew(ctx, m.pool, a.OrganizationID, a.StreamID, lease); err != nil {
-				return err
-			}
-		}
-	}
-	// A long backlog goes on in a job of its own.
-	_, err = m.river.Insert(ctx, a, &river.InsertOpts{Queue: pushQueue})
-	return err
-}
-
 // errorBody is RFC 8935 §2.3's error response.
 type errorBody struct {
 	Err         string `json:"err"`
 	Description string `json:"description"`
-}
-
-// pushOne posts one SET and records the outcome: 202 acknowledges it, a
-// 400 with an error body rejects it for good (the receiver will never take
-// it), anything else is a failure that River retries and that, repeated,
-// pauses the stream.
-func (m *Module) pushOne(ctx context.Context, s store.Stream, set store.SET, job *river.Job[pushArgs]) error {
-	status, body, sendErr := m.send(ctx, s, set.JWS)
-	var st *int
-	if status != 0 {
-		st = &status
-	}
-	switch {
-	case sendErr == nil && status >= 200 && status < 300:
-		if _, err := store.Settle(ctx, m.pool, s.OrganizationID, s.ID, []string{set.JTI}, st, "", ""); err != nil {
-			return err
-		}
-		_, err := store.RecordOutcome(ctx, m.pool, s.OrganizationID, s.ID, false, "")
-		return err
-	case sendErr == nil && status == http.StatusBadRequest && body.Err != "":
-		_, err := store.Settle(ctx, m.pool, s.OrganizationID, s.ID, []string{set.JTI}, st, body.Err, body.Description)
-		return err
-	}
-	msg := fmt.Sprintf("HTTP %d", status)
-	if sendErr != nil {
-		msg = sendErr.Error()
-	} else if body.Err != "" {
-		msg += ": " + body.Err + " " + body.Description
-	}
-	msg = truncate(msg, 500)
-	if err := store.FailAttempt(ctx, m.pool, s.OrganizationID, s.ID, set.JTI, st, msg); err != nil {
-		return err
-	}
-	failures, err := store.RecordOutcome(ctx, m.pool, s.OrganizationID, s.ID, true, msg)
-	if err != nil {
-		return err
-	}
-	if failures >= m.opts.PauseAfter || job.Attempt >= len(m.opts.Schedule)+1 {
-		if err := m.pauseFailing(ctx, s, failures, msg); err != nil {
-			return err
-		}
-		return errPaused
-	}
-	return fmt.Errorf("ssf: push to stream %s: %s", s.ID, msg)
 }
 
 // send posts jws to the stream's endpoint and reads an error body, if any.
@@ -258,14 +160,11 @@ func (m *Module) send(ctx context.Context, s store.Stream, jws string) (int, err
 	return res.StatusCode, body, nil
 }
 
-// errPaused says pushOne paused the stream: its job ends without error.
-var errPaused = errors.New("ssf: the stream is paused")
-
 // pauseFailing pauses a stream whose pushes keep failing and puts a
 // stream-updated event on it, sent after what it held once enabled.
 func (m *Module) pauseFailing(ctx context.Context, s store.Stream, failures int, msg string) error {
 	reason := truncate(fmt.Sprintf("flowd paused the stream after %d failed pushes in a row; the last: %s", failures, msg), MaxReason)
-	return database.WithTx(ctx, m.pool, func(tx database.Tx) error {
+	return database.WithTx(ctx, m.workers, func(tx database.Tx) error {
 		r, err := store.GetStream(ctx, tx, s.OrganizationID, s.ID, true)
 		if err != nil || Status(r.Status) != Enabled {
 			return nil //nolint:nilerr // deleted or changed meanwhile: the receiver decided
@@ -292,12 +191,17 @@ func truncate(s string, n int) string {
 	return strings.ToValidUTF8(s[:n], "")
 }
 
-// schedule is River's retry policy for pushes: the n-th failure waits
-// schedule[n-1] plus up to 20 % jitter.
+// schedule is the waits after the first, second, … failure: a stream's
+// failed pushes in a row, and a push job's errors (River's retry policy).
 type schedule []time.Duration
+
+// after is the wait after the n-th failure: its step plus up to 20 %.
+func (p schedule) after(n int) time.Duration {
+	d := p[min(max(n, 1), len(p))-1]
+	return d + time.Duration(rand.Int64N(int64(d)/5+1))
+}
 
 // NextRetry implements river.ClientRetryPolicy.
 func (p schedule) NextRetry(job *rivertype.JobRow) time.Time {
-	d := p[min(max(len(job.Errors)+1, 1), len(p))-1]
-	return time.Now().Add(d + time.Duration(rand.Int64N(int64(d)/5+1)))
+	return time.Now().Add(p.after(len(job.Errors) + 1))
 }

@@ -16,9 +16,9 @@ import (
 // a stream's only job, the stream's pending SETs would wait that long. The
 // resume job, which River's leader runs at its start and then every
 // ResumeEvery, starts a push job for every enabled push stream that holds
-// pending SETs and has none queued. A stream whose delivery a dead job
-// still leases is pushed once the lease runs out; a stream waiting out its
-// retry schedule has its job queued, and keeps its backoff.
+// pending SETs and has none queued. Such a job waits for a lease it finds
+// held, which may be a dead job's, and pushes the stream once it runs out;
+// a stream waiting out a backoff has its job queued, and keeps it.
 
 type resumeArgs struct{}
 
@@ -36,7 +36,7 @@ var queuedStates = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.J
 // Work starts the push of each backlogged stream that no job will push.
 func (w *resumeWorker) Work(ctx context.Context, _ *river.Job[resumeArgs]) error {
 	m := w.m
-	backlogged, err := store.Backlogged(ctx, m.pool)
+	backlogged, err := store.Backlogged(ctx, m.workers)
 	if err != nil || len(backlogged) == 0 {
 		return err
 	}
@@ -47,7 +47,7 @@ func (w *resumeWorker) Work(ctx context.Context, _ *river.Job[resumeArgs]) error
 	var params []river.InsertManyParams
 	for _, s := range backlogged {
 		if !queued[s.ID] {
-			params = append(params, river.InsertManyParams{Args: pushArgs{OrganizationID: s.OrganizationID, StreamID: s.ID},
+			params = append(params, river.InsertManyParams{Args: pushArgs{OrganizationID: s.OrganizationID, StreamID: s.ID, Resume: true},
 				InsertOpts: &river.InsertOpts{Queue: pushQueue}})
 		}
 	}

@@ -75,10 +75,11 @@ func runServe(ctx context.Context, args []string, sys command.Env) error {
 			}
 		}
 	}
-	// The webhook workers and River get a pool of their own, so that under
-	// load deliveries do not queue for connections behind API requests and
-	// fall behind the creates that cause them. Events are still inserted in
-	// the creating request's transaction.
+	// The webhook and SSF push workers and their River clients get a pool
+	// of their own, so that under load deliveries do not queue for
+	// connections behind API requests and fall behind the changes that
+	// cause them. Events and SETs are still inserted in the changing
+	// request's transaction.
 	hookPool, err := database.OpenTraced(ctx, cfg.DatabaseURL, webhookPoolSize, tracing.QueryTracer())
 	if err != nil {
 		return err
@@ -241,9 +242,10 @@ func listen(ctx context.Context, addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// webhookPoolSize bounds the webhook workers' own pool: River's fetches,
-// completions and its LISTEN connection, and each delivery's three short
-// statements. Workers spend most of their time waiting for receivers.
+// webhookPoolSize bounds the webhook and SSF push workers' own pool: their
+// River clients' fetches, completions and LISTEN connections, and each
+// delivery's few short statements. Workers spend most of their time waiting
+// for receivers.
 const webhookPoolSize = 12
 
 // waitForDatabase waits up to a minute for a database that is still starting,

@@ -26,8 +26,9 @@ import (
 type Env struct {
 	Config *config.Config
 	Pool   *pgxpool.Pool
-	// WebhookPool is the webhook workers' own pool (serve gives them one,
-	// so that deliveries do not queue behind API requests); nil is Pool.
+	// WebhookPool is the webhook and SSF push workers' own pool (serve
+	// gives them one, so that deliveries do not queue behind API
+	// requests); nil is Pool.
 	WebhookPool *pgxpool.Pool
 	Log         *slog.Logger         // nil discards
 	Registry    *prometheus.Registry // nil: one of the modules' own
@@ -137,13 +138,15 @@ func NewWebhooks(env Env) (*webhooks.Module, error) {
 
 // NewSSF builds the Shared Signals transmitter: its SETs are signed by
 // identity's receipt key, and the data holders a consent concerns are those
-// whose resources its definition names. The push Authorization headers are
-// sealed under the data key, and flowd's own pauses go to the audit log.
+// whose resources its definition names. The push workers share the webhook
+// workers' pool; the push Authorization headers are sealed under the data
+// key, and flowd's own pauses go to the audit log.
 func NewSSF(env Env, ident *Identity, holders ssf.DataHolders, sealer *pii.Sealer) (*ssf.Module, error) {
 	cfg := env.Config
 	return ssf.New(env.Pool, ident.Keys, holders, sealer, ssf.Options{
 		Issuer: cfg.BaseURL.String(), AllowInsecure: cfg.AllowInsecureURLs, AllowPrivate: cfg.WebhookAllowPrivate,
 		Timeout: cfg.WebhookTimeout, Log: env.log(), Wrap: env.Tracing.WrapTransport("ssf push"), Audit: ident.Audit,
+		Registry: env.registry(), WorkerPool: env.WebhookPool,
 	})
 }
 

@@ -183,12 +183,12 @@ func Settle(ctx context.Context, db database.Querier, organizationID, streamID s
 	// statements rather than a CASE: Citus refuses now() inside CASE or
 	// COALESCE in an update.
 	sql := `update ssf_sets set state = $4, err = $5, err_description = $6, settled_at = now()
-		where organization_id = $1 and stream_id = $2 and jti::text = any($3) and state = 'pending'`
+		where organization_id = $1 and stream_id = $2 and jti = any($3::uuid[]) and state = 'pending'`
 	args := []any{organizationID, streamID, jtis, state, err, description}
 	if status != nil {
 		sql = `update ssf_sets set state = $4, err = $5, err_description = $6, settled_at = now(),
 			last_status = $7, attempts = attempts + 1, last_attempt_at = now()
-			where organization_id = $1 and stream_id = $2 and jti::text = any($3) and state = 'pending'`
+			where organization_id = $1 and stream_id = $2 and jti = any($3::uuid[]) and state = 'pending'`
 		args = append(args, *status)
 	}
 	tag, e := db.Exec(ctx, sql, args...)
@@ -209,43 +209,81 @@ func DropPending(ctx context.Context, db database.Querier, organizationID, strea
 	return err
 }
 
-// Lease gives the caller a push stream's delivery until now+d, unless
-// another holds it; it reports false when the stream is gone, not an
-// enabled push stream, or leased.
-func Lease(ctx context.Context, db database.Querier, organizationID, streamID string, d time.Duration) (Stream, bool, error) {
-	s, err := collectStream(db.Query(ctx, `update ssf_streams set lease_until = now() + $3::interval
+// Lease gives job a push stream's delivery until now+d, unless it is held
+// (by a job pushing it or waiting out its backoff); it reports false when
+// the stream is gone, not an enabled push stream, or held.
+func Lease(ctx context.Context, db database.Querier, organizationID, streamID string, job int64, d time.Duration) (Stream, bool, error) {
+	s, err := collectStream(db.Query(ctx, `update ssf_streams set lease_until = now() + $3::interval, lease_job = $4, retry_at = null
 		where organization_id = $1 and id = $2 and status = 'enabled' and delivery_method = 'urn:ietf:rfc:8935'
 		and (lease_until is null or lease_until < now())
-		returning `+streamColumns, organizationID, streamID, d))
+		returning `+streamColumns, organizationID, streamID, d, job))
 	if errors.Is(err, database.ErrNotFound) {
 		return Stream{}, false, nil
 	}
 	return s, err == nil, err
 }
 
-// Renew extends a held lease to now+d.
-func Renew(ctx context.Context, db database.Querier, organizationID, streamID string, d time.Duration) error {
-	_, err := db.Exec(ctx, `update ssf_streams set lease_until = now() + $3::interval where organization_id = $1 and id = $2`,
-		organizationID, streamID, d)
+// Renew extends job's lease to now+d; it reports false when job no longer
+// holds the stream or the stream is no longer an enabled push stream.
+func Renew(ctx context.Context, db database.Querier, organizationID, streamID string, job int64, d time.Duration) (bool, error) {
+	tag, err := db.Exec(ctx, `update ssf_streams set lease_until = now() + $4::interval
+		where organization_id = $1 and id = $2 and lease_job = $3 and status = 'enabled' and delivery_method = 'urn:ietf:rfc:8935'`,
+		organizationID, streamID, job, d)
+	return err == nil && tag.RowsAffected() == 1, err
+}
+
+// Release gives up job's hold of a stream, if it still has it.
+func Release(ctx context.Context, db database.Querier, organizationID, streamID string, job int64) error {
+	_, err := db.Exec(ctx, `update ssf_streams set lease_until = null, lease_job = null, retry_at = null
+		where organization_id = $1 and id = $2 and lease_job = $3`, organizationID, streamID, job)
 	return err
 }
 
-// Release gives a stream's delivery up.
-func Release(ctx context.Context, db database.Querier, organizationID, streamID string) error {
-	_, err := db.Exec(ctx, `update ssf_streams set lease_until = null where organization_id = $1 and id = $2`, organizationID, streamID)
+// Backoff keeps job's hold of a stream until now+d, the end of the backoff
+// after its failures-th failed push in a row; it reports false when job no
+// longer holds it, or the stream was enabled again (its count reset) or
+// changed meanwhile.
+func Backoff(ctx context.Context, db database.Querier, organizationID, streamID string, job int64, failures int, d time.Duration) (bool, error) {
+	tag, err := db.Exec(ctx, `update ssf_streams set lease_until = now() + $5::interval, retry_at = now() + $5::interval
+		where organization_id = $1 and id = $2 and lease_job = $3 and failures = $4
+		and status = 'enabled' and delivery_method = 'urn:ietf:rfc:8935'`, organizationID, streamID, job, failures, d)
+	return err == nil && tag.RowsAffected() == 1, err
+}
+
+// EndBackoff lets a stream waiting out a backoff be pushed at once; a job
+// pushing it keeps its lease.
+func EndBackoff(ctx context.Context, db database.Querier, organizationID, streamID string) error {
+	_, err := db.Exec(ctx, `update ssf_streams set lease_until = null, lease_job = null, retry_at = null
+		where organization_id = $1 and id = $2 and retry_at is not null`, organizationID, streamID)
 	return err
 }
 
-// Leased reports whether an enabled push stream's delivery is held.
-func Leased(ctx context.Context, db database.Querier, organizationID, streamID string) (bool, error) {
-	var held bool
-	err := db.QueryRow(ctx, `select coalesce(lease_until > now(), false) from ssf_streams
-		where organization_id = $1 and id = $2 and status = 'enabled' and delivery_method = 'urn:ietf:rfc:8935'`,
-		organizationID, streamID).Scan(&held)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
+// Hold is who holds an enabled push stream's delivery, and for how long.
+type Hold struct {
+	Job     int64         `db:"job"`       // 0 when none
+	Left    time.Duration `db:"remaining"` // until the lease ends
+	Backoff bool          `db:"backoff"`   // the holder waits out a failed push's backoff
+}
+
+// Holding returns a stream's hold; false when the stream is gone or not an
+// enabled push stream.
+func Holding(ctx context.Context, db database.Querier, organizationID, streamID string) (Hold, bool, error) {
+	rows, err := db.Query(ctx, `select coalesce(lease_job, 0) as job,
+		case when lease_until > now() then lease_until - now() else interval '0' end as remaining,
+		coalesce(retry_at > now(), false) as backoff
+		from ssf_streams where organization_id = $1 and id = $2 and status = 'enabled' and delivery_method = 'urn:ietf:rfc:8935'`,
+		organizationID, streamID)
+	if err != nil {
+		return Hold{}, false, err
 	}
-	return held, err
+	h, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Hold])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Hold{}, false, nil
+	}
+	if h.Left <= 0 {
+		h.Job = 0
+	}
+	return h, err == nil, err
 }
 
 // RecordOutcome sets a stream's failure count and last error: a success
@@ -321,4 +359,24 @@ func Backlogs(ctx context.Context, db database.Querier, organizationID string) (
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowToStructByName[Backlog])
+}
+
+// Lag is how far behind one stream is.
+type Lag struct {
+	OrganizationID string  `db:"organization_id"`
+	StreamID       string  `db:"stream_id"`
+	Pending        int     `db:"pending"`
+	Seconds        float64 `db:"seconds"` // the oldest pending SET's age; 0 when none
+}
+
+// Lags returns every stream's lag.
+func Lags(ctx context.Context, db database.Querier) ([]Lag, error) {
+	rows, err := db.Query(ctx, `select s.organization_id, s.id::text as stream_id, count(x.jti)::int as pending,
+		coalesce(extract(epoch from now() - min(x.created_at)), 0)::float8 as seconds
+		from ssf_streams s left join ssf_sets x on x.organization_id = s.organization_id and x.stream_id = s.id and x.state = 'pending'
+		group by s.organization_id, s.id`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByName[Lag])
 }
