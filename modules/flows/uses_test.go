@@ -459,3 +459,81 @@ func TestRekeyMovesAnOlderFlowsUsesWithIt(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentUsesAreEachCountedOnce: uses recorded at once, of a few
+// flows (so that several are written together), are each kept, counted and
+// published once, each flow's versions one apart; a use whose before hook
+// fails fails alone, and leaves nothing behind.
+func TestConcurrentUsesAreEachCountedOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	ids := []string{b.acceptedWithCategories(t), b.acceptedWithCategories(t), b.acceptedWithCategories(t)}
+	before := map[string]int{}
+	for _, id := range ids {
+		before[id] = b.get(t, id).Version
+	}
+	const perFlow = 16
+	refusal := errors.New("the hook refuses")
+	var (
+		wg      sync.WaitGroup
+		start   = make(chan struct{})
+		mu      sync.Mutex
+		written = map[string]int{}
+		failed  []error
+	)
+	for i := range perFlow * len(ids) {
+		id := ids[i%len(ids)]
+		hook := func(context.Context, database.Tx, flows.Use) error { return nil }
+		if i == 7 {
+			hook = func(context.Context, database.Tx, flows.Use) error { return refusal }
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, err := b.flows.RecordUse(ctx, b.caller, id, flows.NewUse{Action: fmt.Sprintf("use %d", i)}, nil, hook)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed = append(failed, err)
+				return
+			}
+			written[id]++
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if len(failed) != 1 || !errors.Is(failed[0], refusal) {
+		t.Fatalf("failures %v, want only the refusing hook's", failed)
+	}
+	for _, id := range ids {
+		f := b.get(t, id)
+		n := written[id]
+		if f.NumUses != n || f.Version != before[id]+n || b.count(t, `select count(*) from flow_uses where flow_id = $1`, id) != n {
+			t.Errorf("flow with %d uses written: numUses %d, version %d (was %d), %d rows", n, f.NumUses, f.Version, before[id],
+				b.count(t, `select count(*) from flow_uses where flow_id = $1`, id))
+		}
+		var versions []int
+		rows, err := b.pool.Query(ctx, `select version from test_events where flow_id = $1 and kind = 'flow.used' order by version`, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var v int
+			if err := rows.Scan(&v); err != nil {
+				t.Fatal(err)
+			}
+			versions = append(versions, v)
+		}
+		rows.Close()
+		for k, v := range versions {
+			if v != before[id]+k+1 {
+				t.Fatalf("flow.used versions %v, want one each from %d", versions, before[id]+1)
+			}
+		}
+		if len(versions) != n {
+			t.Errorf("%d flow.used events for %d uses", len(versions), n)
+		}
+	}
+}
