@@ -19,10 +19,14 @@ import (
 // use that finds its organization's write under way waits, and whichever
 // waiting caller gets to write next writes every use waiting, up to
 // maxUsesPerWrite, in one transaction, whose begin, count round trip and
-// commit they share. With no write under way, a use is written alone and
-// at once. A write that fails is tried again one use at a time, so that a
-// use's failure (its before hook's, a deadlock) is its own alone. One
-// organization's uses only: on Citus they stay on one node.
+// commit they share. With no write under way, a use is written at once.
+//
+// A shared write waits for no lock longer than sharedLockTimeout, so that a
+// use held up (its flow locked by an erasure, its Idempotency-Key by a twin
+// request) holds up no other. A shared write that fails for any reason
+// leaves each of its uses to its own caller, who writes it alone, in a
+// transaction of its own, as long as it takes: a use's failure is its own.
+// One organization's uses only: on Citus they stay on one node.
 type useWriter struct {
 	pool    *pgxpool.Pool
 	publish func(ctx context.Context, tx pgx.Tx, w *pendingUse) error
@@ -35,9 +39,13 @@ type useWriter struct {
 // holds stay few.
 const maxUsesPerWrite = 32
 
-// writeTimeout bounds a write, which no single caller's context may cut
-// short: it writes the others' uses too.
+// writeTimeout bounds a shared write, which no single caller's context
+// may cut short: it writes the others' uses too.
 const writeTimeout = 30 * time.Second
+
+// sharedLockTimeout is how long a statement of a shared write waits for a
+// lock before the write gives its uses back to their callers.
+const sharedLockTimeout = 100 * time.Millisecond
 
 type useQueue struct {
 	slot    chan struct{} // held by the caller writing
@@ -52,6 +60,7 @@ type pendingUse struct {
 	before []database.BeforeCommit[Use]
 
 	taken bool // under useWriter.mu: a write has it
+	alone bool // the shared write failed: the caller writes it alone
 	err   error
 	done  chan struct{}
 }
@@ -60,10 +69,25 @@ func newUseWriter(pool *pgxpool.Pool, publish func(ctx context.Context, tx pgx.T
 	return &useWriter{pool: pool, publish: publish, queues: map[string]*useQueue{}}
 }
 
-// write records p, alone or with the uses waiting beside it, and returns
+// write records p, with the uses waiting beside it or alone, and returns
 // its outcome: errNotCounted when its flow no longer met the count's
 // condition.
 func (w *useWriter) write(ctx context.Context, p *pendingUse) error {
+	if err := w.writeShared(ctx, p); err != nil || !p.alone {
+		return err
+	}
+	if err := w.writeTogether(ctx, []*pendingUse{p}, 0); err != nil {
+		return err
+	}
+	if !p.count.Counted {
+		return errNotCounted
+	}
+	return nil
+}
+
+// writeShared has p written by a shared write: its own, or another
+// caller's that took it.
+func (w *useWriter) writeShared(ctx context.Context, p *pendingUse) error {
 	p.done = make(chan struct{})
 	w.mu.Lock()
 	q := w.queues[p.count.Use.OrganizationID]
@@ -118,17 +142,12 @@ func (w *useWriter) writeWaiting(ctx context.Context, q *useQueue) {
 	}()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	if err := w.writeTogether(ctx, batch); err != nil && len(batch) > 1 {
-		for _, p := range batch {
-			p.err = w.writeTogether(ctx, []*pendingUse{p})
-		}
-	} else {
-		for _, p := range batch {
-			p.err = err
-		}
-	}
+	failed := w.writeTogether(ctx, batch, sharedLockTimeout) != nil
 	for _, p := range batch {
-		if p.err == nil && !p.count.Counted {
+		switch {
+		case failed:
+			p.alone = true
+		case !p.count.Counted:
 			p.err = errNotCounted
 		}
 		close(p.done)
@@ -141,15 +160,16 @@ func (w *useWriter) writeWaiting(ctx context.Context, q *useQueue) {
 var errUseWritePanicked = errors.New("flows: a use written with this one panicked")
 
 // writeTogether writes batch in one transaction: the counts in one round
-// trip, then each counted use's event and before hooks.
-func (w *useWriter) writeTogether(ctx context.Context, batch []*pendingUse) error {
+// trip, then each counted use's event and before hooks; no statement waits
+// for a lock longer than lockTimeout, when above zero.
+func (w *useWriter) writeTogether(ctx context.Context, batch []*pendingUse, lockTimeout time.Duration) error {
 	counts := make([]*store.UseCount, len(batch))
 	for i, p := range batch {
 		p.count.Counted = false
 		counts[i] = &p.count
 	}
 	return database.WithTx(ctx, w.pool, func(tx pgx.Tx) error {
-		if err := store.InsertUses(ctx, tx, counts); err != nil {
+		if err := store.InsertUses(ctx, tx, counts, lockTimeout); err != nil {
 			return err
 		}
 		for _, p := range batch {

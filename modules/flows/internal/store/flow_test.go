@@ -67,7 +67,7 @@ func TestEveryFlowFieldIsStored(t *testing.T) {
 	use := UseCount{Use: &Use{OrganizationID: f.OrganizationID, ID: "00000000-0000-7000-8000-0000000000b1",
 		FlowID: f.ID, ActionSealed: []byte("sealed"), DataCategories: []string{}, UsedAt: inForce, RecordedBy: "client-a"},
 		Now: inForce, KeyID: written.SubjectKeyID}
-	if err := InsertUses(ctx, pool, []*UseCount{&use}); err != nil || !use.Counted {
+	if err := InsertUses(ctx, pool, []*UseCount{&use}, 0); err != nil || !use.Counted {
 		t.Fatalf("InsertUses counted the use: %v, error %v", use.Counted, err)
 	}
 	// The notice is claimed within the validity, and the validity then ends.

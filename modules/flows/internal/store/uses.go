@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -79,9 +80,13 @@ const insertUseSQL = `with counted as (
 
 // InsertUses stores and counts each of uses, in their order, in one round
 // trip; a use whose flow no longer meets its condition is left uncounted,
-// and nothing of it is written.
-func InsertUses(ctx context.Context, db DB, uses []*UseCount) error {
+// and nothing of it is written. A lockTimeout above zero bounds, for the
+// rest of db's transaction, how long a statement waits for a lock.
+func InsertUses(ctx context.Context, db DB, uses []*UseCount, lockTimeout time.Duration) error {
 	var b pgx.Batch
+	if lockTimeout > 0 {
+		b.Queue(`select set_config('lock_timeout', $1, true)`, strconv.FormatInt(lockTimeout.Milliseconds(), 10))
+	}
 	for _, c := range uses {
 		u := c.Use
 		b.Queue(insertUseSQL, u.OrganizationID, u.ID, u.FlowID, u.Action, u.ActionSealed, u.DataCategories, u.Reference,
@@ -89,6 +94,11 @@ func InsertUses(ctx context.Context, db DB, uses []*UseCount) error {
 	}
 	br := db.SendBatch(ctx, &b)
 	defer br.Close()
+	if lockTimeout > 0 {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
 	for _, c := range uses {
 		err := br.QueryRow().Scan(&c.Version, &c.EventSequence, &c.ProcessStatus, &c.UpdatedAt, &c.Use.RecordedAt)
 		c.Counted = err == nil
