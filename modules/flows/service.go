@@ -81,6 +81,7 @@ type Manager struct {
 	// decisions counts the decisions and withdrawals recorded.
 	decisions *prometheus.CounterVec
 	keys      *keyCache // opened subject keys
+	uses      *useWriter
 }
 
 var _ Service = (*Manager)(nil)
@@ -105,6 +106,7 @@ func New(pool *pgxpool.Pool, sealer *pii.Sealer, consent ConsentRequests, defs D
 	m := &Manager{pool: pool, reads: store.NewSharedReads(pool, slots, readsPerRoundTrip(reg)),
 		sealer: sealer, consent: consent, defs: defs, orgs: orgs, events: events, log: log, cfg: cfg,
 		decisions: decisionsCounter(reg), keys: newKeyCache()}
+	m.uses = newUseWriter(pool, m.publishUseTx)
 	m.jobs = expiry.New(pool, expiry.Work{Expire: m.expireAcceptance, ExpireDue: m.ExpireDueAcceptances,
 		EraseRetained: m.EraseRetained}, log, reg,
 		expiry.Config{PollInterval: cfg.ExpiryPollInterval, Middleware: cfg.ExpiryMiddleware})

@@ -61,11 +61,13 @@ func (in NewUse) Validate(now time.Time) error {
 	return f.Err()
 }
 
-// RecordUse implements Service. The flow is read without a lock; the use
-// is then counted by a statement that holds only while the consent is
-// still in force under the subject key the use was sealed with, so that
-// the flow's row is held for the use's last round trips alone, and a
-// withdrawal or an erasure that came after the read refuses the use.
+// RecordUse implements Service. The flow is read without a lock (in a round
+// trip concurrent reads share); the use is then counted by a statement that
+// holds only while the consent is still in force under the subject key the
+// use was sealed with, so that the flow's row is held for the use's last
+// round trips alone, and a withdrawal or an erasure that came after the
+// read refuses the use. Concurrent uses of an organization are written
+// together (useWriter).
 func (m *Manager) RecordUse(ctx context.Context, c Caller, flowID string, in NewUse, refused database.BeforeCommit[Flow],
 	before ...database.BeforeCommit[Use]) (Use, error) {
 	if !ids.Valid(flowID) || c.OrganizationID == "" {
@@ -91,13 +93,14 @@ func (m *Manager) RecordUse(ctx context.Context, c Caller, flowID string, in New
 // its count.
 var errKeyChanged = errors.New("flows: the flow's subject key changed")
 
-// errNotCounted rolls back a use whose flow no longer met its condition.
+// errNotCounted says a use's flow no longer met the count's condition:
+// nothing of the use was written.
 var errNotCounted = errors.New("flows: the use was not counted")
 
 // recordUse records in once, from a read of its flow at now.
 func (m *Manager) recordUse(ctx context.Context, c Caller, flowID string, in NewUse, now time.Time,
 	refused database.BeforeCommit[Flow], before []database.BeforeCommit[Use]) (Use, error) {
-	row, err := store.GetFlow(ctx, m.pool, c.OrganizationID, flowID, false)
+	row, err := m.reads.GetFlow(ctx, c.OrganizationID, flowID)
 	if err != nil {
 		return Use{}, notFound(err)
 	}
@@ -127,30 +130,14 @@ func (m *Manager) recordUse(ctx context.Context, c Caller, flowID string, in New
 	if err := m.sealUseText(row, &u, in.Action, in.Reference); err != nil {
 		return Use{}, err
 	}
-	var out Use
-	err = database.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
-		counted, ok, err := store.InsertUse(ctx, tx, &u, now, row.SubjectKeyID)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return errNotCounted
-		}
-		// What the count changed; the rest of the flow is as read, which
-		// the count's condition kept so.
-		f.Version, f.ProcessStatus, f.UpdatedAt = counted.Version, ProcessStatus(counted.ProcessStatus), counted.UpdatedAt
-		out = Use{ID: u.ID, FlowID: u.FlowID, Action: in.Action, DataCategories: u.DataCategories, Reference: in.Reference,
-			UsedAt: u.UsedAt, RecordedAt: u.RecordedAt, RecordedBy: u.RecordedBy, Resource: in.Resource}
-		if err := m.publishUseTx(ctx, tx, f, counted.EventSequence, out); err != nil {
-			return err
-		}
-		return database.RunBeforeCommit(ctx, tx, out, before)
-	})
-	if !errors.Is(err, errNotCounted) {
+	p := &pendingUse{count: store.UseCount{Use: &u, Now: now, KeyID: row.SubjectKeyID}, flow: f, before: before,
+		out: Use{ID: u.ID, FlowID: u.FlowID, Action: in.Action, DataCategories: u.DataCategories, Reference: in.Reference,
+			UsedAt: u.UsedAt, RecordedBy: u.RecordedBy, Resource: in.Resource}}
+	if err := m.uses.write(ctx, p); !errors.Is(err, errNotCounted) {
 		if err != nil {
 			return Use{}, err
 		}
-		return out, nil
+		return p.out, nil
 	}
 	// The flow changed after the read: gone, no longer in force, or under
 	// another subject key.
@@ -217,13 +204,13 @@ func (m *Manager) checkUse(ctx context.Context, f Flow, in NewUse) error {
 	return problems.Err()
 }
 
-// publishUseTx publishes flow.used for u, numbered seq in the flow's
-// sequence.
-// It goes to the organization's endpoints that take it, never to the flow's
-// own webhookUrl, so it has no delivery task.
-func (m *Manager) publishUseTx(ctx context.Context, tx pgx.Tx, f Flow, seq int, u Use) error {
-	ev := eventOf(f, webhooks.FlowUsed, "")
-	ev.Sequence, ev.URL = seq, ""
+// publishUseTx publishes flow.used for p's use, numbered in the flow's
+// sequence by the count. It goes to the organization's endpoints that take
+// it, never to the flow's own webhookUrl, so it has no delivery task.
+func (m *Manager) publishUseTx(ctx context.Context, tx pgx.Tx, p *pendingUse) error {
+	ev := eventOf(p.flow, webhooks.FlowUsed, "")
+	ev.Sequence, ev.URL = p.count.EventSequence, ""
+	u := p.out
 	ev.Use = &webhooks.Use{ID: u.ID, DataCategories: u.DataCategories, UsedAt: u.UsedAt, Resource: u.Resource}
 	return m.events.PublishTx(ctx, tx, ev)
 }

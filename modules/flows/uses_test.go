@@ -14,6 +14,7 @@ import (
 	"github.com/flowd/flowd/internal/database"
 	"github.com/flowd/flowd/internal/nationalid"
 	"github.com/flowd/flowd/internal/testkit/dbtest"
+	"github.com/flowd/flowd/internal/testkit/testwait"
 	"github.com/flowd/flowd/modules/consent"
 	"github.com/flowd/flowd/modules/flows"
 	"github.com/flowd/flowd/modules/flows/rekey"
@@ -457,5 +458,139 @@ func TestRekeyMovesAnOlderFlowsUsesWithIt(t *testing.T) {
 		if u.Action != "written "+u.ID || u.Reference != "case-"+u.ID {
 			t.Errorf("use %s reads %q %q", u.ID, u.Action, u.Reference)
 		}
+	}
+}
+
+// TestConcurrentUsesAreEachCountedOnce: uses recorded at once, of a few
+// flows (so that several are written together), are each kept, counted and
+// published once, each flow's versions one apart; a use whose before hook
+// fails fails alone, and leaves nothing behind.
+func TestConcurrentUsesAreEachCountedOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	ids := []string{b.acceptedWithCategories(t), b.acceptedWithCategories(t), b.acceptedWithCategories(t)}
+	before := map[string]int{}
+	for _, id := range ids {
+		before[id] = b.get(t, id).Version
+	}
+	const perFlow = 16
+	refusal := errors.New("the hook refuses")
+	var (
+		wg      sync.WaitGroup
+		start   = make(chan struct{})
+		mu      sync.Mutex
+		written = map[string]int{}
+		failed  []error
+	)
+	for i := range perFlow * len(ids) {
+		id := ids[i%len(ids)]
+		hook := func(context.Context, database.Tx, flows.Use) error { return nil }
+		if i == 7 {
+			hook = func(context.Context, database.Tx, flows.Use) error { return refusal }
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, err := b.flows.RecordUse(ctx, b.caller, id, flows.NewUse{Action: fmt.Sprintf("use %d", i)}, nil, hook)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed = append(failed, err)
+				return
+			}
+			written[id]++
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if len(failed) != 1 || !errors.Is(failed[0], refusal) {
+		t.Fatalf("failures %v, want only the refusing hook's", failed)
+	}
+	for _, id := range ids {
+		f := b.get(t, id)
+		n := written[id]
+		if f.NumUses != n || f.Version != before[id]+n || b.count(t, `select count(*) from flow_uses where flow_id = $1`, id) != n {
+			t.Errorf("flow with %d uses written: numUses %d, version %d (was %d), %d rows", n, f.NumUses, f.Version, before[id],
+				b.count(t, `select count(*) from flow_uses where flow_id = $1`, id))
+		}
+		var versions []int
+		rows, err := b.pool.Query(ctx, `select version from test_events where flow_id = $1 and kind = 'flow.used' order by version`, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var v int
+			if err := rows.Scan(&v); err != nil {
+				t.Fatal(err)
+			}
+			versions = append(versions, v)
+		}
+		rows.Close()
+		for k, v := range versions {
+			if v != before[id]+k+1 {
+				t.Fatalf("flow.used versions %v, want one each from %d", versions, before[id]+1)
+			}
+		}
+		if len(versions) != n {
+			t.Errorf("%d flow.used events for %d uses", len(versions), n)
+		}
+	}
+}
+
+// TestAUseHeldUpHoldsUpNoOther: a use whose before hook waits for a lock
+// (as a twin request's Idempotency-Key makes it) waits alone: uses of the
+// organization's other flows recorded meanwhile are written (those of its
+// own flow wait for the flow's row, as they always did), and it is written
+// once the lock is free.
+func TestAUseHeldUpHoldsUpNoOther(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	if _, err := b.pool.Exec(ctx, `create table test_hold (id int primary key); insert into test_hold values (1)`); err != nil {
+		t.Fatal(err)
+	}
+	held, err := b.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = held.Rollback(ctx) }()
+	if _, err := held.Exec(ctx, `select * from test_hold where id = 1 for update`); err != nil {
+		t.Fatal(err)
+	}
+	id := b.acceptedWithCategories(t)
+	blocked := make(chan error, 1)
+	go func() {
+		_, err := b.flows.RecordUse(ctx, b.caller, id, flows.NewUse{Action: "held up"}, nil,
+			func(ctx context.Context, tx database.Tx, _ flows.Use) error {
+				_, err := tx.Exec(ctx, `select * from test_hold where id = 1 for update`)
+				return err
+			})
+		blocked <- err
+	}()
+	testwait.For(t, "the held-up use waiting for the lock", func() (bool, string) {
+		n := b.count(t, `select count(*) from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)
+		return n > 0, fmt.Sprintf("%d waiting", n)
+	})
+	other := b.acceptedWithCategories(t)
+	for i := range 5 {
+		if _, err := b.flows.RecordUse(ctx, b.caller, other, flows.NewUse{Action: fmt.Sprintf("meanwhile %d", i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-blocked:
+		t.Fatalf("the held-up use ended (%v) while its lock was held", err)
+	default:
+	}
+	if err := held.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-blocked; err != nil {
+		t.Fatalf("the held-up use, once free: %v", err)
+	}
+	if f, g := b.get(t, id), b.get(t, other); f.NumUses != 1 || g.NumUses != 5 {
+		t.Fatalf("numUses %d and %d, want the held-up use and the 5 written meanwhile", f.NumUses, g.NumUses)
 	}
 }

@@ -64,10 +64,11 @@ func TestEveryFlowFieldIsStored(t *testing.T) {
 	}
 	// The use counts as of a time its consent was in force.
 	inForce := written.ValidUntil.Add(-time.Minute)
-	if _, counted, err := InsertUse(ctx, pool, &Use{OrganizationID: f.OrganizationID, ID: "00000000-0000-7000-8000-0000000000b1",
+	use := UseCount{Use: &Use{OrganizationID: f.OrganizationID, ID: "00000000-0000-7000-8000-0000000000b1",
 		FlowID: f.ID, ActionSealed: []byte("sealed"), DataCategories: []string{}, UsedAt: inForce, RecordedBy: "client-a"},
-		inForce, written.SubjectKeyID); err != nil || !counted {
-		t.Fatalf("InsertUse counted the use: %v, error %v", counted, err)
+		Now: inForce, KeyID: written.SubjectKeyID}
+	if err := InsertUses(ctx, pool, []*UseCount{&use}, 0); err != nil || !use.Counted {
+		t.Fatalf("InsertUses counted the use: %v, error %v", use.Counted, err)
 	}
 	// The notice is claimed within the validity, and the validity then ends.
 	soon := time.Now().Add(time.Hour)

@@ -308,6 +308,18 @@ func (s *SharedReads) GetFlowAndIncidents(ctx context.Context, organizationID, i
 	return f, incidents, err
 }
 
+// GetFlow returns a flow of organizationID, read in a round trip that
+// concurrent reads may share. id must be a UUID. database.ErrNotFound.
+func (s *SharedReads) GetFlow(ctx context.Context, organizationID, id string) (Flow, error) {
+	var f Flow
+	err := s.Do(ctx, func(b *pgx.Batch) { b.Queue(flowByIDSQL, organizationID, id) }, func(br pgx.BatchResults) error {
+		var err error
+		f, err = flowRows.one(br.Query())
+		return err
+	})
+	return f, err
+}
+
 // OpenIncidentsWith returns a flow's open incidents, read in one round trip
 // with another module's statements, which also adds (as for
 // GetFlowAndIncidents). db is the transaction of a change that wants the

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -40,47 +41,72 @@ func UseContext(useID, field string) []string { return []string{"use:", useID, "
 
 var useRows = newTable[Use]()
 
-// Counted is what counting a use changed on its flow.
-type Counted struct {
+// UseCount is a use to store and count on its flow (InsertUses), while
+// the flow's consent is accepted and in force at Now under the subject key
+// KeyID (nil: none) that the use's text was sealed with.
+type UseCount struct {
+	Use   *Use // what the database sets is read into it
+	Now   time.Time
+	KeyID *string
+	// What the count changed, when Counted: the flow's version and
+	// updated_at, its process status, and the sequence number drawn for
+	// the use's event.
+	Counted       bool
 	Version       int
-	EventSequence int // the sequence number drawn for the use's event
+	EventSequence int
 	ProcessStatus string
 	UpdatedAt     time.Time
 }
 
-// InsertUse stores u and counts it on its flow in one round trip, while
-// the flow's consent is accepted and in force at now under the subject key
-// keyID (nil: none) that u's text was sealed with: the flow's num_uses
-// grows by one, its last_used_at becomes the latest used_at, its version
-// and updated_at are bumped as by any change the API shows, and its next
-// event's sequence number is drawn. It reads what the database set into u.
-// counted is false when the flow is gone or no longer meets the
-// condition: then what the batch did must be rolled back.
-func InsertUse(ctx context.Context, db DB, u *Use, now time.Time, keyID *string) (c Counted, counted bool, err error) {
-	var b pgx.Batch
-	b.Queue(`update flows set num_uses = num_uses + 1, last_used_at = greatest(last_used_at, $3),
-		version = version + 1, updated_at = greatest(now(), updated_at), event_sequence = event_sequence + 1
-		where organization_id = $1 and id = $2 and consent_status = 'Accepted'
-		and (valid_until is null or valid_until > $4) and subject_key_id is not distinct from $5
-		returning version, event_sequence, process_status, updated_at`, u.OrganizationID, u.FlowID, u.UsedAt, now, keyID)
-	b.Queue(`insert into flow_uses (organization_id, id, flow_id, action, action_sealed, data_categories, reference, reference_sealed,
+// insertUseSQL stores a use and counts it on its flow in one statement:
+// the use is inserted only from the row the count updated, so that a flow
+// gone or no longer in force gets neither. The count grows num_uses by
+// one, makes last_used_at the latest used_at, bumps the version and
+// updated_at as any change the API shows does, and draws the next event's
+// sequence number.
+const insertUseSQL = `with counted as (
+		update flows set num_uses = num_uses + 1, last_used_at = greatest(last_used_at, $9),
+			version = version + 1, updated_at = greatest(now(), updated_at), event_sequence = event_sequence + 1
+		where organization_id = $1 and id = $3 and consent_status = 'Accepted'
+			and (valid_until is null or valid_until > $12) and subject_key_id is not distinct from $13
+		returning organization_id, id, version, event_sequence, process_status, updated_at),
+	used as (
+		insert into flow_uses (organization_id, id, flow_id, action, action_sealed, data_categories, reference, reference_sealed,
 			used_at, recorded_by, resource)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) returning recorded_at`,
-		u.OrganizationID, u.ID, u.FlowID, u.Action, u.ActionSealed, u.DataCategories, u.Reference, u.ReferenceSealed, u.UsedAt, u.RecordedBy,
-		u.Resource)
+		select organization_id, $2, id, $4, $5, $6, $7, $8, $9, $10, $11 from counted
+		returning recorded_at)
+	select counted.version, counted.event_sequence, counted.process_status, counted.updated_at, used.recorded_at
+	from counted, used`
+
+// InsertUses stores and counts each of uses, in their order, in one round
+// trip; a use whose flow no longer meets its condition is left uncounted,
+// and nothing of it is written. A lockTimeout above zero bounds, for the
+// rest of db's transaction, how long a statement waits for a lock.
+func InsertUses(ctx context.Context, db DB, uses []*UseCount, lockTimeout time.Duration) error {
+	var b pgx.Batch
+	if lockTimeout > 0 {
+		b.Queue(`select set_config('lock_timeout', $1, true)`, strconv.FormatInt(lockTimeout.Milliseconds(), 10))
+	}
+	for _, c := range uses {
+		u := c.Use
+		b.Queue(insertUseSQL, u.OrganizationID, u.ID, u.FlowID, u.Action, u.ActionSealed, u.DataCategories, u.Reference,
+			u.ReferenceSealed, u.UsedAt, u.RecordedBy, u.Resource, c.Now, c.KeyID)
+	}
 	br := db.SendBatch(ctx, &b)
 	defer br.Close()
-	err = br.QueryRow().Scan(&c.Version, &c.EventSequence, &c.ProcessStatus, &c.UpdatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Counted{}, false, nil
+	if lockTimeout > 0 {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
 	}
-	if err != nil {
-		return Counted{}, false, err
+	for _, c := range uses {
+		err := br.QueryRow().Scan(&c.Version, &c.EventSequence, &c.ProcessStatus, &c.UpdatedAt, &c.Use.RecordedAt)
+		c.Counted = err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
 	}
-	if err := br.QueryRow().Scan(&u.RecordedAt); err != nil {
-		return Counted{}, false, err
-	}
-	return c, true, br.Close()
+	return br.Close()
 }
 
 // UseQuery selects a page of a flow's uses, latest first (used_at, id
