@@ -117,20 +117,9 @@ func (b *bench) createConsents(ctx context.Context, people []string) ([]consentL
 		body, _ := json.Marshal(map[string]string{"nationalId": people[i], "lastName": "Nordmann",
 			"redirectUrl": "https://example.com/done", "flowDefinitionId": benchDefinition})
 		req, err := b.main.request("POST", "/api/flows", body, 201)
-		req.Done = func(answer []byte) error {
-			var created struct {
-				FlowID string `json:"flowId"`
-				Links  struct {
-					Consent struct {
-						Href string `json:"href"`
-					} `json:"consent"`
-				} `json:"_links"`
-			}
-			if err := json.Unmarshal(answer, &created); err != nil || created.Links.Consent.Href == "" {
-				return fmt.Errorf("a created flow without its consent link: %v %s", err, truncate(answer, 200))
-			}
-			out[i] = consentLink{flowID: created.FlowID, href: created.Links.Consent.Href}
-			return nil
+		req.Done = func(answer []byte) (err error) {
+			out[i], err = consentLinkOf(answer)
+			return err
 		}
 		return req, err
 	})
@@ -138,4 +127,21 @@ func (b *bench) createConsents(ctx context.Context, people []string) ([]consentL
 		return nil, fmt.Errorf("%d of %d creates failed, the first: %s", s.Errors, len(people), s.FirstErr)
 	}
 	return out, nil
+}
+
+// consentLinkOf reads a created flow's id and consent link from the
+// create's answer.
+func consentLinkOf(answer []byte) (consentLink, error) {
+	var created struct {
+		FlowID string `json:"flowId"`
+		Links  struct {
+			Consent struct {
+				Href string `json:"href"`
+			} `json:"consent"`
+		} `json:"_links"`
+	}
+	if err := json.Unmarshal(answer, &created); err != nil || created.Links.Consent.Href == "" {
+		return consentLink{}, fmt.Errorf("a created flow without its consent link: %v %s", err, truncate(answer, 200))
+	}
+	return consentLink{flowID: created.FlowID, href: created.Links.Consent.Href}, nil
 }

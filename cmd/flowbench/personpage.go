@@ -99,17 +99,11 @@ func (b *bench) personWithConsents(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		var created struct {
-			Links struct {
-				Consent struct {
-					Href string `json:"href"`
-				} `json:"consent"`
-			} `json:"_links"`
+		created, err := consentLinkOf(answer)
+		if err != nil {
+			return "", err
 		}
-		if err := json.Unmarshal(answer, &created); err != nil || created.Links.Consent.Href == "" {
-			return "", fmt.Errorf("a created flow without its consent link: %v %s", err, answer)
-		}
-		links = append(links, created.Links.Consent.Href)
+		links = append(links, created.href)
 	}
 	return b.acceptAs(ctx, benchPerson, links[:3])
 }
